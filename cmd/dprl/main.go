@@ -1,0 +1,21 @@
+// Command dprl is the differentially private reinforcement learning agent and
+// toolkit: the long-running agent, offline modes on session logs, simulators
+// and privacy accounting. See README.md for the privacy model.
+//
+// main only parses flags and wires components; every subcommand lives in its
+// own file with a newXCmd constructor.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+)
+
+// Exit statuses of the dprl command.
+const (
+	exitOK      = 0 // success
+	exitFailure = 1 // the command ran and failed
+	exitUsage   = 2 // the command line was wrong
+)
+
+// usageError marks an error caused by the command line rather than by the run.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// usagef returns a usage error (exit status 2) with a formatted message.
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// app carries what every subcommand shares: output streams, the logger and
+// the global flags. It is built once per invocation; there is no package state.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	log            zerolog.Logger
+	logLevel       string
+	logFormat      string
+}
+
+// run executes the dprl command line and returns the process exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, log: zerolog.Nop()}
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "dprl: %s\n", oneLine(err.Error()))
+	var ue usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// oneLine folds a multi-line message so that an error is one line on stderr.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+}
+
+// isCobraUsage recognises the few usage errors cobra builds itself (unknown
+// subcommands); flag errors are wrapped by the FlagErrorFunc instead.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown shorthand") ||
+		strings.HasPrefix(msg, "unknown flag") || strings.Contains(msg, "arg(s)")
+}
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "dprl",
+		Short: "Differentially private reinforcement learning for production personalization",
+		Long: `dprl learns personalization policies from user sessions with a provable
+differential privacy guarantee, and evaluates or learns offline from stored
+session logs. Every privacy cost it incurs is written to a verifiable ledger.
+
+Results print human-readable by default and as JSON with --json.
+Exit status: 0 success, 1 failure, 2 usage error.`,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		Args:              noArgs,
+		RunE:              func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.setupLogging() },
+	}
+	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error or disabled")
+	root.PersistentFlags().StringVar(&a.logFormat, "log-format", "auto", "log format: auto (console on a terminal, JSON otherwise), console or json")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand()
+	return root
+}
+
+// noArgs rejects positional arguments as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("%s: unexpected argument %q", cmd.CommandPath(), args[0])
+	}
+	return nil
+}
+
+// groupCmd returns a parent command that only holds subcommands.
+func groupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("%s: unknown subcommand %q (see %s --help)", cmd.CommandPath(), args[0], cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usagef("%s: missing subcommand (see %s --help)", cmd.CommandPath(), cmd.CommandPath())
+		},
+	}
+	c.AddCommand(subs...)
+	return c
+}
+
+// setupLogging builds the zerolog logger from --log-level and --log-format.
+// Logs go to stderr; results go to stdout.
+func (a *app) setupLogging() error {
+	lvl, err := zerolog.ParseLevel(strings.ToLower(a.logLevel))
+	if err != nil || a.logLevel == "" {
+		return usagef("--log-level %q: want trace, debug, info, warn, error or disabled", a.logLevel)
+	}
+	var w io.Writer
+	switch a.logFormat {
+	case "json":
+		w = a.stderr
+	case "console":
+		w = zerolog.ConsoleWriter{Out: a.stderr, TimeFormat: "15:04:05"}
+	case "auto":
+		w = a.stderr
+		if isTerminal(a.stderr) {
+			w = zerolog.ConsoleWriter{Out: a.stderr, TimeFormat: "15:04:05"}
+		}
+	default:
+		return usagef("--log-format %q: want auto, console or json", a.logFormat)
+	}
+	a.log = zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+	return nil
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// emit prints a result: as one indented JSON document with --json, otherwise
+// through the human-readable printer.
+func emit(w io.Writer, asJSON bool, v any, text func(io.Writer) error) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	return text(w)
+}
