@@ -54,7 +54,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "dprl: %s\n", oneLine(err.Error()))
+	msg := oneLine(err.Error())
+	if !strings.HasPrefix(msg, "dprl") {
+		msg = "dprl: " + msg
+	}
+	fmt.Fprintln(stderr, msg)
 	var ue usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		return exitUsage
@@ -72,7 +76,8 @@ func oneLine(s string) string {
 func isCobraUsage(err error) bool {
 	msg := err.Error()
 	return strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown shorthand") ||
-		strings.HasPrefix(msg, "unknown flag") || strings.Contains(msg, "arg(s)")
+		strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "required flag") ||
+		strings.Contains(msg, "arg(s)")
 }
 
 func newRootCmd(a *app) *cobra.Command {
@@ -94,13 +99,18 @@ Exit status: 0 success, 1 failure, 2 usage error.`,
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error or disabled")
 	root.PersistentFlags().StringVar(&a.logFormat, "log-format", "auto", "log format: auto (console on a terminal, JSON otherwise), console or json")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand()
+	root.AddCommand(
+		newAccountantCmd(a),
+	)
 	return root
 }
 
 // noArgs rejects positional arguments as a usage error.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
+		if cmd.HasSubCommands() {
+			return usagef("%s: unknown command %q (see %s --help)", cmd.CommandPath(), args[0], cmd.CommandPath())
+		}
 		return usagef("%s: unexpected argument %q", cmd.CommandPath(), args[0])
 	}
 	return nil

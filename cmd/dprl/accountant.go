@@ -1,0 +1,210 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"dprl/ledger/accountant"
+
+	"github.com/spf13/cobra"
+)
+
+func newAccountantCmd(a *app) *cobra.Command {
+	return groupCmd("accountant", "Privacy accounting: epsilon of a mechanism, noise for a target, SVT budget split",
+		newAccountantEpsilonCmd(a), newAccountantNoiseCmd(a), newAccountantSVTCmd(a))
+}
+
+// mechanismFlags are the flags shared by epsilon and noise.
+type mechanismFlags struct {
+	delta   float64
+	q       float64
+	steps   int
+	method  string
+	json    bool
+	hasQ    bool
+	hasStep bool
+}
+
+func (f *mechanismFlags) register(c *cobra.Command) {
+	c.Flags().Float64Var(&f.delta, "delta", 0, "target delta, 0 < delta < 1 (required)")
+	c.Flags().Float64Var(&f.q, "q", 1, "Poisson sampling rate, 0 < q <= 1 (1: no subsampling)")
+	c.Flags().IntVar(&f.steps, "steps", 1, "number of compositions of the mechanism, >= 1")
+	c.Flags().StringVar(&f.method, "method", "", "analytic, rdp, zhao or classic (default analytic for one Gaussian, rdp with --q/--steps)")
+	c.Flags().BoolVar(&f.json, "json", false, "print the result as JSON")
+	_ = c.MarkFlagRequired("delta")
+}
+
+// resolve picks the method and validates the flag combination.
+func (f *mechanismFlags) resolve(c *cobra.Command) (accountant.Accountant, error) {
+	f.hasQ, f.hasStep = c.Flags().Changed("q"), c.Flags().Changed("steps")
+	m := accountant.MethodAnalytic
+	if f.hasQ || f.hasStep {
+		m = accountant.MethodRDP
+	}
+	if f.method != "" {
+		var err error
+		if m, err = accountant.ParseMethod(f.method); err != nil {
+			return nil, usageError{fmt.Errorf("--method: %w", err)}
+		}
+	}
+	if m == accountant.MethodAnalytic && f.q != 1 {
+		return nil, usagef("--method analytic is exact only without subsampling (--q 1); use --method rdp for q = %v", f.q)
+	}
+	if (m == accountant.MethodClassic || m == accountant.MethodZhao) && (f.q != 1 || f.steps != 1) {
+		return nil, usagef("--method %s covers one Gaussian mechanism (--q 1 --steps 1); use analytic or rdp", m)
+	}
+	return accountant.New(m)
+}
+
+// epsilonResult is the output of dprl accountant epsilon.
+type epsilonResult struct {
+	Epsilon float64            `json:"epsilon"`
+	Delta   float64            `json:"delta"`
+	Z       float64            `json:"z"`
+	Q       float64            `json:"q"`
+	Steps   int                `json:"steps"`
+	Method  accountant.Method  `json:"method"`
+	Order   float64            `json:"order,omitempty"`
+	Note    string             `json:"note,omitempty"`
+	Events  []accountant.Event `json:"-"`
+}
+
+func newAccountantEpsilonCmd(a *app) *cobra.Command {
+	var f mechanismFlags
+	var z float64
+	c := &cobra.Command{
+		Use:   "epsilon --z Z --delta D [--q Q --steps N] [--method M]",
+		Short: "Epsilon of a Gaussian mechanism, or of a Poisson-subsampled Gaussian composed over steps",
+		Long: `Prints the epsilon at which the mechanism is (epsilon, delta)-DP; it is an
+upper bound on the true value.
+
+Without --q/--steps: one Gaussian mechanism with noise multiplier z (noise
+standard deviation z times the L2 sensitivity), by default with the exact
+analytic Gaussian mechanism (Balle & Wang 2018). --method classic and zhao
+print the closed forms the DPPG paper uses; classic refuses epsilon >= 1,
+where it is not valid.
+
+With --q/--steps: the Poisson-subsampled Gaussian with rate q composed over
+steps, by default with the Rényi DP accountant (Mironov et al. 2019), whose
+optimal order is printed. --method analytic composes plain Gaussians (q = 1)
+exactly.`,
+		Example: `  dprl accountant epsilon --z 1.0 --delta 1e-5
+  dprl accountant epsilon --z 1.1 --delta 1e-5 --q 0.00427 --steps 14063 --json
+  dprl accountant epsilon --z 1.0 --delta 1e-5 --method zhao`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			acc, err := f.resolve(c)
+			if err != nil {
+				return err
+			}
+			ev := accountant.Event{Q: f.q, Z: z, Steps: f.steps}
+			if err := ev.Validate(); err != nil {
+				return usageError{err}
+			}
+			g, err := acc.Epsilon(f.delta, ev)
+			if err != nil {
+				return usageError{err}
+			}
+			res := epsilonResult{Epsilon: g.Epsilon, Delta: g.Delta, Z: z, Q: f.q, Steps: f.steps, Method: g.Method, Order: g.Order}
+			return emit(a.stdout, f.json, res, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "epsilon = %.6g at delta = %g  (z = %g, q = %g, steps = %d, method %s", res.Epsilon, res.Delta, z, f.q, f.steps, res.Method)
+				if res.Order != 0 {
+					fmt.Fprintf(w, ", optimal order %g", res.Order)
+				}
+				fmt.Fprintln(w, ")")
+				return err
+			})
+		},
+	}
+	c.Flags().Float64Var(&z, "z", 0, "noise multiplier, > 0 (required)")
+	_ = c.MarkFlagRequired("z")
+	f.register(c)
+	return c
+}
+
+// noiseResult is the output of dprl accountant noise.
+type noiseResult struct {
+	Z        float64           `json:"z"`
+	Epsilon  float64           `json:"epsilon"`
+	Achieved float64           `json:"achieved_epsilon"`
+	Delta    float64           `json:"delta"`
+	Q        float64           `json:"q"`
+	Steps    int               `json:"steps"`
+	Method   accountant.Method `json:"method"`
+}
+
+func newAccountantNoiseCmd(a *app) *cobra.Command {
+	var f mechanismFlags
+	var eps float64
+	c := &cobra.Command{
+		Use:   "noise --epsilon E --delta D [--q Q --steps N] [--method M]",
+		Short: "The smallest noise multiplier reaching a target (epsilon, delta)",
+		Long: `Calibrates the noise multiplier z: the smallest z (to a relative 1e-6,
+rounded up) whose epsilon under the chosen accountant is at or below the
+target. The achieved epsilon is printed beside it.`,
+		Example: `  dprl accountant noise --epsilon 1 --delta 1e-5
+  dprl accountant noise --epsilon 3 --delta 1e-5 --q 0.01 --steps 10000 --json`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			acc, err := f.resolve(c)
+			if err != nil {
+				return err
+			}
+			z, err := accountant.Calibrate(acc, eps, f.delta, f.q, f.steps)
+			if err != nil {
+				return usageError{err}
+			}
+			g, err := acc.Epsilon(f.delta, accountant.Event{Q: f.q, Z: z, Steps: f.steps})
+			if err != nil {
+				return err
+			}
+			res := noiseResult{Z: z, Epsilon: eps, Achieved: g.Epsilon, Delta: f.delta, Q: f.q, Steps: f.steps, Method: acc.Method()}
+			return emit(a.stdout, f.json, res, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "z = %.6g  (epsilon %.6g <= %g at delta = %g, q = %g, steps = %d, method %s)\n", z, g.Epsilon, eps, f.delta, f.q, f.steps, res.Method)
+				return err
+			})
+		},
+	}
+	c.Flags().Float64Var(&eps, "epsilon", 0, "target epsilon, > 0 (required)")
+	_ = c.MarkFlagRequired("epsilon")
+	f.register(c)
+	return c
+}
+
+func newAccountantSVTCmd(a *app) *cobra.Command {
+	var (
+		eps1, delta1, pmin float64
+		queries, maxLen    int
+		asJSON             bool
+	)
+	c := &cobra.Command{
+		Use:   "svt --epsilon E1 --delta D1 --queries T --max-len L --pmin P",
+		Short: "The DataRelease budget split of the sparse vector technique (expert-level DP)",
+		Long: `Prints the per-query budget of DataRelease (Sharma et al., Algorithm 2):
+eps' = eps1 / sqrt(32 T ln(2/delta1)), delta' = delta1 / (2 T L),
+c_min = e^eps' / (e^eps' - 1) and the threshold theta = c_min / p_min.`,
+		Example: `  dprl accountant svt --epsilon 7.5 --delta 9e-4 --queries 50 --max-len 500 --pmin 0.02`,
+		Args:    noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			p, err := accountant.SVTSplit(eps1, delta1, queries, maxLen, pmin)
+			if err != nil {
+				return usageError{err}
+			}
+			return emit(a.stdout, asJSON, p, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "eps' = %.6g  delta' = %.6g  c_min = %.6g  theta = %.6g\nthreshold draw: theta + %.6g + Lap(%.6g); each prefix query: count + Lap(%.6g)\n",
+					p.EpsPrime, p.DeltaPrime, p.CMin, p.Theta, p.NoisyThresholdShift, p.ThresholdScale, p.QueryScale)
+				return err
+			})
+		},
+	}
+	c.Flags().Float64Var(&eps1, "epsilon", 0, "release budget eps1, > 0 (required)")
+	c.Flags().Float64Var(&delta1, "delta", 0, "release delta1, 0 < delta1 < 1 (required)")
+	c.Flags().IntVar(&queries, "queries", 0, "trajectories queried T, >= 1 (required)")
+	c.Flags().IntVar(&maxLen, "max-len", 0, "maximum trajectory length L, >= 1 (required)")
+	c.Flags().Float64Var(&pmin, "pmin", 0, "floor of every expert's action probabilities, 0 < p_min <= 1 (required)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	for _, n := range []string{"epsilon", "delta", "queries", "max-len", "pmin"} {
+		_ = c.MarkFlagRequired(n)
+	}
+	return c
+}
