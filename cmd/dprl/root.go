@@ -101,6 +101,7 @@ Exit status: 0 success, 1 failure, 2 usage error.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		newAccountantCmd(a),
+		newLedgerCmd(a),
 	)
 	return root
 }

@@ -1,0 +1,160 @@
+package ledger
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"dprl/ledger/accountant"
+)
+
+// Kind says what an entry paid for.
+type Kind string
+
+// The entry kinds.
+const (
+	KindRelease Kind = "policy_release" // an online policy update
+	KindOffline Kind = "offline_run"    // an offline run on a dataset
+)
+
+// Unit names the protected unit of an entry.
+type Unit string
+
+// The protected units.
+const (
+	UnitSession    Unit = "session"    // one user session (trajectory-level DP online)
+	UnitTrajectory Unit = "trajectory" // one logged trajectory (offline)
+	UnitExpert     Unit = "expert"     // all trajectories of one expert (SVT)
+)
+
+// FixedCost is a cost accounted by its own theorem rather than by the
+// accountant's events, such as the (eps1, delta1) of an SVT data release. It
+// composes with the rest by basic composition (epsilons and deltas add).
+type FixedCost struct {
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+	// Source cites the theorem the cost comes from.
+	Source string `json:"source"`
+}
+
+// Entry is one privacy cost.
+type Entry struct {
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+	Kind Kind      `json:"kind"`
+	Unit Unit      `json:"unit"`
+	// Mechanism describes what ran, e.g. "dppg: clipped mean of K local
+	// updates + Gaussian noise".
+	Mechanism string `json:"mechanism"`
+	// Events are the noise mechanisms that ran, sensitivity-normalised.
+	Events []accountant.Event `json:"events"`
+	// Fixed are costs accounted outside the events.
+	Fixed []FixedCost `json:"fixed,omitempty"`
+	// Method is the accountant that turned Events into Epsilon at
+	// Delta - sum(Fixed.Delta).
+	Method accountant.Method `json:"method"`
+	// Epsilon and Delta are the entry's total guarantee.
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+	// Z, S and K are the online update's noise multiplier, clipping norm
+	// and users per update (0 offline).
+	Z float64 `json:"z,omitempty"`
+	S float64 `json:"s,omitempty"`
+	K int     `json:"k,omitempty"`
+	// Participants is the number of units the entry's mechanism used.
+	Participants int `json:"participants"`
+	// Users are the participating users' keys (online, when ids are given).
+	Users []UserKey `json:"users,omitempty"`
+	// Seeded is true when the noise came from a user-seeded generator
+	// rather than the secure one.
+	Seeded bool `json:"seeded"`
+	// PolicyVersion is the version this entry pays for (releases).
+	PolicyVersion uint64 `json:"policy_version,omitempty"`
+	// DatasetID is the content hash of the dataset read (offline).
+	DatasetID string `json:"dataset_id,omitempty"`
+	// PrevHash and Hash chain the entries.
+	PrevHash string `json:"prev_hash"`
+	Hash     string `json:"hash"`
+}
+
+func (e *Entry) validate() error {
+	if e.Unit == "" || e.Mechanism == "" {
+		return fmt.Errorf("%w: entry without unit or mechanism", ErrInvalid)
+	}
+	if len(e.Events) == 0 && len(e.Fixed) == 0 {
+		return fmt.Errorf("%w: entry with no events and no fixed costs", ErrInvalid)
+	}
+	for i, ev := range e.Events {
+		if err := ev.Validate(); err != nil {
+			return fmt.Errorf("%w: event %d: %v", ErrInvalid, i, err)
+		}
+	}
+	for i, f := range e.Fixed {
+		if !(f.Epsilon >= 0) || math.IsInf(f.Epsilon, 0) || !(f.Delta >= 0 && f.Delta < 1) || f.Source == "" {
+			return fmt.Errorf("%w: fixed cost %d: (%v, %v, %q)", ErrInvalid, i, f.Epsilon, f.Delta, f.Source)
+		}
+	}
+	if _, err := e.recompute(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// userZ is the noise multiplier every participating user's session saw: the
+// online update is one Gaussian event.
+func (e *Entry) userZ() (float64, error) {
+	if len(e.Events) != 1 || e.Events[0].Q != 1 || e.Events[0].Steps != 1 {
+		return 0, fmt.Errorf("%w: a release must be one plain Gaussian event, got %+v", ErrInvalid, e.Events)
+	}
+	return e.Events[0].Z, nil
+}
+
+// recompute returns the epsilon implied by the recorded events, fixed costs,
+// method and delta.
+func (e *Entry) recompute() (float64, error) {
+	return totalEpsilon(e.Method, e.Delta, e.Events, e.Fixed)
+}
+
+// totalEpsilon composes events (at delta minus the fixed deltas) with fixed
+// costs by basic composition.
+func totalEpsilon(m accountant.Method, delta float64, events []accountant.Event, fixed []FixedCost) (float64, error) {
+	var fe, fd float64
+	for _, f := range fixed {
+		fe += f.Epsilon
+		fd += f.Delta
+	}
+	if len(events) == 0 {
+		if fd > delta {
+			return 0, fmt.Errorf("%w: fixed deltas %v exceed delta %v", ErrInvalid, fd, delta)
+		}
+		return fe, nil
+	}
+	acc, err := accountant.New(m)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	rest := delta - fd
+	if !(rest > 0) {
+		return 0, fmt.Errorf("%w: delta %v leaves nothing for the events after fixed deltas %v", ErrInvalid, delta, fd)
+	}
+	g, err := acc.Epsilon(rest, events...)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return g.Epsilon + fe, nil
+}
+
+// computeHash returns SHA-256 over the entry's JSON with Hash empty; the
+// previous hash is part of it, which chains the entries.
+func (e Entry) computeHash() (string, error) {
+	e.Hash = ""
+	b, err := json.Marshal(e)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
