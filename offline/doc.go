@@ -1,0 +1,20 @@
+// Package offline holds what every offline mode shares: the dprl.sessions.v1
+// session-log format (JSON Lines, one trajectory per line), its strict
+// streaming reader and its writer, and the content hash that identifies a
+// dataset in the privacy ledger. The offline algorithms live in the
+// sub-packages gtd2, svt and primorl.
+//
+// # Format
+//
+//	{"session":"s1","user":"u1","expert":"e7","policy_version":3,
+//	 "steps":[{"obs":[0.1,0.2],"action":1,"reward":0.5,"prob":0.9}],
+//	 "final_obs":[0.3,0.1],"terminal":true}
+//
+// "action" is an integer for a discrete action space and an array for a
+// continuous one; "prob" is the behaviour policy's probability of the action
+// taken (its density for continuous actions), or "logp" its logarithm —
+// exactly one of the two. "user", "expert", "policy_version" and
+// "final_obs" are optional. Unknown fields, wrong types, non-finite numbers,
+// inconsistent dimensions and probabilities outside their range are errors
+// that name the line and the field.
+package offline

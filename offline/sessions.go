@@ -1,0 +1,474 @@
+package offline
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"unicode"
+
+	"dprl/sims"
+)
+
+// FormatV1 names the session-log format.
+const FormatV1 = "dprl.sessions.v1"
+
+// Errors of the session-log reader.
+var (
+	// ErrFormat marks a record that violates the format.
+	ErrFormat = errors.New("offline: bad session record")
+	// ErrTooLong marks a line longer than the reader's limit.
+	ErrTooLong = errors.New("offline: line too long")
+)
+
+// Step is one transition of a logged session.
+type Step struct {
+	Obs    []float64   `json:"obs"`
+	Action sims.Action `json:"-"`
+	Reward float64     `json:"reward"`
+	// LogP is the log of the behaviour probability (density) of Action.
+	LogP float64 `json:"-"`
+}
+
+// Session is one logged trajectory.
+type Session struct {
+	Session string `json:"session"`
+	User    string `json:"user,omitempty"`
+	Expert  string `json:"expert,omitempty"`
+	// PolicyVersion is the serving policy's version, when known.
+	PolicyVersion *uint64   `json:"policy_version,omitempty"`
+	Steps         []Step    `json:"steps"`
+	FinalObs      []float64 `json:"final_obs,omitempty"`
+	Terminal      bool      `json:"terminal"`
+}
+
+// Return is the undiscounted return of the session.
+func (s *Session) Return() float64 {
+	var r float64
+	for _, st := range s.Steps {
+		r += st.Reward
+	}
+	return r
+}
+
+// Spec fixes the dimensions a reader checks. Zero values are learned from the
+// first record and enforced on the rest.
+type Spec struct {
+	// ObsDim is the observation length (0: from the first record).
+	ObsDim int
+	// Discrete is the number of discrete actions (0: unknown bound; a
+	// negative value means continuous actions).
+	Discrete int
+	// ActDim is the continuous action length (0: from the first record).
+	ActDim int
+}
+
+// ReaderOptions bound what the reader accepts.
+type ReaderOptions struct {
+	// Name is the file name used in error messages.
+	Name string
+	// Spec fixes dimensions; zero fields are learned from the first record.
+	Spec Spec
+	// MaxLineBytes bounds one record; 0 means 64 MiB.
+	MaxLineBytes int
+	// MaxIDLen bounds session, user and expert ids; 0 means 256.
+	MaxIDLen int
+}
+
+// Reader reads a session log record by record, in bounded memory.
+type Reader struct {
+	r      *bufio.Reader
+	opt    ReaderOptions
+	line   int
+	spec   Spec
+	known  bool // spec learned
+	kind   int  // 0 unknown, 1 discrete, 2 continuous
+	buf    []byte
+	record rawSession
+}
+
+// NewReader returns a strict reader of dprl.sessions.v1 records.
+func NewReader(r io.Reader, opt ReaderOptions) *Reader {
+	if opt.MaxLineBytes <= 0 {
+		opt.MaxLineBytes = 64 << 20
+	}
+	if opt.MaxIDLen <= 0 {
+		opt.MaxIDLen = 256
+	}
+	if opt.Name == "" {
+		opt.Name = "sessions"
+	}
+	rd := &Reader{r: bufio.NewReaderSize(r, 1<<16), opt: opt, spec: opt.Spec}
+	if opt.Spec.Discrete < 0 {
+		rd.kind = 2
+	} else if opt.Spec.Discrete > 0 {
+		rd.kind = 1
+	}
+	return rd
+}
+
+// Line is the line number of the last record returned.
+func (r *Reader) Line() int { return r.line }
+
+// Spec returns the dimensions in force (learned from the first record when
+// not given).
+func (r *Reader) Spec() Spec { return r.spec }
+
+// LineError locates a bad record.
+type LineError struct {
+	Name string
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Name, e.Line, e.Err) }
+
+// Unwrap returns the cause.
+func (e *LineError) Unwrap() error { return e.Err }
+
+type rawStep struct {
+	Obs    []float64       `json:"obs"`
+	Action json.RawMessage `json:"action"`
+	Reward *float64        `json:"reward"`
+	Prob   *float64        `json:"prob"`
+	LogP   *float64        `json:"logp"`
+}
+
+type rawSession struct {
+	Session       *string   `json:"session"`
+	User          string    `json:"user"`
+	Expert        string    `json:"expert"`
+	PolicyVersion *uint64   `json:"policy_version"`
+	Steps         []rawStep `json:"steps"`
+	FinalObs      []float64 `json:"final_obs"`
+	Terminal      *bool     `json:"terminal"`
+}
+
+// Next returns the next session, io.EOF at the end, or a *LineError naming
+// the line and field of the first problem. Blank lines are skipped.
+func (r *Reader) Next() (Session, error) {
+	for {
+		line, err := r.readLine()
+		if err != nil {
+			return Session{}, err
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		s, err := r.parse(line)
+		if err != nil {
+			return Session{}, &LineError{Name: r.opt.Name, Line: r.line, Err: err}
+		}
+		return s, nil
+	}
+}
+
+func (r *Reader) readLine() ([]byte, error) {
+	r.buf = r.buf[:0]
+	for {
+		chunk, err := r.r.ReadSlice('\n')
+		r.buf = append(r.buf, chunk...)
+		if len(r.buf) > r.opt.MaxLineBytes {
+			r.line++
+			return nil, &LineError{Name: r.opt.Name, Line: r.line, Err: fmt.Errorf("%w: over %d bytes", ErrTooLong, r.opt.MaxLineBytes)}
+		}
+		switch {
+		case err == nil:
+			r.line++
+			return r.buf, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if len(r.buf) == 0 {
+				return nil, io.EOF
+			}
+			r.line++
+			return r.buf, nil
+		default:
+			return nil, fmt.Errorf("%s: read: %w", r.opt.Name, err)
+		}
+	}
+}
+
+func (r *Reader) parse(line []byte) (Session, error) {
+	r.record = rawSession{}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r.record); err != nil {
+		return Session{}, fmt.Errorf("%w: %v", ErrFormat, err)
+	}
+	if dec.More() {
+		return Session{}, fmt.Errorf("%w: trailing data after the record", ErrFormat)
+	}
+	raw := &r.record
+	if raw.Session == nil {
+		return Session{}, fmt.Errorf("%w: session: missing", ErrFormat)
+	}
+	if err := r.checkID("session", *raw.Session, true); err != nil {
+		return Session{}, err
+	}
+	if err := r.checkID("user", raw.User, false); err != nil {
+		return Session{}, err
+	}
+	if err := r.checkID("expert", raw.Expert, false); err != nil {
+		return Session{}, err
+	}
+	if raw.Terminal == nil {
+		return Session{}, fmt.Errorf("%w: terminal: missing", ErrFormat)
+	}
+	if len(raw.Steps) == 0 {
+		return Session{}, fmt.Errorf("%w: steps: empty", ErrFormat)
+	}
+	s := Session{Session: *raw.Session, User: raw.User, Expert: raw.Expert, PolicyVersion: raw.PolicyVersion, Terminal: *raw.Terminal}
+	s.Steps = make([]Step, len(raw.Steps))
+	for i := range raw.Steps {
+		if err := r.step(&raw.Steps[i], &s.Steps[i]); err != nil {
+			return Session{}, fmt.Errorf("%w: steps[%d].%v", ErrFormat, i, err)
+		}
+	}
+	if raw.FinalObs != nil {
+		if err := r.checkObs(raw.FinalObs); err != nil {
+			return Session{}, fmt.Errorf("%w: final_obs%v", ErrFormat, err)
+		}
+		s.FinalObs = raw.FinalObs
+	}
+	r.known = true
+	return s, nil
+}
+
+func (r *Reader) checkID(field, id string, required bool) error {
+	if id == "" {
+		if required {
+			return fmt.Errorf("%w: %s: empty", ErrFormat, field)
+		}
+		return nil
+	}
+	if len(id) > r.opt.MaxIDLen {
+		return fmt.Errorf("%w: %s: %d bytes, limit %d", ErrFormat, field, len(id), r.opt.MaxIDLen)
+	}
+	for _, c := range id {
+		if unicode.IsControl(c) || c == unicode.ReplacementChar {
+			return fmt.Errorf("%w: %s: control or invalid character %q", ErrFormat, field, c)
+		}
+	}
+	return nil
+}
+
+// checkObs validates an observation's length and values; the error text
+// continues a field path.
+func (r *Reader) checkObs(obs []float64) error {
+	if r.spec.ObsDim == 0 {
+		if len(obs) == 0 {
+			return errors.New(": empty observation")
+		}
+		r.spec.ObsDim = len(obs)
+	}
+	if len(obs) != r.spec.ObsDim {
+		return fmt.Errorf(": length %d, want %d", len(obs), r.spec.ObsDim)
+	}
+	for j, v := range obs {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("[%d]: %v", j, v)
+		}
+	}
+	return nil
+}
+
+func (r *Reader) step(raw *rawStep, st *Step) error {
+	if raw.Obs == nil {
+		return errors.New("obs: missing")
+	}
+	if err := r.checkObs(raw.Obs); err != nil {
+		return fmt.Errorf("obs%v", err)
+	}
+	st.Obs = raw.Obs
+	if raw.Reward == nil {
+		return errors.New("reward: missing")
+	}
+	st.Reward = *raw.Reward
+	if len(raw.Action) == 0 {
+		return errors.New("action: missing")
+	}
+	if err := r.action(raw.Action, &st.Action); err != nil {
+		return fmt.Errorf("action: %v", err)
+	}
+	switch {
+	case raw.Prob != nil && raw.LogP != nil:
+		return errors.New("prob and logp: give one, not both")
+	case raw.Prob != nil:
+		p := *raw.Prob
+		if !(p > 0) || math.IsInf(p, 0) || (r.kind == 1 && p > 1) {
+			return fmt.Errorf("prob: %v, want 0 < prob%s", p, map[bool]string{true: " <= 1", false: ""}[r.kind == 1])
+		}
+		st.LogP = math.Log(p)
+	case raw.LogP != nil:
+		l := *raw.LogP
+		if math.IsNaN(l) || math.IsInf(l, 0) || (r.kind == 1 && l > 0) {
+			return fmt.Errorf("logp: %v, want a finite value%s", l, map[bool]string{true: " <= 0", false: ""}[r.kind == 1])
+		}
+		st.LogP = l
+	default:
+		return errors.New("prob: missing (the behaviour probability of the action, or logp)")
+	}
+	return nil
+}
+
+func (r *Reader) action(data json.RawMessage, a *sims.Action) error {
+	data = bytes.TrimSpace(data)
+	if len(data) > 0 && data[0] == '[' {
+		if r.kind == 1 {
+			return errors.New("a vector, but the actions are discrete")
+		}
+		var v []float64
+		if err := json.Unmarshal(data, &v); err != nil {
+			return err
+		}
+		if r.spec.ActDim == 0 {
+			if len(v) == 0 {
+				return errors.New("empty vector")
+			}
+			r.spec.ActDim = len(v)
+		}
+		if len(v) != r.spec.ActDim {
+			return fmt.Errorf("length %d, want %d", len(v), r.spec.ActDim)
+		}
+		for j, x := range v {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("[%d]: %v", j, x)
+			}
+		}
+		r.kind = 2
+		r.spec.Discrete = -1
+		*a = sims.Action{Vec: v}
+		return nil
+	}
+	if r.kind == 2 {
+		return fmt.Errorf("%s, but the actions are continuous vectors", data)
+	}
+	n, err := strconv.ParseInt(string(data), 10, 64)
+	if err != nil {
+		return fmt.Errorf("%s is not an integer action index", data)
+	}
+	if n < 0 || (r.spec.Discrete > 0 && n >= int64(r.spec.Discrete)) || n > math.MaxInt32 {
+		return fmt.Errorf("index %d outside [0, %d)", n, r.spec.Discrete)
+	}
+	r.kind = 1
+	*a = sims.Action{Index: int(n)}
+	return nil
+}
+
+// Writer writes sessions as dprl.sessions.v1 JSON Lines.
+type Writer struct {
+	w   *bufio.Writer
+	buf []byte
+}
+
+// NewWriter returns a writer; call Flush when done.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: bufio.NewWriterSize(w, 1<<16)} }
+
+// Write validates nothing beyond finiteness and writes one record.
+func (w *Writer) Write(s *Session) error {
+	b := w.buf[:0]
+	b = append(b, `{"session":`...)
+	b = strconv.AppendQuote(b, s.Session)
+	if s.User != "" {
+		b = append(b, `,"user":`...)
+		b = strconv.AppendQuote(b, s.User)
+	}
+	if s.Expert != "" {
+		b = append(b, `,"expert":`...)
+		b = strconv.AppendQuote(b, s.Expert)
+	}
+	if s.PolicyVersion != nil {
+		b = append(b, `,"policy_version":`...)
+		b = strconv.AppendUint(b, *s.PolicyVersion, 10)
+	}
+	b = append(b, `,"steps":[`...)
+	var err error
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"obs":`...)
+		if b, err = appendFloats(b, st.Obs); err != nil {
+			return fmt.Errorf("offline: session %q steps[%d].obs: %w", s.Session, i, err)
+		}
+		b = append(b, `,"action":`...)
+		if st.Action.Vec != nil {
+			if b, err = appendFloats(b, st.Action.Vec); err != nil {
+				return fmt.Errorf("offline: session %q steps[%d].action: %w", s.Session, i, err)
+			}
+		} else {
+			b = strconv.AppendInt(b, int64(st.Action.Index), 10)
+		}
+		b = append(b, `,"reward":`...)
+		if b, err = appendFloat(b, st.Reward); err != nil {
+			return fmt.Errorf("offline: session %q steps[%d].reward: %w", s.Session, i, err)
+		}
+		b = append(b, `,"logp":`...)
+		if b, err = appendFloat(b, st.LogP); err != nil {
+			return fmt.Errorf("offline: session %q steps[%d].logp: %w", s.Session, i, err)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	if s.FinalObs != nil {
+		b = append(b, `,"final_obs":`...)
+		if b, err = appendFloats(b, s.FinalObs); err != nil {
+			return fmt.Errorf("offline: session %q final_obs: %w", s.Session, err)
+		}
+	}
+	b = append(b, `,"terminal":`...)
+	b = strconv.AppendBool(b, s.Terminal)
+	b = append(b, "}\n"...)
+	w.buf = b
+	_, err = w.w.Write(b)
+	return err
+}
+
+// Flush writes buffered records to the underlying writer.
+func (w *Writer) Flush() error { return w.w.Flush() }
+
+func appendFloat(b []byte, v float64) ([]byte, error) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return b, fmt.Errorf("non-finite value %v", v)
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64), nil
+}
+
+func appendFloats(b []byte, v []float64) ([]byte, error) {
+	b = append(b, '[')
+	var err error
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = appendFloat(b, x); err != nil {
+			return b, err
+		}
+	}
+	return append(b, ']'), nil
+}
+
+// DatasetID returns the content hash identifying a dataset file in the
+// ledger: "sha256:" and the hex SHA-256 of its bytes.
+func DatasetID(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("offline: hash %s: %w", path, err)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
