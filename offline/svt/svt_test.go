@@ -1,0 +1,180 @@
+package svt
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"dprl/offline"
+	"dprl/sims"
+)
+
+func TestBernoulliExp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, x := range []struct{ num, den uint64 }{{0, 1}, {1, 2}, {1, 1}, {23, 10}, {7, 3}} {
+		const n = 200000
+		hits := 0
+		for i := 0; i < n; i++ {
+			if bernoulliExp(rng, x.num, x.den) {
+				hits++
+			}
+		}
+		p := math.Exp(-float64(x.num) / float64(x.den))
+		se := math.Sqrt(p * (1 - p) / n)
+		if got := float64(hits) / n; math.Abs(got-p) > 5*se+1e-9 {
+			t.Errorf("Bernoulli(exp(-%d/%d)): %.4f, want %.4f", x.num, x.den, got, p)
+		}
+	}
+}
+
+// TestDiscreteLaplacePMF compares sample frequencies with the exact pmf
+// P(y) = (1-r)/(1+r) r^|y|, r = exp(-1/t).
+func TestDiscreteLaplacePMF(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, scale := range []uint64{1, 3, 10} {
+		const n = 200000
+		counts := map[int64]int{}
+		var sum, sq float64
+		for i := 0; i < n; i++ {
+			y := discreteLaplace(rng, scale)
+			counts[y]++
+			sum += float64(y)
+			sq += float64(y * y)
+		}
+		r := math.Exp(-1 / float64(scale))
+		for y := int64(-3); y <= 3; y++ {
+			p := (1 - r) / (1 + r) * math.Pow(r, math.Abs(float64(y)))
+			se := math.Sqrt(p * (1 - p) / n)
+			if got := float64(counts[y]) / n; math.Abs(got-p) > 5*se {
+				t.Errorf("t=%d: P(%d) = %.5f, want %.5f", scale, y, got, p)
+			}
+		}
+		// Variance 2r/(1-r)^2.
+		v := 2 * r / ((1 - r) * (1 - r))
+		if got := sq/n - (sum/n)*(sum/n); math.Abs(got-v) > 0.05*v {
+			t.Errorf("t=%d: variance %.3f, want %.3f", scale, got, v)
+		}
+	}
+}
+
+// fixedExpert gives the logged action probability p and the rest 1-p.
+type fixedExpert struct{ p float64 }
+
+func (e fixedExpert) Prob(obs []float64, a int) float64 {
+	if a == 0 {
+		return e.p
+	}
+	return 1 - e.p
+}
+
+func makeSessions(n, steps int) []offline.Session {
+	out := make([]offline.Session, n)
+	for i := range out {
+		s := offline.Session{Session: fmt.Sprintf("s%d", i), Terminal: true, FinalObs: []float64{float64(steps)}}
+		for k := 0; k < steps; k++ {
+			s.Steps = append(s.Steps, offline.Step{Obs: []float64{float64(k)}, Action: sims.Action{Index: 0}, Reward: 1})
+		}
+		out[i] = s
+	}
+	return out
+}
+
+func experts(m int, p float64) []Expert {
+	out := make([]Expert, m)
+	for i := range out {
+		out[i] = fixedExpert{p}
+	}
+	return out
+}
+
+func totalSteps(ss []offline.Session) int {
+	n := 0
+	for _, s := range ss {
+		n += len(s.Steps)
+	}
+	return n
+}
+
+func TestDataRelease(t *testing.T) {
+	cfg := Config{Epsilon: 10, Delta: 1e-3, Queries: 10, MaxLen: 20, PMin: 0.02}
+	data := makeSessions(15, 20)
+	t.Run("agreeing experts release whole trajectories", func(t *testing.T) {
+		// count = 3000 * 0.98^i >= 2000 everywhere, far above the noisy
+		// threshold (~526 +- a few tens).
+		res, err := DataRelease(data, experts(3000, 0.98), cfg, rand.New(rand.NewPCG(5, 6)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Queried != 10 || res.Whole != 10 || len(res.Stable) != 10 || len(res.Unstable) != 5 || res.PrefixLengths[20] != 10 {
+			t.Errorf("%+v", res)
+		}
+	})
+	t.Run("diverging experts release short prefixes", func(t *testing.T) {
+		// count = 3000 * 0.5^i: 1500, 750, 375, ... crosses ~526 after 2 steps.
+		res, err := DataRelease(data, experts(3000, 0.5), cfg, rand.New(rand.NewPCG(7, 8)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Whole != 0 || res.PrefixLengths[2] < 8 {
+			t.Errorf("prefix histogram %v", res.PrefixLengths)
+		}
+		if got := totalSteps(res.Stable) + totalSteps(res.Unstable); got != 15*20 {
+			t.Errorf("steps %d, want %d", got, 15*20)
+		}
+		for _, s := range res.Stable {
+			if s.Terminal || len(s.FinalObs) != 1 || s.FinalObs[0] != float64(len(s.Steps)) {
+				t.Errorf("prefix %+v is not a truncated prefix", s)
+			}
+		}
+		for _, s := range res.Unstable {
+			if len(s.Steps) < 20 && !strings.Contains(s.Session, "#") {
+				t.Errorf("tail %q not marked", s.Session)
+			}
+		}
+	})
+	t.Run("too few experts release nothing", func(t *testing.T) {
+		res, err := DataRelease(data, experts(10, 0.98), cfg, rand.New(rand.NewPCG(9, 10)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Stable) != 0 || totalSteps(res.Unstable) != 300 {
+			t.Errorf("stable %d", len(res.Stable))
+		}
+	})
+}
+
+func TestDataReleaseErrors(t *testing.T) {
+	data := makeSessions(3, 5)
+	good := Config{Epsilon: 1, Delta: 1e-3, Queries: 2, MaxLen: 10, PMin: 0.02}
+	rng := rand.New(rand.NewPCG(1, 1))
+	cases := map[string]struct {
+		cfg  Config
+		exp  []Expert
+		data []offline.Session
+		want string
+	}{
+		"eps":         {Config{Epsilon: 0, Delta: 1e-3, Queries: 2, MaxLen: 10, PMin: 0.02}, experts(2, 0.5), data, "epsilon"},
+		"delta":       {Config{Epsilon: 1, Delta: 1, Queries: 2, MaxLen: 10, PMin: 0.02}, experts(2, 0.5), data, "delta"},
+		"queries":     {Config{Epsilon: 1, Delta: 1e-3, Queries: 0, MaxLen: 10, PMin: 0.02}, experts(2, 0.5), data, "queries"},
+		"pmin":        {Config{Epsilon: 1, Delta: 1e-3, Queries: 2, MaxLen: 10, PMin: 0}, experts(2, 0.5), data, "p_min"},
+		"no experts":  {good, nil, data, "no experts"},
+		"too long":    {Config{Epsilon: 1, Delta: 1e-3, Queries: 2, MaxLen: 4, PMin: 0.02}, experts(2, 0.5), data, "above the public bound"},
+		"below p_min": {good, experts(2, 0.001), data, "smoothed"},
+	}
+	for name, c := range cases {
+		if _, err := DataRelease(c.data, c.exp, c.cfg, rng); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want %q", name, err, c.want)
+		}
+	}
+}
+
+func BenchmarkDiscreteLaplace(b *testing.B) {
+	rng := rand.New(rand.NewChaCha8([32]byte{1}))
+	t, _ := laplaceScale(59.2)
+	b.ReportAllocs()
+	for b.Loop() {
+		discreteLaplace(rng, t)
+	}
+}
