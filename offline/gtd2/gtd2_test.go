@@ -1,0 +1,259 @@
+package gtd2
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"dprl/offline"
+	"dprl/sims"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// A small chain: states 0..N-1, N-1 absorbing and terminal. Action 1
+// advances with probability pHi, action 0 with pLo, else stay; reward 1 on
+// reaching the end.
+const (
+	chainN = 5
+	pHi    = 0.8
+	pLo    = 0.2
+	gamma  = 0.9
+)
+
+var (
+	mu = []float64{0.5, 0.5}
+	pi = []float64{0.1, 0.9}
+)
+
+func oneHot(s int) []float64 {
+	v := make([]float64, chainN)
+	v[s] = 1
+	return v
+}
+
+type chainTarget struct{}
+
+func (chainTarget) Prob(_ []float64, a sims.Action) float64 { return pi[a.Index] }
+
+func simulate(rng *rand.Rand, n int) []offline.Session {
+	out := make([]offline.Session, n)
+	for i := range out {
+		s := rng.IntN(chainN - 1)
+		sess := offline.Session{Session: fmt.Sprint(i)}
+		for t := 0; t < 200; t++ {
+			a := 0
+			if rng.Float64() < mu[1] {
+				a = 1
+			}
+			p := pLo
+			if a == 1 {
+				p = pHi
+			}
+			next, r := s, 0.0
+			if rng.Float64() < p {
+				next = s + 1
+			}
+			if next == chainN-1 {
+				r = 1
+			}
+			sess.Steps = append(sess.Steps, offline.Step{Obs: oneHot(s), Action: sims.Action{Index: a}, Reward: r, LogP: math.Log(mu[a])})
+			s = next
+			if s == chainN-1 {
+				sess.Terminal = true
+				break
+			}
+		}
+		if !sess.Terminal {
+			sess.FinalObs = oneHot(s)
+		}
+		out[i] = sess
+	}
+	return out
+}
+
+// trueValues solves V = r_pi + gamma P_pi V over the non-terminal states.
+func trueValues() []float64 {
+	n := chainN - 1
+	A := mat.NewDense(n, n, nil)
+	b := mat.NewVecDense(n, nil)
+	for s := 0; s < n; s++ {
+		adv := pi[0]*pLo + pi[1]*pHi
+		A.Set(s, s, 1-gamma*(1-adv))
+		if s+1 < n {
+			A.Set(s, s+1, -gamma*adv)
+		} else {
+			b.SetVec(s, adv) // reward 1 on reaching the terminal state
+		}
+	}
+	var v mat.VecDense
+	if err := v.SolveVec(A, b); err != nil {
+		panic(err)
+	}
+	return append(v.RawVector().Data, 0)
+}
+
+func model() (phi [][]float64, P [][][]float64, R [][]float64, muM, piM [][]float64) {
+	for s := 0; s < chainN; s++ {
+		phi = append(phi, oneHot(s))
+		row := make([][]float64, 2)
+		rr := make([]float64, 2)
+		for a, p := range []float64{pLo, pHi} {
+			row[a] = make([]float64, chainN)
+			if s < chainN-1 {
+				row[a][s] = 1 - p
+				if s+1 < chainN-1 {
+					row[a][s+1] = p
+				}
+				if s+1 == chainN-1 {
+					rr[a] = p
+				}
+			}
+		}
+		P, R = append(P, row), append(R, rr)
+		muM, piM = append(muM, mu), append(piM, pi)
+	}
+	return
+}
+
+func TestLSTDMatchesTrueValues(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ds, err := Prepare(simulate(rng, 4000), Tabular{chainN}, chainTarget{}, gamma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theta, err := LSTD(ds, true, 1e-9) // the terminal state is never a phi: ridge it
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := trueValues()
+	for s := 0; s < chainN-1; s++ {
+		if math.Abs(theta[s]-want[s]) > 0.03 {
+			t.Errorf("V(%d) = %.4f, want %.4f", s, theta[s], want[s])
+		}
+	}
+}
+
+func TestModelMSPBEZeroAtTrueValues(t *testing.T) {
+	phi, P, R, muM, piM := model()
+	dist := []float64{0.3, 0.25, 0.25, 0.2, 0}
+	m := ModelMoments(phi, dist, P, R, muM, piM, gamma)
+	// M is singular on the unvisited terminal state: evaluate on the
+	// visited block by giving it a tiny mass.
+	m.M.Set(chainN-1, chainN-1, 1)
+	v := trueValues()
+	e, err := MSPBE(m, v)
+	if err != nil || e > 1e-20 {
+		t.Errorf("MSPBE at V_pi = %v, %v", e, err)
+	}
+	v[0] += 0.1
+	if e, _ := MSPBE(m, v); e < 1e-4 {
+		t.Errorf("MSPBE off V_pi = %v", e)
+	}
+}
+
+func TestGPOPE(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	ds, err := Prepare(simulate(rng, 1000), Tabular{chainN}, chainTarget{}, gamma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emp := EmpiricalMoments(ds, true)
+	lstd, _ := LSTD(ds, true, 1e-9)
+	base, _ := MSPBE(emp, make([]float64, chainN))
+	run := func(z float64) float64 {
+		res, err := GPOPE(ds, Config{Iters: 3000, StepSize: 0.5, Clip: 5, Z: z, Q: 0.05}, rand.New(rand.NewPCG(5, 6)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, _ := MSPBE(emp, res.Theta)
+		return e
+	}
+	nonPrivate := run(0)
+	if nonPrivate > 0.05*base {
+		t.Errorf("non-private GTD2: MSPBE %.3g vs %.3g at theta = 0 (LSTD %v)", nonPrivate, base, lstd)
+	}
+	private := run(1)
+	if private > 0.5*base || private < nonPrivate {
+		t.Errorf("private GTD2: MSPBE %.3g (non-private %.3g, zero %.3g)", private, nonPrivate, base)
+	}
+}
+
+func TestGradientMatchesMoments(t *testing.T) {
+	// The per-trajectory gradient averaged with weights T_i equals the
+	// moment form [-A^T y; -(b - A theta - M y)] over all transitions.
+	rng := rand.New(rand.NewPCG(7, 8))
+	ds, _ := Prepare(simulate(rng, 50), Tabular{chainN}, chainTarget{}, gamma)
+	theta, y := []float64{0.1, -0.2, 0.3, 0.5, 0}, []float64{0.2, 0.1, -0.1, 0.4, 0.3}
+	d := chainN
+	sum := make([]float64, 2*d)
+	g := make([]float64, 2*d)
+	total := 0
+	for i := range ds.Trajs {
+		ds.gradient(g, &ds.Trajs[i], theta, y)
+		n := ds.Trajs[i].Len()
+		for k := range g {
+			sum[k] += g[k] * float64(n)
+		}
+		total += n
+	}
+	m := EmpiricalMoments(ds, true)
+	var aty, ath, my mat.VecDense
+	aty.MulVec(m.A.T(), mat.NewVecDense(d, y))
+	ath.MulVec(m.A, mat.NewVecDense(d, theta))
+	my.MulVec(m.M, mat.NewVecDense(d, y))
+	for k := 0; k < d; k++ {
+		wantT := -aty.AtVec(k)
+		wantY := -(m.B.AtVec(k) - ath.AtVec(k) - my.AtVec(k))
+		if math.Abs(sum[k]/float64(total)-wantT) > 1e-12 || math.Abs(sum[d+k]/float64(total)-wantY) > 1e-12 {
+			t.Fatalf("component %d: %v, %v vs %v, %v", k, sum[k]/float64(total), sum[d+k]/float64(total), wantT, wantY)
+		}
+	}
+}
+
+func TestFeatures(t *testing.T) {
+	f, err := NewFourier(1, []float64{0}, []float64{2})
+	if err != nil || f.Dim() != 2 {
+		t.Fatal(err)
+	}
+	dst := make([]float64, 2)
+	f.Phi(dst, []float64{1}) // u = 0.5: [1, cos(pi/2)]
+	if dst[0] != 1 || math.Abs(dst[1]) > 1e-15 {
+		t.Errorf("fourier %v", dst)
+	}
+	f5, _ := NewFourier(5, []float64{-1.2, -0.07}, []float64{0.6, 0.07})
+	if f5.Dim() != 36 {
+		t.Errorf("order 5 in 2-D: %d features", f5.Dim())
+	}
+	if err := (Tabular{3}).Phi(make([]float64, 3), []float64{1, 1, 0}); err == nil {
+		t.Error("two-hot accepted")
+	}
+	if err := (Raw{2}).Phi(make([]float64, 3), []float64{1, math.NaN()}); err == nil {
+		t.Error("NaN accepted")
+	}
+	if _, err := NewFourier(3, []float64{1}, []float64{1}); err == nil {
+		t.Error("empty box accepted")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	err := Config{}.Validate()
+	for _, want := range []string{"iters", "step size", "clip", "sampling rate"} {
+		if err == nil || !contains(err.Error(), want) {
+			t.Errorf("missing %q in %v", want, err)
+		}
+	}
+	if _, err := Prepare([]offline.Session{{Session: "x", Steps: []offline.Step{{Obs: oneHot(0)}}}}, Tabular{chainN}, chainTarget{}, gamma); err == nil {
+		t.Error("truncated session without final_obs accepted")
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
