@@ -1,0 +1,401 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// TabularMDP is a finite-horizon MDP given by its tables, as RiverSwim
+// exposes them.
+type TabularMDP interface {
+	NumStates() int
+	NumActions() int
+	Horizon() int
+	// Start is the initial state.
+	Start() int
+	// Transition is the next-state distribution of (s, a).
+	Transition(s, a int) []float64
+	// Reward is the reward of taking a in s (before the transition).
+	Reward(s, a int) float64
+}
+
+// TrustRegion selects how log-linear DPPG sets the clipping norm S of each
+// update (Rio et al., Section 4.2).
+type TrustRegion int
+
+// The trust regions.
+const (
+	// RegionL2 uses Proposition 4.4: S = (1/(eta z)) sqrt(2 alpha /
+	// q_{1-beta}), q the (1-beta)-quantile of the noncentral chi-square with
+	// d degrees of freedom and noncentrality z^-2.
+	RegionL2 TrustRegion = iota
+	// RegionL2Markov uses Proposition 4.5: S = (1/eta) sqrt(2 alpha beta /
+	// (1 + z^2 d)).
+	RegionL2Markov
+	// RegionKL uses Proposition 4.7: S = (1/eta) sqrt(2 alpha beta /
+	// (max eig(F) + z^2 tr(F))), F the Fisher matrix estimated on public
+	// episodes simulated with the current policy.
+	RegionKL
+)
+
+// String names the region.
+func (r TrustRegion) String() string {
+	switch r {
+	case RegionL2:
+		return "l2"
+	case RegionL2Markov:
+		return "l2-markov"
+	case RegionKL:
+		return "kl"
+	}
+	return fmt.Sprintf("TrustRegion(%d)", int(r))
+}
+
+// LogLinearConfig configures log-linear DPPG. DefaultLogLinearConfig
+// returns the paper's Table 2 values.
+type LogLinearConfig struct {
+	// Gamma discounts returns in the policy gradient. Table 2: 0.99.
+	Gamma float64
+	// LR0 is the initial policy learning rate eta_0. Table 2: 12.
+	LR0 float64
+	// LREvery, LRFactor and LRMin: every LREvery episodes eta /= LRFactor,
+	// never below LRMin. Table 2: 50, 5, 0.06.
+	LREvery  int
+	LRFactor float64
+	LRMin    float64
+	// Alpha is the trust region size. Table 2: 3.5.
+	Alpha float64
+	// Confidence is 1 - beta. Table 2: 0.6.
+	Confidence float64
+	// Region picks the clipping rule.
+	Region TrustRegion
+	// FisherEpisodes and FisherRidge: public episodes per Fisher estimate
+	// and the ridge added to it (KL only). Table 2: 25, 1e-3.
+	FisherEpisodes int
+	FisherRidge    float64
+	// Z is the noise multiplier of each block (policy and baseline), > 0.
+	Z float64
+	// BaselineLR and BaselineClip are the linear baseline's learning rate
+	// and clipping norm; its update is clipped and noised with Z too, so the
+	// baseline, which feeds every later update, is private as well.
+	BaselineLR   float64
+	BaselineClip float64
+}
+
+// DefaultLogLinearConfig returns Table 2 of Rio et al. with the L2 trust
+// region; Z must still be set.
+func DefaultLogLinearConfig() LogLinearConfig {
+	return LogLinearConfig{
+		Gamma: 0.99, LR0: 12, LREvery: 50, LRFactor: 5, LRMin: 0.06,
+		Alpha: 3.5, Confidence: 0.6, Region: RegionL2,
+		FisherEpisodes: 25, FisherRidge: 1e-3,
+		BaselineLR: 0.1, BaselineClip: 1,
+	}
+}
+
+// Validate reports every invalid field.
+func (c LogLinearConfig) Validate() error {
+	var errs []error
+	bad := func(name string, v any, want string) {
+		errs = append(errs, fmt.Errorf("policy: log-linear %s = %v, want %s", name, v, want))
+	}
+	if !(c.Gamma >= 0 && c.Gamma <= 1) {
+		bad("gamma", c.Gamma, "0 <= gamma <= 1")
+	}
+	if !(c.LR0 > 0) || !(c.LRMin > 0) || c.LRMin > c.LR0 {
+		bad("learning rates", [2]float64{c.LR0, c.LRMin}, "0 < min <= start")
+	}
+	if c.LREvery < 1 || !(c.LRFactor >= 1) {
+		bad("learning-rate schedule", [2]float64{float64(c.LREvery), c.LRFactor}, "every >= 1, factor >= 1")
+	}
+	if !(c.Alpha > 0) {
+		bad("alpha", c.Alpha, "> 0")
+	}
+	if !(c.Confidence > 0 && c.Confidence < 1) {
+		bad("confidence", c.Confidence, "0 < 1-beta < 1")
+	}
+	if !(c.Z > 0) || math.IsInf(c.Z, 0) {
+		bad("z", c.Z, "a finite z > 0 (privacy needs noise)")
+	}
+	if c.Region == RegionKL && (c.FisherEpisodes < 1 || !(c.FisherRidge >= 0)) {
+		bad("fisher", [2]float64{float64(c.FisherEpisodes), c.FisherRidge}, "episodes >= 1, ridge >= 0")
+	}
+	if !(c.BaselineLR >= 0) || !(c.BaselineClip > 0) {
+		bad("baseline", [2]float64{c.BaselineLR, c.BaselineClip}, "lr >= 0, clip > 0")
+	}
+	return errors.Join(errs...)
+}
+
+// LogLinear is the log-linear policy pi(a|s) ∝ exp(theta . phi(s,a)) with
+// phi the one-hot of (s, a), and the linear baseline V(s) = psi . phi(s)
+// (Rio et al., App. C.2.2).
+type LogLinear struct {
+	S, A       int
+	Theta, Psi []float64
+}
+
+// NewLogLinear returns the uniform policy and a zero baseline.
+func NewLogLinear(states, actions int) *LogLinear {
+	return &LogLinear{S: states, A: actions, Theta: make([]float64, states*actions), Psi: make([]float64, states)}
+}
+
+// Probs writes pi(.|s) into dst.
+func (p *LogLinear) Probs(dst []float64, s int) {
+	row := p.Theta[s*p.A : (s+1)*p.A]
+	m := math.Inf(-1)
+	for _, v := range row {
+		m = math.Max(m, v)
+	}
+	var z float64
+	for a, v := range row {
+		dst[a] = math.Exp(v - m)
+		z += dst[a]
+	}
+	for a := range dst {
+		dst[a] /= z
+	}
+}
+
+// Episode is one finite-horizon episode of a tabular MDP.
+type Episode struct {
+	States, Actions []int
+	Rewards         []float64
+}
+
+// Rollout runs the policy for one episode of the MDP.
+func (p *LogLinear) Rollout(m TabularMDP, rng *rand.Rand, ep *Episode) {
+	ep.States, ep.Actions, ep.Rewards = ep.States[:0], ep.Actions[:0], ep.Rewards[:0]
+	probs := make([]float64, p.A)
+	s := m.Start()
+	for t := 0; t < m.Horizon(); t++ {
+		p.Probs(probs, s)
+		a := sample(rng, probs)
+		ep.States, ep.Actions = append(ep.States, s), append(ep.Actions, a)
+		ep.Rewards = append(ep.Rewards, m.Reward(s, a))
+		s = sample(rng, m.Transition(s, a))
+	}
+}
+
+func sample(rng *rand.Rand, probs []float64) int {
+	u := rng.Float64()
+	for i, p := range probs {
+		u -= p
+		if u < 0 {
+			return i
+		}
+	}
+	return len(probs) - 1
+}
+
+// LogLinearLearner runs log-linear DPPG: one noisy, clipped policy-gradient
+// step per episode (K = 1), with the clipping norm recomputed at every
+// update from the trust region.
+type LogLinearLearner struct {
+	Policy   *LogLinear
+	Config   LogLinearConfig
+	episodes int
+
+	gTheta, gPsi, probs []float64
+	fisherEp            Episode
+	quantile            float64 // cached q_{1-beta}: it depends only on the config
+}
+
+// NewLogLinearLearner validates the configuration.
+func NewLogLinearLearner(states, actions int, c LogLinearConfig) (*LogLinearLearner, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if states < 1 || actions < 2 {
+		return nil, fmt.Errorf("policy: log-linear needs >= 1 state and >= 2 actions, got %d, %d", states, actions)
+	}
+	p := NewLogLinear(states, actions)
+	return &LogLinearLearner{Policy: p, Config: c, gTheta: make([]float64, len(p.Theta)), gPsi: make([]float64, len(p.Psi)), probs: make([]float64, actions)}, nil
+}
+
+// LR is the policy learning rate of the next update.
+func (l *LogLinearLearner) LR() float64 {
+	c := l.Config
+	eta := c.LR0 / math.Pow(c.LRFactor, float64(l.episodes/c.LREvery))
+	return math.Max(eta, c.LRMin)
+}
+
+// ClipNorm returns the clipping norm S of the next update under the
+// configured trust region; m and rng are used only for the KL region's
+// Fisher estimate on public simulated episodes.
+func (l *LogLinearLearner) ClipNorm(m TabularMDP, rng *rand.Rand) (float64, error) {
+	c := l.Config
+	eta := l.LR()
+	d := float64(len(l.Policy.Theta))
+	beta := 1 - c.Confidence
+	switch c.Region {
+	case RegionL2:
+		if l.quantile == 0 {
+			q, err := NoncentralChi2Quantile(c.Confidence, len(l.Policy.Theta), 1/(c.Z*c.Z))
+			if err != nil {
+				return 0, err
+			}
+			l.quantile = q
+		}
+		return math.Sqrt(2*c.Alpha/l.quantile) / (eta * c.Z), nil
+	case RegionL2Markov:
+		return math.Sqrt(2*c.Alpha*beta/(1+c.Z*c.Z*d)) / eta, nil
+	case RegionKL:
+		f := l.fisher(m, rng)
+		var eig mat.EigenSym
+		if !eig.Factorize(f, false) {
+			return 0, errors.New("policy: Fisher eigendecomposition failed")
+		}
+		vals := eig.Values(nil)
+		var tr, maxEig float64
+		for _, v := range vals {
+			tr += v
+			maxEig = math.Max(maxEig, v)
+		}
+		return math.Sqrt(2*c.Alpha*beta/(maxEig+c.Z*c.Z*tr)) / eta, nil
+	}
+	return 0, fmt.Errorf("policy: unknown trust region %v", c.Region)
+}
+
+// fisher estimates F = E[grad log pi grad log pi^T] + ridge I over the
+// state-action visits of FisherEpisodes public episodes.
+func (l *LogLinearLearner) fisher(m TabularMDP, rng *rand.Rand) *mat.SymDense {
+	p := l.Policy
+	d := len(p.Theta)
+	f := mat.NewSymDense(d, nil)
+	g := make([]float64, d)
+	n := 0
+	for e := 0; e < l.Config.FisherEpisodes; e++ {
+		p.Rollout(m, rng, &l.fisherEp)
+		for t, s := range l.fisherEp.States {
+			clear(g)
+			p.Probs(l.probs, s)
+			for b := 0; b < p.A; b++ {
+				g[s*p.A+b] = -l.probs[b]
+			}
+			g[s*p.A+l.fisherEp.Actions[t]]++
+			for i := s * p.A; i < (s+1)*p.A; i++ {
+				for j := i; j < (s+1)*p.A; j++ {
+					f.SetSym(i, j, f.At(i, j)+g[i]*g[j])
+				}
+			}
+			n++
+		}
+	}
+	f.ScaleSym(1/float64(n), f)
+	for i := 0; i < d; i++ {
+		f.SetSym(i, i, f.At(i, i)+l.Config.FisherRidge)
+	}
+	return f
+}
+
+// UpdateInfo describes one update.
+type UpdateInfo struct {
+	S, LR   float64
+	Clipped bool
+}
+
+// Update applies one DP policy-gradient step from the episode (Rio et al.,
+// Eq. 1, K = 1): g = sum_t grad log pi(a_t|s_t) (G_t - V(s_t)), clipped to
+// S and noised with N(0, z^2 S^2 I); the baseline's regression gradient is
+// clipped to BaselineClip and noised with the same z. Each episode is used
+// once, so its privacy is that of two Gaussian mechanisms with multiplier z.
+func (l *LogLinearLearner) Update(m TabularMDP, ep *Episode, rng *rand.Rand) (UpdateInfo, error) {
+	S, err := l.ClipNorm(m, rng)
+	if err != nil {
+		return UpdateInfo{}, err
+	}
+	eta := l.LR()
+	p, c := l.Policy, l.Config
+	clear(l.gTheta)
+	clear(l.gPsi)
+	var G float64
+	for t := len(ep.States) - 1; t >= 0; t-- {
+		G = ep.Rewards[t] + c.Gamma*G
+		s, a := ep.States[t], ep.Actions[t]
+		adv := G - p.Psi[s]
+		p.Probs(l.probs, s)
+		for b := 0; b < p.A; b++ {
+			l.gTheta[s*p.A+b] -= l.probs[b] * adv
+		}
+		l.gTheta[s*p.A+a] += adv
+		l.gPsi[s] += adv
+	}
+	clipped := clipTo(l.gTheta, S)
+	clipTo(l.gPsi, c.BaselineClip)
+	for i := range p.Theta {
+		p.Theta[i] += eta * (l.gTheta[i] + c.Z*S*rng.NormFloat64())
+	}
+	for i := range p.Psi {
+		p.Psi[i] += c.BaselineLR * (l.gPsi[i] + c.Z*c.BaselineClip*rng.NormFloat64())
+	}
+	l.episodes++
+	return UpdateInfo{S: S, LR: eta, Clipped: clipped}, nil
+}
+
+// clipTo scales v to L2 norm at most s and reports whether it did.
+func clipTo(v []float64, s float64) bool {
+	var n float64
+	for _, x := range v {
+		n += x * x
+	}
+	n = math.Sqrt(n)
+	if n <= s {
+		return false
+	}
+	for i := range v {
+		v[i] *= s / n
+	}
+	return true
+}
+
+// EvaluateTabular returns the undiscounted finite-horizon value at the start
+// state of the policy given by probs(s) (backward induction on the model).
+func EvaluateTabular(m TabularMDP, probs func(dst []float64, s int)) float64 {
+	nS, nA := m.NumStates(), m.NumActions()
+	v := make([]float64, nS)
+	next := make([]float64, nS)
+	pr := make([]float64, nA)
+	for h := 0; h < m.Horizon(); h++ {
+		for s := 0; s < nS; s++ {
+			probs(pr, s)
+			var val float64
+			for a := 0; a < nA; a++ {
+				q := m.Reward(s, a)
+				for s2, p := range m.Transition(s, a) {
+					q += p * v[s2]
+				}
+				val += pr[a] * q
+			}
+			next[s] = val
+		}
+		v, next = next, v
+	}
+	return v[m.Start()]
+}
+
+// OptimalTabular returns the optimal undiscounted finite-horizon value at the
+// start state (backward induction).
+func OptimalTabular(m TabularMDP) float64 {
+	nS, nA := m.NumStates(), m.NumActions()
+	v := make([]float64, nS)
+	next := make([]float64, nS)
+	for h := 0; h < m.Horizon(); h++ {
+		for s := 0; s < nS; s++ {
+			best := math.Inf(-1)
+			for a := 0; a < nA; a++ {
+				q := m.Reward(s, a)
+				for s2, p := range m.Transition(s, a) {
+					q += p * v[s2]
+				}
+				best = math.Max(best, q)
+			}
+			next[s] = best
+		}
+		v, next = next, v
+	}
+	return v[m.Start()]
+}

@@ -1,0 +1,128 @@
+package policy
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// riverSwim is RiverSwim's tables as ENVIRONMENTS.md states them, built here
+// independently of package sims.
+type riverSwim struct{ p float64 }
+
+func (riverSwim) NumStates() int  { return 6 }
+func (riverSwim) NumActions() int { return 2 }
+func (riverSwim) Horizon() int    { return 20 }
+func (riverSwim) Start() int      { return 0 }
+func (r riverSwim) Transition(s, a int) []float64 {
+	t := make([]float64, 6)
+	if a == 0 {
+		t[max(0, s-1)] = 1
+		return t
+	}
+	switch s {
+	case 0:
+		t[0], t[1] = 0.4, 0.6
+	case 5:
+		t[5], t[4] = r.p, 1-r.p
+	default:
+		t[s-1], t[s], t[s+1] = 0.05, 0.6, 0.35
+	}
+	return t
+}
+func (riverSwim) Reward(s, a int) float64 {
+	switch {
+	case s == 0 && a == 0:
+		return 0.005
+	case s == 5 && a == 1:
+		return 1
+	}
+	return 0
+}
+
+func TestOptimalAndEvaluate(t *testing.T) {
+	m := riverSwim{0.6}
+	opt := OptimalTabular(m)
+	right := EvaluateTabular(m, func(dst []float64, _ int) { dst[0], dst[1] = 0, 1 })
+	left := EvaluateTabular(m, func(dst []float64, _ int) { dst[0], dst[1] = 1, 0 })
+	if math.Abs(left-20*0.005) > 1e-12 {
+		t.Errorf("always-left value %v, want 0.1", left)
+	}
+	if !(opt >= right && right > left) {
+		t.Errorf("optimal %v, right %v, left %v", opt, right, left)
+	}
+}
+
+// TestLogLinearLearnsRiverSwim checks the learner end to end at low noise:
+// with a constant learning rate the policy reaches the optimal value.
+// (At epsilon 1 or 5 with Table 2's schedule the noise dominates in our runs
+// so far; the reproduction is tracked in the policy issue.)
+func TestLogLinearLearnsRiverSwim(t *testing.T) {
+	for _, region := range []TrustRegion{RegionL2} {
+		t.Run(region.String(), func(t *testing.T) {
+			m := riverSwim{0.6}
+			cfg := DefaultLogLinearConfig()
+			cfg.Region = region
+			cfg.Z = 0.01
+			cfg.LR0, cfg.LRMin = 1, 1
+			l, err := NewLogLinearLearner(6, 2, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(3, 4))
+			opt := OptimalTabular(m)
+			var ep Episode
+			var regretFirst, regretLast float64
+			const n = 1500
+			for k := 0; k < n; k++ {
+				r := opt - EvaluateTabular(m, l.Policy.Probs)
+				if k < 300 {
+					regretFirst += r
+				}
+				if k >= n-300 {
+					regretLast += r
+				}
+				l.Policy.Rollout(m, rng, &ep)
+				if _, err := l.Update(m, &ep, rng); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if v := EvaluateTabular(m, l.Policy.Probs); v < 0.95*opt || regretLast > 0.1*regretFirst {
+				t.Errorf("value %.3f of optimal %.3f; regret first 300 = %.1f, last 300 = %.1f", v, opt, regretFirst, regretLast)
+			}
+		})
+	}
+}
+
+func TestLogLinearClipNorm(t *testing.T) {
+	cfg := DefaultLogLinearConfig()
+	cfg.Z = 2
+	l, _ := NewLogLinearLearner(6, 2, cfg)
+	s, err := l.ClipNorm(riverSwim{0.6}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := NoncentralChi2Quantile(0.6, 12, 0.25)
+	if want := math.Sqrt(2*3.5/q) / (12 * 2); math.Abs(s-want) > 1e-12 {
+		t.Errorf("S = %v, want %v", s, want)
+	}
+	cfg.Region = RegionL2Markov
+	l, _ = NewLogLinearLearner(6, 2, cfg)
+	s, _ = l.ClipNorm(nil, nil)
+	if want := math.Sqrt(2*3.5*0.4/(1+4*12)) / 12; math.Abs(s-want) > 1e-12 {
+		t.Errorf("Markov S = %v, want %v", s, want)
+	}
+	// Learning-rate schedule: /5 every 50 episodes, floor 0.06.
+	l.episodes = 100
+	if lr := l.LR(); math.Abs(lr-12.0/25) > 1e-12 {
+		t.Errorf("lr after 100 = %v", lr)
+	}
+	l.episodes = 1000
+	if lr := l.LR(); lr != 0.06 {
+		t.Errorf("lr floor = %v", lr)
+	}
+	bad := DefaultLogLinearConfig()
+	if _, err := NewLogLinearLearner(6, 2, bad); err == nil {
+		t.Error("z = 0 accepted")
+	}
+}
