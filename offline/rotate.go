@@ -1,0 +1,167 @@
+package offline
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// RotatingOptions configure a RotatingWriter.
+type RotatingOptions struct {
+	// MaxBytes rotates the current file once it reaches this size; 0 means
+	// 64 MiB.
+	MaxBytes int64
+	// MaxAge rotates the current file once it is this old; 0 means 1 hour.
+	MaxAge time.Duration
+	// Keep is the number of closed files retained (oldest deleted first);
+	// 0 keeps them all.
+	Keep int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// RotatingWriter appends sessions to sessions-<UTC time>.jsonl files in a
+// directory, rotating by size and age. A file is fsynced and closed on
+// rotation and on Close, so every closed file is complete; the current file
+// may lose its unsynced tail in a crash, never a closed one. Retention: the
+// newest Keep closed files stay, older ones are deleted. Safe for concurrent
+// use.
+type RotatingWriter struct {
+	dir string
+	opt RotatingOptions
+
+	mu      sync.Mutex
+	f       *os.File
+	w       *Writer
+	size    int64
+	opened  time.Time
+	counter *countWriter
+}
+
+type countWriter struct {
+	f *os.File
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.f.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// NewRotatingWriter creates dir (0700) if needed.
+func NewRotatingWriter(dir string, opt RotatingOptions) (*RotatingWriter, error) {
+	if opt.MaxBytes <= 0 {
+		opt.MaxBytes = 64 << 20
+	}
+	if opt.MaxAge <= 0 {
+		opt.MaxAge = time.Hour
+	}
+	if opt.Keep < 0 {
+		return nil, fmt.Errorf("offline: keep = %d, want >= 0", opt.Keep)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("offline: session log dir: %w", err)
+	}
+	return &RotatingWriter{dir: dir, opt: opt}, nil
+}
+
+// Write appends one session, rotating first when due.
+func (r *RotatingWriter) Write(s *Session) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.opt.Now()
+	if r.f != nil && (r.counter.n >= r.opt.MaxBytes || now.Sub(r.opened) >= r.opt.MaxAge) {
+		if err := r.closeCurrent(); err != nil {
+			return err
+		}
+	}
+	if r.f == nil {
+		if err := r.open(now); err != nil {
+			return err
+		}
+	}
+	if err := r.w.Write(s); err != nil {
+		return err
+	}
+	return r.w.Flush()
+}
+
+func (r *RotatingWriter) open(now time.Time) error {
+	name := filepath.Join(r.dir, "sessions-"+now.UTC().Format("20060102T150405.000000000Z")+".jsonl")
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("offline: open session log: %w", err)
+	}
+	r.f, r.opened = f, now
+	r.counter = &countWriter{f: f}
+	r.w = NewWriter(r.counter)
+	return nil
+}
+
+// closeCurrent syncs and closes the current file and applies retention.
+func (r *RotatingWriter) closeCurrent() error {
+	if r.f == nil {
+		return nil
+	}
+	err := errors.Join(r.w.Flush(), r.f.Sync(), r.f.Close())
+	r.f, r.w = nil, nil
+	if err != nil {
+		return fmt.Errorf("offline: close session log: %w", err)
+	}
+	return r.retain()
+}
+
+func (r *RotatingWriter) retain() error {
+	if r.opt.Keep == 0 {
+		return nil
+	}
+	files, err := r.Files()
+	if err != nil {
+		return err
+	}
+	for len(files) > r.opt.Keep {
+		if err := os.Remove(files[0]); err != nil {
+			return fmt.Errorf("offline: retention: %w", err)
+		}
+		files = files[1:]
+	}
+	return nil
+}
+
+// Files lists the closed log files, oldest first.
+func (r *RotatingWriter) Files() ([]string, error) {
+	entries, err := os.ReadDir(r.dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		n := e.Name()
+		if !strings.HasPrefix(n, "sessions-") || !strings.HasSuffix(n, ".jsonl") {
+			continue
+		}
+		p := filepath.Join(r.dir, n)
+		if r.f != nil && p == r.f.Name() {
+			continue
+		}
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Close syncs and closes the current file.
+func (r *RotatingWriter) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closeCurrent()
+}

@@ -1,0 +1,76 @@
+package offline
+
+import (
+	"io"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+)
+
+func TestRotatingWriter(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w, err := NewRotatingWriter(dir, RotatingOptions{MaxBytes: 4000, MaxAge: time.Minute, Keep: 3, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := randomSessions(rand.New(rand.NewPCG(1, 1)), 60, 10, 4)
+	for i := range in {
+		now = now.Add(time.Second)
+		if err := w.Write(&in[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, err := w.Files()
+	if err != nil || len(files) != 3 {
+		t.Fatalf("files %v %v, want 3 retained", files, err)
+	}
+	// Every retained file is complete and readable; sessions are in order.
+	last := -1
+	total := 0
+	for _, f := range files {
+		st, _ := os.Stat(f)
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %v", f, st.Mode().Perm())
+		}
+		fh, _ := os.Open(f)
+		r := NewReader(fh, ReaderOptions{Name: f})
+		for {
+			s, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var idx int
+			for i := range in {
+				if in[i].Session == s.Session {
+					idx = i
+				}
+			}
+			if idx <= last {
+				t.Errorf("order: %d after %d", idx, last)
+			}
+			last = idx
+			total++
+		}
+		fh.Close()
+	}
+	if last != 59 || total == 0 || total >= 60 {
+		t.Errorf("last %d, total %d", last, total)
+	}
+	// Age rotation: a minute later the next write opens a new file.
+	w2, _ := NewRotatingWriter(t.TempDir(), RotatingOptions{MaxAge: time.Minute, Now: func() time.Time { return now }})
+	w2.Write(&in[0])
+	now = now.Add(2 * time.Minute)
+	w2.Write(&in[1])
+	w2.Close()
+	if f, _ := w2.Files(); len(f) != 2 {
+		t.Errorf("age rotation: %d files", len(f))
+	}
+}
