@@ -514,3 +514,23 @@ func BenchmarkForward(b *testing.B) {
 		a.ActDiscrete(rng, theta, obs)
 	}
 }
+
+func TestAggregatorAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are unreliable under -race")
+	}
+	cfg := DPConfig{Mode: ModeDP, NoiseMultiplier: 1, ClipNorm: 1, UsersPerUpdate: 2, PolicyClipShare: 0.5}
+	a, err := NewAggregator(cfg, 100, 50, testRNG(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := randSlice(testRNG(t), 150, 1)
+	out := make([]float64, 150)
+	if n := testing.AllocsPerRun(20, func() {
+		_ = a.Add(g)
+		_ = a.Add(g)
+		_ = a.Release(out)
+	}); n != 0 {
+		t.Errorf("Add+Release: %v allocs, want 0", n)
+	}
+}
