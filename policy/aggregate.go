@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 )
 
@@ -66,13 +67,22 @@ func (a *Aggregator) NoiseStd() float64 {
 
 // Add accumulates one local update g_u (len nPolicy+nValue; not retained),
 // clipping its blocks to S_pi and S_v first. It returns ErrBatchFull if K
-// updates are already held. It allocates nothing.
+// updates are already held, and ErrNonFinite (adding nothing) if g_u holds a
+// NaN or Inf; the caller may then Add a zero vector for that user, which is
+// within the sensitivity bound. It allocates nothing.
 func (a *Aggregator) Add(gu []float64) error {
 	if len(gu) != a.n {
 		panic(fmt.Sprintf("policy: aggregator update length %d, want %d", len(gu), a.n))
 	}
 	if a.Full() {
 		return ErrBatchFull
+	}
+	ss := 0.0
+	for _, v := range gu {
+		ss += v * v
+	}
+	if math.IsNaN(ss) || math.IsInf(ss, 0) {
+		return fmt.Errorf("%w: norm %v", ErrNonFinite, math.Sqrt(ss))
 	}
 	copy(a.tmp, gu)
 	if a.cfg.Mode != ModePPO {

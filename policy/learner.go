@@ -84,6 +84,10 @@ func (tr *Trajectory) Len() int { return len(tr.Rewards) }
 // ErrTrajectory marks an invalid trajectory given to LocalUpdate.
 var ErrTrajectory = errors.New("policy: invalid trajectory")
 
+// ErrNonFinite marks a local update that is not finite (NaN or Inf), which
+// must not reach the aggregate.
+var ErrNonFinite = errors.New("policy: non-finite update")
+
 func (l *Learner) checkTrajectory(tr *Trajectory) error {
 	T := tr.Len()
 	s := l.spec
@@ -101,6 +105,9 @@ func (l *Learner) checkTrajectory(tr *Trajectory) error {
 		for t, a := range tr.Actions {
 			if a < 0 || a >= s.NumActions {
 				return fmt.Errorf("%w: actions[%d] = %d out of [0, %d)", ErrTrajectory, t, a, s.NumActions)
+			}
+			if tr.LogProbs[t] > 0 {
+				return fmt.Errorf("%w: logprobs[%d] = %v > 0 for a discrete action", ErrTrajectory, t, tr.LogProbs[t])
 			}
 		}
 	} else if len(tr.ContActions) != T*s.ActionDim {
@@ -279,7 +286,8 @@ func (l *Learner) ResetMoments(gTilde []float64) {
 // state set by the last ResetMoments (zero moments before the first), the
 // same for every user of an iteration.
 //
-// It returns an error wrapping ErrTrajectory for a malformed trajectory and
+// It returns an error wrapping ErrTrajectory for a malformed trajectory, or
+// ErrNonFinite if the update overflowed (gu must then not be aggregated), and
 // allocates nothing once its workspaces fit the trajectory length.
 func (l *Learner) LocalUpdate(gu, theta []float64, tr *Trajectory, rng *rand.Rand) error {
 	l.checkTheta(theta)
@@ -328,8 +336,14 @@ func (l *Learner) LocalUpdate(gu, theta []float64, tr *Trajectory, rng *rand.Ran
 			}
 		}
 	}
+	ss := 0.0
 	for i := range gu {
-		gu[i] = l.theta[i] - l.theta0[i]
+		d := l.theta[i] - l.theta0[i]
+		gu[i] = d
+		ss += d * d
+	}
+	if math.IsNaN(ss) || math.IsInf(ss, 0) {
+		return fmt.Errorf("%w: local update norm %v", ErrNonFinite, math.Sqrt(ss))
 	}
 	return nil
 }

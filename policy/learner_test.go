@@ -249,6 +249,7 @@ func TestLocalUpdateBadTrajectory(t *testing.T) {
 		"action":    func(tr *Trajectory) { tr.Actions[2] = 2 },
 		"nan":       func(tr *Trajectory) { tr.Rewards[1] = math.NaN() },
 		"final obs": func(tr *Trajectory) { tr.FinalObs = nil },
+		"logprob>0": func(tr *Trajectory) { tr.LogProbs[0] = 0.5 },
 	} {
 		tr := synthTrajectory(t, l, theta, 5, rng)
 		mutate(tr)
@@ -362,6 +363,12 @@ func TestAggregatorMeanAndClip(t *testing.T) {
 	must(p.Release(g))
 	if !floats.Equal(g, []float64{3, 4, -6}) {
 		t.Fatalf("ppo g~ = %v", g)
+	}
+	if err := p.Add([]float64{math.NaN(), 0, 0}); !errors.Is(err, ErrNonFinite) {
+		t.Fatalf("NaN update: %v, want ErrNonFinite", err)
+	}
+	if err := p.Add([]float64{math.Inf(1), 0, 0}); !errors.Is(err, ErrNonFinite) {
+		t.Fatalf("Inf update: %v, want ErrNonFinite", err)
 	}
 	if _, err := NewAggregator(DPConfig{Mode: ModeDP, NoiseMultiplier: 1, ClipNorm: 1, UsersPerUpdate: 1, PolicyClipShare: 0.5}, 2, 1, nil); err == nil {
 		t.Fatal("nil rng in mode dp accepted")
