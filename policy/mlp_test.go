@@ -2,6 +2,7 @@ package policy
 
 import (
 	"flag"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -172,31 +173,39 @@ func TestOrthogonalInit(t *testing.T) {
 }
 
 func TestMLPMatchesLoops(t *testing.T) {
-	rng := testRNG(t)
-	m := mustMLP(t, 5, 7, 6, 3)
-	p := randSlice(rng, m.NumParams(), 0.5)
-	n := 9
-	x := randSlice(rng, n*5, 1)
-	dOut := randSlice(rng, n*3, 1)
-	got, want := make([]float64, n*3), make([]float64, n*3)
-	m.ForwardBatch(got, p, x, n)
-	ref := newLoopMLP(m, n)
-	ref.forward(want, p, x)
-	if !floats.EqualApprox(got, want, 1e-12) {
-		t.Fatalf("forward batch differs from loops:\n%v\n%v", got, want)
-	}
-	one := make([]float64, 3)
-	for i := 0; i < n; i++ {
-		m.Forward(one, p, x[i*5:(i+1)*5])
-		if !floats.EqualApprox(one, want[i*3:(i+1)*3], 1e-12) {
-			t.Fatalf("forward row %d: %v, want %v", i, one, want[i*3:(i+1)*3])
+	for _, tc := range []struct {
+		sizes []int
+		n     int
+	}{
+		{[]int{5, 7, 6, 3}, 9},
+		{[]int{4, 64, 64, 2}, 400}, // several row chunks
+	} {
+		rng := testRNG(t)
+		m := mustMLP(t, tc.sizes...)
+		in, out, n := m.In(), m.Out(), tc.n
+		p := randSlice(rng, m.NumParams(), 0.5)
+		x := randSlice(rng, n*in, 1)
+		dOut := randSlice(rng, n*out, 1)
+		got, want := make([]float64, n*out), make([]float64, n*out)
+		m.ForwardBatch(got, p, x, n)
+		ref := newLoopMLP(m, n)
+		ref.forward(want, p, x)
+		if !floats.EqualApprox(got, want, 1e-12) {
+			t.Fatalf("%v: forward batch differs from loops", tc.sizes)
 		}
-	}
-	g1, g2 := make([]float64, m.NumParams()), make([]float64, m.NumParams())
-	m.Backward(g1, p, dOut)
-	ref.backward(g2, p, dOut)
-	if !floats.EqualApprox(g1, g2, 1e-12) {
-		t.Fatal("backward differs from loops")
+		one := make([]float64, out)
+		for i := 0; i < n; i++ {
+			m.Forward(one, p, x[i*in:(i+1)*in])
+			if !floats.EqualApprox(one, want[i*out:(i+1)*out], 1e-12) {
+				t.Fatalf("%v: forward row %d: %v, want %v", tc.sizes, i, one, want[i*out:(i+1)*out])
+			}
+		}
+		g1, g2 := make([]float64, m.NumParams()), make([]float64, m.NumParams())
+		m.Backward(g1, p, dOut)
+		ref.backward(g2, p, dOut)
+		if !floats.EqualApprox(g1, g2, 1e-10) {
+			t.Fatalf("%v: backward differs from loops", tc.sizes)
+		}
 	}
 }
 
@@ -319,4 +328,28 @@ func BenchmarkMLPKernels(b *testing.B) {
 			ref1.forward(one, p, x[:4])
 		}
 	})
+}
+
+// BenchmarkMLPBatch runs forward+backward of the 4-64-64-2 net over a ladder
+// of batch sizes (allocations must stay 0 at every size).
+func BenchmarkMLPBatch(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	m := mustMLP(b, 4, 64, 64, 2)
+	p := make([]float64, m.NumParams())
+	m.Init(p, rng, GainPolicyOut)
+	grad := make([]float64, m.NumParams())
+	for _, n := range []int{1, 8, 32, 128, 512} {
+		x := randSlice(rng, n*4, 1)
+		out := make([]float64, n*2)
+		m.Reserve(n)
+		fw, bw := m.FLOPs(n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				m.ForwardBatch(out, p, x, n)
+				m.Backward(grad, p, out)
+			}
+			b.ReportMetric((fw+bw)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
 }
