@@ -541,3 +541,27 @@ func TestAggregatorAllocs(t *testing.T) {
 		t.Errorf("Add+Release: %v allocs, want 0", n)
 	}
 }
+
+func TestLocalUpdateShortAndOddTrajectories(t *testing.T) {
+	rng := testRNG(t)
+	cfg := smallConfig()
+	cfg.PPO.Minibatches = 3
+	for _, spec := range []Spec{cartPole, {ObsDim: 3, Kind: ActionContinuous, ActionDim: 2}} {
+		l := mustLearner(t, spec, cfg)
+		theta := make([]float64, l.NumParams())
+		l.Init(theta, rng)
+		gu := make([]float64, l.NumParams())
+		for _, T := range []int{1, 2, 7, 25} { // fewer rows than minibatches, uneven splits, growth past StepsPerUser
+			for _, terminal := range []bool{true, false} {
+				tr := synthTrajectory(t, l, theta, T, rng)
+				tr.Terminal = terminal
+				if err := l.LocalUpdate(gu, theta, tr, rng); err != nil {
+					t.Fatalf("%v T=%d: %v", spec.Kind, T, err)
+				}
+				if n := norm(gu); n > cfg.DP.ClipNorm*(1+1e-12) || n == 0 {
+					t.Fatalf("%v T=%d: update norm %v (S = %v)", spec.Kind, T, n, cfg.DP.ClipNorm)
+				}
+			}
+		}
+	}
+}
