@@ -1,0 +1,246 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Mode selects the mechanism applied to the local updates.
+type Mode int
+
+// The modes. The zero value is invalid, so a DPConfig whose Mode was never set
+// is rejected rather than silently non-private.
+const (
+	ModeUnset Mode = iota
+	// ModeDP clips each local update to norm ClipNorm and adds Gaussian noise
+	// with multiplier NoiseMultiplier > 0 (DPPG, Algorithm 2).
+	ModeDP
+	// ModeClipOnly clips as ModeDP but adds no noise; NoiseMultiplier must be
+	// 0. Not private: for ablations.
+	ModeClipOnly
+	// ModePPO is the non-private baseline: no clipping, no noise (same code
+	// path, fixed denominator K). ClipNorm and NoiseMultiplier must be 0.
+	ModePPO
+)
+
+// String returns "dp", "clip-only", "ppo" or "unset".
+func (m Mode) String() string {
+	switch m {
+	case ModeDP:
+		return "dp"
+	case ModeClipOnly:
+		return "clip-only"
+	case ModePPO:
+		return "ppo"
+	case ModeUnset:
+		return "unset"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// DPConfig holds the privacy parameters of DPPG. No field has a
+// zero-means-default: zero is an error unless documented as meaningful.
+type DPConfig struct {
+	// Mode selects DP, clip-only or the non-private PPO baseline. Required.
+	Mode Mode
+	// NoiseMultiplier z: the noise std on the averaged update is z*S/K.
+	// ModeDP: finite and > 0. Other modes: must be 0 (non-private is explicit
+	// through Mode, never through z = 0 alone).
+	NoiseMultiplier float64
+	// ClipNorm S: L2 bound on the joint local update [policy; value].
+	// ModeDP and ModeClipOnly: finite and > 0. ModePPO: must be 0.
+	// Table 3: 0.05 (control), 0.08 (dosing).
+	ClipNorm float64
+	// UsersPerUpdate K, the fixed denominator of the average, >= 1. Table 3: 8.
+	UsersPerUpdate int
+	// PolicyClipShare f in (0, 1): the policy block is clipped to
+	// S_pi = S sqrt(f) and the value block to S_v = S sqrt(1-f), so
+	// S_pi^2 + S_v^2 = S^2 and the joint update has norm <= S. Required in
+	// ModeDP and ModeClipOnly; ignored (may be 0) in ModePPO. The paper
+	// clips the policy only (S_pi = S); our defaults give the policy 0.8 of
+	// the squared norm (S_pi = 0.894 S).
+	PolicyClipShare float64
+}
+
+// Validate reports every problem at once.
+func (c DPConfig) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("policy: dp: "+format, args...)) }
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch c.Mode {
+	case ModeDP:
+		if !(c.NoiseMultiplier > 0) || !finite(c.NoiseMultiplier) {
+			bad("noise multiplier z = %v, must be finite and > 0 in mode dp (z = 0 is non-private: use mode clip-only or ppo)", c.NoiseMultiplier)
+		}
+	case ModeClipOnly, ModePPO:
+		if c.NoiseMultiplier != 0 {
+			bad("noise multiplier z = %v, must be 0 in mode %v", c.NoiseMultiplier, c.Mode)
+		}
+	default:
+		bad("mode %v, must be dp, clip-only or ppo", c.Mode)
+	}
+	if c.Mode == ModePPO {
+		if c.ClipNorm != 0 {
+			bad("clip norm S = %v, must be 0 in mode ppo (no clipping)", c.ClipNorm)
+		}
+	} else if c.Mode != ModeUnset {
+		if !(c.ClipNorm > 0) || !finite(c.ClipNorm) {
+			bad("clip norm S = %v, must be finite and > 0", c.ClipNorm)
+		}
+		if !(c.PolicyClipShare > 0 && c.PolicyClipShare < 1) {
+			bad("policy clip share = %v, must be in (0, 1)", c.PolicyClipShare)
+		}
+	}
+	if c.UsersPerUpdate < 1 {
+		bad("users per update K = %d, must be >= 1", c.UsersPerUpdate)
+	}
+	return errors.Join(errs...)
+}
+
+// clipNorms returns S_pi and S_v; both +Inf in ModePPO.
+func (c DPConfig) clipNorms() (sPi, sV float64) {
+	if c.Mode == ModePPO {
+		return math.Inf(1), math.Inf(1)
+	}
+	return c.ClipNorm * math.Sqrt(c.PolicyClipShare), c.ClipNorm * math.Sqrt(1-c.PolicyClipShare)
+}
+
+// PPOConfig holds the learning hyperparameters of the per-user local update
+// (Algorithm 3) and of the server step.
+type PPOConfig struct {
+	// Hidden lists the hidden layer widths of both the policy and the value
+	// network. Table 3: 64, 64.
+	Hidden []int
+	// StepsPerUser T, the trajectory length the agent collects, >= 1.
+	// LocalUpdate accepts any length >= 1; T sizes the workspaces. Table 3: 64.
+	StepsPerUser int
+	// Gamma is the discount, in [0, 1]. Table 3: 0.99.
+	Gamma float64
+	// Lambda is the GAE parameter, in [0, 1]. Table 3: 0.85 control, 0.97 dosing.
+	Lambda float64
+	// Epochs E, local epochs over the user's data, >= 1. Table 3: 8 control, 4 dosing.
+	Epochs int
+	// Minibatches per epoch, >= 1 (the trajectory is split into this many
+	// near-equal shuffled minibatches; if T is smaller, into T). Table 3: 2.
+	Minibatches int
+	// EntropyCoef c_ent >= 0. Table 3: 0.36 control, 0.01 dosing.
+	EntropyCoef float64
+	// ValueCoef >= 0 weights the value loss 0.5 (V - R)^2 (CleanRL vf_coef).
+	// Default 0.5.
+	ValueCoef float64
+	// NormalizeAdvantages standardises the user's advantages (mean 0, std 1,
+	// over the whole trajectory) before the epochs, as CleanRL does per
+	// minibatch. Default true.
+	NormalizeAdvantages bool
+	// Adam configures the local optimiser; Adam.LR is Table 3's learning rate
+	// (7.26e-4 control, 9.25e-4 dosing).
+	Adam AdamConfig
+	// ServerLR eta of theta <- theta + eta g~, finite and > 0. Default 1.
+	ServerLR float64
+	// InitLogStd is the initial log standard deviation of a Gaussian policy.
+	// Default 0.
+	InitLogStd float64
+}
+
+// Validate reports every problem at once.
+func (c PPOConfig) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("policy: ppo: "+format, args...)) }
+	for i, h := range c.Hidden {
+		if h < 1 {
+			bad("hidden[%d] = %d, must be >= 1", i, h)
+		}
+	}
+	if c.StepsPerUser < 1 {
+		bad("steps per user T = %d, must be >= 1", c.StepsPerUser)
+	}
+	if !(c.Gamma >= 0 && c.Gamma <= 1) {
+		bad("gamma = %v, must be in [0, 1]", c.Gamma)
+	}
+	if !(c.Lambda >= 0 && c.Lambda <= 1) {
+		bad("lambda = %v, must be in [0, 1]", c.Lambda)
+	}
+	if c.Epochs < 1 {
+		bad("epochs E = %d, must be >= 1", c.Epochs)
+	}
+	if c.Minibatches < 1 {
+		bad("minibatches = %d, must be >= 1", c.Minibatches)
+	}
+	if !(c.EntropyCoef >= 0) || math.IsInf(c.EntropyCoef, 0) {
+		bad("entropy coef = %v, must be finite and >= 0", c.EntropyCoef)
+	}
+	if !(c.ValueCoef >= 0) || math.IsInf(c.ValueCoef, 0) {
+		bad("value coef = %v, must be finite and >= 0", c.ValueCoef)
+	}
+	if !(c.ServerLR > 0) || math.IsInf(c.ServerLR, 0) {
+		bad("server lr = %v, must be finite and > 0", c.ServerLR)
+	}
+	if math.IsNaN(c.InitLogStd) || math.IsInf(c.InitLogStd, 0) {
+		bad("init log std = %v, must be finite", c.InitLogStd)
+	}
+	if err := c.Adam.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("policy: ppo: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// Config is a complete learner configuration.
+type Config struct {
+	PPO PPOConfig
+	DP  DPConfig
+}
+
+// Validate reports every problem of both parts.
+func (c Config) Validate() error { return errors.Join(c.PPO.Validate(), c.DP.Validate()) }
+
+// DefaultControlConfig returns Table 3's control column (CartPole, Acrobot):
+// gamma 0.99, lr 7.26e-4, 2 minibatches, E = 8, T = 64, S = 0.05, entropy
+// 0.36, lambda 0.85, 64x64 hidden, K = 8; mode dp with z = 1 (Table 1's
+// z = 1.0 runs) and policy clip share 0.8. Each call returns a fresh value.
+func DefaultControlConfig() Config {
+	return Config{
+		PPO: PPOConfig{
+			Hidden:              []int{64, 64},
+			StepsPerUser:        64,
+			Gamma:               0.99,
+			Lambda:              0.85,
+			Epochs:              8,
+			Minibatches:         2,
+			EntropyCoef:         0.36,
+			ValueCoef:           0.5,
+			NormalizeAdvantages: true,
+			Adam:                AdamConfig{LR: 7.26e-4, Beta1: 0.9, Beta2: 0.999, Eps: 1e-5},
+			ServerLR:            1,
+		},
+		DP: DPConfig{Mode: ModeDP, NoiseMultiplier: 1, ClipNorm: 0.05, UsersPerUpdate: 8, PolicyClipShare: 0.8},
+	}
+}
+
+// DefaultDosingConfig returns Table 3's dosing column: as the control column
+// but lr 9.25e-4, E = 4, S = 0.08, entropy 0.01, lambda 0.97; z = 0.1 (the
+// Dosing-0 runs of Table 1). Each call returns a fresh value.
+func DefaultDosingConfig() Config {
+	c := DefaultControlConfig()
+	c.PPO.Adam.LR = 9.25e-4
+	c.PPO.Epochs = 4
+	c.PPO.EntropyCoef = 0.01
+	c.PPO.Lambda = 0.97
+	c.DP.ClipNorm = 0.08
+	c.DP.NoiseMultiplier = 0.1
+	return c
+}
+
+// DefaultMuJoCoConfig returns Table 3's MuJoCo column: lr 2.04e-4, 64
+// minibatches, E = 8, T = 2048, S = 1.80, entropy 0.02, lambda 0.91; z = 1.
+// Each call returns a fresh value.
+func DefaultMuJoCoConfig() Config {
+	c := DefaultControlConfig()
+	c.PPO.Adam.LR = 2.04e-4
+	c.PPO.Minibatches = 64
+	c.PPO.StepsPerUser = 2048
+	c.PPO.EntropyCoef = 0.02
+	c.PPO.Lambda = 0.91
+	c.DP.ClipNorm = 1.80
+	return c
+}

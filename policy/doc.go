@@ -1,0 +1,24 @@
+// Package policy holds the learning core of dprl's DP policy gradient (DPPG,
+// Rio et al., ALGORITHMS.md section 1): tanh MLPs over a flat parameter vector,
+// categorical and diagonal Gaussian action heads, Adam, GAE(lambda), the
+// per-user PPO local update (Algorithm 3) and the DP aggregation of K clipped
+// local updates with Gaussian noise (Algorithm 2).
+//
+// # Privacy
+//
+// The learner state is one joint vector theta = [policy params; value params].
+// A user's local update g_u = theta_u - theta is projected block-wise onto
+// ||g_pi|| <= S_pi and ||g_v|| <= S_v with S_pi^2 + S_v^2 = S^2, so ||g_u|| <= S
+// and one Gaussian mechanism N(0, (zS/K)^2 I) covers the policy and the critic.
+// Adam's moments are reset from the noised global update at each iteration and
+// every user's local update in an iteration starts from the same optimizer
+// state, so no raw information passes from one user to another.
+//
+// # Conventions
+//
+// Kernels are dst-first and allocation-free once their workspaces have grown;
+// they panic on dimension mismatch (programmer error). Configuration is
+// validated at construction. Every random draw comes from a *rand.Rand passed
+// in. Types holding workspaces (MLP, Learner, Aggregator) are not safe for
+// concurrent use.
+package policy

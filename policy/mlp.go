@@ -1,0 +1,343 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Orthogonal initialisation gains, the usual PPO choices (Engstrom et al. 2020,
+// "Implementation matters in deep policy gradients"; CleanRL's layer_init):
+// sqrt(2) for tanh hidden layers, 0.01 for the policy's output layer (so the
+// initial policy is close to uniform / zero-mean), 1 for the value output.
+const (
+	GainHidden    = math.Sqrt2
+	GainPolicyOut = 0.01
+	GainValueOut  = 1.0
+)
+
+// MLP is a fully connected network with tanh hidden layers and a linear output
+// layer, on float64. It owns no parameters: every method takes the flat
+// parameter vector params, laid out layer by layer as
+//
+//	W_0 (Sizes[1] x Sizes[0], row-major), b_0 (Sizes[1]), W_1, b_1, ...
+//
+// so y_l = W_l x_l + b_l. A whole policy snapshot is therefore one slice, and
+// the DP mechanism clips and noises one vector.
+//
+// The MLP keeps reusable workspaces (grown on first use, then reused), so it is
+// not safe for concurrent use; give each goroutine its own MLP (NewMLP is cheap).
+//
+// Kernels: the batched layers use gonum blas64.Gemm over the flat storage (no
+// copies: a blas64.General is a view of the flat vector). Chosen by benchmark
+// (BenchmarkMLPKernels, 4-64-64-2 tanh net, batch 32, Go 1.26, AMD EPYC,
+// 2 cores; ns/op, 0 allocs/op on both sides):
+//
+//	                   blas64    hand-written loops
+//	forward, batch 32  42.2 µs    78.6 µs
+//	backward, batch 32 58.7 µs   127.8 µs
+//	forward, 1 obs      0.97 µs    2.71 µs
+//
+// Batches are fed to Gemm in row chunks that keep gonum single-threaded, so
+// the MLP stays allocation-free and deterministic at any batch size (layers
+// of width >= 256 excepted); parallelism belongs one level up, one Learner
+// per user.
+//
+// blas64 wins on every shape (its Dgemm/Dgemv use the assembly kernels, and
+// at these sizes stay single-threaded: fewer than 4 64x64 blocks), so it
+// is the only path used; the loop kernels remain in the tests as an independent
+// reference implementation.
+type MLP struct {
+	sizes []int // layer widths: input, hidden..., output
+	wOff  []int // offset of W_l in the flat vector
+	bOff  []int // offset of b_l
+	n     int   // number of parameters
+
+	// Batch workspaces: acts[l] holds the input of layer l for the last
+	// ForwardBatch (acts[0] is a copy of x), acts[L] the output.
+	batchCap int
+	batchN   int
+	acts     [][]float64
+	deltas   [][]float64 // gradient with respect to pre-activations / inputs, per layer
+
+	// Single-observation workspaces (Forward), separate from the batch cache.
+	one [2][]float64
+}
+
+// NewMLP returns a network with the given layer widths: sizes[0] is the input
+// dimension, sizes[len-1] the output dimension, the others tanh hidden layers.
+// It returns an error unless there are at least two sizes, all positive.
+func NewMLP(sizes ...int) (*MLP, error) {
+	if len(sizes) < 2 {
+		return nil, fmt.Errorf("policy: mlp needs at least input and output sizes, got %v", sizes)
+	}
+	for i, s := range sizes {
+		if s < 1 {
+			return nil, fmt.Errorf("policy: mlp sizes[%d] = %d, must be >= 1", i, s)
+		}
+	}
+	m := &MLP{sizes: append([]int(nil), sizes...)}
+	L := len(sizes) - 1
+	m.wOff = make([]int, L)
+	m.bOff = make([]int, L)
+	maxW := 0
+	for l := 0; l < L; l++ {
+		m.wOff[l] = m.n
+		m.n += sizes[l+1] * sizes[l]
+		m.bOff[l] = m.n
+		m.n += sizes[l+1]
+	}
+	for _, s := range sizes {
+		maxW = max(maxW, s)
+	}
+	m.one[0] = make([]float64, maxW)
+	m.one[1] = make([]float64, maxW)
+	m.acts = make([][]float64, L+1)
+	m.deltas = make([][]float64, L+1)
+	return m, nil
+}
+
+// NumParams returns the length of the flat parameter vector.
+func (m *MLP) NumParams() int { return m.n }
+
+// In returns the input dimension.
+func (m *MLP) In() int { return m.sizes[0] }
+
+// Out returns the output dimension.
+func (m *MLP) Out() int { return m.sizes[len(m.sizes)-1] }
+
+// Sizes returns a copy of the layer widths.
+func (m *MLP) Sizes() []int { return append([]int(nil), m.sizes...) }
+
+// Init writes an orthogonal initialisation into params: each weight matrix is
+// gain times a (semi-)orthogonal matrix obtained from the QR decomposition of a
+// standard Gaussian matrix (Saxe et al. 2014, with the sign correction of
+// Mezzadri 2007 so the distribution is Haar), hidden layers with GainHidden,
+// the output layer with outGain; biases are zero. Every draw comes from rng.
+// Init allocates (it is called once per network).
+func (m *MLP) Init(params []float64, rng *rand.Rand, outGain float64) {
+	m.checkParams(params)
+	L := len(m.sizes) - 1
+	for l := 0; l < L; l++ {
+		in, out := m.sizes[l], m.sizes[l+1]
+		gain := GainHidden
+		if l == L-1 {
+			gain = outGain
+		}
+		orthogonal(params[m.wOff[l]:m.wOff[l]+out*in], out, in, gain, rng)
+		clear(params[m.bOff[l] : m.bOff[l]+out])
+	}
+}
+
+// orthogonal writes gain * Q into w (rows x cols, row-major), Q having
+// orthonormal rows (rows <= cols) or orthonormal columns (rows >= cols).
+func orthogonal(w []float64, rows, cols int, gain float64, rng *rand.Rand) {
+	big, small := rows, cols
+	if rows < cols {
+		big, small = cols, rows
+	}
+	g := mat.NewDense(big, small, nil)
+	for i := 0; i < big; i++ {
+		for j := 0; j < small; j++ {
+			g.Set(i, j, rng.NormFloat64())
+		}
+	}
+	var qr mat.QR
+	qr.Factorize(g)
+	var q, r mat.Dense
+	qr.QTo(&q)
+	qr.RTo(&r)
+	for j := 0; j < small; j++ {
+		s := gain
+		if r.At(j, j) < 0 {
+			s = -gain
+		}
+		for i := 0; i < big; i++ {
+			v := s * q.At(i, j)
+			if rows >= cols {
+				w[i*cols+j] = v // W = Q[:, :cols]
+			} else {
+				w[j*cols+i] = v // W = Q[:, :rows]^T
+			}
+		}
+	}
+}
+
+func (m *MLP) checkParams(params []float64) {
+	if len(params) != m.n {
+		panic(fmt.Sprintf("policy: mlp params length %d, want %d", len(params), m.n))
+	}
+}
+
+func (m *MLP) weights(params []float64, l int) blas64.General {
+	in, out := m.sizes[l], m.sizes[l+1]
+	return blas64.General{Rows: out, Cols: in, Stride: in, Data: params[m.wOff[l] : m.wOff[l]+out*in]}
+}
+
+// Forward computes the network output for one observation x into dst
+// (len Out()). It does not disturb the batch cache used by Backward and
+// allocates nothing.
+func (m *MLP) Forward(dst, params, x []float64) {
+	m.checkParams(params)
+	if len(x) != m.In() || len(dst) != m.Out() {
+		panic(fmt.Sprintf("policy: mlp forward x %d dst %d, want %d and %d", len(x), len(dst), m.In(), m.Out()))
+	}
+	L := len(m.sizes) - 1
+	cur := x
+	for l := 0; l < L; l++ {
+		out := m.sizes[l+1]
+		var y []float64
+		if l == L-1 {
+			y = dst
+		} else {
+			y = m.one[l%2][:out]
+		}
+		copy(y, params[m.bOff[l]:m.bOff[l]+out])
+		blas64.Gemv(blas.NoTrans, 1, m.weights(params, l),
+			blas64.Vector{N: len(cur), Inc: 1, Data: cur}, 1,
+			blas64.Vector{N: out, Inc: 1, Data: y})
+		if l < L-1 {
+			tanhInPlace(y)
+		}
+		cur = y
+	}
+}
+
+// grow makes the batch workspaces hold n rows; it allocates only when n
+// exceeds every earlier batch size.
+func (m *MLP) grow(n int) {
+	if n <= m.batchCap {
+		return
+	}
+	for l := range m.acts {
+		m.acts[l] = make([]float64, n*m.sizes[l])
+		m.deltas[l] = make([]float64, n*m.sizes[l])
+	}
+	m.batchCap = n
+}
+
+// Reserve grows the batch workspaces to hold n rows, so that later batches of
+// at most n rows allocate nothing.
+func (m *MLP) Reserve(n int) { m.grow(n) }
+
+// ForwardBatch computes the outputs for n observations stored row-major in x
+// (n*In()) into dst (n*Out()), and caches the activations for Backward.
+func (m *MLP) ForwardBatch(dst, params, x []float64, n int) {
+	m.checkParams(params)
+	if n < 1 || len(x) != n*m.In() || len(dst) != n*m.Out() {
+		panic(fmt.Sprintf("policy: mlp forward batch n %d x %d dst %d", n, len(x), len(dst)))
+	}
+	m.grow(n)
+	m.batchN = n
+	copy(m.acts[0], x)
+	L := len(m.sizes) - 1
+	for l := 0; l < L; l++ {
+		in, out := m.sizes[l], m.sizes[l+1]
+		a := m.acts[l][:n*in]
+		y := m.acts[l+1][:n*out]
+		b := params[m.bOff[l] : m.bOff[l]+out]
+		for i := 0; i < n; i++ {
+			copy(y[i*out:(i+1)*out], b)
+		}
+		W := m.weights(params, l)
+		for r0, c := 0, rowChunk(out); r0 < n; r0 += c {
+			r1 := min(n, r0+c)
+			blas64.Gemm(blas.NoTrans, blas.Trans, 1,
+				blas64.General{Rows: r1 - r0, Cols: in, Stride: in, Data: a[r0*in : r1*in]},
+				W, 1,
+				blas64.General{Rows: r1 - r0, Cols: out, Stride: out, Data: y[r0*out : r1*out]})
+		}
+		if l < L-1 {
+			tanhInPlace(y)
+		}
+	}
+	copy(dst, m.acts[L][:n*m.Out()])
+}
+
+// Backward writes into grad (len NumParams()) the gradient of a scalar loss
+// with respect to params, given dOut (n*Out(), row-major), the gradient of the
+// loss with respect to the outputs of the last ForwardBatch (which must have
+// been called with the same params and n). grad is overwritten, not
+// accumulated. It allocates nothing.
+func (m *MLP) Backward(grad, params, dOut []float64) {
+	m.checkParams(params)
+	n := m.batchN
+	if len(grad) != m.n || len(dOut) != n*m.Out() {
+		panic(fmt.Sprintf("policy: mlp backward grad %d dOut %d, want %d and %d", len(grad), len(dOut), m.n, n*m.Out()))
+	}
+	L := len(m.sizes) - 1
+	copy(m.deltas[L][:n*m.Out()], dOut)
+	for l := L - 1; l >= 0; l-- {
+		in, out := m.sizes[l], m.sizes[l+1]
+		d := m.deltas[l+1][:n*out] // dL/d(pre-activation of layer l output)
+		if l < L-1 {
+			y := m.acts[l+1][:n*out]
+			for i, v := range y {
+				d[i] *= 1 - v*v
+			}
+		}
+		dG := blas64.General{Rows: n, Cols: out, Stride: out, Data: d}
+		// dW = d^T a
+		blas64.Gemm(blas.Trans, blas.NoTrans, 1, dG,
+			blas64.General{Rows: n, Cols: in, Stride: in, Data: m.acts[l][:n*in]}, 0,
+			blas64.General{Rows: out, Cols: in, Stride: in, Data: grad[m.wOff[l] : m.wOff[l]+out*in]})
+		db := grad[m.bOff[l] : m.bOff[l]+out]
+		clear(db)
+		for i := 0; i < n; i++ {
+			row := d[i*out : (i+1)*out]
+			for o, v := range row {
+				db[o] += v
+			}
+		}
+		if l > 0 {
+			// d_in = d W
+			W, dIn := m.weights(params, l), m.deltas[l]
+			for r0, c := 0, rowChunk(in); r0 < n; r0 += c {
+				r1 := min(n, r0+c)
+				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
+					blas64.General{Rows: r1 - r0, Cols: out, Stride: out, Data: d[r0*out : r1*out]},
+					W, 0,
+					blas64.General{Rows: r1 - r0, Cols: in, Stride: in, Data: dIn[r0*in : r1*in]})
+			}
+		}
+	}
+}
+
+// FLOPs returns the floating-point operations of one ForwardBatch and one
+// Backward over n rows, counting a multiply-add as two and ignoring
+// activations and bias additions.
+func (m *MLP) FLOPs(n int) (forward, backward float64) {
+	L := len(m.sizes) - 1
+	for l := 0; l < L; l++ {
+		mac := float64(n * m.sizes[l] * m.sizes[l+1])
+		forward += 2 * mac
+		backward += 2 * mac // dW
+		if l > 0 {
+			backward += 2 * mac // d_in
+		}
+	}
+	return forward, backward
+}
+
+// rowChunk returns how many rows of a row-major product with cols output
+// columns to hand to one Gemm call so that gonum stays on its serial path
+// (it goes parallel, spawning goroutines and allocating, from 4 blocks of
+// 64x64 of the output). The products are row-wise independent, so chunking
+// changes no result. Outputs 256 or more columns wide go parallel regardless.
+func rowChunk(cols int) int {
+	bc := (cols + 63) / 64
+	if bc >= 4 {
+		return math.MaxInt
+	}
+	return 64 * (3 / bc)
+}
+
+func tanhInPlace(y []float64) {
+	for i, v := range y {
+		y[i] = math.Tanh(v)
+	}
+}

@@ -1,0 +1,355 @@
+package policy
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+)
+
+var seedFlag = flag.Uint64("seed", 1, "seed for the randomised policy tests")
+
+// testRNG returns a seeded generator, logging the seed when it is not the default.
+func testRNG(t testing.TB) *rand.Rand {
+	if *seedFlag != 1 {
+		t.Logf("seed %d", *seedFlag)
+	}
+	return rand.New(rand.NewPCG(*seedFlag, 0x9e3779b97f4a7c15))
+}
+
+func randSlice(rng *rand.Rand, n int, scale float64) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = scale * rng.NormFloat64()
+	}
+	return s
+}
+
+// loopMLP is the hand-written reference: the same network with plain loops.
+// It is both the independent reference for the blas64 kernels and the other
+// side of the mat-vs-loops benchmark.
+type loopMLP struct {
+	m    *MLP
+	acts [][]float64
+	del  [][]float64
+	n    int
+}
+
+func newLoopMLP(m *MLP, n int) *loopMLP {
+	r := &loopMLP{m: m, n: n}
+	for _, s := range m.sizes {
+		r.acts = append(r.acts, make([]float64, n*s))
+		r.del = append(r.del, make([]float64, n*s))
+	}
+	return r
+}
+
+func (r *loopMLP) forward(dst, params, x []float64) {
+	m := r.m
+	copy(r.acts[0], x)
+	L := len(m.sizes) - 1
+	for l := 0; l < L; l++ {
+		in, out := m.sizes[l], m.sizes[l+1]
+		W := params[m.wOff[l] : m.wOff[l]+in*out]
+		b := params[m.bOff[l] : m.bOff[l]+out]
+		for i := 0; i < r.n; i++ {
+			a := r.acts[l][i*in : (i+1)*in]
+			y := r.acts[l+1][i*out : (i+1)*out]
+			for o := 0; o < out; o++ {
+				w := W[o*in : (o+1)*in]
+				s := b[o]
+				for k, v := range a {
+					s += w[k] * v
+				}
+				if l < L-1 {
+					s = math.Tanh(s)
+				}
+				y[o] = s
+			}
+		}
+	}
+	copy(dst, r.acts[L])
+}
+
+func (r *loopMLP) backward(grad, params, dOut []float64) {
+	m := r.m
+	L := len(m.sizes) - 1
+	copy(r.del[L], dOut)
+	for l := L - 1; l >= 0; l-- {
+		in, out := m.sizes[l], m.sizes[l+1]
+		d := r.del[l+1]
+		if l < L-1 {
+			for i, v := range r.acts[l+1] {
+				d[i] *= 1 - v*v
+			}
+		}
+		W := params[m.wOff[l] : m.wOff[l]+in*out]
+		dW := grad[m.wOff[l] : m.wOff[l]+in*out]
+		db := grad[m.bOff[l] : m.bOff[l]+out]
+		clear(dW)
+		clear(db)
+		if l > 0 {
+			clear(r.del[l])
+		}
+		for i := 0; i < r.n; i++ {
+			a := r.acts[l][i*in : (i+1)*in]
+			for o := 0; o < out; o++ {
+				g := d[i*out+o]
+				db[o] += g
+				row := dW[o*in : (o+1)*in]
+				for k, v := range a {
+					row[k] += g * v
+				}
+				if l > 0 {
+					di := r.del[l][i*in : (i+1)*in]
+					w := W[o*in : (o+1)*in]
+					for k, v := range w {
+						di[k] += g * v
+					}
+				}
+			}
+		}
+	}
+}
+
+func mustMLP(t testing.TB, sizes ...int) *MLP {
+	m, err := NewMLP(sizes...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestNewMLPErrors(t *testing.T) {
+	for _, sizes := range [][]int{nil, {3}, {3, 0}, {-1, 2}} {
+		if _, err := NewMLP(sizes...); err == nil {
+			t.Errorf("NewMLP(%v): want error", sizes)
+		}
+	}
+}
+
+func TestOrthogonalInit(t *testing.T) {
+	rng := testRNG(t)
+	m := mustMLP(t, 4, 64, 64, 2)
+	p := make([]float64, m.NumParams())
+	m.Init(p, rng, GainPolicyOut)
+	L := len(m.sizes) - 1
+	for l := 0; l < L; l++ {
+		in, out := m.sizes[l], m.sizes[l+1]
+		W := mat.NewDense(out, in, p[m.wOff[l]:m.wOff[l]+in*out])
+		gain := GainHidden
+		if l == L-1 {
+			gain = GainPolicyOut
+		}
+		// W W^T = gain^2 I when out <= in, W^T W = gain^2 I otherwise.
+		var g mat.Dense
+		if out <= in {
+			g.Mul(W, W.T())
+		} else {
+			g.Mul(W.T(), W)
+		}
+		r, _ := g.Dims()
+		for i := 0; i < r; i++ {
+			for j := 0; j < r; j++ {
+				want := 0.0
+				if i == j {
+					want = gain * gain
+				}
+				if math.Abs(g.At(i, j)-want) > 1e-10 {
+					t.Fatalf("layer %d gram(%d,%d) = %g, want %g", l, i, j, g.At(i, j), want)
+				}
+			}
+		}
+		for _, b := range p[m.bOff[l] : m.bOff[l]+out] {
+			if b != 0 {
+				t.Fatalf("layer %d bias %g, want 0", l, b)
+			}
+		}
+	}
+}
+
+func TestMLPMatchesLoops(t *testing.T) {
+	for _, tc := range []struct {
+		sizes []int
+		n     int
+	}{
+		{[]int{5, 7, 6, 3}, 9},
+		{[]int{4, 64, 64, 2}, 400}, // several row chunks
+	} {
+		rng := testRNG(t)
+		m := mustMLP(t, tc.sizes...)
+		in, out, n := m.In(), m.Out(), tc.n
+		p := randSlice(rng, m.NumParams(), 0.5)
+		x := randSlice(rng, n*in, 1)
+		dOut := randSlice(rng, n*out, 1)
+		got, want := make([]float64, n*out), make([]float64, n*out)
+		m.ForwardBatch(got, p, x, n)
+		ref := newLoopMLP(m, n)
+		ref.forward(want, p, x)
+		if !floats.EqualApprox(got, want, 1e-12) {
+			t.Fatalf("%v: forward batch differs from loops", tc.sizes)
+		}
+		one := make([]float64, out)
+		for i := 0; i < n; i++ {
+			m.Forward(one, p, x[i*in:(i+1)*in])
+			if !floats.EqualApprox(one, want[i*out:(i+1)*out], 1e-12) {
+				t.Fatalf("%v: forward row %d: %v, want %v", tc.sizes, i, one, want[i*out:(i+1)*out])
+			}
+		}
+		g1, g2 := make([]float64, m.NumParams()), make([]float64, m.NumParams())
+		m.Backward(g1, p, dOut)
+		ref.backward(g2, p, dOut)
+		if !floats.EqualApprox(g1, g2, 1e-10) {
+			t.Fatalf("%v: backward differs from loops", tc.sizes)
+		}
+	}
+}
+
+// fdCheck compares grad with central finite differences of f at x, at relative
+// tolerance tol (relative to max(1, |grad|)).
+func fdCheck(t *testing.T, name string, f func([]float64) float64, x, grad []float64, tol float64) {
+	t.Helper()
+	const h = 1e-5
+	xc := append([]float64(nil), x...)
+	worst := 0.0
+	for i := range xc {
+		orig := xc[i]
+		xc[i] = orig + h
+		fp := f(xc)
+		xc[i] = orig - h
+		fm := f(xc)
+		xc[i] = orig
+		fd := (fp - fm) / (2 * h)
+		err := math.Abs(fd-grad[i]) / math.Max(1, math.Abs(grad[i]))
+		worst = max(worst, err)
+		if err > tol {
+			t.Fatalf("%s: d/dx[%d] = %.12g, finite difference %.12g (rel err %.3g)", name, i, grad[i], fd, err)
+		}
+	}
+	t.Logf("%s: %d coordinates, worst rel err %.2g", name, len(x), worst)
+}
+
+func TestMLPBackwardFiniteDifference(t *testing.T) {
+	rng := testRNG(t)
+	m := mustMLP(t, 3, 8, 5, 2)
+	p := randSlice(rng, m.NumParams(), 0.7)
+	n := 4
+	x := randSlice(rng, n*3, 1)
+	c := randSlice(rng, n*2, 1) // loss = sum c .* out
+	out := make([]float64, n*2)
+	loss := func(q []float64) float64 {
+		m.ForwardBatch(out, q, x, n)
+		return floats.Dot(c, out)
+	}
+	grad := make([]float64, m.NumParams())
+	loss(p)
+	m.Backward(grad, p, c)
+	fdCheck(t, "mlp", loss, p, grad, 1e-6)
+}
+
+func TestMLPAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are unreliable under -race")
+	}
+	rng := testRNG(t)
+	m := mustMLP(t, 4, 64, 64, 2)
+	p := make([]float64, m.NumParams())
+	m.Init(p, rng, GainPolicyOut)
+	n := 32
+	x := randSlice(rng, n*4, 1)
+	out := make([]float64, n*2)
+	grad := make([]float64, m.NumParams())
+	m.Reserve(n)
+	one := make([]float64, 2)
+	if a := testing.AllocsPerRun(50, func() { m.Forward(one, p, x[:4]) }); a != 0 {
+		t.Errorf("Forward: %v allocs, want 0", a)
+	}
+	if a := testing.AllocsPerRun(50, func() { m.ForwardBatch(out, p, x, n) }); a != 0 {
+		t.Errorf("ForwardBatch: %v allocs, want 0", a)
+	}
+	if a := testing.AllocsPerRun(50, func() { m.Backward(grad, p, out) }); a != 0 {
+		t.Errorf("Backward: %v allocs, want 0", a)
+	}
+}
+
+// BenchmarkMLPKernels is the mat-vs-loops decision recorded in the MLP doc.
+func BenchmarkMLPKernels(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	m := mustMLP(b, 4, 64, 64, 2)
+	p := make([]float64, m.NumParams())
+	m.Init(p, rng, GainPolicyOut)
+	n := 32
+	x := randSlice(rng, n*4, 1)
+	out := make([]float64, n*2)
+	grad := make([]float64, m.NumParams())
+	ref := newLoopMLP(m, n)
+	m.Reserve(n)
+	b.Run("blas64/forward32", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m.ForwardBatch(out, p, x, n)
+		}
+	})
+	b.Run("loops/forward32", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ref.forward(out, p, x)
+		}
+	})
+	m.ForwardBatch(out, p, x, n)
+	ref.forward(out, p, x)
+	b.Run("blas64/backward32", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m.Backward(grad, p, out)
+		}
+	})
+	b.Run("loops/backward32", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ref.backward(grad, p, out)
+		}
+	})
+	one := make([]float64, 2)
+	ref1 := newLoopMLP(m, 1)
+	b.Run("blas64/forward1", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m.Forward(one, p, x[:4])
+		}
+	})
+	b.Run("loops/forward1", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ref1.forward(one, p, x[:4])
+		}
+	})
+}
+
+// BenchmarkMLPBatch runs forward+backward of the 4-64-64-2 net over a ladder
+// of batch sizes (allocations must stay 0 at every size).
+func BenchmarkMLPBatch(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	m := mustMLP(b, 4, 64, 64, 2)
+	p := make([]float64, m.NumParams())
+	m.Init(p, rng, GainPolicyOut)
+	grad := make([]float64, m.NumParams())
+	for _, n := range []int{1, 8, 32, 128, 512} {
+		x := randSlice(rng, n*4, 1)
+		out := make([]float64, n*2)
+		m.Reserve(n)
+		fw, bw := m.FLOPs(n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				m.ForwardBatch(out, p, x, n)
+				m.Backward(grad, p, out)
+			}
+			b.ReportMetric((fw+bw)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
