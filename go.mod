@@ -13,4 +13,5 @@ require (
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/sys v0.29.0 // indirect
+	gonum.org/v1/gonum v0.17.0 // indirect
 )
