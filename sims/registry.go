@@ -1,0 +1,69 @@
+package sims
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrUnknownEnv is returned by New for a name that is not registered.
+var ErrUnknownEnv = errors.New("sims: unknown environment")
+
+// Info describes one registered environment.
+type Info struct {
+	// Name is the registry name, as given to New.
+	Name string
+	// Description is a one-line summary with the reference it follows.
+	Description string
+	// New builds a fresh instance.
+	New func() Env
+}
+
+// registry returns the table of environments in listing order. It is built
+// anew on each call, so there is no package state; adding an environment is
+// one line here.
+func registry() []Info {
+	return []Info{
+		{"cartpole", "Gymnasium CartPole-v1: balance a pole on a cart (Barto, Sutton & Anderson 1983)", func() Env { return NewCartPole() }},
+		{"acrobot", "Gymnasium Acrobot-v1: swing a two-link arm above a line, book dynamics, RK4 (Sutton 1996)", func() Env { return NewAcrobot() }},
+		{"pendulum", "Gymnasium Pendulum-v1: swing up an inverted pendulum, continuous torque", func() Env { return NewPendulum() }},
+		{"mountaincar", "Gymnasium MountainCar-v0: drive an underpowered car up a hill (Moore 1990)", func() Env { return NewMountainCar() }},
+		{"riverswim", "RiverSwim, 6 states, horizon 20, p = 0.6 (Osband et al. 2013; DPPG App. C.1)", func() Env { return mustRiverSwim(0.6) }},
+		{"riverswim-0.9", "RiverSwim, 6 states, horizon 20, p = 0.9 (DPPG App. C.1)", func() Env { return mustRiverSwim(0.9) }},
+		{"chain", "chain walk to an absorbing rewarding end, 2 actions with different advance probabilities (GPOPE experiments)", func() Env { return mustChain(DefaultChainConfig()) }},
+	}
+}
+
+// Registry returns the registered environments in listing order. The slice
+// is fresh; the caller may keep or modify it.
+func Registry() []Info { return registry() }
+
+// Names returns the registered environment names in listing order.
+func Names() []string {
+	reg := registry()
+	names := make([]string, len(reg))
+	for i, e := range reg {
+		names[i] = e.Name
+	}
+	return names
+}
+
+// Lookup returns the registry entry for name.
+func Lookup(name string) (Info, bool) {
+	for _, e := range registry() {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Info{}, false
+}
+
+// New returns a fresh instance of the named environment, or an error wrapping
+// ErrUnknownEnv that lists the valid names.
+func New(name string) (Env, error) {
+	e, ok := Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("%w %q (valid: %s)", ErrUnknownEnv, name, strings.Join(Names(), ", "))
+	}
+	return e.New(), nil
+}
