@@ -417,6 +417,27 @@ func (s *Store) Snapshot(version uint64) ([]byte, error) {
 	return v, nil
 }
 
+// SetInitial stores the data-independent initial policy as version 0. It
+// costs no privacy, so it has no entry; it is refused once a version exists.
+func (s *Store) SetInitial(snapshot []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	h, err := s.Head()
+	if err != nil {
+		return err
+	}
+	if h.Version != 0 {
+		return fmt.Errorf("%w: initial policy after version %d", ErrInvalid, h.Version)
+	}
+	if len(snapshot) == 0 {
+		return fmt.Errorf("%w: empty snapshot", ErrInvalid)
+	}
+	return s.db.Set(snapKey(0), snapshot, pebble.Sync)
+}
+
 // Release is one policy release: the new snapshot, the entry that pays for
 // it, and the users whose sessions it used.
 type Release struct {

@@ -1,0 +1,517 @@
+package agent
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"dprl/ledger"
+	"dprl/ledger/accountant"
+	"dprl/policy"
+	"dprl/sims"
+
+	"github.com/rs/zerolog"
+)
+
+// Errors returned by Act and End; the transport maps them to wire codes.
+var (
+	ErrObsDim         = errors.New("agent: wrong observation length")
+	ErrNonFinite      = errors.New("agent: non-finite value")
+	ErrUnknownSession = errors.New("agent: unknown session")
+	ErrBadRequest     = errors.New("agent: bad request")
+	ErrSessionLimit   = errors.New("agent: too many open sessions")
+	ErrStepLimit      = errors.New("agent: session step limit reached")
+	ErrShuttingDown   = errors.New("agent: shutting down")
+)
+
+// version is one released policy; theta is never modified after release.
+type version struct {
+	num   uint64
+	theta []float64
+}
+
+// Release describes a policy release, for announcements.
+type Release struct {
+	Version      uint64  `json:"version"`
+	Epsilon      float64 `json:"epsilon"`
+	Delta        float64 `json:"delta"`
+	Participants int     `json:"participants"`
+}
+
+// Options are the agent's optional collaborators.
+type Options struct {
+	// Logger receives log lines; the zero value discards them.
+	Logger zerolog.Logger
+	// OnRelease is called after each durable release (from the updater
+	// goroutine); the transport publishes it.
+	OnRelease func(Release)
+	// Metrics receives the agent's counters; nil keeps them internal only.
+	Metrics *Metrics
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Agent is the learner-server. Create it with New, run its updater with Run,
+// and serve with Act and End.
+type Agent struct {
+	cfg     Config
+	store   *ledger.Store
+	log     zerolog.Logger
+	opt     Options
+	now     func() time.Time
+	m       *Metrics
+	epsilon float64 // per-session epsilon of one update (analytic)
+
+	current atomic.Pointer[version]
+	table   sessionTable
+	serving sync.Pool // *server
+
+	finished chan finished
+	closing  atomic.Bool
+
+	seedBase  uint64
+	seeded    bool
+	randCount atomic.Uint64 // distinguishes generators made for one purpose
+	statsMu  sync.Mutex
+	returns  []float64 // ring of recent session returns
+	retIdx   int
+	retN     int
+	ended    atomic.Int64
+	updates  atomic.Int64
+	capped   atomic.Int64
+}
+
+// server is a per-goroutine serving context.
+type server struct {
+	actor *policy.Actor
+	rng   *rand.Rand
+	act   []float64
+}
+
+// finished is a closed session waiting for an update.
+type finished struct {
+	ver     uint64
+	user    ledger.UserKey
+	hasUser bool
+	tr      policy.Trajectory
+	at      time.Time
+}
+
+// New opens the agent on a ledger: it fixes (or checks) the policy spec and
+// loads the last released policy, or initialises version 0.
+func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Metrics == nil {
+		opt.Metrics = NewMetrics(nil)
+	}
+	eps, err := accountant.GaussianEpsilon(cfg.Policy.DP.NoiseMultiplier, cfg.Delta)
+	if err != nil {
+		return nil, fmt.Errorf("agent: per-session epsilon: %w", err)
+	}
+	a := &Agent{cfg: cfg, store: store, log: opt.Logger.With().Str("component", "agent").Logger(), opt: opt, now: opt.Now,
+		m: opt.Metrics, epsilon: eps, finished: make(chan finished, 4*cfg.Policy.DP.UsersPerUpdate+1024),
+		returns: make([]float64, 100)}
+	a.table.init()
+	if cfg.Seed != 0 {
+		a.seedBase, a.seeded = cfg.Seed, true
+	} else {
+		var b [8]byte
+		if _, err := crand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("agent: secure seed: %w", err)
+		}
+		a.seedBase = binary.LittleEndian.Uint64(b[:])
+	}
+	specJSON, err := json.Marshal(struct {
+		Spec   policy.Spec `json:"spec"`
+		Hidden []int       `json:"hidden"`
+	}{cfg.Spec, cfg.Policy.PPO.Hidden})
+	if err != nil {
+		return nil, err
+	}
+	if err := store.InitSpec(specJSON, nil); err != nil {
+		return nil, err
+	}
+	if err := a.loadPolicy(); err != nil {
+		return nil, err
+	}
+	a.serving.New = func() any {
+		act, err := policy.NewActor(cfg.Spec, cfg.Policy.PPO.Hidden)
+		if err != nil {
+			panic(err) // the spec was validated above
+		}
+		return &server{actor: act, rng: a.newRand("serve"), act: make([]float64, max(cfg.Spec.ActionDim, 1))}
+	}
+	return a, nil
+}
+
+// newRand returns a generator for one purpose: ChaCha8 keyed from the secure
+// seed (or the user's seed when seeded) and a per-call counter.
+func (a *Agent) newRand(purpose string) *rand.Rand {
+	var key [32]byte
+	if a.seeded {
+		h := fnv.New64a()
+		h.Write([]byte(purpose))
+		binary.LittleEndian.PutUint64(key[:8], a.seedBase)
+		binary.LittleEndian.PutUint64(key[8:16], h.Sum64())
+		binary.LittleEndian.PutUint64(key[16:24], a.randCount.Add(1))
+	} else if _, err := crand.Read(key[:]); err != nil {
+		panic(fmt.Sprintf("agent: crypto/rand: %v", err))
+	}
+	return rand.New(rand.NewChaCha8(key))
+}
+
+// loadPolicy serves the last released version, or initialises version 0.
+func (a *Agent) loadPolicy() error {
+	h, err := a.store.Head()
+	if err != nil {
+		return err
+	}
+	b, err := a.store.Snapshot(h.Version)
+	if errors.Is(err, ledger.ErrNotFound) && h.Version == 0 {
+		l, err := policy.NewLearner(a.cfg.Spec, a.cfg.Policy)
+		if err != nil {
+			return err
+		}
+		theta := make([]float64, l.NumParams())
+		l.Init(theta, a.newRand("init"))
+		snap, err := encodeSnapshot(a.cfg, 0, theta)
+		if err != nil {
+			return err
+		}
+		if err := a.store.SetInitial(snap); err != nil {
+			return err
+		}
+		a.current.Store(&version{num: 0, theta: theta})
+		a.log.Info().Msg("initialised policy version 0")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	v, theta, err := decodeSnapshot(a.cfg, b)
+	if err != nil {
+		return fmt.Errorf("%w: snapshot of version %d: %v", ledger.ErrCorrupt, h.Version, err)
+	}
+	if v != h.Version {
+		return fmt.Errorf("%w: snapshot says version %d, head %d", ledger.ErrCorrupt, v, h.Version)
+	}
+	a.current.Store(&version{num: v, theta: theta})
+	a.log.Info().Uint64("version", v).Msg("resumed from the ledger")
+	return nil
+}
+
+// Epsilon is the per-session epsilon at Delta of one update.
+func (a *Agent) Epsilon() float64 { return a.epsilon }
+
+// Version is the version being served to new sessions.
+func (a *Agent) Version() uint64 { return a.current.Load().num }
+
+// ActResult is the reply to Act.
+type ActResult struct {
+	Action  sims.Action
+	Version uint64
+	Step    int
+}
+
+// Act serves one step of a session: it validates the observation, records
+// the reward of the previous action (hasReward must be false exactly on a
+// session's first step), samples the action from the session's policy
+// version and records it. It never waits for an update.
+func (a *Agent) Act(sessionID, user string, obs []float64, reward float64, hasReward bool) (ActResult, error) {
+	start := a.now()
+	res, err := a.act(sessionID, user, obs, reward, hasReward)
+	a.m.observeAct(a.now().Sub(start), err)
+	return res, err
+}
+
+func (a *Agent) act(sessionID, user string, obs []float64, reward float64, hasReward bool) (ActResult, error) {
+	if a.closing.Load() {
+		return ActResult{}, ErrShuttingDown
+	}
+	if len(obs) != a.cfg.Spec.ObsDim {
+		return ActResult{}, fmt.Errorf("%w: %d values, want %d", ErrObsDim, len(obs), a.cfg.Spec.ObsDim)
+	}
+	for i, v := range obs {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return ActResult{}, fmt.Errorf("%w: obs[%d] = %v", ErrNonFinite, i, v)
+		}
+	}
+	if hasReward && (math.IsNaN(reward) || math.IsInf(reward, 0)) {
+		return ActResult{}, fmt.Errorf("%w: reward = %v", ErrNonFinite, reward)
+	}
+	now := a.now()
+	s, created, err := a.table.getOrCreate(sessionID, hasReward, a.cfg.MaxOpenSessions, func() *session {
+		return a.newSession(sessionID, user, now)
+	})
+	if err != nil {
+		return ActResult{}, err
+	}
+	if created {
+		a.m.SessionsOpened.Inc()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ActResult{}, fmt.Errorf("%w: %q was closed", ErrUnknownSession, sessionID)
+	}
+	if !created {
+		if !hasReward {
+			return ActResult{}, fmt.Errorf("%w: session %q continues without the reward of its previous action", ErrBadRequest, sessionID)
+		}
+		if user != "" && user != s.user {
+			return ActResult{}, fmt.Errorf("%w: session %q belongs to another user", ErrBadRequest, sessionID)
+		}
+		s.rewards = append(s.rewards, reward)
+		if s.steps() >= a.cfg.MaxStepsPerSession {
+			// Close as truncated, bootstrapping from this observation.
+			s.obs = append(s.obs, obs...)
+			a.closeLocked(s, false)
+			return ActResult{}, fmt.Errorf("%w: %d steps", ErrStepLimit, a.cfg.MaxStepsPerSession)
+		}
+	}
+	srv := a.serving.Get().(*server)
+	defer a.serving.Put(srv)
+	s.obs = append(s.obs, obs...)
+	res := ActResult{Version: s.ver.num}
+	if a.cfg.Spec.Kind == policy.ActionDiscrete {
+		act, logp := srv.actor.ActDiscrete(srv.rng, s.ver.theta, obs)
+		s.actions = append(s.actions, act)
+		s.logp = append(s.logp, logp)
+		res.Action.Index = act
+	} else {
+		logp := srv.actor.ActContinuous(srv.act, srv.rng, s.ver.theta, obs)
+		n := len(s.cont)
+		s.cont = append(s.cont, srv.act[:a.cfg.Spec.ActionDim]...)
+		s.logp = append(s.logp, logp)
+		res.Action.Vec = s.cont[n:len(s.cont):len(s.cont)]
+	}
+	s.touch(now)
+	res.Step = s.steps()
+	return res, nil
+}
+
+func (a *Agent) newSession(id, user string, now time.Time) *session {
+	s := &session{id: id, user: user, ver: a.current.Load()}
+	if user != "" {
+		s.userKey, s.hasUser = a.store.User(user), true
+	}
+	s.touch(now)
+	return s
+}
+
+// EndResult is the reply to End.
+type EndResult struct {
+	Used   bool
+	Reason string
+}
+
+// End closes a session with the reward of its last action. Used reports
+// whether the session was queued for learning, and Reason why not.
+func (a *Agent) End(sessionID string, reward float64, terminal bool) (EndResult, error) {
+	if a.closing.Load() {
+		return EndResult{}, ErrShuttingDown
+	}
+	if math.IsNaN(reward) || math.IsInf(reward, 0) {
+		return EndResult{}, fmt.Errorf("%w: reward = %v", ErrNonFinite, reward)
+	}
+	s := a.table.get(sessionID)
+	if s == nil {
+		return EndResult{}, fmt.Errorf("%w: %q", ErrUnknownSession, sessionID)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return EndResult{}, fmt.Errorf("%w: %q was closed", ErrUnknownSession, sessionID)
+	}
+	s.rewards = append(s.rewards, reward)
+	used, reason := a.closeLocked(s, terminal)
+	return EndResult{Used: used, Reason: reason}, nil
+}
+
+// closeLocked closes a session (s.mu held) and queues its trajectory. A
+// truncated session bootstraps from the observation after its last rewarded
+// step; when that observation is unknown (End without a next observation),
+// the last step is dropped.
+func (a *Agent) closeLocked(s *session, terminal bool) (bool, string) {
+	s.closed = true
+	a.table.remove(s.id, s)
+	a.m.SessionsClosed.Inc()
+	var ret float64
+	for _, r := range s.rewards {
+		ret += r
+	}
+	a.recordReturn(ret)
+	od := a.cfg.Spec.ObsDim
+	tr := policy.Trajectory{Terminal: terminal}
+	T := len(s.rewards)
+	nObs := len(s.obs) / od
+	if !terminal && nObs <= T {
+		T-- // the next observation of the last action is unknown: drop it
+	}
+	if T < 1 {
+		return a.discard("truncated after one step: nothing to bootstrap from")
+	}
+	if terminal {
+		tr.FinalObs = make([]float64, od)
+	} else {
+		tr.FinalObs = s.obs[T*od : (T+1)*od]
+	}
+	tr.Obs, tr.Rewards, tr.LogProbs = s.obs[:T*od], s.rewards[:T], s.logp[:T]
+	if a.cfg.Spec.Kind == policy.ActionDiscrete {
+		tr.Actions = s.actions[:T]
+	} else {
+		tr.ContActions = s.cont[:T*a.cfg.Spec.ActionDim]
+	}
+	if cur := a.current.Load().num; cur-s.ver.num > a.cfg.MaxStaleness {
+		return a.discard("stale: served by an old policy version")
+	}
+	if s.hasUser {
+		if ok, why := a.userEligible(s.userKey); !ok {
+			a.capped.Add(1)
+			return a.discard(why)
+		}
+	}
+	select {
+	case a.finished <- finished{ver: s.ver.num, user: s.userKey, hasUser: s.hasUser, tr: tr, at: a.now()}:
+		a.m.SessionsQueued.Inc()
+		return true, ""
+	default:
+		return a.discard("learner queue full")
+	}
+}
+
+func (a *Agent) discard(reason string) (bool, string) {
+	a.m.SessionsDiscarded.WithLabelValues(reason).Inc()
+	return false, reason
+}
+
+// userEligible checks a user's caps against the ledger.
+func (a *Agent) userEligible(k ledger.UserKey) (bool, string) {
+	if a.cfg.MaxUpdatesPerUser == 0 && a.cfg.UserEpsilon == 0 {
+		return true, ""
+	}
+	st, err := a.store.UserState(k)
+	if err != nil {
+		a.log.Error().Err(err).Msg("user state")
+		return false, "ledger unavailable"
+	}
+	if a.cfg.MaxUpdatesPerUser > 0 && st.Updates >= a.cfg.MaxUpdatesPerUser {
+		return false, "user reached max_updates_per_user"
+	}
+	if a.cfg.UserEpsilon > 0 {
+		eps, err := st.EpsilonAfter(a.cfg.Policy.DP.NoiseMultiplier, a.cfg.Delta)
+		if err != nil || eps > a.cfg.UserEpsilon {
+			return false, "user reached the epsilon cap"
+		}
+	}
+	return true, ""
+}
+
+func (a *Agent) recordReturn(r float64) {
+	a.ended.Add(1)
+	a.statsMu.Lock()
+	a.returns[a.retIdx] = r
+	a.retIdx = (a.retIdx + 1) % len(a.returns)
+	a.retN = min(a.retN+1, len(a.returns))
+	a.statsMu.Unlock()
+}
+
+// Stats is a summary of the agent's activity.
+type Stats struct {
+	Version        uint64  `json:"version"`
+	SessionsEnded  int64   `json:"sessions_ended"`
+	OpenSessions   int64   `json:"open_sessions"`
+	Updates        int64   `json:"updates"`
+	UsersCapped    int64   `json:"users_capped"`
+	MeanReturn     float64 `json:"mean_return"` // last 100 sessions
+	Epsilon        float64 `json:"epsilon"`     // per session
+	Delta          float64 `json:"delta"`
+	RecentSessions int     `json:"recent_sessions"`
+}
+
+// Stats returns the current summary.
+func (a *Agent) Stats() Stats {
+	a.statsMu.Lock()
+	var sum float64
+	for i := 0; i < a.retN; i++ {
+		sum += a.returns[i]
+	}
+	n := a.retN
+	a.statsMu.Unlock()
+	st := Stats{Version: a.Version(), SessionsEnded: a.ended.Load(), OpenSessions: a.table.open.Load(),
+		Updates: a.updates.Load(), UsersCapped: a.capped.Load(), Epsilon: a.epsilon, Delta: a.cfg.Delta, RecentSessions: n}
+	if n > 0 {
+		st.MeanReturn = sum / float64(n)
+	}
+	return st
+}
+
+// Run runs the updater and the idle sweeper until ctx is done. An update in
+// flight when ctx ends is completed (its release is one atomic batch) before
+// Run returns.
+func (a *Agent) Run(ctx context.Context) error {
+	workers := a.cfg.Workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	u, err := newUpdater(a, workers)
+	if err != nil {
+		return err
+	}
+	flush := time.NewTicker(max(a.cfg.FlushTimeout/4, 10*time.Millisecond))
+	defer flush.Stop()
+	sweep := time.NewTicker(max(a.cfg.IdleTimeout/4, 10*time.Millisecond))
+	defer sweep.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case f := <-a.finished:
+			u.pending = append(u.pending, f)
+			if err := u.tryUpdate(false); err != nil {
+				return err
+			}
+		case <-flush.C:
+			if err := u.tryUpdate(true); err != nil {
+				return err
+			}
+		case <-sweep.C:
+			a.sweepIdle()
+		}
+	}
+}
+
+// Shutdown stops accepting requests; call it before draining the
+// transport, then cancel Run's context.
+func (a *Agent) Shutdown() { a.closing.Store(true) }
+
+// sweepIdle closes sessions idle for longer than IdleTimeout as truncated.
+func (a *Agent) sweepIdle() {
+	cutoff := a.now().Add(-a.cfg.IdleTimeout).UnixNano()
+	for _, s := range a.table.idle(cutoff) {
+		s.mu.Lock()
+		if !s.closed && s.lastSeen.Load() < cutoff {
+			a.m.SessionsIdle.Inc()
+			a.closeLocked(s, false)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// randWrap holds a worker's generator.
+type randWrap struct{ r *rand.Rand }
