@@ -82,13 +82,13 @@ type Agent struct {
 	seedBase  uint64
 	seeded    bool
 	randCount atomic.Uint64 // distinguishes generators made for one purpose
-	statsMu  sync.Mutex
-	returns  []float64 // ring of recent session returns
-	retIdx   int
-	retN     int
-	ended    atomic.Int64
-	updates  atomic.Int64
-	capped   atomic.Int64
+	statsMu   sync.Mutex
+	returns   []float64 // ring of recent session returns
+	retIdx    int
+	retN      int
+	ended     atomic.Int64
+	updates   atomic.Int64
+	capped    atomic.Int64
 }
 
 // server is a per-goroutine serving context.

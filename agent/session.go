@@ -29,7 +29,7 @@ type session struct {
 	lastSeen atomic.Int64
 }
 
-func (s *session) steps() int           { return len(s.logp) }
+func (s *session) steps() int          { return len(s.logp) }
 func (s *session) touch(now time.Time) { s.lastSeen.Store(now.UnixNano()) }
 
 const shards = 64

@@ -23,7 +23,6 @@ type updater struct {
 	nParams  int
 }
 
-
 func newUpdater(a *Agent, workers int) (*updater, error) {
 	cfg := a.cfg
 	u := &updater{a: a}
