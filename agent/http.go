@@ -1,0 +1,68 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// OpsServer serves /healthz, /readyz, /metrics and /status.
+type OpsServer struct {
+	srv   *http.Server
+	ln    net.Listener
+	ready atomic.Bool
+}
+
+// NewOpsServer listens on addr ("127.0.0.1:0" picks a port). status is
+// called for /status; gather serves /metrics.
+func NewOpsServer(addr string, gather prometheus.Gatherer, status func() any) (*OpsServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	o := &OpsServer{ln: ln}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !o.ready.Load() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(status())
+	})
+	o.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := o.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			_ = err // reported by Addr callers through failed requests
+		}
+	}()
+	return o, nil
+}
+
+// Addr is the listening address.
+func (o *OpsServer) Addr() string { return o.ln.Addr().String() }
+
+// SetReady flips /readyz.
+func (o *OpsServer) SetReady(r bool) { o.ready.Store(r) }
+
+// Shutdown stops the server.
+func (o *OpsServer) Shutdown(ctx context.Context) error {
+	if o == nil {
+		return nil
+	}
+	return o.srv.Shutdown(ctx)
+}
