@@ -94,7 +94,7 @@ Exit status: 0 success, 1 failure, 2 usage error.`,
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error or disabled")
 	root.PersistentFlags().StringVar(&a.logFormat, "log-format", "auto", "log format: auto (console on a terminal, JSON otherwise), console or json")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand()
+	root.AddCommand(newSimsCmd(a))
 	return root
 }
 
