@@ -40,6 +40,7 @@ type simsEnvInfo struct {
 	MaxSteps    int             `json:"max_steps"`
 }
 
+// String renders the space for the text listing: discrete(n) or box(dim) low..high.
 func (s simsActionSpace) String() string {
 	if s.Kind == "discrete" {
 		return fmt.Sprintf("discrete(%d)", s.N)
