@@ -1,22 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"math"
 	"reflect"
 	"strings"
 	"testing"
 )
-
-// runCLI runs dprl in-process and returns the exit code, stdout and stderr.
-func runCLI(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := run(context.Background(), append([]string{"--log-level", "disabled"}, args...), strings.NewReader(""), &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 func decodeSteps(t *testing.T, out string) []simsStep {
 	t.Helper()
