@@ -198,16 +198,18 @@ func (e *Chain) SetState(state, obs []float64) error {
 }
 
 // Step stays with the action's stay probability, else advances; reaching the
-// end pays 1 and terminates.
+// end pays 1 and terminates. Call Reset before the first Step.
 func (e *Chain) Step(a Action, obs []float64) (reward float64, terminated, truncated bool) {
 	checkIndex(a, 2)
 	checkObs(obs, e.cfg.States)
-	if e.s < e.cfg.States-1 && e.rng.Float64() >= e.stay[a.Index] {
+	end := e.cfg.States - 1
+	if e.s < end && e.rng.Float64() >= e.stay[a.Index] {
 		e.s++
-		if e.s == e.cfg.States-1 {
-			reward, terminated = 1, true
+		if e.s == end {
+			reward = 1
 		}
 	}
+	terminated = e.s == end // also on steps taken after termination, which pay 0
 	e.steps++
 	oneHot(obs, e.s)
 	return reward, terminated, e.steps >= e.cfg.MaxSteps

@@ -494,3 +494,31 @@ func stateNames(t *testing.T, env Env) []string {
 	t.Fatalf("no state layout for %T", env)
 	return nil
 }
+
+// TestStepPanicsOnBadAction: Step treats an action outside the space as a
+// programmer error.
+func TestStepPanicsOnBadAction(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  Env
+		act  Action
+	}{
+		{"cartpole/index-2", NewCartPole(), Action{Index: 2}},
+		{"cartpole/vector", NewCartPole(), Action{Vec: []float64{1}}},
+		{"acrobot/negative", NewAcrobot(), Action{Index: -1}},
+		{"pendulum/nan", NewPendulum(), Action{Vec: []float64{math.NaN()}}},
+		{"pendulum/two-dims", NewPendulum(), Action{Vec: []float64{1, 1}}},
+		{"mountaincar/index-3", NewMountainCar(), Action{Index: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := make([]float64, tc.env.ObservationSpace().Dim())
+			tc.env.Reset(rand.New(rand.NewPCG(1, 1)), obs)
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic")
+				}
+			}()
+			tc.env.Step(tc.act, obs)
+		})
+	}
+}

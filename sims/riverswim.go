@@ -128,7 +128,8 @@ func (e *RiverSwim) SetState(state, obs []float64) error {
 	return nil
 }
 
-// Step pays R[s][a], then samples the next state from P[s][a].
+// Step pays R[s][a], then samples the next state from P[s][a]. Call Reset
+// before the first Step.
 func (e *RiverSwim) Step(a Action, obs []float64) (reward float64, terminated, truncated bool) {
 	checkIndex(a, 2)
 	checkObs(obs, RiverSwimStates)

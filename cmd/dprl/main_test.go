@@ -13,7 +13,7 @@ import (
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	code := run(context.Background(), append([]string{"--log-level", "disabled"}, args...), strings.NewReader(""), &out, &errb)
 	return code, out.String(), errb.String()
 }
 
