@@ -1,0 +1,80 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/rs/zerolog"
+)
+
+// EmbeddedOptions describe an embedded nats-server.
+type EmbeddedOptions struct {
+	// Host is the listen address. The default is "127.0.0.1" (loopback).
+	Host string
+	// Port is the client port: -1 picks a random free port (tests),
+	// 0 means the NATS default 4222.
+	Port int
+	// DontListen serves in-process connections only (see WithInProcess).
+	DontListen bool
+	// MaxPayload is the largest message the server accepts, in bytes.
+	// The default (0) is the nats-server default, 1 MiB.
+	MaxPayload int32
+	// ReadyTimeout bounds the wait for the server to accept connections.
+	// The default is 5s.
+	ReadyTimeout time.Duration
+	// Logger receives the server's log through an adapter. The zero value
+	// logs nothing.
+	Logger zerolog.Logger
+	// Debug and Trace switch on the server's debug and protocol trace logs.
+	Debug, Trace bool
+}
+
+// StartEmbedded starts nats-server in-process with signal handling off
+// (NoSigs) and waits until it accepts connections. The caller owns the server
+// and stops it with Shutdown (nil-safe, idempotent), typically after draining
+// its own connections.
+func StartEmbedded(opts EmbeddedOptions) (*server.Server, error) {
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = 5 * time.Second
+	}
+	if opts.MaxPayload < 0 {
+		return nil, fmt.Errorf("stream: embedded: MaxPayload %d < 0", opts.MaxPayload)
+	}
+	s, err := server.NewServer(&server.Options{
+		Host:       opts.Host,
+		Port:       opts.Port,
+		DontListen: opts.DontListen,
+		MaxPayload: opts.MaxPayload,
+		NoSigs:     true,
+		Debug:      opts.Debug,
+		Trace:      opts.Trace,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stream: embedded: %w", err)
+	}
+	s.SetLoggerV2(natsLogger{opts.Logger.With().Str("component", "nats-server").Logger()}, opts.Debug, opts.Trace, false)
+	go s.Start()
+	if !s.ReadyForConnections(opts.ReadyTimeout) {
+		s.Shutdown()
+		return nil, errors.New("stream: embedded: server not ready after " + opts.ReadyTimeout.String())
+	}
+	return s, nil
+}
+
+// natsLogger adapts zerolog to server.Logger. Fatalf is logged at error
+// level: the library never exits the process.
+type natsLogger struct{ l zerolog.Logger }
+
+func (n natsLogger) Noticef(format string, v ...any) { n.l.Info().Msgf(format, v...) }
+func (n natsLogger) Warnf(format string, v ...any)   { n.l.Warn().Msgf(format, v...) }
+func (n natsLogger) Fatalf(format string, v ...any) {
+	n.l.Error().Bool("fatal", true).Msgf(format, v...)
+}
+func (n natsLogger) Errorf(format string, v ...any) { n.l.Error().Msgf(format, v...) }
+func (n natsLogger) Debugf(format string, v ...any) { n.l.Debug().Msgf(format, v...) }
+func (n natsLogger) Tracef(format string, v ...any) { n.l.Trace().Msgf(format, v...) }

@@ -1,0 +1,339 @@
+package stream
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// scanner is a strict, allocation-free JSON reader for the flat objects of
+// protocol v1. Every method reports the first problem as an *Error.
+type scanner struct {
+	data []byte
+	pos  int
+	buf  []byte // scratch for unescaped strings
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func (s *scanner) ws() {
+	for s.pos < len(s.data) && isSpace(s.data[s.pos]) {
+		s.pos++
+	}
+}
+
+func (s *scanner) peek() byte {
+	s.ws()
+	if s.pos >= len(s.data) {
+		return 0
+	}
+	return s.data[s.pos]
+}
+
+func (s *scanner) syntax(what string) *Error {
+	return newErr(CodeBadRequest, "invalid JSON: "+what+" at offset "+strconv.Itoa(s.pos))
+}
+
+func (s *scanner) expect(c byte) *Error {
+	if s.peek() != c {
+		return s.syntax("expected '" + string(c) + "'")
+	}
+	s.pos++
+	return nil
+}
+
+// end checks that only white space follows.
+func (s *scanner) end() *Error {
+	s.ws()
+	if s.pos != len(s.data) {
+		return s.syntax("trailing data")
+	}
+	return nil
+}
+
+// str reads a JSON string. The result aliases s.data when the string has no
+// escapes and s.buf otherwise; it is valid until the next call.
+func (s *scanner) str() ([]byte, *Error) {
+	if s.peek() != '"' {
+		return nil, s.syntax("expected string")
+	}
+	s.pos++
+	start := s.pos
+	for s.pos < len(s.data) {
+		c := s.data[s.pos]
+		switch {
+		case c == '"':
+			out := s.data[start:s.pos]
+			s.pos++
+			return out, nil
+		case c == '\\':
+			return s.strSlow(start)
+		case c < 0x20:
+			return nil, s.syntax("control character in string")
+		}
+		s.pos++
+	}
+	return nil, s.syntax("unterminated string")
+}
+
+func (s *scanner) strSlow(start int) ([]byte, *Error) {
+	s.buf = append(s.buf[:0], s.data[start:s.pos]...)
+	for s.pos < len(s.data) {
+		c := s.data[s.pos]
+		switch {
+		case c == '"':
+			s.pos++
+			return s.buf, nil
+		case c < 0x20:
+			return nil, s.syntax("control character in string")
+		case c != '\\':
+			s.buf = append(s.buf, c)
+			s.pos++
+			continue
+		}
+		s.pos++
+		if s.pos >= len(s.data) {
+			break
+		}
+		e := s.data[s.pos]
+		s.pos++
+		switch e {
+		case '"', '\\', '/':
+			s.buf = append(s.buf, e)
+		case 'b':
+			s.buf = append(s.buf, '\b')
+		case 'f':
+			s.buf = append(s.buf, '\f')
+		case 'n':
+			s.buf = append(s.buf, '\n')
+		case 'r':
+			s.buf = append(s.buf, '\r')
+		case 't':
+			s.buf = append(s.buf, '\t')
+		case 'u':
+			r, ok := s.hex4()
+			if !ok {
+				return nil, s.syntax("bad \\u escape")
+			}
+			if r >= 0xD800 && r < 0xDC00 { // high surrogate: a low one must follow
+				if s.pos+1 < len(s.data) && s.data[s.pos] == '\\' && s.data[s.pos+1] == 'u' {
+					s.pos += 2
+					r2, ok := s.hex4()
+					if !ok || r2 < 0xDC00 || r2 >= 0xE000 {
+						return nil, s.syntax("bad surrogate pair")
+					}
+					r = (r-0xD800)<<10 + (r2 - 0xDC00) + 0x10000
+				} else {
+					return nil, s.syntax("lone surrogate")
+				}
+			} else if r >= 0xDC00 && r < 0xE000 {
+				return nil, s.syntax("lone surrogate")
+			}
+			s.buf = utf8.AppendRune(s.buf, r)
+		default:
+			return nil, s.syntax("bad escape")
+		}
+	}
+	return nil, s.syntax("unterminated string")
+}
+
+func (s *scanner) hex4() (rune, bool) {
+	if s.pos+4 > len(s.data) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s.data[s.pos : s.pos+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	s.pos += 4
+	return r, true
+}
+
+// num reads a JSON number (RFC 8259 grammar) as a finite float64.
+func (s *scanner) num(field string) (float64, *Error) {
+	s.ws()
+	start := s.pos
+	d := s.data
+	p := s.pos
+	if p < len(d) && d[p] == '-' {
+		p++
+	}
+	digits := func() int {
+		n := 0
+		for p < len(d) && d[p] >= '0' && d[p] <= '9' {
+			p++
+			n++
+		}
+		return n
+	}
+	if p < len(d) && d[p] == '0' {
+		p++
+	} else if digits() == 0 {
+		s.pos = p
+		return 0, s.syntax("bad number")
+	}
+	if p < len(d) && d[p] == '.' {
+		p++
+		if digits() == 0 {
+			s.pos = p
+			return 0, s.syntax("bad number")
+		}
+	}
+	if p < len(d) && (d[p] == 'e' || d[p] == 'E') {
+		p++
+		if p < len(d) && (d[p] == '+' || d[p] == '-') {
+			p++
+		}
+		if digits() == 0 {
+			s.pos = p
+			return 0, s.syntax("bad number")
+		}
+	}
+	s.pos = p
+	f, err := strconv.ParseFloat(string(d[start:p]), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, newErr(CodeNonFinite, field+": number overflows float64")
+	}
+	return f, nil
+}
+
+// lit reads true, false or null; it returns the literal's first byte.
+func (s *scanner) lit() (byte, *Error) {
+	c := s.peek()
+	var w string
+	switch c {
+	case 't':
+		w = "true"
+	case 'f':
+		w = "false"
+	case 'n':
+		w = "null"
+	default:
+		return 0, s.syntax("expected literal")
+	}
+	if len(s.data)-s.pos < len(w) || string(s.data[s.pos:s.pos+len(w)]) != w {
+		return 0, s.syntax("bad literal")
+	}
+	s.pos += len(w)
+	return c, nil
+}
+
+// kind checks the type of the next value before it is read, so that a wrong
+// type gets wrong_type rather than a syntax error. want is one of
+// '"' (string), '0' (number), '[' (array), 'b' (bool), '{' (object).
+func (s *scanner) kind(field string, want byte) *Error {
+	c := s.peek()
+	var got byte
+	switch {
+	case c == '"', c == '[', c == '{':
+		got = c
+	case c == '-' || (c >= '0' && c <= '9'):
+		got = '0'
+	case c == 't' || c == 'f':
+		got = 'b'
+	case c == 'n':
+		got = 'n'
+	default:
+		return s.syntax("expected value")
+	}
+	if got != want {
+		return newErr(CodeWrongType, field+": expected "+kindName(want)+", got "+kindName(got))
+	}
+	return nil
+}
+
+func kindName(k byte) string {
+	switch k {
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case '[':
+		return "array"
+	case '{':
+		return "object"
+	case 'b':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "value"
+}
+
+// object iterates over the members of an object; for each key it calls fn,
+// which must consume the value. Duplicate keys are rejected by the callers
+// through their seen masks.
+func (s *scanner) object(fn func(key []byte) *Error) *Error {
+	if err := s.expect('{'); err != nil {
+		return err
+	}
+	if s.peek() == '}' {
+		s.pos++
+		return nil
+	}
+	for {
+		k, err := s.str()
+		if err != nil {
+			return err
+		}
+		if err := s.expect(':'); err != nil {
+			return err
+		}
+		if err := fn(k); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.pos++
+		case '}':
+			s.pos++
+			return nil
+		default:
+			return s.syntax("expected ',' or '}'")
+		}
+	}
+}
+
+// floats appends the numbers of an array to dst, failing beyond max elements.
+func (s *scanner) floats(dst []float64, field string, max int) ([]float64, *Error) {
+	if err := s.kind(field, '['); err != nil {
+		return dst, err
+	}
+	s.pos++
+	if s.peek() == ']' {
+		s.pos++
+		return dst, nil
+	}
+	for {
+		if len(dst) >= max {
+			return dst, newErr(CodeObsDim, field+": more than "+strconv.Itoa(max)+" elements")
+		}
+		if err := s.kind(field, '0'); err != nil {
+			return dst, err
+		}
+		f, err := s.num(field)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, f)
+		switch s.peek() {
+		case ',':
+			s.pos++
+		case ']':
+			s.pos++
+			return dst, nil
+		default:
+			return dst, s.syntax("expected ',' or ']'")
+		}
+	}
+}

@@ -1,0 +1,238 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+)
+
+// DefaultPrefix is the subject prefix used when none is configured.
+const DefaultPrefix = "dprl"
+
+// QueueGroup is the queue group of the act subscription.
+const QueueGroup = "dprl"
+
+// Subjects of protocol v1 under a prefix.
+func actSubject(prefix string) string    { return prefix + ".v1.act" }
+func endSubject(prefix string) string    { return prefix + ".v1.end" }
+func policySubject(prefix string) string { return prefix + ".v1.policy" }
+
+// Handler is what a server serves: the agent implements it. Requests are
+// already validated. A returned *Error is sent with its code and message;
+// any other error is sent as internal with a generic message (and logged),
+// so internal details never reach clients.
+type Handler interface {
+	Act(ctx context.Context, req ActRequest) (ActReply, error)
+	End(ctx context.Context, req EndRequest) (EndReply, error)
+}
+
+// ServerConfig describes a server.
+type ServerConfig struct {
+	// Prefix is the subject prefix. The default is DefaultPrefix.
+	Prefix string
+	// ObsDim is the exact observation length the agent accepts; required (> 0).
+	ObsDim int
+	// Limits bound the accepted messages; zero fields take their defaults.
+	Limits Limits
+	// Logger receives handler failures and panics. The zero value, like
+	// zerolog.Nop(), logs nothing. Ids, observations and rewards are never logged.
+	Logger zerolog.Logger
+}
+
+// Server serves protocol v1 on a NATS connection. Create it with Serve.
+type Server struct {
+	nc     *nats.Conn
+	h      Handler
+	cfg    ServerConfig
+	log    zerolog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	subs   []*nats.Subscription
+	closed []chan struct{}
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Serve validates cfg, subscribes to <prefix>.v1.act (queue group "dprl") and
+// <prefix>.v1.end on nc and serves h until Stop is called or ctx is done.
+// ctx is also the parent of the context handlers receive.
+//
+// Messages of one subject are handled one at a time, in the order they
+// arrive (NATS delivers each subscription's messages on one goroutine); run
+// several servers in the queue group for parallel act serving.
+func Serve(ctx context.Context, nc *nats.Conn, h Handler, cfg ServerConfig) (*Server, error) {
+	if nc == nil || h == nil {
+		return nil, errors.New("stream: serve: nil connection or handler")
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if cfg.ObsDim <= 0 {
+		return nil, fmt.Errorf("stream: serve: ObsDim %d must be > 0", cfg.ObsDim)
+	}
+	cfg.Limits = cfg.Limits.withDefaults()
+	s := &Server{nc: nc, h: h, cfg: cfg, log: cfg.Logger.With().Str("component", "stream").Logger()}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	var buf []byte // act replies are encoded here: the act callback is serial
+	var req ActRequest
+	if err := s.sub(actSubject(cfg.Prefix), QueueGroup, func(m *nats.Msg) { buf = s.handleAct(m, &req, buf) }); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if err := s.sub(endSubject(cfg.Prefix), "", s.handleEnd); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if err := nc.Flush(); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("stream: serve: %w", err)
+	}
+	go func() {
+		<-s.ctx.Done()
+		s.Stop()
+	}()
+	return s, nil
+}
+
+func (s *Server) sub(subj, queue string, cb nats.MsgHandler) error {
+	sub, err := s.nc.QueueSubscribe(subj, queue, cb)
+	if err != nil {
+		return fmt.Errorf("stream: subscribe %s: %w", subj, err)
+	}
+	done := make(chan struct{})
+	sub.SetClosedHandler(func(string) { close(done) })
+	s.subs = append(s.subs, sub)
+	s.closed = append(s.closed, done)
+	return nil
+}
+
+// Stop drains the subscriptions: no new requests are taken, requests already
+// received are handled and answered, then it returns. It is idempotent and
+// safe for concurrent use; it does not close the connection. Handler
+// contexts are cancelled after the drain.
+func (s *Server) Stop() error {
+	s.stopOnce.Do(func() {
+		for _, sub := range s.subs {
+			if err := sub.Drain(); err != nil && s.stopErr == nil {
+				s.stopErr = fmt.Errorf("stream: drain: %w", err)
+			}
+		}
+		if s.stopErr == nil {
+			for _, c := range s.closed {
+				<-c
+			}
+		}
+		s.cancel()
+	})
+	return s.stopErr
+}
+
+func (s *Server) respond(m *nats.Msg, body []byte) {
+	if m.Reply == "" {
+		s.log.Warn().Str("subject", m.Subject).Msg("request without reply subject dropped")
+		return
+	}
+	if err := m.Respond(body); err != nil {
+		s.log.Error().Err(err).Str("subject", m.Subject).Msg("reply failed")
+	}
+}
+
+// replyErr sends err as an error body, turning non-protocol errors into
+// internal.
+func (s *Server) replyErr(m *nats.Msg, buf []byte, err error) []byte {
+	var e *Error
+	if !errors.As(err, &e) {
+		s.log.Error().Err(err).Str("subject", m.Subject).Msg("handler failed")
+		e = ErrInternal
+	}
+	buf = AppendError(buf[:0], e)
+	s.respond(m, buf)
+	return buf
+}
+
+// recoverTo turns a handler panic into an internal error reply.
+func (s *Server) recoverTo(m *nats.Msg) {
+	if p := recover(); p != nil {
+		s.log.Error().Str("subject", m.Subject).Str("panic", fmt.Sprint(p)).Bytes("stack", debug.Stack()).Msg("handler panicked")
+		s.respond(m, AppendError(nil, ErrInternal))
+	}
+}
+
+func (s *Server) handleAct(m *nats.Msg, req *ActRequest, buf []byte) (out []byte) {
+	out = buf
+	defer s.recoverTo(m)
+	if err := DecodeActInto(req, m.Data, s.cfg.Limits, s.cfg.ObsDim); err != nil {
+		return s.replyErr(m, buf, err)
+	}
+	// The handler gets its own copy of the observation: req.Obs is reused.
+	r := *req
+	r.Obs = append([]float64(nil), req.Obs...)
+	if req.Reward != nil {
+		v := *req.Reward
+		r.Reward = &v
+	}
+	rep, err := s.h.Act(s.ctx, r)
+	if err != nil {
+		return s.replyErr(m, buf, err)
+	}
+	out, err = AppendActReply(buf[:0], rep)
+	if err != nil {
+		return s.replyErr(m, out, fmt.Errorf("encode act reply: %w", err))
+	}
+	s.respond(m, out)
+	return out
+}
+
+func (s *Server) handleEnd(m *nats.Msg) {
+	defer s.recoverTo(m)
+	req, err := DecodeEnd(m.Data, s.cfg.Limits)
+	if err != nil {
+		s.replyErr(m, nil, err)
+		return
+	}
+	rep, err := s.h.End(s.ctx, req)
+	if err != nil {
+		s.replyErr(m, nil, err)
+		return
+	}
+	b, err := marshalEndReply(rep)
+	if err != nil {
+		s.replyErr(m, nil, err)
+		return
+	}
+	s.respond(m, b)
+}
+
+func marshalEndReply(r EndReply) ([]byte, error) {
+	b := append([]byte(nil), `{"ok":`...)
+	b = fmt.Appendf(b, "%t", r.OK)
+	b = append(b, `,"used":`...)
+	b = fmt.Appendf(b, "%t", r.Used)
+	if r.Reason != "" {
+		b = append(b, `,"reason":`...)
+		b = appendString(b, r.Reason)
+	}
+	return append(b, '}'), nil
+}
+
+// PublishPolicy publishes a policy announcement on <prefix>.v1.policy
+// (prefix "" means DefaultPrefix).
+func PublishPolicy(nc *nats.Conn, prefix string, p PolicyAnnouncement) error {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	b, err := EncodePolicy(p)
+	if err != nil {
+		return err
+	}
+	if err := nc.Publish(policySubject(prefix), b); err != nil {
+		return fmt.Errorf("stream: publish policy: %w", err)
+	}
+	return nil
+}
