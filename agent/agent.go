@@ -74,7 +74,7 @@ type Agent struct {
 
 	current atomic.Pointer[version]
 	table   sessionTable
-	serving sync.Pool // *server
+	serving sync.Pool // *servingCtx
 
 	finished chan finished
 	closing  atomic.Bool
@@ -91,8 +91,8 @@ type Agent struct {
 	capped    atomic.Int64
 }
 
-// server is a per-goroutine serving context.
-type server struct {
+// servingCtx is a per-goroutine serving context.
+type servingCtx struct {
 	actor *policy.Actor
 	rng   *rand.Rand
 	act   []float64
@@ -154,7 +154,7 @@ func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
 		if err != nil {
 			panic(err) // the spec was validated above
 		}
-		return &server{actor: act, rng: a.newRand("serve"), act: make([]float64, max(cfg.Spec.ActionDim, 1))}
+		return &servingCtx{actor: act, rng: a.newRand("serve"), act: make([]float64, max(cfg.Spec.ActionDim, 1))}
 	}
 	return a, nil
 }
@@ -284,7 +284,7 @@ func (a *Agent) act(sessionID, user string, obs []float64, reward float64, hasRe
 			return ActResult{}, fmt.Errorf("%w: %d steps", ErrStepLimit, a.cfg.MaxStepsPerSession)
 		}
 	}
-	srv := a.serving.Get().(*server)
+	srv := a.serving.Get().(*servingCtx)
 	defer a.serving.Put(srv)
 	s.obs = append(s.obs, obs...)
 	res := ActResult{Version: s.ver.num}
@@ -515,3 +515,6 @@ func (a *Agent) sweepIdle() {
 
 // randWrap holds a worker's generator.
 type randWrap struct{ r *rand.Rand }
+
+// K is the number of sessions per update.
+func (a *Agent) K() int { return a.cfg.Policy.DP.UsersPerUpdate }

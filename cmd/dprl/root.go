@@ -103,6 +103,8 @@ Exit status: 0 success, 1 failure, 2 usage error.`,
 		newAccountantCmd(a),
 		newLedgerCmd(a),
 		newSimsCmd(a),
+		newAgentCmd(a),
+		newDemoCmd(a),
 	)
 	return root
 }

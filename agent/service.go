@@ -1,0 +1,230 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"dprl/ledger"
+	"dprl/stream"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rs/zerolog"
+)
+
+// ServiceConfig configures a complete agent service: ledger, agent, NATS
+// transport and the ops HTTP server.
+type ServiceConfig struct {
+	Agent Config
+	// DataDir holds the ledger.
+	DataDir string
+	// NATS is "embedded" (or empty) to run nats-server in-process, or the
+	// URL of an external server.
+	NATS string
+	// NATSListen is the embedded server's host:port; port 0 picks one, ""
+	// serves in-process connections only.
+	NATSListen string
+	// ConnectOptions apply to an external server (TLS, credentials, nkey).
+	ConnectOptions []stream.Option
+	// Prefix is the subject prefix (default "dprl").
+	Prefix string
+	// Limits bound wire messages; zero fields take stream's defaults.
+	Limits stream.Limits
+	// HTTPAddr serves /healthz, /readyz, /metrics and /status ("": none).
+	HTTPAddr string
+	// Logger receives the service's logs.
+	Logger zerolog.Logger
+}
+
+// Service is a running agent service.
+type Service struct {
+	cfg      ServiceConfig
+	store    *ledger.Store
+	agent    *Agent
+	ns       *server.Server
+	nc       *nats.Conn
+	srv      *stream.Server
+	ops      *OpsServer
+	reg      *prometheus.Registry
+	natsURL  string
+	cancel   context.CancelFunc
+	runDone  chan struct{}
+	runErr   error
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// StartService opens the ledger, starts the agent and its updater, connects
+// to (or embeds) NATS and starts serving. On error everything started is
+// stopped again.
+func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error) {
+	s = &Service{cfg: cfg, reg: prometheus.NewRegistry(), runDone: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			s.Close()
+			s = nil
+		}
+	}()
+	log := cfg.Logger
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if s.store, err = ledger.Open(cfg.DataDir, ledger.Options{Logger: log}); err != nil {
+		return s, err
+	}
+	metrics := NewMetrics(s.reg)
+	prefix := cfg.Prefix
+	if prefix == "" {
+		prefix = stream.DefaultPrefix
+	}
+	s.agent, err = New(cfg.Agent, s.store, Options{Logger: log, Metrics: metrics, OnRelease: func(r Release) {
+		if s.nc == nil {
+			return
+		}
+		if err := stream.PublishPolicy(s.nc, prefix, stream.PolicyAnnouncement{Version: r.Version, Epsilon: r.Epsilon, Delta: r.Delta}); err != nil {
+			log.Warn().Err(err).Msg("policy announcement not published")
+		}
+	}})
+	if err != nil {
+		return s, err
+	}
+	if cfg.NATS == "" || cfg.NATS == "embedded" {
+		eo := stream.EmbeddedOptions{Logger: log, DontListen: cfg.NATSListen == ""}
+		if cfg.NATSListen != "" {
+			host, port, err := net.SplitHostPort(cfg.NATSListen)
+			if err != nil {
+				return s, fmt.Errorf("agent: nats listen %q: %w", cfg.NATSListen, err)
+			}
+			p, err := strconv.Atoi(port)
+			if err != nil {
+				return s, fmt.Errorf("agent: nats listen %q: %w", cfg.NATSListen, err)
+			}
+			if p == 0 {
+				p = -1 // nats-server's "random port"
+			}
+			eo.Host, eo.Port = host, p
+		}
+		if s.ns, err = stream.StartEmbedded(eo); err != nil {
+			return s, err
+		}
+		if !eo.DontListen {
+			s.natsURL = s.ns.ClientURL()
+		}
+		s.nc, err = stream.Connect("", append([]stream.Option{stream.WithInProcess(s.ns), stream.WithName("dprl-agent")}, cfg.ConnectOptions...)...)
+	} else {
+		s.natsURL = cfg.NATS
+		s.nc, err = stream.Connect(cfg.NATS, append([]stream.Option{stream.WithName("dprl-agent")}, cfg.ConnectOptions...)...)
+	}
+	if err != nil {
+		return s, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go func() { s.runErr = s.agent.Run(runCtx); close(s.runDone) }()
+	if s.srv, err = stream.Serve(ctx, s.nc, Handler{s.agent}, stream.ServerConfig{Prefix: prefix, ObsDim: cfg.Agent.Spec.ObsDim, Limits: cfg.Limits, Logger: log}); err != nil {
+		return s, err
+	}
+	if cfg.HTTPAddr != "" {
+		if s.ops, err = NewOpsServer(cfg.HTTPAddr, s.reg, func() any { return s.Status() }); err != nil {
+			return s, err
+		}
+		s.ops.SetReady(true)
+	}
+	return s, nil
+}
+
+// Agent is the running agent.
+func (s *Service) Agent() *Agent { return s.agent }
+
+// Store is the ledger.
+func (s *Service) Store() *ledger.Store { return s.store }
+
+// NATSURL is the URL clients use ("" for an in-process-only server).
+func (s *Service) NATSURL() string { return s.natsURL }
+
+// Embedded is the embedded NATS server, or nil.
+func (s *Service) Embedded() *server.Server { return s.ns }
+
+// OpsAddr is the ops server's address, or "".
+func (s *Service) OpsAddr() string {
+	if s.ops == nil {
+		return ""
+	}
+	return s.ops.Addr()
+}
+
+// Done is closed when the updater stops; Err then says why.
+func (s *Service) Done() <-chan struct{} { return s.runDone }
+
+// Err is the updater's error after Done is closed (nil on a clean stop).
+func (s *Service) Err() error {
+	select {
+	case <-s.runDone:
+		return s.runErr
+	default:
+		return nil
+	}
+}
+
+// Status is what /status serves.
+type Status struct {
+	Stats
+	Head ledger.Head `json:"ledger_head"`
+}
+
+// Status returns the agent's summary and the ledger head.
+func (s *Service) Status() Status {
+	h, _ := s.store.Head()
+	return Status{Stats: s.agent.Stats(), Head: h}
+}
+
+// Close shuts the service down in order: (1) the agent refuses new
+// requests, (2) the NATS subscriptions drain, so requests already received
+// are answered, (3) the updater stops after finishing any update in flight
+// (a release is one atomic ledger batch: it is written whole or not at all),
+// (4) the ops server stops, (5) the NATS connection and the embedded server
+// close, (6) the ledger closes. It is idempotent.
+func (s *Service) Close() error {
+	if s == nil {
+		return nil
+	}
+	s.stopOnce.Do(func() {
+		var errs []error
+		if s.ops != nil {
+			s.ops.SetReady(false)
+		}
+		if s.agent != nil {
+			s.agent.Shutdown()
+		}
+		if s.srv != nil {
+			errs = append(errs, s.srv.Stop())
+		}
+		if s.cancel != nil {
+			s.cancel()
+			<-s.runDone
+			errs = append(errs, s.runErr)
+		}
+		if s.ops != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			errs = append(errs, s.ops.Shutdown(ctx))
+			cancel()
+		}
+		if s.nc != nil {
+			s.nc.Close()
+		}
+		if s.ns != nil {
+			s.ns.Shutdown()
+			s.ns.WaitForShutdown()
+		}
+		if s.store != nil {
+			errs = append(errs, s.store.Close())
+		}
+		s.stopErr = errors.Join(errs...)
+	})
+	return s.stopErr
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"dprl/agent"
+	"dprl/policy"
+	"dprl/sims"
+	"dprl/stream"
+
+	"github.com/spf13/cobra"
+)
+
+// envProfile returns the policy spec of a simulator and the paper's Table 3
+// hyperparameters for it (control for the classic tasks, dosing for dosing).
+func envProfile(name string) (policy.Spec, policy.Config, error) {
+	env, err := sims.New(name)
+	if err != nil {
+		return policy.Spec{}, policy.Config{}, usageError{err}
+	}
+	spec := policy.Spec{ObsDim: env.ObservationSpace().Dim()}
+	as := env.ActionSpace()
+	if as.Kind == sims.Discrete {
+		spec.Kind, spec.NumActions = policy.ActionDiscrete, as.N
+	} else {
+		spec.Kind, spec.ActionDim = policy.ActionContinuous, as.Dim()
+	}
+	cfg := policy.DefaultControlConfig()
+	if strings.HasPrefix(name, "dosing") {
+		cfg = policy.DefaultDosingConfig()
+	}
+	return spec, cfg, nil
+}
+
+// agentFlags are the options of dprl agent (and, in part, dprl demo).
+type agentFlags struct {
+	config, data, envSpec, natsURL, natsListen, prefix, httpAddr string
+	tlsCA, tlsCert, tlsKey, creds, nkey                          string
+	obsDim, actions, k, maxUpdates, maxOpen, maxSteps            int
+	z, clip, delta, userEps                                      float64
+	idle, flush                                                  time.Duration
+	seed                                                         uint64
+	checkConfig                                                  bool
+}
+
+func (f *agentFlags) register(c *cobra.Command) {
+	fl := c.Flags()
+	fl.StringVar(&f.config, "config", "", "JSON config file: an object of flag names to values (flags and DPRL_* environment variables override it)")
+	fl.BoolVar(&f.checkConfig, "check-config", false, "validate the configuration and exit")
+	fl.StringVar(&f.data, "data", "", "data directory holding the ledger (required)")
+	fl.StringVar(&f.envSpec, "env-spec", "", "take the observation/action spaces and the paper's hyperparameters from this simulator (see dprl sims list)")
+	fl.IntVar(&f.obsDim, "obs-dim", 0, "observation length (without --env-spec)")
+	fl.IntVar(&f.actions, "actions", 0, "number of discrete actions (without --env-spec)")
+	fl.StringVar(&f.natsURL, "nats", "embedded", "\"embedded\" to run NATS in-process, or the URL of an external server")
+	fl.StringVar(&f.natsListen, "nats-listen", "127.0.0.1:4222", "host:port of the embedded NATS server (port 0 picks one)")
+	fl.StringVar(&f.prefix, "prefix", stream.DefaultPrefix, "subject prefix of the wire protocol")
+	fl.StringVar(&f.tlsCA, "tls-ca", "", "CA file to verify an external NATS server")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "client certificate for an external NATS server")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "client key for an external NATS server")
+	fl.StringVar(&f.creds, "creds", "", "NATS credentials file")
+	fl.StringVar(&f.nkey, "nkey", "", "NATS nkey seed file")
+	fl.StringVar(&f.httpAddr, "http", "", "address of /healthz, /readyz, /metrics and /status (e.g. 127.0.0.1:9090)")
+	fl.Float64Var(&f.z, "z", 0, "noise multiplier z (default: the profile's)")
+	fl.Float64Var(&f.clip, "clip", 0, "clipping norm S of a user's local update (default: the profile's)")
+	fl.IntVar(&f.k, "K", 0, "sessions per update K (default: the profile's)")
+	fl.Float64Var(&f.delta, "delta", 1e-5, "delta of the per-session and per-user guarantees")
+	fl.Float64Var(&f.userEps, "user-epsilon", 0, "cap on a user's composed epsilon; 0: no cap")
+	fl.IntVar(&f.maxUpdates, "max-updates-per-user", 0, "cap on the updates a user takes part in; 0: no cap")
+	fl.IntVar(&f.maxOpen, "max-open-sessions", 100000, "limit of concurrently open sessions")
+	fl.IntVar(&f.maxSteps, "max-steps", 10000, "limit of steps per session")
+	fl.DurationVar(&f.idle, "idle-timeout", 5*time.Minute, "close a silent session as truncated after this long")
+	fl.DurationVar(&f.flush, "flush-timeout", time.Minute, "release a partial batch (still divided by K) after this long")
+	fl.Uint64Var(&f.seed, "seed", 0, "seed every random source for a repeatable simulation (recorded as seeded in the ledger); 0: secure")
+}
+
+// serviceConfig turns the flags into a service configuration.
+func (f *agentFlags) serviceConfig(a *app) (agent.ServiceConfig, error) {
+	var spec policy.Spec
+	var pc policy.Config
+	switch {
+	case f.envSpec != "":
+		var err error
+		if spec, pc, err = envProfile(f.envSpec); err != nil {
+			return agent.ServiceConfig{}, err
+		}
+	case f.obsDim > 0 && f.actions > 1:
+		spec = policy.Spec{ObsDim: f.obsDim, Kind: policy.ActionDiscrete, NumActions: f.actions}
+		pc = policy.DefaultControlConfig()
+	default:
+		return agent.ServiceConfig{}, usagef("give --env-spec NAME, or --obs-dim N and --actions N (>= 2)")
+	}
+	if f.z != 0 {
+		pc.DP.NoiseMultiplier = f.z
+	}
+	if f.clip != 0 {
+		pc.DP.ClipNorm = f.clip
+	}
+	if f.k != 0 {
+		pc.DP.UsersPerUpdate = f.k
+	}
+	if f.data == "" {
+		return agent.ServiceConfig{}, usagef("--data is required")
+	}
+	ac := agent.DefaultConfig(spec, pc)
+	ac.Delta, ac.UserEpsilon, ac.MaxUpdatesPerUser = f.delta, f.userEps, f.maxUpdates
+	ac.MaxOpenSessions, ac.MaxStepsPerSession, ac.IdleTimeout, ac.FlushTimeout = f.maxOpen, f.maxSteps, f.idle, f.flush
+	ac.Seed = f.seed
+	if err := ac.Validate(); err != nil {
+		return agent.ServiceConfig{}, usageError{err}
+	}
+	var opts []stream.Option
+	if f.tlsCA != "" || f.tlsCert != "" {
+		opts = append(opts, stream.WithTLS(f.tlsCA, f.tlsCert, f.tlsKey))
+	}
+	if f.creds != "" {
+		opts = append(opts, stream.WithCredentials(f.creds))
+	}
+	if f.nkey != "" {
+		opts = append(opts, stream.WithNKey(f.nkey))
+	}
+	return agent.ServiceConfig{Agent: ac, DataDir: f.data, NATS: f.natsURL, NATSListen: f.natsListen, ConnectOptions: opts,
+		Prefix: f.prefix, HTTPAddr: f.httpAddr, Logger: a.log}, nil
+}
+
+func newAgentCmd(a *app) *cobra.Command {
+	var f agentFlags
+	c := &cobra.Command{
+		Use:   "agent --data DIR (--env-spec NAME | --obs-dim N --actions N) [flags]",
+		Short: "Run the long-running DP learning agent on NATS",
+		Long: `Runs the agent: it serves actions to user sessions over NATS (wire protocol
+v1: <prefix>.v1.act, <prefix>.v1.end, <prefix>.v1.policy), and every K finished
+sessions applies one DP-PPO update, written to the ledger in the data directory
+in one synced batch with its privacy cost before it is served.
+
+By default NATS runs embedded on 127.0.0.1:4222; --nats URL uses an external
+server (with --tls-*, --creds or --nkey as needed). Every option can also come
+from the environment (DPRL_<FLAG>, e.g. DPRL_USER_EPSILON=8) or a JSON config
+file (--config; see examples/agent.json); flags win over the environment, which
+wins over the file. SIGINT/SIGTERM stop it gracefully: new requests are refused,
+subscriptions drain, an update in flight is finished or not written at all.`,
+		Example: `  dprl agent --data ./dprl-data --env-spec cartpole --http 127.0.0.1:9090
+  dprl agent --config examples/agent.json --check-config`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := applyConfigSources(c, f.config, os.Environ()); err != nil {
+				return err
+			}
+			sc, err := f.serviceConfig(a)
+			if err != nil {
+				return err
+			}
+			eps, _ := agentEpsilon(sc.Agent)
+			if f.checkConfig {
+				fmt.Fprintf(a.stdout, "configuration OK: %s, K = %d, z = %g, S = %g, per-session epsilon %.4g at delta %g\n",
+					describeSpec(sc.Agent.Spec), sc.Agent.Policy.DP.UsersPerUpdate, sc.Agent.Policy.DP.NoiseMultiplier, sc.Agent.Policy.DP.ClipNorm, eps, sc.Agent.Delta)
+				return nil
+			}
+			return runAgent(c.Context(), a, sc, eps)
+		},
+	}
+	f.register(c)
+	return c
+}
+
+func describeSpec(s policy.Spec) string {
+	if s.Kind == policy.ActionDiscrete {
+		return fmt.Sprintf("obs dim %d, %d actions", s.ObsDim, s.NumActions)
+	}
+	return fmt.Sprintf("obs dim %d, action dim %d", s.ObsDim, s.ActionDim)
+}
+
+func agentEpsilon(c agent.Config) (float64, error) {
+	return accountantEpsilon(c.Policy.DP.NoiseMultiplier, c.Delta)
+}
+
+func runAgent(ctx context.Context, a *app, sc agent.ServiceConfig, eps float64) error {
+	svc, err := agent.StartService(ctx, sc)
+	if err != nil {
+		return err
+	}
+	a.log.Info().Str("nats", svc.NATSURL()).Str("http", svc.OpsAddr()).Uint64("version", svc.Agent().Version()).
+		Float64("epsilon_per_session", eps).Float64("delta", sc.Agent.Delta).Msg("agent serving")
+	fmt.Fprintf(a.stderr, "dprl agent: serving on %s; per-session epsilon %.4g at delta %g (analytic Gaussian, z = %g)\n",
+		svc.NATSURL(), eps, sc.Agent.Delta, sc.Agent.Policy.DP.NoiseMultiplier)
+	select {
+	case <-ctx.Done():
+	case <-svc.Done():
+	}
+	runErr := svc.Err()
+	err = svc.Close()
+	a.log.Info().Msg("agent stopped")
+	if runErr != nil {
+		return runErr
+	}
+	return err
+}
