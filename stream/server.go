@@ -183,7 +183,9 @@ func (s *Server) handleAct(m *nats.Msg, req *ActRequest, buf []byte) (out []byte
 	}
 	out, err = AppendActReply(buf[:0], rep)
 	if err != nil {
-		return s.replyErr(m, out, fmt.Errorf("encode act reply: %w", err))
+		// A handler bug, not the client's fault: internal, not non_finite.
+		s.log.Error().Err(err).Msg("handler returned an unencodable act reply")
+		return s.replyErr(m, out, ErrInternal)
 	}
 	s.respond(m, out)
 	return out
