@@ -115,7 +115,9 @@ func (s *Server) sub(subj, queue string, cb nats.MsgHandler) error {
 // Stop drains the subscriptions: no new requests are taken, requests already
 // received are handled and answered, then it returns. It is idempotent and
 // safe for concurrent use; it does not close the connection. Handler
-// contexts are cancelled after the drain.
+// contexts are cancelled after the drain. Calling Stop from inside a
+// handler deadlocks (the drain waits for that handler); cancel the Serve
+// context instead, which stops the server asynchronously.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
 		for _, sub := range s.subs {
