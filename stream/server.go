@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -29,6 +30,29 @@ func policySubject(prefix string) string { return prefix + ".v1.policy" }
 type Handler interface {
 	Act(ctx context.Context, req ActRequest) (ActReply, error)
 	End(ctx context.Context, req EndRequest) (EndReply, error)
+}
+
+// HandlerFuncs adapts two functions to a Handler (the HandlerFunc pattern for
+// a two-method interface). A nil function answers with ErrInternal.
+type HandlerFuncs struct {
+	ActFunc func(ctx context.Context, req ActRequest) (ActReply, error)
+	EndFunc func(ctx context.Context, req EndRequest) (EndReply, error)
+}
+
+// Act calls ActFunc.
+func (h HandlerFuncs) Act(ctx context.Context, req ActRequest) (ActReply, error) {
+	if h.ActFunc == nil {
+		return ActReply{}, ErrInternal
+	}
+	return h.ActFunc(ctx, req)
+}
+
+// End calls EndFunc.
+func (h HandlerFuncs) End(ctx context.Context, req EndRequest) (EndReply, error) {
+	if h.EndFunc == nil {
+		return EndReply{}, ErrInternal
+	}
+	return h.EndFunc(ctx, req)
 }
 
 // ServerConfig describes a server.
@@ -205,24 +229,21 @@ func (s *Server) handleEnd(m *nats.Msg) {
 		s.replyErr(m, nil, err)
 		return
 	}
-	b, err := marshalEndReply(rep)
-	if err != nil {
-		s.replyErr(m, nil, err)
-		return
-	}
-	s.respond(m, b)
+	s.respond(m, AppendEndReply(nil, rep))
 }
 
-func marshalEndReply(r EndReply) ([]byte, error) {
-	b := append([]byte(nil), `{"ok":`...)
-	b = fmt.Appendf(b, "%t", r.OK)
-	b = append(b, `,"used":`...)
-	b = fmt.Appendf(b, "%t", r.Used)
+// AppendEndReply appends the JSON encoding of r to dst; reason is omitted
+// when empty.
+func AppendEndReply(dst []byte, r EndReply) []byte {
+	dst = append(dst, `{"ok":`...)
+	dst = strconv.AppendBool(dst, r.OK)
+	dst = append(dst, `,"used":`...)
+	dst = strconv.AppendBool(dst, r.Used)
 	if r.Reason != "" {
-		b = append(b, `,"reason":`...)
-		b = appendString(b, r.Reason)
+		dst = append(dst, `,"reason":`...)
+		dst = appendString(dst, r.Reason)
 	}
-	return append(b, '}'), nil
+	return append(dst, '}')
 }
 
 // PublishPolicy publishes a policy announcement on <prefix>.v1.policy

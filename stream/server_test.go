@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"dprl/sims"
 )
 
 func nan() float64 { return math.NaN() }
@@ -290,5 +292,19 @@ func TestBackoff(t *testing.T) {
 	}
 	if lo, hi := backoff(1, time.Second, time.Second, 0), backoff(1, time.Second, time.Second, 1); lo != 750*time.Millisecond || hi != 1250*time.Millisecond {
 		t.Errorf("jitter range %v..%v", lo, hi)
+	}
+}
+
+func TestHandlerFuncs(t *testing.T) {
+	h := HandlerFuncs{ActFunc: func(_ context.Context, r ActRequest) (ActReply, error) {
+		return ActReply{Action: sims.Action{Index: len(r.Obs)}}, nil
+	}}
+	nc, _ := serve(t, h, Limits{})
+	c, _ := NewClient(nc)
+	if a, err := c.Act(context.Background(), "s", "u", []float64{1, 2, 3}, 0, true); err != nil || a.Index != 3 {
+		t.Fatalf("%+v %v", a, err)
+	}
+	if err := c.End(context.Background(), "s", 0, true); !errors.Is(err, ErrInternal) {
+		t.Fatalf("nil EndFunc: %v", err)
 	}
 }
