@@ -26,7 +26,9 @@ func policySubject(prefix string) string { return prefix + ".v1.policy" }
 // Handler is what a server serves: the agent implements it. Requests are
 // already validated. A returned *Error is sent with its code and message;
 // any other error is sent as internal with a generic message (and logged),
-// so internal details never reach clients.
+// so internal details never reach clients. A panic is recovered, logged and
+// answered with ErrInternal. The request (its Obs and Reward included) is the
+// handler's to keep; the reply is encoded before the next request is read.
 type Handler interface {
 	Act(ctx context.Context, req ActRequest) (ActReply, error)
 	End(ctx context.Context, req EndRequest) (EndReply, error)
