@@ -337,3 +337,19 @@ func (s *scanner) floats(dst []float64, field string, max int) ([]float64, *Erro
 		}
 	}
 }
+
+// uint reads a non-negative integer without sign, fraction or exponent,
+// at most max, and passes it to set.
+func (s *scanner) uint(set func(uint64), max uint64) *Error {
+	s.ws()
+	start := s.pos
+	for s.pos < len(s.data) && s.data[s.pos] >= '0' && s.data[s.pos] <= '9' {
+		s.pos++
+	}
+	v, err := strconv.ParseUint(string(s.data[start:s.pos]), 10, 64)
+	if err != nil || v > max || (s.pos-start > 1 && s.data[start] == '0') {
+		return s.syntax("expected unsigned integer")
+	}
+	set(v)
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -25,10 +26,35 @@ func policySubject(prefix string) string { return prefix + ".v1.policy" }
 // Handler is what a server serves: the agent implements it. Requests are
 // already validated. A returned *Error is sent with its code and message;
 // any other error is sent as internal with a generic message (and logged),
-// so internal details never reach clients.
+// so internal details never reach clients. A panic is recovered, logged and
+// answered with ErrInternal. The request (its Obs and Reward included) is the
+// handler's to keep; the reply is encoded before the next request is read.
 type Handler interface {
 	Act(ctx context.Context, req ActRequest) (ActReply, error)
 	End(ctx context.Context, req EndRequest) (EndReply, error)
+}
+
+// HandlerFuncs adapts two functions to a Handler (the HandlerFunc pattern for
+// a two-method interface). A nil function answers with ErrInternal.
+type HandlerFuncs struct {
+	ActFunc func(ctx context.Context, req ActRequest) (ActReply, error)
+	EndFunc func(ctx context.Context, req EndRequest) (EndReply, error)
+}
+
+// Act calls ActFunc.
+func (h HandlerFuncs) Act(ctx context.Context, req ActRequest) (ActReply, error) {
+	if h.ActFunc == nil {
+		return ActReply{}, ErrInternal
+	}
+	return h.ActFunc(ctx, req)
+}
+
+// End calls EndFunc.
+func (h HandlerFuncs) End(ctx context.Context, req EndRequest) (EndReply, error) {
+	if h.EndFunc == nil {
+		return EndReply{}, ErrInternal
+	}
+	return h.EndFunc(ctx, req)
 }
 
 // ServerConfig describes a server.
@@ -115,7 +141,9 @@ func (s *Server) sub(subj, queue string, cb nats.MsgHandler) error {
 // Stop drains the subscriptions: no new requests are taken, requests already
 // received are handled and answered, then it returns. It is idempotent and
 // safe for concurrent use; it does not close the connection. Handler
-// contexts are cancelled after the drain.
+// contexts are cancelled after the drain. Calling Stop from inside a
+// handler deadlocks (the drain waits for that handler); cancel the Serve
+// context instead, which stops the server asynchronously.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
 		for _, sub := range s.subs {
@@ -183,7 +211,9 @@ func (s *Server) handleAct(m *nats.Msg, req *ActRequest, buf []byte) (out []byte
 	}
 	out, err = AppendActReply(buf[:0], rep)
 	if err != nil {
-		return s.replyErr(m, out, fmt.Errorf("encode act reply: %w", err))
+		// A handler bug, not the client's fault: internal, not non_finite.
+		s.log.Error().Err(err).Msg("handler returned an unencodable act reply")
+		return s.replyErr(m, out, ErrInternal)
 	}
 	s.respond(m, out)
 	return out
@@ -201,24 +231,21 @@ func (s *Server) handleEnd(m *nats.Msg) {
 		s.replyErr(m, nil, err)
 		return
 	}
-	b, err := marshalEndReply(rep)
-	if err != nil {
-		s.replyErr(m, nil, err)
-		return
-	}
-	s.respond(m, b)
+	s.respond(m, AppendEndReply(nil, rep))
 }
 
-func marshalEndReply(r EndReply) ([]byte, error) {
-	b := append([]byte(nil), `{"ok":`...)
-	b = fmt.Appendf(b, "%t", r.OK)
-	b = append(b, `,"used":`...)
-	b = fmt.Appendf(b, "%t", r.Used)
+// AppendEndReply appends the JSON encoding of r to dst; reason is omitted
+// when empty.
+func AppendEndReply(dst []byte, r EndReply) []byte {
+	dst = append(dst, `{"ok":`...)
+	dst = strconv.AppendBool(dst, r.OK)
+	dst = append(dst, `,"used":`...)
+	dst = strconv.AppendBool(dst, r.Used)
 	if r.Reason != "" {
-		b = append(b, `,"reason":`...)
-		b = appendString(b, r.Reason)
+		dst = append(dst, `,"reason":`...)
+		dst = appendString(dst, r.Reason)
 	}
-	return append(b, '}'), nil
+	return append(dst, '}')
 }
 
 // PublishPolicy publishes a policy announcement on <prefix>.v1.policy

@@ -146,6 +146,9 @@ func DecodeActInto(r *ActRequest, data []byte, lim Limits, obsDim int) error {
 		maxObs = obsDim
 	}
 	rew := r.Reward
+	if cap(r.Obs) < obsDim {
+		r.Obs = make([]float64, 0, obsDim)
+	}
 	r.Session, r.User, r.Obs, r.Reward = "", "", r.Obs[:0], nil
 	s := scanner{data: data}
 	const fSession, fUser, fObs, fReward = 1, 2, 4, 8
@@ -417,10 +420,33 @@ func AppendActReply(dst []byte, r ActReply) ([]byte, error) {
 // EncodeActReply returns the JSON encoding of r in a new slice.
 func EncodeActReply(r ActReply) ([]byte, error) { return AppendActReply(nil, r) }
 
-// appendString appends s as a JSON string.
+// appendString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
 func appendString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s) // cannot fail for a string
-	return append(dst, b...)
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c < 0x20:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			dst = append(dst, "\\ufffd"...)
+		} else {
+			dst = append(dst, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(dst, '"')
 }
 
 // AppendActRequest appends the JSON encoding of r to dst (the client's
@@ -515,6 +541,9 @@ func decodeReply(data []byte) (wireReply, error) {
 
 // DecodeActReply decodes an act reply; an error body becomes an *Error.
 func DecodeActReply(data []byte) (ActReply, error) {
+	if r, ok := fastActReply(data); ok {
+		return r, nil
+	}
 	w, err := decodeReply(data)
 	if err != nil {
 		return ActReply{}, err
@@ -560,4 +589,35 @@ func (r *ActReply) UnmarshalJSON(b []byte) error {
 	}
 	*r = v
 	return nil
+}
+
+// fastActReply decodes the exact reply shape AppendActReply writes without
+// reflection; anything else falls back to the lenient path.
+func fastActReply(data []byte) (ActReply, bool) {
+	var r ActReply
+	s := scanner{data: data}
+	seen := 0
+	err := s.object(func(k []byte) *Error {
+		switch string(k) {
+		case "action":
+			seen |= 1
+			if s.peek() == '[' {
+				var err *Error
+				r.Action.Vec, err = s.floats(make([]float64, 0, 4), "action", 1<<16)
+				return err
+			}
+			return s.uint(func(v uint64) { r.Action.Index = int(v) }, math.MaxInt)
+		case "version":
+			seen |= 2
+			return s.uint(func(v uint64) { r.Version = v }, math.MaxUint64)
+		case "step":
+			seen |= 4
+			return s.uint(func(v uint64) { r.Step = int(v) }, math.MaxInt)
+		}
+		return ErrUnknownField
+	})
+	if err != nil || s.end() != nil || seen != 7 {
+		return ActReply{}, false
+	}
+	return r, true
 }

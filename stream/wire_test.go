@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"strings"
@@ -196,5 +197,34 @@ func TestActRequestRoundTrip(t *testing.T) {
 	out, err := DecodeAct(b, Limits{}, 3)
 	if err != nil || out.Session != in.Session || out.User != in.User || *out.Reward != rw || out.Obs[2] != 3e300 {
 		t.Fatalf("%s -> %+v %v", b, out, err)
+	}
+}
+
+func TestAppendString(t *testing.T) {
+	for _, in := range []string{"", `a"b\c`, "tab\tnl\n\x00\x1f", "é😀", "<&>"} {
+		b := appendString(nil, in)
+		var out string
+		if err := json.Unmarshal(b, &out); err != nil || out != in {
+			t.Errorf("%q -> %s -> %q %v", in, b, out, err)
+		}
+	}
+	if b := appendString(nil, "a\xffb"); string(b) != `"a\ufffdb"` {
+		t.Errorf("invalid UTF-8: %s", b)
+	}
+}
+
+func TestDecodeActReplyShapes(t *testing.T) {
+	for in, want := range map[string]ActReply{
+		`{"action":-1,"version":2,"step":3}`:           {Action: sims.Action{Index: -1}, Version: 2, Step: 3},
+		`{"step":3,"version":2,"action":5,"extra":{}}`: {Action: sims.Action{Index: 5}, Version: 2, Step: 3},
+		` {"action":[1.5],"version":0,"step":0} `:      {Action: sims.Action{Vec: []float64{1.5}}},
+	} {
+		got, err := DecodeActReply([]byte(in))
+		if err != nil || got.Action.Index != want.Action.Index || got.Version != want.Version || got.Step != want.Step || len(got.Action.Vec) != len(want.Action.Vec) {
+			t.Errorf("%s -> %+v %v", in, got, err)
+		}
+	}
+	if _, err := DecodeActReply([]byte(`{"version":1}`)); !errors.Is(err, ErrMissingField) {
+		t.Errorf("missing action: %v", err)
 	}
 }

@@ -1,0 +1,97 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+)
+
+// lockedBuffer is a goroutine-safe log sink.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestEmbeddedLogsThroughZerolog(t *testing.T) {
+	var buf lockedBuffer
+	s, err := StartEmbedded(EmbeddedOptions{Port: -1, Logger: zerolog.New(&buf)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	if !strings.Contains(buf.String(), `"component":"nats-server"`) || !strings.Contains(buf.String(), "ready") {
+		t.Fatalf("server log not routed: %s", buf.String())
+	}
+	if !strings.HasPrefix(s.ClientURL(), "nats://127.0.0.1:") {
+		t.Fatalf("not on loopback: %s", s.ClientURL())
+	}
+}
+
+func TestMaxPayload(t *testing.T) {
+	s := runServer(t, 512)
+	c, _ := NewClient(connect(t, s))
+	_, err := c.Act(context.Background(), "s", "u", make([]float64, 300), 0, true)
+	if !errors.Is(err, nats.ErrMaxPayload) {
+		t.Fatalf("payload over server MaxPayload: %v", err)
+	}
+}
+
+func TestServerLogsPanics(t *testing.T) {
+	var buf lockedBuffer
+	s := runServer(t, 0)
+	nc := connect(t, s)
+	srv, err := Serve(context.Background(), nc, &testHandler{}, ServerConfig{ObsDim: 1, Logger: zerolog.New(&buf)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	m, err := connect(t, s).Request("dprl.v1.act", []byte(`{"session":"panic","user":"secret-user","obs":[1]}`), 5*time.Second)
+	if err != nil || !strings.Contains(string(m.Data), `"internal"`) {
+		t.Fatalf("%v", err)
+	}
+	checkFor(t, 5*time.Second, time.Millisecond, func() error {
+		if !strings.Contains(buf.String(), "handler panicked") {
+			return errors.New("panic not logged")
+		}
+		return nil
+	})
+	if strings.Contains(buf.String(), "secret-user") {
+		t.Fatal("user id logged")
+	}
+}
+
+func TestConnectOptionErrors(t *testing.T) {
+	dir := t.TempDir()
+	for name, opt := range map[string]Option{
+		"nkey missing file": WithNKey(dir + "/nope.nk"),
+		"empty creds":       WithCredentials(""),
+		"key without cert":  WithTLS("", "", "key.pem"),
+	} {
+		if _, err := Connect("nats://127.0.0.1:1", opt); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	// A server that is not there: the error names the cause.
+	if _, err := Connect("nats://127.0.0.1:1", WithReconnect(0, time.Millisecond, time.Millisecond)); !errors.Is(err, nats.ErrNoServers) {
+		t.Errorf("no server: %v", err)
+	}
+}
