@@ -82,6 +82,16 @@ read afterwards.`,
 			if z <= 0 {
 				return usagef("--z %v: the demo is private, want z > 0", z)
 			}
+			if env == "cartpole" || env == "acrobot" {
+				// The settings measured to learn CartPole under DP on this code
+				// base (policy/REPRODUCE.md): 16x16 networks, S = 0.2, E = 3,
+				// entropy 0.01, raw advantages.
+				pc.PPO.Hidden = []int{16, 16}
+				pc.PPO.Epochs = 3
+				pc.PPO.EntropyCoef = 0.01
+				pc.PPO.NormalizeAdvantages = false
+				pc.DP.ClipNorm = 0.2
+			}
 			pc.DP.NoiseMultiplier = z
 			pc.DP.UsersPerUpdate = k
 			if data == "" {
@@ -137,9 +147,9 @@ read afterwards.`,
 	fl := c.Flags()
 	fl.StringVar(&env, "env", "cartpole", "environment the simulated users play (see dprl sims list)")
 	fl.IntVar(&users, "users", 2400, "number of simulated user sessions")
-	fl.IntVar(&concurrency, "concurrency", 8, "users playing at the same time")
+	fl.IntVar(&concurrency, "concurrency", 16, "users playing at the same time")
 	fl.Float64Var(&z, "z", 1.0, "noise multiplier z")
-	fl.IntVar(&k, "K", 8, "sessions per update K")
+	fl.IntVar(&k, "K", 32, "sessions per update K")
 	fl.Float64Var(&returning, "returning", 0.1, "probability that a session comes from a returning user")
 	fl.StringVar(&data, "data", "", "data directory (default: a new temporary directory)")
 	fl.Uint64Var(&seed, "seed", 0, "seed the users and the agent (the ledger records a seeded run); 0: secure")
