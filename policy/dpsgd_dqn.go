@@ -63,7 +63,7 @@ type DQNConfig struct {
 	// HuberDelta is the Huber loss threshold, > 0 (the TD error's gradient
 	// is clamped to [-HuberDelta, HuberDelta]). Default 1.
 	HuberDelta float64
-	// Adam configures the optimiser. Default LR 1e-3, betas 0.9, 0.999,
+	// Adam configures the optimiser. Default LR 3e-3, betas 0.9, 0.999,
 	// eps 1e-8.
 	Adam AdamConfig
 	// Privacy holds C, z and delta. Default C = 1, z = 1, delta = 1e-5.
@@ -76,7 +76,7 @@ func DefaultDQNConfig() DQNConfig {
 		Steps: 50000, BufferSize: 10000, BatchSize: 64, LearningStarts: 1000,
 		TrainEvery: 1, TargetEvery: 500, Gamma: 0.99,
 		EpsStart: 1, EpsEnd: 0.05, EpsDecaySteps: 10000, HuberDelta: 1,
-		Adam:    AdamConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8},
+		Adam:    AdamConfig{LR: 3e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8},
 		Privacy: DPSGDPrivacy{ClipNorm: 1, NoiseMultiplier: 1, Delta: 1e-5},
 	}
 }

@@ -26,7 +26,6 @@ func smokeConfig() DPSGDConfig {
 	c.DQN.LearningStarts = 500
 	c.DQN.EpsDecaySteps = 3000
 	c.DQN.TargetEvery = 250
-	c.DQN.Adam.LR = 3e-3
 	return c
 }
 
