@@ -29,12 +29,20 @@ import (
 // Accounting: transitions are reused across steps, so each step is a
 // Poisson-subsampled Gaussian mechanism with rate q and multiplier z, and the
 // run is bounded by composing all Updates steps with the RDP accountant
-// (Mironov, Talwar & Zhang 2019; accountant.RDP). This over-counts for
-// transitions that entered the buffer late or were evicted early, which is
-// safe. Exploration actions, target copies and evaluation use only released
+// (Mironov, Talwar & Zhang 2019; accountant.RDP). Counting every step
+// over-counts for transitions that entered the buffer late, which is safe.
+// Exploration actions, target copies and evaluation use only released
 // parameters (post-processing). The guarantee is per transition: an episode
 // of T transitions is protected only by group privacy over T units, which
 // this baseline does not report.
+//
+// Eviction caveat: the analysis takes neighbouring buffers to differ in the
+// one transition at every step. That holds exactly when nothing is evicted
+// (BufferSize >= Steps). With FIFO eviction, removing a transition also
+// delays the eviction of an older one, so some steps' buffers differ by one
+// transition removed and another kept; the standard DP-DQN analysis (and
+// this code) ignores that effect. Set BufferSize >= Steps for a guarantee
+// free of it.
 type DQNConfig struct {
 	// Steps is the number of environment steps, >= 1. Default 50000.
 	Steps int
