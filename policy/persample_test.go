@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/floats"
@@ -265,12 +266,34 @@ func BenchmarkDPSGDStep(b *testing.B) {
 		sizes []int
 		n     int
 	}{{[]int{6, 256, 256, 3}, 128}, {[]int{4, 64, 64, 2}, 64}} {
+		// Interleaved: each iteration times one ghost and one naive step, so
+		// the reported speed-up is immune to load drifting between runs.
+		b.Run(fmt.Sprintf("%s/B%d/speedup", netName(c.sizes), c.n), func(b *testing.B) {
+			sg := newDPStepBench(b, rand.New(rand.NewPCG(1, 2)), c.sizes, c.n)
+			sn := newDPStepBench(b, rand.New(rand.NewPCG(1, 2)), c.sizes, c.n)
+			sg.step(false)
+			sn.step(true)
+			var tg, tn time.Duration
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				t0 := time.Now()
+				sg.step(false)
+				t1 := time.Now()
+				sn.step(true)
+				tg += t1.Sub(t0)
+				tn += time.Since(t1)
+			}
+			b.ReportMetric(float64(b.N)/tg.Seconds(), "ghost-steps/s")
+			b.ReportMetric(float64(b.N)/tn.Seconds(), "naive-steps/s")
+			b.ReportMetric(tn.Seconds()/tg.Seconds(), "speedup")
+		})
 		for _, naive := range []bool{false, true} {
 			kind := "ghost"
 			if naive {
 				kind = "naive"
 			}
-			b.Run(fmt.Sprintf("%v/B%d/%s", c.sizes, c.n, kind), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/B%d/%s", netName(c.sizes), c.n, kind), func(b *testing.B) {
 				s := newDPStepBench(b, rand.New(rand.NewPCG(1, 2)), c.sizes, c.n)
 				s.step(naive)
 				b.ReportAllocs()
@@ -282,4 +305,16 @@ func BenchmarkDPSGDStep(b *testing.B) {
 			})
 		}
 	}
+}
+
+// netName writes layer widths as 6-256-256-3.
+func netName(sizes []int) string {
+	s := ""
+	for i, w := range sizes {
+		if i > 0 {
+			s += "-"
+		}
+		s += fmt.Sprint(w)
+	}
+	return s
 }
