@@ -176,9 +176,6 @@ func TrainDPSGD(ctx context.Context, algo string, envFactory func() sims.Env, cf
 	if err != nil {
 		return DPSGDResult{}, err
 	}
-	if progress == nil {
-		progress = func(DPSGDProgress) {}
-	}
 	start := time.Now()
 	var res DPSGDResult
 	switch algo {

@@ -192,36 +192,95 @@ func (r *replay) poissonSample(idx []int, q float64, rng *rand.Rand) []int {
 	}
 }
 
+// dqnUpdater takes DP-SGD steps on the Huber TD loss; its workspaces are
+// sized at construction for any plausible Poisson batch, so a step allocates
+// nothing.
+type dqnUpdater struct {
+	cfg                            DQNConfig
+	m, tm                          *MLP // online network and a second instance for the target
+	clipper                        *GhostClipper
+	adam                           *Adam
+	grad                           []float64
+	idx                            []int
+	bObs, bObs2, qOut, qNext, dOut []float64
+}
+
+func newDQNUpdater(m *MLP, cfg DQNConfig) (*dqnUpdater, error) {
+	tm, err := NewMLP(m.Sizes()...)
+	if err != nil {
+		return nil, err
+	}
+	adam, err := NewAdam(m.NumParams(), cfg.Adam)
+	if err != nil {
+		return nil, err
+	}
+	// A Poisson batch above 2B + 64 has probability below 1e-9 for any B;
+	// larger ones only grow the workspaces once.
+	c := 2*cfg.BatchSize + 64
+	d, k := m.In(), m.Out()
+	u := &dqnUpdater{cfg: cfg, m: m, tm: tm, clipper: NewGhostClipper(m), adam: adam,
+		grad: make([]float64, m.NumParams()), idx: make([]int, 0, c),
+		bObs: make([]float64, 0, c*d), bObs2: make([]float64, 0, c*d),
+		qOut: make([]float64, 0, c*k), qNext: make([]float64, 0, c*k), dOut: make([]float64, 0, c*k)}
+	m.Reserve(c)
+	tm.Reserve(c)
+	u.clipper.grow(c)
+	return u, nil
+}
+
+// step takes one DP-SGD step on params: a Poisson sample from buf, the
+// clipped sum of per-transition Huber TD-loss gradients (targets from the
+// target parameters), noise N(0, z^2 C^2 I), division by the expected batch
+// size, and an Adam step.
+func (u *dqnUpdater) step(params, target []float64, buf *replay, rng *rand.Rand) {
+	cfg := u.cfg
+	d, k := u.m.In(), u.m.Out()
+	u.idx = buf.poissonSample(u.idx, cfg.SampleRate(), rng)
+	n := len(u.idx)
+	clear(u.grad)
+	if n > 0 {
+		u.bObs, u.bObs2 = growF(u.bObs, n*d), growF(u.bObs2, n*d)
+		u.qOut, u.qNext, u.dOut = growF(u.qOut, n*k), growF(u.qNext, n*k), growF(u.dOut, n*k)
+		for j, i := range u.idx {
+			copy(u.bObs[j*d:(j+1)*d], buf.obs[i*d:(i+1)*d])
+			copy(u.bObs2[j*d:(j+1)*d], buf.obs2[i*d:(i+1)*d])
+		}
+		u.tm.ForwardBatch(u.qNext, target, u.bObs2, n)
+		u.m.ForwardBatch(u.qOut, params, u.bObs, n)
+		clear(u.dOut)
+		for j, i := range u.idx {
+			qn := u.qNext[j*k : (j+1)*k]
+			y := buf.rew[i] + cfg.Gamma*(1-buf.done[i])*qn[argmax(qn)]
+			td := u.qOut[j*k+buf.act[i]] - y
+			u.dOut[j*k+buf.act[i]] = max(-cfg.HuberDelta, min(cfg.HuberDelta, td))
+		}
+		u.clipper.ClippedSum(u.grad, params, u.dOut, nil, cfg.Privacy.ClipNorm)
+	}
+	// An empty sample still releases a noise-only step (Poisson DP-SGD).
+	addNoiseAndScale(u.grad, cfg.Privacy.NoiseMultiplier*cfg.Privacy.ClipNorm, 1/float64(cfg.BatchSize), rng)
+	u.adam.Step(params, u.grad)
+}
+
 func trainDQN(ctx context.Context, env sims.Env, m *MLP, cfg DQNConfig, rng *rand.Rand, progress func(DPSGDProgress)) (DPSGDResult, error) {
-	q := cfg.SampleRate()
 	// Validate the accounting up front so a bad setting fails before training.
 	if _, err := cfg.Epsilon(1); err != nil {
 		return DPSGDResult{}, err
 	}
-	tm, err := NewMLP(m.Sizes()...)
+	upd, err := newDQNUpdater(m, cfg)
 	if err != nil {
 		return DPSGDResult{}, err
 	}
 	params := make([]float64, m.NumParams())
 	m.Init(params, rng, GainValueOut)
 	target := append([]float64(nil), params...)
-	adam, err := NewAdam(m.NumParams(), cfg.Adam)
-	if err != nil {
-		return DPSGDResult{}, err
-	}
-	clipper := NewGhostClipper(m)
-	grad := make([]float64, m.NumParams())
 	d, k := m.In(), m.Out()
 	buf := newReplay(d, cfg.BufferSize)
 	obs, obs2 := make([]float64, d), make([]float64, d)
 	qv := make([]float64, k)
-	var idx []int
-	var bObs, bObs2, qOut, qNext, dOut []float64
 	res := DPSGDResult{
 		Delta: cfg.Privacy.Delta, NoiseMultiplier: cfg.Privacy.NoiseMultiplier, ClipNorm: cfg.Privacy.ClipNorm,
-		PrivacyUnit: "transition", Accountant: string(accountant.RDP{}.Method()), SampleRate: q,
+		PrivacyUnit: "transition", Accountant: string(accountant.RDP{}.Method()), SampleRate: cfg.SampleRate(),
 	}
-	sd := cfg.Privacy.NoiseMultiplier * cfg.Privacy.ClipNorm
 	env.Reset(rng, obs)
 	epRet, recent, recentN := 0.0, 0.0, 0
 	for step := 0; step < cfg.Steps; step++ {
@@ -248,38 +307,19 @@ func trainDQN(ctx context.Context, env sims.Env, m *MLP, cfg DQNConfig, rng *ran
 			if err := ctx.Err(); err != nil {
 				return DPSGDResult{}, err
 			}
-			eps, err := cfg.Epsilon(res.Updates)
-			if err != nil {
-				return DPSGDResult{}, err
+			if progress != nil {
+				eps, err := cfg.Epsilon(res.Updates)
+				if err != nil {
+					return DPSGDResult{}, err
+				}
+				progress(DPSGDProgress{Algo: AlgoDPSGDDQN, Updates: res.Updates, Episodes: res.Episodes, Steps: res.Steps, Return: recent / float64(recentN), Epsilon: eps})
 			}
-			progress(DPSGDProgress{Algo: AlgoDPSGDDQN, Updates: res.Updates, Episodes: res.Episodes, Steps: res.Steps, Return: recent / float64(recentN), Epsilon: eps})
 			if recentN >= 10 {
 				recent, recentN = 0, 0
 			}
 		}
 		if step+1 >= cfg.LearningStarts && (step+1)%cfg.TrainEvery == 0 {
-			idx = buf.poissonSample(idx, q, rng)
-			n := len(idx)
-			clear(grad)
-			if n > 0 {
-				bObs, bObs2 = growF(bObs, n*d), growF(bObs2, n*d)
-				qOut, qNext, dOut = growF(qOut, n*k), growF(qNext, n*k), growF(dOut, n*k)
-				for j, i := range idx {
-					copy(bObs[j*d:(j+1)*d], buf.obs[i*d:(i+1)*d])
-					copy(bObs2[j*d:(j+1)*d], buf.obs2[i*d:(i+1)*d])
-				}
-				tm.ForwardBatch(qNext, target, bObs2, n)
-				m.ForwardBatch(qOut, params, bObs, n)
-				clear(dOut)
-				for j, i := range idx {
-					y := buf.rew[i] + cfg.Gamma*(1-buf.done[i])*qNext[j*k+argmax(qNext[j*k:(j+1)*k])]
-					td := qOut[j*k+buf.act[i]] - y
-					dOut[j*k+buf.act[i]] = max(-cfg.HuberDelta, min(cfg.HuberDelta, td))
-				}
-				clipper.ClippedSum(grad, params, dOut, nil, cfg.Privacy.ClipNorm)
-			}
-			addNoiseAndScale(grad, sd, 1/float64(cfg.BatchSize), rng)
-			adam.Step(params, grad)
+			upd.step(params, target, buf, rng)
 			res.Updates++
 		}
 		if (step+1)%cfg.TargetEvery == 0 {

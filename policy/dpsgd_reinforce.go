@@ -160,7 +160,9 @@ func trainReinforce(ctx context.Context, env sims.Env, m *MLP, cfg ReinforceConf
 		addNoiseAndScale(grad, cfg.Privacy.NoiseMultiplier*cfg.Privacy.ClipNorm, 1/float64(B), rng)
 		adam.Step(params, grad)
 		res.Updates++
-		progress(DPSGDProgress{Algo: AlgoDPSGDReinforce, Updates: res.Updates, Episodes: res.Episodes, Steps: res.Steps, Return: totalRet / float64(B), Epsilon: eps})
+		if progress != nil {
+			progress(DPSGDProgress{Algo: AlgoDPSGDReinforce, Updates: res.Updates, Episodes: res.Episodes, Steps: res.Steps, Return: totalRet / float64(B), Epsilon: eps})
+		}
 	}
 	res.Epsilon = eps
 	res.Params = params

@@ -248,3 +248,28 @@ func TestDPSGDLong(t *testing.T) {
 		}
 	}
 }
+
+func TestDQNStepAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are unreliable under -race")
+	}
+	rng := testRNG(t)
+	cfg := DefaultDQNConfig()
+	cfg.BufferSize = 2000
+	m := mustMLP(t, 4, 64, 64, 2)
+	u, err := newDQNUpdater(m, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := make([]float64, m.NumParams())
+	m.Init(params, rng, GainValueOut)
+	target := append([]float64(nil), params...)
+	buf := newReplay(4, cfg.BufferSize)
+	for i := 0; i < cfg.BufferSize; i++ {
+		o, o2 := randSlice(rng, 4, 0.1), randSlice(rng, 4, 0.1)
+		buf.add(o, rng.IntN(2), 1, o2, rng.IntN(20) == 0)
+	}
+	if a := testing.AllocsPerRun(50, func() { u.step(params, target, buf, rng) }); a != 0 {
+		t.Errorf("DP-SGD DQN step: %v allocs, want 0", a)
+	}
+}
