@@ -106,7 +106,7 @@ func (c DPSGDConfig) Validate() error {
 // returns are those of raw training episodes: diagnostics for the operator,
 // not a private release.
 type DPSGDProgress struct {
-	Algo     string
+	Algo     string  // AlgoDPSGDReinforce or AlgoDPSGDDQN
 	Updates  int     // DP-SGD steps taken so far
 	Episodes int     // training episodes finished so far
 	Steps    int     // environment steps so far
@@ -116,14 +116,16 @@ type DPSGDProgress struct {
 
 // DPSGDResult is the outcome of TrainDPSGD.
 type DPSGDResult struct {
+	// Algo is AlgoDPSGDReinforce or AlgoDPSGDDQN.
 	Algo string `json:"algo"`
 	// EvalMean and EvalStd are the mean and standard deviation of the
 	// undiscounted return of EvalEpisodes greedy episodes of the final
 	// network.
 	EvalMean float64 `json:"eval_mean"`
 	EvalStd  float64 `json:"eval_std"`
-	// Epsilon and Delta: the run is (Epsilon, Delta)-DP for one PrivacyUnit,
-	// by the Accountant method.
+	// Epsilon and Delta: the run is (Epsilon, Delta)-DP for one PrivacyUnit
+	// ("episode" or "transition"), by the Accountant method ("analytic" or
+	// "rdp"), with noise multiplier NoiseMultiplier and clip norm ClipNorm.
 	Epsilon         float64 `json:"epsilon"`
 	Delta           float64 `json:"delta"`
 	NoiseMultiplier float64 `json:"z"`
@@ -133,10 +135,12 @@ type DPSGDResult struct {
 	// SampleRate is the Poisson rate q of the DQN minibatches (1 for
 	// REINFORCE, whose episodes are each used once).
 	SampleRate float64 `json:"q"`
-	Updates    int     `json:"updates"`
-	Episodes   int     `json:"episodes"`
-	Steps      int     `json:"steps"`
-	Seconds    float64 `json:"seconds"`
+	// Updates, Episodes and Steps count DP-SGD steps, training episodes and
+	// environment steps; Seconds is the wall time including evaluation.
+	Updates  int     `json:"updates"`
+	Episodes int     `json:"episodes"`
+	Steps    int     `json:"steps"`
+	Seconds  float64 `json:"seconds"`
 	// Sizes are the MLP layer widths (observation dim, hidden..., actions)
 	// and Params the trained flat parameter vector (logits for REINFORCE,
 	// Q-values for DQN).
