@@ -28,7 +28,7 @@ import (
 // "ghost norm" of Li et al. 2022 (ICLR, "Large language models can be strong
 // differentially private learners"), costing T^2 (in+out) against T in out
 // for materialising D^T A; each layer takes the cheaper of the two (mixed
-// ghost clipping, Bu et al. 2023, AAAI).
+// ghost clipping, Bu, Mao & Xu 2022, NeurIPS).
 //
 // Clipped sum (the two-pass "ghost clipping"). Pass 1 back-propagates dOut
 // once, keeping every layer's pre-activation gradients D_l, and computes the
