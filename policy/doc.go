@@ -14,6 +14,17 @@
 // every user's local update in an iteration starts from the same optimizer
 // state, so no raw information passes from one user to another.
 //
+// # DP-SGD baselines
+//
+// TrainDPSGD runs the DP-SGD baselines of ALGORITHMS.md §5: REINFORCE
+// (privacy unit: one episode, each used once, so one analytic Gaussian
+// mechanism per episode) and DQN (privacy unit: one transition, Poisson
+// minibatches from the replay buffer, composed with the RDP accountant).
+// Per-unit gradients are clipped by GhostClipper, which computes per-unit
+// norms from layer activations and back-propagated signals (Goodfellow 2015)
+// and the clipped sum in a second, scaled pass, never materialising per-unit
+// gradients.
+//
 // # Conventions
 //
 // Kernels are dst-first and allocation-free once their workspaces have grown;

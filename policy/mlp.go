@@ -42,9 +42,9 @@ const (
 //	backward, batch 32 58.7 µs   127.8 µs
 //	forward, 1 obs      0.97 µs    2.71 µs
 //
-// Batches are fed to Gemm in row chunks that keep gonum single-threaded, so
-// the MLP stays allocation-free and deterministic at any batch size (layers
-// of width >= 256 excepted); parallelism belongs one level up, one Learner
+// Products are fed to Gemm in output tiles that keep gonum single-threaded
+// (gemmSerial), so the MLP stays allocation-free and deterministic at any
+// batch size and layer width; parallelism belongs one level up, one Learner
 // per user.
 //
 // blas64 wins on every shape (its Dgemm/Dgemv use the assembly kernels, and
@@ -243,14 +243,10 @@ func (m *MLP) ForwardBatch(dst, params, x []float64, n int) {
 		for i := 0; i < n; i++ {
 			copy(y[i*out:(i+1)*out], b)
 		}
-		W := m.weights(params, l)
-		for r0, c := 0, rowChunk(out); r0 < n; r0 += c {
-			r1 := min(n, r0+c)
-			blas64.Gemm(blas.NoTrans, blas.Trans, 1,
-				blas64.General{Rows: r1 - r0, Cols: in, Stride: in, Data: a[r0*in : r1*in]},
-				W, 1,
-				blas64.General{Rows: r1 - r0, Cols: out, Stride: out, Data: y[r0*out : r1*out]})
-		}
+		gemmSerial(blas.NoTrans, blas.Trans, 1,
+			blas64.General{Rows: n, Cols: in, Stride: in, Data: a},
+			m.weights(params, l), 1,
+			blas64.General{Rows: n, Cols: out, Stride: out, Data: y})
 		if l < L-1 {
 			tanhInPlace(y)
 		}
@@ -282,7 +278,7 @@ func (m *MLP) Backward(grad, params, dOut []float64) {
 		}
 		dG := blas64.General{Rows: n, Cols: out, Stride: out, Data: d}
 		// dW = d^T a
-		blas64.Gemm(blas.Trans, blas.NoTrans, 1, dG,
+		gemmSerial(blas.Trans, blas.NoTrans, 1, dG,
 			blas64.General{Rows: n, Cols: in, Stride: in, Data: m.acts[l][:n*in]}, 0,
 			blas64.General{Rows: out, Cols: in, Stride: in, Data: grad[m.wOff[l] : m.wOff[l]+out*in]})
 		db := grad[m.bOff[l] : m.bOff[l]+out]
@@ -295,14 +291,8 @@ func (m *MLP) Backward(grad, params, dOut []float64) {
 		}
 		if l > 0 {
 			// d_in = d W
-			W, dIn := m.weights(params, l), m.deltas[l]
-			for r0, c := 0, rowChunk(in); r0 < n; r0 += c {
-				r1 := min(n, r0+c)
-				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
-					blas64.General{Rows: r1 - r0, Cols: out, Stride: out, Data: d[r0*out : r1*out]},
-					W, 0,
-					blas64.General{Rows: r1 - r0, Cols: in, Stride: in, Data: dIn[r0*in : r1*in]})
-			}
+			gemmSerial(blas.NoTrans, blas.NoTrans, 1, dG, m.weights(params, l), 0,
+				blas64.General{Rows: n, Cols: in, Stride: in, Data: m.deltas[l][:n*in]})
 		}
 	}
 }
@@ -321,19 +311,6 @@ func (m *MLP) FLOPs(n int) (forward, backward float64) {
 		}
 	}
 	return forward, backward
-}
-
-// rowChunk returns how many rows of a row-major product with cols output
-// columns to hand to one Gemm call so that gonum stays on its serial path
-// (it goes parallel, spawning goroutines and allocating, from 4 blocks of
-// 64x64 of the output). The products are row-wise independent, so chunking
-// changes no result. Outputs 256 or more columns wide go parallel regardless.
-func rowChunk(cols int) int {
-	bc := (cols + 63) / 64
-	if bc >= 4 {
-		return math.MaxInt
-	}
-	return 64 * (3 / bc)
 }
 
 func tanhInPlace(y []float64) {

@@ -1,0 +1,254 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+// GhostClipper computes the clipped sum of per-unit gradients of an MLP,
+//
+//	sum_u min(1, C/||g_u||) g_u,
+//
+// without materialising the per-unit gradients g_u (DP-SGD, Abadi et al.
+// 2016, Algorithm 1). A unit (the privacy unit: one transition, one episode)
+// is a run of consecutive rows of the last ForwardBatch; its loss is the sum
+// of its rows' losses.
+//
+// Norms (Goodfellow 2015, "Efficient per-example gradient computations"). For
+// a dense layer y = W a + b with pre-activation gradient d_i on row i, the
+// gradient of row i is the outer product d_i a_i^T (and d_i for b), so
+//
+//	||g_i||^2 = sum_l ||d_{l,i}||^2 (||a_{l,i}||^2 + 1).
+//
+// For a unit of T > 1 rows the layer gradient is D^T A (D: T x out, A: T x
+// in), and ||D^T A||_F^2 + ||1^T D||^2 = sum_{t,s} (d_t.d_s)(a_t.a_s + 1): the
+// "ghost norm" of Li et al. 2022 (ICLR, "Large language models can be strong
+// differentially private learners"), costing T^2 (in+out) against T in out
+// for materialising D^T A; each layer takes the cheaper of the two (mixed
+// ghost clipping, Bu, Mao & Xu 2022, NeurIPS).
+//
+// Clipped sum (the two-pass "ghost clipping"). Pass 1 back-propagates dOut
+// once, keeping every layer's pre-activation gradients D_l, and computes the
+// norms from them. Pass 2 is the weight-gradient half of a second backward
+// pass with the rows of dOut scaled by the clip factors f_u: the network is
+// linear in dOut row by row, so the scaled pre-activation gradients are f_u
+// times the kept D_l rows, and the clipped sum is sum_l (diag(f) D_l)^T A_l.
+// Nothing of size (units x parameters) is ever stored.
+//
+// A GhostClipper shares its MLP's batch workspaces and keeps its own (grown
+// on first use, then reused); it allocates nothing in steady state and is not
+// safe for concurrent use.
+type GhostClipper struct {
+	m       *MLP
+	sq      []float64 // squared norm per unit
+	fac     []float64 // clip factor per unit
+	scratch []float64 // materialised layer gradient or two Gram matrices
+}
+
+// NewGhostClipper returns a clipper for the network m. It must be used with
+// m's own ForwardBatch: it reads the activations that call cached.
+func NewGhostClipper(m *MLP) *GhostClipper {
+	return &GhostClipper{m: m}
+}
+
+// units returns the number of units and checks bounds: nil means one unit
+// per row, otherwise bounds are ascending row offsets with bounds[0] = 0 and
+// bounds[len-1] = n, unit u being rows [bounds[u], bounds[u+1]).
+func (g *GhostClipper) units(bounds []int, n int) int {
+	if bounds == nil {
+		return n
+	}
+	if len(bounds) < 2 || bounds[0] != 0 || bounds[len(bounds)-1] != n {
+		panic(fmt.Sprintf("policy: ghost clipper bounds %v do not cover %d rows", bounds, n))
+	}
+	for u := 1; u < len(bounds); u++ {
+		if bounds[u] <= bounds[u-1] {
+			panic(fmt.Sprintf("policy: ghost clipper bounds not increasing at %d", u))
+		}
+	}
+	return len(bounds) - 1
+}
+
+func unitRows(bounds []int, u int) (int, int) {
+	if bounds == nil {
+		return u, u + 1
+	}
+	return bounds[u], bounds[u+1]
+}
+
+// backpropDeltas back-propagates dOut through the last ForwardBatch, leaving
+// in m.deltas[l+1] the gradient with respect to the pre-activations of layer
+// l's output for every layer. It computes no parameter gradient.
+func (m *MLP) backpropDeltas(params, dOut []float64) {
+	m.checkParams(params)
+	n := m.batchN
+	if len(dOut) != n*m.Out() {
+		panic(fmt.Sprintf("policy: mlp backprop dOut %d, want %d", len(dOut), n*m.Out()))
+	}
+	L := len(m.sizes) - 1
+	copy(m.deltas[L][:n*m.Out()], dOut)
+	for l := L - 1; l >= 0; l-- {
+		in, out := m.sizes[l], m.sizes[l+1]
+		d := m.deltas[l+1][:n*out]
+		if l < L-1 {
+			y := m.acts[l+1][:n*out]
+			for i, v := range y {
+				d[i] *= 1 - v*v
+			}
+		}
+		if l > 0 {
+			gemmSerial(blas.NoTrans, blas.NoTrans, 1,
+				blas64.General{Rows: n, Cols: out, Stride: out, Data: d},
+				m.weights(params, l), 0,
+				blas64.General{Rows: n, Cols: in, Stride: in, Data: m.deltas[l][:n*in]})
+		}
+	}
+}
+
+func (g *GhostClipper) grow(units int) {
+	if len(g.sq) < units {
+		g.sq = make([]float64, units)
+		g.fac = make([]float64, units)
+	}
+}
+
+func (g *GhostClipper) scratchOf(n int) []float64 {
+	if len(g.scratch) < n {
+		g.scratch = make([]float64, n)
+	}
+	return g.scratch[:n]
+}
+
+// sqNorms runs pass 1 and fills g.sq[:U] with the squared gradient norm of
+// each unit.
+func (g *GhostClipper) sqNorms(params, dOut []float64, bounds []int) int {
+	m := g.m
+	n := m.batchN
+	U := g.units(bounds, n)
+	g.grow(U)
+	m.backpropDeltas(params, dOut)
+	sq := g.sq[:U]
+	clear(sq)
+	L := len(m.sizes) - 1
+	for l := 0; l < L; l++ {
+		in, out := m.sizes[l], m.sizes[l+1]
+		A, D := m.acts[l][:n*in], m.deltas[l+1][:n*out]
+		for u := 0; u < U; u++ {
+			r0, r1 := unitRows(bounds, u)
+			T := r1 - r0
+			switch {
+			case T == 1:
+				sq[u] += dot(D[r0*out:r1*out], D[r0*out:r1*out]) * (dot(A[r0*in:r1*in], A[r0*in:r1*in]) + 1)
+			case T*(in+out) < in*out: // ghost norm from the two Gram matrices
+				s := g.scratchOf(2 * T * T)
+				ga, gd := s[:T*T], s[T*T:]
+				gemmSerial(blas.NoTrans, blas.Trans, 1,
+					blas64.General{Rows: T, Cols: in, Stride: in, Data: A[r0*in : r1*in]},
+					blas64.General{Rows: T, Cols: in, Stride: in, Data: A[r0*in : r1*in]}, 0,
+					blas64.General{Rows: T, Cols: T, Stride: T, Data: ga})
+				gemmSerial(blas.NoTrans, blas.Trans, 1,
+					blas64.General{Rows: T, Cols: out, Stride: out, Data: D[r0*out : r1*out]},
+					blas64.General{Rows: T, Cols: out, Stride: out, Data: D[r0*out : r1*out]}, 0,
+					blas64.General{Rows: T, Cols: T, Stride: T, Data: gd})
+				acc := 0.0
+				for i, v := range gd {
+					acc += v * (ga[i] + 1)
+				}
+				sq[u] += acc
+			default: // materialise this layer's gradient D^T A of the unit
+				w := g.scratchOf(out*in + out)
+				gemmSerial(blas.Trans, blas.NoTrans, 1,
+					blas64.General{Rows: T, Cols: out, Stride: out, Data: D[r0*out : r1*out]},
+					blas64.General{Rows: T, Cols: in, Stride: in, Data: A[r0*in : r1*in]}, 0,
+					blas64.General{Rows: out, Cols: in, Stride: in, Data: w[:out*in]})
+				db := w[out*in:]
+				clear(db)
+				for t := r0; t < r1; t++ {
+					for o, v := range D[t*out : (t+1)*out] {
+						db[o] += v
+					}
+				}
+				sq[u] += dot(w, w)
+			}
+		}
+	}
+	return U
+}
+
+func dot(x, y []float64) float64 {
+	return blas64.Dot(blas64.Vector{N: len(x), Inc: 1, Data: x}, blas64.Vector{N: len(y), Inc: 1, Data: y[:len(x)]})
+}
+
+// Norms writes into dst the L2 norm of each unit's gradient with respect to
+// params, for the loss whose gradient with respect to the outputs of the last
+// ForwardBatch (same params) is dOut (rows x Out(), row-major). bounds gives
+// the units: nil for one unit per row, otherwise ascending row offsets
+// starting at 0 and ending at the batch size. len(dst) must be the number of
+// units. It allocates nothing once its workspaces have grown.
+func (g *GhostClipper) Norms(dst, params, dOut []float64, bounds []int) {
+	U := g.sqNorms(params, dOut, bounds)
+	if len(dst) != U {
+		panic(fmt.Sprintf("policy: ghost clipper norms dst %d, want %d units", len(dst), U))
+	}
+	for u, s := range g.sq[:U] {
+		dst[u] = math.Sqrt(s)
+	}
+}
+
+// ClippedSum writes into grad (len NumParams(), overwritten) the sum over
+// units of the unit gradients, each scaled by min(1, clip/||g_u||) so that
+// its norm is at most clip > 0; the arguments are as for Norms. It returns
+// the number of units whose norm exceeded clip. The per-unit norms stay
+// available through LastNorm until the next call. It allocates nothing once
+// its workspaces have grown.
+func (g *GhostClipper) ClippedSum(grad, params, dOut []float64, bounds []int, clip float64) (clipped int) {
+	if !(clip > 0) || math.IsInf(clip, 0) {
+		panic(fmt.Sprintf("policy: ghost clipper clip norm %v, must be finite and > 0", clip))
+	}
+	m := g.m
+	if len(grad) != m.n {
+		panic(fmt.Sprintf("policy: ghost clipper grad %d, want %d", len(grad), m.n))
+	}
+	U := g.sqNorms(params, dOut, bounds)
+	fac := g.fac[:U]
+	for u, s := range g.sq[:U] {
+		fac[u] = 1
+		if nrm := math.Sqrt(s); nrm > clip {
+			fac[u] = clip / nrm
+			clipped++
+		}
+	}
+	n := m.batchN
+	L := len(m.sizes) - 1
+	for l := 0; l < L; l++ {
+		in, out := m.sizes[l], m.sizes[l+1]
+		D := m.deltas[l+1][:n*out]
+		for u := 0; u < U; u++ {
+			if f := fac[u]; f != 1 {
+				r0, r1 := unitRows(bounds, u)
+				for i := r0 * out; i < r1*out; i++ {
+					D[i] *= f
+				}
+			}
+		}
+		gemmSerial(blas.Trans, blas.NoTrans, 1,
+			blas64.General{Rows: n, Cols: out, Stride: out, Data: D},
+			blas64.General{Rows: n, Cols: in, Stride: in, Data: m.acts[l][:n*in]}, 0,
+			blas64.General{Rows: out, Cols: in, Stride: in, Data: grad[m.wOff[l] : m.wOff[l]+out*in]})
+		db := grad[m.bOff[l] : m.bOff[l]+out]
+		clear(db)
+		for i := 0; i < n; i++ {
+			for o, v := range D[i*out : (i+1)*out] {
+				db[o] += v
+			}
+		}
+	}
+	return clipped
+}
+
+// LastNorm returns the gradient norm of unit u computed by the last Norms or
+// ClippedSum call (before clipping).
+func (g *GhostClipper) LastNorm(u int) float64 { return math.Sqrt(g.sq[u]) }
