@@ -23,6 +23,7 @@ import (
 type demoResult struct {
 	Env          string  `json:"env"`
 	Users        int64   `json:"users"`
+	TargetReturn float64 `json:"target_return,omitempty"`
 	Updates      int64   `json:"updates"`
 	Version      uint64  `json:"version"`
 	MeanReturn   float64 `json:"mean_return"`
@@ -49,6 +50,7 @@ func newDemoCmd(a *app) *cobra.Command {
 		seed                  uint64
 		asJSON                bool
 		pace                  string
+		clip, lr, target      float64
 		maxDuration           time.Duration
 	)
 	c := &cobra.Command{
@@ -93,6 +95,12 @@ read afterwards.`,
 				pc.DP.ClipNorm = 0.2
 			}
 			pc.DP.NoiseMultiplier = z
+			if clip > 0 {
+				pc.DP.ClipNorm = clip
+			}
+			if lr > 0 {
+				pc.PPO.ServerLR = lr
+			}
 			pc.DP.UsersPerUpdate = k
 			if data == "" {
 				if data, err = os.MkdirTemp("", "dprl-demo-"); err != nil {
@@ -117,7 +125,10 @@ read afterwards.`,
 			if err != nil {
 				return err
 			}
-			res, runErr := runDemo(ctx, a, svc, env, users, concurrency, returning, seed, pace == "lockstep")
+			if !c.Flags().Changed("target-return") && env == "cartpole" {
+				target = 475
+			}
+			res, runErr := runDemo(ctx, a, svc, env, users, concurrency, returning, seed, pace == "lockstep", target)
 			closeErr := svc.Close()
 			if runErr != nil {
 				return runErr
@@ -146,10 +157,13 @@ read afterwards.`,
 	}
 	fl := c.Flags()
 	fl.StringVar(&env, "env", "cartpole", "environment the simulated users play (see dprl sims list)")
-	fl.IntVar(&users, "users", 2400, "number of simulated user sessions")
+	fl.IntVar(&users, "users", 20000, "maximum number of simulated user sessions")
+	fl.Float64Var(&target, "target-return", 0, "stop admitting users once the mean return of the last 100 sessions reaches this (default 475 for cartpole; 0: run all users)")
 	fl.IntVar(&concurrency, "concurrency", 16, "users playing at the same time")
 	fl.Float64Var(&z, "z", 1.0, "noise multiplier z")
 	fl.IntVar(&k, "K", 32, "sessions per update K")
+	fl.Float64Var(&clip, "clip", 0, "clipping norm S of a local update (default: the environment profile's)")
+	fl.Float64Var(&lr, "lr", 0, "server step size eta (default: the environment profile's)")
 	fl.Float64Var(&returning, "returning", 0.1, "probability that a session comes from a returning user")
 	fl.StringVar(&data, "data", "", "data directory (default: a new temporary directory)")
 	fl.Uint64Var(&seed, "seed", 0, "seed the users and the agent (the ledger records a seeded run); 0: secure")
@@ -194,7 +208,7 @@ func (l *latencies) quantiles(qs ...float64) []float64 {
 	return out
 }
 
-func runDemo(ctx context.Context, a *app, svc *agent.Service, envName string, users, concurrency int, returning float64, seed uint64, lockstep bool) (demoResult, error) {
+func runDemo(ctx context.Context, a *app, svc *agent.Service, envName string, users, concurrency int, returning float64, seed uint64, lockstep bool, target float64) (demoResult, error) {
 	start := time.Now()
 	nc, err := stream.Connect(svc.NATSURL(), stream.WithName("dprl-demo-users"))
 	if err != nil {
@@ -235,6 +249,11 @@ func runDemo(ctx context.Context, a *app, svc *agent.Service, envName string, us
 			}
 			obs := make([]float64, env.ObservationSpace().Dim())
 			for {
+				if target > 0 {
+					if st := ag.Stats(); st.RecentSessions >= 100 && st.MeanReturn >= target {
+						return // learned: stop admitting users
+					}
+				}
 				i := next.Add(1)
 				if i > int64(users) || ctx.Err() != nil {
 					return
@@ -274,7 +293,7 @@ func runDemo(ctx context.Context, a *app, svc *agent.Service, envName string, us
 	st := ag.Stats()
 	q := lat.quantiles(0.5, 0.99)
 	secs := time.Since(start).Seconds()
-	return demoResult{Env: envName, Users: min(next.Load(), int64(users)), Updates: st.Updates, Version: st.Version, MeanReturn: st.MeanReturn,
+	return demoResult{TargetReturn: target, Env: envName, Users: min(next.Load(), int64(users)), Updates: st.Updates, Version: st.Version, MeanReturn: st.MeanReturn,
 		UsersCapped: st.UsersCapped, ActP50Ms: q[0], ActP99Ms: q[1], Seconds: secs, NATSURL: svc.NATSURL(),
 		ActsPerSec: float64(lat.n) / secs, ReturningPct: returning}, nil
 }
