@@ -300,25 +300,32 @@ func runDemo(ctx context.Context, a *app, svc *agent.Service, envName string, us
 
 // playSession plays one episode through the agent over NATS.
 func playSession(ctx context.Context, c *stream.Client, env sims.Env, rng *rand.Rand, obs []float64, session, user string, lat *latencies) error {
+	_, err := playSessionReturn(ctx, c, env, rng, obs, session, user, lat)
+	return err
+}
+
+// playSessionReturn plays one episode and returns its return.
+func playSessionReturn(ctx context.Context, c *stream.Client, env sims.Env, rng *rand.Rand, obs []float64, session, user string, lat *latencies) (float64, error) {
 	env.Reset(rng, obs)
-	var reward float64
+	var reward, ret float64
 	for step := 0; ; step++ {
 		t0 := time.Now()
 		act, err := c.Act(ctx, session, user, obs, reward, step == 0)
 		if err != nil {
 			if errors.Is(err, stream.ErrShuttingDown) || ctx.Err() != nil {
-				return nil
+				return ret, nil
 			}
-			return fmt.Errorf("demo: act %s: %w", session, err)
+			return ret, fmt.Errorf("act %s: %w", session, err)
 		}
 		lat.add(time.Since(t0))
 		r, term, trunc := env.Step(act, obs)
+		ret += r
 		if term || trunc {
 			_, err := c.EndDetail(ctx, session, r, term)
 			if err != nil && ctx.Err() == nil {
-				return fmt.Errorf("demo: end %s: %w", session, err)
+				return ret, fmt.Errorf("end %s: %w", session, err)
 			}
-			return nil
+			return ret, nil
 		}
 		reward = r
 	}

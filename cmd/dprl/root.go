@@ -105,6 +105,7 @@ Exit status: 0 success, 1 failure, 2 usage error.`,
 		newSimsCmd(a),
 		newAgentCmd(a),
 		newDemoCmd(a),
+		newReplayCmd(a),
 	)
 	return root
 }

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"dprl/sims"
+	"dprl/stream"
+
+	"github.com/spf13/cobra"
+)
+
+// replayResult is the summary of dprl replay.
+type replayResult struct {
+	Env         string    `json:"env"`
+	Users       int64     `json:"users"`
+	Acts        int64     `json:"acts"`
+	Seconds     float64   `json:"seconds"`
+	ActsPerSec  float64   `json:"acts_per_second"`
+	P50Ms       float64   `json:"act_p50_ms"`
+	P99Ms       float64   `json:"act_p99_ms"`
+	Errors      int64     `json:"errors"`
+	Curve       []float64 `json:"curve"` // mean return per tenth of the run
+	LastVersion uint64    `json:"last_version"`
+}
+
+func newReplayCmd(a *app) *cobra.Command {
+	var (
+		url, env, prefix   string
+		users, concurrency int
+		returning          float64
+		seed               uint64
+		asJSON             bool
+	)
+	c := &cobra.Command{
+		Use:   "replay --nats URL --env E --users N [--concurrency C] [--returning P]",
+		Short: "Drive simulated users against a running agent over NATS",
+		Long: `Plays N simulated user sessions of an environment against any running agent
+(wire protocol v1), C at a time, and prints the throughput, the act latency
+p50/p99 seen by the clients and the learning curve (mean session return per
+tenth of the run). With --returning P a session comes from an earlier user with
+probability P, which exercises the agent's per-user contribution bounds.`,
+		Example: `  dprl replay --nats nats://127.0.0.1:4222 --env cartpole --users 2000 --concurrency 16`,
+		Args:    noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if users < 1 || concurrency < 1 {
+				return usagef("--users and --concurrency must be >= 1")
+			}
+			if returning < 0 || returning >= 1 {
+				return usagef("--returning %v: want 0 <= p < 1", returning)
+			}
+			if _, err := sims.New(env); err != nil {
+				return usageError{err}
+			}
+			nc, err := stream.Connect(url, stream.WithName("dprl-replay"))
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			client, err := stream.NewClient(nc, stream.WithPrefix(prefix))
+			if err != nil {
+				return err
+			}
+			var lastVer atomic.Uint64
+			if sub, err := client.WatchPolicy(func(p stream.PolicyAnnouncement) { lastVer.Store(p.Version) }); err == nil {
+				defer sub.Unsubscribe()
+			}
+			master := seed
+			if master == 0 {
+				master = rand.Uint64()
+			}
+			var (
+				next, errs atomic.Int64
+				lat        latencies
+				mu         sync.Mutex
+				returns    = make([]float64, users)
+				wg         sync.WaitGroup
+			)
+			start := time.Now()
+			ctx := c.Context()
+			stop := startProgress(a, func() string {
+				p := lat.quantiles(0.99)
+				return fmt.Sprintf("users %d/%d  errors %d  policy version %d  act p99 %.2f ms", min(next.Load(), int64(users)), users, errs.Load(), lastVer.Load(), p[0])
+			})
+			for w := 0; w < concurrency; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(master, uint64(w)+1))
+					e, _ := sims.New(env)
+					obs := make([]float64, e.ObservationSpace().Dim())
+					for ctx.Err() == nil {
+						i := next.Add(1)
+						if i > int64(users) {
+							return
+						}
+						user := fmt.Sprintf("replay-user-%d", i)
+						if i > 1 && rng.Float64() < returning {
+							user = fmt.Sprintf("replay-user-%d", 1+rng.Int64N(i-1))
+						}
+						ret, err := playSessionReturn(ctx, client, e, rng, obs, fmt.Sprintf("replay-%d-%d", master, i), user, &lat)
+						if err != nil {
+							errs.Add(1)
+							a.log.Warn().Err(err).Msg("session failed")
+							continue
+						}
+						mu.Lock()
+						returns[i-1] = ret
+						mu.Unlock()
+					}
+				}(w)
+			}
+			wg.Wait()
+			stop()
+			secs := time.Since(start).Seconds()
+			q := lat.quantiles(0.5, 0.99)
+			res := replayResult{Env: env, Users: min(next.Load(), int64(users)), Acts: lat.n, Seconds: secs, ActsPerSec: float64(lat.n) / secs,
+				P50Ms: q[0], P99Ms: q[1], Errors: errs.Load(), LastVersion: lastVer.Load()}
+			for d := 0; d < 10; d++ {
+				lo, hi := d*users/10, (d+1)*users/10
+				var s float64
+				for _, r := range returns[lo:hi] {
+					s += r
+				}
+				res.Curve = append(res.Curve, s/float64(max(hi-lo, 1)))
+			}
+			return emit(a.stdout, asJSON, res, func(w io.Writer) error {
+				fmt.Fprintf(w, "%d sessions, %d acts in %.1f s: %.0f acts/s, act p50 %.3f ms, p99 %.3f ms, %d errors, policy version %d\n",
+					res.Users, res.Acts, res.Seconds, res.ActsPerSec, res.P50Ms, res.P99Ms, res.Errors, res.LastVersion)
+				fmt.Fprint(w, "learning curve (mean return per tenth of the run):")
+				for _, v := range res.Curve {
+					fmt.Fprintf(w, " %.1f", v)
+				}
+				_, err := fmt.Fprintln(w)
+				return err
+			})
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&url, "nats", "nats://127.0.0.1:4222", "URL of the NATS server the agent listens on")
+	fl.StringVar(&prefix, "prefix", stream.DefaultPrefix, "subject prefix")
+	fl.StringVar(&env, "env", "cartpole", "environment the users play")
+	fl.IntVar(&users, "users", 1000, "number of sessions")
+	fl.IntVar(&concurrency, "concurrency", 16, "sessions at the same time")
+	fl.Float64Var(&returning, "returning", 0, "probability that a session comes from a returning user")
+	fl.Uint64Var(&seed, "seed", 0, "seed of the simulated users (0: random)")
+	fl.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	return c
+}
