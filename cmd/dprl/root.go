@@ -102,6 +102,7 @@ Exit status: 0 success, 1 failure, 2 usage error.`,
 	root.AddCommand(
 		newAccountantCmd(a),
 		newLedgerCmd(a),
+		newTrainCmd(a),
 	)
 	return root
 }
