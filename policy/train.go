@@ -50,6 +50,13 @@ type TrainOptions struct {
 	// CurveEpisodes is the number of evaluation episodes per curve point
 	// (actions sampled from the policy, as Evaluate). 0 means 5.
 	CurveEpisodes int
+	// ContinueEpisodes makes user slot i of every batch (i < K) continue the
+	// episode the same slot's previous user left unfinished, as a vectorised
+	// PPO implementation does with K environments: a user's trajectory is
+	// then the next segment of at most T steps of a running episode (ending
+	// early when the episode ends), so long episodes are seen beyond their
+	// first T steps. false: every user starts a fresh episode.
+	ContinueEpisodes bool
 	// Progress, if non-nil, is called on the calling goroutine after every
 	// update. It must be quick; throttle output in it.
 	Progress func(Progress)
@@ -102,6 +109,16 @@ type trainWorker struct {
 	T       int
 	steps   int64
 	err     error
+}
+
+// episodeSlot is one running episode of ContinueEpisodes: its own
+// environment, the generator it keeps for its transitions, and the current
+// observation.
+type episodeSlot struct {
+	env     sims.Env
+	rng     *rand.Rand
+	obs     []float64
+	running bool
 }
 
 // Train runs DPPG (Algorithm 2; PPO when cfg.DP.Mode is ModePPO) in process
@@ -188,6 +205,13 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 	if err != nil {
 		return Result{}, err
 	}
+	var slots []*episodeSlot
+	if opts.ContinueEpisodes {
+		slots = make([]*episodeSlot, K)
+		for i := range slots {
+			slots[i] = &episodeSlot{env: newEnv(), rng: rand.New(rand.NewPCG(userSeed^0x5107, uint64(i))), obs: make([]float64, spec.ObsDim)}
+		}
+	}
 	gus := make([][]float64, K)
 	for i := range gus {
 		gus[i] = make([]float64, n)
@@ -216,7 +240,11 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 			go func() {
 				defer wg.Done()
 				for slot := wi; slot < batch; slot += W {
-					ok[slot] = w.user(gus[slot], theta, uint64(first+slot), userSeed)
+					var es *episodeSlot
+					if slots != nil {
+						es = slots[slot]
+					}
+					ok[slot] = w.user(gus[slot], theta, uint64(first+slot), userSeed, es)
 				}
 			}()
 		}
@@ -275,18 +303,28 @@ func (w *trainWorker) allocTrajectory(spec Spec, T int) {
 	}
 }
 
-// user runs user u: a fresh episode of at most T steps under theta, then the
-// local update into gu. It reports false if the update was not finite; other
-// errors are kept in w.err.
-func (w *trainWorker) user(gu, theta []float64, u, seed uint64) bool {
+// user runs user u: at most T steps under theta of a fresh episode (es nil)
+// or of the slot's running episode, then the local update into gu. It
+// reports false if the update was not finite; other errors are kept in w.err.
+func (w *trainWorker) user(gu, theta []float64, u, seed uint64, es *episodeSlot) bool {
 	w.pcg.Seed(seed, u)
 	spec := w.learner.Spec()
 	T := w.T
 	od := spec.ObsDim
 	full := w.tr
 	obs := full.Obs
-	w.env.Reset(w.rng, obs[:od])
-	t, terminal := 0, false
+	env := w.env
+	if es == nil {
+		env.Reset(w.rng, obs[:od])
+	} else {
+		env = es.env
+		if !es.running {
+			env.Reset(es.rng, es.obs)
+			es.running = true
+		}
+		copy(obs[:od], es.obs)
+	}
+	t, terminal, ended := 0, false, false
 	for t < T {
 		cur, next := obs[t*od:(t+1)*od], obs[(t+1)*od:(t+2)*od]
 		if spec.Kind == ActionDiscrete {
@@ -298,15 +336,19 @@ func (w *trainWorker) user(gu, theta []float64, u, seed uint64) bool {
 			copy(w.act.Vec, a)
 		}
 		copy(next, cur)
-		r, term, trunc := w.env.Step(w.act, next)
+		r, term, trunc := env.Step(w.act, next)
 		full.Rewards[t] = r
 		t++
 		if term || trunc {
-			terminal = term
+			terminal, ended = term, true
 			break
 		}
 	}
 	w.steps += int64(t)
+	if es != nil {
+		es.running = !ended
+		copy(es.obs, obs[t*od:(t+1)*od])
+	}
 	tr := Trajectory{
 		Obs:      obs[:t*od],
 		Rewards:  full.Rewards[:t],

@@ -35,6 +35,8 @@ type trainFlags struct {
 	evalEpisodes int
 	workers      int
 	lr           float64
+	ent          float64
+	fresh        bool
 	json         bool
 	plot         string
 }
@@ -107,6 +109,8 @@ production release.`,
 	fl.IntVar(&f.evalEpisodes, "eval-episodes", 20, "evaluation episodes of the final policy, >= 1")
 	fl.IntVar(&f.workers, "workers", 0, "goroutines for the local updates (default GOMAXPROCS; the result does not depend on it)")
 	fl.Float64Var(&f.lr, "lr", 0, "local Adam learning rate > 0 (default 7.26e-4, Table 3)")
+	fl.Float64Var(&f.ent, "ent-coef", 0, "entropy bonus coefficient >= 0 (default 0.36, Table 3)")
+	fl.BoolVar(&f.fresh, "fresh-episodes", false, "every user starts a fresh episode (default: user slot i of a batch continues the episode slot i's previous user left running)")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
 	fl.StringVar(&f.plot, "plot", "", "write the learning curve (return vs users) as PNG to this file")
 	return c
@@ -155,6 +159,12 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 			bad("--lr %v: must be finite and > 0", f.lr)
 		}
 		cfg.PPO.Adam.LR = f.lr
+	}
+	if changed("ent-coef") {
+		if !(f.ent >= 0) || math.IsInf(f.ent, 0) {
+			bad("--ent-coef %v: must be finite and >= 0", f.ent)
+		}
+		cfg.PPO.EntropyCoef = f.ent
 	}
 	if f.users < 1 {
 		bad("--users %d: must be >= 1", f.users)
@@ -208,7 +218,7 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 
 	prog := newTrainProgress(a, f.users, res.Epsilon)
 	out, err := policy.Train(cmd.Context(), info.New, cfg, policy.TrainOptions{
-		Users: f.users, Workers: f.workers, Progress: prog.update,
+		Users: f.users, Workers: f.workers, Progress: prog.update, ContinueEpisodes: !f.fresh,
 	}, trainRNG)
 	prog.done()
 	if err != nil {
