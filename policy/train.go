@@ -57,6 +57,12 @@ type TrainOptions struct {
 	// early when the episode ends), so long episodes are seen beyond their
 	// first T steps. false: every user starts a fresh episode.
 	ContinueEpisodes bool
+	// AnnealServerLR decays the server step size linearly over the run, as
+	// CleanRL's PPO anneals its learning rate: update i of n (from 0) uses
+	// eta (1 - i/n), n = ceil(Users/K). The schedule is public, so the
+	// released updates keep their guarantee (post-processing); it damps the
+	// random walk of the noise once the policy has converged.
+	AnnealServerLR bool
 	// Progress, if non-nil, is called on the calling goroutine after every
 	// update. It must be quick; throttle output in it.
 	Progress func(Progress)
@@ -227,6 +233,7 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 		recent = m
 	}
 	addPoint()
+	totalUpdates := (opts.Users + K - 1) / K
 	var ctxErr error
 	for res.Users < opts.Users {
 		if ctxErr = ctx.Err(); ctxErr != nil {
@@ -267,7 +274,11 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 		if err := agg.Release(gTilde); err != nil {
 			return res, err
 		}
-		ApplyUpdate(theta, gTilde, cfg.PPO.ServerLR)
+		eta := cfg.PPO.ServerLR
+		if opts.AnnealServerLR {
+			eta *= 1 - float64(res.Updates)/float64(totalUpdates)
+		}
+		ApplyUpdate(theta, gTilde, eta)
 		for _, w := range workers {
 			w.learner.ResetMoments(gTilde)
 		}

@@ -36,6 +36,12 @@ type trainFlags struct {
 	workers      int
 	lr           float64
 	ent          float64
+	hidden       []int
+	noAdvNorm    bool
+	share        float64
+	epochs       int
+	lambda       float64
+	anneal       bool
 	fresh        bool
 	json         bool
 	plot         string
@@ -110,6 +116,12 @@ production release.`,
 	fl.IntVar(&f.workers, "workers", 0, "goroutines for the local updates (default GOMAXPROCS; the result does not depend on it)")
 	fl.Float64Var(&f.lr, "lr", 0, "local Adam learning rate > 0 (default 7.26e-4, Table 3)")
 	fl.Float64Var(&f.ent, "ent-coef", 0, "entropy bonus coefficient >= 0 (default 0.36, Table 3)")
+	fl.IntSliceVar(&f.hidden, "hidden", nil, "hidden layer widths of both networks (default 64,64, Table 3)")
+	fl.BoolVar(&f.noAdvNorm, "no-adv-norm", false, "do not standardise each user's advantages")
+	fl.Float64Var(&f.share, "policy-share", 0, "share f of the squared clipping norm given to the policy block (default 0.8; the critic gets 1-f)")
+	fl.IntVar(&f.epochs, "epochs", 0, "local epochs E >= 1 (default 8, Table 3)")
+	fl.Float64Var(&f.lambda, "gae-lambda", 0, "GAE lambda in [0, 1] (default 0.85, Table 3)")
+	fl.BoolVar(&f.anneal, "anneal", false, "decay the server step size linearly to 0 over the run (public schedule)")
 	fl.BoolVar(&f.fresh, "fresh-episodes", false, "every user starts a fresh episode (default: user slot i of a batch continues the episode slot i's previous user left running)")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
 	fl.StringVar(&f.plot, "plot", "", "write the learning curve (return vs users) as PNG to this file")
@@ -166,6 +178,34 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 		}
 		cfg.PPO.EntropyCoef = f.ent
 	}
+	if changed("hidden") {
+		for _, h := range f.hidden {
+			if h < 1 {
+				bad("--hidden %v: widths must be >= 1", f.hidden)
+				break
+			}
+		}
+		cfg.PPO.Hidden = f.hidden
+	}
+	cfg.PPO.NormalizeAdvantages = !f.noAdvNorm
+	if changed("policy-share") {
+		if !(f.share > 0 && f.share < 1) || f.algo != "dppg" {
+			bad("--policy-share %v: must be in (0, 1), with --algo dppg", f.share)
+		}
+		cfg.DP.PolicyClipShare = f.share
+	}
+	if changed("epochs") {
+		if f.epochs < 1 {
+			bad("--epochs %d: must be >= 1", f.epochs)
+		}
+		cfg.PPO.Epochs = f.epochs
+	}
+	if changed("gae-lambda") {
+		if !(f.lambda >= 0 && f.lambda <= 1) {
+			bad("--gae-lambda %v: must be in [0, 1]", f.lambda)
+		}
+		cfg.PPO.Lambda = f.lambda
+	}
 	if f.users < 1 {
 		bad("--users %d: must be >= 1", f.users)
 	}
@@ -218,7 +258,7 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 
 	prog := newTrainProgress(a, f.users, res.Epsilon)
 	out, err := policy.Train(cmd.Context(), info.New, cfg, policy.TrainOptions{
-		Users: f.users, Workers: f.workers, Progress: prog.update, ContinueEpisodes: !f.fresh,
+		Users: f.users, Workers: f.workers, Progress: prog.update, ContinueEpisodes: !f.fresh, AnnealServerLR: f.anneal,
 	}, trainRNG)
 	prog.done()
 	if err != nil {
