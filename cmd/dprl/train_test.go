@@ -11,7 +11,7 @@ import (
 )
 
 func TestTrainJSON(t *testing.T) {
-	code, out, stderr := runCLI(t, "train", "--env", "cartpole", "--users", "24", "--seed", "3", "--eval-episodes", "2", "--json", "--log-level", "disabled")
+	code, out, stderr := runCLI(t, "train", "--env", "cartpole", "--users", "24", "--K", "8", "--seed", "3", "--eval-episodes", "2", "--json", "--log-level", "disabled")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -34,7 +34,7 @@ func TestTrainJSON(t *testing.T) {
 		t.Errorf("epsilon %v for z = 1, delta 1e-5, want 4.377", eps)
 	}
 	// Same seed, same result.
-	_, out2, _ := runCLI(t, "train", "--env", "cartpole", "--users", "24", "--seed", "3", "--eval-episodes", "2", "--json", "--log-level", "disabled")
+	_, out2, _ := runCLI(t, "train", "--env", "cartpole", "--users", "24", "--K", "8", "--seed", "3", "--eval-episodes", "2", "--json", "--log-level", "disabled")
 	var r2 map[string]any
 	if err := json.Unmarshal([]byte(out2), &r2); err != nil {
 		t.Fatal(err)
