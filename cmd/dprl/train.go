@@ -99,7 +99,7 @@ stdout (text or --json); --plot writes the learning curve as PNG.
 
 The defaults differ from the paper's Table 3 where that was measured to be
 needed here (see policy/REPRODUCE.md): 16x16 networks, K = 32, S = 0.2,
-E = 2, entropy 0.01, advantages not standardised; --hidden 64,64 --K 8
+E = 3, entropy 0.01, advantages not standardised; --hidden 64,64 --K 8
 --clip 0.05 --epochs 8 --ent-coef 0.36 --adv-norm restores Table 3.
 
 The noise comes from a seeded generator: this is a simulation, not a
@@ -126,7 +126,7 @@ production release.`,
 	fl.IntSliceVar(&f.hidden, "hidden", []int{16, 16}, "hidden layer widths of both networks (Table 3: 64,64)")
 	fl.BoolVar(&f.advNorm, "adv-norm", false, "standardise each user's advantages (mean 0, std 1) before the local epochs")
 	fl.Float64Var(&f.share, "policy-share", 0.8, "share f of the squared clipping norm given to the policy block; the critic gets 1-f (dppg only)")
-	fl.IntVar(&f.epochs, "epochs", 2, "local epochs E >= 1 (Table 3: 8)")
+	fl.IntVar(&f.epochs, "epochs", 3, "local epochs E >= 1 (Table 3: 8)")
 	fl.Float64Var(&f.lambda, "gae-lambda", 0.85, "GAE lambda in [0, 1] (Table 3)")
 	fl.BoolVar(&f.anneal, "anneal", false, "decay the server step size linearly to 0 over the run (public schedule)")
 	fl.BoolVar(&f.fresh, "fresh-episodes", false, "every user starts a fresh episode (default: user slot i of a batch continues the episode slot i's previous user left running)")
@@ -138,12 +138,12 @@ production release.`,
 // trainDefaultConfig is the configuration of dprl train before flags: Table
 // 3's control column (policy.DefaultControlConfig) with the changes measured
 // to reach CartPole's 475 at z = 1 within 10,000 users on this code base
-// (policy/REPRODUCE.md): 16x16 networks, K = 32, S = 0.2, E = 2 local epochs,
+// (policy/REPRODUCE.md): 16x16 networks, K = 32, S = 0.2, E = 3 local epochs,
 // entropy 0.01, advantages not standardised per user.
 func trainDefaultConfig() policy.Config {
 	cfg := policy.DefaultControlConfig()
 	cfg.PPO.Hidden = []int{16, 16}
-	cfg.PPO.Epochs = 2
+	cfg.PPO.Epochs = 3
 	cfg.PPO.EntropyCoef = 0.01
 	cfg.PPO.NormalizeAdvantages = false
 	cfg.DP.UsersPerUpdate = 32

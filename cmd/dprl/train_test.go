@@ -122,3 +122,29 @@ func TestTrainBadFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestTrainCartPoleLong is the acceptance run of the defaults (DPRL_LONG=1):
+// DPPG with z = 1 (epsilon 4.377 at delta 1e-5) must reach a mean return of
+// 475 on CartPole within 10,000 users with seed 1 (measured: 500; other seeds
+// in policy/REPRODUCE.md).
+func TestTrainCartPoleLong(t *testing.T) {
+	if os.Getenv("DPRL_LONG") == "" {
+		t.Skip("set DPRL_LONG=1 to run")
+	}
+	code, out, stderr := runCLI(t, "train", "--seed", "1", "--json", "--log-level", "disabled")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r struct {
+		EvalMean float64 `json:"eval_mean"`
+		Epsilon  float64 `json:"epsilon"`
+		Users    int     `json:"users"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("eval %.2f at epsilon %.4f after %d users", r.EvalMean, r.Epsilon, r.Users)
+	if r.EvalMean < 475 || r.Epsilon > 5 || r.Users > 10000 {
+		t.Errorf("eval %.2f at epsilon %.4f after %d users, want >= 475 at <= 5 within 10,000", r.EvalMean, r.Epsilon, r.Users)
+	}
+}
