@@ -185,6 +185,12 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 	if len(s.Theta) != n {
 		return nil, fmt.Errorf("policy: snapshot: theta has %d values, want %d", len(s.Theta), n)
 	}
+	if err := checkActionCounts(s.Spec); err != nil {
+		return nil, fmt.Errorf("policy: snapshot: %w", err)
+	}
+	if err := s.DP.Validate(); err != nil {
+		return nil, fmt.Errorf("policy: snapshot: %w", err)
+	}
 	for i, x := range s.Theta {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil, fmt.Errorf("policy: snapshot: theta[%d] = %v", i, x)
@@ -298,8 +304,8 @@ func (s *Snapshot) UnmarshalBinary(data []byte) error {
 	if err != nil {
 		return corrupt("%v", err)
 	}
-	if out.Spec.Kind == ActionDiscrete && out.Spec.ActionDim != 0 || out.Spec.Kind == ActionContinuous && out.Spec.NumActions != 0 {
-		return corrupt("spec %+v sets both action counts", out.Spec)
+	if err := checkActionCounts(out.Spec); err != nil {
+		return corrupt("%v", err)
 	}
 	if err := size(2, 8); err != nil {
 		return err
@@ -332,6 +338,15 @@ func (s *Snapshot) UnmarshalBinary(data []byte) error {
 		out.Theta[i] = x
 	}
 	*s = out
+	return nil
+}
+
+// checkActionCounts rejects a Spec that sets the action count of the other
+// kind, which a snapshot could not round-trip canonically.
+func checkActionCounts(s Spec) error {
+	if s.Kind == ActionDiscrete && s.ActionDim != 0 || s.Kind == ActionContinuous && s.NumActions != 0 {
+		return fmt.Errorf("spec %+v sets the action count of the other kind", s)
+	}
 	return nil
 }
 

@@ -157,6 +157,16 @@ func TestSnapshotMarshalRejectsInvalid(t *testing.T) {
 	if _, err := s.MarshalBinary(); err == nil {
 		t.Error("short theta marshalled")
 	}
+	s = testSnapshot(t, Spec{ObsDim: 4, Kind: ActionDiscrete, NumActions: 2}, []int{8})
+	s.Spec.ActionDim = 3
+	if _, err := s.MarshalBinary(); err == nil {
+		t.Error("spec with both action counts marshalled")
+	}
+	s.Spec.ActionDim = 0
+	s.DP.Mode = ModeUnset
+	if _, err := s.MarshalBinary(); err == nil {
+		t.Error("invalid DP config marshalled")
+	}
 	if _, err := NewSnapshot(s.Spec, DefaultControlConfig(), 1, []float64{1}); err == nil {
 		t.Error("NewSnapshot accepted a short theta")
 	}
