@@ -112,3 +112,35 @@ func TestTrainContinuousSmoke(t *testing.T) {
 		}
 	}
 }
+
+func TestTrainSnapshotServes(t *testing.T) {
+	cfg := smokeConfig()
+	res, err := Train(context.Background(), cartpole, cfg, TrainOptions{Users: 16}, rand.New(rand.NewPCG(4, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := NewSnapshot(res.Spec, cfg, uint64(res.Updates), res.Theta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := snap.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := UnmarshalSnapshot(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := got.CheckCompatible(res.Spec, cfg.PPO.Hidden); err != nil {
+		t.Fatal(err)
+	}
+	actor, err := NewActor(got.Spec, got.Hidden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, _ := Evaluate(sims.NewCartPole(), actor, res.Theta, 3, rand.New(rand.NewPCG(5, 5)))
+	m2, _ := Evaluate(sims.NewCartPole(), actor, got.Theta, 3, rand.New(rand.NewPCG(5, 5)))
+	if m1 != m2 || got.Version != 2 || got.Config != ConfigHash(cfg) {
+		t.Fatalf("restored policy differs: %v vs %v, version %d", m1, m2, got.Version)
+	}
+}
