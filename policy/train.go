@@ -128,18 +128,20 @@ type episodeSlot struct {
 }
 
 // Train runs DPPG (Algorithm 2; PPO when cfg.DP.Mode is ModePPO) in process
-// against simulated users. Each user u starts a fresh episode of its own
-// environment instance and runs the current policy for at most T =
-// cfg.PPO.StepsPerUser steps: its trajectory ends early, terminal, when the
-// episode terminates, and is otherwise truncated (bootstrapped from V) after
-// T steps or at the environment's step limit. Its local update (Algorithm 3)
+// against opts.Users simulated users. Each user u runs the current policy for
+// at most T = cfg.PPO.StepsPerUser steps of one episode, a fresh one or, with
+// opts.ContinueEpisodes, the one its batch slot left running: its trajectory
+// ends early, terminal, when the episode terminates, and is otherwise
+// truncated (bootstrapped from V) after T steps or at the environment's step
+// limit. A user's data enters exactly one update. Its local update (Algorithm 3)
 // is computed from the policy version of its batch; every K users the
 // aggregator releases g~ = (1/K) sum g_u + N(0, (zS/K)^2 I), theta <- theta +
 // eta g~, and every learner's Adam moments are reset from g~.
 //
-// Every random draw derives from rng: the initialisation, the noise source
-// and one seed from which user u's own generator (environment and action
-// sampling, minibatch shuffles) is derived as PCG(seed, u). The result is
+// Every random draw derives from rng: the initialisation, the noise source,
+// the learning-curve evaluations, the continuing episodes' environment
+// generators and one seed from which user u's own generator (environment and
+// action sampling, minibatch shuffles) is derived as PCG(seed, u). The result is
 // therefore a function of rng's state alone, whatever Workers is and however
 // goroutines are scheduled (updates are summed in user order).
 //
