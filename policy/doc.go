@@ -2,7 +2,9 @@
 // Rio et al., ALGORITHMS.md section 1): tanh MLPs over a flat parameter vector,
 // categorical and diagonal Gaussian action heads, Adam, GAE(lambda), the
 // per-user PPO local update (Algorithm 3) and the DP aggregation of K clipped
-// local updates with Gaussian noise (Algorithm 2).
+// local updates with Gaussian noise (Algorithm 2). Train runs the whole of
+// Algorithm 2 in process against simulated users (package sims); Snapshot is
+// the versioned, checksummed binary form of a released policy.
 //
 // # Privacy
 //

@@ -14,10 +14,8 @@ import (
 	"dprl/sims"
 )
 
-func cartpole() sims.Env { return sims.NewCartPole() }
-
-// smokeConfig is a short run for the smoke tests.
-func smokeConfig() DPSGDConfig {
+// dpsgdSmokeConfig is a short run for the smoke tests.
+func dpsgdSmokeConfig() DPSGDConfig {
 	c := DefaultDPSGDConfig()
 	c.EvalEpisodes = 10
 	c.Reinforce.Updates = 25
@@ -82,16 +80,16 @@ func TestDPSGDConfigValidate(t *testing.T) {
 func TestTrainDPSGDRejects(t *testing.T) {
 	rng := testRNG(t)
 	ctx := context.Background()
-	if _, err := TrainDPSGD(ctx, "dpsgd-a2c", cartpole, smokeConfig(), rng, nil); !errors.Is(err, ErrUnknownDPSGDAlgo) {
+	if _, err := TrainDPSGD(ctx, "dpsgd-a2c", cartpole, dpsgdSmokeConfig(), rng, nil); !errors.Is(err, ErrUnknownDPSGDAlgo) {
 		t.Errorf("unknown algo: %v", err)
 	}
-	if _, err := TrainDPSGD(ctx, AlgoDPSGDDQN, func() sims.Env { return sims.NewPendulum() }, smokeConfig(), rng, nil); err == nil {
+	if _, err := TrainDPSGD(ctx, AlgoDPSGDDQN, func() sims.Env { return sims.NewPendulum() }, dpsgdSmokeConfig(), rng, nil); err == nil {
 		t.Error("continuous actions accepted")
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	for _, algo := range []string{AlgoDPSGDReinforce, AlgoDPSGDDQN} {
-		if _, err := TrainDPSGD(cctx, algo, cartpole, smokeConfig(), rng, nil); !errors.Is(err, context.Canceled) {
+		if _, err := TrainDPSGD(cctx, algo, cartpole, dpsgdSmokeConfig(), rng, nil); !errors.Is(err, context.Canceled) {
 			t.Errorf("%s: cancelled context: %v", algo, err)
 		}
 	}
@@ -177,7 +175,7 @@ func TestDPSGDSmoke(t *testing.T) {
 	for _, algo := range []string{AlgoDPSGDReinforce, AlgoDPSGDDQN} {
 		t.Run(algo, func(t *testing.T) {
 			calls := 0
-			res, err := TrainDPSGD(context.Background(), algo, cartpole, smokeConfig(), rand.New(rand.NewPCG(*seedFlag, 7)),
+			res, err := TrainDPSGD(context.Background(), algo, cartpole, dpsgdSmokeConfig(), rand.New(rand.NewPCG(*seedFlag, 7)),
 				func(p DPSGDProgress) { calls++ })
 			if err != nil {
 				t.Fatal(err)
@@ -198,7 +196,7 @@ func TestDPSGDSmoke(t *testing.T) {
 }
 
 func TestDPSGDDeterministic(t *testing.T) {
-	c := smokeConfig()
+	c := dpsgdSmokeConfig()
 	c.Reinforce.Updates = 3
 	c.Reinforce.EpisodesPerUpdate = 4
 	c.DQN.Steps = 800

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestTrainJSON(t *testing.T) {
+	code, out, stderr := runCLI(t, "train", "--env", "cartpole", "--users", "24", "--K", "8", "--seed", "3", "--eval-episodes", "2", "--json", "--log-level", "disabled")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if stderr != "" {
+		t.Errorf("stderr not empty with --log-level disabled: %q", stderr)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	for _, k := range []string{"eval_mean", "eval_std", "epsilon", "delta", "z", "users", "updates", "seconds", "steps_per_second", "method", "seed", "curve"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	if r["method"] != "dppg" || r["users"] != 24.0 || r["updates"] != 3.0 || r["seeded"] != true {
+		t.Errorf("method %v users %v updates %v seeded %v", r["method"], r["users"], r["updates"], r["seeded"])
+	}
+	if eps := r["epsilon"].(float64); eps < 4.37 || eps > 4.38 {
+		t.Errorf("epsilon %v for z = 1, delta 1e-5, want 4.377", eps)
+	}
+	// Same seed, same result.
+	_, out2, _ := runCLI(t, "train", "--env", "cartpole", "--users", "24", "--K", "8", "--seed", "3", "--eval-episodes", "2", "--json", "--log-level", "disabled")
+	var r2 map[string]any
+	if err := json.Unmarshal([]byte(out2), &r2); err != nil {
+		t.Fatal(err)
+	}
+	if r["eval_mean"] != r2["eval_mean"] || r["eval_std"] != r2["eval_std"] {
+		t.Errorf("seeded runs differ: %v vs %v", r["eval_mean"], r2["eval_mean"])
+	}
+}
+
+func TestTrainPPOText(t *testing.T) {
+	code, out, stderr := runCLI(t, "train", "--algo", "ppo", "--env", "acrobot", "--users", "8", "--eval-episodes", "1", "--log-level", "disabled")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "acrobot ppo: eval return") || !strings.Contains(out, "non-private") {
+		t.Errorf("text output: %q", out)
+	}
+	code, out, _ = runCLI(t, "train", "--algo", "ppo", "--users", "8", "--eval-episodes", "1", "--json", "--log-level", "disabled")
+	var r map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
+		t.Fatalf("exit %d, output %q", code, out)
+	}
+	if v, ok := r["epsilon"]; !ok || v != nil {
+		t.Errorf("ppo epsilon %v, want null", v)
+	}
+}
+
+func TestTrainProgressLog(t *testing.T) {
+	code, _, stderr := runCLI(t, "train", "--users", "16", "--eval-episodes", "1", "--log-format", "json", "--log-level", "info")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, `"message":"training"`) || !strings.Contains(stderr, `"epsilon"`) {
+		t.Errorf("no progress line on stderr: %q", stderr)
+	}
+}
+
+func TestTrainPlot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "curve.png")
+	code, _, stderr := runCLI(t, "train", "--users", "32", "--seed", "1", "--eval-episodes", "1", "--plot", path, "--log-level", "disabled")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("not a PNG: %v", err)
+	}
+	if r := img.Bounds(); r.Dx() < 100 || r.Dy() < 100 {
+		t.Errorf("image %v", r)
+	}
+}
+
+func TestTrainBadFlags(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		text string
+	}{
+		{"unknown env", []string{"--env", "pong"}, "valid: cartpole, acrobot"},
+		{"negative z", []string{"--z", "-1"}, "--z -1"},
+		{"zero z", []string{"--z", "0"}, "--algo ppo"},
+		{"K zero", []string{"--K", "0"}, "--K 0"},
+		{"ppo with z", []string{"--algo", "ppo", "--z", "1"}, "--algo ppo adds no noise"},
+		{"ppo with clip", []string{"--algo", "ppo", "--clip", "0.1"}, "does not clip"},
+		{"unknown algo", []string{"--algo", "sac"}, "want dppg or ppo"},
+		{"users zero", []string{"--users", "0"}, "--users 0"},
+		{"delta", []string{"--delta", "1"}, "--delta 1"},
+		{"clip", []string{"--clip", "0"}, "--clip 0"},
+		{"eval episodes", []string{"--eval-episodes", "0"}, "--eval-episodes 0"},
+		{"positional", []string{"cartpole"}, "unexpected argument"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, append([]string{"train"}, c.args...)...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want 2 (stderr %q)", code, stderr)
+			}
+			if !strings.Contains(stderr, c.text) {
+				t.Errorf("stderr %q lacks %q", stderr, c.text)
+			}
+		})
+	}
+}
+
+// TestTrainCartPoleLong is the acceptance run of the defaults (DPRL_LONG=1):
+// DPPG with z = 1 (epsilon 4.377 at delta 1e-5) must reach a mean return of
+// 475 on CartPole within 10,000 users with seed 1 (measured: 500; other seeds
+// in policy/REPRODUCE.md).
+func TestTrainCartPoleLong(t *testing.T) {
+	if os.Getenv("DPRL_LONG") == "" {
+		t.Skip("set DPRL_LONG=1 to run")
+	}
+	code, out, stderr := runCLI(t, "train", "--seed", "1", "--json", "--log-level", "disabled")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r struct {
+		EvalMean float64 `json:"eval_mean"`
+		Epsilon  float64 `json:"epsilon"`
+		Users    int     `json:"users"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("eval %.2f at epsilon %.4f after %d users", r.EvalMean, r.Epsilon, r.Users)
+	if r.EvalMean < 475 || r.Epsilon > 5 || r.Users > 10000 {
+		t.Errorf("eval %.2f at epsilon %.4f after %d users, want >= 475 at <= 5 within 10,000", r.EvalMean, r.Epsilon, r.Users)
+	}
+}

@@ -1,0 +1,424 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+
+	"dprl/sims"
+)
+
+// SpecOf returns the policy Spec matching env's observation and action
+// spaces. The observation space must be a box; a discrete action space gives a
+// categorical policy, a box a diagonal Gaussian one.
+func SpecOf(env sims.Env) (Spec, error) {
+	obsSpace, as := env.ObservationSpace(), env.ActionSpace()
+	if obsSpace.Kind != sims.Box {
+		return Spec{}, fmt.Errorf("policy: observation space is %v, want a box", obsSpace.Kind)
+	}
+	s := Spec{ObsDim: obsSpace.Dim()}
+	switch as.Kind {
+	case sims.Discrete:
+		s.Kind, s.NumActions = ActionDiscrete, as.N
+	case sims.Box:
+		s.Kind, s.ActionDim = ActionContinuous, as.Dim()
+	default:
+		return Spec{}, fmt.Errorf("policy: action space kind %v", as.Kind)
+	}
+	return s, s.Validate()
+}
+
+// TrainOptions configures an in-process training run (Train).
+type TrainOptions struct {
+	// Users is the number of simulated users, each contributing one
+	// trajectory to one update, >= 1. The last batch may hold fewer than K
+	// users; it is released with the fixed denominator K.
+	Users int
+	// Workers is the number of goroutines computing the local updates of a
+	// batch, each with its own Learner and environment. 0 means
+	// runtime.GOMAXPROCS(0). The result does not depend on it.
+	Workers int
+	// CurveEvery is the number of users between two points of the learning
+	// curve. 0 means about 50 points over the run. It is rounded up to a
+	// multiple of K, so that points fall between updates.
+	CurveEvery int
+	// CurveEpisodes is the number of evaluation episodes per curve point
+	// (actions sampled from the policy, as Evaluate). 0 means 5.
+	CurveEpisodes int
+	// ContinueEpisodes makes user slot i of every batch (i < K) continue the
+	// episode the same slot's previous user left unfinished, as a vectorised
+	// PPO implementation does with K environments: a user's trajectory is
+	// then the next segment of at most T steps of a running episode (ending
+	// early when the episode ends), so long episodes are seen beyond their
+	// first T steps. false: every user starts a fresh episode.
+	ContinueEpisodes bool
+	// AnnealServerLR decays the server step size linearly over the run, as
+	// CleanRL's PPO anneals its learning rate: update i of n (from 0) uses
+	// eta (1 - i/n), n = ceil(Users/K). The schedule is public, so the
+	// released updates keep their guarantee (post-processing); it damps the
+	// random walk of the noise once the policy has converged.
+	AnnealServerLR bool
+	// Progress, if non-nil, is called on the calling goroutine after every
+	// update. It must be quick; throttle output in it.
+	Progress func(Progress)
+}
+
+// Progress is a snapshot of a running Train, passed to TrainOptions.Progress.
+type Progress struct {
+	Users   int           // users processed so far
+	Updates int           // releases (DP updates) so far
+	Steps   int64         // environment steps taken by users so far
+	Elapsed time.Duration // wall time since Train started
+	// RecentReturn is the mean return of the most recent learning-curve
+	// point (NaN before the first).
+	RecentReturn float64
+}
+
+// CurvePoint is one point of the learning curve: the mean and standard
+// deviation of the undiscounted return of the policy after Users users.
+type CurvePoint struct {
+	Users  int     `json:"users"`
+	Mean   float64 `json:"mean"`
+	Std    float64 `json:"std"`
+	Update int     `json:"update"`
+}
+
+// Result is the outcome of Train.
+type Result struct {
+	Spec  Spec
+	Theta []float64 // final joint parameters [policy; value]
+	// Users, Updates and Steps count what was processed (fewer than asked
+	// if the context was cancelled).
+	Users, Updates int
+	Steps          int64
+	// Skipped counts users whose local update was not finite; each was
+	// aggregated as a zero vector (within the sensitivity bound).
+	Skipped int
+	Curve   []CurvePoint
+	Elapsed time.Duration
+}
+
+// trainWorker owns everything one goroutine needs for a user.
+type trainWorker struct {
+	learner *Learner
+	actor   *Actor
+	env     sims.Env
+	pcg     *rand.PCG
+	rng     *rand.Rand
+	tr      Trajectory
+	act     sims.Action
+	T       int
+	steps   int64
+	err     error
+}
+
+// episodeSlot is one running episode of ContinueEpisodes: its own
+// environment, the generator it keeps for its transitions, and the current
+// observation.
+type episodeSlot struct {
+	env     sims.Env
+	rng     *rand.Rand
+	obs     []float64
+	running bool
+}
+
+// Train runs DPPG (Algorithm 2; PPO when cfg.DP.Mode is ModePPO) in process
+// against opts.Users simulated users. Each user u runs the current policy for
+// at most T = cfg.PPO.StepsPerUser steps of one episode, a fresh one or, with
+// opts.ContinueEpisodes, the one its batch slot left running: its trajectory
+// ends early, terminal, when the episode terminates, and is otherwise
+// truncated (bootstrapped from V) after T steps or at the environment's step
+// limit. A user's data enters exactly one update. Its local update (Algorithm 3)
+// is computed from the policy version of its batch; every K users the
+// aggregator releases g~ = (1/K) sum g_u + N(0, (zS/K)^2 I), theta <- theta +
+// eta g~, and every learner's Adam moments are reset from g~.
+//
+// Every random draw derives from rng: the initialisation, the noise source,
+// the learning-curve evaluations, the continuing episodes' environment
+// generators and one seed from which user u's own generator (environment and
+// action sampling, minibatch shuffles) is derived as PCG(seed, u). The result is
+// therefore a function of rng's state alone, whatever Workers is and however
+// goroutines are scheduled (updates are summed in user order).
+//
+// Simulation only: the noise comes from rng, so a seeded run is not a
+// production release. On context cancellation Train returns what it has
+// with the context's error.
+func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOptions, rng *rand.Rand) (Result, error) {
+	start := time.Now()
+	if newEnv == nil || rng == nil {
+		return Result{}, errors.New("policy: train: nil environment factory or rng")
+	}
+	if opts.Users < 1 {
+		return Result{}, fmt.Errorf("policy: train: users = %d, must be >= 1", opts.Users)
+	}
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	env0 := newEnv()
+	spec, err := SpecOf(env0)
+	if err != nil {
+		return Result{}, err
+	}
+	K := cfg.DP.UsersPerUpdate
+	W := opts.Workers
+	if W <= 0 {
+		W = runtime.GOMAXPROCS(0)
+	}
+	W = min(W, K)
+	curveEvery := opts.CurveEvery
+	if curveEvery <= 0 {
+		curveEvery = max(1, opts.Users/50)
+	}
+	curveEvery = (curveEvery + K - 1) / K * K
+	curveEpisodes := opts.CurveEpisodes
+	if curveEpisodes <= 0 {
+		curveEpisodes = 5
+	}
+
+	initSeed, noiseSeed, userSeed, evalSeed := rng.Uint64(), rng.Uint64(), rng.Uint64(), rng.Uint64()
+	workers := make([]*trainWorker, W)
+	for i := range workers {
+		l, err := NewLearner(spec, cfg)
+		if err != nil {
+			return Result{}, err
+		}
+		a, err := NewActor(spec, cfg.PPO.Hidden)
+		if err != nil {
+			return Result{}, err
+		}
+		env := env0
+		if i > 0 {
+			env = newEnv()
+		}
+		pcg := rand.NewPCG(userSeed, 0)
+		w := &trainWorker{learner: l, actor: a, env: env, pcg: pcg, rng: rand.New(pcg), T: cfg.PPO.StepsPerUser}
+		w.allocTrajectory(spec, cfg.PPO.StepsPerUser)
+		workers[i] = w
+	}
+	l0 := workers[0].learner
+	n, nPi := l0.NumParams(), l0.NumPolicyParams()
+	theta := make([]float64, n)
+	l0.Init(theta, rand.New(rand.NewPCG(initSeed, 0)))
+	agg, err := NewAggregator(cfg.DP, nPi, n-nPi, rand.New(rand.NewPCG(noiseSeed, 0)))
+	if err != nil {
+		return Result{}, err
+	}
+	evalEnv := newEnv()
+	evalActor, err := NewActor(spec, cfg.PPO.Hidden)
+	if err != nil {
+		return Result{}, err
+	}
+	var slots []*episodeSlot
+	if opts.ContinueEpisodes {
+		slots = make([]*episodeSlot, K)
+		for i := range slots {
+			slots[i] = &episodeSlot{env: newEnv(), rng: rand.New(rand.NewPCG(userSeed^0x5107, uint64(i))), obs: make([]float64, spec.ObsDim)}
+		}
+	}
+	gus := make([][]float64, K)
+	for i := range gus {
+		gus[i] = make([]float64, n)
+	}
+	ok := make([]bool, K)
+	gTilde := make([]float64, n)
+
+	res := Result{Spec: spec}
+	recent := math.NaN()
+	addPoint := func() {
+		m, s := Evaluate(evalEnv, evalActor, theta, curveEpisodes, rand.New(rand.NewPCG(evalSeed, uint64(res.Updates))))
+		res.Curve = append(res.Curve, CurvePoint{Users: res.Users, Mean: m, Std: s, Update: res.Updates})
+		recent = m
+	}
+	addPoint()
+	totalUpdates := (opts.Users + K - 1) / K
+	var ctxErr error
+	for res.Users < opts.Users {
+		if ctxErr = ctx.Err(); ctxErr != nil {
+			break
+		}
+		batch := min(K, opts.Users-res.Users)
+		first := res.Users
+		var wg sync.WaitGroup
+		for wi, w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for slot := wi; slot < batch; slot += W {
+					var es *episodeSlot
+					if slots != nil {
+						es = slots[slot]
+					}
+					ok[slot] = w.user(gus[slot], theta, uint64(first+slot), userSeed, es)
+				}
+			}()
+		}
+		wg.Wait()
+		for _, w := range workers {
+			if w.err != nil {
+				return res, w.err
+			}
+		}
+		for slot := range batch {
+			g := gus[slot]
+			if !ok[slot] {
+				clear(g)
+				res.Skipped++
+			}
+			if err := agg.Add(g); err != nil {
+				return res, err
+			}
+		}
+		if err := agg.Release(gTilde); err != nil {
+			return res, err
+		}
+		eta := cfg.PPO.ServerLR
+		if opts.AnnealServerLR {
+			eta *= 1 - float64(res.Updates)/float64(totalUpdates)
+		}
+		ApplyUpdate(theta, gTilde, eta)
+		for _, w := range workers {
+			w.learner.ResetMoments(gTilde)
+		}
+		res.Users += batch
+		res.Updates++
+		res.Steps = 0
+		for _, w := range workers {
+			res.Steps += w.steps
+		}
+		if res.Users%curveEvery == 0 || res.Users == opts.Users {
+			addPoint()
+		}
+		if opts.Progress != nil {
+			opts.Progress(Progress{Users: res.Users, Updates: res.Updates, Steps: res.Steps, Elapsed: time.Since(start), RecentReturn: recent})
+		}
+	}
+	res.Theta = theta
+	res.Elapsed = time.Since(start)
+	return res, ctxErr
+}
+
+func (w *trainWorker) allocTrajectory(spec Spec, T int) {
+	w.tr = Trajectory{
+		Obs:      make([]float64, (T+1)*spec.ObsDim),
+		Rewards:  make([]float64, T),
+		LogProbs: make([]float64, T),
+	}
+	if spec.Kind == ActionDiscrete {
+		w.tr.Actions = make([]int, T)
+	} else {
+		w.tr.ContActions = make([]float64, T*spec.ActionDim)
+		w.act.Vec = make([]float64, spec.ActionDim)
+	}
+}
+
+// user runs user u: at most T steps under theta of a fresh episode (es nil)
+// or of the slot's running episode, then the local update into gu. It
+// reports false if the update was not finite; other errors are kept in w.err.
+func (w *trainWorker) user(gu, theta []float64, u, seed uint64, es *episodeSlot) bool {
+	w.pcg.Seed(seed, u)
+	spec := w.learner.Spec()
+	T := w.T
+	od := spec.ObsDim
+	full := w.tr
+	obs := full.Obs
+	env := w.env
+	if es == nil {
+		env.Reset(w.rng, obs[:od])
+	} else {
+		env = es.env
+		if !es.running {
+			env.Reset(es.rng, es.obs)
+			es.running = true
+		}
+		copy(obs[:od], es.obs)
+	}
+	t, terminal, ended := 0, false, false
+	for t < T {
+		cur, next := obs[t*od:(t+1)*od], obs[(t+1)*od:(t+2)*od]
+		if spec.Kind == ActionDiscrete {
+			full.Actions[t], full.LogProbs[t] = w.actor.ActDiscrete(w.rng, theta, cur)
+			w.act.Index = full.Actions[t]
+		} else {
+			a := full.ContActions[t*spec.ActionDim : (t+1)*spec.ActionDim]
+			full.LogProbs[t] = w.actor.ActContinuous(a, w.rng, theta, cur)
+			copy(w.act.Vec, a)
+		}
+		copy(next, cur)
+		r, term, trunc := env.Step(w.act, next)
+		full.Rewards[t] = r
+		t++
+		if term || trunc {
+			terminal, ended = term, true
+			break
+		}
+	}
+	w.steps += int64(t)
+	if es != nil {
+		es.running = !ended
+		copy(es.obs, obs[t*od:(t+1)*od])
+	}
+	tr := Trajectory{
+		Obs:      obs[:t*od],
+		Rewards:  full.Rewards[:t],
+		LogProbs: full.LogProbs[:t],
+		FinalObs: obs[t*od : (t+1)*od],
+		Terminal: terminal,
+	}
+	if spec.Kind == ActionDiscrete {
+		tr.Actions = full.Actions[:t]
+	} else {
+		tr.ContActions = full.ContActions[:t*spec.ActionDim]
+	}
+	err := w.learner.LocalUpdate(gu, theta, &tr, w.rng)
+	if errors.Is(err, ErrNonFinite) {
+		return false
+	}
+	if err != nil {
+		w.err = err
+		return false
+	}
+	return true
+}
+
+// Evaluate runs episodes full episodes of env under the policy block of theta,
+// sampling actions from the policy (the DPPG paper's protocol: 20 episodes),
+// and returns the mean and the population standard deviation of the
+// undiscounted returns. Every draw comes from rng. It panics if episodes < 1.
+func Evaluate(env sims.Env, actor *Actor, theta []float64, episodes int, rng *rand.Rand) (mean, std float64) {
+	if episodes < 1 {
+		panic("policy: evaluate: episodes < 1")
+	}
+	spec := actor.spec
+	obs := make([]float64, spec.ObsDim)
+	var act sims.Action
+	if spec.Kind == ActionContinuous {
+		act.Vec = make([]float64, spec.ActionDim)
+	}
+	var sum, sumSq float64
+	for range episodes {
+		env.Reset(rng, obs)
+		ret := 0.0
+		for {
+			if spec.Kind == ActionDiscrete {
+				act.Index, _ = actor.ActDiscrete(rng, theta, obs)
+			} else {
+				actor.ActContinuous(act.Vec, rng, theta, obs)
+			}
+			r, term, trunc := env.Step(act, obs)
+			ret += r
+			if term || trunc {
+				break
+			}
+		}
+		sum += ret
+		sumSq += ret * ret
+	}
+	mean = sum / float64(episodes)
+	v := sumSq/float64(episodes) - mean*mean
+	return mean, math.Sqrt(max(v, 0))
+}

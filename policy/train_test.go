@@ -1,0 +1,146 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"dprl/sims"
+)
+
+func cartpole() sims.Env { return sims.NewCartPole() }
+
+// smokeConfig is a quick-learning PPO-mode configuration for short tests.
+func smokeConfig() Config {
+	cfg := DefaultControlConfig()
+	cfg.PPO.Hidden = []int{32, 32}
+	cfg.PPO.EntropyCoef = 0.01
+	cfg.DP = DPConfig{Mode: ModePPO, UsersPerUpdate: 8}
+	return cfg
+}
+
+func TestTrainImprovesOverRandom(t *testing.T) {
+	cfg := smokeConfig()
+	users := 400
+	if raceEnabled {
+		users = 160
+	}
+	res, err := Train(context.Background(), cartpole, cfg, TrainOptions{Users: users}, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Users != users || res.Updates != users/8 || res.Steps <= 0 || len(res.Curve) < 2 {
+		t.Fatalf("counts: %d users, %d updates, %d steps, %d curve points", res.Users, res.Updates, res.Steps, len(res.Curve))
+	}
+	actor, err := NewActor(res.Spec, cfg.PPO.Hidden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A random initial policy balances about 22 steps on average.
+	m, s := Evaluate(sims.NewCartPole(), actor, res.Theta, 20, rand.New(rand.NewPCG(2, 2)))
+	t.Logf("after %d users: return %.1f ± %.1f (initial %.1f)", users, m, s, res.Curve[0].Mean)
+	if !(m > 40) {
+		t.Fatalf("mean return %.1f after %d users, want > 40", m, users)
+	}
+}
+
+func TestTrainDeterministic(t *testing.T) {
+	cfg := DefaultControlConfig() // mode dp: noise included
+	cfg.PPO.Hidden = []int{8}
+	cfg.DP.UsersPerUpdate = 5
+	for _, cont := range []bool{false, true} {
+		run := func(workers int) Result {
+			res, err := Train(context.Background(), cartpole, cfg,
+				TrainOptions{Users: 23, Workers: workers, ContinueEpisodes: cont, CurveEvery: 10},
+				rand.New(rand.NewPCG(9, 9)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		a, b := run(1), run(3)
+		if !slices.Equal(a.Theta, b.Theta) || a.Steps != b.Steps || !slices.Equal(a.Curve, b.Curve) {
+			t.Fatalf("continue %v: runs with the same seed differ (steps %d vs %d)", cont, a.Steps, b.Steps)
+		}
+		if a.Users != 23 || a.Updates != 5 {
+			t.Fatalf("%d users %d updates, want 23 and 5 (last batch flushed early)", a.Users, a.Updates)
+		}
+		c, err := Train(context.Background(), cartpole, cfg, TrainOptions{Users: 23, ContinueEpisodes: cont}, rand.New(rand.NewPCG(9, 10)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(a.Theta, c.Theta) {
+			t.Fatal("different seeds gave the same parameters")
+		}
+	}
+}
+
+func TestTrainErrors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	if _, err := Train(context.Background(), cartpole, DefaultControlConfig(), TrainOptions{Users: 0}, rng); err == nil {
+		t.Error("users 0 accepted")
+	}
+	bad := DefaultControlConfig()
+	bad.DP.UsersPerUpdate = 0
+	if _, err := Train(context.Background(), cartpole, bad, TrainOptions{Users: 8}, rng); err == nil {
+		t.Error("K = 0 accepted")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := Train(ctx, cartpole, DefaultControlConfig(), TrainOptions{Users: 8}, rng)
+	if !errors.Is(err, context.Canceled) || res.Users != 0 {
+		t.Errorf("cancelled: %d users, err %v", res.Users, err)
+	}
+}
+
+func TestTrainContinuousSmoke(t *testing.T) {
+	cfg := DefaultControlConfig()
+	cfg.PPO.Hidden = []int{8}
+	res, err := Train(context.Background(), func() sims.Env { return sims.NewPendulum() }, cfg, TrainOptions{Users: 16}, rand.New(rand.NewPCG(3, 3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Spec.Kind != ActionContinuous || res.Steps != 16*64 {
+		t.Fatalf("spec %+v, steps %d", res.Spec, res.Steps)
+	}
+	for _, x := range res.Theta {
+		if math.IsNaN(x) {
+			t.Fatal("NaN parameter")
+		}
+	}
+}
+
+func TestTrainSnapshotServes(t *testing.T) {
+	cfg := smokeConfig()
+	res, err := Train(context.Background(), cartpole, cfg, TrainOptions{Users: 16}, rand.New(rand.NewPCG(4, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := NewSnapshot(res.Spec, cfg, uint64(res.Updates), res.Theta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := snap.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := UnmarshalSnapshot(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := got.CheckCompatible(res.Spec, cfg.PPO.Hidden); err != nil {
+		t.Fatal(err)
+	}
+	actor, err := NewActor(got.Spec, got.Hidden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, _ := Evaluate(sims.NewCartPole(), actor, res.Theta, 3, rand.New(rand.NewPCG(5, 5)))
+	m2, _ := Evaluate(sims.NewCartPole(), actor, got.Theta, 3, rand.New(rand.NewPCG(5, 5)))
+	if m1 != m2 || got.Version != 2 || got.Config != ConfigHash(cfg) {
+		t.Fatalf("restored policy differs: %v vs %v, version %d", m1, m2, got.Version)
+	}
+}
