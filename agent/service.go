@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -126,7 +127,7 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	go func() { s.runErr = s.agent.Run(runCtx); close(s.runDone) }()
-	if s.srv, err = stream.Serve(ctx, s.nc, Handler{s.agent}, stream.ServerConfig{Prefix: prefix, ObsDim: cfg.Agent.Spec.ObsDim, Limits: cfg.Limits, Logger: log}); err != nil {
+	if s.srv, err = stream.Serve(ctx, s.nc, Handler{s.agent}, stream.ServerConfig{Prefix: prefix, ObsDim: cfg.Agent.Spec.ObsDim, Limits: cfg.Limits, Logger: log, ActWorkers: runtime.GOMAXPROCS(0) * 2}); err != nil {
 		return s, err
 	}
 	if cfg.HTTPAddr != "" {

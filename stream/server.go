@@ -65,6 +65,11 @@ type ServerConfig struct {
 	ObsDim int
 	// Limits bound the accepted messages; zero fields take their defaults.
 	Limits Limits
+	// ActWorkers is the number of act subscriptions in the queue group on
+	// this connection; each is served serially on its own goroutine, so
+	// this many act requests are handled at once. 0 means 1. The handler
+	// must be safe for concurrent use when it is above 1.
+	ActWorkers int
 	// Logger receives handler failures and panics. The zero value, like
 	// zerolog.Nop(), logs nothing. Ids, observations and rewards are never logged.
 	Logger zerolog.Logger
@@ -105,11 +110,13 @@ func Serve(ctx context.Context, nc *nats.Conn, h Handler, cfg ServerConfig) (*Se
 	cfg.Limits = cfg.Limits.withDefaults()
 	s := &Server{nc: nc, h: h, cfg: cfg, log: cfg.Logger.With().Str("component", "stream").Logger()}
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	var buf []byte // act replies are encoded here: the act callback is serial
-	var req ActRequest
-	if err := s.sub(actSubject(cfg.Prefix), QueueGroup, func(m *nats.Msg) { buf = s.handleAct(m, &req, buf) }); err != nil {
-		s.Stop()
-		return nil, err
+	for w := 0; w < max(cfg.ActWorkers, 1); w++ {
+		var buf []byte // act replies are encoded here: each act callback is serial
+		var req ActRequest
+		if err := s.sub(actSubject(cfg.Prefix), QueueGroup, func(m *nats.Msg) { buf = s.handleAct(m, &req, buf) }); err != nil {
+			s.Stop()
+			return nil, err
+		}
 	}
 	if err := s.sub(endSubject(cfg.Prefix), "", s.handleEnd); err != nil {
 		s.Stop()

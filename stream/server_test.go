@@ -99,7 +99,7 @@ func TestBadInputOverTheWire(t *testing.T) {
 		{"huge number", "act", `{"session":"s","user":"u","obs":[1,2,1e400]}`, ErrNonFinite},
 		{"oversized", "act", `{"session":"s","user":"u","obs":[1,2,3],"reward":0.` + strings.Repeat("1", 2000) + `}`, ErrTooLarge},
 		{"empty session", "act", `{"session":"","user":"u","obs":[1,2,3]}`, ErrBadID},
-		{"missing user", "act", `{"session":"s","obs":[1,2,3]}`, ErrMissingField},
+		{"empty user", "act", `{"session":"s","user":"","obs":[1,2,3]}`, ErrBadID},
 		{"empty body", "act", ``, ErrBadRequest},
 		{"handler code", "act", `{"session":"limit","user":"u","obs":[1,2,3]}`, ErrStepLimit},
 		{"handler error", "act", `{"session":"fail","user":"u","obs":[1,2,3]}`, ErrInternal},

@@ -224,8 +224,6 @@ func DecodeActInto(r *ActRequest, data []byte, lim Limits, obsDim int) error {
 	switch {
 	case seen&fSession == 0:
 		return missing("session")
-	case seen&fUser == 0:
-		return missing("user")
 	case seen&fObs == 0:
 		return missing("obs")
 	case len(r.Obs) == 0:
@@ -454,8 +452,10 @@ func appendString(dst []byte, s string) []byte {
 func AppendActRequest(dst []byte, r ActRequest) ([]byte, error) {
 	dst = append(dst, `{"session":`...)
 	dst = appendString(dst, r.Session)
-	dst = append(dst, `,"user":`...)
-	dst = appendString(dst, r.User)
+	if r.User != "" { // anonymous sessions omit the user id
+		dst = append(dst, `,"user":`...)
+		dst = appendString(dst, r.User)
+	}
 	dst = append(dst, `,"obs":`...)
 	var err error
 	if dst, err = appendFloats(dst, "obs", r.Obs); err != nil {

@@ -61,7 +61,7 @@ func TestDecodeAct(t *testing.T) {
 		{"reward null", `{"session":"s","user":"u","obs":[1,2,3],"reward":null}`, CodeWrongType},
 		{"reward string", `{"session":"s","user":"u","obs":[1,2,3],"reward":"1"}`, CodeWrongType},
 		{"missing session", `{"user":"u","obs":[1,2,3]}`, CodeMissingField},
-		{"missing user", `{"session":"s","obs":[1,2,3]}`, CodeMissingField},
+		{"empty user", `{"session":"s","user":"","obs":[1,2,3]}`, CodeBadID},
 		{"missing obs", `{"session":"s","user":"u"}`, CodeMissingField},
 		{"short obs", `{"session":"s","user":"u","obs":[1,2]}`, CodeObsDim},
 		{"long obs", `{"session":"s","user":"u","obs":[1,2,3,4]}`, CodeObsDim},
@@ -226,5 +226,16 @@ func TestDecodeActReplyShapes(t *testing.T) {
 	}
 	if _, err := DecodeActReply([]byte(`{"version":1}`)); !errors.Is(err, ErrMissingField) {
 		t.Errorf("missing action: %v", err)
+	}
+}
+
+func TestDecodeActAnonymous(t *testing.T) {
+	r, err := DecodeAct([]byte(`{"session":"s","obs":[1,2,3]}`), DefaultLimits(), 3)
+	if err != nil || r.User != "" {
+		t.Fatalf("anonymous session: %+v %v", r, err)
+	}
+	b, _ := AppendActRequest(nil, ActRequest{Session: "s", Obs: []float64{1}})
+	if string(b) != `{"session":"s","obs":[1]}` {
+		t.Errorf("anonymous encoding %s", b)
 	}
 }

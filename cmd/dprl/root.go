@@ -106,6 +106,7 @@ Exit status: 0 success, 1 failure, 2 usage error.`,
 		newAgentCmd(a),
 		newDemoCmd(a),
 		newReplayCmd(a),
+		newBenchCmd(a),
 		newTrainCmd(a),
 	)
 	return root
