@@ -81,7 +81,7 @@ type trainResult struct {
 func newTrainCmd(a *app) *cobra.Command {
 	var f trainFlags
 	c := &cobra.Command{
-		Use:   "train --env E --algo dppg|ppo [flags]",
+		Use:   "train --env E --algo dppg|ppo|dpsgd-reinforce|dpsgd-dqn [flags]",
 		Short: "Train a policy in process against simulated users (DPPG or the PPO baseline)",
 		Long: `Runs DPPG (Rio et al., Algorithm 2) in process: each simulated user runs the
 current policy for at most T = 64 steps of one episode (user slot i of a batch
@@ -112,7 +112,7 @@ production release.`,
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.env, "env", "cartpole", "environment: "+strings.Join(sims.Names(), ", "))
-	fl.StringVar(&f.algo, "algo", "dppg", "dppg (differentially private) or ppo (non-private baseline)")
+	fl.StringVar(&f.algo, "algo", "dppg", "dppg (differentially private), ppo (non-private baseline), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines)")
 	fl.Float64Var(&f.z, "z", trainDefaultZ, "noise multiplier z > 0 (dppg only)")
 	fl.IntVar(&f.k, "K", 32, "users per update K >= 1 (Table 3: 8)")
 	fl.Float64Var(&f.clip, "clip", 0.2, "clipping norm S > 0 of the joint local update, policy and critic (dppg only; Table 3: 0.05)")
@@ -179,7 +179,7 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 		}
 		cfg.DP = policy.DPConfig{Mode: policy.ModePPO, UsersPerUpdate: cfg.DP.UsersPerUpdate}
 	default:
-		bad("--algo %q: want dppg or ppo", f.algo)
+		bad("--algo %q: want dppg, ppo, dpsgd-reinforce or dpsgd-dqn", f.algo)
 	}
 	if f.k < 1 {
 		bad("--K %d: users per update must be >= 1", f.k)
@@ -236,6 +236,9 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 }
 
 func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
+	if f.algo == policy.AlgoDPSGDReinforce || f.algo == policy.AlgoDPSGDDQN {
+		return runTrainDPSGD(cmd, a, f)
+	}
 	cfg, err := trainConfig(cmd, f)
 	if err != nil {
 		return err

@@ -148,3 +148,15 @@ func TestTrainCartPoleLong(t *testing.T) {
 		t.Errorf("eval %.2f at epsilon %.4f after %d users, want >= 475 at <= 5 within 10,000", r.EvalMean, r.Epsilon, r.Users)
 	}
 }
+
+func TestTrainDPSGDFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"train", "--algo", "dpsgd-reinforce", "--z", "0"},
+		{"train", "--algo", "dpsgd-dqn", "--delta", "2"},
+		{"train", "--algo", "dpsgd-dqn", "--env", "nope"},
+	} {
+		if code, _, stderr := runCLI(t, args...); code != 2 {
+			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr)
+		}
+	}
+}

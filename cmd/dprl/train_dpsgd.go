@@ -1,0 +1,57 @@
+package main
+
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+
+	"dprl/policy"
+	"dprl/sims"
+
+	"github.com/spf13/cobra"
+)
+
+// runTrainDPSGD runs the DP-SGD baselines (REINFORCE with one episode as the
+// privacy unit, analytic Gaussian; DQN with one transition as the unit,
+// Poisson-sampled replay, RDP). --z, --delta and --clip apply; --users is
+// ignored (the configs fix episodes and steps).
+func runTrainDPSGD(cmd *cobra.Command, a *app, f *trainFlags) error {
+	if _, ok := sims.Lookup(f.env); !ok {
+		return usagef("--env %q: unknown environment (valid: %s)", f.env, strings.Join(sims.Names(), ", "))
+	}
+	cfg := policy.DefaultDPSGDConfig()
+	cfg.EvalEpisodes = f.evalEpisodes
+	p := policy.DPSGDPrivacy{ClipNorm: 1, NoiseMultiplier: f.z, Delta: f.delta}
+	if cmd.Flags().Changed("clip") {
+		p.ClipNorm = f.clip
+	}
+	cfg.Reinforce.Privacy, cfg.DQN.Privacy = p, p
+	if err := cfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	seed := f.seed
+	if !cmd.Flags().Changed("seed") {
+		var b [8]byte
+		if _, err := crand.Read(b[:]); err != nil {
+			return err
+		}
+		seed = binary.LittleEndian.Uint64(b[:])
+	}
+	info, _ := sims.Lookup(f.env)
+	rng := rand.New(rand.NewPCG(seed, 0x6470736764)) // "dpsgd"
+	res, err := policy.TrainDPSGD(cmd.Context(), f.algo, info.New, cfg, rng, nil)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	return emit(a.stdout, f.json, struct {
+		policy.DPSGDResult
+		Seed uint64 `json:"seed"`
+	}{res, seed}, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "%s on %s: eval return %.1f +- %.1f over %d episodes; privacy per %s: epsilon %.4g at delta %g (%s, z = %g); %d updates, %d episodes, %.1f s, seed %d\n",
+			res.Algo, f.env, res.EvalMean, res.EvalStd, cfg.EvalEpisodes, res.PrivacyUnit, res.Epsilon, res.Delta, res.Accountant, res.NoiseMultiplier, res.Updates, res.Episodes, res.Seconds, seed)
+		return err
+	})
+}
