@@ -103,7 +103,7 @@ func TestTrainBadFlags(t *testing.T) {
 		{"K zero", []string{"--K", "0"}, "--K 0"},
 		{"ppo with z", []string{"--algo", "ppo", "--z", "1"}, "--algo ppo adds no noise"},
 		{"ppo with clip", []string{"--algo", "ppo", "--clip", "0.1"}, "does not clip"},
-		{"unknown algo", []string{"--algo", "sac"}, "want dppg or ppo"},
+		{"unknown algo", []string{"--algo", "sac"}, "want dppg, ppo"},
 		{"users zero", []string{"--users", "0"}, "--users 0"},
 		{"delta", []string{"--delta", "1"}, "--delta 1"},
 		{"clip", []string{"--clip", "0"}, "--clip 0"},
