@@ -76,6 +76,7 @@ type Dosing struct {
 	variant int
 	meals0  [DosingPoints]float64
 	meals   [DosingPoints]float64
+	hat     [11][11]float64 // Savitzky-Golay projection (dosing-1 meals)
 	y       [6]float64
 	k       int // grid index of the current state
 	steps   int
@@ -103,6 +104,7 @@ func NewDosing(variant int) *Dosing {
 		panic(fmt.Sprintf("sims: embedded dosing meal vector is broken: %v (%d values)", err, len(doc.Meals)))
 	}
 	copy(e.meals0[:], doc.Meals)
+	e.hat = savgolHat()
 	e.rhs = func(dy []float64, _ float64, y []float64) { dosingRHS(dy, y, e.u, e.d) }
 	e.low, e.high = []float64{0}, []float64{DosingMaxDose}
 	e.oLow, e.oHigh = make([]float64, 9), make([]float64, 9)
@@ -126,7 +128,9 @@ func (e *Dosing) MaxSteps() int { return DosingMaxSteps }
 func (e *Dosing) Meals() []float64 { return e.meals[:] }
 
 // Reset draws G ~ U(65, 105), X, I ~ N(33.33, 5), S1, S2 ~ N(25, 5), Ggut ~
-// N(250, 5) (the reference's order of draws), the meals (variant 1), then
+// N(250, 5) (the reference's order of draws), then for variant 1 the
+// first dose in {0, ..., 6}, the steady meal level U(800, 1200) and the
+// meals (dosingRandomMeals), then
 // takes one internal step with dose 3.0 (variant 0) or a uniform dose in
 // {0, ..., 6} (variant 1), and writes the observation.
 func (e *Dosing) Reset(rng *rand.Rand, obs []float64) {
@@ -142,48 +146,126 @@ func (e *Dosing) Reset(rng *rand.Rand, obs []float64) {
 	if e.variant == 0 {
 		e.meals = e.meals0
 	} else {
-		dosingRandomMeals(&e.meals, rng)
 		dose = float64(rng.IntN(7))
+		dosingRandomMeals(&e.meals, &e.hat, rng, 800+400*rng.Float64())
 	}
 	e.k, e.steps = 0, 0
 	e.advance(dose, obs)
 }
 
-// dosingRandomMeals draws a Dosing-1 meal vector: a steady level
-// U(800, 1200), a number of meals uniform in {0..6} at uniform grid times,
-// sizes from a normal N(steady+2000, 1000) truncated to [steady, steady+
-// 4000], each meal lasting 3 grid points, then smoothed by a centred
-// 5-point moving average and floored at the steady level.
-func dosingRandomMeals(m *[DosingPoints]float64, rng *rand.Rand) {
-	steady := 800 + 400*rng.Float64()
+// dosingRandomMeals draws a Dosing-1 meal vector as strongio
+// dosing-rl-gym's get_meal_data (10-minute grid, 6 points per hour):
+// the steady level int(steady) everywhere, then each of 6 meals
+// (breakfast, snack, lunch, snack, dinner, snack) with probability
+// (0.95, 0.2, 0.95, 0.2, 0.95, 0.2) at grid time round(truncated normal
+// with mean (7, 9.5, 12, 15, 18, 21)*6+1, sd 10, bounds (5, 9, 11, 14, 16.5,
+// 20)*6+1 and (9, 10, 13, 16, 29.5, 22)*6+1), capped at 143, replaced by the
+// amount max(round(N((2500, 1250, 2800, 1250, 2800, 1250), (100, 50, 100,
+// 50, 100, 50))), 0); then scipy's savgol_filter(window 11, order 3,
+// mode "interp") and a floor at steady. The truncated normal is drawn by
+// rejection (the same distribution, not numpy's random stream).
+func dosingRandomMeals(m *[DosingPoints]float64, hat *[11][11]float64, rng *rand.Rand, steady float64) {
+	prob := [6]float64{0.95, 0.2, 0.95, 0.2, 0.95, 0.2}
+	lb := [6]float64{5, 9, 11, 14, 16.5, 20}
+	ub := [6]float64{9, 10, 13, 16, 29.5, 22}
+	mu := [6]float64{7, 9.5, 12, 15, 18, 21}
+	amu := [6]float64{2500, 1250, 2800, 1250, 2800, 1250}
+	asd := [6]float64{100, 50, 100, 50, 100, 50}
 	var raw [DosingPoints]float64
 	for i := range raw {
-		raw[i] = steady
+		raw[i] = math.Trunc(steady)
 	}
-	n := rng.IntN(7)
-	for range n {
-		at := rng.IntN(DosingPoints)
-		var size float64
+	for i := range 6 {
+		if !(rng.Float64() < prob[i]) {
+			continue
+		}
+		lo, hi, mean := lb[i]*6+1, ub[i]*6+1, mu[i]*6+1
+		var tm float64
 		for {
-			size = steady + 2000 + 1000*rng.NormFloat64()
-			if size >= steady && size <= steady+4000 {
+			tm = mean + 10*rng.NormFloat64()
+			if tm >= lo && tm <= hi {
 				break
 			}
 		}
-		for j := at; j < at+3 && j < DosingPoints; j++ {
-			raw[j] = math.Max(raw[j], size)
-		}
+		at := min(int(math.RoundToEven(tm)), DosingPoints-2)
+		raw[at] = max(math.RoundToEven(amu[i]+asd[i]*rng.NormFloat64()), 0)
 	}
+	savgol11x3(m, &raw, hat)
 	for i := range m {
-		var s float64
-		var c int
-		for j := i - 2; j <= i+2; j++ {
-			if j >= 0 && j < DosingPoints {
-				s += raw[j]
-				c++
+		m[i] = max(m[i], steady)
+	}
+}
+
+// savgolHat returns the 11x11 least-squares projection onto cubics over
+// x = 0..10: row i evaluates the fitted cubic at x = i. Row 5 holds the
+// Savitzky-Golay smoothing coefficients (-36, 9, 44, 69, 84, 89, ...)/429.
+func savgolHat() (h [11][11]float64) {
+	// Normal equations: (A^T A) c = A^T e_j for each unit vector, A_{x,p} = (x-5)^p.
+	var ata [4][4]float64
+	for x := range 11 {
+		for p := range 4 {
+			for q := range 4 {
+				ata[p][q] += math.Pow(float64(x-5), float64(p+q))
 			}
 		}
-		m[i] = math.Max(steady, s/float64(c))
+	}
+	// Invert ata by Gauss-Jordan (symmetric positive definite, 4x4).
+	var inv [4][4]float64
+	a := ata
+	for i := range 4 {
+		inv[i][i] = 1
+	}
+	for c := range 4 {
+		piv := a[c][c]
+		for k := range 4 {
+			a[c][k] /= piv
+			inv[c][k] /= piv
+		}
+		for r := range 4 {
+			if r != c {
+				f := a[r][c]
+				for k := range 4 {
+					a[r][k] -= f * a[c][k]
+					inv[r][k] -= f * inv[c][k]
+				}
+			}
+		}
+	}
+	for i := range 11 {
+		for j := range 11 {
+			var v float64
+			for p := range 4 {
+				for q := range 4 {
+					v += math.Pow(float64(i-5), float64(p)) * inv[p][q] * math.Pow(float64(j-5), float64(q))
+				}
+			}
+			h[i][j] = v
+		}
+	}
+	return h
+}
+
+// savgol11x3 is scipy.signal.savgol_filter(x, 11, 3) with the default
+// mode "interp": interior points use the centred window, the first and
+// last 5 points the cubic fitted to the first or last 11 points.
+func savgol11x3(dst, x *[DosingPoints]float64, hat *[11][11]float64) {
+	const n = DosingPoints
+	for i := range n {
+		var row *[11]float64
+		start := i - 5
+		switch {
+		case i < 5:
+			row, start = &hat[i], 0
+		case i >= n-5:
+			row, start = &hat[i-(n-11)], n-11
+		default:
+			row = &hat[5]
+		}
+		var v float64
+		for j := range 11 {
+			v += row[j] * x[start+j]
+		}
+		dst[i] = v
 	}
 }
 

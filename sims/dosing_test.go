@@ -8,17 +8,45 @@ import (
 
 func TestDosingMeals(t *testing.T) {
 	e := NewDosing(0)
-	if e.meals0[0] != 1000 || len(e.meals0) != DosingPoints {
-		t.Fatalf("meal vector starts %v", e.meals0[0])
+	if e.meals0[0] != 1000 || e.meals0[43] != 1259 || e.meals0[144] != 986 {
+		t.Fatalf("meal vector: d[0] %v d[43] %v d[144] %v", e.meals0[0], e.meals0[43], e.meals0[144])
 	}
 	e1 := NewDosing(1)
 	obs := make([]float64, 9)
-	e1.Reset(rand.New(rand.NewPCG(1, 2)), obs)
-	m := e1.Meals()
-	lo := m[0]
-	for i, v := range m {
-		if v < lo-1e-9 || v < 800-1e-9 || v > 1200+4000 {
-			t.Fatalf("meal %d = %g outside [steady, steady+4000]", i, v)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20 {
+		e1.Reset(rng, obs)
+		m := e1.Meals()
+		lo, hi := m[0], m[0]
+		for _, v := range m {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		// Floored at the steady level U(800, 1200); smoothed meals of at
+		// most ~3100 stay below that.
+		if lo < 800 || lo > 1200 || hi > 3200 {
+			t.Fatalf("meals in [%g, %g]", lo, hi)
+		}
+	}
+}
+
+func TestSavgol(t *testing.T) {
+	h := savgolHat()
+	want := []float64{-36, 9, 44, 69, 84, 89, 84, 69, 44, 9, -36}
+	for j, w := range want {
+		if math.Abs(h[5][j]-w/429) > 1e-14 {
+			t.Errorf("hat[5][%d] = %.16g, want %.16g", j, h[5][j], w/429)
+		}
+	}
+	// A cubic is reproduced exactly everywhere, edges included.
+	var x, y [DosingPoints]float64
+	for i := range x {
+		s := float64(i) / 10
+		x[i] = 3 - 2*s + 0.5*s*s - 0.1*s*s*s
+	}
+	savgol11x3(&y, &x, &h)
+	for i := range x {
+		if math.Abs(y[i]-x[i]) > 1e-9*(1+math.Abs(x[i])) {
+			t.Fatalf("savgol of a cubic at %d: %g, want %g", i, y[i], x[i])
 		}
 	}
 }
