@@ -30,6 +30,10 @@ func registry() []Info {
 		{"mountaincar", "Gymnasium MountainCar-v0: drive an underpowered car up a hill (Moore 1990)", func() Env { return NewMountainCar() }},
 		{"riverswim", "RiverSwim, 6 states, horizon 20, p = 0.6 (Osband et al. 2013; DPPG App. C.1)", func() Env { return mustRiverSwim(0.6) }},
 		{"riverswim-0.9", "RiverSwim, 6 states, horizon 20, p = 0.9 (DPPG App. C.1)", func() Env { return mustRiverSwim(0.9) }},
+		{"hiv", "HIV treatment: 6-dim stiff ODE, 4 drug combinations, 200 decisions of 5 days (Adams et al. 2004; Ernst et al. 2006)", func() Env { return NewHIV() }},
+		{"dosing-0", "Dosing-0: expanded Bergman model, fixed meals, insulin in [0, 10] (DPPG paper; dosing-rl-gym)", func() Env { return NewDosing(0) }},
+		{"dosing-1", "Dosing-1: expanded Bergman model, random meals per patient (DPPG paper; dosing-rl-gym)", func() Env { return NewDosing(1) }},
+		{"recsys", "recommendation users with RecSim interest-evolution mechanics; action = topic, observation = interaction history", func() Env { return mustRecSys() }},
 		{"chain", "chain walk to an absorbing rewarding end, 2 actions with different advance probabilities (GPOPE experiments)", func() Env { return mustChain(DefaultChainConfig()) }},
 	}
 }
@@ -66,4 +70,14 @@ func New(name string) (Env, error) {
 		return nil, fmt.Errorf("%w %q (valid: %s)", ErrUnknownEnv, name, strings.Join(Names(), ", "))
 	}
 	return e.New(), nil
+}
+
+// mustRecSys builds the default recommendation simulator, whose default
+// configuration always validates.
+func mustRecSys() Env {
+	e, err := NewRecSys(DefaultRecSysConfig())
+	if err != nil {
+		panic(err)
+	}
+	return e
 }
