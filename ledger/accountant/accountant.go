@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -214,7 +215,7 @@ func (r RDP) Epsilon(delta float64, events ...Event) (Guarantee, error) {
 		orders = DefaultOrders()
 	} else {
 		orders = append([]float64(nil), orders...)
-		sortFloats(orders)
+		slices.Sort(orders)
 	}
 	for _, a := range orders {
 		if err := checkOrder(a); err != nil {

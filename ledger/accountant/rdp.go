@@ -3,6 +3,7 @@ package accountant
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // DefaultOrders returns the Rényi orders the RDP accountant minimises over:
@@ -21,16 +22,8 @@ func DefaultOrders() []float64 {
 		orders = append(orders, float64(a))
 	}
 	orders = append(orders, 72, 80, 96, 112, 128, 160, 192, 256, 320, 384, 512, 768, 1024)
-	sortFloats(orders)
+	slices.Sort(orders)
 	return orders
-}
-
-func sortFloats(x []float64) {
-	for i := 1; i < len(x); i++ {
-		for j := i; j > 0 && x[j] < x[j-1]; j-- {
-			x[j], x[j-1] = x[j-1], x[j]
-		}
-	}
 }
 
 // GaussianRDP returns the Rényi DP of the Gaussian mechanism with noise

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"dprl/offline"
@@ -240,20 +241,11 @@ func TestFeatures(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	err := Config{}.Validate()
 	for _, want := range []string{"iters", "step size", "clip", "sampling rate"} {
-		if err == nil || !contains(err.Error(), want) {
+		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in %v", want, err)
 		}
 	}
 	if _, err := Prepare([]offline.Session{{Session: "x", Steps: []offline.Step{{Obs: oneHot(0)}}}}, Tabular{chainN}, chainTarget{}, gamma); err == nil {
 		t.Error("truncated session without final_obs accepted")
 	}
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }
