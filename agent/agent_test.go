@@ -24,7 +24,7 @@ func cartpoleConfig(K int) Config {
 	return cfg
 }
 
-func openStore(t *testing.T, dir string) *ledger.Store {
+func openStore(t testing.TB, dir string) *ledger.Store {
 	t.Helper()
 	s, err := ledger.Open(dir, ledger.Options{})
 	if err != nil {

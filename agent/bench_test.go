@@ -1,0 +1,36 @@
+package agent
+
+import (
+	"fmt"
+	"testing"
+)
+
+// BenchmarkAct measures serving one action inside the agent (no transport):
+// sessions of 200 steps, whose storage grows by amortised appends.
+func BenchmarkAct(b *testing.B) {
+	cfg := cartpoleConfig(1 << 20)
+	store := openStore(b, b.TempDir())
+	defer store.Close()
+	a, err := New(cfg, store, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	obs := []float64{0.01, 0.02, -0.01, 0.03}
+	ids := make([]string, 1024)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("bench-%d", i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s, step := i/200, i%200
+		if _, err := a.Act(ids[s%len(ids)], "", obs, 1, step != 0); err != nil {
+			b.Fatal(err)
+		}
+		if step == 199 {
+			if _, err := a.End(ids[s%len(ids)], 1, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
