@@ -17,6 +17,7 @@ import (
 
 	"dprl/ledger"
 	"dprl/ledger/accountant"
+	"dprl/offline"
 	"dprl/policy"
 	"dprl/sims"
 
@@ -59,6 +60,11 @@ type Options struct {
 	Metrics *Metrics
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// SessionLog, when set, receives every closed session in the
+	// dprl.sessions.v1 format (with behaviour log-probabilities), for the
+	// offline modes. Raw sessions are sensitive: the log directory must be
+	// protected like the data it came from.
+	SessionLog *offline.RotatingWriter
 }
 
 // Agent is the learner-server. Create it with New, run its updater with Run,
@@ -356,6 +362,9 @@ func (a *Agent) closeLocked(s *session, terminal bool) (bool, string) {
 		ret += r
 	}
 	a.recordReturn(ret)
+	if a.opt.SessionLog != nil {
+		a.logSession(s, terminal)
+	}
 	od := a.cfg.Spec.ObsDim
 	tr := policy.Trajectory{Terminal: terminal}
 	T := len(s.rewards)
@@ -392,6 +401,34 @@ func (a *Agent) closeLocked(s *session, terminal bool) (bool, string) {
 		return true, ""
 	default:
 		return a.discard("learner queue full")
+	}
+}
+
+// logSession writes a closed session (s.mu held) to the session log: every
+// step whose reward arrived; the observation after the last one, when known,
+// as final_obs.
+func (a *Agent) logSession(s *session, terminal bool) {
+	od := a.cfg.Spec.ObsDim
+	T := len(s.rewards)
+	ver := s.ver.num
+	out := offline.Session{Session: s.id, User: s.user, PolicyVersion: &ver, Steps: make([]offline.Step, T), Terminal: terminal}
+	for t := 0; t < T; t++ {
+		st := &out.Steps[t]
+		st.Obs, st.Reward, st.LogP = s.obs[t*od:(t+1)*od], s.rewards[t], s.logp[t]
+		if a.cfg.Spec.Kind == policy.ActionDiscrete {
+			st.Action.Index = s.actions[t]
+		} else {
+			st.Action.Vec = s.cont[t*a.cfg.Spec.ActionDim : (t+1)*a.cfg.Spec.ActionDim]
+		}
+	}
+	if !terminal && len(s.obs)/od > T {
+		out.FinalObs = s.obs[T*od : (T+1)*od]
+	}
+	if T == 0 {
+		return
+	}
+	if err := a.opt.SessionLog.Write(&out); err != nil {
+		a.log.Error().Err(err).Msg("session log write failed")
 	}
 }
 

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"dprl/ledger"
+	"dprl/offline"
 	"dprl/policy"
 	"dprl/sims"
 )
@@ -253,5 +257,45 @@ func TestConcurrentServing(t *testing.T) {
 	waitFor(t, "2 updates", func() bool { return a.Version() >= 2 })
 	if r, err := store.Verify(); err != nil || !r.OK() {
 		t.Errorf("verify %+v %v", r, err)
+	}
+}
+
+func TestSessionLog(t *testing.T) {
+	dir := t.TempDir()
+	cfg := cartpoleConfig(4)
+	svc, err := StartService(context.Background(), ServiceConfig{Agent: cfg, DataDir: t.TempDir(), SessionLogDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	for i := 0; i < 5; i++ {
+		playEpisode(t, svc.Agent(), fmt.Sprintf("log-%d", i), "u", rng, 30)
+	}
+	if err := svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "sessions-*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("files %v", files)
+	}
+	f, _ := os.Open(files[0])
+	defer f.Close()
+	r := offline.NewReader(f, offline.ReaderOptions{Spec: offline.Spec{ObsDim: 4, Discrete: 2}})
+	n := 0
+	for {
+		s, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.User != "u" || len(s.Steps) == 0 || s.Steps[0].LogP > 0 {
+			t.Errorf("logged session %+v", s)
+		}
+		n++
+	}
+	if n != 5 {
+		t.Errorf("%d sessions logged, want 5", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dprl/ledger"
+	"dprl/offline"
 	"dprl/stream"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -38,6 +39,10 @@ type ServiceConfig struct {
 	Prefix string
 	// Limits bound wire messages; zero fields take stream's defaults.
 	Limits stream.Limits
+	// SessionLogDir, when set, receives every closed session as rotating
+	// dprl.sessions.v1 files (64 MiB or 1 hour per file, fsynced on
+	// rotation, all files kept).
+	SessionLogDir string
 	// HTTPAddr serves /healthz, /readyz, /metrics and /status ("": none).
 	HTTPAddr string
 	// Logger receives the service's logs.
@@ -46,20 +51,21 @@ type ServiceConfig struct {
 
 // Service is a running agent service.
 type Service struct {
-	cfg      ServiceConfig
-	store    *ledger.Store
-	agent    *Agent
-	ns       *server.Server
-	nc       *nats.Conn
-	srv      *stream.Server
-	ops      *OpsServer
-	reg      *prometheus.Registry
-	natsURL  string
-	cancel   context.CancelFunc
-	runDone  chan struct{}
-	runErr   error
-	stopOnce sync.Once
-	stopErr  error
+	cfg        ServiceConfig
+	store      *ledger.Store
+	agent      *Agent
+	ns         *server.Server
+	nc         *nats.Conn
+	srv        *stream.Server
+	ops        *OpsServer
+	reg        *prometheus.Registry
+	natsURL    string
+	cancel     context.CancelFunc
+	runDone    chan struct{}
+	runErr     error
+	stopOnce   sync.Once
+	sessionLog *offline.RotatingWriter
+	stopErr    error
 }
 
 // StartService opens the ledger, starts the agent and its updater, connects
@@ -79,11 +85,18 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 		return s, err
 	}
 	metrics := NewMetrics(s.reg)
+	var slog *offline.RotatingWriter
+	if cfg.SessionLogDir != "" {
+		if slog, err = offline.NewRotatingWriter(cfg.SessionLogDir, offline.RotatingOptions{}); err != nil {
+			return s, err
+		}
+		s.sessionLog = slog
+	}
 	prefix := cfg.Prefix
 	if prefix == "" {
 		prefix = stream.DefaultPrefix
 	}
-	s.agent, err = New(cfg.Agent, s.store, Options{Logger: log, Metrics: metrics, OnRelease: func(r Release) {
+	s.agent, err = New(cfg.Agent, s.store, Options{Logger: log, Metrics: metrics, SessionLog: slog, OnRelease: func(r Release) {
 		if s.nc == nil {
 			return
 		}
@@ -221,6 +234,9 @@ func (s *Service) Close() error {
 		if s.ns != nil {
 			s.ns.Shutdown()
 			s.ns.WaitForShutdown()
+		}
+		if s.sessionLog != nil {
+			errs = append(errs, s.sessionLog.Close())
 		}
 		if s.store != nil {
 			errs = append(errs, s.store.Close())

@@ -39,6 +39,7 @@ func envProfile(name string) (policy.Spec, policy.Config, error) {
 // agentFlags are the options of dprl agent (and, in part, dprl demo).
 type agentFlags struct {
 	config, data, envSpec, natsURL, natsListen, prefix, httpAddr string
+	logSessions                                                  string
 	tlsCA, tlsCert, tlsKey, creds, nkey                          string
 	obsDim, actions, k, maxUpdates, maxOpen, maxSteps            int
 	z, clip, delta, userEps                                      float64
@@ -63,6 +64,7 @@ func (f *agentFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.tlsKey, "tls-key", "", "client key for an external NATS server")
 	fl.StringVar(&f.creds, "creds", "", "NATS credentials file")
 	fl.StringVar(&f.nkey, "nkey", "", "NATS nkey seed file")
+	fl.StringVar(&f.logSessions, "log-sessions", "", "write every closed session to rotating dprl.sessions.v1 files in this directory (raw user data: protect it)")
 	fl.StringVar(&f.httpAddr, "http", "", "address of /healthz, /readyz, /metrics and /status (e.g. 127.0.0.1:9090)")
 	fl.Float64Var(&f.z, "z", 0, "noise multiplier z (default: the profile's)")
 	fl.Float64Var(&f.clip, "clip", 0, "clipping norm S of a user's local update (default: the profile's)")
@@ -123,7 +125,7 @@ func (f *agentFlags) serviceConfig(a *app) (agent.ServiceConfig, error) {
 		opts = append(opts, stream.WithNKey(f.nkey))
 	}
 	return agent.ServiceConfig{Agent: ac, DataDir: f.data, NATS: f.natsURL, NATSListen: f.natsListen, ConnectOptions: opts,
-		Prefix: f.prefix, HTTPAddr: f.httpAddr, Logger: a.log}, nil
+		Prefix: f.prefix, HTTPAddr: f.httpAddr, SessionLogDir: f.logSessions, Logger: a.log}, nil
 }
 
 func newAgentCmd(a *app) *cobra.Command {
