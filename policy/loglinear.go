@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -336,20 +337,11 @@ func (l *LogLinearLearner) Update(m TabularMDP, ep *Episode, rng *rand.Rand) (Up
 	return UpdateInfo{S: S, LR: eta, Clipped: clipped}, nil
 }
 
-// clipTo scales v to L2 norm at most s and reports whether it did.
+// clipTo scales v to L2 norm at most s (Clip) and reports whether it did.
 func clipTo(v []float64, s float64) bool {
-	var n float64
-	for _, x := range v {
-		n += x * x
-	}
-	n = math.Sqrt(n)
-	if n <= s {
-		return false
-	}
-	for i := range v {
-		v[i] *= s / n
-	}
-	return true
+	clipped := floats.Norm(v, 2) > s
+	Clip(v, s)
+	return clipped
 }
 
 // EvaluateTabular returns the undiscounted finite-horizon value at the start
