@@ -171,7 +171,7 @@ func (u *updater) update(cur *version) error {
 	a.updates.Add(1)
 	a.m.Releases.Inc()
 	a.m.SessionsUsed.Add(float64(participants))
-	a.log.Info().Uint64("version", newVer).Int("participants", participants).Float64("epsilon", a.epsilon).Msg("released")
+	a.log.Debug().Uint64("version", newVer).Int("participants", participants).Float64("epsilon", a.epsilon).Msg("released")
 	if a.opt.OnRelease != nil {
 		a.opt.OnRelease(Release{Version: newVer, Epsilon: a.epsilon, Delta: a.cfg.Delta, Participants: participants})
 	}
