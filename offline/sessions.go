@@ -264,18 +264,34 @@ func (r *Reader) checkID(field, id string, required bool) error {
 // checkObs validates an observation's length and values; the error text
 // continues a field path.
 func (r *Reader) checkObs(obs []float64) error {
-	if r.spec.ObsDim == 0 {
-		if len(obs) == 0 {
-			return errors.New(": empty observation")
+	if len(obs) == 0 && r.spec.ObsDim == 0 {
+		return errors.New(": empty observation")
+	}
+	if err := checkVec(obs, &r.spec.ObsDim); err != nil {
+		if err.Error()[0] != '[' {
+			return errors.New(": " + err.Error())
 		}
-		r.spec.ObsDim = len(obs)
+		return err
 	}
-	if len(obs) != r.spec.ObsDim {
-		return fmt.Errorf(": length %d, want %d", len(obs), r.spec.ObsDim)
+	return nil
+}
+
+// checkVec checks a vector's length against *dim (learning it from the first
+// vector when *dim is 0) and that every value is finite. Errors are either
+// "[j]: value" or a length message.
+func checkVec(v []float64, dim *int) error {
+	if *dim == 0 {
+		if len(v) == 0 {
+			return errors.New("empty vector")
+		}
+		*dim = len(v)
 	}
-	for j, v := range obs {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("[%d]: %v", j, v)
+	if len(v) != *dim {
+		return fmt.Errorf("length %d, want %d", len(v), *dim)
+	}
+	for j, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("[%d]: %v", j, x)
 		}
 	}
 	return nil
@@ -330,19 +346,8 @@ func (r *Reader) action(data json.RawMessage, a *sims.Action) error {
 		if err := json.Unmarshal(data, &v); err != nil {
 			return err
 		}
-		if r.spec.ActDim == 0 {
-			if len(v) == 0 {
-				return errors.New("empty vector")
-			}
-			r.spec.ActDim = len(v)
-		}
-		if len(v) != r.spec.ActDim {
-			return fmt.Errorf("length %d, want %d", len(v), r.spec.ActDim)
-		}
-		for j, x := range v {
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return fmt.Errorf("[%d]: %v", j, x)
-			}
+		if err := checkVec(v, &r.spec.ActDim); err != nil {
+			return err
 		}
 		r.kind = 2
 		r.spec.Discrete = -1
