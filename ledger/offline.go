@@ -59,22 +59,9 @@ func (s *Store) ChargeOffline(datasetID string, e Entry, c Cap) (Entry, error) {
 	}
 	e.Kind = KindOffline
 	e.DatasetID = datasetID
-	if err := e.validate(); err != nil {
-		return Entry{}, err
-	}
-	d, err := s.Dataset(datasetID)
+	d, _, err := s.composeOffline(datasetID, &e, c)
 	if err != nil {
 		return Entry{}, err
-	}
-	d.Runs++
-	d.Events = append(d.Events, e.Events...)
-	d.Fixed = append(d.Fixed, e.Fixed...)
-	total, err := d.Spent(c.Delta)
-	if err != nil {
-		return Entry{}, err
-	}
-	if total > c.Epsilon {
-		return Entry{}, fmt.Errorf("%w: dataset %s would reach epsilon %.4g > cap %g at delta %g after %d runs", ErrBudgetExceeded, datasetID, total, c.Epsilon, c.Delta, d.Runs)
 	}
 	h, err := s.Head()
 	if err != nil {
@@ -96,4 +83,49 @@ func (s *Store) ChargeOffline(datasetID string, e Entry, c Cap) (Entry, error) {
 		return Entry{}, fmt.Errorf("ledger: commit offline charge: %w", err)
 	}
 	return e, nil
+}
+
+// CheckOffline reports, without writing anything, whether ChargeOffline would
+// accept the run: it returns the dataset's composed epsilon at cap.Delta
+// after the run, or ErrBudgetExceeded. Callers check before validating the
+// data (a malformed dataset then costs nothing) and charge after.
+func (s *Store) CheckOffline(datasetID string, e Entry, c Cap) (float64, error) {
+	if datasetID == "" {
+		return 0, fmt.Errorf("%w: empty dataset id", ErrInvalid)
+	}
+	if !(c.Epsilon > 0) || !(c.Delta > 0 && c.Delta < 1) {
+		return 0, fmt.Errorf("%w: cap (%v, %v)", ErrInvalid, c.Epsilon, c.Delta)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	e.Kind = KindOffline
+	e.DatasetID = datasetID
+	_, total, err := s.composeOffline(datasetID, &e, c)
+	return total, err
+}
+
+// composeOffline validates e and returns the dataset's state and composed
+// epsilon with e added, refusing with ErrBudgetExceeded above the cap.
+func (s *Store) composeOffline(datasetID string, e *Entry, c Cap) (DatasetState, float64, error) {
+	if err := e.validate(); err != nil {
+		return DatasetState{}, 0, err
+	}
+	d, err := s.Dataset(datasetID)
+	if err != nil {
+		return DatasetState{}, 0, err
+	}
+	d.Runs++
+	d.Events = append(d.Events, e.Events...)
+	d.Fixed = append(d.Fixed, e.Fixed...)
+	total, err := d.Spent(c.Delta)
+	if err != nil {
+		return DatasetState{}, 0, err
+	}
+	if total > c.Epsilon {
+		return DatasetState{}, 0, fmt.Errorf("%w: dataset %s would reach epsilon %.4g > cap %g at delta %g after %d runs", ErrBudgetExceeded, datasetID, total, c.Epsilon, c.Delta, d.Runs)
+	}
+	return d, total, nil
 }

@@ -234,6 +234,15 @@ func TestOfflineCharges(t *testing.T) {
 		}
 	}
 	h0, _ := s.Head()
+	if _, err := s.CheckOffline("sha256:abc", run, Cap{Epsilon: g.Epsilon, Delta: 1e-5}); !errors.Is(err, ErrBudgetExceeded) {
+		t.Errorf("check over a tight cap: %v, want ErrBudgetExceeded", err)
+	}
+	if total, err := s.CheckOffline("sha256:abc", run, Cap{Epsilon: 100, Delta: 1e-5}); err != nil || !(total > 2*g.Epsilon*0.5) {
+		t.Errorf("check: %v %v", total, err)
+	}
+	if h, _ := s.Head(); h.Seq != h0.Seq {
+		t.Errorf("CheckOffline wrote: head %d -> %d", h0.Seq, h.Seq)
+	}
 	// RDP composition of 3 runs exceeds 2.5x one run? It composes
 	// sub-linearly, so find the run count that first exceeds the cap.
 	var refused bool

@@ -108,6 +108,7 @@ Exit status: 0 success, 1 failure, 2 usage error.`,
 		newReplayCmd(a),
 		newBenchCmd(a),
 		newTrainCmd(a),
+		newOfflineCmd(a),
 	)
 	return root
 }
