@@ -17,6 +17,7 @@ type updater struct {
 	rngs     []*randWrap
 	agg      *policy.Aggregator
 	gus      [][]float64
+	inBatch  map[ledger.UserKey]bool // users in the batch being formed (reused)
 	gTilde   []float64
 	pending  []finished
 	batch    []finished
@@ -41,11 +42,6 @@ func newUpdater(a *Agent, workers int) (*updater, error) {
 		return nil, err
 	}
 	u.agg = agg
-	K := cfg.Policy.DP.UsersPerUpdate
-	u.gus = make([][]float64, K)
-	for i := range u.gus {
-		u.gus[i] = make([]float64, u.nParams)
-	}
 	u.gTilde = make([]float64, u.nParams)
 	return u, nil
 }
@@ -56,10 +52,20 @@ func newUpdater(a *Agent, workers int) (*updater, error) {
 func (u *updater) tryUpdate(flush bool) error {
 	a := u.a
 	K := a.cfg.Policy.DP.UsersPerUpdate
+	if !flush && len(u.pending) < K {
+		// No batch of K can form yet: skip the scan (it is O(pending) and
+		// runs on every finished session). Stale sessions are dropped at
+		// the next scan.
+		return nil
+	}
 	cur := a.current.Load()
 	kept := u.pending[:0]
 	u.batch = u.batch[:0]
-	inBatch := map[ledger.UserKey]bool{}
+	if u.inBatch == nil {
+		u.inBatch = map[ledger.UserKey]bool{}
+	}
+	inBatch := u.inBatch
+	clear(inBatch)
 	for _, f := range u.pending {
 		if cur.num-f.ver > a.cfg.MaxStaleness {
 			a.discard("stale: served by an old policy version")
@@ -100,6 +106,11 @@ func (u *updater) tryUpdate(flush bool) error {
 func (u *updater) update(cur *version) error {
 	a := u.a
 	n := len(u.batch)
+	// Local-update buffers grow to the largest batch seen (at most K) and
+	// are reused: a large K costs memory only once that many sessions came.
+	for len(u.gus) < n {
+		u.gus = append(u.gus, make([]float64, u.nParams))
+	}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	next := make(chan int, n)

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
+	"runtime/pprof"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +41,7 @@ func newBenchServeCmd(a *app) *cobra.Command {
 		concurrency int
 		dur         time.Duration
 		asJSON      bool
+		cpuProfile  string
 	)
 	c := &cobra.Command{
 		Use:   "serve [--concurrency C] [--duration D]",
@@ -59,6 +62,17 @@ agent phase (K is set above the number of sessions), so it measures serving.`,
 				return err
 			}
 			pc.DP.UsersPerUpdate = 1 << 20
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			dir, err := os.MkdirTemp("", "dprl-bench-")
 			if err != nil {
 				return err
@@ -84,69 +98,26 @@ agent phase (K is set above the number of sessions), so it measures serving.`,
 				return err
 			}
 			defer nc.Close()
-			client, _ := stream.NewClient(nc)
-			body, _ := stream.AppendActRequest(nil, stream.ActRequest{Session: "echo-session", User: "u", Obs: []float64{0.01, -0.02, 0.03, 0.04}})
-			run := func(do func(w int, i int64, rng *rand.Rand) error) (float64, *latencies, error) {
-				lat := &latencies{}
-				var (
-					n     atomic.Int64
-					wg    sync.WaitGroup
-					first atomic.Value
-				)
-				ctx, cancel := context.WithTimeout(c.Context(), dur)
-				defer cancel()
-				start := time.Now()
-				for w := 0; w < concurrency; w++ {
-					wg.Add(1)
-					go func(w int) {
-						defer wg.Done()
-						rng := rand.New(rand.NewPCG(uint64(w), 1))
-						for i := int64(0); ctx.Err() == nil; i++ {
-							t0 := time.Now()
-							if err := do(w, i, rng); err != nil {
-								if ctx.Err() == nil {
-									first.CompareAndSwap(nil, err)
-								}
-								return
-							}
-							lat.add(time.Since(t0))
-							n.Add(1)
-						}
-					}(w)
+			// Both sides run the same client code: each worker encodes the
+			// act (and every 100th step the end) request of its current
+			// session into its own buffer and sends it with a plain NATS
+			// request; only the subject differs. The phases alternate in
+			// rounds so that load drift on a shared machine hits both alike.
+			agentSubj := [2]string{stream.DefaultPrefix + ".v1.act", stream.DefaultPrefix + ".v1.end"}
+			echoSubj := [2]string{"bench.echo", "bench.echo"}
+			agentSide, echoSide := newBenchSide(concurrency), newBenchSide(concurrency)
+			const rounds = 4
+			for r := 0; r < rounds; r++ {
+				if err := agentSide.run(c.Context(), nc, agentSubj, dur/rounds, true); err != nil {
+					return fmt.Errorf("bench: agent: %w", err)
 				}
-				wg.Wait()
-				if e := first.Load(); e != nil {
-					return 0, lat, e.(error)
+				if err := echoSide.run(c.Context(), nc, echoSubj, dur/rounds, false); err != nil {
+					return fmt.Errorf("bench: echo: %w", err)
 				}
-				return float64(n.Load()) / time.Since(start).Seconds(), lat, nil
 			}
-			obs := make([][]float64, concurrency)
-			for i := range obs {
-				obs[i] = []float64{0.01, -0.02, 0.03, 0.04}
-			}
-			agentRPS, agentLat, err := run(func(w int, i int64, rng *rand.Rand) error {
-				sess := fmt.Sprintf("bench-%d-%d", w, i/100)
-				step := i % 100
-				ctx := context.Background()
-				if _, err := client.Act(ctx, sess, "", obs[w], 1, step == 0); err != nil {
-					return err
-				}
-				if step == 99 {
-					return client.End(ctx, sess, 1, true)
-				}
-				return nil
-			})
-			if err != nil {
-				return fmt.Errorf("bench: agent: %w", err)
-			}
-			echoRPS, echoLat, err := run(func(int, int64, *rand.Rand) error {
-				_, err := nc.Request("bench.echo", body, 5*time.Second)
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("bench: echo: %w", err)
-			}
-			aq, eq := agentLat.quantiles(0.5, 0.99), echoLat.quantiles(0.5, 0.99)
+			agentRPS, echoRPS := agentSide.rps(), echoSide.rps()
+			agentLat, echoLat := agentSide.latencies(), echoSide.latencies()
+			aq, eq := durationQuantiles(agentLat, 0.5, 0.99), durationQuantiles(echoLat, 0.5, 0.99)
 			res := benchServeResult{Concurrency: concurrency, Seconds: dur.Seconds(), AgentRPS: agentRPS, EchoRPS: echoRPS,
 				AgentP50Ms: aq[0], AgentP99Ms: aq[1], EchoP50Ms: eq[0], EchoP99Ms: eq[1], RPSRatio: agentRPS / echoRPS, P99Ratio: aq[1] / eq[1]}
 			return emit(a.stdout, asJSON, res, func(w io.Writer) error {
@@ -159,5 +130,121 @@ agent phase (K is set above the number of sessions), so it measures serving.`,
 	c.Flags().IntVar(&concurrency, "concurrency", 16, "client goroutines")
 	c.Flags().DurationVar(&dur, "duration", 5*time.Second, "how long each side is measured")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	c.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark (both phases) to this file (go tool pprof)")
 	return c
+}
+
+// benchSide is one side of "bench serve": C workers, each driving its own
+// sequence of sessions of 100 steps, with every request's latency kept.
+type benchSide struct {
+	workers []benchWorker
+	elapsed time.Duration
+}
+
+type benchWorker struct {
+	i    int64 // requests sent so far (act steps; the end is step 100)
+	buf  []byte
+	obs  []float64
+	lat  []time.Duration
+	sess string
+}
+
+func newBenchSide(c int) *benchSide {
+	s := &benchSide{workers: make([]benchWorker, c)}
+	for w := range s.workers {
+		s.workers[w].obs = []float64{0.01, -0.02, 0.03, 0.04}
+		s.workers[w].lat = make([]time.Duration, 0, 1<<16)
+	}
+	return s
+}
+
+// run sends requests for d; subj[0] takes acts, subj[1] ends. With check,
+// a reply that is an error body fails the run.
+func (s *benchSide) run(ctx context.Context, nc *nats.Conn, subj [2]string, d time.Duration, check bool) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		first atomic.Value
+	)
+	start := time.Now()
+	for w := range s.workers {
+		wg.Add(1)
+		go func(w *benchWorker, id int) {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				step := w.i % 101
+				if step == 0 {
+					w.sess = fmt.Sprintf("bench-%d-%d", id, w.i/101)
+				}
+				var err error
+				sub := subj[0]
+				if step < 100 {
+					req := stream.ActRequest{Session: w.sess, Obs: w.obs}
+					if step > 0 {
+						rew := 1.0
+						req.Reward = &rew
+					}
+					w.buf, err = stream.AppendActRequest(w.buf[:0], req)
+				} else {
+					sub = subj[1]
+					w.buf, err = stream.AppendEndRequest(w.buf[:0], stream.EndRequest{Session: w.sess, Reward: 1, Terminal: true})
+				}
+				if err != nil {
+					first.CompareAndSwap(nil, err)
+					return
+				}
+				t0 := time.Now()
+				m, err := nc.Request(sub, w.buf, 5*time.Second)
+				if err == nil && check && bytes.HasPrefix(m.Data, []byte(`{"error"`)) {
+					err = fmt.Errorf("error reply: %s", m.Data)
+				}
+				if err != nil {
+					if ctx.Err() == nil {
+						first.CompareAndSwap(nil, err)
+					}
+					return
+				}
+				w.lat = append(w.lat, time.Since(t0))
+				w.i++
+			}
+		}(&s.workers[w], w)
+	}
+	wg.Wait()
+	s.elapsed += time.Since(start)
+	if e := first.Load(); e != nil {
+		return e.(error)
+	}
+	return nil
+}
+
+// rps is requests (acts and ends) per second over the side's rounds.
+func (s *benchSide) rps() float64 {
+	var n int
+	for _, w := range s.workers {
+		n += len(w.lat)
+	}
+	return float64(n) / s.elapsed.Seconds()
+}
+
+// latencies returns every request's latency.
+func (s *benchSide) latencies() []time.Duration {
+	var all []time.Duration
+	for _, w := range s.workers {
+		all = append(all, w.lat...)
+	}
+	return all
+}
+
+// durationQuantiles returns the qs-quantiles of d in milliseconds (d is sorted).
+func durationQuantiles(d []time.Duration, qs ...float64) []float64 {
+	slices.Sort(d)
+	out := make([]float64, len(qs))
+	if len(d) == 0 {
+		return out
+	}
+	for i, q := range qs {
+		out[i] = float64(d[min(len(d)-1, int(q*float64(len(d))))].Nanoseconds()) / 1e6
+	}
+	return out
 }
