@@ -117,6 +117,11 @@ type Config struct {
 	// uniformly; the RDP accountant of the subsampled Gaussian covers Poisson
 	// sampling, so that is what runs). The sum is divided by Q n.
 	Q float64
+	// Observe, if set, is called after every step t = 1..Iters with the
+	// current primal weights (read only; valid during the call). It sees
+	// only what the run releases anyway: the iterates are post-processing of
+	// the noisy gradients.
+	Observe func(t int, theta []float64)
 }
 
 // Validate reports every invalid field.
@@ -193,6 +198,9 @@ func GPOPE(ds *Dataset, c Config, rng *rand.Rand) (Result, error) {
 			} else {
 				y[k-d] -= alpha * gk
 			}
+		}
+		if c.Observe != nil {
+			c.Observe(t, theta)
 		}
 	}
 	res.Theta, res.Y = theta, y

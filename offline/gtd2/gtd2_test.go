@@ -249,3 +249,46 @@ func TestConfigValidate(t *testing.T) {
 		t.Error("truncated session without final_obs accepted")
 	}
 }
+
+func TestChainMoments(t *testing.T) {
+	// The exact MSPBE of the chain is zero at the true values of the
+	// target, on- and off-policy, and positive elsewhere.
+	c := sims.DefaultChainConfig()
+	n := c.States
+	uniform, adv := make([][]float64, n), make([][]float64, n)
+	for s := range n - 1 {
+		uniform[s], adv[s] = []float64{0.5, 0.5}, []float64{0.1, 0.9}
+	}
+	v, err := c.ValueFunction(uniform, 0.9)
+	uniform, adv = uniform[:n-1], adv[:n-1]
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mu := range [][][]float64{uniform, adv} {
+		m, err := ChainMoments(c, mu, uniform, Tabular{n}, 0.9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, err := MSPBE(m, v); err != nil || e > 1e-20 {
+			t.Errorf("MSPBE at V_pi = %v, %v", e, err)
+		}
+		w := append([]float64(nil), v...)
+		w[3] += 0.1
+		if e, _ := MSPBE(m, w); e < 1e-5 {
+			t.Errorf("MSPBE off V_pi = %v", e)
+		}
+	}
+}
+
+func TestCheckOnPolicy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	sessions := simulate(rng, 20)
+	on, _ := Prepare(sessions, Tabular{chainN}, Uniform{N: 2}, gamma) // mu is uniform too
+	if err := on.CheckOnPolicy(); err != nil {
+		t.Errorf("on-policy data refused: %v", err)
+	}
+	off, _ := Prepare(sessions, Tabular{chainN}, chainTarget{}, gamma)
+	if err := off.CheckOnPolicy(); err == nil || !strings.Contains(err.Error(), "off-policy") {
+		t.Errorf("off-policy data accepted: %v", err)
+	}
+}

@@ -1,0 +1,928 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"dprl/ledger"
+	"dprl/ledger/accountant"
+	"dprl/offline"
+	"dprl/offline/gtd2"
+	"dprl/offline/lsw"
+	"dprl/offline/policies"
+	"dprl/sims"
+)
+
+// The evaluation methods of "dprl offline gtd2".
+const (
+	methodGPOPE   = "gpope"
+	methodLSTD    = "lstd"
+	methodWISLSTD = "wis-lstd"
+	methodDPLSW   = "dp-lsw"
+)
+
+// lswSource cites the theorem the DP-LSW ledger cost comes from.
+const lswSource = "DP-LSW: Balle, Gomrokchi & Precup 2016 (ICML) §4 privacy theorem; Gaussian noise on a smooth sensitivity bound (Nissim, Raskhodnikova & Smith 2007)"
+
+// offlineGTD2Flags holds the flags of "dprl offline gtd2".
+type offlineGTD2Flags struct {
+	data, evalData       string
+	target, behavior     string
+	features, method     string
+	epsilon, delta       float64
+	iters                int
+	stepSize, clip       float64
+	batch                float64
+	diminishing          bool
+	gamma, ridge         float64
+	env                  string
+	seed                 uint64
+	nonPrivate           bool
+	low, high            []float64
+	grid                 int
+	rewardLow, rewardHig float64
+	plot                 string
+	asJSON               bool
+	budget               offlineBudget
+}
+
+// gtd2Output is the result of "dprl offline gtd2".
+type gtd2Output struct {
+	Method   string  `json:"method"`
+	Private  bool    `json:"private"`
+	Target   string  `json:"target"`
+	Features string  `json:"features"`
+	Gamma    float64 `json:"gamma"`
+	// Value is theta . mean phi over the environment's public start
+	// distribution (null without --env).
+	Value     *float64  `json:"value"`
+	TrueValue *float64  `json:"true_value,omitempty"`
+	MSPBE     float64   `json:"mspbe"`
+	MSPBEKind string    `json:"mspbe_kind"`
+	Weights   []float64 `json:"weights"`
+
+	Epsilon         float64 `json:"epsilon"`
+	Delta           float64 `json:"delta"`
+	Accountant      string  `json:"accountant"`
+	NoiseMultiplier float64 `json:"noise_multiplier,omitempty"`
+	SamplingRate    float64 `json:"sampling_rate,omitempty"`
+	Iters           int     `json:"iters,omitempty"`
+	Clip            float64 `json:"clip,omitempty"`
+	Clipped         int     `json:"clipped,omitempty"`
+	Sigma           float64 `json:"sigma,omitempty"`
+
+	NTrajectories int     `json:"n_trajectories"`
+	NTransitions  int     `json:"n_transitions"`
+	DatasetID     string  `json:"dataset_id"`
+	LedgerSeq     uint64  `json:"ledger_seq,omitempty"`
+	DatasetSpent  float64 `json:"dataset_spent_epsilon,omitempty"`
+	Seeded        bool    `json:"seeded"`
+	Plot          string  `json:"plot,omitempty"`
+}
+
+func newOfflineGTD2Cmd(a *app) *cobra.Command {
+	var f offlineGTD2Flags
+	c := &cobra.Command{
+		Use:   "gtd2",
+		Short: "Evaluate a target policy on a session log: GPOPE (DP GTD2), DP-LSW, or non-private LSTD",
+		Long: `gtd2 estimates the value of a target policy from a dprl.sessions.v1 log with
+linear features.
+
+Methods (--method):
+  gpope     (default) gradient-perturbed GTD2 (Xie et al., "Privacy preserving
+            off-policy evaluation", Algorithm 1): T steps, each on a Poisson
+            sample of expected --batch trajectories (the paper: one), their
+            primal-dual gradients clipped to --clip and summed, Gaussian noise
+            z*clip added. z is the smallest noise multiplier for which the RDP
+            accountant of the subsampled Gaussian (q = batch/n, T steps) gives
+            (--epsilon, --delta). On- and off-policy.
+  dp-lsw    output perturbation (Balle, Gomrokchi & Precup 2016): first-visit
+            Monte Carlo values of a finite state set (the one-hot states with
+            tabular features, else a public --lsw-grid over the observation
+            box), weighted least squares, Gaussian noise on a smooth
+            sensitivity bound. On-policy only: off-policy data is refused.
+            Needs public reward bounds (--reward-low/--reward-high; chain and
+            mountaincar have them) and epsilon <= 1.
+  lstd      LSTD(0), on-policy only.        } no privacy guarantee: they need
+  wis-lstd  weighted-importance LSTD(0).    } --non-private and are not charged
+The non-private methods release an estimate computed directly from the data;
+they exist as references for research on data you may look at, are refused
+without --non-private, and are not written to the ledger (nothing DP was
+spent, and a ledger entry would wrongly suggest a guarantee).
+
+Target policies (--target): uniform, snapshot:FILE (a saved policy's sampled
+policy), greedy:FILE, softmax:FILE:TEMP, epsilon-greedy:FILE:EPS, and with
+--env chain or mountaincar the built-in controllers greedy, softmax:TEMP and
+epsilon-greedy:EPS (chain: "advance"; mountaincar: "pump"). The paper's chain
+target (stay or advance with probability 1/2) is "uniform" on --env chain.
+
+Features (--features): tabular (one-hot observations), fourier:K (order-K
+Fourier basis on the box --low/--high, default the environment's observation
+box), raw (the observation and a bias).
+
+Output: the value estimate at the environment's public start distribution
+(--env; for chain also the true value), the MSPBE and which one it is:
+  exact (chain model)   with --env chain: the true moments of the chain under
+                        the behaviour (--behavior, else the target when the
+                        data is on-policy);
+  empirical (eval data) the moments of --eval-data, a public log;
+  empirical (private data) the moments of --data itself: a statistic of the
+                        private data that the DP guarantee does not cover;
+the weights, and the guarantee: epsilon (the accountant's bound for the run),
+delta, the accountant and the noise.
+
+Budget: a private run is charged to the dataset (its SHA-256) in --ledger. The
+run is checked against the cap before the log is read, the whole log and the
+target and features are validated against it, and only then is the cost
+written (synced) and the estimate computed: malformed input and refused runs
+cost nothing.
+
+Randomness: noise and sampling come from a generator keyed from the operating
+system's secure source; --seed makes a run repeatable (research only) and the
+ledger records that it was seeded.`,
+		Example: `  dprl sims generate --env chain --behavior random --episodes 1000 --out chain.jsonl --seed 1
+  dprl offline gtd2 --data chain.jsonl --env chain --target uniform --features tabular \
+      --epsilon 1 --delta 1e-5 --iters 20000 --step-size 0.5 --plot mspbe.png
+  dprl offline gtd2 --data chain.jsonl --env chain --target uniform --features tabular --method dp-lsw --epsilon 1 --delta 1e-5
+  dprl offline gtd2 --data mc.jsonl --env mountaincar --target uniform --features fourier:5 --method wis-lstd --non-private --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runOfflineGTD2(a, cmd, &f)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.data, "data", "", "session log (dprl.sessions.v1), the private dataset")
+	fl.StringVar(&f.target, "target", "", "target policy: uniform, snapshot:FILE, greedy[:FILE], softmax[:FILE]:TEMP, epsilon-greedy[:FILE]:EPS")
+	fl.StringVar(&f.features, "features", "", "features: tabular, fourier:K or raw")
+	fl.StringVar(&f.method, "method", methodGPOPE, "gpope, dp-lsw, lstd or wis-lstd")
+	fl.Float64Var(&f.epsilon, "epsilon", 0, "privacy budget epsilon of this run (gpope, dp-lsw)")
+	fl.Float64Var(&f.delta, "delta", 0, "privacy parameter delta of this run (gpope, dp-lsw)")
+	fl.IntVar(&f.iters, "iters", 0, "gpope: number of noisy gradient steps T")
+	fl.Float64Var(&f.stepSize, "step-size", 0.5, "gpope: step size alpha (alpha_0 with --diminishing)")
+	fl.BoolVar(&f.diminishing, "diminishing", false, "gpope: step size alpha_0 / sqrt(t)")
+	fl.Float64Var(&f.clip, "clip", 1, "gpope: L2 clip C of one trajectory's primal-dual gradient")
+	fl.Float64Var(&f.batch, "batch", 1, "gpope: expected trajectories per step (Poisson sampling rate batch/n; the paper uses 1)")
+	fl.Float64Var(&f.gamma, "gamma", 0.9, "discount factor, 0 <= gamma < 1")
+	fl.Float64Var(&f.ridge, "ridge", 1e-6, "lstd, wis-lstd: ridge added to A (unvisited tabular states make A singular)")
+	fl.StringVar(&f.env, "env", "", "the simulator the data comes from (public knowledge): start distribution, bounds, built-in targets, exact chain MSPBE")
+	fl.StringVar(&f.behavior, "behavior", "", "with --env chain: the behaviour policy of the data, for the exact MSPBE of off-policy data")
+	fl.StringVar(&f.evalData, "eval-data", "", "a public session log on which to compute the empirical MSPBE instead of the private data")
+	fl.Uint64Var(&f.seed, "seed", 0, "seed the noise and sampling (repeatable research runs; recorded in the ledger)")
+	fl.BoolVar(&f.nonPrivate, "non-private", false, "allow lstd and wis-lstd, which release an estimate without any DP guarantee")
+	fl.Float64SliceVar(&f.low, "low", nil, "fourier and grid box lower bounds (default: the environment's observation box)")
+	fl.Float64SliceVar(&f.high, "high", nil, "fourier and grid box upper bounds")
+	fl.IntVar(&f.grid, "lsw-grid", 10, "dp-lsw with non-tabular features: cells per observation component of the public grid")
+	fl.Float64Var(&f.rewardLow, "reward-low", math.NaN(), "dp-lsw: public lower reward bound (default for chain 0, mountaincar -1)")
+	fl.Float64Var(&f.rewardHig, "reward-high", math.NaN(), "dp-lsw: public upper reward bound (default for chain 1, mountaincar 0)")
+	fl.StringVar(&f.plot, "plot", "", "gpope: write the MSPBE vs iteration curve as PNG to this file")
+	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
+	f.budget.register(fl)
+	return c
+}
+
+// gtd2Run is the state of one run between validation and computation.
+type gtd2Run struct {
+	f        *offlineGTD2Flags
+	env      sims.Env
+	chain    *sims.ChainConfig
+	sessions []offline.Session
+	spec     offline.Spec
+	target   policies.Policy
+	feats    gtd2.Features
+	ds       *gtd2.Dataset
+	onPolicy bool
+	lswPhi   [][]float64
+	lswTraj  []lsw.Trajectory
+	lswCfg   lsw.Config
+}
+
+func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
+	private, err := checkGTD2Flags(cmd, f)
+	if err != nil {
+		return err
+	}
+	r := &gtd2Run{f: f}
+	if f.env != "" {
+		if r.env, err = sims.New(f.env); err != nil {
+			return usagef("--env: %w", err)
+		}
+		if as := r.env.ActionSpace(); as.Kind != sims.Discrete {
+			return usagef("--env %s has continuous actions; gtd2 evaluates discrete-action policies", f.env)
+		}
+		if ch, ok := r.env.(*sims.Chain); ok {
+			cfg := ch.Config()
+			r.chain = &cfg
+		}
+	} else if f.behavior != "" {
+		return usagef("--behavior needs --env chain")
+	}
+	out := gtd2Output{Method: f.method, Private: private, Target: f.target, Features: f.features, Gamma: f.gamma, Seeded: cmd.Flags().Changed("seed")}
+
+	// 1. open: the dataset's id and, for a private run, the ledger.
+	if private {
+		if err := f.budget.open(a, f.data); err != nil {
+			return err
+		}
+		defer f.budget.close()
+		out.DatasetID = f.budget.datasetID
+	} else if out.DatasetID, err = offline.DatasetID(f.data); err != nil {
+		return fmt.Errorf("dataset: %w", err)
+	}
+	// 2. check, on the record count alone.
+	var entry ledger.Entry
+	if private {
+		n, err := countRecords(f.data)
+		if err != nil {
+			return fmt.Errorf("dataset: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("dataset %s: no sessions", f.data)
+		}
+		if entry, err = gtd2Entry(f, n, &out); err != nil {
+			return err
+		}
+		entry.Seeded = out.Seeded
+		if err := f.budget.check(entry); err != nil {
+			return err
+		}
+	}
+	// 3. validate the whole log, the target and the features against it.
+	if err := r.load(); err != nil {
+		return err
+	}
+	if private && len(r.sessions) != entry.Participants {
+		return fmt.Errorf("dataset %s: %d records counted, %d sessions read", f.data, entry.Participants, len(r.sessions))
+	}
+	if err := r.prepare(); err != nil {
+		return err
+	}
+	// 4. charge.
+	if private {
+		e, err := f.budget.charge(entry)
+		if err != nil {
+			return err
+		}
+		out.LedgerSeq = e.Seq
+		if out.DatasetSpent, err = f.budget.spent(); err != nil {
+			return err
+		}
+	}
+	// 5. compute.
+	return r.compute(a, cmd, &out)
+}
+
+// checkGTD2Flags validates the command line and reports whether the run is
+// private.
+func checkGTD2Flags(cmd *cobra.Command, f *offlineGTD2Flags) (bool, error) {
+	switch {
+	case f.data == "":
+		return false, usagef("--data is required")
+	case f.target == "":
+		return false, usagef("--target is required")
+	case f.features == "":
+		return false, usagef("--features is required (tabular, fourier:K or raw)")
+	case !(f.gamma >= 0 && f.gamma < 1):
+		return false, usagef("--gamma %v: want 0 <= gamma < 1", f.gamma)
+	}
+	var private bool
+	switch f.method {
+	case methodGPOPE, methodDPLSW:
+		private = true
+		if f.nonPrivate {
+			return false, usagef("--non-private is for lstd and wis-lstd; %s is private", f.method)
+		}
+		if !(f.epsilon > 0) || math.IsInf(f.epsilon, 0) {
+			return false, usagef("--epsilon %v: want > 0 (method %s is private)", f.epsilon, f.method)
+		}
+		if !(f.delta > 0 && f.delta < 1) {
+			return false, usagef("--delta %v: want 0 < delta < 1", f.delta)
+		}
+	case methodLSTD, methodWISLSTD:
+		if !f.nonPrivate {
+			return false, usagef("--method %s releases an estimate with no differential privacy guarantee; pass --non-private to run it anyway (it is not charged to the ledger)", f.method)
+		}
+		if cmd.Flags().Changed("epsilon") || cmd.Flags().Changed("delta") {
+			return false, usagef("--epsilon/--delta have no meaning for the non-private %s", f.method)
+		}
+		if !(f.ridge >= 0) {
+			return false, usagef("--ridge %v: want >= 0", f.ridge)
+		}
+	default:
+		return false, usagef("--method %q: want gpope, dp-lsw, lstd or wis-lstd", f.method)
+	}
+	if f.method == methodGPOPE {
+		switch {
+		case f.iters < 1:
+			return false, usagef("--iters %d: want at least 1 (gpope)", f.iters)
+		case !(f.stepSize > 0) || math.IsInf(f.stepSize, 0):
+			return false, usagef("--step-size %v: want > 0", f.stepSize)
+		case !(f.clip > 0) || math.IsInf(f.clip, 0):
+			return false, usagef("--clip %v: want > 0", f.clip)
+		case !(f.batch > 0) || math.IsInf(f.batch, 0):
+			return false, usagef("--batch %v: want > 0", f.batch)
+		}
+	} else if f.plot != "" {
+		return false, usagef("--plot draws the gpope iterations; --method %s has none", f.method)
+	}
+	if f.method == methodDPLSW && f.epsilon > 1 {
+		return false, usagef("--epsilon %v: dp-lsw's smooth-sensitivity calibration is proved for epsilon <= 1", f.epsilon)
+	}
+	return private, nil
+}
+
+// countRecords counts the non-blank lines of a log: the number of sessions
+// if the log is valid, found without interpreting any record.
+func countRecords(path string) (int, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer file.Close()
+	br := bufio.NewReaderSize(file, 1<<16)
+	n, blank := 0, true
+	for {
+		b, err := br.ReadSlice('\n')
+		if len(bytes.TrimSpace(b)) > 0 {
+			blank = false
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err == nil || (errors.Is(err, io.EOF) && len(b) > 0) {
+			if !blank {
+				n++
+			}
+			blank = true
+		}
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+}
+
+// gtd2Entry builds the ledger entry of a private run on n trajectories and
+// fills the guarantee into out.
+func gtd2Entry(f *offlineGTD2Flags, n int, out *gtd2Output) (ledger.Entry, error) {
+	e := ledger.Entry{Unit: ledger.UnitTrajectory, Method: accountant.MethodRDP, Participants: n}
+	switch f.method {
+	case methodGPOPE:
+		q := f.batch / float64(n)
+		if q > 1 {
+			return e, usagef("--batch %v exceeds the %d trajectories of the data", f.batch, n)
+		}
+		acc := accountant.RDP{}
+		z, err := accountant.Calibrate(acc, f.epsilon, f.delta, q, f.iters)
+		if err != nil {
+			return e, usageError{fmt.Errorf("calibrating the noise: %w", err)}
+		}
+		ev := accountant.Event{Q: q, Z: z, Steps: f.iters}
+		g, err := acc.Epsilon(f.delta, ev)
+		if err != nil {
+			return e, err
+		}
+		e.Mechanism = fmt.Sprintf("gpope: %d steps of clipped (C=%g) primal-dual GTD2 gradients of a Poisson sample (q=%.4g) + Gaussian noise", f.iters, f.clip, q)
+		e.Events = []accountant.Event{ev}
+		e.Epsilon, e.Delta = g.Epsilon, f.delta
+		out.Accountant = "rdp (subsampled Gaussian, Mironov, Talwar & Zhang 2019)"
+		out.NoiseMultiplier, out.SamplingRate, out.Iters, out.Clip = z, q, f.iters, f.clip
+	case methodDPLSW:
+		if f.delta >= f.budget.capDelta {
+			return e, usagef("dp-lsw spends its delta %g by basic composition, which leaves nothing of the dataset's --dataset-delta %g for the accountant; lower --delta or raise --dataset-delta", f.delta, f.budget.capDelta)
+		}
+		e.Mechanism = "dp-lsw: first-visit Monte Carlo + weighted least squares + Gaussian noise on a smooth sensitivity bound"
+		e.Fixed = []ledger.FixedCost{{Epsilon: f.epsilon, Delta: f.delta, Source: lswSource}}
+		e.Epsilon, e.Delta = f.epsilon, f.delta
+		out.Accountant = "smooth sensitivity (Balle et al. 2016; NRS 2007), composed with the dataset's other runs by basic composition"
+	}
+	out.Epsilon, out.Delta = e.Epsilon, e.Delta
+	return e, nil
+}
+
+// load reads and validates the whole log.
+func (r *gtd2Run) load() error {
+	spec := offline.Spec{}
+	if r.env != nil {
+		spec = offline.Spec{ObsDim: r.env.ObservationSpace().Dim(), Discrete: r.env.ActionSpace().N}
+	}
+	sessions, got, err := readSessions(r.f.data, spec)
+	if err != nil {
+		return err
+	}
+	if got.Discrete < 0 {
+		return fmt.Errorf("dataset %s: continuous actions; gtd2 evaluates discrete-action policies", r.f.data)
+	}
+	r.sessions, r.spec = sessions, got
+	return nil
+}
+
+// readSessions reads every session of a log with the strict reader.
+func readSessions(path string, spec offline.Spec) ([]offline.Session, offline.Spec, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, spec, fmt.Errorf("dataset: %w", err)
+	}
+	defer file.Close()
+	rd := offline.NewReader(file, offline.ReaderOptions{Name: path, Spec: spec})
+	var out []offline.Session
+	for {
+		s, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, spec, fmt.Errorf("dataset: %w", err)
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return nil, spec, fmt.Errorf("dataset %s: no sessions", path)
+	}
+	got := rd.Spec()
+	if got.Discrete == 0 { // learned from the largest action seen
+		for _, s := range out {
+			for _, st := range s.Steps {
+				if st.Action.Vec != nil {
+					got.Discrete = -1
+					break
+				}
+				got.Discrete = max(got.Discrete, st.Action.Index+1)
+			}
+		}
+		got.Discrete = max(got.Discrete, 2)
+	}
+	return out, got, nil
+}
+
+// policyOptions are the dimensions and reference a policy spec is checked
+// against.
+func (r *gtd2Run) policyOptions() policies.Options {
+	o := policies.Options{NumActions: r.spec.Discrete, ObsDim: r.spec.ObsDim}
+	if ref, ok := policies.Builtin(r.f.env, r.spec.ObsDim); ok {
+		o.Reference = ref
+	}
+	return o
+}
+
+// box returns the public observation box: --low/--high, else the
+// environment's.
+func (r *gtd2Run) box() (low, high []float64, err error) {
+	low, high = r.f.low, r.f.high
+	if low == nil && high == nil && r.env != nil {
+		sp := r.env.ObservationSpace()
+		low, high = sp.Low, sp.High
+	}
+	if low == nil || high == nil {
+		return nil, nil, usagef("--features %s needs the observation box: give --low and --high (or an --env with a bounded observation space)", r.f.features)
+	}
+	if len(low) != r.spec.ObsDim || len(high) != r.spec.ObsDim {
+		return nil, nil, usagef("--low/--high have %d and %d components, the observations %d", len(low), len(high), r.spec.ObsDim)
+	}
+	for i := range low {
+		if math.IsInf(low[i], 0) || math.IsInf(high[i], 0) {
+			return nil, nil, usagef("observation component %d is unbounded in --env %s: give --low and --high", i, r.f.env)
+		}
+	}
+	return low, high, nil
+}
+
+// parseFeatures builds the feature map for the log's observations.
+func (r *gtd2Run) parseFeatures() (gtd2.Features, error) {
+	spec := r.f.features
+	switch {
+	case spec == "tabular":
+		return gtd2.Tabular{N: r.spec.ObsDim}, nil
+	case spec == "raw":
+		return gtd2.Raw{N: r.spec.ObsDim}, nil
+	case strings.HasPrefix(spec, "fourier:"):
+		k, err := strconv.Atoi(strings.TrimPrefix(spec, "fourier:"))
+		if err != nil {
+			return nil, usagef("--features %q: the Fourier order is not an integer", spec)
+		}
+		low, high, err := r.box()
+		if err != nil {
+			return nil, err
+		}
+		fr, err := gtd2.NewFourier(k, low, high)
+		if err != nil {
+			return nil, usagef("--features: %w", err)
+		}
+		return fr, nil
+	}
+	return nil, usagef("--features %q: want tabular, fourier:K or raw", spec)
+}
+
+// prepare checks the target and features against the log and builds
+// everything the method reads; it computes nothing that is released.
+func (r *gtd2Run) prepare() error {
+	var err error
+	if r.target, err = policies.Parse(r.f.target, r.policyOptions()); err != nil {
+		return usagef("--target: %w", err)
+	}
+	if r.feats, err = r.parseFeatures(); err != nil {
+		return err
+	}
+	if r.ds, err = gtd2.Prepare(r.sessions, r.feats, targetProb{p: r.target, buf: make([]float64, r.target.NumActions())}, r.f.gamma); err != nil {
+		return fmt.Errorf("dataset %s: %w", r.f.data, err)
+	}
+	r.onPolicy = r.ds.CheckOnPolicy() == nil
+	switch r.f.method {
+	case methodLSTD:
+		if err := r.ds.CheckOnPolicy(); err != nil {
+			return fmt.Errorf("lstd is on-policy only (use wis-lstd or gpope for off-policy data): %w", err)
+		}
+	case methodDPLSW:
+		if err := r.ds.CheckOnPolicy(); err != nil {
+			return fmt.Errorf("dp-lsw is on-policy only (use gpope for off-policy data): %w", err)
+		}
+		if err := r.prepareLSW(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepareLSW maps the log to DP-LSW's finite state set and fixes the public
+// state weights and reward bounds.
+func (r *gtd2Run) prepareLSW() error {
+	var sm lsw.StateMap
+	if _, ok := r.feats.(gtd2.Tabular); ok {
+		sm = lsw.Tabular{N: r.spec.ObsDim}
+	} else {
+		low, high, err := r.box()
+		if err != nil {
+			return err
+		}
+		g, err := lsw.NewGrid(low, high, r.f.grid)
+		if err != nil {
+			return usagef("--lsw-grid: %w", err)
+		}
+		sm = g
+	}
+	n := sm.NumStates()
+	weights := make([]float64, n)
+	for s := range weights {
+		weights[s] = 1
+	}
+	if r.chain != nil && r.spec.ObsDim == r.chain.States {
+		// The absorbing end is never a state of a logged step: public
+		// structure of the chain, so it gets no weight.
+		weights[n-1] = 0
+	}
+	lo, hi := r.f.rewardLow, r.f.rewardHig
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		switch r.f.env {
+		case "chain":
+			lo, hi = 0, 1
+		case "mountaincar":
+			lo, hi = -1, 0
+		default:
+			return usagef("dp-lsw needs public reward bounds: give --reward-low and --reward-high")
+		}
+		if !math.IsNaN(r.f.rewardLow) {
+			lo = r.f.rewardLow
+		}
+		if !math.IsNaN(r.f.rewardHig) {
+			hi = r.f.rewardHig
+		}
+	}
+	r.lswCfg = lsw.Config{Epsilon: r.f.epsilon, Delta: r.f.delta, Gamma: r.f.gamma, RewardLow: lo, RewardHigh: hi, Weights: weights}
+	if err := r.lswCfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	r.lswPhi = make([][]float64, n)
+	obs := make([]float64, r.spec.ObsDim)
+	for s := range n {
+		sm.Represent(obs, s)
+		r.lswPhi[s] = make([]float64, r.feats.Dim())
+		if err := r.feats.Phi(r.lswPhi[s], obs); err != nil {
+			return err
+		}
+	}
+	r.lswTraj = make([]lsw.Trajectory, len(r.sessions))
+	for i, s := range r.sessions {
+		tr := lsw.Trajectory{States: make([]int, len(s.Steps)), Rewards: make([]float64, len(s.Steps))}
+		for t, st := range s.Steps {
+			idx, err := sm.Index(st.Obs)
+			if err != nil {
+				return fmt.Errorf("dataset %s: session %q step %d: %w", r.f.data, s.Session, t, err)
+			}
+			tr.States[t], tr.Rewards[t] = idx, st.Reward
+		}
+		r.lswTraj[i] = tr
+	}
+	return nil
+}
+
+// targetProb adapts a policies.Policy to gtd2.Policy; an observation the
+// policy cannot read gives NaN, which gtd2.Prepare reports.
+type targetProb struct {
+	p   policies.Policy
+	buf []float64
+}
+
+// Prob returns pi(a|obs).
+func (t targetProb) Prob(obs []float64, a sims.Action) float64 {
+	if a.Vec != nil || a.Index < 0 || a.Index >= len(t.buf) {
+		return math.NaN()
+	}
+	if err := t.p.Probs(t.buf, obs); err != nil {
+		return math.NaN()
+	}
+	return t.buf[a.Index]
+}
+
+// newNoiseRand returns the generator of the run's noise and sampling:
+// ChaCha8 keyed from --seed, else from crypto/rand.
+func newNoiseRand(seeded bool, seed uint64) (*mrand.Rand, error) {
+	var key [32]byte
+	if seeded {
+		binary.LittleEndian.PutUint64(key[:8], seed)
+		copy(key[8:], "dprl offline gtd2")
+	} else if _, err := crand.Read(key[:]); err != nil {
+		return nil, fmt.Errorf("secure random source: %w", err)
+	}
+	return mrand.New(mrand.NewChaCha8(key)), nil
+}
+
+// mspbeMoments returns the moments the MSPBE is measured with and their
+// kind.
+func (r *gtd2Run) mspbeMoments() (gtd2.Moments, string, error) {
+	if r.chain != nil && r.spec.ObsDim == r.chain.States {
+		k := r.chain.States - 1
+		pi, err := chainTable(r.target, r.chain.States)
+		if err != nil {
+			return gtd2.Moments{}, "", err
+		}
+		mu := pi
+		switch {
+		case r.f.behavior != "":
+			beh, err := policies.Parse(r.f.behavior, r.policyOptions())
+			if err != nil {
+				return gtd2.Moments{}, "", usagef("--behavior: %w", err)
+			}
+			if mu, err = chainTable(beh, r.chain.States); err != nil {
+				return gtd2.Moments{}, "", err
+			}
+		case !r.onPolicy:
+			mu = nil
+		}
+		if mu != nil {
+			m, err := gtd2.ChainMoments(*r.chain, mu[:k], pi[:k], r.feats, r.f.gamma)
+			if err != nil {
+				return gtd2.Moments{}, "", err
+			}
+			return m, "exact (chain model)", nil
+		}
+	}
+	if r.f.evalData != "" {
+		ev, _, err := readSessions(r.f.evalData, r.spec)
+		if err != nil {
+			return gtd2.Moments{}, "", fmt.Errorf("--eval-data: %w", err)
+		}
+		ds, err := gtd2.Prepare(ev, r.feats, targetProb{p: r.target, buf: make([]float64, r.target.NumActions())}, r.f.gamma)
+		if err != nil {
+			return gtd2.Moments{}, "", fmt.Errorf("--eval-data: %w", err)
+		}
+		m := gtd2.EmpiricalMoments(ds, true)
+		m.FillUnvisited()
+		return m, "empirical (eval data)", nil
+	}
+	m := gtd2.EmpiricalMoments(r.ds, true)
+	m.FillUnvisited()
+	return m, "empirical (private data: not covered by the DP guarantee)", nil
+}
+
+// chainTable tabulates a policy on the chain's one-hot states.
+func chainTable(p policies.Policy, n int) ([][]float64, error) {
+	out := make([][]float64, n)
+	obs := make([]float64, n)
+	for s := range n {
+		clear(obs)
+		obs[s] = 1
+		out[s] = make([]float64, p.NumActions())
+		if err := p.Probs(out[s], obs); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// startValue returns theta . mean phi over the environment's public start
+// distribution (chain: uniform over the non-terminal states; otherwise 1000
+// resets drawn with a fixed public seed), and for chain the true value.
+func (r *gtd2Run) startValue(theta []float64) (v, truth *float64, err error) {
+	if r.env == nil {
+		return nil, nil, nil
+	}
+	var starts [][]float64
+	if r.chain != nil {
+		for s := range r.chain.States - 1 {
+			o := make([]float64, r.chain.States)
+			o[s] = 1
+			starts = append(starts, o)
+		}
+	} else {
+		rng := mrand.New(mrand.NewPCG(0, 0))
+		for range 1000 {
+			o := make([]float64, r.spec.ObsDim)
+			r.env.Reset(rng, o)
+			starts = append(starts, o)
+		}
+	}
+	phis := make([][]float64, len(starts))
+	for i, o := range starts {
+		phis[i] = make([]float64, r.feats.Dim())
+		if err := r.feats.Phi(phis[i], o); err != nil {
+			return nil, nil, fmt.Errorf("start distribution: %w", err)
+		}
+	}
+	val := gtd2.StartValue(theta, phis)
+	if r.chain != nil && r.spec.ObsDim == r.chain.States {
+		pi, err := chainTable(r.target, r.chain.States)
+		if err != nil {
+			return nil, nil, err
+		}
+		vf, err := r.chain.ValueFunction(pi, r.f.gamma)
+		if err != nil {
+			return nil, nil, err
+		}
+		var t float64
+		for s := range r.chain.States - 1 {
+			t += vf[s]
+		}
+		t /= float64(r.chain.States - 1)
+		truth = &t
+	}
+	return &val, truth, nil
+}
+
+// compute runs the method and prints the result.
+func (r *gtd2Run) compute(a *app, cmd *cobra.Command, out *gtd2Output) error {
+	f := r.f
+	out.NTrajectories = len(r.ds.Trajs)
+	for i := range r.ds.Trajs {
+		out.NTransitions += r.ds.Trajs[i].Len()
+	}
+	mom, kind, err := r.mspbeMoments()
+	if err != nil {
+		return err
+	}
+	out.MSPBEKind = kind
+	rng, err := newNoiseRand(out.Seeded, f.seed)
+	if err != nil {
+		return err
+	}
+	var curve plotter.XYs
+	switch f.method {
+	case methodGPOPE:
+		cfg := gtd2.Config{Iters: f.iters, StepSize: f.stepSize, Diminishing: f.diminishing, Clip: f.clip, Z: out.NoiseMultiplier, Q: out.SamplingRate}
+		every := max(1, f.iters/200)
+		prog := newStepProgress(a, f.iters)
+		cfg.Observe = func(t int, theta []float64) {
+			prog.update(t)
+			if f.plot != "" && (t%every == 0 || t == f.iters) {
+				if e, err := gtd2.MSPBE(mom, theta); err == nil {
+					curve = append(curve, plotter.XY{X: float64(t), Y: e})
+				}
+			}
+		}
+		res, err := gtd2.GPOPE(r.ds, cfg, rng)
+		if err != nil {
+			return err
+		}
+		out.Weights, out.Clipped = res.Theta, res.Clipped
+	case methodDPLSW:
+		res, err := lsw.Estimate(r.lswPhi, r.lswTraj, r.lswCfg, rng)
+		if err != nil {
+			return err
+		}
+		out.Weights, out.Sigma = res.Theta, res.Sigma
+	case methodLSTD, methodWISLSTD:
+		theta, err := gtd2.LSTD(r.ds, f.method == methodWISLSTD, f.ridge)
+		if err != nil {
+			return err
+		}
+		out.Weights = theta
+		out.Accountant = "none: not differentially private"
+	}
+	if out.MSPBE, err = gtd2.MSPBE(mom, out.Weights); err != nil {
+		return err
+	}
+	if out.Value, out.TrueValue, err = r.startValue(out.Weights); err != nil {
+		return err
+	}
+	if f.plot != "" {
+		if err := writeMSPBEPNG(f.plot, curve, kind, fmt.Sprintf("GPOPE on %s: (%.3g, %g)-DP, n = %d", filepathBase(f.data), out.Epsilon, out.Delta, out.NTrajectories)); err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
+		out.Plot = f.plot
+	}
+	return emit(a.stdout, f.asJSON, out, func(w io.Writer) error { return printGTD2(w, out) })
+}
+
+func printGTD2(w io.Writer, o *gtd2Output) error {
+	fmt.Fprintf(w, "method:      %s (target %s, features %s, gamma %g)\n", o.Method, o.Target, o.Features, o.Gamma)
+	fmt.Fprintf(w, "data:        %d trajectories, %d transitions, %s\n", o.NTrajectories, o.NTransitions, o.DatasetID)
+	if o.Value != nil {
+		fmt.Fprintf(w, "value:       %.6g at the start distribution", *o.Value)
+		if o.TrueValue != nil {
+			fmt.Fprintf(w, " (true %.6g)", *o.TrueValue)
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintln(w, "value:       - (give --env for a public start distribution)")
+	}
+	fmt.Fprintf(w, "MSPBE:       %.6g, %s\n", o.MSPBE, o.MSPBEKind)
+	fmt.Fprintf(w, "weights:     %s\n", fmtVec(o.Weights))
+	if !o.Private {
+		fmt.Fprintln(w, "privacy:     NONE: this estimate is not differentially private (not charged)")
+		return nil
+	}
+	fmt.Fprintf(w, "privacy:     (%.4g, %g)-DP per trajectory, %s\n", o.Epsilon, o.Delta, o.Accountant)
+	if o.Method == methodGPOPE {
+		fmt.Fprintf(w, "noise:       z = %.4g on clip %g, q = %.4g, %d steps, %d clipped gradients\n", o.NoiseMultiplier, o.Clip, o.SamplingRate, o.Iters, o.Clipped)
+	} else {
+		fmt.Fprintf(w, "noise:       sigma = %.4g per weight\n", o.Sigma)
+	}
+	fmt.Fprintf(w, "ledger:      entry %d; dataset spent epsilon %.4g", o.LedgerSeq, o.DatasetSpent)
+	if o.Seeded {
+		fmt.Fprint(w, " (seeded run)")
+	}
+	fmt.Fprintln(w)
+	if o.Plot != "" {
+		fmt.Fprintf(w, "plot:        %s\n", o.Plot)
+	}
+	return nil
+}
+
+func fmtVec(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = strconv.FormatFloat(x, 'g', 4, 64)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// writeMSPBEPNG plots MSPBE against the iteration on a log scale.
+func writeMSPBEPNG(path string, curve plotter.XYs, kind, title string) error {
+	if len(curve) == 0 {
+		return errors.New("no MSPBE values to plot")
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "iteration"
+	p.Y.Label.Text = "MSPBE, " + strings.SplitN(kind, ":", 2)[0]
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	for i := range curve {
+		curve[i].Y = math.Max(curve[i].Y, 1e-300)
+	}
+	l, err := plotter.NewLine(curve)
+	if err != nil {
+		return err
+	}
+	p.Add(l, plotter.NewGrid())
+	return p.Save(6*vg.Inch, 4*vg.Inch, path)
+}
+
+// stepProgress logs the progress of a long loop every few seconds.
+type stepProgress struct {
+	a     *app
+	total int
+	last  time.Time
+}
+
+func newStepProgress(a *app, total int) *stepProgress {
+	return &stepProgress{a: a, total: total, last: time.Now()}
+}
+
+func (p *stepProgress) update(t int) {
+	if t%64 != 0 || time.Since(p.last) < 3*time.Second {
+		return
+	}
+	p.last = time.Now()
+	p.a.log.Info().Int("step", t).Int("of", p.total).Msg("gpope")
+}
+
+// filepathBase is the file name of a path, for plot titles.
+func filepathBase(p string) string { return filepath.Base(p) }

@@ -1,0 +1,407 @@
+// Package lsw is DP-LSW, the output-perturbation baseline of differentially
+// private on-policy evaluation (Balle, Gomrokchi & Precup 2016,
+// "Differentially private policy evaluation", ICML, arXiv 1603.02010): a
+// first-visit Monte Carlo estimate F_X(s) of the value of every state of a
+// finite (or publicly discretised) state set, a weighted least-squares fit of
+// linear features to it, and Gaussian noise calibrated to a data-dependent
+// smooth upper bound of the fit's local sensitivity (Nissim, Raskhodnikova &
+// Smith 2007, "Smooth sensitivity and sampling in private data analysis").
+//
+// # The estimator (Balle et al. 2016, §4, "DP-LSW")
+//
+//	F_X(s)  = mean over the c_X(s) trajectories that visit s of the discounted
+//	          return from their first visit to s (0 when c_X(s) = 0)
+//	theta_X = argmin_theta sum_s rho_s (F_X(s) - phi_s . theta)^2
+//	        = (Gamma^1/2 Phi)^+ Gamma^1/2 F_X,   Gamma = diag(rho)
+//
+// with public state weights rho (Config.Weights) and public features Phi.
+//
+// # The noise (Balle et al. 2016, §4, privacy theorem of DP-LSW)
+//
+//	theta~ = theta_X + sigma_X N(0, I_d)
+//	sigma_X = alpha * W * ||(Gamma^1/2 Phi)^+||_2 * sqrt(Psi_beta(X))
+//	Psi_beta(X) = max_{k >= 0} e^{-k beta} sum_s rho_s / max(c_X(s) - k, 1)^2
+//	alpha = 5 sqrt(2 ln(2/delta)) / epsilon,  beta = epsilon / (4 (d + ln(2/delta)))
+//
+// W bounds the range of a discounted return. The paper has rewards in
+// [0, R_max] and W = R_max / (1 - gamma); here rewards are clipped to the
+// public range [RewardLow, RewardHigh] and W = (max(0, RewardHigh) -
+// min(0, RewardLow)) / (1 - gamma), which is the paper's value for
+// RewardLow = 0.
+//
+// Why this is (epsilon, delta)-DP for the addition or removal of one
+// trajectory (the unit of the ledger): theta_X is the fixed linear map
+// (Gamma^1/2 Phi)^+ Gamma^1/2 of F_X. Adding or removing one trajectory
+// changes each F_X(s) by at most W / max(c_X(s), 1) (a mean of returns in an
+// interval of width W containing 0), so the local sensitivity is at most
+// A_0(X) = W ||(Gamma^1/2 Phi)^+||_2 sqrt(sum_s rho_s / max(c_X(s), 1)^2); a
+// dataset within k changes has counts >= c_X(s) - k, so A_k(X), the same sum
+// with max(c_X(s) - k, 1), bounds its local sensitivity, and A_k(X) <=
+// A_{k+1}(Y) for neighbours X, Y. Hence max_k e^{-k beta} A_k(X) is a
+// beta-smooth upper bound on the local sensitivity (NRS 2007, §3), and so is
+// sigma_X / alpha = max_k e^{-k beta / 2} A_k(X), which is larger. Gaussian
+// noise with scale alpha times a beta-smooth bound, for the alpha and beta
+// above, is (epsilon, delta)-DP in d dimensions (NRS 2007, §2: admissibility
+// of the Gaussian). Taking the square root outside the maximum, as the paper
+// does, is kept so that the calibration is the paper's; it only adds noise.
+// The operator norm ||.||_2 is what the sensitivity argument uses (the
+// paper's authors' code uses the larger Frobenius norm).
+//
+// The admissibility lemma is stated for epsilon <= 1; Config.Validate
+// refuses larger epsilons rather than extrapolate it.
+//
+// DP-LSW evaluates the policy that generated the data: it is on-policy only.
+package lsw
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// ErrRange marks a DP-LSW input outside the range its guarantee covers.
+var ErrRange = errors.New("lsw: outside the guarantee's range")
+
+// StateMap maps observations to the finite state set DP-LSW works on.
+type StateMap interface {
+	// NumStates is the number of states.
+	NumStates() int
+	// Index returns the state of an observation, or an error for an
+	// observation it cannot map.
+	Index(obs []float64) (int, error)
+	// Represent writes an observation standing for state s into dst (the
+	// one-hot vector, or a grid cell's centre); its features are phi_s.
+	Represent(dst []float64, s int)
+}
+
+// Tabular is the state set of one-hot observations of length N.
+type Tabular struct{ N int }
+
+// NumStates returns N.
+func (t Tabular) NumStates() int { return t.N }
+
+// Index returns the position of the one in a one-hot observation.
+func (t Tabular) Index(obs []float64) (int, error) {
+	if len(obs) != t.N {
+		return 0, fmt.Errorf("lsw: tabular state: observation length %d, want %d", len(obs), t.N)
+	}
+	idx := -1
+	for i, v := range obs {
+		switch {
+		case v == 0:
+		case v == 1 && idx < 0:
+			idx = i
+		default:
+			return 0, fmt.Errorf("lsw: tabular state: observation is not one-hot (obs[%d] = %v)", i, v)
+		}
+	}
+	if idx < 0 {
+		return 0, errors.New("lsw: tabular state: observation has no one")
+	}
+	return idx, nil
+}
+
+// Represent writes the one-hot vector of s.
+func (t Tabular) Represent(dst []float64, s int) {
+	clear(dst[:t.N])
+	dst[s] = 1
+}
+
+// Grid is the public discretisation of a box into Bins equal cells per
+// component; observations outside the box go to the nearest cell.
+type Grid struct {
+	Low, High []float64
+	Bins      int
+}
+
+// NewGrid checks the box and returns the grid.
+func NewGrid(low, high []float64, bins int) (Grid, error) {
+	if len(low) == 0 || len(low) != len(high) {
+		return Grid{}, fmt.Errorf("lsw: grid bounds of lengths %d and %d", len(low), len(high))
+	}
+	if bins < 1 {
+		return Grid{}, fmt.Errorf("lsw: grid bins %d, want >= 1", bins)
+	}
+	n := 1
+	for i := range low {
+		if !(high[i] > low[i]) || math.IsInf(high[i]-low[i], 0) {
+			return Grid{}, fmt.Errorf("lsw: grid bounds [%v, %v] on component %d: want finite low < high", low[i], high[i], i)
+		}
+		n *= bins
+		if n > 1<<16 {
+			return Grid{}, fmt.Errorf("lsw: grid of %d bins in %d dimensions is too large", bins, len(low))
+		}
+	}
+	return Grid{Low: append([]float64(nil), low...), High: append([]float64(nil), high...), Bins: bins}, nil
+}
+
+// NumStates returns Bins^d.
+func (g Grid) NumStates() int {
+	n := 1
+	for range g.Low {
+		n *= g.Bins
+	}
+	return n
+}
+
+// Index returns the cell of obs (first component fastest).
+func (g Grid) Index(obs []float64) (int, error) {
+	if len(obs) != len(g.Low) {
+		return 0, fmt.Errorf("lsw: grid state: observation length %d, want %d", len(obs), len(g.Low))
+	}
+	idx, stride := 0, 1
+	for j, x := range obs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return 0, fmt.Errorf("lsw: grid state: obs[%d] = %v", j, x)
+		}
+		b := int(math.Floor((x - g.Low[j]) / (g.High[j] - g.Low[j]) * float64(g.Bins)))
+		b = min(max(b, 0), g.Bins-1)
+		idx += b * stride
+		stride *= g.Bins
+	}
+	return idx, nil
+}
+
+// Represent writes the centre of cell s.
+func (g Grid) Represent(dst []float64, s int) {
+	for j := range g.Low {
+		b := s % g.Bins
+		s /= g.Bins
+		dst[j] = g.Low[j] + (float64(b)+0.5)*(g.High[j]-g.Low[j])/float64(g.Bins)
+	}
+}
+
+// Config configures DP-LSW. Every field is a privacy parameter or public
+// knowledge; none has a default.
+type Config struct {
+	// Epsilon and Delta are the target guarantee: 0 < Epsilon <= 1,
+	// 0 < Delta < 1.
+	Epsilon, Delta float64
+	// Gamma is the discount of the returns, 0 <= Gamma < 1.
+	Gamma float64
+	// RewardLow and RewardHigh are the public reward bounds; rewards are
+	// clipped to them. RewardLow < RewardHigh.
+	RewardLow, RewardHigh float64
+	// Weights are the public state weights rho_s >= 0 (one per state, not
+	// all zero): the least-squares weighting and the sensitivity sum.
+	Weights []float64
+}
+
+// Validate reports every invalid field.
+func (c Config) Validate() error {
+	var errs []error
+	if !(c.Epsilon > 0 && c.Epsilon <= 1) {
+		errs = append(errs, fmt.Errorf("%w: dp-lsw epsilon = %v, want 0 < epsilon <= 1 (the smooth-sensitivity Gaussian lemma's range)", ErrRange, c.Epsilon))
+	}
+	if !(c.Delta > 0 && c.Delta < 1) {
+		errs = append(errs, fmt.Errorf("%w: dp-lsw delta = %v, want 0 < delta < 1", ErrRange, c.Delta))
+	}
+	if !(c.Gamma >= 0 && c.Gamma < 1) {
+		errs = append(errs, fmt.Errorf("%w: dp-lsw gamma = %v, want 0 <= gamma < 1", ErrRange, c.Gamma))
+	}
+	if !(c.RewardLow < c.RewardHigh) || math.IsInf(c.RewardHigh-c.RewardLow, 0) {
+		errs = append(errs, fmt.Errorf("%w: dp-lsw reward range [%v, %v], want finite low < high", ErrRange, c.RewardLow, c.RewardHigh))
+	}
+	var sum float64
+	for i, w := range c.Weights {
+		if !(w >= 0) || math.IsInf(w, 0) {
+			errs = append(errs, fmt.Errorf("%w: dp-lsw weight[%d] = %v, want >= 0", ErrRange, i, w))
+		}
+		sum += w
+	}
+	if !(sum > 0) {
+		errs = append(errs, fmt.Errorf("%w: dp-lsw state weights are all zero", ErrRange))
+	}
+	return errors.Join(errs...)
+}
+
+// ReturnRange is W, the width of an interval containing 0 and every
+// discounted return of rewards in [low, high].
+func ReturnRange(low, high, gamma float64) float64 {
+	return (math.Max(0, high) - math.Min(0, low)) / (1 - gamma)
+}
+
+// Alpha is the noise-to-smooth-sensitivity ratio for (epsilon, delta):
+// 5 sqrt(2 ln(2/delta)) / epsilon (NRS 2007 Gaussian admissibility, as used by
+// Balle et al. 2016 §4).
+func Alpha(epsilon, delta float64) float64 {
+	return 5 * math.Sqrt(2*math.Log(2/delta)) / epsilon
+}
+
+// Beta is the smoothness for (epsilon, delta) in d dimensions:
+// epsilon / (4 (d + ln(2/delta))) (same sources as Alpha).
+func Beta(epsilon, delta float64, d int) float64 {
+	return epsilon / (4 * (float64(d) + math.Log(2/delta)))
+}
+
+// Psi is Psi_beta(X) = max_{k >= 0} e^{-k beta} sum_s w_s / max(c_s - k, 1)^2
+// over the states with w_s > 0. The maximum is over k = 0..max c_s: beyond,
+// every term is w_s and the factor only decays.
+func Psi(weights []float64, counts []int, beta float64) float64 {
+	maxC := 0
+	for s, c := range counts {
+		if weights[s] > 0 {
+			maxC = max(maxC, c)
+		}
+	}
+	best := 0.0
+	for k := 0; k <= maxC; k++ {
+		var sum float64
+		for s, c := range counts {
+			if w := weights[s]; w > 0 {
+				m := float64(max(c-k, 1))
+				sum += w / (m * m)
+			}
+		}
+		best = math.Max(best, math.Exp(-float64(k)*beta)*sum)
+	}
+	return best
+}
+
+// Trajectory is one session as DP-LSW reads it: the state of every step and
+// the reward that followed it.
+type Trajectory struct {
+	States  []int
+	Rewards []float64
+}
+
+// FirstVisit returns F_X (the mean discounted return from the first visit of
+// each state, 0 for unvisited states) and the visit counts c_X(s), with
+// rewards clipped to [low, high].
+func FirstVisit(trajs []Trajectory, numStates int, gamma, low, high float64) (f []float64, counts []int) {
+	f = make([]float64, numStates)
+	counts = make([]int, numStates)
+	var ret []float64
+	for _, tr := range trajs {
+		n := len(tr.States)
+		ret = append(ret[:0], make([]float64, n+1)...)
+		for t := n - 1; t >= 0; t-- {
+			r := math.Min(high, math.Max(low, tr.Rewards[t]))
+			ret[t] = r + gamma*ret[t+1]
+		}
+		for t, s := range tr.States {
+			first := true
+			for _, s2 := range tr.States[:t] {
+				if s2 == s {
+					first = false
+					break
+				}
+			}
+			if first {
+				counts[s]++
+				f[s] += ret[t]
+			}
+		}
+	}
+	for s, c := range counts {
+		if c > 0 {
+			f[s] /= float64(c)
+		}
+	}
+	return f, counts
+}
+
+// Result is a DP-LSW release and how its noise was calibrated.
+type Result struct {
+	// Theta is the released (noisy) weight vector.
+	Theta []float64 `json:"theta"`
+	// Sigma is the noise standard deviation per coordinate.
+	Sigma float64 `json:"sigma"`
+	// Alpha, Beta, Psi, PinvNorm and ReturnRange are the factors of Sigma.
+	Alpha       float64 `json:"alpha"`
+	Beta        float64 `json:"beta"`
+	Psi         float64 `json:"psi"`
+	PinvNorm    float64 `json:"pinv_norm"`
+	ReturnRange float64 `json:"return_range"`
+	// Visited is the number of states with c_X(s) > 0.
+	Visited int `json:"visited"`
+	// nonPrivate is theta_X before noise, kept for tests.
+	nonPrivate []float64
+}
+
+// Fit returns the weighted least-squares map P = (Gamma^1/2 Phi)^+ Gamma^1/2
+// (d x N) and ||(Gamma^1/2 Phi)^+||_2, for features phi (N rows of length d)
+// and weights w. Singular values below 1e-10 times the largest are treated
+// as zero, in both.
+func Fit(phi [][]float64, w []float64) (*mat.Dense, float64, error) {
+	n, d := len(phi), len(phi[0])
+	g := mat.NewDense(n, d, nil)
+	for s := range n {
+		sw := math.Sqrt(w[s])
+		for k := range d {
+			g.Set(s, k, sw*phi[s][k])
+		}
+	}
+	var svd mat.SVD
+	if !svd.Factorize(g, mat.SVDThin) {
+		return nil, 0, errors.New("lsw: SVD of the weighted features failed")
+	}
+	vals := svd.Values(nil)
+	var u, v mat.Dense
+	svd.UTo(&u)
+	svd.VTo(&v)
+	tol := 1e-10 * vals[0]
+	minVal := math.Inf(1)
+	inv := mat.NewDense(len(vals), len(vals), nil)
+	for i, sv := range vals {
+		if sv > tol {
+			inv.Set(i, i, 1/sv)
+			minVal = math.Min(minVal, sv)
+		}
+	}
+	if math.IsInf(minVal, 1) {
+		return nil, 0, errors.New("lsw: the weighted features are all zero")
+	}
+	// P = V Sigma^+ U^T Gamma^1/2.
+	var p mat.Dense
+	p.Product(&v, inv, u.T())
+	for s := range n {
+		sw := math.Sqrt(w[s])
+		for k := range d {
+			p.Set(k, s, p.At(k, s)*sw)
+		}
+	}
+	return &p, 1 / minVal, nil
+}
+
+// Estimate runs DP-LSW on trajectories over the states of phi (phi[s] are the
+// features of state s). Every draw comes from rng.
+func Estimate(phi [][]float64, trajs []Trajectory, c Config, rng *rand.Rand) (Result, error) {
+	if err := c.Validate(); err != nil {
+		return Result{}, err
+	}
+	n := len(phi)
+	if n == 0 || len(c.Weights) != n {
+		return Result{}, fmt.Errorf("lsw: %d states, %d weights", n, len(c.Weights))
+	}
+	d := len(phi[0])
+	p, pinv, err := Fit(phi, c.Weights)
+	if err != nil {
+		return Result{}, err
+	}
+	f, counts := FirstVisit(trajs, n, c.Gamma, c.RewardLow, c.RewardHigh)
+	theta := mat.NewVecDense(d, nil)
+	theta.MulVec(p, mat.NewVecDense(n, f))
+	res := Result{
+		Alpha:       Alpha(c.Epsilon, c.Delta),
+		Beta:        Beta(c.Epsilon, c.Delta, d),
+		PinvNorm:    pinv,
+		ReturnRange: ReturnRange(c.RewardLow, c.RewardHigh, c.Gamma),
+	}
+	res.Psi = Psi(c.Weights, counts, res.Beta)
+	res.Sigma = res.Alpha * res.ReturnRange * res.PinvNorm * math.Sqrt(res.Psi)
+	for _, cnt := range counts {
+		if cnt > 0 {
+			res.Visited++
+		}
+	}
+	res.nonPrivate = append([]float64(nil), theta.RawVector().Data...)
+	res.Theta = make([]float64, d)
+	for k := range d {
+		res.Theta[k] = theta.AtVec(k) + res.Sigma*rng.NormFloat64()
+	}
+	return res, nil
+}
