@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +44,9 @@ type ServiceConfig struct {
 	// dprl.sessions.v1 files (64 MiB or 1 hour per file, fsynced on
 	// rotation, all files kept).
 	SessionLogDir string
+	// ActWorkers is the number of act subscriptions served concurrently
+	// (stream.ServerConfig.ActWorkers); 0 means twice GOMAXPROCS.
+	ActWorkers int
 	// HTTPAddr serves /healthz, /readyz, /metrics and /status ("": none).
 	HTTPAddr string
 	// Logger receives the service's logs.
@@ -140,7 +144,7 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	go func() { s.runErr = s.agent.Run(runCtx); close(s.runDone) }()
-	if s.srv, err = stream.Serve(ctx, s.nc, Handler{s.agent}, stream.ServerConfig{Prefix: prefix, ObsDim: cfg.Agent.Spec.ObsDim, Limits: cfg.Limits, Logger: log, ActWorkers: runtime.GOMAXPROCS(0) * 2}); err != nil {
+	if s.srv, err = stream.Serve(ctx, s.nc, Handler{s.agent}, stream.ServerConfig{Prefix: prefix, ObsDim: cfg.Agent.Spec.ObsDim, Limits: cfg.Limits, Logger: log, ActWorkers: cmp.Or(cfg.ActWorkers, runtime.GOMAXPROCS(0)*2)}); err != nil {
 		return s, err
 	}
 	if cfg.HTTPAddr != "" {

@@ -38,14 +38,14 @@ func envProfile(name string) (policy.Spec, policy.Config, error) {
 
 // agentFlags are the options of dprl agent (and, in part, dprl demo).
 type agentFlags struct {
-	config, data, envSpec, natsURL, natsListen, prefix, httpAddr string
-	logSessions                                                  string
-	tlsCA, tlsCert, tlsKey, creds, nkey                          string
-	obsDim, actions, k, maxUpdates, maxOpen, maxSteps            int
-	z, clip, delta, userEps                                      float64
-	idle, flush                                                  time.Duration
-	seed                                                         uint64
-	checkConfig                                                  bool
+	config, data, envSpec, natsURL, natsListen, prefix, httpAddr  string
+	logSessions                                                   string
+	tlsCA, tlsCert, tlsKey, creds, nkey                           string
+	obsDim, actions, k, maxUpdates, maxOpen, maxSteps, actWorkers int
+	z, clip, delta, userEps                                       float64
+	idle, flush                                                   time.Duration
+	seed                                                          uint64
+	checkConfig                                                   bool
 }
 
 func (f *agentFlags) register(c *cobra.Command) {
@@ -66,6 +66,7 @@ func (f *agentFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.nkey, "nkey", "", "NATS nkey seed file")
 	fl.StringVar(&f.logSessions, "log-sessions", "", "write every closed session to rotating dprl.sessions.v1 files in this directory (raw user data: protect it)")
 	fl.StringVar(&f.httpAddr, "http", "", "address of /healthz, /readyz, /metrics and /status (e.g. 127.0.0.1:9090)")
+	fl.IntVar(&f.actWorkers, "act-workers", 0, "act requests handled concurrently (subscriptions in the queue group); 0: twice the cores")
 	fl.Float64Var(&f.z, "z", 0, "noise multiplier z (default: the profile's)")
 	fl.Float64Var(&f.clip, "clip", 0, "clipping norm S of a user's local update (default: the profile's)")
 	fl.IntVar(&f.k, "K", 0, "sessions per update K (default: the profile's)")
@@ -107,6 +108,9 @@ func (f *agentFlags) serviceConfig(a *app) (agent.ServiceConfig, error) {
 	if f.data == "" {
 		return agent.ServiceConfig{}, usagef("--data is required")
 	}
+	if f.actWorkers < 0 || f.actWorkers > 1024 {
+		return agent.ServiceConfig{}, usagef("--act-workers %d: want 0 (twice the cores) to 1024", f.actWorkers)
+	}
 	ac := agent.DefaultConfig(spec, pc)
 	ac.Delta, ac.UserEpsilon, ac.MaxUpdatesPerUser = f.delta, f.userEps, f.maxUpdates
 	ac.MaxOpenSessions, ac.MaxStepsPerSession, ac.IdleTimeout, ac.FlushTimeout = f.maxOpen, f.maxSteps, f.idle, f.flush
@@ -125,7 +129,7 @@ func (f *agentFlags) serviceConfig(a *app) (agent.ServiceConfig, error) {
 		opts = append(opts, stream.WithNKey(f.nkey))
 	}
 	return agent.ServiceConfig{Agent: ac, DataDir: f.data, NATS: f.natsURL, NATSListen: f.natsListen, ConnectOptions: opts,
-		Prefix: f.prefix, HTTPAddr: f.httpAddr, SessionLogDir: f.logSessions, Logger: a.log}, nil
+		Prefix: f.prefix, ActWorkers: f.actWorkers, HTTPAddr: f.httpAddr, SessionLogDir: f.logSessions, Logger: a.log}, nil
 }
 
 func newAgentCmd(a *app) *cobra.Command {

@@ -42,6 +42,7 @@ func newBenchServeCmd(a *app) *cobra.Command {
 		dur         time.Duration
 		asJSON      bool
 		cpuProfile  string
+		actWorkers  int
 	)
 	c := &cobra.Command{
 		Use:   "serve [--concurrency C] [--duration D]",
@@ -79,7 +80,7 @@ agent phase (K is set above the number of sessions), so it measures serving.`,
 			}
 			defer os.RemoveAll(dir)
 			ac := agent.DefaultConfig(spec, pc)
-			svc, err := agent.StartService(c.Context(), agent.ServiceConfig{Agent: ac, DataDir: dir, NATSListen: "127.0.0.1:0", Logger: a.log})
+			svc, err := agent.StartService(c.Context(), agent.ServiceConfig{Agent: ac, DataDir: dir, NATSListen: "127.0.0.1:0", ActWorkers: actWorkers, Logger: a.log})
 			if err != nil {
 				return err
 			}
@@ -130,6 +131,7 @@ agent phase (K is set above the number of sessions), so it measures serving.`,
 	c.Flags().IntVar(&concurrency, "concurrency", 16, "client goroutines")
 	c.Flags().DurationVar(&dur, "duration", 5*time.Second, "how long each side is measured")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	c.Flags().IntVar(&actWorkers, "act-workers", 0, "the agent's concurrent act handlers (as dprl agent --act-workers); 0: twice the cores")
 	c.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark (both phases) to this file (go tool pprof)")
 	return c
 }

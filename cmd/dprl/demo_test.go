@@ -41,6 +41,7 @@ func TestAgentCheckConfig(t *testing.T) {
 		{"agent", "--data", dir, "--check-config"},
 		{"agent", "--data", dir, "--env-spec", "nope", "--check-config"},
 		{"agent", "--data", dir, "--env-spec", "cartpole", "--z", "-1", "--check-config"},
+		{"agent", "--data", dir, "--env-spec", "cartpole", "--act-workers", "-1", "--check-config"},
 		{"demo", "--pace", "sometimes"},
 	} {
 		if code, _, stderr := runCLI(t, args...); code != 2 {
