@@ -66,7 +66,7 @@ func (f *agentFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.nkey, "nkey", "", "NATS nkey seed file")
 	fl.StringVar(&f.logSessions, "log-sessions", "", "write every closed session to rotating dprl.sessions.v1 files in this directory (raw user data: protect it)")
 	fl.StringVar(&f.httpAddr, "http", "", "address of /healthz, /readyz, /metrics and /status (e.g. 127.0.0.1:9090)")
-	fl.IntVar(&f.actWorkers, "act-workers", 0, "act requests handled concurrently (subscriptions in the queue group); 0: twice the cores")
+	fl.IntVar(&f.actWorkers, "act-workers", 0, "act requests handled concurrently (subscriptions in the queue group); 0: one per two cores")
 	fl.Float64Var(&f.z, "z", 0, "noise multiplier z (default: the profile's)")
 	fl.Float64Var(&f.clip, "clip", 0, "clipping norm S of a user's local update (default: the profile's)")
 	fl.IntVar(&f.k, "K", 0, "sessions per update K (default: the profile's)")

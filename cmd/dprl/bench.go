@@ -131,7 +131,7 @@ agent phase (K is set above the number of sessions), so it measures serving.`,
 	c.Flags().IntVar(&concurrency, "concurrency", 16, "client goroutines")
 	c.Flags().DurationVar(&dur, "duration", 5*time.Second, "how long each side is measured")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-	c.Flags().IntVar(&actWorkers, "act-workers", 0, "the agent's concurrent act handlers (as dprl agent --act-workers); 0: twice the cores")
+	c.Flags().IntVar(&actWorkers, "act-workers", 0, "the agent's concurrent act handlers (as dprl agent --act-workers); 0: one per two cores")
 	c.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark (both phases) to this file (go tool pprof)")
 	return c
 }
