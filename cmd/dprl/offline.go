@@ -16,7 +16,8 @@ import (
 // newOfflineCmd returns "dprl offline": the offline modes on session logs.
 // Each subcommand charges its run to the dataset it reads (offlineBudget).
 func newOfflineCmd(a *app) *cobra.Command {
-	return groupCmd("offline", "Offline modes on session logs, each run charged to the dataset it reads")
+	return groupCmd("offline", "Offline modes on session logs, each run charged to the dataset it reads",
+		newOfflineSVTCmd(a))
 }
 
 // offlineBudget is the privacy budget every offline run is charged against:
