@@ -256,6 +256,9 @@ type countProgress struct {
 	last     time.Time
 	every    time.Duration
 	drawn    bool
+	phase    string
+	phase0   time.Duration // elapsed when the phase started
+	prev     time.Duration // elapsed at the previous update
 }
 
 func newCountProgress(a *app, what string) *countProgress {
@@ -267,14 +270,23 @@ func newCountProgress(a *app, what string) *countProgress {
 	return p
 }
 
+// update reports done of total in phase after elapsed since the start; the
+// remaining time is estimated from the phase's own rate.
 func (p *countProgress) update(phase string, done, total int, elapsed time.Duration) {
+	if phase != p.phase {
+		if p.drawn {
+			fmt.Fprintln(p.a.stderr)
+		}
+		p.phase, p.phase0 = phase, p.prev // the previous phase ended at its last update
+	}
+	p.prev = elapsed
 	if p.off || (time.Since(p.last) < p.every && done < total) {
 		return
 	}
 	p.last = time.Now()
 	eta := time.Duration(0)
 	if done > 0 {
-		eta = time.Duration(float64(elapsed) / float64(done) * float64(total-done))
+		eta = time.Duration(float64(elapsed-p.phase0) / float64(done) * float64(total-done))
 	}
 	if p.tty {
 		fmt.Fprintf(p.a.stderr, "\r%s: %d/%d  %s elapsed  eta %s   ", phase, done, total, elapsed.Round(time.Second), eta.Round(time.Second))
