@@ -24,9 +24,11 @@ const gridSize = 10
 // Exactly one of CartPole and Acrobot is set.
 type Variation struct {
 	// Cell is the grid index of each varied parameter, 0..9.
-	Cell     [3]int               `json:"cell"`
+	Cell [3]int `json:"cell"`
+	// CartPole holds the parameters of a CartPole variation.
 	CartPole *sims.CartPoleParams `json:"cartpole,omitempty"`
-	Acrobot  *sims.AcrobotParams  `json:"acrobot,omitempty"`
+	// Acrobot holds the parameters of an Acrobot variation.
+	Acrobot *sims.AcrobotParams `json:"acrobot,omitempty"`
 }
 
 // NewEnv returns a fresh environment with the variation's parameters.
@@ -165,7 +167,9 @@ func (c GenConfig) Validate() error {
 
 // GenExpert describes one generated expert.
 type GenExpert struct {
-	ID        string    `json:"id"`
+	// ID is the expert's id ("e<j>"), its snapshot DIR/<ID>.snap.
+	ID string `json:"id"`
+	// Variation is the environment setting it was trained (or fine-tuned) on.
 	Variation Variation `json:"variation"`
 	// Base is the base expert fine-tuned, -1 when trained from scratch.
 	Base int `json:"base"`
@@ -181,19 +185,24 @@ type GenExpert struct {
 
 // GenProgress reports a running Generate.
 type GenProgress struct {
-	Phase   string // "bases" or "experts"
-	Done    int
-	Total   int
+	// Phase is "bases" (training the base experts) or "experts".
+	Phase string
+	// Done of Total items of the phase are complete.
+	Done, Total int
+	// Elapsed is the wall time since Generate started.
 	Elapsed time.Duration
 }
 
 // GenResult is the outcome of Generate.
 type GenResult struct {
-	Spec     policy.Spec
-	Experts  []GenExpert
-	Sessions int
-	Steps    int
-	Elapsed  time.Duration
+	// Spec is the experts' policy spec (the environment's spaces).
+	Spec policy.Spec
+	// Experts describes every expert, in id order.
+	Experts []GenExpert
+	// Sessions and Steps count the logged trajectories and transitions.
+	Sessions, Steps int
+	// Elapsed is the wall time of the run.
+	Elapsed time.Duration
 }
 
 // Generate builds cfg.Experts experts as Sharma et al. (App. B.1) do —

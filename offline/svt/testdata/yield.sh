@@ -16,7 +16,9 @@
 # charged to one ledger in OUT with a raised cap: a simulation study on
 # synthetic data, not a release.
 #
-# Prints a TSV of every run and a markdown table of the means over seeds.
+# Prints a TSV of every run (OUT/ENV-runs.tsv) and a markdown table of the
+# means over seeds; with TABLE_ONLY=1 it only prints the table of an existing
+# OUT/ENV-runs.tsv.
 set -euo pipefail
 env=${1:?ENV}
 out=${2:?OUT}
@@ -31,6 +33,7 @@ if [[ ! -s "$out/$env.jsonl" ]]; then
 		--finetune-users 300 --out-dir "$out/$env-experts" --log "$out/$env.jsonl" --seed 1 --json >"$out/$env-gen.json"
 fi
 runs="$out/$env-runs.tsv"
+if [[ "${TABLE_ONLY:-}" != 1 ]]; then
 printf 'env\tM\teps1\tseed\tqueried\tqueried_transitions\tstable_prefixes\tstable_transitions\tstable_fraction\tqueried_stable_fraction\n' >"$runs"
 for m in $ms; do
 	data="$out/$env-m$m.jsonl"
@@ -50,12 +53,14 @@ for m in $ms; do
 done
 cat "$runs"
 echo
-echo "| M | eps1 | stable transitions (seeds 1-3) | stable / queried transitions | stable / all transitions |"
-echo "|---|---|---|---|---|"
+fi
+echo "| M | eps1 | stable transitions (seeds 1-3) | stable prefixes (of 3 x 25 queried) | mean prefix length | stable / queried transitions | stable / all transitions |"
+echo "|---|---|---|---|---|---|---|"
 awk -F'\t' 'NR > 1 {
 	k = $2 "\t" $3; if (!(k in n)) order[++K] = k
-	n[k]++; st[k] = st[k] (n[k] > 1 ? ", " : "") $8; q[k] += $10; a[k] += $9
+	n[k]++; st[k] = st[k] (n[k] > 1 ? ", " : "") $8; p[k] += $7; t[k] += $8; q[k] += $10; a[k] += $9
 } END {
 	for (i = 1; i <= K; i++) { k = order[i]; split(k, f, "\t")
-		printf "| %s | %s | %s | %.4f | %.2e |\n", f[1], f[2], st[k], q[k] / n[k], a[k] / n[k] }
+		len = p[k] > 0 ? sprintf("%.1f", t[k] / p[k]) : "-"
+		printf "| %s | %s | %s | %d | %s | %.4f | %.2e |\n", f[1], f[2], st[k], p[k], len, q[k] / n[k], a[k] / n[k] }
 }' "$runs"

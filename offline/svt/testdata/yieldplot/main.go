@@ -81,7 +81,13 @@ func run(out string, files []string) error {
 	p.X.Label.Text = "experts M"
 	p.Y.Label.Text = "stable / queried transitions"
 	palette := []color.RGBA{{0x1f, 0x77, 0xb4, 0xff}, {0xff, 0x7f, 0x0e, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0xd6, 0x27, 0x28, 0xff}, {0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff}}
-	for i, k := range keys {
+	epsIndex := map[float64]int{}
+	for _, k := range keys {
+		if _, ok := epsIndex[k.eps]; !ok {
+			epsIndex[k.eps] = len(epsIndex)
+		}
+	}
+	for _, k := range keys {
 		ms := make([]float64, 0, len(sum[k]))
 		for m := range sum[k] {
 			ms = append(ms, m)
@@ -99,7 +105,7 @@ func run(out string, files []string) error {
 		if err != nil {
 			return err
 		}
-		c := palette[i%len(palette)]
+		c := palette[epsIndex[k.eps]%len(palette)] // one colour per eps1; acrobot dashed
 		line.Color, pts.Color = c, c
 		line.Width = vg.Points(1.5)
 		if k.env == "acrobot" {
