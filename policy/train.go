@@ -63,6 +63,11 @@ type TrainOptions struct {
 	// released updates keep their guarantee (post-processing); it damps the
 	// random walk of the noise once the policy has converged.
 	AnnealServerLR bool
+	// Init, if non-nil, is the starting joint parameter vector [policy;
+	// value] (fine-tuning a trained policy, e.g. a Snapshot's Theta); its
+	// length must be the Learner's NumParams. nil: a fresh random
+	// initialisation from rng. The draws from rng are the same either way.
+	Init []float64
 	// Progress, if non-nil, is called on the calling goroutine after every
 	// update. It must be quick; throttle output in it.
 	Progress func(Progress)
@@ -204,6 +209,12 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 	n, nPi := l0.NumParams(), l0.NumPolicyParams()
 	theta := make([]float64, n)
 	l0.Init(theta, rand.New(rand.NewPCG(initSeed, 0)))
+	if opts.Init != nil {
+		if len(opts.Init) != n {
+			return Result{}, fmt.Errorf("policy: train: init has %d parameters, want %d", len(opts.Init), n)
+		}
+		copy(theta, opts.Init)
+	}
 	agg, err := NewAggregator(cfg.DP, nPi, n-nPi, rand.New(rand.NewPCG(noiseSeed, 0)))
 	if err != nil {
 		return Result{}, err

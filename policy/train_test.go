@@ -144,3 +144,34 @@ func TestTrainSnapshotServes(t *testing.T) {
 		t.Fatalf("restored policy differs: %v vs %v, version %d", m1, m2, got.Version)
 	}
 }
+
+// TestTrainInit checks that TrainOptions.Init starts from the given
+// parameters: zero users of training are impossible, so one update from Init
+// must stay close to Init and far from a fresh initialisation.
+func TestTrainInit(t *testing.T) {
+	cfg := smokeConfig()
+	base, err := Train(context.Background(), cartpole, cfg, TrainOptions{Users: cfg.DP.UsersPerUpdate, Workers: 1}, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	init := slices.Clone(base.Theta)
+	for i := range init {
+		init[i] += 3 // far from any fresh initialisation
+	}
+	ft, err := Train(context.Background(), cartpole, cfg, TrainOptions{Users: cfg.DP.UsersPerUpdate, Workers: 1, Init: init}, rand.New(rand.NewPCG(2, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var far int
+	for i := range init {
+		if math.Abs(ft.Theta[i]-init[i]) > 1 {
+			far++
+		}
+	}
+	if far > 0 {
+		t.Errorf("%d of %d parameters moved by more than 1 from Init in one update", far, len(init))
+	}
+	if _, err := Train(context.Background(), cartpole, cfg, TrainOptions{Users: 1, Init: init[:3]}, rand.New(rand.NewPCG(2, 2))); err == nil {
+		t.Error("Init of the wrong length accepted")
+	}
+}

@@ -14,8 +14,8 @@ import (
 // the terminal step; terminated when -cos(theta1) - cos(theta1+theta2) > 1;
 // truncated at 500 steps.
 type Acrobot struct {
-	m1, m2, l1, lc1, lc2, i1, i2, g, dt float64
-	maxVel1, maxVel2                    float64
+	m1, m2, l1, l2, lc1, lc2, i1, i2, g, dt float64
+	maxVel1, maxVel2                        float64
 
 	s     [4]float64
 	steps int
@@ -25,9 +25,10 @@ type Acrobot struct {
 
 // NewAcrobot returns an Acrobot-v1 environment; call Reset before Step.
 func NewAcrobot() *Acrobot {
-	e := &Acrobot{m1: 1.0, m2: 1.0, l1: 1.0, lc1: 0.5, lc2: 0.5, i1: 1.0, i2: 1.0, g: 9.8, dt: 0.2}
-	pi := math.Pi // float64 arithmetic, as numpy's 4 * pi and 9 * pi
-	e.maxVel1, e.maxVel2 = 4*pi, 9*pi
+	e, err := NewAcrobotWith(DefaultAcrobotParams())
+	if err != nil {
+		panic(err) // the defaults always validate
+	}
 	return e
 }
 

@@ -22,13 +22,10 @@ type CartPole struct {
 
 // NewCartPole returns a CartPole-v1 environment; call Reset before Step.
 func NewCartPole() *CartPole {
-	e := &CartPole{gravity: 9.8, massCart: 1.0, massPole: 0.1, length: 0.5, forceMag: 10.0, tau: 0.02, xThreshold: 2.4}
-	// Derived constants computed in float64 in Gymnasium's order (not as
-	// exact Go constant expressions).
-	e.totalMass = e.massPole + e.massCart
-	e.poleMassLength = e.massPole * e.length
-	pi := math.Pi
-	e.thetaThreshold = 12 * 2 * pi / 360
+	e, err := NewCartPoleWith(DefaultCartPoleParams())
+	if err != nil {
+		panic(err) // the defaults always validate
+	}
 	return e
 }
 

@@ -17,7 +17,7 @@ import (
 // Each subcommand charges its run to the dataset it reads (offlineBudget).
 func newOfflineCmd(a *app) *cobra.Command {
 	return groupCmd("offline", "Offline modes on session logs, each run charged to the dataset it reads",
-		newOfflineGTD2Cmd(a))
+		newOfflineGTD2Cmd(a), newOfflineSVTCmd(a))
 }
 
 // offlineBudget is the privacy budget every offline run is charged against:

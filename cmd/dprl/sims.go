@@ -19,7 +19,7 @@ import (
 // newSimsCmd returns "dprl sims": listing environments and scripted rollouts.
 func newSimsCmd(a *app) *cobra.Command {
 	return groupCmd("sims", "Simulated environments: list them, run scripted rollouts",
-		newSimsListCmd(a), newSimsRolloutCmd(a), newSimsGenerateCmd(a))
+		newSimsListCmd(a), newSimsRolloutCmd(a), newSimsGenerateCmd(a), newSimsExpertsCmd(a))
 }
 
 // simsActionSpace is the JSON form of an action space.

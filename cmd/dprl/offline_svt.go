@@ -1,0 +1,408 @@
+package main
+
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"dprl/ledger"
+	"dprl/ledger/accountant"
+	"dprl/offline"
+	"dprl/offline/svt"
+)
+
+// svtSource cites the theorem the charged (eps1, delta1) comes from.
+const svtSource = "Sharma et al., Preserving Expert-Level Privacy in Offline RL, Theorem 5.5: DataRelease (Algorithm 2) is (eps1, delta1)-DP at expert level"
+
+// offlineSVTFlags are the flags of dprl offline svt.
+type offlineSVTFlags struct {
+	data        string
+	experts     string
+	epsilon     float64
+	delta       float64
+	pMin        float64
+	queries     int
+	maxLen      int
+	outStable   string
+	outUnstable string
+	seed        uint64
+	json        bool
+	budget      offlineBudget
+}
+
+// svtBin is one bar of the prefix-length histogram.
+type svtBin struct {
+	Length int `json:"length"`
+	Count  int `json:"count"`
+}
+
+// offlineSVTResult is the output of dprl offline svt.
+type offlineSVTResult struct {
+	DatasetID            string   `json:"dataset_id"`
+	Experts              int      `json:"experts"`
+	Trajectories         int      `json:"trajectories"`
+	Transitions          int      `json:"transitions"`
+	Queried              int      `json:"queried"`
+	QueriedTransitions   int      `json:"queried_transitions"`
+	Whole                int      `json:"whole"`
+	StableTrajectories   int      `json:"stable_trajectories"`
+	StableTransitions    int      `json:"stable_transitions"`
+	UnstableTrajectories int      `json:"unstable_trajectories"`
+	UnstableTransitions  int      `json:"unstable_transitions"`
+	StableFraction       float64  `json:"stable_fraction"`
+	QueriedStableFrac    float64  `json:"queried_stable_fraction"`
+	PrefixHistogram      []svtBin `json:"prefix_histogram"`
+	Epsilon              float64  `json:"epsilon"`
+	Delta                float64  `json:"delta"`
+	Unit                 string   `json:"unit"`
+	PMin                 float64  `json:"pmin"`
+	MaxLen               int      `json:"max_len"`
+	EpsPrime             float64  `json:"eps_prime"`
+	Threshold            float64  `json:"threshold"`
+	LedgerSeq            uint64   `json:"ledger_seq"`
+	DatasetSpent         float64  `json:"dataset_spent"`
+	DatasetCap           float64  `json:"dataset_cap"`
+	OutStable            string   `json:"out_stable"`
+	OutUnstable          string   `json:"out_unstable"`
+	Seed                 uint64   `json:"seed,omitempty"`
+	Seeded               bool     `json:"seeded"`
+}
+
+func newOfflineSVTCmd(a *app) *cobra.Command {
+	var f offlineSVTFlags
+	c := &cobra.Command{
+		Use:   "svt --data FILE --experts DIR --epsilon E1 --delta D1 --queries T --out-stable FILE --out-unstable FILE",
+		Short: "Release the stable trajectory prefixes of an expert log with expert-level DP (SVT)",
+		Long: `Runs DataRelease (Sharma et al., Preserving Expert-Level Privacy in Offline RL,
+Algorithm 2, as restated in ALGORITHMS.md §3): T trajectories of the log, in
+a random order, are cut at the first prefix whose count over the experts,
+count(prefix) = sum_i prod_j pi_i(a_j|s_j), falls below a noisy threshold
+(sparse vector technique, exact discrete Laplace noise); the kept prefixes
+form the stable dataset, released with (eps1, delta1)-DP at the level of one
+expert (Theorem 5.5). The tails and the trajectories not queried form the
+unstable dataset, which needs its own DP treatment before any use.
+
+Every session of the log must name its expert; expert "e17" is read from
+DIR/e17.snap (written by dprl sims experts) and smoothed to --pmin (the
+greedy action gets 1 - (|A|-1) p_min, the others p_min). The logged
+behaviour probability of every step must be the smoothed expert's: the
+guarantee is about the experts that generated the data.
+
+The run is charged (eps1, delta1) against the dataset in the ledger (unit
+"expert") after the whole log and every expert have been checked; a bad log,
+unknown or mismatching experts, or a run over the dataset's cap cost nothing.
+The dataset's --dataset-delta must be at least --delta (fixed costs compose by
+adding their deltas). Both outputs are dprl.sessions.v1; a cut prefix is
+non-terminal with final_obs the next step's observation, a tail is named
+"<session>#<k>" after the k steps it lost. --max-len L is a public bound on
+trajectory length (the environment's step limit), not read from the data.`,
+		Example: `  dprl offline svt --data data.jsonl --experts experts --epsilon 10 --delta 3.3e-4 \
+      --dataset-delta 1e-3 --queries 25 --out-stable stable.jsonl --out-unstable unstable.jsonl
+  dprl offline svt ... --seed 1 --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runOfflineSVT(cmd, a, &f) },
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.data, "data", "", "session log (dprl.sessions.v1) with expert ids")
+	fl.StringVar(&f.experts, "experts", "", "directory of expert snapshots DIR/<expert id>.snap")
+	fl.Float64Var(&f.epsilon, "epsilon", 0, "eps1 > 0 of the release (expert level)")
+	fl.Float64Var(&f.delta, "delta", 0, "delta1 in (0, 1) of the release (the paper: 1/M)")
+	fl.Float64Var(&f.pMin, "pmin", 0.02, "the experts' smoothing floor p_min, as when the log was generated")
+	fl.IntVar(&f.queries, "queries", 0, "T, the number of trajectories queried, 1..number in the log (the paper: 20-100)")
+	fl.IntVar(&f.maxLen, "max-len", 500, "L, public bound on trajectory length (the environment's step limit; a longer trajectory is an error)")
+	fl.StringVar(&f.outStable, "out-stable", "", "file for the stable prefixes (dprl.sessions.v1)")
+	fl.StringVar(&f.outUnstable, "out-unstable", "", "file for the tails and untouched trajectories (dprl.sessions.v1)")
+	fl.Uint64Var(&f.seed, "seed", 0, "seed the noise and the shuffle (simulation only; recorded in the ledger). Default: a secure generator seeded from the OS")
+	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
+	f.budget.register(fl)
+	return c
+}
+
+// check validates the flags without touching any file.
+func (f *offlineSVTFlags) check() error {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	for _, r := range []struct{ name, v string }{{"--data", f.data}, {"--experts", f.experts}, {"--out-stable", f.outStable}, {"--out-unstable", f.outUnstable}} {
+		if r.v == "" {
+			bad("%s: required", r.name)
+		}
+	}
+	cfg := svt.Config{Epsilon: f.epsilon, Delta: f.delta, Queries: f.queries, MaxLen: f.maxLen, PMin: f.pMin}
+	if err := cfg.Validate(); err != nil {
+		bad("%v", oneLine(err.Error()))
+	}
+	if f.outStable != "" && f.outStable == f.outUnstable {
+		bad("--out-stable and --out-unstable: the same file %q", f.outStable)
+	}
+	for _, o := range []string{f.outStable, f.outUnstable} {
+		if o != "" && f.data != "" && filepath.Clean(o) == filepath.Clean(f.data) {
+			bad("output %q would overwrite --data", o)
+		}
+	}
+	if f.delta > 0 && f.budget.capDelta > 0 && f.delta > f.budget.capDelta {
+		bad("--delta %v exceeds the dataset's --dataset-delta %v: the release's delta is added to the dataset's (basic composition); raise --dataset-delta if the dataset's owner agreed", f.delta, f.budget.capDelta)
+	}
+	if len(errs) > 0 {
+		return usagef("offline svt: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	res := offlineSVTResult{Epsilon: f.epsilon, Delta: f.delta, Unit: string(ledger.UnitExpert), PMin: f.pMin, MaxLen: f.maxLen,
+		OutStable: f.outStable, OutUnstable: f.outUnstable, Seeded: cmd.Flags().Changed("seed"), DatasetCap: f.budget.capEps}
+	var key [32]byte
+	if res.Seeded {
+		res.Seed = f.seed
+		binary.LittleEndian.PutUint64(key[:8], f.seed)
+		copy(key[8:], "dprl offline svt")
+	} else if _, err := crand.Read(key[:]); err != nil {
+		return fmt.Errorf("offline svt: secure seed: %w", err)
+	}
+	rng := rand.New(rand.NewChaCha8(key))
+
+	// 1. open: hash the dataset, open the ledger.
+	b := &f.budget
+	if err := b.open(a, f.data); err != nil {
+		return fmt.Errorf("offline svt: %w", err)
+	}
+	defer b.close()
+	res.DatasetID = b.datasetID
+	entry := ledger.Entry{Unit: ledger.UnitExpert,
+		Mechanism: fmt.Sprintf("svt: DataRelease (Sharma et al., Algorithm 2), T = %d queries, L = %d, p_min = %v, discrete Laplace noise", f.queries, f.maxLen, f.pMin),
+		Method:    accountant.MethodRDP, Epsilon: f.epsilon, Delta: f.delta, Seeded: res.Seeded,
+		Fixed: []ledger.FixedCost{{Epsilon: f.epsilon, Delta: f.delta, Source: svtSource}}}
+	// 2. check: refuse over the cap before reading the data.
+	if err := b.check(entry); err != nil {
+		return fmt.Errorf("offline svt: %w", err)
+	}
+	// 3. validate the whole log and the experts; nothing released yet.
+	sessions, experts, err := loadSVTInput(f)
+	if err != nil {
+		return fmt.Errorf("offline svt: %w", err)
+	}
+	res.Trajectories, res.Experts = len(sessions), len(experts)
+	for i := range sessions {
+		res.Transitions += len(sessions[i].Steps)
+	}
+	stableOut, err := newAtomicFile(f.outStable)
+	if err != nil {
+		return fmt.Errorf("offline svt: --out-stable: %w", err)
+	}
+	defer stableOut.abort()
+	unstableOut, err := newAtomicFile(f.outUnstable)
+	if err != nil {
+		return fmt.Errorf("offline svt: --out-unstable: %w", err)
+	}
+	defer unstableOut.abort()
+	// 4. charge.
+	entry.Participants = len(experts)
+	charged, err := b.charge(entry)
+	if err != nil {
+		return fmt.Errorf("offline svt: %w", err)
+	}
+	res.LedgerSeq = charged.Seq
+	// 5. compute and write.
+	qs := make([]svt.Expert, len(experts))
+	for i, e := range experts {
+		qs[i] = e
+	}
+	out, err := svt.DataRelease(sessions, qs, svt.Config{Epsilon: f.epsilon, Delta: f.delta, Queries: f.queries, MaxLen: f.maxLen, PMin: f.pMin}, rng)
+	if err != nil {
+		return fmt.Errorf("offline svt: %w (the run was charged)", err)
+	}
+	if err := stableOut.writeSessions(out.Stable); err != nil {
+		return fmt.Errorf("offline svt: --out-stable: %w (the run was charged)", err)
+	}
+	if err := unstableOut.writeSessions(out.Unstable); err != nil {
+		return fmt.Errorf("offline svt: --out-unstable: %w (the run was charged)", err)
+	}
+	res.Queried, res.Whole = out.Queried, out.Whole
+	res.EpsPrime, res.Threshold = out.Params.EpsPrime, out.Params.Theta+out.Params.NoisyThresholdShift
+	res.StableTrajectories, res.UnstableTrajectories = len(out.Stable), len(out.Unstable)
+	for i := range out.Stable {
+		res.StableTransitions += len(out.Stable[i].Steps)
+	}
+	for i := range out.Unstable {
+		res.UnstableTransitions += len(out.Unstable[i].Steps)
+	}
+	res.QueriedTransitions = res.StableTransitions + tailTransitions(out)
+	res.PrefixHistogram = []svtBin{}
+	for l, n := range out.PrefixLengths {
+		if n > 0 {
+			res.PrefixHistogram = append(res.PrefixHistogram, svtBin{Length: l, Count: n})
+		}
+	}
+	if res.Transitions > 0 {
+		res.StableFraction = float64(res.StableTransitions) / float64(res.Transitions)
+	}
+	if res.QueriedTransitions > 0 {
+		res.QueriedStableFrac = float64(res.StableTransitions) / float64(res.QueriedTransitions)
+	}
+	if res.DatasetSpent, err = b.spent(); err != nil {
+		return fmt.Errorf("offline svt: %w", err)
+	}
+	return emit(a.stdout, f.json, res, res.text)
+}
+
+// tailTransitions returns the transitions of the queried trajectories that
+// went to the unstable set: DataRelease appends, in query order, the tail of
+// every queried trajectory not released whole, then the untouched ones.
+func tailTransitions(r svt.Result) int {
+	n := 0
+	for i := 0; i < r.Queried-r.Whole; i++ {
+		n += len(r.Unstable[i].Steps)
+	}
+	return n
+}
+
+// loadSVTInput reads and checks the whole log and loads its experts: every
+// session names an expert with a snapshot in --experts that fits the log and
+// gave its logged probabilities; actions are discrete; no trajectory is
+// longer than --max-len; --queries is at most the number of trajectories.
+func loadSVTInput(f *offlineSVTFlags) ([]offline.Session, []*svt.SmoothedExpert, error) {
+	fh, err := os.Open(f.data)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer fh.Close()
+	rd := offline.NewReader(fh, offline.ReaderOptions{Name: f.data})
+	var sessions []offline.Session
+	index := map[string]int{}
+	var ids []string
+	maxAction := -1
+	for {
+		s, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if s.Steps[0].Action.Vec != nil {
+			return nil, nil, fmt.Errorf("%s:%d: continuous actions: SVT needs discrete actions (Sharma et al. assume a finite action set)", f.data, rd.Line())
+		}
+		if s.Expert == "" {
+			return nil, nil, fmt.Errorf("%s:%d: session %q names no expert: every session needs an \"expert\" id", f.data, rd.Line(), s.Session)
+		}
+		if err := svt.CheckID(s.Expert); err != nil {
+			return nil, nil, fmt.Errorf("%s:%d: %w", f.data, rd.Line(), err)
+		}
+		if len(s.Steps) > f.maxLen {
+			return nil, nil, fmt.Errorf("%s:%d: session %q has %d steps, above --max-len %d", f.data, rd.Line(), s.Session, len(s.Steps), f.maxLen)
+		}
+		for _, st := range s.Steps {
+			maxAction = max(maxAction, st.Action.Index)
+		}
+		if _, ok := index[s.Expert]; !ok {
+			index[s.Expert] = len(ids)
+			ids = append(ids, s.Expert)
+		}
+		sessions = append(sessions, s)
+	}
+	if len(sessions) == 0 {
+		return nil, nil, fmt.Errorf("%s: no sessions", f.data)
+	}
+	if f.queries > len(sessions) {
+		return nil, nil, fmt.Errorf("--queries %d: the log has %d trajectories (T must be at most their number)", f.queries, len(sessions))
+	}
+	sort.Strings(ids)
+	for i, id := range ids {
+		index[id] = i
+	}
+	experts, err := svt.LoadExperts(f.experts, ids, rd.Spec().ObsDim, maxAction+1, f.pMin)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range sessions {
+		if err := svt.CheckBehaviour(&sessions[i], experts[index[sessions[i].Expert]]); err != nil {
+			return nil, nil, err
+		}
+	}
+	return sessions, experts, nil
+}
+
+// atomicFile is an output written to a temporary file in the target's
+// directory and renamed into place on success.
+type atomicFile struct {
+	path string
+	f    *os.File
+	done bool
+}
+
+func newAtomicFile(path string) (*atomicFile, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return nil, err
+	}
+	return &atomicFile{path: path, f: f}, nil
+}
+
+// writeSessions writes the sessions, syncs and renames the file into place.
+func (a *atomicFile) writeSessions(ss []offline.Session) error {
+	w := offline.NewWriter(a.f)
+	for i := range ss {
+		if err := w.Write(&ss[i]); err != nil {
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := a.f.Sync(); err != nil {
+		return err
+	}
+	if err := a.f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(a.f.Name(), a.path); err != nil {
+		return err
+	}
+	a.done = true
+	return nil
+}
+
+// abort removes the temporary file unless it was renamed into place.
+func (a *atomicFile) abort() {
+	if !a.done {
+		a.f.Close()
+		os.Remove(a.f.Name())
+	}
+}
+
+func (r offlineSVTResult) text(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "dataset %s: %d trajectories (%d transitions) from %d experts\n", r.DatasetID, r.Trajectories, r.Transitions, r.Experts)
+	fmt.Fprintf(&b, "queried %d trajectories (%d transitions); %d released whole; eps' %.4g, noisy threshold centre %.1f\n",
+		r.Queried, r.QueriedTransitions, r.Whole, r.EpsPrime, r.Threshold)
+	fmt.Fprintf(&b, "stable:   %d prefixes, %d transitions (%.4g of all, %.4g of the queried) -> %s\n",
+		r.StableTrajectories, r.StableTransitions, r.StableFraction, r.QueriedStableFrac, r.OutStable)
+	fmt.Fprintf(&b, "unstable: %d trajectories, %d transitions -> %s\n", r.UnstableTrajectories, r.UnstableTransitions, r.OutUnstable)
+	if len(r.PrefixHistogram) > 0 {
+		b.WriteString("prefix lengths:")
+		for _, h := range r.PrefixHistogram {
+			fmt.Fprintf(&b, " %d:%d", h.Length, h.Count)
+		}
+		b.WriteString("\n")
+	}
+	seeded := ""
+	if r.Seeded {
+		seeded = fmt.Sprintf(" (seeded %d: simulation, not a production release)", r.Seed)
+	}
+	fmt.Fprintf(&b, "charged (eps1 %g, delta1 %g) at unit %s, ledger entry %d%s; dataset spent %.4g of %g\n",
+		r.Epsilon, r.Delta, r.Unit, r.LedgerSeq, seeded, r.DatasetSpent, r.DatasetCap)
+	_, err := io.WriteString(w, b.String())
+	return err
+}

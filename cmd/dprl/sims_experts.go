@@ -1,0 +1,303 @@
+package main
+
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"dprl/offline"
+	"dprl/offline/svt"
+	"dprl/policy"
+	"dprl/sims"
+)
+
+// simsExpertsFlags are the flags of dprl sims experts.
+type simsExpertsFlags struct {
+	env           string
+	m             int
+	trajectories  int
+	outDir        string
+	logPath       string
+	users         int
+	bases         int
+	fineTuneUsers int
+	pMin          float64
+	seed          uint64
+	workers       int
+	json          bool
+}
+
+// simsExpertsResult is the output of dprl sims experts.
+type simsExpertsResult struct {
+	Env                   string  `json:"env"`
+	Experts               int     `json:"experts"`
+	TrajectoriesPerExpert int     `json:"trajectories_per_expert"`
+	Sessions              int     `json:"sessions"`
+	Transitions           int     `json:"transitions"`
+	PMin                  float64 `json:"pmin"`
+	Users                 int     `json:"users"`
+	Bases                 int     `json:"bases"`
+	FineTuneUsers         int     `json:"finetune_users,omitempty"`
+	ReturnMin             float64 `json:"return_min"`
+	ReturnMedian          float64 `json:"return_median"`
+	ReturnMax             float64 `json:"return_max"`
+	ReturnMean            float64 `json:"return_mean"`
+	Seconds               float64 `json:"seconds"`
+	SecondsPerExpert      float64 `json:"seconds_per_expert"`
+	Log                   string  `json:"log"`
+	OutDir                string  `json:"out_dir"`
+	DatasetID             string  `json:"dataset_id"`
+	Seed                  uint64  `json:"seed"`
+	Seeded                bool    `json:"seeded"`
+}
+
+// expertsManifest is DIR/experts.json: how the experts were made.
+type expertsManifest struct {
+	Format        string          `json:"format"`
+	Env           string          `json:"env"`
+	PMin          float64         `json:"pmin"`
+	Users         int             `json:"users"`
+	Bases         int             `json:"bases"`
+	FineTuneUsers int             `json:"finetune_users,omitempty"`
+	Hidden        []int           `json:"hidden"`
+	Seed          uint64          `json:"seed"`
+	Seeded        bool            `json:"seeded"`
+	Experts       []svt.GenExpert `json:"experts"`
+}
+
+func newSimsExpertsCmd(a *app) *cobra.Command {
+	var f simsExpertsFlags
+	c := &cobra.Command{
+		Use:   "experts --env cartpole|acrobot --m M --trajectories N --out-dir DIR --log FILE",
+		Short: "Train M experts on environment variations and log their trajectories (input of dprl offline svt)",
+		Long: `Builds the expert dataset of Sharma et al. (expert-level DP offline RL, App.
+B.1): M experts, each trained with non-private PPO (the dprl train --algo ppo
+defaults) on a variation of the environment — a cell of the paper's 10x10x10
+grid (CartPole: gravity 8.75-11.0, force 9.0-11.25, cart mass 0.8-1.25;
+Acrobot: both link lengths 0.8-1.2, link masses 0.9-1.1), cells shuffled and
+cycled beyond 1000 — then smoothed to p_min (the greedy action gets
+1 - (|A|-1) p_min, every other action p_min). Expert "e<j>" is written to
+DIR/e<j>.snap (DIR/experts.json records the variations), and N trajectories
+per expert, sampled from the smoothed expert on the default environment, are
+logged to FILE in dprl.sessions.v1 with "expert" and "prob" set.
+
+--users is each expert's training budget in simulated users of 64 steps (the
+paper trains for 1e6 updates; 3000 users take ~1.5 s per CartPole expert here).
+With --bases B, B base experts are trained for --users users on the default
+environment and expert j fine-tunes base j mod B on its variation for
+--finetune-users users: much cheaper per expert, but the experts are then
+correlated through their bases, which raises their consensus (and the SVT
+yield) compared with independently trained experts.
+
+Every draw derives from --seed (default: from the OS; printed). Progress goes
+to stderr; the summary to stdout (text or --json).`,
+		Example: `  dprl sims experts --env cartpole --m 100 --trajectories 20 --out-dir experts --log data.jsonl
+  dprl sims experts --env cartpole --m 3000 --trajectories 5 --bases 30 --finetune-users 300 \
+      --out-dir experts --log data.jsonl --seed 1 --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSimsExperts(cmd, a, &f) },
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.env, "env", "cartpole", "environment: cartpole or acrobot")
+	fl.IntVar(&f.m, "m", 0, "number of experts M >= 1 (the paper: 3000)")
+	fl.IntVar(&f.trajectories, "trajectories", 20, "trajectories logged per expert N >= 1 (the paper: 20)")
+	fl.StringVar(&f.outDir, "out-dir", "", "directory for the expert snapshots DIR/e<j>.snap (created)")
+	fl.StringVar(&f.logPath, "log", "", "session log to write (dprl.sessions.v1)")
+	fl.IntVar(&f.users, "users", 3000, "training budget per expert (per base with --bases), in simulated users")
+	fl.IntVar(&f.bases, "bases", 0, "train this many base experts on the default environment and fine-tune them per variation (0: every expert from scratch)")
+	fl.IntVar(&f.fineTuneUsers, "finetune-users", 500, "fine-tuning budget per expert with --bases, in simulated users")
+	fl.Float64Var(&f.pMin, "pmin", 0.02, "smoothing floor p_min in (0, 1/|A|] (the paper: 0.02)")
+	fl.Uint64Var(&f.seed, "seed", 0, "seed of every random draw (default: from the OS; printed in the result)")
+	fl.IntVar(&f.workers, "workers", 0, "experts trained at once (default GOMAXPROCS; the output does not depend on it)")
+	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
+	return c
+}
+
+func runSimsExperts(cmd *cobra.Command, a *app, f *simsExpertsFlags) error {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if f.env != "cartpole" && f.env != "acrobot" {
+		bad("--env %q: want cartpole or acrobot", f.env)
+	}
+	if f.m < 1 {
+		bad("--m %d: want >= 1", f.m)
+	}
+	if f.trajectories < 1 {
+		bad("--trajectories %d: want >= 1", f.trajectories)
+	}
+	if f.outDir == "" {
+		bad("--out-dir: required")
+	}
+	if f.logPath == "" {
+		bad("--log: required")
+	}
+	if f.users < 1 {
+		bad("--users %d: want >= 1", f.users)
+	}
+	if f.bases < 0 || f.bases > max(f.m, 0) {
+		bad("--bases %d: want 0..M", f.bases)
+	}
+	if f.bases > 0 && f.fineTuneUsers < 1 {
+		bad("--finetune-users %d: want >= 1", f.fineTuneUsers)
+	}
+	if env, err := sims.New(f.env); err == nil && env.ActionSpace().Kind == sims.Discrete {
+		if n := env.ActionSpace().N; !(f.pMin > 0) || f.pMin*float64(n) > 1 {
+			bad("--pmin %v: want in (0, 1/|A| = 1/%d]", f.pMin, n)
+		}
+	}
+	if f.workers < 0 {
+		bad("--workers %d: want >= 0", f.workers)
+	}
+	if len(errs) > 0 {
+		return usagef("sims experts: %s", strings.Join(errs, "; "))
+	}
+	cfg := trainDefaultConfig()
+	cfg.DP = policy.DPConfig{Mode: policy.ModePPO, UsersPerUpdate: cfg.DP.UsersPerUpdate}
+	gc := svt.GenConfig{Env: f.env, Experts: f.m, Trajectories: f.trajectories, PMin: f.pMin, Train: cfg,
+		Users: f.users, Bases: f.bases, FineTuneUsers: f.fineTuneUsers, Workers: f.workers}
+	if err := gc.Validate(); err != nil {
+		return usageError{err}
+	}
+	res := simsExpertsResult{Env: f.env, Experts: f.m, TrajectoriesPerExpert: f.trajectories, PMin: f.pMin, Users: f.users,
+		Bases: f.bases, Log: f.logPath, OutDir: f.outDir, Seed: f.seed, Seeded: cmd.Flags().Changed("seed")}
+	if f.bases > 0 {
+		res.FineTuneUsers = f.fineTuneUsers
+	}
+	if !res.Seeded {
+		var b [8]byte
+		if _, err := crand.Read(b[:]); err != nil {
+			return fmt.Errorf("sims experts: seed from the OS: %w", err)
+		}
+		res.Seed = binary.LittleEndian.Uint64(b[:])
+	}
+	if err := os.MkdirAll(f.outDir, 0o700); err != nil {
+		return fmt.Errorf("sims experts: %w", err)
+	}
+	out, err := os.Create(f.logPath)
+	if err != nil {
+		return fmt.Errorf("sims experts: %w", err)
+	}
+	w := offline.NewWriter(out)
+	prog := newCountProgress(a, "experts")
+	rng := rand.New(rand.NewPCG(res.Seed, 0x647072_6c5f6578)) // "dprl_ex"
+	gen, err := svt.Generate(cmd.Context(), gc, f.outDir, w, rng, func(p svt.GenProgress) { prog.update(p.Phase, p.Done, p.Total, p.Elapsed) })
+	prog.done()
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sims experts: %w", err)
+	}
+	man := expertsManifest{Format: "dprl.experts.v1", Env: f.env, PMin: f.pMin, Users: f.users, Bases: f.bases,
+		FineTuneUsers: res.FineTuneUsers, Hidden: cfg.PPO.Hidden, Seed: res.Seed, Seeded: res.Seeded, Experts: gen.Experts}
+	mb, err := json.MarshalIndent(man, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(f.outDir, "experts.json"), append(mb, '\n'), 0o600); err != nil {
+		return fmt.Errorf("sims experts: %w", err)
+	}
+	if res.DatasetID, err = offline.DatasetID(f.logPath); err != nil {
+		return fmt.Errorf("sims experts: %w", err)
+	}
+	rets := make([]float64, len(gen.Experts))
+	for i, e := range gen.Experts {
+		rets[i] = e.MeanReturn
+		res.ReturnMean += e.MeanReturn / float64(len(rets))
+	}
+	slices.Sort(rets)
+	res.ReturnMin, res.ReturnMedian, res.ReturnMax = rets[0], rets[len(rets)/2], rets[len(rets)-1]
+	res.Sessions, res.Transitions = gen.Sessions, gen.Steps
+	res.Seconds = gen.Elapsed.Seconds()
+	res.SecondsPerExpert = res.Seconds / float64(f.m)
+	return emit(a.stdout, f.json, res, res.text)
+}
+
+func (r simsExpertsResult) text(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s experts (p_min %v) in %s, %s trajectories each: %d sessions, %d transitions\n",
+		r.Experts, r.Env, r.PMin, r.OutDir, fmt.Sprint(r.TrajectoriesPerExpert), r.Sessions, r.Transitions)
+	if r.Bases > 0 {
+		fmt.Fprintf(&b, "training: %d bases x %d users, then %d fine-tuning users per expert\n", r.Bases, r.Users, r.FineTuneUsers)
+	} else {
+		fmt.Fprintf(&b, "training: %d users per expert, from scratch\n", r.Users)
+	}
+	fmt.Fprintf(&b, "logged return per expert (smoothed, default env): min %.1f  median %.1f  max %.1f  mean %.1f\n",
+		r.ReturnMin, r.ReturnMedian, r.ReturnMax, r.ReturnMean)
+	fmt.Fprintf(&b, "log %s (%s)\n%.1f s (%.2f s per expert), seed %d\n", r.Log, r.DatasetID, r.Seconds, r.SecondsPerExpert, r.Seed)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// countProgress reports "done of total" progress on stderr: redrawn in place
+// on a terminal, an info log line every few seconds otherwise, nothing with
+// --log-level above info.
+type countProgress struct {
+	a        *app
+	what     string
+	tty, off bool
+	last     time.Time
+	every    time.Duration
+	drawn    bool
+	phase    string
+	phase0   time.Duration // elapsed when the phase started
+	prev     time.Duration // elapsed at the previous update
+}
+
+func newCountProgress(a *app, what string) *countProgress {
+	p := &countProgress{a: a, what: what, tty: isTerminal(a.stderr), off: a.log.GetLevel() > zerolog.InfoLevel, every: 5 * time.Second}
+	if p.tty {
+		p.every = 250 * time.Millisecond
+	}
+	p.last = time.Now()
+	return p
+}
+
+// update reports done of total in phase after elapsed since the start; the
+// remaining time is estimated from the phase's own rate.
+func (p *countProgress) update(phase string, done, total int, elapsed time.Duration) {
+	if phase != p.phase {
+		if p.drawn {
+			fmt.Fprintln(p.a.stderr)
+		}
+		p.phase, p.phase0 = phase, p.prev // the previous phase ended at its last update
+	}
+	p.prev = elapsed
+	if p.off || (time.Since(p.last) < p.every && done < total) {
+		return
+	}
+	p.last = time.Now()
+	eta := time.Duration(0)
+	if done > 0 {
+		eta = time.Duration(float64(elapsed-p.phase0) / float64(done) * float64(total-done))
+	}
+	if p.tty {
+		fmt.Fprintf(p.a.stderr, "\r%s: %d/%d  %s elapsed  eta %s   ", phase, done, total, elapsed.Round(time.Second), eta.Round(time.Second))
+		p.drawn = true
+		return
+	}
+	p.a.log.Info().Str("phase", phase).Int("done", done).Int("of", total).Dur("elapsed", elapsed).Dur("eta", eta).Msg(p.what)
+}
+
+func (p *countProgress) done() {
+	if p.drawn {
+		fmt.Fprintln(p.a.stderr)
+	}
+}

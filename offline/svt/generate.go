@@ -1,0 +1,411 @@
+package svt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+
+	"dprl/offline"
+	"dprl/policy"
+	"dprl/sims"
+)
+
+// gridSize is the number of equally spaced values per varied parameter
+// (Sharma et al., App. B.1: 10 values of each of 3 parameters, 1000 settings).
+const gridSize = 10
+
+// Variation is one environment setting an expert is trained on: a cell of the
+// paper's 10 x 10 x 10 grid of physical parameters (Sharma et al., App. B.1).
+// Exactly one of CartPole and Acrobot is set.
+type Variation struct {
+	// Cell is the grid index of each varied parameter, 0..9.
+	Cell [3]int `json:"cell"`
+	// CartPole holds the parameters of a CartPole variation.
+	CartPole *sims.CartPoleParams `json:"cartpole,omitempty"`
+	// Acrobot holds the parameters of an Acrobot variation.
+	Acrobot *sims.AcrobotParams `json:"acrobot,omitempty"`
+}
+
+// NewEnv returns a fresh environment with the variation's parameters.
+func (v Variation) NewEnv() (sims.Env, error) {
+	switch {
+	case v.CartPole != nil:
+		return sims.NewCartPoleWith(*v.CartPole)
+	case v.Acrobot != nil:
+		return sims.NewAcrobotWith(*v.Acrobot)
+	}
+	return nil, errors.New("svt: empty variation")
+}
+
+// linspace returns the i-th of n equally spaced values from lo to hi
+// inclusive (numpy.linspace).
+func linspace(lo, hi float64, i, n int) float64 {
+	return lo + (hi-lo)*float64(i)/float64(n-1)
+}
+
+// gridVariation returns the variation of a grid cell (Sharma et al., App.
+// B.1). CartPole: gravity in [8.75, 11.0], force magnitude in [9.0, 11.25],
+// cart mass in [0.8, 1.25]. Acrobot: both link lengths in [0.8, 1.2] (the
+// same length for both links), link 1 mass in [0.9, 1.1], link 2 mass in
+// [0.9, 1.1].
+func gridVariation(env string, cell [3]int) (Variation, error) {
+	v := Variation{Cell: cell}
+	switch env {
+	case "cartpole":
+		p := sims.DefaultCartPoleParams()
+		p.Gravity = linspace(8.75, 11.0, cell[0], gridSize)
+		p.ForceMag = linspace(9.0, 11.25, cell[1], gridSize)
+		p.CartMass = linspace(0.8, 1.25, cell[2], gridSize)
+		v.CartPole = &p
+	case "acrobot":
+		p := sims.DefaultAcrobotParams()
+		p.Link1Length = linspace(0.8, 1.2, cell[0], gridSize)
+		p.Link2Length = p.Link1Length
+		p.Link1Mass = linspace(0.9, 1.1, cell[1], gridSize)
+		p.Link2Mass = linspace(0.9, 1.1, cell[2], gridSize)
+		v.Acrobot = &p
+	default:
+		return Variation{}, fmt.Errorf("svt: environment %q has no variations (want cartpole or acrobot)", env)
+	}
+	return v, nil
+}
+
+// PaperVariations returns m environment variations of env ("cartpole" or
+// "acrobot"): the 1000 cells of the paper's grid in an order shuffled with
+// rng, cycled when m > 1000 (the paper keeps 3 agents per cell for its 3000
+// experts).
+func PaperVariations(env string, m int, rng *rand.Rand) ([]Variation, error) {
+	if m < 1 {
+		return nil, fmt.Errorf("svt: %d variations, want >= 1", m)
+	}
+	if _, err := gridVariation(env, [3]int{}); err != nil {
+		return nil, err
+	}
+	const cells = gridSize * gridSize * gridSize
+	perm := rng.Perm(cells)
+	out := make([]Variation, m)
+	for j := range out {
+		c := perm[j%cells]
+		v, err := gridVariation(env, [3]int{c / (gridSize * gridSize), c / gridSize % gridSize, c % gridSize})
+		if err != nil {
+			return nil, err
+		}
+		out[j] = v
+	}
+	return out, nil
+}
+
+// GenConfig configures Generate.
+type GenConfig struct {
+	// Env is "cartpole" or "acrobot".
+	Env string
+	// Experts is M, the number of experts, >= 1.
+	Experts int
+	// Trajectories is N, the trajectories logged per expert, >= 1.
+	Trajectories int
+	// PMin is the smoothing floor of the experts, in (0, 1/|A|].
+	PMin float64
+	// Train is the (non-private) PPO configuration; its DP.Mode must be
+	// policy.ModePPO.
+	Train policy.Config
+	// Users is the training budget, in simulated users (policy.Train), of
+	// each expert trained from scratch, or of each base when Bases > 0.
+	Users int
+	// Bases, when > 0, trains that many base experts from scratch on the
+	// default environment and fine-tunes base j mod Bases on expert j's
+	// variation for FineTuneUsers users; 0 trains every expert from scratch
+	// on its variation (the paper).
+	Bases int
+	// FineTuneUsers is the fine-tuning budget per expert (Bases > 0).
+	FineTuneUsers int
+	// Workers is the number of experts trained at once; 0 means
+	// GOMAXPROCS. The output does not depend on it.
+	Workers int
+}
+
+// Validate reports every invalid field.
+func (c GenConfig) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("svt: "+format, args...)) }
+	if c.Env != "cartpole" && c.Env != "acrobot" {
+		bad("env %q: want cartpole or acrobot", c.Env)
+	}
+	if c.Experts < 1 {
+		bad("experts M = %d, want >= 1", c.Experts)
+	}
+	if c.Trajectories < 1 {
+		bad("trajectories N = %d, want >= 1", c.Trajectories)
+	}
+	if !(c.PMin > 0 && c.PMin < 1) {
+		bad("p_min = %v, want in (0, 1/|A|]", c.PMin)
+	}
+	if c.Users < 1 {
+		bad("users = %d, want >= 1", c.Users)
+	}
+	if c.Bases < 0 || c.Bases > c.Experts {
+		bad("bases = %d, want 0..M", c.Bases)
+	}
+	if c.Bases > 0 && c.FineTuneUsers < 1 {
+		bad("fine-tune users = %d, want >= 1 with bases", c.FineTuneUsers)
+	}
+	if c.Workers < 0 {
+		bad("workers = %d, want >= 0", c.Workers)
+	}
+	if c.Train.DP.Mode != policy.ModePPO {
+		bad("training mode %v, want ppo (experts are trained without privacy)", c.Train.DP.Mode)
+	}
+	if err := c.Train.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// GenExpert describes one generated expert.
+type GenExpert struct {
+	// ID is the expert's id ("e<j>"), its snapshot DIR/<ID>.snap.
+	ID string `json:"id"`
+	// Variation is the environment setting it was trained (or fine-tuned) on.
+	Variation Variation `json:"variation"`
+	// Base is the base expert fine-tuned, -1 when trained from scratch.
+	Base int `json:"base"`
+	// TrainUsers is the expert's own training budget (from scratch or
+	// fine-tuning).
+	TrainUsers int `json:"train_users"`
+	// MeanReturn is the mean undiscounted return of its logged trajectories
+	// (smoothed policy, default environment).
+	MeanReturn float64 `json:"mean_return"`
+	// Steps is the number of logged transitions.
+	Steps int `json:"steps"`
+}
+
+// GenProgress reports a running Generate.
+type GenProgress struct {
+	// Phase is "bases" (training the base experts) or "experts".
+	Phase string
+	// Done of Total items of the phase are complete.
+	Done, Total int
+	// Elapsed is the wall time since Generate started.
+	Elapsed time.Duration
+}
+
+// GenResult is the outcome of Generate.
+type GenResult struct {
+	// Spec is the experts' policy spec (the environment's spaces).
+	Spec policy.Spec
+	// Experts describes every expert, in id order.
+	Experts []GenExpert
+	// Sessions and Steps count the logged trajectories and transitions.
+	Sessions, Steps int
+	// Elapsed is the wall time of the run.
+	Elapsed time.Duration
+}
+
+// Generate builds cfg.Experts experts as Sharma et al. (App. B.1) do —
+// each trained with (non-private) PPO on a variation of the environment
+// (PaperVariations), then smoothed to p_min — writes expert "e<j>" to
+// dir/e<j>.snap, and logs cfg.Trajectories trajectories per expert on the
+// default environment with actions sampled from the smoothed expert (prob =
+// the smoothed probability, expert = its id) to w, in expert order. Every
+// draw derives from rng; the output does not depend on cfg.Workers.
+func Generate(ctx context.Context, cfg GenConfig, dir string, w *offline.Writer, rng *rand.Rand, progress func(GenProgress)) (GenResult, error) {
+	start := time.Now()
+	if err := cfg.Validate(); err != nil {
+		return GenResult{}, err
+	}
+	newDefault := func() sims.Env { e, _ := sims.New(cfg.Env); return e }
+	spec, err := policy.SpecOf(newDefault())
+	if err != nil {
+		return GenResult{}, err
+	}
+	if cfg.PMin*float64(spec.NumActions) > 1 {
+		return GenResult{}, fmt.Errorf("svt: p_min = %v, want <= 1/|A| = 1/%d", cfg.PMin, spec.NumActions)
+	}
+	vars, err := PaperVariations(cfg.Env, cfg.Experts, rng)
+	if err != nil {
+		return GenResult{}, err
+	}
+	baseSeed, trainSeed, rollSeed := rng.Uint64(), rng.Uint64(), rng.Uint64()
+	W := cfg.Workers
+	if W <= 0 {
+		W = runtime.GOMAXPROCS(0)
+	}
+	res := GenResult{Spec: spec, Experts: make([]GenExpert, cfg.Experts)}
+
+	// Base experts, trained on the default environment.
+	bases := make([][]float64, cfg.Bases)
+	err = parallel(ctx, W, cfg.Bases, func(b int) error {
+		out, err := policy.Train(ctx, newDefault, cfg.Train, policy.TrainOptions{Users: cfg.Users, Workers: 1, ContinueEpisodes: true,
+			CurveEvery: cfg.Users}, rand.New(rand.NewPCG(baseSeed, uint64(b))))
+		if err != nil {
+			return fmt.Errorf("svt: base %d: %w", b, err)
+		}
+		bases[b] = out.Theta
+		return nil
+	}, func(done int) {
+		if progress != nil {
+			progress(GenProgress{Phase: "bases", Done: done, Total: cfg.Bases, Elapsed: time.Since(start)})
+		}
+	})
+	if err != nil {
+		return res, err
+	}
+
+	// Experts: train, write the snapshot, log the trajectories. Results are
+	// written in expert order as they complete.
+	var mu sync.Mutex
+	pending := map[int][]offline.Session{}
+	next := 0
+	var werr error
+	flush := func() {
+		for {
+			ss, ok := pending[next]
+			if !ok {
+				return
+			}
+			delete(pending, next)
+			for i := range ss {
+				if werr == nil {
+					werr = w.Write(&ss[i])
+				}
+			}
+			next++
+		}
+	}
+	err = parallel(ctx, W, cfg.Experts, func(j int) error {
+		id := fmt.Sprintf("e%d", j)
+		v := vars[j]
+		newEnv := func() sims.Env { e, _ := v.NewEnv(); return e }
+		if _, err := v.NewEnv(); err != nil {
+			return fmt.Errorf("svt: expert %s: %w", id, err)
+		}
+		opts := policy.TrainOptions{Users: cfg.Users, Workers: 1, ContinueEpisodes: true, CurveEvery: cfg.Users}
+		ge := GenExpert{ID: id, Variation: v, Base: -1, TrainUsers: cfg.Users}
+		if cfg.Bases > 0 {
+			ge.Base = j % cfg.Bases
+			opts.Init, opts.Users, opts.CurveEvery = bases[ge.Base], cfg.FineTuneUsers, cfg.FineTuneUsers
+			ge.TrainUsers = cfg.FineTuneUsers
+		}
+		out, err := policy.Train(ctx, newEnv, cfg.Train, opts, rand.New(rand.NewPCG(trainSeed, uint64(j))))
+		if err != nil {
+			return fmt.Errorf("svt: expert %s: %w", id, err)
+		}
+		snap, err := policy.NewSnapshot(spec, cfg.Train, uint64(out.Updates), out.Theta)
+		if err != nil {
+			return fmt.Errorf("svt: expert %s: %w", id, err)
+		}
+		if err := WriteExpert(dir, id, snap); err != nil {
+			return err
+		}
+		ex, err := NewSmoothedExpert(id, snap, cfg.PMin)
+		if err != nil {
+			return err
+		}
+		ss := Rollouts(newDefault(), ex, cfg.Trajectories, rand.New(rand.NewPCG(rollSeed, uint64(j))))
+		var ret float64
+		for i := range ss {
+			ret += ss[i].Return()
+			ge.Steps += len(ss[i].Steps)
+		}
+		ge.MeanReturn = ret / float64(len(ss))
+		mu.Lock()
+		res.Experts[j] = ge
+		pending[j] = ss
+		flush()
+		mu.Unlock()
+		return nil
+	}, func(d int) {
+		if progress != nil {
+			progress(GenProgress{Phase: "experts", Done: d, Total: cfg.Experts, Elapsed: time.Since(start)})
+		}
+	})
+	if err == nil {
+		err = werr
+	}
+	for _, e := range res.Experts {
+		res.Steps += e.Steps
+	}
+	res.Sessions = next * cfg.Trajectories
+	res.Elapsed = time.Since(start)
+	return res, err
+}
+
+// Rollouts runs n episodes of env (to termination or truncation) with
+// actions sampled from the smoothed expert, and returns them as sessions
+// "<id>-t<k>" with expert = id and the behaviour probability of each action.
+func Rollouts(env sims.Env, e *SmoothedExpert, n int, rng *rand.Rand) []offline.Session {
+	dim := env.ObservationSpace().Dim()
+	out := make([]offline.Session, n)
+	for k := range out {
+		obs := make([]float64, dim)
+		env.Reset(rng, obs)
+		s := offline.Session{Session: fmt.Sprintf("%s-t%d", e.ID, k), Expert: e.ID}
+		for {
+			a, p := e.Sample(rng, obs)
+			next := make([]float64, dim)
+			copy(next, obs)
+			r, term, trunc := env.Step(sims.Action{Index: a}, next)
+			s.Steps = append(s.Steps, offline.Step{Obs: obs, Action: sims.Action{Index: a}, Reward: r, LogP: math.Log(p)})
+			obs = next
+			if term || trunc {
+				s.Terminal = term
+				break
+			}
+		}
+		s.FinalObs = obs
+		out[k] = s
+	}
+	return out
+}
+
+// parallel runs f(0..n-1) on w goroutines, stopping at the first error or
+// when ctx is done; report is called (serially) after each completion.
+func parallel(ctx context.Context, w, n int, f func(int) error, report func(done int)) error {
+	if n == 0 {
+		return nil
+	}
+	jobs := make(chan int)
+	var (
+		mu    sync.Mutex
+		first error
+		count int
+		wg    sync.WaitGroup
+	)
+	for range min(w, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				err := f(j)
+				mu.Lock()
+				if err != nil && first == nil {
+					first = err
+				}
+				count++
+				if err == nil {
+					report(count)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for j := 0; j < n; j++ {
+		mu.Lock()
+		stop := first != nil
+		mu.Unlock()
+		if stop || ctx.Err() != nil {
+			break
+		}
+		jobs <- j
+	}
+	close(jobs)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
