@@ -44,14 +44,14 @@ type demoResult struct {
 
 func newDemoCmd(a *app) *cobra.Command {
 	var (
-		env, data             string
-		users, k, concurrency int
-		z, returning          float64
-		seed                  uint64
-		asJSON                bool
-		pace                  string
-		clip, lr, target      float64
-		maxDuration           time.Duration
+		env, data, logSessions string
+		users, k, concurrency  int
+		z, returning           float64
+		seed                   uint64
+		asJSON                 bool
+		pace                   string
+		clip, lr, target       float64
+		maxDuration            time.Duration
 	)
 	c := &cobra.Command{
 		Use:   "demo [--env cartpole] [--users N] [--z Z] [--K K]",
@@ -121,7 +121,7 @@ read afterwards.`,
 				env, users, k, z, eps, ac.Delta, data)
 			ctx, cancel := context.WithTimeout(c.Context(), maxDuration)
 			defer cancel()
-			svc, err := agent.StartService(ctx, agent.ServiceConfig{Agent: ac, DataDir: data, NATS: "embedded", NATSListen: "127.0.0.1:0", Logger: a.log})
+			svc, err := agent.StartService(ctx, agent.ServiceConfig{Agent: ac, DataDir: data, NATS: "embedded", NATSListen: "127.0.0.1:0", SessionLogDir: logSessions, Logger: a.log})
 			if err != nil {
 				return err
 			}
@@ -166,6 +166,7 @@ read afterwards.`,
 	fl.Float64Var(&lr, "lr", 0, "server step size eta (default: the environment profile's)")
 	fl.Float64Var(&returning, "returning", 0.1, "probability that a session comes from a returning user")
 	fl.StringVar(&data, "data", "", "data directory (default: a new temporary directory)")
+	fl.StringVar(&logSessions, "log-sessions", "", "write every closed session to rotating dprl.sessions.v1 files in this directory (as dprl agent --log-sessions), for the offline modes")
 	fl.Uint64Var(&seed, "seed", 0, "seed the users and the agent (the ledger records a seeded run); 0: secure")
 	fl.DurationVar(&maxDuration, "max-duration", 10*time.Minute, "stop the demo after this long")
 	fl.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")

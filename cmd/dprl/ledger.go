@@ -4,16 +4,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"text/tabwriter"
 
 	"dprl/ledger"
+	"dprl/policy"
 
 	"github.com/spf13/cobra"
 )
 
 func newLedgerCmd(a *app) *cobra.Command {
 	return groupCmd("ledger", "Inspect, verify and export the privacy ledger of a data directory",
-		newLedgerShowCmd(a), newLedgerVerifyCmd(a), newLedgerExportCmd(a))
+		newLedgerShowCmd(a), newLedgerVerifyCmd(a), newLedgerExportCmd(a), newLedgerSnapshotCmd(a))
 }
 
 // openLedger opens an existing ledger read-only.
@@ -217,4 +220,108 @@ func newLedgerExportCmd(a *app) *cobra.Command {
 	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
 	c.Flags().Bool("json", true, "entries are always JSON Lines")
 	return c
+}
+
+// ledgerSnapshotResult is what "dprl ledger snapshot" wrote.
+type ledgerSnapshotResult struct {
+	Version uint64 `json:"version"`
+	Out     string `json:"out"`
+	Bytes   int    `json:"bytes"`
+	Params  int    `json:"params"`
+}
+
+func newLedgerSnapshotCmd(a *app) *cobra.Command {
+	var (
+		dir, out      string
+		version       int64
+		force, asJSON bool
+	)
+	c := &cobra.Command{
+		Use:   "snapshot --data DIR --out FILE [--version N]",
+		Short: "Write a released policy (default: the serving one) as a snapshot file",
+		Long: `Writes a policy the agent released, in the policy snapshot format (versioned,
+checksummed), so that it can be evaluated offline (dprl offline gtd2 --target
+snapshot:FILE), used as a behaviour policy (dprl sims generate --behavior
+policy:FILE) or inspected. A released policy is differentially private output:
+exporting it costs no privacy.`,
+		Example: `  dprl ledger snapshot --data ./dprl-data --out policy.snap
+  dprl ledger snapshot --data ./dprl-data --version 12 --out v12.snap --json`,
+		Args: noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if out == "" {
+				return usagef("--out is required")
+			}
+			if version < -1 {
+				return usagef("--version %d: want a released version (>= 0), or -1 for the serving one", version)
+			}
+			if !force {
+				if _, err := os.Stat(out); err == nil {
+					return usagef("%s exists (--force overwrites it)", out)
+				}
+			}
+			s, err := openLedger(a, dir)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			v := uint64(version)
+			if version == -1 {
+				h, err := s.Head()
+				if err != nil {
+					return err
+				}
+				v = h.Version
+			}
+			b, err := s.Snapshot(v)
+			if err != nil {
+				return fmt.Errorf("version %d: %w", v, err)
+			}
+			snap, err := policy.UnmarshalSnapshot(b)
+			if err != nil {
+				return fmt.Errorf("version %d: stored snapshot: %w", v, err)
+			}
+			if err := writeFileAtomic(out, b); err != nil {
+				return err
+			}
+			res := ledgerSnapshotResult{Version: v, Out: out, Bytes: len(b), Params: len(snap.Theta)}
+			return emit(a.stdout, asJSON, res, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "wrote policy version %d (%d parameters, %d bytes) to %s\n", v, res.Params, res.Bytes, out)
+				return err
+			})
+		},
+	}
+	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
+	c.Flags().StringVar(&out, "out", "", "snapshot file to write (required)")
+	c.Flags().Int64Var(&version, "version", -1, "released policy version (0 is the initial policy); -1: the serving one")
+	c.Flags().BoolVar(&force, "force", false, "overwrite --out")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return c
+}
+
+// writeFileAtomic writes b to path through a synced temporary file renamed
+// into place, so a crash leaves either the old file or the new one.
+func writeFileAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
