@@ -129,6 +129,20 @@ type PPOConfig struct {
 	// ValueCoef >= 0 weights the value loss 0.5 (V - R)^2 (CleanRL vf_coef).
 	// Default 0.5.
 	ValueCoef float64
+	// ObsScale, if not empty, holds one public constant per observation
+	// component: both networks see obs[i] * ObsScale[i]. It makes the
+	// components of similar magnitude (CartPole's pole angle is ~10x smaller
+	// than its other components), which matters here because Adam and the
+	// isotropic DP noise move every weight by similar amounts. Its length must
+	// be the observation dimension (checked by NewLearner and NewActorFor).
+	ObsScale []float64
+	// ValueScale c > 0 is a public constant in the units of the returns: the
+	// critic's network predicts V(s)/c and its loss is 0.5 (net(s) - R/c)^2,
+	// so a return of order c needs network outputs of order 1. With c = 1
+	// (the usual) a critic whose update is clipped to a small norm cannot
+	// reach CartPole's returns (~1/(1-gamma) = 100) within a few hundred
+	// updates. 0 means 1.
+	ValueScale float64
 	// NormalizeAdvantages standardises the user's advantages (mean 0, std 1,
 	// over the whole trajectory) before the epochs, as CleanRL does per
 	// minibatch. Default true.
@@ -173,6 +187,14 @@ func (c PPOConfig) Validate() error {
 	if !(c.ValueCoef >= 0) || math.IsInf(c.ValueCoef, 0) {
 		bad("value coef = %v, must be finite and >= 0", c.ValueCoef)
 	}
+	for i, v := range c.ObsScale {
+		if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			bad("obs scale[%d] = %v, must be finite and non-zero", i, v)
+		}
+	}
+	if !(c.ValueScale >= 0) || math.IsInf(c.ValueScale, 0) {
+		bad("value scale = %v, must be finite and > 0 (0 means 1)", c.ValueScale)
+	}
 	if !(c.ServerLR > 0) || math.IsInf(c.ServerLR, 0) {
 		bad("server lr = %v, must be finite and > 0", c.ServerLR)
 	}
@@ -183,6 +205,14 @@ func (c PPOConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("policy: ppo: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// valueScale returns ValueScale, 1 if unset.
+func (c PPOConfig) valueScale() float64 {
+	if c.ValueScale == 0 {
+		return 1
+	}
+	return c.ValueScale
 }
 
 // Config is a complete learner configuration.

@@ -101,8 +101,10 @@ func TestTrainBadFlags(t *testing.T) {
 		{"negative z", []string{"--z", "-1"}, "--z -1"},
 		{"zero z", []string{"--z", "0"}, "--algo ppo"},
 		{"K zero", []string{"--K", "0"}, "--K 0"},
-		{"ppo with z", []string{"--algo", "ppo", "--z", "1"}, "--algo ppo adds no noise"},
-		{"ppo with clip", []string{"--algo", "ppo", "--clip", "0.1"}, "does not clip"},
+		{"ppo with z", []string{"--algo", "ppo", "--z", "1"}, "--z: --algo ppo neither clips nor adds noise"},
+		{"ppo with clip", []string{"--algo", "ppo", "--clip", "0.1"}, "--clip: --algo ppo neither"},
+		{"obs scale length", []string{"--obs-scale", "1,2"}, "want 4 values"},
+		{"value scale", []string{"--value-scale", "0"}, "--value-scale 0"},
 		{"unknown algo", []string{"--algo", "sac"}, "want dppg, ppo"},
 		{"users zero", []string{"--users", "0"}, "--users 0"},
 		{"delta", []string{"--delta", "1"}, "--delta 1"},
@@ -146,6 +148,54 @@ func TestTrainCartPoleLong(t *testing.T) {
 	t.Logf("eval %.2f at epsilon %.4f after %d users", r.EvalMean, r.Epsilon, r.Users)
 	if r.EvalMean < 475 || r.Epsilon > 5 || r.Users > 10000 {
 		t.Errorf("eval %.2f at epsilon %.4f after %d users, want >= 475 at <= 5 within 10,000", r.EvalMean, r.Epsilon, r.Users)
+	}
+}
+
+// TestTrainEnvDefaults checks that the defaults follow --env and that flags
+// override them.
+func TestTrainEnvDefaults(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		z    float64
+		k    int
+		clip float64
+	}{
+		{[]string{"--env", "cartpole"}, 1, 32, 0.2},
+		{[]string{"--env", "dosing-0"}, 0.1, 8, 0.08},
+		{[]string{"--env", "dosing-0", "--z", "0.5", "--K", "4"}, 0.5, 4, 0.08},
+	} {
+		args := append([]string{"train", "--users", "4", "--eval-episodes", "1", "--seed", "1", "--json", "--log-level", "disabled"}, c.args...)
+		code, out, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", c.args, code, stderr)
+		}
+		var r struct {
+			Z    float64 `json:"z"`
+			K    int     `json:"k"`
+			Clip float64 `json:"clip"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Z != c.z || r.K != c.k || r.Clip != c.clip {
+			t.Errorf("%v: z %v K %d S %v, want %v %d %v", c.args, r.Z, r.K, r.Clip, c.z, c.k, c.clip)
+		}
+	}
+	if cfg := trainEnvDefaults("cartpole"); cfg.PPO.ValueScale != 10 || len(cfg.PPO.ObsScale) != 4 {
+		t.Errorf("cartpole defaults: value scale %v, obs scale %v", cfg.PPO.ValueScale, cfg.PPO.ObsScale)
+	}
+	// --diag writes one JSON line per update.
+	path := filepath.Join(t.TempDir(), "diag.jsonl")
+	if code, _, stderr := runCLI(t, "train", "--users", "16", "--K", "8", "--eval-episodes", "1", "--seed", "1", "--diag", path, "--log-level", "disabled"); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], `"noise_policy"`) {
+		t.Errorf("diagnostics: %q", b)
 	}
 }
 
