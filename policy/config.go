@@ -106,6 +106,28 @@ func (c DPConfig) clipNorms() (sPi, sV float64) {
 	return c.ClipNorm * math.Sqrt(c.PolicyClipShare), c.ClipNorm * math.Sqrt(1-c.PolicyClipShare)
 }
 
+// MomentReset selects how the local Adam state starts each iteration. Each
+// choice is a function of the released g~ only (or of nothing), so none
+// carries raw user data across users.
+type MomentReset int
+
+// The moment resets.
+const (
+	// ResetPaper sets m = -g~ and v = g~^2 without bias correction (DPPG App.
+	// C.2.3). Then m/sqrt(v) = -sign(g~) elementwise whatever the scale of g~,
+	// so with no gradient at all every user still steps by about the local
+	// learning rate per coordinate along sign(g~) (3.1 lr over 4 Adam steps):
+	// the released updates sustain themselves, and a converged policy keeps
+	// drifting at a constant speed until it falls off (policy/REPRODUCE.md).
+	ResetPaper MomentReset = iota
+	// ResetSecond sets m = 0 and v = g~^2 without bias correction: the
+	// adaptive scale of the paper's reset without its self-sustaining
+	// momentum (no gradient, no motion).
+	ResetSecond
+	// ResetZero starts every user from zero moments with bias correction.
+	ResetZero
+)
+
 // PPOConfig holds the learning hyperparameters of the per-user local update
 // (Algorithm 3) and of the server step.
 type PPOConfig struct {
@@ -147,6 +169,9 @@ type PPOConfig struct {
 	// over the whole trajectory) before the epochs, as CleanRL does per
 	// minibatch. Default true.
 	NormalizeAdvantages bool
+	// MomentReset says how ResetMoments seeds the local Adam state from the
+	// released update g~ at every iteration. The zero value is the paper's.
+	MomentReset MomentReset
 	// Adam configures the local optimiser; Adam.LR is Table 3's learning rate
 	// (7.26e-4 control, 9.25e-4 dosing).
 	Adam AdamConfig
@@ -200,6 +225,9 @@ func (c PPOConfig) Validate() error {
 	}
 	if math.IsNaN(c.InitLogStd) || math.IsInf(c.InitLogStd, 0) {
 		bad("init log std = %v, must be finite", c.InitLogStd)
+	}
+	if c.MomentReset < ResetPaper || c.MomentReset > ResetZero {
+		bad("moment reset %d, must be 0 (paper), 1 (second moment only) or 2 (zero)", c.MomentReset)
 	}
 	if err := c.Adam.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("policy: ppo: %w", err))

@@ -269,6 +269,14 @@ func (l *Learner) checkTheta(theta []float64) {
 // ResetMoments starts from this same state. It allocates nothing.
 func (l *Learner) ResetMoments(gTilde []float64) {
 	l.checkTheta(gTilde)
+	switch l.cfg.PPO.MomentReset {
+	case ResetZero:
+		l.base.Reset()
+		return
+	case ResetSecond:
+		l.base.SetSecondMoment(gTilde)
+		return
+	}
 	for i, g := range gTilde {
 		l.grad[i] = -g
 	}

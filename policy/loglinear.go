@@ -86,9 +86,6 @@ type LogLinearConfig struct {
 	// constant while eta decays, and only the signal eta clip(g, S)
 	// shrinks; at eta_0 both shrink with eta.
 	ClipAtLR0 bool
-	// AverageSteps divides the episode's gradient by its length H
-	// (the mean over steps rather than the sum) before clipping.
-	AverageSteps bool
 	// Z is the noise multiplier of each block (policy and baseline), > 0.
 	Z float64
 	// BaselineLR and BaselineClip are the linear baseline's learning rate
@@ -338,15 +335,6 @@ func (l *LogLinearLearner) Update(m TabularMDP, ep *Episode, rng *rand.Rand) (Up
 		}
 		l.gTheta[s*p.A+a] += adv
 		l.gPsi[s] += adv
-	}
-	if c.AverageSteps && len(ep.States) > 0 {
-		inv := 1 / float64(len(ep.States))
-		for i := range l.gTheta {
-			l.gTheta[i] *= inv
-		}
-		for i := range l.gPsi {
-			l.gPsi[i] *= inv
-		}
 	}
 	clipped := clipTo(l.gTheta, S)
 	clipTo(l.gPsi, c.BaselineClip)

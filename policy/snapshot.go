@@ -121,6 +121,10 @@ func ConfigHash(cfg Config) [32]byte {
 		b = append(b, "value_scale"...)
 		f(p.ValueScale)
 	}
+	if p.MomentReset != ResetPaper {
+		b = append(b, "moment_reset"...)
+		u(uint64(p.MomentReset))
+	}
 	if len(p.ObsScale) > 0 {
 		b = append(b, "obs_scale"...)
 		u(uint64(len(p.ObsScale)))

@@ -48,9 +48,16 @@ type trainFlags struct {
 	fresh        bool
 	valueScale   float64
 	obsScale     []float64
+	momentReset  string
 	json         bool
 	plot         string
 	diag         string
+	// dppg-loglinear
+	epsilons  []float64
+	regions   []string
+	episodes  int
+	seeds     int
+	clipAtLR0 bool
 }
 
 // Defaults of dprl train for the control tasks (see policy/REPRODUCE.md).
@@ -87,7 +94,7 @@ type trainResult struct {
 func newTrainCmd(a *app) *cobra.Command {
 	var f trainFlags
 	c := &cobra.Command{
-		Use:   "train --env E --algo dppg|ppo|dpsgd-reinforce|dpsgd-dqn [flags]",
+		Use:   "train --env E --algo dppg|ppo|dppg-loglinear|dpsgd-reinforce|dpsgd-dqn [flags]",
 		Short: "Train a policy in process against simulated users (DPPG or the PPO baseline)",
 		Long: `Runs DPPG (Rio et al., Algorithm 2) in process: each simulated user runs the
 current policy for at most T = 64 steps of one episode (user slot i of a batch
@@ -105,11 +112,13 @@ stdout (text or --json); --plot writes the learning curve as PNG.
 
 Defaults depend on --env (flags override them; policy/REPRODUCE.md has the
 measurements). Control tasks: Table 3 except 16x16 networks, K = 32,
-S = 0.2, E = 3, entropy 0.01, advantages not standardised; cartpole also
+S = 0.2, E = 3, entropy 0.01, advantages not standardised, the local Adam
+state reset to m = 0, v = g~^2 each iteration (--moment-reset second; the
+paper's m = -g~ makes a converged policy drift); cartpole also
 scales the pole angle by 10 and the critic's target by 1/10 (--obs-scale
 1,1,10,1 --value-scale 10), acrobot the critic's (--value-scale 10).
 --hidden 64,64 --K 8 --clip 0.05 --epochs 8 --ent-coef 0.36 --adv-norm
---value-scale 1 --obs-scale "" restores Table 3. Dosing: Table 3's dosing
+--value-scale 1 --obs-scale "" --moment-reset paper restores Table 3. Dosing: Table 3's dosing
 column with z = 0.1.
 
 The noise comes from a seeded generator: this is a simulation, not a
@@ -122,7 +131,7 @@ production release.`,
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.env, "env", "cartpole", "environment: "+strings.Join(sims.Names(), ", "))
-	fl.StringVar(&f.algo, "algo", "dppg", "dppg (differentially private), ppo (non-private baseline), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines)")
+	fl.StringVar(&f.algo, "algo", "dppg", "dppg (differentially private), ppo (non-private baseline), dppg-loglinear (RiverSwim, cumulative regret), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines)")
 	fl.Float64Var(&f.z, "z", trainDefaultZ, "noise multiplier z > 0 (dppg only; dosing: 0.1)")
 	fl.IntVar(&f.k, "K", 32, "users per update K >= 1 (Table 3 and dosing: 8)")
 	fl.Float64Var(&f.clip, "clip", 0.2, "clipping norm S > 0 of the joint local update, policy and critic (dppg only; Table 3: 0.05, dosing: 0.08)")
@@ -139,11 +148,17 @@ production release.`,
 	fl.IntVar(&f.epochs, "epochs", 3, "local epochs E >= 1 (Table 3: 8, dosing: 4)")
 	fl.Float64Var(&f.lambda, "gae-lambda", 0.85, "GAE lambda in [0, 1] (Table 3; dosing: 0.97)")
 	fl.Float64Var(&f.valueScale, "value-scale", 10, "public return scale c: the critic predicts V/c (cartpole and acrobot: 10, others 1)")
+	fl.StringVar(&f.momentReset, "moment-reset", "second", "local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected); dosing default: paper")
 	fl.Float64SliceVar(&f.obsScale, "obs-scale", []float64{1, 1, 10, 1}, "public per-component observation scale seen by both networks (cartpole: 1,1,10,1; others none; an empty value for none)")
 	fl.BoolVar(&f.anneal, "anneal", false, "decay the server step size linearly to 0 over the run (public schedule)")
 	fl.BoolVar(&f.fresh, "fresh-episodes", false, "every user starts a fresh episode (default: user slot i of a batch continues the episode slot i's previous user left running)")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
 	fl.StringVar(&f.plot, "plot", "", "write the learning curve (return vs users) as PNG to this file")
+	fl.Float64SliceVar(&f.epsilons, "eps", []float64{1, 5}, "dppg-loglinear: total epsilons per episode (policy and baseline composed)")
+	fl.StringSliceVar(&f.regions, "region", []string{"l2", "kl"}, "dppg-loglinear: trust regions (l2, kl, l2-markov)")
+	fl.IntVar(&f.episodes, "episodes", 3000, "dppg-loglinear: episodes per run")
+	fl.IntVar(&f.seeds, "seeds", 5, "dppg-loglinear: seeds per configuration (--seed, --seed+1, ...)")
+	fl.BoolVar(&f.clipAtLR0, "clip-at-lr0", false, "dppg-loglinear: compute the trust-region clipping norm at eta_0 instead of the current eta")
 	fl.StringVar(&f.diag, "diag", "", "write per-update diagnostics (entropy, value loss, clipped fractions, signal and noise norms; computed from raw user data, for tuning simulations only) as JSON Lines to this file")
 	return c
 }
@@ -151,9 +166,11 @@ production release.`,
 // trainEnvDefaults is the configuration of dprl train for an environment
 // before flags (policy/REPRODUCE.md says how each value was measured):
 //
-//   - every environment: Table 3's control column (policy.DefaultControlConfig)
-//     with 16x16 networks, K = 32, S = 0.2, E = 3 local epochs, entropy 0.01,
-//     advantages not standardised, z = 1; continuing episodes (Train's
+//   - every environment but dosing: Table 3's control column
+//     (policy.DefaultControlConfig) with 16x16 networks, K = 32, S = 0.2, E = 3
+//     local epochs, entropy 0.01, advantages not standardised, z = 1, and the
+//     local Adam reset to m = 0, v = g~^2 (policy.ResetSecond; the paper's
+//     m = -g~ makes converged policies drift); continuing episodes (Train's
 //     ContinueEpisodes).
 //   - cartpole: the critic predicts V/10 (ValueScale 10) and the policy sees
 //     the pole angle times 10 (ObsScale 1, 1, 10, 1), public constants.
@@ -169,6 +186,7 @@ func trainEnvDefaults(env string) policy.Config {
 	cfg.PPO.Epochs = 3
 	cfg.PPO.EntropyCoef = 0.01
 	cfg.PPO.NormalizeAdvantages = false
+	cfg.PPO.MomentReset = policy.ResetSecond
 	cfg.DP.UsersPerUpdate = 32
 	cfg.DP.ClipNorm = 0.2
 	switch env {
@@ -220,7 +238,7 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 		}
 		cfg.DP = policy.DPConfig{Mode: policy.ModePPO, UsersPerUpdate: cfg.DP.UsersPerUpdate}
 	default:
-		bad("--algo %q: want dppg, ppo, dpsgd-reinforce or dpsgd-dqn", f.algo)
+		bad("--algo %q: want dppg, ppo, dppg-loglinear, dpsgd-reinforce or dpsgd-dqn", f.algo)
 	}
 	if changed("K") {
 		if f.k < 1 {
@@ -263,6 +281,18 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 			bad("--gae-lambda %v: must be in [0, 1]", f.lambda)
 		}
 		cfg.PPO.Lambda = f.lambda
+	}
+	if changed("moment-reset") {
+		switch f.momentReset {
+		case "paper":
+			cfg.PPO.MomentReset = policy.ResetPaper
+		case "second":
+			cfg.PPO.MomentReset = policy.ResetSecond
+		case "zero":
+			cfg.PPO.MomentReset = policy.ResetZero
+		default:
+			bad("--moment-reset %q: want paper, second or zero", f.momentReset)
+		}
 	}
 	if changed("value-scale") {
 		if !(f.valueScale > 0) || math.IsInf(f.valueScale, 0) {
@@ -310,6 +340,9 @@ func envObsDim(name string) int {
 func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if f.algo == policy.AlgoDPSGDReinforce || f.algo == policy.AlgoDPSGDDQN {
 		return runTrainDPSGD(cmd, a, f)
+	}
+	if f.algo == algoLogLinear {
+		return runTrainLogLinear(cmd, a, f)
 	}
 	cfg, err := trainConfig(cmd, f)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"dprl/policy"
 )
 
 func TestTrainJSON(t *testing.T) {
@@ -105,6 +107,7 @@ func TestTrainBadFlags(t *testing.T) {
 		{"ppo with clip", []string{"--algo", "ppo", "--clip", "0.1"}, "--clip: --algo ppo neither"},
 		{"obs scale length", []string{"--obs-scale", "1,2"}, "want 4 values"},
 		{"value scale", []string{"--value-scale", "0"}, "--value-scale 0"},
+		{"moment reset", []string{"--moment-reset", "adam"}, "want paper, second or zero"},
 		{"unknown algo", []string{"--algo", "sac"}, "want dppg, ppo"},
 		{"users zero", []string{"--users", "0"}, "--users 0"},
 		{"delta", []string{"--delta", "1"}, "--delta 1"},
@@ -181,8 +184,11 @@ func TestTrainEnvDefaults(t *testing.T) {
 			t.Errorf("%v: z %v K %d S %v, want %v %d %v", c.args, r.Z, r.K, r.Clip, c.z, c.k, c.clip)
 		}
 	}
-	if cfg := trainEnvDefaults("cartpole"); cfg.PPO.ValueScale != 10 || len(cfg.PPO.ObsScale) != 4 {
-		t.Errorf("cartpole defaults: value scale %v, obs scale %v", cfg.PPO.ValueScale, cfg.PPO.ObsScale)
+	if cfg := trainEnvDefaults("cartpole"); cfg.PPO.ValueScale != 10 || len(cfg.PPO.ObsScale) != 4 || cfg.PPO.MomentReset != policy.ResetSecond {
+		t.Errorf("cartpole defaults: value scale %v, obs scale %v, moment reset %v", cfg.PPO.ValueScale, cfg.PPO.ObsScale, cfg.PPO.MomentReset)
+	}
+	if cfg := trainEnvDefaults("dosing-0"); cfg.PPO.MomentReset != policy.ResetPaper || cfg.DP.NoiseMultiplier != 0.1 {
+		t.Errorf("dosing defaults: moment reset %v, z %v", cfg.PPO.MomentReset, cfg.DP.NoiseMultiplier)
 	}
 	// --diag writes one JSON line per update.
 	path := filepath.Join(t.TempDir(), "diag.jsonl")
@@ -208,5 +214,38 @@ func TestTrainDPSGDFlags(t *testing.T) {
 		if code, _, stderr := runCLI(t, args...); code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr)
 		}
+	}
+}
+
+func TestTrainLogLinear(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "regret.png")
+	code, out, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim-0.9", "--episodes", "30", "--seeds", "2", "--eps", "5", "--region", "l2,kl", "--seed", "1", "--plot", path, "--json", "--log-level", "disabled")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r logLinearResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.P != 0.9 || len(r.Runs) != 2 || r.Optimal <= 0 {
+		t.Fatalf("result %+v", r)
+	}
+	for _, run := range r.Runs {
+		// The two blocks (policy, baseline) compose to at most epsilon 5,
+		// and the calibration does not waste budget.
+		if run.Epsilon > 5 || run.Epsilon < 4.99 || len(run.Mean) != 30 || len(run.Final) != 2 {
+			t.Errorf("%s: epsilon %v, %d curve points, %d seeds", run.Region, run.Epsilon, len(run.Mean), len(run.Final))
+		}
+		for k := 1; k < len(run.Mean); k++ {
+			if run.Mean[k] < run.Mean[k-1] {
+				t.Fatalf("%s: cumulative regret decreases at episode %d", run.Region, k)
+			}
+		}
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+		t.Errorf("plot: %v", err)
+	}
+	if code, _, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "cartpole"); code != exitUsage || !strings.Contains(stderr, "riverswim") {
+		t.Errorf("cartpole accepted: exit %d %q", code, stderr)
 	}
 }
