@@ -11,6 +11,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,7 +48,7 @@ type trainFlags struct {
 	anneal       bool
 	fresh        bool
 	valueScale   float64
-	obsScale     []float64
+	obsScale     string
 	momentReset  string
 	json         bool
 	plot         string
@@ -118,7 +119,7 @@ paper's m = -g~ makes a converged policy drift); cartpole also
 scales the pole angle by 10 and the critic's target by 1/10 (--obs-scale
 1,1,10,1 --value-scale 10), acrobot the critic's (--value-scale 10).
 --hidden 64,64 --K 8 --clip 0.05 --epochs 8 --ent-coef 0.36 --adv-norm
---value-scale 1 --obs-scale "" --moment-reset paper restores Table 3. Dosing: Table 3's dosing
+--value-scale 1 --obs-scale none --moment-reset paper restores Table 3. Dosing: Table 3's dosing
 column with z = 0.1.
 
 The noise comes from a seeded generator: this is a simulation, not a
@@ -149,7 +150,7 @@ production release.`,
 	fl.Float64Var(&f.lambda, "gae-lambda", 0.85, "GAE lambda in [0, 1] (Table 3; dosing: 0.97)")
 	fl.Float64Var(&f.valueScale, "value-scale", 10, "public return scale c: the critic predicts V/c (cartpole and acrobot: 10, others 1)")
 	fl.StringVar(&f.momentReset, "moment-reset", "second", "local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected); dosing default: paper")
-	fl.Float64SliceVar(&f.obsScale, "obs-scale", []float64{1, 1, 10, 1}, "public per-component observation scale seen by both networks (cartpole: 1,1,10,1; others none; an empty value for none)")
+	fl.StringVar(&f.obsScale, "obs-scale", "1,1,10,1", "public per-component observation scale seen by both networks, comma-separated, or none (cartpole: 1,1,10,1; others: none)")
 	fl.BoolVar(&f.anneal, "anneal", false, "decay the server step size linearly to 0 over the run (public schedule)")
 	fl.BoolVar(&f.fresh, "fresh-episodes", false, "every user starts a fresh episode (default: user slot i of a batch continues the episode slot i's previous user left running)")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
@@ -301,10 +302,21 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 		cfg.PPO.ValueScale = f.valueScale
 	}
 	if changed("obs-scale") {
-		if d := envObsDim(f.env); len(f.obsScale) != 0 && d > 0 && len(f.obsScale) != d {
-			bad("--obs-scale %v: want %d values (the observation dimension of %s), or none", f.obsScale, d, f.env)
+		var scale []float64
+		if v := strings.TrimSpace(f.obsScale); v != "" && v != "none" {
+			for _, part := range strings.Split(v, ",") {
+				x, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+				if err != nil {
+					bad("--obs-scale %q: %v", f.obsScale, err)
+					break
+				}
+				scale = append(scale, x)
+			}
 		}
-		cfg.PPO.ObsScale = f.obsScale
+		if d := envObsDim(f.env); len(scale) != 0 && d > 0 && len(scale) != d {
+			bad("--obs-scale %q: want %d values (the observation dimension of %s), or none", f.obsScale, d, f.env)
+		}
+		cfg.PPO.ObsScale = scale
 	}
 	if f.users < 1 {
 		bad("--users %d: must be >= 1", f.users)
