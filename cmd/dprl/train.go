@@ -119,8 +119,9 @@ paper's m = -g~ makes a converged policy drift); cartpole also
 scales the pole angle by 10 and the critic's target by 1/10 (--obs-scale
 1,1,10,1 --value-scale 10), acrobot the critic's (--value-scale 10).
 --hidden 64,64 --K 8 --clip 0.05 --epochs 8 --ent-coef 0.36 --adv-norm
---value-scale 1 --obs-scale none --moment-reset paper restores Table 3. Dosing: Table 3's dosing
-column with z = 0.1.
+--value-scale 1 --obs-scale none --moment-reset paper restores Table 3.
+Dosing: Table 3's dosing column with z = 0.1, observations scaled by public
+constants (glucose /100, meals /1000, ...) and --value-scale 10.
 
 The noise comes from a seeded generator: this is a simulation, not a
 production release.`,
@@ -148,9 +149,9 @@ production release.`,
 	fl.Float64Var(&f.share, "policy-share", 0.8, "share f of the squared clipping norm given to the policy block; the critic gets 1-f (dppg only)")
 	fl.IntVar(&f.epochs, "epochs", 3, "local epochs E >= 1 (Table 3: 8, dosing: 4)")
 	fl.Float64Var(&f.lambda, "gae-lambda", 0.85, "GAE lambda in [0, 1] (Table 3; dosing: 0.97)")
-	fl.Float64Var(&f.valueScale, "value-scale", 10, "public return scale c: the critic predicts V/c (cartpole and acrobot: 10, others 1)")
+	fl.Float64Var(&f.valueScale, "value-scale", 10, "public return scale c: the critic predicts V/c (cartpole, acrobot, dosing: 10, others 1)")
 	fl.StringVar(&f.momentReset, "moment-reset", "second", "local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected); dosing default: paper")
-	fl.StringVar(&f.obsScale, "obs-scale", "1,1,10,1", "public per-component observation scale seen by both networks, comma-separated, or none (cartpole: 1,1,10,1; others: none)")
+	fl.StringVar(&f.obsScale, "obs-scale", "1,1,10,1", "public per-component observation scale seen by both networks, comma-separated, or none (cartpole: 1,1,10,1; dosing: 0.01,0.05,0.05,0.1,0.1,0.01,0.001,0.01,0.001; others: none)")
 	fl.BoolVar(&f.anneal, "anneal", false, "decay the server step size linearly to 0 over the run (public schedule)")
 	fl.BoolVar(&f.fresh, "fresh-episodes", false, "every user starts a fresh episode (default: user slot i of a batch continues the episode slot i's previous user left running)")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
@@ -177,10 +178,17 @@ production release.`,
 //     the pole angle times 10 (ObsScale 1, 1, 10, 1), public constants.
 //   - acrobot: ValueScale 10.
 //   - dosing-*: Table 3's dosing column (policy.DefaultDosingConfig: 64x64,
-//     K = 8, S = 0.08, E = 4, lr 9.25e-4, lambda 0.97, z = 0.1).
+//     K = 8, S = 0.08, E = 4, lr 9.25e-4, lambda 0.97, z = 0.1, the paper's
+//     Adam reset) with public observation scales (0.01 for glucose, 0.001
+//     for meals, ...) and ValueScale 10.
 func trainEnvDefaults(env string) policy.Config {
 	if strings.HasPrefix(env, "dosing") {
-		return policy.DefaultDosingConfig()
+		cfg := policy.DefaultDosingConfig()
+		// Glucose ~60-320 mg/dL, insulin compartments 1-45, meals ~1,000-1,600:
+		// raw, they saturate the tanh units.
+		cfg.PPO.ObsScale = []float64{0.01, 0.05, 0.05, 0.1, 0.1, 0.01, 0.001, 0.01, 0.001}
+		cfg.PPO.ValueScale = 10
+		return cfg
 	}
 	cfg := policy.DefaultControlConfig()
 	cfg.PPO.Hidden = []int{16, 16}

@@ -205,8 +205,14 @@ func TestTrainEnvDefaults(t *testing.T) {
 	if cfg := trainEnvDefaults("cartpole"); cfg.PPO.ValueScale != 10 || len(cfg.PPO.ObsScale) != 4 || cfg.PPO.MomentReset != policy.ResetSecond {
 		t.Errorf("cartpole defaults: value scale %v, obs scale %v, moment reset %v", cfg.PPO.ValueScale, cfg.PPO.ObsScale, cfg.PPO.MomentReset)
 	}
-	if cfg := trainEnvDefaults("dosing-0"); cfg.PPO.MomentReset != policy.ResetPaper || cfg.DP.NoiseMultiplier != 0.1 {
-		t.Errorf("dosing defaults: moment reset %v, z %v", cfg.PPO.MomentReset, cfg.DP.NoiseMultiplier)
+	if cfg := trainEnvDefaults("dosing-0"); cfg.PPO.MomentReset != policy.ResetPaper || cfg.DP.NoiseMultiplier != 0.1 || cfg.PPO.ValueScale != 10 {
+		t.Errorf("dosing defaults: moment reset %v, z %v, value scale %v", cfg.PPO.MomentReset, cfg.DP.NoiseMultiplier, cfg.PPO.ValueScale)
+	}
+	// Every default observation scale fits its environment.
+	for _, env := range []string{"cartpole", "acrobot", "dosing-0", "dosing-1"} {
+		if sc := trainEnvDefaults(env).PPO.ObsScale; len(sc) != 0 && len(sc) != envObsDim(env) {
+			t.Errorf("%s: %d observation scales for dimension %d", env, len(sc), envObsDim(env))
+		}
 	}
 	// --diag writes one JSON line per update.
 	path := filepath.Join(t.TempDir(), "diag.jsonl")
