@@ -156,7 +156,7 @@ func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
 		return nil, err
 	}
 	a.serving.New = func() any {
-		act, err := policy.NewActor(cfg.Spec, cfg.Policy.PPO.Hidden)
+		act, err := policy.NewActorFor(cfg.Spec, cfg.Policy.PPO)
 		if err != nil {
 			panic(err) // the spec was validated above
 		}

@@ -14,10 +14,27 @@ type Actor struct {
 	nActor int
 	nPi    int
 	out    []float64
+	scale  []float64 // PPOConfig.ObsScale, empty if none
+	in     []float64 // scaled observation
+}
+
+// NewActorFor returns an actor for spec with cfg's hidden widths and
+// observation scaling: the actor of a Learner with the same PPOConfig.
+func NewActorFor(spec Spec, cfg PPOConfig) (*Actor, error) {
+	if err := checkObsScale(cfg.ObsScale, spec); err != nil {
+		return nil, err
+	}
+	a, err := NewActor(spec, cfg.Hidden)
+	if err != nil {
+		return nil, err
+	}
+	a.scale = append([]float64(nil), cfg.ObsScale...)
+	return a, nil
 }
 
 // NewActor returns an actor for spec with the given hidden widths (the same
-// as the Learner's cfg.PPO.Hidden).
+// as the Learner's cfg.PPO.Hidden) and no observation scaling; NewActorFor
+// takes both from a PPOConfig.
 func NewActor(spec Spec, hidden []int) (*Actor, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -26,7 +43,7 @@ func NewActor(spec Spec, hidden []int) (*Actor, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Actor{spec: spec, net: net, nActor: net.NumParams(), out: make([]float64, spec.netOut())}
+	a := &Actor{spec: spec, net: net, nActor: net.NumParams(), out: make([]float64, spec.netOut()), in: make([]float64, spec.ObsDim)}
 	a.nPi = a.nActor
 	if spec.Kind == ActionContinuous {
 		a.nPi += spec.ActionDim
@@ -39,10 +56,19 @@ func NewActor(spec Spec, hidden []int) (*Actor, error) {
 // NumPolicyParams values are read).
 func (a *Actor) NumPolicyParams() int { return a.nPi }
 
-func (a *Actor) check(theta, obs []float64) {
+// input checks the arguments and returns the network input: obs, or its
+// scaled copy.
+func (a *Actor) input(theta, obs []float64) []float64 {
 	if len(theta) < a.nPi || len(obs) != a.spec.ObsDim {
 		panic(fmt.Sprintf("policy: actor theta %d obs %d, want >= %d and %d", len(theta), len(obs), a.nPi, a.spec.ObsDim))
 	}
+	if len(a.scale) == 0 {
+		return obs
+	}
+	for i, v := range obs {
+		a.in[i] = v * a.scale[i]
+	}
+	return a.in
 }
 
 // ActDiscrete samples an action for obs from a discrete policy with rng and
@@ -51,8 +77,7 @@ func (a *Actor) ActDiscrete(rng *rand.Rand, theta, obs []float64) (action int, l
 	if a.spec.Kind != ActionDiscrete {
 		panic("policy: ActDiscrete on a continuous policy")
 	}
-	a.check(theta, obs)
-	a.net.Forward(a.out, theta[:a.nActor], obs)
+	a.net.Forward(a.out, theta[:a.nActor], a.input(theta, obs))
 	c := Categorical{N: a.spec.NumActions}
 	action = c.Sample(rng, a.out)
 	return action, c.LogProb(a.out, action)
@@ -64,8 +89,7 @@ func (a *Actor) ActContinuous(dst []float64, rng *rand.Rand, theta, obs []float6
 	if a.spec.Kind != ActionContinuous {
 		panic("policy: ActContinuous on a discrete policy")
 	}
-	a.check(theta, obs)
-	a.net.Forward(a.out, theta[:a.nActor], obs)
+	a.net.Forward(a.out, theta[:a.nActor], a.input(theta, obs))
 	g := DiagGaussian{Dim: a.spec.ActionDim}
 	logStd := theta[a.nActor:a.nPi]
 	g.Sample(dst, rng, a.out, logStd)

@@ -100,6 +100,20 @@ func (a *Adam) SetMoments(m0 []float64) {
 	a.warm = true
 }
 
+// SetSecondMoment sets m = 0 and v = g^2 elementwise and switches bias
+// correction off. g is not retained.
+func (a *Adam) SetSecondMoment(g []float64) {
+	if len(g) != len(a.m) {
+		panic(fmt.Sprintf("adam: moments length %d, want %d", len(g), len(a.m)))
+	}
+	clear(a.m)
+	for i, x := range g {
+		a.v[i] = x * x
+	}
+	a.t = 0
+	a.warm = true
+}
+
 // CopyStateFrom makes a's moments and step state equal to b's, without
 // allocating. Both must have the same length.
 func (a *Adam) CopyStateFrom(b *Adam) {

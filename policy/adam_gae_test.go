@@ -122,3 +122,50 @@ func TestGAE(t *testing.T) {
 		GAE(nil, nil, nil, []float64{1}, false, gamma, lambda)
 	})
 }
+
+// TestAdamResetDrift pins down why ResetSecond exists: after the paper's
+// reset (m = -g~, v = g~^2) a zero gradient still moves every parameter by
+// about lr per step along sign(g~), whatever the scale of g~; after
+// SetSecondMoment (m = 0, v = g~^2) a zero gradient moves nothing.
+func TestAdamResetDrift(t *testing.T) {
+	cfg := AdamConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-5}
+	gTilde := []float64{1e-3, -2e-2, 5e-1}
+	zero := make([]float64, 3)
+
+	paper, _ := NewAdam(3, cfg)
+	m0 := []float64{-gTilde[0], -gTilde[1], -gTilde[2]}
+	paper.SetMoments(m0)
+	p := make([]float64, 3)
+	for range 4 {
+		paper.Step(p, zero)
+	}
+	for i, g := range gTilde {
+		// sum_k lr 0.9^k / 0.999^(k/2), k = 1..4, along sign(g~), minus eps effects.
+		want := 0.0
+		for k := 1; k <= 4; k++ {
+			want += cfg.LR * math.Pow(0.9, float64(k)) / math.Sqrt(math.Pow(0.999, float64(k)))
+		}
+		if got := p[i] * math.Copysign(1, g); math.Abs(got-want) > 0.02*want {
+			t.Errorf("paper reset, coordinate %d: moved %v along sign(g~), want about %v", i, got, want)
+		}
+	}
+
+	second, _ := NewAdam(3, cfg)
+	second.SetSecondMoment(gTilde)
+	q := make([]float64, 3)
+	for range 4 {
+		second.Step(q, zero)
+	}
+	for i, v := range q {
+		if v != 0 {
+			t.Errorf("second-moment reset, coordinate %d moved by %v with zero gradient", i, v)
+		}
+	}
+	// With a gradient it steps against it, more slowly where g~ was large.
+	second.SetSecondMoment(gTilde)
+	q = make([]float64, 3)
+	second.Step(q, []float64{1e-2, 1e-2, 1e-2})
+	if !(q[0] < 0 && q[1] < 0 && q[2] < 0 && -q[2] < -q[0]) {
+		t.Errorf("second-moment reset step %v", q)
+	}
+}

@@ -106,6 +106,28 @@ func (c DPConfig) clipNorms() (sPi, sV float64) {
 	return c.ClipNorm * math.Sqrt(c.PolicyClipShare), c.ClipNorm * math.Sqrt(1-c.PolicyClipShare)
 }
 
+// MomentReset selects how the local Adam state starts each iteration. Each
+// choice is a function of the released g~ only (or of nothing), so none
+// carries raw user data across users.
+type MomentReset int
+
+// The moment resets.
+const (
+	// ResetPaper sets m = -g~ and v = g~^2 without bias correction (DPPG App.
+	// C.2.3). Then m/sqrt(v) = -sign(g~) elementwise whatever the scale of g~,
+	// so with no gradient at all every user still steps by about the local
+	// learning rate per coordinate along sign(g~) (3.1 lr over 4 Adam steps):
+	// the released updates sustain themselves, and a converged policy keeps
+	// drifting at a constant speed until it falls off (policy/REPRODUCE.md).
+	ResetPaper MomentReset = iota
+	// ResetSecond sets m = 0 and v = g~^2 without bias correction: the
+	// adaptive scale of the paper's reset without its self-sustaining
+	// momentum (no gradient, no motion).
+	ResetSecond
+	// ResetZero starts every user from zero moments with bias correction.
+	ResetZero
+)
+
 // PPOConfig holds the learning hyperparameters of the per-user local update
 // (Algorithm 3) and of the server step.
 type PPOConfig struct {
@@ -129,10 +151,27 @@ type PPOConfig struct {
 	// ValueCoef >= 0 weights the value loss 0.5 (V - R)^2 (CleanRL vf_coef).
 	// Default 0.5.
 	ValueCoef float64
+	// ObsScale, if not empty, holds one public constant per observation
+	// component: both networks see obs[i] * ObsScale[i]. It makes the
+	// components of similar magnitude (CartPole's pole angle is ~10x smaller
+	// than its other components), which matters here because Adam and the
+	// isotropic DP noise move every weight by similar amounts. Its length must
+	// be the observation dimension (checked by NewLearner and NewActorFor).
+	ObsScale []float64
+	// ValueScale c > 0 is a public constant in the units of the returns: the
+	// critic's network predicts V(s)/c and its loss is 0.5 (net(s) - R/c)^2,
+	// so a return of order c needs network outputs of order 1. With c = 1
+	// (the usual) a critic whose update is clipped to a small norm cannot
+	// reach CartPole's returns (~1/(1-gamma) = 100) within a few hundred
+	// updates. 0 means 1.
+	ValueScale float64
 	// NormalizeAdvantages standardises the user's advantages (mean 0, std 1,
 	// over the whole trajectory) before the epochs, as CleanRL does per
 	// minibatch. Default true.
 	NormalizeAdvantages bool
+	// MomentReset says how ResetMoments seeds the local Adam state from the
+	// released update g~ at every iteration. The zero value is the paper's.
+	MomentReset MomentReset
 	// Adam configures the local optimiser; Adam.LR is Table 3's learning rate
 	// (7.26e-4 control, 9.25e-4 dosing).
 	Adam AdamConfig
@@ -173,16 +212,35 @@ func (c PPOConfig) Validate() error {
 	if !(c.ValueCoef >= 0) || math.IsInf(c.ValueCoef, 0) {
 		bad("value coef = %v, must be finite and >= 0", c.ValueCoef)
 	}
+	for i, v := range c.ObsScale {
+		if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			bad("obs scale[%d] = %v, must be finite and non-zero", i, v)
+		}
+	}
+	if !(c.ValueScale >= 0) || math.IsInf(c.ValueScale, 0) {
+		bad("value scale = %v, must be finite and > 0 (0 means 1)", c.ValueScale)
+	}
 	if !(c.ServerLR > 0) || math.IsInf(c.ServerLR, 0) {
 		bad("server lr = %v, must be finite and > 0", c.ServerLR)
 	}
 	if math.IsNaN(c.InitLogStd) || math.IsInf(c.InitLogStd, 0) {
 		bad("init log std = %v, must be finite", c.InitLogStd)
 	}
+	if c.MomentReset < ResetPaper || c.MomentReset > ResetZero {
+		bad("moment reset %d, must be 0 (paper), 1 (second moment only) or 2 (zero)", c.MomentReset)
+	}
 	if err := c.Adam.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("policy: ppo: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// valueScale returns ValueScale, 1 if unset.
+func (c PPOConfig) valueScale() float64 {
+	if c.ValueScale == 0 {
+		return 1
+	}
+	return c.ValueScale
 }
 
 // Config is a complete learner configuration.

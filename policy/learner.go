@@ -153,6 +153,8 @@ type Learner struct {
 	vobs, values, adv, ret []float64
 	perm                   []int
 	mbObs, mbAct, mbOut    []float64
+	stats                  LocalStats
+	mbEnt                  float64 // mean entropy of the last lossGrad's minibatch
 	mbDOut, mbV, mbDV      []float64
 	mbAdv, mbRet, mbOld    []float64
 	mbA                    []int
@@ -164,7 +166,11 @@ func NewLearner(spec Spec, cfg Config) (*Learner, error) {
 	if err := errors.Join(spec.Validate(), cfg.Validate()); err != nil {
 		return nil, err
 	}
+	if err := checkObsScale(cfg.PPO.ObsScale, spec); err != nil {
+		return nil, err
+	}
 	cfg.PPO.Hidden = append([]int(nil), cfg.PPO.Hidden...)
+	cfg.PPO.ObsScale = append([]float64(nil), cfg.PPO.ObsScale...)
 	l := &Learner{spec: spec, cfg: cfg}
 	sizes := append(append([]int{spec.ObsDim}, cfg.PPO.Hidden...), spec.netOut())
 	var err error
@@ -226,6 +232,7 @@ func (l *Learner) Spec() Spec { return l.spec }
 func (l *Learner) Config() Config {
 	c := l.cfg
 	c.PPO.Hidden = append([]int(nil), c.PPO.Hidden...)
+	c.PPO.ObsScale = append([]float64(nil), c.PPO.ObsScale...)
 	return c
 }
 
@@ -262,6 +269,14 @@ func (l *Learner) checkTheta(theta []float64) {
 // ResetMoments starts from this same state. It allocates nothing.
 func (l *Learner) ResetMoments(gTilde []float64) {
 	l.checkTheta(gTilde)
+	switch l.cfg.PPO.MomentReset {
+	case ResetZero:
+		l.base.Reset()
+		return
+	case ResetSecond:
+		l.base.SetSecondMoment(gTilde)
+		return
+	}
 	for i, g := range gTilde {
 		l.grad[i] = -g
 	}
@@ -271,13 +286,13 @@ func (l *Learner) ResetMoments(gTilde []float64) {
 // LocalUpdate runs Algorithm 3 for one user and writes g_u = theta_u - theta
 // into gu (len NumParams()); theta is not modified.
 //
-// Advantages come from GAE(lambda) with the value network at theta (optionally
-// standardised). Then for E epochs the trajectory is shuffled with rng and
+// Advantages come from GAE(lambda) with the value function V = c net_v at
+// theta, c = ValueScale (optionally standardised). Then for E epochs the trajectory is shuffled with rng and
 // split into the configured number of minibatches; for each, one Adam step on
 // the joint loss
 //
 //	L = -(1/B) sum_t ratio_t A_t - c_ent (1/B) sum_t H(pi(.|s_t))
-//	    + c_v (1/B) sum_t 0.5 (V(s_t) - R_t)^2,
+//	    + c_v (1/B) sum_t 0.5 (net_v(s_t) - R_t/c)^2,
 //	ratio_t = pi_theta(a_t|s_t) / exp(LogProbs[t]),
 //
 // with no PPO ratio clipping (Remark 5.2: the DP clip is the trust region),
@@ -305,13 +320,33 @@ func (l *Learner) LocalUpdate(gu, theta []float64, tr *Trajectory, rng *rand.Ran
 	od := l.spec.ObsDim
 	copy(l.vobs, tr.Obs)
 	copy(l.vobs[T*od:], tr.FinalObs)
+	scaleObs(l.vobs[:(T+1)*od], p.ObsScale)
 	values := l.values[:T+1]
 	l.critic.ForwardBatch(values, l.theta0[l.nPi:], l.vobs[:(T+1)*od], T+1)
+	if c := p.valueScale(); c != 1 {
+		for i := range values {
+			values[i] *= c
+		}
+	}
 	adv, ret := l.adv[:T], l.ret[:T]
 	GAE(adv, ret, tr.Rewards, values, tr.Terminal, p.Gamma, p.Lambda)
 	if p.NormalizeAdvantages {
 		standardize(adv)
 	}
+
+	l.stats = LocalStats{Steps: T}
+	for t := range T {
+		l.stats.AdvMean += adv[t]
+		l.stats.AdvAbs += math.Abs(adv[t])
+		l.stats.ReturnMean += ret[t]
+		e := values[t] - ret[t]
+		l.stats.ValueLoss += 0.5 * e * e
+	}
+	invT := 1 / float64(T)
+	l.stats.AdvMean *= invT
+	l.stats.AdvAbs *= invT
+	l.stats.ReturnMean *= invT
+	l.stats.ValueLoss *= invT
 
 	l.adam.CopyStateFrom(l.base)
 	sPi, sV := l.cfg.DP.clipNorms()
@@ -320,7 +355,7 @@ func (l *Learner) LocalUpdate(gu, theta []float64, tr *Trajectory, rng *rand.Ran
 	for i := range perm {
 		perm[i] = i
 	}
-	for range p.Epochs {
+	for e := range p.Epochs {
 		for i := T - 1; i > 0; i-- { // Fisher-Yates
 			j := rng.IntN(i + 1)
 			perm[i], perm[j] = perm[j], perm[i]
@@ -329,30 +364,62 @@ func (l *Learner) LocalUpdate(gu, theta []float64, tr *Trajectory, rng *rand.Ran
 			idx := perm[k*T/nmb : (k+1)*T/nmb]
 			l.gather(tr, idx)
 			l.lossGrad(l.grad, l.theta, len(idx))
+			if e == 0 {
+				l.stats.Entropy += l.mbEnt / float64(nmb)
+			}
 			l.adam.Step(l.theta, l.grad)
 			if l.cfg.DP.Mode != ModePPO {
-				projectBall(l.theta[:l.nPi], l.theta0[:l.nPi], sPi)
-				projectBall(l.theta[l.nPi:], l.theta0[l.nPi:], sV)
+				if projectBall(l.theta[:l.nPi], l.theta0[:l.nPi], sPi) {
+					l.stats.PolicyProjections++
+				}
+				if projectBall(l.theta[l.nPi:], l.theta0[l.nPi:], sV) {
+					l.stats.ValueProjections++
+				}
 			}
 		}
 	}
-	ss := 0.0
+	ss, ssPi := 0.0, 0.0
 	for i := range gu {
 		d := l.theta[i] - l.theta0[i]
 		gu[i] = d
 		ss += d * d
+		if i == l.nPi-1 {
+			ssPi = ss
+		}
 	}
+	l.stats.PolicyNorm, l.stats.ValueNorm = math.Sqrt(ssPi), math.Sqrt(ss-ssPi)
 	if math.IsNaN(ss) || math.IsInf(ss, 0) {
 		return fmt.Errorf("%w: local update norm %v", ErrNonFinite, math.Sqrt(ss))
 	}
 	return nil
 }
 
+// LocalStats describes the last LocalUpdate, for diagnostics (it is the
+// user's raw data: never release it).
+type LocalStats struct {
+	Steps int // T
+	// Before the epochs, at theta: mean advantage, mean |advantage|, mean
+	// value target and mean 0.5 (V - R)^2.
+	AdvMean, AdvAbs, ReturnMean, ValueLoss float64
+	// Entropy is the mean policy entropy over the first epoch's minibatches.
+	Entropy float64
+	// PolicyNorm and ValueNorm are the norms of the two blocks of g_u.
+	PolicyNorm, ValueNorm float64
+	// PolicyProjections and ValueProjections count the optimiser steps
+	// after which the block was projected back onto its clipping ball.
+	PolicyProjections, ValueProjections int
+}
+
+// Stats returns the diagnostics of the last LocalUpdate.
+func (l *Learner) Stats() LocalStats { return l.stats }
+
 // gather copies the rows idx of the trajectory into the minibatch buffers.
 func (l *Learner) gather(tr *Trajectory, idx []int) {
 	od, ad := l.spec.ObsDim, l.spec.ActionDim
 	for i, t := range idx {
-		copy(l.mbObs[i*od:(i+1)*od], tr.Obs[t*od:(t+1)*od])
+		row := l.mbObs[i*od : (i+1)*od]
+		copy(row, tr.Obs[t*od:(t+1)*od])
+		scaleObs(row, l.cfg.PPO.ObsScale)
 		if l.spec.Kind == ActionDiscrete {
 			l.mbA[i] = tr.Actions[t]
 		} else {
@@ -378,6 +445,7 @@ func (l *Learner) lossGrad(grad, theta []float64, B int) float64 {
 	l.actor.ForwardBatch(out, piNet, obs, B)
 	invB := 1 / float64(B)
 	loss := 0.0
+	l.mbEnt = 0
 	for i := 0; i < B; i++ {
 		row, drow := out[i*no:(i+1)*no], dOut[i*no:(i+1)*no]
 		var logp, ent float64
@@ -385,6 +453,7 @@ func (l *Learner) lossGrad(grad, theta []float64, B int) float64 {
 			c := Categorical{N: no}
 			logp = c.LogProb(row, l.mbA[i])
 			ent = c.Entropy(row)
+			l.mbEnt += invB * ent
 			ratio := math.Exp(logp - l.mbOld[i])
 			loss -= invB * (ratio*l.mbAdv[i] + p.EntropyCoef*ent)
 			c.AddGrad(drow, row, l.mbA[i], -invB*ratio*l.mbAdv[i], -invB*p.EntropyCoef)
@@ -393,6 +462,7 @@ func (l *Learner) lossGrad(grad, theta []float64, B int) float64 {
 			a := l.mbAct[i*no : (i+1)*no]
 			logp = g.LogProb(row, logStd, a)
 			ent = g.Entropy(logStd)
+			l.mbEnt += invB * ent
 			ratio := math.Exp(logp - l.mbOld[i])
 			loss -= invB * (ratio*l.mbAdv[i] + p.EntropyCoef*ent)
 			g.AddGrad(drow, dLogStd, row, logStd, a, -invB*ratio*l.mbAdv[i], -invB*p.EntropyCoef)
@@ -403,13 +473,34 @@ func (l *Learner) lossGrad(grad, theta []float64, B int) float64 {
 	v, dv := l.mbV[:B], l.mbDV[:B]
 	vNet := theta[l.nPi:]
 	l.critic.ForwardBatch(v, vNet, obs, B)
+	invC := 1 / p.valueScale()
 	for i := range v {
-		e := v[i] - l.mbRet[i]
+		e := v[i] - invC*l.mbRet[i]
 		loss += p.ValueCoef * invB * 0.5 * e * e
 		dv[i] = p.ValueCoef * invB * e
 	}
 	l.critic.Backward(grad[l.nPi:], vNet, dv)
 	return loss
+}
+
+// checkObsScale reports whether scale suits spec (empty, or one value per
+// observation component).
+func checkObsScale(scale []float64, spec Spec) error {
+	if len(scale) != 0 && len(scale) != spec.ObsDim {
+		return fmt.Errorf("policy: obs scale has %d values, want %d (the observation dimension) or none", len(scale), spec.ObsDim)
+	}
+	return nil
+}
+
+// scaleObs multiplies every row of obs (rows of len(scale)) by scale
+// elementwise; nothing if scale is empty.
+func scaleObs(obs, scale []float64) {
+	if len(scale) == 0 {
+		return
+	}
+	for i := range obs {
+		obs[i] *= scale[i%len(scale)]
+	}
 }
 
 // standardize makes x mean 0 and std 1 (population std; left centred if the
@@ -439,9 +530,10 @@ func standardize(x []float64) {
 
 // projectBall sets x <- x0 + Clip(x - x0; s), where Clip(d; s) = d min(1, s/||d||).
 // The result satisfies ||x - x0|| <= s and x is unchanged when already inside.
-func projectBall(x, x0 []float64, s float64) {
+// It reports whether it moved x.
+func projectBall(x, x0 []float64, s float64) bool {
 	if math.IsInf(s, 1) {
-		return
+		return false
 	}
 	ss := 0.0
 	for i := range x {
@@ -450,12 +542,13 @@ func projectBall(x, x0 []float64, s float64) {
 	}
 	n := math.Sqrt(ss)
 	if n <= s {
-		return
+		return false
 	}
 	f := s / n
 	for i := range x {
 		x[i] = x0[i] + (x[i]-x0[i])*f
 	}
+	return true
 }
 
 // Clip scales d in place to L2 norm at most s: d <- d min(1, s/||d||).

@@ -78,6 +78,14 @@ type LogLinearConfig struct {
 	// and the ridge added to it (KL only). Table 2: 25, 1e-3.
 	FisherEpisodes int
 	FisherRidge    float64
+	// ClipAtLR0 computes the trust-region clipping norm with the initial
+	// learning rate eta_0 instead of the current eta. The bounds of
+	// Propositions 4.4-4.7 are upper bounds on S that grow as 1/eta, so S
+	// computed at eta_0 satisfies them at every later eta <= eta_0. With S
+	// recomputed at the current eta (false) the noise step eta z S stays
+	// constant while eta decays, and only the signal eta clip(g, S)
+	// shrinks; at eta_0 both shrink with eta.
+	ClipAtLR0 bool
 	// Z is the noise multiplier of each block (policy and baseline), > 0.
 	Z float64
 	// BaselineLR and BaselineClip are the linear baseline's learning rate
@@ -230,6 +238,9 @@ func (l *LogLinearLearner) LR() float64 {
 func (l *LogLinearLearner) ClipNorm(m TabularMDP, rng *rand.Rand) (float64, error) {
 	c := l.Config
 	eta := l.LR()
+	if c.ClipAtLR0 {
+		eta = c.LR0
+	}
 	d := float64(len(l.Policy.Theta))
 	beta := 1 - c.Confidence
 	switch c.Region {

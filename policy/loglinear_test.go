@@ -121,6 +121,17 @@ func TestLogLinearClipNorm(t *testing.T) {
 	if lr := l.LR(); lr != 0.06 {
 		t.Errorf("lr floor = %v", lr)
 	}
+	// ClipAtLR0: S stays at its eta_0 value while eta decays, so the noise
+	// step eta z S decays with eta.
+	cfg = DefaultLogLinearConfig()
+	cfg.Z = 2
+	cfg.ClipAtLR0 = true
+	l, _ = NewLogLinearLearner(6, 2, cfg)
+	s0, _ := l.ClipNorm(riverSwim{0.6}, nil)
+	l.episodes = 100
+	if s1, _ := l.ClipNorm(riverSwim{0.6}, nil); s1 != s0 || math.Abs(s0-math.Sqrt(2*3.5/q)/(12*2)) > 1e-12 {
+		t.Errorf("clip at eta_0: S %v after 100 episodes, %v at start, want %v", s1, s0, math.Sqrt(2*3.5/q)/(12*2))
+	}
 	bad := DefaultLogLinearConfig()
 	if _, err := NewLogLinearLearner(6, 2, bad); err == nil {
 		t.Error("z = 0 accepted")

@@ -115,6 +115,23 @@ func ConfigHash(cfg Config) [32]byte {
 	f(d.ClipNorm)
 	u(uint64(d.UsersPerUpdate))
 	f(d.PolicyClipShare)
+	// Fields added after v1 are hashed only when set, so the hash of a
+	// configuration that does not use them is unchanged.
+	if p.ValueScale != 0 && p.ValueScale != 1 {
+		b = append(b, "value_scale"...)
+		f(p.ValueScale)
+	}
+	if p.MomentReset != ResetPaper {
+		b = append(b, "moment_reset"...)
+		u(uint64(p.MomentReset))
+	}
+	if len(p.ObsScale) > 0 {
+		b = append(b, "obs_scale"...)
+		u(uint64(len(p.ObsScale)))
+		for _, v := range p.ObsScale {
+			f(v)
+		}
+	}
 	return sha256.Sum256(append([]byte("dprl.policy.config.v1\x00"), b...))
 }
 

@@ -68,6 +68,8 @@ type TrainOptions struct {
 	// length must be the Learner's NumParams. nil: a fresh random
 	// initialisation from rng. The draws from rng are the same either way.
 	Init []float64
+	// Diagnostics records Result.Diagnostics, one entry per update.
+	Diagnostics bool
 	// Progress, if non-nil, is called on the calling goroutine after every
 	// update. It must be quick; throttle output in it.
 	Progress func(Progress)
@@ -106,6 +108,31 @@ type Result struct {
 	Skipped int
 	Curve   []CurvePoint
 	Elapsed time.Duration
+	// Diagnostics has one entry per update if TrainOptions.Diagnostics.
+	// They are computed from raw user data: for tuning simulations only.
+	Diagnostics []UpdateDiag
+}
+
+// UpdateDiag describes one update of Train: the means over its users of
+// their LocalStats, the norms of the two blocks of the averaged clipped
+// update (1/K) sum g_u (the signal) and of the noise added to it.
+type UpdateDiag struct {
+	Users      int     `json:"users"` // users processed after this update
+	AdvMean    float64 `json:"adv_mean"`
+	AdvAbs     float64 `json:"adv_abs"`
+	ReturnMean float64 `json:"return_mean"` // mean value target
+	ValueLoss  float64 `json:"value_loss"`  // mean 0.5 (V - R)^2 before the epochs
+	Entropy    float64 `json:"entropy"`
+	PolicyNorm float64 `json:"policy_norm"` // mean norm of the users' policy blocks
+	ValueNorm  float64 `json:"value_norm"`
+	// PolicyClipped and ValueClipped are the fractions of users whose
+	// update lies on the block's clipping sphere.
+	PolicyClipped float64 `json:"policy_clipped"`
+	ValueClipped  float64 `json:"value_clipped"`
+	SignalPolicy  float64 `json:"signal_policy"`
+	SignalValue   float64 `json:"signal_value"`
+	NoisePolicy   float64 `json:"noise_policy"`
+	NoiseValue    float64 `json:"noise_value"`
 }
 
 // trainWorker owns everything one goroutine needs for a user.
@@ -120,6 +147,9 @@ type trainWorker struct {
 	T       int
 	steps   int64
 	err     error
+	// sums of the LocalStats fields since the last diagnose
+	statSum [5]float64
+	statN   int
 }
 
 // episodeSlot is one running episode of ContinueEpisodes: its own
@@ -192,7 +222,7 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 		if err != nil {
 			return Result{}, err
 		}
-		a, err := NewActor(spec, cfg.PPO.Hidden)
+		a, err := NewActorFor(spec, cfg.PPO)
 		if err != nil {
 			return Result{}, err
 		}
@@ -220,7 +250,7 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 		return Result{}, err
 	}
 	evalEnv := newEnv()
-	evalActor, err := NewActor(spec, cfg.PPO.Hidden)
+	evalActor, err := NewActorFor(spec, cfg.PPO)
 	if err != nil {
 		return Result{}, err
 	}
@@ -287,6 +317,9 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 		if err := agg.Release(gTilde); err != nil {
 			return res, err
 		}
+		if opts.Diagnostics {
+			res.Diagnostics = append(res.Diagnostics, diagnose(workers, gus[:batch], ok[:batch], gTilde, K, nPi, res.Users+batch, cfg.DP))
+		}
 		eta := cfg.PPO.ServerLR
 		if opts.AnnealServerLR {
 			eta *= 1 - float64(res.Updates)/float64(totalUpdates)
@@ -311,6 +344,64 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 	res.Theta = theta
 	res.Elapsed = time.Since(start)
 	return res, ctxErr
+}
+
+// diagnose summarises one update for TrainOptions.Diagnostics and resets the
+// workers' sums of LocalStats.
+func diagnose(workers []*trainWorker, gus [][]float64, ok []bool, gTilde []float64, K, nPi, users int, dp DPConfig) UpdateDiag {
+	d := UpdateDiag{Users: users}
+	n := len(gTilde)
+	sPi, sV := dp.clipNorms()
+	mean := make([]float64, n)
+	for u, g := range gus {
+		if !ok[u] {
+			continue
+		}
+		var a, b float64
+		for i, v := range g {
+			mean[i] += v / float64(K)
+			if i < nPi {
+				a += v * v
+			} else {
+				b += v * v
+			}
+		}
+		a, b = math.Sqrt(a), math.Sqrt(b)
+		d.PolicyNorm += a / float64(len(gus))
+		d.ValueNorm += b / float64(len(gus))
+		if a >= sPi*(1-1e-9) {
+			d.PolicyClipped += 1 / float64(len(gus))
+		}
+		if b >= sV*(1-1e-9) {
+			d.ValueClipped += 1 / float64(len(gus))
+		}
+	}
+	var sp, sv, np, nv float64
+	for i := range mean {
+		e := gTilde[i] - mean[i]
+		if i < nPi {
+			sp += mean[i] * mean[i]
+			np += e * e
+		} else {
+			sv += mean[i] * mean[i]
+			nv += e * e
+		}
+	}
+	d.SignalPolicy, d.SignalValue, d.NoisePolicy, d.NoiseValue = math.Sqrt(sp), math.Sqrt(sv), math.Sqrt(np), math.Sqrt(nv)
+	var sum [5]float64
+	cnt := 0
+	for _, w := range workers {
+		for i, v := range w.statSum {
+			sum[i] += v
+		}
+		cnt += w.statN
+		w.statSum, w.statN = [5]float64{}, 0
+	}
+	if cnt > 0 {
+		f := 1 / float64(cnt)
+		d.AdvMean, d.AdvAbs, d.ReturnMean, d.ValueLoss, d.Entropy = f*sum[0], f*sum[1], f*sum[2], f*sum[3], f*sum[4]
+	}
+	return d
 }
 
 func (w *trainWorker) allocTrajectory(spec Spec, T int) {
@@ -386,6 +477,13 @@ func (w *trainWorker) user(gu, theta []float64, u, seed uint64, es *episodeSlot)
 		tr.ContActions = full.ContActions[:t*spec.ActionDim]
 	}
 	err := w.learner.LocalUpdate(gu, theta, &tr, w.rng)
+	st := &w.learner.stats
+	w.statSum[0] += st.AdvMean
+	w.statSum[1] += st.AdvAbs
+	w.statSum[2] += st.ReturnMean
+	w.statSum[3] += st.ValueLoss
+	w.statSum[4] += st.Entropy
+	w.statN++
 	if errors.Is(err, ErrNonFinite) {
 		return false
 	}

@@ -194,7 +194,7 @@ func TestOfflineSVTBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := trainDefaultConfig()
+	cfg := expertTrainConfig()
 	for i, id := range []string{"e0", "e1", "e2"} {
 		for _, c := range []struct {
 			dir  string

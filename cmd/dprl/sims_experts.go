@@ -162,7 +162,7 @@ func runSimsExperts(cmd *cobra.Command, a *app, f *simsExpertsFlags) error {
 	if len(errs) > 0 {
 		return usagef("sims experts: %s", strings.Join(errs, "; "))
 	}
-	cfg := trainDefaultConfig()
+	cfg := expertTrainConfig()
 	cfg.DP = policy.DPConfig{Mode: policy.ModePPO, UsersPerUpdate: cfg.DP.UsersPerUpdate}
 	gc := svt.GenConfig{Env: f.env, Experts: f.m, Trajectories: f.trajectories, PMin: f.pMin, Train: cfg,
 		Users: f.users, Bases: f.bases, FineTuneUsers: f.fineTuneUsers, Workers: f.workers}
@@ -300,4 +300,19 @@ func (p *countProgress) done() {
 	if p.drawn {
 		fmt.Fprintln(p.a.stderr)
 	}
+}
+
+// expertTrainConfig is the learner configuration experts are trained with
+// (non-private PPO; the README's SVT tables were measured with it): the
+// control defaults with 16x16 networks, E = 3, entropy 0.01, no advantage
+// standardisation and K = 32.
+func expertTrainConfig() policy.Config {
+	cfg := policy.DefaultControlConfig()
+	cfg.PPO.Hidden = []int{16, 16}
+	cfg.PPO.Epochs = 3
+	cfg.PPO.EntropyCoef = 0.01
+	cfg.PPO.NormalizeAdvantages = false
+	cfg.DP.UsersPerUpdate = 32
+	cfg.DP.ClipNorm = 0.2
+	return cfg
 }

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	crand "crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,8 +47,18 @@ type trainFlags struct {
 	lambda       float64
 	anneal       bool
 	fresh        bool
+	valueScale   float64
+	obsScale     string
+	momentReset  string
 	json         bool
 	plot         string
+	diag         string
+	// dppg-loglinear
+	epsilons  []float64
+	regions   []string
+	episodes  int
+	seeds     int
+	clipAtLR0 bool
 }
 
 // Defaults of dprl train for the control tasks (see policy/REPRODUCE.md).
@@ -81,7 +95,7 @@ type trainResult struct {
 func newTrainCmd(a *app) *cobra.Command {
 	var f trainFlags
 	c := &cobra.Command{
-		Use:   "train --env E --algo dppg|ppo|dpsgd-reinforce|dpsgd-dqn [flags]",
+		Use:   "train --env E --algo dppg|ppo|dppg-loglinear|dpsgd-reinforce|dpsgd-dqn [flags]",
 		Short: "Train a policy in process against simulated users (DPPG or the PPO baseline)",
 		Long: `Runs DPPG (Rio et al., Algorithm 2) in process: each simulated user runs the
 current policy for at most T = 64 steps of one episode (user slot i of a batch
@@ -97,10 +111,17 @@ The final policy is evaluated on --eval-episodes episodes with actions sampled
 from the policy (the paper's protocol). Progress goes to stderr; the result to
 stdout (text or --json); --plot writes the learning curve as PNG.
 
-The defaults differ from the paper's Table 3 where that was measured to be
-needed here (see policy/REPRODUCE.md): 16x16 networks, K = 32, S = 0.2,
-E = 3, entropy 0.01, advantages not standardised; --hidden 64,64 --K 8
---clip 0.05 --epochs 8 --ent-coef 0.36 --adv-norm restores Table 3.
+Defaults depend on --env (flags override them; policy/REPRODUCE.md has the
+measurements). Control tasks: Table 3 except 16x16 networks, K = 32,
+S = 0.2, E = 3, entropy 0.01, advantages not standardised, the local Adam
+state reset to m = 0, v = g~^2 each iteration (--moment-reset second; the
+paper's m = -g~ makes a converged policy drift); cartpole also
+scales the pole angle by 10 and the critic's target by 1/10 (--obs-scale
+1,1,10,1 --value-scale 10), acrobot the critic's (--value-scale 10).
+--hidden 64,64 --K 8 --clip 0.05 --epochs 8 --ent-coef 0.36 --adv-norm
+--value-scale 1 --obs-scale none --moment-reset paper restores Table 3.
+Dosing: Table 3's dosing column with z = 0.1, observations scaled by public
+constants (glucose /100, meals /1000, ...) and --value-scale 10.
 
 The noise comes from a seeded generator: this is a simulation, not a
 production release.`,
@@ -112,46 +133,84 @@ production release.`,
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.env, "env", "cartpole", "environment: "+strings.Join(sims.Names(), ", "))
-	fl.StringVar(&f.algo, "algo", "dppg", "dppg (differentially private), ppo (non-private baseline), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines)")
-	fl.Float64Var(&f.z, "z", trainDefaultZ, "noise multiplier z > 0 (dppg only)")
-	fl.IntVar(&f.k, "K", 32, "users per update K >= 1 (Table 3: 8)")
-	fl.Float64Var(&f.clip, "clip", 0.2, "clipping norm S > 0 of the joint local update, policy and critic (dppg only; Table 3: 0.05)")
+	fl.StringVar(&f.algo, "algo", "dppg", "dppg (differentially private), ppo (non-private baseline), dppg-loglinear (RiverSwim, cumulative regret), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines)")
+	fl.Float64Var(&f.z, "z", trainDefaultZ, "noise multiplier z > 0 (dppg only; dosing: 0.1)")
+	fl.IntVar(&f.k, "K", 32, "users per update K >= 1 (Table 3 and dosing: 8)")
+	fl.Float64Var(&f.clip, "clip", 0.2, "clipping norm S > 0 of the joint local update, policy and critic (dppg only; Table 3: 0.05, dosing: 0.08)")
 	fl.IntVar(&f.users, "users", trainDefaultUsers, "number of simulated users, >= 1")
 	fl.Float64Var(&f.delta, "delta", trainDefaultDelta, "delta of the reported (epsilon, delta), in (0, 1)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of every random draw (default: from the OS; printed in the result)")
 	fl.IntVar(&f.evalEpisodes, "eval-episodes", 20, "evaluation episodes of the final policy, >= 1")
 	fl.IntVar(&f.workers, "workers", 0, "goroutines for the local updates (default GOMAXPROCS; the result does not depend on it)")
-	fl.Float64Var(&f.lr, "lr", 7.26e-4, "local Adam learning rate > 0 (Table 3)")
+	fl.Float64Var(&f.lr, "lr", 7.26e-4, "local Adam learning rate > 0 (Table 3; dosing: 9.25e-4)")
 	fl.Float64Var(&f.ent, "ent-coef", 0.01, "entropy bonus coefficient >= 0 (Table 3: 0.36)")
-	fl.IntSliceVar(&f.hidden, "hidden", []int{16, 16}, "hidden layer widths of both networks (Table 3: 64,64)")
-	fl.BoolVar(&f.advNorm, "adv-norm", false, "standardise each user's advantages (mean 0, std 1) before the local epochs")
+	fl.IntSliceVar(&f.hidden, "hidden", []int{16, 16}, "hidden layer widths of both networks (Table 3 and dosing: 64,64)")
+	fl.BoolVar(&f.advNorm, "adv-norm", false, "standardise each user's advantages (mean 0, std 1) before the local epochs (dosing default: true)")
 	fl.Float64Var(&f.share, "policy-share", 0.8, "share f of the squared clipping norm given to the policy block; the critic gets 1-f (dppg only)")
-	fl.IntVar(&f.epochs, "epochs", 3, "local epochs E >= 1 (Table 3: 8)")
-	fl.Float64Var(&f.lambda, "gae-lambda", 0.85, "GAE lambda in [0, 1] (Table 3)")
+	fl.IntVar(&f.epochs, "epochs", 3, "local epochs E >= 1 (Table 3: 8, dosing: 4)")
+	fl.Float64Var(&f.lambda, "gae-lambda", 0.85, "GAE lambda in [0, 1] (Table 3; dosing: 0.97)")
+	fl.Float64Var(&f.valueScale, "value-scale", 10, "public return scale c: the critic predicts V/c (cartpole, acrobot, dosing: 10, others 1)")
+	fl.StringVar(&f.momentReset, "moment-reset", "second", "local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected); dosing default: paper")
+	fl.StringVar(&f.obsScale, "obs-scale", "1,1,10,1", "public per-component observation scale seen by both networks, comma-separated, or none (cartpole: 1,1,10,1; dosing: 0.01,0.05,0.05,0.1,0.1,0.01,0.001,0.01,0.001; others: none)")
 	fl.BoolVar(&f.anneal, "anneal", false, "decay the server step size linearly to 0 over the run (public schedule)")
 	fl.BoolVar(&f.fresh, "fresh-episodes", false, "every user starts a fresh episode (default: user slot i of a batch continues the episode slot i's previous user left running)")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
 	fl.StringVar(&f.plot, "plot", "", "write the learning curve (return vs users) as PNG to this file")
+	fl.Float64SliceVar(&f.epsilons, "eps", []float64{1, 5}, "dppg-loglinear: total epsilons per episode (policy and baseline composed)")
+	fl.StringSliceVar(&f.regions, "region", []string{"l2", "kl"}, "dppg-loglinear: trust regions (l2, kl, l2-markov)")
+	fl.IntVar(&f.episodes, "episodes", 3000, "dppg-loglinear: episodes per run")
+	fl.IntVar(&f.seeds, "seeds", 5, "dppg-loglinear: seeds per configuration (--seed, --seed+1, ...)")
+	fl.BoolVar(&f.clipAtLR0, "clip-at-lr0", false, "dppg-loglinear: compute the trust-region clipping norm at eta_0 instead of the current eta")
+	fl.StringVar(&f.diag, "diag", "", "write per-update diagnostics (entropy, value loss, clipped fractions, signal and noise norms; computed from raw user data, for tuning simulations only) as JSON Lines to this file")
 	return c
 }
 
-// trainDefaultConfig is the configuration of dprl train before flags: Table
-// 3's control column (policy.DefaultControlConfig) with the changes measured
-// to reach CartPole's 475 at z = 1 within 10,000 users on this code base
-// (policy/REPRODUCE.md): 16x16 networks, K = 32, S = 0.2, E = 3 local epochs,
-// entropy 0.01, advantages not standardised per user.
-func trainDefaultConfig() policy.Config {
+// trainEnvDefaults is the configuration of dprl train for an environment
+// before flags (policy/REPRODUCE.md says how each value was measured):
+//
+//   - every environment but dosing: Table 3's control column
+//     (policy.DefaultControlConfig) with 16x16 networks, K = 32, S = 0.2, E = 3
+//     local epochs, entropy 0.01, advantages not standardised, z = 1, and the
+//     local Adam reset to m = 0, v = g~^2 (policy.ResetSecond; the paper's
+//     m = -g~ makes converged policies drift); continuing episodes (Train's
+//     ContinueEpisodes).
+//   - cartpole: the critic predicts V/10 (ValueScale 10) and the policy sees
+//     the pole angle times 10 (ObsScale 1, 1, 10, 1), public constants.
+//   - acrobot: ValueScale 10.
+//   - dosing-*: Table 3's dosing column (policy.DefaultDosingConfig: 64x64,
+//     K = 8, S = 0.08, E = 4, lr 9.25e-4, lambda 0.97, z = 0.1, the paper's
+//     Adam reset) with public observation scales (0.01 for glucose, 0.001
+//     for meals, ...) and ValueScale 10.
+func trainEnvDefaults(env string) policy.Config {
+	if strings.HasPrefix(env, "dosing") {
+		cfg := policy.DefaultDosingConfig()
+		// Glucose ~60-320 mg/dL, insulin compartments 1-45, meals ~1,000-1,600:
+		// raw, they saturate the tanh units.
+		cfg.PPO.ObsScale = []float64{0.01, 0.05, 0.05, 0.1, 0.1, 0.01, 0.001, 0.01, 0.001}
+		cfg.PPO.ValueScale = 10
+		return cfg
+	}
 	cfg := policy.DefaultControlConfig()
 	cfg.PPO.Hidden = []int{16, 16}
 	cfg.PPO.Epochs = 3
 	cfg.PPO.EntropyCoef = 0.01
 	cfg.PPO.NormalizeAdvantages = false
+	cfg.PPO.MomentReset = policy.ResetSecond
 	cfg.DP.UsersPerUpdate = 32
 	cfg.DP.ClipNorm = 0.2
+	switch env {
+	case "cartpole":
+		cfg.PPO.ValueScale = 10
+		cfg.PPO.ObsScale = []float64{1, 1, 10, 1}
+	case "acrobot":
+		cfg.PPO.ValueScale = 10
+	}
 	return cfg
 }
 
-// trainConfig validates the flags and builds the learner configuration.
+// trainConfig validates the flags and builds the learner configuration: the
+// environment's defaults (trainEnvDefaults) with every flag that was set on
+// the command line applied over them.
 func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 	changed := cmd.Flags().Changed
 	var errs []string
@@ -159,61 +218,114 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 	if _, ok := sims.Lookup(f.env); !ok {
 		bad("--env %q: unknown environment (valid: %s)", f.env, strings.Join(sims.Names(), ", "))
 	}
-	cfg := trainDefaultConfig()
+	cfg := trainEnvDefaults(f.env)
 	switch f.algo {
 	case "dppg":
-		if !(f.z > 0) || math.IsInf(f.z, 0) {
-			bad("--z %v: the noise multiplier must be finite and > 0 (use --algo ppo for the non-private baseline)", f.z)
-		}
-		cfg.DP.NoiseMultiplier = f.z
-		if !(f.clip > 0) || math.IsInf(f.clip, 0) {
-			bad("--clip %v: the clipping norm must be finite and > 0", f.clip)
-		}
-		cfg.DP.ClipNorm = f.clip
-	case "ppo":
 		if changed("z") {
-			bad("--z: --algo ppo adds no noise; drop --z or use --algo dppg")
+			if !(f.z > 0) || math.IsInf(f.z, 0) {
+				bad("--z %v: the noise multiplier must be finite and > 0 (use --algo ppo for the non-private baseline)", f.z)
+			}
+			cfg.DP.NoiseMultiplier = f.z
 		}
 		if changed("clip") {
-			bad("--clip: --algo ppo does not clip; drop --clip or use --algo dppg")
+			if !(f.clip > 0) || math.IsInf(f.clip, 0) {
+				bad("--clip %v: the clipping norm must be finite and > 0", f.clip)
+			}
+			cfg.DP.ClipNorm = f.clip
+		}
+		if changed("policy-share") {
+			if !(f.share > 0 && f.share < 1) {
+				bad("--policy-share %v: must be in (0, 1)", f.share)
+			}
+			cfg.DP.PolicyClipShare = f.share
+		}
+	case "ppo":
+		for _, name := range []string{"z", "clip", "policy-share"} {
+			if changed(name) {
+				bad("--%s: --algo ppo neither clips nor adds noise; drop --%s or use --algo dppg", name, name)
+			}
 		}
 		cfg.DP = policy.DPConfig{Mode: policy.ModePPO, UsersPerUpdate: cfg.DP.UsersPerUpdate}
 	default:
-		bad("--algo %q: want dppg, ppo, dpsgd-reinforce or dpsgd-dqn", f.algo)
+		bad("--algo %q: want dppg, ppo, dppg-loglinear, dpsgd-reinforce or dpsgd-dqn", f.algo)
 	}
-	if f.k < 1 {
-		bad("--K %d: users per update must be >= 1", f.k)
+	if changed("K") {
+		if f.k < 1 {
+			bad("--K %d: users per update must be >= 1", f.k)
+		}
+		cfg.DP.UsersPerUpdate = f.k
 	}
-	cfg.DP.UsersPerUpdate = f.k
-	if !(f.lr > 0) || math.IsInf(f.lr, 0) {
-		bad("--lr %v: must be finite and > 0", f.lr)
+	if changed("lr") {
+		if !(f.lr > 0) || math.IsInf(f.lr, 0) {
+			bad("--lr %v: must be finite and > 0", f.lr)
+		}
+		cfg.PPO.Adam.LR = f.lr
 	}
-	cfg.PPO.Adam.LR = f.lr
-	if !(f.ent >= 0) || math.IsInf(f.ent, 0) {
-		bad("--ent-coef %v: must be finite and >= 0", f.ent)
+	if changed("ent-coef") {
+		if !(f.ent >= 0) || math.IsInf(f.ent, 0) {
+			bad("--ent-coef %v: must be finite and >= 0", f.ent)
+		}
+		cfg.PPO.EntropyCoef = f.ent
 	}
-	cfg.PPO.EntropyCoef = f.ent
-	for _, h := range f.hidden {
-		if h < 1 {
-			bad("--hidden %v: widths must be >= 1", f.hidden)
-			break
+	if changed("hidden") {
+		for _, h := range f.hidden {
+			if h < 1 {
+				bad("--hidden %v: widths must be >= 1", f.hidden)
+				break
+			}
+		}
+		cfg.PPO.Hidden = f.hidden
+	}
+	if changed("adv-norm") {
+		cfg.PPO.NormalizeAdvantages = f.advNorm
+	}
+	if changed("epochs") {
+		if f.epochs < 1 {
+			bad("--epochs %d: must be >= 1", f.epochs)
+		}
+		cfg.PPO.Epochs = f.epochs
+	}
+	if changed("gae-lambda") {
+		if !(f.lambda >= 0 && f.lambda <= 1) {
+			bad("--gae-lambda %v: must be in [0, 1]", f.lambda)
+		}
+		cfg.PPO.Lambda = f.lambda
+	}
+	if changed("moment-reset") {
+		switch f.momentReset {
+		case "paper":
+			cfg.PPO.MomentReset = policy.ResetPaper
+		case "second":
+			cfg.PPO.MomentReset = policy.ResetSecond
+		case "zero":
+			cfg.PPO.MomentReset = policy.ResetZero
+		default:
+			bad("--moment-reset %q: want paper, second or zero", f.momentReset)
 		}
 	}
-	cfg.PPO.Hidden = f.hidden
-	cfg.PPO.NormalizeAdvantages = f.advNorm
-	if !(f.share > 0 && f.share < 1) {
-		bad("--policy-share %v: must be in (0, 1)", f.share)
-	} else if f.algo == "dppg" {
-		cfg.DP.PolicyClipShare = f.share
+	if changed("value-scale") {
+		if !(f.valueScale > 0) || math.IsInf(f.valueScale, 0) {
+			bad("--value-scale %v: must be finite and > 0", f.valueScale)
+		}
+		cfg.PPO.ValueScale = f.valueScale
 	}
-	if f.epochs < 1 {
-		bad("--epochs %d: must be >= 1", f.epochs)
+	if changed("obs-scale") {
+		var scale []float64
+		if v := strings.TrimSpace(f.obsScale); v != "" && v != "none" {
+			for _, part := range strings.Split(v, ",") {
+				x, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+				if err != nil {
+					bad("--obs-scale %q: %v", f.obsScale, err)
+					break
+				}
+				scale = append(scale, x)
+			}
+		}
+		if d := envObsDim(f.env); len(scale) != 0 && d > 0 && len(scale) != d {
+			bad("--obs-scale %q: want %d values (the observation dimension of %s), or none", f.obsScale, d, f.env)
+		}
+		cfg.PPO.ObsScale = scale
 	}
-	cfg.PPO.Epochs = f.epochs
-	if !(f.lambda >= 0 && f.lambda <= 1) {
-		bad("--gae-lambda %v: must be in [0, 1]", f.lambda)
-	}
-	cfg.PPO.Lambda = f.lambda
 	if f.users < 1 {
 		bad("--users %d: must be >= 1", f.users)
 	}
@@ -235,9 +347,22 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 	return cfg, nil
 }
 
+// envObsDim returns the observation dimension of a registered environment
+// (0 if unknown).
+func envObsDim(name string) int {
+	info, ok := sims.Lookup(name)
+	if !ok {
+		return 0
+	}
+	return info.New().ObservationSpace().Dim()
+}
+
 func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if f.algo == policy.AlgoDPSGDReinforce || f.algo == policy.AlgoDPSGDDQN {
 		return runTrainDPSGD(cmd, a, f)
+	}
+	if f.algo == algoLogLinear {
+		return runTrainLogLinear(cmd, a, f)
 	}
 	cfg, err := trainConfig(cmd, f)
 	if err != nil {
@@ -270,12 +395,13 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 	prog := newTrainProgress(a, f.users, res.Epsilon)
 	out, err := policy.Train(cmd.Context(), info.New, cfg, policy.TrainOptions{
 		Users: f.users, Workers: f.workers, Progress: prog.update, ContinueEpisodes: !f.fresh, AnnealServerLR: f.anneal,
+		Diagnostics: f.diag != "",
 	}, trainRNG)
 	prog.done()
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
-	actor, err := policy.NewActor(out.Spec, cfg.PPO.Hidden)
+	actor, err := policy.NewActorFor(out.Spec, cfg.PPO)
 	if err != nil {
 		return err
 	}
@@ -286,6 +412,11 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 	res.Seconds = out.Elapsed.Seconds()
 	if res.Seconds > 0 {
 		res.StepsPerSecond = float64(out.Steps) / res.Seconds
+	}
+	if f.diag != "" {
+		if err := writeDiagnostics(f.diag, out.Diagnostics); err != nil {
+			return fmt.Errorf("train: --diag: %w", err)
+		}
 	}
 	if f.plot != "" {
 		if err := writeCurvePNG(f.plot, res); err != nil {
@@ -313,6 +444,18 @@ func (r trainResult) text(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "%s %s: eval return %.2f ± %.2f over %d episodes\n%s\n%d users, %d updates, %d steps in %.1fs (%.0f steps/s), seed %d\n",
 		r.Env, r.Method, r.EvalMean, r.EvalStd, r.EvalEpisodes, privacy, r.Users, r.Updates, r.Steps, r.Seconds, r.StepsPerSecond, r.Seed)
 	return err
+}
+
+// writeDiagnostics writes one JSON object per update.
+func writeDiagnostics(path string, diag []policy.UpdateDiag) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for _, d := range diag {
+		if err := enc.Encode(d); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 // writeCurvePNG plots the learning curve (mean return vs users, with a ±1 std

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"dprl/policy"
 )
 
 func TestTrainJSON(t *testing.T) {
@@ -101,8 +104,11 @@ func TestTrainBadFlags(t *testing.T) {
 		{"negative z", []string{"--z", "-1"}, "--z -1"},
 		{"zero z", []string{"--z", "0"}, "--algo ppo"},
 		{"K zero", []string{"--K", "0"}, "--K 0"},
-		{"ppo with z", []string{"--algo", "ppo", "--z", "1"}, "--algo ppo adds no noise"},
-		{"ppo with clip", []string{"--algo", "ppo", "--clip", "0.1"}, "does not clip"},
+		{"ppo with z", []string{"--algo", "ppo", "--z", "1"}, "--z: --algo ppo neither clips nor adds noise"},
+		{"ppo with clip", []string{"--algo", "ppo", "--clip", "0.1"}, "--clip: --algo ppo neither"},
+		{"obs scale length", []string{"--obs-scale", "1,2"}, "want 4 values"},
+		{"value scale", []string{"--value-scale", "0"}, "--value-scale 0"},
+		{"moment reset", []string{"--moment-reset", "adam"}, "want paper, second or zero"},
 		{"unknown algo", []string{"--algo", "sac"}, "want dppg, ppo"},
 		{"users zero", []string{"--users", "0"}, "--users 0"},
 		{"delta", []string{"--delta", "1"}, "--delta 1"},
@@ -123,29 +129,103 @@ func TestTrainBadFlags(t *testing.T) {
 	}
 }
 
-// TestTrainCartPoleLong is the acceptance run of the defaults (DPRL_LONG=1):
-// DPPG with z = 1 (epsilon 4.377 at delta 1e-5) must reach a mean return of
-// 475 on CartPole within 10,000 users with seed 1 (measured: 500; other seeds
-// in policy/REPRODUCE.md).
+// TestTrainCartPoleLong holds the acceptance runs of the defaults
+// (DPRL_LONG=1; about a minute each on one core), one measured seed per
+// target of the policy issue (policy/REPRODUCE.md has every seed):
+// CartPole z = 1 (epsilon 4.377) >= 475, z = 3 (epsilon 1.271) >= 375,
+// non-private PPO >= 490, Acrobot z = 1 >= -90, all within 10,000 users.
 func TestTrainCartPoleLong(t *testing.T) {
 	if os.Getenv("DPRL_LONG") == "" {
 		t.Skip("set DPRL_LONG=1 to run")
 	}
-	code, out, stderr := runCLI(t, "train", "--seed", "1", "--json", "--log-level", "disabled")
-	if code != 0 {
+	for _, c := range []struct {
+		args     []string
+		min, eps float64 // eps: the most the run may spend (Inf for ppo)
+	}{
+		{[]string{"--env", "cartpole", "--seed", "3"}, 475, 5},                            // measured 500.0
+		{[]string{"--env", "cartpole", "--z", "3", "--seed", "1"}, 375, 1.5},              // measured 499.6
+		{[]string{"--env", "cartpole", "--algo", "ppo", "--seed", "1"}, 490, math.Inf(1)}, // measured 500.0
+		{[]string{"--env", "acrobot", "--seed", "3"}, -90, 5},                             // measured -78.2
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			code, out, stderr := runCLI(t, append([]string{"train", "--json", "--log-level", "disabled"}, c.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var r struct {
+				EvalMean float64  `json:"eval_mean"`
+				Epsilon  *float64 `json:"epsilon"`
+				Users    int      `json:"users"`
+			}
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatal(err)
+			}
+			eps := math.Inf(1)
+			if r.Epsilon != nil {
+				eps = *r.Epsilon
+			}
+			t.Logf("eval %.2f at epsilon %.4f after %d users", r.EvalMean, eps, r.Users)
+			if r.EvalMean < c.min || eps > c.eps || r.Users > 10000 {
+				t.Errorf("eval %.2f at epsilon %.4f after %d users, want >= %v at <= %v within 10,000", r.EvalMean, eps, r.Users, c.min, c.eps)
+			}
+		})
+	}
+}
+
+// TestTrainEnvDefaults checks that the defaults follow --env and that flags
+// override them.
+func TestTrainEnvDefaults(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		z    float64
+		k    int
+		clip float64
+	}{
+		{[]string{"--env", "cartpole"}, 1, 32, 0.2},
+		{[]string{"--env", "dosing-0"}, 0.1, 8, 0.08},
+		{[]string{"--env", "dosing-0", "--z", "0.5", "--K", "4"}, 0.5, 4, 0.08},
+	} {
+		args := append([]string{"train", "--users", "4", "--eval-episodes", "1", "--seed", "1", "--json", "--log-level", "disabled"}, c.args...)
+		code, out, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", c.args, code, stderr)
+		}
+		var r struct {
+			Z    float64 `json:"z"`
+			K    int     `json:"k"`
+			Clip float64 `json:"clip"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Z != c.z || r.K != c.k || r.Clip != c.clip {
+			t.Errorf("%v: z %v K %d S %v, want %v %d %v", c.args, r.Z, r.K, r.Clip, c.z, c.k, c.clip)
+		}
+	}
+	if cfg := trainEnvDefaults("cartpole"); cfg.PPO.ValueScale != 10 || len(cfg.PPO.ObsScale) != 4 || cfg.PPO.MomentReset != policy.ResetSecond {
+		t.Errorf("cartpole defaults: value scale %v, obs scale %v, moment reset %v", cfg.PPO.ValueScale, cfg.PPO.ObsScale, cfg.PPO.MomentReset)
+	}
+	if cfg := trainEnvDefaults("dosing-0"); cfg.PPO.MomentReset != policy.ResetPaper || cfg.DP.NoiseMultiplier != 0.1 || cfg.PPO.ValueScale != 10 {
+		t.Errorf("dosing defaults: moment reset %v, z %v, value scale %v", cfg.PPO.MomentReset, cfg.DP.NoiseMultiplier, cfg.PPO.ValueScale)
+	}
+	// Every default observation scale fits its environment.
+	for _, env := range []string{"cartpole", "acrobot", "dosing-0", "dosing-1"} {
+		if sc := trainEnvDefaults(env).PPO.ObsScale; len(sc) != 0 && len(sc) != envObsDim(env) {
+			t.Errorf("%s: %d observation scales for dimension %d", env, len(sc), envObsDim(env))
+		}
+	}
+	// --diag writes one JSON line per update.
+	path := filepath.Join(t.TempDir(), "diag.jsonl")
+	if code, _, stderr := runCLI(t, "train", "--users", "16", "--K", "8", "--eval-episodes", "1", "--seed", "1", "--diag", path, "--log-level", "disabled"); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var r struct {
-		EvalMean float64 `json:"eval_mean"`
-		Epsilon  float64 `json:"epsilon"`
-		Users    int     `json:"users"`
-	}
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
+	b, err := os.ReadFile(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("eval %.2f at epsilon %.4f after %d users", r.EvalMean, r.Epsilon, r.Users)
-	if r.EvalMean < 475 || r.Epsilon > 5 || r.Users > 10000 {
-		t.Errorf("eval %.2f at epsilon %.4f after %d users, want >= 475 at <= 5 within 10,000", r.EvalMean, r.Epsilon, r.Users)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], `"noise_policy"`) {
+		t.Errorf("diagnostics: %q", b)
 	}
 }
 
@@ -158,5 +238,38 @@ func TestTrainDPSGDFlags(t *testing.T) {
 		if code, _, stderr := runCLI(t, args...); code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr)
 		}
+	}
+}
+
+func TestTrainLogLinear(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "regret.png")
+	code, out, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim-0.9", "--episodes", "30", "--seeds", "2", "--eps", "5", "--region", "l2,kl", "--seed", "1", "--plot", path, "--json", "--log-level", "disabled")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r logLinearResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.P != 0.9 || len(r.Runs) != 2 || r.Optimal <= 0 {
+		t.Fatalf("result %+v", r)
+	}
+	for _, run := range r.Runs {
+		// The two blocks (policy, baseline) compose to at most epsilon 5,
+		// and the calibration does not waste budget.
+		if run.Epsilon > 5 || run.Epsilon < 4.99 || len(run.Mean) != 30 || len(run.Final) != 2 {
+			t.Errorf("%s: epsilon %v, %d curve points, %d seeds", run.Region, run.Epsilon, len(run.Mean), len(run.Final))
+		}
+		for k := 1; k < len(run.Mean); k++ {
+			if run.Mean[k] < run.Mean[k-1] {
+				t.Fatalf("%s: cumulative regret decreases at episode %d", run.Region, k)
+			}
+		}
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+		t.Errorf("plot: %v", err)
+	}
+	if code, _, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "cartpole"); code != exitUsage || !strings.Contains(stderr, "riverswim") {
+		t.Errorf("cartpole accepted: exit %d %q", code, stderr)
 	}
 }
