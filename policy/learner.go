@@ -260,12 +260,14 @@ func (l *Learner) checkTheta(theta []float64) {
 }
 
 // ResetMoments starts a new iteration's optimiser state from the noised
-// global update gTilde (DPPG App. C.2.3): Adam's first moment is set to
-// -gTilde and its second to gTilde^2, with bias correction off (see Adam).
-// The sign: gTilde is an ascent displacement (theta <- theta + eta g~) while
-// Adam's moments track the gradient of the loss being minimised, so the
-// gradient-like quantity is -gTilde. gTilde is released (noised) data, so the
-// reset carries no raw user information. Every LocalUpdate until the next
+// global update gTilde as PPOConfig.MomentReset says. ResetPaper (DPPG App.
+// C.2.3): Adam's first moment is set to -gTilde and its second to gTilde^2,
+// with bias correction off (see Adam). The sign: gTilde is an ascent
+// displacement (theta <- theta + eta g~) while Adam's moments track the
+// gradient of the loss being minimised, so the gradient-like quantity is
+// -gTilde. ResetSecond: first moment 0, second gTilde^2. ResetZero: zero
+// moments, bias correction on. gTilde is released (noised) data, so no reset
+// carries raw user information. Every LocalUpdate until the next
 // ResetMoments starts from this same state. It allocates nothing.
 func (l *Learner) ResetMoments(gTilde []float64) {
 	l.checkTheta(gTilde)

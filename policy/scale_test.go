@@ -161,3 +161,35 @@ func TestTrainDiagnostics(t *testing.T) {
 		}
 	}
 }
+
+// TestResetMomentsModes checks the state each MomentReset leaves for the
+// next iteration's users.
+func TestResetMomentsModes(t *testing.T) {
+	for _, mode := range []MomentReset{ResetPaper, ResetSecond, ResetZero} {
+		cfg := smallConfig()
+		cfg.PPO.MomentReset = mode
+		l := mustLearner(t, cartPole, cfg)
+		g := randSlice(testRNG(t), l.NumParams(), 1)
+		l.ResetMoments(g)
+		for i, x := range g {
+			var wantM, wantV float64
+			switch mode {
+			case ResetPaper:
+				wantM, wantV = -x, x*x
+			case ResetSecond:
+				wantV = x * x
+			}
+			if l.base.m[i] != wantM || l.base.v[i] != wantV {
+				t.Fatalf("mode %d, coordinate %d: m %v v %v, want %v %v", mode, i, l.base.m[i], l.base.v[i], wantM, wantV)
+			}
+		}
+		if l.base.warm != (mode != ResetZero) {
+			t.Errorf("mode %d: bias correction off = %v", mode, l.base.warm)
+		}
+	}
+	c := smallConfig()
+	c.PPO.MomentReset = 7
+	if c.Validate() == nil {
+		t.Error("moment reset 7 accepted")
+	}
+}
