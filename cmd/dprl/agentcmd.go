@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"dprl/agent"
@@ -15,8 +14,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// envProfile returns the policy spec of a simulator and the paper's Table 3
-// hyperparameters for it (control for the classic tasks, dosing for dosing).
+// envProfile returns the policy spec of a simulator and the learner
+// configuration measured for it: the same defaults as dprl train
+// (trainEnvDefaults: Table 3 with the changes policy/REPRODUCE.md measured).
 func envProfile(name string) (policy.Spec, policy.Config, error) {
 	env, err := sims.New(name)
 	if err != nil {
@@ -29,11 +29,7 @@ func envProfile(name string) (policy.Spec, policy.Config, error) {
 	} else {
 		spec.Kind, spec.ActionDim = policy.ActionContinuous, as.Dim()
 	}
-	cfg := policy.DefaultControlConfig()
-	if strings.HasPrefix(name, "dosing") {
-		cfg = policy.DefaultDosingConfig()
-	}
-	return spec, cfg, nil
+	return spec, trainEnvDefaults(name), nil
 }
 
 // agentFlags are the options of dprl agent (and, in part, dprl demo).
@@ -53,7 +49,7 @@ func (f *agentFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.config, "config", "", "JSON config file: an object of flag names to values (flags and DPRL_* environment variables override it)")
 	fl.BoolVar(&f.checkConfig, "check-config", false, "validate the configuration and exit")
 	fl.StringVar(&f.data, "data", "", "data directory holding the ledger (required)")
-	fl.StringVar(&f.envSpec, "env-spec", "", "take the observation/action spaces and the paper's hyperparameters from this simulator (see dprl sims list)")
+	fl.StringVar(&f.envSpec, "env-spec", "", "take the observation/action spaces from this simulator and the learner defaults measured for it, as dprl train (see dprl sims list, policy/REPRODUCE.md)")
 	fl.IntVar(&f.obsDim, "obs-dim", 0, "observation length (without --env-spec)")
 	fl.IntVar(&f.actions, "actions", 0, "number of discrete actions (without --env-spec)")
 	fl.StringVar(&f.natsURL, "nats", "embedded", "\"embedded\" to run NATS in-process, or the URL of an external server")

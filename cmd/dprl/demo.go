@@ -84,16 +84,6 @@ read afterwards.`,
 			if z <= 0 {
 				return usagef("--z %v: the demo is private, want z > 0", z)
 			}
-			if env == "cartpole" || env == "acrobot" {
-				// The settings measured to learn CartPole under DP on this code
-				// base (policy/REPRODUCE.md): 16x16 networks, S = 0.2, E = 3,
-				// entropy 0.01, raw advantages.
-				pc.PPO.Hidden = []int{16, 16}
-				pc.PPO.Epochs = 3
-				pc.PPO.EntropyCoef = 0.01
-				pc.PPO.NormalizeAdvantages = false
-				pc.DP.ClipNorm = 0.2
-			}
 			pc.DP.NoiseMultiplier = z
 			if clip > 0 {
 				pc.DP.ClipNorm = clip
