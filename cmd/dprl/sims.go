@@ -150,12 +150,9 @@ can be repeated.`,
 }
 
 func runSimsRollout(a *app, cmd *cobra.Command, f *simsRolloutFlags) error {
-	if f.env == "" {
-		return usagef("--env is required (one of: %s)", strings.Join(sims.Names(), ", "))
-	}
-	env, err := sims.New(f.env)
+	env, err := newEnvFlag(f.env)
 	if err != nil {
-		return usagef("--env: %w", err)
+		return err
 	}
 	space := env.ActionSpace()
 	hasActions := cmd.Flags().Changed("actions")
@@ -343,4 +340,17 @@ func allFinite(v []float64) bool {
 		}
 	}
 	return true
+}
+
+// newEnvFlag builds the environment named by a required --env flag; a
+// missing or unknown name is a usage error listing the valid ones.
+func newEnvFlag(name string) (sims.Env, error) {
+	if name == "" {
+		return nil, usagef("--env is required (one of: %s)", strings.Join(sims.Names(), ", "))
+	}
+	env, err := sims.New(name)
+	if err != nil {
+		return nil, usagef("--env: %w", err)
+	}
+	return env, nil
 }

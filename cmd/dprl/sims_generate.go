@@ -9,7 +9,6 @@ import (
 	"math"
 	mrand "math/rand/v2"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -99,12 +98,9 @@ reported, so the log can be regenerated.`,
 }
 
 func runSimsGenerate(a *app, cmd *cobra.Command, f *simsGenerateFlags) error {
-	if f.env == "" {
-		return usagef("--env is required (one of: %s)", strings.Join(sims.Names(), ", "))
-	}
-	env, err := sims.New(f.env)
+	env, err := newEnvFlag(f.env)
 	if err != nil {
-		return usagef("--env: %w", err)
+		return err
 	}
 	space := env.ActionSpace()
 	if space.Kind != sims.Discrete {
