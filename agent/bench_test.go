@@ -7,8 +7,25 @@ import (
 
 // BenchmarkAct measures serving one action inside the agent (no transport):
 // sessions of 200 steps, whose storage grows by amortised appends.
+// The second case is the deployed CartPole learner (dprl agent --env-spec
+// cartpole): 16x16 networks and public observation/value scales.
 func BenchmarkAct(b *testing.B) {
-	cfg := cartpoleConfig(1 << 20)
+	deployed := cartpoleConfig(1 << 20)
+	deployed.Policy.PPO.Hidden = []int{16, 16}
+	deployed.Policy.PPO.ObsScale = []float64{1, 1, 10, 1}
+	deployed.Policy.PPO.ValueScale = 10
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"table3-64x64", cartpoleConfig(1 << 20)},
+		{"deployed-16x16-scaled", deployed},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchmarkAct(b, c.cfg) })
+	}
+}
+
+func benchmarkAct(b *testing.B, cfg Config) {
 	store := openStore(b, b.TempDir())
 	defer store.Close()
 	a, err := New(cfg, store, Options{})
