@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"dprl/sims"
+
+	"gonum.org/v1/gonum/floats"
 )
 
 // SpecOf returns the policy Spec matching env's observation and action
@@ -68,6 +70,15 @@ type TrainOptions struct {
 	// length must be the Learner's NumParams. nil: a fresh random
 	// initialisation from rng. The draws from rng are the same either way.
 	Init []float64
+	// AverageDecay, if in (0, 1), makes Train also keep an exponential
+	// moving average of the released parameters (Polyak averaging of the
+	// iterates): after the first update avg = theta_1, then avg <- beta avg
+	// + (1 - beta) theta_i after update i, beta = AverageDecay. The average
+	// is a function of released updates only, so it has the same guarantee
+	// (post-processing); it damps the random walk the noise adds to a
+	// converged policy. Result.Average holds it, and the learning curve
+	// evaluates it instead of theta. 0 disables it.
+	AverageDecay float64
 	// Diagnostics records Result.Diagnostics, one entry per update.
 	Diagnostics bool
 	// Progress, if non-nil, is called on the calling goroutine after every
@@ -99,6 +110,10 @@ type CurvePoint struct {
 type Result struct {
 	Spec  Spec
 	Theta []float64 // final joint parameters [policy; value]
+	// Average is the moving average of the released parameters
+	// (TrainOptions.AverageDecay), nil when averaging is off or no update
+	// was released.
+	Average []float64
 	// Users, Updates and Steps count what was processed (fewer than asked
 	// if the context was cancelled).
 	Users, Updates int
@@ -191,6 +206,9 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 	if opts.Users < 1 {
 		return Result{}, fmt.Errorf("policy: train: users = %d, must be >= 1", opts.Users)
 	}
+	if d := opts.AverageDecay; !(d >= 0 && d < 1) {
+		return Result{}, fmt.Errorf("policy: train: average decay = %v, must be in [0, 1)", d)
+	}
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -270,8 +288,13 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 
 	res := Result{Spec: spec}
 	recent := math.NaN()
+	var avg []float64
+	released := theta // what the learning curve evaluates
+	if opts.AverageDecay > 0 {
+		avg = make([]float64, n)
+	}
 	addPoint := func() {
-		m, s := Evaluate(evalEnv, evalActor, theta, curveEpisodes, rand.New(rand.NewPCG(evalSeed, uint64(res.Updates))))
+		m, s := Evaluate(evalEnv, evalActor, released, curveEpisodes, rand.New(rand.NewPCG(evalSeed, uint64(res.Updates))))
 		res.Curve = append(res.Curve, CurvePoint{Users: res.Users, Mean: m, Std: s, Update: res.Updates})
 		recent = m
 	}
@@ -325,6 +348,15 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 			eta *= 1 - float64(res.Updates)/float64(totalUpdates)
 		}
 		ApplyUpdate(theta, gTilde, eta)
+		if avg != nil {
+			if res.Updates == 0 {
+				copy(avg, theta)
+				released = avg
+			} else {
+				floats.Scale(opts.AverageDecay, avg)
+				floats.AddScaled(avg, 1-opts.AverageDecay, theta)
+			}
+		}
 		for _, w := range workers {
 			w.learner.ResetMoments(gTilde)
 		}
@@ -342,6 +374,9 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 		}
 	}
 	res.Theta = theta
+	if avg != nil && res.Updates > 0 {
+		res.Average = avg
+	}
 	res.Elapsed = time.Since(start)
 	return res, ctxErr
 }

@@ -175,3 +175,44 @@ func TestTrainInit(t *testing.T) {
 		t.Error("Init of the wrong length accepted")
 	}
 }
+
+// TestTrainAverage checks the moving average of the released parameters
+// against the iterates of the same seeded run stopped after 1, 2 and 3
+// updates.
+func TestTrainAverage(t *testing.T) {
+	cfg := DefaultControlConfig() // dp: the iterates carry noise
+	cfg.PPO.Hidden = []int{8}
+	cfg.DP.UsersPerUpdate = 4
+	const decay = 0.7
+	run := func(users int, d float64) Result {
+		t.Helper()
+		res, err := Train(context.Background(), cartpole, cfg, TrainOptions{Users: users, AverageDecay: d, CurveEvery: 100},
+			rand.New(rand.NewPCG(3, 3)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	th1, th2, th3 := run(4, 0).Theta, run(8, 0).Theta, run(12, 0).Theta
+	if run(12, 0).Average != nil {
+		t.Error("Average set with averaging off")
+	}
+	if got := run(4, decay).Average; !slices.Equal(got, th1) {
+		t.Error("average after one update is not the first iterate")
+	}
+	res := run(12, decay)
+	if !slices.Equal(res.Theta, th3) {
+		t.Error("averaging changed the iterates")
+	}
+	for i, got := range res.Average {
+		want := decay*(decay*th1[i]+(1-decay)*th2[i]) + (1-decay)*th3[i]
+		if math.Abs(got-want) > 1e-12*(1+math.Abs(want)) {
+			t.Fatalf("average[%d] = %v, want %v", i, got, want)
+		}
+	}
+	for _, d := range []float64{-0.1, 1, math.NaN()} {
+		if _, err := Train(context.Background(), cartpole, cfg, TrainOptions{Users: 4, AverageDecay: d}, rand.New(rand.NewPCG(3, 3))); err == nil {
+			t.Errorf("decay %v accepted", d)
+		}
+	}
+}

@@ -46,6 +46,7 @@ type trainFlags struct {
 	epochs       int
 	lambda       float64
 	anneal       bool
+	average      float64
 	fresh        bool
 	valueScale   float64
 	obsScale     string
@@ -70,26 +71,31 @@ const (
 
 // trainResult is the output of dprl train.
 type trainResult struct {
-	Env            string              `json:"env"`
-	Method         string              `json:"method"`
-	EvalMean       float64             `json:"eval_mean"`
-	EvalStd        float64             `json:"eval_std"`
-	EvalEpisodes   int                 `json:"eval_episodes"`
-	Epsilon        float64             `json:"epsilon"`
-	Delta          float64             `json:"delta"`
-	Accountant     string              `json:"accountant,omitempty"`
-	Z              float64             `json:"z"`
-	Clip           float64             `json:"clip"`
-	K              int                 `json:"k"`
-	Users          int                 `json:"users"`
-	Updates        int                 `json:"updates"`
-	Steps          int64               `json:"steps"`
-	Seconds        float64             `json:"seconds"`
-	StepsPerSecond float64             `json:"steps_per_second"`
-	Seed           uint64              `json:"seed"`
-	Seeded         bool                `json:"seeded"`
-	Skipped        int                 `json:"skipped_updates"`
-	Curve          []policy.CurvePoint `json:"curve"`
+	Env            string  `json:"env"`
+	Method         string  `json:"method"`
+	EvalMean       float64 `json:"eval_mean"`
+	EvalStd        float64 `json:"eval_std"`
+	EvalEpisodes   int     `json:"eval_episodes"`
+	Epsilon        float64 `json:"epsilon"`
+	Delta          float64 `json:"delta"`
+	Accountant     string  `json:"accountant,omitempty"`
+	Z              float64 `json:"z"`
+	Clip           float64 `json:"clip"`
+	K              int     `json:"k"`
+	Users          int     `json:"users"`
+	Updates        int     `json:"updates"`
+	Steps          int64   `json:"steps"`
+	Seconds        float64 `json:"seconds"`
+	StepsPerSecond float64 `json:"steps_per_second"`
+	Seed           uint64  `json:"seed"`
+	Seeded         bool    `json:"seeded"`
+	Skipped        int     `json:"skipped_updates"`
+	// Average is --average; with it, EvalMean/EvalStd evaluate the averaged
+	// parameters and LastMean/LastStd the last iterate.
+	Average  float64             `json:"average,omitempty"`
+	LastMean *float64            `json:"last_iterate_mean,omitempty"`
+	LastStd  *float64            `json:"last_iterate_std,omitempty"`
+	Curve    []policy.CurvePoint `json:"curve"`
 }
 
 func newTrainCmd(a *app) *cobra.Command {
@@ -153,6 +159,7 @@ production release.`,
 	fl.StringVar(&f.momentReset, "moment-reset", "second", "local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected); dosing default: paper")
 	fl.StringVar(&f.obsScale, "obs-scale", "1,1,10,1", "public per-component observation scale seen by both networks, comma-separated, or none (cartpole: 1,1,10,1; dosing: 0.01,0.05,0.05,0.1,0.1,0.01,0.001,0.01,0.001; others: none)")
 	fl.BoolVar(&f.anneal, "anneal", false, "decay the server step size linearly to 0 over the run (public schedule)")
+	fl.Float64Var(&f.average, "average", 0, "release the exponential moving average of the parameters with this decay in [0, 1) instead of the last iterate (post-processing; 0: off)")
 	fl.BoolVar(&f.fresh, "fresh-episodes", false, "every user starts a fresh episode (default: user slot i of a batch continues the episode slot i's previous user left running)")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
 	fl.StringVar(&f.plot, "plot", "", "write the learning curve (return vs users) as PNG to this file")
@@ -332,6 +339,9 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 	if !(f.delta > 0 && f.delta < 1) {
 		bad("--delta %v: must be in (0, 1)", f.delta)
 	}
+	if !(f.average >= 0 && f.average < 1) {
+		bad("--average %v: the decay must be in [0, 1)", f.average)
+	}
 	if f.evalEpisodes < 1 {
 		bad("--eval-episodes %d: must be >= 1", f.evalEpisodes)
 	}
@@ -390,12 +400,14 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 	}
 	rng := rand.New(rand.NewPCG(res.Seed, 0x647072_6c5f7472)) // "dprl_tr"
 	trainRNG := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
-	evalRNG := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
+	evalA, evalB := rng.Uint64(), rng.Uint64()
+	evalRNG := rand.New(rand.NewPCG(evalA, evalB))
 
 	prog := newTrainProgress(a, f.users, res.Epsilon)
 	out, err := policy.Train(cmd.Context(), info.New, cfg, policy.TrainOptions{
 		Users: f.users, Workers: f.workers, Progress: prog.update, ContinueEpisodes: !f.fresh, AnnealServerLR: f.anneal,
-		Diagnostics: f.diag != "",
+		AverageDecay: f.average,
+		Diagnostics:  f.diag != "",
 	}, trainRNG)
 	prog.done()
 	if err != nil {
@@ -406,7 +418,13 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 		return err
 	}
 	evalStart := time.Now()
-	res.EvalMean, res.EvalStd = policy.Evaluate(info.New(), actor, out.Theta, f.evalEpisodes, evalRNG)
+	final := out.Theta
+	if out.Average != nil {
+		// The same evaluation episodes for both (a copy of the generator).
+		m, s := policy.Evaluate(info.New(), actor, out.Theta, f.evalEpisodes, rand.New(rand.NewPCG(evalA, evalB)))
+		res.Average, res.LastMean, res.LastStd, final = f.average, &m, &s, out.Average
+	}
+	res.EvalMean, res.EvalStd = policy.Evaluate(info.New(), actor, final, f.evalEpisodes, evalRNG)
 	a.log.Debug().Dur("eval", time.Since(evalStart)).Msg("evaluated")
 	res.Users, res.Updates, res.Steps, res.Skipped, res.Curve = out.Users, out.Updates, out.Steps, out.Skipped, out.Curve
 	res.Seconds = out.Elapsed.Seconds()

@@ -114,6 +114,7 @@ func TestTrainBadFlags(t *testing.T) {
 		{"delta", []string{"--delta", "1"}, "--delta 1"},
 		{"clip", []string{"--clip", "0"}, "--clip 0"},
 		{"eval episodes", []string{"--eval-episodes", "0"}, "--eval-episodes 0"},
+		{"average", []string{"--average", "1"}, "--average 1: the decay"},
 		{"positional", []string{"cartpole"}, "unexpected argument"},
 	}
 	for _, c := range cases {
@@ -271,5 +272,37 @@ func TestTrainLogLinear(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "cartpole"); code != exitUsage || !strings.Contains(stderr, "riverswim") {
 		t.Errorf("cartpole accepted: exit %d %q", code, stderr)
+	}
+}
+
+// TestTrainAverageFlag: --average evaluates the averaged parameters and
+// reports the last iterate on the same evaluation episodes, which are those
+// of the run without --average.
+func TestTrainAverageFlag(t *testing.T) {
+	args := []string{"train", "--env", "cartpole", "--users", "64", "--K", "8", "--seed", "5", "--eval-episodes", "3", "--json", "--log-level", "disabled"}
+	decode := func(out string) map[string]any {
+		t.Helper()
+		var r map[string]any
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, out)
+		}
+		return r
+	}
+	code, out, stderr := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	plain := decode(out)
+	if _, ok := plain["last_iterate_mean"]; ok {
+		t.Error("last_iterate_mean without --average")
+	}
+	code, out, stderr = runCLI(t, append(args, "--average", "0.9")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	avg := decode(out)
+	if avg["average"] != 0.9 || avg["last_iterate_mean"] != plain["eval_mean"] || avg["last_iterate_std"] != plain["eval_std"] {
+		t.Errorf("average %v, last iterate %v ± %v, want 0.9 and the plain run's %v ± %v",
+			avg["average"], avg["last_iterate_mean"], avg["last_iterate_std"], plain["eval_mean"], plain["eval_std"])
 	}
 }
