@@ -60,6 +60,7 @@ type trainFlags struct {
 	episodes  int
 	seeds     int
 	clipAtLR0 bool
+	alpha     float64
 }
 
 // Defaults of dprl train for the control tasks (see policy/REPRODUCE.md).
@@ -167,6 +168,7 @@ production release.`,
 	fl.StringSliceVar(&f.regions, "region", []string{"l2", "kl"}, "dppg-loglinear: trust regions (l2, kl, l2-markov)")
 	fl.IntVar(&f.episodes, "episodes", 3000, "dppg-loglinear: episodes per run")
 	fl.IntVar(&f.seeds, "seeds", 5, "dppg-loglinear: seeds per configuration (--seed, --seed+1, ...)")
+	fl.Float64Var(&f.alpha, "alpha", policy.DefaultLogLinearConfig().Alpha, "dppg-loglinear: trust region size alpha > 0 (Table 2: 3.5)")
 	fl.BoolVar(&f.clipAtLR0, "clip-at-lr0", false, "dppg-loglinear: compute the trust-region clipping norm at eta_0 instead of the current eta")
 	fl.StringVar(&f.diag, "diag", "", "write per-update diagnostics (entropy, value loss, clipped fractions, signal and noise norms; computed from raw user data, for tuning simulations only) as JSON Lines to this file")
 	return c

@@ -51,6 +51,7 @@ type logLinearResult struct {
 	Episodes  int            `json:"episodes"`
 	Delta     float64        `json:"delta"`
 	ClipAtLR0 bool           `json:"clip_at_lr0"`
+	Alpha     float64        `json:"alpha"`
 	Runs      []logLinearRun `json:"runs"`
 }
 
@@ -79,6 +80,9 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 	}
 	if !(f.delta > 0 && f.delta < 1) {
 		errs = append(errs, fmt.Sprintf("--delta %v: must be in (0, 1)", f.delta))
+	}
+	if !(f.alpha > 0) || math.IsInf(f.alpha, 0) {
+		errs = append(errs, fmt.Sprintf("--alpha %v: the trust region size must be finite and > 0", f.alpha))
 	}
 	regions := make([]policy.TrustRegion, len(f.regions))
 	for i, r := range f.regions {
@@ -117,7 +121,7 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 		return err
 	}
 	m := riverMDP{tab}
-	res := logLinearResult{Env: f.env, Method: algoLogLinear, P: p, Optimal: policy.OptimalTabular(m), Episodes: f.episodes, Delta: f.delta, ClipAtLR0: f.clipAtLR0}
+	res := logLinearResult{Env: f.env, Method: algoLogLinear, P: p, Optimal: policy.OptimalTabular(m), Episodes: f.episodes, Delta: f.delta, ClipAtLR0: f.clipAtLR0, Alpha: f.alpha}
 	for i, z := range zs {
 		g, err := accountant.Analytic{}.Epsilon(f.delta, accountant.Gaussian(z), accountant.Gaussian(z))
 		if err != nil {
@@ -127,7 +131,7 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 			run := logLinearRun{Epsilon: g.Epsilon, Z: z, Region: f.regions[j], Mean: make([]float64, f.episodes)}
 			for s := range f.seeds {
 				cfg := policy.DefaultLogLinearConfig()
-				cfg.Z, cfg.Region, cfg.ClipAtLR0 = z, region, f.clipAtLR0
+				cfg.Z, cfg.Region, cfg.ClipAtLR0, cfg.Alpha = z, region, f.clipAtLR0, f.alpha
 				l, err := policy.NewLogLinearLearner(m.NumStates(), m.NumActions(), cfg)
 				if err != nil {
 					return usageError{err}
@@ -160,7 +164,7 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 }
 
 func (r logLinearResult) text(w io.Writer) error {
-	if _, err := fmt.Fprintf(w, "%s %s (p = %g, optimal value %.3f, %d episodes, delta %g, S at %s):\n", r.Env, r.Method, r.P, r.Optimal, r.Episodes, r.Delta, map[bool]string{false: "the current eta", true: "eta_0"}[r.ClipAtLR0]); err != nil {
+	if _, err := fmt.Fprintf(w, "%s %s (p = %g, optimal value %.3f, %d episodes, delta %g, alpha %g, S at %s):\n", r.Env, r.Method, r.P, r.Optimal, r.Episodes, r.Delta, r.Alpha, map[bool]string{false: "the current eta", true: "eta_0"}[r.ClipAtLR0]); err != nil {
 		return err
 	}
 	for _, run := range r.Runs {

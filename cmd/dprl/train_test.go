@@ -273,6 +273,14 @@ func TestTrainLogLinear(t *testing.T) {
 	if code, _, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "cartpole"); code != exitUsage || !strings.Contains(stderr, "riverswim") {
 		t.Errorf("cartpole accepted: exit %d %q", code, stderr)
 	}
+	if r.Alpha != 3.5 {
+		t.Errorf("alpha %v, want Table 2's 3.5", r.Alpha)
+	}
+	for _, a := range []string{"0", "-1", "+Inf", "NaN"} {
+		if code, _, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim", "--alpha", a); code != exitUsage || !strings.Contains(stderr, "--alpha") {
+			t.Errorf("--alpha %s: exit %d %q", a, code, stderr)
+		}
+	}
 }
 
 // TestTrainAverageFlag: --average evaluates the averaged parameters and
