@@ -11,6 +11,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -172,6 +174,50 @@ production release.`,
 	fl.BoolVar(&f.clipAtLR0, "clip-at-lr0", false, "dppg-loglinear: compute the trust-region clipping norm at eta_0 instead of the current eta")
 	fl.StringVar(&f.diag, "diag", "", "write per-update diagnostics (entropy, value loss, clipped fractions, signal and noise norms; computed from raw user data, for tuning simulations only) as JSON Lines to this file")
 	return c
+}
+
+// trainFlagAlgos maps each flag of dprl train that only some algorithms
+// read to those algorithms; flags not listed (--env, --algo, --seed,
+// --delta, --json, the global ones) apply to all.
+var trainFlagAlgos = func() map[string][]string {
+	ppoFamily := []string{"dppg", "ppo"}
+	m := map[string][]string{
+		"z":             {"dppg", "ppo", policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN}, // ppo: rejected with its own message
+		"clip":          {"dppg", "ppo", policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN},
+		"eval-episodes": {"dppg", "ppo", policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN},
+		"plot":          {"dppg", "ppo", algoLogLinear},
+	}
+	for _, name := range []string{"K", "users", "workers", "lr", "ent-coef", "hidden", "adv-norm", "policy-share",
+		"epochs", "gae-lambda", "value-scale", "moment-reset", "obs-scale", "anneal", "average", "fresh-episodes", "diag"} {
+		m[name] = ppoFamily
+	}
+	for _, name := range []string{"eps", "region", "episodes", "seeds", "clip-at-lr0", "alpha"} {
+		m[name] = []string{algoLogLinear}
+	}
+	return m
+}()
+
+// checkTrainFlagsApply rejects a flag set on the command line that algo
+// would silently ignore. An unknown algo is left to trainConfig.
+func checkTrainFlagsApply(cmd *cobra.Command, algo string) error {
+	known := false
+	for _, algos := range trainFlagAlgos {
+		known = known || slices.Contains(algos, algo)
+	}
+	if !known {
+		return nil
+	}
+	var errs []string
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if algos, ok := trainFlagAlgos[fl.Name]; ok && !slices.Contains(algos, algo) {
+			errs = append(errs, fmt.Sprintf("--%s does not apply to --algo %s (only to %s)", fl.Name, algo, strings.Join(algos, ", ")))
+		}
+	})
+	if len(errs) > 0 {
+		slices.Sort(errs)
+		return usagef("train: %s", strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // trainEnvDefaults is the configuration of dprl train for an environment
@@ -370,6 +416,9 @@ func envObsDim(name string) int {
 }
 
 func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
+	if err := checkTrainFlagsApply(cmd, f.algo); err != nil {
+		return err
+	}
 	if f.algo == policy.AlgoDPSGDReinforce || f.algo == policy.AlgoDPSGDDQN {
 		return runTrainDPSGD(cmd, a, f)
 	}

@@ -16,8 +16,9 @@ import (
 
 // runTrainDPSGD runs the DP-SGD baselines (REINFORCE with one episode as the
 // privacy unit, analytic Gaussian; DQN with one transition as the unit,
-// Poisson-sampled replay, RDP). --z, --delta and --clip apply; --users is
-// ignored (the configs fix episodes and steps).
+// Poisson-sampled replay, RDP). --z, --delta, --clip and --eval-episodes
+// apply; the configs fix episodes and steps, and the learner flags of dppg
+// are rejected (checkTrainFlagsApply).
 func runTrainDPSGD(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if _, ok := sims.Lookup(f.env); !ok {
 		return usagef("--env %q: unknown environment (valid: %s)", f.env, strings.Join(sims.Names(), ", "))

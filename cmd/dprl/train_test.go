@@ -116,6 +116,9 @@ func TestTrainBadFlags(t *testing.T) {
 		{"eval episodes", []string{"--eval-episodes", "0"}, "--eval-episodes 0"},
 		{"average", []string{"--average", "1"}, "--average 1: the decay"},
 		{"positional", []string{"cartpole"}, "unexpected argument"},
+		{"loglinear flag", []string{"--episodes", "10"}, "--episodes does not apply to --algo dppg (only to dppg-loglinear)"},
+		{"loglinear flags sorted", []string{"--seeds", "2", "--alpha", "1"}, "--alpha does not apply to --algo dppg (only to dppg-loglinear); --seeds does not"},
+		{"dppg flag on loglinear", []string{"--algo", "dppg-loglinear", "--env", "riverswim", "--K", "4"}, "--K does not apply to --algo dppg-loglinear (only to dppg, ppo)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -235,6 +238,8 @@ func TestTrainDPSGDFlags(t *testing.T) {
 		{"train", "--algo", "dpsgd-reinforce", "--z", "0"},
 		{"train", "--algo", "dpsgd-dqn", "--delta", "2"},
 		{"train", "--algo", "dpsgd-dqn", "--env", "nope"},
+		{"train", "--algo", "dpsgd-dqn", "--users", "100"},
+		{"train", "--algo", "dpsgd-reinforce", "--alpha", "1"},
 	} {
 		if code, _, stderr := runCLI(t, args...); code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr)
