@@ -471,7 +471,7 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 	evalStart := time.Now()
 	final := out.Theta
 	if out.Average != nil {
-		// The same evaluation episodes for both (a copy of the generator).
+		// The same evaluation episodes for both: a second generator from the same seeds.
 		m, s := policy.Evaluate(info.New(), actor, out.Theta, f.evalEpisodes, rand.New(rand.NewPCG(evalA, evalB)))
 		res.Average, res.LastMean, res.LastStd, final = f.average, &m, &s, out.Average
 	}
