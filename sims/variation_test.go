@@ -37,14 +37,7 @@ func TestCartPoleParamsValidate(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrBadParams) || e != nil {
-				t.Fatalf("err %v, want ErrBadParams", err)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
-				}
-			}
+			checkBadParams(t, err, e == nil, c.want)
 		})
 	}
 }
@@ -77,14 +70,7 @@ func TestAcrobotParamsValidate(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrBadParams) || e != nil {
-				t.Fatalf("err %v, want ErrBadParams", err)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
-				}
-			}
+			checkBadParams(t, err, e == nil, c.want)
 		})
 	}
 }
@@ -134,5 +120,19 @@ func TestVariationDefaultsIdentical(t *testing.T) {
 	ac, _ = NewAcrobotWith(q)
 	if same(run(NewAcrobot(), 300), run(ac, 300)) {
 		t.Error("acrobot: link1 length 1.2 gives the default trajectory")
+	}
+}
+
+// checkBadParams asserts a rejected construction: no environment, an error
+// wrapping ErrBadParams that names every field in want.
+func checkBadParams(t *testing.T, err error, nilEnv bool, want []string) {
+	t.Helper()
+	if !errors.Is(err, ErrBadParams) || !nilEnv {
+		t.Fatalf("err %v, want ErrBadParams", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
 	}
 }
