@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
 	"dprl/agent"
+	"dprl/ledger/accountant"
 	"dprl/policy"
 	"dprl/sims"
 	"dprl/stream"
@@ -38,7 +40,7 @@ type agentFlags struct {
 	logSessions                                                   string
 	tlsCA, tlsCert, tlsKey, creds, nkey                           string
 	obsDim, actions, k, maxUpdates, maxOpen, maxSteps, actWorkers int
-	z, clip, delta, userEps                                       float64
+	z, clip, delta, userEps, sessionEps                           float64
 	idle, flush                                                   time.Duration
 	seed                                                          uint64
 	checkConfig                                                   bool
@@ -64,6 +66,7 @@ func (f *agentFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.httpAddr, "http", "", "address of /healthz, /readyz, /metrics and /status (e.g. 127.0.0.1:9090)")
 	fl.IntVar(&f.actWorkers, "act-workers", 0, "act requests handled concurrently (subscriptions in the queue group); 0: one per two cores")
 	fl.Float64Var(&f.z, "z", 0, "noise multiplier z (default: the profile's)")
+	fl.Float64Var(&f.sessionEps, "session-epsilon", 0, "target per-session epsilon at --delta: z is set to the smallest noise multiplier reaching it (analytic Gaussian; instead of --z); 0: off")
 	fl.Float64Var(&f.clip, "clip", 0, "clipping norm S of a user's local update (default: the profile's)")
 	fl.IntVar(&f.k, "K", 0, "sessions per update K (default: the profile's)")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "delta of the per-session and per-user guarantees")
@@ -94,6 +97,20 @@ func (f *agentFlags) serviceConfig(a *app) (agent.ServiceConfig, error) {
 	}
 	if f.z != 0 {
 		pc.DP.NoiseMultiplier = f.z
+	}
+	if f.sessionEps != 0 {
+		switch {
+		case f.z != 0:
+			return agent.ServiceConfig{}, usagef("--session-epsilon and --z both set: give the target epsilon or the noise multiplier, not both")
+		case !(f.sessionEps > 0) || math.IsInf(f.sessionEps, 0):
+			return agent.ServiceConfig{}, usagef("--session-epsilon %v: the target epsilon must be finite and > 0", f.sessionEps)
+		}
+		// Each session takes part in one update: one Gaussian mechanism.
+		z, err := accountant.Calibrate(accountant.Analytic{}, f.sessionEps, f.delta, 1, 1)
+		if err != nil {
+			return agent.ServiceConfig{}, usagef("--session-epsilon %v at --delta %v: %v", f.sessionEps, f.delta, err)
+		}
+		pc.DP.NoiseMultiplier = z
 	}
 	if f.clip != 0 {
 		pc.DP.ClipNorm = f.clip

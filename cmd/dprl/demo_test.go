@@ -38,17 +38,32 @@ func TestAgentCheckConfig(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "configuration OK") || !strings.Contains(out, "epsilon 4.377") {
 		t.Errorf("check-config: %d %q %q", code, out, stderr)
 	}
+	// A target epsilon sets z (dprl accountant noise --epsilon 5 --delta
+	// 1e-5: z = 0.891869), from a flag or from the environment.
+	code, out, stderr = runCLI(t, "agent", "--data", dir, "--env-spec", "cartpole", "--session-epsilon", "5", "--check-config")
+	if code != 0 || !strings.Contains(out, "z = 0.89186") || !strings.Contains(out, "epsilon 5 at") {
+		t.Errorf("--session-epsilon 5: %d %q %q", code, out, stderr)
+	}
 	for _, args := range [][]string{
 		{"agent", "--env-spec", "cartpole", "--check-config"},
 		{"agent", "--data", dir, "--check-config"},
 		{"agent", "--data", dir, "--env-spec", "nope", "--check-config"},
 		{"agent", "--data", dir, "--env-spec", "cartpole", "--z", "-1", "--check-config"},
 		{"agent", "--data", dir, "--env-spec", "cartpole", "--act-workers", "-1", "--check-config"},
+		{"agent", "--data", dir, "--env-spec", "cartpole", "--session-epsilon", "5", "--z", "1", "--check-config"},
+		{"agent", "--data", dir, "--env-spec", "cartpole", "--session-epsilon", "-1", "--check-config"},
+		{"agent", "--data", dir, "--env-spec", "cartpole", "--session-epsilon", "5", "--delta", "2", "--check-config"},
 		{"demo", "--pace", "sometimes"},
 	} {
 		if code, _, stderr := runCLI(t, args...); code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr)
 		}
+	}
+
+	t.Setenv("DPRL_SESSION_EPSILON", "1")
+	code, out, stderr = runCLI(t, "agent", "--data", dir, "--env-spec", "cartpole", "--check-config")
+	if code != 0 || !strings.Contains(out, "epsilon 1 at") {
+		t.Errorf("DPRL_SESSION_EPSILON=1: %d %q %q", code, out, stderr)
 	}
 }
 

@@ -33,6 +33,7 @@ type trainFlags struct {
 	env          string
 	algo         string
 	z            float64
+	epsilon      float64
 	k            int
 	clip         float64
 	users        int
@@ -114,7 +115,9 @@ update clipped to norm S (policy and critic share S), and every K users the
 average is released with Gaussian noise N(0, (zS/K)^2 I). Each user
 takes part in one update only, so the per-session epsilon is that of one
 Gaussian mechanism with multiplier z (exact, analytic Gaussian mechanism),
-whatever the number of users. --algo ppo is the non-private baseline.
+whatever the number of users. --epsilon E sets z from a target instead: the
+smallest z whose epsilon at --delta is at most E. --algo ppo is the
+non-private baseline.
 
 The final policy is evaluated on --eval-episodes episodes with actions sampled
 from the policy (the paper's protocol). Progress goes to stderr; the result to
@@ -136,6 +139,7 @@ The noise comes from a seeded generator: this is a simulation, not a
 production release.`,
 		Example: `  dprl train --env cartpole --algo dppg
   dprl train --env cartpole --algo dppg --z 3 --seed 7 --json
+  dprl train --env cartpole --algo dppg --epsilon 2 --delta 1e-6
   dprl train --env acrobot --algo ppo --users 4000 --plot curve.png`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, a, &f) },
@@ -144,6 +148,7 @@ production release.`,
 	fl.StringVar(&f.env, "env", "cartpole", "environment: "+strings.Join(sims.Names(), ", "))
 	fl.StringVar(&f.algo, "algo", "dppg", "dppg (differentially private), ppo (non-private baseline), dppg-loglinear (RiverSwim, cumulative regret), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines)")
 	fl.Float64Var(&f.z, "z", trainDefaultZ, "noise multiplier z > 0 (dppg only; dosing: 0.1)")
+	fl.Float64Var(&f.epsilon, "epsilon", 0, "target per-session epsilon at --delta: z is set to the smallest noise multiplier whose epsilon (analytic Gaussian) is at most this (dppg only; instead of --z)")
 	fl.IntVar(&f.k, "K", 32, "users per update K >= 1 (Table 3 and dosing: 8)")
 	fl.Float64Var(&f.clip, "clip", 0.2, "clipping norm S > 0 of the joint local update, policy and critic (dppg only; Table 3: 0.05, dosing: 0.08)")
 	fl.IntVar(&f.users, "users", trainDefaultUsers, "number of simulated users, >= 1")
@@ -186,6 +191,7 @@ var trainFlagAlgos = func() map[string][]string {
 		"clip":          {"dppg", "ppo", policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN},
 		"eval-episodes": {"dppg", "ppo", policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN},
 		"plot":          {"dppg", "ppo", algoLogLinear},
+		"epsilon":       {"dppg"},
 	}
 	for _, name := range []string{"K", "users", "workers", "lr", "ent-coef", "hidden", "adv-norm", "policy-share",
 		"epochs", "gae-lambda", "value-scale", "moment-reset", "obs-scale", "anneal", "average", "fresh-episodes", "diag"} {
@@ -281,6 +287,25 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 				bad("--z %v: the noise multiplier must be finite and > 0 (use --algo ppo for the non-private baseline)", f.z)
 			}
 			cfg.DP.NoiseMultiplier = f.z
+		}
+		if changed("epsilon") {
+			switch {
+			case changed("z"):
+				bad("--epsilon and --z both set: give the target epsilon or the noise multiplier, not both")
+			case !(f.epsilon > 0) || math.IsInf(f.epsilon, 0):
+				bad("--epsilon %v: the target epsilon must be finite and > 0", f.epsilon)
+			case !(f.delta > 0 && f.delta < 1):
+				// reported below
+			default:
+				// One Gaussian mechanism per session (parallel composition
+				// over users): the smallest z, rounded up, whose analytic
+				// epsilon is at most the target.
+				z, err := accountant.Calibrate(accountant.Analytic{}, f.epsilon, f.delta, 1, 1)
+				if err != nil {
+					bad("--epsilon %v: %v", f.epsilon, err)
+				}
+				cfg.DP.NoiseMultiplier = z
+			}
 		}
 		if changed("clip") {
 			if !(f.clip > 0) || math.IsInf(f.clip, 0) {

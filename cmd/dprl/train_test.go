@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -44,6 +45,37 @@ func TestTrainJSON(t *testing.T) {
 	}
 	if r["eval_mean"] != r2["eval_mean"] || r["eval_std"] != r2["eval_std"] {
 		t.Errorf("seeded runs differ: %v vs %v", r["eval_mean"], r2["eval_mean"])
+	}
+}
+
+// TestTrainEpsilonFlag: --epsilon sets z to the smallest noise multiplier
+// whose analytic-Gaussian epsilon is at most the target, and the reported
+// epsilon is that of the z that ran.
+func TestTrainEpsilonFlag(t *testing.T) {
+	cases := []struct {
+		eps, delta float64
+		zLo, zHi   float64 // independent check: accountant noise values
+	}{
+		{5, 1e-5, 0.8918, 0.8919},   // dprl accountant noise --epsilon 5 --delta 1e-5: 0.891869
+		{4.377, 1e-5, 0.999, 1.001}, // z = 1 gives 4.377
+		{1, 1e-6, 4.0, 6.0},
+	}
+	for _, c := range cases {
+		code, out, stderr := runCLI(t, "train", "--env", "cartpole", "--users", "8", "--K", "8", "--seed", "1", "--eval-episodes", "1",
+			"--epsilon", strconv.FormatFloat(c.eps, 'g', -1, 64), "--delta", strconv.FormatFloat(c.delta, 'g', -1, 64), "--json", "--log-level", "disabled")
+		if code != 0 {
+			t.Fatalf("epsilon %v: exit %d: %s", c.eps, code, stderr)
+		}
+		var r struct{ Epsilon, Delta, Z float64 }
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Epsilon > c.eps || r.Epsilon < c.eps*(1-1e-4) {
+			t.Errorf("epsilon target %v: reported %v, want at most the target and within 1e-4 of it", c.eps, r.Epsilon)
+		}
+		if r.Z < c.zLo || r.Z > c.zHi || r.Delta != c.delta {
+			t.Errorf("epsilon target %v: z %v (want in [%v, %v]), delta %v", c.eps, r.Z, c.zLo, c.zHi, r.Delta)
+		}
 	}
 }
 
@@ -116,6 +148,10 @@ func TestTrainBadFlags(t *testing.T) {
 		{"eval episodes", []string{"--eval-episodes", "0"}, "--eval-episodes 0"},
 		{"average", []string{"--average", "1"}, "--average 1: the decay"},
 		{"positional", []string{"cartpole"}, "unexpected argument"},
+		{"epsilon and z", []string{"--epsilon", "5", "--z", "1"}, "--epsilon and --z both set"},
+		{"epsilon zero", []string{"--epsilon", "0"}, "--epsilon 0: the target epsilon must be finite and > 0"},
+		{"epsilon inf", []string{"--epsilon", "+Inf"}, "--epsilon +Inf"},
+		{"epsilon with ppo", []string{"--algo", "ppo", "--epsilon", "5"}, "--epsilon does not apply to --algo ppo (only to dppg)"},
 		{"loglinear flag", []string{"--episodes", "10"}, "--episodes does not apply to --algo dppg (only to dppg-loglinear)"},
 		{"loglinear flags sorted", []string{"--seeds", "2", "--alpha", "1"}, "--alpha does not apply to --algo dppg (only to dppg-loglinear); --seeds does not"},
 		{"dppg flag on loglinear", []string{"--algo", "dppg-loglinear", "--env", "riverswim", "--K", "4"}, "--K does not apply to --algo dppg-loglinear (only to dppg, ppo)"},
