@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	crand "crypto/rand"
 	"encoding/binary"
 	"encoding/json"
@@ -120,7 +121,9 @@ smallest z whose epsilon at --delta is at most E. --algo ppo is the
 non-private baseline.
 
 The final policy is evaluated on --eval-episodes episodes with actions sampled
-from the policy (the paper's protocol). Progress goes to stderr; the result to
+from the policy (the paper's protocol). --seeds N repeats the run for seeds
+--seed, --seed+1, ..., each identical to the single run with that seed, and
+reports the mean and std over seeds (--plot: the mean learning curve). Progress goes to stderr; the result to
 stdout (text or --json); --plot writes the learning curve as PNG.
 
 Defaults depend on --env (flags override them; policy/REPRODUCE.md has the
@@ -142,6 +145,7 @@ production release.`,
 		Example: `  dprl train --env cartpole --algo dppg
   dprl train --env cartpole --algo dppg --z 3 --seed 7 --json
   dprl train --env cartpole --algo dppg --epsilon 2 --delta 1e-6
+  dprl train --env cartpole --algo dppg --seed 1 --seeds 30 --json
   dprl train --env acrobot --algo ppo --users 4000 --plot curve.png`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, a, &f) },
@@ -176,7 +180,7 @@ production release.`,
 	fl.Float64SliceVar(&f.epsilons, "eps", []float64{1, 5}, "dppg-loglinear: total epsilons per episode (policy and baseline composed)")
 	fl.StringSliceVar(&f.regions, "region", []string{"l2", "kl"}, "dppg-loglinear: trust regions (l2, kl, l2-markov)")
 	fl.IntVar(&f.episodes, "episodes", 3000, "dppg-loglinear: episodes per run")
-	fl.IntVar(&f.seeds, "seeds", 5, "dppg-loglinear: seeds per configuration (--seed, --seed+1, ...)")
+	fl.IntVar(&f.seeds, "seeds", 0, "runs with seeds --seed, --seed+1, ... and their mean and std over seeds (default 1; dppg-loglinear: 5 per configuration)")
 	fl.Float64Var(&f.alpha, "alpha", policy.DefaultLogLinearConfig().Alpha, "dppg-loglinear: trust region size alpha > 0 (Table 2: 3.5)")
 	fl.BoolVar(&f.clipAtLR0, "clip-at-lr0", false, "dppg-loglinear: compute the trust-region clipping norm at eta_0 instead of the current eta")
 	fl.StringVar(&f.diag, "diag", "", "write per-update diagnostics (entropy, value loss, clipped fractions, signal and noise norms; computed from raw user data, for tuning simulations only) as JSON Lines to this file")
@@ -199,7 +203,8 @@ var trainFlagAlgos = func() map[string][]string {
 		"epochs", "gae-lambda", "value-scale", "moment-reset", "obs-scale", "anneal", "average", "fresh-episodes", "diag"} {
 		m[name] = ppoFamily
 	}
-	for _, name := range []string{"eps", "region", "episodes", "seeds", "clip-at-lr0", "alpha"} {
+	m["seeds"] = []string{"dppg", "ppo", algoLogLinear}
+	for _, name := range []string{"eps", "region", "episodes", "clip-at-lr0", "alpha"} {
 		m[name] = []string{algoLogLinear}
 	}
 	return m
@@ -462,6 +467,16 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if err != nil {
 		return err
 	}
+	n := 1
+	if cmd.Flags().Changed("seeds") {
+		switch {
+		case f.seeds < 1:
+			return usagef("train: --seeds %d: must be >= 1", f.seeds)
+		case f.seeds > 1 && f.diag != "":
+			return usagef("train: --diag writes the diagnostics of one run: use it without --seeds")
+		}
+		n = f.seeds
+	}
 	info, _ := sims.Lookup(f.env)
 	res := trainResult{Env: f.env, Method: f.algo, Delta: f.delta, K: cfg.DP.UsersPerUpdate,
 		Z: cfg.DP.NoiseMultiplier, Clip: cfg.DP.ClipNorm, EvalEpisodes: f.evalEpisodes, Seed: f.seed, Seeded: cmd.Flags().Changed("seed")}
@@ -482,44 +497,24 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 		}
 		res.Seed = binary.LittleEndian.Uint64(b[:])
 	}
-	rng := rand.New(rand.NewPCG(res.Seed, 0x647072_6c5f7472)) // "dprl_tr"
-	trainRNG := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
-	evalA, evalB := rng.Uint64(), rng.Uint64()
-	evalRNG := rand.New(rand.NewPCG(evalA, evalB))
 
-	prog := newTrainProgress(a, f.users, res.Epsilon)
-	out, err := policy.Train(cmd.Context(), info.New, cfg, policy.TrainOptions{
-		Users: f.users, Workers: f.workers, Progress: prog.update, ContinueEpisodes: !f.fresh, AnnealServerLR: f.anneal,
-		AverageDecay: f.average,
-		Diagnostics:  f.diag != "",
-	}, trainRNG)
-	prog.done()
-	if err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	actor, err := policy.NewActorFor(out.Spec, cfg.PPO)
-	if err != nil {
-		return err
-	}
-	evalStart := time.Now()
-	final := out.Theta
-	if out.Average != nil {
-		// The same evaluation episodes for both: a second generator from the same seeds.
-		m, s := policy.Evaluate(info.New(), actor, out.Theta, f.evalEpisodes, rand.New(rand.NewPCG(evalA, evalB)))
-		res.Average, res.LastMean, res.LastStd, final = f.average, &m, &s, out.Average
-	}
-	res.EvalMean, res.EvalStd = policy.Evaluate(info.New(), actor, final, f.evalEpisodes, evalRNG)
-	a.log.Debug().Dur("eval", time.Since(evalStart)).Msg("evaluated")
-	res.Users, res.Updates, res.Steps, res.Skipped, res.Curve = out.Users, out.Updates, out.Steps, out.Skipped, out.Curve
-	res.Seconds = out.Elapsed.Seconds()
-	if res.Seconds > 0 {
-		res.StepsPerSecond = float64(out.Steps) / res.Seconds
-	}
-	if f.diag != "" {
-		if err := writeDiagnostics(f.diag, out.Diagnostics); err != nil {
-			return fmt.Errorf("train: --diag: %w", err)
+	prog := newTrainProgress(a, n*f.users, res.Epsilon)
+	runs := make([]trainResult, 0, n)
+	for i := range n {
+		r := res
+		r.Seed = res.Seed + uint64(i)
+		prog.offset = i * f.users
+		if err := trainSeed(cmd.Context(), a, f, cfg, info.New, &r, prog); err != nil {
+			prog.done()
+			return err
 		}
+		runs = append(runs, r)
 	}
+	prog.done()
+	if n > 1 {
+		return emitSeeds(a, f, runs)
+	}
+	res = runs[0]
 	if f.plot != "" {
 		if err := writeCurvePNG(f.plot, res); err != nil {
 			return fmt.Errorf("train: --plot: %w", err)
@@ -530,6 +525,49 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 		return emit(a.stdout, f.json, ppoResult{res, nil}, func(w io.Writer) error { return res.text(w) })
 	}
 	return emit(a.stdout, f.json, res, res.text)
+}
+
+// trainSeed trains and evaluates one run with seed r.Seed and fills in r.
+// Every random draw of the run derives from that seed, so a run of --seeds
+// reproduces the single run with the same --seed.
+func trainSeed(ctx context.Context, a *app, f *trainFlags, cfg policy.Config, newEnv func() sims.Env, r *trainResult, prog *trainProgress) error {
+	rng := rand.New(rand.NewPCG(r.Seed, 0x647072_6c5f7472)) // "dprl_tr"
+	trainRNG := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
+	evalA, evalB := rng.Uint64(), rng.Uint64()
+	evalRNG := rand.New(rand.NewPCG(evalA, evalB))
+
+	out, err := policy.Train(ctx, newEnv, cfg, policy.TrainOptions{
+		Users: f.users, Workers: f.workers, Progress: prog.update, ContinueEpisodes: !f.fresh, AnnealServerLR: f.anneal,
+		AverageDecay: f.average,
+		Diagnostics:  f.diag != "",
+	}, trainRNG)
+	if err != nil {
+		return fmt.Errorf("train: seed %d: %w", r.Seed, err)
+	}
+	actor, err := policy.NewActorFor(out.Spec, cfg.PPO)
+	if err != nil {
+		return err
+	}
+	evalStart := time.Now()
+	final := out.Theta
+	if out.Average != nil {
+		// The same evaluation episodes for both: a second generator from the same seeds.
+		m, s := policy.Evaluate(newEnv(), actor, out.Theta, f.evalEpisodes, rand.New(rand.NewPCG(evalA, evalB)))
+		r.Average, r.LastMean, r.LastStd, final = f.average, &m, &s, out.Average
+	}
+	r.EvalMean, r.EvalStd = policy.Evaluate(newEnv(), actor, final, f.evalEpisodes, evalRNG)
+	a.log.Debug().Uint64("seed", r.Seed).Dur("eval", time.Since(evalStart)).Float64("eval_mean", r.EvalMean).Msg("evaluated")
+	r.Users, r.Updates, r.Steps, r.Skipped, r.Curve = out.Users, out.Updates, out.Steps, out.Skipped, out.Curve
+	r.Seconds = out.Elapsed.Seconds()
+	if r.Seconds > 0 {
+		r.StepsPerSecond = float64(out.Steps) / r.Seconds
+	}
+	if f.diag != "" {
+		if err := writeDiagnostics(f.diag, out.Diagnostics); err != nil {
+			return fmt.Errorf("train: --diag: %w", err)
+		}
+	}
+	return nil
 }
 
 // ppoResult is trainResult with epsilon null (no privacy guarantee).
@@ -614,6 +652,7 @@ func (c plotColor) RGBA() (r, g, b, a uint32) {
 type trainProgress struct {
 	a        *app
 	users    int
+	offset   int // users of the earlier seeds of a --seeds run
 	epsilon  float64
 	tty, off bool
 	last     time.Time
@@ -632,6 +671,7 @@ func newTrainProgress(a *app, users int, eps float64) *trainProgress {
 }
 
 func (p *trainProgress) update(pr policy.Progress) {
+	pr.Users += p.offset
 	if p.off || (time.Since(p.last) < p.every && pr.Users < p.users) {
 		return
 	}

@@ -75,7 +75,9 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if f.episodes < 1 {
 		errs = append(errs, fmt.Sprintf("--episodes %d: must be >= 1", f.episodes))
 	}
-	if f.seeds < 1 {
+	if !cmd.Flags().Changed("seeds") {
+		f.seeds = 5
+	} else if f.seeds < 1 {
 		errs = append(errs, fmt.Sprintf("--seeds %d: must be >= 1", f.seeds))
 	}
 	if !(f.delta > 0 && f.delta < 1) {

@@ -79,6 +79,78 @@ func TestTrainEpsilonFlag(t *testing.T) {
 	}
 }
 
+// TestTrainSeeds: --seeds N runs seeds --seed ... --seed+N-1, each exactly
+// the single run with that --seed, and summarises them.
+func TestTrainSeeds(t *testing.T) {
+	common := []string{"train", "--env", "cartpole", "--users", "48", "--K", "8", "--eval-episodes", "3", "--json", "--log-level", "disabled"}
+	plot := filepath.Join(t.TempDir(), "seeds.png")
+	code, out, stderr := runCLI(t, append(common, "--seed", "5", "--seeds", "3", "--plot", plot)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r struct {
+		Epsilon, Mean, Std, Min, Max float64
+		Users                        int
+		Runs                         []struct {
+			Seed     uint64
+			EvalMean float64 `json:"eval_mean"`
+		}
+		Curve []policy.CurvePoint
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if len(r.Runs) != 3 || r.Users != 48 || r.Epsilon < 4.37 || r.Epsilon > 4.38 {
+		t.Fatalf("runs %d, users %d, epsilon %v", len(r.Runs), r.Users, r.Epsilon)
+	}
+	var evals []float64
+	for i, run := range r.Runs {
+		if run.Seed != uint64(5+i) {
+			t.Errorf("run %d has seed %d, want %d", i, run.Seed, 5+i)
+		}
+		code, out, stderr := runCLI(t, append(common, "--seed", strconv.FormatUint(run.Seed, 10))...)
+		var one struct {
+			EvalMean float64 `json:"eval_mean"`
+			Curve    []policy.CurvePoint
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &one) != nil {
+			t.Fatalf("seed %d alone: exit %d: %s", run.Seed, code, stderr)
+		}
+		if one.EvalMean != run.EvalMean {
+			t.Errorf("seed %d: %v within --seeds, %v alone", run.Seed, run.EvalMean, one.EvalMean)
+		}
+		if len(one.Curve) != len(r.Curve) {
+			t.Errorf("mean curve has %d points, a run %d", len(r.Curve), len(one.Curve))
+		}
+		evals = append(evals, run.EvalMean)
+	}
+	mean := (evals[0] + evals[1] + evals[2]) / 3
+	var ss float64
+	for _, v := range evals {
+		ss += (v - mean) * (v - mean)
+	}
+	if math.Abs(r.Mean-mean) > 1e-9 || math.Abs(r.Std-math.Sqrt(ss/3)) > 1e-9 || r.Min > r.Mean || r.Max < r.Mean {
+		t.Errorf("summary mean %v std %v min %v max %v; runs %v", r.Mean, r.Std, r.Min, r.Max, evals)
+	}
+	if b, err := os.ReadFile(plot); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("--plot: %v", err)
+	}
+	// The non-private baseline has no epsilon.
+	code, out, _ = runCLI(t, "train", "--algo", "ppo", "--users", "16", "--K", "8", "--eval-episodes", "1", "--seed", "1", "--seeds", "2", "--json", "--log-level", "disabled")
+	var p map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &p) != nil {
+		t.Fatalf("ppo --seeds: exit %d, %q", code, out)
+	}
+	if v, ok := p["epsilon"]; !ok || v != nil {
+		t.Errorf("ppo --seeds epsilon %v, want null", v)
+	}
+	// Text output lists every seed.
+	code, out, _ = runCLI(t, "train", "--users", "16", "--K", "8", "--eval-episodes", "1", "--seed", "9", "--seeds", "2", "--log-level", "disabled")
+	if code != 0 || !strings.Contains(out, "over 2 seeds (9-10)") || !strings.Contains(out, "seed 10:") {
+		t.Errorf("text: %q", out)
+	}
+}
+
 func TestTrainPPOText(t *testing.T) {
 	code, out, stderr := runCLI(t, "train", "--algo", "ppo", "--env", "acrobot", "--users", "8", "--eval-episodes", "1", "--log-level", "disabled")
 	if code != 0 {
@@ -149,11 +221,14 @@ func TestTrainBadFlags(t *testing.T) {
 		{"average", []string{"--average", "1"}, "--average 1: the decay"},
 		{"positional", []string{"cartpole"}, "unexpected argument"},
 		{"epsilon and z", []string{"--epsilon", "5", "--z", "1"}, "--epsilon and --z both set"},
+		{"seeds zero", []string{"--seeds", "0"}, "--seeds 0: must be >= 1"},
+		{"seeds with diag", []string{"--seeds", "2", "--diag", "d.jsonl"}, "--diag writes the diagnostics of one run"},
+		{"seeds with dpsgd", []string{"--algo", "dpsgd-dqn", "--seeds", "2"}, "--seeds does not apply to --algo dpsgd-dqn (only to dppg, ppo, dppg-loglinear)"},
 		{"epsilon zero", []string{"--epsilon", "0"}, "--epsilon 0: the target epsilon must be finite and > 0"},
 		{"epsilon inf", []string{"--epsilon", "+Inf"}, "--epsilon +Inf"},
 		{"epsilon with ppo", []string{"--algo", "ppo", "--epsilon", "5"}, "--epsilon does not apply to --algo ppo (only to dppg)"},
 		{"loglinear flag", []string{"--episodes", "10"}, "--episodes does not apply to --algo dppg (only to dppg-loglinear)"},
-		{"loglinear flags sorted", []string{"--seeds", "2", "--alpha", "1"}, "--alpha does not apply to --algo dppg (only to dppg-loglinear); --seeds does not"},
+		{"loglinear flags sorted", []string{"--region", "kl", "--alpha", "1"}, "--alpha does not apply to --algo dppg (only to dppg-loglinear); --region does not"},
 		{"dppg flag on loglinear", []string{"--algo", "dppg-loglinear", "--env", "riverswim", "--K", "4"}, "--K does not apply to --algo dppg-loglinear (only to dppg, ppo)"},
 	}
 	for _, c := range cases {

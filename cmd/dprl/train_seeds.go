@@ -1,0 +1,122 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+
+	"dprl/policy"
+)
+
+// trainSeedsResult is the output of dprl train --seeds N (N > 1) for dppg and
+// ppo: one run per seed, summarised over seeds.
+type trainSeedsResult struct {
+	Env    string `json:"env"`
+	Method string `json:"method"`
+	// Epsilon is per session at Delta, the same for every run (null for
+	// the non-private ppo).
+	Epsilon      *float64 `json:"epsilon"`
+	Delta        float64  `json:"delta"`
+	Accountant   string   `json:"accountant,omitempty"`
+	Z            float64  `json:"z"`
+	Clip         float64  `json:"clip"`
+	K            int      `json:"k"`
+	Users        int      `json:"users"` // per run
+	EvalEpisodes int      `json:"eval_episodes"`
+	// Mean and Std are the mean and the (population) standard deviation
+	// over seeds of the runs' eval_mean; Min and Max their extremes.
+	Mean    float64   `json:"mean"`
+	Std     float64   `json:"std"`
+	Min     float64   `json:"min"`
+	Max     float64   `json:"max"`
+	Seconds float64   `json:"seconds"` // all runs
+	Runs    []seedRun `json:"runs"`
+	// Curve is the learning curve averaged over seeds: at each point, the
+	// mean over seeds of the runs' mean return and the standard deviation
+	// over seeds of it.
+	Curve []policy.CurvePoint `json:"curve"`
+}
+
+// seedRun is one run of a --seeds result.
+type seedRun struct {
+	Seed           uint64   `json:"seed"`
+	EvalMean       float64  `json:"eval_mean"`
+	EvalStd        float64  `json:"eval_std"`
+	LastMean       *float64 `json:"last_iterate_mean,omitempty"`
+	LastStd        *float64 `json:"last_iterate_std,omitempty"`
+	Users          int      `json:"users"`
+	Updates        int      `json:"updates"`
+	Steps          int64    `json:"steps"`
+	Seconds        float64  `json:"seconds"`
+	StepsPerSecond float64  `json:"steps_per_second"`
+	Skipped        int      `json:"skipped_updates"`
+}
+
+// summarizeSeeds builds the --seeds result from the runs (at least one).
+func summarizeSeeds(runs []trainResult) trainSeedsResult {
+	r0 := runs[0]
+	out := trainSeedsResult{Env: r0.Env, Method: r0.Method, Delta: r0.Delta, Accountant: r0.Accountant,
+		Z: r0.Z, Clip: r0.Clip, K: r0.K, Users: r0.Users, EvalEpisodes: r0.EvalEpisodes,
+		Min: math.Inf(1), Max: math.Inf(-1)}
+	if !math.IsInf(r0.Epsilon, 1) {
+		eps := r0.Epsilon
+		out.Epsilon = &eps
+	}
+	evals := make([]float64, len(runs))
+	points := len(r0.Curve)
+	for i, r := range runs {
+		evals[i] = r.EvalMean
+		out.Min, out.Max = math.Min(out.Min, r.EvalMean), math.Max(out.Max, r.EvalMean)
+		out.Seconds += r.Seconds
+		out.Runs = append(out.Runs, seedRun{Seed: r.Seed, EvalMean: r.EvalMean, EvalStd: r.EvalStd, LastMean: r.LastMean, LastStd: r.LastStd,
+			Users: r.Users, Updates: r.Updates, Steps: r.Steps, Seconds: r.Seconds, StepsPerSecond: r.StepsPerSecond, Skipped: r.Skipped})
+		points = min(points, len(r.Curve))
+	}
+	out.Mean, out.Std = meanStd(evals)
+	// The runs share the configuration, so their curves have points at the
+	// same user counts; a shorter curve (none in practice) truncates all.
+	col := make([]float64, len(runs))
+	for k := range points {
+		for i, r := range runs {
+			col[i] = r.Curve[k].Mean
+		}
+		m, s := meanStd(col)
+		out.Curve = append(out.Curve, policy.CurvePoint{Users: r0.Curve[k].Users, Update: r0.Curve[k].Update, Mean: m, Std: s})
+	}
+	return out
+}
+
+// emitSeeds prints the --seeds result and writes --plot (the mean learning
+// curve with a band of one standard deviation over seeds).
+func emitSeeds(a *app, f *trainFlags, runs []trainResult) error {
+	res := summarizeSeeds(runs)
+	if f.plot != "" {
+		curve := trainResult{Env: res.Env, Method: fmt.Sprintf("%s, mean of %d seeds", res.Method, len(runs)),
+			Epsilon: math.Inf(1), Delta: res.Delta, Z: res.Z, Curve: res.Curve}
+		if res.Epsilon != nil {
+			curve.Epsilon = *res.Epsilon
+		}
+		if err := writeCurvePNG(f.plot, curve); err != nil {
+			return fmt.Errorf("train: --plot: %w", err)
+		}
+	}
+	return emit(a.stdout, f.json, res, res.text)
+}
+
+func (r trainSeedsResult) text(w io.Writer) error {
+	privacy := "non-private (ppo)"
+	if r.Epsilon != nil {
+		privacy = fmt.Sprintf("epsilon = %.4g at delta = %g per session (z = %g, S = %g, K = %d, %s)", *r.Epsilon, r.Delta, r.Z, r.Clip, r.K, r.Accountant)
+	}
+	first, last := r.Runs[0].Seed, r.Runs[len(r.Runs)-1].Seed
+	if _, err := fmt.Fprintf(w, "%s %s over %d seeds (%d-%d): eval return %.2f ± %.2f (mean ± std over seeds of each run's %d-episode mean; min %.2f, max %.2f)\n%s\n%d users per run, %.1fs in all\n",
+		r.Env, r.Method, len(r.Runs), first, last, r.Mean, r.Std, r.EvalEpisodes, r.Min, r.Max, privacy, r.Users, r.Seconds); err != nil {
+		return err
+	}
+	for _, run := range r.Runs {
+		if _, err := fmt.Fprintf(w, "  seed %d: %.2f ± %.2f\n", run.Seed, run.EvalMean, run.EvalStd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
