@@ -35,6 +35,7 @@ type trainFlags struct {
 	algo         string
 	z            float64
 	epsilon      float64
+	sweepZ       []float64
 	k            int
 	clip         float64
 	users        int
@@ -123,7 +124,9 @@ non-private baseline.
 The final policy is evaluated on --eval-episodes episodes with actions sampled
 from the policy (the paper's protocol). --seeds N repeats the run for seeds
 --seed, --seed+1, ..., each identical to the single run with that seed, and
-reports the mean and std over seeds (--plot: the mean learning curve). Progress goes to stderr; the result to
+reports the mean and std over seeds (--plot: the mean learning curve).
+--sweep-z Z1,Z2,... trains at each noise multiplier over the same seeds and
+reports eval return against epsilon (--plot: the privacy-utility curve). Progress goes to stderr; the result to
 stdout (text or --json); --plot writes the learning curve as PNG.
 
 Defaults depend on --env (flags override them; policy/REPRODUCE.md has the
@@ -146,6 +149,7 @@ production release.`,
   dprl train --env cartpole --algo dppg --z 3 --seed 7 --json
   dprl train --env cartpole --algo dppg --epsilon 2 --delta 1e-6
   dprl train --env cartpole --algo dppg --seed 1 --seeds 30 --json
+  dprl train --env cartpole --sweep-z 0.5,1,2,4 --seed 1 --seeds 5 --plot eps.png
   dprl train --env acrobot --algo ppo --users 4000 --plot curve.png`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, a, &f) },
@@ -155,6 +159,7 @@ production release.`,
 	fl.StringVar(&f.algo, "algo", "dppg", "dppg (differentially private), ppo (non-private baseline), dppg-loglinear (RiverSwim, cumulative regret), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines)")
 	fl.Float64Var(&f.z, "z", trainDefaultZ, "noise multiplier z > 0 (dppg only; dosing: 0.1)")
 	fl.Float64Var(&f.epsilon, "epsilon", 0, "target per-session epsilon at --delta: z is set to the smallest noise multiplier whose epsilon (analytic Gaussian) is at most this (dppg only; instead of --z)")
+	fl.Float64SliceVar(&f.sweepZ, "sweep-z", nil, "dppg: train at each of these noise multipliers (comma-separated; --seeds runs each) and report eval return against epsilon; --plot draws it (the paper's Fig. 2)")
 	fl.IntVar(&f.k, "K", 32, "users per update K >= 1 (Table 3 and dosing: 8)")
 	fl.Float64Var(&f.clip, "clip", 0.2, "clipping norm S > 0 of the joint local update, policy and critic (dppg only; Table 3: 0.05, dosing: 0.08)")
 	fl.IntVar(&f.users, "users", trainDefaultUsers, "number of simulated users, >= 1")
@@ -198,6 +203,7 @@ var trainFlagAlgos = func() map[string][]string {
 		"eval-episodes": {"dppg", "ppo", policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN},
 		"plot":          {"dppg", "ppo", algoLogLinear},
 		"epsilon":       {"dppg"},
+		"sweep-z":       {"dppg"},
 	}
 	for _, name := range []string{"K", "users", "workers", "lr", "ent-coef", "hidden", "adv-norm", "policy-share",
 		"epochs", "gae-lambda", "value-scale", "moment-reset", "obs-scale", "anneal", "average", "fresh-episodes", "diag"} {
@@ -476,6 +482,9 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 			return usagef("train: --diag writes the diagnostics of one run: use it without --seeds")
 		}
 		n = f.seeds
+	}
+	if cmd.Flags().Changed("sweep-z") {
+		return runTrainSweep(cmd, a, f, cfg, n)
 	}
 	info, _ := sims.Lookup(f.env)
 	res := trainResult{Env: f.env, Method: f.algo, Delta: f.delta, K: cfg.DP.UsersPerUpdate,

@@ -151,6 +151,52 @@ func TestTrainSeeds(t *testing.T) {
 	}
 }
 
+// TestTrainSweepZ: --sweep-z trains at each z (sorted, duplicates dropped)
+// over the same seeds, each point the --seeds result at that --z.
+func TestTrainSweepZ(t *testing.T) {
+	common := []string{"train", "--env", "cartpole", "--users", "32", "--K", "8", "--eval-episodes", "2", "--seed", "4", "--seeds", "2", "--json", "--log-level", "disabled"}
+	plot := filepath.Join(t.TempDir(), "sweep.png")
+	code, out, stderr := runCLI(t, append(common, "--sweep-z", "3,1,3", "--plot", plot)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r struct {
+		Seeds  []uint64
+		Points []struct {
+			Z, Epsilon, Mean, Std float64
+			EvalMeans             []float64 `json:"eval_means"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if len(r.Points) != 2 || r.Points[0].Z != 1 || r.Points[1].Z != 3 || len(r.Seeds) != 2 || r.Seeds[0] != 4 {
+		t.Fatalf("points %+v seeds %v", r.Points, r.Seeds)
+	}
+	// Independent values: z = 1 is epsilon 4.377 and z = 3 is 1.271 at delta 1e-5.
+	if math.Abs(r.Points[0].Epsilon-4.377) > 1e-3 || math.Abs(r.Points[1].Epsilon-1.271) > 1e-3 {
+		t.Errorf("epsilons %v, %v", r.Points[0].Epsilon, r.Points[1].Epsilon)
+	}
+	for _, p := range r.Points {
+		code, out, stderr := runCLI(t, append(common, "--z", strconv.FormatFloat(p.Z, 'g', -1, 64))...)
+		var one struct {
+			Mean, Std float64
+			Runs      []struct {
+				EvalMean float64 `json:"eval_mean"`
+			}
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &one) != nil {
+			t.Fatalf("--z %v: exit %d: %s", p.Z, code, stderr)
+		}
+		if one.Mean != p.Mean || one.Std != p.Std || len(p.EvalMeans) != 2 || p.EvalMeans[1] != one.Runs[1].EvalMean {
+			t.Errorf("z %v: sweep %v ± %v %v, --seeds %v ± %v", p.Z, p.Mean, p.Std, p.EvalMeans, one.Mean, one.Std)
+		}
+	}
+	if b, err := os.ReadFile(plot); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("--plot: %v", err)
+	}
+}
+
 func TestTrainPPOText(t *testing.T) {
 	code, out, stderr := runCLI(t, "train", "--algo", "ppo", "--env", "acrobot", "--users", "8", "--eval-episodes", "1", "--log-level", "disabled")
 	if code != 0 {
@@ -222,6 +268,11 @@ func TestTrainBadFlags(t *testing.T) {
 		{"positional", []string{"cartpole"}, "unexpected argument"},
 		{"epsilon and z", []string{"--epsilon", "5", "--z", "1"}, "--epsilon and --z both set"},
 		{"seeds zero", []string{"--seeds", "0"}, "--seeds 0: must be >= 1"},
+		{"sweep with z", []string{"--sweep-z", "1,2", "--z", "1"}, "--z: not with --sweep-z"},
+		{"sweep with epsilon", []string{"--sweep-z", "1,2", "--epsilon", "3"}, "--epsilon: not with --sweep-z"},
+		{"sweep bad z", []string{"--sweep-z", "1,0"}, "--sweep-z 0: every noise multiplier must be finite and > 0"},
+		{"sweep not a number", []string{"--sweep-z", "1,x"}, "invalid argument"},
+		{"sweep with ppo", []string{"--algo", "ppo", "--sweep-z", "1"}, "--sweep-z does not apply to --algo ppo (only to dppg)"},
 		{"seeds with diag", []string{"--seeds", "2", "--diag", "d.jsonl"}, "--diag writes the diagnostics of one run"},
 		{"seeds with dpsgd", []string{"--algo", "dpsgd-dqn", "--seeds", "2"}, "--seeds does not apply to --algo dpsgd-dqn (only to dppg, ppo, dppg-loglinear)"},
 		{"epsilon zero", []string{"--epsilon", "0"}, "--epsilon 0: the target epsilon must be finite and > 0"},
