@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -183,4 +185,18 @@ func emit(w io.Writer, asJSON bool, v any, text func(io.Writer) error) error {
 		return enc.Encode(v)
 	}
 	return text(w)
+}
+
+// seedFlag returns the value of the uint64 flag name (normally --seed) if
+// it was set on the command line, and otherwise a seed drawn from the
+// operating system's secure generator.
+func seedFlag(cmd *cobra.Command, name string, v uint64) (uint64, error) {
+	if cmd.Flags().Changed(name) {
+		return v, nil
+	}
+	var b [8]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("seed from the OS: %w", err)
+	}
+	return binary.LittleEndian.Uint64(b[:]), nil
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	crand "crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -174,12 +172,9 @@ func runSimsExperts(cmd *cobra.Command, a *app, f *simsExpertsFlags) error {
 	if f.bases > 0 {
 		res.FineTuneUsers = f.fineTuneUsers
 	}
-	if !res.Seeded {
-		var b [8]byte
-		if _, err := crand.Read(b[:]); err != nil {
-			return fmt.Errorf("sims experts: seed from the OS: %w", err)
-		}
-		res.Seed = binary.LittleEndian.Uint64(b[:])
+	var err error
+	if res.Seed, err = seedFlag(cmd, "seed", f.seed); err != nil {
+		return fmt.Errorf("sims experts: %w", err)
 	}
 	if err := os.MkdirAll(f.outDir, 0o700); err != nil {
 		return fmt.Errorf("sims experts: %w", err)

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	crand "crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -499,12 +497,8 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 	} else {
 		res.Epsilon = math.Inf(1)
 	}
-	if !res.Seeded {
-		var b [8]byte
-		if _, err := crand.Read(b[:]); err != nil {
-			return fmt.Errorf("train: seed from the OS: %w", err)
-		}
-		res.Seed = binary.LittleEndian.Uint64(b[:])
+	if res.Seed, err = seedFlag(cmd, "seed", f.seed); err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
 
 	prog := newTrainProgress(a, n*f.users, res.Epsilon)

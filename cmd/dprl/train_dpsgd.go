@@ -1,8 +1,6 @@
 package main
 
 import (
-	crand "crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -33,13 +31,9 @@ func runTrainDPSGD(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
 	}
-	seed := f.seed
-	if !cmd.Flags().Changed("seed") {
-		var b [8]byte
-		if _, err := crand.Read(b[:]); err != nil {
-			return err
-		}
-		seed = binary.LittleEndian.Uint64(b[:])
+	seed, err := seedFlag(cmd, "seed", f.seed)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
 	info, _ := sims.Lookup(f.env)
 	rng := rand.New(rand.NewPCG(seed, 0x6470736764)) // "dpsgd"

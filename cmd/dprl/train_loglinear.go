@@ -1,8 +1,6 @@
 package main
 
 import (
-	crand "crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -110,13 +108,9 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if len(errs) > 0 {
 		return usagef("train: %s", strings.Join(errs, "; "))
 	}
-	seed := f.seed
-	if !cmd.Flags().Changed("seed") {
-		var b [8]byte
-		if _, err := crand.Read(b[:]); err != nil {
-			return err
-		}
-		seed = binary.LittleEndian.Uint64(b[:])
+	seed, err := seedFlag(cmd, "seed", f.seed)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
 	tab, err := sims.RiverSwimModel(p)
 	if err != nil {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	crand "crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -68,13 +66,9 @@ func runTrainSweep(cmd *cobra.Command, a *app, f *trainFlags, cfg policy.Config,
 	slices.Sort(zs)
 	zs = slices.Compact(zs)
 
-	seed := f.seed
-	if !cmd.Flags().Changed("seed") {
-		var b [8]byte
-		if _, err := crand.Read(b[:]); err != nil {
-			return fmt.Errorf("train: seed from the OS: %w", err)
-		}
-		seed = binary.LittleEndian.Uint64(b[:])
+	seed, err := seedFlag(cmd, "seed", f.seed)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
 	info, _ := sims.Lookup(f.env)
 	out := trainSweepResult{Env: f.env, Method: f.algo, Delta: f.delta, Users: f.users}
