@@ -49,6 +49,7 @@ type trainFlags struct {
 	epochs       int
 	lambda       float64
 	anneal       bool
+	serverLR     float64
 	average      float64
 	fresh        bool
 	valueScale   float64
@@ -63,6 +64,7 @@ type trainFlags struct {
 	episodes  int
 	seeds     int
 	clipAtLR0 bool
+	initRight float64
 	alpha     float64
 }
 
@@ -175,6 +177,7 @@ production release.`,
 	fl.Float64Var(&f.valueScale, "value-scale", 10, "public return scale c: the critic predicts V/c (cartpole, acrobot, dosing: 10, others 1)")
 	fl.StringVar(&f.momentReset, "moment-reset", "second", "local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected); dosing default: paper")
 	fl.StringVar(&f.obsScale, "obs-scale", "1,1,10,1", "public per-component observation scale seen by both networks, comma-separated, or none (cartpole: 1,1,10,1; dosing: 0.01,0.05,0.05,0.1,0.1,0.01,0.001,0.01,0.001; others: none)")
+	fl.Float64Var(&f.serverLR, "server-lr", 1, "server step size eta of theta <- theta + eta g~, > 0 (Algorithm 2)")
 	fl.BoolVar(&f.anneal, "anneal", false, "decay the server step size linearly to 0 over the run (public schedule)")
 	fl.Float64Var(&f.average, "average", 0, "release the exponential moving average of the parameters with this decay in [0, 1) instead of the last iterate (post-processing; 0: off)")
 	fl.BoolVar(&f.fresh, "fresh-episodes", false, "every user starts a fresh episode (default: user slot i of a batch continues the episode slot i's previous user left running)")
@@ -185,6 +188,7 @@ production release.`,
 	fl.IntVar(&f.episodes, "episodes", 3000, "dppg-loglinear: episodes per run")
 	fl.IntVar(&f.seeds, "seeds", 0, "runs with seeds --seed, --seed+1, ... and their mean and std over seeds (default 1; dppg-loglinear: 5 per configuration)")
 	fl.Float64Var(&f.alpha, "alpha", policy.DefaultLogLinearConfig().Alpha, "dppg-loglinear: trust region size alpha > 0 (Table 2: 3.5)")
+	fl.Float64Var(&f.initRight, "init-right", 0, "dppg-loglinear: start from the policy with logit gap theta(s, right) - theta(s, left) equal to this in every state (0: uniform, the paper's start; large: near the optimal policy)")
 	fl.BoolVar(&f.clipAtLR0, "clip-at-lr0", false, "dppg-loglinear: compute the trust-region clipping norm at eta_0 instead of the current eta")
 	fl.StringVar(&f.diag, "diag", "", "write per-update diagnostics (entropy, value loss, clipped fractions, signal and noise norms; computed from raw user data, for tuning simulations only) as JSON Lines to this file")
 	return c
@@ -204,11 +208,11 @@ var trainFlagAlgos = func() map[string][]string {
 		"sweep-z":       {"dppg"},
 	}
 	for _, name := range []string{"K", "users", "workers", "lr", "ent-coef", "hidden", "adv-norm", "policy-share",
-		"epochs", "gae-lambda", "value-scale", "moment-reset", "obs-scale", "anneal", "average", "fresh-episodes", "diag"} {
+		"epochs", "gae-lambda", "value-scale", "moment-reset", "obs-scale", "server-lr", "anneal", "average", "fresh-episodes", "diag"} {
 		m[name] = ppoFamily
 	}
 	m["seeds"] = []string{"dppg", "ppo", algoLogLinear}
-	for _, name := range []string{"eps", "region", "episodes", "clip-at-lr0", "alpha"} {
+	for _, name := range []string{"eps", "region", "episodes", "clip-at-lr0", "alpha", "init-right"} {
 		m[name] = []string{algoLogLinear}
 	}
 	return m
@@ -357,6 +361,12 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 			bad("--lr %v: must be finite and > 0", f.lr)
 		}
 		cfg.PPO.Adam.LR = f.lr
+	}
+	if changed("server-lr") {
+		if !(f.serverLR > 0) || math.IsInf(f.serverLR, 0) {
+			bad("--server-lr %v: must be finite and > 0", f.serverLR)
+		}
+		cfg.PPO.ServerLR = f.serverLR
 	}
 	if changed("ent-coef") {
 		if !(f.ent >= 0) || math.IsInf(f.ent, 0) {

@@ -50,6 +50,7 @@ type logLinearResult struct {
 	Delta     float64        `json:"delta"`
 	ClipAtLR0 bool           `json:"clip_at_lr0"`
 	Alpha     float64        `json:"alpha"`
+	InitRight float64        `json:"init_right"` // starting logit gap right - left in every state
 	Runs      []logLinearRun `json:"runs"`
 }
 
@@ -80,6 +81,9 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 	}
 	if !(f.delta > 0 && f.delta < 1) {
 		errs = append(errs, fmt.Sprintf("--delta %v: must be in (0, 1)", f.delta))
+	}
+	if math.IsNaN(f.initRight) || math.IsInf(f.initRight, 0) {
+		errs = append(errs, fmt.Sprintf("--init-right %v: must be finite", f.initRight))
 	}
 	if !(f.alpha > 0) || math.IsInf(f.alpha, 0) {
 		errs = append(errs, fmt.Sprintf("--alpha %v: the trust region size must be finite and > 0", f.alpha))
@@ -117,7 +121,7 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 		return err
 	}
 	m := riverMDP{tab}
-	res := logLinearResult{Env: f.env, Method: algoLogLinear, P: p, Optimal: policy.OptimalTabular(m), Episodes: f.episodes, Delta: f.delta, ClipAtLR0: f.clipAtLR0, Alpha: f.alpha}
+	res := logLinearResult{Env: f.env, Method: algoLogLinear, P: p, Optimal: policy.OptimalTabular(m), Episodes: f.episodes, Delta: f.delta, ClipAtLR0: f.clipAtLR0, Alpha: f.alpha, InitRight: f.initRight}
 	for i, z := range zs {
 		g, err := accountant.Analytic{}.Epsilon(f.delta, accountant.Gaussian(z), accountant.Gaussian(z))
 		if err != nil {
@@ -131,6 +135,12 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 				l, err := policy.NewLogLinearLearner(m.NumStates(), m.NumActions(), cfg)
 				if err != nil {
 					return usageError{err}
+				}
+				// Start from the policy with logit gap theta(s, right) -
+				// theta(s, left) = InitRight in every state (0: uniform, the
+				// paper's start; the right-everywhere policy is optimal).
+				for st := range m.NumStates() {
+					l.Policy.Theta[st*2+1], l.Policy.Theta[st*2] = f.initRight/2, -f.initRight/2
 				}
 				sd := seed + uint64(s)
 				rng := rand.New(rand.NewPCG(sd, uint64(1000*i+j)))
@@ -160,7 +170,7 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 }
 
 func (r logLinearResult) text(w io.Writer) error {
-	if _, err := fmt.Fprintf(w, "%s %s (p = %g, optimal value %.3f, %d episodes, delta %g, alpha %g, S at %s):\n", r.Env, r.Method, r.P, r.Optimal, r.Episodes, r.Delta, r.Alpha, map[bool]string{false: "the current eta", true: "eta_0"}[r.ClipAtLR0]); err != nil {
+	if _, err := fmt.Fprintf(w, "%s %s (p = %g, optimal value %.3f, %d episodes, delta %g, alpha %g, start logit gap %g, S at %s):\n", r.Env, r.Method, r.P, r.Optimal, r.Episodes, r.Delta, r.Alpha, r.InitRight, map[bool]string{false: "the current eta", true: "eta_0"}[r.ClipAtLR0]); err != nil {
 		return err
 	}
 	for _, run := range r.Runs {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -446,6 +447,77 @@ func TestTrainLogLinear(t *testing.T) {
 	for _, a := range []string{"0", "-1", "+Inf", "NaN"} {
 		if code, _, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim", "--alpha", a); code != exitUsage || !strings.Contains(stderr, "--alpha") {
 			t.Errorf("--alpha %s: exit %d %q", a, code, stderr)
+		}
+	}
+}
+
+// TestTrainLogLinearInitRight: --init-right starts from the given logit gap,
+// so the first episode's regret is that of the near-optimal policy
+// instead of the uniform policy's; a non-finite gap is a usage error.
+func TestTrainLogLinearInitRight(t *testing.T) {
+	first := func(gap string) float64 {
+		t.Helper()
+		code, out, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "1", "--seeds", "1", "--eps", "5", "--region", "l2", "--seed", "1", "--init-right", gap, "--json", "--log-level", "disabled")
+		if code != 0 {
+			t.Fatalf("--init-right %s: exit %d: %s", gap, code, stderr)
+		}
+		var r logLinearResult
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if g, _ := strconv.ParseFloat(gap, 64); r.InitRight != g {
+			t.Errorf("init_right %v, want %s", r.InitRight, gap)
+		}
+		return r.Runs[0].Mean[0] / r.Optimal
+	}
+	if f := first("0"); f < 0.9 {
+		t.Errorf("uniform start: first regret %.3g of the optimal value, want >= 0.9 (the uniform policy drifts left)", f)
+	}
+	// Swimming right everywhere is within 0.001 of the optimal value (the
+	// optimal policy is non-stationary: near the horizon, left in state 0).
+	if f := first("20"); f > 1e-3 {
+		t.Errorf("--init-right 20: first regret %.3g of the optimal value, want < 0.001", f)
+	}
+	for _, g := range []string{"NaN", "+Inf"} {
+		if code, _, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim", "--init-right", g); code != exitUsage || !strings.Contains(stderr, "--init-right") {
+			t.Errorf("--init-right %s: exit %d %q", g, code, stderr)
+		}
+	}
+	if code, _, stderr := runCLI(t, "train", "--env", "cartpole", "--init-right", "5"); code != exitUsage || !strings.Contains(stderr, "--init-right does not apply") {
+		t.Errorf("--init-right with dppg: exit %d %q", code, stderr)
+	}
+}
+
+// TestTrainServerLRFlag: --server-lr reaches the server step (the run
+// differs from the default eta = 1 after the first update, and
+// --server-lr 1 is the default exactly); bad values are usage errors.
+func TestTrainServerLRFlag(t *testing.T) {
+	curve := func(extra ...string) string {
+		t.Helper()
+		args := append([]string{"train", "--env", "cartpole", "--users", "64", "--K", "8", "--seed", "5", "--eval-episodes", "3", "--json", "--log-level", "disabled"}, extra...)
+		code, out, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, stderr)
+		}
+		var r struct {
+			Curve    json.RawMessage `json:"curve"`
+			EvalMean float64         `json:"eval_mean"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(string(r.Curve), r.EvalMean)
+	}
+	def := curve()
+	if one := curve("--server-lr", "1"); one != def {
+		t.Error("--server-lr 1 differs from the default")
+	}
+	if half := curve("--server-lr", "0.5"); half == def {
+		t.Error("--server-lr 0.5 gives the same run as eta = 1")
+	}
+	for _, v := range []string{"0", "-1", "NaN", "+Inf"} {
+		if code, _, stderr := runCLI(t, "train", "--env", "cartpole", "--server-lr", v); code != exitUsage || !strings.Contains(stderr, "--server-lr") {
+			t.Errorf("--server-lr %s: exit %d %q", v, code, stderr)
 		}
 	}
 }
