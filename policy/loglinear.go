@@ -173,12 +173,16 @@ func (p *LogLinear) Probs(dst []float64, s int) {
 type Episode struct {
 	States, Actions []int
 	Rewards         []float64
+	probs           []float64 // Rollout's scratch
 }
 
 // Rollout runs the policy for one episode of the MDP.
 func (p *LogLinear) Rollout(m TabularMDP, rng *rand.Rand, ep *Episode) {
 	ep.States, ep.Actions, ep.Rewards = ep.States[:0], ep.Actions[:0], ep.Rewards[:0]
-	probs := make([]float64, p.A)
+	if len(ep.probs) != p.A {
+		ep.probs = make([]float64, p.A)
+	}
+	probs := ep.probs
 	s := m.Start()
 	for t := 0; t < m.Horizon(); t++ {
 		p.Probs(probs, s)
@@ -357,21 +361,43 @@ func clipTo(v []float64, s float64) bool {
 
 // EvaluateTabular returns the undiscounted finite-horizon value at the start
 // state of the policy given by probs(s) (backward induction on the model).
+// Repeated evaluations on one MDP should reuse a TabularEvaluator.
 func EvaluateTabular(m TabularMDP, probs func(dst []float64, s int)) float64 {
+	return NewTabularEvaluator(m).Value(probs)
+}
+
+// TabularEvaluator computes finite-horizon values of stationary policies on
+// one MDP, reusing its buffers: Value allocates nothing.
+type TabularEvaluator struct {
+	m           TabularMDP
+	v, next, pr []float64
+}
+
+// NewTabularEvaluator returns an evaluator for m.
+func NewTabularEvaluator(m TabularMDP) *TabularEvaluator {
 	nS, nA := m.NumStates(), m.NumActions()
-	v := make([]float64, nS)
-	next := make([]float64, nS)
-	pr := make([]float64, nA)
+	return &TabularEvaluator{m: m, v: make([]float64, nS), next: make([]float64, nS), pr: make([]float64, nS*nA)}
+}
+
+// Value returns the undiscounted finite-horizon value at the start state of
+// the stationary policy probs(s) (backward induction on the model).
+func (e *TabularEvaluator) Value(probs func(dst []float64, s int)) float64 {
+	m := e.m
+	nS, nA := m.NumStates(), m.NumActions()
+	for s := 0; s < nS; s++ {
+		probs(e.pr[s*nA:(s+1)*nA], s)
+	}
+	v, next := e.v, e.next
+	clear(v)
 	for h := 0; h < m.Horizon(); h++ {
 		for s := 0; s < nS; s++ {
-			probs(pr, s)
 			var val float64
 			for a := 0; a < nA; a++ {
 				q := m.Reward(s, a)
 				for s2, p := range m.Transition(s, a) {
 					q += p * v[s2]
 				}
-				val += pr[a] * q
+				val += e.pr[s*nA+a] * q
 			}
 			next[s] = val
 		}

@@ -137,3 +137,110 @@ func TestLogLinearClipNorm(t *testing.T) {
 		t.Error("z = 0 accepted")
 	}
 }
+
+// tableMDP holds an MDP's transition rows precomputed, so that Transition
+// allocates nothing (riverSwim above builds a row per call).
+type tableMDP struct {
+	riverSwim
+	rows [][][]float64
+}
+
+func newTableMDP(r riverSwim) tableMDP {
+	m := tableMDP{riverSwim: r, rows: make([][][]float64, 6)}
+	for s := range 6 {
+		m.rows[s] = [][]float64{r.Transition(s, 0), r.Transition(s, 1)}
+	}
+	return m
+}
+
+func (m tableMDP) Transition(s, a int) []float64 { return m.rows[s][a] }
+
+// TestTabularEvaluatorReuse: values do not depend on what the evaluator
+// computed before, and agree with a direct backward induction.
+func TestTabularEvaluatorReuse(t *testing.T) {
+	m := riverSwim{0.9}
+	ev := NewTabularEvaluator(m)
+	rng := rand.New(rand.NewPCG(1, 2))
+	pols := make([]*LogLinear, 3)
+	for i := range pols {
+		pols[i] = NewLogLinear(6, 2)
+		for j := range pols[i].Theta {
+			pols[i].Theta[j] = 3 * rng.NormFloat64()
+		}
+	}
+	first := make([]float64, len(pols))
+	for i, p := range pols {
+		first[i] = ev.Value(p.Probs)
+	}
+	for i := len(pols) - 1; i >= 0; i-- {
+		if v := ev.Value(pols[i].Probs); v != first[i] {
+			t.Errorf("policy %d: %v after other evaluations, %v before", i, v, first[i])
+		}
+		// Direct backward induction, independent of the evaluator.
+		v := make([]float64, 6)
+		pr := make([]float64, 2)
+		for range 20 {
+			next := make([]float64, 6)
+			for s := range 6 {
+				pols[i].Probs(pr, s)
+				for a := range 2 {
+					q := m.Reward(s, a)
+					for s2, p := range m.Transition(s, a) {
+						q += p * v[s2]
+					}
+					next[s] += pr[a] * q
+				}
+			}
+			v = next
+		}
+		if math.Abs(v[0]-first[i]) > 1e-12 {
+			t.Errorf("policy %d: evaluator %v, direct %v", i, first[i], v[0])
+		}
+	}
+}
+
+// TestLogLinearLoopAllocs: one episode of the regret loop (evaluate, roll
+// out, L2 update) allocates nothing in steady state.
+func TestLogLinearLoopAllocs(t *testing.T) {
+	var m TabularMDP = newTableMDP(riverSwim{0.6}) // converted once
+	cfg := DefaultLogLinearConfig()
+	cfg.Z = 1
+	l, err := NewLogLinearLearner(6, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := NewTabularEvaluator(m)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var ep Episode
+	probs := l.Policy.Probs
+	step := func() {
+		ev.Value(probs)
+		l.Policy.Rollout(m, rng, &ep)
+		if _, err := l.Update(m, &ep, rng); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step()
+	if a := testing.AllocsPerRun(200, step); a != 0 {
+		t.Errorf("%v allocations per episode, want 0", a)
+	}
+}
+
+func BenchmarkLogLinearEpisode(b *testing.B) {
+	var m TabularMDP = newTableMDP(riverSwim{0.6})
+	cfg := DefaultLogLinearConfig()
+	cfg.Z = 1
+	l, _ := NewLogLinearLearner(6, 2, cfg)
+	ev := NewTabularEvaluator(m)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var ep Episode
+	probs := l.Policy.Probs
+	b.ReportAllocs()
+	for b.Loop() {
+		ev.Value(probs)
+		l.Policy.Rollout(m, rng, &ep)
+		if _, err := l.Update(m, &ep, rng); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

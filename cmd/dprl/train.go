@@ -65,6 +65,7 @@ type trainFlags struct {
 	seeds     int
 	clipAtLR0 bool
 	initRight float64
+	eta       float64
 	alpha     float64
 }
 
@@ -166,7 +167,7 @@ production release.`,
 	fl.Float64Var(&f.delta, "delta", trainDefaultDelta, "delta of the reported (epsilon, delta), in (0, 1)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of every random draw (default: from the OS; printed in the result)")
 	fl.IntVar(&f.evalEpisodes, "eval-episodes", 20, "evaluation episodes of the final policy, >= 1")
-	fl.IntVar(&f.workers, "workers", 0, "goroutines for the local updates (default GOMAXPROCS; the result does not depend on it)")
+	fl.IntVar(&f.workers, "workers", 0, "goroutines for the local updates (dppg-loglinear: for the seeds and configurations; default GOMAXPROCS; the result does not depend on it)")
 	fl.Float64Var(&f.lr, "lr", 7.26e-4, "local Adam learning rate > 0 (Table 3; dosing: 9.25e-4)")
 	fl.Float64Var(&f.ent, "ent-coef", 0.01, "entropy bonus coefficient >= 0 (Table 3: 0.36)")
 	fl.IntSliceVar(&f.hidden, "hidden", []int{16, 16}, "hidden layer widths of both networks (Table 3 and dosing: 64,64)")
@@ -188,6 +189,7 @@ production release.`,
 	fl.IntVar(&f.episodes, "episodes", 3000, "dppg-loglinear: episodes per run")
 	fl.IntVar(&f.seeds, "seeds", 0, "runs with seeds --seed, --seed+1, ... and their mean and std over seeds (default 1; dppg-loglinear: 5 per configuration)")
 	fl.Float64Var(&f.alpha, "alpha", policy.DefaultLogLinearConfig().Alpha, "dppg-loglinear: trust region size alpha > 0 (Table 2: 3.5)")
+	fl.Float64Var(&f.eta, "eta", 0, "dppg-loglinear: constant policy step size eta > 0 instead of Table 2's schedule (12, divided by 5 every 50 episodes, floor 0.06)")
 	fl.Float64Var(&f.initRight, "init-right", 0, "dppg-loglinear: start from the policy with logit gap theta(s, right) - theta(s, left) equal to this in every state (0: uniform, the paper's start; large: near the optimal policy)")
 	fl.BoolVar(&f.clipAtLR0, "clip-at-lr0", false, "dppg-loglinear: compute the trust-region clipping norm at eta_0 instead of the current eta")
 	fl.StringVar(&f.diag, "diag", "", "write per-update diagnostics (entropy, value loss, clipped fractions, signal and noise norms; computed from raw user data, for tuning simulations only) as JSON Lines to this file")
@@ -212,7 +214,8 @@ var trainFlagAlgos = func() map[string][]string {
 		m[name] = ppoFamily
 	}
 	m["seeds"] = []string{"dppg", "ppo", algoLogLinear}
-	for _, name := range []string{"eps", "region", "episodes", "clip-at-lr0", "alpha", "init-right"} {
+	m["workers"] = []string{"dppg", "ppo", algoLogLinear}
+	for _, name := range []string{"eps", "region", "episodes", "clip-at-lr0", "alpha", "init-right", "eta"} {
 		m[name] = []string{algoLogLinear}
 	}
 	return m

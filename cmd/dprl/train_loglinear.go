@@ -1,16 +1,22 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"dprl/ledger/accountant"
 	"dprl/policy"
 	"dprl/sims"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -29,7 +35,8 @@ func (m riverMDP) Transition(s, a int) []float64 { return m.P[s][a] }
 func (m riverMDP) Reward(s, a int) float64       { return m.R[s][a] }
 
 // logLinearRun is one (epsilon, trust region) configuration of the grid: the
-// cumulative expected regret after every episode, averaged over seeds.
+// cumulative expected regret at up to logLinearCurvePoints episodes, averaged
+// over seeds.
 type logLinearRun struct {
 	Epsilon    float64   `json:"epsilon"` // total per episode, policy and baseline composed
 	Z          float64   `json:"z"`       // noise multiplier of each block
@@ -37,21 +44,55 @@ type logLinearRun struct {
 	Seeds      []uint64  `json:"seeds"`
 	Final      []float64 `json:"final_regret"` // cumulative regret of each seed
 	FinalValue []float64 `json:"final_value"`  // value of each seed's last policy
-	Mean       []float64 `json:"mean_regret"`  // cumulative regret per episode, mean over seeds
+	// CurveEpisodes[i] episodes had been played when the mean cumulative
+	// regret over seeds was MeanRegret[i]; every episode when --episodes is
+	// at most logLinearCurvePoints, evenly spaced otherwise (always ending
+	// at --episodes).
+	CurveEpisodes []int     `json:"curve_episodes"`
+	Mean          []float64 `json:"mean_regret"`
+	// FirstSlope and LastSlope are the mean regret per episode over the
+	// first and the last tenth of the episodes (exact, not from the curve):
+	// a last slope far below the first is what sublinear regret looks like.
+	FirstSlope float64 `json:"regret_per_episode_first_tenth"`
+	LastSlope  float64 `json:"regret_per_episode_last_tenth"`
+	// ClipFirst and ClipLast are the trust-region clipping norms S of the
+	// first and the last update, mean over seeds (the L2 region's S depends
+	// only on eta; the KL region's on the policy too).
+	ClipFirst float64 `json:"clip_first"`
+	ClipLast  float64 `json:"clip_last"`
 }
+
+// logLinearCurvePoints bounds the stored regret curve of a run.
+const logLinearCurvePoints = 1000
 
 // logLinearResult is the output of dprl train --algo dppg-loglinear.
 type logLinearResult struct {
-	Env       string         `json:"env"`
-	Method    string         `json:"method"`
-	P         float64        `json:"p"`
-	Optimal   float64        `json:"optimal_value"`
-	Episodes  int            `json:"episodes"`
-	Delta     float64        `json:"delta"`
-	ClipAtLR0 bool           `json:"clip_at_lr0"`
-	Alpha     float64        `json:"alpha"`
+	Env       string  `json:"env"`
+	Method    string  `json:"method"`
+	P         float64 `json:"p"`
+	Optimal   float64 `json:"optimal_value"`
+	Episodes  int     `json:"episodes"`
+	Delta     float64 `json:"delta"`
+	ClipAtLR0 bool    `json:"clip_at_lr0"`
+	Alpha     float64 `json:"alpha"`
+	// Eta is the constant policy step size of --eta; 0 means Table 2's
+	// schedule (12, divided by 5 every 50 episodes, floor 0.06).
+	Eta       float64        `json:"eta"`
 	InitRight float64        `json:"init_right"` // starting logit gap right - left in every state
+	Seconds   float64        `json:"seconds"`
 	Runs      []logLinearRun `json:"runs"`
+}
+
+// logLinearJob is one seed of one configuration.
+type logLinearJob struct {
+	run, seedIdx int
+	cfg          policy.LogLinearConfig
+	seed, stream uint64
+	// results
+	curve               []float64 // cumulative regret at the curve points
+	firstSum, lastSum   float64   // regret summed over the first and last tenth
+	final, value        float64
+	clipFirst, clipLast float64
 }
 
 // runTrainLogLinear runs log-linear DPPG (Table 2) on RiverSwim for every
@@ -59,7 +100,9 @@ type logLinearResult struct {
 // reports the cumulative expected regret sum_k (V* - V^{pi_k}) (exact values
 // from the model). The two blocks of an update (policy and linear baseline)
 // are noised with the same z, calibrated with the analytic accountant so that
-// their composition is at most the requested epsilon.
+// their composition is at most the requested epsilon. Seeds and
+// configurations run on --workers goroutines; each has its own generator, so
+// the result does not depend on the number of workers.
 func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 	var p float64
 	switch f.env {
@@ -87,6 +130,12 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 	}
 	if !(f.alpha > 0) || math.IsInf(f.alpha, 0) {
 		errs = append(errs, fmt.Sprintf("--alpha %v: the trust region size must be finite and > 0", f.alpha))
+	}
+	if cmd.Flags().Changed("eta") && (!(f.eta > 0) || math.IsInf(f.eta, 0)) {
+		errs = append(errs, fmt.Sprintf("--eta %v: the step size must be finite and > 0", f.eta))
+	}
+	if f.workers < 0 {
+		errs = append(errs, fmt.Sprintf("--workers %d: must be >= 0", f.workers))
 	}
 	regions := make([]policy.TrustRegion, len(f.regions))
 	for i, r := range f.regions {
@@ -120,46 +169,53 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if err != nil {
 		return err
 	}
-	m := riverMDP{tab}
+	var m policy.TabularMDP = riverMDP{tab} // one interface conversion, not one per call
 	res := logLinearResult{Env: f.env, Method: algoLogLinear, P: p, Optimal: policy.OptimalTabular(m), Episodes: f.episodes, Delta: f.delta, ClipAtLR0: f.clipAtLR0, Alpha: f.alpha, InitRight: f.initRight}
+	if cmd.Flags().Changed("eta") {
+		res.Eta = f.eta
+	}
+	points := curvePoints(f.episodes)
+	var jobs []*logLinearJob
 	for i, z := range zs {
 		g, err := accountant.Analytic{}.Epsilon(f.delta, accountant.Gaussian(z), accountant.Gaussian(z))
 		if err != nil {
 			return err
 		}
 		for j, region := range regions {
-			run := logLinearRun{Epsilon: g.Epsilon, Z: z, Region: f.regions[j], Mean: make([]float64, f.episodes)}
+			run := logLinearRun{Epsilon: g.Epsilon, Z: z, Region: f.regions[j], CurveEpisodes: points, Mean: make([]float64, len(points))}
+			cfg := policy.DefaultLogLinearConfig()
+			cfg.Z, cfg.Region, cfg.ClipAtLR0, cfg.Alpha = z, region, f.clipAtLR0, f.alpha
+			if res.Eta > 0 {
+				cfg.LR0, cfg.LRMin, cfg.LRFactor = res.Eta, res.Eta, 1
+			}
+			if err := cfg.Validate(); err != nil {
+				return usageError{err}
+			}
 			for s := range f.seeds {
-				cfg := policy.DefaultLogLinearConfig()
-				cfg.Z, cfg.Region, cfg.ClipAtLR0, cfg.Alpha = z, region, f.clipAtLR0, f.alpha
-				l, err := policy.NewLogLinearLearner(m.NumStates(), m.NumActions(), cfg)
-				if err != nil {
-					return usageError{err}
-				}
-				// Start from the policy with logit gap theta(s, right) -
-				// theta(s, left) = InitRight in every state (0: uniform, the
-				// paper's start; the right-everywhere policy is optimal).
-				for st := range m.NumStates() {
-					l.Policy.Theta[st*2+1], l.Policy.Theta[st*2] = f.initRight/2, -f.initRight/2
-				}
-				sd := seed + uint64(s)
-				rng := rand.New(rand.NewPCG(sd, uint64(1000*i+j)))
-				var ep policy.Episode
-				cum := 0.0
-				for k := range f.episodes {
-					cum += res.Optimal - policy.EvaluateTabular(m, l.Policy.Probs)
-					run.Mean[k] += cum / float64(f.seeds)
-					l.Policy.Rollout(m, rng, &ep)
-					if _, err := l.Update(m, &ep, rng); err != nil {
-						return fmt.Errorf("train: %w", err)
-					}
-				}
-				run.Seeds = append(run.Seeds, sd)
-				run.Final = append(run.Final, cum)
-				run.FinalValue = append(run.FinalValue, policy.EvaluateTabular(m, l.Policy.Probs))
+				run.Seeds = append(run.Seeds, seed+uint64(s))
+				jobs = append(jobs, &logLinearJob{run: len(res.Runs), seedIdx: s, cfg: cfg, seed: seed + uint64(s), stream: uint64(1000*i + j)})
 			}
 			res.Runs = append(res.Runs, run)
 		}
+	}
+	start := time.Now()
+	if err := runLogLinearJobs(cmd.Context(), a, m, res.Optimal, f, points, jobs); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	res.Seconds = time.Since(start).Seconds()
+	tenth := max(1, f.episodes/10)
+	for _, jb := range jobs {
+		run := &res.Runs[jb.run]
+		n := float64(len(run.Seeds))
+		for k, v := range jb.curve {
+			run.Mean[k] += v / n
+		}
+		run.FirstSlope += jb.firstSum / float64(tenth) / n
+		run.LastSlope += jb.lastSum / float64(tenth) / n
+		run.ClipFirst += jb.clipFirst / n
+		run.ClipLast += jb.clipLast / n
+		run.Final = append(run.Final, jb.final)
+		run.FinalValue = append(run.FinalValue, jb.value)
 	}
 	if f.plot != "" {
 		if err := writeRegretPNG(f.plot, res); err != nil {
@@ -169,19 +225,157 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 	return emit(a.stdout, f.json, res, res.text)
 }
 
+// curvePoints returns the episode counts at which a regret curve of n
+// episodes is stored: 1..n when n <= logLinearCurvePoints, else that many
+// evenly spaced counts ending at n.
+func curvePoints(n int) []int {
+	k := min(n, logLinearCurvePoints)
+	pts := make([]int, k)
+	for i := range pts {
+		pts[i] = int((int64(i) + 1) * int64(n) / int64(k))
+	}
+	return pts
+}
+
+// runLogLinearJobs runs the jobs on --workers goroutines (GOMAXPROCS by
+// default) and reports progress on stderr. Every job is deterministic in its
+// seed and stream.
+func runLogLinearJobs(ctx context.Context, a *app, m policy.TabularMDP, optimal float64, f *trainFlags, points []int, jobs []*logLinearJob) error {
+	workers := f.workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, len(jobs))
+	total := int64(len(jobs)) * int64(f.episodes)
+	var done atomic.Int64
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan *logLinearJob)
+	errc := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for jb := range next {
+				if err := runLogLinearJob(ctx, m, optimal, f, points, jb, &done); err != nil {
+					errc <- err
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+	prog := newLoopProgress(a, "episodes", total)
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(prog.every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				prog.update(done.Load())
+			}
+		}
+	}()
+feed:
+	for _, jb := range jobs {
+		select {
+		case next <- jb:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	cancel()
+	<-finished
+	select {
+	case err := <-errc:
+		prog.done()
+		return err
+	default:
+	}
+	if err := ctx.Err(); err != nil && done.Load() < total {
+		prog.done()
+		return context.Cause(ctx)
+	}
+	prog.update(total)
+	prog.done()
+	return nil
+}
+
+// runLogLinearJob plays one seed: evaluate the current policy exactly (its
+// regret), roll out one episode, update.
+func runLogLinearJob(ctx context.Context, m policy.TabularMDP, optimal float64, f *trainFlags, points []int, jb *logLinearJob, done *atomic.Int64) error {
+	l, err := policy.NewLogLinearLearner(m.NumStates(), m.NumActions(), jb.cfg)
+	if err != nil {
+		return err
+	}
+	// Start from the policy with logit gap theta(s, right) - theta(s, left)
+	// = InitRight in every state (0: uniform, the paper's start; the
+	// right-everywhere policy is near-optimal).
+	for st := range m.NumStates() {
+		l.Policy.Theta[st*2+1], l.Policy.Theta[st*2] = f.initRight/2, -f.initRight/2
+	}
+	rng := rand.New(rand.NewPCG(jb.seed, jb.stream))
+	ev := policy.NewTabularEvaluator(m)
+	probs := l.Policy.Probs
+	n := f.episodes
+	tenth := max(1, n/10)
+	jb.curve = make([]float64, len(points))
+	var ep policy.Episode
+	cum, pt := 0.0, 0
+	const batch = 4096 // episodes between context checks and progress counts
+	for k := range n {
+		r := optimal - ev.Value(probs)
+		cum += r
+		if k < tenth {
+			jb.firstSum += r
+		}
+		if k >= n-tenth {
+			jb.lastSum += r
+		}
+		if k+1 == points[pt] {
+			jb.curve[pt] = cum
+			pt++
+		}
+		l.Policy.Rollout(m, rng, &ep)
+		info, err := l.Update(m, &ep, rng)
+		if err != nil {
+			return err
+		}
+		if k == 0 {
+			jb.clipFirst = info.S
+		}
+		jb.clipLast = info.S
+		if (k+1)%batch == 0 {
+			done.Add(batch)
+			if err := ctx.Err(); err != nil {
+				return context.Cause(ctx)
+			}
+		}
+	}
+	done.Add(int64(n % batch))
+	jb.final, jb.value = cum, ev.Value(probs)
+	return nil
+}
+
 func (r logLinearResult) text(w io.Writer) error {
-	if _, err := fmt.Fprintf(w, "%s %s (p = %g, optimal value %.3f, %d episodes, delta %g, alpha %g, start logit gap %g, S at %s):\n", r.Env, r.Method, r.P, r.Optimal, r.Episodes, r.Delta, r.Alpha, r.InitRight, map[bool]string{false: "the current eta", true: "eta_0"}[r.ClipAtLR0]); err != nil {
+	eta := "Table 2's schedule"
+	if r.Eta > 0 {
+		eta = fmt.Sprintf("%g", r.Eta)
+	}
+	if _, err := fmt.Fprintf(w, "%s %s (p = %g, optimal value %.3f, %d episodes, delta %g, alpha %g, eta %s, start logit gap %g, S at %s; %.1f s):\n", r.Env, r.Method, r.P, r.Optimal, r.Episodes, r.Delta, r.Alpha, eta, r.InitRight, map[bool]string{false: "the current eta", true: "eta_0"}[r.ClipAtLR0], r.Seconds); err != nil {
 		return err
 	}
 	for _, run := range r.Runs {
-		n := len(run.Mean)
-		// Regret slope (per episode) over the first and the last tenth.
-		tenth := max(1, n/10)
-		first := run.Mean[tenth-1] / float64(tenth)
-		last := (run.Mean[n-1] - run.Mean[n-1-tenth]) / float64(tenth)
 		mean, std := meanStd(run.Final)
-		if _, err := fmt.Fprintf(w, "  epsilon %.3g (z = %.3f) %-3s cumulative regret %.1f ± %.1f over %d seeds; regret per episode first 10%% %.3f, last 10%% %.3f; final values %s\n",
-			run.Epsilon, run.Z, run.Region, mean, std, len(run.Final), first, last, formatFloats(run.FinalValue)); err != nil {
+		if _, err := fmt.Fprintf(w, "  epsilon %.3g (z = %.3f) %-3s cumulative regret %.1f ± %.1f over %d seeds; regret per episode first 10%% %.3g, last 10%% %.3g; S %.3g to %.3g; final values %s\n",
+			run.Epsilon, run.Z, run.Region, mean, std, len(run.Final), run.FirstSlope, run.LastSlope, run.ClipFirst, run.ClipLast, formatFloats(run.FinalValue)); err != nil {
 			return err
 		}
 	}
@@ -219,7 +413,7 @@ func writeRegretPNG(path string, r logLinearResult) error {
 	for i, run := range r.Runs {
 		xy := make(plotter.XYs, len(run.Mean))
 		for k, v := range run.Mean {
-			xy[k] = plotter.XY{X: float64(k + 1), Y: v}
+			xy[k] = plotter.XY{X: float64(run.CurveEpisodes[k]), Y: v}
 		}
 		line, err := plotter.NewLine(xy)
 		if err != nil {
@@ -235,4 +429,48 @@ func writeRegretPNG(path string, r logLinearResult) error {
 	}
 	p.Legend.Top, p.Legend.Left = true, true
 	return p.Save(6*vg.Inch, 4*vg.Inch, path)
+}
+
+// loopProgress reports the progress of a counted loop on stderr: a live bar
+// on a terminal, an info log line every 5 s otherwise, nothing with
+// --log-level above info. update is called from one goroutine.
+type loopProgress struct {
+	a        *app
+	what     string
+	total    int64
+	start    time.Time
+	every    time.Duration
+	tty, off bool
+	drawn    bool
+}
+
+func newLoopProgress(a *app, what string, total int64) *loopProgress {
+	p := &loopProgress{a: a, what: what, total: total, start: time.Now(), every: 5 * time.Second,
+		tty: isTerminal(a.stderr), off: a.log.GetLevel() > zerolog.InfoLevel}
+	if p.tty {
+		p.every = 250 * time.Millisecond
+	}
+	return p
+}
+
+func (p *loopProgress) update(done int64) {
+	if p.off || p.total <= 0 {
+		return
+	}
+	rate := float64(done) / max(time.Since(p.start).Seconds(), 1e-9)
+	if p.tty {
+		const width = 30
+		k := int(width * done / p.total)
+		fmt.Fprintf(p.a.stderr, "\r[%s%s] %d/%d %s  %.0f/s ", strings.Repeat("=", k), strings.Repeat(" ", width-k), done, p.total, p.what, rate)
+		p.drawn = true
+		return
+	}
+	p.a.log.Info().Int64(p.what, done).Int64("of", p.total).Float64("per_second", math.Round(rate)).Msg("training")
+}
+
+// done ends the live bar's line.
+func (p *loopProgress) done() {
+	if p.drawn {
+		fmt.Fprintln(p.a.stderr)
+	}
 }

@@ -451,6 +451,66 @@ func TestTrainLogLinear(t *testing.T) {
 	}
 }
 
+// TestTrainLogLinearLongCurve: a run longer than the stored curve keeps
+// evenly spaced points ending at the last episode, its result does not
+// depend on --workers, and --eta sets a constant step (bad values: usage).
+func TestTrainLogLinearLongCurve(t *testing.T) {
+	run := func(extra ...string) logLinearResult {
+		t.Helper()
+		args := append([]string{"train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "2000", "--seeds", "2", "--eps", "5", "--region", "l2,kl", "--seed", "4", "--json", "--log-level", "disabled"}, extra...)
+		code, out, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, stderr)
+		}
+		var r logLinearResult
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r1 := run("--workers", "1")
+	r3 := run("--workers", "3") // four jobs on three workers
+	for i, run := range r1.Runs {
+		n := len(run.CurveEpisodes)
+		if n != logLinearCurvePoints || len(run.Mean) != n || run.CurveEpisodes[n-1] != 2000 || run.CurveEpisodes[0] != 2 {
+			t.Fatalf("%s: %d curve points, first at %d, last at %d", run.Region, n, run.CurveEpisodes[0], run.CurveEpisodes[n-1])
+		}
+		for k := 1; k < n; k++ {
+			if run.Mean[k] < run.Mean[k-1] || run.CurveEpisodes[k] <= run.CurveEpisodes[k-1] {
+				t.Fatalf("%s: curve not increasing at point %d", run.Region, k)
+			}
+		}
+		// The last curve point is the mean of the seeds' cumulative regrets.
+		if mean, _ := meanStd(run.Final); math.Abs(run.Mean[n-1]-mean) > 1e-9*mean {
+			t.Errorf("%s: last curve point %v, mean final regret %v", run.Region, run.Mean[n-1], mean)
+		}
+		if !(run.FirstSlope > 0 && run.LastSlope > 0) {
+			t.Errorf("%s: slopes %v, %v", run.Region, run.FirstSlope, run.LastSlope)
+		}
+		if o := r3.Runs[i]; fmt.Sprint(o.Final, o.FinalValue, o.Mean, o.FirstSlope, o.LastSlope) != fmt.Sprint(run.Final, run.FinalValue, run.Mean, run.FirstSlope, run.LastSlope) {
+			t.Errorf("%s: --workers 3 differs from --workers 1", run.Region)
+		}
+	}
+	if r1.Eta != 0 {
+		t.Errorf("eta %v without --eta, want 0 (Table 2's schedule)", r1.Eta)
+	}
+	if r := run("--eta", "0.5"); r.Eta != 0.5 || fmt.Sprint(r.Runs[0].Final) == fmt.Sprint(r1.Runs[0].Final) {
+		t.Errorf("--eta 0.5: eta %v, final regrets %v (Table 2: %v)", r.Eta, r.Runs[0].Final, r1.Runs[0].Final)
+	} else if l2 := r.Runs[0]; l2.Region != "l2" || !(l2.ClipFirst > 0) || math.Abs(l2.ClipFirst-l2.ClipLast) > 1e-12*l2.ClipFirst {
+		// Proposition 4.4's S depends on eta only: constant with --eta.
+		t.Errorf("--eta 0.5, %s: S from %v to %v, want one constant S", l2.Region, l2.ClipFirst, l2.ClipLast)
+	}
+	// Table 2's schedule divides eta by 200 over the run, so S grows 200x.
+	if l2 := r1.Runs[0]; math.Abs(l2.ClipLast/l2.ClipFirst-200) > 1e-9 {
+		t.Errorf("Table 2, %s: S from %v to %v, want a ratio of 200", l2.Region, l2.ClipFirst, l2.ClipLast)
+	}
+	for _, v := range []string{"0", "-1", "NaN", "+Inf"} {
+		if code, _, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim", "--eta", v); code != exitUsage || !strings.Contains(stderr, "--eta") {
+			t.Errorf("--eta %s: exit %d %q", v, code, stderr)
+		}
+	}
+}
+
 // TestTrainLogLinearInitRight: --init-right starts from the given logit gap,
 // so the first episode's regret is that of the near-optimal policy
 // instead of the uniform policy's; a non-finite gap is a usage error.
