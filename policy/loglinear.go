@@ -213,8 +213,9 @@ type LogLinearLearner struct {
 	episodes int
 
 	gTheta, gPsi, probs []float64
-	fisherEp            Episode
-	quantile            float64 // cached q_{1-beta}: it depends only on the config
+	fisherBlk, fisherG  []float64 // Fisher blocks (S x A x A) and one score
+	fisherPi            []float64 // pi tabulated (S x A)
+	quantile            float64   // cached q_{1-beta}: it depends only on the config
 }
 
 // NewLogLinearLearner validates the configuration.
@@ -260,52 +261,82 @@ func (l *LogLinearLearner) ClipNorm(m TabularMDP, rng *rand.Rand) (float64, erro
 	case RegionL2Markov:
 		return math.Sqrt(2*c.Alpha*beta/(1+c.Z*c.Z*d)) / eta, nil
 	case RegionKL:
-		f := l.fisher(m, rng)
-		var eig mat.EigenSym
-		if !eig.Factorize(f, false) {
-			return 0, errors.New("policy: Fisher eigendecomposition failed")
-		}
-		vals := eig.Values(nil)
-		var tr, maxEig float64
-		for _, v := range vals {
-			tr += v
-			maxEig = math.Max(maxEig, v)
+		maxEig, tr, err := l.fisherMoments(m, rng)
+		if err != nil {
+			return 0, err
 		}
 		return math.Sqrt(2*c.Alpha*beta/(maxEig+c.Z*c.Z*tr)) / eta, nil
 	}
 	return 0, fmt.Errorf("policy: unknown trust region %v", c.Region)
 }
 
-// fisher estimates F = E[grad log pi grad log pi^T] + ridge I over the
-// state-action visits of FisherEpisodes public episodes.
-func (l *LogLinearLearner) fisher(m TabularMDP, rng *rand.Rand) *mat.SymDense {
+// fisherMoments estimates the Fisher matrix F = E[grad log pi grad log
+// pi^T] + ridge I over the state-action visits of FisherEpisodes public
+// episodes and returns its largest eigenvalue and its trace (Prop. 4.7).
+// grad log pi(a|s) = e_(s,a) - pi(.|s) lives on state s's coordinates, so F
+// is block diagonal with one A x A block per state, and its eigenvalues are
+// those of the blocks: closed form for A = 2, a small eigendecomposition
+// otherwise. It allocates nothing for A = 2.
+func (l *LogLinearLearner) fisherMoments(m TabularMDP, rng *rand.Rand) (maxEig, trace float64, err error) {
 	p := l.Policy
-	d := len(p.Theta)
-	f := mat.NewSymDense(d, nil)
-	g := make([]float64, d)
+	A := p.A
+	if len(l.fisherBlk) != p.S*A*A {
+		l.fisherBlk, l.fisherG, l.fisherPi = make([]float64, p.S*A*A), make([]float64, A), make([]float64, p.S*A)
+	}
+	blk, g, pt := l.fisherBlk, l.fisherG, l.fisherPi
+	clear(blk)
+	// The policy is fixed during the estimate: tabulate pi once. The
+	// episodes draw from rng exactly as Rollout does.
+	for s := range p.S {
+		p.Probs(pt[s*A:(s+1)*A], s)
+	}
 	n := 0
 	for e := 0; e < l.Config.FisherEpisodes; e++ {
-		p.Rollout(m, rng, &l.fisherEp)
-		for t, s := range l.fisherEp.States {
-			clear(g)
-			p.Probs(l.probs, s)
-			for b := 0; b < p.A; b++ {
-				g[s*p.A+b] = -l.probs[b]
+		s := m.Start()
+		for t := 0; t < m.Horizon(); t++ {
+			row := pt[s*A : (s+1)*A]
+			a := sample(rng, row)
+			for b := range g {
+				g[b] = -row[b]
 			}
-			g[s*p.A+l.fisherEp.Actions[t]]++
-			for i := s * p.A; i < (s+1)*p.A; i++ {
-				for j := i; j < (s+1)*p.A; j++ {
-					f.SetSym(i, j, f.At(i, j)+g[i]*g[j])
+			g[a]++
+			b := blk[s*A*A : (s+1)*A*A]
+			for i := range A {
+				for j := i; j < A; j++ {
+					b[i*A+j] += g[i] * g[j]
 				}
 			}
 			n++
+			s = sample(rng, m.Transition(s, a))
 		}
 	}
-	f.ScaleSym(1/float64(n), f)
-	for i := 0; i < d; i++ {
-		f.SetSym(i, i, f.At(i, i)+l.Config.FisherRidge)
+	ridge := l.Config.FisherRidge
+	maxEig = math.Inf(-1)
+	for s := range p.S {
+		b := blk[s*A*A : (s+1)*A*A]
+		for i := range A {
+			for j := i; j < A; j++ {
+				b[i*A+j] /= float64(n)
+				b[j*A+i] = b[i*A+j]
+			}
+			b[i*A+i] += ridge
+			trace += b[i*A+i]
+		}
+		var top float64
+		if A == 2 {
+			// [[a, c], [c, d]]: (a+d)/2 + sqrt(((a-d)/2)^2 + c^2).
+			top = (b[0]+b[3])/2 + math.Hypot((b[0]-b[3])/2, b[1])
+		} else {
+			var eig mat.EigenSym
+			if !eig.Factorize(mat.NewSymDense(A, b), false) {
+				return 0, 0, errors.New("policy: Fisher eigendecomposition failed")
+			}
+			vals := eig.Values(nil)
+			top = vals[len(vals)-1] // ascending
+		}
+		maxEig = math.Max(maxEig, top)
 	}
-	return f
+	return maxEig, trace, nil
 }
 
 // UpdateInfo describes one update.

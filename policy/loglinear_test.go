@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // riverSwim is RiverSwim's tables as ENVIRONMENTS.md states them, built here
@@ -242,5 +244,136 @@ func BenchmarkLogLinearEpisode(b *testing.B) {
 		if _, err := l.Update(m, &ep, rng); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func BenchmarkLogLinearEpisodeKL(b *testing.B) {
+	var m TabularMDP = newTableMDP(riverSwim{0.6})
+	cfg := DefaultLogLinearConfig()
+	cfg.Z = 1
+	cfg.Region = RegionKL
+	l, _ := NewLogLinearLearner(6, 2, cfg)
+	ev := NewTabularEvaluator(m)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var ep Episode
+	probs := l.Policy.Probs
+	b.ReportAllocs()
+	for b.Loop() {
+		ev.Value(probs)
+		l.Policy.Rollout(m, rng, &ep)
+		if _, err := l.Update(m, &ep, rng); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// randomMDP is a small MDP with random transition rows and rewards, for
+// actions other than two.
+type randomMDP struct {
+	nS, nA int
+	p      [][][]float64
+	r      [][]float64
+}
+
+func newRandomMDP(nS, nA int, rng *rand.Rand) randomMDP {
+	m := randomMDP{nS: nS, nA: nA, p: make([][][]float64, nS), r: make([][]float64, nS)}
+	for s := range nS {
+		m.p[s], m.r[s] = make([][]float64, nA), make([]float64, nA)
+		for a := range nA {
+			row, sum := make([]float64, nS), 0.0
+			for s2 := range row {
+				row[s2] = rng.Float64()
+				sum += row[s2]
+			}
+			for s2 := range row {
+				row[s2] /= sum
+			}
+			m.p[s][a], m.r[s][a] = row, rng.Float64()
+		}
+	}
+	return m
+}
+
+func (m randomMDP) NumStates() int                { return m.nS }
+func (m randomMDP) NumActions() int               { return m.nA }
+func (m randomMDP) Horizon() int                  { return 10 }
+func (m randomMDP) Start() int                    { return 0 }
+func (m randomMDP) Transition(s, a int) []float64 { return m.p[s][a] }
+func (m randomMDP) Reward(s, a int) float64       { return m.r[s][a] }
+
+// denseFisherMoments is the Fisher estimate written directly: the full
+// d x d matrix of the mean outer product of the scores over the same public
+// episodes, plus the ridge, and a d x d eigendecomposition.
+func denseFisherMoments(t *testing.T, p *LogLinear, c LogLinearConfig, m TabularMDP, rng *rand.Rand) (maxEig, trace float64) {
+	d := len(p.Theta)
+	f := mat.NewSymDense(d, nil)
+	g := make([]float64, d)
+	probs := make([]float64, p.A)
+	var ep Episode
+	n := 0
+	for range c.FisherEpisodes {
+		p.Rollout(m, rng, &ep)
+		for k, s := range ep.States {
+			clear(g)
+			p.Probs(probs, s)
+			for b := range p.A {
+				g[s*p.A+b] = -probs[b]
+			}
+			g[s*p.A+ep.Actions[k]]++
+			for i := range d {
+				for j := i; j < d; j++ {
+					f.SetSym(i, j, f.At(i, j)+g[i]*g[j])
+				}
+			}
+			n++
+		}
+	}
+	f.ScaleSym(1/float64(n), f)
+	for i := range d {
+		f.SetSym(i, i, f.At(i, i)+c.FisherRidge)
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(f, false) {
+		t.Fatal("eigendecomposition failed")
+	}
+	maxEig = math.Inf(-1)
+	for _, v := range eig.Values(nil) {
+		trace += v
+		maxEig = math.Max(maxEig, v)
+	}
+	return maxEig, trace
+}
+
+// TestFisherMomentsBlocks: the block-diagonal computation of the KL region's
+// Fisher moments agrees with the dense d x d computation on the same public
+// episodes, for two actions (closed form) and three (block eigensolver).
+func TestFisherMomentsBlocks(t *testing.T) {
+	setup := rand.New(rand.NewPCG(7, 8))
+	for _, tc := range []struct {
+		name string
+		m    TabularMDP
+	}{{"riverswim", riverSwim{0.6}}, {"random 3 actions", newRandomMDP(4, 3, setup)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultLogLinearConfig()
+			cfg.Z, cfg.Region = 1, RegionKL
+			l, err := NewLogLinearLearner(tc.m.NumStates(), tc.m.NumActions(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for trial := range 5 {
+				for i := range l.Policy.Theta {
+					l.Policy.Theta[i] = 2 * setup.NormFloat64()
+				}
+				seed := uint64(100 + trial)
+				gotMax, gotTr, err := l.fisherMoments(tc.m, rand.New(rand.NewPCG(seed, 1)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantMax, wantTr := denseFisherMoments(t, l.Policy, cfg, tc.m, rand.New(rand.NewPCG(seed, 1)))
+				if math.Abs(gotMax-wantMax) > 1e-12 || math.Abs(gotTr-wantTr) > 1e-12 {
+					t.Errorf("trial %d: max eig %v, trace %v; dense %v, %v", trial, gotMax, gotTr, wantMax, wantTr)
+				}
+			}
+		})
 	}
 }

@@ -374,7 +374,7 @@ func (r logLinearResult) text(w io.Writer) error {
 	}
 	for _, run := range r.Runs {
 		mean, std := meanStd(run.Final)
-		if _, err := fmt.Fprintf(w, "  epsilon %.3g (z = %.3f) %-3s cumulative regret %.1f ± %.1f over %d seeds; regret per episode first 10%% %.3g, last 10%% %.3g; S %.3g to %.3g; final values %s\n",
+		if _, err := fmt.Fprintf(w, "  epsilon %.3g (z = %.3f) %-3s cumulative regret %.1f ± %.1f over %d seeds; regret per episode first 10%% %.4g, last 10%% %.4g; S %.3g to %.3g; final values %s\n",
 			run.Epsilon, run.Z, run.Region, mean, std, len(run.Final), run.FirstSlope, run.LastSlope, run.ClipFirst, run.ClipLast, formatFloats(run.FinalValue)); err != nil {
 			return err
 		}
