@@ -66,6 +66,7 @@ type trainFlags struct {
 	clipAtLR0 bool
 	initRight float64
 	eta       float64
+	baseLR    float64
 	alpha     float64
 }
 
@@ -190,6 +191,7 @@ production release.`,
 	fl.IntVar(&f.seeds, "seeds", 0, "runs with seeds --seed, --seed+1, ... and their mean and std over seeds (default 1; dppg-loglinear: 5 per configuration)")
 	fl.Float64Var(&f.alpha, "alpha", policy.DefaultLogLinearConfig().Alpha, "dppg-loglinear: trust region size alpha > 0 (Table 2: 3.5)")
 	fl.Float64Var(&f.eta, "eta", 0, "dppg-loglinear: constant policy step size eta > 0 instead of Table 2's schedule (12, divided by 5 every 50 episodes, floor 0.06)")
+	fl.Float64Var(&f.baseLR, "baseline-lr", policy.DefaultLogLinearConfig().BaselineLR, "dppg-loglinear: step size >= 0 of the private linear baseline (0: the baseline stays 0 and the returns are the advantages; epsilon still composes its mechanism, an upper bound)")
 	fl.Float64Var(&f.initRight, "init-right", 0, "dppg-loglinear: start from the policy with logit gap theta(s, right) - theta(s, left) equal to this in every state (0: uniform, the paper's start; large: near the optimal policy)")
 	fl.BoolVar(&f.clipAtLR0, "clip-at-lr0", false, "dppg-loglinear: compute the trust-region clipping norm at eta_0 instead of the current eta")
 	fl.StringVar(&f.diag, "diag", "", "write per-update diagnostics (entropy, value loss, clipped fractions, signal and noise norms; computed from raw user data, for tuning simulations only) as JSON Lines to this file")
@@ -215,7 +217,7 @@ var trainFlagAlgos = func() map[string][]string {
 	}
 	m["seeds"] = []string{"dppg", "ppo", algoLogLinear}
 	m["workers"] = []string{"dppg", "ppo", algoLogLinear}
-	for _, name := range []string{"eps", "region", "episodes", "clip-at-lr0", "alpha", "init-right", "eta"} {
+	for _, name := range []string{"eps", "region", "episodes", "clip-at-lr0", "alpha", "init-right", "eta", "baseline-lr"} {
 		m[name] = []string{algoLogLinear}
 	}
 	return m

@@ -441,8 +441,23 @@ func TestTrainLogLinear(t *testing.T) {
 	if code, _, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "cartpole"); code != exitUsage || !strings.Contains(stderr, "riverswim") {
 		t.Errorf("cartpole accepted: exit %d %q", code, stderr)
 	}
-	if r.Alpha != 3.5 {
-		t.Errorf("alpha %v, want Table 2's 3.5", r.Alpha)
+	if r.Alpha != 3.5 || r.BaselineLR != 0.1 {
+		t.Errorf("alpha %v, baseline lr %v, want Table 2's 3.5 and our default 0.1", r.Alpha, r.BaselineLR)
+	}
+	for _, v := range []string{"-1", "NaN", "+Inf"} {
+		if code, _, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim", "--baseline-lr", v); code != exitUsage || !strings.Contains(stderr, "--baseline-lr") {
+			t.Errorf("--baseline-lr %s: exit %d %q", v, code, stderr)
+		}
+	}
+	// The baseline's step size reaches the learner: without a baseline the
+	// same seeds give other regrets.
+	code, out, stderr = runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim-0.9", "--episodes", "30", "--seeds", "2", "--eps", "5", "--region", "l2,kl", "--seed", "1", "--baseline-lr", "0", "--json", "--log-level", "disabled")
+	var r0 logLinearResult
+	if code != 0 || json.Unmarshal([]byte(out), &r0) != nil {
+		t.Fatalf("--baseline-lr 0: exit %d: %s", code, stderr)
+	}
+	if r0.BaselineLR != 0 || fmt.Sprint(r0.Runs[0].Final) == fmt.Sprint(r.Runs[0].Final) {
+		t.Errorf("--baseline-lr 0: baseline lr %v, regrets %v as with 0.1", r0.BaselineLR, r0.Runs[0].Final)
 	}
 	for _, a := range []string{"0", "-1", "+Inf", "NaN"} {
 		if code, _, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim", "--alpha", a); code != exitUsage || !strings.Contains(stderr, "--alpha") {
