@@ -377,3 +377,112 @@ func TestFisherMomentsBlocks(t *testing.T) {
 		})
 	}
 }
+
+// TestExactPolicyGradientRiverSwim: gradient ascent with the exact gradient
+// of the start-state value (central differences on the model) from the
+// uniform policy reaches the optimum, so RiverSwim's "always left" trap is
+// not a property of policy gradient itself (policy/REPRODUCE.md).
+func TestExactPolicyGradientRiverSwim(t *testing.T) {
+	for _, p := range []float64{0.6, 0.9} {
+		m := newTableMDP(riverSwim{p})
+		ev := NewTabularEvaluator(m)
+		pol := NewLogLinear(6, 2)
+		g := make([]float64, len(pol.Theta))
+		const h = 1e-6
+		for range 5000 {
+			for i := range pol.Theta {
+				pol.Theta[i] += h
+				up := ev.Value(pol.Probs)
+				pol.Theta[i] -= 2 * h
+				down := ev.Value(pol.Probs)
+				pol.Theta[i] += h
+				g[i] = (up - down) / (2 * h)
+			}
+			for i := range g {
+				pol.Theta[i] += 10 * g[i]
+			}
+		}
+		if v, opt := ev.Value(pol.Probs), OptimalTabular(m); v < 0.99*opt {
+			t.Errorf("p = %g: exact gradient ascent reached %.4f of %.4f", p, v, opt)
+		}
+	}
+}
+
+// TestClippedGradientBias: without noise, per-episode gradients clipped to
+// a small S lead every seed to "always left", and a large S to the optimum.
+// The evidence for "right" is in rare episodes with large gradients (the
+// test checks that too): clipping them to the norm of the common ones
+// leaves the 0.005 reward for swimming left in charge.
+func TestClippedGradientBias(t *testing.T) {
+	var m TabularMDP = newTableMDP(riverSwim{0.6})
+	ev := NewTabularEvaluator(m)
+	// Gradient norms at the uniform policy, no baseline.
+	pol := NewLogLinear(6, 2)
+	rng := rand.New(rand.NewPCG(1, 1))
+	var ep Episode
+	probs := make([]float64, 2)
+	g := make([]float64, 12)
+	norms := make([]float64, 20000)
+	for e := range norms {
+		pol.Rollout(m, rng, &ep)
+		clear(g)
+		G := 0.0
+		for k := len(ep.States) - 1; k >= 0; k-- {
+			G = ep.Rewards[k] + 0.99*G
+			s := ep.States[k]
+			pol.Probs(probs, s)
+			g[2*s] -= probs[0] * G
+			g[2*s+1] -= probs[1] * G
+			g[2*s+ep.Actions[k]] += G
+		}
+		ss := 0.0
+		for _, v := range g {
+			ss += v * v
+		}
+		norms[e] = math.Sqrt(ss)
+	}
+	var small, large int
+	for _, n := range norms {
+		if n < 1 {
+			small++
+		}
+		if n > 5 {
+			large++
+		}
+	}
+	if small < 19400 || large < 2 {
+		t.Errorf("gradient norms at the uniform policy: %d of 20000 below 1, %d above 5; want >= 97%% below 1 and a few above 5", small, large)
+	}
+	for _, tc := range []struct {
+		S          float64
+		wantOptima bool
+	}{{1, false}, {10, true}} {
+		for seed := uint64(1); seed <= 4; seed++ {
+			cfg := DefaultLogLinearConfig()
+			// No noise to speak of; Proposition 4.5's S with z ~ 0 is
+			// sqrt(2 alpha beta) / eta: set alpha for the wanted S.
+			cfg.Z, cfg.Region = 1e-12, RegionL2Markov
+			cfg.LR0, cfg.LRMin, cfg.LRFactor = 0.01, 0.01, 1
+			cfg.Alpha = (tc.S * 0.01) * (tc.S * 0.01) / (2 * (1 - cfg.Confidence))
+			l, err := NewLogLinearLearner(6, 2, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(seed, 2))
+			for range 5000 {
+				l.Policy.Rollout(m, rng, &ep)
+				info, err := l.Update(m, &ep, rng)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if math.Abs(info.S-tc.S) > 1e-9*tc.S {
+					t.Fatalf("S = %v, want %v", info.S, tc.S)
+				}
+			}
+			v := ev.Value(l.Policy.Probs)
+			if got := v > 3; got != tc.wantOptima {
+				t.Errorf("S = %g, seed %d: final value %.3f (optimum 3.397, always left 0.1)", tc.S, seed, v)
+			}
+		}
+	}
+}
