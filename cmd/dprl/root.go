@@ -111,6 +111,7 @@ Exit status: 0 success, 1 failure, 2 usage error.`,
 		newBenchCmd(a),
 		newTrainCmd(a),
 		newOfflineCmd(a),
+		newPlotCmd(a),
 	)
 	return root
 }

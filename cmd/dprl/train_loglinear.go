@@ -408,30 +408,47 @@ func formatFloats(x []float64) string {
 // writeRegretPNG plots the mean cumulative regret of every run against the
 // episode number.
 func writeRegretPNG(path string, r logLinearResult) error {
+	title := fmt.Sprintf("%s, log-linear DPPG (p = %g, mean of %d seeds)", r.Env, r.P, len(r.Runs[0].Final))
+	return plotRegret(path, title, []logLinearResult{r}, false)
+}
+
+// plotRegret draws the mean cumulative regret curve of every run of the
+// results on one figure; withP adds each result's p to the legend. Runs at
+// epsilon < 2 are dashed (the paper's Figure 1 convention).
+func plotRegret(path, title string, results []logLinearResult, withP bool) error {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s, log-linear DPPG (p = %g, mean of %d seeds)", r.Env, r.P, len(r.Runs[0].Final))
+	p.Title.Text = title
 	p.X.Label.Text = "episodes"
 	p.Y.Label.Text = "cumulative regret"
 	colors := []plotColor{{0x1f, 0x77, 0xb4, 0xff}, {0xff, 0x7f, 0x0e, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0xd6, 0x27, 0x28, 0xff}, {0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff}}
 	p.Add(plotter.NewGrid())
-	for i, run := range r.Runs {
-		xy := make(plotter.XYs, len(run.Mean))
-		for k, v := range run.Mean {
-			xy[k] = plotter.XY{X: float64(run.CurveEpisodes[k]), Y: v}
+	i := 0
+	for _, r := range results {
+		for _, run := range r.Runs {
+			xy := make(plotter.XYs, len(run.Mean))
+			for k, v := range run.Mean {
+				xy[k] = plotter.XY{X: float64(run.CurveEpisodes[k]), Y: v}
+			}
+			line, err := plotter.NewLine(xy)
+			if err != nil {
+				return err
+			}
+			line.Color = colors[i%len(colors)]
+			i++
+			line.Width = vg.Points(1.5)
+			if run.Epsilon < 2 {
+				line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+			}
+			p.Add(line)
+			label := fmt.Sprintf("DPPG-%s, ε = %.2g", strings.ToUpper(run.Region), run.Epsilon)
+			if withP {
+				label += fmt.Sprintf(", p = %g", r.P)
+			}
+			p.Legend.Add(label, line)
 		}
-		line, err := plotter.NewLine(xy)
-		if err != nil {
-			return err
-		}
-		line.Color = colors[i%len(colors)]
-		line.Width = vg.Points(1.5)
-		if run.Epsilon < 2 {
-			line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-		}
-		p.Add(line)
-		p.Legend.Add(fmt.Sprintf("DPPG-%s, ε = %.2g", strings.ToUpper(run.Region), run.Epsilon), line)
 	}
 	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.YOffs = -vg.Points(6) // clear of the title
 	return p.Save(6*vg.Inch, 4*vg.Inch, path)
 }
 
