@@ -56,9 +56,8 @@ func TestOptimalAndEvaluate(t *testing.T) {
 }
 
 // TestLogLinearLearnsRiverSwim checks the learner end to end at low noise:
-// with a constant learning rate the policy reaches the optimal value.
-// (At epsilon 1 or 5 with Table 2's schedule the noise dominates in our runs
-// so far; the reproduction is tracked in the policy issue.)
+// with a constant learning rate the policy reaches the optimal value. (At
+// epsilon 1 or 5 it takes millions of episodes; policy/REPRODUCE.md.)
 func TestLogLinearLearnsRiverSwim(t *testing.T) {
 	for _, region := range []TrustRegion{RegionL2} {
 		t.Run(region.String(), func(t *testing.T) {
