@@ -32,6 +32,15 @@ func TestPlotRegret(t *testing.T) {
 	if st, err := os.Stat(png); err != nil || st.Size() == 0 {
 		t.Fatalf("plot: %v", err)
 	}
+	// Log axes, with a run whose first regrets are 0 (started at the optimum).
+	c := write("c.json", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "20", "--seeds", "1", "--eps", "5", "--region", "l2", "--init-right", "40")
+	logPNG := filepath.Join(dir, "regret-log.png")
+	if code, _, stderr := runCLI(t, "plot", "regret", "--log", "--out", logPNG, a, c); code != 0 {
+		t.Fatalf("--log: exit %d: %s", code, stderr)
+	}
+	if st, err := os.Stat(logPNG); err != nil || st.Size() == 0 {
+		t.Fatalf("log plot: %v", err)
+	}
 	bad := filepath.Join(dir, "bad.json")
 	if err := os.WriteFile(bad, []byte(`{"method":"dppg-loglinear","runs":[],"extra":1}`), 0o644); err != nil {
 		t.Fatal(err)

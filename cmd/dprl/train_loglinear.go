@@ -409,25 +409,37 @@ func formatFloats(x []float64) string {
 // episode number.
 func writeRegretPNG(path string, r logLinearResult) error {
 	title := fmt.Sprintf("%s, log-linear DPPG (p = %g, mean of %d seeds)", r.Env, r.P, len(r.Runs[0].Final))
-	return plotRegret(path, title, []logLinearResult{r}, false)
+	return plotRegret(path, title, []logLinearResult{r}, false, false)
 }
 
 // plotRegret draws the mean cumulative regret curve of every run of the
-// results on one figure; withP adds each result's p to the legend. Runs at
+// results on one figure; withP adds each result's p to the legend, logLog
+// uses logarithmic axes (where linear regret has slope 1 and sublinear
+// regret bends below it; points with zero regret are left out). Runs at
 // epsilon < 2 are dashed (the paper's Figure 1 convention).
-func plotRegret(path, title string, results []logLinearResult, withP bool) error {
+func plotRegret(path, title string, results []logLinearResult, withP, logLog bool) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "episodes"
 	p.Y.Label.Text = "cumulative regret"
+	if logLog {
+		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+		p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	}
 	colors := []plotColor{{0x1f, 0x77, 0xb4, 0xff}, {0xff, 0x7f, 0x0e, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0xd6, 0x27, 0x28, 0xff}, {0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff}}
 	p.Add(plotter.NewGrid())
 	i := 0
 	for _, r := range results {
 		for _, run := range r.Runs {
-			xy := make(plotter.XYs, len(run.Mean))
+			xy := make(plotter.XYs, 0, len(run.Mean))
 			for k, v := range run.Mean {
-				xy[k] = plotter.XY{X: float64(run.CurveEpisodes[k]), Y: v}
+				if logLog && !(v > 0) {
+					continue
+				}
+				xy = append(xy, plotter.XY{X: float64(run.CurveEpisodes[k]), Y: v})
+			}
+			if len(xy) == 0 {
+				continue
 			}
 			line, err := plotter.NewLine(xy)
 			if err != nil {
