@@ -355,6 +355,10 @@ func (l *LogLinearLearner) Update(m TabularMDP, ep *Episode, rng *rand.Rand) (Up
 	if err != nil {
 		return UpdateInfo{}, err
 	}
+	if !(S > 0) || math.IsInf(S, 0) {
+		// A Fisher estimate without a ridge is 0 at a deterministic policy.
+		return UpdateInfo{}, fmt.Errorf("policy: log-linear clipping norm S = %v, want a finite S > 0 (with the KL region, use a Fisher ridge > 0)", S)
+	}
 	eta := l.LR()
 	p, c := l.Policy, l.Config
 	clear(l.gTheta)

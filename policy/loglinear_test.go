@@ -3,6 +3,7 @@ package policy
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -482,6 +483,34 @@ func TestClippedGradientBias(t *testing.T) {
 			if got := v > 3; got != tc.wantOptima {
 				t.Errorf("S = %g, seed %d: final value %.3f (optimum 3.397, always left 0.1)", tc.S, seed, v)
 			}
+		}
+	}
+}
+
+// TestLogLinearSingularFisher: without a ridge the Fisher estimate of a
+// deterministic policy is 0 and S infinite; Update refuses it and changes
+// nothing.
+func TestLogLinearSingularFisher(t *testing.T) {
+	var m TabularMDP = newTableMDP(riverSwim{0.6})
+	cfg := DefaultLogLinearConfig()
+	cfg.Z, cfg.Region, cfg.FisherRidge = 1, RegionKL, 0
+	l, err := NewLogLinearLearner(6, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range 6 {
+		l.Policy.Theta[2*s], l.Policy.Theta[2*s+1] = -1000, 1000
+	}
+	before := append([]float64(nil), l.Policy.Theta...)
+	rng := rand.New(rand.NewPCG(1, 1))
+	var ep Episode
+	l.Policy.Rollout(m, rng, &ep)
+	if _, err := l.Update(m, &ep, rng); err == nil || !strings.Contains(err.Error(), "ridge") {
+		t.Fatalf("Update = %v, want an error about the ridge", err)
+	}
+	for i, v := range l.Policy.Theta {
+		if v != before[i] {
+			t.Fatalf("theta[%d] changed to %v", i, v)
 		}
 	}
 }
