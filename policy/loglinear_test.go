@@ -228,30 +228,15 @@ func TestLogLinearLoopAllocs(t *testing.T) {
 	}
 }
 
-func BenchmarkLogLinearEpisode(b *testing.B) {
-	var m TabularMDP = newTableMDP(riverSwim{0.6})
-	cfg := DefaultLogLinearConfig()
-	cfg.Z = 1
-	l, _ := NewLogLinearLearner(6, 2, cfg)
-	ev := NewTabularEvaluator(m)
-	rng := rand.New(rand.NewPCG(5, 6))
-	var ep Episode
-	probs := l.Policy.Probs
-	b.ReportAllocs()
-	for b.Loop() {
-		ev.Value(probs)
-		l.Policy.Rollout(m, rng, &ep)
-		if _, err := l.Update(m, &ep, rng); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkLogLinearEpisode(b *testing.B)   { benchLogLinearEpisode(b, RegionL2) }
+func BenchmarkLogLinearEpisodeKL(b *testing.B) { benchLogLinearEpisode(b, RegionKL) }
 
-func BenchmarkLogLinearEpisodeKL(b *testing.B) {
+// benchLogLinearEpisode measures one episode of the regret loop: exact
+// evaluation, roll-out and update under the given trust region.
+func benchLogLinearEpisode(b *testing.B, region TrustRegion) {
 	var m TabularMDP = newTableMDP(riverSwim{0.6})
 	cfg := DefaultLogLinearConfig()
-	cfg.Z = 1
-	cfg.Region = RegionKL
+	cfg.Z, cfg.Region = 1, region
 	l, _ := NewLogLinearLearner(6, 2, cfg)
 	ev := NewTabularEvaluator(m)
 	rng := rand.New(rand.NewPCG(5, 6))
