@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -297,5 +298,19 @@ func TestSessionLog(t *testing.T) {
 	}
 	if n != 5 {
 		t.Errorf("%d sessions logged, want 5", n)
+	}
+}
+
+// The agent refuses tree-aggregated noise, whose accounting assumes that
+// each user enters one leaf and whose open nodes it does not persist.
+func TestConfigRejectsTree(t *testing.T) {
+	cfg := cartpoleConfig(4)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Policy.DP.TreeLeaves = 16
+	err := cfg.Validate()
+	if err == nil || !strings.Contains(err.Error(), "tree aggregation") {
+		t.Fatalf("tree-aggregated config: %v, want a tree aggregation error", err)
 	}
 }

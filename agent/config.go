@@ -71,6 +71,9 @@ func (c Config) Validate() error {
 	if c.Policy.DP.Mode == policy.ModePPO || c.Policy.DP.Mode == policy.ModeClipOnly {
 		bad("DP mode %v is not private; the agent runs mode dp only", c.Policy.DP.Mode)
 	}
+	if c.Policy.DP.TreeLeaves != 0 {
+		bad("tree aggregation (tree leaves %d) is for in-process training only: the agent's users may return, and a tree's open nodes are not persisted", c.Policy.DP.TreeLeaves)
+	}
 	if !(c.Delta > 0 && c.Delta < 1) {
 		bad("delta = %v, want 0 < delta < 1", c.Delta)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 )
 
@@ -23,6 +24,27 @@ var ErrEmptyBatch = errors.New("policy: aggregator holds no update")
 // with the fixed denominator K also when fewer than K updates were added (an
 // early flush). In ModePPO nothing is clipped and no noise is added.
 //
+// With DPConfig.TreeLeaves = N > 0 the noise is tree-aggregated instead (the
+// binary mechanism, Chan, Shi and Song 2011, Sec. 3.4; DP-FTRL, Kairouz et
+// al. 2021, Alg. 1 and Thm. 2.1). Let x_t = (1/K) sum_u g_u be the t-th
+// averaged clipped update since the tree's start. Every dyadic block of
+// leaves [k 2^h + 1, (k+1) 2^h] is a node; when its last leaf arrives the
+// node's sum is released once, with noise N(0, sigma^2 I), sigma = z sqrt(L)
+// S / K. The noisy prefix sum P~_t adds the nodes of t's binary expansion, and
+// Release returns g~_t = P~_t - P~_{t-1}, so theta_0 + eta sum_{s<=t} g~_s =
+// theta_0 + eta P~_t: the parameters carry the noise of at most L nodes
+// whatever t is, instead of t independent draws. After N releases the tree
+// restarts (P~ from 0; theta keeps what it has). Privacy: a leaf t <= N lies
+// in at most L = bits.Len(N) = floor(log2 N) + 1 released nodes (a level-h
+// node exists only if 2^h <= N), each a Gaussian mechanism of sensitivity S/K
+// (one user changes x_t by at most S/K; the fixed denominator K holds for an
+// early flush too) and noise sigma, i.e. mu_h = (S/K)/sigma-GDP. Under
+// adaptive composition (Dong, Roth and Su 2022, Cor. 3.3) the user's release
+// is sqrt(L) (S/K)/sigma = 1/z-GDP: exactly the Gaussian mechanism with
+// multiplier z that the accountant charges (the other users' leaves depend on
+// the user only through earlier releases). Each user enters one leaf of one
+// tree, so the per-session epsilon is that of z, as without the tree.
+//
 // Every noise draw comes from the *rand.Rand given to NewAggregator; the
 // production path passes a generator seeded from crypto/rand. An Aggregator is
 // not safe for concurrent use.
@@ -32,6 +54,12 @@ type Aggregator struct {
 	sum, tmp []float64
 	count    int
 	rng      *rand.Rand
+	// Tree aggregation (cfg.TreeLeaves > 0): exact[h] is the exact sum of
+	// the open level-h node, noisy[h] the released value of the level-h node
+	// in the current prefix (zero when bit h of t is clear); t counts the
+	// releases of the current tree.
+	exact, noisy [][]float64
+	t            int
 }
 
 // NewAggregator returns an aggregator for a joint vector of nPolicy + nValue
@@ -51,7 +79,15 @@ func NewAggregator(cfg DPConfig, nPolicy, nValue int, rng *rand.Rand) (*Aggregat
 		return nil, err
 	}
 	n := nPolicy + nValue
-	return &Aggregator{cfg: cfg, nPi: nPolicy, n: n, sum: make([]float64, n), tmp: make([]float64, n), rng: rng}, nil
+	a := &Aggregator{cfg: cfg, nPi: nPolicy, n: n, sum: make([]float64, n), tmp: make([]float64, n), rng: rng}
+	if cfg.TreeLeaves > 0 {
+		L := cfg.TreeLevels()
+		a.exact, a.noisy = make([][]float64, L), make([][]float64, L)
+		for h := range L {
+			a.exact[h], a.noisy[h] = make([]float64, n), make([]float64, n)
+		}
+	}
+	return a, nil
 }
 
 // Len returns the number of updates added since the last Release.
@@ -60,9 +96,10 @@ func (a *Aggregator) Len() int { return a.count }
 // Full reports whether K updates are held.
 func (a *Aggregator) Full() bool { return a.count == a.cfg.UsersPerUpdate }
 
-// NoiseStd returns the per-coordinate noise standard deviation z S / K.
+// NoiseStd returns the per-coordinate standard deviation of the noise of one
+// release, z S / K, or with tree aggregation of one tree node, z sqrt(L) S / K.
 func (a *Aggregator) NoiseStd() float64 {
-	return a.cfg.NoiseMultiplier * a.cfg.ClipNorm / float64(a.cfg.UsersPerUpdate)
+	return a.cfg.NoiseMultiplier * math.Sqrt(float64(a.cfg.TreeLevels())) * a.cfg.ClipNorm / float64(a.cfg.UsersPerUpdate)
 }
 
 // Add accumulates one local update g_u (len nPolicy+nValue; not retained),
@@ -109,6 +146,10 @@ func (a *Aggregator) Release(gTilde []float64) error {
 	}
 	invK := 1 / float64(a.cfg.UsersPerUpdate)
 	std := a.NoiseStd()
+	if a.exact != nil {
+		a.releaseTree(gTilde, invK, std)
+		return nil
+	}
 	for i, v := range a.sum {
 		g := v * invK
 		if std > 0 {
@@ -119,6 +160,45 @@ func (a *Aggregator) Release(gTilde []float64) error {
 	clear(a.sum)
 	a.count = 0
 	return nil
+}
+
+// releaseTree is Release with tree aggregation: leaf t = a.t+1 closes the
+// level-h node, h = trailing zeros of t, whose exact sum is the leaf plus the
+// open nodes below h; that node is noised once, and g~ = noisy[h] - sum_{j<h}
+// noisy[j] (the levels below h leave the prefix, level h joins it).
+func (a *Aggregator) releaseTree(gTilde []float64, invK, std float64) {
+	a.t++
+	h := bits.TrailingZeros(uint(a.t))
+	top, ntop := a.exact[h], a.noisy[h]
+	for i, v := range a.sum {
+		x := v * invK
+		for j := range h {
+			x += a.exact[j][i]
+		}
+		top[i] = x
+		g := x
+		if std > 0 {
+			g += std * a.rng.NormFloat64()
+		}
+		ntop[i] = g
+		for j := range h {
+			g -= a.noisy[j][i]
+		}
+		gTilde[i] = g
+	}
+	for j := range h {
+		clear(a.exact[j])
+		clear(a.noisy[j])
+	}
+	clear(a.sum)
+	a.count = 0
+	if a.t == a.cfg.TreeLeaves {
+		for h := range a.exact {
+			clear(a.exact[h])
+			clear(a.noisy[h])
+		}
+		a.t = 0
+	}
 }
 
 // ApplyUpdate performs theta <- theta + eta * gTilde in place.

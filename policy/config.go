@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 )
 
 // Mode selects the mechanism applied to the local updates.
@@ -61,6 +62,28 @@ type DPConfig struct {
 	// clips the policy only (S_pi = S); our defaults give the policy 0.8 of
 	// the squared norm (S_pi = 0.894 S).
 	PolicyClipShare float64
+	// TreeLeaves, if > 0, replaces Algorithm 2's independent noise per
+	// release by tree-aggregated noise (the binary mechanism of Chan, Shi and
+	// Song 2011 as used by DP-FTRL, Kairouz et al. 2021): the released
+	// updates are the differences of noisy prefix sums of the averaged
+	// clipped updates, so the noise carried by the parameters grows like
+	// log T instead of sqrt(T). The tree restarts every TreeLeaves releases
+	// (each user's update enters exactly one tree). Each tree node gets noise
+	// std z sqrt(L) S / K, L = bits.Len(TreeLeaves), the most nodes one
+	// release enters, so that a user's L nodes together form one Gaussian
+	// mechanism with multiplier z and the epsilon of z is unchanged (see
+	// Aggregator). 0: Algorithm 2. Only for in-process training (Train):
+	// the agent refuses it.
+	TreeLeaves int
+}
+
+// TreeLevels returns L, the number of noisy tree nodes one release enters
+// (bits.Len(TreeLeaves)), or 1 without tree aggregation.
+func (c DPConfig) TreeLevels() int {
+	if c.TreeLeaves <= 0 {
+		return 1
+	}
+	return bits.Len(uint(c.TreeLeaves))
 }
 
 // Validate reports every problem at once.
@@ -94,6 +117,9 @@ func (c DPConfig) Validate() error {
 	}
 	if c.UsersPerUpdate < 1 {
 		bad("users per update K = %d, must be >= 1", c.UsersPerUpdate)
+	}
+	if c.TreeLeaves < 0 {
+		bad("tree leaves = %d, must be >= 0 (0: no tree aggregation)", c.TreeLeaves)
 	}
 	return errors.Join(errs...)
 }

@@ -132,6 +132,10 @@ func ConfigHash(cfg Config) [32]byte {
 			f(v)
 		}
 	}
+	if d.TreeLeaves != 0 {
+		b = append(b, "tree_leaves"...)
+		u(uint64(d.TreeLeaves))
+	}
 	return sha256.Sum256(append([]byte("dprl.policy.config.v1\x00"), b...))
 }
 
@@ -207,6 +211,9 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 	}
 	if err := s.DP.Validate(); err != nil {
 		return nil, fmt.Errorf("policy: snapshot: %w", err)
+	}
+	if s.DP.TreeLeaves != 0 {
+		return nil, fmt.Errorf("policy: snapshot: format %d cannot record tree aggregation (tree leaves %d)", SnapshotFormatVersion, s.DP.TreeLeaves)
 	}
 	for i, x := range s.Theta {
 		if math.IsNaN(x) || math.IsInf(x, 0) {

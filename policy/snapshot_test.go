@@ -163,6 +163,11 @@ func TestSnapshotMarshalRejectsInvalid(t *testing.T) {
 		t.Error("spec with both action counts marshalled")
 	}
 	s.Spec.ActionDim = 0
+	s.DP.TreeLeaves = 8
+	if _, err := s.MarshalBinary(); err == nil {
+		t.Error("a tree-aggregated config marshalled (format 1 cannot record it)")
+	}
+	s.DP.TreeLeaves = 0
 	s.DP.Mode = ModeUnset
 	if _, err := s.MarshalBinary(); err == nil {
 		t.Error("invalid DP config marshalled")
@@ -180,6 +185,11 @@ func TestConfigHash(t *testing.T) {
 	b.DP.NoiseMultiplier = 3
 	if ConfigHash(a) == ConfigHash(b) {
 		t.Fatal("z does not change the hash")
+	}
+	b = DefaultControlConfig()
+	b.DP.TreeLeaves = 1024
+	if ConfigHash(a) == ConfigHash(b) {
+		t.Fatal("tree aggregation does not change the hash")
 	}
 }
 

@@ -50,6 +50,7 @@ type trainFlags struct {
 	lambda       float64
 	anneal       bool
 	serverLR     float64
+	tree         string
 	average      float64
 	fresh        bool
 	valueScale   float64
@@ -79,17 +80,20 @@ const (
 
 // trainResult is the output of dprl train.
 type trainResult struct {
-	Env            string  `json:"env"`
-	Method         string  `json:"method"`
-	EvalMean       float64 `json:"eval_mean"`
-	EvalStd        float64 `json:"eval_std"`
-	EvalEpisodes   int     `json:"eval_episodes"`
-	Epsilon        float64 `json:"epsilon"`
-	Delta          float64 `json:"delta"`
-	Accountant     string  `json:"accountant,omitempty"`
-	Z              float64 `json:"z"`
-	Clip           float64 `json:"clip"`
-	K              int     `json:"k"`
+	Env          string  `json:"env"`
+	Method       string  `json:"method"`
+	EvalMean     float64 `json:"eval_mean"`
+	EvalStd      float64 `json:"eval_std"`
+	EvalEpisodes int     `json:"eval_episodes"`
+	Epsilon      float64 `json:"epsilon"`
+	Delta        float64 `json:"delta"`
+	Accountant   string  `json:"accountant,omitempty"`
+	Z            float64 `json:"z"`
+	Clip         float64 `json:"clip"`
+	K            int     `json:"k"`
+	// TreeLeaves is --tree: the releases per noise tree (0: independent
+	// noise per release, Algorithm 2).
+	TreeLeaves     int     `json:"tree_leaves,omitempty"`
 	Users          int     `json:"users"`
 	Updates        int     `json:"updates"`
 	Steps          int64   `json:"steps"`
@@ -123,6 +127,16 @@ whatever the number of users. --epsilon E sets z from a target instead: the
 smallest z whose epsilon at --delta is at most E. --algo ppo is the
 non-private baseline.
 
+--tree run replaces the independent noise of each release by tree-aggregated
+noise (the binary mechanism of DP-FTRL): the releases are differences of
+noisy prefix sums of the averaged updates, each tree node carries noise
+z sqrt(L) S / K with L = floor(log2 N) + 1 for a tree of N releases, and the
+parameters carry the noise of at most L nodes instead of one draw per
+release. A user's update still enters one leaf, so the epsilon of z is
+unchanged. --tree N starts a new tree every N releases. CartPole's default is
+K = 8 with --tree run and --server-lr 0.5 (the agent, which cannot use a
+tree, keeps K = 32).
+
 The final policy is evaluated on --eval-episodes episodes with actions sampled
 from the policy (the paper's protocol). --seeds N repeats the run for seeds
 --seed, --seed+1, ..., each identical to the single run with that seed, and
@@ -132,7 +146,8 @@ reports eval return against epsilon (--plot: the privacy-utility curve). Progres
 stdout (text or --json); --plot writes the learning curve as PNG.
 
 Defaults depend on --env (flags override them; policy/REPRODUCE.md has the
-measurements). Control tasks: Table 3 except 16x16 networks, K = 32,
+measurements). Control tasks: Table 3 except 16x16 networks, K = 32
+(cartpole: K = 8 with --tree run --server-lr 0.5),
 S = 0.2, E = 3, entropy 0.01, advantages not standardised, the local Adam
 state reset to m = 0, v = g~^2 each iteration (--moment-reset second; the
 paper's m = -g~ makes a converged policy drift); cartpole also
@@ -179,7 +194,8 @@ production release.`,
 	fl.Float64Var(&f.valueScale, "value-scale", 10, "public return scale c: the critic predicts V/c (cartpole, acrobot, dosing: 10, others 1)")
 	fl.StringVar(&f.momentReset, "moment-reset", "second", "local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected); dosing default: paper")
 	fl.StringVar(&f.obsScale, "obs-scale", "1,1,10,1", "public per-component observation scale seen by both networks, comma-separated, or none (cartpole: 1,1,10,1; dosing: 0.01,0.05,0.05,0.1,0.1,0.01,0.001,0.01,0.001; others: none)")
-	fl.Float64Var(&f.serverLR, "server-lr", 1, "server step size eta of theta <- theta + eta g~, > 0 (Algorithm 2)")
+	fl.Float64Var(&f.serverLR, "server-lr", 1, "server step size eta of theta <- theta + eta g~, > 0 (Algorithm 2; cartpole default: 0.5)")
+	fl.StringVar(&f.tree, "tree", "off", "noise of the releases: off (independent per release, Algorithm 2), run (tree-aggregated over one tree of all ceil(users/K) releases, DP-FTRL) or N (tree-aggregated, a new tree every N releases); the epsilon of z is the same (dppg only; cartpole default: run, with K 8 and --server-lr 0.5)")
 	fl.BoolVar(&f.anneal, "anneal", false, "decay the server step size linearly to 0 over the run (public schedule)")
 	fl.Float64Var(&f.average, "average", 0, "release the exponential moving average of the parameters with this decay in [0, 1) instead of the last iterate (post-processing; 0: off)")
 	fl.BoolVar(&f.fresh, "fresh-episodes", false, "every user starts a fresh episode (default: user slot i of a batch continues the episode slot i's previous user left running)")
@@ -210,6 +226,7 @@ var trainFlagAlgos = func() map[string][]string {
 		"plot":          {"dppg", "ppo", algoLogLinear},
 		"epsilon":       {"dppg"},
 		"sweep-z":       {"dppg"},
+		"tree":          {"dppg"},
 	}
 	for _, name := range []string{"K", "users", "workers", "lr", "ent-coef", "hidden", "adv-norm", "policy-share",
 		"epochs", "gae-lambda", "value-scale", "moment-reset", "obs-scale", "server-lr", "anneal", "average", "fresh-episodes", "diag"} {
@@ -295,6 +312,19 @@ func trainEnvDefaults(env string) policy.Config {
 	return cfg
 }
 
+// trainTreeDefaults lists the environments whose dprl train default replaces
+// Algorithm 2's independent noise by tree-aggregated noise over the run
+// (--tree run), with the users per update K and server step that go with
+// it: CartPole reaches the issue's K = 8 that way (z = 1, seeds 1-110: 493.1
+// with eta 0.5, 491.5 with eta 1; Algorithm 2 at K = 8: 444.0 on seeds 1-10;
+// policy/REPRODUCE.md). The agent cannot use a tree (its users return, and
+// open nodes are not persisted), so trainEnvDefaults, which the agent
+// shares, keeps Algorithm 2 with K = 32.
+var trainTreeDefaults = map[string]struct {
+	K        int
+	ServerLR float64
+}{"cartpole": {K: 8, ServerLR: 0.5}}
+
 // trainConfig validates the flags and builds the learner configuration: the
 // environment's defaults (trainEnvDefaults) with every flag that was set on
 // the command line applied over them.
@@ -306,6 +336,10 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 		bad("--env %q: unknown environment (valid: %s)", f.env, strings.Join(sims.Names(), ", "))
 	}
 	cfg := trainEnvDefaults(f.env)
+	tree := "off"
+	if d, ok := trainTreeDefaults[f.env]; ok {
+		cfg.DP.UsersPerUpdate, cfg.PPO.ServerLR, tree = d.K, d.ServerLR, "run"
+	}
 	switch f.algo {
 	case "dppg":
 		if changed("z") {
@@ -360,6 +394,23 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 			bad("--K %d: users per update must be >= 1", f.k)
 		}
 		cfg.DP.UsersPerUpdate = f.k
+	}
+	if changed("tree") {
+		tree = f.tree
+	}
+	if cfg.DP.Mode == policy.ModeDP {
+		switch tree {
+		case "off":
+			cfg.DP.TreeLeaves = 0
+		case "run":
+			cfg.DP.TreeLeaves = (f.users + cfg.DP.UsersPerUpdate - 1) / max(1, cfg.DP.UsersPerUpdate)
+		default:
+			n, err := strconv.Atoi(tree)
+			if err != nil || n < 1 {
+				bad("--tree %q: want off, run or a number of releases >= 1", tree)
+			}
+			cfg.DP.TreeLeaves = n
+		}
 	}
 	if changed("lr") {
 		if !(f.lr > 0) || math.IsInf(f.lr, 0) {
@@ -500,7 +551,7 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 		return runTrainSweep(cmd, a, f, cfg, n)
 	}
 	info, _ := sims.Lookup(f.env)
-	res := trainResult{Env: f.env, Method: f.algo, Delta: f.delta, K: cfg.DP.UsersPerUpdate,
+	res := trainResult{Env: f.env, Method: f.algo, Delta: f.delta, K: cfg.DP.UsersPerUpdate, TreeLeaves: cfg.DP.TreeLeaves,
 		Z: cfg.DP.NoiseMultiplier, Clip: cfg.DP.ClipNorm, EvalEpisodes: f.evalEpisodes, Seed: f.seed, Seeded: cmd.Flags().Changed("seed")}
 	if cfg.DP.Mode == policy.ModeDP {
 		// One Gaussian mechanism per session (parallel composition over users).
@@ -597,11 +648,19 @@ type ppoResult struct {
 func (r trainResult) text(w io.Writer) error {
 	privacy := "non-private (ppo)"
 	if !math.IsInf(r.Epsilon, 1) {
-		privacy = fmt.Sprintf("epsilon = %.4g at delta = %g per session (z = %g, S = %g, K = %d, %s)", r.Epsilon, r.Delta, r.Z, r.Clip, r.K, r.Accountant)
+		privacy = fmt.Sprintf("epsilon = %.4g at delta = %g per session (z = %g, S = %g, K = %d%s, %s)", r.Epsilon, r.Delta, r.Z, r.Clip, r.K, treeText(r.TreeLeaves), r.Accountant)
 	}
 	_, err := fmt.Fprintf(w, "%s %s: eval return %.2f ± %.2f over %d episodes\n%s\n%d users, %d updates, %d steps in %.1fs (%.0f steps/s), seed %d\n",
 		r.Env, r.Method, r.EvalMean, r.EvalStd, r.EvalEpisodes, privacy, r.Users, r.Updates, r.Steps, r.Seconds, r.StepsPerSecond, r.Seed)
 	return err
+}
+
+// treeText describes --tree for the privacy line ("" without a tree).
+func treeText(leaves int) string {
+	if leaves == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", tree noise over %d releases", leaves)
 }
 
 // writeDiagnostics writes one JSON object per update.

@@ -299,8 +299,9 @@ func TestTrainBadFlags(t *testing.T) {
 // TestTrainCartPoleLong holds the acceptance runs of the defaults
 // (DPRL_LONG=1; about a minute each on one core), one measured seed per
 // target of the policy issue (policy/REPRODUCE.md has every seed):
-// CartPole z = 1 (epsilon 4.377) >= 475, z = 3 (epsilon 1.271) >= 375,
-// non-private PPO >= 490, Acrobot z = 1 >= -90, all within 10,000 users.
+// CartPole z = 1 (epsilon 4.377, K = 8 with the tree) >= 475, z = 3
+// (epsilon 1.271, K = 32 with Algorithm 2) >= 375, non-private PPO >= 490,
+// Acrobot z = 1 >= -90, all within 10,000 users.
 func TestTrainCartPoleLong(t *testing.T) {
 	if os.Getenv("DPRL_LONG") == "" {
 		t.Skip("set DPRL_LONG=1 to run")
@@ -309,10 +310,10 @@ func TestTrainCartPoleLong(t *testing.T) {
 		args     []string
 		min, eps float64 // eps: the most the run may spend (Inf for ppo)
 	}{
-		{[]string{"--env", "cartpole", "--seed", "3"}, 475, 5},                            // measured 500.0 (lambda 0.98)
-		{[]string{"--env", "cartpole", "--z", "3", "--seed", "1"}, 375, 1.5},              // measured 500.0
-		{[]string{"--env", "cartpole", "--algo", "ppo", "--seed", "1"}, 490, math.Inf(1)}, // measured 500.0
-		{[]string{"--env", "acrobot", "--seed", "3"}, -90, 5},                             // measured -78.2
+		{[]string{"--env", "cartpole", "--seed", "3"}, 475, 5},                                                                 // K = 8, tree: measured 500.0
+		{[]string{"--env", "cartpole", "--z", "3", "--K", "32", "--tree", "off", "--server-lr", "1", "--seed", "1"}, 375, 1.5}, // measured 500.0
+		{[]string{"--env", "cartpole", "--algo", "ppo", "--seed", "1"}, 490, math.Inf(1)},                                      // measured 500.0
+		{[]string{"--env", "acrobot", "--seed", "3"}, -90, 5},                                                                  // measured -78.2
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			code, out, stderr := runCLI(t, append([]string{"train", "--json", "--log-level", "disabled"}, c.args...)...)
@@ -348,7 +349,9 @@ func TestTrainEnvDefaults(t *testing.T) {
 		k    int
 		clip float64
 	}{
-		{[]string{"--env", "cartpole"}, 1, 32, 0.2},
+		{[]string{"--env", "cartpole"}, 1, 8, 0.2},
+		{[]string{"--env", "cartpole", "--K", "32"}, 1, 32, 0.2},
+		{[]string{"--env", "acrobot"}, 1, 32, 0.2},
 		{[]string{"--env", "dosing-0"}, 0.1, 8, 0.08},
 		{[]string{"--env", "dosing-0", "--z", "0.5", "--K", "4"}, 0.5, 4, 0.08},
 	} {
@@ -564,8 +567,8 @@ func TestTrainLogLinearInitRight(t *testing.T) {
 }
 
 // TestTrainServerLRFlag: --server-lr reaches the server step (the run
-// differs from the default eta = 1 after the first update, and
-// --server-lr 1 is the default exactly); bad values are usage errors.
+// differs from cartpole's default eta = 0.5 after the first update, and
+// --server-lr 0.5 is the default exactly); bad values are usage errors.
 func TestTrainServerLRFlag(t *testing.T) {
 	curve := func(extra ...string) string {
 		t.Helper()
@@ -583,12 +586,12 @@ func TestTrainServerLRFlag(t *testing.T) {
 		}
 		return fmt.Sprint(string(r.Curve), r.EvalMean)
 	}
-	def := curve()
-	if one := curve("--server-lr", "1"); one != def {
-		t.Error("--server-lr 1 differs from the default")
+	def := curve() // cartpole: eta 0.5 by default
+	if half := curve("--server-lr", "0.5"); half != def {
+		t.Error("--server-lr 0.5 differs from the cartpole default")
 	}
-	if half := curve("--server-lr", "0.5"); half == def {
-		t.Error("--server-lr 0.5 gives the same run as eta = 1")
+	if one := curve("--server-lr", "1"); one == def {
+		t.Error("--server-lr 1 gives the same run as eta = 0.5")
 	}
 	for _, v := range []string{"0", "-1", "NaN", "+Inf"} {
 		if code, _, stderr := runCLI(t, "train", "--env", "cartpole", "--server-lr", v); code != exitUsage || !strings.Contains(stderr, "--server-lr") {
@@ -626,5 +629,53 @@ func TestTrainAverageFlag(t *testing.T) {
 	if avg["average"] != 0.9 || avg["last_iterate_mean"] != plain["eval_mean"] || avg["last_iterate_std"] != plain["eval_std"] {
 		t.Errorf("average %v, last iterate %v ± %v, want 0.9 and the plain run's %v ± %v",
 			avg["average"], avg["last_iterate_mean"], avg["last_iterate_std"], plain["eval_mean"], plain["eval_std"])
+	}
+}
+
+// TestTrainTreeFlag: --tree changes the noise but not the epsilon, records
+// the tree in the output, and rejects bad values and non-dppg algorithms.
+// CartPole's default is --tree run with K = 8.
+func TestTrainTreeFlag(t *testing.T) {
+	run := func(extra ...string) map[string]any {
+		t.Helper()
+		args := append([]string{"train", "--env", "cartpole", "--users", "64", "--seed", "5", "--eval-episodes", "3", "--json", "--log-level", "disabled"}, extra...)
+		code, out, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, stderr)
+		}
+		var r map[string]any
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	def, plain, tree, four := run(), run("--tree", "off"), run("--tree", "run"), run("--tree", "4")
+	if _, ok := plain["tree_leaves"]; ok {
+		t.Error("tree_leaves with --tree off")
+	}
+	if def["k"] != 8.0 || plain["k"] != 8.0 {
+		t.Errorf("cartpole K %v (default) and %v (--tree off), want 8", def["k"], plain["k"])
+	}
+	if tree["tree_leaves"] != 8.0 || four["tree_leaves"] != 4.0 {
+		t.Errorf("tree_leaves %v and %v, want 8 (64 users / K 8) and 4", tree["tree_leaves"], four["tree_leaves"])
+	}
+	for _, k := range []string{"curve", "eval_mean", "tree_leaves"} {
+		if fmt.Sprint(def[k]) != fmt.Sprint(tree[k]) {
+			t.Errorf("%s: the cartpole default %v, --tree run %v", k, def[k], tree[k])
+		}
+	}
+	if tree["epsilon"] != plain["epsilon"] {
+		t.Errorf("epsilon %v with the tree, %v without: z fixes it either way", tree["epsilon"], plain["epsilon"])
+	}
+	if fmt.Sprint(tree["curve"]) == fmt.Sprint(plain["curve"]) {
+		t.Error("--tree run gives the same run as independent noise")
+	}
+	if acro := run("--env", "acrobot"); acro["k"] != 32.0 || acro["tree_leaves"] != nil {
+		t.Errorf("acrobot: K %v, tree %v, want 32 and no tree", acro["k"], acro["tree_leaves"])
+	}
+	for _, c := range [][]string{{"--tree", "0"}, {"--tree", "-3"}, {"--tree", "tree"}, {"--algo", "ppo", "--tree", "run"}} {
+		if code, _, stderr := runCLI(t, append([]string{"train", "--env", "cartpole"}, c...)...); code != exitUsage || !strings.Contains(stderr, "--tree") {
+			t.Errorf("%v: exit %d %q", c, code, stderr)
+		}
 	}
 }
