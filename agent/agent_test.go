@@ -301,16 +301,18 @@ func TestSessionLog(t *testing.T) {
 	}
 }
 
-// The agent refuses tree-aggregated noise, whose accounting assumes that
-// each user enters one leaf and whose open nodes it does not persist.
+// The agent refuses correlated noise, whose accounting assumes that each
+// user enters one release and whose state it does not persist.
 func TestConfigRejectsTree(t *testing.T) {
 	cfg := cartpoleConfig(4)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Policy.DP.TreeLeaves = 16
-	err := cfg.Validate()
-	if err == nil || !strings.Contains(err.Error(), "tree aggregation") {
-		t.Fatalf("tree-aggregated config: %v, want a tree aggregation error", err)
+	for _, n := range []policy.Noise{policy.NoiseTree, policy.NoiseSqrt} {
+		cfg.Policy.DP.Noise, cfg.Policy.DP.Horizon = n, 16
+		err := cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), n.String()+" noise is for in-process training only") {
+			t.Fatalf("%v noise: %v, want a refusal", n, err)
+		}
 	}
 }

@@ -71,8 +71,8 @@ func (c Config) Validate() error {
 	if c.Policy.DP.Mode == policy.ModePPO || c.Policy.DP.Mode == policy.ModeClipOnly {
 		bad("DP mode %v is not private; the agent runs mode dp only", c.Policy.DP.Mode)
 	}
-	if c.Policy.DP.TreeLeaves != 0 {
-		bad("tree aggregation (tree leaves %d) is for in-process training only: the agent's users may return, and a tree's open nodes are not persisted", c.Policy.DP.TreeLeaves)
+	if c.Policy.DP.Noise != policy.NoiseIndependent {
+		bad("%v noise is for in-process training only: its accounting assumes each user enters one release, and the agent's users may return; its state is not persisted", c.Policy.DP.Noise)
 	}
 	if !(c.Delta > 0 && c.Delta < 1) {
 		bad("delta = %v, want 0 < delta < 1", c.Delta)

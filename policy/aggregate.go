@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+
+	"gonum.org/v1/gonum/floats"
 )
 
 // ErrBatchFull is returned by Aggregator.Add when K updates are already held.
@@ -24,26 +26,42 @@ var ErrEmptyBatch = errors.New("policy: aggregator holds no update")
 // with the fixed denominator K also when fewer than K updates were added (an
 // early flush). In ModePPO nothing is clipped and no noise is added.
 //
-// With DPConfig.TreeLeaves = N > 0 the noise is tree-aggregated instead (the
-// binary mechanism, Chan, Shi and Song 2011, Sec. 3.4; DP-FTRL, Kairouz et
-// al. 2021, Alg. 1 and Thm. 2.1). Let x_t = (1/K) sum_u g_u be the t-th
-// averaged clipped update since the tree's start. Every dyadic block of
-// leaves [k 2^h + 1, (k+1) 2^h] is a node; when its last leaf arrives the
-// node's sum is released once, with noise N(0, sigma^2 I), sigma = z sqrt(L)
-// S / K. The noisy prefix sum P~_t adds the nodes of t's binary expansion, and
-// Release returns g~_t = P~_t - P~_{t-1}, so theta_0 + eta sum_{s<=t} g~_s =
-// theta_0 + eta P~_t: the parameters carry the noise of at most L nodes
-// whatever t is, instead of t independent draws. After N releases the tree
-// restarts (P~ from 0; theta keeps what it has). Privacy: a leaf t <= N lies
-// in at most L = bits.Len(N) = floor(log2 N) + 1 released nodes (a level-h
-// node exists only if 2^h <= N), each a Gaussian mechanism of sensitivity S/K
-// (one user changes x_t by at most S/K; the fixed denominator K holds for an
-// early flush too) and noise sigma, i.e. mu_h = (S/K)/sigma-GDP. Under
-// adaptive composition (Dong, Roth and Su 2022, Cor. 3.3) the user's release
-// is sqrt(L) (S/K)/sigma = 1/z-GDP: exactly the Gaussian mechanism with
-// multiplier z that the accountant charges (the other users' leaves depend on
-// the user only through earlier releases). Each user enters one leaf of one
-// tree, so the per-session epsilon is that of z, as without the tree.
+// Correlated noise (DPConfig.Noise, horizon N). Let x_t = (1/K) sum_u g_u
+// be the t-th averaged clipped update since the start of the horizon; Release
+// then returns g~_t = P~_t - P~_{t-1}, where P~_t is a private estimate of
+// the prefix sum x_1 + ... + x_t, so that theta_0 + eta sum_{s<=t} g~_s =
+// theta_0 + eta P~_t: the parameters carry the estimate's noise, which stays
+// small, instead of t independent draws. After N releases the estimate
+// restarts from zero (theta keeps what it has).
+//
+//   - NoiseTree, the binary mechanism (Chan, Shi and Song 2011, Sec. 3.4;
+//     DP-FTRL, Kairouz et al. 2021, Alg. 1 and Thm. 2.1): every dyadic block
+//     of releases [k 2^h + 1, (k+1) 2^h] is a node, released once with noise
+//     N(0, sigma^2 I) when its last release arrives; P~_t adds the nodes of
+//     t's binary expansion. A release lies in at most L = floor(log2 N) + 1
+//     nodes (a level-h node exists only if 2^h <= N).
+//   - NoiseSqrt, the square-root factorization A = C C of the prefix-sum
+//     matrix A (lower-triangular ones; Fichtenberger, Henzinger and Upadhyay
+//     2023, Sec. 3; Henzinger, Upadhyay and Upadhyay 2023): C is the
+//     lower-triangular Toeplitz matrix of c_k = binom(2k, k) / 4^k, the
+//     coefficients of (1 - x)^(-1/2), whose square is (1 - x)^(-1). The
+//     mechanism releases y = C x + w, w_t ~ N(0, sigma^2 I) i.i.d., and
+//     P~ = C y = A x + C w; Release computes g~_t = x_t + sum_{k<t} (c_k -
+//     c_{k-1}) w_{t-k} (c_{-1} = 0), the same value as the post-processing
+//     of y. Release t enters y_{t'} with weight c_{t'-t} for t' >= t.
+//
+// Privacy: sigma = z f S / K with f = DPConfig.NoiseFactor(), the L2 norm of
+// the weights with which one release enters the released values (sqrt(L)
+// for the tree, sqrt(sum_{k<N} c_k^2) for the factorization). One user
+// changes x_t by at most S/K (the fixed denominator K holds for an early
+// flush too), so a released value with weight c is a Gaussian mechanism of
+// sensitivity c S/K and noise sigma, c (S/K)/sigma-GDP; given the earlier
+// releases, the other users' updates are the same in both worlds, and
+// adaptive composition (Dong, Roth and Su 2022, Cor. 3.3; for matrix
+// mechanisms on adaptive streams, Denisov et al. 2022, Thm. 2.1) gives
+// f (S/K)/sigma = 1/z-GDP: exactly the Gaussian mechanism of multiplier z
+// that the accountant charges. Each user enters one release, so the
+// per-session epsilon is that of z, as with independent noise.
 //
 // Every noise draw comes from the *rand.Rand given to NewAggregator; the
 // production path passes a generator seeded from crypto/rand. An Aggregator is
@@ -54,12 +72,16 @@ type Aggregator struct {
 	sum, tmp []float64
 	count    int
 	rng      *rand.Rand
-	// Tree aggregation (cfg.TreeLeaves > 0): exact[h] is the exact sum of
-	// the open level-h node, noisy[h] the released value of the level-h node
-	// in the current prefix (zero when bit h of t is clear); t counts the
-	// releases of the current tree.
+	// t counts the releases of the current horizon (correlated noise).
+	t int
+	// NoiseTree: exact[h] is the exact sum of the open level-h node,
+	// noisy[h] the released value of the level-h node in the current prefix
+	// (zero when bit h of t is clear).
 	exact, noisy [][]float64
-	t            int
+	// NoiseSqrt: draws[i] is w_{i+1} of the current horizon, coef[k] is
+	// c_k - c_{k-1}.
+	draws [][]float64
+	coef  []float64
 }
 
 // NewAggregator returns an aggregator for a joint vector of nPolicy + nValue
@@ -80,11 +102,29 @@ func NewAggregator(cfg DPConfig, nPolicy, nValue int, rng *rand.Rand) (*Aggregat
 	}
 	n := nPolicy + nValue
 	a := &Aggregator{cfg: cfg, nPi: nPolicy, n: n, sum: make([]float64, n), tmp: make([]float64, n), rng: rng}
-	if cfg.TreeLeaves > 0 {
-		L := cfg.TreeLevels()
+	switch cfg.Noise {
+	case NoiseTree:
+		L := treeLevels(cfg.Horizon)
 		a.exact, a.noisy = make([][]float64, L), make([][]float64, L)
 		for h := range L {
 			a.exact[h], a.noisy[h] = make([]float64, n), make([]float64, n)
+		}
+	case NoiseSqrt:
+		if cfg.Horizon > maxSqrtFloats/max(n, 1) {
+			return nil, fmt.Errorf("policy: aggregator: sqrt noise keeps horizon x parameters = %d x %d draws, at most %d", cfg.Horizon, n, maxSqrtFloats)
+		}
+		a.draws = make([][]float64, cfg.Horizon)
+		for i := range a.draws {
+			a.draws[i] = make([]float64, n)
+		}
+		a.coef = make([]float64, cfg.Horizon)
+		prev, ck := 0.0, 1.0
+		for k := range a.coef {
+			if k > 0 {
+				ck *= float64(2*k-1) / float64(2*k)
+			}
+			a.coef[k] = ck - prev
+			prev = ck
 		}
 	}
 	return a, nil
@@ -96,10 +136,14 @@ func (a *Aggregator) Len() int { return a.count }
 // Full reports whether K updates are held.
 func (a *Aggregator) Full() bool { return a.count == a.cfg.UsersPerUpdate }
 
-// NoiseStd returns the per-coordinate standard deviation of the noise of one
-// release, z S / K, or with tree aggregation of one tree node, z sqrt(L) S / K.
+// maxSqrtFloats bounds the draws NoiseSqrt keeps (8 bytes each: 1 GiB).
+const maxSqrtFloats = 1 << 27
+
+// NoiseStd returns the per-coordinate standard deviation of one fresh noise
+// draw, z f S / K with f = DPConfig.NoiseFactor() (1 for independent noise:
+// the noise of one release).
 func (a *Aggregator) NoiseStd() float64 {
-	return a.cfg.NoiseMultiplier * math.Sqrt(float64(a.cfg.TreeLevels())) * a.cfg.ClipNorm / float64(a.cfg.UsersPerUpdate)
+	return a.cfg.NoiseMultiplier * a.cfg.NoiseFactor() * a.cfg.ClipNorm / float64(a.cfg.UsersPerUpdate)
 }
 
 // Add accumulates one local update g_u (len nPolicy+nValue; not retained),
@@ -146,8 +190,12 @@ func (a *Aggregator) Release(gTilde []float64) error {
 	}
 	invK := 1 / float64(a.cfg.UsersPerUpdate)
 	std := a.NoiseStd()
-	if a.exact != nil {
+	switch a.cfg.Noise {
+	case NoiseTree:
 		a.releaseTree(gTilde, invK, std)
+		return nil
+	case NoiseSqrt:
+		a.releaseSqrt(gTilde, invK, std)
 		return nil
 	}
 	for i, v := range a.sum {
@@ -192,11 +240,34 @@ func (a *Aggregator) releaseTree(gTilde []float64, invK, std float64) {
 	}
 	clear(a.sum)
 	a.count = 0
-	if a.t == a.cfg.TreeLeaves {
+	if a.t == a.cfg.Horizon {
 		for h := range a.exact {
 			clear(a.exact[h])
 			clear(a.noisy[h])
 		}
+		a.t = 0
+	}
+}
+
+// releaseSqrt is Release with the square-root factorization: it draws w_t
+// and returns g~_t = x_t + sum_{k<t} (c_k - c_{k-1}) w_{t-k}.
+func (a *Aggregator) releaseSqrt(gTilde []float64, invK, std float64) {
+	w := a.draws[a.t]
+	a.t++
+	for i, v := range a.sum {
+		if std > 0 {
+			w[i] = std * a.rng.NormFloat64()
+		} else {
+			w[i] = 0
+		}
+		gTilde[i] = v * invK
+	}
+	for k := range a.t {
+		floats.AddScaled(gTilde, a.coef[k], a.draws[a.t-1-k])
+	}
+	clear(a.sum)
+	a.count = 0
+	if a.t == a.cfg.Horizon {
 		a.t = 0
 	}
 }

@@ -62,29 +62,94 @@ type DPConfig struct {
 	// clips the policy only (S_pi = S); our defaults give the policy 0.8 of
 	// the squared norm (S_pi = 0.894 S).
 	PolicyClipShare float64
-	// TreeLeaves, if > 0, replaces Algorithm 2's independent noise per
-	// release by tree-aggregated noise (the binary mechanism of Chan, Shi and
-	// Song 2011 as used by DP-FTRL, Kairouz et al. 2021): the released
-	// updates are the differences of noisy prefix sums of the averaged
-	// clipped updates, so the noise carried by the parameters grows like
-	// log T instead of sqrt(T). The tree restarts every TreeLeaves releases
-	// (each user's update enters exactly one tree). Each tree node gets noise
-	// std z sqrt(L) S / K, L = bits.Len(TreeLeaves), the most nodes one
-	// release enters, so that a user's L nodes together form one Gaussian
-	// mechanism with multiplier z and the epsilon of z is unchanged (see
-	// Aggregator). 0: Algorithm 2. Only for in-process training (Train):
-	// the agent refuses it.
-	TreeLeaves int
+	// Noise selects how the noise of successive releases is correlated:
+	// NoiseIndependent (the zero value) is Algorithm 2; NoiseTree and
+	// NoiseSqrt release the same averaged updates with correlated noise
+	// whose sum over releases stays small (see Aggregator). Every choice
+	// gives each user the Gaussian mechanism of multiplier z, so the epsilon
+	// of z is the same. Only for in-process training (Train): the agent
+	// refuses correlated noise.
+	Noise Noise
+	// Horizon N is the number of releases over which NoiseTree or NoiseSqrt
+	// correlates the noise; the correlation restarts after N releases (each
+	// user's update enters one of them). It sets the noise of each draw
+	// (NoiseFactor). Must be >= 1 with correlated noise and 0 with
+	// NoiseIndependent.
+	Horizon int
 }
 
-// TreeLevels returns L, the number of noisy tree nodes one release enters
-// (bits.Len(TreeLeaves)), or 1 without tree aggregation.
-func (c DPConfig) TreeLevels() int {
-	if c.TreeLeaves <= 0 {
-		return 1
+// Noise is the correlation of the noise across releases (DPConfig.Noise).
+type Noise int
+
+// The noise shapes.
+const (
+	// NoiseIndependent draws fresh noise N(0, (zS/K)^2 I) for every release
+	// (Algorithm 2): after t releases the parameters carry t draws.
+	NoiseIndependent Noise = iota
+	// NoiseTree is the binary tree mechanism (Chan, Shi and Song 2011;
+	// DP-FTRL, Kairouz et al. 2021): the parameters carry at most
+	// floor(log2 N) + 1 draws of std z sqrt(floor(log2 N) + 1) S / K.
+	NoiseTree
+	// NoiseSqrt is the square-root factorization of the prefix-sum matrix
+	// (Fichtenberger, Henzinger and Upadhyay 2023; Henzinger, Upadhyay and
+	// Upadhyay 2023): the noise of the parameters after t releases is
+	// sum_k c_k w_{t-k} with c_k = binom(2k, k) / 4^k, the coefficients of
+	// (1 - x)^(-1/2), and fresh draws w of std z sqrt(sum_{k<N} c_k^2) S / K.
+	NoiseSqrt
+)
+
+// String returns "independent", "tree" or "sqrt".
+func (n Noise) String() string {
+	switch n {
+	case NoiseIndependent:
+		return "independent"
+	case NoiseTree:
+		return "tree"
+	case NoiseSqrt:
+		return "sqrt"
 	}
-	return bits.Len(uint(c.TreeLeaves))
+	return fmt.Sprintf("Noise(%d)", int(n))
 }
+
+// ParseNoise returns the Noise named by String.
+func ParseNoise(s string) (Noise, error) {
+	for _, n := range []Noise{NoiseIndependent, NoiseTree, NoiseSqrt} {
+		if s == n.String() {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("policy: noise %q: want independent, tree or sqrt", s)
+}
+
+// NoiseFactor returns f such that every fresh noise draw has std z f S / K
+// per coordinate: 1 for NoiseIndependent; sqrt(L), L = floor(log2 N) + 1,
+// the most tree nodes one release enters, for NoiseTree; sqrt(sum_{k<N}
+// c_k^2), the largest column norm of the factor C, for NoiseSqrt. With it
+// each user's update is exactly the Gaussian mechanism of multiplier z.
+func (c DPConfig) NoiseFactor() float64 {
+	switch c.Noise {
+	case NoiseTree:
+		return math.Sqrt(float64(treeLevels(c.Horizon)))
+	case NoiseSqrt:
+		ss, ck := 0.0, 1.0
+		for k := range c.Horizon {
+			if k > 0 {
+				ck *= float64(2*k-1) / float64(2*k)
+			}
+			ss += ck * ck
+		}
+		return math.Sqrt(ss)
+	}
+	return 1
+}
+
+// treeLevels returns bits.Len(n) = floor(log2 n) + 1 for n >= 1: the most
+// dyadic nodes [k 2^h + 1, (k+1) 2^h] with end <= n that contain one leaf.
+func treeLevels(n int) int { return bits.Len(uint(max(n, 1))) }
+
+// maxHorizon bounds DPConfig.Horizon: NoiseSqrt keeps every draw of a
+// horizon (Horizon x parameters floats).
+const maxHorizon = 1 << 20
 
 // Validate reports every problem at once.
 func (c DPConfig) Validate() error {
@@ -118,8 +183,17 @@ func (c DPConfig) Validate() error {
 	if c.UsersPerUpdate < 1 {
 		bad("users per update K = %d, must be >= 1", c.UsersPerUpdate)
 	}
-	if c.TreeLeaves < 0 {
-		bad("tree leaves = %d, must be >= 0 (0: no tree aggregation)", c.TreeLeaves)
+	switch c.Noise {
+	case NoiseIndependent:
+		if c.Horizon != 0 {
+			bad("horizon = %d with independent noise, must be 0", c.Horizon)
+		}
+	case NoiseTree, NoiseSqrt:
+		if c.Horizon < 1 || c.Horizon > maxHorizon {
+			bad("horizon = %d with %v noise, must be in [1, %d]", c.Horizon, c.Noise, maxHorizon)
+		}
+	default:
+		bad("noise %v, must be independent, tree or sqrt", c.Noise)
 	}
 	return errors.Join(errs...)
 }

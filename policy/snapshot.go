@@ -132,9 +132,10 @@ func ConfigHash(cfg Config) [32]byte {
 			f(v)
 		}
 	}
-	if d.TreeLeaves != 0 {
-		b = append(b, "tree_leaves"...)
-		u(uint64(d.TreeLeaves))
+	if d.Noise != NoiseIndependent {
+		b = append(b, "noise"...)
+		u(uint64(d.Noise))
+		u(uint64(d.Horizon))
 	}
 	return sha256.Sum256(append([]byte("dprl.policy.config.v1\x00"), b...))
 }
@@ -212,8 +213,8 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 	if err := s.DP.Validate(); err != nil {
 		return nil, fmt.Errorf("policy: snapshot: %w", err)
 	}
-	if s.DP.TreeLeaves != 0 {
-		return nil, fmt.Errorf("policy: snapshot: format %d cannot record tree aggregation (tree leaves %d)", SnapshotFormatVersion, s.DP.TreeLeaves)
+	if s.DP.Noise != NoiseIndependent {
+		return nil, fmt.Errorf("policy: snapshot: format %d cannot record %v noise", SnapshotFormatVersion, s.DP.Noise)
 	}
 	for i, x := range s.Theta {
 		if math.IsNaN(x) || math.IsInf(x, 0) {

@@ -163,11 +163,11 @@ func TestSnapshotMarshalRejectsInvalid(t *testing.T) {
 		t.Error("spec with both action counts marshalled")
 	}
 	s.Spec.ActionDim = 0
-	s.DP.TreeLeaves = 8
+	s.DP.Noise, s.DP.Horizon = NoiseTree, 8
 	if _, err := s.MarshalBinary(); err == nil {
 		t.Error("a tree-aggregated config marshalled (format 1 cannot record it)")
 	}
-	s.DP.TreeLeaves = 0
+	s.DP.Noise, s.DP.Horizon = NoiseIndependent, 0
 	s.DP.Mode = ModeUnset
 	if _, err := s.MarshalBinary(); err == nil {
 		t.Error("invalid DP config marshalled")
@@ -187,9 +187,11 @@ func TestConfigHash(t *testing.T) {
 		t.Fatal("z does not change the hash")
 	}
 	b = DefaultControlConfig()
-	b.DP.TreeLeaves = 1024
-	if ConfigHash(a) == ConfigHash(b) {
-		t.Fatal("tree aggregation does not change the hash")
+	b.DP.Noise, b.DP.Horizon = NoiseTree, 1024
+	c := DefaultControlConfig()
+	c.DP.Noise, c.DP.Horizon = NoiseSqrt, 1024
+	if ConfigHash(a) == ConfigHash(b) || ConfigHash(b) == ConfigHash(c) {
+		t.Fatal("the noise shape does not change the hash")
 	}
 }
 

@@ -50,7 +50,8 @@ type trainFlags struct {
 	lambda       float64
 	anneal       bool
 	serverLR     float64
-	tree         string
+	noise        string
+	horizon      string
 	average      float64
 	fresh        bool
 	valueScale   float64
@@ -91,9 +92,10 @@ type trainResult struct {
 	Z            float64 `json:"z"`
 	Clip         float64 `json:"clip"`
 	K            int     `json:"k"`
-	// TreeLeaves is --tree: the releases per noise tree (0: independent
-	// noise per release, Algorithm 2).
-	TreeLeaves     int     `json:"tree_leaves,omitempty"`
+	// Noise and Horizon are --noise and the horizon in releases (both
+	// omitted for independent noise, Algorithm 2).
+	Noise          string  `json:"noise,omitempty"`
+	Horizon        int     `json:"horizon,omitempty"`
 	Users          int     `json:"users"`
 	Updates        int     `json:"updates"`
 	Steps          int64   `json:"steps"`
@@ -127,15 +129,17 @@ whatever the number of users. --epsilon E sets z from a target instead: the
 smallest z whose epsilon at --delta is at most E. --algo ppo is the
 non-private baseline.
 
---tree run replaces the independent noise of each release by tree-aggregated
-noise (the binary mechanism of DP-FTRL): the releases are differences of
-noisy prefix sums of the averaged updates, each tree node carries noise
-z sqrt(L) S / K with L = floor(log2 N) + 1 for a tree of N releases, and the
-parameters carry the noise of at most L nodes instead of one draw per
-release. A user's update still enters one leaf, so the epsilon of z is
-unchanged. --tree N starts a new tree every N releases. CartPole's default is
-K = 8 with --tree run and --server-lr 0.5 (the agent, which cannot use a
-tree, keeps K = 32).
+--noise tree|sqrt replaces the independent noise of each release by
+correlated noise: the releases are differences of private estimates of the
+prefix sums of the averaged updates, so the parameters carry a bounded
+amount of noise instead of one draw per release. tree is the binary
+mechanism of DP-FTRL; sqrt the square-root factorization of the prefix-sum
+matrix (less noise than the tree, both in the parameters and per release).
+Each fresh draw is scaled so that a user's update is still exactly the
+Gaussian mechanism of multiplier z: the epsilon is unchanged. --horizon N
+restarts the correlation every N releases (default run: one horizon of
+ceil(users/K) releases). CartPole's default is K = 8 with --noise sqrt and
+--server-lr 0.5 (the agent, which cannot correlate noise, keeps K = 32).
 
 The final policy is evaluated on --eval-episodes episodes with actions sampled
 from the policy (the paper's protocol). --seeds N repeats the run for seeds
@@ -147,7 +151,7 @@ stdout (text or --json); --plot writes the learning curve as PNG.
 
 Defaults depend on --env (flags override them; policy/REPRODUCE.md has the
 measurements). Control tasks: Table 3 except 16x16 networks, K = 32
-(cartpole: K = 8 with --tree run --server-lr 0.5),
+(cartpole: K = 8 with --noise sqrt --server-lr 0.5),
 S = 0.2, E = 3, entropy 0.01, advantages not standardised, the local Adam
 state reset to m = 0, v = g~^2 each iteration (--moment-reset second; the
 paper's m = -g~ makes a converged policy drift); cartpole also
@@ -195,7 +199,8 @@ production release.`,
 	fl.StringVar(&f.momentReset, "moment-reset", "second", "local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected); dosing default: paper")
 	fl.StringVar(&f.obsScale, "obs-scale", "1,1,10,1", "public per-component observation scale seen by both networks, comma-separated, or none (cartpole: 1,1,10,1; dosing: 0.01,0.05,0.05,0.1,0.1,0.01,0.001,0.01,0.001; others: none)")
 	fl.Float64Var(&f.serverLR, "server-lr", 1, "server step size eta of theta <- theta + eta g~, > 0 (Algorithm 2; cartpole default: 0.5)")
-	fl.StringVar(&f.tree, "tree", "off", "noise of the releases: off (independent per release, Algorithm 2), run (tree-aggregated over one tree of all ceil(users/K) releases, DP-FTRL) or N (tree-aggregated, a new tree every N releases); the epsilon of z is the same (dppg only; cartpole default: run, with K 8 and --server-lr 0.5)")
+	fl.StringVar(&f.noise, "noise", "independent", "noise of the releases: independent (Algorithm 2), tree (binary tree mechanism, DP-FTRL) or sqrt (square-root factorization); the epsilon of z is the same (dppg only; cartpole default: sqrt, with K 8 and --server-lr 0.5)")
+	fl.StringVar(&f.horizon, "horizon", "run", "releases over which --noise tree or sqrt correlates the noise before restarting: run (all ceil(users/K) releases) or N >= 1 (dppg only)")
 	fl.BoolVar(&f.anneal, "anneal", false, "decay the server step size linearly to 0 over the run (public schedule)")
 	fl.Float64Var(&f.average, "average", 0, "release the exponential moving average of the parameters with this decay in [0, 1) instead of the last iterate (post-processing; 0: off)")
 	fl.BoolVar(&f.fresh, "fresh-episodes", false, "every user starts a fresh episode (default: user slot i of a batch continues the episode slot i's previous user left running)")
@@ -226,7 +231,8 @@ var trainFlagAlgos = func() map[string][]string {
 		"plot":          {"dppg", "ppo", algoLogLinear},
 		"epsilon":       {"dppg"},
 		"sweep-z":       {"dppg"},
-		"tree":          {"dppg"},
+		"noise":         {"dppg"},
+		"horizon":       {"dppg"},
 	}
 	for _, name := range []string{"K", "users", "workers", "lr", "ent-coef", "hidden", "adv-norm", "policy-share",
 		"epochs", "gae-lambda", "value-scale", "moment-reset", "obs-scale", "server-lr", "anneal", "average", "fresh-episodes", "diag"} {
@@ -312,18 +318,19 @@ func trainEnvDefaults(env string) policy.Config {
 	return cfg
 }
 
-// trainTreeDefaults lists the environments whose dprl train default replaces
-// Algorithm 2's independent noise by tree-aggregated noise over the run
-// (--tree run), with the users per update K and server step that go with
-// it: CartPole reaches the issue's K = 8 that way (z = 1, seeds 1-110: 493.1
-// with eta 0.5, 491.5 with eta 1; Algorithm 2 at K = 8: 444.0 on seeds 1-10;
-// policy/REPRODUCE.md). The agent cannot use a tree (its users return, and
-// open nodes are not persisted), so trainEnvDefaults, which the agent
-// shares, keeps Algorithm 2 with K = 32.
-var trainTreeDefaults = map[string]struct {
+// trainCorrelatedDefaults lists the environments whose dprl train default
+// replaces Algorithm 2's independent noise by correlated noise over the run
+// (--noise sqrt), with the users per update K and server step that go with
+// it: CartPole reaches the issue's K = 8 that way (policy/REPRODUCE.md:
+// Algorithm 2 at K = 8 reaches 444.0 on seeds 1-10 at z = 1). The agent
+// cannot correlate noise (its users return, and the noise state is not
+// persisted), so trainEnvDefaults, which the agent shares, keeps Algorithm
+// 2 with K = 32.
+var trainCorrelatedDefaults = map[string]struct {
 	K        int
 	ServerLR float64
-}{"cartpole": {K: 8, ServerLR: 0.5}}
+	Noise    policy.Noise
+}{"cartpole": {K: 8, ServerLR: 0.5, Noise: policy.NoiseSqrt}}
 
 // trainConfig validates the flags and builds the learner configuration: the
 // environment's defaults (trainEnvDefaults) with every flag that was set on
@@ -336,9 +343,9 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 		bad("--env %q: unknown environment (valid: %s)", f.env, strings.Join(sims.Names(), ", "))
 	}
 	cfg := trainEnvDefaults(f.env)
-	tree := "off"
-	if d, ok := trainTreeDefaults[f.env]; ok {
-		cfg.DP.UsersPerUpdate, cfg.PPO.ServerLR, tree = d.K, d.ServerLR, "run"
+	noise := policy.NoiseIndependent
+	if d, ok := trainCorrelatedDefaults[f.env]; ok {
+		cfg.DP.UsersPerUpdate, cfg.PPO.ServerLR, noise = d.K, d.ServerLR, d.Noise
 	}
 	switch f.algo {
 	case "dppg":
@@ -395,21 +402,24 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 		}
 		cfg.DP.UsersPerUpdate = f.k
 	}
-	if changed("tree") {
-		tree = f.tree
+	if changed("noise") {
+		n, err := policy.ParseNoise(f.noise)
+		if err != nil {
+			bad("--noise %q: want independent, tree or sqrt", f.noise)
+		}
+		noise = n
 	}
-	if cfg.DP.Mode == policy.ModeDP {
-		switch tree {
-		case "off":
-			cfg.DP.TreeLeaves = 0
-		case "run":
-			cfg.DP.TreeLeaves = (f.users + cfg.DP.UsersPerUpdate - 1) / max(1, cfg.DP.UsersPerUpdate)
-		default:
-			n, err := strconv.Atoi(tree)
-			if err != nil || n < 1 {
-				bad("--tree %q: want off, run or a number of releases >= 1", tree)
-			}
-			cfg.DP.TreeLeaves = n
+	if changed("horizon") && noise == policy.NoiseIndependent {
+		bad("--horizon: independent noise has no horizon; add --noise tree or sqrt")
+	}
+	if cfg.DP.Mode == policy.ModeDP && noise != policy.NoiseIndependent {
+		cfg.DP.Noise = noise
+		if f.horizon == "run" {
+			cfg.DP.Horizon = (max(f.users, 1) + cfg.DP.UsersPerUpdate - 1) / max(1, cfg.DP.UsersPerUpdate)
+		} else if n, err := strconv.Atoi(f.horizon); err != nil || n < 1 {
+			bad("--horizon %q: want run or a number of releases >= 1", f.horizon)
+		} else {
+			cfg.DP.Horizon = n
 		}
 	}
 	if changed("lr") {
@@ -551,8 +561,11 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 		return runTrainSweep(cmd, a, f, cfg, n)
 	}
 	info, _ := sims.Lookup(f.env)
-	res := trainResult{Env: f.env, Method: f.algo, Delta: f.delta, K: cfg.DP.UsersPerUpdate, TreeLeaves: cfg.DP.TreeLeaves,
+	res := trainResult{Env: f.env, Method: f.algo, Delta: f.delta, K: cfg.DP.UsersPerUpdate,
 		Z: cfg.DP.NoiseMultiplier, Clip: cfg.DP.ClipNorm, EvalEpisodes: f.evalEpisodes, Seed: f.seed, Seeded: cmd.Flags().Changed("seed")}
+	if cfg.DP.Noise != policy.NoiseIndependent {
+		res.Noise, res.Horizon = cfg.DP.Noise.String(), cfg.DP.Horizon
+	}
 	if cfg.DP.Mode == policy.ModeDP {
 		// One Gaussian mechanism per session (parallel composition over users).
 		g, err := accountant.Analytic{}.Epsilon(f.delta, accountant.Gaussian(cfg.DP.NoiseMultiplier))
@@ -648,19 +661,20 @@ type ppoResult struct {
 func (r trainResult) text(w io.Writer) error {
 	privacy := "non-private (ppo)"
 	if !math.IsInf(r.Epsilon, 1) {
-		privacy = fmt.Sprintf("epsilon = %.4g at delta = %g per session (z = %g, S = %g, K = %d%s, %s)", r.Epsilon, r.Delta, r.Z, r.Clip, r.K, treeText(r.TreeLeaves), r.Accountant)
+		privacy = fmt.Sprintf("epsilon = %.4g at delta = %g per session (z = %g, S = %g, K = %d%s, %s)", r.Epsilon, r.Delta, r.Z, r.Clip, r.K, noiseText(r.Noise, r.Horizon), r.Accountant)
 	}
 	_, err := fmt.Fprintf(w, "%s %s: eval return %.2f ± %.2f over %d episodes\n%s\n%d users, %d updates, %d steps in %.1fs (%.0f steps/s), seed %d\n",
 		r.Env, r.Method, r.EvalMean, r.EvalStd, r.EvalEpisodes, privacy, r.Users, r.Updates, r.Steps, r.Seconds, r.StepsPerSecond, r.Seed)
 	return err
 }
 
-// treeText describes --tree for the privacy line ("" without a tree).
-func treeText(leaves int) string {
-	if leaves == 0 {
+// noiseText describes --noise for the privacy line ("" for independent
+// noise).
+func noiseText(noise string, horizon int) string {
+	if noise == "" {
 		return ""
 	}
-	return fmt.Sprintf(", tree noise over %d releases", leaves)
+	return fmt.Sprintf(", %s noise over %d releases", noise, horizon)
 }
 
 // writeDiagnostics writes one JSON object per update.

@@ -299,9 +299,9 @@ func TestTrainBadFlags(t *testing.T) {
 // TestTrainCartPoleLong holds the acceptance runs of the defaults
 // (DPRL_LONG=1; about a minute each on one core), one measured seed per
 // target of the policy issue (policy/REPRODUCE.md has every seed):
-// CartPole z = 1 (epsilon 4.377, K = 8 with the tree) >= 475, z = 3
-// (epsilon 1.271, K = 32 with Algorithm 2) >= 375, non-private PPO >= 490,
-// Acrobot z = 1 >= -90, all within 10,000 users.
+// CartPole z = 1 (epsilon 4.377) >= 475 and z = 3 (epsilon 1.271) >= 375,
+// both at K = 8 with correlated noise, non-private PPO >= 490, Acrobot
+// z = 1 >= -90, all within 10,000 users.
 func TestTrainCartPoleLong(t *testing.T) {
 	if os.Getenv("DPRL_LONG") == "" {
 		t.Skip("set DPRL_LONG=1 to run")
@@ -310,10 +310,10 @@ func TestTrainCartPoleLong(t *testing.T) {
 		args     []string
 		min, eps float64 // eps: the most the run may spend (Inf for ppo)
 	}{
-		{[]string{"--env", "cartpole", "--seed", "3"}, 475, 5},                                                                 // K = 8, tree: measured 500.0
-		{[]string{"--env", "cartpole", "--z", "3", "--K", "32", "--tree", "off", "--server-lr", "1", "--seed", "1"}, 375, 1.5}, // measured 500.0
-		{[]string{"--env", "cartpole", "--algo", "ppo", "--seed", "1"}, 490, math.Inf(1)},                                      // measured 500.0
-		{[]string{"--env", "acrobot", "--seed", "3"}, -90, 5},                                                                  // measured -78.2
+		{[]string{"--env", "cartpole", "--seed", "3"}, 475, 5},                            // K = 8, sqrt noise: measured 500.0
+		{[]string{"--env", "cartpole", "--z", "3", "--seed", "1"}, 375, 1.5},              // measured 500.0
+		{[]string{"--env", "cartpole", "--algo", "ppo", "--seed", "1"}, 490, math.Inf(1)}, // measured 500.0
+		{[]string{"--env", "acrobot", "--seed", "3"}, -90, 5},                             // measured -78.2
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			code, out, stderr := runCLI(t, append([]string{"train", "--json", "--log-level", "disabled"}, c.args...)...)
@@ -632,10 +632,10 @@ func TestTrainAverageFlag(t *testing.T) {
 	}
 }
 
-// TestTrainTreeFlag: --tree changes the noise but not the epsilon, records
-// the tree in the output, and rejects bad values and non-dppg algorithms.
-// CartPole's default is --tree run with K = 8.
-func TestTrainTreeFlag(t *testing.T) {
+// TestTrainNoiseFlag: --noise changes the noise but not the epsilon,
+// records the shape and horizon in the output, and rejects bad values and
+// non-dppg algorithms. CartPole's default is --noise sqrt with K = 8.
+func TestTrainNoiseFlag(t *testing.T) {
 	run := func(extra ...string) map[string]any {
 		t.Helper()
 		args := append([]string{"train", "--env", "cartpole", "--users", "64", "--seed", "5", "--eval-episodes", "3", "--json", "--log-level", "disabled"}, extra...)
@@ -649,32 +649,37 @@ func TestTrainTreeFlag(t *testing.T) {
 		}
 		return r
 	}
-	def, plain, tree, four := run(), run("--tree", "off"), run("--tree", "run"), run("--tree", "4")
-	if _, ok := plain["tree_leaves"]; ok {
-		t.Error("tree_leaves with --tree off")
+	def, plain := run(), run("--noise", "independent")
+	tree, four, sq := run("--noise", "tree"), run("--noise", "tree", "--horizon", "4"), run("--noise", "sqrt")
+	if _, ok := plain["noise"]; ok {
+		t.Error("noise recorded for independent noise")
 	}
 	if def["k"] != 8.0 || plain["k"] != 8.0 {
-		t.Errorf("cartpole K %v (default) and %v (--tree off), want 8", def["k"], plain["k"])
+		t.Errorf("cartpole K %v (default) and %v (independent), want 8", def["k"], plain["k"])
 	}
-	if tree["tree_leaves"] != 8.0 || four["tree_leaves"] != 4.0 {
-		t.Errorf("tree_leaves %v and %v, want 8 (64 users / K 8) and 4", tree["tree_leaves"], four["tree_leaves"])
+	if tree["noise"] != "tree" || tree["horizon"] != 8.0 || four["horizon"] != 4.0 || sq["noise"] != "sqrt" || sq["horizon"] != 8.0 {
+		t.Errorf("noise/horizon: tree %v/%v, tree 4 %v, sqrt %v/%v; want tree/8 (64 users / K 8), 4, sqrt/8",
+			tree["noise"], tree["horizon"], four["horizon"], sq["noise"], sq["horizon"])
 	}
-	for _, k := range []string{"curve", "eval_mean", "tree_leaves"} {
-		if fmt.Sprint(def[k]) != fmt.Sprint(tree[k]) {
-			t.Errorf("%s: the cartpole default %v, --tree run %v", k, def[k], tree[k])
+	for _, k := range []string{"curve", "eval_mean", "noise", "horizon"} {
+		if fmt.Sprint(def[k]) != fmt.Sprint(sq[k]) {
+			t.Errorf("%s: the cartpole default %v, --noise sqrt %v", k, def[k], sq[k])
 		}
 	}
-	if tree["epsilon"] != plain["epsilon"] {
-		t.Errorf("epsilon %v with the tree, %v without: z fixes it either way", tree["epsilon"], plain["epsilon"])
+	for _, r := range []map[string]any{tree, sq} {
+		if r["epsilon"] != plain["epsilon"] {
+			t.Errorf("epsilon %v with %v noise, %v without: z fixes it either way", r["epsilon"], r["noise"], plain["epsilon"])
+		}
+		if fmt.Sprint(r["curve"]) == fmt.Sprint(plain["curve"]) {
+			t.Errorf("%v noise gives the same run as independent noise", r["noise"])
+		}
 	}
-	if fmt.Sprint(tree["curve"]) == fmt.Sprint(plain["curve"]) {
-		t.Error("--tree run gives the same run as independent noise")
+	if acro := run("--env", "acrobot"); acro["k"] != 32.0 || acro["noise"] != nil {
+		t.Errorf("acrobot: K %v, noise %v, want 32 and independent", acro["k"], acro["noise"])
 	}
-	if acro := run("--env", "acrobot"); acro["k"] != 32.0 || acro["tree_leaves"] != nil {
-		t.Errorf("acrobot: K %v, tree %v, want 32 and no tree", acro["k"], acro["tree_leaves"])
-	}
-	for _, c := range [][]string{{"--tree", "0"}, {"--tree", "-3"}, {"--tree", "tree"}, {"--algo", "ppo", "--tree", "run"}} {
-		if code, _, stderr := runCLI(t, append([]string{"train", "--env", "cartpole"}, c...)...); code != exitUsage || !strings.Contains(stderr, "--tree") {
+	for _, c := range [][]string{{"--noise", "gaussian"}, {"--noise", "tree", "--horizon", "0"}, {"--noise", "sqrt", "--horizon", "x"},
+		{"--noise", "independent", "--horizon", "4"}, {"--algo", "ppo", "--noise", "tree"}} {
+		if code, _, stderr := runCLI(t, append([]string{"train", "--env", "cartpole"}, c...)...); code != exitUsage || !(strings.Contains(stderr, "--noise") || strings.Contains(stderr, "--horizon")) {
 			t.Errorf("%v: exit %d %q", c, code, stderr)
 		}
 	}

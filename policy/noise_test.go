@@ -1,0 +1,273 @@
+package policy
+
+import (
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/floats"
+)
+
+// TestTreeLevelsCoverEveryLeaf checks the count behind the tree's privacy
+// argument by brute force: in a tree of N leaves, the most released dyadic
+// nodes [k 2^h + 1, (k+1) 2^h] (end <= N) that contain one leaf is
+// TreeLevels() = bits.Len(N).
+func TestTreeLevelsCoverEveryLeaf(t *testing.T) {
+	for N := 1; N <= 300; N++ {
+		most := 0
+		for leaf := 1; leaf <= N; leaf++ {
+			c := 0
+			for h := 0; 1<<h <= N; h++ {
+				k := (leaf - 1) >> h
+				if end := (k + 1) << h; end <= N {
+					c++
+				}
+			}
+			most = max(most, c)
+		}
+		if got := treeLevels(N); got != most {
+			t.Fatalf("N = %d: treeLevels %d, brute force %d", N, got, most)
+		}
+		if f := (DPConfig{Noise: NoiseTree, Horizon: N}).NoiseFactor(); math.Abs(f*f-float64(most)) > 1e-12 {
+			t.Fatalf("N = %d: tree noise factor^2 %v, want %d", N, f*f, most)
+		}
+	}
+	if f := (DPConfig{}).NoiseFactor(); f != 1 {
+		t.Fatalf("independent noise factor %v, want 1", f)
+	}
+}
+
+// TestSqrtFactor checks the square-root factorization against independent
+// formulas: c_k = binom(2k, k) / 4^k (from log-gamma), C C = A (the
+// lower-triangular ones matrix) as power series, and NoiseFactor = the
+// largest column norm of C.
+func TestSqrtFactor(t *testing.T) {
+	const N = 60
+	cfg := DPConfig{Mode: ModeDP, NoiseMultiplier: 1, ClipNorm: 1, UsersPerUpdate: 1, PolicyClipShare: 0.5, Noise: NoiseSqrt, Horizon: N}
+	a, err := NewAggregator(cfg, 1, 1, testRNG(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := make([]float64, N)
+	for k := range N {
+		c[k] = a.coef[k]
+		if k > 0 {
+			c[k] += c[k-1]
+		}
+		lg := func(x float64) float64 { v, _ := math.Lgamma(x); return v }
+		want := math.Exp(lg(float64(2*k+1)) - 2*lg(float64(k+1)) - float64(k)*math.Ln2*2)
+		if math.Abs(c[k]-want) > 1e-12*want {
+			t.Fatalf("c_%d = %v, want binom(2k, k)/4^k = %v", k, c[k], want)
+		}
+	}
+	for n := range N {
+		sum := 0.0
+		for k := 0; k <= n; k++ {
+			sum += c[k] * c[n-k]
+		}
+		if math.Abs(sum-1) > 1e-12 {
+			t.Fatalf("(C C)[n, 0] = %v at n = %d, want 1", sum, n)
+		}
+	}
+	// Column j of C holds c_0 .. c_{N-1-j}: the first is the longest.
+	ss := 0.0
+	for _, v := range c {
+		ss += v * v
+	}
+	if f := cfg.NoiseFactor(); math.Abs(f*f-ss) > 1e-12 {
+		t.Fatalf("noise factor^2 %v, want sum c_k^2 = %v", f*f, ss)
+	}
+	if big := (DPConfig{Noise: NoiseSqrt, Horizon: 1250}).NoiseFactor(); math.Abs(big-1.8264850920827) > 1e-9 {
+		t.Fatalf("noise factor at N = 1250: %v, want 1.82649", big)
+	}
+}
+
+// treeStep adds one update x (the leaf is then x/K) and releases.
+func treeStep(t *testing.T, a *Aggregator, x, out []float64) {
+	t.Helper()
+	if err := a.Add(x); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Without noise correlated noise releases exactly the averaged clipped
+// updates, and a horizon of one release is Algorithm 2 draw for draw.
+func TestCorrelatedExactAndHorizonOne(t *testing.T) {
+	const n = 3
+	for _, shape := range []Noise{NoiseTree, NoiseSqrt} {
+		cfg := DPConfig{Mode: ModeClipOnly, ClipNorm: 100, UsersPerUpdate: 2, PolicyClipShare: 0.5, Noise: shape, Horizon: 5}
+		a, err := NewAggregator(cfg, 2, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := make([]float64, n)
+		for i := range 23 {
+			x := []float64{float64(i), -1, 0.5 * float64(i%3)}
+			treeStep(t, a, x, g)
+			for j := range x {
+				if want := x[j] / 2; math.Abs(g[j]-want) > 1e-12 {
+					t.Fatalf("%v release %d: g~ = %v, want %v", shape, i, g, want)
+				}
+			}
+		}
+
+		base := DPConfig{Mode: ModeDP, NoiseMultiplier: 1.3, ClipNorm: 1, UsersPerUpdate: 3, PolicyClipShare: 0.8}
+		one := base
+		one.Noise, one.Horizon = shape, 1
+		a2, _ := NewAggregator(base, 2, 1, rand.New(rand.NewPCG(7, 1)))
+		a1, _ := NewAggregator(one, 2, 1, rand.New(rand.NewPCG(7, 1)))
+		g1, g2 := make([]float64, n), make([]float64, n)
+		for i := range 10 {
+			x := []float64{0.1 * float64(i), 0.2, -0.3}
+			treeStep(t, a1, x, g1)
+			treeStep(t, a2, x, g2)
+			if !floats.Equal(g1, g2) {
+				t.Fatalf("%v release %d: horizon 1 %v, Algorithm 2 %v", shape, i, g1, g2)
+			}
+		}
+	}
+}
+
+// TestTreeNoiseStructure measures the noise of the tree over many
+// coordinates: the noisy prefix sum after t releases carries popcount(t)
+// node draws of std sigma = z sqrt(L) S / K, one release's noise
+// tz(t) + 1 of them, and a restart starts from zero noise.
+func TestTreeNoiseStructure(t *testing.T) {
+	const (
+		n      = 20000
+		leaves = 12
+	)
+	cfg := DPConfig{Mode: ModeDP, NoiseMultiplier: 0.7, ClipNorm: 2, UsersPerUpdate: 4, PolicyClipShare: 0.5, Noise: NoiseTree, Horizon: leaves}
+	a, err := NewAggregator(cfg, n/2, n/2, testRNG(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	L := treeLevels(leaves) // 4
+	sigma := 0.7 * math.Sqrt(float64(L)) * 2 / 4
+	if L != 4 || math.Abs(a.NoiseStd()-sigma) > 1e-15 {
+		t.Fatalf("L = %d, NoiseStd %v, want 4 and %v", L, a.NoiseStd(), sigma)
+	}
+	zero := make([]float64, n)
+	g := make([]float64, n)
+	prefix := make([]float64, n)
+	sd := func(v []float64) float64 { return math.Sqrt(floats.Dot(v, v) / n) }
+	// The sample std of n normals has relative std 1/sqrt(2n) = 0.5%.
+	check := func(what string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want)/want > 0.03 {
+			t.Fatalf("%s: std %.5g, want %.5g", what, got, want)
+		}
+	}
+	for s := 1; s <= 2*leaves+3; s++ {
+		treeStep(t, a, zero, g)
+		tt := (s-1)%leaves + 1 // release within its tree
+		if tt == 1 {
+			clear(prefix)
+		}
+		floats.Add(prefix, g)
+		check("release", sd(g), sigma*math.Sqrt(float64(bits.TrailingZeros(uint(tt))+1)))
+		check("prefix", sd(prefix), sigma*math.Sqrt(float64(bits.OnesCount(uint(tt)))))
+	}
+}
+
+// TestSqrtNoiseStructure measures the factorization's noise: after t
+// releases the prefix carries sum_{k<t} c_k w_{t-k}, std sigma sqrt(sum_{k<t}
+// c_k^2), one release std sigma sqrt(sum_{k<t} (c_k - c_{k-1})^2), and a new
+// horizon starts from zero noise.
+func TestSqrtNoiseStructure(t *testing.T) {
+	const (
+		n       = 20000
+		horizon = 10
+	)
+	cfg := DPConfig{Mode: ModeDP, NoiseMultiplier: 0.7, ClipNorm: 2, UsersPerUpdate: 4, PolicyClipShare: 0.5, Noise: NoiseSqrt, Horizon: horizon}
+	a, err := NewAggregator(cfg, n/2, n/2, testRNG(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sigma := 0.7 * cfg.NoiseFactor() * 2 / 4
+	c := make([]float64, horizon)
+	c[0] = 1
+	for k := 1; k < horizon; k++ {
+		c[k] = c[k-1] * float64(2*k-1) / float64(2*k)
+	}
+	zero, g, prefix := make([]float64, n), make([]float64, n), make([]float64, n)
+	sd := func(v []float64) float64 { return math.Sqrt(floats.Dot(v, v) / n) }
+	for s := 1; s <= 2*horizon+3; s++ {
+		treeStep(t, a, zero, g)
+		tt := (s-1)%horizon + 1
+		if tt == 1 {
+			clear(prefix)
+		}
+		floats.Add(prefix, g)
+		var pre, rel float64
+		for k := range tt {
+			pre += c[k] * c[k]
+			d := c[k]
+			if k > 0 {
+				d -= c[k-1]
+			}
+			rel += d * d
+		}
+		if got, want := sd(prefix), sigma*math.Sqrt(pre); math.Abs(got-want)/want > 0.03 {
+			t.Fatalf("release %d: prefix std %.5g, want %.5g", s, got, want)
+		}
+		if got, want := sd(g), sigma*math.Sqrt(rel); math.Abs(got-want)/want > 0.03 {
+			t.Fatalf("release %d: release std %.5g, want %.5g", s, got, want)
+		}
+	}
+}
+
+// TestCorrelatedReleaseAllocs: a release allocates nothing.
+func TestCorrelatedReleaseAllocs(t *testing.T) {
+	for _, shape := range []Noise{NoiseTree, NoiseSqrt} {
+		cfg := DPConfig{Mode: ModeDP, NoiseMultiplier: 1, ClipNorm: 1, UsersPerUpdate: 2, PolicyClipShare: 0.5, Noise: shape, Horizon: 64}
+		a, err := NewAggregator(cfg, 50, 50, testRNG(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, g := make([]float64, 100), make([]float64, 100)
+		if allocs := testing.AllocsPerRun(200, func() {
+			_ = a.Add(x)
+			_ = a.Release(g)
+		}); allocs != 0 {
+			t.Fatalf("%v: %v allocs per release, want 0", shape, allocs)
+		}
+	}
+}
+
+// TestNoiseConfig: bad shapes and horizons are rejected, ParseNoise
+// inverts String.
+func TestNoiseConfig(t *testing.T) {
+	base := DPConfig{Mode: ModeDP, NoiseMultiplier: 1, ClipNorm: 1, UsersPerUpdate: 2, PolicyClipShare: 0.5}
+	for _, c := range []struct {
+		noise   Noise
+		horizon int
+		ok      bool
+	}{
+		{NoiseIndependent, 0, true}, {NoiseIndependent, 5, false}, {NoiseTree, 0, false}, {NoiseTree, 1, true},
+		{NoiseSqrt, -1, false}, {NoiseSqrt, 1 << 21, false}, {Noise(7), 3, false},
+	} {
+		cfg := base
+		cfg.Noise, cfg.Horizon = c.noise, c.horizon
+		if err := cfg.Validate(); (err == nil) != c.ok {
+			t.Errorf("%v horizon %d: %v", c.noise, c.horizon, err)
+		}
+	}
+	for _, n := range []Noise{NoiseIndependent, NoiseTree, NoiseSqrt} {
+		if got, err := ParseNoise(n.String()); err != nil || got != n {
+			t.Errorf("ParseNoise(%q) = %v, %v", n, got, err)
+		}
+	}
+	if _, err := ParseNoise("gaussian"); err == nil {
+		t.Error("ParseNoise accepted gaussian")
+	}
+	big := base
+	big.Noise, big.Horizon = NoiseSqrt, 1<<20
+	if _, err := NewAggregator(big, 1<<10, 0, testRNG(t)); err == nil {
+		t.Error("a sqrt aggregator of 2^30 draws was built")
+	}
+}
