@@ -34,15 +34,15 @@ var ErrEmptyBatch = errors.New("policy: aggregator holds no update")
 // small, instead of t independent draws. After N releases the estimate
 // restarts from zero (theta keeps what it has).
 //
-//   - NoiseTree, the binary mechanism (Chan, Shi and Song 2011, Sec. 3.4;
-//     DP-FTRL, Kairouz et al. 2021, Alg. 1 and Thm. 2.1): every dyadic block
+//   - NoiseTree, the binary mechanism (Chan, Shi and Song 2011;
+//     DP-FTRL, Kairouz et al. 2021): every dyadic block
 //     of releases [k 2^h + 1, (k+1) 2^h] is a node, released once with noise
 //     N(0, sigma^2 I) when its last release arrives; P~_t adds the nodes of
 //     t's binary expansion. A release lies in at most L = floor(log2 N) + 1
 //     nodes (a level-h node exists only if 2^h <= N).
 //   - NoiseSqrt, the square-root factorization A = C C of the prefix-sum
 //     matrix A (lower-triangular ones; Fichtenberger, Henzinger and Upadhyay
-//     2023, Sec. 3; Henzinger, Upadhyay and Upadhyay 2023): C is the
+//     2023; Henzinger, Upadhyay and Upadhyay 2023): C is the
 //     lower-triangular Toeplitz matrix of c_k = binom(2k, k) / 4^k, the
 //     coefficients of (1 - x)^(-1/2), whose square is (1 - x)^(-1). The
 //     mechanism releases y = C x + w, w_t ~ N(0, sigma^2 I) i.i.d., and
@@ -50,15 +50,16 @@ var ErrEmptyBatch = errors.New("policy: aggregator holds no update")
 //     c_{k-1}) w_{t-k} (c_{-1} = 0), the same value as the post-processing
 //     of y. Release t enters y_{t'} with weight c_{t'-t} for t' >= t.
 //
-// Privacy: sigma = z f S / K with f = DPConfig.NoiseFactor(), the L2 norm of
-// the weights with which one release enters the released values (sqrt(L)
-// for the tree, sqrt(sum_{k<N} c_k^2) for the factorization). One user
+// Privacy: sigma = z f S / K with f = DPConfig.NoiseFactor(), the largest L2
+// norm, over the releases of a horizon, of the weights with which one release
+// enters the released values (sqrt(L) for the tree, sqrt(sum_{k<N} c_k^2),
+// the first column of C, for the factorization). One user
 // changes x_t by at most S/K (the fixed denominator K holds for an early
 // flush too), so a released value with weight c is a Gaussian mechanism of
 // sensitivity c S/K and noise sigma, c (S/K)/sigma-GDP; given the earlier
 // releases, the other users' updates are the same in both worlds, and
 // adaptive composition (Dong, Roth and Su 2022, Cor. 3.3; for matrix
-// mechanisms on adaptive streams, Denisov et al. 2022, Thm. 2.1) gives
+// mechanisms on adaptive streams, Denisov et al. 2022) gives
 // f (S/K)/sigma = 1/z-GDP: exactly the Gaussian mechanism of multiplier z
 // that the accountant charges. Each user enters one release, so the
 // per-session epsilon is that of z, as with independent noise.
