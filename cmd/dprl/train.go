@@ -159,8 +159,8 @@ scales the pole angle by 10 and the critic's target by 1/10 (--obs-scale
 1,1,10,1 --value-scale 10) and uses GAE lambda 0.98 (--gae-lambda 0.98),
 acrobot scales the critic's target (--value-scale 10).
 --hidden 64,64 --K 8 --clip 0.05 --epochs 8 --ent-coef 0.36 --adv-norm
---value-scale 1 --obs-scale none --moment-reset paper --gae-lambda 0.85 restores
-Table 3.
+--value-scale 1 --obs-scale none --moment-reset paper --gae-lambda 0.85 (cartpole
+also --noise independent --server-lr 1) restores Table 3.
 Dosing: Table 3's dosing column with z = 0.1, observations scaled by public
 constants (glucose /100, meals /1000, ...) and --value-scale 10.
 
