@@ -9,7 +9,7 @@
 #
 #   scripts/riverswim-sublinear.sh [OUTDIR]
 #
-# About 2 hours on 2 cores (the epsilon 1 runs play 40-100 million episodes
+# About 3 hours on 2 cores (the epsilon 1 runs play 60-100 million episodes
 # per seed; L2 runs at about 300,000 episodes/s, KL at 60,000-100,000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,8 +28,9 @@ $D --env riverswim-0.9 --eps 5 --region kl --eta 7.5e-5 --alpha 1.86e-7 --episod
 # epsilon 1 (z = 5.276): eta 4.3e-6; alpha for S = 5.
 $D --env riverswim     --eps 1 --region l2 --eta 4.3e-6 --alpha 8.12e-8 --episodes 100000000 --seeds 4 >"$OUT/l2-eps1-p0.6.json"
 $D --env riverswim-0.9 --eps 1 --region l2 --eta 4.3e-6 --alpha 8.12e-8 --episodes 60000000 --seeds 4 >"$OUT/l2-eps1-p0.9.json"
-$D --env riverswim     --eps 1 --region kl --eta 4.3e-6 --alpha 8.4e-9 --episodes 40000000 --seeds 2 >"$OUT/kl-eps1-p0.6.json"
-$D --env riverswim-0.9 --eps 1 --region kl --eta 4.3e-6 --alpha 8.4e-9 --episodes 40000000 --seeds 2 >"$OUT/kl-eps1-p0.9.json"
+# KL at epsilon 1: half the L2 step too (seed 2 still stays at "always left").
+$D --env riverswim     --eps 1 --region kl --eta 2.15e-6 --alpha 2.1e-9 --episodes 60000000 --seeds 2 >"$OUT/kl-eps1-p0.6.json"
+$D --env riverswim-0.9 --eps 1 --region kl --eta 2.15e-6 --alpha 2.1e-9 --episodes 60000000 --seeds 2 >"$OUT/kl-eps1-p0.9.json"
 
 for p in 0.6 0.9; do
   "$OUT/dprl" plot regret --log --out "docs/regret-riverswim-sublinear-p$p.png" "$OUT"/*-p$p.json
