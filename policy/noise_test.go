@@ -132,91 +132,72 @@ func TestCorrelatedExactAndHorizonOne(t *testing.T) {
 	}
 }
 
-// TestTreeNoiseStructure measures the noise of the tree over many
-// coordinates: the noisy prefix sum after t releases carries popcount(t)
-// node draws of std sigma = z sqrt(L) S / K, one release's noise
-// tz(t) + 1 of them, and a restart starts from zero noise.
-func TestTreeNoiseStructure(t *testing.T) {
-	const (
-		n      = 20000
-		leaves = 12
-	)
-	cfg := DPConfig{Mode: ModeDP, NoiseMultiplier: 0.7, ClipNorm: 2, UsersPerUpdate: 4, PolicyClipShare: 0.5, Noise: NoiseTree, Horizon: leaves}
-	a, err := NewAggregator(cfg, n/2, n/2, testRNG(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	L := treeLevels(leaves) // 4
-	sigma := 0.7 * math.Sqrt(float64(L)) * 2 / 4
-	if L != 4 || math.Abs(a.NoiseStd()-sigma) > 1e-15 {
-		t.Fatalf("L = %d, NoiseStd %v, want 4 and %v", L, a.NoiseStd(), sigma)
-	}
-	zero := make([]float64, n)
-	g := make([]float64, n)
-	prefix := make([]float64, n)
-	sd := func(v []float64) float64 { return math.Sqrt(floats.Dot(v, v) / n) }
-	// The sample std of n normals has relative std 1/sqrt(2n) = 0.5%.
-	check := func(what string, got, want float64) {
-		t.Helper()
-		if math.Abs(got-want)/want > 0.03 {
-			t.Fatalf("%s: std %.5g, want %.5g", what, got, want)
-		}
-	}
-	for s := 1; s <= 2*leaves+3; s++ {
-		treeStep(t, a, zero, g)
-		tt := (s-1)%leaves + 1 // release within its tree
-		if tt == 1 {
-			clear(prefix)
-		}
-		floats.Add(prefix, g)
-		check("release", sd(g), sigma*math.Sqrt(float64(bits.TrailingZeros(uint(tt))+1)))
-		check("prefix", sd(prefix), sigma*math.Sqrt(float64(bits.OnesCount(uint(tt)))))
-	}
-}
-
-// TestSqrtNoiseStructure measures the factorization's noise: after t
-// releases the prefix carries sum_{k<t} c_k w_{t-k}, std sigma sqrt(sum_{k<t}
-// c_k^2), one release std sigma sqrt(sum_{k<t} (c_k - c_{k-1})^2), and a new
-// horizon starts from zero noise.
-func TestSqrtNoiseStructure(t *testing.T) {
-	const (
-		n       = 20000
-		horizon = 10
-	)
-	cfg := DPConfig{Mode: ModeDP, NoiseMultiplier: 0.7, ClipNorm: 2, UsersPerUpdate: 4, PolicyClipShare: 0.5, Noise: NoiseSqrt, Horizon: horizon}
-	a, err := NewAggregator(cfg, n/2, n/2, testRNG(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sigma := 0.7 * cfg.NoiseFactor() * 2 / 4
-	c := make([]float64, horizon)
+// TestCorrelatedNoiseStructure measures the noise over many coordinates
+// against the formulas, in units of one draw's variance sigma^2 (sigma = z f
+// S / K): after t releases of a horizon the tree's prefix carries
+// popcount(t) node draws and one release tz(t) + 1 of them; the
+// factorization's prefix carries sum_{k<t} c_k w_{t-k} (variance sum c_k^2)
+// and one release sum_{k<t} (c_k - c_{k-1}) w_{t-k}. A new horizon starts
+// from zero noise.
+func TestCorrelatedNoiseStructure(t *testing.T) {
+	const n = 20000
+	c := make([]float64, 12)
 	c[0] = 1
-	for k := 1; k < horizon; k++ {
+	for k := 1; k < len(c); k++ {
 		c[k] = c[k-1] * float64(2*k-1) / float64(2*k)
 	}
-	zero, g, prefix := make([]float64, n), make([]float64, n), make([]float64, n)
-	sd := func(v []float64) float64 { return math.Sqrt(floats.Dot(v, v) / n) }
-	for s := 1; s <= 2*horizon+3; s++ {
-		treeStep(t, a, zero, g)
-		tt := (s-1)%horizon + 1
-		if tt == 1 {
-			clear(prefix)
-		}
-		floats.Add(prefix, g)
-		var pre, rel float64
-		for k := range tt {
-			pre += c[k] * c[k]
-			d := c[k]
-			if k > 0 {
-				d -= c[k-1]
+	for _, tc := range []struct {
+		shape   Noise
+		horizon int
+		f       float64                               // noise factor
+		want    func(t int) (prefix, release float64) // variances in sigma^2
+	}{
+		{NoiseTree, 12, 2, func(t int) (float64, float64) { // L = 4
+			return float64(bits.OnesCount(uint(t))), float64(bits.TrailingZeros(uint(t)) + 1)
+		}},
+		{NoiseSqrt, 10, 0, func(t int) (pre, rel float64) {
+			for k := range t {
+				d := c[k]
+				if k > 0 {
+					d -= c[k-1]
+				}
+				pre, rel = pre+c[k]*c[k], rel+d*d
 			}
-			rel += d * d
+			return pre, rel
+		}},
+	} {
+		cfg := DPConfig{Mode: ModeDP, NoiseMultiplier: 0.7, ClipNorm: 2, UsersPerUpdate: 4, PolicyClipShare: 0.5, Noise: tc.shape, Horizon: tc.horizon}
+		a, err := NewAggregator(cfg, n/2, n/2, testRNG(t))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if got, want := sd(prefix), sigma*math.Sqrt(pre); math.Abs(got-want)/want > 0.03 {
-			t.Fatalf("release %d: prefix std %.5g, want %.5g", s, got, want)
+		f := cfg.NoiseFactor()
+		if tc.f != 0 && math.Abs(f-tc.f) > 1e-15 {
+			t.Fatalf("%v: noise factor %v, want %v", tc.shape, f, tc.f)
 		}
-		if got, want := sd(g), sigma*math.Sqrt(rel); math.Abs(got-want)/want > 0.03 {
-			t.Fatalf("release %d: release std %.5g, want %.5g", s, got, want)
+		sigma := 0.7 * f * 2 / 4
+		if math.Abs(a.NoiseStd()-sigma) > 1e-15 {
+			t.Fatalf("%v: NoiseStd %v, want %v", tc.shape, a.NoiseStd(), sigma)
+		}
+		zero, g, prefix := make([]float64, n), make([]float64, n), make([]float64, n)
+		sd := func(v []float64) float64 { return math.Sqrt(floats.Dot(v, v) / n) }
+		// The sample std of n normals has relative std 1/sqrt(2n) = 0.5%.
+		check := func(what string, s int, got, variance float64) {
+			t.Helper()
+			if want := sigma * math.Sqrt(variance); math.Abs(got-want)/want > 0.03 {
+				t.Fatalf("%v release %d: %s std %.5g, want %.5g", tc.shape, s, what, got, want)
+			}
+		}
+		for s := 1; s <= 2*tc.horizon+3; s++ {
+			treeStep(t, a, zero, g)
+			tt := (s-1)%tc.horizon + 1 // release within its horizon
+			if tt == 1 {
+				clear(prefix)
+			}
+			floats.Add(prefix, g)
+			pre, rel := tc.want(tt)
+			check("prefix", s, sd(prefix), pre)
+			check("release", s, sd(g), rel)
 		}
 	}
 }
