@@ -73,6 +73,7 @@ type Aggregator struct {
 	sum, tmp []float64
 	count    int
 	rng      *rand.Rand
+	std      float64 // NoiseStd, computed once
 	// t counts the releases of the current horizon (correlated noise).
 	t int
 	// NoiseTree: exact[h] is the exact sum of the open level-h node,
@@ -103,6 +104,7 @@ func NewAggregator(cfg DPConfig, nPolicy, nValue int, rng *rand.Rand) (*Aggregat
 	}
 	n := nPolicy + nValue
 	a := &Aggregator{cfg: cfg, nPi: nPolicy, n: n, sum: make([]float64, n), tmp: make([]float64, n), rng: rng}
+	a.std = cfg.NoiseMultiplier * cfg.NoiseFactor() * cfg.ClipNorm / float64(cfg.UsersPerUpdate)
 	switch cfg.Noise {
 	case NoiseTree:
 		L := treeLevels(cfg.Horizon)
@@ -143,9 +145,7 @@ const maxSqrtFloats = 1 << 27
 // NoiseStd returns the per-coordinate standard deviation of one fresh noise
 // draw, z f S / K with f = DPConfig.NoiseFactor() (1 for independent noise:
 // the noise of one release).
-func (a *Aggregator) NoiseStd() float64 {
-	return a.cfg.NoiseMultiplier * a.cfg.NoiseFactor() * a.cfg.ClipNorm / float64(a.cfg.UsersPerUpdate)
-}
+func (a *Aggregator) NoiseStd() float64 { return a.std }
 
 // Add accumulates one local update g_u (len nPolicy+nValue; not retained),
 // clipping its blocks to S_pi and S_v first. It returns ErrBatchFull if K
@@ -189,8 +189,7 @@ func (a *Aggregator) Release(gTilde []float64) error {
 	if a.count == 0 {
 		return ErrEmptyBatch
 	}
-	invK := 1 / float64(a.cfg.UsersPerUpdate)
-	std := a.NoiseStd()
+	invK, std := 1/float64(a.cfg.UsersPerUpdate), a.std
 	switch a.cfg.Noise {
 	case NoiseTree:
 		a.releaseTree(gTilde, invK, std)
