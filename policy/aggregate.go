@@ -120,14 +120,13 @@ func NewAggregator(cfg DPConfig, nPolicy, nValue int, rng *rand.Rand) (*Aggregat
 		for i := range a.draws {
 			a.draws[i] = make([]float64, n)
 		}
+		c := sqrtFactorCoefficients(cfg.Horizon)
 		a.coef = make([]float64, cfg.Horizon)
-		prev, ck := 0.0, 1.0
-		for k := range a.coef {
+		for k, ck := range c {
+			a.coef[k] = ck
 			if k > 0 {
-				ck *= float64(2*k-1) / float64(2*k)
+				a.coef[k] -= c[k-1]
 			}
-			a.coef[k] = ck - prev
-			prev = ck
 		}
 	}
 	return a, nil

@@ -131,16 +131,26 @@ func (c DPConfig) NoiseFactor() float64 {
 	case NoiseTree:
 		return math.Sqrt(float64(treeLevels(c.Horizon)))
 	case NoiseSqrt:
-		ss, ck := 0.0, 1.0
-		for k := range c.Horizon {
-			if k > 0 {
-				ck *= float64(2*k-1) / float64(2*k)
-			}
+		ss := 0.0
+		for _, ck := range sqrtFactorCoefficients(c.Horizon) {
 			ss += ck * ck
 		}
 		return math.Sqrt(ss)
 	}
 	return 1
+}
+
+// sqrtFactorCoefficients returns c_0, ..., c_{n-1} of the square-root
+// factorization, c_k = binom(2k, k) / 4^k = c_{k-1} (2k - 1) / (2k).
+func sqrtFactorCoefficients(n int) []float64 {
+	c := make([]float64, max(n, 0))
+	for k := range c {
+		c[k] = 1
+		if k > 0 {
+			c[k] = c[k-1] * float64(2*k-1) / float64(2*k)
+		}
+	}
+	return c
 }
 
 // treeLevels returns bits.Len(n) = floor(log2 n) + 1 for n >= 1: the most
