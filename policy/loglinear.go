@@ -78,6 +78,15 @@ type LogLinearConfig struct {
 	// and the ridge added to it (KL only). Table 2: 25, 1e-3.
 	FisherEpisodes int
 	FisherRidge    float64
+	// FisherExact replaces the Monte Carlo estimate on FisherEpisodes
+	// public episodes by its expectation under the public model: the
+	// state-visit distribution of the current policy propagated through the
+	// transition tables (the limit of infinitely many public episodes). S
+	// depends only on the released policy and the public model either way,
+	// so the privacy guarantee is the same; the exact form removes the
+	// estimate's sampling noise from S and costs O(H S A^2) per update
+	// instead of FisherEpisodes x H sampled steps. Not in the paper.
+	FisherExact bool
 	// ClipAtLR0 computes the trust-region clipping norm with the initial
 	// learning rate eta_0 instead of the current eta. The bounds of
 	// Propositions 4.4-4.7 are upper bounds on S that grow as 1/eta, so S
@@ -130,7 +139,7 @@ func (c LogLinearConfig) Validate() error {
 	if !(c.Z > 0) || math.IsInf(c.Z, 0) {
 		bad("z", c.Z, "a finite z > 0 (privacy needs noise)")
 	}
-	if c.Region == RegionKL && (c.FisherEpisodes < 1 || !(c.FisherRidge >= 0)) {
+	if c.Region == RegionKL && ((!c.FisherExact && c.FisherEpisodes < 1) || !(c.FisherRidge >= 0) || math.IsInf(c.FisherRidge, 0)) {
 		bad("fisher", [2]float64{float64(c.FisherEpisodes), c.FisherRidge}, "episodes >= 1, ridge >= 0")
 	}
 	if !(c.BaselineLR >= 0) || !(c.BaselineClip > 0) {
@@ -215,6 +224,7 @@ type LogLinearLearner struct {
 	gTheta, gPsi, probs []float64
 	fisherBlk, fisherG  []float64 // Fisher blocks (S x A x A) and one score
 	fisherPi            []float64 // pi tabulated (S x A)
+	fisherD, fisherNext []float64 // state-visit distributions (exact Fisher)
 	quantile            float64   // cached q_{1-beta}: it depends only on the config
 }
 
@@ -272,43 +282,29 @@ func (l *LogLinearLearner) ClipNorm(m TabularMDP, rng *rand.Rand) (float64, erro
 
 // fisherMoments estimates the Fisher matrix F = E[grad log pi grad log
 // pi^T] + ridge I over the state-action visits of FisherEpisodes public
-// episodes and returns its largest eigenvalue and its trace (Prop. 4.7).
-// grad log pi(a|s) = e_(s,a) - pi(.|s) lives on state s's coordinates, so F
-// is block diagonal with one A x A block per state, and its eigenvalues are
-// those of the blocks: closed form for A = 2, a small eigendecomposition
-// otherwise. It allocates nothing for A = 2.
+// episodes (or its expectation under the model, FisherExact) and returns its
+// largest eigenvalue and its trace (Prop. 4.7). grad log pi(a|s) = e_(s,a) -
+// pi(.|s) lives on state s's coordinates, so F is block diagonal with one
+// A x A block per state, and its eigenvalues are those of the blocks: closed
+// form for A = 2, a small eigendecomposition otherwise. It allocates nothing
+// for A = 2.
 func (l *LogLinearLearner) fisherMoments(m TabularMDP, rng *rand.Rand) (maxEig, trace float64, err error) {
 	p := l.Policy
 	A := p.A
 	if len(l.fisherBlk) != p.S*A*A {
 		l.fisherBlk, l.fisherG, l.fisherPi = make([]float64, p.S*A*A), make([]float64, A), make([]float64, p.S*A)
+		l.fisherD, l.fisherNext = make([]float64, p.S), make([]float64, p.S)
 	}
-	blk, g, pt := l.fisherBlk, l.fisherG, l.fisherPi
+	blk, pt := l.fisherBlk, l.fisherPi
 	clear(blk)
-	// The policy is fixed during the estimate: tabulate pi once. The
-	// episodes draw from rng exactly as Rollout does.
+	// The policy is fixed during the estimate: tabulate pi once.
 	for s := range p.S {
 		p.Probs(pt[s*A:(s+1)*A], s)
 	}
-	n := 0
-	for e := 0; e < l.Config.FisherEpisodes; e++ {
-		s := m.Start()
-		for t := 0; t < m.Horizon(); t++ {
-			row := pt[s*A : (s+1)*A]
-			a := sample(rng, row)
-			for b := range g {
-				g[b] = -row[b]
-			}
-			g[a]++
-			b := blk[s*A*A : (s+1)*A*A]
-			for i := range A {
-				for j := i; j < A; j++ {
-					b[i*A+j] += g[i] * g[j]
-				}
-			}
-			n++
-			s = sample(rng, m.Transition(s, a))
-		}
+	if l.Config.FisherExact {
+		l.exactFisherBlocks(m)
+	} else {
+		l.sampledFisherBlocks(m, rng)
 	}
 	ridge := l.Config.FisherRidge
 	maxEig = math.Inf(-1)
@@ -316,7 +312,6 @@ func (l *LogLinearLearner) fisherMoments(m TabularMDP, rng *rand.Rand) (maxEig, 
 		b := blk[s*A*A : (s+1)*A*A]
 		for i := range A {
 			for j := i; j < A; j++ {
-				b[i*A+j] /= float64(n)
 				b[j*A+i] = b[i*A+j]
 			}
 			b[i*A+i] += ridge
@@ -337,6 +332,72 @@ func (l *LogLinearLearner) fisherMoments(m TabularMDP, rng *rand.Rand) (maxEig, 
 		maxEig = math.Max(maxEig, top)
 	}
 	return maxEig, trace, nil
+}
+
+// sampledFisherBlocks fills the upper triangles of the Fisher blocks with
+// the mean of g g^T, g = e_a - pi(.|s), over the state-action visits of
+// FisherEpisodes episodes drawn from rng exactly as Rollout draws them.
+func (l *LogLinearLearner) sampledFisherBlocks(m TabularMDP, rng *rand.Rand) {
+	A := l.Policy.A
+	blk, g, pt := l.fisherBlk, l.fisherG, l.fisherPi
+	n := 0
+	for e := 0; e < l.Config.FisherEpisodes; e++ {
+		s := m.Start()
+		for t := 0; t < m.Horizon(); t++ {
+			row := pt[s*A : (s+1)*A]
+			a := sample(rng, row)
+			for b := range g {
+				g[b] = -row[b]
+			}
+			g[a]++
+			b := blk[s*A*A : (s+1)*A*A]
+			for i := range A {
+				for j := i; j < A; j++ {
+					b[i*A+j] += g[i] * g[j]
+				}
+			}
+			n++
+			s = sample(rng, m.Transition(s, a))
+		}
+	}
+	for i := range blk {
+		blk[i] /= float64(n)
+	}
+}
+
+// exactFisherBlocks fills the upper triangles of the Fisher blocks with the
+// expectation of what sampledFisherBlocks averages: the visit frequency
+// w(s) = (1/H) sum_t P(s_t = s) of the current policy from the start state,
+// times E_{a~pi(.|s)}[g g^T] = diag(pi) - pi pi^T.
+func (l *LogLinearLearner) exactFisherBlocks(m TabularMDP) {
+	S, A := l.Policy.S, l.Policy.A
+	blk, pt, d, next := l.fisherBlk, l.fisherPi, l.fisherD, l.fisherNext
+	clear(d)
+	d[m.Start()] = 1
+	H := m.Horizon()
+	for t := 0; t < H; t++ {
+		clear(next)
+		for s := range S {
+			if d[s] == 0 {
+				continue
+			}
+			w := d[s] / float64(H)
+			row := pt[s*A : (s+1)*A]
+			b := blk[s*A*A : (s+1)*A*A]
+			for i := range A {
+				b[i*A+i] += w * row[i]
+				for j := i; j < A; j++ {
+					b[i*A+j] -= w * row[i] * row[j]
+				}
+				if t+1 < H {
+					for s2, q := range m.Transition(s, i) {
+						next[s2] += d[s] * row[i] * q
+					}
+				}
+			}
+		}
+		d, next = next, d
+	}
 }
 
 // UpdateInfo describes one update.

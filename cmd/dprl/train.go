@@ -70,6 +70,8 @@ type trainFlags struct {
 	eta       float64
 	baseLR    float64
 	alpha     float64
+	ridge     float64
+	fisherEx  bool
 }
 
 // Defaults of dprl train for the control tasks (see policy/REPRODUCE.md).
@@ -214,6 +216,8 @@ production release.`,
 	fl.Float64Var(&f.eta, "eta", 0, "dppg-loglinear: constant policy step size eta > 0 instead of Table 2's schedule (12, divided by 5 every 50 episodes, floor 0.06)")
 	fl.Float64Var(&f.baseLR, "baseline-lr", policy.DefaultLogLinearConfig().BaselineLR, "dppg-loglinear: step size >= 0 of the private linear baseline (0: the baseline stays 0 and the returns are the advantages; epsilon still composes its mechanism, an upper bound)")
 	fl.Float64Var(&f.initRight, "init-right", 0, "dppg-loglinear: start from the policy with logit gap theta(s, right) - theta(s, left) equal to this in every state (0: uniform, the paper's start; large: near the optimal policy)")
+	fl.Float64Var(&f.ridge, "fisher-ridge", policy.DefaultLogLinearConfig().FisherRidge, "dppg-loglinear, KL region: ridge >= 0 added to the Fisher estimate (Table 2: 1e-3); it bounds how far S can grow as the policy turns deterministic")
+	fl.BoolVar(&f.fisherEx, "fisher-exact", false, "dppg-loglinear, KL region: use the Fisher matrix's expectation under the public model instead of the estimate on 25 public episodes (same privacy: S depends on the released policy and the public model only)")
 	fl.BoolVar(&f.clipAtLR0, "clip-at-lr0", false, "dppg-loglinear: compute the trust-region clipping norm at eta_0 instead of the current eta")
 	fl.StringVar(&f.diag, "diag", "", "write per-update diagnostics (entropy, value loss, clipped fractions, signal and noise norms; computed from raw user data, for tuning simulations only) as JSON Lines to this file")
 	return c
@@ -240,7 +244,7 @@ var trainFlagAlgos = func() map[string][]string {
 	}
 	m["seeds"] = []string{"dppg", "ppo", algoLogLinear}
 	m["workers"] = []string{"dppg", "ppo", algoLogLinear}
-	for _, name := range []string{"eps", "region", "episodes", "clip-at-lr0", "alpha", "init-right", "eta", "baseline-lr"} {
+	for _, name := range []string{"eps", "region", "episodes", "clip-at-lr0", "alpha", "init-right", "eta", "baseline-lr", "fisher-ridge", "fisher-exact"} {
 		m[name] = []string{algoLogLinear}
 	}
 	return m

@@ -77,11 +77,16 @@ type logLinearResult struct {
 	Alpha     float64 `json:"alpha"`
 	// Eta is the constant policy step size of --eta; 0 means Table 2's
 	// schedule (12, divided by 5 every 50 episodes, floor 0.06).
-	Eta        float64        `json:"eta"`
-	InitRight  float64        `json:"init_right"` // starting logit gap right - left in every state
-	BaselineLR float64        `json:"baseline_lr"`
-	Seconds    float64        `json:"seconds"`
-	Runs       []logLinearRun `json:"runs"`
+	Eta        float64 `json:"eta"`
+	InitRight  float64 `json:"init_right"` // starting logit gap right - left in every state
+	BaselineLR float64 `json:"baseline_lr"`
+	// FisherRidge and FisherExact configure the KL region's Fisher matrix:
+	// the ridge added to it, and its expectation under the public model
+	// (true) or the estimate on 25 public episodes (false, the paper's).
+	FisherRidge float64        `json:"fisher_ridge"`
+	FisherExact bool           `json:"fisher_exact"`
+	Seconds     float64        `json:"seconds"`
+	Runs        []logLinearRun `json:"runs"`
 }
 
 // logLinearJob is one seed of one configuration.
@@ -138,6 +143,9 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if f.workers < 0 {
 		errs = append(errs, fmt.Sprintf("--workers %d: must be >= 0", f.workers))
 	}
+	if !(f.ridge >= 0) || math.IsInf(f.ridge, 0) {
+		errs = append(errs, fmt.Sprintf("--fisher-ridge %v: must be finite and >= 0", f.ridge))
+	}
 	if !(f.baseLR >= 0) || math.IsInf(f.baseLR, 0) {
 		errs = append(errs, fmt.Sprintf("--baseline-lr %v: must be finite and >= 0", f.baseLR))
 	}
@@ -174,7 +182,7 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 		return err
 	}
 	var m policy.TabularMDP = riverMDP{tab} // one interface conversion, not one per call
-	res := logLinearResult{Env: f.env, Method: algoLogLinear, P: p, Optimal: policy.OptimalTabular(m), Episodes: f.episodes, Delta: f.delta, ClipAtLR0: f.clipAtLR0, Alpha: f.alpha, InitRight: f.initRight, BaselineLR: f.baseLR}
+	res := logLinearResult{Env: f.env, Method: algoLogLinear, P: p, Optimal: policy.OptimalTabular(m), Episodes: f.episodes, Delta: f.delta, ClipAtLR0: f.clipAtLR0, Alpha: f.alpha, InitRight: f.initRight, BaselineLR: f.baseLR, FisherRidge: f.ridge, FisherExact: f.fisherEx}
 	if cmd.Flags().Changed("eta") {
 		res.Eta = f.eta
 	}
@@ -189,6 +197,7 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 			run := logLinearRun{Epsilon: g.Epsilon, Z: z, Region: f.regions[j], CurveEpisodes: points, Mean: make([]float64, len(points))}
 			cfg := policy.DefaultLogLinearConfig()
 			cfg.Z, cfg.Region, cfg.ClipAtLR0, cfg.Alpha, cfg.BaselineLR = z, region, f.clipAtLR0, f.alpha, f.baseLR
+			cfg.FisherRidge, cfg.FisherExact = f.ridge, f.fisherEx
 			if res.Eta > 0 {
 				cfg.LR0, cfg.LRMin, cfg.LRFactor = res.Eta, res.Eta, 1
 			}
@@ -373,7 +382,11 @@ func (r logLinearResult) text(w io.Writer) error {
 	if r.Eta > 0 {
 		eta = fmt.Sprintf("%g", r.Eta)
 	}
-	if _, err := fmt.Fprintf(w, "%s %s (p = %g, optimal value %.3f, %d episodes, delta %g, alpha %g, eta %s, baseline lr %g, start logit gap %g, S at %s; %.1f s):\n", r.Env, r.Method, r.P, r.Optimal, r.Episodes, r.Delta, r.Alpha, eta, r.BaselineLR, r.InitRight, map[bool]string{false: "the current eta", true: "eta_0"}[r.ClipAtLR0], r.Seconds); err != nil {
+	fisher := fmt.Sprintf("on %d public episodes", policy.DefaultLogLinearConfig().FisherEpisodes)
+	if r.FisherExact {
+		fisher = "exact"
+	}
+	if _, err := fmt.Fprintf(w, "%s %s (p = %g, optimal value %.3f, %d episodes, delta %g, alpha %g, eta %s, baseline lr %g, start logit gap %g, S at %s, KL Fisher %s with ridge %g; %.1f s):\n", r.Env, r.Method, r.P, r.Optimal, r.Episodes, r.Delta, r.Alpha, eta, r.BaselineLR, r.InitRight, map[bool]string{false: "the current eta", true: "eta_0"}[r.ClipAtLR0], fisher, r.FisherRidge, r.Seconds); err != nil {
 		return err
 	}
 	for _, run := range r.Runs {

@@ -529,6 +529,53 @@ func TestTrainLogLinearLongCurve(t *testing.T) {
 	}
 }
 
+// TestTrainLogLinearFisherFlags: --fisher-exact makes the KL region's first
+// S a function of the policy alone (the same for every seed; the 25-episode
+// estimate differs between seeds), a larger --fisher-ridge gives a smaller
+// S, both are recorded, and bad values are usage errors.
+func TestTrainLogLinearFisherFlags(t *testing.T) {
+	clips := func(extra ...string) (logLinearResult, []float64) {
+		t.Helper()
+		var out []float64
+		var res logLinearResult
+		for _, seed := range []string{"1", "2"} {
+			args := append([]string{"train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "1", "--seeds", "1", "--eps", "5", "--region", "kl", "--seed", seed, "--json", "--log-level", "disabled"}, extra...)
+			code, stdout, stderr := runCLI(t, args...)
+			if code != 0 {
+				t.Fatalf("%v: exit %d: %s", extra, code, stderr)
+			}
+			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, res.Runs[0].ClipFirst)
+		}
+		return res, out
+	}
+	r, sampled := clips()
+	if r.FisherExact || r.FisherRidge != 1e-3 {
+		t.Errorf("defaults: fisher_exact %v, fisher_ridge %v; want false, 1e-3", r.FisherExact, r.FisherRidge)
+	}
+	if sampled[0] == sampled[1] {
+		t.Errorf("sampled Fisher: first S %v for both seeds, want the estimates to differ", sampled)
+	}
+	r, exact := clips("--fisher-exact")
+	if !r.FisherExact || exact[0] != exact[1] {
+		t.Errorf("--fisher-exact: recorded %v, first S %v; want true and one S for both seeds", r.FisherExact, exact)
+	}
+	r, ridged := clips("--fisher-exact", "--fisher-ridge", "1e-2")
+	if r.FisherRidge != 1e-2 || !(ridged[0] < exact[0]) {
+		t.Errorf("--fisher-ridge 1e-2: recorded %v, first S %v, want below %v", r.FisherRidge, ridged[0], exact[0])
+	}
+	for _, v := range []string{"-1", "NaN", "+Inf"} {
+		if code, _, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim", "--fisher-ridge", v); code != exitUsage || !strings.Contains(stderr, "--fisher-ridge") {
+			t.Errorf("--fisher-ridge %s: exit %d %q", v, code, stderr)
+		}
+	}
+	if code, _, stderr := runCLI(t, "train", "--env", "cartpole", "--fisher-exact"); code != exitUsage || !strings.Contains(stderr, "--fisher-exact does not apply") {
+		t.Errorf("--fisher-exact with dppg: exit %d %q", code, stderr)
+	}
+}
+
 // TestTrainLogLinearInitRight: --init-right starts from the given logit gap,
 // so the first episode's regret is that of the near-optimal policy
 // instead of the uniform policy's; a non-finite gap is a usage error.
