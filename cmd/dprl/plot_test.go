@@ -62,3 +62,40 @@ func TestPlotRegret(t *testing.T) {
 		}
 	}
 }
+
+// TestRegretLabel: the legend names p, the Fisher ridge and the Fisher
+// estimate only when the figure's results differ in them, and the Fisher
+// only for KL runs.
+func TestRegretLabel(t *testing.T) {
+	kl := func(p, ridge float64, exact bool) logLinearResult {
+		return logLinearResult{P: p, FisherRidge: ridge, FisherExact: exact, Runs: []logLinearRun{{Region: "kl", Epsilon: 1}, {Region: "l2", Epsilon: 5}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		results []logLinearResult
+		want    []string // labels of every run, in order
+	}{
+		{"same", []logLinearResult{kl(0.6, 1e-3, false), kl(0.6, 1e-3, false)},
+			[]string{"DPPG-KL, ε = 1", "DPPG-L2, ε = 5", "DPPG-KL, ε = 1", "DPPG-L2, ε = 5"}},
+		{"ridge", []logLinearResult{kl(0.6, 1e-3, true), kl(0.6, 1e-2, true)},
+			[]string{"DPPG-KL, ε = 1, ridge 0.001", "DPPG-L2, ε = 5", "DPPG-KL, ε = 1, ridge 0.01", "DPPG-L2, ε = 5"}},
+		{"exact and p", []logLinearResult{kl(0.6, 1e-3, false), kl(0.9, 1e-3, true)},
+			[]string{"DPPG-KL, ε = 1, p = 0.6, sampled F", "DPPG-L2, ε = 5, p = 0.6", "DPPG-KL, ε = 1, p = 0.9, exact F", "DPPG-L2, ε = 5, p = 0.9"}},
+		{"L2 only differs", []logLinearResult{{P: 0.6, FisherRidge: 1, Runs: []logLinearRun{{Region: "l2", Epsilon: 5}}}, kl(0.6, 1e-3, false)},
+			[]string{"DPPG-L2, ε = 5", "DPPG-KL, ε = 1", "DPPG-L2, ε = 5"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			withP := tc.results[0].P != tc.results[len(tc.results)-1].P
+			ridge, exact := klFisherDiffers(tc.results)
+			var got []string
+			for _, r := range tc.results {
+				for _, run := range r.Runs {
+					got = append(got, regretLabel(r, run, withP, ridge, exact))
+				}
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("labels\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -441,6 +442,7 @@ func plotRegret(path, title string, results []logLinearResult, withP, logLog boo
 	}
 	colors := []plotColor{{0x1f, 0x77, 0xb4, 0xff}, {0xff, 0x7f, 0x0e, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0xd6, 0x27, 0x28, 0xff}, {0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff}}
 	p.Add(plotter.NewGrid())
+	withRidge, withExact := klFisherDiffers(results)
 	i := 0
 	for _, r := range results {
 		for _, run := range r.Runs {
@@ -465,16 +467,49 @@ func plotRegret(path, title string, results []logLinearResult, withP, logLog boo
 				line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 			}
 			p.Add(line)
-			label := fmt.Sprintf("DPPG-%s, ε = %.2g", strings.ToUpper(run.Region), run.Epsilon)
-			if withP {
-				label += fmt.Sprintf(", p = %g", r.P)
-			}
-			p.Legend.Add(label, line)
+			p.Legend.Add(regretLabel(r, run, withP, withRidge, withExact), line)
 		}
 	}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.YOffs = -vg.Points(6) // clear of the title
 	return p.Save(6*vg.Inch, 4*vg.Inch, path)
+}
+
+// klFisherDiffers reports whether the KL runs among results differ in their
+// Fisher ridge and in exact against sampled Fisher, so that the legend names
+// what tells them apart.
+func klFisherDiffers(results []logLinearResult) (ridge, exact bool) {
+	var first *logLinearResult
+	for i := range results {
+		r := &results[i]
+		if !slices.ContainsFunc(r.Runs, func(run logLinearRun) bool { return run.Region == "kl" }) {
+			continue
+		}
+		if first == nil {
+			first = r
+			continue
+		}
+		ridge = ridge || r.FisherRidge != first.FisherRidge
+		exact = exact || r.FisherExact != first.FisherExact
+	}
+	return ridge, exact
+}
+
+// regretLabel is the legend entry of one run: trust region and epsilon,
+// then p, and for KL the Fisher ridge and estimate, when the figure's
+// results differ in them.
+func regretLabel(r logLinearResult, run logLinearRun, withP, withRidge, withExact bool) string {
+	label := fmt.Sprintf("DPPG-%s, ε = %.2g", strings.ToUpper(run.Region), run.Epsilon)
+	if withP {
+		label += fmt.Sprintf(", p = %g", r.P)
+	}
+	if run.Region == "kl" && withRidge {
+		label += fmt.Sprintf(", ridge %g", r.FisherRidge)
+	}
+	if run.Region == "kl" && withExact {
+		label += map[bool]string{false: ", sampled F", true: ", exact F"}[r.FisherExact]
+	}
+	return label
 }
 
 // loopProgress reports the progress of a counted loop on stderr: a live bar
