@@ -202,29 +202,38 @@ func TestTabularEvaluatorReuse(t *testing.T) {
 }
 
 // TestLogLinearLoopAllocs: one episode of the regret loop (evaluate, roll
-// out, L2 update) allocates nothing in steady state.
+// out, update) allocates nothing in steady state, for the L2 region and for
+// the KL region with the sampled and the exact Fisher.
 func TestLogLinearLoopAllocs(t *testing.T) {
-	var m TabularMDP = newTableMDP(riverSwim{0.6}) // converted once
-	cfg := DefaultLogLinearConfig()
-	cfg.Z = 1
-	l, err := NewLogLinearLearner(6, 2, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev := NewTabularEvaluator(m)
-	rng := rand.New(rand.NewPCG(5, 6))
-	var ep Episode
-	probs := l.Policy.Probs
-	step := func() {
-		ev.Value(probs)
-		l.Policy.Rollout(m, rng, &ep)
-		if _, err := l.Update(m, &ep, rng); err != nil {
-			t.Fatal(err)
-		}
-	}
-	step()
-	if a := testing.AllocsPerRun(200, step); a != 0 {
-		t.Errorf("%v allocations per episode, want 0", a)
+	for _, tc := range []struct {
+		name   string
+		region TrustRegion
+		exact  bool
+	}{{"l2", RegionL2, false}, {"kl sampled", RegionKL, false}, {"kl exact", RegionKL, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m TabularMDP = newTableMDP(riverSwim{0.6}) // converted once
+			cfg := DefaultLogLinearConfig()
+			cfg.Z, cfg.Region, cfg.FisherExact = 1, tc.region, tc.exact
+			l, err := NewLogLinearLearner(6, 2, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := NewTabularEvaluator(m)
+			rng := rand.New(rand.NewPCG(5, 6))
+			var ep Episode
+			probs := l.Policy.Probs
+			step := func() {
+				ev.Value(probs)
+				l.Policy.Rollout(m, rng, &ep)
+				if _, err := l.Update(m, &ep, rng); err != nil {
+					t.Fatal(err)
+				}
+			}
+			step()
+			if a := testing.AllocsPerRun(200, step); a != 0 {
+				t.Errorf("%v allocations per episode, want 0", a)
+			}
+		})
 	}
 }
 
@@ -590,30 +599,6 @@ func TestExactFisherUniformRiverSwim(t *testing.T) {
 	}
 	if want := w0/2 + cfg.FisherRidge; math.Abs(maxEig-want) > 1e-12 {
 		t.Errorf("max eig %v, want w(0)/2 + ridge = %v (w(0) = %v)", maxEig, want, w0)
-	}
-}
-
-// TestExactFisherAllocs: the KL region's update with the exact Fisher
-// allocates nothing in steady state and draws nothing for the Fisher.
-func TestExactFisherAllocs(t *testing.T) {
-	var m TabularMDP = newTableMDP(riverSwim{0.6})
-	cfg := DefaultLogLinearConfig()
-	cfg.Z, cfg.Region, cfg.FisherExact = 1, RegionKL, true
-	l, err := NewLogLinearLearner(6, 2, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(5, 6))
-	var ep Episode
-	step := func() {
-		l.Policy.Rollout(m, rng, &ep)
-		if _, err := l.Update(m, &ep, rng); err != nil {
-			t.Fatal(err)
-		}
-	}
-	step()
-	if a := testing.AllocsPerRun(200, step); a != 0 {
-		t.Errorf("%v allocations per episode, want 0", a)
 	}
 }
 
