@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the sublinear RiverSwim regret of log-linear DPPG (policy/
+# Reproduces the RiverSwim regret runs of log-linear DPPG (policy/
 # REPRODUCE.md, "What sublinear regret takes"; README table): DPPG-L2 and
 # DPPG-KL at epsilon 5 and 1 (policy and private baseline composed, delta
 # 1e-5), p = 0.6 and 0.9, with a constant step size and a trust region alpha
@@ -9,8 +9,10 @@
 #
 #   scripts/riverswim-sublinear.sh [OUTDIR]
 #
-# About 3 hours on 2 cores (the epsilon 1 runs play 60-100 million episodes
-# per seed; L2 runs at about 300,000 episodes/s, KL at 60,000-100,000).
+# About 2.5 hours of one core's work, about 75 minutes on 2 cores (seeds run
+# in parallel; the epsilon 1 runs play 50-60 million episodes per seed; L2
+# runs at about 190,000 episodes/s per core, KL with the exact Fisher at
+# about 130,000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-$(mktemp -d)}
@@ -21,16 +23,19 @@ D="$OUT/dprl train --algo dppg-loglinear --baseline-lr 0.01 --seed 1 --json"
 # epsilon 5 (z = 1.261): eta 7.5e-5; alpha for S = 5.
 $D --env riverswim     --eps 5 --region l2 --eta 7.5e-5 --alpha 1.48e-6 --episodes 7000000 --seeds 8 >"$OUT/l2-eps5-p0.6.json"
 $D --env riverswim-0.9 --eps 5 --region l2 --eta 7.5e-5 --alpha 1.48e-6 --episodes 7000000 --seeds 8 >"$OUT/l2-eps5-p0.9.json"
-# KL at p = 0.6 needs half the step (and alpha / 4 for the same S): at 7.5e-5
-# one seed of eight stayed at "always left" (policy/REPRODUCE.md).
-$D --env riverswim     --eps 5 --region kl --eta 3.75e-5 --alpha 4.65e-8 --episodes 14000000 --seeds 8 >"$OUT/kl-eps5-p0.6.json"
-$D --env riverswim-0.9 --eps 5 --region kl --eta 7.5e-5 --alpha 1.86e-7 --episodes 7000000 --seeds 8 >"$OUT/kl-eps5-p0.9.json"
+# KL: the Fisher matrix exactly under the public model and a ridge of 1e-2,
+# which bounds S at 2.3-2.5x its value at the uniform policy (Table 2's 1e-3
+# lets it grow 6.6-7.4x as the policy turns deterministic; policy/
+# REPRODUCE.md, "DPPG-KL at epsilon 1"); alpha for S = 4.88 at the uniform
+# policy.
+$D --env riverswim     --eps 5 --region kl --fisher-exact --fisher-ridge 1e-2 --eta 7.5e-5 --alpha 2.163e-7 --episodes 7000000 --seeds 8 >"$OUT/kl-eps5-p0.6.json"
+$D --env riverswim-0.9 --eps 5 --region kl --fisher-exact --fisher-ridge 1e-2 --eta 7.5e-5 --alpha 2.163e-7 --episodes 7000000 --seeds 8 >"$OUT/kl-eps5-p0.9.json"
 # epsilon 1 (z = 5.276): eta 4.3e-6; alpha for S = 5.
-$D --env riverswim     --eps 1 --region l2 --eta 4.3e-6 --alpha 8.12e-8 --episodes 100000000 --seeds 4 >"$OUT/l2-eps1-p0.6.json"
-$D --env riverswim-0.9 --eps 1 --region l2 --eta 4.3e-6 --alpha 8.12e-8 --episodes 60000000 --seeds 4 >"$OUT/l2-eps1-p0.9.json"
-# KL at epsilon 1: half the L2 step too (seed 2 still stays at "always left").
-$D --env riverswim     --eps 1 --region kl --eta 2.15e-6 --alpha 2.1e-9 --episodes 60000000 --seeds 2 >"$OUT/kl-eps1-p0.6.json"
-$D --env riverswim-0.9 --eps 1 --region kl --eta 2.15e-6 --alpha 2.1e-9 --episodes 60000000 --seeds 2 >"$OUT/kl-eps1-p0.9.json"
+$D --env riverswim     --eps 1 --region l2 --eta 4.3e-6 --alpha 8.12e-8 --episodes 60000000 --seeds 5 >"$OUT/l2-eps1-p0.6.json"
+$D --env riverswim-0.9 --eps 1 --region l2 --eta 4.3e-6 --alpha 8.12e-8 --episodes 60000000 --seeds 5 >"$OUT/l2-eps1-p0.9.json"
+# KL at epsilon 1 with the ridge of 1e-2: alpha for S = 5.
+$D --env riverswim     --eps 1 --region kl --fisher-exact --fisher-ridge 1e-2 --eta 4.3e-6 --alpha 1.0146e-8 --episodes 50000000 --seeds 5 >"$OUT/kl-eps1-p0.6.json"
+$D --env riverswim-0.9 --eps 1 --region kl --fisher-exact --fisher-ridge 1e-2 --eta 4.3e-6 --alpha 1.0146e-8 --episodes 50000000 --seeds 5 >"$OUT/kl-eps1-p0.9.json"
 
 for p in 0.6 0.9; do
   "$OUT/dprl" plot regret --log --out "docs/regret-riverswim-sublinear-p$p.png" "$OUT"/*-p$p.json
