@@ -140,7 +140,7 @@ func (c LogLinearConfig) Validate() error {
 		bad("z", c.Z, "a finite z > 0 (privacy needs noise)")
 	}
 	if c.Region == RegionKL && ((!c.FisherExact && c.FisherEpisodes < 1) || !(c.FisherRidge >= 0) || math.IsInf(c.FisherRidge, 0)) {
-		bad("fisher", [2]float64{float64(c.FisherEpisodes), c.FisherRidge}, "episodes >= 1, ridge >= 0")
+		bad("fisher", [2]float64{float64(c.FisherEpisodes), c.FisherRidge}, "episodes >= 1 (unless exact), a finite ridge >= 0")
 	}
 	if !(c.BaselineLR >= 0) || !(c.BaselineClip > 0) {
 		bad("baseline", [2]float64{c.BaselineLR, c.BaselineClip}, "lr >= 0, clip > 0")
