@@ -102,6 +102,16 @@ type LogLinearConfig struct {
 	// baseline, which feeds every later update, is private as well.
 	BaselineLR   float64
 	BaselineClip float64
+	// UsersPerUpdate K >= 1 is the number of episodes (users) per update,
+	// with Algorithm 2's fixed denominator: theta <- theta + (eta / K)
+	// (sum_k clip(g_k, S) + N(0, z^2 S^2 I)), and the baseline likewise.
+	// App. C.2.2 uses K = 1 (the default). Each episode enters exactly one
+	// update, and the sum's sensitivity to it is S, so the privacy of an
+	// episode does not depend on K; the noise on the mean gradient is z S /
+	// K, so the trust-region bounds take z / K in place of z (ClipNorm).
+	// With eta scaled by K, the mean step per episode is that of K = 1 and
+	// the noise variance per episode is K times smaller.
+	UsersPerUpdate int
 }
 
 // DefaultLogLinearConfig returns Table 2 of Rio et al. with the L2 trust
@@ -111,7 +121,7 @@ func DefaultLogLinearConfig() LogLinearConfig {
 		Gamma: 0.99, LR0: 12, LREvery: 50, LRFactor: 5, LRMin: 0.06,
 		Alpha: 3.5, Confidence: 0.6, Region: RegionL2,
 		FisherEpisodes: 25, FisherRidge: 1e-3,
-		BaselineLR: 0.1, BaselineClip: 1,
+		BaselineLR: 0.1, BaselineClip: 1, UsersPerUpdate: 1,
 	}
 }
 
@@ -141,6 +151,9 @@ func (c LogLinearConfig) Validate() error {
 	}
 	if c.Region == RegionKL && ((!c.FisherExact && c.FisherEpisodes < 1) || !(c.FisherRidge >= 0) || math.IsInf(c.FisherRidge, 0)) {
 		bad("fisher", [2]float64{float64(c.FisherEpisodes), c.FisherRidge}, "episodes >= 1 (unless exact), a finite ridge >= 0")
+	}
+	if c.UsersPerUpdate < 1 {
+		bad("users per update K", c.UsersPerUpdate, ">= 1")
 	}
 	if !(c.BaselineLR >= 0) || !(c.BaselineClip > 0) {
 		bad("baseline", [2]float64{c.BaselineLR, c.BaselineClip}, "lr >= 0, clip > 0")
@@ -214,12 +227,18 @@ func sample(rng *rand.Rand, probs []float64) int {
 }
 
 // LogLinearLearner runs log-linear DPPG: one noisy, clipped policy-gradient
-// step per episode (K = 1), with the clipping norm recomputed at every
-// update from the trust region.
+// step per UsersPerUpdate episodes (the paper: one per episode), with the
+// clipping norm recomputed at every update from the trust region.
 type LogLinearLearner struct {
 	Policy   *LogLinear
 	Config   LogLinearConfig
 	episodes int
+
+	// The batch being collected: held episodes, their summed clipped
+	// gradients, and the S and eta fixed at its first episode.
+	held             int
+	batchS, batchLR  float64
+	sumTheta, sumPsi []float64
 
 	gTheta, gPsi, probs []float64
 	fisherBlk, fisherG  []float64 // Fisher blocks (S x A x A) and one score
@@ -237,7 +256,10 @@ func NewLogLinearLearner(states, actions int, c LogLinearConfig) (*LogLinearLear
 		return nil, fmt.Errorf("policy: log-linear needs >= 1 state and >= 2 actions, got %d, %d", states, actions)
 	}
 	p := NewLogLinear(states, actions)
-	return &LogLinearLearner{Policy: p, Config: c, gTheta: make([]float64, len(p.Theta)), gPsi: make([]float64, len(p.Psi)), probs: make([]float64, actions)}, nil
+	return &LogLinearLearner{Policy: p, Config: c,
+		gTheta: make([]float64, len(p.Theta)), gPsi: make([]float64, len(p.Psi)),
+		sumTheta: make([]float64, len(p.Theta)), sumPsi: make([]float64, len(p.Psi)),
+		probs: make([]float64, actions)}, nil
 }
 
 // LR is the policy learning rate of the next update.
@@ -250,6 +272,13 @@ func (l *LogLinearLearner) LR() float64 {
 // ClipNorm returns the clipping norm S of the next update under the
 // configured trust region; m and rng are used only for the KL region's
 // Fisher estimate on public simulated episodes.
+//
+// Propositions 4.4, 4.5 and 4.7 of Rio et al. bound the step eta (gbar +
+// xi) with ||gbar|| <= S and xi ~ N(0, z^2 S^2 I). With UsersPerUpdate K
+// the step is eta (mean_k clip(g_k, S) + N(0, (z S / K)^2 I)): the same
+// form with the mean in place of gbar (its norm is at most S too) and z / K
+// in place of z, so the bounds are applied with z_K = z / K (K = 1: the
+// paper's).
 func (l *LogLinearLearner) ClipNorm(m TabularMDP, rng *rand.Rand) (float64, error) {
 	c := l.Config
 	eta := l.LR()
@@ -258,26 +287,56 @@ func (l *LogLinearLearner) ClipNorm(m TabularMDP, rng *rand.Rand) (float64, erro
 	}
 	d := float64(len(l.Policy.Theta))
 	beta := 1 - c.Confidence
+	z := c.Z / float64(max(1, c.UsersPerUpdate))
 	switch c.Region {
 	case RegionL2:
 		if l.quantile == 0 {
-			q, err := NoncentralChi2Quantile(c.Confidence, len(l.Policy.Theta), 1/(c.Z*c.Z))
+			// Prop. 4.4: noncentrality ||gbar||^2 / (z S)^2 <= z^-2.
+			q, err := NoncentralChi2Quantile(c.Confidence, len(l.Policy.Theta), 1/(z*z))
 			if err != nil {
 				return 0, err
 			}
 			l.quantile = q
 		}
-		return math.Sqrt(2*c.Alpha/l.quantile) / (eta * c.Z), nil
+		return math.Sqrt(2*c.Alpha/l.quantile) / (eta * z), nil // Prop. 4.4
 	case RegionL2Markov:
-		return math.Sqrt(2*c.Alpha*beta/(1+c.Z*c.Z*d)) / eta, nil
+		return math.Sqrt(2*c.Alpha*beta/(1+z*z*d)) / eta, nil // Prop. 4.5, Eq. (4)
 	case RegionKL:
 		maxEig, tr, err := l.fisherMoments(m, rng)
 		if err != nil {
 			return 0, err
 		}
-		return math.Sqrt(2*c.Alpha*beta/(maxEig+c.Z*c.Z*tr)) / eta, nil
+		return math.Sqrt(2*c.Alpha*beta/(maxEig+z*z*tr)) / eta, nil // Prop. 4.7, Eq. (7)
 	}
 	return 0, fmt.Errorf("policy: unknown trust region %v", c.Region)
+}
+
+// AlphaForClip returns the trust-region size alpha for which ClipNorm,
+// at the learner's current policy and step size, is S. Every bound ClipNorm
+// applies (Props. 4.4, 4.5, 4.7) is sqrt(alpha) times a factor that does
+// not depend on alpha, so alpha = (S / S_1)^2 with S_1 the norm at alpha =
+// 1. The KL region needs FisherExact: a sampled Fisher estimate would make
+// alpha depend on the draw. alpha is public (it depends on the policy, the
+// public model and the configuration only), so choosing it costs no
+// privacy.
+func (l *LogLinearLearner) AlphaForClip(m TabularMDP, S float64) (float64, error) {
+	if !(S > 0) || math.IsInf(S, 0) {
+		return 0, fmt.Errorf("policy: log-linear clipping norm %v, want a finite S > 0", S)
+	}
+	if l.Config.Region == RegionKL && !l.Config.FisherExact {
+		return 0, errors.New("policy: choosing alpha for a clipping norm needs the exact Fisher matrix with the KL region")
+	}
+	saved := l.Config.Alpha
+	l.Config.Alpha = 1
+	S1, err := l.ClipNorm(m, nil)
+	l.Config.Alpha = saved
+	if err != nil {
+		return 0, err
+	}
+	if !(S1 > 0) || math.IsInf(S1, 0) {
+		return 0, fmt.Errorf("policy: log-linear clipping norm %v at alpha 1, want a finite S > 0 (with the KL region, use a Fisher ridge > 0)", S1)
+	}
+	return (S / S1) * (S / S1), nil
 }
 
 // fisherMoments estimates the Fisher matrix F = E[grad log pi grad log
@@ -400,28 +459,47 @@ func (l *LogLinearLearner) exactFisherBlocks(m TabularMDP) {
 	}
 }
 
-// UpdateInfo describes one update.
+// UpdateInfo describes one call of Update.
 type UpdateInfo struct {
-	S, LR   float64
+	// S and LR are the clipping norm and step size of the update the
+	// episode is part of (fixed at the batch's first episode).
+	S, LR float64
+	// Clipped reports whether the episode's policy gradient was clipped.
 	Clipped bool
+	// Released reports whether this episode completed a batch of
+	// UsersPerUpdate episodes, so that the policy and baseline changed.
+	Released bool
 }
 
-// Update applies one DP policy-gradient step from the episode (Rio et al.,
-// Eq. 1, K = 1): g = sum_t grad log pi(a_t|s_t) (G_t - V(s_t)), clipped to
-// S and noised with N(0, z^2 S^2 I); the baseline's regression gradient is
-// clipped to BaselineClip and noised with the same z. Each episode is used
-// once, so its privacy is that of two Gaussian mechanisms with multiplier z.
+// Update adds the episode to the current batch and, once it holds
+// UsersPerUpdate = K episodes, applies one DP policy-gradient step (Rio et
+// al., Eq. 1; Algorithm 2's fixed denominator K):
+//
+//	theta <- theta + (eta / K) (sum_k clip(g_k, S) + N(0, z^2 S^2 I)),
+//	g_k = sum_t grad log pi(a_t|s_t) (G_t - V(s_t)),
+//
+// and the baseline's regression gradients are clipped to BaselineClip,
+// summed and noised with the same z. Each episode enters one update, where
+// the sum's sensitivity to it is S (BaselineClip for the baseline), so its
+// privacy is that of two Gaussian mechanisms with multiplier z for every K.
+// S and eta are fixed at the batch's first episode (the policy does not
+// change within a batch); a batch that never fills releases nothing.
 func (l *LogLinearLearner) Update(m TabularMDP, ep *Episode, rng *rand.Rand) (UpdateInfo, error) {
-	S, err := l.ClipNorm(m, rng)
-	if err != nil {
-		return UpdateInfo{}, err
-	}
-	if !(S > 0) || math.IsInf(S, 0) {
-		// A Fisher estimate without a ridge is 0 at a deterministic policy.
-		return UpdateInfo{}, fmt.Errorf("policy: log-linear clipping norm S = %v, want a finite S > 0 (with the KL region, use a Fisher ridge > 0)", S)
-	}
-	eta := l.LR()
 	p, c := l.Policy, l.Config
+	if l.held == 0 {
+		S, err := l.ClipNorm(m, rng)
+		if err != nil {
+			return UpdateInfo{}, err
+		}
+		if !(S > 0) || math.IsInf(S, 0) {
+			// A Fisher estimate without a ridge is 0 at a deterministic policy.
+			return UpdateInfo{}, fmt.Errorf("policy: log-linear clipping norm S = %v, want a finite S > 0 (with the KL region, use a Fisher ridge > 0)", S)
+		}
+		l.batchS, l.batchLR = S, l.LR()
+		clear(l.sumTheta)
+		clear(l.sumPsi)
+	}
+	S, eta := l.batchS, l.batchLR
 	clear(l.gTheta)
 	clear(l.gPsi)
 	var G float64
@@ -438,14 +516,28 @@ func (l *LogLinearLearner) Update(m TabularMDP, ep *Episode, rng *rand.Rand) (Up
 	}
 	clipped := clipTo(l.gTheta, S)
 	clipTo(l.gPsi, c.BaselineClip)
+	for i, v := range l.gTheta {
+		l.sumTheta[i] += v
+	}
+	for i, v := range l.gPsi {
+		l.sumPsi[i] += v
+	}
+	l.held++
+	l.episodes++
+	info := UpdateInfo{S: S, LR: eta, Clipped: clipped}
+	if l.held < c.UsersPerUpdate {
+		return info, nil
+	}
+	K := float64(l.held)
 	for i := range p.Theta {
-		p.Theta[i] += eta * (l.gTheta[i] + c.Z*S*rng.NormFloat64())
+		p.Theta[i] += eta / K * (l.sumTheta[i] + c.Z*S*rng.NormFloat64())
 	}
 	for i := range p.Psi {
-		p.Psi[i] += c.BaselineLR * (l.gPsi[i] + c.Z*c.BaselineClip*rng.NormFloat64())
+		p.Psi[i] += c.BaselineLR / K * (l.sumPsi[i] + c.Z*c.BaselineClip*rng.NormFloat64())
 	}
-	l.episodes++
-	return UpdateInfo{S: S, LR: eta, Clipped: clipped}, nil
+	l.held = 0
+	info.Released = true
+	return info, nil
 }
 
 // clipTo scales v to L2 norm at most s (Clip) and reports whether it did.

@@ -3,6 +3,7 @@ package policy
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -209,11 +210,12 @@ func TestLogLinearLoopAllocs(t *testing.T) {
 		name   string
 		region TrustRegion
 		exact  bool
-	}{{"l2", RegionL2, false}, {"kl sampled", RegionKL, false}, {"kl exact", RegionKL, true}} {
+		k      int
+	}{{"l2", RegionL2, false, 1}, {"kl sampled", RegionKL, false, 1}, {"kl exact", RegionKL, true, 1}, {"kl exact, K 4", RegionKL, true, 4}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var m TabularMDP = newTableMDP(riverSwim{0.6}) // converted once
 			cfg := DefaultLogLinearConfig()
-			cfg.Z, cfg.Region, cfg.FisherExact = 1, tc.region, tc.exact
+			cfg.Z, cfg.Region, cfg.FisherExact, cfg.UsersPerUpdate = 1, tc.region, tc.exact, tc.k
 			l, err := NewLogLinearLearner(6, 2, cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -626,5 +628,165 @@ func TestLogLinearFisherConfig(t *testing.T) {
 				t.Errorf("Validate = %v, want ok %v", err, tc.ok)
 			}
 		})
+	}
+}
+
+// TestLogLinearBatchClipNorm: with K episodes per update the noise on the
+// mean gradient is z S / K, so every trust-region bound is the K = 1 bound
+// at z / K (Props. 4.4, 4.5, 4.7 with z_K = z / K).
+func TestLogLinearBatchClipNorm(t *testing.T) {
+	var m TabularMDP = newTableMDP(riverSwim{0.6})
+	for _, region := range []TrustRegion{RegionL2, RegionL2Markov, RegionKL} {
+		t.Run(region.String(), func(t *testing.T) {
+			clip := func(z float64, k int) float64 {
+				t.Helper()
+				cfg := DefaultLogLinearConfig()
+				cfg.Z, cfg.Region, cfg.FisherExact, cfg.UsersPerUpdate = z, region, true, k
+				l, err := NewLogLinearLearner(6, 2, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.Policy.Theta[3] = 1.5 // not uniform, so the KL region's Fisher has structure
+				S, err := l.ClipNorm(m, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return S
+			}
+			for _, k := range []int{2, 8, 64} {
+				got, want := clip(5.276, k), clip(5.276/float64(k), 1)
+				if math.Abs(got-want) > 1e-12*want {
+					t.Errorf("K %d: S %v, want the K = 1 bound at z / K, %v", k, got, want)
+				}
+				if !(got > clip(5.276, 1)) {
+					t.Errorf("K %d: S %v not above the K = 1 bound %v", k, got, clip(5.276, 1))
+				}
+			}
+		})
+	}
+}
+
+// TestLogLinearBatchUpdate: an update with K episodes moves theta and the
+// baseline by the mean of what K single-episode updates from the same
+// parameters would (noise aside), and only on the K-th episode.
+func TestLogLinearBatchUpdate(t *testing.T) {
+	var m TabularMDP = newTableMDP(riverSwim{0.6})
+	const k, eta, S = 6, 0.05, 0.04 // S clips some episodes' gradients
+	learner := func(users int) *LogLinearLearner {
+		t.Helper()
+		cfg := DefaultLogLinearConfig()
+		cfg.Z, cfg.UsersPerUpdate = 1e-9, users // noise z S ~ 3e-10: negligible
+		cfg.LR0, cfg.LRMin, cfg.LRFactor = eta, eta, 1
+		l, err := NewLogLinearLearner(6, 2, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Config.Alpha, err = l.AlphaForClip(m, S); err != nil {
+			t.Fatal(err)
+		}
+		for i := range l.Policy.Theta {
+			l.Policy.Theta[i] = 0.1 * float64(i%5)
+		}
+		return l
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	eps := make([]Episode, k)
+	for i := range eps {
+		learner(1).Policy.Rollout(m, rng, &eps[i])
+	}
+	batch := learner(k)
+	theta0 := slices.Clone(batch.Policy.Theta)
+	wantTheta, wantPsi := make([]float64, len(theta0)), make([]float64, 6)
+	clipped := 0
+	for i := range eps {
+		one := learner(1)
+		info, err := one.Update(m, &eps[i], rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !info.Released || math.Abs(info.S-S) > 1e-12 {
+			t.Fatalf("K = 1: released %v, S %v; want true, %v", info.Released, info.S, S)
+		}
+		if info.Clipped {
+			clipped++
+		}
+		for j, v := range one.Policy.Theta {
+			wantTheta[j] += (v - theta0[j]) / k
+		}
+		for j, v := range one.Policy.Psi {
+			wantPsi[j] += v / k
+		}
+	}
+	if clipped == 0 || clipped == k {
+		t.Fatalf("%d of %d episodes clipped at S = %v; want some clipped and some not", clipped, k, S)
+	}
+	for i := range eps {
+		info, err := batch.Update(m, &eps[i], rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Released != (i == k-1) {
+			t.Fatalf("episode %d of %d: released %v", i+1, k, info.Released)
+		}
+		if i < k-1 && !slices.Equal(batch.Policy.Theta, theta0) {
+			t.Fatalf("episode %d of %d changed theta before the batch was full", i+1, k)
+		}
+	}
+	for j, v := range batch.Policy.Theta {
+		if d := v - theta0[j]; math.Abs(d-wantTheta[j]) > 1e-8 {
+			t.Errorf("theta[%d] moved %v, want the mean of the single-episode steps %v", j, d, wantTheta[j])
+		}
+	}
+	for j, v := range batch.Policy.Psi {
+		if math.Abs(v-wantPsi[j]) > 1e-8 {
+			t.Errorf("psi[%d] = %v, want %v", j, v, wantPsi[j])
+		}
+	}
+}
+
+// TestLogLinearAlphaForClip: the alpha it returns gives the asked-for S in
+// every region; the KL region needs the exact Fisher; S must be finite and
+// positive; K must be at least 1.
+func TestLogLinearAlphaForClip(t *testing.T) {
+	var m TabularMDP = newTableMDP(riverSwim{0.9})
+	for _, tc := range []struct {
+		region TrustRegion
+		exact  bool
+		k      int
+	}{{RegionL2, false, 1}, {RegionL2, false, 64}, {RegionL2Markov, false, 8}, {RegionKL, true, 1}, {RegionKL, true, 64}} {
+		cfg := DefaultLogLinearConfig()
+		cfg.Z, cfg.Region, cfg.FisherExact, cfg.UsersPerUpdate = 5.276, tc.region, tc.exact, tc.k
+		cfg.LR0, cfg.LRMin, cfg.LRFactor = 1e-3, 1e-3, 1
+		l, err := NewLogLinearLearner(6, 2, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Policy.Theta[1] = -2
+		a, err := l.AlphaForClip(m, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Config.Alpha = a
+		if S, err := l.ClipNorm(m, nil); err != nil || math.Abs(S-5) > 1e-12 {
+			t.Errorf("%v K %d: alpha %v gives S %v (%v), want 5", tc.region, tc.k, a, S, err)
+		}
+	}
+	cfg := DefaultLogLinearConfig()
+	cfg.Z, cfg.Region = 1, RegionKL
+	l, err := NewLogLinearLearner(6, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AlphaForClip(m, 5); err == nil || !strings.Contains(err.Error(), "exact Fisher") {
+		t.Errorf("KL with the sampled Fisher: %v, want an error naming the exact Fisher", err)
+	}
+	for _, S := range []float64{0, -1, math.NaN(), math.Inf(1)} {
+		if _, err := l.AlphaForClip(m, S); err == nil {
+			t.Errorf("S = %v: no error", S)
+		}
+	}
+	cfg.UsersPerUpdate = 0
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "users per update") {
+		t.Errorf("K = 0: Validate = %v, want an error naming K", err)
 	}
 }

@@ -3,6 +3,7 @@ package policy
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -66,5 +67,31 @@ func TestNoncentralChi2Errors(t *testing.T) {
 	}
 	if _, err := NoncentralChi2CDF(1, 2, math.NaN()); err == nil {
 		t.Error("NaN lambda accepted")
+	}
+}
+
+// TestNoncentralChi2LargeLambda: above the exact sum's range the quantile
+// is the upper bound (sqrt(lambda) + sqrt(q_k(p)))^2: still at or above
+// the exact quantile, within 2% of it at the switch (checked with the exact
+// CDF), and fast even for a noise multiplier as small as 1e-9 (lambda =
+// z^-2 = 1e18), where the CDF's series refuses.
+func TestNoncentralChi2LargeLambda(t *testing.T) {
+	const p, k, lambda = 0.6, 12, 2.5e5
+	q, err := NoncentralChi2Quantile(p, k, lambda)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := NoncentralChi2CDF(q, k, lambda); c < p {
+		t.Errorf("P(X <= q) = %v at the bound q = %v, want >= %v", c, q, p)
+	}
+	if c, _ := NoncentralChi2CDF(q/1.02, k, lambda); c >= p {
+		t.Errorf("P(X <= q / 1.02) = %v, want < %v: the bound is more than 2%% above the quantile", c, p)
+	}
+	q, err = NoncentralChi2Quantile(p, k, 1e18)
+	if err != nil || !(q > 1e18) || q > 1.0001e18 {
+		t.Errorf("lambda 1e18: quantile %v (%v), want just above 1e18", q, err)
+	}
+	if _, err := NoncentralChi2CDF(1e18, k, 1e18); err == nil || !strings.Contains(err.Error(), "terms") {
+		t.Errorf("CDF at lambda 1e18: %v, want an error about the series' length", err)
 	}
 }

@@ -183,8 +183,8 @@ production release.`,
 	fl.Float64Var(&f.z, "z", trainDefaultZ, "noise multiplier z > 0 (dppg only; dosing: 0.1)")
 	fl.Float64Var(&f.epsilon, "epsilon", 0, "target per-session epsilon at --delta: z is set to the smallest noise multiplier whose epsilon (analytic Gaussian) is at most this (dppg only; instead of --z)")
 	fl.Float64SliceVar(&f.sweepZ, "sweep-z", nil, "dppg: train at each of these noise multipliers (comma-separated; --seeds runs each) and report eval return against epsilon; --plot draws it (the paper's Fig. 2)")
-	fl.IntVar(&f.k, "K", 32, "users per update K >= 1 (Table 3 and dosing: 8)")
-	fl.Float64Var(&f.clip, "clip", 0.2, "clipping norm S > 0 of the joint local update, policy and critic (dppg only; Table 3: 0.05, dosing: 0.08)")
+	fl.IntVar(&f.k, "K", 32, "users per update K >= 1 (Table 3 and dosing: 8; dppg-loglinear: episodes per update, default 1 as in App. C.2.2)")
+	fl.Float64Var(&f.clip, "clip", 0.2, "clipping norm S > 0 of the joint local update, policy and critic (dppg; Table 3: 0.05, dosing: 0.08); dppg-loglinear: choose each run's alpha so that its first update's trust-region S is this (instead of --alpha; KL needs --fisher-exact)")
 	fl.IntVar(&f.users, "users", trainDefaultUsers, "number of simulated users, >= 1")
 	fl.Float64Var(&f.delta, "delta", trainDefaultDelta, "delta of the reported (epsilon, delta), in (0, 1)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of every random draw (default: from the OS; printed in the result)")
@@ -230,7 +230,7 @@ var trainFlagAlgos = func() map[string][]string {
 	ppoFamily := []string{"dppg", "ppo"}
 	m := map[string][]string{
 		"z":             {"dppg", "ppo", policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN}, // ppo: rejected with its own message
-		"clip":          {"dppg", "ppo", policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN},
+		"clip":          {"dppg", "ppo", policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN, algoLogLinear},
 		"eval-episodes": {"dppg", "ppo", policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN},
 		"plot":          {"dppg", "ppo", algoLogLinear},
 		"epsilon":       {"dppg"},
@@ -242,6 +242,7 @@ var trainFlagAlgos = func() map[string][]string {
 		"epochs", "gae-lambda", "value-scale", "moment-reset", "obs-scale", "server-lr", "anneal", "average", "fresh-episodes", "diag"} {
 		m[name] = ppoFamily
 	}
+	m["K"] = []string{"dppg", "ppo", algoLogLinear}
 	m["seeds"] = []string{"dppg", "ppo", algoLogLinear}
 	m["workers"] = []string{"dppg", "ppo", algoLogLinear}
 	for _, name := range []string{"eps", "region", "episodes", "clip-at-lr0", "alpha", "init-right", "eta", "baseline-lr", "fisher-ridge", "fisher-exact"} {

@@ -39,9 +39,12 @@ func (m riverMDP) Reward(s, a int) float64       { return m.R[s][a] }
 // cumulative expected regret at up to logLinearCurvePoints episodes, averaged
 // over seeds.
 type logLinearRun struct {
-	Epsilon    float64   `json:"epsilon"` // total per episode, policy and baseline composed
-	Z          float64   `json:"z"`       // noise multiplier of each block
-	Region     string    `json:"region"`
+	Epsilon float64 `json:"epsilon"` // total per episode, policy and baseline composed
+	Z       float64 `json:"z"`       // noise multiplier of each block
+	Region  string  `json:"region"`
+	// Alpha is the run's trust region size: --alpha, or the alpha for
+	// which the first update's clipping norm is --clip.
+	Alpha      float64   `json:"alpha"`
 	Seeds      []uint64  `json:"seeds"`
 	Final      []float64 `json:"final_regret"` // cumulative regret of each seed
 	FinalValue []float64 `json:"final_value"`  // value of each seed's last policy
@@ -75,7 +78,13 @@ type logLinearResult struct {
 	Episodes  int     `json:"episodes"`
 	Delta     float64 `json:"delta"`
 	ClipAtLR0 bool    `json:"clip_at_lr0"`
-	Alpha     float64 `json:"alpha"`
+	// Alpha is --alpha; with --clip (Clip > 0) each run has its own
+	// alpha, chosen so that its first update's clipping norm is Clip.
+	Alpha float64 `json:"alpha"`
+	Clip  float64 `json:"clip,omitempty"`
+	// K is the number of episodes per update (Algorithm 2's fixed
+	// denominator; App. C.2.2: 1).
+	K int `json:"k"`
 	// Eta is the constant policy step size of --eta; 0 means Table 2's
 	// schedule (12, divided by 5 every 50 episodes, floor 0.06).
 	Eta        float64 `json:"eta"`
@@ -138,6 +147,23 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if !(f.alpha > 0) || math.IsInf(f.alpha, 0) {
 		errs = append(errs, fmt.Sprintf("--alpha %v: the trust region size must be finite and > 0", f.alpha))
 	}
+	clip := 0.0
+	if cmd.Flags().Changed("clip") {
+		clip = f.clip
+		if !(clip > 0) || math.IsInf(clip, 0) {
+			errs = append(errs, fmt.Sprintf("--clip %v: the clipping norm must be finite and > 0", f.clip))
+		}
+		if cmd.Flags().Changed("alpha") {
+			errs = append(errs, "--clip and --alpha: set one (--clip chooses alpha)")
+		}
+	}
+	k := 1
+	if cmd.Flags().Changed("K") {
+		k = f.k
+		if k < 1 {
+			errs = append(errs, fmt.Sprintf("--K %d: episodes per update must be >= 1", f.k))
+		}
+	}
 	if cmd.Flags().Changed("eta") && (!(f.eta > 0) || math.IsInf(f.eta, 0)) {
 		errs = append(errs, fmt.Sprintf("--eta %v: the step size must be finite and > 0", f.eta))
 	}
@@ -183,7 +209,7 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 		return err
 	}
 	var m policy.TabularMDP = riverMDP{tab} // one interface conversion, not one per call
-	res := logLinearResult{Env: f.env, Method: algoLogLinear, P: p, Optimal: policy.OptimalTabular(m), Episodes: f.episodes, Delta: f.delta, ClipAtLR0: f.clipAtLR0, Alpha: f.alpha, InitRight: f.initRight, BaselineLR: f.baseLR, FisherRidge: f.ridge, FisherExact: f.fisherEx}
+	res := logLinearResult{Env: f.env, Method: algoLogLinear, P: p, Optimal: policy.OptimalTabular(m), Episodes: f.episodes, Delta: f.delta, ClipAtLR0: f.clipAtLR0, Alpha: f.alpha, InitRight: f.initRight, BaselineLR: f.baseLR, FisherRidge: f.ridge, FisherExact: f.fisherEx, Clip: clip, K: k}
 	if cmd.Flags().Changed("eta") {
 		res.Eta = f.eta
 	}
@@ -195,16 +221,25 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 			return err
 		}
 		for j, region := range regions {
-			run := logLinearRun{Epsilon: g.Epsilon, Z: z, Region: f.regions[j], CurveEpisodes: points, Mean: make([]float64, len(points))}
 			cfg := policy.DefaultLogLinearConfig()
 			cfg.Z, cfg.Region, cfg.ClipAtLR0, cfg.Alpha, cfg.BaselineLR = z, region, f.clipAtLR0, f.alpha, f.baseLR
-			cfg.FisherRidge, cfg.FisherExact = f.ridge, f.fisherEx
+			cfg.FisherRidge, cfg.FisherExact, cfg.UsersPerUpdate = f.ridge, f.fisherEx, k
 			if res.Eta > 0 {
 				cfg.LR0, cfg.LRMin, cfg.LRFactor = res.Eta, res.Eta, 1
 			}
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
 			}
+			if clip > 0 {
+				l, err := newLogLinearStart(m, cfg, f.initRight)
+				if err != nil {
+					return usageError{err}
+				}
+				if cfg.Alpha, err = l.AlphaForClip(m, clip); err != nil {
+					return usagef("train: --clip: %v", err)
+				}
+			}
+			run := logLinearRun{Epsilon: g.Epsilon, Z: z, Region: f.regions[j], Alpha: cfg.Alpha, CurveEpisodes: points, Mean: make([]float64, len(points))}
 			for s := range f.seeds {
 				run.Seeds = append(run.Seeds, seed+uint64(s))
 				jobs = append(jobs, &logLinearJob{run: len(res.Runs), seedIdx: s, cfg: cfg, seed: seed + uint64(s), stream: uint64(1000*i + j)})
@@ -322,18 +357,27 @@ feed:
 	return nil
 }
 
+// newLogLinearStart returns a learner at the policy with logit gap
+// theta(s, right) - theta(s, left) = initRight in every state (0: uniform,
+// the paper's start; large: near the right-everywhere policy, which is
+// near-optimal).
+func newLogLinearStart(m policy.TabularMDP, cfg policy.LogLinearConfig, initRight float64) (*policy.LogLinearLearner, error) {
+	l, err := policy.NewLogLinearLearner(m.NumStates(), m.NumActions(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	for st := range m.NumStates() {
+		l.Policy.Theta[st*2+1], l.Policy.Theta[st*2] = initRight/2, -initRight/2
+	}
+	return l, nil
+}
+
 // runLogLinearJob plays one seed: evaluate the current policy exactly (its
 // regret), roll out one episode, update.
 func runLogLinearJob(ctx context.Context, m policy.TabularMDP, optimal float64, f *trainFlags, points []int, jb *logLinearJob, done *atomic.Int64) error {
-	l, err := policy.NewLogLinearLearner(m.NumStates(), m.NumActions(), jb.cfg)
+	l, err := newLogLinearStart(m, jb.cfg, f.initRight)
 	if err != nil {
 		return err
-	}
-	// Start from the policy with logit gap theta(s, right) - theta(s, left)
-	// = InitRight in every state (0: uniform, the paper's start; the
-	// right-everywhere policy is near-optimal).
-	for st := range m.NumStates() {
-		l.Policy.Theta[st*2+1], l.Policy.Theta[st*2] = f.initRight/2, -f.initRight/2
 	}
 	rng := rand.New(rand.NewPCG(jb.seed, jb.stream))
 	ev := policy.NewTabularEvaluator(m)
@@ -344,8 +388,11 @@ func runLogLinearJob(ctx context.Context, m policy.TabularMDP, optimal float64, 
 	var ep policy.Episode
 	cum, pt := 0.0, 0
 	const batch = 4096 // episodes between context checks and progress counts
+	r, stale := 0.0, true
 	for k := range n {
-		r := optimal - ev.Value(probs)
+		if stale { // the policy changes only when an update is released
+			r = optimal - ev.Value(probs)
+		}
 		cum += r
 		if k < tenth {
 			jb.firstSum += r
@@ -362,6 +409,7 @@ func runLogLinearJob(ctx context.Context, m policy.TabularMDP, optimal float64, 
 		if err != nil {
 			return err
 		}
+		stale = info.Released
 		if k == 0 {
 			jb.clipFirst = info.S
 		}
@@ -387,13 +435,17 @@ func (r logLinearResult) text(w io.Writer) error {
 	if r.FisherExact {
 		fisher = "exact"
 	}
-	if _, err := fmt.Fprintf(w, "%s %s (p = %g, optimal value %.3f, %d episodes, delta %g, alpha %g, eta %s, baseline lr %g, start logit gap %g, S at %s, KL Fisher %s with ridge %g; %.1f s):\n", r.Env, r.Method, r.P, r.Optimal, r.Episodes, r.Delta, r.Alpha, eta, r.BaselineLR, r.InitRight, map[bool]string{false: "the current eta", true: "eta_0"}[r.ClipAtLR0], fisher, r.FisherRidge, r.Seconds); err != nil {
+	alpha := fmt.Sprintf("alpha %g", r.Alpha)
+	if r.Clip > 0 {
+		alpha = fmt.Sprintf("alpha per run for a first S of %g", r.Clip)
+	}
+	if _, err := fmt.Fprintf(w, "%s %s (p = %g, optimal value %.3f, %d episodes, K %d per update, delta %g, %s, eta %s, baseline lr %g, start logit gap %g, S at %s, KL Fisher %s with ridge %g; %.1f s):\n", r.Env, r.Method, r.P, r.Optimal, r.Episodes, r.K, r.Delta, alpha, eta, r.BaselineLR, r.InitRight, map[bool]string{false: "the current eta", true: "eta_0"}[r.ClipAtLR0], fisher, r.FisherRidge, r.Seconds); err != nil {
 		return err
 	}
 	for _, run := range r.Runs {
 		mean, std := meanStd(run.Final)
-		if _, err := fmt.Fprintf(w, "  epsilon %.3g (z = %.3f) %-3s cumulative regret %.1f ± %.1f over %d seeds; regret per episode first 10%% %.4g, last 10%% %.4g; S %.3g to %.3g; final values %s\n",
-			run.Epsilon, run.Z, run.Region, mean, std, len(run.Final), run.FirstSlope, run.LastSlope, run.ClipFirst, run.ClipLast, formatFloats(run.FinalValue)); err != nil {
+		if _, err := fmt.Fprintf(w, "  epsilon %.3g (z = %.3f) %-3s alpha %.4g: cumulative regret %.1f ± %.1f over %d seeds; regret per episode first 10%% %.4g, last 10%% %.4g; S %.3g to %.3g; final values %s\n",
+			run.Epsilon, run.Z, run.Region, run.Alpha, mean, std, len(run.Final), run.FirstSlope, run.LastSlope, run.ClipFirst, run.ClipLast, formatFloats(run.FinalValue)); err != nil {
 			return err
 		}
 	}

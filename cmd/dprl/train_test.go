@@ -576,6 +576,54 @@ func TestTrainLogLinearFisherFlags(t *testing.T) {
 	}
 }
 
+// TestTrainLogLinearBatchFlags: --K sets the episodes per update (1 by
+// default, as in App. C.2.2), --clip chooses each run's alpha so that its
+// first clipping norm is S, and bad combinations are usage errors.
+func TestTrainLogLinearBatchFlags(t *testing.T) {
+	run := func(extra ...string) logLinearResult {
+		t.Helper()
+		args := append([]string{"train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "8", "--seeds", "1", "--eps", "1,5", "--seed", "1", "--eta", "1e-3", "--json", "--log-level", "disabled"}, extra...)
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, stderr)
+		}
+		var res logLinearResult
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if r := run("--region", "l2"); r.K != 1 || r.Clip != 0 || r.Runs[0].Alpha != r.Alpha {
+		t.Errorf("defaults: k %d, clip %v, run alpha %v (alpha %v); want 1, 0 and --alpha", r.K, r.Clip, r.Runs[0].Alpha, r.Alpha)
+	}
+	r := run("--region", "l2,kl", "--fisher-exact", "--K", "4", "--clip", "5")
+	if r.K != 4 || r.Clip != 5 || len(r.Runs) != 4 {
+		t.Fatalf("--K 4 --clip 5: k %d, clip %v, %d runs", r.K, r.Clip, len(r.Runs))
+	}
+	for _, run := range r.Runs {
+		if math.Abs(run.ClipFirst-5) > 1e-9 {
+			t.Errorf("epsilon %.3g %s: first S %v with alpha %v, want 5", run.Epsilon, run.Region, run.ClipFirst, run.Alpha)
+		}
+	}
+	if r.Runs[0].Alpha == r.Runs[1].Alpha || r.Runs[0].Alpha == r.Runs[2].Alpha {
+		t.Errorf("alphas %v %v %v: want one per epsilon and region", r.Runs[0].Alpha, r.Runs[1].Alpha, r.Runs[2].Alpha)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--K", "0"}, "--K 0"},
+		{[]string{"--clip", "5", "--alpha", "1"}, "--clip and --alpha"},
+		{[]string{"--clip", "-1"}, "--clip -1"},
+		{[]string{"--clip", "5", "--region", "kl"}, "exact Fisher"},
+	} {
+		args := append([]string{"train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "8"}, tc.args...)
+		if code, _, stderr := runCLI(t, args...); code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d %q, want a usage error naming %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
 // TestTrainLogLinearInitRight: --init-right starts from the given logit gap,
 // so the first episode's regret is that of the near-optimal policy
 // instead of the uniform policy's; a non-finite gap is a usage error.
