@@ -281,7 +281,7 @@ func TestTrainBadFlags(t *testing.T) {
 		{"epsilon with ppo", []string{"--algo", "ppo", "--epsilon", "5"}, "--epsilon does not apply to --algo ppo (only to dppg)"},
 		{"loglinear flag", []string{"--episodes", "10"}, "--episodes does not apply to --algo dppg (only to dppg-loglinear)"},
 		{"loglinear flags sorted", []string{"--region", "kl", "--alpha", "1"}, "--alpha does not apply to --algo dppg (only to dppg-loglinear); --region does not"},
-		{"dppg flag on loglinear", []string{"--algo", "dppg-loglinear", "--env", "riverswim", "--K", "4"}, "--K does not apply to --algo dppg-loglinear (only to dppg, ppo)"},
+		{"dppg flag on loglinear", []string{"--algo", "dppg-loglinear", "--env", "riverswim", "--users", "4"}, "--users does not apply to --algo dppg-loglinear (only to dppg, ppo)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
