@@ -239,31 +239,45 @@ func TestLogLinearLoopAllocs(t *testing.T) {
 	}
 }
 
-func BenchmarkLogLinearEpisode(b *testing.B)   { benchLogLinearEpisode(b, RegionL2, false) }
-func BenchmarkLogLinearEpisodeKL(b *testing.B) { benchLogLinearEpisode(b, RegionKL, false) }
+func BenchmarkLogLinearEpisode(b *testing.B)   { benchLogLinearEpisode(b, RegionL2, false, 1) }
+func BenchmarkLogLinearEpisodeKL(b *testing.B) { benchLogLinearEpisode(b, RegionKL, false, 1) }
 
 // BenchmarkLogLinearEpisodeKLExact uses the exact Fisher instead of the
 // 25-episode estimate.
-func BenchmarkLogLinearEpisodeKLExact(b *testing.B) { benchLogLinearEpisode(b, RegionKL, true) }
+func BenchmarkLogLinearEpisodeKLExact(b *testing.B) { benchLogLinearEpisode(b, RegionKL, true, 1) }
 
-// benchLogLinearEpisode measures one episode of the regret loop: exact
-// evaluation, roll-out and update under the given trust region (and Fisher).
-func benchLogLinearEpisode(b *testing.B, region TrustRegion, exactFisher bool) {
+// BenchmarkLogLinearEpisodeK64 and BenchmarkLogLinearEpisodeKLExactK64
+// update once per 64 episodes: the trust region and the evaluation run once
+// per update, the roll-out and the clipped gradient once per episode.
+func BenchmarkLogLinearEpisodeK64(b *testing.B) { benchLogLinearEpisode(b, RegionL2, false, 64) }
+func BenchmarkLogLinearEpisodeKLExactK64(b *testing.B) {
+	benchLogLinearEpisode(b, RegionKL, true, 64)
+}
+
+// benchLogLinearEpisode measures one episode of the regret loop of dprl
+// train: exact evaluation of the policy when it changed, roll-out and update
+// under the given trust region (and Fisher), k episodes per update.
+func benchLogLinearEpisode(b *testing.B, region TrustRegion, exactFisher bool, k int) {
 	var m TabularMDP = newTableMDP(riverSwim{0.6})
 	cfg := DefaultLogLinearConfig()
-	cfg.Z, cfg.Region, cfg.FisherExact = 1, region, exactFisher
+	cfg.Z, cfg.Region, cfg.FisherExact, cfg.UsersPerUpdate = 1, region, exactFisher, k
 	l, _ := NewLogLinearLearner(6, 2, cfg)
 	ev := NewTabularEvaluator(m)
 	rng := rand.New(rand.NewPCG(5, 6))
 	var ep Episode
 	probs := l.Policy.Probs
+	stale := true
 	b.ReportAllocs()
 	for b.Loop() {
-		ev.Value(probs)
+		if stale {
+			ev.Value(probs)
+		}
 		l.Policy.Rollout(m, rng, &ep)
-		if _, err := l.Update(m, &ep, rng); err != nil {
+		info, err := l.Update(m, &ep, rng)
+		if err != nil {
 			b.Fatal(err)
 		}
+		stale = info.Released
 	}
 }
 
