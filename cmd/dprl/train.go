@@ -219,7 +219,7 @@ production release.`,
 	fl.Float64Var(&f.ridge, "fisher-ridge", policy.DefaultLogLinearConfig().FisherRidge, "dppg-loglinear, KL region: ridge >= 0 added to the Fisher estimate (Table 2: 1e-3); it bounds how far S can grow as the policy turns deterministic")
 	fl.BoolVar(&f.fisherEx, "fisher-exact", false, "dppg-loglinear, KL region: use the Fisher matrix's expectation under the public model instead of the estimate on 25 public episodes (same privacy: S depends on the released policy and the public model only)")
 	fl.BoolVar(&f.clipAtLR0, "clip-at-lr0", false, "dppg-loglinear: compute the trust-region clipping norm at eta_0 instead of the current eta")
-	fl.StringVar(&f.diag, "diag", "", "write per-update diagnostics (entropy, value loss, clipped fractions, signal and noise norms; computed from raw user data, for tuning simulations only) as JSON Lines to this file")
+	fl.StringVar(&f.diag, "diag", "", "write per-update diagnostics (entropy, value loss, clipped fractions, signal and noise norms; computed from raw user data, for tuning simulations only) as JSON Lines to this file; dppg-loglinear: each seed's released policy (value and per-state logit gaps right - left) at every regret-curve point")
 	return c
 }
 
@@ -242,6 +242,7 @@ var trainFlagAlgos = func() map[string][]string {
 		"epochs", "gae-lambda", "value-scale", "moment-reset", "obs-scale", "server-lr", "anneal", "average", "fresh-episodes", "diag"} {
 		m[name] = ppoFamily
 	}
+	m["diag"] = []string{"dppg", "ppo", algoLogLinear}
 	m["K"] = []string{"dppg", "ppo", algoLogLinear}
 	m["seeds"] = []string{"dppg", "ppo", algoLogLinear}
 	m["workers"] = []string{"dppg", "ppo", algoLogLinear}

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -105,10 +108,24 @@ type logLinearJob struct {
 	cfg          policy.LogLinearConfig
 	seed, stream uint64
 	// results
-	curve               []float64 // cumulative regret at the curve points
-	firstSum, lastSum   float64   // regret summed over the first and last tenth
+	curve               []float64             // cumulative regret at the curve points
+	trace               []logLinearTracePoint // with --diag
+	firstSum, lastSum   float64               // regret summed over the first and last tenth
 	final, value        float64
 	clipFirst, clipLast float64
+}
+
+// logLinearTracePoint is one line of dprl train --algo dppg-loglinear
+// --diag: the released policy of one seed at one curve point. It is
+// computed from the released parameters only (public), unlike dppg's --diag.
+type logLinearTracePoint struct {
+	Epsilon  float64 `json:"epsilon"`
+	Region   string  `json:"region"`
+	Seed     uint64  `json:"seed"`
+	Episodes int     `json:"episodes"` // episodes played (and updates fed) before this policy
+	Value    float64 `json:"value"`    // its exact value from the start state
+	// Gaps[s] is the logit gap theta(s, right) - theta(s, left).
+	Gaps []float64 `json:"gaps"`
 }
 
 // runTrainLogLinear runs log-linear DPPG (Table 2) on RiverSwim for every
@@ -266,6 +283,22 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 		run.Final = append(run.Final, jb.final)
 		run.FinalValue = append(run.FinalValue, jb.value)
 	}
+	if f.diag != "" {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		for _, jb := range jobs {
+			run := res.Runs[jb.run]
+			for _, tp := range jb.trace {
+				tp.Epsilon, tp.Region, tp.Seed = run.Epsilon, run.Region, jb.seed
+				if err := enc.Encode(tp); err != nil {
+					return err
+				}
+			}
+		}
+		if err := os.WriteFile(f.diag, b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("train: --diag: %w", err)
+		}
+	}
 	if f.plot != "" {
 		if err := writeRegretPNG(f.plot, res); err != nil {
 			return fmt.Errorf("train: --plot: %w", err)
@@ -410,6 +443,13 @@ func runLogLinearJob(ctx context.Context, m policy.TabularMDP, optimal float64, 
 			return err
 		}
 		stale = info.Released
+		if f.diag != "" && pt > 0 && points[pt-1] == k+1 {
+			gaps := make([]float64, m.NumStates())
+			for st := range gaps {
+				gaps[st] = l.Policy.Theta[st*2+1] - l.Policy.Theta[st*2]
+			}
+			jb.trace = append(jb.trace, logLinearTracePoint{Episodes: k + 1, Value: ev.Value(probs), Gaps: gaps})
+		}
 		if k == 0 {
 			jb.clipFirst = info.S
 		}

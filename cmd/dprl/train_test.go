@@ -624,6 +624,45 @@ func TestTrainLogLinearBatchFlags(t *testing.T) {
 	}
 }
 
+// TestTrainLogLinearDiag: --diag writes each seed's released policy at
+// every curve point; its last line per seed is the final policy of the
+// result.
+func TestTrainLogLinearDiag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	code, stdout, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "1500", "--seeds", "2", "--eps", "5", "--region", "l2", "--K", "4", "--seed", "1", "--diag", path, "--json", "--log-level", "disabled")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res logLinearResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	points := res.Runs[0].CurveEpisodes
+	if len(lines) != 2*len(points) {
+		t.Fatalf("%d lines, want %d (2 seeds x %d curve points)", len(lines), 2*len(points), len(points))
+	}
+	for i, seed := range []uint64{1, 2} {
+		var first, last logLinearTracePoint
+		if err := json.Unmarshal(lines[i*len(points)], &first); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(lines[(i+1)*len(points)-1], &last); err != nil {
+			t.Fatal(err)
+		}
+		if first.Seed != seed || first.Episodes != points[0] || last.Episodes != 1500 || len(last.Gaps) != 6 || last.Region != "l2" {
+			t.Errorf("seed %d: first %+v, last %+v", seed, first, last)
+		}
+		if want := res.Runs[0].FinalValue[i]; math.Abs(last.Value-want) > 1e-12 {
+			t.Errorf("seed %d: last traced value %v, final value %v", seed, last.Value, want)
+		}
+	}
+}
+
 // TestTrainLogLinearInitRight: --init-right starts from the given logit gap,
 // so the first episode's regret is that of the near-optimal policy
 // instead of the uniform policy's; a non-finite gap is a usage error.
