@@ -287,7 +287,7 @@ func (l *LogLinearLearner) ClipNorm(m TabularMDP, rng *rand.Rand) (float64, erro
 	}
 	d := float64(len(l.Policy.Theta))
 	beta := 1 - c.Confidence
-	z := c.Z / float64(max(1, c.UsersPerUpdate))
+	z := c.Z / float64(c.UsersPerUpdate) // >= 1: Validate
 	switch c.Region {
 	case RegionL2:
 		if l.quantile == 0 {
