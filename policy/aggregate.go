@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/floats"
+
+	"dprl/noise"
 )
 
 // ErrBatchFull is returned by Aggregator.Add when K updates are already held.
@@ -64,8 +66,11 @@ var ErrEmptyBatch = errors.New("policy: aggregator holds no update")
 // that the accountant charges. Each user enters one release, so the
 // per-session epsilon is that of z, as with independent noise.
 //
-// Every noise draw comes from the *rand.Rand given to NewAggregator; the
-// production path passes a generator seeded from crypto/rand. An Aggregator is
+// Every noise draw comes from the exact sampler of package noise (exactly a
+// Gaussian mechanism rounded to a grid that depends only on the noise scale,
+// so the floating-point values released leak nothing more), fed by the
+// *rand.Rand given to NewAggregator; the production path passes a generator
+// seeded from crypto/rand. An Aggregator is
 // not safe for concurrent use.
 type Aggregator struct {
 	cfg      DPConfig
@@ -73,17 +78,19 @@ type Aggregator struct {
 	sum, tmp []float64
 	count    int
 	rng      *rand.Rand
-	std      float64 // NoiseStd, computed once
+	gauss    *noise.Gaussian // exact sampler drawing from rng
+	std      float64         // NoiseStd, computed once
 	// t counts the releases of the current horizon (correlated noise).
 	t int
 	// NoiseTree: exact[h] is the exact sum of the open level-h node,
 	// noisy[h] the released value of the level-h node in the current prefix
 	// (zero when bit h of t is clear).
 	exact, noisy [][]float64
-	// NoiseSqrt: draws[i] is w_{i+1} of the current horizon, coef[k] is
-	// c_k - c_{k-1}.
-	draws [][]float64
-	coef  []float64
+	// NoiseSqrt: xs[i] is x_{i+1} of the current horizon and ys[i] its
+	// release y_{i+1} = (C x)_{i+1} + w_{i+1}; c[k] is c_k and coef[k] is
+	// c_k - c_{k-1}, the coefficients of C^{-1}.
+	xs, ys  [][]float64
+	c, coef []float64
 }
 
 // NewAggregator returns an aggregator for a joint vector of nPolicy + nValue
@@ -104,6 +111,9 @@ func NewAggregator(cfg DPConfig, nPolicy, nValue int, rng *rand.Rand) (*Aggregat
 	}
 	n := nPolicy + nValue
 	a := &Aggregator{cfg: cfg, nPi: nPolicy, n: n, sum: make([]float64, n), tmp: make([]float64, n), rng: rng}
+	if rng != nil {
+		a.gauss = noise.NewGaussian(rng)
+	}
 	a.std = cfg.NoiseMultiplier * cfg.NoiseFactor() * cfg.ClipNorm / float64(cfg.UsersPerUpdate)
 	switch cfg.Noise {
 	case NoiseTree:
@@ -113,14 +123,15 @@ func NewAggregator(cfg DPConfig, nPolicy, nValue int, rng *rand.Rand) (*Aggregat
 			a.exact[h], a.noisy[h] = make([]float64, n), make([]float64, n)
 		}
 	case NoiseSqrt:
-		if cfg.Horizon > maxSqrtFloats/max(n, 1) {
-			return nil, fmt.Errorf("policy: aggregator: sqrt noise keeps horizon x parameters = %d x %d draws, at most %d", cfg.Horizon, n, maxSqrtFloats)
+		if cfg.Horizon > maxSqrtFloats/max(2*n, 1) {
+			return nil, fmt.Errorf("policy: aggregator: sqrt noise keeps 2 x horizon x parameters = 2 x %d x %d values, at most %d", cfg.Horizon, n, maxSqrtFloats)
 		}
-		a.draws = make([][]float64, cfg.Horizon)
-		for i := range a.draws {
-			a.draws[i] = make([]float64, n)
+		a.xs, a.ys = make([][]float64, cfg.Horizon), make([][]float64, cfg.Horizon)
+		for i := range a.xs {
+			a.xs[i], a.ys[i] = make([]float64, n), make([]float64, n)
 		}
 		c := sqrtFactorCoefficients(cfg.Horizon)
+		a.c = c
 		a.coef = make([]float64, cfg.Horizon)
 		for k, ck := range c {
 			a.coef[k] = ck
@@ -138,7 +149,7 @@ func (a *Aggregator) Len() int { return a.count }
 // Full reports whether K updates are held.
 func (a *Aggregator) Full() bool { return a.count == a.cfg.UsersPerUpdate }
 
-// maxSqrtFloats bounds the draws NoiseSqrt keeps (8 bytes each: 1 GiB).
+// maxSqrtFloats bounds the values NoiseSqrt keeps (8 bytes each: 1 GiB).
 const maxSqrtFloats = 1 << 27
 
 // NoiseStd returns the per-coordinate standard deviation of one fresh noise
@@ -198,11 +209,10 @@ func (a *Aggregator) Release(gTilde []float64) error {
 		return nil
 	}
 	for i, v := range a.sum {
-		g := v * invK
-		if std > 0 {
-			g += std * a.rng.NormFloat64()
-		}
-		gTilde[i] = g
+		gTilde[i] = v * invK
+	}
+	if std > 0 {
+		a.gauss.Add(gTilde, std)
 	}
 	clear(a.sum)
 	a.count = 0
@@ -223,11 +233,13 @@ func (a *Aggregator) releaseTree(gTilde []float64, invK, std float64) {
 			x += a.exact[j][i]
 		}
 		top[i] = x
-		g := x
-		if std > 0 {
-			g += std * a.rng.NormFloat64()
-		}
-		ntop[i] = g
+	}
+	copy(ntop, top)
+	if std > 0 {
+		a.gauss.Add(ntop, std) // the node's release
+	}
+	for i := range gTilde {
+		g := ntop[i]
 		for j := range h {
 			g -= a.noisy[j][i]
 		}
@@ -248,24 +260,35 @@ func (a *Aggregator) releaseTree(gTilde []float64, invK, std float64) {
 	}
 }
 
-// releaseSqrt is Release with the square-root factorization: it draws w_t
-// and returns g~_t = x_t + sum_{k<t} (c_k - c_{k-1}) w_{t-k}.
+// releaseSqrt is Release with the square-root factorization: it releases
+// y_t = (C x)_t + w_t (one call of the exact sampler, so y_t is exactly a
+// post-processed Gaussian mechanism) and returns g~_t = (C^{-1} y)_t =
+// sum_{k<t} (c_k - c_{k-1}) y_{t-k}, a function of the releases only. (The
+// algebraically equal x_t + sum_k (c_k - c_{k-1}) w_{t-k} would add
+// floating-point noise to the raw x_t, which the sampler's guarantee does
+// not cover.) Without noise (std = 0) it returns x_t.
 func (a *Aggregator) releaseSqrt(gTilde []float64, invK, std float64) {
-	w := a.draws[a.t]
-	a.t++
+	t := a.t
+	x, y := a.xs[t], a.ys[t]
 	for i, v := range a.sum {
-		if std > 0 {
-			w[i] = std * a.rng.NormFloat64()
-		} else {
-			w[i] = 0
-		}
-		gTilde[i] = v * invK
+		x[i] = v * invK
 	}
-	for k := range a.t {
-		floats.AddScaled(gTilde, a.coef[k], a.draws[a.t-1-k])
-	}
+	a.t++
 	clear(a.sum)
 	a.count = 0
+	if std == 0 {
+		copy(gTilde, x)
+	} else {
+		clear(y)
+		for k := range t + 1 {
+			floats.AddScaled(y, a.c[k], a.xs[t-k])
+		}
+		a.gauss.Add(y, std)
+		clear(gTilde)
+		for k := range t + 1 {
+			floats.AddScaled(gTilde, a.coef[k], a.ys[t-k])
+		}
+	}
 	if a.t == a.cfg.Horizon {
 		a.t = 0
 	}

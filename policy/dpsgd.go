@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"dprl/noise"
+
 	"context"
 	"errors"
 	"fmt"
@@ -246,9 +248,23 @@ func argmax(x []float64) int {
 	return best
 }
 
-// addNoiseAndScale sets grad = (grad + N(0, sd^2 I)) * scale, drawing from rng.
-func addNoiseAndScale(grad []float64, sd, scale float64, rng *rand.Rand) {
-	for i, g := range grad {
-		grad[i] = (g + sd*rng.NormFloat64()) * scale
+// addNoiseAndScale sets grad = (grad + N(0, sd^2 I)) * scale with the exact
+// sampler g (no noise when sd = 0): the noised sum is exactly a Gaussian
+// mechanism on a data-independent grid, and the scaling post-processing.
+func addNoiseAndScale(grad []float64, sd, scale float64, g *noise.Gaussian) {
+	if sd > 0 {
+		g.Add(grad, sd)
 	}
+	for i, v := range grad {
+		grad[i] = v * scale
+	}
+}
+
+// samplerFor returns *cache, a sampler drawing from rng, replacing it when rng
+// changes (so a step that is handed its generator allocates only once).
+func samplerFor(cache **noise.Gaussian, from **rand.Rand, rng *rand.Rand) *noise.Gaussian {
+	if *cache == nil || *from != rng {
+		*cache, *from = noise.NewGaussian(rng), rng
+	}
+	return *cache
 }

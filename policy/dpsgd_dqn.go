@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"dprl/noise"
+
 	"context"
 	"errors"
 	"fmt"
@@ -196,6 +198,8 @@ func (r *replay) poissonSample(idx []int, q float64, rng *rand.Rand) []int {
 // sized at construction for any plausible Poisson batch, so a step allocates
 // nothing.
 type dqnUpdater struct {
+	gauss                          *noise.Gaussian
+	gaussRNG                       *rand.Rand
 	cfg                            DQNConfig
 	m, tm                          *MLP // online network and a second instance for the target
 	clipper                        *GhostClipper
@@ -257,7 +261,7 @@ func (u *dqnUpdater) step(params, target []float64, buf *replay, rng *rand.Rand)
 		u.clipper.ClippedSum(u.grad, params, u.dOut, nil, cfg.Privacy.ClipNorm)
 	}
 	// An empty sample still releases a noise-only step (Poisson DP-SGD).
-	addNoiseAndScale(u.grad, cfg.Privacy.NoiseMultiplier*cfg.Privacy.ClipNorm, 1/float64(cfg.BatchSize), rng)
+	addNoiseAndScale(u.grad, cfg.Privacy.NoiseMultiplier*cfg.Privacy.ClipNorm, 1/float64(cfg.BatchSize), samplerFor(&u.gauss, &u.gaussRNG, rng))
 	u.adam.Step(params, u.grad)
 }
 

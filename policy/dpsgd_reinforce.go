@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"dprl/noise"
+
 	"context"
 	"errors"
 	"fmt"
@@ -107,6 +109,7 @@ func trainReinforce(ctx context.Context, env sims.Env, m *MLP, cfg ReinforceConf
 		return DPSGDResult{}, err
 	}
 	clipper := NewGhostClipper(m)
+	gauss := noise.NewGaussian(rng)
 	grad := make([]float64, m.NumParams())
 	head := Categorical{N: m.Out()}
 	d, k := m.In(), m.Out()
@@ -157,7 +160,7 @@ func trainReinforce(ctx context.Context, env sims.Env, m *MLP, cfg ReinforceConf
 			head.AddGrad(b.dOut[i*k:(i+1)*k], b.logits[i*k:(i+1)*k], b.act[i], -b.ret[i], 0)
 		}
 		clipper.ClippedSum(grad, params, b.dOut, b.bounds, cfg.Privacy.ClipNorm)
-		addNoiseAndScale(grad, cfg.Privacy.NoiseMultiplier*cfg.Privacy.ClipNorm, 1/float64(B), rng)
+		addNoiseAndScale(grad, cfg.Privacy.NoiseMultiplier*cfg.Privacy.ClipNorm, 1/float64(B), gauss)
 		adam.Step(params, grad)
 		res.Updates++
 		if progress != nil {

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"dprl/noise"
+
 	"errors"
 	"fmt"
 	"math"
@@ -230,6 +232,8 @@ func sample(rng *rand.Rand, probs []float64) int {
 // step per UsersPerUpdate episodes (the paper: one per episode), with the
 // clipping norm recomputed at every update from the trust region.
 type LogLinearLearner struct {
+	gauss    *noise.Gaussian
+	gaussRNG *rand.Rand
 	Policy   *LogLinear
 	Config   LogLinearConfig
 	episodes int
@@ -529,11 +533,19 @@ func (l *LogLinearLearner) Update(m TabularMDP, ep *Episode, rng *rand.Rand) (Up
 		return info, nil
 	}
 	K := float64(l.held)
+	// The noised sums are exact Gaussian mechanisms on a data-independent
+	// grid (package noise); the steps are post-processing.
+	if sd := c.Z * S; sd > 0 {
+		samplerFor(&l.gauss, &l.gaussRNG, rng).Add(l.sumTheta, sd)
+	}
+	if sd := c.Z * c.BaselineClip; sd > 0 {
+		samplerFor(&l.gauss, &l.gaussRNG, rng).Add(l.sumPsi, sd)
+	}
 	for i := range p.Theta {
-		p.Theta[i] += eta / K * (l.sumTheta[i] + c.Z*S*rng.NormFloat64())
+		p.Theta[i] += eta / K * l.sumTheta[i]
 	}
 	for i := range p.Psi {
-		p.Psi[i] += c.BaselineLR / K * (l.sumPsi[i] + c.Z*c.BaselineClip*rng.NormFloat64())
+		p.Psi[i] += c.BaselineLR / K * l.sumPsi[i]
 	}
 	l.held = 0
 	info.Released = true

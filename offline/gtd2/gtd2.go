@@ -9,6 +9,8 @@
 package gtd2
 
 import (
+	"dprl/noise"
+
 	"errors"
 	"fmt"
 	"math"
@@ -167,10 +169,11 @@ func GPOPE(ds *Dataset, c Config, rng *rand.Rand) (Result, error) {
 	g, sum := make([]float64, 2*d), make([]float64, 2*d)
 	var res Result
 	denom := c.Q * float64(len(ds.Trajs))
+	gauss := noise.NewGaussian(rng)
 	for t := 1; t <= c.Iters; t++ {
 		clear(sum)
 		for i := range ds.Trajs {
-			if c.Q < 1 && rng.Float64() >= c.Q {
+			if c.Q < 1 && !noise.Bernoulli(rng, c.Q) {
 				continue
 			}
 			ds.gradient(g, &ds.Trajs[i], theta, y)
@@ -187,12 +190,11 @@ func GPOPE(ds *Dataset, c Config, rng *rand.Rand) (Result, error) {
 		if c.Diminishing {
 			alpha /= math.Sqrt(float64(t))
 		}
+		if std > 0 {
+			gauss.Add(sum, std) // exact, on a grid fixed by std (package noise)
+		}
 		for k := range sum {
-			gk := sum[k]
-			if std > 0 {
-				gk += std * rng.NormFloat64()
-			}
-			gk /= denom
+			gk := sum[k] / denom
 			if k < d {
 				theta[k] -= alpha * gk
 			} else {

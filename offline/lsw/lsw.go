@@ -54,6 +54,8 @@
 package lsw
 
 import (
+	"dprl/noise"
+
 	"errors"
 	"fmt"
 	"math"
@@ -401,7 +403,11 @@ func Estimate(phi [][]float64, trajs []Trajectory, c Config, rng *rand.Rand) (Re
 	res.nonPrivate = append([]float64(nil), theta.RawVector().Data...)
 	res.Theta = make([]float64, d)
 	for k := range d {
-		res.Theta[k] = theta.AtVec(k) + res.Sigma*rng.NormFloat64()
+		res.Theta[k] = theta.AtVec(k)
+	}
+	if res.Sigma > 0 {
+		// Exact Gaussian noise on a grid fixed by sigma (package noise).
+		noise.NewGaussian(rng).Add(res.Theta, res.Sigma)
 	}
 	return res, nil
 }

@@ -1,0 +1,68 @@
+// Package noise holds the samplers behind every differentially private
+// release in dprl: Gaussian noise for the Gaussian mechanisms and discrete
+// Laplace noise for the sparse vector technique.
+//
+// # Why not x + sigma * rand.NormFloat64()
+//
+// A floating-point Gaussian sample is not a real Gaussian: Go's ziggurat
+// returns float64(j) * w[i] for an int32 j and one of 128 float32 table
+// values w[i], so x + sigma*N lands on a lattice that moves with x, and a
+// distinguisher that asks which of two neighbouring inputs the output fits
+// wins almost always (Mironov 2012, "On significance of the least significant
+// bits for differential privacy", shows the same for Laplace samples). The
+// samplers here return values whose floating-point representation is a
+// function of a mechanism's exact output on a data-independent grid, so the
+// representation leaks nothing that the mechanism does not release.
+//
+// # The Gaussian sampler
+//
+// Gaussian.Add(v, sigma) replaces each coordinate v_i by
+//
+//	gamma * round((v°_i + sigma' N_i) / gamma)
+//
+// computed exactly, with N_i independent standard normal variables sampled
+// exactly (Karney 2016, "Sampling exactly from the normal distribution",
+// Algorithm N: only integer arithmetic and random bits; the fractional part is
+// a uniform deviate whose bits are drawn only as far as a comparison needs
+// them), where
+//
+//   - gamma = 2^(floor(log2 sigma') - 20) is a power of two that depends only
+//     on sigma (public), never on v;
+//   - sigma' = sigma (1 + 2^-20), rounded up;
+//   - v° is v rounded to the grid gamma 2^-40, after clamping each coordinate
+//     to |v_i| <= 2^62 gamma (at least 2^42 sigma, 4 10^12 sigma).
+//
+// The output is a deterministic function (rounding to the grid gamma) of
+// v° + sigma' N, the Gaussian mechanism on v°: post-processing, so it is
+// exactly as private as that mechanism, and its floating-point value (the
+// exact integer multiple of gamma, converted to float64, exactly below 2^53
+// grid steps and rounded beyond) carries nothing else.
+//
+// Privacy of a caller's release. Let f be a statistic with L2 sensitivity
+// Delta (in exact arithmetic) and v its value computed in floating point, and
+// call the release with sigma = z Delta. Then the output is at least as private
+// as the Gaussian mechanism with noise multiplier z (the value the
+// accountant charges), provided
+//
+//  1. the floating-point error ||v - f||_2 is at most 2^-23 Delta on every
+//     input (for a sum of K contributions each clipped to norm C <= Delta in
+//     float64, the error is below K^2 2^-53 C, so K <= 2^15 suffices), and
+//  2. z sqrt(d) <= 2^38 for d = len(v) (any d <= 2^40 with z <= 2^18).
+//
+// Proof: clamping is 1-Lipschitz in every coordinate, so it does not raise the
+// sensitivity; rounding to the grid gamma 2^-40 moves the vector by at most
+// gamma 2^-40 sqrt(d)/2 <= sigma' 2^-60 sqrt(d)/2; so two neighbouring inputs
+// give vectors v° at L2 distance at most Delta (1 + 2^-22) (from 1) plus
+// gamma 2^-40 sqrt(d) <= sigma' 2^-60 sqrt(d) <= 2^-21 Delta (from 2, as
+// sigma' <= 2 z Delta), in all below Delta (1 + 2^-20). The noise is
+// sigma' >= z Delta (1 + 2^-20), so the ratio of noise to sensitivity is at
+// least z: the Gaussian mechanism of
+// multiplier z, whose guarantee (analytic, Balle & Wang 2018, Theorem 8; or
+// Renyi, Mironov 2017, Proposition 7) decreases in the sensitivity and
+// increases in the noise. Composition, subsampling and correlated noise built
+// from such releases keep their analyses, since each release is exactly a
+// post-processed Gaussian mechanism.
+//
+// The cost is a few tens of random 64-bit words per coordinate; Add allocates
+// nothing in steady state.
+package noise
