@@ -105,7 +105,8 @@ type Result struct {
 // The stable records are put in a fresh uniformly random order (a shuffle
 // drawn from rng after the queries) and then numbered, so neither the order
 // nor the ids depend on the log's order, its ids or the query order: given
-// the multiset of released prefixes, the output is the same for every log.
+// the multiset of released prefixes, the records' order is uniformly random
+// whatever the log.
 func DataRelease(sessions []offline.Session, experts []Expert, c Config, rng *rand.Rand) (Result, error) {
 	if err := c.Validate(); err != nil {
 		return Result{}, err
