@@ -13,7 +13,10 @@
 // "action" is an integer for a discrete action space and an array for a
 // continuous one; "prob" is the behaviour policy's probability of the action
 // taken (its density for continuous actions), or "logp" its logarithm —
-// exactly one of the two. "user", "expert", "policy_version" and
+// exactly one of the two, except in a log without behaviour probabilities
+// (an SVT stable release), which only a reader with
+// ReaderOptions.OptionalProb accepts (Step.NoProb). "user", "expert",
+// "policy_version" and
 // "final_obs" are optional. Unknown fields, wrong types, non-finite numbers,
 // inconsistent dimensions and probabilities outside their range are errors
 // that name the line and the field.

@@ -33,9 +33,20 @@ type Step struct {
 	Obs    []float64   `json:"obs"`
 	Action sims.Action `json:"-"`
 	Reward float64     `json:"reward"`
-	// LogP is the log of the behaviour probability (density) of Action.
+	// LogP is the log of the behaviour probability (density) of Action; NaN
+	// when NoProb is set.
 	LogP float64 `json:"-"`
+	// NoProb marks a step logged without a behaviour probability: the record
+	// has neither "prob" nor "logp" and LogP is NaN. Only a reader with
+	// ReaderOptions.OptionalProb accepts such steps, and the Writer omits
+	// "logp" for them. Logs released by SVT (dprl offline svt's stable set)
+	// carry none: a behaviour probability would be the probability of the
+	// expert who generated the step, which the release does not cover.
+	NoProb bool `json:"-"`
 }
+
+// HasProb reports whether the step carries a behaviour probability.
+func (st *Step) HasProb() bool { return !st.NoProb }
 
 // Session is one logged trajectory.
 type Session struct {
@@ -80,6 +91,14 @@ type ReaderOptions struct {
 	MaxLineBytes int
 	// MaxIDLen bounds session, user and expert ids; 0 means 256.
 	MaxIDLen int
+	// OptionalProb accepts steps with neither "prob" nor "logp", returning
+	// them with Step.NoProb set (and LogP NaN). Off by default, so that a
+	// consumer that needs behaviour probabilities (off-policy evaluation,
+	// importance weighting, the SVT release's behaviour check) refuses such a
+	// log at its first step without one, naming the line. Consumers that do
+	// not use them - learners on an SVT stable release, behaviour cloning,
+	// CQL/BCQ-style offline RL - set it.
+	OptionalProb bool
 }
 
 // Reader reads a session log record by record, in bounded memory.
@@ -330,8 +349,10 @@ func (r *Reader) step(raw *rawStep, st *Step) error {
 			return fmt.Errorf("logp: %v, want a finite value%s", l, map[bool]string{true: " <= 0", false: ""}[r.kind == 1])
 		}
 		st.LogP = l
+	case r.opt.OptionalProb:
+		st.LogP, st.NoProb = math.NaN(), true
 	default:
-		return errors.New("prob: missing (the behaviour probability of the action, or logp)")
+		return errors.New("prob: missing (the behaviour probability of the action, or logp; this reader needs them - a log without behaviour probabilities, such as an SVT stable release, cannot be used here)")
 	}
 	return nil
 }
@@ -378,7 +399,9 @@ type Writer struct {
 // NewWriter returns a writer; call Flush when done.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: bufio.NewWriterSize(w, 1<<16)} }
 
-// Write validates nothing beyond finiteness and writes one record.
+// Write validates nothing beyond finiteness and writes one record. Empty
+// user and expert ids, a nil policy version or final observation, and the
+// logp of NoProb steps are omitted.
 func (w *Writer) Write(s *Session) error {
 	b := w.buf[:0]
 	b = append(b, `{"session":`...)
@@ -418,9 +441,11 @@ func (w *Writer) Write(s *Session) error {
 		if b, err = appendFloat(b, st.Reward); err != nil {
 			return fmt.Errorf("offline: session %q steps[%d].reward: %w", s.Session, i, err)
 		}
-		b = append(b, `,"logp":`...)
-		if b, err = appendFloat(b, st.LogP); err != nil {
-			return fmt.Errorf("offline: session %q steps[%d].logp: %w", s.Session, i, err)
+		if !st.NoProb {
+			b = append(b, `,"logp":`...)
+			if b, err = appendFloat(b, st.LogP); err != nil {
+				return fmt.Errorf("offline: session %q steps[%d].logp: %w", s.Session, i, err)
+			}
 		}
 		b = append(b, '}')
 	}

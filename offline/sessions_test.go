@@ -249,3 +249,68 @@ func BenchmarkRead(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "sessions/s")
 }
+
+// TestOptionalProb checks the log without behaviour probabilities (an SVT
+// stable release): the default reader refuses it naming the line and field,
+// a reader with OptionalProb returns NoProb steps, and the writer omits
+// "logp" for them, so the log round-trips.
+func TestOptionalProb(t *testing.T) {
+	withProb := `{"session":"a","steps":[{"obs":[1,2],"action":0,"reward":1,"prob":0.5}],"terminal":true}`
+	noProb := `{"session":"b","steps":[{"obs":[1,2],"action":1,"reward":2},{"obs":[3,4],"action":0,"reward":0}],"final_obs":[5,6],"terminal":false}`
+	data := withProb + "\n" + noProb + "\n"
+
+	_, err := readAll(t, data, Spec{})
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 2 || !strings.Contains(err.Error(), "steps[0].prob: missing") ||
+		!strings.Contains(err.Error(), "without behaviour probabilities") {
+		t.Fatalf("default reader: err = %v, want line 2, steps[0].prob: missing", err)
+	}
+
+	rd := NewReader(strings.NewReader(data), ReaderOptions{Name: "in.jsonl", OptionalProb: true})
+	var ss []Session
+	for {
+		s, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss = append(ss, s)
+	}
+	if len(ss) != 2 || !ss[0].Steps[0].HasProb() || ss[0].Steps[0].LogP != math.Log(0.5) {
+		t.Fatalf("sessions %+v", ss)
+	}
+	for k, st := range ss[1].Steps {
+		if st.HasProb() || !st.NoProb || !math.IsNaN(st.LogP) {
+			t.Errorf("step %d: %+v, want NoProb with LogP NaN", k, st)
+		}
+	}
+	// A present probability is still checked under OptionalProb.
+	if _, err := NewReader(strings.NewReader(`{"session":"c","steps":[{"obs":[1],"action":0,"reward":1,"prob":0}],"terminal":true}`),
+		ReaderOptions{OptionalProb: true}).Next(); err == nil || !strings.Contains(err.Error(), "prob: 0") {
+		t.Errorf("prob 0 under OptionalProb: err = %v", err)
+	}
+
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	for i := range ss {
+		if err := w.Write(&ss[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"logp":`) || strings.Contains(lines[1], `"logp"`) || strings.Contains(lines[1], `"prob"`) {
+		t.Fatalf("written:\n%s", buf.String())
+	}
+	if _, err := readAll(t, buf.String(), Spec{}); err == nil {
+		t.Error("the default reader accepted the written log without probabilities")
+	}
+	back, err := NewReader(strings.NewReader(buf.String()), ReaderOptions{OptionalProb: true}).Next()
+	if err != nil || back.Session != "a" {
+		t.Fatalf("%+v %v", back, err)
+	}
+}

@@ -182,7 +182,12 @@ func newAccountantSVTCmd(a *app) *cobra.Command {
 		Short: "The DataRelease budget split of the sparse vector technique (expert-level DP)",
 		Long: `Prints the per-query budget of DataRelease (Sharma et al., Algorithm 2):
 eps' = eps1 / sqrt(32 T ln(2/delta1)), delta' = delta1 / (2 T L),
-c_min = e^eps' / (e^eps' - 1) and the threshold theta = c_min / p_min.`,
+c_min = e^eps' / (e^eps' - 1) and the threshold theta = c_min / p_min.
+Where the paper's eps' would compose (advanced composition, Dwork & Roth
+2014, Theorem 3.20, over the T per-trajectory (2 eps', delta1/(2T))-DP
+mechanisms) to more than eps1 - large eps1, e.g. 30 at T = 100 and
+delta1 = 1e-3 - eps' is instead the largest value that composes to at most
+eps1 ("solved"). The composed epsilon is printed; it never exceeds eps1.`,
 		Example: `  dprl accountant svt --epsilon 7.5 --delta 9e-4 --queries 50 --max-len 500 --pmin 0.02`,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -191,8 +196,12 @@ c_min = e^eps' / (e^eps' - 1) and the threshold theta = c_min / p_min.`,
 				return usageError{err}
 			}
 			return emit(a.stdout, asJSON, p, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "eps' = %.6g  delta' = %.6g  c_min = %.6g  theta = %.6g\nthreshold draw: theta + %.6g + Lap(%.6g); each prefix query: count + Lap(%.6g)\n",
-					p.EpsPrime, p.DeltaPrime, p.CMin, p.Theta, p.NoisyThresholdShift, p.ThresholdScale, p.QueryScale)
+				split := "the paper's closed form"
+				if p.Solved {
+					split = "solved: the paper's closed form would compose above eps1"
+				}
+				_, err := fmt.Fprintf(w, "eps' = %.6g  delta' = %.6g  c_min = %.6g  theta = %.6g\nthreshold draw: theta + %.6g + Lap(%.6g); each prefix query: count + Lap(%.6g)\nT-fold advanced composition: epsilon %.10g <= eps1 %g at delta1 %g (eps' %s)\n",
+					p.EpsPrime, p.DeltaPrime, p.CMin, p.Theta, p.NoisyThresholdShift, p.ThresholdScale, p.QueryScale, p.Composed, eps1, delta1, split)
 				return err
 			})
 		},

@@ -45,51 +45,93 @@ type svtBin struct {
 	Count  int `json:"count"`
 }
 
-// offlineSVTResult is the output of dprl offline svt.
+// offlineSVTResult is the output of dprl offline svt. Its top-level values
+// are public parameters or functions of the stable release, so covered by
+// (eps1, delta1); NonPrivate holds statistics of the private log, printed
+// only for seeded (simulation) runs.
 type offlineSVTResult struct {
-	DatasetID            string   `json:"dataset_id"`
-	Experts              int      `json:"experts"`
-	Trajectories         int      `json:"trajectories"`
-	Transitions          int      `json:"transitions"`
-	Queried              int      `json:"queried"`
-	QueriedTransitions   int      `json:"queried_transitions"`
-	Whole                int      `json:"whole"`
-	StableTrajectories   int      `json:"stable_trajectories"`
-	StableTransitions    int      `json:"stable_transitions"`
-	UnstableTrajectories int      `json:"unstable_trajectories"`
-	UnstableTransitions  int      `json:"unstable_transitions"`
-	StableFraction       float64  `json:"stable_fraction"`
-	QueriedStableFrac    float64  `json:"queried_stable_fraction"`
-	PrefixHistogram      []svtBin `json:"prefix_histogram"`
-	Epsilon              float64  `json:"epsilon"`
-	Delta                float64  `json:"delta"`
-	Unit                 string   `json:"unit"`
-	PMin                 float64  `json:"pmin"`
-	MaxLen               int      `json:"max_len"`
-	EpsPrime             float64  `json:"eps_prime"`
-	Threshold            float64  `json:"threshold"`
-	LedgerSeq            uint64   `json:"ledger_seq"`
-	DatasetSpent         float64  `json:"dataset_spent"`
-	DatasetCap           float64  `json:"dataset_cap"`
-	OutStable            string   `json:"out_stable"`
-	OutUnstable          string   `json:"out_unstable"`
-	Seed                 uint64   `json:"seed,omitempty"`
-	Seeded               bool     `json:"seeded"`
+	DatasetID string `json:"dataset_id"`
+	// Queried is T = min(--queries, trajectories): --queries, since a
+	// larger value is refused before anything is charged.
+	Queried            int      `json:"queried"`
+	Whole              int      `json:"whole"`
+	StableTrajectories int      `json:"stable_trajectories"`
+	StableTransitions  int      `json:"stable_transitions"`
+	PrefixHistogram    []svtBin `json:"prefix_histogram"`
+	Epsilon            float64  `json:"epsilon"`
+	Delta              float64  `json:"delta"`
+	Unit               string   `json:"unit"`
+	PMin               float64  `json:"pmin"`
+	MaxLen             int      `json:"max_len"`
+	EpsPrime           float64  `json:"eps_prime"`
+	// EpsPrimeSolved reports that eps' was solved for because the paper's
+	// closed form would compose above eps1 (accountant.SVTSplit).
+	EpsPrimeSolved bool    `json:"eps_prime_solved"`
+	Threshold      float64 `json:"threshold"`
+	LedgerSeq      uint64  `json:"ledger_seq"`
+	DatasetSpent   float64 `json:"dataset_spent"`
+	DatasetCap     float64 `json:"dataset_cap"`
+	OutStable      string  `json:"out_stable"`
+	// OutUnstable is the unstable set's file: not released (see the help).
+	OutUnstable string         `json:"out_unstable,omitempty"`
+	NonPrivate  *svtNonPrivate `json:"non_private,omitempty"`
+	Seed        uint64         `json:"seed,omitempty"`
+	Seeded      bool           `json:"seeded"`
+}
+
+// svtNonPrivate are statistics of the private log that no guarantee covers:
+// the number of experts, trajectories and transitions, and what went to the
+// unstable set. They are printed only with --seed (a simulation on
+// synthetic data), labelled non-private.
+type svtNonPrivate struct {
+	Experts              int     `json:"experts"`
+	Trajectories         int     `json:"trajectories"`
+	Transitions          int     `json:"transitions"`
+	QueriedTransitions   int     `json:"queried_transitions"`
+	UnstableTrajectories int     `json:"unstable_trajectories"`
+	UnstableTransitions  int     `json:"unstable_transitions"`
+	StableFraction       float64 `json:"stable_fraction"`
+	QueriedStableFrac    float64 `json:"queried_stable_fraction"`
 }
 
 func newOfflineSVTCmd(a *app) *cobra.Command {
 	var f offlineSVTFlags
 	c := &cobra.Command{
-		Use:   "svt --data FILE --experts DIR --epsilon E1 --delta D1 --queries T --out-stable FILE --out-unstable FILE",
+		Use:   "svt --data FILE --experts DIR --epsilon E1 --delta D1 --queries T --out-stable FILE [--out-unstable FILE]",
 		Short: "Release the stable trajectory prefixes of an expert log with expert-level DP (SVT)",
 		Long: `Runs DataRelease (Sharma et al., Preserving Expert-Level Privacy in Offline RL,
-Algorithm 2, as restated in ALGORITHMS.md §3): T trajectories of the log, in
-a random order, are cut at the first prefix whose count over the experts,
-count(prefix) = sum_i prod_j pi_i(a_j|s_j), falls below a noisy threshold
-(sparse vector technique, exact discrete Laplace noise); the kept prefixes
-form the stable dataset, released with (eps1, delta1)-DP at the level of one
-expert (Theorem 5.5). The tails and the trajectories not queried form the
-unstable dataset, which needs its own DP treatment before any use.
+Algorithm 2): T trajectories of the log, in a random order, are cut at the
+first prefix whose count over the experts, count(prefix) = sum_i prod_j
+pi_i(a_j|s_j), falls below a noisy threshold (sparse vector technique, exact
+discrete Laplace noise); the kept prefixes form the stable dataset, released
+with (eps1, delta1)-DP at the level of one expert (Theorem 5.5). The per-query
+budget eps' is the paper's eps1 / sqrt(32 T ln(2/delta1)) unless that would
+compose to more than eps1 (large eps1), in which case it is solved for (see
+dprl accountant svt).
+
+The stable file (--out-stable) is the release. Each record holds what the
+mechanism releases and nothing else: the prefix's observations, actions and
+rewards, its final_obs (the next observation; the log's, for a trajectory
+kept whole) and terminal (false for a cut prefix; the log's for a whole
+trajectory). It carries no user, expert or policy_version, no behaviour
+probabilities (prob/logp: they are the generating expert's own), and a fresh
+id "stable-<i>" numbering the records in a fresh random order, so neither ids
+nor order say anything about the log. Readers that need behaviour
+probabilities (dprl offline gtd2) refuse it; learners that do not (CQL/BCQ,
+behaviour cloning) read it with offline.ReaderOptions.OptionalProb.
+
+The unstable file (--out-unstable, optional) is NOT released and has no DP
+guarantee: the tails of the queried trajectories (named "<session>#<k>" after
+the k steps they lost) and the trajectories not queried, with every field of
+the log, including expert ids and probabilities. It stays with the data owner
+as the input of a learner that is itself expert-level DP (the paper's
+selective DP-SGD, Algorithm 3, not part of dprl), whose cost is charged
+separately.
+
+Printed values are public parameters or functions of the release. Counts of
+the private log (experts, trajectories, transitions, the unstable set's size)
+are printed only with --seed, a simulation on synthetic data, under
+"non-private".
 
 Every session of the log must name its expert; expert "e17" is read from
 DIR/e17.snap (written by dprl sims experts) and smoothed to --pmin (the
@@ -101,10 +143,9 @@ The run is charged (eps1, delta1) against the dataset in the ledger (unit
 "expert") after the whole log and every expert have been checked; a bad log,
 unknown or mismatching experts, or a run over the dataset's cap cost nothing.
 The dataset's --dataset-delta must be at least --delta (fixed costs compose by
-adding their deltas). Both outputs are dprl.sessions.v1; a cut prefix is
-non-terminal with final_obs the next step's observation, a tail is named
-"<session>#<k>" after the k steps it lost. --max-len L is a public bound on
-trajectory length (the environment's step limit), not read from the data.`,
+adding their deltas). Both outputs are dprl.sessions.v1, written to temporary
+files and renamed into place. --max-len L is a public bound on trajectory
+length (the environment's step limit), not read from the data.`,
 		Example: `  dprl offline svt --data data.jsonl --experts experts --epsilon 10 --delta 3.3e-4 \
       --dataset-delta 1e-3 --queries 25 --out-stable stable.jsonl --out-unstable unstable.jsonl
   dprl offline svt ... --seed 1 --json`,
@@ -119,8 +160,8 @@ trajectory length (the environment's step limit), not read from the data.`,
 	fl.Float64Var(&f.pMin, "pmin", 0.02, "the experts' smoothing floor p_min, as when the log was generated")
 	fl.IntVar(&f.queries, "queries", 0, "T, the number of trajectories queried, 1..number in the log (the paper: 20-100)")
 	fl.IntVar(&f.maxLen, "max-len", 500, "L, public bound on trajectory length (the environment's step limit; a longer trajectory is an error)")
-	fl.StringVar(&f.outStable, "out-stable", "", "file for the stable prefixes (dprl.sessions.v1)")
-	fl.StringVar(&f.outUnstable, "out-unstable", "", "file for the tails and untouched trajectories (dprl.sessions.v1)")
+	fl.StringVar(&f.outStable, "out-stable", "", "file for the release: the stable prefixes, without ids or behaviour probabilities (dprl.sessions.v1)")
+	fl.StringVar(&f.outUnstable, "out-unstable", "", "file for the tails and unqueried trajectories, NOT released and not DP: for the data owner's expert-level DP learner only (dprl.sessions.v1; default: not written)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed the noise and the shuffle (simulation only; recorded in the ledger). Default: a secure generator seeded from the OS")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
 	f.budget.register(fl)
@@ -131,7 +172,7 @@ trajectory length (the environment's step limit), not read from the data.`,
 func (f *offlineSVTFlags) check() error {
 	var errs []string
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
-	for _, r := range []struct{ name, v string }{{"--data", f.data}, {"--experts", f.experts}, {"--out-stable", f.outStable}, {"--out-unstable", f.outUnstable}} {
+	for _, r := range []struct{ name, v string }{{"--data", f.data}, {"--experts", f.experts}, {"--out-stable", f.outStable}} {
 		if r.v == "" {
 			bad("%s: required", r.name)
 		}
@@ -180,6 +221,7 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 	}
 	defer b.close()
 	res.DatasetID = b.datasetID
+	var np svtNonPrivate
 	entry := ledger.Entry{Unit: ledger.UnitExpert,
 		Mechanism: fmt.Sprintf("svt: DataRelease (Sharma et al., Algorithm 2), T = %d queries, L = %d, p_min = %v, discrete Laplace noise", f.queries, f.maxLen, f.pMin),
 		Method:    accountant.MethodRDP, Epsilon: f.epsilon, Delta: f.delta, Seeded: res.Seeded,
@@ -193,20 +235,22 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 	if err != nil {
 		return fmt.Errorf("offline svt: %w", err)
 	}
-	res.Trajectories, res.Experts = len(sessions), len(experts)
+	np.Trajectories, np.Experts = len(sessions), len(experts)
 	for i := range sessions {
-		res.Transitions += len(sessions[i].Steps)
+		np.Transitions += len(sessions[i].Steps)
 	}
 	stableOut, err := newAtomicFile(f.outStable)
 	if err != nil {
 		return fmt.Errorf("offline svt: --out-stable: %w", err)
 	}
 	defer stableOut.abort()
-	unstableOut, err := newAtomicFile(f.outUnstable)
-	if err != nil {
-		return fmt.Errorf("offline svt: --out-unstable: %w", err)
+	var unstableOut *atomicFile
+	if f.outUnstable != "" {
+		if unstableOut, err = newAtomicFile(f.outUnstable); err != nil {
+			return fmt.Errorf("offline svt: --out-unstable: %w", err)
+		}
+		defer unstableOut.abort()
 	}
-	defer unstableOut.abort()
 	// 4. charge.
 	entry.Participants = len(experts)
 	charged, err := b.charge(entry)
@@ -226,30 +270,37 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 	if err := stableOut.writeSessions(out.Stable); err != nil {
 		return fmt.Errorf("offline svt: --out-stable: %w (the run was charged)", err)
 	}
-	if err := unstableOut.writeSessions(out.Unstable); err != nil {
-		return fmt.Errorf("offline svt: --out-unstable: %w (the run was charged)", err)
+	if unstableOut != nil {
+		if err := unstableOut.writeSessions(out.Unstable); err != nil {
+			return fmt.Errorf("offline svt: --out-unstable: %w (the run was charged)", err)
+		}
 	}
 	res.Queried, res.Whole = out.Queried, out.Whole
-	res.EpsPrime, res.Threshold = out.Params.EpsPrime, out.Params.Theta+out.Params.NoisyThresholdShift
-	res.StableTrajectories, res.UnstableTrajectories = len(out.Stable), len(out.Unstable)
+	res.EpsPrime, res.EpsPrimeSolved = out.Params.EpsPrime, out.Params.Solved
+	res.Threshold = out.Params.Theta + out.Params.NoisyThresholdShift
+	res.StableTrajectories = len(out.Stable)
 	for i := range out.Stable {
 		res.StableTransitions += len(out.Stable[i].Steps)
 	}
-	for i := range out.Unstable {
-		res.UnstableTransitions += len(out.Unstable[i].Steps)
-	}
-	res.QueriedTransitions = res.StableTransitions + tailTransitions(out)
 	res.PrefixHistogram = []svtBin{}
 	for l, n := range out.PrefixLengths {
 		if n > 0 {
 			res.PrefixHistogram = append(res.PrefixHistogram, svtBin{Length: l, Count: n})
 		}
 	}
-	if res.Transitions > 0 {
-		res.StableFraction = float64(res.StableTransitions) / float64(res.Transitions)
-	}
-	if res.QueriedTransitions > 0 {
-		res.QueriedStableFrac = float64(res.StableTransitions) / float64(res.QueriedTransitions)
+	if res.Seeded {
+		np.UnstableTrajectories = len(out.Unstable)
+		for i := range out.Unstable {
+			np.UnstableTransitions += len(out.Unstable[i].Steps)
+		}
+		np.QueriedTransitions = res.StableTransitions + tailTransitions(out)
+		if np.Transitions > 0 {
+			np.StableFraction = float64(res.StableTransitions) / float64(np.Transitions)
+		}
+		if np.QueriedTransitions > 0 {
+			np.QueriedStableFrac = float64(res.StableTransitions) / float64(np.QueriedTransitions)
+		}
+		res.NonPrivate = &np
 	}
 	if res.DatasetSpent, err = b.spent(); err != nil {
 		return fmt.Errorf("offline svt: %w", err)
@@ -384,18 +435,27 @@ func (a *atomicFile) abort() {
 
 func (r offlineSVTResult) text(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "dataset %s: %d trajectories (%d transitions) from %d experts\n", r.DatasetID, r.Trajectories, r.Transitions, r.Experts)
-	fmt.Fprintf(&b, "queried %d trajectories (%d transitions); %d released whole; eps' %.4g, noisy threshold centre %.1f\n",
-		r.Queried, r.QueriedTransitions, r.Whole, r.EpsPrime, r.Threshold)
-	fmt.Fprintf(&b, "stable:   %d prefixes, %d transitions (%.4g of all, %.4g of the queried) -> %s\n",
-		r.StableTrajectories, r.StableTransitions, r.StableFraction, r.QueriedStableFrac, r.OutStable)
-	fmt.Fprintf(&b, "unstable: %d trajectories, %d transitions -> %s\n", r.UnstableTrajectories, r.UnstableTransitions, r.OutUnstable)
+	solved := ""
+	if r.EpsPrimeSolved {
+		solved = " (solved: the paper's closed form would compose above eps1)"
+	}
+	fmt.Fprintf(&b, "dataset %s: queried %d trajectories; eps' %.4g%s, noisy threshold centre %.1f\n",
+		r.DatasetID, r.Queried, r.EpsPrime, solved, r.Threshold)
+	fmt.Fprintf(&b, "stable (the release): %d prefixes, %d transitions, %d of them whole trajectories -> %s\n",
+		r.StableTrajectories, r.StableTransitions, r.Whole, r.OutStable)
 	if len(r.PrefixHistogram) > 0 {
 		b.WriteString("prefix lengths:")
 		for _, h := range r.PrefixHistogram {
 			fmt.Fprintf(&b, " %d:%d", h.Length, h.Count)
 		}
 		b.WriteString("\n")
+	}
+	if r.OutUnstable != "" {
+		fmt.Fprintf(&b, "unstable (NOT released, not DP; for the data owner's expert-level DP learner only) -> %s\n", r.OutUnstable)
+	}
+	if np := r.NonPrivate; np != nil {
+		fmt.Fprintf(&b, "non-private (simulation, --seed): %d experts, %d trajectories, %d transitions; queried %d transitions; stable %.4g of all, %.4g of the queried; unstable %d trajectories, %d transitions\n",
+			np.Experts, np.Trajectories, np.Transitions, np.QueriedTransitions, np.StableFraction, np.QueriedStableFrac, np.UnstableTrajectories, np.UnstableTransitions)
 	}
 	seeded := ""
 	if r.Seeded {

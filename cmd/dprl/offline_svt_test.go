@@ -55,12 +55,18 @@ func ledgerEntries(t *testing.T, dir string) uint64 {
 
 func mustReadSessions(t *testing.T, path string) []offline.Session {
 	t.Helper()
+	return mustReadSessionsOpt(t, path, offline.ReaderOptions{Name: path})
+}
+
+// mustReadSessionsOpt reads every session of path with the reader options.
+func mustReadSessionsOpt(t *testing.T, path string, opt offline.ReaderOptions) []offline.Session {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rd := offline.NewReader(f, offline.ReaderOptions{Name: path})
+	rd := offline.NewReader(f, opt)
 	var out []offline.Session
 	for {
 		s, err := rd.Next()
@@ -76,10 +82,12 @@ func mustReadSessions(t *testing.T, path string) []offline.Session {
 
 func TestOfflineSVT(t *testing.T) {
 	// p_min = 1/|A| = 0.5 makes the experts uniform, so count(prefix) =
-	// M 0.5^k = 20, 10, 5, ... with M = 40; at eps1 = 200, T = 10 the noisy
-	// threshold is about 9 (scales 0.3 and 0.6), so the stable set holds
-	// prefixes of 1-2 steps.
-	data, experts := svtFixture(t, 40, "0.5")
+	// M 0.5^k = 60, 30, 15, ... with M = 120; at eps1 = 200, delta1 = 0.1,
+	// T = 10, eps' is solved for (the paper's closed form would compose
+	// above 200): 1.11, and the noisy threshold is about 44.4 (scales 1.8
+	// and 3.6), so the stable set holds prefixes of mostly 1 step.
+	const m = 120
+	data, experts := svtFixture(t, m, "0.5")
 	dir := t.TempDir()
 	led := filepath.Join(dir, "ledger")
 	st, un := filepath.Join(dir, "stable.jsonl"), filepath.Join(dir, "unstable.jsonl")
@@ -98,16 +106,17 @@ func TestOfflineSVT(t *testing.T) {
 	}
 	var raw map[string]any
 	_ = json.Unmarshal([]byte(out), &raw)
-	for _, k := range []string{"stable_trajectories", "stable_transitions", "unstable_trajectories", "unstable_transitions", "prefix_histogram", "epsilon", "delta", "dataset_id"} {
+	for _, k := range []string{"stable_trajectories", "stable_transitions", "prefix_histogram", "epsilon", "delta", "dataset_id", "non_private"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("JSON lacks %q", k)
 		}
 	}
-	if r.Epsilon != 200 || r.Delta != 0.1 || r.Experts != 40 || r.Trajectories != 80 || r.Queried != 10 || r.Unit != "expert" {
-		t.Errorf("%+v", r)
+	np := r.NonPrivate
+	if r.Epsilon != 200 || r.Delta != 0.1 || r.Queried != 10 || r.Unit != "expert" || !r.EpsPrimeSolved || np == nil || np.Experts != m || np.Trajectories != 2*m {
+		t.Fatalf("%+v %+v", r, np)
 	}
-	if r.StableTransitions == 0 || r.StableTransitions+r.UnstableTransitions != r.Transitions {
-		t.Errorf("stable %d + unstable %d != %d (or nothing stable)", r.StableTransitions, r.UnstableTransitions, r.Transitions)
+	if r.StableTransitions == 0 || r.StableTransitions+np.UnstableTransitions != np.Transitions {
+		t.Errorf("stable %d + unstable %d != %d (or nothing stable)", r.StableTransitions, np.UnstableTransitions, np.Transitions)
 	}
 	hist := 0
 	for _, b := range r.PrefixHistogram {
@@ -116,28 +125,14 @@ func TestOfflineSVT(t *testing.T) {
 	if hist != r.StableTrajectories {
 		t.Errorf("histogram counts %d prefixes, %d stable", hist, r.StableTrajectories)
 	}
-	stable, unstable := mustReadSessions(t, st), mustReadSessions(t, un)
-	if len(stable) != r.StableTrajectories || len(unstable) != r.UnstableTrajectories {
-		t.Errorf("files hold %d/%d sessions, result says %d/%d", len(stable), len(unstable), r.StableTrajectories, r.UnstableTrajectories)
+	checkSVTRelease(t, data, st, r.StableTrajectories)
+	unstable := mustReadSessions(t, un)
+	if len(unstable) != np.UnstableTrajectories {
+		t.Errorf("the unstable file holds %d sessions, result says %d", len(unstable), np.UnstableTrajectories)
 	}
-	orig := map[string]offline.Session{}
-	for _, s := range mustReadSessions(t, data) {
-		orig[s.Session] = s
-	}
-	for _, s := range stable {
-		o := orig[s.Session]
-		if s.Expert == "" || s.Expert != o.Expert {
-			t.Fatalf("stable %q: expert %q, want %q", s.Session, s.Expert, o.Expert)
-		}
-		if len(s.Steps) < len(o.Steps) {
-			if s.Terminal || s.FinalObs[0] != o.Steps[len(s.Steps)].Obs[0] {
-				t.Errorf("cut prefix %q: terminal %v final_obs %v, want false and the next observation", s.Session, s.Terminal, s.FinalObs)
-			}
-		}
-		for k := range s.Steps {
-			if s.Steps[k].LogP != o.Steps[k].LogP {
-				t.Errorf("stable %q step %d: logp %v, want %v", s.Session, k, s.Steps[k].LogP, o.Steps[k].LogP)
-			}
+	for _, u := range unstable {
+		if u.Expert == "" {
+			t.Errorf("unstable %q lost its expert id", u.Session)
 		}
 	}
 	if n := ledgerEntries(t, led); n != 1 {
@@ -149,7 +144,7 @@ func TestOfflineSVT(t *testing.T) {
 	}
 	err = s.Entries(func(e ledger.Entry) error {
 		if e.Unit != ledger.UnitExpert || len(e.Fixed) != 1 || e.Fixed[0].Epsilon != 200 || e.Fixed[0].Delta != 0.1 ||
-			!strings.Contains(e.Fixed[0].Source, "Theorem 5.5") || !e.Seeded || e.Participants != 40 || e.DatasetID != r.DatasetID {
+			!strings.Contains(e.Fixed[0].Source, "Theorem 5.5") || !e.Seeded || e.Participants != m || e.DatasetID != r.DatasetID {
 			t.Errorf("entry %+v", e)
 		}
 		return nil
@@ -165,6 +160,115 @@ func TestOfflineSVT(t *testing.T) {
 	if code != 0 || r2.StableTransitions != r.StableTransitions || len(r2.PrefixHistogram) != len(r.PrefixHistogram) {
 		t.Errorf("seeded rerun: %d stable, want %d", r2.StableTransitions, r.StableTransitions)
 	}
+
+	// A production run (no --seed, no --out-unstable) prints no statistic
+	// of the private log and writes no unstable file.
+	st3, un3 := filepath.Join(dir, "stable3.jsonl"), filepath.Join(dir, "unstable3.jsonl")
+	prod := []string{"offline", "svt", "--data", data, "--experts", experts, "--epsilon", "200", "--delta", "0.1",
+		"--pmin", "0.5", "--queries", "10", "--max-len", "500", "--out-stable", st3,
+		"--ledger", filepath.Join(dir, "ledger3"), "--dataset-epsilon", "1000", "--dataset-delta", "0.5"}
+	for _, asJSON := range []bool{true, false} {
+		code, out3, stderr := runCLI(t, append(prod, "--json="+strconv.FormatBool(asJSON))...)
+		if code != 0 {
+			t.Fatalf("production run: exit %d: %s", code, stderr)
+		}
+		if asJSON {
+			var raw3 map[string]any
+			if err := json.Unmarshal([]byte(out3), &raw3); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"non_private", "experts", "trajectories", "transitions", "unstable_transitions", "out_unstable"} {
+				if _, ok := raw3[k]; ok {
+					t.Errorf("production JSON has %q:\n%s", k, out3)
+				}
+			}
+			checkSVTRelease(t, data, st3, int(raw3["stable_trajectories"].(float64)))
+		} else if strings.Contains(out3, "non-private") || strings.Contains(out3, strconv.Itoa(m)+" experts") || strings.Contains(out3, "unstable") {
+			t.Errorf("production text output shows private statistics:\n%s", out3)
+		}
+	}
+	if _, err := os.Stat(un3); err == nil {
+		t.Error("an unstable file was written without --out-unstable")
+	}
+}
+
+// checkSVTRelease checks the stable file of a release from the log data:
+// n records with fresh ids stable-1..stable-n, no user, expert, policy
+// version, behaviour probability or source session id, and each record a
+// prefix of a logged trajectory (observations, actions, rewards; the next
+// observation as final_obs, non-terminal, when cut). A reader that needs
+// behaviour probabilities refuses the file, naming its first line.
+func checkSVTRelease(t *testing.T, data, stablePath string, n int) {
+	t.Helper()
+	logged := mustReadSessions(t, data)
+	b, err := os.ReadFile(stablePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	for _, bad := range []string{`"user"`, `"expert"`, `"policy_version"`, `"prob"`, `"logp"`} {
+		if strings.Contains(text, bad) {
+			t.Errorf("the release contains %s", bad)
+		}
+	}
+	for _, o := range logged {
+		if strings.Contains(text, `"`+o.Session+`"`) || strings.Contains(text, `"`+o.Expert+`"`) {
+			t.Fatalf("the release names the logged session %q or expert %q", o.Session, o.Expert)
+		}
+	}
+	f, err := os.Open(stablePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = offline.NewReader(f, offline.ReaderOptions{Name: stablePath}).Next()
+	f.Close()
+	if n > 0 && (err == nil || !strings.Contains(err.Error(), stablePath+":1:") || !strings.Contains(err.Error(), "prob: missing")) {
+		t.Errorf("a reader needing probabilities read the release: err %v", err)
+	}
+	stable := mustReadSessionsOpt(t, stablePath, offline.ReaderOptions{Name: stablePath, OptionalProb: true})
+	if len(stable) != n || n == 0 {
+		t.Fatalf("the release holds %d records, result says %d (want > 0)", len(stable), n)
+	}
+	for j, s := range stable {
+		if want := "stable-" + strconv.Itoa(j+1); s.Session != want || s.User != "" || s.Expert != "" || s.PolicyVersion != nil {
+			t.Errorf("record %d: %q user %q expert %q version %v, want %q and no identifiers", j, s.Session, s.User, s.Expert, s.PolicyVersion, want)
+		}
+		var src *offline.Session
+		for i := range logged { // the logged trajectory this is a prefix of
+			o := &logged[i]
+			if len(o.Steps) >= len(s.Steps) && sameSteps(s.Steps, o.Steps[:len(s.Steps)]) {
+				src = o
+				break
+			}
+		}
+		if src == nil {
+			t.Fatalf("record %d is not a prefix of any logged trajectory", j)
+		}
+		for k, st := range s.Steps {
+			if st.HasProb() {
+				t.Errorf("record %d step %d carries a behaviour probability", j, k)
+			}
+		}
+		if len(s.Steps) < len(src.Steps) && (s.Terminal || s.FinalObs[0] != src.Steps[len(s.Steps)].Obs[0]) {
+			t.Errorf("cut record %d: terminal %v final_obs %v, want false and the next observation", j, s.Terminal, s.FinalObs)
+		}
+	}
+}
+
+// sameSteps reports whether two step sequences have the same observations,
+// actions and rewards.
+func sameSteps(a, b []offline.Step) bool {
+	for k := range a {
+		if a[k].Action.Index != b[k].Action.Index || a[k].Reward != b[k].Reward || len(a[k].Obs) != len(b[k].Obs) {
+			return false
+		}
+		for j := range a[k].Obs {
+			if a[k].Obs[j] != b[k].Obs[j] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func TestOfflineSVTBadInput(t *testing.T) {

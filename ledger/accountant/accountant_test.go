@@ -438,7 +438,7 @@ func TestAdvancedComposition(t *testing.T) {
 }
 
 func TestSVTSplit(t *testing.T) {
-	// ALGORITHMS.md §3 by hand: eps1 = 7.5, delta1 = 9e-4, T = 50, L = 500,
+	// Sharma et al., Algorithm 2, by hand: eps1 = 7.5, delta1 = 9e-4, T = 50, L = 500,
 	// p_min = 0.02.
 	p, err := SVTSplit(7.5, 9e-4, 50, 500, 0.02)
 	if err != nil {

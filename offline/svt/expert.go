@@ -235,9 +235,12 @@ func CheckBehaviour(s *offline.Session, e *SmoothedExpert) error {
 		if st.Action.Index >= e.nAct {
 			return fmt.Errorf("%w: session %q step %d: action %d, expert %q has %d actions", ErrExpertMismatch, s.Session, k, st.Action.Index, e.ID, e.nAct)
 		}
+		if st.NoProb {
+			return fmt.Errorf("%w: session %q step %d: no behaviour probability logged; the release checks every step's against its expert", ErrExpertMismatch, s.Session, k)
+		}
 		logged := math.Exp(st.LogP)
 		want := e.Prob(st.Obs, st.Action.Index)
-		if math.Abs(logged-want) > probTolerance*want {
+		if !(math.Abs(logged-want) <= probTolerance*want) {
 			return fmt.Errorf("%w: session %q step %d: logged prob %.6g, expert %q smoothed to p_min %v gives %.6g (wrong snapshot, or the log was generated at another p_min)",
 				ErrExpertMismatch, s.Session, k, logged, e.ID, e.pMin, want)
 		}

@@ -253,6 +253,12 @@ func TestGenerate(t *testing.T) {
 			if err := CheckBehaviour(&s, other[0]); !errors.Is(err, ErrExpertMismatch) {
 				t.Errorf("log at p_min 0.02 checked against p_min 0.05: %v", err)
 			}
+			// A step without a behaviour probability cannot be checked.
+			last := &s.Steps[len(s.Steps)-1]
+			last.LogP, last.NoProb = math.NaN(), true
+			if err := CheckBehaviour(&s, ex[k/2]); !errors.Is(err, ErrExpertMismatch) || !strings.Contains(err.Error(), "no behaviour probability") {
+				t.Errorf("step without a probability: %v", err)
+			}
 			steps += len(s.Steps)
 		}
 		if steps != res.Steps {

@@ -1,14 +1,37 @@
 // Package svt is expert-level differentially private data release with the
-// sparse vector technique (Sharma et al., "Expert-level DP offline RL";
-// ALGORITHMS.md §3): DataRelease queries the prefixes of logged trajectories
-// against the experts and releases the "stable" ones — prefixes that many
-// experts would have produced — with (eps1, delta1)-DP at the level of one
-// expert.
+// sparse vector technique (Sharma et al., "Preserving Expert-Level Privacy in
+// Offline Reinforcement Learning"): DataRelease queries the prefixes of logged
+// trajectories against the experts and releases the "stable" ones — prefixes
+// that many experts would have produced — with (eps1, delta1)-DP at the level
+// of one expert.
+//
+// # What is released
+//
+// The guarantee covers the stable prefixes themselves: Sharma et al.'s
+// mechanism outputs tau_{1:k} = (s_1, a_1, r_1, ..., s_k, a_k, r_k, s_{k+1})
+// (Section 5; rewards and the environment's dynamics are not protected, only
+// the experts' choices of actions). It does not cover anything else a log
+// record carries: which expert generated the trajectory, the user, the
+// session id, the serving policy's version, or the behaviour probability of
+// each action (that is the generating expert's own probability, a
+// fingerprint of the expert). So Result.Stable holds release records built
+// from the prefix alone: observations, actions and rewards of the k steps,
+// final_obs s_{k+1} (when the log has it), terminal (the environment's
+// end-of-episode signal, true only for a whole trajectory that ended in a
+// terminal state), no user, expert or policy version, no behaviour
+// probabilities (offline.Step.NoProb), and a fresh id "stable-<i>": i is the
+// record's position in the release, which is itself a fresh uniformly random
+// order (see DataRelease), so the id depends on nothing but the number of
+// records released. Result.Unstable is not released: it stays with the data
+// owner for a learner that is itself expert-level DP (selective DP-SGD,
+// Sharma et al., Algorithm 3, which needs the expert ids), and keeps every
+// field of the log.
 package svt
 
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"dprl/ledger/accountant"
@@ -53,10 +76,15 @@ func (c Config) Validate() error {
 
 // Result is the outcome of DataRelease.
 type Result struct {
-	// Stable are the released prefixes (D_stable).
+	// Stable are the released prefixes (D_stable) as release records: fresh
+	// ids "stable-1", "stable-2", ... in a uniformly random order, no user,
+	// expert, policy version or behaviour probability (see the package
+	// documentation). Only these are covered by (eps1, delta1).
 	Stable []offline.Session
 	// Unstable are the tails of queried trajectories and the trajectories
-	// not queried (D_unstable).
+	// not queried (D_unstable), with every field of the log: not released,
+	// and not covered by any guarantee; they are for the data owner's own
+	// expert-level DP learner.
 	Unstable []offline.Session
 	// PrefixLengths counts the stable prefixes by length (index = length).
 	PrefixLengths []int
@@ -68,11 +96,17 @@ type Result struct {
 	Whole int
 }
 
-// DataRelease runs Algorithm 2 of Sharma et al. as restated in
-// ALGORITHMS.md §3 on the sessions (discrete actions), drawing all noise and
-// the shuffle from rng (pass a cryptographically seeded source in
-// production). Sessions are not modified; the result's sessions share their
-// step slices.
+// DataRelease runs Algorithm 2 of Sharma et al. on the sessions (discrete
+// actions), drawing all noise and the shuffles from rng (pass a
+// cryptographically seeded source in production). Sessions are not
+// modified; the result's sessions share their observation slices (and the
+// unstable ones their step slices).
+//
+// The stable records are put in a fresh uniformly random order (a shuffle
+// drawn from rng after the queries) and then numbered, so neither the order
+// nor the ids depend on the log's order, its ids or the query order: given
+// the multiset of released prefixes, the records' order is uniformly random
+// whatever the log.
 func DataRelease(sessions []offline.Session, experts []Expert, c Config, rng *rand.Rand) (Result, error) {
 	if err := c.Validate(); err != nil {
 		return Result{}, err
@@ -149,13 +183,28 @@ func DataRelease(sessions []offline.Session, experts []Expert, c Config, rng *ra
 	for _, idx := range order[T:] {
 		res.Unstable = append(res.Unstable, sessions[idx])
 	}
+	rng.Shuffle(len(res.Stable), func(i, j int) { res.Stable[i], res.Stable[j] = res.Stable[j], res.Stable[i] })
+	for i := range res.Stable {
+		res.Stable[i].Session = StableID(i)
+	}
 	return res, nil
 }
 
-// prefix returns the first n steps of s as a truncated session.
+// StableID is the id of the i-th (0-based) record of a stable release:
+// "stable-<i+1>". It depends on the position alone.
+func StableID(i int) string { return fmt.Sprintf("stable-%d", i+1) }
+
+// prefix returns the release record of the first n steps of s: observations,
+// actions and rewards, final_obs the next observation (s_{n+1}) and terminal
+// false when the trajectory was cut, the log's final_obs and terminal when it
+// is released whole. It carries no id (DataRelease numbers the records), no
+// user, expert or policy version, and no behaviour probabilities.
 func prefix(s *offline.Session, n int) offline.Session {
-	p := *s
-	p.Steps = s.Steps[:n:n]
+	p := offline.Session{Steps: make([]offline.Step, n), FinalObs: s.FinalObs, Terminal: s.Terminal}
+	for i := range p.Steps {
+		st := &s.Steps[i]
+		p.Steps[i] = offline.Step{Obs: st.Obs, Action: st.Action, Reward: st.Reward, LogP: math.NaN(), NoProb: true}
+	}
 	if n < len(s.Steps) {
 		p.FinalObs = s.Steps[n].Obs
 		p.Terminal = false

@@ -178,3 +178,126 @@ func BenchmarkDiscreteLaplace(b *testing.B) {
 		discreteLaplace(rng, t)
 	}
 }
+
+// idLog returns n sessions of the given length with ids, users, experts,
+// policy versions and behaviour probabilities; the observations [i, k] tell
+// which session and step a released step came from.
+func idLog(n, steps int, tag string) []offline.Session {
+	out := make([]offline.Session, n)
+	for i := range out {
+		v := uint64(100 + i)
+		s := offline.Session{Session: fmt.Sprintf("%s-sess-%d", tag, i), User: fmt.Sprintf("%s-user-%d", tag, i),
+			Expert: fmt.Sprintf("%s-expert-%d", tag, i%4), PolicyVersion: &v, Terminal: i%2 == 0, FinalObs: []float64{float64(i), float64(steps)}}
+		for k := 0; k < steps; k++ {
+			s.Steps = append(s.Steps, offline.Step{Obs: []float64{float64(i), float64(k)}, Action: sims.Action{Index: k % 2},
+				Reward: float64(i) + 0.5, LogP: math.Log(0.98)})
+		}
+		out[i] = s
+	}
+	return out
+}
+
+func writeAll(t *testing.T, ss []offline.Session) string {
+	t.Helper()
+	var b strings.Builder
+	w := offline.NewWriter(&b)
+	for i := range ss {
+		if err := w.Write(&ss[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestDataReleaseRecords checks that the stable release carries what the
+// mechanism releases and nothing else: the prefix's observations, actions,
+// rewards, final observation and terminal flag; no session, user, expert or
+// policy-version id and no behaviour probability; ids that depend on nothing
+// but the position in the release.
+func TestDataReleaseRecords(t *testing.T) {
+	const n, steps = 15, 20
+	cfg := Config{Epsilon: 10, Delta: 1e-3, Queries: 12, MaxLen: steps, PMin: 0.02}
+	for _, tc := range []struct {
+		name string
+		p    float64 // the experts' probability of action 0
+	}{{"whole trajectories", 0.98}, {"cut prefixes", 0.5}} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Agreeing experts give action 0 0.98 and action 1 0.02, so
+			// alternating actions are unlikely under p = 0.98: make the
+			// logged actions all 0 there.
+			data := idLog(n, steps, "src")
+			for i := range data {
+				for k := range data[i].Steps {
+					if tc.p > 0.9 {
+						data[i].Steps[k].Action.Index = 0
+					}
+				}
+			}
+			res, err := DataRelease(data, experts(3000, tc.p), cfg, rand.New(rand.NewPCG(11, 12)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Stable) == 0 {
+				t.Fatal("nothing released")
+			}
+			for j, r := range res.Stable {
+				if r.Session != fmt.Sprintf("stable-%d", j+1) || r.User != "" || r.Expert != "" || r.PolicyVersion != nil {
+					t.Errorf("record %d: id %q user %q expert %q policy version %v, want stable-%d and no identifiers",
+						j, r.Session, r.User, r.Expert, r.PolicyVersion, j+1)
+				}
+				src := &data[int(r.Steps[0].Obs[0])]
+				for k, st := range r.Steps {
+					o := &src.Steps[k]
+					if st.HasProb() || !math.IsNaN(st.LogP) {
+						t.Errorf("record %d step %d: behaviour probability %v released", j, k, math.Exp(st.LogP))
+					}
+					if st.Obs[0] != o.Obs[0] || st.Obs[1] != float64(k) || st.Action.Index != o.Action.Index || st.Action.Vec != nil || st.Reward != o.Reward {
+						t.Errorf("record %d step %d: %+v, want the source's %+v", j, k, st, *o)
+					}
+				}
+				if len(r.Steps) < steps {
+					if r.Terminal || r.FinalObs[1] != float64(len(r.Steps)) {
+						t.Errorf("cut record %d: terminal %v final_obs %v", j, r.Terminal, r.FinalObs)
+					}
+				} else if r.Terminal != src.Terminal || r.FinalObs[1] != steps {
+					t.Errorf("whole record %d: terminal %v final_obs %v, want the log's %v %v", j, r.Terminal, r.FinalObs, src.Terminal, src.FinalObs)
+				}
+			}
+			out := writeAll(t, res.Stable)
+			for _, bad := range []string{"src-", `"user"`, `"expert"`, `"policy_version"`, `"prob"`, `"logp"`} {
+				if strings.Contains(out, bad) {
+					t.Errorf("the written release contains %q:\n%.400s", bad, out)
+				}
+			}
+			// The unstable set, which stays with the data owner, keeps its
+			// fields.
+			for _, u := range res.Unstable {
+				if u.Expert == "" || u.User == "" || !u.Steps[0].HasProb() {
+					t.Errorf("unstable %q lost its fields: %+v", u.Session, u)
+					break
+				}
+			}
+			// Fresh ids: the same log under other ids, users, experts and
+			// versions gives byte-identical releases with the same rng.
+			other := idLog(n, steps, "zz")
+			for i := range other {
+				other[i].PolicyVersion = nil
+				other[i].User = ""
+				for k := range other[i].Steps {
+					other[i].Steps[k].Action = data[i].Steps[k].Action
+					other[i].Steps[k].LogP = math.Log(0.5)
+				}
+			}
+			res2, err := DataRelease(other, experts(3000, tc.p), cfg, rand.New(rand.NewPCG(11, 12)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out2 := writeAll(t, res2.Stable); out2 != out {
+				t.Errorf("the release depends on the log's identifiers:\n%.300s\nvs\n%.300s", out, out2)
+			}
+		})
+	}
+}

@@ -46,7 +46,7 @@ for m in $ms; do
 				--out-stable "$out/stable.jsonl" --out-unstable "$out/unstable.jsonl" \
 				--ledger "$out/ledger" --dataset-epsilon 1000 --dataset-delta 0.5 --seed "$seed" --json |
 				jq -r --arg env "$env" --arg m "$m" --arg eps "$eps" --arg seed "$seed" \
-					'[$env, $m, $eps, $seed, .queried, .queried_transitions, .stable_trajectories, .stable_transitions, .stable_fraction, .queried_stable_fraction] | @tsv' >>"$runs"
+					'[$env, $m, $eps, $seed, .queried, .non_private.queried_transitions, .stable_trajectories, .stable_transitions, .non_private.stable_fraction, .non_private.queried_stable_fraction] | @tsv' >>"$runs"
 		done
 	done
 	rm -f "$data"
