@@ -29,6 +29,8 @@
 package svt
 
 import (
+	"dprl/noise"
+
 	"errors"
 	"fmt"
 	"math"
@@ -146,7 +148,7 @@ func DataRelease(sessions []offline.Session, experts []Expert, c Config, rng *ra
 	probs := make([]float64, len(experts)) // running prod_j pi_i(a_j|s_j)
 	for q := 0; q < T; q++ {
 		s := &sessions[order[q]]
-		thr := base + discreteLaplace(rng, thrScale)
+		thr := base + noise.DiscreteLaplace(rng, thrScale)
 		for i := range probs {
 			probs[i] = 1
 		}
@@ -162,7 +164,7 @@ func DataRelease(sessions []offline.Session, experts []Expert, c Config, rng *ra
 				probs[e] *= pr
 				count += probs[e]
 			}
-			top := toGrid(count)+discreteLaplace(rng, qScale) > thr
+			top := toGrid(count)+noise.DiscreteLaplace(rng, qScale) > thr
 			if !top {
 				kept = i // tau_{1:i-1} in 1-based terms: the first i steps
 				break
