@@ -106,12 +106,20 @@ func (e *episodeAccount) calibrate(target, delta float64) (float64, error) {
 // text describes the episode account for the privacy line of the output.
 func (e *episodeAccount) text() string {
 	if e.FreshEpisodes {
-		return fmt.Sprintf("every user plays a fresh episode, truncated after %d steps: per episode = per user", e.SegmentSteps)
+		return e.structure() + ": per episode = per user"
+	}
+	return fmt.Sprintf("%s; per segment: epsilon = %.4g", e.structure(), e.EpsilonPerSegment)
+}
+
+// structure describes how an episode is split over users and releases.
+func (e *episodeAccount) structure() string {
+	if e.FreshEpisodes {
+		return fmt.Sprintf("every user plays a fresh episode, truncated after %d steps", e.SegmentSteps)
 	}
 	capped := ""
 	if e.EpisodeReleases < e.Segments {
 		capped = fmt.Sprintf(" (the run has only %d)", e.EpisodeReleases)
 	}
-	return fmt.Sprintf("an episode of at most %d steps is up to %d segments (users) of at most %d steps in %d consecutive releases%s, sensitivity %.4g segments'; per segment: epsilon = %.4g",
-		e.MaxEpisodeSteps, e.Segments, e.SegmentSteps, e.EpisodeReleases, capped, e.Sensitivity, e.EpsilonPerSegment)
+	return fmt.Sprintf("an episode of at most %d steps is up to %d segments (users) of at most %d steps in %d consecutive releases%s, sensitivity %.4g segments'",
+		e.MaxEpisodeSteps, e.Segments, e.SegmentSteps, e.EpisodeReleases, capped, e.Sensitivity)
 }

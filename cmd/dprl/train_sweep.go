@@ -129,12 +129,7 @@ func (r trainSweepResult) text(w io.Writer) error {
 		return err
 	}
 	if r.episodeAccount != nil {
-		structure := "every user plays a fresh episode: per episode = per segment"
-		if !r.FreshEpisodes {
-			structure = fmt.Sprintf("an episode of at most %d steps is up to %d segments (users) of at most %d steps in %d consecutive releases, sensitivity %.4g segments'",
-				r.MaxEpisodeSteps, r.Segments, r.SegmentSteps, r.EpisodeReleases, r.Sensitivity)
-		}
-		if _, err := fmt.Fprintf(w, "  (%s)\n", structure); err != nil {
+		if _, err := fmt.Fprintf(w, "  (%s)\n", r.structure()); err != nil {
 			return err
 		}
 	}
