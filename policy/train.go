@@ -207,7 +207,9 @@ type episodeSlot struct {
 // opts.ContinueEpisodes, the one its batch slot left running: its trajectory
 // ends early, terminal, when the episode terminates, and is otherwise
 // truncated (bootstrapped from V) after T steps or at the environment's step
-// limit. A user's data enters exactly one update. Its local update (Algorithm 3)
+// limit. A user's data enters exactly one update (an episode, with
+// ContinueEpisodes, up to EpisodeSegments users' in consecutive updates:
+// EpisodePrivacy). Its local update (Algorithm 3)
 // is computed from the policy version of its batch; every K users the
 // aggregator releases g~ = (1/K) sum g_u + N(0, (zS/K)^2 I), theta <- theta +
 // eta g~, and every learner's Adam moments are reset from g~.

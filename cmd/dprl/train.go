@@ -162,7 +162,8 @@ amount of noise instead of one draw per release. tree is the binary
 mechanism of DP-FTRL; sqrt the square-root factorization of the prefix-sum
 matrix (less noise than the tree, both in the parameters and per release).
 Each fresh draw is scaled so that a user's update is still exactly the
-Gaussian mechanism of multiplier z: the epsilon is unchanged. --horizon N
+Gaussian mechanism of multiplier z: the epsilon per segment is unchanged,
+the epsilon per episode is not (above). --horizon N
 restarts the correlation every N releases (default run: one horizon of
 ceil(users/K) releases). CartPole's default is K = 8 with --noise sqrt and
 --server-lr 0.5 (the agent, which cannot correlate noise, keeps K = 32).
@@ -227,7 +228,7 @@ printed (each record says so).`,
 	fl.StringVar(&f.momentReset, "moment-reset", "second", "local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected); dosing default: paper")
 	fl.StringVar(&f.obsScale, "obs-scale", "1,1,10,1", "public per-component observation scale seen by both networks, comma-separated, or none (cartpole: 1,1,10,1; dosing: 0.01,0.05,0.05,0.1,0.1,0.01,0.001,0.01,0.001; others: none)")
 	fl.Float64Var(&f.serverLR, "server-lr", 1, "server step size eta of theta <- theta + eta g~, > 0 (Algorithm 2; cartpole default: 0.5)")
-	fl.StringVar(&f.noise, "noise", "independent", "noise of the releases: independent (Algorithm 2), tree (binary tree mechanism, DP-FTRL) or sqrt (square-root factorization); the epsilon of z is the same (dppg only; cartpole default: sqrt, with K 8 and --server-lr 0.5)")
+	fl.StringVar(&f.noise, "noise", "independent", "noise of the releases: independent (Algorithm 2), tree (binary tree mechanism, DP-FTRL) or sqrt (square-root factorization); the epsilon per segment of z is the same, the epsilon per episode is not (dppg only; cartpole default: sqrt, with K 8 and --server-lr 0.5)")
 	fl.StringVar(&f.horizon, "horizon", "run", "releases over which --noise tree or sqrt correlates the noise before restarting: run (all ceil(users/K) releases) or N >= 1 (dppg only)")
 	fl.BoolVar(&f.anneal, "anneal", false, "decay the server step size linearly to 0 over the run (public schedule)")
 	fl.Float64Var(&f.average, "average", 0, "release the exponential moving average of the parameters with this decay in [0, 1) instead of the last iterate (post-processing; 0: off)")
