@@ -64,7 +64,10 @@ var ErrEmptyBatch = errors.New("policy: aggregator holds no update")
 // mechanisms on adaptive streams, Denisov et al. 2022) gives
 // f (S/K)/sigma = 1/z-GDP: exactly the Gaussian mechanism of multiplier z
 // that the accountant charges. Each user enters one release, so the
-// per-session epsilon is that of z, as with independent noise.
+// per-user epsilon is that of z, as with independent noise. A contributor
+// present in several releases (one episode split over consecutive users,
+// TrainOptions.ContinueEpisodes) is protected by less: the columns of its
+// releases add (DPConfig.WindowSensitivity, EpisodePrivacy).
 //
 // Every noise draw comes from the exact sampler of package noise (exactly a
 // Gaussian mechanism rounded to a grid that depends only on the noise scale,

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"dprl/ledger/accountant"
 	"dprl/sims"
 
 	"gonum.org/v1/gonum/floats"
@@ -58,6 +59,13 @@ type TrainOptions struct {
 	// then the next segment of at most T steps of a running episode (ending
 	// early when the episode ends), so long episodes are seen beyond their
 	// first T steps. false: every user starts a fresh episode.
+	//
+	// Privacy unit: with ContinueEpisodes one episode is up to
+	// EpisodeSegments users in consecutive releases, so the guarantee per
+	// episode is weaker than per user (EpisodeSensitivity). Train ends every
+	// episode at the environment's MaxSteps (truncated), whatever the
+	// environment reports, so that bound holds by construction; in ModeDP it
+	// refuses an environment without a finite MaxSteps.
 	ContinueEpisodes bool
 	// AnnealServerLR decays the server step size linearly over the run, as
 	// CleanRL's PPO anneals its learning rate: update i of n (from 0) uses
@@ -79,7 +87,9 @@ type TrainOptions struct {
 	// converged policy. Result.Average holds it, and the learning curve
 	// evaluates it instead of theta. 0 disables it.
 	AverageDecay float64
-	// Diagnostics records Result.Diagnostics, one entry per update.
+	// Diagnostics records Result.Diagnostics, one entry per update:
+	// statistics of the simulated users' raw data, not covered by the
+	// privacy guarantee (simulation only).
 	Diagnostics bool
 	// Progress, if non-nil, is called on the calling goroutine after every
 	// update. It must be quick; throttle output in it.
@@ -124,14 +134,25 @@ type Result struct {
 	Curve   []CurvePoint
 	Elapsed time.Duration
 	// Diagnostics has one entry per update if TrainOptions.Diagnostics.
-	// They are computed from raw user data: for tuning simulations only.
+	// They are computed from raw user data (the exact noise, un-noised
+	// clipped fractions, returns): simulation only, not covered by the
+	// privacy guarantee.
 	Diagnostics []UpdateDiag
 }
 
+// DiagnosticsScope is the value of UpdateDiag.Scope: every record says
+// what it is, wherever it is copied to.
+const DiagnosticsScope = "simulation only: not covered by the privacy guarantee (statistics of the simulated users' raw data and of the exact noise)"
+
 // UpdateDiag describes one update of Train: the means over its users of
 // their LocalStats, the norms of the two blocks of the averaged clipped
-// update (1/K) sum g_u (the signal) and of the noise added to it.
+// update (1/K) sum g_u (the signal) and of the noise added to it. These are
+// statistics of the users' raw data and of the exact noise, which no
+// release may carry: Train runs on simulators only, and each record is
+// labelled so (Scope).
 type UpdateDiag struct {
+	// Scope is always DiagnosticsScope.
+	Scope      string  `json:"scope"`
 	Users      int     `json:"users"` // users processed after this update
 	AdvMean    float64 `json:"adv_mean"`
 	AdvAbs     float64 `json:"adv_abs"`
@@ -175,6 +196,9 @@ type episodeSlot struct {
 	rng     *rand.Rand
 	obs     []float64
 	running bool
+	// steps counts the running episode's steps; at limit (the
+	// environment's MaxSteps, 0: none) Train ends the episode.
+	steps, limit int
 }
 
 // Train runs DPPG (Algorithm 2; PPO when cfg.DP.Mode is ModePPO) in process
@@ -183,7 +207,9 @@ type episodeSlot struct {
 // opts.ContinueEpisodes, the one its batch slot left running: its trajectory
 // ends early, terminal, when the episode terminates, and is otherwise
 // truncated (bootstrapped from V) after T steps or at the environment's step
-// limit. A user's data enters exactly one update. Its local update (Algorithm 3)
+// limit. A user's data enters exactly one update (an episode, with
+// ContinueEpisodes, up to EpisodeSegments users' in consecutive updates:
+// EpisodePrivacy). Its local update (Algorithm 3)
 // is computed from the policy version of its batch; every K users the
 // aggregator releases g~ = (1/K) sum g_u + N(0, (zS/K)^2 I), theta <- theta +
 // eta g~, and every learner's Adam moments are reset from g~.
@@ -216,6 +242,11 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 	spec, err := SpecOf(env0)
 	if err != nil {
 		return Result{}, err
+	}
+	if cfg.DP.Mode == ModeDP {
+		if _, err := EpisodeSegments(env0.MaxSteps(), cfg.PPO.StepsPerUser, opts.ContinueEpisodes); err != nil {
+			return Result{}, err
+		}
 	}
 	K := cfg.DP.UsersPerUpdate
 	W := opts.Workers
@@ -276,7 +307,8 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 	if opts.ContinueEpisodes {
 		slots = make([]*episodeSlot, K)
 		for i := range slots {
-			slots[i] = &episodeSlot{env: newEnv(), rng: rand.New(rand.NewPCG(userSeed^0x5107, uint64(i))), obs: make([]float64, spec.ObsDim)}
+			e := newEnv()
+			slots[i] = &episodeSlot{env: e, rng: rand.New(rand.NewPCG(userSeed^0x5107, uint64(i))), obs: make([]float64, spec.ObsDim), limit: max(e.MaxSteps(), 0)}
 		}
 	}
 	gus := make([][]float64, K)
@@ -384,7 +416,7 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 // diagnose summarises one update for TrainOptions.Diagnostics and resets the
 // workers' sums of LocalStats.
 func diagnose(workers []*trainWorker, gus [][]float64, ok []bool, gTilde []float64, K, nPi, users int, dp DPConfig) UpdateDiag {
-	d := UpdateDiag{Users: users}
+	d := UpdateDiag{Scope: DiagnosticsScope, Users: users}
 	n := len(gTilde)
 	sPi, sV := dp.clipNorms()
 	mean := make([]float64, n)
@@ -470,7 +502,7 @@ func (w *trainWorker) user(gu, theta []float64, u, seed uint64, es *episodeSlot)
 		env = es.env
 		if !es.running {
 			env.Reset(es.rng, es.obs)
-			es.running = true
+			es.running, es.steps = true, 0
 		}
 		copy(obs[:od], es.obs)
 	}
@@ -489,6 +521,12 @@ func (w *trainWorker) user(gu, theta []float64, u, seed uint64, es *episodeSlot)
 		r, term, trunc := env.Step(w.act, next)
 		full.Rewards[t] = r
 		t++
+		if es != nil {
+			// The episode ends at MaxSteps whatever the environment says:
+			// EpisodeSegments relies on it.
+			es.steps++
+			trunc = trunc || (es.limit > 0 && es.steps >= es.limit)
+		}
 		if term || trunc {
 			terminal, ended = term, true
 			break
@@ -527,6 +565,88 @@ func (w *trainWorker) user(gu, theta []float64, u, seed uint64, es *episodeSlot)
 		return false
 	}
 	return true
+}
+
+// EpisodeSegments returns m, the most users of Train that hold steps of one
+// episode. It follows from Train's code:
+//
+//   - fresh episodes (continueEpisodes false): each user resets the
+//     environment and runs at most T = stepsPerUser steps, so an episode is
+//     one user (m = 1), truncated after T steps;
+//   - continuing episodes: slot i's user runs at most T steps of the slot's
+//     episode, and a slot resets its environment only at the first step of
+//     a user whose predecessor ended the episode. An episode therefore
+//     starts at a user's first step, steps kT+1 .. (k+1)T are its (k+1)-th
+//     user's, and Train ends it at the environment's MaxSteps (episodeSlot),
+//     so it spans at most m = ceil(maxEpisodeSteps / T) users. An
+//     environment without a finite MaxSteps (< 1) is an error: one episode
+//     could then enter every release.
+//
+// Those m users are slot i's users of consecutive batches, and Train
+// releases each batch in one release, so the episode enters at most m
+// consecutive releases with one clipped update in each: the participation
+// pattern EpisodePrivacy prices.
+func EpisodeSegments(maxEpisodeSteps, stepsPerUser int, continueEpisodes bool) (int, error) {
+	if stepsPerUser < 1 {
+		return 0, fmt.Errorf("policy: episode segments: steps per user %d, want >= 1", stepsPerUser)
+	}
+	if !continueEpisodes {
+		return 1, nil
+	}
+	if maxEpisodeSteps < 1 {
+		return 0, fmt.Errorf("policy: continuing episodes need a finite episode length, the environment has MaxSteps %d: one episode could enter every release; start every user on a fresh episode", maxEpisodeSteps)
+	}
+	return (maxEpisodeSteps + stepsPerUser - 1) / stepsPerUser, nil
+}
+
+// EpisodePrivacy is the privacy of one episode in a run of Train, which may
+// be weaker than that of one user: with continuing episodes an episode is
+// up to Segments users in consecutive releases (EpisodeSegments).
+type EpisodePrivacy struct {
+	// Noise is the noise of the releases (DPConfig.Noise).
+	Noise Noise
+	// Segments is EpisodeSegments: the most users one episode is split into.
+	Segments int
+	// Releases is the most releases one episode enters: Segments, capped at
+	// the run's ceil(Users / K) releases.
+	Releases int
+	// Sensitivity is the L2 sensitivity of one episode's updates in units of
+	// one user's, the sensitivity the noise is calibrated for:
+	// DPConfig.WindowSensitivity(Releases). It is sqrt(Releases) for
+	// independent noise and 1 when Releases is 1.
+	Sensitivity float64
+}
+
+// TrainEpisodePrivacy returns the EpisodePrivacy of Train(newEnv, cfg, opts)
+// for an environment with the given MaxSteps (the same for every instance).
+func TrainEpisodePrivacy(cfg Config, opts TrainOptions, maxEpisodeSteps int) (EpisodePrivacy, error) {
+	if opts.Users < 1 || cfg.DP.UsersPerUpdate < 1 {
+		return EpisodePrivacy{}, fmt.Errorf("policy: episode privacy: %d users, K = %d, want both >= 1", opts.Users, cfg.DP.UsersPerUpdate)
+	}
+	m, err := EpisodeSegments(maxEpisodeSteps, cfg.PPO.StepsPerUser, opts.ContinueEpisodes)
+	if err != nil {
+		return EpisodePrivacy{}, err
+	}
+	releases := (opts.Users + cfg.DP.UsersPerUpdate - 1) / cfg.DP.UsersPerUpdate
+	ep := EpisodePrivacy{Noise: cfg.DP.Noise, Segments: m, Releases: min(m, releases)}
+	if ep.Sensitivity, err = cfg.DP.WindowSensitivity(m, releases); err != nil {
+		return EpisodePrivacy{}, err
+	}
+	return ep, nil
+}
+
+// Event returns the accountant event of one episode when every release has
+// noise multiplier z: the Releases-fold composition of the Gaussian
+// mechanism of multiplier z for independent noise (Dong, Roth and Su 2022,
+// Cor. 3.3), one Gaussian mechanism of multiplier z / Sensitivity for
+// correlated noise (Choquette-Choo et al. 2023, "Multi-Epoch Matrix
+// Factorization Mechanisms for Private Machine Learning", Cor. 2.1 and
+// Thm. 2.2; see DPConfig.WindowSensitivity).
+func (e EpisodePrivacy) Event(z float64) accountant.Event {
+	if e.Noise == NoiseIndependent {
+		return accountant.Event{Q: 1, Z: z, Steps: e.Releases}
+	}
+	return accountant.Gaussian(z / e.Sensitivity)
 }
 
 // Evaluate runs episodes full episodes of env under the policy block of theta,

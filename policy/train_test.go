@@ -216,3 +216,61 @@ func TestTrainAverage(t *testing.T) {
 		}
 	}
 }
+
+// endlessEnv never terminates, and truncates only after 3 MaxSteps steps
+// (50 if MaxSteps < 1), later than its MaxSteps says.
+type endlessEnv struct {
+	max, steps int
+}
+
+func (e *endlessEnv) ObservationSpace() sims.Space {
+	return sims.Space{Kind: sims.Box, Low: []float64{-1}, High: []float64{1}}
+}
+func (e *endlessEnv) ActionSpace() sims.Space           { return sims.Space{Kind: sims.Discrete, N: 2} }
+func (e *endlessEnv) MaxSteps() int                     { return e.max }
+func (e *endlessEnv) Reset(_ *rand.Rand, obs []float64) { e.steps, obs[0] = 0, 0 }
+func (e *endlessEnv) Step(a sims.Action, obs []float64) (float64, bool, bool) {
+	e.steps++
+	obs[0] = 0.1 * float64(a.Index)
+	late := 3 * e.max
+	if e.max < 1 {
+		late = 50
+	}
+	return 1, false, e.steps >= late
+}
+
+// TestTrainEndsEpisodesAtMaxSteps: with continuing episodes Train ends every
+// episode at the environment's MaxSteps even if the environment never says
+// so, which EpisodeSegments' bound of ceil(MaxSteps / T) users per episode
+// relies on; in mode dp it refuses an environment without a finite
+// MaxSteps unless every user starts a fresh episode.
+func TestTrainEndsEpisodesAtMaxSteps(t *testing.T) {
+	cfg := DefaultControlConfig()
+	cfg.PPO.Hidden = []int{4}
+	cfg.PPO.StepsPerUser = 4
+	cfg.DP.UsersPerUpdate = 2
+	newEnv := func() sims.Env { return &endlessEnv{max: 10} }
+	res, err := Train(context.Background(), newEnv, cfg, TrainOptions{Users: 24, Workers: 1, ContinueEpisodes: true, CurveEpisodes: 1, CurveEvery: 24}, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// 24 users of at most 4 steps in 2 slots, episodes of 10 steps = 4 + 4
+	// + 2 (3 users, EpisodeSegments): 12 users per slot make 4 episodes,
+	// 40 steps per slot. Episodes of 30 steps (the environment's own
+	// truncation) would make 46.
+	if res.Steps != 2*4*10 {
+		t.Errorf("%d steps, want 80 (episodes of 4 + 4 + 2 steps)", res.Steps)
+	}
+	if ep, _ := EpisodeSegments(10, 4, true); ep != 3 {
+		t.Errorf("EpisodeSegments(10, 4) = %d, want 3", ep)
+	}
+
+	unbounded := func() sims.Env { return &endlessEnv{} }
+	if _, err := Train(context.Background(), unbounded, cfg, TrainOptions{Users: 4, ContinueEpisodes: true}, rand.New(rand.NewPCG(1, 2))); err == nil {
+		t.Error("mode dp, continuing episodes of unbounded length: accepted")
+	}
+	if _, err := Train(context.Background(), unbounded, cfg, TrainOptions{Users: 4, CurveEpisodes: 1, CurveEvery: 4}, rand.New(rand.NewPCG(1, 2))); err != nil {
+		t.Errorf("fresh episodes of an unbounded environment: %v", err)
+	}
+}

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"dprl/ledger/accountant"
 	"dprl/policy"
 	"dprl/sims"
 
@@ -88,12 +87,16 @@ type trainResult struct {
 	EvalMean     float64 `json:"eval_mean"`
 	EvalStd      float64 `json:"eval_std"`
 	EvalEpisodes int     `json:"eval_episodes"`
-	Epsilon      float64 `json:"epsilon"`
-	Delta        float64 `json:"delta"`
-	Accountant   string  `json:"accountant,omitempty"`
-	Z            float64 `json:"z"`
-	Clip         float64 `json:"clip"`
-	K            int     `json:"k"`
+	// Epsilon is per episode (the privacy unit, episodeAccount); the
+	// epsilon of one simulated user (a segment) is epsilon_per_segment.
+	Epsilon    float64 `json:"epsilon"`
+	Delta      float64 `json:"delta"`
+	Accountant string  `json:"accountant,omitempty"`
+	// The episode structure behind Epsilon (nil for the non-private ppo).
+	*episodeAccount
+	Z    float64 `json:"z"`
+	Clip float64 `json:"clip"`
+	K    int     `json:"k"`
 	// Noise and Horizon are --noise and the horizon in releases (both
 	// omitted for independent noise, Algorithm 2).
 	Noise          string  `json:"noise,omitempty"`
@@ -115,7 +118,13 @@ type trainResult struct {
 }
 
 func newTrainCmd(a *app) *cobra.Command {
-	var f trainFlags
+	c, _ := newTrainCommand(a)
+	return c
+}
+
+// newTrainCommand returns dprl train and the flags it parses into.
+func newTrainCommand(a *app) (*cobra.Command, *trainFlags) {
+	f := new(trainFlags)
 	c := &cobra.Command{
 		Use:   "train --env E --algo dppg|ppo|dppg-loglinear|dpsgd-reinforce|dpsgd-dqn [flags]",
 		Short: "Train a policy in process against simulated users (DPPG or the PPO baseline)",
@@ -124,12 +133,27 @@ current policy for at most T = 64 steps of one episode (user slot i of a batch
 continues the episode slot i's previous user left running, as a vectorised PPO
 does; --fresh-episodes starts every user on a new one), computes its PPO local
 update clipped to norm S (policy and critic share S), and every K users the
-average is released with Gaussian noise N(0, (zS/K)^2 I). Each user
-takes part in one update only, so the per-session epsilon is that of one
-Gaussian mechanism with multiplier z (exact, analytic Gaussian mechanism),
-whatever the number of users. --epsilon E sets z from a target instead: the
-smallest z whose epsilon at --delta is at most E. --algo ppo is the
-non-private baseline.
+average is released with Gaussian noise N(0, (zS/K)^2 I). Each user takes
+part in one update only, so one user (a segment of at most T steps) is
+protected by one Gaussian mechanism with multiplier z, whatever the number of
+users.
+
+The privacy unit is the episode (the trajectory). With continuing episodes an
+episode of at most L steps (the environment's public step limit; training
+ends every episode there) is split over up to m = ceil(L/T) users of slot i in
+consecutive releases, one clipped update in each, whose contributions can
+point the same way: with independent noise the episode gets the m-fold
+composition of the Gaussian mechanism of multiplier z; with --noise tree or
+sqrt the Gaussian mechanism of multiplier z/rho, rho the norm of the sum of
+m consecutive columns of the noise's encoder matrix over one column's
+(CartPole's defaults: L = 500, m = 8, rho = 6.97 with sqrt, so epsilon 53.2
+per episode at z = 1 and delta 1e-5 against 4.377 per segment; 55.7 with
+the tree, 15.5 with independent noise). The per-episode epsilon is printed
+as the headline (exact, analytic Gaussian mechanism) and the per-segment
+epsilon beside it, labelled; with --fresh-episodes every user is one episode
+truncated after T steps and the two are equal. --epsilon E sets z from a
+per-episode target instead: the smallest z whose per-episode epsilon at
+--delta is at most E. --algo ppo is the non-private baseline.
 
 --noise tree|sqrt replaces the independent noise of each release by
 correlated noise: the releases are differences of private estimates of the
@@ -138,7 +162,8 @@ amount of noise instead of one draw per release. tree is the binary
 mechanism of DP-FTRL; sqrt the square-root factorization of the prefix-sum
 matrix (less noise than the tree, both in the parameters and per release).
 Each fresh draw is scaled so that a user's update is still exactly the
-Gaussian mechanism of multiplier z: the epsilon is unchanged. --horizon N
+Gaussian mechanism of multiplier z: the epsilon per segment is unchanged,
+the epsilon per episode is not (above). --horizon N
 restarts the correlation every N releases (default run: one horizon of
 ceil(users/K) releases). CartPole's default is K = 8 with --noise sqrt and
 --server-lr 0.5 (the agent, which cannot correlate noise, keeps K = 32).
@@ -167,7 +192,9 @@ Dosing: Table 3's dosing column with z = 0.1, observations scaled by public
 constants (glucose /100, meals /1000, ...) and --value-scale 10.
 
 The noise comes from a seeded generator: this is a simulation, not a
-production release.`,
+production release. --diag writes statistics of the simulated users' raw
+data and the exact noise: simulation only, not covered by any epsilon
+printed (each record says so).`,
 		Example: `  dprl train --env cartpole --algo dppg
   dprl train --env cartpole --algo dppg --z 3 --seed 7 --json
   dprl train --env cartpole --algo dppg --epsilon 2 --delta 1e-6
@@ -175,13 +202,13 @@ production release.`,
   dprl train --env cartpole --sweep-z 0.5,1,2,4 --seed 1 --seeds 5 --plot eps.png
   dprl train --env acrobot --algo ppo --users 4000 --plot curve.png`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, a, &f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, a, f) },
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.env, "env", "cartpole", "environment: "+strings.Join(sims.Names(), ", "))
 	fl.StringVar(&f.algo, "algo", "dppg", "dppg (differentially private), ppo (non-private baseline), dppg-loglinear (RiverSwim, cumulative regret), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines)")
 	fl.Float64Var(&f.z, "z", trainDefaultZ, "noise multiplier z > 0 (dppg only; dosing: 0.1)")
-	fl.Float64Var(&f.epsilon, "epsilon", 0, "target per-session epsilon at --delta: z is set to the smallest noise multiplier whose epsilon (analytic Gaussian) is at most this (dppg only; instead of --z)")
+	fl.Float64Var(&f.epsilon, "epsilon", 0, "target per-episode epsilon at --delta: z is set to the smallest noise multiplier whose per-episode epsilon (analytic Gaussian) is at most this (dppg only; instead of --z)")
 	fl.Float64SliceVar(&f.sweepZ, "sweep-z", nil, "dppg: train at each of these noise multipliers (comma-separated; --seeds runs each) and report eval return against epsilon; --plot draws it (the paper's Fig. 2)")
 	fl.IntVar(&f.k, "K", 32, "users per update K >= 1 (Table 3 and dosing: 8; dppg-loglinear: episodes per update, default 1 as in App. C.2.2)")
 	fl.Float64Var(&f.clip, "clip", 0.2, "clipping norm S > 0 of the joint local update, policy and critic (dppg; Table 3: 0.05, dosing: 0.08); dppg-loglinear: choose each run's alpha so that its first update's trust-region S is this (instead of --alpha; KL needs --fisher-exact)")
@@ -201,7 +228,7 @@ production release.`,
 	fl.StringVar(&f.momentReset, "moment-reset", "second", "local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected); dosing default: paper")
 	fl.StringVar(&f.obsScale, "obs-scale", "1,1,10,1", "public per-component observation scale seen by both networks, comma-separated, or none (cartpole: 1,1,10,1; dosing: 0.01,0.05,0.05,0.1,0.1,0.01,0.001,0.01,0.001; others: none)")
 	fl.Float64Var(&f.serverLR, "server-lr", 1, "server step size eta of theta <- theta + eta g~, > 0 (Algorithm 2; cartpole default: 0.5)")
-	fl.StringVar(&f.noise, "noise", "independent", "noise of the releases: independent (Algorithm 2), tree (binary tree mechanism, DP-FTRL) or sqrt (square-root factorization); the epsilon of z is the same (dppg only; cartpole default: sqrt, with K 8 and --server-lr 0.5)")
+	fl.StringVar(&f.noise, "noise", "independent", "noise of the releases: independent (Algorithm 2), tree (binary tree mechanism, DP-FTRL) or sqrt (square-root factorization); the epsilon per segment of z is the same, the epsilon per episode is not (dppg only; cartpole default: sqrt, with K 8 and --server-lr 0.5)")
 	fl.StringVar(&f.horizon, "horizon", "run", "releases over which --noise tree or sqrt correlates the noise before restarting: run (all ceil(users/K) releases) or N >= 1 (dppg only)")
 	fl.BoolVar(&f.anneal, "anneal", false, "decay the server step size linearly to 0 over the run (public schedule)")
 	fl.Float64Var(&f.average, "average", 0, "release the exponential moving average of the parameters with this decay in [0, 1) instead of the last iterate (post-processing; 0: off)")
@@ -219,8 +246,8 @@ production release.`,
 	fl.Float64Var(&f.ridge, "fisher-ridge", policy.DefaultLogLinearConfig().FisherRidge, "dppg-loglinear, KL region: ridge >= 0 added to the Fisher estimate (Table 2: 1e-3); it bounds how far S can grow as the policy turns deterministic")
 	fl.BoolVar(&f.fisherEx, "fisher-exact", false, "dppg-loglinear, KL region: use the Fisher matrix's expectation under the public model instead of the estimate on 25 public episodes (same privacy: S depends on the released policy and the public model only)")
 	fl.BoolVar(&f.clipAtLR0, "clip-at-lr0", false, "dppg-loglinear: compute the trust-region clipping norm at eta_0 instead of the current eta")
-	fl.StringVar(&f.diag, "diag", "", "write per-update diagnostics (entropy, value loss, clipped fractions, signal and noise norms; computed from raw user data, for tuning simulations only) as JSON Lines to this file; dppg-loglinear: each seed's released policy (value and per-state logit gaps right - left) at every regret-curve point")
-	return c
+	fl.StringVar(&f.diag, "diag", "", "SIMULATION ONLY, not covered by the privacy guarantee: write per-update diagnostics computed from the simulated users' raw data and the exact noise (entropy, value loss, returns, un-noised clipped fractions, signal and noise norms) as JSON Lines to this file, every record labelled so; dppg-loglinear: each seed's released policy (value and per-state logit gaps right - left; post-processing of the releases) at every regret-curve point")
+	return c, f
 }
 
 // trainFlagAlgos maps each flag of dprl train that only some algorithms
@@ -367,18 +394,9 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 				bad("--epsilon and --z both set: give the target epsilon or the noise multiplier, not both")
 			case !(f.epsilon > 0) || math.IsInf(f.epsilon, 0):
 				bad("--epsilon %v: the target epsilon must be finite and > 0", f.epsilon)
-			case !(f.delta > 0 && f.delta < 1):
-				// reported below
-			default:
-				// One Gaussian mechanism per session (parallel composition
-				// over users): the smallest z, rounded up, whose analytic
-				// epsilon is at most the target.
-				z, err := accountant.Calibrate(accountant.Analytic{}, f.epsilon, f.delta, 1, 1)
-				if err != nil {
-					bad("--epsilon %v: %v", f.epsilon, err)
-				}
-				cfg.DP.NoiseMultiplier = z
 			}
+			// z is calibrated per episode below, once K, the noise and
+			// its horizon are known.
 		}
 		if changed("clip") {
 			if !(f.clip > 0) || math.IsInf(f.clip, 0) {
@@ -526,6 +544,19 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{err}
 	}
+	if f.algo == "dppg" && changed("epsilon") {
+		// The smallest z, rounded up, whose analytic epsilon per episode
+		// (the privacy unit) is at most the target.
+		acct, err := newEpisodeAccount(f, cfg)
+		if err != nil {
+			return cfg, usagef("train: %v", err)
+		}
+		z, err := acct.calibrate(f.epsilon, f.delta)
+		if err != nil {
+			return cfg, usagef("train: --epsilon %v: %v", f.epsilon, err)
+		}
+		cfg.DP.NoiseMultiplier = z
+	}
 	return cfg, nil
 }
 
@@ -573,12 +604,16 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 		res.Noise, res.Horizon = cfg.DP.Noise.String(), cfg.DP.Horizon
 	}
 	if cfg.DP.Mode == policy.ModeDP {
-		// One Gaussian mechanism per session (parallel composition over users).
-		g, err := accountant.Analytic{}.Epsilon(f.delta, accountant.Gaussian(cfg.DP.NoiseMultiplier))
+		// Per episode (the privacy unit), with the segment's beside it.
+		acct, err := newEpisodeAccount(f, cfg)
+		if err != nil {
+			return usagef("train: %v", err)
+		}
+		g, _, err := acct.at(cfg.DP.NoiseMultiplier, f.delta)
 		if err != nil {
 			return usageError{err}
 		}
-		res.Epsilon, res.Accountant = g.Epsilon, string(g.Method)
+		res.Epsilon, res.Accountant, res.episodeAccount = g.Epsilon, string(g.Method), acct
 	} else {
 		res.Epsilon = math.Inf(1)
 	}
@@ -667,11 +702,22 @@ type ppoResult struct {
 func (r trainResult) text(w io.Writer) error {
 	privacy := "non-private (ppo)"
 	if !math.IsInf(r.Epsilon, 1) {
-		privacy = fmt.Sprintf("epsilon = %.4g at delta = %g per session (z = %g, S = %g, K = %d%s, %s)", r.Epsilon, r.Delta, r.Z, r.Clip, r.K, noiseText(r.Noise, r.Horizon), r.Accountant)
+		privacy = privacyText(r.Epsilon, r.Delta, r.Z, r.Clip, r.K, r.Noise, r.Horizon, r.Accountant, r.episodeAccount)
 	}
 	_, err := fmt.Fprintf(w, "%s %s: eval return %.2f ± %.2f over %d episodes\n%s\n%d users, %d updates, %d steps in %.1fs (%.0f steps/s), seed %d\n",
 		r.Env, r.Method, r.EvalMean, r.EvalStd, r.EvalEpisodes, privacy, r.Users, r.Updates, r.Steps, r.Seconds, r.StepsPerSecond, r.Seed)
 	return err
+}
+
+// privacyText is the privacy line of dprl train's text output: the
+// per-episode epsilon first, then the episode structure and the
+// per-segment epsilon (acct may be nil only in tests of old results).
+func privacyText(eps, delta, z, clip float64, k int, noise string, horizon int, method string, acct *episodeAccount) string {
+	s := fmt.Sprintf("epsilon = %.4g at delta = %g per episode (z = %g, S = %g, K = %d%s, %s)", eps, delta, z, clip, k, noiseText(noise, horizon), method)
+	if acct != nil {
+		s += "\n  " + acct.text()
+	}
+	return s
 }
 
 // noiseText describes --noise for the privacy line ("" for independent
@@ -683,11 +729,14 @@ func noiseText(noise string, horizon int) string {
 	return fmt.Sprintf(", %s noise over %d releases", noise, horizon)
 }
 
-// writeDiagnostics writes one JSON object per update.
+// writeDiagnostics writes one JSON object per update, each labelled
+// simulation only (policy.DiagnosticsScope): they are statistics of the
+// simulated users' raw data and of the exact noise, which no epsilon covers.
 func writeDiagnostics(path string, diag []policy.UpdateDiag) error {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	for _, d := range diag {
+		d.Scope = policy.DiagnosticsScope
 		if err := enc.Encode(d); err != nil {
 			return err
 		}
@@ -704,7 +753,7 @@ func writeCurvePNG(path string, r trainResult) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s %s", r.Env, r.Method)
 	if !math.IsInf(r.Epsilon, 1) {
-		p.Title.Text += fmt.Sprintf(" (z = %g, ε = %.3g, δ = %g)", r.Z, r.Epsilon, r.Delta)
+		p.Title.Text += fmt.Sprintf(" (z = %g, ε = %.3g per episode, δ = %g)", r.Z, r.Epsilon, r.Delta)
 	}
 	p.X.Label.Text = "users"
 	p.Y.Label.Text = "return"
@@ -780,7 +829,7 @@ func (p *trainProgress) update(pr policy.Progress) {
 	if p.tty {
 		const width = 30
 		done := width * pr.Users / p.users
-		fmt.Fprintf(p.a.stderr, "\r[%s%s] %d/%d users  %d updates  return %.1f  ε %.3g  %.0f steps/s ",
+		fmt.Fprintf(p.a.stderr, "\r[%s%s] %d/%d users  %d updates  return %.1f  ε/episode %.3g  %.0f steps/s ",
 			strings.Repeat("=", done), strings.Repeat(" ", width-done), pr.Users, p.users, pr.Updates, pr.RecentReturn, p.epsilon, sps)
 		p.drawn = true
 		return

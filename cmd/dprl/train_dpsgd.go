@@ -41,12 +41,22 @@ func runTrainDPSGD(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
+	// The unit of the epsilon: one episode for REINFORCE (each fresh
+	// episode enters one update), one transition for DQN (its replay
+	// buffer samples transitions). A DQN episode of up to MaxSteps
+	// transitions is protected only by group privacy over them, which is
+	// not computed: the output says so beside the epsilon.
+	unitNote := ""
+	if res.PrivacyUnit != "episode" {
+		unitNote = fmt.Sprintf(" (not per episode: an episode is up to %d transitions, covered only by group privacy, not computed)", info.New().MaxSteps())
+	}
 	return emit(a.stdout, f.json, struct {
 		policy.DPSGDResult
-		Seed uint64 `json:"seed"`
-	}{res, seed}, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "%s on %s: eval return %.1f +- %.1f over %d episodes; privacy per %s: epsilon %.4g at delta %g (%s, z = %g); %d updates, %d episodes, %.1f s, seed %d\n",
-			res.Algo, f.env, res.EvalMean, res.EvalStd, cfg.EvalEpisodes, res.PrivacyUnit, res.Epsilon, res.Delta, res.Accountant, res.NoiseMultiplier, res.Updates, res.Episodes, res.Seconds, seed)
+		Seed     uint64 `json:"seed"`
+		UnitNote string `json:"privacy_unit_note,omitempty"`
+	}{res, seed, strings.TrimSuffix(strings.TrimPrefix(unitNote, " ("), ")")}, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "%s on %s: eval return %.1f +- %.1f over %d episodes; epsilon %.4g at delta %g per %s%s (%s, z = %g); %d updates, %d episodes, %.1f s, seed %d\n",
+			res.Algo, f.env, res.EvalMean, res.EvalStd, cfg.EvalEpisodes, res.Epsilon, res.Delta, res.PrivacyUnit, unitNote, res.Accountant, res.NoiseMultiplier, res.Updates, res.Episodes, res.Seconds, seed)
 		return err
 	})
 }

@@ -74,13 +74,16 @@ const logLinearCurvePoints = 1000
 
 // logLinearResult is the output of dprl train --algo dppg-loglinear.
 type logLinearResult struct {
-	Env       string  `json:"env"`
-	Method    string  `json:"method"`
-	P         float64 `json:"p"`
-	Optimal   float64 `json:"optimal_value"`
-	Episodes  int     `json:"episodes"`
-	Delta     float64 `json:"delta"`
-	ClipAtLR0 bool    `json:"clip_at_lr0"`
+	Env      string  `json:"env"`
+	Method   string  `json:"method"`
+	P        float64 `json:"p"`
+	Optimal  float64 `json:"optimal_value"`
+	Episodes int     `json:"episodes"`
+	Delta    float64 `json:"delta"`
+	// PrivacyUnit is "episode": every run's epsilon covers one RiverSwim
+	// episode (its whole trajectory enters exactly one update).
+	PrivacyUnit string `json:"privacy_unit"`
+	ClipAtLR0   bool   `json:"clip_at_lr0"`
 	// Alpha is --alpha; with --clip (Clip > 0) each run has its own
 	// alpha, chosen so that its first update's clipping norm is Clip.
 	Alpha float64 `json:"alpha"`
@@ -226,7 +229,7 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 		return err
 	}
 	var m policy.TabularMDP = riverMDP{tab} // one interface conversion, not one per call
-	res := logLinearResult{Env: f.env, Method: algoLogLinear, P: p, Optimal: policy.OptimalTabular(m), Episodes: f.episodes, Delta: f.delta, ClipAtLR0: f.clipAtLR0, Alpha: f.alpha, InitRight: f.initRight, BaselineLR: f.baseLR, FisherRidge: f.ridge, FisherExact: f.fisherEx, Clip: clip, K: k}
+	res := logLinearResult{Env: f.env, Method: algoLogLinear, P: p, Optimal: policy.OptimalTabular(m), Episodes: f.episodes, Delta: f.delta, PrivacyUnit: "episode", ClipAtLR0: f.clipAtLR0, Alpha: f.alpha, InitRight: f.initRight, BaselineLR: f.baseLR, FisherRidge: f.ridge, FisherExact: f.fisherEx, Clip: clip, K: k}
 	if cmd.Flags().Changed("eta") {
 		res.Eta = f.eta
 	}
@@ -484,7 +487,7 @@ func (r logLinearResult) text(w io.Writer) error {
 	}
 	for _, run := range r.Runs {
 		mean, std := meanStd(run.Final)
-		if _, err := fmt.Fprintf(w, "  epsilon %.3g (z = %.3f) %-3s alpha %.4g: cumulative regret %.1f ± %.1f over %d seeds; regret per episode first 10%% %.4g, last 10%% %.4g; S %.3g to %.3g; final values %s\n",
+		if _, err := fmt.Fprintf(w, "  epsilon %.3g per episode (z = %.3f) %-3s alpha %.4g: cumulative regret %.1f ± %.1f over %d seeds; regret per episode first 10%% %.4g, last 10%% %.4g; S %.3g to %.3g; final values %s\n",
 			run.Epsilon, run.Z, run.Region, run.Alpha, mean, std, len(run.Final), run.FirstSlope, run.LastSlope, run.ClipFirst, run.ClipLast, formatFloats(run.FinalValue)); err != nil {
 			return err
 		}

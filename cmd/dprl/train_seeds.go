@@ -13,18 +13,20 @@ import (
 type trainSeedsResult struct {
 	Env    string `json:"env"`
 	Method string `json:"method"`
-	// Epsilon is per session at Delta, the same for every run (null for
-	// the non-private ppo).
-	Epsilon      *float64 `json:"epsilon"`
-	Delta        float64  `json:"delta"`
-	Accountant   string   `json:"accountant,omitempty"`
-	Z            float64  `json:"z"`
-	Clip         float64  `json:"clip"`
-	K            int      `json:"k"`
-	Noise        string   `json:"noise,omitempty"`   // --noise, omitted when independent
-	Horizon      int      `json:"horizon,omitempty"` // its horizon in releases
-	Users        int      `json:"users"`             // per run
-	EvalEpisodes int      `json:"eval_episodes"`
+	// Epsilon is per episode at Delta, the same for every run (null for
+	// the non-private ppo); the per-segment epsilon and the episode
+	// structure are in the embedded episodeAccount.
+	Epsilon    *float64 `json:"epsilon"`
+	Delta      float64  `json:"delta"`
+	Accountant string   `json:"accountant,omitempty"`
+	*episodeAccount
+	Z            float64 `json:"z"`
+	Clip         float64 `json:"clip"`
+	K            int     `json:"k"`
+	Noise        string  `json:"noise,omitempty"`   // --noise, omitted when independent
+	Horizon      int     `json:"horizon,omitempty"` // its horizon in releases
+	Users        int     `json:"users"`             // per run
+	EvalEpisodes int     `json:"eval_episodes"`
 	// Mean and Std are the mean and the (population) standard deviation
 	// over seeds of the runs' eval_mean; Min and Max their extremes.
 	Mean    float64   `json:"mean"`
@@ -59,7 +61,7 @@ func summarizeSeeds(runs []trainResult) trainSeedsResult {
 	r0 := runs[0]
 	out := trainSeedsResult{Env: r0.Env, Method: r0.Method, Delta: r0.Delta, Accountant: r0.Accountant,
 		Z: r0.Z, Clip: r0.Clip, K: r0.K, Noise: r0.Noise, Horizon: r0.Horizon, Users: r0.Users, EvalEpisodes: r0.EvalEpisodes,
-		Min: math.Inf(1), Max: math.Inf(-1)}
+		Min: math.Inf(1), Max: math.Inf(-1), episodeAccount: r0.episodeAccount}
 	if !math.IsInf(r0.Epsilon, 1) {
 		eps := r0.Epsilon
 		out.Epsilon = &eps
@@ -108,7 +110,7 @@ func emitSeeds(a *app, f *trainFlags, runs []trainResult) error {
 func (r trainSeedsResult) text(w io.Writer) error {
 	privacy := "non-private (ppo)"
 	if r.Epsilon != nil {
-		privacy = fmt.Sprintf("epsilon = %.4g at delta = %g per session (z = %g, S = %g, K = %d%s, %s)", *r.Epsilon, r.Delta, r.Z, r.Clip, r.K, noiseText(r.Noise, r.Horizon), r.Accountant)
+		privacy = privacyText(*r.Epsilon, r.Delta, r.Z, r.Clip, r.K, r.Noise, r.Horizon, r.Accountant, r.episodeAccount)
 	}
 	first, last := r.Runs[0].Seed, r.Runs[len(r.Runs)-1].Seed
 	if _, err := fmt.Fprintf(w, "%s %s over %d seeds (%d-%d): eval return %.2f ± %.2f (mean ± std over seeds of each run's %d-episode mean; min %.2f, max %.2f)\n%s\n%d users per run, %.1fs in all\n",

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"dprl/ledger/accountant"
 	"dprl/policy"
 	"dprl/sims"
 
@@ -26,19 +25,24 @@ type trainSweepResult struct {
 	Users  int          `json:"users"` // per run
 	Seeds  []uint64     `json:"seeds"` // the same seeds at every z
 	Points []sweepPoint `json:"points"`
+	// The episode structure behind every point's epsilon (the same at
+	// every z); the per-segment epsilon is given per point.
+	*episodeAccount
 }
 
-// sweepPoint is one noise multiplier of a sweep: the per-session epsilon it
-// gives and the eval returns of its runs, summarised over seeds.
+// sweepPoint is one noise multiplier of a sweep: the per-episode epsilon it
+// gives (the privacy unit), the per-segment epsilon (one simulated user),
+// and the eval returns of its runs, summarised over seeds.
 type sweepPoint struct {
-	Z          float64   `json:"z"`
-	Epsilon    float64   `json:"epsilon"`
-	Accountant string    `json:"accountant"`
-	Mean       float64   `json:"mean"` // over seeds of each run's eval mean
-	Std        float64   `json:"std"`
-	Min        float64   `json:"min"`
-	Max        float64   `json:"max"`
-	EvalMeans  []float64 `json:"eval_means"` // one per seed, in Seeds order
+	Z                 float64   `json:"z"`
+	Epsilon           float64   `json:"epsilon"`
+	EpsilonPerSegment float64   `json:"epsilon_per_segment"`
+	Accountant        string    `json:"accountant"`
+	Mean              float64   `json:"mean"` // over seeds of each run's eval mean
+	Std               float64   `json:"std"`
+	Min               float64   `json:"min"`
+	Max               float64   `json:"max"`
+	EvalMeans         []float64 `json:"eval_means"` // one per seed, in Seeds order
 }
 
 // runTrainSweep trains with every z of --sweep-z over n seeds each (the same
@@ -71,7 +75,11 @@ func runTrainSweep(cmd *cobra.Command, a *app, f *trainFlags, cfg policy.Config,
 		return fmt.Errorf("train: %w", err)
 	}
 	info, _ := sims.Lookup(f.env)
-	out := trainSweepResult{Env: f.env, Method: f.algo, Delta: f.delta, Users: f.users}
+	acct, err := newEpisodeAccount(f, cfg)
+	if err != nil {
+		return usagef("train: %v", err)
+	}
+	out := trainSweepResult{Env: f.env, Method: f.algo, Delta: f.delta, Users: f.users, episodeAccount: acct}
 	for i := range n {
 		out.Seeds = append(out.Seeds, seed+uint64(i))
 	}
@@ -79,8 +87,8 @@ func runTrainSweep(cmd *cobra.Command, a *app, f *trainFlags, cfg policy.Config,
 	defer prog.done()
 	for j, z := range zs {
 		cfg.DP.NoiseMultiplier = z
-		// One Gaussian mechanism per session (parallel composition over users).
-		g, err := accountant.Analytic{}.Epsilon(f.delta, accountant.Gaussian(z))
+		// Per episode (the privacy unit) and per segment (one user).
+		g, seg, err := acct.at(z, f.delta)
 		if err != nil {
 			return usageError{err}
 		}
@@ -96,14 +104,17 @@ func runTrainSweep(cmd *cobra.Command, a *app, f *trainFlags, cfg policy.Config,
 			runs = append(runs, r)
 		}
 		sum := summarizeSeeds(runs)
-		pt := sweepPoint{Z: z, Epsilon: g.Epsilon, Accountant: string(g.Method), Mean: sum.Mean, Std: sum.Std, Min: sum.Min, Max: sum.Max}
+		pt := sweepPoint{Z: z, Epsilon: g.Epsilon, EpsilonPerSegment: seg.Epsilon, Accountant: string(g.Method), Mean: sum.Mean, Std: sum.Std, Min: sum.Min, Max: sum.Max}
 		for _, r := range runs {
 			pt.EvalMeans = append(pt.EvalMeans, r.EvalMean)
 		}
 		out.Points = append(out.Points, pt)
-		a.log.Info().Float64("z", z).Float64("epsilon", g.Epsilon).Float64("mean", pt.Mean).Float64("std", pt.Std).Msg("sweep point")
+		a.log.Info().Float64("z", z).Float64("epsilon", g.Epsilon).Float64("epsilon_per_segment", seg.Epsilon).Float64("mean", pt.Mean).Float64("std", pt.Std).Msg("sweep point")
 	}
 	prog.done()
+	structure := *acct
+	structure.EpsilonPerSegment = 0 // per point
+	out.episodeAccount = &structure
 	if f.plot != "" {
 		if err := writeSweepPNG(f.plot, out); err != nil {
 			return fmt.Errorf("train: --plot: %w", err)
@@ -113,12 +124,17 @@ func runTrainSweep(cmd *cobra.Command, a *app, f *trainFlags, cfg policy.Config,
 }
 
 func (r trainSweepResult) text(w io.Writer) error {
-	if _, err := fmt.Fprintf(w, "%s %s: eval return against per-session epsilon at delta %g (%d users per run; mean ± std over seeds %d-%d)\n",
+	if _, err := fmt.Fprintf(w, "%s %s: eval return against per-episode epsilon at delta %g (%d users per run; mean ± std over seeds %d-%d)\n",
 		r.Env, r.Method, r.Delta, r.Users, r.Seeds[0], r.Seeds[len(r.Seeds)-1]); err != nil {
 		return err
 	}
+	if r.episodeAccount != nil {
+		if _, err := fmt.Fprintf(w, "  (%s)\n", r.structure()); err != nil {
+			return err
+		}
+	}
 	for _, p := range r.Points {
-		if _, err := fmt.Fprintf(w, "  z %-6g epsilon %-8.4g %8.2f ± %6.2f  (min %.2f, max %.2f)\n", p.Z, p.Epsilon, p.Mean, p.Std, p.Min, p.Max); err != nil {
+		if _, err := fmt.Fprintf(w, "  z %-6g epsilon %-8.4g per episode (%-8.4g per segment) %8.2f ± %6.2f  (min %.2f, max %.2f)\n", p.Z, p.Epsilon, p.EpsilonPerSegment, p.Mean, p.Std, p.Min, p.Max); err != nil {
 			return err
 		}
 	}
@@ -130,7 +146,7 @@ func (r trainSweepResult) text(w io.Writer) error {
 func writeSweepPNG(path string, r trainSweepResult) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s %s: return vs privacy (δ = %g, %d seeds)", r.Env, r.Method, r.Delta, len(r.Seeds))
-	p.X.Label.Text = "per-session ε (log scale)"
+	p.X.Label.Text = "per-episode ε (log scale)"
 	p.Y.Label.Text = "eval return"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}

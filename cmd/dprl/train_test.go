@@ -12,7 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"dprl/ledger/accountant"
 	"dprl/policy"
+
+	"github.com/spf13/cobra"
 )
 
 func TestTrainJSON(t *testing.T) {
@@ -35,8 +38,17 @@ func TestTrainJSON(t *testing.T) {
 	if r["method"] != "dppg" || r["users"] != 24.0 || r["updates"] != 3.0 || r["seeded"] != true {
 		t.Errorf("method %v users %v updates %v seeded %v", r["method"], r["users"], r["updates"], r["seeded"])
 	}
-	if eps := r["epsilon"].(float64); eps < 4.37 || eps > 4.38 {
-		t.Errorf("epsilon %v for z = 1, delta 1e-5, want 4.377", eps)
+	// 24 users, K = 8: 3 releases, the square-root factorization over a
+	// horizon of 3; a CartPole episode (500 steps, 8 users of 64) can enter
+	// all 3, with sensitivity ||C 1|| / ||C e_1||: the epsilon per episode.
+	C := [][]float64{{1, 0, 0}, {0.5, 1, 0}, {0.375, 0.5, 1}}
+	if eps, want := r["epsilon"].(float64), directEpisodeEpsilon(t, C, 3, 1, 1e-5); math.Abs(eps-want) > 1e-6*want {
+		t.Errorf("epsilon %v per episode for z = 1, delta 1e-5, 3 releases of sqrt noise, want %v", eps, want)
+	}
+	if seg := r["epsilon_per_segment"].(float64); seg < 4.37 || seg > 4.38 || r["privacy_unit"] != "episode" ||
+		r["segments_per_episode"] != 8.0 || r["episode_releases"] != 3.0 || r["max_episode_steps"] != 500.0 || r["segment_steps"] != 64.0 {
+		t.Errorf("segment epsilon %v (want 4.377), unit %v, %v segments in %v releases, episodes of %v steps, segments of %v",
+			seg, r["privacy_unit"], r["segments_per_episode"], r["episode_releases"], r["max_episode_steps"], r["segment_steps"])
 	}
 	// Same seed, same result.
 	_, out2, _ := runCLI(t, "train", "--env", "cartpole", "--users", "24", "--K", "8", "--seed", "3", "--eval-episodes", "2", "--json", "--log-level", "disabled")
@@ -49,9 +61,42 @@ func TestTrainJSON(t *testing.T) {
 	}
 }
 
+// directEpisodeEpsilon is the epsilon of the Gaussian mechanism whose
+// sensitivity is the largest norm of the sum of m consecutive columns of the
+// encoder C (rows x columns, given explicitly) and whose noise is z times
+// the largest column norm.
+func directEpisodeEpsilon(t *testing.T, C [][]float64, m int, z, delta float64) float64 {
+	t.Helper()
+	cols := len(C[0])
+	norm := func(from, to int) float64 {
+		ss := 0.0
+		for _, row := range C {
+			v := 0.0
+			for j := from; j < to; j++ {
+				v += row[j]
+			}
+			ss += v * v
+		}
+		return math.Sqrt(ss)
+	}
+	var window, column float64
+	for j := 0; j+m <= cols; j++ {
+		window = max(window, norm(j, j+m))
+	}
+	for j := range cols {
+		column = max(column, norm(j, j+1))
+	}
+	g, err := accountant.Analytic{}.Epsilon(delta, accountant.Gaussian(z*column/window))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Epsilon
+}
+
 // TestTrainEpsilonFlag: --epsilon sets z to the smallest noise multiplier
-// whose analytic-Gaussian epsilon is at most the target, and the reported
-// epsilon is that of the z that ran.
+// whose analytic-Gaussian epsilon per episode is at most the target, and
+// the reported epsilon is that of the z that ran. With 8 users and K = 8
+// there is one release, so the episode's epsilon is the user's.
 func TestTrainEpsilonFlag(t *testing.T) {
 	cases := []struct {
 		eps, delta float64
@@ -91,6 +136,8 @@ func TestTrainSeeds(t *testing.T) {
 	}
 	var r struct {
 		Epsilon, Mean, Std, Min, Max float64
+		EpsilonPerSegment            float64 `json:"epsilon_per_segment"`
+		EpisodeReleases              int     `json:"episode_releases"`
 		Users                        int
 		Runs                         []struct {
 			Seed     uint64
@@ -101,8 +148,9 @@ func TestTrainSeeds(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
-	if len(r.Runs) != 3 || r.Users != 48 || r.Epsilon < 4.37 || r.Epsilon > 4.38 {
-		t.Fatalf("runs %d, users %d, epsilon %v", len(r.Runs), r.Users, r.Epsilon)
+	// 48 users, K = 8: a CartPole episode can enter all 6 releases.
+	if len(r.Runs) != 3 || r.Users != 48 || r.Epsilon <= 4.38 || math.Abs(r.EpsilonPerSegment-4.377) > 1e-3 || r.EpisodeReleases != 6 {
+		t.Fatalf("runs %d, users %d, epsilon %v per episode (%v per segment, %d releases per episode)", len(r.Runs), r.Users, r.Epsilon, r.EpsilonPerSegment, r.EpisodeReleases)
 	}
 	var evals []float64
 	for i, run := range r.Runs {
@@ -112,10 +160,14 @@ func TestTrainSeeds(t *testing.T) {
 		code, out, stderr := runCLI(t, append(common, "--seed", strconv.FormatUint(run.Seed, 10))...)
 		var one struct {
 			EvalMean float64 `json:"eval_mean"`
+			Epsilon  float64
 			Curve    []policy.CurvePoint
 		}
 		if code != 0 || json.Unmarshal([]byte(out), &one) != nil {
 			t.Fatalf("seed %d alone: exit %d: %s", run.Seed, code, stderr)
+		}
+		if one.Epsilon != r.Epsilon {
+			t.Errorf("seed %d: epsilon %v alone, %v within --seeds", run.Seed, one.Epsilon, r.Epsilon)
 		}
 		if one.EvalMean != run.EvalMean {
 			t.Errorf("seed %d: %v within --seeds, %v alone", run.Seed, run.EvalMean, one.EvalMean)
@@ -147,7 +199,8 @@ func TestTrainSeeds(t *testing.T) {
 	}
 	// Text output lists every seed.
 	code, out, _ = runCLI(t, "train", "--users", "16", "--K", "8", "--eval-episodes", "1", "--seed", "9", "--seeds", "2", "--log-level", "disabled")
-	if code != 0 || !strings.Contains(out, "over 2 seeds (9-10)") || !strings.Contains(out, "seed 10:") {
+	if code != 0 || !strings.Contains(out, "over 2 seeds (9-10)") || !strings.Contains(out, "seed 10:") ||
+		!strings.Contains(out, "per episode") || !strings.Contains(out, "per segment: epsilon = 4.377") {
 		t.Errorf("text: %q", out)
 	}
 }
@@ -165,8 +218,11 @@ func TestTrainSweepZ(t *testing.T) {
 		Seeds  []uint64
 		Points []struct {
 			Z, Epsilon, Mean, Std float64
+			EpsilonPerSegment     float64   `json:"epsilon_per_segment"`
 			EvalMeans             []float64 `json:"eval_means"`
 		}
+		PrivacyUnit     string `json:"privacy_unit"`
+		EpisodeReleases int    `json:"episode_releases"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
@@ -174,20 +230,35 @@ func TestTrainSweepZ(t *testing.T) {
 	if len(r.Points) != 2 || r.Points[0].Z != 1 || r.Points[1].Z != 3 || len(r.Seeds) != 2 || r.Seeds[0] != 4 {
 		t.Fatalf("points %+v seeds %v", r.Points, r.Seeds)
 	}
-	// Independent values: z = 1 is epsilon 4.377 and z = 3 is 1.271 at delta 1e-5.
-	if math.Abs(r.Points[0].Epsilon-4.377) > 1e-3 || math.Abs(r.Points[1].Epsilon-1.271) > 1e-3 {
-		t.Errorf("epsilons %v, %v", r.Points[0].Epsilon, r.Points[1].Epsilon)
+	// Independent values: per segment (one user), z = 1 is epsilon 4.377
+	// and z = 3 is 1.271 at delta 1e-5. Per episode: 32 users, K = 8 are 4
+	// releases of sqrt noise over a horizon of 4, all of which one episode
+	// can enter.
+	if math.Abs(r.Points[0].EpsilonPerSegment-4.377) > 1e-3 || math.Abs(r.Points[1].EpsilonPerSegment-1.271) > 1e-3 {
+		t.Errorf("epsilons per segment %v, %v", r.Points[0].EpsilonPerSegment, r.Points[1].EpsilonPerSegment)
+	}
+	C := [][]float64{{1, 0, 0, 0}, {0.5, 1, 0, 0}, {0.375, 0.5, 1, 0}, {0.3125, 0.375, 0.5, 1}}
+	for _, p := range r.Points {
+		if want := directEpisodeEpsilon(t, C, 4, p.Z, 1e-5); math.Abs(p.Epsilon-want) > 1e-6*want {
+			t.Errorf("z %v: epsilon %v per episode, want %v", p.Z, p.Epsilon, want)
+		}
+	}
+	if r.PrivacyUnit != "episode" || r.EpisodeReleases != 4 {
+		t.Errorf("privacy unit %q, %d releases per episode", r.PrivacyUnit, r.EpisodeReleases)
 	}
 	for _, p := range r.Points {
 		code, out, stderr := runCLI(t, append(common, "--z", strconv.FormatFloat(p.Z, 'g', -1, 64))...)
 		var one struct {
-			Mean, Std float64
-			Runs      []struct {
+			Mean, Std, Epsilon float64
+			Runs               []struct {
 				EvalMean float64 `json:"eval_mean"`
 			}
 		}
 		if code != 0 || json.Unmarshal([]byte(out), &one) != nil {
 			t.Fatalf("--z %v: exit %d: %s", p.Z, code, stderr)
+		}
+		if one.Epsilon != p.Epsilon {
+			t.Errorf("z %v: epsilon %v in the sweep, %v with --seeds", p.Z, p.Epsilon, one.Epsilon)
 		}
 		if one.Mean != p.Mean || one.Std != p.Std || len(p.EvalMeans) != 2 || p.EvalMeans[1] != one.Runs[1].EvalMean {
 			t.Errorf("z %v: sweep %v ± %v %v, --seeds %v ± %v", p.Z, p.Mean, p.Std, p.EvalMeans, one.Mean, one.Std)
@@ -299,9 +370,11 @@ func TestTrainBadFlags(t *testing.T) {
 // TestTrainCartPoleLong holds the acceptance runs of the defaults
 // (DPRL_LONG=1; about a minute each on one core), one measured seed per
 // target of the policy issue (policy/REPRODUCE.md has every seed):
-// CartPole z = 1 (epsilon 4.377) >= 475 and z = 3 (epsilon 1.271) >= 375,
-// both at K = 8 with correlated noise, non-private PPO >= 490, Acrobot
-// z = 1 >= -90, all within 10,000 users.
+// CartPole z = 1 (epsilon 4.377 per segment, 53.2 per episode) >= 475 and
+// z = 3 (1.271 per segment, 12.0 per episode) >= 375, both at K = 8 with
+// correlated noise, non-private PPO >= 490, Acrobot z = 1 (15.5 per
+// episode) >= -90, all within 10,000 users. The epsilon bound checked is
+// the printed one, per episode.
 func TestTrainCartPoleLong(t *testing.T) {
 	if os.Getenv("DPRL_LONG") == "" {
 		t.Skip("set DPRL_LONG=1 to run")
@@ -310,10 +383,10 @@ func TestTrainCartPoleLong(t *testing.T) {
 		args     []string
 		min, eps float64 // eps: the most the run may spend (Inf for ppo)
 	}{
-		{[]string{"--env", "cartpole", "--seed", "3"}, 475, 5},                            // K = 8, sqrt noise: measured 500.0
-		{[]string{"--env", "cartpole", "--z", "3", "--seed", "1"}, 375, 1.5},              // measured 500.0
+		{[]string{"--env", "cartpole", "--seed", "3"}, 475, 53.3},                         // K = 8, sqrt noise: measured 500.0
+		{[]string{"--env", "cartpole", "--z", "3", "--seed", "1"}, 375, 12.1},             // measured 500.0
 		{[]string{"--env", "cartpole", "--algo", "ppo", "--seed", "1"}, 490, math.Inf(1)}, // measured 500.0
-		{[]string{"--env", "acrobot", "--seed", "3"}, -90, 5},                             // measured -78.2
+		{[]string{"--env", "acrobot", "--seed", "3"}, -90, 15.5},                          // measured -78.2
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			code, out, stderr := runCLI(t, append([]string{"train", "--json", "--log-level", "disabled"}, c.args...)...)
@@ -766,9 +839,10 @@ func TestTrainAverageFlag(t *testing.T) {
 	}
 }
 
-// TestTrainNoiseFlag: --noise changes the noise but not the epsilon,
-// records the shape and horizon in the output, and rejects bad values and
-// non-dppg algorithms. CartPole's default is --noise sqrt with K = 8.
+// TestTrainNoiseFlag: --noise changes the noise and the epsilon per episode
+// but not per segment (z fixes it), records the shape and horizon in the
+// output, and rejects bad values and non-dppg algorithms. CartPole's
+// default is --noise sqrt with K = 8.
 func TestTrainNoiseFlag(t *testing.T) {
 	run := func(extra ...string) map[string]any {
 		t.Helper()
@@ -800,9 +874,41 @@ func TestTrainNoiseFlag(t *testing.T) {
 			t.Errorf("%s: the cartpole default %v, --noise sqrt %v", k, def[k], sq[k])
 		}
 	}
+	// 64 users, K = 8: 8 releases, all of which a CartPole episode (8
+	// segments) can enter. Independent noise: the 8-fold composition.
+	if g, _ := (accountant.Analytic{}).Epsilon(1e-5, accountant.Event{Q: 1, Z: 1, Steps: 8}); math.Abs(plain["epsilon"].(float64)-g.Epsilon) > 1e-9 {
+		t.Errorf("independent noise: epsilon %v per episode, want %v (8 releases)", plain["epsilon"], g.Epsilon)
+	}
+	// The tree over 8 releases: 8 leaves of 1, 4 nodes of 2, 2 of 4, 1 of 8.
+	treeC := [][]float64{}
+	for h := 0; h <= 3; h++ {
+		for k := 0; (k+1)<<h <= 8; k++ {
+			row := make([]float64, 8)
+			for j := k << h; j < (k+1)<<h; j++ {
+				row[j] = 1
+			}
+			treeC = append(treeC, row)
+		}
+	}
+	sqrtC := make([][]float64, 8)
+	c := []float64{1, 1.0 / 2, 3.0 / 8, 5.0 / 16, 35.0 / 128, 63.0 / 256, 231.0 / 1024, 429.0 / 2048}
+	for i := range sqrtC {
+		sqrtC[i] = make([]float64, 8)
+		for j := 0; j <= i; j++ {
+			sqrtC[i][j] = c[i-j]
+		}
+	}
+	for _, x := range []struct {
+		r map[string]any
+		C [][]float64
+	}{{tree, treeC}, {sq, sqrtC}} {
+		if want := directEpisodeEpsilon(t, x.C, 8, 1, 1e-5); math.Abs(x.r["epsilon"].(float64)-want) > 1e-6*want {
+			t.Errorf("%v noise: epsilon %v per episode, want %v", x.r["noise"], x.r["epsilon"], want)
+		}
+	}
 	for _, r := range []map[string]any{tree, sq} {
-		if r["epsilon"] != plain["epsilon"] {
-			t.Errorf("epsilon %v with %v noise, %v without: z fixes it either way", r["epsilon"], r["noise"], plain["epsilon"])
+		if r["epsilon_per_segment"] != plain["epsilon_per_segment"] {
+			t.Errorf("epsilon per segment %v with %v noise, %v without: z fixes it either way", r["epsilon_per_segment"], r["noise"], plain["epsilon_per_segment"])
 		}
 		if fmt.Sprint(r["curve"]) == fmt.Sprint(plain["curve"]) {
 			t.Errorf("%v noise gives the same run as independent noise", r["noise"])
@@ -817,4 +923,130 @@ func TestTrainNoiseFlag(t *testing.T) {
 			t.Errorf("%v: exit %d %q", c, code, stderr)
 		}
 	}
+}
+
+// TestTrainEpisodeEpsilonDefaults: the epsilon dprl train prints for the
+// defaults of each environment, computed from the configuration that runs
+// (no training). CartPole (10,000 users, K = 8, episodes of at most 500 steps
+// in segments of 64): an episode enters up to 8 consecutive releases, so at
+// z = 1, delta 1e-5 it gets epsilon 53.2 with the default sqrt noise, 55.7
+// with the tree and 15.5 with independent noise, against 4.377 per segment;
+// with --fresh-episodes the two are equal. --epsilon targets the episode.
+func TestTrainEpisodeEpsilonDefaults(t *testing.T) {
+	account := func(args ...string) (*trainFlags, policy.Config, *episodeAccount, float64, float64) {
+		t.Helper()
+		cmd, f := newTrainCommand(&app{})
+		if err := cmd.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := trainConfig(cmd, f)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		acct, err := newEpisodeAccount(f, cfg)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		g, seg, err := acct.at(cfg.DP.NoiseMultiplier, f.delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f, cfg, acct, g.Epsilon, seg.Epsilon
+	}
+	for _, c := range []struct {
+		args                []string
+		episode, segment    float64
+		segments, releases  int
+		sensitivity, within float64
+	}{
+		{[]string{"--env", "cartpole"}, 53.21, 4.377, 8, 8, 6.968, 0.01},
+		{[]string{"--env", "cartpole", "--noise", "tree"}, 55.68, 4.377, 8, 8, 7.186, 0.01},
+		{[]string{"--env", "cartpole", "--noise", "independent"}, 15.46, 4.377, 8, 8, math.Sqrt(8), 0.01},
+		{[]string{"--env", "cartpole", "--fresh-episodes"}, 4.377, 4.377, 1, 1, 1, 0.001},
+		{[]string{"--env", "acrobot"}, 15.46, 4.377, 8, 8, math.Sqrt(8), 0.01},    // K = 32, independent, 500 steps
+		{[]string{"--env", "cartpole", "--z", "3"}, 0, 1.271, 8, 8, 6.968, 0.001}, // episode: checked below
+	} {
+		_, cfg, acct, eps, seg := account(c.args...)
+		if c.episode > 0 && math.Abs(eps-c.episode) > c.within {
+			t.Errorf("%v: epsilon %v per episode, want %v", c.args, eps, c.episode)
+		}
+		if math.Abs(seg-c.segment) > 1e-3 || acct.EpsilonPerSegment != seg {
+			t.Errorf("%v: epsilon %v per segment (%v recorded), want %v", c.args, seg, acct.EpsilonPerSegment, c.segment)
+		}
+		if acct.Segments != c.segments || acct.EpisodeReleases != c.releases || math.Abs(acct.Sensitivity-c.sensitivity) > 1e-3 || acct.PrivacyUnit != "episode" {
+			t.Errorf("%v: %d segments in %d releases, sensitivity %v, unit %q; want %d, %d, %v", c.args, acct.Segments, acct.EpisodeReleases, acct.Sensitivity, acct.PrivacyUnit, c.segments, c.releases, c.sensitivity)
+		}
+		// The episode's epsilon is the Gaussian mechanism of z / sensitivity
+		// (for independent noise, the same as the 8-fold composition).
+		g, _ := accountant.Analytic{}.Epsilon(1e-5, accountant.Gaussian(cfg.DP.NoiseMultiplier/acct.Sensitivity))
+		if math.Abs(g.Epsilon-eps) > 1e-6*eps {
+			t.Errorf("%v: epsilon %v per episode, Gaussian of z / %v: %v", c.args, eps, acct.Sensitivity, g.Epsilon)
+		}
+		text := privacyText(eps, 1e-5, cfg.DP.NoiseMultiplier, cfg.DP.ClipNorm, cfg.DP.UsersPerUpdate, "", 0, "analytic", acct)
+		if !strings.Contains(text, fmt.Sprintf("epsilon = %.4g at delta = 1e-05 per episode", eps)) || !strings.Contains(text, "per ") ||
+			(!acct.FreshEpisodes && !strings.Contains(text, fmt.Sprintf("per segment: epsilon = %.4g", seg))) {
+			t.Errorf("%v: privacy text %q", c.args, text)
+		}
+	}
+	// Dosing: z = 0.1, K = 8, independent noise, episodes of 143 steps: 3
+	// segments, the 3-fold composition.
+	_, _, acct, eps, _ := account("--env", "dosing-0")
+	if g, _ := (accountant.Analytic{}).Epsilon(1e-5, accountant.Event{Q: 1, Z: 0.1, Steps: 3}); acct.Segments != 3 || math.Abs(eps-g.Epsilon) > 1e-9*eps {
+		t.Errorf("dosing-0: %d segments, epsilon %v per episode, want 3 and %v", acct.Segments, eps, g.Epsilon)
+	}
+	// --epsilon targets the episode: at the defaults the smallest z whose
+	// per-episode epsilon is at most the target.
+	for _, target := range []float64{5, 53.21} {
+		_, cfg, _, eps, _ := account("--env", "cartpole", "--epsilon", strconv.FormatFloat(target, 'g', -1, 64))
+		if eps > target || eps < target*(1-1e-4) {
+			t.Errorf("--epsilon %v: %v per episode at z = %v", target, eps, cfg.DP.NoiseMultiplier)
+		}
+		if target == 5 && !(cfg.DP.NoiseMultiplier > 6) {
+			t.Errorf("--epsilon 5: z = %v, want about 7 (z / 6.97 per episode)", cfg.DP.NoiseMultiplier)
+		}
+	}
+	for _, args := range [][]string{{"--env", "cartpole", "--noise", "independent", "--epsilon", "15.456"}, {"--env", "cartpole", "--noise", "tree", "--epsilon", "3"}} {
+		_, _, _, eps, _ := account(args...)
+		target, _ := strconv.ParseFloat(args[len(args)-1], 64)
+		if eps > target || eps < target*(1-1e-4) {
+			t.Errorf("%v: %v per episode", args, eps)
+		}
+	}
+}
+
+// TestTrainDiagSimulationOnly: --diag (statistics of the simulated users'
+// raw data and of the exact noise) is labelled simulation only in the help
+// and in every record it writes, and no other command offers it.
+func TestTrainDiagSimulationOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "diag.jsonl")
+	if code, _, stderr := runCLI(t, "train", "--users", "16", "--K", "8", "--eval-episodes", "1", "--seed", "1", "--diag", path); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		if rec["scope"] != policy.DiagnosticsScope || !strings.HasPrefix(policy.DiagnosticsScope, "simulation only: not covered by the privacy guarantee") {
+			t.Errorf("line %d: scope %v", i, rec["scope"])
+		}
+	}
+	_, help, _ := runCLI(t, "train", "--help")
+	if !strings.Contains(help, "SIMULATION ONLY, not covered by the privacy guarantee") {
+		t.Errorf("train --help does not label --diag: %q", help)
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Flags().Lookup("diag") != nil && c.CommandPath() != "dprl train" {
+			t.Errorf("%s offers --diag", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(&app{}))
 }
