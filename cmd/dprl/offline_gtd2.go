@@ -795,7 +795,7 @@ func (r *gtd2Run) compute(a *app, cmd *cobra.Command, out *gtd2Output) error {
 	var curve plotter.XYs
 	switch f.method {
 	case methodGPOPE:
-		cfg := gtd2.Config{Iters: f.iters, StepSize: f.stepSize, Diminishing: f.diminishing, Clip: f.clip, Z: out.NoiseMultiplier, Q: out.SamplingRate}
+		cfg := gtd2.Config{Iters: f.iters, StepSize: f.stepSize, Diminishing: f.diminishing, Clip: f.clip, Z: out.NoiseMultiplier, Q: out.SamplingRate, Batch: f.batch}
 		every := max(1, f.iters/200)
 		prog := newStepProgress(a, f.iters)
 		cfg.Observe = func(t int, theta []float64) {
@@ -806,11 +806,11 @@ func (r *gtd2Run) compute(a *app, cmd *cobra.Command, out *gtd2Output) error {
 				}
 			}
 		}
-		res, err := gtd2.GPOPE(r.ds, cfg, rng)
+		res, diag, err := gtd2.GPOPEWithDiagnostics(r.ds, cfg, rng)
 		if err != nil {
 			return err
 		}
-		out.Weights, out.Clipped = res.Theta, res.Clipped
+		out.Weights, out.Clipped = res.Theta, diag.Clipped
 	case methodDPLSW:
 		res, err := lsw.Estimate(r.lswPhi, r.lswTraj, r.lswCfg, rng)
 		if err != nil {
