@@ -812,11 +812,11 @@ func (r *gtd2Run) compute(a *app, cmd *cobra.Command, out *gtd2Output) error {
 		}
 		out.Weights, out.Clipped = res.Theta, diag.Clipped
 	case methodDPLSW:
-		res, err := lsw.Estimate(r.lswPhi, r.lswTraj, r.lswCfg, rng)
+		res, diag, err := lsw.EstimateWithDiagnostics(r.lswPhi, r.lswTraj, r.lswCfg, rng)
 		if err != nil {
 			return err
 		}
-		out.Weights, out.Sigma = res.Theta, res.Sigma
+		out.Weights, out.Sigma = res.Theta, diag.Sigma
 	case methodLSTD, methodWISLSTD:
 		theta, err := gtd2.LSTD(r.ds, f.method == methodWISLSTD, f.ridge)
 		if err != nil {
