@@ -490,3 +490,16 @@ func TestGPOPEResultHoldsOnlyTheRelease(t *testing.T) {
 		t.Errorf("gtd2.Result has fields %v, want only the released Theta and Y", names)
 	}
 }
+
+func TestLSTDRefusesNonFinite(t *testing.T) {
+	// The non-private LSTD bounds nothing: an infinite importance ratio
+	// makes it fail with an error rather than return NaN weights.
+	sessions := append(simulate(rand.New(rand.NewPCG(41, 42)), 50), extremeSession(-800, 1))
+	ds, err := Prepare(sessions, Tabular{chainN}, chainTarget{}, gamma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if theta, err := LSTD(ds, true, 1e-6); err == nil {
+		t.Errorf("LSTD returned %v", theta)
+	}
+}
