@@ -475,6 +475,10 @@ func gtd2Entry(f *offlineGTD2Flags, counted int) (ledger.Entry, error) {
 		if err != nil {
 			return e, usageError{fmt.Errorf("calibrating the noise: %w", err)}
 		}
+		cfg := gtd2.Config{Iters: f.iters, StepSize: f.stepSize, Clip: f.clip, Z: z, Q: q, Batch: f.batch}
+		if err := cfg.Validate(); err != nil {
+			return e, usageError{err}
+		}
 		ev := accountant.Event{Q: q, Z: z, Steps: f.iters}
 		g, err := acc.Epsilon(f.delta, ev)
 		if err != nil {
@@ -722,6 +726,9 @@ func (r *gtd2Run) prepareLSW() error {
 		if err := r.feats.Phi(r.lswPhi[s], obs); err != nil {
 			return err
 		}
+	}
+	if err := r.lswCfg.Check(r.lswPhi); err != nil {
+		return usageError{err}
 	}
 	r.lswTraj = make([]lsw.Trajectory, len(r.sessions))
 	for i, s := range r.sessions {

@@ -84,6 +84,9 @@ func Prepare(sessions []offline.Session, f Features, target Policy, gamma float6
 		tr := Trajectory{Phi: make([]float64, n*d), Next: make([]float64, n*d), Rho: make([]float64, n), R: make([]float64, n)}
 		for t := range s.Steps {
 			st := &s.Steps[t]
+			if st.NoProb {
+				return nil, fmt.Errorf("gtd2: session %q step %d: no behaviour probability: importance ratios need it", s.Session, t)
+			}
 			if err := f.Phi(tr.Phi[t*d:(t+1)*d], st.Obs); err != nil {
 				return nil, fmt.Errorf("session %q step %d: %w", s.Session, t, err)
 			}
@@ -156,6 +159,8 @@ func (c Config) Validate() error {
 	}
 	if !(c.Z >= 0) || math.IsInf(c.Z, 0) {
 		errs = append(errs, fmt.Errorf("gtd2: noise multiplier z = %v, want >= 0", c.Z))
+	} else if std := c.Z * c.Clip; c.Z > 0 && !(std >= 0x1p-900 && std <= 0x1p900) {
+		errs = append(errs, fmt.Errorf("gtd2: noise standard deviation z clip = %v, outside the Gaussian sampler's [2^-900, 2^900]", std))
 	}
 	if !(c.Q > 0 && c.Q <= 1) {
 		errs = append(errs, fmt.Errorf("gtd2: sampling rate q = %v, want 0 < q <= 1", c.Q))

@@ -251,6 +251,12 @@ func TestConfigValidate(t *testing.T) {
 	if _, err := Prepare([]offline.Session{{Session: "x", Steps: []offline.Step{{Obs: oneHot(0)}}}}, Tabular{chainN}, chainTarget{}, gamma); err == nil {
 		t.Error("truncated session without final_obs accepted")
 	}
+	if _, err := Prepare([]offline.Session{{Session: "x", Terminal: true, Steps: []offline.Step{{Obs: oneHot(0), NoProb: true, LogP: math.NaN()}}}}, Tabular{chainN}, chainTarget{}, gamma); err == nil {
+		t.Error("step without a behaviour probability accepted")
+	}
+	if err := (Config{Iters: 1, StepSize: 1, Clip: 1e-300, Z: 1e-300, Q: 1, Batch: 1}).Validate(); err == nil || !strings.Contains(err.Error(), "sampler") {
+		t.Errorf("noise below the sampler's range: %v", err)
+	}
 }
 
 func TestChainMoments(t *testing.T) {

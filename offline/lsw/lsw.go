@@ -438,6 +438,41 @@ func Fit(phi [][]float64, w []float64) (*mat.Dense, float64, error) {
 	return &p, 1 / minVal, nil
 }
 
+// Check reports whether DP-LSW can run with this configuration on the
+// public features phi (N rows of length d, one per state), from public
+// values alone: the configuration is valid, the weighted features have a
+// least-squares fit, and the noise scale stays in the Gaussian sampler's
+// range for every dataset. Call it before charging a run.
+func (c Config) Check(phi [][]float64) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if len(phi) == 0 || len(c.Weights) != len(phi) {
+		return fmt.Errorf("lsw: %d states, %d weights", len(phi), len(c.Weights))
+	}
+	_, _, err := c.fit(phi)
+	return err
+}
+
+// fit is Fit with the check that sigma_X stays below the Gaussian sampler's
+// range (2^900) for every dataset: Psi <= sum_s w_s whatever the counts, so
+// a public bound decides (checked against 2^899 for rounding).
+func (c Config) fit(phi [][]float64) (*mat.Dense, float64, error) {
+	p, pinv, err := Fit(phi, c.Weights)
+	if err != nil {
+		return nil, 0, err
+	}
+	var sumW float64
+	for _, w := range c.Weights {
+		sumW += w
+	}
+	ret := ReturnRange(c.RewardLow, c.RewardHigh, c.Gamma)
+	if sigmaMax := Alpha(c.Epsilon, c.Delta) * ret * pinv * math.Sqrt(sumW); !(sigmaMax <= 0x1p899) {
+		return nil, 0, fmt.Errorf("%w: dp-lsw noise scale could reach %v, beyond the Gaussian sampler's 2^900: narrow the reward bounds", ErrRange, sigmaMax)
+	}
+	return p, pinv, nil
+}
+
 // Estimate runs DP-LSW on trajectories over the states of phi (phi[s] are the
 // features of state s). Every draw comes from rng.
 func Estimate(phi [][]float64, trajs []Trajectory, c Config, rng *rand.Rand) (Result, error) {
@@ -467,21 +502,11 @@ func estimate(phi [][]float64, trajs []Trajectory, c Config, rng *rand.Rand, dia
 		}
 	}
 	d := len(phi[0])
-	p, pinv, err := Fit(phi, c.Weights)
+	p, pinv, err := c.fit(phi)
 	if err != nil {
 		return Result{}, err
 	}
-	// The Gaussian sampler's range is [2^-900, 2^900]. Psi <= sum_s w_s for
-	// every dataset, so this public bound (never the data) decides whether
-	// sigma could exceed it (checked against 2^899 for rounding).
-	var sumW float64
-	for _, w := range c.Weights {
-		sumW += w
-	}
 	alpha, beta, ret := Alpha(c.Epsilon, c.Delta), Beta(c.Epsilon, c.Delta, d), ReturnRange(c.RewardLow, c.RewardHigh, c.Gamma)
-	if sigmaMax := alpha * ret * pinv * math.Sqrt(sumW); !(sigmaMax <= 0x1p899) {
-		return Result{}, fmt.Errorf("%w: dp-lsw noise scale could reach %v, beyond the Gaussian sampler's 2^900: narrow the reward bounds", ErrRange, sigmaMax)
-	}
 	f, counts := FirstVisit(trajs, n, c.Gamma, c.RewardLow, c.RewardHigh)
 	theta := mat.NewVecDense(d, nil)
 	theta.MulVec(p, mat.NewVecDense(n, f))

@@ -307,6 +307,9 @@ func TestNoiseScaleRange(t *testing.T) {
 	// Reward bounds so wide that sigma could leave the Gaussian sampler's
 	// range are refused from public values alone, for any data.
 	c := Config{Epsilon: 1, Delta: 1e-5, Gamma: 0.9, RewardLow: -1e300, RewardHigh: 1e300, Weights: []float64{1, 1, 1, 1, 0}}
+	if err := c.Check(tabularPhi(5)); !errors.Is(err, ErrRange) {
+		t.Errorf("Check: %v, want ErrRange", err)
+	}
 	for _, trajs := range [][]Trajectory{nil, chain(rand.New(rand.NewPCG(7, 7)), 50)} {
 		if _, err := Estimate(tabularPhi(5), trajs, c, rand.New(rand.NewPCG(1, 1))); !errors.Is(err, ErrRange) {
 			t.Errorf("%d trajectories: %v, want ErrRange", len(trajs), err)
