@@ -50,6 +50,7 @@ type offlineGTD2Flags struct {
 	iters                int
 	stepSize, clip       float64
 	batch                float64
+	publicN              int
 	diminishing          bool
 	gamma, ridge         float64
 	env                  string
@@ -63,7 +64,13 @@ type offlineGTD2Flags struct {
 	budget               offlineBudget
 }
 
-// gtd2Output is the result of "dprl offline gtd2".
+// gtd2Output is the result of "dprl offline gtd2". Outside NonPrivate, every
+// field of a private run is covered by the guarantee it prints: the noised
+// weights, what is post-processing of them and of public inputs (the value
+// at the public start distribution, the MSPBE under the chain's exact model
+// or a public evaluation log), and the guarantee's public parameters. No
+// count, id, noise scale or other statistic of the private log is among
+// them; those are in NonPrivate, filled only under --non-private.
 type gtd2Output struct {
 	Method   string  `json:"method"`
 	Private  bool    `json:"private"`
@@ -72,29 +79,56 @@ type gtd2Output struct {
 	Gamma    float64 `json:"gamma"`
 	// Value is theta . mean phi over the environment's public start
 	// distribution (null without --env).
-	Value     *float64  `json:"value"`
-	TrueValue *float64  `json:"true_value,omitempty"`
-	MSPBE     float64   `json:"mspbe"`
+	Value     *float64 `json:"value"`
+	TrueValue *float64 `json:"true_value,omitempty"`
+	// MSPBE is measured with public moments only (null without them).
+	MSPBE     *float64  `json:"mspbe"`
 	MSPBEKind string    `json:"mspbe_kind"`
 	Weights   []float64 `json:"weights"`
 
-	Epsilon         float64 `json:"epsilon"`
-	Delta           float64 `json:"delta"`
-	Accountant      string  `json:"accountant"`
+	Epsilon    float64 `json:"epsilon,omitempty"`
+	Delta      float64 `json:"delta,omitempty"`
+	Accountant string  `json:"accountant"`
+	// gpope: the noise multiplier, steps, clip, the configured expected
+	// batch and the public number of trajectories the sampling rate
+	// batch/n is computed from, with where n came from.
 	NoiseMultiplier float64 `json:"noise_multiplier,omitempty"`
-	SamplingRate    float64 `json:"sampling_rate,omitempty"`
 	Iters           int     `json:"iters,omitempty"`
 	Clip            float64 `json:"clip,omitempty"`
-	Clipped         int     `json:"clipped,omitempty"`
-	Sigma           float64 `json:"sigma,omitempty"`
+	Batch           float64 `json:"batch,omitempty"`
+	NTrajectories   int     `json:"n_trajectories,omitempty"`
+	NSource         string  `json:"n_source,omitempty"`
+	// rate is the sampling rate batch/n charged (printed as batch and n).
+	rate float64
+	// dp-lsw: the public reward bounds and return range W.
+	RewardBounds []float64 `json:"reward_bounds,omitempty"`
+	ReturnRange  float64   `json:"return_range,omitempty"`
 
-	NTrajectories int     `json:"n_trajectories"`
-	NTransitions  int     `json:"n_transitions"`
-	DatasetID     string  `json:"dataset_id"`
-	LedgerSeq     uint64  `json:"ledger_seq,omitempty"`
-	DatasetSpent  float64 `json:"dataset_spent_epsilon,omitempty"`
-	Seeded        bool    `json:"seeded"`
-	Plot          string  `json:"plot,omitempty"`
+	LedgerSeq    uint64  `json:"ledger_seq,omitempty"`
+	DatasetSpent float64 `json:"dataset_spent_epsilon,omitempty"`
+	Seeded       bool    `json:"seeded"`
+	Plot         string  `json:"plot,omitempty"`
+
+	NonPrivate *gtd2NonPrivate `json:"non_private,omitempty"`
+}
+
+// notCovered labels every value the privacy guarantee does not cover.
+const notCovered = "NOT covered by the privacy guarantee"
+
+// gtd2NonPrivate are statistics of the private log, printed only under
+// --non-private and labelled as not covered by the privacy guarantee.
+type gtd2NonPrivate struct {
+	Warning string `json:"warning"`
+	// DatasetID is the log's SHA-256, its key in the ledger: a
+	// deterministic function of the data.
+	DatasetID     string `json:"dataset_id"`
+	NTrajectories int    `json:"n_trajectories"`
+	NTransitions  int    `json:"n_transitions"`
+	// MSPBE is measured with the moments of the private log (null when
+	// not finite).
+	MSPBE *float64          `json:"mspbe_private_data"`
+	GPOPE *gtd2.Diagnostics `json:"gpope,omitempty"`
+	LSW   *lsw.Diagnostics  `json:"dp_lsw,omitempty"`
 }
 
 func newOfflineGTD2Cmd(a *app) *cobra.Command {
@@ -110,9 +144,10 @@ Methods (--method):
             off-policy evaluation", Algorithm 1): T steps, each on a Poisson
             sample of expected --batch trajectories (the paper: one), their
             primal-dual gradients clipped to --clip and summed, Gaussian noise
-            z*clip added. z is the smallest noise multiplier for which the RDP
-            accountant of the subsampled Gaussian (q = batch/n, T steps) gives
-            (--epsilon, --delta). On- and off-policy.
+            z*clip added, the sum divided by --batch. z is the smallest noise
+            multiplier for which the RDP accountant of the subsampled Gaussian
+            (rate q = batch/n, T steps) gives (--epsilon, --delta). On- and
+            off-policy.
   dp-lsw    output perturbation (Balle, Gomrokchi & Precup 2016): first-visit
             Monte Carlo values of a finite state set (the one-hot states with
             tabular features, else a public --lsw-grid over the observation
@@ -127,6 +162,19 @@ they exist as references for research on data you may look at, are refused
 without --non-private, and are not written to the ledger (nothing DP was
 spent, and a ledger entry would wrongly suggest a guarantee).
 
+The number of trajectories n (gpope): the Poisson rate q = batch/n, and so
+the noise and the epsilon, depend on n. The guarantee (add or remove one
+trajectory) holds only if n is public: give it with --n (the log's real size
+may then differ; the guarantee holds, only the effective batch changes).
+Without --n, n is the log's record count and you vouch that the log's size
+is public; the output says which. DP-LSW does not use n.
+
+Extreme records: every per-trajectory contribution is bounded before it is
+summed. A gradient with a NaN or infinite entry or norm (e.g. a behaviour
+logp of -800 makes the importance ratio infinite) counts as zero, any other
+is clipped to --clip; DP-LSW clamps rewards to the public bounds (NaN as 0)
+and returns to the return range, one visit per state per trajectory.
+
 Target policies (--target): uniform, snapshot:FILE (a saved policy's sampled
 policy), greedy:FILE, softmax:FILE:TEMP, epsilon-greedy:FILE:EPS, and with
 --env chain or mountaincar the built-in controllers greedy, softmax:TEMP and
@@ -137,22 +185,31 @@ Features (--features): tabular (one-hot observations), fourier:K (order-K
 Fourier basis on the box --low/--high, default the environment's observation
 box), raw (the observation and a bias).
 
-Output: the value estimate at the environment's public start distribution
-(--env; for chain also the true value), the MSPBE and which one it is:
+Output of a private run, all covered by the printed epsilon: the weights, the
+value estimate at the environment's public start distribution (--env; for
+chain also the true value), the MSPBE when public moments exist, and the
+guarantee's public parameters (epsilon, delta, accountant; gpope: z, clip,
+steps, batch and the public n; dp-lsw: the reward bounds and return range).
+The MSPBE is post-processing of the weights and is measured with:
   exact (chain model)   with --env chain: the true moments of the chain under
-                        the behaviour (--behavior, else the target when the
-                        data is on-policy);
+                        --behavior (without it: under the target, i.e. the
+                        on-policy MSPBE);
   empirical (eval data) the moments of --eval-data, a public log;
-  empirical (private data) the moments of --data itself: a statistic of the
-                        private data that the DP guarantee does not cover;
-the weights, and the guarantee: epsilon (the accountant's bound for the run),
-delta, the accountant and the noise.
+otherwise it is omitted. DP-LSW's noise scale is a function of the visit
+counts and is never printed beside the epsilon.
+
+--non-private with gpope or dp-lsw adds a section of statistics of the
+private log, labelled NOT covered by the privacy guarantee: the dataset's
+SHA-256, the numbers of trajectories and transitions, the MSPBE with the
+private log's moments, and gpope's clipped/zeroed gradient counts or
+dp-lsw's noise scale and visited states. The run is still charged (the
+weights are DP); the section is not.
 
 Budget: a private run is charged to the dataset (its SHA-256) in --ledger. The
 run is checked against the cap before the log is read, the whole log and the
 target and features are validated against it, and only then is the cost
 written (synced) and the estimate computed: malformed input and refused runs
-cost nothing.
+cost nothing. The printed guarantee is read from the entry as written.
 
 Randomness: noise and sampling come from a generator keyed from the operating
 system's secure source; --seed makes a run repeatable (research only) and the
@@ -179,19 +236,20 @@ ledger records that it was seeded.`,
 	fl.BoolVar(&f.diminishing, "diminishing", false, "gpope: step size alpha_0 / sqrt(t)")
 	fl.Float64Var(&f.clip, "clip", 1, "gpope: L2 clip C of one trajectory's primal-dual gradient")
 	fl.Float64Var(&f.batch, "batch", 1, "gpope: expected trajectories per step (Poisson sampling rate batch/n; the paper uses 1)")
+	fl.IntVar(&f.publicN, "n", 0, "gpope: the public number of trajectories the sampling rate batch/n is computed from (default: the log's record count, which you then vouch is public)")
 	fl.Float64Var(&f.gamma, "gamma", 0.9, "discount factor, 0 <= gamma < 1")
 	fl.Float64Var(&f.ridge, "ridge", 1e-6, "lstd, wis-lstd: ridge added to A (unvisited tabular states make A singular)")
 	fl.StringVar(&f.env, "env", "", "the simulator the data comes from (public knowledge): start distribution, bounds, built-in targets, exact chain MSPBE")
 	fl.StringVar(&f.behavior, "behavior", "", "with --env chain: the behaviour policy of the data, for the exact MSPBE of off-policy data")
 	fl.StringVar(&f.evalData, "eval-data", "", "a public session log on which to compute the empirical MSPBE instead of the private data")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed the noise and sampling (repeatable research runs; recorded in the ledger)")
-	fl.BoolVar(&f.nonPrivate, "non-private", false, "allow lstd and wis-lstd, which release an estimate without any DP guarantee")
+	fl.BoolVar(&f.nonPrivate, "non-private", false, "allow output NOT covered by any DP guarantee: the lstd and wis-lstd methods, and with gpope or dp-lsw a section of statistics of the private log")
 	fl.Float64SliceVar(&f.low, "low", nil, "fourier and grid box lower bounds (default: the environment's observation box)")
 	fl.Float64SliceVar(&f.high, "high", nil, "fourier and grid box upper bounds")
 	fl.IntVar(&f.grid, "lsw-grid", 10, "dp-lsw with non-tabular features: cells per observation component of the public grid")
 	fl.Float64Var(&f.rewardLow, "reward-low", math.NaN(), "dp-lsw: public lower reward bound (default for chain 0, mountaincar -1)")
 	fl.Float64Var(&f.rewardHig, "reward-high", math.NaN(), "dp-lsw: public upper reward bound (default for chain 1, mountaincar 0)")
-	fl.StringVar(&f.plot, "plot", "", "gpope: write the MSPBE vs iteration curve as PNG to this file")
+	fl.StringVar(&f.plot, "plot", "", "gpope: write the MSPBE vs iteration curve as PNG to this file (public moments: --env chain or --eval-data; else only with --non-private)")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
 	f.budget.register(fl)
 	return c
@@ -207,10 +265,13 @@ type gtd2Run struct {
 	target   policies.Policy
 	feats    gtd2.Features
 	ds       *gtd2.Dataset
-	onPolicy bool
 	lswPhi   [][]float64
 	lswTraj  []lsw.Trajectory
 	lswCfg   lsw.Config
+	// mom are the public moments the MSPBE is measured with (nil without
+	// them) and momKind says which they are.
+	mom     *gtd2.Moments
+	momKind string
 }
 
 func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
@@ -236,26 +297,27 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 	out := gtd2Output{Method: f.method, Private: private, Target: f.target, Features: f.features, Gamma: f.gamma, Seeded: cmd.Flags().Changed("seed")}
 
 	// 1. open: the dataset's id and, for a private run, the ledger.
+	var datasetID string
 	if private {
 		if err := f.budget.open(a, f.data); err != nil {
 			return err
 		}
 		defer f.budget.close()
-		out.DatasetID = f.budget.datasetID
-	} else if out.DatasetID, err = offline.DatasetID(f.data); err != nil {
+		datasetID = f.budget.datasetID
+	} else if datasetID, err = offline.DatasetID(f.data); err != nil {
 		return fmt.Errorf("dataset: %w", err)
 	}
 	// 2. check, on the record count alone.
 	var entry ledger.Entry
+	counted := -1
 	if private {
-		n, err := countRecords(f.data)
-		if err != nil {
+		if counted, err = countRecords(f.data); err != nil {
 			return fmt.Errorf("dataset: %w", err)
 		}
-		if n == 0 {
+		if counted == 0 {
 			return fmt.Errorf("dataset %s: no sessions", f.data)
 		}
-		if entry, err = gtd2Entry(f, n, &out); err != nil {
+		if entry, err = gtd2Entry(f, counted); err != nil {
 			return err
 		}
 		entry.Seeded = out.Seeded
@@ -263,20 +325,25 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 			return err
 		}
 	}
-	// 3. validate the whole log, the target and the features against it.
+	// 3. validate the whole log, the target and the features against it,
+	// and fix the public moments.
 	if err := r.load(); err != nil {
 		return err
 	}
-	if private && len(r.sessions) != entry.Participants {
-		return fmt.Errorf("dataset %s: %d records counted, %d sessions read", f.data, entry.Participants, len(r.sessions))
+	if private && len(r.sessions) != counted {
+		return fmt.Errorf("dataset %s: %d records counted, %d sessions read", f.data, counted, len(r.sessions))
 	}
 	if err := r.prepare(); err != nil {
 		return err
 	}
-	// 4. charge.
+	// 4. charge; the printed guarantee and the mechanism's parameters are
+	// read from the entry as written.
 	if private {
 		e, err := f.budget.charge(entry)
 		if err != nil {
+			return err
+		}
+		if err := fillGuarantee(f, e, &out); err != nil {
 			return err
 		}
 		out.LedgerSeq = e.Seq
@@ -284,8 +351,11 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 			return err
 		}
 	}
+	if f.nonPrivate {
+		out.NonPrivate = &gtd2NonPrivate{Warning: notCovered, DatasetID: datasetID}
+	}
 	// 5. compute.
-	return r.compute(a, cmd, &out)
+	return r.compute(a, &out)
 }
 
 // checkGTD2Flags validates the command line and reports whether the run is
@@ -305,9 +375,6 @@ func checkGTD2Flags(cmd *cobra.Command, f *offlineGTD2Flags) (bool, error) {
 	switch f.method {
 	case methodGPOPE, methodDPLSW:
 		private = true
-		if f.nonPrivate {
-			return false, usagef("--non-private is for lstd and wis-lstd; %s is private", f.method)
-		}
 		if !(f.epsilon > 0) || math.IsInf(f.epsilon, 0) {
 			return false, usagef("--epsilon %v: want > 0 (method %s is private)", f.epsilon, f.method)
 		}
@@ -337,9 +404,16 @@ func checkGTD2Flags(cmd *cobra.Command, f *offlineGTD2Flags) (bool, error) {
 			return false, usagef("--clip %v: want > 0", f.clip)
 		case !(f.batch > 0) || math.IsInf(f.batch, 0):
 			return false, usagef("--batch %v: want > 0", f.batch)
+		case cmd.Flags().Changed("n") && f.publicN < 1:
+			return false, usagef("--n %d: want the public number of trajectories, >= 1", f.publicN)
 		}
-	} else if f.plot != "" {
-		return false, usagef("--plot draws the gpope iterations; --method %s has none", f.method)
+	} else {
+		if f.plot != "" {
+			return false, usagef("--plot draws the gpope iterations; --method %s has none", f.method)
+		}
+		if cmd.Flags().Changed("n") {
+			return false, usagef("--n is gpope's public number of trajectories; --method %s does not use it", f.method)
+		}
 	}
 	if f.method == methodDPLSW && f.epsilon > 1 {
 		return false, usagef("--epsilon %v: dp-lsw's smooth-sensitivity calibration is proved for epsilon <= 1", f.epsilon)
@@ -380,31 +454,39 @@ func countRecords(path string) (int, error) {
 	}
 }
 
-// gtd2Entry builds the ledger entry of a private run on n trajectories and
-// fills the guarantee into out.
-func gtd2Entry(f *offlineGTD2Flags, n int, out *gtd2Output) (ledger.Entry, error) {
-	e := ledger.Entry{Unit: ledger.UnitTrajectory, Method: accountant.MethodRDP, Participants: n}
+// gtd2Entry builds the ledger entry of a private run on a log of counted
+// records. gpope's sampling rate is batch/n for the public n: --n, else the
+// log's record count, which the user then vouches is public.
+func gtd2Entry(f *offlineGTD2Flags, counted int) (ledger.Entry, error) {
+	e := ledger.Entry{Unit: ledger.UnitTrajectory, Method: accountant.MethodRDP, Participants: counted}
 	switch f.method {
 	case methodGPOPE:
+		n := counted
+		if f.publicN > 0 {
+			n = f.publicN
+		}
+		e.Participants = n
 		q := f.batch / float64(n)
 		if q > 1 {
-			return e, usagef("--batch %v exceeds the %d trajectories of the data", f.batch, n)
+			return e, usagef("--batch %v exceeds the n = %d trajectories", f.batch, n)
 		}
 		acc := accountant.RDP{}
 		z, err := accountant.Calibrate(acc, f.epsilon, f.delta, q, f.iters)
 		if err != nil {
 			return e, usageError{fmt.Errorf("calibrating the noise: %w", err)}
 		}
+		cfg := gtd2.Config{Iters: f.iters, StepSize: f.stepSize, Clip: f.clip, Z: z, Q: q, Batch: f.batch}
+		if err := cfg.Validate(); err != nil {
+			return e, usageError{err}
+		}
 		ev := accountant.Event{Q: q, Z: z, Steps: f.iters}
 		g, err := acc.Epsilon(f.delta, ev)
 		if err != nil {
 			return e, err
 		}
-		e.Mechanism = fmt.Sprintf("gpope: %d steps of clipped (C=%g) primal-dual GTD2 gradients of a Poisson sample (q=%.4g) + Gaussian noise", f.iters, f.clip, q)
+		e.Mechanism = fmt.Sprintf("gpope: %d steps of clipped (C=%g) primal-dual GTD2 gradients of a Poisson sample (q=%.4g = batch %g / public n %d) + Gaussian noise", f.iters, f.clip, q, f.batch, n)
 		e.Events = []accountant.Event{ev}
 		e.Epsilon, e.Delta = g.Epsilon, f.delta
-		out.Accountant = "rdp (subsampled Gaussian, Mironov, Talwar & Zhang 2019)"
-		out.NoiseMultiplier, out.SamplingRate, out.Iters, out.Clip = z, q, f.iters, f.clip
 	case methodDPLSW:
 		if f.delta >= f.budget.capDelta {
 			return e, usagef("dp-lsw spends its delta %g by basic composition, which leaves nothing of the dataset's --dataset-delta %g for the accountant; lower --delta or raise --dataset-delta", f.delta, f.budget.capDelta)
@@ -412,10 +494,32 @@ func gtd2Entry(f *offlineGTD2Flags, n int, out *gtd2Output) (ledger.Entry, error
 		e.Mechanism = "dp-lsw: first-visit Monte Carlo + weighted least squares + Gaussian noise on a smooth sensitivity bound"
 		e.Fixed = []ledger.FixedCost{{Epsilon: f.epsilon, Delta: f.delta, Source: lswSource}}
 		e.Epsilon, e.Delta = f.epsilon, f.delta
+	}
+	return e, nil
+}
+
+// fillGuarantee fills the printed guarantee of a private run from its
+// ledger entry as written, so that what is printed is what was charged.
+func fillGuarantee(f *offlineGTD2Flags, e ledger.Entry, out *gtd2Output) error {
+	out.Epsilon, out.Delta = e.Epsilon, e.Delta
+	switch f.method {
+	case methodGPOPE:
+		if len(e.Events) != 1 {
+			return fmt.Errorf("ledger entry %d: %d events, want gpope's one", e.Seq, len(e.Events))
+		}
+		ev := e.Events[0]
+		out.Accountant = "rdp (subsampled Gaussian, Mironov, Talwar & Zhang 2019)"
+		out.NoiseMultiplier, out.Iters, out.Clip, out.Batch, out.rate = ev.Z, ev.Steps, f.clip, f.batch, ev.Q
+		out.NTrajectories = e.Participants
+		if f.publicN > 0 {
+			out.NSource = "--n (public)"
+		} else {
+			out.NSource = "the log's record count, assumed public (the user vouches for it; pass --n to state it)"
+		}
+	case methodDPLSW:
 		out.Accountant = "smooth sensitivity (Balle et al. 2016; NRS 2007), composed with the dataset's other runs by basic composition"
 	}
-	out.Epsilon, out.Delta = e.Epsilon, e.Delta
-	return e, nil
+	return nil
 }
 
 // load reads and validates the whole log.
@@ -544,7 +648,6 @@ func (r *gtd2Run) prepare() error {
 	if r.ds, err = gtd2.Prepare(r.sessions, r.feats, targetProb{p: r.target, buf: make([]float64, r.target.NumActions())}, r.f.gamma); err != nil {
 		return fmt.Errorf("dataset %s: %w", r.f.data, err)
 	}
-	r.onPolicy = r.ds.CheckOnPolicy() == nil
 	switch r.f.method {
 	case methodLSTD:
 		if err := r.ds.CheckOnPolicy(); err != nil {
@@ -557,6 +660,12 @@ func (r *gtd2Run) prepare() error {
 		if err := r.prepareLSW(); err != nil {
 			return err
 		}
+	}
+	if err := r.publicMoments(); err != nil {
+		return err
+	}
+	if r.f.plot != "" && r.mom == nil && !r.f.nonPrivate {
+		return usagef("--plot needs public moments for its MSPBE (--env chain or a public --eval-data); the MSPBE on the private log is only with --non-private")
 	}
 	return nil
 }
@@ -618,6 +727,9 @@ func (r *gtd2Run) prepareLSW() error {
 			return err
 		}
 	}
+	if err := r.lswCfg.Check(r.lswPhi); err != nil {
+		return usageError{err}
+	}
 	r.lswTraj = make([]lsw.Trajectory, len(r.sessions))
 	for i, s := range r.sessions {
 		tr := lsw.Trajectory{States: make([]int, len(s.Steps)), Rewards: make([]float64, len(s.Steps))}
@@ -664,52 +776,65 @@ func newNoiseRand(seeded bool, seed uint64) (*mrand.Rand, error) {
 	return mrand.New(mrand.NewChaCha8(key)), nil
 }
 
-// mspbeMoments returns the moments the MSPBE is measured with and their
-// kind.
-func (r *gtd2Run) mspbeMoments() (gtd2.Moments, string, error) {
+// publicMoments fixes the moments the MSPBE of the release is measured
+// with: only public ones, so that the MSPBE is post-processing of the
+// weights. With --env chain, the chain's exact model under --behavior, else
+// under the target (the on-policy MSPBE; whether the log is on-policy is not
+// consulted, as that is a property of the private data); else the moments of
+// a public --eval-data log; else none.
+func (r *gtd2Run) publicMoments() error {
 	if r.chain != nil && r.spec.ObsDim == r.chain.States {
 		k := r.chain.States - 1
 		pi, err := chainTable(r.target, r.chain.States)
 		if err != nil {
-			return gtd2.Moments{}, "", err
+			return err
 		}
-		mu := pi
-		switch {
-		case r.f.behavior != "":
+		mu, kind := pi, "exact (chain model, behaviour = target)"
+		if r.f.behavior != "" {
 			beh, err := policies.Parse(r.f.behavior, r.policyOptions())
 			if err != nil {
-				return gtd2.Moments{}, "", usagef("--behavior: %w", err)
+				return usagef("--behavior: %w", err)
 			}
 			if mu, err = chainTable(beh, r.chain.States); err != nil {
-				return gtd2.Moments{}, "", err
+				return err
 			}
-		case !r.onPolicy:
-			mu = nil
+			kind = "exact (chain model)"
 		}
-		if mu != nil {
-			m, err := gtd2.ChainMoments(*r.chain, mu[:k], pi[:k], r.feats, r.f.gamma)
-			if err != nil {
-				return gtd2.Moments{}, "", err
-			}
-			return m, "exact (chain model)", nil
+		m, err := gtd2.ChainMoments(*r.chain, mu[:k], pi[:k], r.feats, r.f.gamma)
+		switch {
+		case err == nil:
+			r.mom, r.momKind = &m, kind
+			return nil
+		case r.f.behavior != "":
+			return err
 		}
+		// The target never reaches the end: no on-policy model; a public
+		// log may still do.
 	}
 	if r.f.evalData != "" {
 		ev, _, err := readSessions(r.f.evalData, r.spec)
 		if err != nil {
-			return gtd2.Moments{}, "", fmt.Errorf("--eval-data: %w", err)
+			return fmt.Errorf("--eval-data: %w", err)
 		}
 		ds, err := gtd2.Prepare(ev, r.feats, targetProb{p: r.target, buf: make([]float64, r.target.NumActions())}, r.f.gamma)
 		if err != nil {
-			return gtd2.Moments{}, "", fmt.Errorf("--eval-data: %w", err)
+			return fmt.Errorf("--eval-data: %w", err)
 		}
 		m := gtd2.EmpiricalMoments(ds, true)
 		m.FillUnvisited()
-		return m, "empirical (eval data)", nil
+		r.mom, r.momKind = &m, "empirical (eval data)"
+		return nil
 	}
+	r.momKind = "none (no public moments: give --env chain or a public --eval-data)"
+	return nil
+}
+
+// privateMoments are the moments of the private log itself: a statistic of
+// the private data, for the --non-private section only.
+func (r *gtd2Run) privateMoments() gtd2.Moments {
 	m := gtd2.EmpiricalMoments(r.ds, true)
 	m.FillUnvisited()
-	return m, "empirical (private data: not covered by the DP guarantee)", nil
+	return m
 }
 
 // chainTable tabulates a policy on the chain's one-hot states.
@@ -776,47 +901,72 @@ func (r *gtd2Run) startValue(theta []float64) (v, truth *float64, err error) {
 	return &val, truth, nil
 }
 
-// compute runs the method and prints the result.
-func (r *gtd2Run) compute(a *app, cmd *cobra.Command, out *gtd2Output) error {
+// compute runs the method and prints the result. Statistics of the private
+// log are computed only for the --non-private section.
+func (r *gtd2Run) compute(a *app, out *gtd2Output) error {
 	f := r.f
-	out.NTrajectories = len(r.ds.Trajs)
-	for i := range r.ds.Trajs {
-		out.NTransitions += r.ds.Trajs[i].Len()
+	np := out.NonPrivate
+	var privMom gtd2.Moments
+	if np != nil {
+		np.NTrajectories = len(r.ds.Trajs)
+		for i := range r.ds.Trajs {
+			np.NTransitions += r.ds.Trajs[i].Len()
+		}
+		privMom = r.privateMoments()
 	}
-	mom, kind, err := r.mspbeMoments()
-	if err != nil {
-		return err
-	}
-	out.MSPBEKind = kind
+	out.MSPBEKind = r.momKind
 	rng, err := newNoiseRand(out.Seeded, f.seed)
 	if err != nil {
 		return err
 	}
+	// The plot's moments: public ones, else (only with --non-private) the
+	// private log's.
+	plotMom, plotKind := r.mom, r.momKind
+	if plotMom == nil {
+		plotMom, plotKind = &privMom, "empirical (private data: "+notCovered+")"
+	}
 	var curve plotter.XYs
 	switch f.method {
 	case methodGPOPE:
-		cfg := gtd2.Config{Iters: f.iters, StepSize: f.stepSize, Diminishing: f.diminishing, Clip: f.clip, Z: out.NoiseMultiplier, Q: out.SamplingRate}
+		cfg := gtd2.Config{Iters: out.Iters, StepSize: f.stepSize, Diminishing: f.diminishing, Clip: out.Clip, Z: out.NoiseMultiplier,
+			Q: out.rate, Batch: out.Batch}
 		every := max(1, f.iters/200)
 		prog := newStepProgress(a, f.iters)
 		cfg.Observe = func(t int, theta []float64) {
 			prog.update(t)
 			if f.plot != "" && (t%every == 0 || t == f.iters) {
-				if e, err := gtd2.MSPBE(mom, theta); err == nil {
+				if e, err := gtd2.MSPBE(*plotMom, theta); err == nil {
 					curve = append(curve, plotter.XY{X: float64(t), Y: e})
 				}
 			}
 		}
-		res, err := gtd2.GPOPE(r.ds, cfg, rng)
+		var res gtd2.Result
+		if np != nil {
+			var diag gtd2.Diagnostics
+			res, diag, err = gtd2.GPOPEWithDiagnostics(r.ds, cfg, rng)
+			np.GPOPE = &diag
+		} else {
+			res, err = gtd2.GPOPE(r.ds, cfg, rng)
+		}
 		if err != nil {
 			return err
 		}
-		out.Weights, out.Clipped = res.Theta, res.Clipped
+		out.Weights = res.Theta
 	case methodDPLSW:
-		res, err := lsw.Estimate(r.lswPhi, r.lswTraj, r.lswCfg, rng)
+		var res lsw.Result
+		if np != nil {
+			var diag lsw.Diagnostics
+			res, diag, err = lsw.EstimateWithDiagnostics(r.lswPhi, r.lswTraj, r.lswCfg, rng)
+			np.LSW = &diag
+		} else {
+			res, err = lsw.Estimate(r.lswPhi, r.lswTraj, r.lswCfg, rng)
+		}
 		if err != nil {
 			return err
 		}
-		out.Weights, out.Sigma = res.Theta, res.Sigma
+		out.Weights = res.Theta
+		out.RewardBounds = []float64{r.lswCfg.RewardLow, r.lswCfg.RewardHigh}
+		out.ReturnRange = res.ReturnRange
 	case methodLSTD, methodWISLSTD:
 		theta, err := gtd2.LSTD(r.ds, f.method == methodWISLSTD, f.ridge)
 		if err != nil {
@@ -825,14 +975,24 @@ func (r *gtd2Run) compute(a *app, cmd *cobra.Command, out *gtd2Output) error {
 		out.Weights = theta
 		out.Accountant = "none: not differentially private"
 	}
-	if out.MSPBE, err = gtd2.MSPBE(mom, out.Weights); err != nil {
-		return err
+	if r.mom != nil {
+		e, err := gtd2.MSPBE(*r.mom, out.Weights)
+		if err != nil {
+			return err
+		}
+		out.MSPBE = &e
+	}
+	if np != nil {
+		if e, err := gtd2.MSPBE(privMom, out.Weights); err == nil && !math.IsNaN(e) && !math.IsInf(e, 0) {
+			np.MSPBE = &e
+		}
 	}
 	if out.Value, out.TrueValue, err = r.startValue(out.Weights); err != nil {
 		return err
 	}
 	if f.plot != "" {
-		if err := writeMSPBEPNG(f.plot, curve, kind, fmt.Sprintf("GPOPE on %s: (%.3g, %g)-DP, n = %d", filepathBase(f.data), out.Epsilon, out.Delta, out.NTrajectories)); err != nil {
+		title := fmt.Sprintf("GPOPE on %s: (%.3g, %g)-DP", filepathBase(f.data), out.Epsilon, out.Delta)
+		if err := writeMSPBEPNG(f.plot, curve, plotKind, title); err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
 		out.Plot = f.plot
@@ -842,7 +1002,6 @@ func (r *gtd2Run) compute(a *app, cmd *cobra.Command, out *gtd2Output) error {
 
 func printGTD2(w io.Writer, o *gtd2Output) error {
 	fmt.Fprintf(w, "method:      %s (target %s, features %s, gamma %g)\n", o.Method, o.Target, o.Features, o.Gamma)
-	fmt.Fprintf(w, "data:        %d trajectories, %d transitions, %s\n", o.NTrajectories, o.NTransitions, o.DatasetID)
 	if o.Value != nil {
 		fmt.Fprintf(w, "value:       %.6g at the start distribution", *o.Value)
 		if o.TrueValue != nil {
@@ -852,25 +1011,46 @@ func printGTD2(w io.Writer, o *gtd2Output) error {
 	} else {
 		fmt.Fprintln(w, "value:       - (give --env for a public start distribution)")
 	}
-	fmt.Fprintf(w, "MSPBE:       %.6g, %s\n", o.MSPBE, o.MSPBEKind)
+	if o.MSPBE != nil {
+		fmt.Fprintf(w, "MSPBE:       %.6g, %s\n", *o.MSPBE, o.MSPBEKind)
+	} else {
+		fmt.Fprintf(w, "MSPBE:       - %s\n", o.MSPBEKind)
+	}
 	fmt.Fprintf(w, "weights:     %s\n", fmtVec(o.Weights))
 	if !o.Private {
 		fmt.Fprintln(w, "privacy:     NONE: this estimate is not differentially private (not charged)")
-		return nil
-	}
-	fmt.Fprintf(w, "privacy:     (%.4g, %g)-DP per trajectory, %s\n", o.Epsilon, o.Delta, o.Accountant)
-	if o.Method == methodGPOPE {
-		fmt.Fprintf(w, "noise:       z = %.4g on clip %g, q = %.4g, %d steps, %d clipped gradients\n", o.NoiseMultiplier, o.Clip, o.SamplingRate, o.Iters, o.Clipped)
 	} else {
-		fmt.Fprintf(w, "noise:       sigma = %.4g per weight\n", o.Sigma)
+		fmt.Fprintf(w, "privacy:     (%.4g, %g)-DP per trajectory (added or removed), %s\n", o.Epsilon, o.Delta, o.Accountant)
+		if o.Method == methodGPOPE {
+			fmt.Fprintf(w, "noise:       z = %.4g on clip %g, %d steps, Poisson sampling of expected batch %g of n = %d trajectories\n", o.NoiseMultiplier, o.Clip, o.Iters, o.Batch, o.NTrajectories)
+			fmt.Fprintf(w, "public n:    %s\n", o.NSource)
+		} else {
+			fmt.Fprintf(w, "noise:       Gaussian on a smooth sensitivity bound, from public reward bounds [%g, %g] (return range %.4g); its scale depends on the data and is not released\n", o.RewardBounds[0], o.RewardBounds[1], o.ReturnRange)
+		}
+		fmt.Fprintf(w, "ledger:      entry %d; dataset spent epsilon %.4g", o.LedgerSeq, o.DatasetSpent)
+		if o.Seeded {
+			fmt.Fprint(w, " (seeded run)")
+		}
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "ledger:      entry %d; dataset spent epsilon %.4g", o.LedgerSeq, o.DatasetSpent)
-	if o.Seeded {
-		fmt.Fprint(w, " (seeded run)")
-	}
-	fmt.Fprintln(w)
 	if o.Plot != "" {
 		fmt.Fprintf(w, "plot:        %s\n", o.Plot)
+	}
+	if np := o.NonPrivate; np != nil {
+		fmt.Fprintf(w, "\n%s (--non-private): statistics of the private log\n", np.Warning)
+		fmt.Fprintf(w, "  dataset:   %s\n", np.DatasetID)
+		fmt.Fprintf(w, "  data:      %d trajectories, %d transitions\n", np.NTrajectories, np.NTransitions)
+		if np.MSPBE != nil {
+			fmt.Fprintf(w, "  MSPBE:     %.6g with the private log's moments\n", *np.MSPBE)
+		} else {
+			fmt.Fprintln(w, "  MSPBE:     - (not finite with the private log's moments)")
+		}
+		if g := np.GPOPE; g != nil {
+			fmt.Fprintf(w, "  gradients: %d sampled, %d clipped, %d zeroed (not finite)\n", g.Sampled, g.Clipped, g.Zeroed)
+		}
+		if l := np.LSW; l != nil {
+			fmt.Fprintf(w, "  noise:     sigma = %.4g per weight (Psi %.4g, %d states visited)\n", l.Sigma, l.Psi, l.Visited)
+		}
 	}
 	return nil
 }

@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -109,12 +112,19 @@ func TestOfflineGTD2Runs(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &o); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"value", "mspbe", "mspbe_kind", "epsilon", "delta", "method", "n_trajectories", "dataset_id", "weights", "noise_multiplier", "true_value"} {
+	for _, k := range []string{"value", "mspbe", "mspbe_kind", "epsilon", "delta", "method", "n_trajectories", "n_source", "batch", "weights", "noise_multiplier", "true_value"} {
 		if _, ok := o[k]; !ok {
 			t.Errorf("JSON lacks %q", k)
 		}
 	}
-	if o["mspbe_kind"] != "exact (chain model)" || o["n_trajectories"].(float64) != 300 || o["epsilon"].(float64) > 1 || o["seeded"] != true {
+	// Statistics of the private log are not beside the epsilon.
+	for _, k := range []string{"dataset_id", "n_transitions", "clipped", "sampling_rate", "sigma", "non_private"} {
+		if _, ok := o[k]; ok {
+			t.Errorf("JSON of a private run has %q", k)
+		}
+	}
+	if o["mspbe_kind"] != "exact (chain model, behaviour = target)" || o["n_trajectories"].(float64) != 300 || o["epsilon"].(float64) > 1 || o["seeded"] != true ||
+		!strings.Contains(o["n_source"].(string), "assumed public") {
 		t.Errorf("output %s", out)
 	}
 	// MSPBE(theta = 0) is 0.025 on this chain: GPOPE must do better.
@@ -138,7 +148,7 @@ func TestOfflineGTD2Runs(t *testing.T) {
 	// dp-lsw on the same (on-policy) data, and the non-private references.
 	code, out, stderr = runCLI(t, "offline", "gtd2", "--data", fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular",
 		"--method", "dp-lsw", "--epsilon", "1", "--delta", "1e-6", "--ledger", led, "--json")
-	if code != 0 || !strings.Contains(out, `"sigma"`) || !strings.Contains(out, "smooth sensitivity") {
+	if code != 0 || strings.Contains(out, `"sigma"`) || strings.Contains(out, "n_trajectories") || !strings.Contains(out, "smooth sensitivity") || !strings.Contains(out, `"return_range"`) {
 		t.Fatalf("dp-lsw: %d %s %s", code, out, stderr)
 	}
 	if n := ledgerRuns(t, led); n != 3 {
@@ -148,11 +158,16 @@ func TestOfflineGTD2Runs(t *testing.T) {
 		code, out, stderr = runCLI(t, "offline", "gtd2", "--data", fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular",
 			"--method", m, "--non-private", "--ledger", led, "--json")
 		var r struct {
-			MSPBE     float64 `json:"mspbe"`
-			Value     float64 `json:"value"`
-			TrueValue float64 `json:"true_value"`
+			MSPBE      float64 `json:"mspbe"`
+			Value      float64 `json:"value"`
+			TrueValue  float64 `json:"true_value"`
+			NonPrivate struct {
+				Warning string `json:"warning"`
+				N       int    `json:"n_trajectories"`
+			} `json:"non_private"`
 		}
-		if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.MSPBE > 1e-3 || math.Abs(r.Value-r.TrueValue) > 0.05 {
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.MSPBE > 1e-3 || math.Abs(r.Value-r.TrueValue) > 0.05 ||
+			r.NonPrivate.Warning != notCovered || r.NonPrivate.N != 300 {
 			t.Errorf("%s: %d %+v %s", m, code, r, stderr)
 		}
 	}
@@ -163,14 +178,21 @@ func TestOfflineGTD2Runs(t *testing.T) {
 	// behaviour; text output names the guarantee.
 	code, out, stderr = runCLI(t, "offline", "gtd2", "--data", fx.chainOff, "--env", "chain", "--behavior", "epsilon-greedy:0.5",
 		"--target", "uniform", "--features", "tabular", "--epsilon", "1", "--delta", "1e-5", "--iters", "50", "--ledger", led)
-	if code != 0 || !strings.Contains(out, "exact (chain model)") || !strings.Contains(out, "-DP per trajectory") {
+	if code != 0 || !strings.Contains(out, "MSPBE:       ") || !strings.Contains(out, "exact (chain model)\n") || !strings.Contains(out, "-DP per trajectory") ||
+		strings.Contains(out, "NOT covered") || strings.Contains(out, "transitions") || strings.Contains(out, "clipped") {
 		t.Errorf("off-policy gpope: %d %s %s", code, out, stderr)
 	}
-	// Mountain car: Fourier features, empirical MSPBE on the private data,
-	// flagged as such; and on a public eval log.
+	// Mountain car: Fourier features. Without public moments the release
+	// has no MSPBE; the private log's is only in the --non-private section.
 	code, out, stderr = runCLI(t, "offline", "gtd2", "--data", fx.mc, "--env", "mountaincar", "--target", "uniform", "--features", "fourier:2",
 		"--method", "wis-lstd", "--non-private", "--json")
-	if code != 0 || !strings.Contains(out, "not covered by the DP guarantee") {
+	var mc struct {
+		MSPBE      *float64 `json:"mspbe"`
+		NonPrivate struct {
+			MSPBE *float64 `json:"mspbe_private_data"`
+		} `json:"non_private"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &mc) != nil || mc.MSPBE != nil || mc.NonPrivate.MSPBE == nil || !strings.Contains(out, notCovered) {
 		t.Errorf("mountaincar wis-lstd: %d %s %s", code, out, stderr)
 	}
 	code, out, stderr = runCLI(t, "offline", "gtd2", "--data", fx.mc, "--env", "mountaincar", "--target", "epsilon-greedy:0.3", "--features", "fourier:2",
@@ -236,5 +258,368 @@ func TestOfflineGTD2Refusals(t *testing.T) {
 	}
 	if n := ledgerRuns(t, led); n != 1 {
 		t.Errorf("%d entries, want 1", n)
+	}
+}
+
+// extremeRecord returns a copy of the session record line with session id
+// id and every step's logp and reward replaced (a value is kept when NaN):
+// valid for the reader, extreme for the estimators.
+func extremeRecord(t *testing.T, line, id string, logp, reward float64) string {
+	t.Helper()
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(line), &rec); err != nil {
+		t.Fatal(err)
+	}
+	rec["session"] = id
+	for _, st := range rec["steps"].([]any) {
+		m := st.(map[string]any)
+		if !math.IsNaN(logp) {
+			delete(m, "prob")
+			m["logp"] = logp
+		}
+		if !math.IsNaN(reward) {
+			m["reward"] = reward
+		}
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b) + "\n"
+}
+
+// neighbourLogs writes a small chain log X, X plus one extreme record
+// (add/remove neighbour), and X with its last record replaced by another
+// extreme record (same size), and X plus an on-policy record with huge
+// rewards (for dp-lsw).
+type neighbourLogs struct {
+	dir                      string
+	x, added, replaced, huge string
+	n                        int
+}
+
+func newNeighbourLogs(t *testing.T) neighbourLogs {
+	t.Helper()
+	dir := t.TempDir()
+	nl := neighbourLogs{dir: dir, x: filepath.Join(dir, "x.jsonl"), added: filepath.Join(dir, "added.jsonl"),
+		replaced: filepath.Join(dir, "replaced.jsonl"), huge: filepath.Join(dir, "huge.jsonl"), n: 40}
+	if code, _, stderr := runCLI(t, "sims", "generate", "--env", "chain", "--behavior", "random", "--episodes", strconv.Itoa(nl.n), "--seed", "5", "--out", nl.x); code != 0 {
+		t.Fatal(stderr)
+	}
+	b, err := os.ReadFile(nl.x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSpace(string(b)), "\n")
+	lines[len(lines)-1] += "\n"
+	write := func(path string, ls ...string) {
+		if err := os.WriteFile(path, []byte(strings.Join(ls, "")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// logp = -800: rho = +Inf, and Inf * 0 = NaN in the gradient.
+	write(nl.added, append(append([]string(nil), lines...), extremeRecord(t, lines[0], "extreme", -800, 0))...)
+	// logp = -700, reward 1e300: finite rho ~ 1e304, the gradient overflows.
+	write(nl.replaced, append(append([]string(nil), lines[:len(lines)-1]...), extremeRecord(t, lines[1], "extreme", -700, 1e300))...)
+	// On-policy (the random behaviour's logp is kept) with huge rewards.
+	write(nl.huge, append(append([]string(nil), lines...), extremeRecord(t, lines[2], "extreme", math.NaN(), 1e300))...)
+	return nl
+}
+
+// flattenJSON returns every leaf of a JSON document by its path
+// ("weights[3]", "non_private.gpope.clipped"), numbers formatted exactly.
+func flattenJSON(t *testing.T, doc string) map[string]string {
+	t.Helper()
+	var v any
+	dec := json.NewDecoder(strings.NewReader(doc))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("%v: %s", err, doc)
+	}
+	out := map[string]string{}
+	var walk func(string, any)
+	walk = func(p string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				walk(strings.TrimPrefix(p+"."+k, "."), e)
+			}
+		case []any:
+			out[p+".len"] = strconv.Itoa(len(x))
+			for i, e := range x {
+				walk(fmt.Sprintf("%s[%d]", p, i), e)
+			}
+		default:
+			out[p] = fmt.Sprint(x)
+		}
+	}
+	walk("", v)
+	return out
+}
+
+// flattenText returns every whitespace-separated token of a text output,
+// keyed by its line's number and label and its position.
+func flattenText(doc string) map[string]string {
+	out := map[string]string{}
+	for i, line := range strings.Split(doc, "\n") {
+		f := strings.Fields(line)
+		for j, tok := range f {
+			out[fmt.Sprintf("line %d %q #%d", i, f[0], j)] = tok
+		}
+	}
+	return out
+}
+
+// dataLeaks is the distinguisher: a1, a2 are the outputs of log A under two
+// seeds, b1, b2 of its neighbour B under the same two seeds. A field whose
+// value is equal across the seeds but differs between A and B is a
+// deterministic function of the data that tells the neighbours apart; a
+// field noised does not accept must not differ between A and B at all. It
+// returns one message per leaking field (a missing field counts as a
+// value).
+func dataLeaks(a1, a2, b1, b2 map[string]string, noised func(key string) bool) []string {
+	keys := map[string]bool{}
+	for _, m := range []map[string]string{a1, a2, b1, b2} {
+		for k := range m {
+			keys[k] = true
+		}
+	}
+	get := func(m map[string]string, k string) string {
+		if v, ok := m[k]; ok {
+			return v
+		}
+		return "<absent>"
+	}
+	var leaks []string
+	for k := range keys {
+		va1, va2, vb1, vb2 := get(a1, k), get(a2, k), get(b1, k), get(b2, k)
+		switch {
+		case va1 == va2 && vb1 == vb2 && va1 != vb1:
+			leaks = append(leaks, fmt.Sprintf("%s: %s on one log, %s on its neighbour, whatever the seed: a deterministic function of the data", k, va1, vb1))
+		case !noised(k) && (va1 != vb1 || va2 != vb2):
+			leaks = append(leaks, fmt.Sprintf("%s: not a noised output, yet %s/%s on one log and %s/%s on its neighbour", k, va1, va2, vb1, vb2))
+		}
+	}
+	slices.Sort(leaks)
+	return leaks
+}
+
+// noisedJSON accepts the noised outputs of the JSON result: the weights and
+// what is post-processing of them (value, MSPBE).
+func noisedJSON(k string) bool {
+	return k == "value" || k == "mspbe" || (strings.HasPrefix(k, "weights[") && k != "weights.len")
+}
+
+// noisedText accepts the tokens of the text lines of the noised outputs.
+func noisedText(k string) bool {
+	for _, l := range []string{`"value:"`, `"MSPBE:"`, `"weights:"`} {
+		if strings.Contains(k, " "+l+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestOfflineGTD2NeighboursIndistinguishable(t *testing.T) {
+	// The private CLI path, run twice (seeds 1 and 2) on each of two
+	// neighbouring logs that differ in one extreme trajectory, prints
+	// nothing but noised outputs that differs between them (text and
+	// JSON), and the noised outputs differ across seeds.
+	nl := newNeighbourLogs(t)
+	n := strconv.Itoa(nl.n)
+	gp := []string{"--env", "chain", "--target", "uniform", "--features", "tabular", "--epsilon", "1", "--delta", "1e-5",
+		"--iters", "50", "--batch", "4", "--clip", "0.05", "--step-size", "0.5"}
+	cases := []struct {
+		name string
+		x, y string
+		args []string
+	}{
+		{"gpope, one trajectory added (logp -800), public --n", nl.x, nl.added, append(append([]string(nil), gp...), "--n", n)},
+		{"gpope, one trajectory replaced (logp -700, reward 1e300), n = the log's size", nl.x, nl.replaced, gp},
+		{"dp-lsw, one trajectory added (reward 1e300)", nl.x, nl.huge, []string{"--env", "chain", "--target", "uniform", "--features", "tabular", "--method", "dp-lsw", "--epsilon", "1", "--delta", "1e-6"}},
+	}
+	run := 0
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, asJSON := range []bool{true, false} {
+				outs := map[string]map[string]string{}
+				for _, data := range []string{c.x, c.y} {
+					for _, seed := range []string{"1", "2"} {
+						run++
+						args := append([]string{"offline", "gtd2", "--data", data, "--seed", seed, "--ledger", filepath.Join(nl.dir, "ledger", strconv.Itoa(run))}, c.args...)
+						if asJSON {
+							args = append(args, "--json")
+						}
+						code, out, stderr := runCLI(t, args...)
+						if code != 0 || stderr != "" {
+							t.Fatalf("%v: exit %d: %s", args, code, stderr)
+						}
+						if asJSON {
+							outs[data+seed] = flattenJSON(t, out)
+						} else {
+							outs[data+seed] = flattenText(out)
+						}
+					}
+				}
+				noised := noisedText
+				if asJSON {
+					noised = noisedJSON
+				}
+				a1, a2, b1, b2 := outs[c.x+"1"], outs[c.x+"2"], outs[c.y+"1"], outs[c.y+"2"]
+				format := map[bool]string{true: "JSON", false: "text"}[asJSON]
+				for _, l := range dataLeaks(a1, a2, b1, b2, noised) {
+					t.Errorf("%s output: %s", format, l)
+				}
+				// The noised outputs are noised: they differ across seeds.
+				if asJSON {
+					for k := range a1 {
+						if noised(k) && (a1[k] == a2[k] || b1[k] == b2[k]) {
+							t.Errorf("%s is equal across seeds: %s, %s", k, a1[k], a2[k])
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestDataLeaksFindsLeaks(t *testing.T) {
+	// The distinguisher itself: a deterministic field that differs between
+	// neighbours is found, a noised one is not, and an un-noised field that
+	// varies with the seed is found when it differs between neighbours.
+	a1 := map[string]string{"weights[0]": "0.1", "n": "40", "sigma": "434.888", "eps": "1", "seq": "1"}
+	a2 := map[string]string{"weights[0]": "0.2", "n": "40", "sigma": "434.888", "eps": "1", "seq": "2"}
+	b1 := map[string]string{"weights[0]": "0.3", "n": "41", "sigma": "436.579", "eps": "1", "seq": "1", "extra": "x"}
+	b2 := map[string]string{"weights[0]": "0.4", "n": "41", "sigma": "436.579", "eps": "1", "seq": "3", "extra": "x"}
+	got := dataLeaks(a1, a2, b1, b2, noisedJSON)
+	var keys []string
+	for _, l := range got {
+		keys = append(keys, strings.SplitN(l, ":", 2)[0])
+	}
+	if !slices.Equal(keys, []string{"extra", "n", "seq", "sigma"}) {
+		t.Errorf("leaks %q", got)
+	}
+}
+
+func TestOfflineGTD2NonPrivateSection(t *testing.T) {
+	// --non-private adds the statistics of the private log in a labelled
+	// section and changes nothing in the release; the extreme trajectory's
+	// gradients were zeroed; the guarantee printed is the ledger entry's.
+	nl := newNeighbourLogs(t)
+	led := filepath.Join(nl.dir, "led")
+	args := []string{"offline", "gtd2", "--data", nl.added, "--env", "chain", "--target", "uniform", "--features", "tabular", "--epsilon", "1", "--delta", "1e-5",
+		"--iters", "50", "--batch", "4", "--clip", "0.05", "--n", strconv.Itoa(nl.n), "--seed", "3", "--ledger", led, "--json"}
+	code, priv, stderr := runCLI(t, args...)
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	code, full, stderr := runCLI(t, append(args, "--non-private")...)
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	var p, f struct {
+		Weights    []float64 `json:"weights"`
+		Epsilon    float64   `json:"epsilon"`
+		N          int       `json:"n_trajectories"`
+		Batch      float64   `json:"batch"`
+		Z          float64   `json:"noise_multiplier"`
+		NonPrivate *struct {
+			Warning      string           `json:"warning"`
+			DatasetID    string           `json:"dataset_id"`
+			N            int              `json:"n_trajectories"`
+			NTransitions int              `json:"n_transitions"`
+			GPOPE        gtd2Diagnostics_ `json:"gpope"`
+		} `json:"non_private"`
+	}
+	if err := json.Unmarshal([]byte(priv), &p); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(full), &f); err != nil {
+		t.Fatal(err)
+	}
+	if p.NonPrivate != nil || f.NonPrivate == nil || f.NonPrivate.Warning != notCovered || !strings.HasPrefix(f.NonPrivate.DatasetID, "sha256:") ||
+		f.NonPrivate.N != nl.n+1 || f.NonPrivate.NTransitions == 0 || f.NonPrivate.GPOPE.Sampled == 0 || f.NonPrivate.GPOPE.Zeroed == 0 {
+		t.Errorf("non-private section: %s", full)
+	}
+	if !slices.Equal(p.Weights, f.Weights) {
+		t.Errorf("--non-private changed the release: %v vs %v", p.Weights, f.Weights)
+	}
+	for _, w := range f.Weights {
+		if math.IsNaN(w) || math.IsInf(w, 0) {
+			t.Errorf("weights %v", f.Weights)
+		}
+	}
+	// The ledger entries carry what was printed.
+	code, out, stderr := runCLI(t, "ledger", "show", "--data", led, "--json")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	var show struct {
+		Entries []struct {
+			Epsilon      float64 `json:"epsilon"`
+			Participants int     `json:"participants"`
+			Events       []struct {
+				Q, Z  float64
+				Steps int
+			} `json:"events"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal([]byte(out), &show); err != nil || len(show.Entries) != 2 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, e := range show.Entries {
+		if e.Epsilon != p.Epsilon || e.Participants != p.N || p.N != nl.n || len(e.Events) != 1 || e.Events[0].Q != p.Batch/float64(p.N) || e.Events[0].Z != p.Z || e.Events[0].Steps != 50 {
+			t.Errorf("ledger entry %+v, printed %+v", e, p)
+		}
+	}
+	// Text: the section is labelled; dp-lsw's noise scale is only in it.
+	code, text, stderr := runCLI(t, "offline", "gtd2", "--data", nl.x, "--env", "chain", "--target", "uniform", "--features", "tabular",
+		"--method", "dp-lsw", "--epsilon", "1", "--delta", "1e-6", "--ledger", led, "--non-private")
+	head, section, ok := strings.Cut(text, notCovered)
+	if code != 0 || !ok || strings.Contains(head, "sigma") || !strings.Contains(section, "sigma = ") || !strings.Contains(section, "transitions") {
+		t.Errorf("dp-lsw --non-private: %d %s %s", code, text, stderr)
+	}
+}
+
+// gtd2Diagnostics_ mirrors gtd2.Diagnostics' JSON.
+type gtd2Diagnostics_ struct {
+	Sampled int `json:"sampled"`
+	Clipped int `json:"clipped"`
+	Zeroed  int `json:"zeroed"`
+}
+
+func TestOfflineGTD2PrivateRefusals(t *testing.T) {
+	// Refused before the charge: a plot that would need the private log's
+	// MSPBE, --n outside gpope or below 1, a batch above the public n.
+	fx := newGTD2Fixture(t)
+	base := []string{"offline", "gtd2", "--epsilon", "1", "--delta", "1e-6", "--iters", "10", "--target", "uniform"}
+	cases := []struct {
+		name string
+		args []string
+		err  string
+	}{
+		{"plot of the private MSPBE", []string{"--data", fx.mc, "--env", "mountaincar", "--features", "fourier:1", "--plot", filepath.Join(fx.dir, "p.png")}, "--plot needs public moments"},
+		{"--n with dp-lsw", []string{"--data", fx.chain, "--env", "chain", "--features", "tabular", "--method", "dp-lsw", "--n", "300"}, "--n is gpope's"},
+		{"--n zero", []string{"--data", fx.chain, "--features", "tabular", "--n", "0"}, "--n 0"},
+		{"batch above n", []string{"--data", fx.chain, "--features", "tabular", "--n", "5", "--batch", "6"}, "exceeds the n = 5"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			led := filepath.Join(fx.dir, "ledger-refusal", strconv.Itoa(i))
+			code, _, stderr := runCLI(t, append(append(append([]string(nil), base...), c.args...), "--ledger", led)...)
+			if code != exitUsage || !strings.Contains(stderr, c.err) {
+				t.Errorf("exit %d %q, want %d and %q", code, stderr, exitUsage, c.err)
+			}
+			if n := ledgerRuns(t, led); n != 0 {
+				t.Errorf("refused run charged: %d entries", n)
+			}
+		})
+	}
+	// With --non-private the private log's MSPBE may be plotted, labelled.
+	png := filepath.Join(fx.dir, "np.png")
+	code, out, stderr := runCLI(t, append(base, "--data", fx.mc, "--env", "mountaincar", "--features", "fourier:1", "--plot", png, "--non-private",
+		"--ledger", filepath.Join(fx.dir, "ledger-np"))...)
+	if st, err := os.Stat(png); code != 0 || err != nil || st.Size() == 0 || !strings.Contains(out, notCovered) {
+		t.Errorf("non-private plot: %d %v %s %s", code, err, out, stderr)
 	}
 }

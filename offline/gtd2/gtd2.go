@@ -1,6 +1,6 @@
 // Package gtd2 is differentially private off-policy evaluation with linear
 // value functions: GPOPE, gradient-perturbed GTD2 (Xie et al., "Privacy
-// preserving off-policy evaluation"; ALGORITHMS.md §4), with the non-private
+// preserving off-policy evaluation", Algorithm 1), with the non-private
 // LSTD and weighted-importance LSTD baselines and the MSPBE metric.
 //
 // GTD2 solves the saddle point min_theta max_y <b - A theta, y> - ||y||_M^2/2
@@ -59,6 +59,13 @@ func (t *Trajectory) Len() int { return len(t.R) }
 // state's phi (final_obs after the last step; zero when terminal), and
 // rho = pi(a|s) / exp(logp). A truncated session without final_obs cannot be
 // bootstrapped and is an error.
+//
+// Every record the log reader accepts is accepted here, including extreme
+// ones: a behaviour log-probability of -800 gives rho = +Inf, a huge reward
+// a huge gradient. Such a trajectory is not an error (refusing it would
+// itself reveal it); GPOPE's Clip bounds its gradient, zeroing it when it is
+// not finite. rho is 0 whenever pi(a|s) = 0, even where exp(logp)
+// underflows.
 func Prepare(sessions []offline.Session, f Features, target Policy, gamma float64) (*Dataset, error) {
 	if !(gamma >= 0 && gamma < 1) {
 		return nil, fmt.Errorf("gtd2: gamma = %v, want 0 <= gamma < 1", gamma)
@@ -77,6 +84,9 @@ func Prepare(sessions []offline.Session, f Features, target Policy, gamma float6
 		tr := Trajectory{Phi: make([]float64, n*d), Next: make([]float64, n*d), Rho: make([]float64, n), R: make([]float64, n)}
 		for t := range s.Steps {
 			st := &s.Steps[t]
+			if st.NoProb {
+				return nil, fmt.Errorf("gtd2: session %q step %d: no behaviour probability: importance ratios need it", s.Session, t)
+			}
 			if err := f.Phi(tr.Phi[t*d:(t+1)*d], st.Obs); err != nil {
 				return nil, fmt.Errorf("session %q step %d: %w", s.Session, t, err)
 			}
@@ -84,7 +94,9 @@ func Prepare(sessions []offline.Session, f Features, target Policy, gamma float6
 			if math.IsNaN(p) || p < 0 || p > 1 {
 				return nil, fmt.Errorf("gtd2: session %q step %d: target probability %v", s.Session, t, p)
 			}
-			tr.Rho[t] = p / math.Exp(st.LogP)
+			if p > 0 {
+				tr.Rho[t] = math.Exp(math.Log(p) - st.LogP) // +Inf when the ratio overflows
+			}
 			tr.R[t] = st.Reward
 		}
 		for t := 0; t+1 < n; t++ {
@@ -101,7 +113,8 @@ func Prepare(sessions []offline.Session, f Features, target Policy, gamma float6
 	return ds, nil
 }
 
-// Config configures GPOPE.
+// Config configures GPOPE. Every field is public: a privacy parameter or a
+// choice made without looking at the data.
 type Config struct {
 	// Iters is T, the number of noisy gradient steps.
 	Iters int
@@ -117,8 +130,14 @@ type Config struct {
 	// Q is the Poisson sampling rate: each step includes each trajectory
 	// independently with probability Q (the paper draws one trajectory
 	// uniformly; the RDP accountant of the subsampled Gaussian covers Poisson
-	// sampling, so that is what runs). The sum is divided by Q n.
+	// sampling, so that is what runs).
 	Q float64
+	// Batch is the public expected sample size the noisy sum is divided by:
+	// Q times the public number of trajectories. It must not be computed
+	// from the private log (dividing by the log's own size would make the
+	// step length a function of the data that the noise does not cover),
+	// unless the log's size is itself public.
+	Batch float64
 	// Observe, if set, is called after every step t = 1..Iters with the
 	// current primal weights (read only; valid during the call). It sees
 	// only what the run releases anyway: the iterates are post-processing of
@@ -140,51 +159,82 @@ func (c Config) Validate() error {
 	}
 	if !(c.Z >= 0) || math.IsInf(c.Z, 0) {
 		errs = append(errs, fmt.Errorf("gtd2: noise multiplier z = %v, want >= 0", c.Z))
+	} else if std := c.Z * c.Clip; c.Z > 0 && !(std >= 0x1p-900 && std <= 0x1p900) {
+		errs = append(errs, fmt.Errorf("gtd2: noise standard deviation z clip = %v, outside the Gaussian sampler's [2^-900, 2^900]", std))
 	}
 	if !(c.Q > 0 && c.Q <= 1) {
 		errs = append(errs, fmt.Errorf("gtd2: sampling rate q = %v, want 0 < q <= 1", c.Q))
 	}
+	if !(c.Batch > 0) || math.IsInf(c.Batch, 0) {
+		errs = append(errs, fmt.Errorf("gtd2: batch = %v, want > 0 (the public expected sample size)", c.Batch))
+	}
 	return errors.Join(errs...)
 }
 
-// Result is GPOPE's output: the released primal weights theta (and the dual
-// y, released too), and what ran.
+// Result is GPOPE's release: exactly what its (epsilon, delta) guarantee
+// covers. Theta and Y are post-processing of the noisy gradient sums (and
+// of public inputs); nothing else about the run is in it. Statistics of the
+// private data, such as how many gradients were clipped, are in Diagnostics,
+// which the guarantee does not cover.
 type Result struct {
+	// Theta are the released primal weights.
 	Theta []float64 `json:"theta"`
-	Y     []float64 `json:"y"`
-	// Clipped counts per-trajectory gradients that hit the clip.
-	Clipped int `json:"clipped"`
-	// Sampled counts trajectory gradients used over all steps.
-	Sampled int `json:"sampled"`
+	// Y are the released dual weights.
+	Y []float64 `json:"y"`
 }
 
-// GPOPE runs Algorithm 1 of the GPOPE paper (ALGORITHMS.md §4) with Poisson
-// sampling; every draw comes from rng.
+// Diagnostics are statistics of a GPOPE run on the private data. They are
+// NOT covered by the privacy guarantee: each is a deterministic function of
+// the data and the sampling, released without noise. They are for research
+// on data one may look at, never to be printed beside the epsilon of a
+// private run.
+type Diagnostics struct {
+	// Sampled counts the trajectory gradients used over all steps.
+	Sampled int `json:"sampled"`
+	// Clipped counts those scaled down to the clip.
+	Clipped int `json:"clipped"`
+	// Zeroed counts those replaced by zero because an entry or the norm was
+	// not finite (see Clip).
+	Zeroed int `json:"zeroed"`
+}
+
+// GPOPE runs Algorithm 1 of the GPOPE paper (Xie et al., "Privacy preserving
+// off-policy evaluation") with Poisson sampling; every draw comes from rng.
+//
+// Each step t: draw the Poisson sample S_t (rate Q), compute each sampled
+// trajectory's primal-dual gradient g_i, clip it (Clip), and update
+//
+//	(theta, y) -= alpha_t (sum_{i in S_t} clip(g_i) + N(0, (Z C)^2 I)) / Batch.
+//
+// Adding or removing one trajectory changes the clipped sum by at most C in
+// L2 whatever the trajectory holds (Clip maps non-finite gradients to zero),
+// so the run is the subsampled Gaussian mechanism composed over Iters steps
+// (Mironov, Talwar & Zhang 2019, "Rényi differential privacy of the sampled
+// Gaussian mechanism") with rate Q and multiplier Z, under add/remove
+// adjacency of one trajectory, provided Q and Batch are public.
 func GPOPE(ds *Dataset, c Config, rng *rand.Rand) (Result, error) {
+	return gpope(ds, c, rng, nil)
+}
+
+// GPOPEWithDiagnostics runs GPOPE exactly as GPOPE does (the same draws from
+// rng, the same Result) and also returns the run's Diagnostics, which the
+// privacy guarantee does NOT cover.
+func GPOPEWithDiagnostics(ds *Dataset, c Config, rng *rand.Rand) (Result, Diagnostics, error) {
+	var diag Diagnostics
+	res, err := gpope(ds, c, rng, &diag)
+	return res, diag, err
+}
+
+func gpope(ds *Dataset, c Config, rng *rand.Rand, diag *Diagnostics) (Result, error) {
 	if err := c.Validate(); err != nil {
 		return Result{}, err
 	}
 	d := ds.Dim
 	theta, y := make([]float64, d), make([]float64, d)
 	g, sum := make([]float64, 2*d), make([]float64, 2*d)
-	var res Result
-	denom := c.Q * float64(len(ds.Trajs))
 	gauss := noise.NewGaussian(rng)
 	for t := 1; t <= c.Iters; t++ {
-		clear(sum)
-		for i := range ds.Trajs {
-			if c.Q < 1 && !noise.Bernoulli(rng, c.Q) {
-				continue
-			}
-			ds.gradient(g, &ds.Trajs[i], theta, y)
-			if clip(g, c.Clip) {
-				res.Clipped++
-			}
-			res.Sampled++
-			for k := range sum {
-				sum[k] += g[k]
-			}
-		}
+		ds.clippedSum(sum, g, theta, y, c.Clip, func() bool { return c.Q >= 1 || noise.Bernoulli(rng, c.Q) }, diag)
 		std := c.Z * c.Clip
 		alpha := c.StepSize
 		if c.Diminishing {
@@ -194,7 +244,7 @@ func GPOPE(ds *Dataset, c Config, rng *rand.Rand) (Result, error) {
 			gauss.Add(sum, std) // exact, on a grid fixed by std (package noise)
 		}
 		for k := range sum {
-			gk := sum[k] / denom
+			gk := sum[k] / c.Batch
 			if k < d {
 				theta[k] -= alpha * gk
 			} else {
@@ -205,8 +255,34 @@ func GPOPE(ds *Dataset, c Config, rng *rand.Rand) (Result, error) {
 			c.Observe(t, theta)
 		}
 	}
-	res.Theta, res.Y = theta, y
-	return res, nil
+	return Result{Theta: theta, Y: y}, nil
+}
+
+// clippedSum writes into sum the sum over the trajectories that sampled()
+// includes (asked once per trajectory, in order) of their primal-dual
+// gradients at (theta, y), each clipped by Clip; g is scratch of length
+// 2 Dim. It counts into diag when diag is not nil.
+func (ds *Dataset) clippedSum(sum, g, theta, y []float64, c float64, sampled func() bool, diag *Diagnostics) {
+	clear(sum)
+	for i := range ds.Trajs {
+		if !sampled() {
+			continue
+		}
+		ds.gradient(g, &ds.Trajs[i], theta, y)
+		out := Clip(g, c)
+		if diag != nil {
+			diag.Sampled++
+			switch out {
+			case Clipped:
+				diag.Clipped++
+			case Zeroed:
+				diag.Zeroed++
+			}
+		}
+		for k := range sum {
+			sum[k] += g[k]
+		}
+	}
 }
 
 // gradient writes one trajectory's primal-dual gradient G = [-A^T y;
@@ -243,20 +319,96 @@ func (ds *Dataset) gradient(g []float64, tr *Trajectory, theta, y []float64) {
 	}
 }
 
-// clip scales v to L2 norm at most c and reports whether it did.
-func clip(v []float64, c float64) bool {
-	var s float64
+// ClipOutcome says what Clip did to a vector.
+type ClipOutcome int
+
+// The outcomes of Clip.
+const (
+	Kept    ClipOutcome = iota // the norm was at most the clip: unchanged
+	Clipped                    // scaled down to the clip
+	Zeroed                     // not finite: replaced by zero
+)
+
+// Clip bounds one unit's contribution v to L2 norm at most c (c > 0,
+// finite), in place:
+//
+//   - if an entry of v is NaN or infinite, or its norm overflows to +Inf,
+//     v is set to zero (Zeroed): a contribution whose norm is not finite
+//     counts as zero. Scaling it instead would give Inf * 0 = NaN, and a
+//     NaN would pass any "norm > c" test and turn the noisy sum into NaN,
+//     telling neighbouring datasets apart with probability 1;
+//   - else if its norm exceeds c, v is scaled to norm at most c (Clipped);
+//   - else v is unchanged (Kept).
+//
+// Rounding is never allowed to let a contribution exceed the bound the
+// noise is calibrated to: the computed norm of a vector of n entries is
+// within a relative (n+2) 2^-53 of the exact one (the error of a sum of n
+// squares and a square root; Higham, "Accuracy and stability of numerical
+// algorithms", §3.1), so Clip compares with c' = c (1 - (n+4) 2^-52), twice
+// that margin below c, and after scaling checks the computed norm of the
+// scaled vector against c', lowering the factor ulp by ulp until it holds.
+// The norm is computed with scaling (as LAPACK's dnrm2), so it does not
+// overflow for finite entries whose norm is representable.
+func Clip(v []float64, c float64) ClipOutcome {
 	for _, x := range v {
-		s += x * x
-	}
-	if n := math.Sqrt(s); n > c {
-		f := c / n
-		for k := range v {
-			v[k] *= f
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			clear(v)
+			return Zeroed
 		}
-		return true
 	}
-	return false
+	n := Norm(v)
+	if math.IsNaN(n) || math.IsInf(n, 0) {
+		clear(v)
+		return Zeroed
+	}
+	cc := c * (1 - float64(len(v)+4)*0x1p-52)
+	if n <= cc {
+		return Kept
+	}
+	f := cc / n
+	for range 64 {
+		if scaledNorm(v, f) <= cc {
+			for k := range v {
+				v[k] *= f
+			}
+			return Clipped
+		}
+		f = math.Nextafter(f, 0)
+	}
+	clear(v) // not reached in practice: zero is within any bound
+	return Zeroed
+}
+
+// Norm is the L2 norm of v, computed with scaling so that it does not
+// overflow or underflow needlessly. It is NaN or +Inf when an entry is not
+// finite, and +Inf when the norm of finite entries is not representable.
+func Norm(v []float64) float64 {
+	return scaledNorm(v, 1)
+}
+
+// scaledNorm is the L2 norm of f v, with every product f v_k rounded as
+// the scaling in Clip rounds it.
+func scaledNorm(v []float64, f float64) float64 {
+	scale, ssq := 0.0, 1.0
+	for _, x := range v {
+		x *= f
+		if x == 0 {
+			continue
+		}
+		ax := math.Abs(x)
+		if math.IsNaN(ax) {
+			return math.NaN()
+		}
+		if scale < ax {
+			r := scale / ax
+			ssq = 1 + ssq*r*r
+			scale = ax
+		} else {
+			r := ax / scale
+			ssq += r * r
+		}
+	}
+	return scale * math.Sqrt(ssq)
 }
 
 // StartValue returns theta . mean(startPhi): the value estimate at a start

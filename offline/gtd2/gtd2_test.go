@@ -3,7 +3,10 @@ package gtd2
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,7 +167,7 @@ func TestGPOPE(t *testing.T) {
 	lstd, _ := LSTD(ds, true, 1e-9)
 	base, _ := MSPBE(emp, make([]float64, chainN))
 	run := func(z float64) float64 {
-		res, err := GPOPE(ds, Config{Iters: 3000, StepSize: 0.5, Clip: 5, Z: z, Q: 0.05}, rand.New(rand.NewPCG(5, 6)))
+		res, err := GPOPE(ds, Config{Iters: 3000, StepSize: 0.5, Clip: 5, Z: z, Q: 0.05, Batch: 50}, rand.New(rand.NewPCG(5, 6)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,13 +243,19 @@ func TestFeatures(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	err := Config{}.Validate()
-	for _, want := range []string{"iters", "step size", "clip", "sampling rate"} {
+	for _, want := range []string{"iters", "step size", "clip", "sampling rate", "batch"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in %v", want, err)
 		}
 	}
 	if _, err := Prepare([]offline.Session{{Session: "x", Steps: []offline.Step{{Obs: oneHot(0)}}}}, Tabular{chainN}, chainTarget{}, gamma); err == nil {
 		t.Error("truncated session without final_obs accepted")
+	}
+	if _, err := Prepare([]offline.Session{{Session: "x", Terminal: true, Steps: []offline.Step{{Obs: oneHot(0), NoProb: true, LogP: math.NaN()}}}}, Tabular{chainN}, chainTarget{}, gamma); err == nil {
+		t.Error("step without a behaviour probability accepted")
+	}
+	if err := (Config{Iters: 1, StepSize: 1, Clip: 1e-300, Z: 1e-300, Q: 1, Batch: 1}).Validate(); err == nil || !strings.Contains(err.Error(), "sampler") {
+		t.Errorf("noise below the sampler's range: %v", err)
 	}
 }
 
@@ -290,5 +299,213 @@ func TestCheckOnPolicy(t *testing.T) {
 	off, _ := Prepare(sessions, Tabular{chainN}, chainTarget{}, gamma)
 	if err := off.CheckOnPolicy(); err == nil || !strings.Contains(err.Error(), "off-policy") {
 		t.Errorf("off-policy data accepted: %v", err)
+	}
+}
+
+func TestClip(t *testing.T) {
+	const c = 2.0
+	inf, nan := math.Inf(1), math.NaN()
+	cases := []struct {
+		name string
+		v    []float64
+		want ClipOutcome
+	}{
+		{"inside", []float64{1, 1}, Kept},
+		{"zero", []float64{0, 0, 0}, Kept},
+		{"outside", []float64{3, 4}, Clipped},
+		{"NaN entry", []float64{1, nan, 0}, Zeroed},
+		{"+Inf entry", []float64{inf, 0}, Zeroed},
+		{"-Inf entry", []float64{1, -inf}, Zeroed},
+		{"Inf and zero", []float64{inf, 0, inf}, Zeroed}, // Inf * (c/Inf) = NaN if scaled
+		{"huge finite", []float64{1e300, -1e300, 1e300}, Clipped},
+		{"norm overflows", []float64{math.MaxFloat64, math.MaxFloat64}, Zeroed},
+		{"tiny", []float64{1e-300, 1e-310}, Kept},
+		{"just above", []float64{c, 1e-8}, Clipped},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := append([]float64(nil), tc.v...)
+			got := Clip(v, c)
+			n := Norm(v)
+			if got != tc.want || !(n <= c) {
+				t.Errorf("Clip(%v) = %v with norm %v; want outcome %v and norm <= %v", tc.v, got, n, tc.want, c)
+			}
+			if got == Zeroed {
+				for _, x := range v {
+					if x != 0 {
+						t.Errorf("zeroed vector %v", v)
+					}
+				}
+			}
+			// The exact norm (in big float) is within the bound too.
+			if !(n <= c) {
+				return
+			}
+			if exact := exactNorm(v); exact.Cmp(new(big.Float).SetFloat64(c)) > 0 {
+				t.Errorf("exact norm %v > %v", exact, c)
+			}
+		})
+	}
+}
+
+// exactNorm is ||v||_2 in 512-bit arithmetic.
+func exactNorm(v []float64) *big.Float {
+	s := new(big.Float).SetPrec(512)
+	for _, x := range v {
+		b := new(big.Float).SetPrec(512).SetFloat64(x)
+		s.Add(s, b.Mul(b, b))
+	}
+	return s.Sqrt(s)
+}
+
+func TestClipBoundUnderRounding(t *testing.T) {
+	// Random vectors far outside the clip: after Clip, the exact norm never
+	// exceeds it.
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 2000 {
+		v := make([]float64, 1+rng.IntN(80))
+		for k := range v {
+			v[k] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(40)-20))
+		}
+		c := math.Pow(10, float64(rng.IntN(10)-5)) * (1 + rng.Float64())
+		Clip(v, c)
+		if exactNorm(v).Cmp(new(big.Float).SetFloat64(c)) > 0 {
+			t.Fatalf("exact norm %v above clip %v", exactNorm(v), c)
+		}
+	}
+}
+
+// extremeSession is a valid chain record with extreme values: behaviour
+// log-probability logp on every step (the reader accepts any finite
+// logp <= 0) and reward r.
+func extremeSession(logp, r float64) offline.Session {
+	s := offline.Session{Session: "extreme", Terminal: true}
+	for st := range chainN - 1 {
+		s.Steps = append(s.Steps, offline.Step{Obs: oneHot(st), Action: sims.Action{Index: 1}, Reward: r, LogP: logp})
+	}
+	return s
+}
+
+func TestGPOPEExtremeRecord(t *testing.T) {
+	// One valid record with logp = -800 (rho = +Inf) or extreme finite
+	// values must not make the release non-finite, and the clipped
+	// gradient sums of the neighbouring logs (with and without it) differ by
+	// at most the clip, at any (theta, y).
+	base := simulate(rand.New(rand.NewPCG(21, 22)), 200)
+	for _, ex := range []struct {
+		name    string
+		logp, r float64
+	}{
+		{"logp -800, reward 0", -800, 0},         // rho = +Inf, Inf * 0 = NaN in the gradient
+		{"logp -800, reward 1", -800, 1},         // rho = +Inf
+		{"logp -700, reward 1e300", -700, 1e300}, // finite rho ~ 1e304: the gradient overflows
+		{"logp -300, reward 1e100", -300, 1e100}, // finite huge gradient: clipped
+		{"logp -1e-300, reward -1e308", -1e-300, -1e308},
+	} {
+		t.Run(ex.name, func(t *testing.T) {
+			x, err := Prepare(base, Tabular{chainN}, chainTarget{}, gamma)
+			if err != nil {
+				t.Fatal(err)
+			}
+			y, err := Prepare(append(append([]offline.Session(nil), base...), extremeSession(ex.logp, ex.r)), Tabular{chainN}, chainTarget{}, gamma)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const c = 0.5
+			d := chainN
+			rng := rand.New(rand.NewPCG(23, 24))
+			sx, sy, g := make([]float64, 2*d), make([]float64, 2*d), make([]float64, 2*d)
+			diff := make([]float64, 2*d)
+			all := func() bool { return true }
+			for range 50 {
+				theta, dual := make([]float64, d), make([]float64, d)
+				for k := range d {
+					theta[k], dual[k] = 3*rng.NormFloat64(), 3*rng.NormFloat64()
+				}
+				x.clippedSum(sx, g, theta, dual, c, all, nil)
+				y.clippedSum(sy, g, theta, dual, c, all, nil)
+				for k := range diff {
+					diff[k] = sy[k] - sx[k]
+				}
+				if n := Norm(diff); !(n <= c*(1+1e-12)) {
+					t.Fatalf("neighbouring clipped sums differ by %v > clip %v", n, c)
+				}
+			}
+			// The release, with and without noise, is finite; without
+			// noise and with Q = 1, one step's update is -alpha sum/Batch,
+			// so the neighbours' first steps differ by at most alpha C/Batch.
+			for _, z := range []float64{0, 1} {
+				cfg := Config{Iters: 200, StepSize: 0.5, Clip: c, Z: z, Q: 0.1, Batch: 20}
+				res, diag, err := GPOPEWithDiagnostics(y, cfg, rand.New(rand.NewPCG(1, 1)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, v := range append(append([]float64(nil), res.Theta...), res.Y...) {
+					if math.IsNaN(v) || math.IsInf(v, 0) {
+						t.Fatalf("z = %v: non-finite release %v %v (%+v)", z, res.Theta, res.Y, diag)
+					}
+				}
+			}
+			one := Config{Iters: 1, StepSize: 0.5, Clip: c, Q: 1, Batch: 10}
+			rx, _ := GPOPE(x, one, rand.New(rand.NewPCG(1, 1)))
+			ry, _ := GPOPE(y, one, rand.New(rand.NewPCG(1, 1)))
+			for k := range d {
+				diff[k], diff[d+k] = ry.Theta[k]-rx.Theta[k], ry.Y[k]-rx.Y[k]
+			}
+			if n := Norm(diff); !(n <= one.StepSize*c/one.Batch*(1+1e-12)) {
+				t.Errorf("one noiseless step: neighbours differ by %v > alpha C / batch = %v", n, one.StepSize*c/one.Batch)
+			}
+		})
+	}
+}
+
+func TestGPOPEDiagnosticsSameRelease(t *testing.T) {
+	// GPOPEWithDiagnostics releases exactly what GPOPE releases, and counts
+	// the extreme trajectory's gradients as zeroed.
+	sessions := append(simulate(rand.New(rand.NewPCG(31, 32)), 100), extremeSession(-800, 0))
+	ds, err := Prepare(sessions, Tabular{chainN}, chainTarget{}, gamma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Iters: 100, StepSize: 0.5, Clip: 0.1, Z: 1, Q: 0.2, Batch: 20}
+	a, err := GPOPE(ds, cfg, rand.New(rand.NewPCG(5, 5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, diag, err := GPOPEWithDiagnostics(ds, cfg, rand.New(rand.NewPCG(5, 5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.Theta, b.Theta) || !slices.Equal(a.Y, b.Y) {
+		t.Errorf("the diagnosed run released something else")
+	}
+	if diag.Sampled == 0 || diag.Zeroed == 0 || diag.Zeroed > diag.Sampled || diag.Clipped+diag.Zeroed > diag.Sampled {
+		t.Errorf("diagnostics %+v", diag)
+	}
+}
+
+func TestGPOPEResultHoldsOnlyTheRelease(t *testing.T) {
+	// The result type carries the noised weights and nothing else: no count
+	// or statistic of the data can be printed from it by mistake.
+	rt := reflect.TypeOf(Result{})
+	var names []string
+	for i := range rt.NumField() {
+		names = append(names, rt.Field(i).Name)
+	}
+	if !slices.Equal(names, []string{"Theta", "Y"}) {
+		t.Errorf("gtd2.Result has fields %v, want only the released Theta and Y", names)
+	}
+}
+
+func TestLSTDRefusesNonFinite(t *testing.T) {
+	// The non-private LSTD bounds nothing: an infinite importance ratio
+	// makes it fail with an error rather than return NaN weights.
+	sessions := append(simulate(rand.New(rand.NewPCG(41, 42)), 50), extremeSession(-800, 1))
+	ds, err := Prepare(sessions, Tabular{chainN}, chainTarget{}, gamma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if theta, err := LSTD(ds, true, 1e-6); err == nil {
+		t.Errorf("LSTD returned %v", theta)
 	}
 }

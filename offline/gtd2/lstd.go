@@ -70,6 +70,11 @@ func LSTD(ds *Dataset, weighted bool, ridge float64) ([]float64, error) {
 	if err := theta.SolveVec(A, m.B); err != nil {
 		return nil, fmt.Errorf("gtd2: LSTD system is singular (add --ridge): %w", err)
 	}
+	for k, v := range theta.RawVector().Data {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("gtd2: LSTD weight %d is %v: an importance ratio or reward of the data overflowed (LSTD bounds no contribution)", k, v)
+		}
+	}
 	return theta.RawVector().Data, nil
 }
 

@@ -50,6 +50,25 @@
 // The admissibility lemma is stated for epsilon <= 1; Config.Validate
 // refuses larger epsilons rather than extrapolate it.
 //
+// # What is released
+//
+// Only theta~ (Result.Theta) is covered by the guarantee. sigma_X itself is
+// a deterministic function of the visit counts: released beside theta~ it
+// would tell neighbouring datasets apart (it changes when one trajectory is
+// added), so Result does not hold it; it, Psi_beta(X), the visit counts and
+// theta_X are in Diagnostics, which EstimateWithDiagnostics returns for
+// research on data one may look at and which the guarantee does NOT cover.
+// The public parameters of the calibration (alpha, beta, W and the norm of
+// the public fit) may be released: they are the same for every dataset.
+//
+// # Extreme records
+//
+// Every trajectory's contribution is bounded before it enters a sum
+// (FirstVisit): rewards are clamped to the public range (NaN counts as 0,
+// +-Inf as the bound), returns to the interval of width W, and each
+// trajectory adds at most one visit per state. So no record, however
+// extreme, can move F_X(s) by more than W / max(c_X(s), 1).
+//
 // DP-LSW evaluates the policy that generated the data: it is on-policy only.
 package lsw
 
@@ -270,32 +289,65 @@ type Trajectory struct {
 	Rewards []float64
 }
 
+// valid reports whether tr has one reward per state and every state in
+// [0, numStates).
+func (tr *Trajectory) valid(numStates int) bool {
+	if len(tr.States) != len(tr.Rewards) {
+		return false
+	}
+	for _, s := range tr.States {
+		if s < 0 || s >= numStates {
+			return false
+		}
+	}
+	return true
+}
+
+// ClampReward limits a reward to the public range [low, high]: +Inf gives
+// high, -Inf low, and NaN 0, which contributes nothing (0 lies in the
+// return range of ReturnRange whatever the bounds). No record can push a
+// return outside the range the noise is calibrated to.
+func ClampReward(r, low, high float64) float64 {
+	if math.IsNaN(r) {
+		return 0
+	}
+	return math.Min(high, math.Max(low, r))
+}
+
 // FirstVisit returns F_X (the mean discounted return from the first visit of
 // each state, 0 for unvisited states) and the visit counts c_X(s), with
-// rewards clipped to [low, high].
+// rewards clamped to [low, high] (ClampReward).
+//
+// Each trajectory's contribution is bounded before it enters the sums,
+// whatever it holds: it adds at most 1 to each count (first visits only),
+// and each of its returns is clamped to [min(0, low), max(0, high)] /
+// (1 - gamma), the interval of width ReturnRange the sensitivity argument
+// uses (the clamp only guards against rounding: the returns of clamped
+// rewards lie in it). A trajectory with a state outside [0, numStates) or
+// with as many rewards as states contributes nothing (Estimate refuses
+// such input; FirstVisit never panics on it).
 func FirstVisit(trajs []Trajectory, numStates int, gamma, low, high float64) (f []float64, counts []int) {
 	f = make([]float64, numStates)
 	counts = make([]int, numStates)
+	retLo, retHi := math.Min(0, low)/(1-gamma), math.Max(0, high)/(1-gamma)
+	seen := make([]int, numStates) // seen[s] = i+1 once trajectory i visited s
 	var ret []float64
-	for _, tr := range trajs {
+	for i, tr := range trajs {
+		if !tr.valid(numStates) {
+			continue
+		}
 		n := len(tr.States)
 		ret = append(ret[:0], make([]float64, n+1)...)
 		for t := n - 1; t >= 0; t-- {
-			r := math.Min(high, math.Max(low, tr.Rewards[t]))
-			ret[t] = r + gamma*ret[t+1]
+			ret[t] = ClampReward(tr.Rewards[t], low, high) + gamma*ret[t+1]
 		}
 		for t, s := range tr.States {
-			first := true
-			for _, s2 := range tr.States[:t] {
-				if s2 == s {
-					first = false
-					break
-				}
+			if seen[s] == i+1 {
+				continue
 			}
-			if first {
-				counts[s]++
-				f[s] += ret[t]
-			}
+			seen[s] = i + 1
+			counts[s]++
+			f[s] += ClampReward(ret[t], retLo, retHi)
 		}
 	}
 	for s, c := range counts {
@@ -306,22 +358,39 @@ func FirstVisit(trajs []Trajectory, numStates int, gamma, low, high float64) (f 
 	return f, counts
 }
 
-// Result is a DP-LSW release and how its noise was calibrated.
+// Result is a DP-LSW release: exactly what its (epsilon, delta) guarantee
+// covers. Theta is the noisy weight vector; the other fields are public:
+// functions of the configuration and the public features only, the same for
+// every dataset. The noise scale sigma_X is NOT here: it is a deterministic
+// function of the visit counts (the smooth sensitivity bound), so printing
+// it would tell neighbouring datasets apart; it is in Diagnostics.
 type Result struct {
 	// Theta is the released (noisy) weight vector.
 	Theta []float64 `json:"theta"`
-	// Sigma is the noise standard deviation per coordinate.
-	Sigma float64 `json:"sigma"`
-	// Alpha, Beta, Psi, PinvNorm and ReturnRange are the factors of Sigma.
-	Alpha       float64 `json:"alpha"`
-	Beta        float64 `json:"beta"`
-	Psi         float64 `json:"psi"`
-	PinvNorm    float64 `json:"pinv_norm"`
+	// Alpha and Beta are the public calibration constants for (epsilon,
+	// delta) and the feature dimension.
+	Alpha float64 `json:"alpha"`
+	Beta  float64 `json:"beta"`
+	// PinvNorm is ||(Gamma^1/2 Phi)^+||_2 of the public features and
+	// weights.
+	PinvNorm float64 `json:"pinv_norm"`
+	// ReturnRange is W of the public reward bounds and gamma.
 	ReturnRange float64 `json:"return_range"`
+}
+
+// Diagnostics are statistics of a DP-LSW run on the private data. They are
+// NOT covered by the privacy guarantee: each is a deterministic function of
+// the data, released without noise. They are for research on data one may
+// look at, never to be printed beside the epsilon of a private run.
+type Diagnostics struct {
+	// Sigma is the noise standard deviation per coordinate, sigma_X.
+	Sigma float64 `json:"sigma"`
+	// Psi is Psi_beta(X) of the visit counts.
+	Psi float64 `json:"psi"`
 	// Visited is the number of states with c_X(s) > 0.
 	Visited int `json:"visited"`
-	// nonPrivate is theta_X before noise, kept for tests.
-	nonPrivate []float64
+	// NonPrivate is theta_X, the fit before noise.
+	NonPrivate []float64 `json:"non_private_theta"`
 }
 
 // Fit returns the weighted least-squares map P = (Gamma^1/2 Phi)^+ Gamma^1/2
@@ -369,9 +438,57 @@ func Fit(phi [][]float64, w []float64) (*mat.Dense, float64, error) {
 	return &p, 1 / minVal, nil
 }
 
+// Check reports whether DP-LSW can run with this configuration on the
+// public features phi (N rows of length d, one per state), from public
+// values alone: the configuration is valid, the weighted features have a
+// least-squares fit, and the noise scale stays in the Gaussian sampler's
+// range for every dataset. Call it before charging a run.
+func (c Config) Check(phi [][]float64) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if len(phi) == 0 || len(c.Weights) != len(phi) {
+		return fmt.Errorf("lsw: %d states, %d weights", len(phi), len(c.Weights))
+	}
+	_, _, err := c.fit(phi)
+	return err
+}
+
+// fit is Fit with the check that sigma_X stays below the Gaussian sampler's
+// range (2^900) for every dataset: Psi <= sum_s w_s whatever the counts, so
+// a public bound decides (checked against 2^899 for rounding).
+func (c Config) fit(phi [][]float64) (*mat.Dense, float64, error) {
+	p, pinv, err := Fit(phi, c.Weights)
+	if err != nil {
+		return nil, 0, err
+	}
+	var sumW float64
+	for _, w := range c.Weights {
+		sumW += w
+	}
+	ret := ReturnRange(c.RewardLow, c.RewardHigh, c.Gamma)
+	if sigmaMax := Alpha(c.Epsilon, c.Delta) * ret * pinv * math.Sqrt(sumW); !(sigmaMax <= 0x1p899) {
+		return nil, 0, fmt.Errorf("%w: dp-lsw noise scale could reach %v, beyond the Gaussian sampler's 2^900: narrow the reward bounds", ErrRange, sigmaMax)
+	}
+	return p, pinv, nil
+}
+
 // Estimate runs DP-LSW on trajectories over the states of phi (phi[s] are the
 // features of state s). Every draw comes from rng.
 func Estimate(phi [][]float64, trajs []Trajectory, c Config, rng *rand.Rand) (Result, error) {
+	return estimate(phi, trajs, c, rng, nil)
+}
+
+// EstimateWithDiagnostics runs Estimate exactly (the same draws from rng,
+// the same Result) and also returns the run's Diagnostics, which the privacy
+// guarantee does NOT cover.
+func EstimateWithDiagnostics(phi [][]float64, trajs []Trajectory, c Config, rng *rand.Rand) (Result, Diagnostics, error) {
+	var diag Diagnostics
+	res, err := estimate(phi, trajs, c, rng, &diag)
+	return res, diag, err
+}
+
+func estimate(phi [][]float64, trajs []Trajectory, c Config, rng *rand.Rand, diag *Diagnostics) (Result, error) {
 	if err := c.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -379,35 +496,40 @@ func Estimate(phi [][]float64, trajs []Trajectory, c Config, rng *rand.Rand) (Re
 	if n == 0 || len(c.Weights) != n {
 		return Result{}, fmt.Errorf("lsw: %d states, %d weights", n, len(c.Weights))
 	}
+	for i := range trajs {
+		if !trajs[i].valid(n) {
+			return Result{}, fmt.Errorf("lsw: trajectory %d: %d states and %d rewards, or a state outside [0, %d)", i, len(trajs[i].States), len(trajs[i].Rewards), n)
+		}
+	}
 	d := len(phi[0])
-	p, pinv, err := Fit(phi, c.Weights)
+	p, pinv, err := c.fit(phi)
 	if err != nil {
 		return Result{}, err
 	}
+	alpha, beta, ret := Alpha(c.Epsilon, c.Delta), Beta(c.Epsilon, c.Delta, d), ReturnRange(c.RewardLow, c.RewardHigh, c.Gamma)
 	f, counts := FirstVisit(trajs, n, c.Gamma, c.RewardLow, c.RewardHigh)
 	theta := mat.NewVecDense(d, nil)
 	theta.MulVec(p, mat.NewVecDense(n, f))
-	res := Result{
-		Alpha:       Alpha(c.Epsilon, c.Delta),
-		Beta:        Beta(c.Epsilon, c.Delta, d),
-		PinvNorm:    pinv,
-		ReturnRange: ReturnRange(c.RewardLow, c.RewardHigh, c.Gamma),
-	}
-	res.Psi = Psi(c.Weights, counts, res.Beta)
-	res.Sigma = res.Alpha * res.ReturnRange * res.PinvNorm * math.Sqrt(res.Psi)
-	for _, cnt := range counts {
-		if cnt > 0 {
-			res.Visited++
+	res := Result{Alpha: alpha, Beta: beta, PinvNorm: pinv, ReturnRange: ret}
+	psi := Psi(c.Weights, counts, res.Beta)
+	sigma := res.Alpha * res.ReturnRange * res.PinvNorm * math.Sqrt(psi)
+	sigma = math.Max(sigma, 0x1p-900) // the sampler's floor: only adds noise
+	if diag != nil {
+		diag.Sigma, diag.Psi = sigma, psi
+		for _, cnt := range counts {
+			if cnt > 0 {
+				diag.Visited++
+			}
 		}
+		diag.NonPrivate = append([]float64(nil), theta.RawVector().Data...)
 	}
-	res.nonPrivate = append([]float64(nil), theta.RawVector().Data...)
 	res.Theta = make([]float64, d)
 	for k := range d {
 		res.Theta[k] = theta.AtVec(k)
 	}
-	if res.Sigma > 0 {
+	if sigma > 0 {
 		// Exact Gaussian noise on a grid fixed by sigma (package noise).
-		noise.NewGaussian(rng).Add(res.Theta, res.Sigma)
+		noise.NewGaussian(rng).Add(res.Theta, sigma)
 	}
 	return res, nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -99,7 +101,7 @@ func TestNoiseScaleMatchesFormula(t *testing.T) {
 	trajs := chain(rng, 200)
 	w := []float64{0.25, 0.25, 0.25, 0.25, 0} // the terminal state has weight 0
 	c := Config{Epsilon: 0.5, Delta: 1e-5, Gamma: 0.9, RewardLow: 0, RewardHigh: 1, Weights: w}
-	res, err := Estimate(tabularPhi(5), trajs, c, rng)
+	res, diag, err := EstimateWithDiagnostics(tabularPhi(5), trajs, c, rng)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,19 +120,19 @@ func TestNoiseScaleMatchesFormula(t *testing.T) {
 		psi = math.Max(psi, math.Exp(-float64(k)*beta)*s)
 	}
 	want := alpha * 10 * 2 * math.Sqrt(psi)
-	if math.Abs(res.Sigma-want) > 1e-9*want || math.Abs(res.PinvNorm-2) > 1e-9 {
-		t.Errorf("sigma %v (pinv %v), want %v", res.Sigma, res.PinvNorm, want)
+	if math.Abs(diag.Sigma-want) > 1e-9*want || math.Abs(res.PinvNorm-2) > 1e-9 {
+		t.Errorf("sigma %v (pinv %v), want %v", diag.Sigma, res.PinvNorm, want)
 	}
 	// The terminal state's weight is 0: its weight is 0 and it stays 0.
-	if res.nonPrivate[4] != 0 {
-		t.Errorf("theta[4] = %v before noise", res.nonPrivate[4])
+	if diag.NonPrivate[4] != 0 {
+		t.Errorf("theta[4] = %v before noise", diag.NonPrivate[4])
 	}
 	// The noise has that standard deviation: 2000 releases.
 	var sum, sumSq float64
 	const draws = 2000
 	for range draws {
-		r, _ := Estimate(tabularPhi(5), trajs, c, rng)
-		e := r.Theta[1] - r.nonPrivate[1]
+		r, dg, _ := EstimateWithDiagnostics(tabularPhi(5), trajs, c, rng)
+		e := r.Theta[1] - dg.NonPrivate[1]
 		sum += e
 		sumSq += e * e
 	}
@@ -150,12 +152,12 @@ func TestConvergesToNonPrivate(t *testing.T) {
 		c := Config{Epsilon: eps, Delta: 1e-5, Gamma: 0.9, RewardLow: 0, RewardHigh: 1, Weights: w}
 		var e float64
 		for range 20 {
-			r, err := Estimate(tabularPhi(5), trajs, c, rng)
+			r, dg, err := EstimateWithDiagnostics(tabularPhi(5), trajs, c, rng)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for k := range r.Theta {
-				d := r.Theta[k] - r.nonPrivate[k]
+				d := r.Theta[k] - dg.NonPrivate[k]
 				e += d * d
 			}
 		}
@@ -168,7 +170,7 @@ func TestConvergesToNonPrivate(t *testing.T) {
 	// Non-private: the true values of the half-advance chain with gamma .9:
 	// V(3) = .5 (1 + .9 V(3))... solve V(s) = .5*.9 V(s) + .5 (r + .9 V(s+1)).
 	trajs := chain(rng, 20000)
-	r, _ := Estimate(tabularPhi(5), trajs, Config{Epsilon: 1, Delta: 1e-5, Gamma: 0.9, RewardLow: 0, RewardHigh: 1, Weights: w}, rng)
+	_, r, _ := EstimateWithDiagnostics(tabularPhi(5), trajs, Config{Epsilon: 1, Delta: 1e-5, Gamma: 0.9, RewardLow: 0, RewardHigh: 1, Weights: w}, rng)
 	v := make([]float64, 5)
 	for s := 3; s >= 0; s-- {
 		next, rew := v[s+1], 0.0
@@ -178,8 +180,8 @@ func TestConvergesToNonPrivate(t *testing.T) {
 		v[s] = 0.5 * (rew + 0.9*next) / (1 - 0.45)
 	}
 	for s := range 4 {
-		if math.Abs(r.nonPrivate[s]-v[s]) > 0.02 {
-			t.Errorf("V(%d) = %v, want %v", s, r.nonPrivate[s], v[s])
+		if math.Abs(r.NonPrivate[s]-v[s]) > 0.02 {
+			t.Errorf("V(%d) = %v, want %v", s, r.NonPrivate[s], v[s])
 		}
 	}
 }
@@ -214,5 +216,115 @@ func TestGrid(t *testing.T) {
 	}
 	if _, err := (Tabular{N: 3}).Index([]float64{0, 0.5, 0}); err == nil {
 		t.Error("non-one-hot accepted")
+	}
+}
+
+func TestFirstVisitExtremeRewards(t *testing.T) {
+	// One trajectory with non-finite or huge rewards: F stays finite, inside
+	// the return range, and differs from its neighbour's (without that
+	// trajectory) by at most W / max(c, 1) in every state.
+	const g, lo, hi = 0.9, -1.0, 2.0
+	w := ReturnRange(lo, hi, g)
+	base := chain(rand.New(rand.NewPCG(4, 4)), 50)
+	for _, r := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 1e308, -1e308} {
+		ex := Trajectory{States: []int{0, 1, 2, 3, 1}, Rewards: []float64{r, 0, r, r, r}}
+		fx, cx := FirstVisit(base, 5, g, lo, hi)
+		fy, cy := FirstVisit(append(append([]Trajectory(nil), base...), ex), 5, g, lo, hi)
+		for s := range fy {
+			if math.IsNaN(fy[s]) || fy[s] < math.Min(0, lo)/(1-g) || fy[s] > math.Max(0, hi)/(1-g) {
+				t.Errorf("reward %v: F(%d) = %v outside the return range", r, s, fy[s])
+			}
+			if d := math.Abs(fy[s] - fx[s]); d > w/float64(max(cx[s], cy[s], 1))*(1+1e-12) {
+				t.Errorf("reward %v: F(%d) moved by %v > W/c = %v", r, s, d, w/float64(max(cx[s], 1)))
+			}
+			if cy[s]-cx[s] > 1 {
+				t.Errorf("state %d counted %d times for one trajectory", s, cy[s]-cx[s])
+			}
+		}
+		// The release on the extreme log is finite.
+		c := Config{Epsilon: 1, Delta: 1e-5, Gamma: g, RewardLow: lo, RewardHigh: hi, Weights: []float64{1, 1, 1, 1, 0}}
+		res, err := Estimate(tabularPhi(5), append(base, ex), c, rand.New(rand.NewPCG(1, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range res.Theta {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Fatalf("reward %v: release %v", r, res.Theta)
+			}
+		}
+	}
+	// Malformed trajectories are refused by Estimate and skipped (never a
+	// panic) by FirstVisit.
+	bad := []Trajectory{{States: []int{0, 7}, Rewards: []float64{0, 0}}, {States: []int{0}, Rewards: nil}}
+	for _, b := range bad {
+		if _, err := Estimate(tabularPhi(5), []Trajectory{b}, Config{Epsilon: 1, Delta: 1e-5, Gamma: g, RewardLow: lo, RewardHigh: hi, Weights: []float64{1, 1, 1, 1, 1}}, rand.New(rand.NewPCG(1, 1))); err == nil {
+			t.Errorf("malformed trajectory %+v accepted", b)
+		}
+		if _, cnt := FirstVisit([]Trajectory{b}, 5, g, lo, hi); slices.Max(cnt) != 0 {
+			t.Errorf("malformed trajectory %+v counted", b)
+		}
+	}
+}
+
+func TestResultIsPublic(t *testing.T) {
+	// Everything in the release but the noisy weights is the same for
+	// neighbouring datasets (one trajectory more): the data-dependent noise
+	// scale is not in it. Applied by reflection to every field, so a field
+	// added later is checked too.
+	rng := rand.New(rand.NewPCG(6, 6))
+	x := chain(rng, 100)
+	y := append(append([]Trajectory(nil), x...), Trajectory{States: []int{3}, Rewards: []float64{1}})
+	c := Config{Epsilon: 1, Delta: 1e-5, Gamma: 0.9, RewardLow: 0, RewardHigh: 1, Weights: []float64{1, 1, 1, 1, 0}}
+	rx, dx, err := EstimateWithDiagnostics(tabularPhi(5), x, c, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ry, dy, err := EstimateWithDiagnostics(tabularPhi(5), y, c, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dx.Sigma == dy.Sigma {
+		t.Fatal("the neighbours' noise scales are equal: the test does not exercise the leak")
+	}
+	vx, vy := reflect.ValueOf(rx), reflect.ValueOf(ry)
+	for i := range vx.NumField() {
+		name := vx.Type().Field(i).Name
+		if name == "Theta" {
+			continue
+		}
+		if !reflect.DeepEqual(vx.Field(i).Interface(), vy.Field(i).Interface()) {
+			t.Errorf("Result.%s differs between neighbouring datasets: %v vs %v", name, vx.Field(i), vy.Field(i))
+		}
+	}
+	// And Estimate releases what EstimateWithDiagnostics releases.
+	r2, err := Estimate(tabularPhi(5), x, c, rand.New(rand.NewPCG(1, 1)))
+	if err != nil || !reflect.DeepEqual(r2, rx) {
+		t.Errorf("Estimate %+v, EstimateWithDiagnostics %+v (%v)", r2, rx, err)
+	}
+}
+
+func TestNoiseScaleRange(t *testing.T) {
+	// Reward bounds so wide that sigma could leave the Gaussian sampler's
+	// range are refused from public values alone, for any data.
+	c := Config{Epsilon: 1, Delta: 1e-5, Gamma: 0.9, RewardLow: -1e300, RewardHigh: 1e300, Weights: []float64{1, 1, 1, 1, 0}}
+	if err := c.Check(tabularPhi(5)); !errors.Is(err, ErrRange) {
+		t.Errorf("Check: %v, want ErrRange", err)
+	}
+	for _, trajs := range [][]Trajectory{nil, chain(rand.New(rand.NewPCG(7, 7)), 50)} {
+		if _, err := Estimate(tabularPhi(5), trajs, c, rand.New(rand.NewPCG(1, 1))); !errors.Is(err, ErrRange) {
+			t.Errorf("%d trajectories: %v, want ErrRange", len(trajs), err)
+		}
+	}
+	// Tiny bounds: sigma is raised to the sampler's floor, the release is
+	// finite.
+	c.RewardLow, c.RewardHigh = 0, 1e-290
+	res, err := Estimate(tabularPhi(5), chain(rand.New(rand.NewPCG(7, 7)), 50), c, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range res.Theta {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Fatalf("release %v", res.Theta)
+		}
 	}
 }
