@@ -18,6 +18,12 @@ type Kind string
 const (
 	KindRelease Kind = "policy_release" // an online policy update
 	KindOffline Kind = "offline_run"    // an offline run on a dataset
+	// KindCap sets a dataset's cap at one unit (dprl ledger set-cap); it
+	// costs nothing.
+	KindCap Kind = "dataset_cap"
+	// KindDerived registers a file an offline run wrote from a dataset (an
+	// SVT output) as part of that dataset; it costs nothing.
+	KindDerived Kind = "derived_file"
 )
 
 // Unit names the protected unit of an entry.
@@ -28,6 +34,7 @@ const (
 	UnitSession    Unit = "session"    // one user session (trajectory-level DP online)
 	UnitTrajectory Unit = "trajectory" // one logged trajectory (offline)
 	UnitExpert     Unit = "expert"     // all trajectories of one expert (SVT)
+	UnitUser       Unit = "user"       // all trajectories of one user (offline)
 )
 
 // FixedCost is a cost accounted by its own theorem rather than by the
@@ -73,8 +80,26 @@ type Entry struct {
 	Seeded bool `json:"seeded"`
 	// PolicyVersion is the version this entry pays for (releases).
 	PolicyVersion uint64 `json:"policy_version,omitempty"`
-	// DatasetID is the content hash of the dataset read (offline).
+	// DatasetID is the dataset an offline run is charged to, a cap is set
+	// on, or a derived file belongs to: the content id of the first file
+	// whose records were registered in it.
 	DatasetID string `json:"dataset_id,omitempty"`
+	// File is the content id of the file an offline run read or a derived
+	// file registered (offline, derived).
+	File string `json:"file,omitempty"`
+	// Cap is the dataset's cap at Unit that the entry sets: the first
+	// offline run at a unit registers it, a dataset_cap entry changes it.
+	Cap *Cap `json:"cap,omitempty"`
+	// Reason says why a dataset_cap entry changed the cap.
+	Reason string `json:"reason,omitempty"`
+	// DerivedFrom is the sequence number of the offline run whose output
+	// a derived file is.
+	DerivedFrom uint64 `json:"derived_from,omitempty"`
+	// NewRecords is the number of records the entry added to the dataset's
+	// record index, NewRecordsDigest the hex SHA-256 of their sorted
+	// hashes (Verify recomputes both from the index).
+	NewRecords       int    `json:"new_records,omitempty"`
+	NewRecordsDigest string `json:"new_records_digest,omitempty"`
 	// PrevHash and Hash chain the entries.
 	PrevHash string `json:"prev_hash"`
 	Hash     string `json:"hash"`

@@ -1,131 +1,536 @@
 package ledger
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"strings"
 
 	"dprl/ledger/accountant"
 
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// Cap is a dataset's privacy budget.
+// Errors of the offline budget. Test with errors.Is.
+var (
+	// ErrCapMismatch is returned when a run gives a cap that differs from
+	// the one stored with the dataset; only SetCap changes a stored cap.
+	ErrCapMismatch = errors.New("ledger: cap differs from the dataset's stored cap")
+	// ErrOverlap is returned when a file holds records of more than one
+	// registered dataset.
+	ErrOverlap = errors.New("ledger: the file holds records of several datasets")
+)
+
+// Cap is a dataset's privacy budget at one protected unit: the runs charged
+// at that unit must compose to at most Epsilon at Delta.
 type Cap struct {
 	Epsilon float64 `json:"epsilon"`
 	Delta   float64 `json:"delta"`
 }
 
-// DatasetState is what has been spent on a dataset: every event and fixed
-// cost of its runs, composed together.
-type DatasetState struct {
+func (c Cap) check() error {
+	if !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0) || !(c.Delta > 0 && c.Delta < 1) {
+		return fmt.Errorf("%w: cap (%v, %v): want epsilon > 0 and 0 < delta < 1", ErrInvalid, c.Epsilon, c.Delta)
+	}
+	return nil
+}
+
+// RecordHash is the SHA-256 of one record's canonical encoding (see
+// offline.HashRecord).
+type RecordHash = [32]byte
+
+// offlineUnits are the protected units an offline run may charge.
+var offlineUnits = []Unit{UnitTrajectory, UnitUser, UnitExpert}
+
+func checkOfflineUnit(u Unit) error {
+	if !slices.Contains(offlineUnits, u) {
+		return fmt.Errorf("%w: unit %q: an offline budget is kept per trajectory, user or expert", ErrInvalid, u)
+	}
+	return nil
+}
+
+// UnitBudget is a dataset's budget at one protected unit: its cap and the
+// costs of the runs charged at that unit.
+type UnitBudget struct {
+	Cap    Cap                `json:"cap"`
 	Runs   int                `json:"runs"`
-	Events []accountant.Event `json:"events"`
+	Events []accountant.Event `json:"events,omitempty"`
 	Fixed  []FixedCost        `json:"fixed,omitempty"`
 }
 
-// Spent returns the dataset's composed epsilon at delta with the RDP
-// accountant (fixed costs by basic composition).
-func (d DatasetState) Spent(delta float64) (float64, error) {
-	if d.Runs == 0 {
+// Spent returns the unit's composed epsilon at the cap's delta: the RDP
+// accountant for the runs' noise events at the delta left after the fixed
+// costs' deltas, plus the fixed costs' epsilons (basic composition). It is
+// 0 before the first run.
+func (u UnitBudget) Spent() (float64, error) { return u.SpentAt(u.Cap.Delta) }
+
+// SpentAt returns the unit's composed epsilon at delta.
+func (u UnitBudget) SpentAt(delta float64) (float64, error) {
+	if u.Runs == 0 {
 		return 0, nil
 	}
-	return totalEpsilon(accountant.MethodRDP, delta, d.Events, d.Fixed)
+	return totalEpsilon(accountant.MethodRDP, delta, u.Events, u.Fixed)
 }
 
-// Dataset returns what has been spent on a dataset.
-func (s *Store) Dataset(id string) (DatasetState, error) {
+func (u UnitBudget) equal(v UnitBudget) bool {
+	return u.Cap == v.Cap && u.Runs == v.Runs && slices.Equal(u.Events, v.Events) && slices.Equal(u.Fixed, v.Fixed)
+}
+
+// DatasetState is a dataset's budgets, one per protected unit.
+//
+// The units' totals are never added and no unit's cost is converted into
+// another's: a trajectory-level guarantee bounds what a run reveals about
+// one trajectory, and says about an expert or user with many trajectories
+// only what group privacy over their (private, unbounded) number of
+// trajectories gives; an expert-level SVT release publishes trajectory
+// prefixes verbatim, so it has no trajectory-level guarantee at all. So the
+// total at a unit bounds the privacy loss, at that unit, of the runs charged
+// at that unit, and only of them.
+type DatasetState struct {
+	Units map[Unit]UnitBudget `json:"units"`
+}
+
+// Dataset returns a dataset's state and whether the ledger holds it.
+func (s *Store) Dataset(id string) (DatasetState, bool, error) {
 	var d DatasetState
-	if _, err := s.getJSON(datasetKey(id), &d); err != nil {
-		return DatasetState{}, err
+	ok, err := s.getJSON(budgetKey(id), &d)
+	if err != nil || !ok {
+		return DatasetState{}, false, err
 	}
-	return d, nil
+	return d, true, nil
 }
 
-// ChargeOffline records an offline run on a dataset, refusing it with
-// ErrBudgetExceeded (and writing nothing) when the dataset's composed epsilon
-// at cap.Delta would exceed cap.Epsilon. Call it before reading the data.
-// The entry's Epsilon and Delta are the run's own guarantee; the returned
-// entry is as written.
-func (s *Store) ChargeOffline(datasetID string, e Entry, c Cap) (Entry, error) {
-	if datasetID == "" {
-		return Entry{}, fmt.Errorf("%w: empty dataset id", ErrInvalid)
+// Datasets calls fn for every dataset in id order.
+func (s *Store) Datasets(fn func(id string, d DatasetState) error) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefBudget, UpperBound: prefixEnd(prefBudget)})
+	if err != nil {
+		return err
 	}
-	if !(c.Epsilon > 0) || !(c.Delta > 0 && c.Delta < 1) {
-		return Entry{}, fmt.Errorf("%w: cap (%v, %v)", ErrInvalid, c.Epsilon, c.Delta)
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		id := string(it.Key()[len(prefBudget):])
+		var d DatasetState
+		if err := decodeStrict(it.Value(), &d); err != nil {
+			return fmt.Errorf("%w: dataset %s: %v", ErrCorrupt, id, err)
+		}
+		if err := fn(id, d); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// OfflineRun is one offline run to check or charge.
+type OfflineRun struct {
+	// File is the content id of the file the run reads.
+	File string
+	// Records are the hashes of the file's records, in any order.
+	Records []RecordHash
+	// Entry is the run's cost: Unit, Mechanism, Events and Fixed, Method,
+	// Epsilon, Delta, Participants, Seeded. The ledger fills in the rest.
+	Entry Entry
+	// Cap is the cap registered with the dataset when it has none at the
+	// entry's unit (the dataset's first run at that unit).
+	Cap Cap
+	// CapGiven says that Cap was given explicitly: a stored cap that
+	// differs from it refuses the run with ErrCapMismatch rather than being
+	// used silently.
+	CapGiven bool
+}
+
+// OfflineCharge is what CheckOffline found or ChargeOffline wrote.
+type OfflineCharge struct {
+	// Dataset is the dataset the run is charged to.
+	Dataset string
+	// NewCap is true when the run registers the dataset's cap at its unit.
+	NewCap bool
+	// Cap is the dataset's cap at the run's unit.
+	Cap Cap
+	// Spent is the unit's composed epsilon at Cap.Delta with the run.
+	Spent float64
+	// Entry is the entry as written (ChargeOffline).
+	Entry Entry
+}
+
+// ResolveDataset returns the dataset a file's records are charged to: the
+// registered dataset that holds any of them, or the file's own id when none
+// does. A file with records of two or more datasets is refused with
+// ErrOverlap.
+func (s *Store) ResolveDataset(file string, records []RecordHash) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return "", ErrClosed
+	}
+	id, _, err := s.resolve(file, records)
+	return id, err
+}
+
+// resolve returns the dataset of a file's records and its distinct records
+// that no dataset holds yet, sorted.
+func (s *Store) resolve(file string, records []RecordHash) (string, []RecordHash, error) {
+	if file == "" || len(records) == 0 {
+		return "", nil, fmt.Errorf("%w: a file id and at least one record are needed", ErrInvalid)
+	}
+	uniq := sortedUnique(records)
+	var fresh []RecordHash
+	owner := map[uint64]string{}
+	found := map[string]bool{}
+	for _, h := range uniq {
+		v, err := s.get(recordKey(h))
+		if err != nil {
+			return "", nil, err
+		}
+		if v == nil {
+			fresh = append(fresh, h)
+			continue
+		}
+		if len(v) != 8 {
+			return "", nil, fmt.Errorf("%w: record index value of %d bytes", ErrCorrupt, len(v))
+		}
+		seq := binary.BigEndian.Uint64(v)
+		id, ok := owner[seq]
+		if !ok {
+			e, err := s.entry(seq)
+			if err != nil {
+				return "", nil, err
+			}
+			id = e.DatasetID
+			owner[seq] = id
+		}
+		found[id] = true
+	}
+	switch len(found) {
+	case 0:
+		return file, fresh, nil
+	case 1:
+		for id := range found {
+			return id, fresh, nil
+		}
+	}
+	ids := make([]string, 0, len(found))
+	for id := range found {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return "", nil, fmt.Errorf("%w: %s has records of %d datasets (%s); a run on it would spend every one of their budgets: run on each dataset's records separately", ErrOverlap, file, len(ids), strings.Join(ids, ", "))
+}
+
+// entry reads the entry with sequence number seq.
+func (s *Store) entry(seq uint64) (Entry, error) {
+	var e Entry
+	ok, err := s.getJSON(entryKey(seq), &e)
+	if err != nil {
+		return Entry{}, err
+	}
+	if !ok {
+		return Entry{}, fmt.Errorf("%w: entry %d is missing", ErrCorrupt, seq)
+	}
+	return e, nil
+}
+
+// offlinePlan is a checked run: the dataset's state with the run added.
+type offlinePlan struct {
+	dataset string
+	state   DatasetState
+	newCap  bool
+	fresh   []RecordHash
+	spent   float64
+}
+
+// planOffline resolves the run's dataset, applies its cap and composes the
+// run with the dataset's earlier runs at the same unit, refusing it above
+// the cap. It writes nothing.
+func (s *Store) planOffline(r *OfflineRun) (offlinePlan, error) {
+	e := &r.Entry
+	if err := checkOfflineUnit(e.Unit); err != nil {
+		return offlinePlan{}, err
+	}
+	if err := e.validate(); err != nil {
+		return offlinePlan{}, err
+	}
+	id, fresh, err := s.resolve(r.File, r.Records)
+	if err != nil {
+		return offlinePlan{}, err
+	}
+	st, _, err := s.Dataset(id)
+	if err != nil {
+		return offlinePlan{}, err
+	}
+	if st.Units == nil {
+		st.Units = map[Unit]UnitBudget{}
+	}
+	u, has := st.Units[e.Unit]
+	p := offlinePlan{dataset: id, fresh: fresh}
+	switch {
+	case !has:
+		if err := r.Cap.check(); err != nil {
+			return offlinePlan{}, err
+		}
+		u.Cap, p.newCap = r.Cap, true
+	case r.CapGiven && r.Cap != u.Cap:
+		return offlinePlan{}, fmt.Errorf("%w: dataset %s has the cap (epsilon %g, delta %g) at unit %s, stored with it; a run cannot change it (given: epsilon %g, delta %g)", ErrCapMismatch, id, u.Cap.Epsilon, u.Cap.Delta, e.Unit, r.Cap.Epsilon, r.Cap.Delta)
+	}
+	u.Runs++
+	u.Events = append(slices.Clip(u.Events), e.Events...)
+	u.Fixed = append(slices.Clip(u.Fixed), e.Fixed...)
+	var fd float64
+	for _, f := range u.Fixed {
+		fd += f.Delta
+	}
+	if fd > u.Cap.Delta || (len(u.Events) > 0 && fd >= u.Cap.Delta) {
+		return offlinePlan{}, fmt.Errorf("%w: dataset %s at unit %s: the runs' fixed deltas would sum to %g, reaching the cap's delta %g (basic composition adds them)", ErrBudgetExceeded, id, e.Unit, fd, u.Cap.Delta)
+	}
+	if p.spent, err = u.Spent(); err != nil {
+		return offlinePlan{}, err
+	}
+	if p.spent > u.Cap.Epsilon {
+		return offlinePlan{}, fmt.Errorf("%w: dataset %s would reach epsilon %.4g > cap %g at delta %g, unit %s, after %d runs", ErrBudgetExceeded, id, p.spent, u.Cap.Epsilon, u.Cap.Delta, e.Unit, u.Runs)
+	}
+	st.Units[e.Unit] = u
+	p.state = st
+	return p, nil
+}
+
+// CheckOffline reports, without writing anything, whether ChargeOffline
+// would accept the run: the dataset it is charged to, its cap and the
+// unit's composed epsilon after the run; or ErrBudgetExceeded,
+// ErrCapMismatch or ErrOverlap. Callers check before validating the data (a
+// malformed dataset then costs nothing) and charge after.
+func (s *Store) CheckOffline(r OfflineRun) (OfflineCharge, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return OfflineCharge{}, ErrClosed
+	}
+	p, err := s.planOffline(&r)
+	if err != nil {
+		return OfflineCharge{}, err
+	}
+	return OfflineCharge{Dataset: p.dataset, NewCap: p.newCap, Cap: p.state.Units[r.Entry.Unit].Cap, Spent: p.spent}, nil
+}
+
+// ChargeOffline records an offline run on the dataset its records belong
+// to, refusing it (and writing nothing) as CheckOffline does. In one synced
+// batch it writes the run's entry (which records the cap when the run
+// registers it, the file's id and its records new to the dataset), the
+// dataset's budgets, the record index of those new records, and the head.
+// A file whose records overlap a registered dataset is charged to that
+// dataset, and its other records join it.
+func (s *Store) ChargeOffline(r OfflineRun) (OfflineCharge, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return OfflineCharge{}, ErrClosed
+	}
+	p, err := s.planOffline(&r)
+	if err != nil {
+		return OfflineCharge{}, err
+	}
+	u := p.state.Units[r.Entry.Unit]
+	e := r.Entry
+	e.Kind, e.DatasetID, e.File = KindOffline, p.dataset, r.File
+	e.Cap, e.Reason, e.DerivedFrom, e.PolicyVersion, e.Users = nil, "", 0, 0, nil
+	if p.newCap {
+		c := u.Cap
+		e.Cap = &c
+	}
+	e.NewRecords, e.NewRecordsDigest = len(p.fresh), ""
+	if len(p.fresh) > 0 {
+		e.NewRecordsDigest = recordsDigest(p.fresh)
+	}
+	h, err := s.Head()
+	if err != nil {
+		return OfflineCharge{}, err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if e, err = s.appendEntry(b, h, e); err != nil {
+		return OfflineCharge{}, err
+	}
+	if err := indexRecords(b, p.fresh, e.Seq); err != nil {
+		return OfflineCharge{}, err
+	}
+	if err := setJSON(b, budgetKey(p.dataset), p.state); err != nil {
+		return OfflineCharge{}, err
+	}
+	if err := setJSON(b, keyHead, Head{Seq: e.Seq, Hash: e.Hash, Version: h.Version}); err != nil {
+		return OfflineCharge{}, err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return OfflineCharge{}, fmt.Errorf("ledger: commit offline charge: %w", err)
+	}
+	return OfflineCharge{Dataset: p.dataset, NewCap: p.newCap, Cap: u.Cap, Spent: p.spent, Entry: e}, nil
+}
+
+// DerivedFile is a file an offline run wrote from its dataset.
+type DerivedFile struct {
+	// ID is the file's content id.
+	ID string
+	// Records are the hashes of its records.
+	Records []RecordHash
+	// Note says what the file is, e.g. "svt stable prefixes".
+	Note string
+}
+
+// RegisterDerived records files that the offline run with sequence number
+// from wrote from its dataset (an SVT release's outputs) as part of that
+// dataset: one derived_file entry per file, and the files' records that no
+// dataset holds yet join the run's dataset in the record index, so that any
+// later run on them (or on a subset of them) is charged to it. A record some
+// dataset already holds stays with it. Call it before the files are written:
+// one synced batch, so a file on disk is never missing from the ledger.
+func (s *Store) RegisterDerived(from uint64, files []DerivedFile) ([]Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	run, err := s.entry(from)
+	if err != nil {
+		return nil, err
+	}
+	if run.Kind != KindOffline {
+		return nil, fmt.Errorf("%w: entry %d is a %s, not an offline run", ErrInvalid, from, run.Kind)
+	}
+	h, err := s.Head()
+	if err != nil {
+		return nil, err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	claimed := map[RecordHash]bool{}
+	var out []Entry
+	for _, f := range files {
+		if f.ID == "" || f.Note == "" {
+			return nil, fmt.Errorf("%w: derived file without id or note", ErrInvalid)
+		}
+		var fresh []RecordHash
+		for _, r := range sortedUnique(f.Records) {
+			if claimed[r] {
+				continue
+			}
+			v, err := s.get(recordKey(r))
+			if err != nil {
+				return nil, err
+			}
+			if v == nil {
+				fresh = append(fresh, r)
+				claimed[r] = true
+			}
+		}
+		e := Entry{Kind: KindDerived, Mechanism: f.Note, DatasetID: run.DatasetID, File: f.ID, DerivedFrom: from,
+			Seeded: run.Seeded, NewRecords: len(fresh)}
+		if len(fresh) > 0 {
+			e.NewRecordsDigest = recordsDigest(fresh)
+		}
+		if e, err = s.appendEntry(b, h, e); err != nil {
+			return nil, err
+		}
+		if err := indexRecords(b, fresh, e.Seq); err != nil {
+			return nil, err
+		}
+		h = Head{Seq: e.Seq, Hash: e.Hash, Version: h.Version}
+		out = append(out, e)
+	}
+	if err := setJSON(b, keyHead, h); err != nil {
+		return nil, err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return nil, fmt.Errorf("ledger: commit derived files: %w", err)
+	}
+	return out, nil
+}
+
+// SetCap changes a dataset's cap at one unit (or sets it before the unit's
+// first run) and writes a dataset_cap entry with the reason, hash-chained
+// like every entry. A cap below what the unit has spent is allowed (it
+// refuses every later run); a delta at which the unit's earlier runs no
+// longer compose (their fixed deltas reach it) is refused.
+func (s *Store) SetCap(dataset string, unit Unit, c Cap, reason string) (Entry, error) {
+	if err := checkOfflineUnit(unit); err != nil {
+		return Entry{}, err
+	}
+	if err := c.check(); err != nil {
+		return Entry{}, err
+	}
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return Entry{}, fmt.Errorf("%w: a cap change needs a reason", ErrInvalid)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return Entry{}, ErrClosed
 	}
-	e.Kind = KindOffline
-	e.DatasetID = datasetID
-	d, _, err := s.composeOffline(datasetID, &e, c)
+	st, ok, err := s.Dataset(dataset)
 	if err != nil {
 		return Entry{}, err
 	}
+	if !ok {
+		return Entry{}, fmt.Errorf("%w: no dataset %s in this ledger (a dataset is registered by its first private run)", ErrNotFound, dataset)
+	}
+	u := st.Units[unit]
+	old := u.Cap
+	u.Cap = c
+	if _, err := u.Spent(); err != nil {
+		return Entry{}, fmt.Errorf("%w: the %d earlier runs at unit %s do not compose at delta %g", err, u.Runs, unit, c.Delta)
+	}
+	st.Units[unit] = u
+	e := Entry{Kind: KindCap, Unit: unit, DatasetID: dataset, Cap: &c, Reason: reason,
+		Mechanism: fmt.Sprintf("set-cap: (epsilon %g, delta %g) -> (epsilon %g, delta %g)", old.Epsilon, old.Delta, c.Epsilon, c.Delta)}
 	h, err := s.Head()
 	if err != nil {
 		return Entry{}, err
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	e, err = s.appendEntry(b, h, e)
-	if err != nil {
+	if e, err = s.appendEntry(b, h, e); err != nil {
 		return Entry{}, err
 	}
-	if err := setJSON(b, datasetKey(datasetID), d); err != nil {
+	if err := setJSON(b, budgetKey(dataset), st); err != nil {
 		return Entry{}, err
 	}
 	if err := setJSON(b, keyHead, Head{Seq: e.Seq, Hash: e.Hash, Version: h.Version}); err != nil {
 		return Entry{}, err
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return Entry{}, fmt.Errorf("ledger: commit offline charge: %w", err)
+		return Entry{}, fmt.Errorf("ledger: commit cap: %w", err)
 	}
+	s.log.Info().Str("dataset", dataset).Str("unit", string(unit)).Float64("epsilon", c.Epsilon).Float64("delta", c.Delta).
+		Float64("old_epsilon", old.Epsilon).Float64("old_delta", old.Delta).Str("reason", reason).Uint64("seq", e.Seq).Msg("dataset cap set")
 	return e, nil
 }
 
-// CheckOffline reports, without writing anything, whether ChargeOffline would
-// accept the run: it returns the dataset's composed epsilon at cap.Delta
-// after the run, or ErrBudgetExceeded. Callers check before validating the
-// data (a malformed dataset then costs nothing) and charge after.
-func (s *Store) CheckOffline(datasetID string, e Entry, c Cap) (float64, error) {
-	if datasetID == "" {
-		return 0, fmt.Errorf("%w: empty dataset id", ErrInvalid)
+// indexRecords maps each record to the entry that registered it.
+func indexRecords(b *pebble.Batch, records []RecordHash, seq uint64) error {
+	v := be64(nil, seq)
+	for _, r := range records {
+		if err := b.Set(recordKey(r), v, nil); err != nil {
+			return err
+		}
 	}
-	if !(c.Epsilon > 0) || !(c.Delta > 0 && c.Delta < 1) {
-		return 0, fmt.Errorf("%w: cap (%v, %v)", ErrInvalid, c.Epsilon, c.Delta)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return 0, ErrClosed
-	}
-	e.Kind = KindOffline
-	e.DatasetID = datasetID
-	_, total, err := s.composeOffline(datasetID, &e, c)
-	return total, err
+	return nil
 }
 
-// composeOffline validates e and returns the dataset's state and composed
-// epsilon with e added, refusing with ErrBudgetExceeded above the cap.
-func (s *Store) composeOffline(datasetID string, e *Entry, c Cap) (DatasetState, float64, error) {
-	if err := e.validate(); err != nil {
-		return DatasetState{}, 0, err
+// recordsDigest is the hex SHA-256 of sorted, distinct record hashes.
+func recordsDigest(sorted []RecordHash) string {
+	h := sha256.New()
+	h.Write([]byte("dprl ledger records\x00"))
+	for i := range sorted {
+		h.Write(sorted[i][:])
 	}
-	d, err := s.Dataset(datasetID)
-	if err != nil {
-		return DatasetState{}, 0, err
-	}
-	d.Runs++
-	d.Events = append(d.Events, e.Events...)
-	d.Fixed = append(d.Fixed, e.Fixed...)
-	total, err := d.Spent(c.Delta)
-	if err != nil {
-		return DatasetState{}, 0, err
-	}
-	if total > c.Epsilon {
-		return DatasetState{}, 0, fmt.Errorf("%w: dataset %s would reach epsilon %.4g > cap %g at delta %g after %d runs", ErrBudgetExceeded, datasetID, total, c.Epsilon, c.Delta, d.Runs)
-	}
-	return d, total, nil
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// sortedUnique returns the distinct hashes in increasing order.
+func sortedUnique(records []RecordHash) []RecordHash {
+	out := slices.Clone(records)
+	slices.SortFunc(out, func(a, b RecordHash) int { return bytes.Compare(a[:], b[:]) })
+	return slices.Compact(out)
 }

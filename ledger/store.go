@@ -54,7 +54,8 @@ var (
 	prefEntry  = []byte("e/")
 	prefSnap   = []byte("s/")
 	prefUser   = []byte("u/")
-	prefDaSet  = []byte("d/")
+	prefBudget = []byte("b/") // dataset budgets, by dataset id
+	prefRecord = []byte("r/") // record index: record hash -> seq of the entry that registered it
 	userKeyLen = 32
 )
 
@@ -632,7 +633,8 @@ func be64(prefix []byte, n uint64) []byte {
 func entryKey(seq uint64) []byte    { return be64(prefEntry, seq) }
 func snapKey(version uint64) []byte { return be64(prefSnap, version) }
 func userKey(k UserKey) []byte      { return append(append([]byte(nil), prefUser...), k[:]...) }
-func datasetKey(id string) []byte   { return append(append([]byte(nil), prefDaSet...), id...) }
+func budgetKey(id string) []byte    { return append(append([]byte(nil), prefBudget...), id...) }
+func recordKey(h RecordHash) []byte { return append(append([]byte(nil), prefRecord...), h[:]...) }
 
 // prefixEnd returns the smallest key after every key with the prefix.
 func prefixEnd(p []byte) []byte {

@@ -1,20 +1,42 @@
 package ledger
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"hash"
 	"math"
-	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // Report is the result of Verify.
 type Report struct {
-	Head        Head     `json:"head"`
-	Entries     int      `json:"entries"`
-	Releases    int      `json:"releases"`
-	OfflineRuns int      `json:"offline_runs"`
-	Users       int      `json:"users"`
-	Datasets    int      `json:"datasets"`
-	Problems    []string `json:"problems"`
+	Head         Head `json:"head"`
+	Entries      int  `json:"entries"`
+	Releases     int  `json:"releases"`
+	OfflineRuns  int  `json:"offline_runs"`
+	CapChanges   int  `json:"cap_changes"`
+	DerivedFiles int  `json:"derived_files"`
+	Users        int  `json:"users"`
+	Datasets     int  `json:"datasets"`
+	// Budgets are the datasets' totals per unit, recomputed from the
+	// entries, by dataset and unit.
+	Budgets  []DatasetBudget `json:"budgets"`
+	Problems []string        `json:"problems"`
+}
+
+// DatasetBudget is a dataset's total at one protected unit.
+type DatasetBudget struct {
+	Dataset string `json:"dataset"`
+	Unit    Unit   `json:"unit"`
+	Runs    int    `json:"runs"`
+	// Epsilon is the composed epsilon of the unit's runs at Cap.Delta.
+	Epsilon float64 `json:"epsilon"`
+	Cap     Cap     `json:"cap"`
 }
 
 // OK reports whether Verify found no problem.
@@ -27,8 +49,9 @@ const epsTolerance = 1e-9
 
 // Verify recomputes the hash chain, every entry's epsilon from its recorded
 // parameters, the head pointer, the snapshots the releases pay for, the user
-// counters and the dataset totals, and lists every mismatch in the report.
-// The error is for failures to read the store.
+// counters, the datasets' caps and per-unit totals (and that no run was
+// charged above the cap in force), and the record index, and lists every
+// mismatch in the report. The error is for failures to read the store.
 func (s *Store) Verify() (Report, error) {
 	var r Report
 	problem := func(format string, args ...any) { r.Problems = append(r.Problems, fmt.Sprintf(format, args...)) }
@@ -38,7 +61,7 @@ func (s *Store) Verify() (Report, error) {
 	}
 	r.Head = head
 	users := map[UserKey]*UserState{}
-	datasets := map[string]*DatasetState{}
+	var offline []Entry
 	var prev Entry
 	var version uint64
 	err = s.Entries(func(e Entry) error {
@@ -82,16 +105,8 @@ func (s *Store) Verify() (Report, error) {
 				st.SumInvZ2 += 1 / (z * z)
 				st.LastVersion = e.PolicyVersion
 			}
-		case KindOffline:
-			r.OfflineRuns++
-			d := datasets[e.DatasetID]
-			if d == nil {
-				d = &DatasetState{}
-				datasets[e.DatasetID] = d
-			}
-			d.Runs++
-			d.Events = append(d.Events, e.Events...)
-			d.Fixed = append(d.Fixed, e.Fixed...)
+		case KindOffline, KindCap, KindDerived:
+			offline = append(offline, e)
 		default:
 			problem("entry %d: unknown kind %q", e.Seq, e.Kind)
 		}
@@ -130,15 +145,191 @@ func (s *Store) Verify() (Report, error) {
 			problem("user %s took part in releases but has no counter", k)
 		}
 	}
-	for id, want := range datasets {
-		r.Datasets++
-		got, err := s.Dataset(id)
-		if err != nil {
-			return r, err
+	err = s.verifyOffline(offline, &r, problem)
+	return r, err
+}
+
+// verifyOffline replays the offline entries (runs, cap changes, derived
+// files) in order into each dataset's per-unit budgets, checks every run
+// against the cap in force when it was charged, compares the replay with
+// the stored budgets, and recomputes each entry's new-record digest from
+// the record index.
+func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, ...any)) error {
+	want := map[string]*DatasetState{}
+	runs := map[uint64]Entry{}
+	type digest struct {
+		n int
+		h hash.Hash
+	}
+	registers := map[uint64]Entry{}
+	for _, e := range entries {
+		if e.NewRecords > 0 || e.NewRecordsDigest != "" {
+			registers[e.Seq] = e
 		}
-		if got.Runs != want.Runs || !reflect.DeepEqual(got.Events, want.Events) || !reflect.DeepEqual(got.Fixed, want.Fixed) {
-			problem("dataset %s: stored total (%d runs) does not match its entries (%d runs)", id, got.Runs, want.Runs)
+		d := want[e.DatasetID]
+		if e.DatasetID == "" {
+			problem("entry %d: %s without a dataset", e.Seq, e.Kind)
+			continue
+		}
+		switch e.Kind {
+		case KindOffline:
+			r.OfflineRuns++
+			runs[e.Seq] = e
+			if d == nil {
+				d = &DatasetState{Units: map[Unit]UnitBudget{}}
+				want[e.DatasetID] = d
+			}
+			u, has := d.Units[e.Unit]
+			switch {
+			case e.Cap != nil && has:
+				problem("entry %d registers a cap for dataset %s at unit %s, which already has one", e.Seq, e.DatasetID, e.Unit)
+				u.Cap = *e.Cap
+			case e.Cap != nil:
+				if err := e.Cap.check(); err != nil {
+					problem("entry %d: %v", e.Seq, err)
+				}
+				u.Cap = *e.Cap
+			case !has:
+				problem("entry %d: offline run on dataset %s at unit %s, which has no cap", e.Seq, e.DatasetID, e.Unit)
+			}
+			u.Runs++
+			u.Events = append(slices.Clip(u.Events), e.Events...)
+			u.Fixed = append(slices.Clip(u.Fixed), e.Fixed...)
+			d.Units[e.Unit] = u
+			if u.Cap.Epsilon > 0 {
+				spent, err := u.Spent()
+				switch {
+				case err != nil:
+					problem("entry %d: dataset %s at unit %s does not compose at its cap's delta %g: %v", e.Seq, e.DatasetID, e.Unit, u.Cap.Delta, err)
+				case spent > u.Cap.Epsilon*(1+epsTolerance):
+					problem("entry %d: dataset %s at unit %s reached epsilon %.10g, above its cap %g at delta %g", e.Seq, e.DatasetID, e.Unit, spent, u.Cap.Epsilon, u.Cap.Delta)
+				}
+			}
+		case KindCap:
+			r.CapChanges++
+			if d == nil {
+				problem("entry %d sets a cap on dataset %s before any run registered it", e.Seq, e.DatasetID)
+				d = &DatasetState{Units: map[Unit]UnitBudget{}}
+				want[e.DatasetID] = d
+			}
+			if e.Cap == nil || strings.TrimSpace(e.Reason) == "" {
+				problem("entry %d: a cap change without a cap or a reason", e.Seq)
+				continue
+			}
+			if err := e.Cap.check(); err != nil {
+				problem("entry %d: %v", e.Seq, err)
+			}
+			u := d.Units[e.Unit]
+			u.Cap = *e.Cap
+			d.Units[e.Unit] = u
+		case KindDerived:
+			r.DerivedFiles++
+			if src, ok := runs[e.DerivedFrom]; !ok || src.DatasetID != e.DatasetID {
+				problem("entry %d: derived file %s of dataset %s names entry %d, not an earlier run on that dataset", e.Seq, e.File, e.DatasetID, e.DerivedFrom)
+			}
 		}
 	}
-	return r, nil
+	// The stored budgets.
+	stored := map[string]bool{}
+	err := s.Datasets(func(id string, got DatasetState) error {
+		stored[id] = true
+		w := want[id]
+		if w == nil {
+			problem("dataset %s has a stored budget but no entry", id)
+			return nil
+		}
+		for _, unit := range unitsOf(got, *w) {
+			g, gok := got.Units[unit]
+			x, xok := w.Units[unit]
+			switch {
+			case !gok || !xok:
+				problem("dataset %s at unit %s: stored %v, entries give %v", id, unit, gok, xok)
+			case g.Cap != x.Cap:
+				problem("dataset %s at unit %s: stored cap (epsilon %g, delta %g), entries give (epsilon %g, delta %g)", id, unit, g.Cap.Epsilon, g.Cap.Delta, x.Cap.Epsilon, x.Cap.Delta)
+			case !g.equal(x):
+				problem("dataset %s at unit %s: stored total (%d runs) does not match its entries (%d runs)", id, unit, g.Runs, x.Runs)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+		if !stored[id] {
+			problem("dataset %s has entries but no stored budget", id)
+		}
+	}
+	slices.Sort(ids)
+	r.Datasets = len(ids)
+	r.Budgets = []DatasetBudget{}
+	for _, id := range ids {
+		d := want[id]
+		for _, unit := range unitsOf(*d) {
+			u := d.Units[unit]
+			b := DatasetBudget{Dataset: id, Unit: unit, Runs: u.Runs, Cap: u.Cap}
+			if u.Cap.Delta > 0 {
+				b.Epsilon, _ = u.Spent()
+			}
+			r.Budgets = append(r.Budgets, b)
+		}
+	}
+	// The record index: each entry's new records, recomputed.
+	found := map[uint64]*digest{}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefRecord, UpperBound: prefixEnd(prefRecord)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		k, v := it.Key()[len(prefRecord):], it.Value()
+		if len(k) != len(RecordHash{}) || len(v) != 8 {
+			problem("record index: key of %d bytes, value of %d bytes", len(k), len(v))
+			continue
+		}
+		seq := binary.BigEndian.Uint64(v)
+		g := found[seq]
+		if g == nil {
+			g = &digest{h: sha256.New()}
+			g.h.Write([]byte("dprl ledger records\x00"))
+			found[seq] = g
+		}
+		g.n++
+		g.h.Write(k) // keys iterate in increasing order, as recordsDigest sorts
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	for seq, g := range found {
+		e, ok := registers[seq]
+		if !ok {
+			problem("record index: %d records registered by entry %d, which registers none", g.n, seq)
+			continue
+		}
+		if sum := hex.EncodeToString(g.h.Sum(nil)); g.n != e.NewRecords || sum != e.NewRecordsDigest {
+			problem("entry %d: registered %d records (digest %.12s), the index holds %d (digest %.12s)", seq, e.NewRecords, e.NewRecordsDigest, g.n, sum)
+		}
+	}
+	for seq, e := range registers {
+		if found[seq] == nil {
+			problem("entry %d: registered %d records, the index holds none of them", seq, e.NewRecords)
+		}
+	}
+	return nil
+}
+
+// unitsOf returns the units of the states, sorted.
+func unitsOf(ds ...DatasetState) []Unit {
+	var us []Unit
+	for _, d := range ds {
+		for u := range d.Units {
+			if !slices.Contains(us, u) {
+				us = append(us, u)
+			}
+		}
+	}
+	slices.Sort(us)
+	return us
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"unicode"
 
@@ -488,17 +490,148 @@ func appendFloats(b []byte, v []float64) ([]byte, error) {
 	return append(b, ']'), nil
 }
 
-// DatasetID returns the content hash identifying a dataset file in the
-// ledger: "sha256:" and the hex SHA-256 of its bytes.
-func DatasetID(path string) (string, error) {
+// RecordHash is the SHA-256 of one record's canonical encoding (HashRecord):
+// the identity of a session in the ledger. It is an alias, so a
+// []RecordHash is the []ledger.RecordHash the ledger takes.
+type RecordHash = [32]byte
+
+// recordTag and datasetTag separate the two hashes' domains.
+const (
+	recordTag  = "dprl.sessions.v1 record\x00"
+	datasetTag = "dprl.sessions.v1 dataset\x00"
+)
+
+// HashRecord returns the hash of a session's canonical binary encoding: the
+// parsed values, not the text they were read from. Two lines that parse to
+// the same session hash the same, whatever their whitespace, key order or
+// number spelling (1, 1.0, 1e0); a step's behaviour probability is hashed as
+// the parsed log-probability, so "prob": p and "logp": log p (the float64
+// that Go's math.Log(p) returns) are the same record; -0 and +0 are the same.
+// The ids (session, user, expert) are part of the record. The encoding is
+// length-prefixed (big-endian uint64 lengths, float64 bits), so distinct
+// sessions never share an encoding. A session written by Writer and read
+// back hashes as the session written.
+func HashRecord(s *Session) RecordHash {
+	h := sha256.New()
+	var buf [9]byte
+	u64 := func(v uint64) {
+		binary.BigEndian.PutUint64(buf[:8], v)
+		h.Write(buf[:8])
+	}
+	flag := func(b bool) {
+		buf[8] = 0
+		if b {
+			buf[8] = 1
+		}
+		h.Write(buf[8:9])
+	}
+	str := func(v string) {
+		u64(uint64(len(v)))
+		h.Write([]byte(v))
+	}
+	f64 := func(x float64) {
+		if x == 0 {
+			x = 0 // -0 and +0 are one value
+		}
+		u64(math.Float64bits(x))
+	}
+	vec := func(v []float64) {
+		u64(uint64(len(v)))
+		for _, x := range v {
+			f64(x)
+		}
+	}
+	h.Write([]byte(recordTag))
+	str(s.Session)
+	str(s.User)
+	str(s.Expert)
+	flag(s.PolicyVersion != nil)
+	if s.PolicyVersion != nil {
+		u64(*s.PolicyVersion)
+	}
+	u64(uint64(len(s.Steps)))
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		vec(st.Obs)
+		flag(st.Action.Vec != nil)
+		if st.Action.Vec != nil {
+			vec(st.Action.Vec)
+		} else {
+			u64(uint64(int64(st.Action.Index)))
+		}
+		f64(st.Reward)
+		f64(st.LogP)
+	}
+	flag(s.FinalObs != nil)
+	if s.FinalObs != nil {
+		vec(s.FinalObs)
+	}
+	flag(s.Terminal)
+	var out RecordHash
+	h.Sum(out[:0])
+	return out
+}
+
+// RecordsID returns the content id of a multiset of records:
+// "records-sha256:" and the hex SHA-256 of their hashes sorted, so the id
+// does not depend on the records' order (a re-ordered copy is the same
+// dataset) but does count duplicates. records is not modified.
+func RecordsID(records []RecordHash) string {
+	sorted := slices.Clone(records)
+	slices.SortFunc(sorted, func(a, b RecordHash) int { return bytes.Compare(a[:], b[:]) })
+	h := sha256.New()
+	h.Write([]byte(datasetTag))
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(sorted)))
+	h.Write(n[:])
+	for i := range sorted {
+		h.Write(sorted[i][:])
+	}
+	return "records-sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// SessionsID returns the records' hashes of sessions (in order) and their
+// content id: the id of a file Writer writes them to.
+func SessionsID(ss []Session) (string, []RecordHash) {
+	hs := make([]RecordHash, len(ss))
+	for i := range ss {
+		hs[i] = HashRecord(&ss[i])
+	}
+	return RecordsID(hs), hs
+}
+
+// ScanRecords reads a session log with the strict reader (dimensions learned
+// from the first record) and returns its content id and its records' hashes
+// in file order. A malformed log is an error naming its line; an empty log
+// has no records.
+func ScanRecords(path string) (string, []RecordHash, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("offline: hash %s: %w", path, err)
+	rd := NewReader(f, ReaderOptions{Name: path})
+	var hs []RecordHash
+	for {
+		s, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		hs = append(hs, HashRecord(&s))
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	return RecordsID(hs), hs, nil
+}
+
+// DatasetID returns the content id identifying a session log in the ledger
+// (ScanRecords): the same for any copy of the same records, whatever its
+// formatting or record order.
+func DatasetID(path string) (string, error) {
+	id, _, err := ScanRecords(path)
+	if err != nil {
+		return "", fmt.Errorf("offline: dataset id of %s: %w", path, err)
+	}
+	return id, nil
 }

@@ -172,13 +172,95 @@ func TestWriteReadRoundTrip(t *testing.T) {
 }
 
 func TestDatasetID(t *testing.T) {
-	id, err := DatasetID("testdata/good.jsonl")
-	if err != nil || !strings.HasPrefix(id, "sha256:") || len(id) != 7+64 {
-		t.Errorf("%q %v", id, err)
+	const (
+		s1 = `{"session":"s1","user":"u1","steps":[{"obs":[0.5,1],"action":1,"reward":0.5,"prob":0.5}],"terminal":true}`
+		s2 = `{"session":"s2","steps":[{"obs":[0,-2],"action":0,"reward":1,"logp":-0.1}],"final_obs":[1,1],"terminal":false}`
+	)
+	// The same records, reformatted: whitespace, key order, number
+	// spelling, prob as logp, -0 for 0, blank lines, CRLF, record order, no
+	// final newline.
+	same := []string{
+		s1 + "\n" + s2 + "\n",
+		s1 + "\n" + s2 + "\n\n\n",
+		s1 + "\n" + s2,
+		"\n" + s1 + "\r\n\r\n" + s2 + "\r\n",
+		s2 + "\n" + s1 + "\n",
+		`{ "terminal" : true, "steps" : [ { "prob" : 5e-1, "reward" : 0.50, "action" : 1, "obs" : [ 5E-1, 1.0 ] } ], "user" : "u1", "session" : "s1" }` + "\n" + s2 + "\n",
+		strings.Replace(s1, `"prob":0.5`, fmt.Sprintf(`"logp":%v`, math.Log(0.5)), 1) + "\n" + strings.Replace(s2, `"obs":[0,`, `"obs":[-0,`, 1) + "\n",
 	}
-	id2, _ := DatasetID("testdata/good.jsonl")
-	if id != id2 {
-		t.Error("not deterministic")
+	// Other records: any value, id or field changed, a record dropped or
+	// duplicated.
+	other := []string{
+		s1 + "\n",
+		s1 + "\n" + s1 + "\n" + s2 + "\n",
+		strings.Replace(s1, `"reward":0.5`, `"reward":0.5000000001`, 1) + "\n" + s2 + "\n",
+		strings.Replace(s1, `"s1"`, `"s1b"`, 1) + "\n" + s2 + "\n",
+		strings.Replace(s1, `"user":"u1",`, ``, 1) + "\n" + s2 + "\n",
+		strings.Replace(s1, `"prob":0.5`, `"prob":0.25`, 1) + "\n" + s2 + "\n",
+		s1 + "\n" + strings.Replace(s2, `,"final_obs":[1,1]`, ``, 1) + "\n",
+		s1 + "\n" + strings.Replace(s2, `"terminal":false`, `"terminal":true`, 1) + "\n",
+		strings.Replace(s1, `"user":"u1",`, `"user":"u1","policy_version":0,`, 1) + "\n" + s2 + "\n",
+	}
+	dir := t.TempDir()
+	idOf := func(i int, content string) string {
+		t.Helper()
+		p := fmt.Sprintf("%s/d%d.jsonl", dir, i)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		id, err := DatasetID(p)
+		if err != nil {
+			t.Fatalf("%d: %v", i, err)
+		}
+		return id
+	}
+	want := idOf(0, same[0])
+	if !strings.HasPrefix(want, "records-sha256:") || len(want) != len("records-sha256:")+64 {
+		t.Errorf("id %q", want)
+	}
+	for i, c := range same {
+		if got := idOf(i, c); got != want {
+			t.Errorf("reformatted copy %d: id %s, want %s", i, got, want)
+		}
+	}
+	seen := map[string]int{want: -1}
+	for i, c := range other {
+		got := idOf(100+i, c)
+		if j, ok := seen[got]; ok {
+			t.Errorf("other records %d: id %s, the same as case %d", i, got, j)
+		}
+		seen[got] = i
+	}
+	// Sessions written by Writer read back as the same records.
+	ss, err := readAll(t, same[0], Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	for i := range ss {
+		if err := w.Write(&ss[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := SessionsID(ss); id != want || idOf(200, buf.String()) != want {
+		t.Errorf("written and read back: %s / %s, want %s", id, idOf(201, buf.String()), want)
+	}
+	if _, err := DatasetID(dir + "/missing.jsonl"); err == nil {
+		t.Error("missing file: no error")
+	}
+	if _, err := DatasetID("testdata/good.jsonl"); err != nil {
+		t.Error(err)
+	}
+	bad := dir + "/bad.jsonl"
+	if err := os.WriteFile(bad, []byte(s1+"\n{\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DatasetID(bad); err == nil || !strings.Contains(err.Error(), "bad.jsonl:2") {
+		t.Errorf("malformed log: %v, want an error naming line 2", err)
 	}
 }
 

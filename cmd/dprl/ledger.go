@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"dprl/ledger"
@@ -16,7 +20,7 @@ import (
 
 func newLedgerCmd(a *app) *cobra.Command {
 	return groupCmd("ledger", "Inspect, verify and export the privacy ledger of a data directory",
-		newLedgerShowCmd(a), newLedgerVerifyCmd(a), newLedgerExportCmd(a), newLedgerSnapshotCmd(a))
+		newLedgerShowCmd(a), newLedgerVerifyCmd(a), newLedgerExportCmd(a), newLedgerSnapshotCmd(a), newLedgerSetCapCmd(a))
 }
 
 // openLedger opens an existing ledger read-only.
@@ -36,10 +40,46 @@ type ledgerShow struct {
 	ByKind   map[ledger.Kind]ledgerShowKind `json:"by_kind"`
 }
 
+// ledgerShowDataset is a dataset's budget per protected unit and the files
+// registered as derived from it.
 type ledgerShowDataset struct {
-	Runs    int     `json:"runs"`
-	Epsilon float64 `json:"epsilon"`
-	Delta   float64 `json:"delta"`
+	Units        map[ledger.Unit]ledgerShowUnit `json:"units"`
+	DerivedFiles []ledgerShowDerived            `json:"derived_files,omitempty"`
+}
+
+// ledgerShowUnit is a dataset's total at one unit: the composed epsilon of
+// the runs charged at that unit, at the cap's delta.
+type ledgerShowUnit struct {
+	Runs       int     `json:"runs"`
+	Epsilon    float64 `json:"epsilon"`
+	Delta      float64 `json:"delta"`
+	CapEpsilon float64 `json:"cap_epsilon"`
+}
+
+type ledgerShowDerived struct {
+	File string `json:"file"`
+	Note string `json:"note"`
+	From uint64 `json:"from_entry"`
+}
+
+// unitsNote says what the per-unit totals mean.
+const unitsNote = "each unit's total is the composed epsilon, at that unit, of the runs charged at that unit only: totals at different units are never added or converted into one another"
+
+// printBudgets writes a dataset's per-unit totals.
+func printBudgets(w io.Writer, id string, d ledgerShowDataset) {
+	units := make([]ledger.Unit, 0, len(d.Units))
+	for u := range d.Units {
+		units = append(units, u)
+	}
+	slices.Sort(units)
+	fmt.Fprintf(w, "dataset %s:\n", id)
+	for _, u := range units {
+		x := d.Units[u]
+		fmt.Fprintf(w, "  unit %s: %d runs, epsilon %.4g of cap %g at delta %g\n", u, x.Runs, x.Epsilon, x.CapEpsilon, x.Delta)
+	}
+	for _, f := range d.DerivedFiles {
+		fmt.Fprintf(w, "  derived file %s (%s, entry %d)\n", f.File, f.Note, f.From)
+	}
 }
 
 type ledgerShowUser struct {
@@ -58,7 +98,7 @@ func newLedgerShowCmd(a *app) *cobra.Command {
 	var delta float64
 	c := &cobra.Command{
 		Use:   "show --data DIR",
-		Short: "List the ledger's entries, offline charges per dataset and the most-used user",
+		Short: "List the ledger's entries, each dataset's per-unit totals and caps, and the most-used user",
 		Example: `  dprl ledger show --data ./dprl-data
   dprl ledger show --data ./dprl-data --json`,
 		Args: noArgs,
@@ -79,24 +119,31 @@ func newLedgerShowCmd(a *app) *cobra.Command {
 				k := res.ByKind[e.Kind]
 				k.Entries++
 				res.ByKind[e.Kind] = k
-				if e.Kind == ledger.KindOffline {
-					res.Datasets[e.DatasetID] = ledgerShowDataset{Delta: delta}
+				if e.Kind == ledger.KindDerived {
+					d := res.Datasets[e.DatasetID]
+					d.DerivedFiles = append(d.DerivedFiles, ledgerShowDerived{File: e.File, Note: e.Mechanism, From: e.DerivedFrom})
+					res.Datasets[e.DatasetID] = d
 				}
 				return nil
 			})
 			if err != nil {
 				return err
 			}
-			for id := range res.Datasets {
-				d, err := s.Dataset(id)
-				if err != nil {
-					return err
+			err = s.Datasets(func(id string, st ledger.DatasetState) error {
+				d := res.Datasets[id]
+				d.Units = map[ledger.Unit]ledgerShowUnit{}
+				for u, b := range st.Units {
+					eps, err := b.Spent()
+					if err != nil {
+						return fmt.Errorf("dataset %s at unit %s: %w", id, u, err)
+					}
+					d.Units[u] = ledgerShowUnit{Runs: b.Runs, Epsilon: eps, Delta: b.Cap.Delta, CapEpsilon: b.Cap.Epsilon}
 				}
-				eps, err := d.Spent(delta)
-				if err != nil {
-					return err
-				}
-				res.Datasets[id] = ledgerShowDataset{Runs: d.Runs, Epsilon: eps, Delta: delta}
+				res.Datasets[id] = d
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 			err = s.Users(func(_ ledger.UserKey, u ledger.UserState) error {
 				res.Users++
@@ -118,18 +165,33 @@ func newLedgerShowCmd(a *app) *cobra.Command {
 				fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tUNIT\tEPSILON\tDELTA\tMETHOD\tZ\tPARTICIPANTS\tVERSION/DATASET\tNOISE")
 				for _, e := range res.Entries {
 					target := fmt.Sprint(e.PolicyVersion)
-					if e.Kind == ledger.KindOffline {
+					if e.Kind != ledger.KindRelease {
 						target = e.DatasetID
 					}
 					noise := "secure"
 					if e.Seeded {
 						noise = "seeded"
 					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.4g\t%g\t%s\t%g\t%d\t%s\t%s\n", e.Seq, e.Time.Format("2006-01-02 15:04:05"), e.Kind, e.Unit, e.Epsilon, e.Delta, e.Method, e.Z, e.Participants, target, noise)
+					eps, del := fmt.Sprintf("%.4g", e.Epsilon), fmt.Sprint(e.Delta)
+					switch e.Kind {
+					case ledger.KindCap:
+						eps, del = fmt.Sprintf("cap %g", e.Cap.Epsilon), fmt.Sprint(e.Cap.Delta)
+					case ledger.KindDerived:
+						eps, del = "-", "-"
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%g\t%d\t%s\t%s\n", e.Seq, e.Time.Format("2006-01-02 15:04:05"), e.Kind, e.Unit, eps, del, e.Method, e.Z, e.Participants, target, noise)
 				}
 				tw.Flush()
-				for id, d := range res.Datasets {
-					fmt.Fprintf(w, "dataset %s: %d runs, epsilon %.4g at delta %g\n", id, d.Runs, d.Epsilon, d.Delta)
+				ids := make([]string, 0, len(res.Datasets))
+				for id := range res.Datasets {
+					ids = append(ids, id)
+				}
+				slices.Sort(ids)
+				for _, id := range ids {
+					printBudgets(w, id, res.Datasets[id])
+				}
+				if len(ids) > 0 {
+					fmt.Fprintln(w, "("+unitsNote+")")
 				}
 				fmt.Fprintf(w, "users: %d", res.Users)
 				if res.MaxUser != nil {
@@ -141,7 +203,7 @@ func newLedgerShowCmd(a *app) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
-	c.Flags().Float64Var(&delta, "delta", 1e-5, "delta at which per-user and per-dataset epsilons are shown")
+	c.Flags().Float64Var(&delta, "delta", 1e-5, "delta at which per-user epsilons are shown (a dataset's totals are shown at its cap's delta)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
 }
@@ -154,8 +216,10 @@ func newLedgerVerifyCmd(a *app) *cobra.Command {
 		Short: "Recompute the hash chain and every epsilon; exit 1 on any mismatch",
 		Long: `Recomputes the ledger's hash chain, every entry's epsilon from its recorded
 parameters, the head pointer, the snapshots the releases pay for, the per-user
-counters and the per-dataset totals. Any mismatch is listed and the exit
-status is 1.`,
+counters, each dataset's cap and total per unit (replaying its runs and cap
+changes, and checking that no run was charged above the cap in force), and the
+record index that ties files to datasets. Prints the recomputed per-unit
+totals; any mismatch is listed and the exit status is 1.`,
 		Example: `  dprl ledger verify --data ./dprl-data`,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -175,6 +239,9 @@ status is 1.`,
 				OK bool `json:"ok"`
 				ledger.Report
 			}{r.OK(), r}, func(w io.Writer) error {
+				for _, b := range r.Budgets {
+					fmt.Fprintf(w, "dataset %s unit %s: %d runs, epsilon %.4g of cap %g at delta %g\n", b.Dataset, b.Unit, b.Runs, b.Epsilon, b.Cap.Epsilon, b.Cap.Delta)
+				}
 				for _, p := range r.Problems {
 					fmt.Fprintln(w, "problem:", p)
 				}
@@ -182,8 +249,8 @@ status is 1.`,
 				if !r.OK() {
 					status = fmt.Sprintf("FAILED (%d problems)", len(r.Problems))
 				}
-				_, err := fmt.Fprintf(w, "ledger %s: %d entries (%d releases, %d offline runs), %d users, %d datasets, head version %d\n",
-					status, r.Entries, r.Releases, r.OfflineRuns, r.Users, r.Datasets, r.Head.Version)
+				_, err := fmt.Fprintf(w, "ledger %s: %d entries (%d releases, %d offline runs, %d cap changes, %d derived files), %d users, %d datasets, head version %d\n",
+					status, r.Entries, r.Releases, r.OfflineRuns, r.CapChanges, r.DerivedFiles, r.Users, r.Datasets, r.Head.Version)
 				return err
 			})
 			if err != nil {
@@ -219,6 +286,115 @@ func newLedgerExportCmd(a *app) *cobra.Command {
 	}
 	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
 	c.Flags().Bool("json", true, "entries are always JSON Lines")
+	return c
+}
+
+// ledgerSetCapResult is what "dprl ledger set-cap" wrote.
+type ledgerSetCapResult struct {
+	Dataset string      `json:"dataset"`
+	Unit    ledger.Unit `json:"unit"`
+	Old     ledger.Cap  `json:"old_cap"`
+	Cap     ledger.Cap  `json:"cap"`
+	Reason  string      `json:"reason"`
+	Seq     uint64      `json:"ledger_seq"`
+	Runs    int         `json:"runs"`
+	Spent   float64     `json:"spent_epsilon"`
+}
+
+func newLedgerSetCapCmd(a *app) *cobra.Command {
+	var (
+		dir, dataset, unit, reason string
+		eps, delta                 float64
+		asJSON                     bool
+	)
+	c := &cobra.Command{
+		Use:   "set-cap --data DIR --dataset ID [--unit U] --epsilon E --delta D --reason TEXT",
+		Short: "Change a dataset's stored privacy cap at one unit, with a logged ledger entry",
+		Long: `A dataset's cap is stored with it in the ledger: the first private offline run
+at a unit (trajectory, user, expert) stores the run's --dataset-epsilon and
+--dataset-delta, and later runs use the stored cap (a run giving another one is
+refused). This command is the only way to change it: it writes a dataset_cap
+entry with the new cap and the reason, hash-chained like every entry, so the
+change is on the record and "dprl ledger verify" replays it. Raise a cap only
+if the dataset's owner agreed to the larger budget. Lowering it below what is
+spent is allowed and refuses every later run at that unit.
+
+--unit defaults to the dataset's only unit; a dataset with several needs it.
+Dataset ids are listed by "dprl ledger show".`,
+		Example: `  dprl ledger set-cap --data ~/.local/share/dprl/offline-ledger --dataset records-sha256:9f2c... \
+      --epsilon 20 --delta 1e-5 --reason "owner approved a second evaluation round (ticket 123)"`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case dir == "":
+				return usagef("--data is required")
+			case dataset == "":
+				return usagef("--dataset is required (the ids are listed by dprl ledger show)")
+			case strings.TrimSpace(reason) == "":
+				return usagef("--reason is required: a cap change is recorded with why it was made")
+			case !cmd.Flags().Changed("epsilon") || !cmd.Flags().Changed("delta"):
+				return usagef("--epsilon and --delta are required")
+			case !(eps > 0) || math.IsInf(eps, 0):
+				return usagef("--epsilon %v: want > 0", eps)
+			case !(delta > 0 && delta < 1):
+				return usagef("--delta %v: want in (0, 1)", delta)
+			}
+			s, err := ledger.Open(dir, ledger.Options{MustExist: true, Logger: a.log})
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			d, ok, err := s.Dataset(dataset)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("no dataset %s in the ledger %s (the ids are listed by dprl ledger show)", dataset, dir)
+			}
+			u := ledger.Unit(unit)
+			if unit == "" {
+				if len(d.Units) != 1 {
+					names := make([]string, 0, len(d.Units))
+					for u := range d.Units {
+						names = append(names, string(u))
+					}
+					slices.Sort(names)
+					return usagef("dataset %s has budgets at units %s: give --unit", dataset, strings.Join(names, ", "))
+				}
+				for k := range d.Units {
+					u = k
+				}
+			}
+			old := d.Units[u]
+			e, err := s.SetCap(dataset, u, ledger.Cap{Epsilon: eps, Delta: delta}, reason)
+			if err != nil {
+				if errors.Is(err, ledger.ErrInvalid) {
+					return usageError{err}
+				}
+				return err
+			}
+			nd, _, err := s.Dataset(dataset)
+			if err != nil {
+				return err
+			}
+			res := ledgerSetCapResult{Dataset: dataset, Unit: u, Old: old.Cap, Cap: *e.Cap, Reason: e.Reason, Seq: e.Seq, Runs: nd.Units[u].Runs}
+			if res.Spent, err = nd.Units[u].Spent(); err != nil {
+				return err
+			}
+			return emit(a.stdout, asJSON, res, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "dataset %s unit %s: cap (epsilon %g, delta %g) -> (epsilon %g, delta %g), ledger entry %d; spent epsilon %.4g in %d runs\n",
+					dataset, u, res.Old.Epsilon, res.Old.Delta, res.Cap.Epsilon, res.Cap.Delta, res.Seq, res.Spent, res.Runs)
+				return err
+			})
+		},
+	}
+	c.Flags().StringVar(&dir, "data", "", "the ledger's directory (an offline --ledger directory or an agent's --data) (required)")
+	c.Flags().StringVar(&dataset, "dataset", "", "the dataset's id (required)")
+	c.Flags().StringVar(&unit, "unit", "", "the protected unit: trajectory, user or expert (default: the dataset's only unit)")
+	c.Flags().Float64Var(&eps, "epsilon", 0, "the new cap's epsilon (required)")
+	c.Flags().Float64Var(&delta, "delta", 0, "the new cap's delta (required)")
+	c.Flags().StringVar(&reason, "reason", "", "why the cap changes, recorded in the entry (required)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
 }
 

@@ -33,7 +33,9 @@ func makeLedger(t *testing.T) string {
 	}
 	ev := []accountant.Event{{Q: 0.01, Z: 1, Steps: 100}}
 	r, _ := accountant.RDP{}.Epsilon(1e-5, ev...)
-	if _, err := s.ChargeOffline("sha256:feed", ledger.Entry{Unit: ledger.UnitTrajectory, Mechanism: "gpope", Events: ev, Method: accountant.MethodRDP, Epsilon: r.Epsilon, Delta: 1e-5, Participants: 100}, ledger.Cap{Epsilon: 10, Delta: 1e-5}); err != nil {
+	if _, err := s.ChargeOffline(ledger.OfflineRun{File: "records-sha256:feed", Records: []ledger.RecordHash{{1}, {2}},
+		Entry: ledger.Entry{Unit: ledger.UnitTrajectory, Mechanism: "gpope", Events: ev, Method: accountant.MethodRDP, Epsilon: r.Epsilon, Delta: 1e-5, Participants: 100},
+		Cap:   ledger.Cap{Epsilon: 10, Delta: 1e-5}}); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -42,7 +44,7 @@ func makeLedger(t *testing.T) string {
 func TestLedgerCommands(t *testing.T) {
 	dir := makeLedger(t)
 	code, out, stderr := runCLI(t, "ledger", "verify", "--data", dir)
-	if code != 0 || !strings.Contains(out, "ledger OK: 3 entries (2 releases, 1 offline runs), 2 users, 1 datasets") {
+	if code != 0 || !strings.Contains(out, "ledger OK: 3 entries (2 releases, 1 offline runs, 0 cap changes, 0 derived files), 2 users, 1 datasets") {
 		t.Fatalf("verify: exit %d, %q %q", code, out, stderr)
 	}
 	code, out, _ = runCLI(t, "ledger", "verify", "--data", dir, "--json")
@@ -54,7 +56,7 @@ func TestLedgerCommands(t *testing.T) {
 		t.Errorf("verify --json: %d %s", code, out)
 	}
 	code, out, _ = runCLI(t, "ledger", "show", "--data", dir)
-	if code != 0 || !strings.Contains(out, "dataset sha256:feed: 1 runs") || !strings.Contains(out, "most used: 2 updates") {
+	if code != 0 || !strings.Contains(out, "dataset records-sha256:feed:\n  unit trajectory: 1 runs, epsilon") || !strings.Contains(out, "most used: 2 updates") {
 		t.Errorf("show: %d %s", code, out)
 	}
 	code, out, _ = runCLI(t, "ledger", "show", "--data", dir, "--json")

@@ -205,11 +205,13 @@ private log's moments, and gpope's clipped/zeroed gradient counts or
 dp-lsw's noise scale and visited states. The run is still charged (the
 weights are DP); the section is not.
 
-Budget: a private run is charged to the dataset (its SHA-256) in --ledger. The
-run is checked against the cap before the log is read, the whole log and the
-target and features are validated against it, and only then is the cost
-written (synced) and the estimate computed: malformed input and refused runs
-cost nothing. The printed guarantee is read from the entry as written.
+Budget: a private run is charged, at unit "trajectory", to the dataset its
+records belong to in --ledger (identified by its records, not its bytes; see
+"The dataset budget" in the README). The log is parsed and hashed, the run is
+checked against the dataset's stored cap, the whole log and the target and
+features are validated against it, and only then is the cost written (synced)
+and the estimate computed: malformed input and refused runs cost nothing. The
+printed guarantee is read from the entry as written.
 
 Randomness: noise and sampling come from a generator keyed from the operating
 system's secure source; --seed makes a run repeatable (research only) and the
@@ -488,8 +490,12 @@ func gtd2Entry(f *offlineGTD2Flags, counted int) (ledger.Entry, error) {
 		e.Events = []accountant.Event{ev}
 		e.Epsilon, e.Delta = g.Epsilon, f.delta
 	case methodDPLSW:
-		if f.delta >= f.budget.capDelta {
-			return e, usagef("dp-lsw spends its delta %g by basic composition, which leaves nothing of the dataset's --dataset-delta %g for the accountant; lower --delta or raise --dataset-delta", f.delta, f.budget.capDelta)
+		c, err := f.budget.capFor(ledger.UnitTrajectory)
+		if err != nil {
+			return e, err
+		}
+		if f.delta >= c.Delta {
+			return e, usagef("dp-lsw spends its delta %g by basic composition, which leaves nothing of the dataset's cap delta %g for the accountant; lower --delta", f.delta, c.Delta)
 		}
 		e.Mechanism = "dp-lsw: first-visit Monte Carlo + weighted least squares + Gaussian noise on a smooth sensitivity bound"
 		e.Fixed = []ledger.FixedCost{{Epsilon: f.epsilon, Delta: f.delta, Source: lswSource}}

@@ -142,10 +142,12 @@ guarantee is about the experts that generated the data.
 The run is charged (eps1, delta1) against the dataset in the ledger (unit
 "expert") after the whole log and every expert have been checked; a bad log,
 unknown or mismatching experts, or a run over the dataset's cap cost nothing.
-The dataset's --dataset-delta must be at least --delta (fixed costs compose by
-adding their deltas). Both outputs are dprl.sessions.v1, written to temporary
-files and renamed into place. --max-len L is a public bound on trajectory
-length (the environment's step limit), not read from the data.`,
+The dataset's cap delta at unit expert must be at least --delta (fixed costs
+compose by adding their deltas). The outputs are dprl.sessions.v1, registered
+in the ledger as derived from the dataset before they are written (so a later
+run on either is charged to it), then written to temporary files and renamed
+into place. --max-len L is a public bound on trajectory length (the
+environment's step limit), not read from the data.`,
 		Example: `  dprl offline svt --data data.jsonl --experts experts --epsilon 10 --delta 3.3e-4 \
       --dataset-delta 1e-3 --queries 25 --out-stable stable.jsonl --out-unstable unstable.jsonl
   dprl offline svt ... --seed 1 --json`,
@@ -189,7 +191,7 @@ func (f *offlineSVTFlags) check() error {
 			bad("output %q would overwrite --data", o)
 		}
 	}
-	if f.delta > 0 && f.budget.capDelta > 0 && f.delta > f.budget.capDelta {
+	if f.delta > 0 && f.budget.changed("dataset-delta") && f.budget.capDelta > 0 && f.delta > f.budget.capDelta {
 		bad("--delta %v exceeds the dataset's --dataset-delta %v: the release's delta is added to the dataset's (basic composition); raise --dataset-delta if the dataset's owner agreed", f.delta, f.budget.capDelta)
 	}
 	if len(errs) > 0 {
@@ -203,7 +205,7 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 		return err
 	}
 	res := offlineSVTResult{Epsilon: f.epsilon, Delta: f.delta, Unit: string(ledger.UnitExpert), PMin: f.pMin, MaxLen: f.maxLen,
-		OutStable: f.outStable, OutUnstable: f.outUnstable, Seeded: cmd.Flags().Changed("seed"), DatasetCap: f.budget.capEps}
+		OutStable: f.outStable, OutUnstable: f.outUnstable, Seeded: cmd.Flags().Changed("seed")}
 	var key [32]byte
 	if res.Seeded {
 		res.Seed = f.seed
@@ -257,7 +259,7 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 	if err != nil {
 		return fmt.Errorf("offline svt: %w", err)
 	}
-	res.LedgerSeq = charged.Seq
+	res.LedgerSeq, res.DatasetCap = charged.Seq, b.charged.Cap.Epsilon
 	// 5. compute and write.
 	qs := make([]svt.Expert, len(experts))
 	for i, e := range experts {
@@ -265,6 +267,12 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 	}
 	out, err := svt.DataRelease(sessions, qs, svt.Config{Epsilon: f.epsilon, Delta: f.delta, Queries: f.queries, MaxLen: f.maxLen, PMin: f.pMin}, rng)
 	if err != nil {
+		return fmt.Errorf("offline svt: %w (the run was charged)", err)
+	}
+	// The outputs are the dataset's records too: register them before
+	// they exist, so any run on them is charged to the dataset.
+	if err := b.registerDerived(derivedOutput{"svt stable prefixes (" + filepath.Base(f.outStable) + ")", out.Stable},
+		derivedOutput{"svt unstable tails and unqueried trajectories (" + filepath.Base(f.outUnstable) + ")", out.Unstable}); err != nil {
 		return fmt.Errorf("offline svt: %w (the run was charged)", err)
 	}
 	if err := stableOut.writeSessions(out.Stable); err != nil {

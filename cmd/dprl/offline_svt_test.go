@@ -135,14 +135,20 @@ func TestOfflineSVT(t *testing.T) {
 			t.Errorf("unstable %q lost its expert id", u.Session)
 		}
 	}
-	if n := ledgerEntries(t, led); n != 1 {
-		t.Errorf("%d ledger entries, want 1", n)
+	if n := ledgerEntries(t, led); n != 3 {
+		t.Errorf("%d ledger entries, want 3 (the run and its two derived files)", n)
 	}
 	s, err := ledger.Open(led, ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = s.Entries(func(e ledger.Entry) error {
+		if e.Kind == ledger.KindDerived {
+			if e.DerivedFrom != r.LedgerSeq || e.DatasetID != r.DatasetID {
+				t.Errorf("derived entry %+v", e)
+			}
+			return nil
+		}
 		if e.Unit != ledger.UnitExpert || len(e.Fixed) != 1 || e.Fixed[0].Epsilon != 200 || e.Fixed[0].Delta != 0.1 ||
 			!strings.Contains(e.Fixed[0].Source, "Theorem 5.5") || !e.Seeded || e.Participants != m || e.DatasetID != r.DatasetID {
 			t.Errorf("entry %+v", e)

@@ -1,0 +1,275 @@
+package ledger
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"dprl/ledger/accountant"
+)
+
+// recs returns n distinct record hashes named by tag.
+func recs(tag string, n int) []RecordHash {
+	out := make([]RecordHash, n)
+	for i := range out {
+		out[i] = sha256.Sum256([]byte(fmt.Sprintf("%s/%d", tag, i)))
+	}
+	return out
+}
+
+// gpopeRun is a trajectory-level run with its exact epsilon.
+func gpopeRun(t *testing.T) Entry {
+	t.Helper()
+	e := Entry{Unit: UnitTrajectory, Mechanism: "gpope", Events: []accountant.Event{{Q: 0.01, Z: 1.1, Steps: 1000}}, Method: accountant.MethodRDP, Delta: 1e-5, Participants: 100}
+	g, err := accountant.RDP{}.Epsilon(1e-5, e.Events...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Epsilon = g.Epsilon
+	return e
+}
+
+// svtRun is an expert-level fixed-cost run.
+func svtRun(eps, delta float64) Entry {
+	return Entry{Unit: UnitExpert, Mechanism: "svt", Method: accountant.MethodRDP, Epsilon: eps, Delta: delta, Participants: 3,
+		Fixed: []FixedCost{{Epsilon: eps, Delta: delta, Source: "Theorem 5.5"}}}
+}
+
+func mustVerify(t *testing.T, s *Store) Report {
+	t.Helper()
+	r, err := s.Verify()
+	if err != nil || !r.OK() {
+		t.Fatalf("verify: %v %+v", err, r)
+	}
+	return r
+}
+
+func TestOfflineCharges(t *testing.T) {
+	s, _ := openTemp(t)
+	run := gpopeRun(t)
+	a := recs("a", 10)
+	c := Cap{Epsilon: 2.5 * run.Epsilon, Delta: 1e-5}
+	ch, err := s.ChargeOffline(OfflineRun{File: "A", Records: a, Entry: run, Cap: c, CapGiven: true})
+	if err != nil || ch.Dataset != "A" || !ch.NewCap || ch.Entry.Cap == nil || *ch.Entry.Cap != c || ch.Entry.NewRecords != 10 || ch.Entry.File != "A" {
+		t.Fatalf("first charge: %+v %v", ch, err)
+	}
+	// A later run without a cap uses the stored one; a different cap given
+	// explicitly is refused, whatever its size.
+	ch, err = s.ChargeOffline(OfflineRun{File: "A", Records: a, Entry: run, Cap: Cap{Epsilon: 10, Delta: 1e-5}})
+	if err != nil || ch.NewCap || ch.Cap != c || ch.Entry.Cap != nil || ch.Entry.NewRecords != 0 {
+		t.Fatalf("second charge: %+v %v", ch, err)
+	}
+	h0, _ := s.Head()
+	if _, err := s.CheckOffline(OfflineRun{File: "A", Records: a, Entry: run, Cap: Cap{Epsilon: 1000, Delta: 1e-5}, CapGiven: true}); !errors.Is(err, ErrCapMismatch) {
+		t.Errorf("larger cap given: %v, want ErrCapMismatch", err)
+	}
+	// Refused at the stored cap, by check and by charge, writing nothing.
+	var refused bool
+	for i := 0; i < 20 && !refused; i++ {
+		_, cerr := s.CheckOffline(OfflineRun{File: "A", Records: a, Entry: run})
+		_, err := s.ChargeOffline(OfflineRun{File: "A", Records: a, Entry: run})
+		if errors.Is(cerr, ErrBudgetExceeded) != errors.Is(err, ErrBudgetExceeded) {
+			t.Fatalf("check %v, charge %v", cerr, err)
+		}
+		if errors.Is(err, ErrBudgetExceeded) {
+			refused = true
+			d, _, _ := s.Dataset("A")
+			spent, _ := d.Units[UnitTrajectory].Spent()
+			if spent > c.Epsilon || spent < run.Epsilon {
+				t.Errorf("spent %v, cap %v", spent, c.Epsilon)
+			}
+			if h, _ := s.Head(); h.Seq != h0.Seq+uint64(i) {
+				t.Errorf("refused run wrote an entry")
+			}
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !refused {
+		t.Fatal("cap never enforced")
+	}
+	r := mustVerify(t, s)
+	if r.Datasets != 1 || len(r.Budgets) != 1 || r.Budgets[0].Cap != c || r.Budgets[0].Epsilon > c.Epsilon || r.Budgets[0].Runs < 2 {
+		t.Errorf("report: %+v", r)
+	}
+}
+
+func TestOfflineRecordsIdentity(t *testing.T) {
+	s, _ := openTemp(t)
+	run := gpopeRun(t)
+	c := Cap{Epsilon: 100, Delta: 1e-5}
+	a, b := recs("a", 10), recs("b", 5)
+	if _, err := s.ChargeOffline(OfflineRun{File: "A", Records: a, Entry: run, Cap: c}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		file    string
+		records []RecordHash
+		want    string
+		fresh   int
+	}{
+		{"subset (head -n)", "A3", a[:3], "A", 0},
+		{"reordered with a duplicate", "A'", append(append([]RecordHash{a[9]}, a...), a[0]), "A", 0},
+		{"superset: new records join", "A+", append(append([]RecordHash(nil), a...), recs("x", 2)...), "A", 2},
+		{"after joining, the new records alone", "X", recs("x", 2)[1:], "A", 0},
+		{"disjoint", "B", b, "B", 5},
+	}
+	for _, tc := range cases {
+		ch, err := s.ChargeOffline(OfflineRun{File: tc.file, Records: tc.records, Entry: run, Cap: c})
+		if err != nil || ch.Dataset != tc.want || ch.Entry.NewRecords != tc.fresh || ch.Entry.File != tc.file {
+			t.Errorf("%s: dataset %q, %d new records, %v; want %q and %d", tc.name, ch.Dataset, ch.Entry.NewRecords, err, tc.want, tc.fresh)
+		}
+	}
+	// Records of two datasets: refused, nothing written.
+	h0, _ := s.Head()
+	mixed := []RecordHash{a[0], b[0]}
+	if _, err := s.ResolveDataset("AB", mixed); !errors.Is(err, ErrOverlap) || !strings.Contains(err.Error(), "A, B") {
+		t.Errorf("resolve of mixed records: %v", err)
+	}
+	if _, err := s.ChargeOffline(OfflineRun{File: "AB", Records: mixed, Entry: run, Cap: c}); !errors.Is(err, ErrOverlap) {
+		t.Errorf("charge of mixed records: %v", err)
+	}
+	if h, _ := s.Head(); h.Seq != h0.Seq {
+		t.Error("refused overlap wrote an entry")
+	}
+	mustVerify(t, s)
+}
+
+func TestOfflineUnitsAndDerived(t *testing.T) {
+	s, _ := openTemp(t)
+	a := recs("a", 6)
+	run := gpopeRun(t)
+	tc := Cap{Epsilon: 100, Delta: 1e-5}
+	ec := Cap{Epsilon: 12, Delta: 0.5}
+	sv, err := s.ChargeOffline(OfflineRun{File: "A", Records: a, Entry: svtRun(5, 0.1), Cap: ec})
+	if err != nil || !sv.NewCap || sv.Spent != 5 {
+		t.Fatalf("svt: %+v %v", sv, err)
+	}
+	// The trajectory unit gets its own cap at its first run and its own
+	// total: the expert-level cost is not in it, nor the other way round.
+	tr, err := s.ChargeOffline(OfflineRun{File: "A", Records: a, Entry: run, Cap: tc})
+	if err != nil || !tr.NewCap || tr.Cap != tc || tr.Spent != run.Epsilon {
+		t.Fatalf("gpope: %+v %v (want spent %v)", tr, err, run.Epsilon)
+	}
+	d, _, _ := s.Dataset("A")
+	if e, _ := d.Units[UnitExpert].Spent(); e != 5 {
+		t.Errorf("expert total %v, want 5", e)
+	}
+	// The second SVT run composes at the expert unit only: 10 <= 12; a
+	// third would reach 15 > 12 however the trajectory unit stands.
+	if _, err := s.ChargeOffline(OfflineRun{File: "A", Records: a, Entry: svtRun(5, 0.1)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CheckOffline(OfflineRun{File: "A", Records: a, Entry: svtRun(5, 0.1)}); !errors.Is(err, ErrBudgetExceeded) || !strings.Contains(err.Error(), "unit expert") {
+		t.Errorf("third svt: %v", err)
+	}
+	// Derived files join the dataset: a run on them, or on part of one, is
+	// charged to it.
+	stable := recs("stable", 3)
+	es, err := s.RegisterDerived(sv.Entry.Seq, []DerivedFile{{ID: "S", Records: stable, Note: "svt stable"}, {ID: "U", Records: append(recs("tail", 2), a[1]), Note: "svt unstable"}})
+	if err != nil || len(es) != 2 || es[0].NewRecords != 3 || es[1].NewRecords != 2 || es[0].DatasetID != "A" || es[1].DerivedFrom != sv.Entry.Seq {
+		t.Fatalf("derived: %+v %v", es, err)
+	}
+	ch, err := s.ChargeOffline(OfflineRun{File: "S1", Records: stable[1:2], Entry: run, Cap: tc})
+	if err != nil || ch.Dataset != "A" || ch.NewCap {
+		t.Errorf("run on a derived file: %+v %v", ch, err)
+	}
+	if _, err := s.RegisterDerived(es[0].Seq, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("derived from a derived entry: %v", err)
+	}
+	// SetCap: refused for unknown datasets, without a reason, and at a delta
+	// the expert unit's fixed deltas (0.2) already pass.
+	for _, bad := range []struct {
+		id     string
+		c      Cap
+		reason string
+		want   error
+	}{
+		{"nope", Cap{20, 0.5}, "r", ErrNotFound},
+		{"A", Cap{20, 0.5}, " ", ErrInvalid},
+		{"A", Cap{20, 0.1}, "r", ErrInvalid},
+		{"A", Cap{0, 0.5}, "r", ErrInvalid},
+	} {
+		if _, err := s.SetCap(bad.id, UnitExpert, bad.c, bad.reason); !errors.Is(err, bad.want) {
+			t.Errorf("SetCap(%s, %v, %q): %v, want %v", bad.id, bad.c, bad.reason, err, bad.want)
+		}
+	}
+	e, err := s.SetCap("A", UnitExpert, Cap{20, 0.5}, "owner agreed")
+	if err != nil || e.Kind != KindCap || e.Reason != "owner agreed" || *e.Cap != (Cap{20, 0.5}) {
+		t.Fatalf("set-cap: %+v %v", e, err)
+	}
+	if _, err := s.ChargeOffline(OfflineRun{File: "A", Records: a, Entry: svtRun(5, 0.1)}); err != nil {
+		t.Errorf("svt after raising the cap: %v", err)
+	}
+	r := mustVerify(t, s)
+	if r.CapChanges != 1 || r.DerivedFiles != 2 || len(r.Budgets) != 2 || r.Budgets[0].Unit != UnitExpert || r.Budgets[0].Epsilon != 15 || r.Budgets[0].Cap.Epsilon != 20 || r.Budgets[1].Runs != 2 {
+		t.Errorf("report %+v", r)
+	}
+}
+
+func TestOfflineVerifyDetectsTampering(t *testing.T) {
+	cases := []struct {
+		name   string
+		tamper func(t *testing.T, s *Store)
+		want   string
+	}{
+		{"raised cap", func(t *testing.T, s *Store) {
+			d, _, _ := s.Dataset("A")
+			u := d.Units[UnitTrajectory]
+			u.Cap.Epsilon = 1000
+			d.Units[UnitTrajectory] = u
+			mustSet(t, s, budgetKey("A"), d)
+		}, "stored cap (epsilon 1000"},
+		{"dropped run", func(t *testing.T, s *Store) {
+			d, _, _ := s.Dataset("A")
+			u := d.Units[UnitTrajectory]
+			u.Runs, u.Events = 1, u.Events[:1]
+			d.Units[UnitTrajectory] = u
+			mustSet(t, s, budgetKey("A"), d)
+		}, "stored total (1 runs) does not match its entries (2 runs)"},
+		{"deleted budget", func(t *testing.T, s *Store) {
+			if err := s.db.Delete(budgetKey("A"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}, "dataset A has entries but no stored budget"},
+		{"unindexed record", func(t *testing.T, s *Store) {
+			r := recs("a", 1)[0]
+			if err := s.db.Delete(recordKey(r), nil); err != nil {
+				t.Fatal(err)
+			}
+		}, "entry 1: registered 4 records"},
+		{"forged charge above the cap", func(t *testing.T, s *Store) {
+			h, _ := s.Head()
+			e := gpopeRun(t)
+			e.Events[0].Steps = 1e6
+			e.Epsilon, _ = e.recompute()
+			e.Kind, e.DatasetID = KindOffline, "A"
+			b := s.db.NewBatch()
+			e, _ = s.appendEntry(b, h, e)
+			setJSON(b, keyHead, Head{Seq: e.Seq, Hash: e.Hash})
+			if err := b.Commit(nil); err != nil {
+				t.Fatal(err)
+			}
+		}, "above its cap 10"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := openTemp(t)
+			run := gpopeRun(t)
+			for range 2 {
+				if _, err := s.ChargeOffline(OfflineRun{File: "A", Records: recs("a", 4), Entry: run, Cap: Cap{Epsilon: 10, Delta: 1e-5}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mustVerify(t, s)
+			tc.tamper(t, s)
+			r, err := s.Verify()
+			if err != nil || r.OK() || !strings.Contains(strings.Join(r.Problems, "\n"), tc.want) {
+				t.Errorf("verify after tampering: %v, problems %q, want %q", err, r.Problems, tc.want)
+			}
+		})
+	}
+}
