@@ -22,12 +22,23 @@
 // 1/z^2 over those updates, from which their epsilon is exact (Gaussian
 // mechanisms compose exactly as Gaussian DP; see package accountant).
 //
-// Offline runs are charged against the dataset they read (its content hash):
-// Store.ChargeOffline refuses a run whose composition with the dataset's
-// earlier runs would exceed the dataset's cap, before the caller reads the
-// data.
+// Offline runs are charged against the dataset their records belong to.
+// A dataset is identified by its records, not its bytes: callers pass each
+// record's hash (offline.HashRecord), and a record index maps every record a
+// run or a derived file registered to the entry that registered it. A file
+// sharing any record with a registered dataset is charged to that dataset
+// (its other records join it); a file with records of two datasets is
+// refused. Budgets are kept per protected unit (trajectory, user, expert),
+// each with its own cap and total, never added across units. The cap is
+// stored with the dataset by its first run at a unit and changed only by a
+// dataset_cap entry (Store.SetCap). Store.ChargeOffline refuses a run whose
+// composition with the unit's earlier runs would exceed the cap, before the
+// caller computes anything it releases; Store.RegisterDerived ties files a
+// run writes (SVT outputs) to its dataset.
 //
 // Verify recomputes the hash chain, every epsilon from the recorded events,
-// the head pointer, the snapshots the entries pay for and the user counters,
-// and reports every mismatch.
+// the head pointer, the snapshots the entries pay for, the user counters,
+// each dataset's caps and per-unit totals (replaying its runs and cap
+// changes, and checking that no run was charged above the cap in force) and
+// the record index, and reports every mismatch.
 package ledger

@@ -240,6 +240,10 @@ totals; any mismatch is listed and the exit status is 1.`,
 				ledger.Report
 			}{r.OK(), r}, func(w io.Writer) error {
 				for _, b := range r.Budgets {
+					if b.Cap.Delta == 0 {
+						fmt.Fprintf(w, "dataset %s unit %s: %d runs, no cap\n", b.Dataset, b.Unit, b.Runs)
+						continue
+					}
 					fmt.Fprintf(w, "dataset %s unit %s: %d runs, epsilon %.4g of cap %g at delta %g\n", b.Dataset, b.Unit, b.Runs, b.Epsilon, b.Cap.Epsilon, b.Cap.Delta)
 				}
 				for _, p := range r.Problems {

@@ -261,6 +261,9 @@ func (b *offlineBudget) budgetError(err error) error {
 	setCap := fmt.Sprintf("dprl ledger set-cap --data %s --dataset %s --unit %s --epsilon E --delta D --reason TEXT", b.ledgerDir, b.datasetID, b.unit)
 	switch {
 	case errors.Is(err, ledger.ErrBudgetExceeded):
+		if _, stored, serr := b.storedCap(b.unit); serr == nil && !stored {
+			return fmt.Errorf("%w (this is the dataset's first run at unit %s: the cap is --dataset-epsilon %g at --dataset-delta %g, which the run would store with the dataset)", err, b.unit, b.capEps, b.capDelta)
+		}
 		return fmt.Errorf("%w (the cap is stored with the dataset; raise it only if the dataset's owner agreed: %s)", err, setCap)
 	case errors.Is(err, ledger.ErrCapMismatch):
 		return fmt.Errorf("%w; leave out --dataset-epsilon/--dataset-delta to use it, or change it with %s", err, setCap)
