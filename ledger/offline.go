@@ -158,9 +158,14 @@ type OfflineCharge struct {
 }
 
 // ResolveDataset returns the dataset a file's records are charged to: the
-// registered dataset that holds any of them, or the file's own id when none
-// does. A file with records of two or more datasets is refused with
-// ErrOverlap.
+// dataset the file itself was registered in (by an earlier run on it, or as
+// a derived file), else the registered dataset that holds any of its
+// records, else the file's own id. An unregistered file with records of two
+// or more datasets is refused with ErrOverlap. (A registered file goes to
+// its dataset even if some of its records also equal records of another,
+// which happens by coincidence when records carry no unique id, as in an SVT
+// release.) The errors of the offline budget do not name datasets: an id is
+// a function of the data, and the caller knows which file it asked about.
 func (s *Store) ResolveDataset(file string, records []RecordHash) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -205,6 +210,13 @@ func (s *Store) resolve(file string, records []RecordHash) (string, []RecordHash
 		}
 		found[id] = true
 	}
+	known, err := s.get(fileKey(file))
+	if err != nil {
+		return "", nil, err
+	}
+	if known != nil {
+		return string(known), fresh, nil
+	}
 	switch len(found) {
 	case 0:
 		return file, fresh, nil
@@ -213,12 +225,7 @@ func (s *Store) resolve(file string, records []RecordHash) (string, []RecordHash
 			return id, fresh, nil
 		}
 	}
-	ids := make([]string, 0, len(found))
-	for id := range found {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return "", nil, fmt.Errorf("%w: %s has records of %d datasets (%s); a run on it would spend every one of their budgets: run on each dataset's records separately", ErrOverlap, file, len(ids), strings.Join(ids, ", "))
+	return "", nil, fmt.Errorf("%w: its records belong to %d registered datasets, and a run on them would spend every one of their budgets: run on each dataset's records separately", ErrOverlap, len(found))
 }
 
 // entry reads the entry with sequence number seq.
@@ -274,7 +281,7 @@ func (s *Store) planOffline(r *OfflineRun) (offlinePlan, error) {
 		}
 		u.Cap, p.newCap = r.Cap, true
 	case r.CapGiven && r.Cap != u.Cap:
-		return offlinePlan{}, fmt.Errorf("%w: dataset %s has the cap (epsilon %g, delta %g) at unit %s, stored with it; a run cannot change it (given: epsilon %g, delta %g)", ErrCapMismatch, id, u.Cap.Epsilon, u.Cap.Delta, e.Unit, r.Cap.Epsilon, r.Cap.Delta)
+		return offlinePlan{}, fmt.Errorf("%w: the dataset has the cap (epsilon %g, delta %g) at unit %s, stored with it; a run cannot change it (given: epsilon %g, delta %g)", ErrCapMismatch, u.Cap.Epsilon, u.Cap.Delta, e.Unit, r.Cap.Epsilon, r.Cap.Delta)
 	}
 	u.Runs++
 	u.Events = append(slices.Clip(u.Events), e.Events...)
@@ -284,13 +291,13 @@ func (s *Store) planOffline(r *OfflineRun) (offlinePlan, error) {
 		fd += f.Delta
 	}
 	if fd > u.Cap.Delta || (len(u.Events) > 0 && fd >= u.Cap.Delta) {
-		return offlinePlan{}, fmt.Errorf("%w: dataset %s at unit %s: the runs' fixed deltas would sum to %g, reaching the cap's delta %g (basic composition adds them)", ErrBudgetExceeded, id, e.Unit, fd, u.Cap.Delta)
+		return offlinePlan{}, fmt.Errorf("%w: at unit %s the runs' fixed deltas would sum to %g, reaching the cap's delta %g (basic composition adds them)", ErrBudgetExceeded, e.Unit, fd, u.Cap.Delta)
 	}
 	if p.spent, err = u.Spent(); err != nil {
 		return offlinePlan{}, err
 	}
 	if p.spent > u.Cap.Epsilon {
-		return offlinePlan{}, fmt.Errorf("%w: dataset %s would reach epsilon %.4g > cap %g at delta %g, unit %s, after %d runs", ErrBudgetExceeded, id, p.spent, u.Cap.Epsilon, u.Cap.Delta, e.Unit, u.Runs)
+		return offlinePlan{}, fmt.Errorf("%w: the dataset would reach epsilon %.4g > cap %g at delta %g, unit %s, after %d runs", ErrBudgetExceeded, p.spent, u.Cap.Epsilon, u.Cap.Delta, e.Unit, u.Runs)
 	}
 	st.Units[e.Unit] = u
 	p.state = st
@@ -319,7 +326,7 @@ func (s *Store) CheckOffline(r OfflineRun) (OfflineCharge, error) {
 // to, refusing it (and writing nothing) as CheckOffline does. In one synced
 // batch it writes the run's entry (which records the cap when the run
 // registers it, the file's id and its records new to the dataset), the
-// dataset's budgets, the record index of those new records, and the head.
+// dataset's budgets, the record and file index entries, and the head.
 // A file whose records overlap a registered dataset is charged to that
 // dataset, and its other records join it.
 func (s *Store) ChargeOffline(r OfflineRun) (OfflineCharge, error) {
@@ -354,6 +361,9 @@ func (s *Store) ChargeOffline(r OfflineRun) (OfflineCharge, error) {
 		return OfflineCharge{}, err
 	}
 	if err := indexRecords(b, p.fresh, e.Seq); err != nil {
+		return OfflineCharge{}, err
+	}
+	if err := s.indexFile(b, r.File, p.dataset); err != nil {
 		return OfflineCharge{}, err
 	}
 	if err := setJSON(b, budgetKey(p.dataset), p.state); err != nil {
@@ -405,6 +415,7 @@ func (s *Store) RegisterDerived(from uint64, files []DerivedFile) ([]Entry, erro
 	b := s.db.NewBatch()
 	defer b.Close()
 	claimed := map[RecordHash]bool{}
+	registered := map[string]bool{}
 	var out []Entry
 	for _, f := range files {
 		if f.ID == "" || f.Note == "" {
@@ -434,6 +445,12 @@ func (s *Store) RegisterDerived(from uint64, files []DerivedFile) ([]Entry, erro
 		}
 		if err := indexRecords(b, fresh, e.Seq); err != nil {
 			return nil, err
+		}
+		if !registered[f.ID] {
+			registered[f.ID] = true
+			if err := s.indexFile(b, f.ID, run.DatasetID); err != nil {
+				return nil, err
+			}
 		}
 		h = Head{Seq: e.Seq, Hash: e.Hash, Version: h.Version}
 		out = append(out, e)
@@ -516,6 +533,16 @@ func indexRecords(b *pebble.Batch, records []RecordHash, seq uint64) error {
 		}
 	}
 	return nil
+}
+
+// indexFile maps a file's content id to the dataset it is registered in,
+// unless it already is in one.
+func (s *Store) indexFile(b *pebble.Batch, file, dataset string) error {
+	v, err := s.get(fileKey(file))
+	if err != nil || v != nil {
+		return err
+	}
+	return b.Set(fileKey(file), []byte(dataset), nil)
 }
 
 // recordsDigest is the hex SHA-256 of sorted, distinct record hashes.

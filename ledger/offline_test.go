@@ -126,7 +126,7 @@ func TestOfflineRecordsIdentity(t *testing.T) {
 	// Records of two datasets: refused, nothing written.
 	h0, _ := s.Head()
 	mixed := []RecordHash{a[0], b[0]}
-	if _, err := s.ResolveDataset("AB", mixed); !errors.Is(err, ErrOverlap) || !strings.Contains(err.Error(), "A, B") {
+	if _, err := s.ResolveDataset("AB", mixed); !errors.Is(err, ErrOverlap) || !strings.Contains(err.Error(), "2 registered datasets") {
 		t.Errorf("resolve of mixed records: %v", err)
 	}
 	if _, err := s.ChargeOffline(OfflineRun{File: "AB", Records: mixed, Entry: run, Cap: c}); !errors.Is(err, ErrOverlap) {
@@ -134,6 +134,20 @@ func TestOfflineRecordsIdentity(t *testing.T) {
 	}
 	if h, _ := s.Head(); h.Seq != h0.Seq {
 		t.Error("refused overlap wrote an entry")
+	}
+	// A file registered in A (here derived from a run on A) stays A's even
+	// when one of its records equals one of B's by coincidence; the same
+	// records in an unregistered file are refused.
+	first := mustEntry(t, s, 1)
+	coincide := []RecordHash{b[1], recs("d", 1)[0]}
+	if _, err := s.RegisterDerived(first.Seq, []DerivedFile{{ID: "D", Records: coincide, Note: "derived"}}); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := s.ResolveDataset("D", coincide); err != nil || id != "A" {
+		t.Errorf("registered derived file: %q %v, want A", id, err)
+	}
+	if _, err := s.ResolveDataset("D'", coincide); !errors.Is(err, ErrOverlap) {
+		t.Errorf("unregistered copy: %v, want ErrOverlap", err)
 	}
 	mustVerify(t, s)
 }
@@ -241,6 +255,16 @@ func TestOfflineVerifyDetectsTampering(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "entry 1: registered 4 records"},
+		{"file moved to another dataset", func(t *testing.T, s *Store) {
+			if err := s.db.Set(fileKey("A"), []byte("B"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}, `file index: A in dataset "B", entries give "A"`},
+		{"file index entry deleted", func(t *testing.T, s *Store) {
+			if err := s.db.Delete(fileKey("A"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}, "file A of dataset A is missing from the file index"},
 		{"forged charge above the cap", func(t *testing.T, s *Store) {
 			h, _ := s.Head()
 			e := gpopeRun(t)

@@ -56,6 +56,7 @@ var (
 	prefUser   = []byte("u/")
 	prefBudget = []byte("b/") // dataset budgets, by dataset id
 	prefRecord = []byte("r/") // record index: record hash -> seq of the entry that registered it
+	prefFile   = []byte("f/") // file index: file content id -> the dataset it was first registered in
 	userKeyLen = 32
 )
 
@@ -635,6 +636,7 @@ func snapKey(version uint64) []byte { return be64(prefSnap, version) }
 func userKey(k UserKey) []byte      { return append(append([]byte(nil), prefUser...), k[:]...) }
 func budgetKey(id string) []byte    { return append(append([]byte(nil), prefBudget...), id...) }
 func recordKey(h RecordHash) []byte { return append(append([]byte(nil), prefRecord...), h[:]...) }
+func fileKey(id string) []byte      { return append(append([]byte(nil), prefFile...), id...) }
 
 // prefixEnd returns the smallest key after every key with the prefix.
 func prefixEnd(p []byte) []byte {

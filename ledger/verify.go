@@ -152,8 +152,8 @@ func (s *Store) Verify() (Report, error) {
 // verifyOffline replays the offline entries (runs, cap changes, derived
 // files) in order into each dataset's per-unit budgets, checks every run
 // against the cap in force when it was charged, compares the replay with
-// the stored budgets, and recomputes each entry's new-record digest from
-// the record index.
+// the stored budgets, checks the file index, and recomputes each entry's
+// new-record digest from the record index.
 func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, ...any)) error {
 	want := map[string]*DatasetState{}
 	runs := map[uint64]Entry{}
@@ -162,7 +162,13 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 		h hash.Hash
 	}
 	registers := map[uint64]Entry{}
+	files := map[string]string{}
 	for _, e := range entries {
+		if (e.Kind == KindOffline || e.Kind == KindDerived) && e.File != "" && e.DatasetID != "" {
+			if _, ok := files[e.File]; !ok {
+				files[e.File] = e.DatasetID
+			}
+		}
 		if e.NewRecords > 0 || e.NewRecordsDigest != "" {
 			registers[e.Seq] = e
 		}
@@ -274,6 +280,28 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 				b.Epsilon, _ = u.Spent()
 			}
 			r.Budgets = append(r.Budgets, b)
+		}
+	}
+	// The file index: each file in the dataset of its first entry.
+	fit, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefFile, UpperBound: prefixEnd(prefFile)})
+	if err != nil {
+		return err
+	}
+	defer fit.Close()
+	indexed := map[string]bool{}
+	for fit.First(); fit.Valid(); fit.Next() {
+		f, d := string(fit.Key()[len(prefFile):]), string(fit.Value())
+		indexed[f] = true
+		if w, ok := files[f]; !ok || w != d {
+			problem("file index: %s in dataset %q, entries give %q", f, d, w)
+		}
+	}
+	if err := fit.Error(); err != nil {
+		return err
+	}
+	for f, d := range files {
+		if !indexed[f] {
+			problem("file %s of dataset %s is missing from the file index", f, d)
 		}
 	}
 	// The record index: each entry's new records, recomputed.

@@ -506,7 +506,8 @@ const (
 // the same session hash the same, whatever their whitespace, key order or
 // number spelling (1, 1.0, 1e0); a step's behaviour probability is hashed as
 // the parsed log-probability, so "prob": p and "logp": log p (the float64
-// that Go's math.Log(p) returns) are the same record; -0 and +0 are the same.
+// that Go's math.Log(p) returns) are the same record, and a step without one
+// (Step.NoProb) differs from every step with one; -0 and +0 are the same.
 // The ids (session, user, expert) are part of the record. The encoding is
 // length-prefixed (big-endian uint64 lengths, float64 bits), so distinct
 // sessions never share an encoding. A session written by Writer and read
@@ -560,7 +561,10 @@ func HashRecord(s *Session) RecordHash {
 			u64(uint64(int64(st.Action.Index)))
 		}
 		f64(st.Reward)
-		f64(st.LogP)
+		flag(st.NoProb)
+		if !st.NoProb {
+			f64(st.LogP)
+		}
 	}
 	flag(s.FinalObs != nil)
 	if s.FinalObs != nil {
@@ -601,16 +605,17 @@ func SessionsID(ss []Session) (string, []RecordHash) {
 }
 
 // ScanRecords reads a session log with the strict reader (dimensions learned
-// from the first record) and returns its content id and its records' hashes
-// in file order. A malformed log is an error naming its line; an empty log
-// has no records.
+// from the first record; steps without a behaviour probability accepted, as
+// in an SVT stable release) and returns its content id and its records'
+// hashes in file order. A malformed log is an error naming its line; an
+// empty log has no records.
 func ScanRecords(path string) (string, []RecordHash, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", nil, err
 	}
 	defer f.Close()
-	rd := NewReader(f, ReaderOptions{Name: path})
+	rd := NewReader(f, ReaderOptions{Name: path, OptionalProb: true})
 	var hs []RecordHash
 	for {
 		s, err := rd.Next()

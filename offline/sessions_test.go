@@ -200,6 +200,7 @@ func TestDatasetID(t *testing.T) {
 		s1 + "\n" + strings.Replace(s2, `,"final_obs":[1,1]`, ``, 1) + "\n",
 		s1 + "\n" + strings.Replace(s2, `"terminal":false`, `"terminal":true`, 1) + "\n",
 		strings.Replace(s1, `"user":"u1",`, `"user":"u1","policy_version":0,`, 1) + "\n" + s2 + "\n",
+		strings.Replace(s1, `,"prob":0.5`, ``, 1) + "\n" + s2 + "\n",
 	}
 	dir := t.TempDir()
 	idOf := func(i int, content string) string {
@@ -231,11 +232,14 @@ func TestDatasetID(t *testing.T) {
 		}
 		seen[got] = i
 	}
-	// Sessions written by Writer read back as the same records.
+	// Sessions written by Writer read back as the same records, also
+	// steps without a behaviour probability.
 	ss, err := readAll(t, same[0], Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ss[0].Steps[0].LogP, ss[0].Steps[0].NoProb = math.NaN(), true
+	want = idOf(1, strings.Replace(s1, `,"prob":0.5`, ``, 1)+"\n"+s2+"\n")
 	var buf bytes.Buffer
 	w := NewWriter(&buf)
 	for i := range ss {

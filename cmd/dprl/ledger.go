@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"dprl/ledger"
+	"dprl/offline"
 	"dprl/policy"
 
 	"github.com/spf13/cobra"
@@ -307,12 +308,12 @@ type ledgerSetCapResult struct {
 
 func newLedgerSetCapCmd(a *app) *cobra.Command {
 	var (
-		dir, dataset, unit, reason string
-		eps, delta                 float64
-		asJSON                     bool
+		dir, dataset, file, unit, reason string
+		eps, delta                       float64
+		asJSON                           bool
 	)
 	c := &cobra.Command{
-		Use:   "set-cap --data DIR --dataset ID [--unit U] --epsilon E --delta D --reason TEXT",
+		Use:   "set-cap --data DIR (--dataset ID | --file LOG) [--unit U] --epsilon E --delta D --reason TEXT",
 		Short: "Change a dataset's stored privacy cap at one unit, with a logged ledger entry",
 		Long: `A dataset's cap is stored with it in the ledger: the first private offline run
 at a unit (trajectory, user, expert) stores the run's --dataset-epsilon and
@@ -323,17 +324,20 @@ change is on the record and "dprl ledger verify" replays it. Raise a cap only
 if the dataset's owner agreed to the larger budget. Lowering it below what is
 spent is allowed and refuses every later run at that unit.
 
---unit defaults to the dataset's only unit; a dataset with several needs it.
-Dataset ids are listed by "dprl ledger show".`,
-		Example: `  dprl ledger set-cap --data ~/.local/share/dprl/offline-ledger --dataset records-sha256:9f2c... \
-      --epsilon 20 --delta 1e-5 --reason "owner approved a second evaluation round (ticket 123)"`,
+The dataset is named by its id (--dataset, as "dprl ledger show" lists them)
+or by a log of its records (--file: the dataset a run on that log would be
+charged to; nothing is registered). --unit defaults to the dataset's only
+unit; a dataset with several needs it.`,
+		Example: `  dprl ledger set-cap --data ~/.local/share/dprl/offline-ledger --file sessions.jsonl \
+      --epsilon 20 --delta 1e-5 --reason "owner approved a second evaluation round (ticket 123)"
+  dprl ledger set-cap --data ./led --dataset records-sha256:9f2c... --unit expert --epsilon 12 --delta 1e-3 --reason "..."`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case dir == "":
 				return usagef("--data is required")
-			case dataset == "":
-				return usagef("--dataset is required (the ids are listed by dprl ledger show)")
+			case (dataset == "") == (file == ""):
+				return usagef("give --dataset ID (the ids are listed by dprl ledger show) or --file LOG, one of them")
 			case strings.TrimSpace(reason) == "":
 				return usagef("--reason is required: a cap change is recorded with why it was made")
 			case !cmd.Flags().Changed("epsilon") || !cmd.Flags().Changed("delta"):
@@ -348,12 +352,26 @@ Dataset ids are listed by "dprl ledger show".`,
 				return err
 			}
 			defer s.Close()
+			what := dataset
+			if file != "" {
+				id, recs, err := offline.ScanRecords(file)
+				if err != nil {
+					return fmt.Errorf("--file: %w", err)
+				}
+				if len(recs) == 0 {
+					return fmt.Errorf("--file %s: no sessions", file)
+				}
+				if dataset, err = s.ResolveDataset(id, recs); err != nil {
+					return fmt.Errorf("--file %s: %w", file, err)
+				}
+				what = "for the records of " + file
+			}
 			d, ok, err := s.Dataset(dataset)
 			if err != nil {
 				return err
 			}
 			if !ok {
-				return fmt.Errorf("no dataset %s in the ledger %s (the ids are listed by dprl ledger show)", dataset, dir)
+				return fmt.Errorf("no dataset %s in the ledger %s (no private run has read them; the ids are listed by dprl ledger show)", what, dir)
 			}
 			u := ledger.Unit(unit)
 			if unit == "" {
@@ -393,7 +411,8 @@ Dataset ids are listed by "dprl ledger show".`,
 		},
 	}
 	c.Flags().StringVar(&dir, "data", "", "the ledger's directory (an offline --ledger directory or an agent's --data) (required)")
-	c.Flags().StringVar(&dataset, "dataset", "", "the dataset's id (required)")
+	c.Flags().StringVar(&dataset, "dataset", "", "the dataset's id")
+	c.Flags().StringVar(&file, "file", "", "a session log whose records belong to the dataset (instead of --dataset)")
 	c.Flags().StringVar(&unit, "unit", "", "the protected unit: trajectory, user or expert (default: the dataset's only unit)")
 	c.Flags().Float64Var(&eps, "epsilon", 0, "the new cap's epsilon (required)")
 	c.Flags().Float64Var(&delta, "delta", 0, "the new cap's delta (required)")

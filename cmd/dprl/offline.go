@@ -53,6 +53,7 @@ type offlineBudget struct {
 	flags     *pflag.FlagSet
 
 	store     *ledger.Store
+	path      string              // the file read
 	fileID    string              // content id of the file read
 	records   []ledger.RecordHash // its records' hashes
 	datasetID string              // the dataset the run is charged to
@@ -124,7 +125,7 @@ func (b *offlineBudget) open(a *app, path string) error {
 		s.Close()
 		return fmt.Errorf("ledger %s: %w", dir, err)
 	}
-	b.store, b.fileID, b.records, b.datasetID, b.ledgerDir = s, id, recs, ds, dir
+	b.store, b.path, b.fileID, b.records, b.datasetID, b.ledgerDir = s, path, id, recs, ds, dir
 	return nil
 }
 
@@ -256,9 +257,10 @@ func (b *offlineBudget) close() error {
 	return err
 }
 
-// budgetError explains a refused run and how the cap is changed.
+// budgetError explains a refused run and how the cap is changed. It names
+// the file the user gave, not the dataset's id (a function of the data).
 func (b *offlineBudget) budgetError(err error) error {
-	setCap := fmt.Sprintf("dprl ledger set-cap --data %s --dataset %s --unit %s --epsilon E --delta D --reason TEXT", b.ledgerDir, b.datasetID, b.unit)
+	setCap := fmt.Sprintf("dprl ledger set-cap --data %s --file %s --unit %s --epsilon E --delta D --reason TEXT", b.ledgerDir, b.path, b.unit)
 	switch {
 	case errors.Is(err, ledger.ErrBudgetExceeded):
 		if _, stored, serr := b.storedCap(b.unit); serr == nil && !stored {

@@ -119,8 +119,8 @@ const notCovered = "NOT covered by the privacy guarantee"
 // --non-private and labelled as not covered by the privacy guarantee.
 type gtd2NonPrivate struct {
 	Warning string `json:"warning"`
-	// DatasetID is the log's SHA-256, its key in the ledger: a
-	// deterministic function of the data.
+	// DatasetID is the log's content id (offline.DatasetID), its key in
+	// the ledger: a deterministic function of the data.
 	DatasetID     string `json:"dataset_id"`
 	NTrajectories int    `json:"n_trajectories"`
 	NTransitions  int    `json:"n_transitions"`
@@ -200,7 +200,7 @@ counts and is never printed beside the epsilon.
 
 --non-private with gpope or dp-lsw adds a section of statistics of the
 private log, labelled NOT covered by the privacy guarantee: the dataset's
-SHA-256, the numbers of trajectories and transitions, the MSPBE with the
+content id, the numbers of trajectories and transitions, the MSPBE with the
 private log's moments, and gpope's clipped/zeroed gradient counts or
 dp-lsw's noise scale and visited states. The run is still charged (the
 weights are DP); the section is not.

@@ -537,7 +537,7 @@ func TestOfflineGTD2NonPrivateSection(t *testing.T) {
 	if err := json.Unmarshal([]byte(full), &f); err != nil {
 		t.Fatal(err)
 	}
-	if p.NonPrivate != nil || f.NonPrivate == nil || f.NonPrivate.Warning != notCovered || !strings.HasPrefix(f.NonPrivate.DatasetID, "sha256:") ||
+	if p.NonPrivate != nil || f.NonPrivate == nil || f.NonPrivate.Warning != notCovered || !strings.HasPrefix(f.NonPrivate.DatasetID, "records-sha256:") ||
 		f.NonPrivate.N != nl.n+1 || f.NonPrivate.NTransitions == 0 || f.NonPrivate.GPOPE.Sampled == 0 || f.NonPrivate.GPOPE.Zeroed == 0 {
 		t.Errorf("non-private section: %s", full)
 	}

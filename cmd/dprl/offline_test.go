@@ -73,16 +73,27 @@ func showDatasets(t *testing.T, dir string) map[string]ledgerShowDataset {
 	return v.Datasets
 }
 
-// datasetOf returns the dataset_id of a command's JSON output.
-func datasetOf(t *testing.T, out string) string {
+// chargedTo returns the dataset the ledger's last offline run was charged
+// to (the commands print it only as a non-private value).
+func chargedTo(t *testing.T, dir string) string {
 	t.Helper()
+	code, out, stderr := runCLI(t, "ledger", "show", "--data", dir, "--json")
+	if code != 0 {
+		t.Fatalf("ledger show: %s", stderr)
+	}
 	var v struct {
-		DatasetID string `json:"dataset_id"`
+		Entries []ledger.Entry `json:"entries"`
 	}
-	if err := json.Unmarshal([]byte(out), &v); err != nil || v.DatasetID == "" {
-		t.Fatalf("no dataset_id in %q: %v", out, err)
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
 	}
-	return v.DatasetID
+	for i := len(v.Entries) - 1; i >= 0; i-- {
+		if v.Entries[i].Kind == ledger.KindOffline {
+			return v.Entries[i].DatasetID
+		}
+	}
+	t.Fatal("no offline run in the ledger")
+	return ""
 }
 
 // TestOfflineDatasetBudget runs DP-LSW (basic composition: each run adds
@@ -108,7 +119,7 @@ func TestOfflineDatasetBudget(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("first run: %s", stderr)
 	}
-	id := datasetOf(t, out)
+	id := chargedTo(t, led)
 	if !strings.HasPrefix(id, "records-sha256:") {
 		t.Fatalf("dataset id %q", id)
 	}
@@ -118,7 +129,7 @@ func TestOfflineDatasetBudget(t *testing.T) {
 	copyPath := filepath.Join(dir, "copy.jsonl")
 	reformatLog(t, data, copyPath)
 	code, out, stderr = gtd2(copyPath)
-	if code != 0 || datasetOf(t, out) != id {
+	if code != 0 || chargedTo(t, led) != id {
 		t.Fatalf("reformatted copy: exit %d, %s %s; want dataset %s", code, out, stderr, id)
 	}
 	ds := showDatasets(t, led)
@@ -135,8 +146,9 @@ func TestOfflineDatasetBudget(t *testing.T) {
 	f.WriteString("\n")
 	f.Close()
 	n0 := entries()
-	if code, _, stderr := gtd2(data); code != 1 || !strings.Contains(stderr, "budget exceeded") || !strings.Contains(stderr, "dprl ledger set-cap --data "+led+" --dataset "+id+" --unit trajectory") {
-		t.Errorf("run over the cap after appending a newline: exit %d, %q", code, stderr)
+	if code, _, stderr := gtd2(data); code != 1 || !strings.Contains(stderr, "budget exceeded") || !strings.Contains(stderr, "dprl ledger set-cap --data "+led+" --file "+data+" --unit trajectory") ||
+		strings.Contains(stderr, strings.TrimPrefix(id, "records-sha256:")) {
+		t.Errorf("run over the cap after appending a newline: exit %d, %q (want set-cap by file, no dataset id)", code, stderr)
 	}
 
 	// 4. A larger cap on the command line does not unblock it.
@@ -157,12 +169,19 @@ func TestOfflineDatasetBudget(t *testing.T) {
 
 	// 5. set-cap raises it, with a recorded reason; it needs the reason and
 	// a known dataset.
-	setCap := []string{"ledger", "set-cap", "--data", led, "--dataset", id, "--epsilon", "3.5", "--delta", "1e-5"}
+	setCap := []string{"ledger", "set-cap", "--data", led, "--file", copyPath, "--epsilon", "3.5", "--delta", "1e-5"}
 	if code, _, stderr := runCLI(t, setCap...); code != 2 || !strings.Contains(stderr, "--reason") {
 		t.Errorf("set-cap without a reason: %d %q", code, stderr)
 	}
 	if code, _, stderr := runCLI(t, "ledger", "set-cap", "--data", led, "--dataset", "records-sha256:00", "--epsilon", "3.5", "--delta", "1e-5", "--reason", "x"); code != 1 || !strings.Contains(stderr, "no dataset") {
 		t.Errorf("set-cap of an unknown dataset: %d %q", code, stderr)
+	}
+	other := filepath.Join(dir, "other.jsonl")
+	if code, _, stderr := runCLI(t, "sims", "generate", "--env", "chain", "--behavior", "random", "--episodes", "5", "--out", other, "--seed", "6"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if code, _, stderr := runCLI(t, "ledger", "set-cap", "--data", led, "--file", other, "--epsilon", "3.5", "--delta", "1e-5", "--reason", "x"); code != 1 || !strings.Contains(stderr, "no dataset for the records of "+other) {
+		t.Errorf("set-cap of records never charged: %d %q", code, stderr)
 	}
 	code, out, stderr = runCLI(t, append(setCap, "--reason", "owner approved a third evaluation")...)
 	if code != 0 || !strings.Contains(out, "cap (epsilon 2.5, delta 1e-05) -> (epsilon 3.5, delta 1e-05)") {
@@ -172,7 +191,7 @@ func TestOfflineDatasetBudget(t *testing.T) {
 	// to it, under the raised cap.
 	head := filepath.Join(dir, "head.jsonl")
 	headLog(t, data, head, 10)
-	if code, out, stderr := gtd2(head); code != 0 || datasetOf(t, out) != id {
+	if code, out, stderr := gtd2(head); code != 0 || chargedTo(t, led) != id {
 		t.Fatalf("head -n 10 after set-cap: exit %d %q %q", code, out, stderr)
 	}
 	if code, _, stderr := gtd2(data); code != 1 || !strings.Contains(stderr, "budget exceeded") {
@@ -222,8 +241,8 @@ func TestOfflineDatasetBudget(t *testing.T) {
 
 // TestOfflineDatasetUnits charges one dataset at two units (SVT at expert
 // level, GPOPE at trajectory level), then runs on SVT's outputs: each unit
-// keeps its own cap and total, never added, and the outputs are charged to
-// the source dataset.
+// keeps its own cap and total, never added, and the outputs (and parts of
+// them) are charged to the source dataset.
 func TestOfflineDatasetUnits(t *testing.T) {
 	data, experts := svtFixture(t, 40, "0.5")
 	dir := t.TempDir()
@@ -235,7 +254,7 @@ func TestOfflineDatasetUnits(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("svt: %s", stderr)
 	}
-	id := datasetOf(t, out)
+	id := chargedTo(t, led)
 	gpope := func(file string) (int, string, string) {
 		return runCLI(t, "offline", "gtd2", "--data", file, "--target", "uniform", "--features", "raw", "--epsilon", "1", "--delta", "1e-5",
 			"--iters", "20", "--seed", "2", "--ledger", led, "--json")
@@ -243,17 +262,29 @@ func TestOfflineDatasetUnits(t *testing.T) {
 	// The trajectory unit registers its own default cap (10 at 1e-5): were
 	// the units added, 200 + 1 would be refused.
 	code, out, stderr = gpope(data)
-	if code != 0 || datasetOf(t, out) != id {
+	if code != 0 || chargedTo(t, led) != id {
 		t.Fatalf("gpope on the source: %d %q %q", code, out, stderr)
 	}
-	// The outputs, and part of one, are charged to the source.
+	// The unstable output, and part of it, are charged to the source.
 	unHead := filepath.Join(dir, "unstable-head.jsonl")
 	headLog(t, un, unHead, 3)
-	for _, f := range []string{st, un, unHead} {
+	for _, f := range []string{un, unHead} {
 		code, out, stderr := gpope(f)
-		if code != 0 || datasetOf(t, out) != id {
+		if code != 0 || chargedTo(t, led) != id {
 			t.Errorf("gpope on %s: exit %d, %q %q; want dataset %s", filepath.Base(f), code, out, stderr, id)
 		}
+	}
+	// The stable release carries no behaviour probabilities, so gtd2
+	// refuses it; any run on it, or on part of it, would be charged to the
+	// source.
+	stHead := filepath.Join(dir, "stable-head.jsonl")
+	headLog(t, st, stHead, 1)
+	for _, f := range []string{st, stHead} {
+		b := offlineBudget{ledgerDir: led, capEps: 10, capDelta: 1e-5}
+		if err := b.open(&app{}, f); err != nil || b.datasetID != id {
+			t.Errorf("%s: dataset %q (%v), want %s", filepath.Base(f), b.datasetID, err, id)
+		}
+		b.close()
 	}
 	// A second SVT run composes with the first at the expert unit only:
 	// 400 > 300 is refused although the trajectory unit is far below its
@@ -273,10 +304,10 @@ func TestOfflineDatasetUnits(t *testing.T) {
 	if ex.Runs != 1 || ex.Epsilon != 200 || ex.CapEpsilon != 300 || ex.Delta != 0.5 {
 		t.Errorf("expert unit %+v: want 1 run, epsilon 200 of cap 300 at 0.5", ex)
 	}
-	// Four GPOPE runs at epsilon 1 compose (RDP) to between 1 and 4; the
+	// Three GPOPE runs at epsilon 1 compose (RDP) to between 1 and 3; the
 	// SVT release's 200 is not in it.
-	if tr.Runs != 4 || !(tr.Epsilon > 1 && tr.Epsilon <= 4) || tr.CapEpsilon != 10 || tr.Delta != 1e-5 {
-		t.Errorf("trajectory unit %+v: want 4 runs, 1 < epsilon <= 4, cap 10 at 1e-5", tr)
+	if tr.Runs != 3 || !(tr.Epsilon > 1 && tr.Epsilon <= 3) || tr.CapEpsilon != 10 || tr.Delta != 1e-5 {
+		t.Errorf("trajectory unit %+v: want 3 runs, 1 < epsilon <= 3, cap 10 at 1e-5", tr)
 	}
 	code, out, stderr = runCLI(t, "ledger", "verify", "--data", led)
 	if code != 0 || !strings.Contains(out, "unit expert: 1 runs, epsilon 200 of cap 300 at delta 0.5") || !strings.Contains(out, "2 derived files") {
