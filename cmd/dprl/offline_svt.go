@@ -50,7 +50,6 @@ type svtBin struct {
 // (eps1, delta1); NonPrivate holds statistics of the private log, printed
 // only for seeded (simulation) runs.
 type offlineSVTResult struct {
-	DatasetID string `json:"dataset_id"`
 	// Queried is T = min(--queries, trajectories): --queries, since a
 	// larger value is refused before anything is charged.
 	Queried            int      `json:"queried"`
@@ -80,10 +79,13 @@ type offlineSVTResult struct {
 }
 
 // svtNonPrivate are statistics of the private log that no guarantee covers:
-// the number of experts, trajectories and transitions, and what went to the
+// the dataset's id, the number of experts, trajectories and transitions, and what went to the
 // unstable set. They are printed only with --seed (a simulation on
 // synthetic data), labelled non-private.
 type svtNonPrivate struct {
+	// DatasetID identifies the log by its records: two neighbouring logs
+	// have different ids, so it is not covered either.
+	DatasetID            string  `json:"dataset_id"`
 	Experts              int     `json:"experts"`
 	Trajectories         int     `json:"trajectories"`
 	Transitions          int     `json:"transitions"`
@@ -222,8 +224,7 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 		return fmt.Errorf("offline svt: %w", err)
 	}
 	defer b.close()
-	res.DatasetID = b.datasetID
-	var np svtNonPrivate
+	np := svtNonPrivate{DatasetID: b.datasetID}
 	entry := ledger.Entry{Unit: ledger.UnitExpert,
 		Mechanism: fmt.Sprintf("svt: DataRelease (Sharma et al., Algorithm 2), T = %d queries, L = %d, p_min = %v, discrete Laplace noise", f.queries, f.maxLen, f.pMin),
 		Method:    accountant.MethodRDP, Epsilon: f.epsilon, Delta: f.delta, Seeded: res.Seeded,
@@ -447,8 +448,8 @@ func (r offlineSVTResult) text(w io.Writer) error {
 	if r.EpsPrimeSolved {
 		solved = " (solved: the paper's closed form would compose above eps1)"
 	}
-	fmt.Fprintf(&b, "dataset %s: queried %d trajectories; eps' %.4g%s, noisy threshold centre %.1f\n",
-		r.DatasetID, r.Queried, r.EpsPrime, solved, r.Threshold)
+	fmt.Fprintf(&b, "queried %d trajectories; eps' %.4g%s, noisy threshold centre %.1f\n",
+		r.Queried, r.EpsPrime, solved, r.Threshold)
 	fmt.Fprintf(&b, "stable (the release): %d prefixes, %d transitions, %d of them whole trajectories -> %s\n",
 		r.StableTrajectories, r.StableTransitions, r.Whole, r.OutStable)
 	if len(r.PrefixHistogram) > 0 {
@@ -462,8 +463,8 @@ func (r offlineSVTResult) text(w io.Writer) error {
 		fmt.Fprintf(&b, "unstable (NOT released, not DP; for the data owner's expert-level DP learner only) -> %s\n", r.OutUnstable)
 	}
 	if np := r.NonPrivate; np != nil {
-		fmt.Fprintf(&b, "non-private (simulation, --seed): %d experts, %d trajectories, %d transitions; queried %d transitions; stable %.4g of all, %.4g of the queried; unstable %d trajectories, %d transitions\n",
-			np.Experts, np.Trajectories, np.Transitions, np.QueriedTransitions, np.StableFraction, np.QueriedStableFrac, np.UnstableTrajectories, np.UnstableTransitions)
+		fmt.Fprintf(&b, "non-private (simulation, --seed): dataset %s: %d experts, %d trajectories, %d transitions; queried %d transitions; stable %.4g of all, %.4g of the queried; unstable %d trajectories, %d transitions\n",
+			np.DatasetID, np.Experts, np.Trajectories, np.Transitions, np.QueriedTransitions, np.StableFraction, np.QueriedStableFrac, np.UnstableTrajectories, np.UnstableTransitions)
 	}
 	seeded := ""
 	if r.Seeded {

@@ -106,10 +106,15 @@ func TestOfflineSVT(t *testing.T) {
 	}
 	var raw map[string]any
 	_ = json.Unmarshal([]byte(out), &raw)
-	for _, k := range []string{"stable_trajectories", "stable_transitions", "prefix_histogram", "epsilon", "delta", "dataset_id", "non_private"} {
+	for _, k := range []string{"stable_trajectories", "stable_transitions", "prefix_histogram", "epsilon", "delta", "non_private"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("JSON lacks %q", k)
 		}
+	}
+	// The dataset id differs between neighbouring logs: only under
+	// non_private.
+	if _, ok := raw["dataset_id"]; ok {
+		t.Error("dataset_id printed beside the epsilon")
 	}
 	np := r.NonPrivate
 	if r.Epsilon != 200 || r.Delta != 0.1 || r.Queried != 10 || r.Unit != "expert" || !r.EpsPrimeSolved || np == nil || np.Experts != m || np.Trajectories != 2*m {
@@ -144,13 +149,13 @@ func TestOfflineSVT(t *testing.T) {
 	}
 	err = s.Entries(func(e ledger.Entry) error {
 		if e.Kind == ledger.KindDerived {
-			if e.DerivedFrom != r.LedgerSeq || e.DatasetID != r.DatasetID {
+			if e.DerivedFrom != r.LedgerSeq || e.DatasetID != r.NonPrivate.DatasetID {
 				t.Errorf("derived entry %+v", e)
 			}
 			return nil
 		}
 		if e.Unit != ledger.UnitExpert || len(e.Fixed) != 1 || e.Fixed[0].Epsilon != 200 || e.Fixed[0].Delta != 0.1 ||
-			!strings.Contains(e.Fixed[0].Source, "Theorem 5.5") || !e.Seeded || e.Participants != m || e.DatasetID != r.DatasetID {
+			!strings.Contains(e.Fixed[0].Source, "Theorem 5.5") || !e.Seeded || e.Participants != m || e.DatasetID != r.NonPrivate.DatasetID {
 			t.Errorf("entry %+v", e)
 		}
 		return nil
