@@ -152,7 +152,10 @@ Methods (--method):
             Monte Carlo values of a finite state set (the one-hot states with
             tabular features, else a public --lsw-grid over the observation
             box), weighted least squares, Gaussian noise on a smooth
-            sensitivity bound. On-policy only: off-policy data is refused.
+            sensitivity bound. On-policy logs only, as the user declares:
+            a private run does not check (a refusal would depend on one
+            record, uncharged); with --non-private off-policy data is
+            refused.
             Needs public reward bounds (--reward-low/--reward-high; chain and
             mountaincar have them) and epsilon <= 1.
   lstd      LSTD(0), on-policy only.        } no privacy guarantee: they need
@@ -660,8 +663,14 @@ func (r *gtd2Run) prepare() error {
 			return fmt.Errorf("lstd is on-policy only (use wis-lstd or gpope for off-policy data): %w", err)
 		}
 	case methodDPLSW:
-		if err := r.ds.CheckOnPolicy(); err != nil {
-			return fmt.Errorf("dp-lsw is on-policy only (use gpope for off-policy data): %w", err)
+		// DP-LSW estimates the value of the policy that collected the log;
+		// whether the log is on-policy is the user's declaration. Checking
+		// it here would refuse or accept depending on one record, an
+		// uncharged release, so the check runs only with --non-private.
+		if r.f.nonPrivate {
+			if err := r.ds.CheckOnPolicy(); err != nil {
+				return fmt.Errorf("dp-lsw is on-policy only (use gpope for off-policy data): %w", err)
+			}
 		}
 		if err := r.prepareLSW(); err != nil {
 			return err
