@@ -11,7 +11,7 @@ import (
 // exit status is 0; the JSON carries the claim, the bound and the test of
 // each target.
 func TestAuditCommand(t *testing.T) {
-	code, stdout, stderr := runCLI(t, "audit", "--mechanism", "dppg", "--mutants", "--runs", "2000", "--seed", "3", "--json")
+	code, stdout, stderr := runCLI(t, "audit", "--mechanism", "dppg", "--mutants", "--runs", "1000", "--seed", "3", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
@@ -19,7 +19,7 @@ func TestAuditCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, stdout)
 	}
-	if out.Runs != 2000 || out.Confidence != 0.95 || out.Seed != 3 || out.Failed {
+	if out.Runs != 1000 || out.Confidence != 0.95 || out.Seed != 3 || out.Failed {
 		t.Fatalf("header: %+v", out)
 	}
 	kinds := map[string]int{}
@@ -29,7 +29,7 @@ func TestAuditCommand(t *testing.T) {
 		if r.Verdict != want {
 			t.Errorf("%s (%s): verdict %s (bound %v by %s), want %s", r.Target, r.Kind, r.Verdict, r.EpsilonLB, r.Best, want)
 		}
-		if r.Claim.Epsilon <= 0 || r.Claim.Epsilon > 1 || r.Claim.Delta != 1e-5 || r.Runs != 2000 || len(r.Tests) == 0 {
+		if r.Claim.Epsilon <= 0 || r.Claim.Epsilon > 1 || r.Claim.Delta != 1e-5 || r.Runs != 1000 || len(r.Tests) == 0 {
 			t.Errorf("%s: claim %+v, runs %d, %d tests", r.Target, r.Claim, r.Runs, len(r.Tests))
 		}
 	}
