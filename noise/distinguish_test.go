@@ -1,69 +1,31 @@
-package noise
+package noise_test
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"dprl/audit"
+	"dprl/noise"
 )
 
-// zigguratWidths returns the 128 float32 strip widths of Go's ziggurat normal
-// sampler (math/rand/v2 NormFloat64 returns float64(j) * float64(w[i]) for an
-// int32 j in more than 99% of draws), recomputed with Marsaglia & Tsang's
-// recurrence ("The Ziggurat Method for Generating Random Variables", 2000),
-// which reproduces Go's table bit for bit.
-func zigguratWidths() [128]float32 {
-	const vn, m1 = 9.91256303526217e-3, 2147483648.0
-	dn := 3.442619855899
-	var wn [128]float32
-	wn[0] = float32(vn / math.Exp(-0.5*dn*dn) / m1)
-	wn[127] = float32(dn / m1)
-	for i := 126; i >= 1; i-- {
-		dn = math.Sqrt(-2 * math.Log(vn/dn+math.Exp(-0.5*dn*dn)))
-		wn[i] = float32(dn / m1)
-	}
-	return wn
-}
+func testRNG(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x6e6f6973)) }
 
-// latticeDistinguisher guesses whether o = b + sigma N came from b = v or
-// b = v + delta by asking which candidate noise (o - b)/sigma is a ziggurat
-// lattice point float64(j) w[i], up to the rounding of the arithmetic; when
-// both or neither fit it guesses at random.
-type latticeDistinguisher struct {
-	wn  [128]float32
-	rng *rand.Rand
-}
-
-func ulp(x float64) float64 { return math.Nextafter(math.Abs(x), math.Inf(1)) - math.Abs(x) }
-
-func (d *latticeDistinguisher) fits(o, b, sigma float64) bool {
-	r := (o - b) / sigma
-	slack := (ulp(o) + ulp(o-b)) / sigma
-	for _, w := range d.wn {
-		w := float64(w)
-		q := r / w
-		if math.Abs(q) >= 1<<31 {
-			continue
-		}
-		if math.Abs(q-math.Round(q)) <= 2*(slack/w+ulp(q)) {
-			return true
-		}
-	}
-	return false
-}
-
-// guess returns true for "b = v + delta".
-func (d *latticeDistinguisher) guess(o, v, delta, sigma float64) bool {
-	a, b := d.fits(o, v, sigma), d.fits(o, v+delta, sigma)
+// guess returns true for "b = v + delta": which candidate input the output
+// o fits on the ziggurat lattice (audit.ZigguratLattice), a coin when both or
+// neither fit.
+func guess(d *audit.ZigguratLattice, o, v, delta, sigma float64, rng *rand.Rand) bool {
+	a, b := d.Fits(o, v, sigma), d.Fits(o, v+delta, sigma)
 	if a != b {
 		return b
 	}
-	return d.rng.IntN(2) == 1
+	return rng.IntN(2) == 1
 }
 
 // accuracy runs n trials: a fair coin picks v or v + delta, mech releases it,
 // and the distinguisher guesses.
 func accuracy(n int, v, delta, sigma float64, mech func(x float64) float64, rng *rand.Rand) float64 {
-	d := &latticeDistinguisher{wn: zigguratWidths(), rng: rng}
+	d := audit.NewZigguratLattice()
 	right := 0
 	for range n {
 		shifted := rng.IntN(2) == 1
@@ -71,7 +33,7 @@ func accuracy(n int, v, delta, sigma float64, mech func(x float64) float64, rng 
 		if shifted {
 			x += delta
 		}
-		if d.guess(mech(x), v, delta, sigma) == shifted {
+		if guess(d, mech(x), v, delta, sigma, rng) == shifted {
 			right++
 		}
 	}
@@ -95,7 +57,7 @@ func TestFloatLatticeDistinguisher(t *testing.T) {
 		t.Fatalf("the distinguisher is right %.4f of the time against float noise; the attack should succeed (>= 0.99)", float)
 	}
 
-	g := NewGaussian(testRNG(12))
+	g := noise.NewGaussian(testRNG(12))
 	buf := make([]float64, 1)
 	exact := accuracy(n, v, sigma, sigma, func(x float64) float64 {
 		buf[0] = x
@@ -114,9 +76,9 @@ func TestFloatLatticeDistinguisher(t *testing.T) {
 // input learns nothing whether or not the inputs are on the grid.
 func TestGridDistinguisher(t *testing.T) {
 	const n, sigma = 20_000, 1.0
-	gamma := Grid(sigma)
+	gamma := noise.Grid(sigma)
 	rng := testRNG(13)
-	g := NewGaussian(testRNG(14))
+	g := noise.NewGaussian(testRNG(14))
 	buf := make([]float64, 1)
 	for _, v := range []float64{0.3, 0.25, 1 + gamma/3} {
 		right := 0

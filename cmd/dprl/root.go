@@ -103,6 +103,7 @@ Exit status: 0 success, 1 failure, 2 usage error.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		newAccountantCmd(a),
+		newAuditCmd(a),
 		newLedgerCmd(a),
 		newSimsCmd(a),
 		newAgentCmd(a),

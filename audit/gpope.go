@@ -1,0 +1,127 @@
+package audit
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"dprl/ledger/accountant"
+	"dprl/offline"
+	"dprl/offline/gtd2"
+	"dprl/sims"
+)
+
+// The GPOPE audit's public setting: a log of gpopeN trajectories of
+// gpopeLen steps over gpopeStates one-hot states and two actions, logged by
+// the uniform behaviour policy and evaluated for the uniform target, with
+// GPOPE run for gpopeIters full-batch steps (q = 1).
+const (
+	gpopeStates = 4
+	gpopeN      = 32
+	gpopeLen    = 4
+	gpopeIters  = 2
+	gpopeGamma  = 0.9
+	gpopeStep   = 0.5
+	gpopeClip   = 1.0
+)
+
+// GPOPE returns the audit of GPOPE (offline/gtd2) at the noise multiplier
+// that "dprl offline gtd2" calibrates for (eps, delta): the smallest z whose
+// subsampled Gaussian, here with q = 1 over gpopeIters steps, the RDP
+// accountant prices at eps or less. The claim is the accountant's epsilon at
+// z, what the command prints, for the addition or removal of one
+// trajectory.
+//
+// D is a fixed log of gpopeN trajectories plus the canary trajectory, D' the
+// log alone; both go through gtd2.Prepare and gtd2.GPOPE, and the release
+// audited is [theta; y] after the last step. Canaries: "large reward" (reward
+// 1e6 at every step, a gradient far past the clip) and "rho = +Inf" (a
+// behaviour log-probability of -800, which the log reader accepts and which
+// makes the importance ratio pi / exp(logp) overflow to +Inf, so the
+// gradient is NaN and infinite unless the clip zeroes it). The float-lattice
+// test does not apply: the noisy sum is divided and scaled before release.
+func GPOPE(eps, delta float64) (Target, error) {
+	acc := accountant.RDP{}
+	z, err := accountant.Calibrate(acc, eps, delta, 1, gpopeIters)
+	if err != nil {
+		return Target{}, fmt.Errorf("audit: calibrating z: %w", err)
+	}
+	g, err := acc.Epsilon(delta, accountant.Event{Q: 1, Z: z, Steps: gpopeIters})
+	if err != nil {
+		return Target{}, fmt.Errorf("audit: %w", err)
+	}
+	cfg := gpopeConfig(z)
+	t := Target{Name: fmt.Sprintf("gpope (%d steps, q = 1)", gpopeIters), Claim: Claim{Epsilon: g.Epsilon, Delta: delta}}
+	background := gpopeBackground()
+	for _, cn := range []struct {
+		name         string
+		reward, logp float64
+	}{{"large reward", 1e6, math.Log(0.5)}, {"rho = +Inf", 1, -800}} {
+		canary := gpopeTrajectory("canary", cn.reward, cn.logp)
+		out, err := gpopePrepare(background)
+		if err != nil {
+			return Target{}, err
+		}
+		in, err := gpopePrepare(append(append([]offline.Session(nil), background...), canary))
+		if err != nil {
+			return Target{}, err
+		}
+		t.Canaries = append(t.Canaries, Canary{Name: cn.name, Release: func(withCanary bool, rng *rand.Rand) ([]float64, error) {
+			ds := out
+			if withCanary {
+				ds = in
+			}
+			res, err := gtd2.GPOPE(ds, cfg, rng)
+			if err != nil {
+				return nil, err
+			}
+			return append(append([]float64(nil), res.Theta...), res.Y...), nil
+		}})
+	}
+	return t, nil
+}
+
+// gpopeConfig is the configuration "dprl offline gtd2 --n 32 --batch 32"
+// runs: the public n is the size of the log without the canary, every
+// trajectory enters every step (q = 1), the noisy sum is divided by the
+// public batch n on both sides, and the noise multiplier is z.
+func gpopeConfig(z float64) gtd2.Config {
+	return gtd2.Config{Iters: gpopeIters, StepSize: gpopeStep, Clip: gpopeClip, Z: z, Q: 1, Batch: gpopeN}
+}
+
+// gpopeBackground returns the fixed log: random states and actions from a
+// fixed seed, rewards in [0, 1), behaviour probability 1/2.
+func gpopeBackground() []offline.Session {
+	rng := rand.New(rand.NewPCG(0x6770, 0x6f7065))
+	out := make([]offline.Session, gpopeN)
+	for i := range out {
+		s := offline.Session{Session: fmt.Sprintf("bg-%d", i), Terminal: true, Steps: make([]offline.Step, gpopeLen)}
+		for t := range s.Steps {
+			obs := make([]float64, gpopeStates)
+			obs[rng.IntN(gpopeStates)] = 1
+			s.Steps[t] = offline.Step{Obs: obs, Action: sims.Action{Index: rng.IntN(2)}, Reward: rng.Float64(), LogP: math.Log(0.5)}
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// gpopeTrajectory returns a canary trajectory: every step in state 0, action
+// 0, with the given reward and behaviour log-probability.
+func gpopeTrajectory(id string, reward, logp float64) offline.Session {
+	s := offline.Session{Session: id, Terminal: true, Steps: make([]offline.Step, gpopeLen)}
+	for t := range s.Steps {
+		obs := make([]float64, gpopeStates)
+		obs[0] = 1
+		s.Steps[t] = offline.Step{Obs: obs, Action: sims.Action{Index: 0}, Reward: reward, LogP: logp}
+	}
+	return s
+}
+
+func gpopePrepare(sessions []offline.Session) (*gtd2.Dataset, error) {
+	ds, err := gtd2.Prepare(sessions, gtd2.Tabular{N: gpopeStates}, gtd2.Uniform{N: 2}, gpopeGamma)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	return ds, nil
+}
