@@ -88,13 +88,7 @@ type Agent struct {
 	seedBase  uint64
 	seeded    bool
 	randCount atomic.Uint64 // distinguishes generators made for one purpose
-	statsMu   sync.Mutex
-	returns   []float64 // ring of recent session returns
-	retIdx    int
-	retN      int
-	ended     atomic.Int64
 	updates   atomic.Int64
-	capped    atomic.Int64
 }
 
 // servingCtx is a per-goroutine serving context.
@@ -130,8 +124,7 @@ func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: per-session epsilon: %w", err)
 	}
 	a := &Agent{cfg: cfg, store: store, log: opt.Logger.With().Str("component", "agent").Logger(), opt: opt, now: opt.Now,
-		m: opt.Metrics, epsilon: eps, finished: make(chan finished, 4*cfg.Policy.DP.UsersPerUpdate+1024),
-		returns: make([]float64, 100)}
+		m: opt.Metrics, epsilon: eps, finished: make(chan finished, 4*cfg.Policy.DP.UsersPerUpdate+1024)}
 	a.table.init()
 	if cfg.Seed != 0 {
 		a.seedBase, a.seeded = cfg.Seed, true
@@ -269,6 +262,7 @@ func (a *Agent) act(sessionID, user string, obs []float64, reward float64, hasRe
 	}
 	if created {
 		a.m.SessionsOpened.Inc()
+		a.m.SessionsOpen.Inc()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -353,15 +347,18 @@ func (a *Agent) End(sessionID string, reward float64, terminal bool) (EndResult,
 // truncated session bootstraps from the observation after its last rewarded
 // step; when that observation is unknown (End without a next observation),
 // the last step is dropped.
+//
+// Whether a closed session is queued depends only on when it closed (its
+// policy version's staleness, the queue's room) and on its user's caps,
+// never on its content: a session left with no usable step (truncated after
+// one step) is queued with an empty trajectory, whose local update is the
+// zero vector, rather than dropped, so that its length decides neither
+// which sessions share its update nor what the agent counts or reports.
 func (a *Agent) closeLocked(s *session, terminal bool) (bool, string) {
 	s.closed = true
 	a.table.remove(s.id, s)
 	a.m.SessionsClosed.Inc()
-	var ret float64
-	for _, r := range s.rewards {
-		ret += r
-	}
-	a.recordReturn(ret)
+	a.m.SessionsOpen.Dec()
 	if a.opt.SessionLog != nil {
 		a.logSession(s, terminal)
 	}
@@ -372,26 +369,24 @@ func (a *Agent) closeLocked(s *session, terminal bool) (bool, string) {
 	if !terminal && nObs <= T {
 		T-- // the next observation of the last action is unknown: drop it
 	}
-	if T < 1 {
-		return a.discard("truncated after one step: nothing to bootstrap from")
-	}
-	if terminal {
-		tr.FinalObs = make([]float64, od)
-	} else {
-		tr.FinalObs = s.obs[T*od : (T+1)*od]
-	}
-	tr.Obs, tr.Rewards, tr.LogProbs = s.obs[:T*od], s.rewards[:T], s.logp[:T]
-	if a.cfg.Spec.Kind == policy.ActionDiscrete {
-		tr.Actions = s.actions[:T]
-	} else {
-		tr.ContActions = s.cont[:T*a.cfg.Spec.ActionDim]
+	if T >= 1 { // else: an empty trajectory, a zero local update
+		if terminal {
+			tr.FinalObs = make([]float64, od)
+		} else {
+			tr.FinalObs = s.obs[T*od : (T+1)*od]
+		}
+		tr.Obs, tr.Rewards, tr.LogProbs = s.obs[:T*od], s.rewards[:T], s.logp[:T]
+		if a.cfg.Spec.Kind == policy.ActionDiscrete {
+			tr.Actions = s.actions[:T]
+		} else {
+			tr.ContActions = s.cont[:T*a.cfg.Spec.ActionDim]
+		}
 	}
 	if cur := a.current.Load().num; cur-s.ver.num > a.cfg.MaxStaleness {
 		return a.discard("stale: served by an old policy version")
 	}
 	if s.hasUser {
 		if ok, why := a.userEligible(s.userKey); !ok {
-			a.capped.Add(1)
 			return a.discard(why)
 		}
 	}
@@ -459,43 +454,26 @@ func (a *Agent) userEligible(k ledger.UserKey) (bool, string) {
 	return true, ""
 }
 
-func (a *Agent) recordReturn(r float64) {
-	a.ended.Add(1)
-	a.statsMu.Lock()
-	a.returns[a.retIdx] = r
-	a.retIdx = (a.retIdx + 1) % len(a.returns)
-	a.retN = min(a.retN+1, len(a.returns))
-	a.statsMu.Unlock()
-}
-
-// Stats is a summary of the agent's activity.
+// Stats is what the agent reports about itself (served on /status). Every
+// field is public or a release: the policy version and the number of
+// releases (each release is announced), and the per-session privacy
+// parameters. Nothing here is a function of sessions' content (returns,
+// rewards, observations, lengths) or a count of sessions: operational
+// counters are Prometheus metrics (see Metrics), for the operator only.
 type Stats struct {
-	Version        uint64  `json:"version"`
-	SessionsEnded  int64   `json:"sessions_ended"`
-	OpenSessions   int64   `json:"open_sessions"`
-	Updates        int64   `json:"updates"`
-	UsersCapped    int64   `json:"users_capped"`
-	MeanReturn     float64 `json:"mean_return"` // last 100 sessions
-	Epsilon        float64 `json:"epsilon"`     // per session
-	Delta          float64 `json:"delta"`
-	RecentSessions int     `json:"recent_sessions"`
+	// Version is the policy version served to new sessions.
+	Version uint64 `json:"version"`
+	// Updates is the number of releases made by this process.
+	Updates int64 `json:"updates"`
+	// Epsilon and Delta: each release is (Epsilon, Delta)-DP for one
+	// session (analytic Gaussian mechanism).
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
 }
 
 // Stats returns the current summary.
 func (a *Agent) Stats() Stats {
-	a.statsMu.Lock()
-	var sum float64
-	for i := 0; i < a.retN; i++ {
-		sum += a.returns[i]
-	}
-	n := a.retN
-	a.statsMu.Unlock()
-	st := Stats{Version: a.Version(), SessionsEnded: a.ended.Load(), OpenSessions: a.table.open.Load(),
-		Updates: a.updates.Load(), UsersCapped: a.capped.Load(), Epsilon: a.epsilon, Delta: a.cfg.Delta, RecentSessions: n}
-	if n > 0 {
-		st.MeanReturn = sum / float64(n)
-	}
-	return st
+	return Stats{Version: a.Version(), Updates: a.updates.Load(), Epsilon: a.epsilon, Delta: a.cfg.Delta}
 }
 
 // Run runs the updater and the idle sweeper until ctx is done. An update in

@@ -19,6 +19,49 @@
 // user enters an update; a user at the update or epsilon cap is still served
 // but no longer learned from.
 //
+// Batch membership never depends on a session's content: a closed session
+// is queued unless it is stale, the queue is full or its user is at a cap
+// (its timing and its user id), and every queued session of a batch takes
+// part in the update. A session with no usable step (truncated after one
+// step) or whose local update fails (a non-finite value, such as a return
+// that overflows) contributes the zero vector, within the sensitivity
+// bound, and is counted and charged like any other.
+//
+// # What the agent serves and logs
+//
+// Released, with the epsilon of one session beside it: every policy
+// version (the ledger entry, the snapshot and the dprl.v1.policy
+// announcement) and every action served. /status serves only public values:
+// the policy version, the number of releases, the per-session epsilon and
+// delta, and the ledger head. No served or logged value is computed from
+// sessions' content (observations, actions, rewards, returns, lengths,
+// gradient norms, whether a local update failed): polling /status around
+// each End recovers nothing of a session.
+//
+// /metrics and the logs are operational, for the operator only; they carry
+// no epsilon and are not differentially private. The metrics count protocol
+// events as they happen — requests and their latency, refusals by wire
+// error code, sessions opened, closed and open, sessions queued or set
+// aside for a scheduling reason (staleness, a full queue, user caps),
+// releases — exact counts that the operator, who runs the transport and
+// sees every message in the clear, could make anyway, and which polled
+// around one session can reveal its timing and number of steps. So the ops
+// server must be reachable by the operator only (bind it to loopback or an
+// operator network), like NATS and the session logs; none of its values may
+// be shown to users or published.
+//
+// # Local DP on the client
+//
+// stream.WithLocalDP is bounded and accounted: each observation component
+// and each reward is clipped to a public range and receives Gaussian noise
+// of standard deviation z times the range's width, so each value is
+// (epsilon, delta)-DP by the analytic Gaussian mechanism at multiplier z,
+// one step (d components and a reward) at multiplier z/sqrt(d+1), and a
+// session of T steps at z/sqrt(T(d+1)) (stream.LocalDPGuarantee). That
+// protection holds against the agent itself; it composes with, and does not
+// replace, the agent's per-session guarantee on its releases, which the
+// agent computes from its own clipping and noise whatever the client did.
+//
 // # Concurrency
 //
 // Act and End are safe for concurrent use and never wait for an update:

@@ -74,7 +74,6 @@ func (u *updater) tryUpdate(flush bool) error {
 		if len(u.batch) < K && (!f.hasUser || !inBatch[f.user]) {
 			if f.hasUser {
 				if ok, why := a.userEligible(f.user); !ok {
-					a.capped.Add(1)
 					a.discard(why)
 					continue
 				}
@@ -103,6 +102,14 @@ func (u *updater) tryUpdate(flush bool) error {
 // fixed denominator K, and releases: snapshot, ledger entry and user
 // counters in one synced batch, then the serving swap, then the
 // announcement. A failed release leaves the serving policy unchanged.
+//
+// Every session of the batch takes part: one whose local update fails (an
+// empty trajectory, a non-finite value such as an overflowed return or an
+// underflowed action probability) contributes the zero vector, which is
+// within the sensitivity bound. Such a failure is a function of the
+// session's content, so it is neither logged nor counted, and it changes
+// neither the participant count, nor the users charged, nor anything else
+// released.
 func (u *updater) update(cur *version) error {
 	a := u.a
 	n := len(u.batch)
@@ -111,7 +118,6 @@ func (u *updater) update(cur *version) error {
 	for len(u.gus) < n {
 		u.gus = append(u.gus, make([]float64, u.nParams))
 	}
-	errs := make([]error, n)
 	var wg sync.WaitGroup
 	next := make(chan int, n)
 	for i := 0; i < n; i++ {
@@ -123,32 +129,26 @@ func (u *updater) update(cur *version) error {
 		go func(w int) {
 			defer wg.Done()
 			for i := range next {
-				errs[i] = u.learners[w].LocalUpdate(u.gus[i], cur.theta, &u.batch[i].tr, u.rngs[w].r)
+				tr := &u.batch[i].tr
+				if tr.Len() == 0 || u.learners[w].LocalUpdate(u.gus[i], cur.theta, tr, u.rngs[w].r) != nil {
+					clear(u.gus[i])
+				}
 			}
 		}(w)
 	}
 	wg.Wait()
 	var users []ledger.UserKey
-	participants := 0
 	for i := 0; i < n; i++ {
-		if errs[i] != nil {
-			a.log.Warn().Err(errs[i]).Msg("local update rejected")
-			a.discard("local update failed")
-			continue
-		}
+		// Mode dp: a non-finite update counts as zero; only a batch over K
+		// (a bug) is refused.
 		if err := u.agg.Add(u.gus[i]); err != nil {
-			a.log.Warn().Err(err).Msg("aggregate rejected a local update")
-			a.discard("local update failed")
-			continue
+			return fmt.Errorf("agent: aggregate: %w", err)
 		}
-		participants++
 		if u.batch[i].hasUser {
 			users = append(users, u.batch[i].user)
 		}
 	}
-	if participants == 0 {
-		return nil
-	}
+	participants := n
 	if err := u.agg.Release(u.gTilde); err != nil {
 		return fmt.Errorf("agent: aggregate: %w", err)
 	}

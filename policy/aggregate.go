@@ -161,10 +161,16 @@ const maxSqrtFloats = 1 << 27
 func (a *Aggregator) NoiseStd() float64 { return a.std }
 
 // Add accumulates one local update g_u (len nPolicy+nValue; not retained),
-// clipping its blocks to S_pi and S_v first. It returns ErrBatchFull if K
-// updates are already held, and ErrNonFinite (adding nothing) if g_u holds a
-// NaN or Inf; the caller may then Add a zero vector for that user, which is
-// within the sensitivity bound. It allocates nothing.
+// clipping its blocks to S_pi and S_v first (Clip: the exact norm of each
+// clipped block is at most its share, whatever the rounding). A g_u with a
+// NaN or ±Inf coordinate, in any block, is counted as the zero vector: it
+// takes its place among the K (the denominator and the participant count do
+// not depend on it), which is within the sensitivity bound, and Add returns
+// nil, so that whether a user's update was finite (a function of the user's
+// data) changes nothing the caller releases. In ModePPO (not private, no
+// clipping) a non-finite g_u is refused with ErrNonFinite instead, adding
+// nothing. Add returns ErrBatchFull if K updates are already held. It
+// allocates nothing.
 func (a *Aggregator) Add(gu []float64) error {
 	if len(gu) != a.n {
 		panic(fmt.Sprintf("policy: aggregator update length %d, want %d", len(gu), a.n))
@@ -172,21 +178,31 @@ func (a *Aggregator) Add(gu []float64) error {
 	if a.Full() {
 		return ErrBatchFull
 	}
-	ss := 0.0
+	finite := true
 	for _, v := range gu {
-		ss += v * v
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			finite = false
+			break
+		}
 	}
-	if math.IsNaN(ss) || math.IsInf(ss, 0) {
-		return fmt.Errorf("%w: norm %v", ErrNonFinite, math.Sqrt(ss))
+	if a.cfg.Mode == ModePPO {
+		if !finite {
+			return fmt.Errorf("%w: local update has a NaN or Inf coordinate", ErrNonFinite)
+		}
+		for i, v := range gu {
+			a.sum[i] += v
+		}
+		a.count++
+		return nil
 	}
-	copy(a.tmp, gu)
-	if a.cfg.Mode != ModePPO {
+	if finite {
+		copy(a.tmp, gu)
 		sPi, sV := a.cfg.clipNorms()
-		Clip(a.tmp[:a.nPi], sPi)
-		Clip(a.tmp[a.nPi:], sV)
-	}
-	for i, v := range a.tmp {
-		a.sum[i] += v
+		clipL2(a.tmp[:a.nPi], sPi)
+		clipL2(a.tmp[a.nPi:], sV)
+		for i, v := range a.tmp {
+			a.sum[i] += v
+		}
 	}
 	a.count++
 	return nil

@@ -553,16 +553,8 @@ func projectBall(x, x0 []float64, s float64) bool {
 	return true
 }
 
-// Clip scales d in place to L2 norm at most s: d <- d min(1, s/||d||).
-func Clip(d []float64, s float64) {
-	ss := 0.0
-	for _, v := range d {
-		ss += v * v
-	}
-	if n := math.Sqrt(ss); n > s {
-		f := s / n
-		for i := range d {
-			d[i] *= f
-		}
-	}
-}
+// Clip scales d in place to L2 norm at most s >= 0: d <- d min(1, s/||d||).
+// A d with a NaN or ±Inf coordinate becomes the zero vector, and the
+// result's exact norm is at most s despite rounding (huge and subnormal
+// coordinates included); it panics if s is NaN or negative.
+func Clip(d []float64, s float64) { clipL2(d, s) }

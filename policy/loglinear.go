@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -552,11 +551,11 @@ func (l *LogLinearLearner) Update(m TabularMDP, ep *Episode, rng *rand.Rand) (Up
 	return info, nil
 }
 
-// clipTo scales v to L2 norm at most s (Clip) and reports whether it did.
+// clipTo scales v to L2 norm at most s (Clip: a v with a NaN or ±Inf
+// coordinate becomes zero, and the exact norm of the result is at most s)
+// and reports whether it changed v, for diagnostics only.
 func clipTo(v []float64, s float64) bool {
-	clipped := floats.Norm(v, 2) > s
-	Clip(v, s)
-	return clipped
+	return clipL2(v, s) != clipInside
 }
 
 // EvaluateTabular returns the undiscounted finite-horizon value at the start

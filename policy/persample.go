@@ -42,10 +42,13 @@ import (
 // on first use, then reused); it allocates nothing in steady state and is not
 // safe for concurrent use.
 type GhostClipper struct {
-	m       *MLP
-	sq      []float64 // squared norm per unit
-	fac     []float64 // clip factor per unit
-	scratch []float64 // materialised layer gradient or two Gram matrices
+	m         *MLP
+	sq        []float64 // squared norm per unit
+	fac       []float64 // clip factor per unit
+	bad       []bool    // unit with a non-finite value (zero contribution)
+	runs      []int     // row ranges [r0, r1) of consecutive finite units
+	nonFinite int       // units zeroed by the last ClippedSum
+	scratch   []float64 // materialised layer gradient or two Gram matrices
 }
 
 // NewGhostClipper returns a clipper for the network m. It must be used with
@@ -112,6 +115,8 @@ func (g *GhostClipper) grow(units int) {
 	if len(g.sq) < units {
 		g.sq = make([]float64, units)
 		g.fac = make([]float64, units)
+		g.bad = make([]bool, units)
+		g.runs = make([]int, 0, 2*units)
 	}
 }
 
@@ -201,9 +206,25 @@ func (g *GhostClipper) Norms(dst, params, dOut []float64, bounds []int) {
 // ClippedSum writes into grad (len NumParams(), overwritten) the sum over
 // units of the unit gradients, each scaled by min(1, clip/||g_u||) so that
 // its norm is at most clip > 0; the arguments are as for Norms. It returns
-// the number of units whose norm exceeded clip. The per-unit norms stay
-// available through LastNorm until the next call. It allocates nothing once
-// its workspaces have grown.
+// the number of units whose norm exceeded clip (a diagnostic of the private
+// data: never release it).
+//
+// A unit with a NaN or ±Inf anywhere in its rows (input, activations,
+// back-propagated gradients) or whose squared norm is not finite (NaN, or a
+// norm above about 1.3e154, whose square overflows) contributes the zero
+// vector: its rows are left out of the sums entirely, since 0 * NaN = NaN
+// would otherwise poison the whole gradient. LastNonFinite counts them.
+//
+// Rounding. The factor f_u = clip/||g_u|| is lowered by ulps until f_u
+// ||g_u|| <= clip in floating point, so the scaled norm never rounds above
+// clip. ||g_u|| itself is a floating-point evaluation of the norm formulas
+// above (relative error of the order of the number of summed terms times
+// 2^-53 for a one-row unit; larger only when a multi-row unit's rows nearly
+// cancel, where the norm is far below its rows' norms): the bound holds to
+// that rounding, as in every DP-SGD implementation that does not
+// materialise per-unit gradients. A materialised vector is clipped exactly
+// by Clip. The per-unit norms stay available through LastNorm until the next
+// call. It allocates nothing once its workspaces have grown.
 func (g *GhostClipper) ClippedSum(grad, params, dOut []float64, bounds []int, clip float64) (clipped int) {
 	if !(clip > 0) || math.IsInf(clip, 0) {
 		panic(fmt.Sprintf("policy: ghost clipper clip norm %v, must be finite and > 0", clip))
@@ -213,40 +234,100 @@ func (g *GhostClipper) ClippedSum(grad, params, dOut []float64, bounds []int, cl
 		panic(fmt.Sprintf("policy: ghost clipper grad %d, want %d", len(grad), m.n))
 	}
 	U := g.sqNorms(params, dOut, bounds)
-	fac := g.fac[:U]
+	n := m.batchN
+	L := len(m.sizes) - 1
+	fac, bad := g.fac[:U], g.bad[:U]
+	clear(bad)
+	for l := 0; l < L; l++ {
+		in, out := m.sizes[l], m.sizes[l+1]
+		A, D := m.acts[l][:n*in], m.deltas[l+1][:n*out]
+		for u := 0; u < U; u++ {
+			r0, r1 := unitRows(bounds, u)
+			bad[u] = bad[u] || !allFinite(A[r0*in:r1*in]) || !allFinite(D[r0*out:r1*out])
+		}
+	}
+	g.nonFinite = 0
 	for u, s := range g.sq[:U] {
+		if bad[u] || math.IsNaN(s) || math.IsInf(s, 0) {
+			bad[u] = true
+			fac[u] = 0
+			g.nonFinite++
+			continue
+		}
 		fac[u] = 1
 		if nrm := math.Sqrt(s); nrm > clip {
-			fac[u] = clip / nrm
+			f := clip / nrm
+			for f*nrm > clip {
+				f = math.Nextafter(f, 0)
+			}
+			fac[u] = f
 			clipped++
 		}
 	}
-	n := m.batchN
-	L := len(m.sizes) - 1
+	// Row ranges of consecutive finite units: pass 2 sums over these only.
+	runs := g.runs[:0]
+	for u := 0; u < U; u++ {
+		if bad[u] {
+			continue
+		}
+		r0, r1 := unitRows(bounds, u)
+		if k := len(runs); k > 0 && runs[k-1] == r0 {
+			runs[k-1] = r1
+		} else {
+			runs = append(runs, r0, r1)
+		}
+	}
+	g.runs = runs
 	for l := 0; l < L; l++ {
 		in, out := m.sizes[l], m.sizes[l+1]
 		D := m.deltas[l+1][:n*out]
 		for u := 0; u < U; u++ {
-			if f := fac[u]; f != 1 {
+			if f := fac[u]; f != 1 && !bad[u] {
 				r0, r1 := unitRows(bounds, u)
 				for i := r0 * out; i < r1*out; i++ {
 					D[i] *= f
 				}
 			}
 		}
-		gemmSerial(blas.Trans, blas.NoTrans, 1,
-			blas64.General{Rows: n, Cols: out, Stride: out, Data: D},
-			blas64.General{Rows: n, Cols: in, Stride: in, Data: m.acts[l][:n*in]}, 0,
-			blas64.General{Rows: out, Cols: in, Stride: in, Data: grad[m.wOff[l] : m.wOff[l]+out*in]})
+		w := grad[m.wOff[l] : m.wOff[l]+out*in]
 		db := grad[m.bOff[l] : m.bOff[l]+out]
 		clear(db)
-		for i := 0; i < n; i++ {
-			for o, v := range D[i*out : (i+1)*out] {
-				db[o] += v
+		if len(runs) == 0 {
+			clear(w)
+		}
+		for k := 0; k < len(runs); k += 2 {
+			r0, r1 := runs[k], runs[k+1]
+			beta := 1.0
+			if k == 0 {
+				beta = 0
+			}
+			gemmSerial(blas.Trans, blas.NoTrans, 1,
+				blas64.General{Rows: r1 - r0, Cols: out, Stride: out, Data: D[r0*out : r1*out]},
+				blas64.General{Rows: r1 - r0, Cols: in, Stride: in, Data: m.acts[l][r0*in : r1*in]}, beta,
+				blas64.General{Rows: out, Cols: in, Stride: in, Data: w})
+			for i := r0; i < r1; i++ {
+				for o, v := range D[i*out : (i+1)*out] {
+					db[o] += v
+				}
 			}
 		}
 	}
 	return clipped
+}
+
+// LastNonFinite returns the number of units that the last ClippedSum
+// counted as the zero vector because of a NaN or ±Inf (a diagnostic of the
+// private data: never release it).
+func (g *GhostClipper) LastNonFinite() int { return g.nonFinite }
+
+// allFinite reports whether no element of x is NaN or ±Inf.
+func allFinite(x []float64) bool {
+	for _, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // LastNorm returns the gradient norm of unit u computed by the last Norms or

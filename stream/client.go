@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"dprl/ledger/accountant"
 	"dprl/sims"
 )
 
@@ -51,40 +52,127 @@ func WithTimeout(d time.Duration) ClientOption {
 	}
 }
 
+// LocalDP configures the client-side Gaussian mechanism of WithLocalDP.
+// Every bound is public: fix it from the environment's specification, never
+// from users' data.
+type LocalDP struct {
+	// ObsLow and ObsHigh bound each observation component: before it is
+	// noised, component i is clipped to [ObsLow[i], ObsHigh[i]]. Finite,
+	// ObsLow[i] <= ObsHigh[i]; a zero-width component is sent as its bound,
+	// noiselessly, and leaks nothing.
+	ObsLow, ObsHigh []float64
+	// RewardLow and RewardHigh bound each reward likewise.
+	RewardLow, RewardHigh float64
+	// Z is the noise multiplier: a value whose range has width w = high -
+	// low receives Gaussian noise of standard deviation Z w. Finite, > 0.
+	Z float64
+	// Delta is the delta at which LocalDPGuarantee reports epsilons, in
+	// (0, 1).
+	Delta float64
+}
+
+// LocalDPGuarantee is the local differential privacy of WithLocalDP: the
+// protection of a user's values against everything downstream of the
+// client (the transport, the agent, its operator and its releases).
+//
+// One value x clipped to [low, high] and released as x + N(0, (Z w)^2), w =
+// high - low, is the Gaussian mechanism with L2 sensitivity w (two values
+// in the range differ by at most w) and noise multiplier Z, whose exact
+// (epsilon, delta) curve is the analytic Gaussian mechanism's (Balle and
+// Wang 2018, "Improving the Gaussian mechanism for differential privacy",
+// Theorem 8). n such values, each with its own width and noise, compose to
+// the Gaussian mechanism of multiplier Z / sqrt(n) (Dong, Roth and Su 2022,
+// "Gaussian differential privacy", Corollary 3.3: mu-GDP adds in
+// quadrature, mu = 1/Z per value).
+type LocalDPGuarantee struct {
+	Z, Delta float64
+	// PerValueEpsilon protects one observation component or one reward.
+	PerValueEpsilon float64
+	// PerStepEpsilon protects one act request (the observation and the
+	// previous action's reward) or one step of a session.
+	PerStepEpsilon float64
+	// valuesPerStep is the number of noised values per step (components
+	// and reward of non-zero width).
+	valuesPerStep int
+}
+
+// SessionEpsilon returns the epsilon at Delta protecting a whole session of
+// steps actions (steps observations and steps rewards, the last one sent
+// with End): the composition of steps times the per-step values.
+func (g LocalDPGuarantee) SessionEpsilon(steps int) (float64, error) {
+	if steps < 1 {
+		return 0, fmt.Errorf("stream: local DP: session of %d steps, want >= 1", steps)
+	}
+	return localEpsilon(g.Z, steps*g.valuesPerStep, g.Delta)
+}
+
+// localEpsilon is the analytic-Gaussian epsilon of n values each noised
+// with multiplier z (0 values: 0).
+func localEpsilon(z float64, n int, delta float64) (float64, error) {
+	if n == 0 {
+		return 0, nil
+	}
+	eps, err := accountant.GaussianEpsilon(z/math.Sqrt(float64(n)), delta)
+	if err != nil {
+		return 0, fmt.Errorf("stream: local DP epsilon: %w", err)
+	}
+	return eps, nil
+}
+
 // localDP is the client-side Gaussian mechanism. rng is not safe for
 // concurrent use, hence mu.
 type localDP struct {
-	mu       sync.Mutex
-	obsStd   []float64
-	rewStd   float64
-	rng      *rand.Rand
-	obsNoisy []float64
+	mu        sync.Mutex
+	obsLow    []float64
+	obsHigh   []float64
+	obsStd    []float64
+	rewLow    float64
+	rewHigh   float64
+	rewStd    float64
+	rng       *rand.Rand
+	obsNoisy  []float64
+	guarantee LocalDPGuarantee
 }
 
-// WithLocalDP switches on local differential privacy: before anything leaves
-// the client, Gaussian noise of standard deviation z*obsScale[i] is added to
-// observation component i and noise of standard deviation z*rewardScale to
-// each reward (the course slides' LDP; a natural scale is each component's
-// interquartile range). obsScale's length must be the observation length;
-// scales must be finite and >= 0; z must be > 0 (there is no default noise);
+// gaussian returns one draw of N(0, std^2): the only place the client
+// samples noise.
+func (d *localDP) gaussian(std float64) float64 {
+	return std * d.rng.NormFloat64()
+}
+
+// reward clips and noises one reward (d.mu held).
+func (d *localDP) reward(r float64) float64 {
+	return min(max(r, d.rewLow), d.rewHigh) + d.gaussian(d.rewStd)
+}
+
+// WithLocalDP switches on local differential privacy (the course slides'
+// LDP, bounded): before anything leaves the client, each observation
+// component and each reward is clipped to its public range and receives
+// Gaussian noise of standard deviation cfg.Z times the range's width, so
+// that each value is (epsilon, delta)-DP with the epsilon LocalDPGuarantee
+// reports. A NaN or ±Inf value is refused (CodeNonFinite), not clipped.
 // rng must not be nil — use NewSecureRand in production. The client copies
-// obsScale and owns rng from then on.
-func WithLocalDP(obsScale []float64, rewardScale float64, z float64, rng *rand.Rand) ClientOption {
+// cfg's slices and owns rng from then on.
+func WithLocalDP(cfg LocalDP, rng *rand.Rand) ClientOption {
 	return func(c *Client) error {
 		var errs []error
-		if len(obsScale) == 0 {
-			errs = append(errs, errors.New("obsScale empty"))
-		}
-		for i, s := range obsScale {
-			if !(s >= 0) || math.IsInf(s, 0) {
-				errs = append(errs, fmt.Errorf("obsScale[%d] = %v not finite and >= 0", i, s))
+		if len(cfg.ObsLow) == 0 || len(cfg.ObsLow) != len(cfg.ObsHigh) {
+			errs = append(errs, fmt.Errorf("observation bounds: %d low, %d high, want the same non-zero length", len(cfg.ObsLow), len(cfg.ObsHigh)))
+		} else {
+			for i := range cfg.ObsLow {
+				if lo, hi := cfg.ObsLow[i], cfg.ObsHigh[i]; !finiteRange(lo, hi) {
+					errs = append(errs, fmt.Errorf("observation %d: range [%v, %v], want finite low <= high", i, lo, hi))
+				}
 			}
 		}
-		if !(rewardScale >= 0) || math.IsInf(rewardScale, 0) {
-			errs = append(errs, fmt.Errorf("rewardScale %v not finite and >= 0", rewardScale))
+		if !finiteRange(cfg.RewardLow, cfg.RewardHigh) {
+			errs = append(errs, fmt.Errorf("reward range [%v, %v], want finite low <= high", cfg.RewardLow, cfg.RewardHigh))
 		}
-		if !(z > 0) || math.IsInf(z, 0) {
-			errs = append(errs, fmt.Errorf("z %v not finite and > 0", z))
+		if !(cfg.Z > 0) || math.IsInf(cfg.Z, 0) {
+			errs = append(errs, fmt.Errorf("z %v not finite and > 0", cfg.Z))
+		}
+		if !(cfg.Delta > 0 && cfg.Delta < 1) {
+			errs = append(errs, fmt.Errorf("delta %v, want 0 < delta < 1", cfg.Delta))
 		}
 		if rng == nil {
 			errs = append(errs, errors.New("nil rng"))
@@ -92,13 +180,53 @@ func WithLocalDP(obsScale []float64, rewardScale float64, z float64, rng *rand.R
 		if len(errs) > 0 {
 			return fmt.Errorf("stream: WithLocalDP: %w", errors.Join(errs...))
 		}
-		d := &localDP{obsStd: make([]float64, len(obsScale)), rewStd: z * rewardScale, rng: rng}
-		for i, s := range obsScale {
-			d.obsStd[i] = z * s
+		n := len(cfg.ObsLow)
+		d := &localDP{obsLow: append([]float64(nil), cfg.ObsLow...), obsHigh: append([]float64(nil), cfg.ObsHigh...),
+			obsStd: make([]float64, n), rewLow: cfg.RewardLow, rewHigh: cfg.RewardHigh, rng: rng}
+		values := 0
+		for i := range n {
+			w := d.obsHigh[i] - d.obsLow[i]
+			d.obsStd[i] = cfg.Z * w
+			if w > 0 {
+				values++
+			}
 		}
+		if w := d.rewHigh - d.rewLow; w > 0 {
+			d.rewStd = cfg.Z * w
+			values++
+		}
+		for i, std := range append(append([]float64(nil), d.obsStd...), d.rewStd) {
+			if math.IsInf(std, 0) {
+				return fmt.Errorf("stream: WithLocalDP: value %d: noise standard deviation z x width overflows", i)
+			}
+		}
+		g := LocalDPGuarantee{Z: cfg.Z, Delta: cfg.Delta, valuesPerStep: values}
+		var err error
+		if values > 0 {
+			if g.PerValueEpsilon, err = localEpsilon(cfg.Z, 1, cfg.Delta); err != nil {
+				return err
+			}
+		}
+		if g.PerStepEpsilon, err = localEpsilon(cfg.Z, values, cfg.Delta); err != nil {
+			return err
+		}
+		d.guarantee = g
 		c.ldp = d
 		return nil
 	}
+}
+
+func finiteRange(lo, hi float64) bool {
+	return !math.IsNaN(lo) && !math.IsNaN(hi) && !math.IsInf(lo, 0) && !math.IsInf(hi, 0) && lo <= hi
+}
+
+// LocalDPGuarantee returns the guarantee of the client's local DP, and
+// false when WithLocalDP is off.
+func (c *Client) LocalDPGuarantee() (LocalDPGuarantee, bool) {
+	if c.ldp == nil {
+		return LocalDPGuarantee{}, false
+	}
+	return c.ldp.guarantee, true
 }
 
 // NewSecureRand returns a *rand.Rand drawing from ChaCha8 seeded with 32
@@ -141,7 +269,8 @@ func (c *Client) request(ctx context.Context, subj string, body []byte) ([]byte,
 
 // Act sends one step of a session and returns the action to take. reward is
 // the reward of the previous action and is not sent when first is true. With
-// local DP on, obs and reward are noised before encoding. Error replies are
+// local DP on, obs and reward are clipped to their ranges and noised before
+// encoding. Error replies are
 // returned as *Error; transport failures (timeout, no responders) wrap the
 // nats.go or context error.
 func (c *Client) Act(ctx context.Context, session, user string, obs []float64, reward float64, first bool) (sims.Action, error) {
@@ -170,23 +299,32 @@ func (c *Client) encodeAct(req ActRequest) ([]byte, error) {
 		return AppendActRequest(nil, req)
 	}
 	if len(req.Obs) != len(d.obsStd) {
-		return nil, Errorf(CodeObsDim, "obs: want %d elements (local DP scales), got %d", len(d.obsStd), len(req.Obs))
+		return nil, Errorf(CodeObsDim, "obs: want %d elements (local DP bounds), got %d", len(d.obsStd), len(req.Obs))
+	}
+	for i, x := range req.Obs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, Errorf(CodeNonFinite, "obs[%d] = %v", i, x)
+		}
+	}
+	if req.Reward != nil && (math.IsNaN(*req.Reward) || math.IsInf(*req.Reward, 0)) {
+		return nil, Errorf(CodeNonFinite, "reward = %v", *req.Reward)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.obsNoisy = d.obsNoisy[:0]
 	for i, x := range req.Obs {
-		d.obsNoisy = append(d.obsNoisy, x+d.obsStd[i]*d.rng.NormFloat64())
+		d.obsNoisy = append(d.obsNoisy, min(max(x, d.obsLow[i]), d.obsHigh[i])+d.gaussian(d.obsStd[i]))
 	}
 	req.Obs = d.obsNoisy
 	if req.Reward != nil {
-		r := *req.Reward + d.rewStd*d.rng.NormFloat64()
+		r := d.reward(*req.Reward)
 		req.Reward = &r
 	}
 	return AppendActRequest(nil, req)
 }
 
-// End ends a session with its last reward (noised under local DP) and
+// End ends a session with its last reward (clipped and noised under local
+// DP) and
 // whether it ended in a terminal state. An error reply is returned as *Error.
 func (c *Client) End(ctx context.Context, session string, reward float64, terminal bool) error {
 	_, err := c.EndDetail(ctx, session, reward, terminal)
@@ -196,8 +334,11 @@ func (c *Client) End(ctx context.Context, session string, reward float64, termin
 // EndDetail is End returning the agent's reply (whether the session was used).
 func (c *Client) EndDetail(ctx context.Context, session string, reward float64, terminal bool) (EndReply, error) {
 	if d := c.ldp; d != nil {
+		if math.IsNaN(reward) || math.IsInf(reward, 0) {
+			return EndReply{}, Errorf(CodeNonFinite, "reward = %v", reward)
+		}
 		d.mu.Lock()
-		reward += d.rewStd * d.rng.NormFloat64()
+		reward = d.reward(reward)
 		d.mu.Unlock()
 	}
 	body, err := AppendEndRequest(nil, EndRequest{Session: session, Reward: reward, Terminal: terminal})

@@ -2,23 +2,29 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"dprl/ledger/accountant"
 )
 
 func TestLocalDPNoise(t *testing.T) {
 	const seed = 42 // tests use a fixed seed; production uses NewSecureRand
 	rng := rand.New(rand.NewPCG(seed, 0))
-	scale := []float64{1, 3, 0}
-	const z, rscale = 2.0, 0.5
+	const z = 2.0
+	cfg := LocalDP{ObsLow: []float64{-10, -5, 7}, ObsHigh: []float64{10, 1, 7}, RewardLow: 0, RewardHigh: 0.5, Z: z, Delta: 1e-5}
 	c := &Client{}
-	if err := WithLocalDP(scale, rscale, z, rng)(c); err != nil {
+	if err := WithLocalDP(cfg, rng)(c); err != nil {
 		t.Fatal(err)
 	}
-	obs := []float64{10, -5, 7}
-	reward := 1.0
+	// Component 1 lies above its range and the reward below: both are
+	// clipped before the noise; component 2 has zero width: no noise.
+	obs := []float64{3, 4, 7}
+	reward := -1.0
+	clipped := []float64{3, 1, 7, 0}
 	const n = 20000
 	var sum, sum2 [4]float64
 	for range n {
@@ -31,32 +37,77 @@ func TestLocalDPNoise(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range obs {
-			d := r.Obs[i] - obs[i]
+			d := r.Obs[i] - clipped[i]
 			sum[i] += d
 			sum2[i] += d * d
 		}
-		d := *r.Reward - reward
+		d := *r.Reward - clipped[3]
 		sum[3] += d
 		sum2[3] += d * d
 	}
-	if obs[0] != 10 {
-		t.Fatal("caller's observation modified")
+	if obs[1] != 4 || reward != -1 {
+		t.Fatal("caller's values modified")
 	}
-	wantStd := []float64{z * scale[0], z * scale[1], 0, z * rscale}
+	wantStd := []float64{z * 20, z * 6, 0, z * 0.5}
 	for i, w := range wantStd {
 		mean := sum[i] / n
 		std := math.Sqrt(sum2[i]/n - mean*mean)
 		// mean: 5 standard errors; std: 5% (its standard error is ~0.7%).
 		if math.Abs(mean) > 5*w/math.Sqrt(n)+1e-12 || math.Abs(std-w) > 0.05*w+1e-12 {
-			t.Errorf("component %d: noise mean %.4f std %.4f, want 0 and %.4f", i, mean, std, w)
+			t.Errorf("component %d: noise mean %.4f std %.4f around the clipped value, want 0 and %.4f", i, mean, std, w)
 		}
+	}
+}
+
+// TestLocalDPGuarantee checks the reported epsilons against the analytic
+// Gaussian mechanism: per value multiplier z, per step z/sqrt(values), per
+// session z/sqrt(steps x values); zero-width values do not count.
+func TestLocalDPGuarantee(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	c := &Client{}
+	if _, ok := c.LocalDPGuarantee(); ok {
+		t.Fatal("guarantee without local DP")
+	}
+	cfg := LocalDP{ObsLow: []float64{-1, -1, 0, -2}, ObsHigh: []float64{1, 1, 0, 2}, RewardLow: 0, RewardHigh: 1, Z: 4, Delta: 1e-5}
+	if err := WithLocalDP(cfg, rng)(c); err != nil {
+		t.Fatal(err)
+	}
+	g, ok := c.LocalDPGuarantee()
+	if !ok {
+		t.Fatal("no guarantee")
+	}
+	eps := func(z float64) float64 {
+		e, err := accountant.GaussianEpsilon(z, 1e-5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	// 3 observation components of non-zero width and the reward.
+	if g.PerValueEpsilon != eps(4) || g.PerStepEpsilon != eps(4/math.Sqrt(4)) {
+		t.Errorf("per value %v (want %v), per step %v (want %v)", g.PerValueEpsilon, eps(4), g.PerStepEpsilon, eps(2))
+	}
+	s, err := g.SessionEpsilon(25)
+	if err != nil || s != eps(4/math.Sqrt(100)) {
+		t.Errorf("session of 25 steps: %v %v, want %v", s, err, eps(0.4))
+	}
+	if _, err := g.SessionEpsilon(0); err == nil {
+		t.Error("session of 0 steps accepted")
+	}
+	// z = 1, delta = 1e-5: the agent's per-session epsilon 4.377.
+	c1 := &Client{}
+	if err := WithLocalDP(LocalDP{ObsLow: []float64{0}, ObsHigh: []float64{1}, RewardHigh: 1, Z: 1, Delta: 1e-5}, rng)(c1); err != nil {
+		t.Fatal(err)
+	}
+	if g1, _ := c1.LocalDPGuarantee(); math.Abs(g1.PerValueEpsilon-4.3772) > 1e-4 {
+		t.Errorf("per-value epsilon at z = 1: %v, want 4.3772", g1.PerValueEpsilon)
 	}
 }
 
 func TestLocalDPFirstStepAndEnd(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	c := &Client{}
-	if err := WithLocalDP([]float64{1}, 1, 1, rng)(c); err != nil {
+	if err := WithLocalDP(LocalDP{ObsLow: []float64{-1}, ObsHigh: []float64{1}, RewardHigh: 1, Z: 1, Delta: 1e-5}, rng)(c); err != nil {
 		t.Fatal(err)
 	}
 	b, err := c.encodeAct(ActRequest{Session: "s", User: "u", Obs: []float64{0}})
@@ -64,23 +115,56 @@ func TestLocalDPFirstStepAndEnd(t *testing.T) {
 		t.Fatalf("%s %v", b, err)
 	}
 	if _, err := c.encodeAct(ActRequest{Session: "s", User: "u", Obs: []float64{0, 1}}); err == nil {
-		t.Fatal("obs length differing from the scales accepted")
+		t.Fatal("obs length differing from the bounds accepted")
+	}
+	// Non-finite values are refused, not clipped into range.
+	inf := math.Inf(1)
+	for _, req := range []ActRequest{
+		{Session: "s", User: "u", Obs: []float64{math.NaN()}},
+		{Session: "s", User: "u", Obs: []float64{inf}},
+		{Session: "s", User: "u", Obs: []float64{0}, Reward: &inf},
+	} {
+		if _, err := c.encodeAct(req); !errors.Is(err, ErrNonFinite) {
+			t.Errorf("%+v: %v, want ErrNonFinite", req, err)
+		}
+	}
+	if _, err := c.EndDetail(context.Background(), "s", math.Inf(-1), true); !errors.Is(err, ErrNonFinite) {
+		t.Errorf("End with -Inf: %v, want ErrNonFinite", err)
 	}
 }
 
 func TestWithLocalDPValidates(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for name, opt := range map[string]ClientOption{
-		"no scales":  WithLocalDP(nil, 1, 1, rng),
-		"neg scale":  WithLocalDP([]float64{-1}, 1, 1, rng),
-		"nan scale":  WithLocalDP([]float64{math.NaN()}, 1, 1, rng),
-		"inf reward": WithLocalDP([]float64{1}, math.Inf(1), 1, rng),
-		"zero z":     WithLocalDP([]float64{1}, 1, 0, rng),
-		"nil rng":    WithLocalDP([]float64{1}, 1, 1, nil),
+	ok := LocalDP{ObsLow: []float64{-1}, ObsHigh: []float64{1}, RewardLow: 0, RewardHigh: 1, Z: 1, Delta: 1e-5}
+	if err := WithLocalDP(ok, rng)(&Client{}); err != nil {
+		t.Fatal(err)
+	}
+	with := func(f func(*LocalDP)) LocalDP {
+		c := ok
+		c.ObsLow, c.ObsHigh = append([]float64(nil), ok.ObsLow...), append([]float64(nil), ok.ObsHigh...)
+		f(&c)
+		return c
+	}
+	for name, cfg := range map[string]LocalDP{
+		"no bounds":         with(func(c *LocalDP) { c.ObsLow, c.ObsHigh = nil, nil }),
+		"lengths differ":    with(func(c *LocalDP) { c.ObsHigh = []float64{1, 2} }),
+		"inverted obs":      with(func(c *LocalDP) { c.ObsLow[0] = 2 }),
+		"NaN obs bound":     with(func(c *LocalDP) { c.ObsHigh[0] = math.NaN() }),
+		"Inf obs bound":     with(func(c *LocalDP) { c.ObsLow[0] = math.Inf(-1) }),
+		"inverted reward":   with(func(c *LocalDP) { c.RewardLow = 2 }),
+		"Inf reward":        with(func(c *LocalDP) { c.RewardHigh = math.Inf(1) }),
+		"zero z":            with(func(c *LocalDP) { c.Z = 0 }),
+		"Inf z":             with(func(c *LocalDP) { c.Z = math.Inf(1) }),
+		"zero delta":        with(func(c *LocalDP) { c.Delta = 0 }),
+		"delta 1":           with(func(c *LocalDP) { c.Delta = 1 }),
+		"overflowing noise": with(func(c *LocalDP) { c.ObsLow[0], c.ObsHigh[0], c.Z = -math.MaxFloat64, math.MaxFloat64, 2 }),
 	} {
-		if err := opt(&Client{}); err == nil {
+		if err := WithLocalDP(cfg, rng)(&Client{}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+	if err := WithLocalDP(ok, nil)(&Client{}); err == nil {
+		t.Error("nil rng accepted")
 	}
 }
 

@@ -31,8 +31,11 @@
 //
 // # Privacy
 //
-// With WithLocalDP the client adds Gaussian noise to observations and rewards
-// before they leave the process (local DP), drawing from the *rand.Rand it is
-// given; NewSecureRand makes a ChaCha8 generator seeded from crypto/rand.
+// With WithLocalDP the client clips each observation component and each
+// reward to a public range and adds Gaussian noise scaled to the range's
+// width before they leave the process (local DP, the analytic Gaussian
+// mechanism per value; LocalDPGuarantee reports the epsilon per value, per
+// step and per session), drawing from the *rand.Rand it is given;
+// NewSecureRand makes a ChaCha8 generator seeded from crypto/rand.
 // The server never logs ids, observations or rewards.
 package stream

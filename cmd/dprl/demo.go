@@ -13,45 +13,76 @@ import (
 	"time"
 
 	"dprl/agent"
+	"dprl/ledger"
+	"dprl/policy"
 	"dprl/sims"
 	"dprl/stream"
 
 	"github.com/spf13/cobra"
 )
 
-// demoResult is the summary of dprl demo.
+// demoResult is the summary of dprl demo. Fields named sim_* are
+// simulation-only: measured in the demo process on the public simulator or
+// from the simulated users' own sessions, never served by the agent.
 type demoResult struct {
 	Env          string  `json:"env"`
 	Users        int64   `json:"users"`
 	TargetReturn float64 `json:"target_return,omitempty"`
 	Updates      int64   `json:"updates"`
 	Version      uint64  `json:"version"`
-	MeanReturn   float64 `json:"mean_return"`
-	Epsilon      float64 `json:"epsilon"`
-	Delta        float64 `json:"delta"`
-	Z            float64 `json:"z"`
-	K            int     `json:"k"`
-	UsersCapped  int64   `json:"users_capped"`
-	ActP50Ms     float64 `json:"act_p50_ms"`
-	ActP99Ms     float64 `json:"act_p99_ms"`
-	Seconds      float64 `json:"seconds"`
-	DataDir      string  `json:"data_dir"`
-	LedgerOK     bool    `json:"ledger_ok"`
-	NATSURL      string  `json:"nats_url"`
-	ActsPerSec   float64 `json:"acts_per_second"`
-	ReturningPct float64 `json:"returning"`
+	// SimEval are the stopping rule's evaluations of released policy
+	// versions on fresh episodes of the simulator (post-processing of DP
+	// releases), in order; SimFinalEval is the final version's.
+	SimEval      []demoEval `json:"sim_eval"`
+	SimFinalEval demoEval   `json:"sim_final_eval"`
+	EvalEpisodes int        `json:"eval_episodes"`
+	// SimUsersMeanReturn is the mean return of the simulated users' last
+	// (at most 100) sessions, measured by the users themselves.
+	SimUsersMeanReturn float64 `json:"sim_users_mean_return"`
+	SimUsersSessions   int     `json:"sim_users_sessions"`
+	Epsilon            float64 `json:"epsilon"`
+	Delta              float64 `json:"delta"`
+	Z                  float64 `json:"z"`
+	K                  int     `json:"k"`
+	ActP50Ms           float64 `json:"act_p50_ms"`
+	ActP99Ms           float64 `json:"act_p99_ms"`
+	Seconds            float64 `json:"seconds"`
+	DataDir            string  `json:"data_dir"`
+	LedgerOK           bool    `json:"ledger_ok"`
+	NATSURL            string  `json:"nats_url"`
+	ActsPerSec         float64 `json:"acts_per_second"`
+	ReturningPct       float64 `json:"returning"`
+}
+
+// demoEval is one simulation-only evaluation of a released policy version.
+type demoEval struct {
+	Version    uint64  `json:"version"`
+	MeanReturn float64 `json:"mean_return"`
+}
+
+// demoOptions are the settings of runDemo.
+type demoOptions struct {
+	env                string
+	users, concurrency int
+	returning          float64
+	seed               uint64
+	lockstep           bool
+	// target, evalEvery, evalEpisodes: the stopping rule (see evaluator).
+	target                  float64
+	evalEvery, evalEpisodes int
 }
 
 func newDemoCmd(a *app) *cobra.Command {
 	var (
-		env, data, logSessions string
-		users, k, concurrency  int
-		z, returning           float64
-		seed                   uint64
-		asJSON                 bool
-		pace                   string
-		clip, lr, target       float64
-		maxDuration            time.Duration
+		env, data, logSessions  string
+		users, k, concurrency   int
+		evalEvery, evalEpisodes int
+		z, returning            float64
+		seed                    uint64
+		asJSON                  bool
+		pace                    string
+		clip, lr, target        float64
+		maxDuration             time.Duration
 	)
 	c := &cobra.Command{
 		Use:   "demo [--env cartpole] [--users N] [--z Z] [--K K]",
@@ -59,17 +90,32 @@ func newDemoCmd(a *app) *cobra.Command {
 		Long: `Starts an embedded NATS server on a loopback port, the DP agent with a fresh
 ledger, and simulated users that play the environment through the real NATS
 client (wire protocol v1), concurrently. Every K finished sessions the agent
-releases a DP-PPO update. A progress line shows users, updates, the mean
-return of the last 100 sessions, the per-session epsilon, users at their cap
-and the act latency p99 seen by the clients; the run ends with a summary, a
-ledger verification and the data directory, which dprl ledger show|verify can
-read afterwards.`,
+releases a DP-PPO update.
+
+Every --eval-every releases the demo reads the released policy from the
+ledger and evaluates it on --eval-episodes fresh episodes of the simulator, in
+its own process (simulation-only: post-processing of a DP release, which
+needs a simulator that a production deployment does not have); it stops
+admitting users once that evaluation reaches --target-return, or after
+--users sessions. Nothing the agent serves about its sessions is read: the
+number of releases, and so the final policy, depends only on released
+policies and public settings.
+
+A progress line shows users, releases, the last evaluation, the
+per-session epsilon and the act latency p99 seen by the clients; the run ends
+with a summary, a ledger verification and the data directory, which dprl
+ledger show|verify can read afterwards. The simulated users' own mean return
+over their last 100 sessions is printed too, labelled simulation-only: the
+users measure it themselves; the agent serves no statistic of sessions.`,
 		Example: `  dprl demo
   dprl demo --env cartpole --users 3000 --z 1 --K 8 --json`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if users < 1 || concurrency < 1 {
 				return usagef("--users and --concurrency must be >= 1")
+			}
+			if evalEvery < 1 || evalEpisodes < 1 {
+				return usagef("--eval-every and --eval-episodes must be >= 1")
 			}
 			if pace != "lockstep" && pace != "free" {
 				return usagef("--pace %q: want lockstep or free", pace)
@@ -118,7 +164,8 @@ read afterwards.`,
 			if !c.Flags().Changed("target-return") && env == "cartpole" {
 				target = 475
 			}
-			res, runErr := runDemo(ctx, a, svc, env, users, concurrency, returning, seed, pace == "lockstep", target)
+			res, runErr := runDemo(ctx, a, svc, ac, demoOptions{env: env, users: users, concurrency: concurrency, returning: returning, seed: seed,
+				lockstep: pace == "lockstep", target: target, evalEvery: evalEvery, evalEpisodes: evalEpisodes})
 			closeErr := svc.Close()
 			if runErr != nil {
 				return runErr
@@ -131,10 +178,13 @@ read afterwards.`,
 				return err
 			}
 			return emit(a.stdout, asJSON, res, func(w io.Writer) error {
-				fmt.Fprintf(w, "%d users, %d updates (policy version %d) in %.1f s; mean return of the last 100 sessions %.1f\n",
-					res.Users, res.Updates, res.Version, res.Seconds, res.MeanReturn)
-				fmt.Fprintf(w, "privacy: each session (epsilon %.4g, delta %g)-DP, analytic Gaussian, z = %g, K = %d; users at their cap: %d\n",
-					res.Epsilon, res.Delta, res.Z, res.K, res.UsersCapped)
+				fmt.Fprintf(w, "%d users, %d updates (policy version %d) in %.1f s\n", res.Users, res.Updates, res.Version, res.Seconds)
+				fmt.Fprintf(w, "privacy: each release (epsilon %.4g, delta %g)-DP per session, analytic Gaussian, z = %g, K = %d\n",
+					res.Epsilon, res.Delta, res.Z, res.K)
+				fmt.Fprintf(w, "simulation only: released policy version %d returns %.1f on average over %d fresh simulator episodes (post-processing of the release)\n",
+					res.SimFinalEval.Version, res.SimFinalEval.MeanReturn, res.EvalEpisodes)
+				fmt.Fprintf(w, "simulation only: the simulated users' own mean return over their last %d sessions %.1f (measured by the users, not served by the agent)\n",
+					res.SimUsersSessions, res.SimUsersMeanReturn)
 				fmt.Fprintf(w, "act latency seen by clients over NATS: p50 %.3f ms, p99 %.3f ms (%.0f acts/s)\n", res.ActP50Ms, res.ActP99Ms, res.ActsPerSec)
 				ok := "verified"
 				if !res.LedgerOK {
@@ -148,7 +198,9 @@ read afterwards.`,
 	fl := c.Flags()
 	fl.StringVar(&env, "env", "cartpole", "environment the simulated users play (see dprl sims list)")
 	fl.IntVar(&users, "users", 20000, "maximum number of simulated user sessions")
-	fl.Float64Var(&target, "target-return", 0, "stop admitting users once the mean return of the last 100 sessions reaches this (default 475 for cartpole; 0: run all users)")
+	fl.Float64Var(&target, "target-return", 0, "stop admitting users once a released policy's mean return on --eval-episodes fresh simulator episodes reaches this (simulation-only; default 475 for cartpole; 0: run all users)")
+	fl.IntVar(&evalEvery, "eval-every", 4, "evaluate every this many releases (simulation-only)")
+	fl.IntVar(&evalEpisodes, "eval-episodes", 10, "simulator episodes per evaluation of a released policy")
 	fl.IntVar(&concurrency, "concurrency", 16, "users playing at the same time")
 	fl.Float64Var(&z, "z", 1.0, "noise multiplier z")
 	fl.IntVar(&k, "K", 32, "sessions per update K")
@@ -157,11 +209,141 @@ read afterwards.`,
 	fl.Float64Var(&returning, "returning", 0.1, "probability that a session comes from a returning user")
 	fl.StringVar(&data, "data", "", "data directory (default: a new temporary directory)")
 	fl.StringVar(&logSessions, "log-sessions", "", "write every closed session to rotating dprl.sessions.v1 files in this directory (as dprl agent --log-sessions), for the offline modes")
-	fl.Uint64Var(&seed, "seed", 0, "seed the users and the agent (the ledger records a seeded run); 0: secure")
+	fl.Uint64Var(&seed, "seed", 0, "seed the users, the evaluations and the agent (the ledger records a seeded run); 0: secure")
 	fl.DurationVar(&maxDuration, "max-duration", 10*time.Minute, "stop the demo after this long")
 	fl.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
 	fl.StringVar(&pace, "pace", "lockstep", "lockstep: users arrive as fast as the learner consumes them (K per release); free: as fast as they can play (most sessions then go stale and are not learned from)")
 	return c
+}
+
+// evaluator is the demo's stopping rule. It reads released policy versions
+// from the ledger and evaluates them in-process on fresh episodes of the
+// public simulator, with a generator derived from the demo's seed and the
+// version only: a function of DP releases and public settings
+// (post-processing), never of anything the agent serves about its
+// sessions. It is simulation-only: production has no simulator.
+type evaluator struct {
+	store    *ledger.Store
+	spec     policy.Spec
+	cfg      policy.Config
+	env      string
+	master   uint64
+	every    int
+	episodes int
+	target   float64
+
+	mu      sync.Mutex
+	last    uint64 // last evaluated version (0: none yet)
+	history []demoEval
+	stopped atomic.Bool
+}
+
+// admit is called before a session that will start on version v: every
+// `every` versions it evaluates v, and it reports false once a release has
+// reached the target (no more users are admitted).
+func (e *evaluator) admit(v uint64) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped.Load() {
+		return false, nil
+	}
+	if v >= e.last+uint64(e.every) {
+		mean, err := e.evaluate(v)
+		if err != nil {
+			return false, err
+		}
+		e.last = v
+		e.history = append(e.history, demoEval{Version: v, MeanReturn: mean})
+		if e.target > 0 && mean >= e.target {
+			e.stopped.Store(true)
+		}
+	}
+	return !e.stopped.Load(), nil
+}
+
+// evaluate returns the mean return of released version v over e.episodes
+// fresh simulator episodes.
+func (e *evaluator) evaluate(v uint64) (float64, error) {
+	return evaluateRelease(e.store, e.spec, e.cfg, e.env, v, e.episodes, e.master)
+}
+
+// final returns the stopping rule's evaluations and that of the last
+// released version v (evaluated now unless it already was).
+func (e *evaluator) final(v uint64) ([]demoEval, demoEval, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := append([]demoEval(nil), e.history...)
+	if n := len(h); n > 0 && h[n-1].Version == v {
+		return h, h[n-1], nil
+	}
+	mean, err := e.evaluate(v)
+	if err != nil {
+		return nil, demoEval{}, err
+	}
+	return h, demoEval{Version: v, MeanReturn: mean}, nil
+}
+
+// evaluateRelease reads the snapshot of released version v from the ledger
+// and returns its policy's mean undiscounted return over episodes fresh
+// episodes of env, drawing from demoEvalRand(master, v).
+func evaluateRelease(store *ledger.Store, spec policy.Spec, cfg policy.Config, envName string, v uint64, episodes int, master uint64) (float64, error) {
+	b, err := store.Snapshot(v)
+	if err != nil {
+		return 0, fmt.Errorf("demo: evaluate version %d: %w", v, err)
+	}
+	snap, err := policy.UnmarshalSnapshot(b)
+	if err != nil {
+		return 0, fmt.Errorf("demo: evaluate version %d: %w", v, err)
+	}
+	if err := snap.CheckCompatible(spec, cfg.PPO.Hidden); err != nil {
+		return 0, fmt.Errorf("demo: evaluate version %d: %w", v, err)
+	}
+	actor, err := policy.NewActorFor(spec, cfg.PPO)
+	if err != nil {
+		return 0, err
+	}
+	env, err := sims.New(envName)
+	if err != nil {
+		return 0, err
+	}
+	mean, _ := policy.Evaluate(env, actor, snap.Theta, episodes, demoEvalRand(master, v))
+	return mean, nil
+}
+
+// demoEvalRand is the generator of the evaluation of version v: disjoint
+// from the users' streams (PCG(master, worker+1)).
+func demoEvalRand(master, v uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(master^0x9e3779b97f4a7c15, v))
+}
+
+// simReturns keeps the simulated users' last 100 session returns, as the
+// users measured them (simulation-only).
+type simReturns struct {
+	mu  sync.Mutex
+	buf [100]float64
+	i   int
+	n   int
+}
+
+func (r *simReturns) add(x float64) {
+	r.mu.Lock()
+	r.buf[r.i] = x
+	r.i = (r.i + 1) % len(r.buf)
+	r.n = min(r.n+1, len(r.buf))
+	r.mu.Unlock()
+}
+
+func (r *simReturns) mean() (float64, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == 0 {
+		return 0, 0
+	}
+	s := 0.0
+	for _, x := range r.buf[:r.n] {
+		s += x
+	}
+	return s / float64(r.n), r.n
 }
 
 // latencies keeps the last client-side act latencies.
@@ -199,7 +381,7 @@ func (l *latencies) quantiles(qs ...float64) []float64 {
 	return out
 }
 
-func runDemo(ctx context.Context, a *app, svc *agent.Service, envName string, users, concurrency int, returning float64, seed uint64, lockstep bool, target float64) (demoResult, error) {
+func runDemo(ctx context.Context, a *app, svc *agent.Service, ac agent.Config, o demoOptions) (demoResult, error) {
 	start := time.Now()
 	nc, err := stream.Connect(svc.NATSURL(), stream.WithName("dprl-demo-users"))
 	if err != nil {
@@ -211,67 +393,88 @@ func runDemo(ctx context.Context, a *app, svc *agent.Service, envName string, us
 		return demoResult{}, err
 	}
 	var (
-		next    atomic.Int64
-		lat     latencies
-		errOnce sync.Once
-		runErr  error
-		wg      sync.WaitGroup
+		next     atomic.Int64
+		admitted atomic.Int64
+		lat      latencies
+		rets     simReturns
+		errOnce  sync.Once
+		runErr   error
+		wg       sync.WaitGroup
 	)
-	master := seed
+	master := o.seed
 	if master == 0 {
 		master = rand.Uint64()
 	}
 	ag := svc.Agent()
+	K := ag.K()
+	ev := &evaluator{store: svc.Store(), spec: ac.Spec, cfg: ac.Policy, env: o.env, master: master,
+		every: o.evalEvery, episodes: o.evalEpisodes, target: o.target}
 	stopProgress := startProgress(a, func() string {
 		st := ag.Stats()
 		p := lat.quantiles(0.99)
-		return fmt.Sprintf("users %d/%d  updates %d  mean return %.1f  epsilon %.3g/session  users at cap %d  act p99 %.2f ms",
-			next.Load(), users, st.Updates, st.MeanReturn, st.Epsilon, st.UsersCapped, p[0])
+		evs := "-"
+		ev.mu.Lock()
+		if n := len(ev.history); n > 0 {
+			evs = fmt.Sprintf("%.1f (v%d)", ev.history[n-1].MeanReturn, ev.history[n-1].Version)
+		}
+		ev.mu.Unlock()
+		return fmt.Sprintf("users %d/%d  releases %d  eval return %s [simulation-only]  epsilon %.3g/session  act p99 %.2f ms",
+			admitted.Load(), o.users, st.Updates, evs, st.Epsilon, p[0])
 	})
-	for w := 0; w < concurrency; w++ {
+	fail := func(err error) { errOnce.Do(func() { runErr = err }) }
+	for w := 0; w < o.concurrency; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(master, uint64(w)+1))
-			env, err := sims.New(envName)
+			env, err := sims.New(o.env)
 			if err != nil {
-				errOnce.Do(func() { runErr = err })
+				fail(err)
 				return
 			}
 			obs := make([]float64, env.ObservationSpace().Dim())
 			for {
-				if target > 0 {
-					if st := ag.Stats(); st.RecentSessions >= 100 && st.MeanReturn >= target {
-						return // learned: stop admitting users
-					}
-				}
 				i := next.Add(1)
-				if i > int64(users) || ctx.Err() != nil {
+				if i > int64(o.users) || ctx.Err() != nil || ev.stopped.Load() {
 					return
 				}
-				if lockstep {
+				v := ag.Version()
+				if o.lockstep {
 					// Admit session i once the policy it will train has been
 					// released: the sessions of update b all start on version b.
-					b := uint64((i - 1) / int64(ag.K()))
-					for ag.Version() < b && ctx.Err() == nil {
+					b := uint64((i - 1) / int64(K))
+					for ag.Version() < b && ctx.Err() == nil && !ev.stopped.Load() {
 						time.Sleep(time.Millisecond)
 					}
+					v = b
 				}
-				user := fmt.Sprintf("user-%d", i)
-				if i > 1 && rng.Float64() < returning {
-					user = fmt.Sprintf("user-%d", 1+rng.Int64N(i-1))
-				}
-				if err := playSession(ctx, client, env, rng, obs, fmt.Sprintf("s-%d", i), user, &lat); err != nil {
-					errOnce.Do(func() { runErr = err })
+				ok, err := ev.admit(v)
+				if err != nil {
+					fail(err)
 					return
 				}
+				if !ok || ctx.Err() != nil {
+					return
+				}
+				admitted.Add(1)
+				user := fmt.Sprintf("user-%d", i)
+				if i > 1 && rng.Float64() < o.returning {
+					user = fmt.Sprintf("user-%d", 1+rng.Int64N(i-1))
+				}
+				ret, err := playSessionReturn(ctx, client, env, rng, obs, fmt.Sprintf("s-%d", i), user, &lat)
+				if err != nil {
+					fail(err)
+					return
+				}
+				rets.add(ret)
 			}
 		}(w)
 	}
 	wg.Wait()
-	// Let the updater take the last full batch.
+	// Let the updater take the last full batch (a partial one is flushed
+	// after the flush timeout, or left).
 	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) && ag.Stats().Updates < int64(users/svc.Agent().K()) {
+	for time.Now().Before(deadline) && ag.Stats().Updates < admitted.Load()/int64(K) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	stopProgress()
@@ -282,11 +485,17 @@ func runDemo(ctx context.Context, a *app, svc *agent.Service, envName string, us
 		return demoResult{}, err
 	}
 	st := ag.Stats()
+	evals, final, err := ev.final(st.Version)
+	if err != nil {
+		return demoResult{}, err
+	}
 	q := lat.quantiles(0.5, 0.99)
 	secs := time.Since(start).Seconds()
-	return demoResult{TargetReturn: target, Env: envName, Users: min(next.Load(), int64(users)), Updates: st.Updates, Version: st.Version, MeanReturn: st.MeanReturn,
-		UsersCapped: st.UsersCapped, ActP50Ms: q[0], ActP99Ms: q[1], Seconds: secs, NATSURL: svc.NATSURL(),
-		ActsPerSec: float64(lat.n) / secs, ReturningPct: returning}, nil
+	simMean, simN := rets.mean()
+	return demoResult{TargetReturn: o.target, Env: o.env, Users: admitted.Load(), Updates: st.Updates, Version: st.Version,
+		SimEval: evals, SimFinalEval: final, EvalEpisodes: o.evalEpisodes, SimUsersMeanReturn: simMean, SimUsersSessions: simN,
+		ActP50Ms: q[0], ActP99Ms: q[1], Seconds: secs, NATSURL: svc.NATSURL(),
+		ActsPerSec: float64(lat.n) / secs, ReturningPct: o.returning}, nil
 }
 
 // playSession plays one episode through the agent over NATS.

@@ -4,8 +4,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"dprl/agent"
+	"dprl/ledger"
 )
 
 func TestDemoEndToEnd(t *testing.T) {
@@ -18,10 +23,16 @@ func TestDemoEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
-	for _, k := range []string{"users", "updates", "mean_return", "epsilon", "delta", "data_dir"} {
+	for _, k := range []string{"users", "updates", "sim_eval", "sim_users_mean_return", "epsilon", "delta", "data_dir"} {
 		if _, ok := r[k]; !ok {
 			t.Errorf("missing %q", k)
 		}
+	}
+	// No unlabelled statistic of sessions: the mean return is reported only
+	// as the simulated users' own (sim_users_mean_return) or as evaluations
+	// of released policies (sim_eval).
+	if _, ok := r["mean_return"]; ok {
+		t.Errorf("unlabelled mean_return in %v", r)
 	}
 	if r["updates"].(float64) != 6 || r["ledger_ok"] != true || r["data_dir"] != dir {
 		t.Errorf("result %v", r)
@@ -118,5 +129,85 @@ func TestAgentLogsOffline(t *testing.T) {
 	}
 	if code, out, _ := runCLI(t, "ledger", "show", "--data", led, "--json"); code != 0 || !strings.Contains(out, `"runs": 1`) {
 		t.Errorf("offline charge missing: %d %s", code, out)
+	}
+}
+
+// TestDemoStopsOnReleasedPolicies checks the demo's stopping rule: it
+// stops admitting users at the first evaluated release whose simulator
+// return reaches the target, and every evaluation it reports is recomputed
+// here from the released snapshot in the ledger and the seed alone. The
+// rule is thus a function of DP releases and public settings; the agent
+// serves no statistic of sessions it could read instead (agent.Stats holds
+// only public fields).
+func TestDemoStopsOnReleasedPolicies(t *testing.T) {
+	var fields []string
+	for f := range reflect.TypeFor[agent.Stats]().Fields() {
+		fields = append(fields, f.Name)
+	}
+	if !slices.Equal(fields, []string{"Version", "Updates", "Epsilon", "Delta"}) {
+		t.Fatalf("agent.Stats fields %v: the agent must serve no statistic of sessions", fields)
+	}
+
+	const K, target, episodes, seed = 8, 40.0, 3, 3
+	dir := t.TempDir()
+	code, out, stderr := runCLI(t, "demo", "--users", "400", "--K", "8", "--seed", "3", "--target-return", "40",
+		"--eval-every", "1", "--eval-episodes", "3", "--data", dir, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r struct {
+		Users   int64      `json:"users"`
+		Updates int64      `json:"updates"`
+		Version uint64     `json:"version"`
+		SimEval []demoEval `json:"sim_eval"`
+		Final   demoEval   `json:"sim_final_eval"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(r.SimEval) == 0 {
+		t.Fatalf("no evaluation: %s", out)
+	}
+	last := r.SimEval[len(r.SimEval)-1]
+	reached := last.MeanReturn >= target
+	if !reached && r.Users != 400 {
+		t.Fatalf("stopped at %d users without reaching the target: %+v", r.Users, r)
+	}
+	for i, e := range r.SimEval[:len(r.SimEval)-1] {
+		if e.MeanReturn >= target {
+			t.Fatalf("evaluation %d (version %d) reached %v >= %v but the demo went on", i, e.Version, e.MeanReturn, target)
+		}
+		if e.Version != uint64(i+1) {
+			t.Fatalf("evaluation %d of version %d, want every release evaluated", i, e.Version)
+		}
+	}
+	if reached {
+		// Lockstep: the sessions of batch b start on version b and are
+		// admitted after its evaluation, so no session was admitted beyond
+		// the batches before the version that reached the target.
+		if r.Users > int64(K)*int64(last.Version) || last.Version > r.Version || r.Updates != int64(r.Version) {
+			t.Fatalf("stopped inconsistently: %+v", r)
+		}
+	}
+	if r.Final.Version != r.Version {
+		t.Fatalf("final evaluation of version %d, want %d", r.Final.Version, r.Version)
+	}
+	spec, pc, err := envProfile("cartpole")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := ledger.Open(dir, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	for _, e := range append(r.SimEval, r.Final) {
+		got, err := evaluateRelease(store, spec, pc, "cartpole", e.Version, episodes, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != e.MeanReturn {
+			t.Fatalf("version %d: the demo reported %v, the released snapshot evaluates to %v", e.Version, e.MeanReturn, got)
+		}
 	}
 }
