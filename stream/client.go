@@ -1,6 +1,8 @@
 package stream
 
 import (
+	"dprl/noise"
+
 	"context"
 	crand "crypto/rand"
 	"errors"
@@ -130,19 +132,27 @@ type localDP struct {
 	rewHigh   float64
 	rewStd    float64
 	rng       *rand.Rand
+	gauss     *noise.Gaussian // draws from rng
+	one       [1]float64
 	obsNoisy  []float64
 	guarantee LocalDPGuarantee
 }
 
-// gaussian returns one draw of N(0, std^2): the only place the client
-// samples noise.
-func (d *localDP) gaussian(std float64) float64 {
-	return std * d.rng.NormFloat64()
+// noisy returns x + N(0, std^2) from the exact sampler (package noise: the
+// value is exactly a Gaussian mechanism's output rounded to a grid fixed by
+// std): the only place the client samples noise (d.mu held).
+func (d *localDP) noisy(x, std float64) float64 {
+	if std == 0 {
+		return x
+	}
+	d.one[0] = x
+	d.gauss.Add(d.one[:], std)
+	return d.one[0]
 }
 
 // reward clips and noises one reward (d.mu held).
 func (d *localDP) reward(r float64) float64 {
-	return min(max(r, d.rewLow), d.rewHigh) + d.gaussian(d.rewStd)
+	return d.noisy(min(max(r, d.rewLow), d.rewHigh), d.rewStd)
 }
 
 // WithLocalDP switches on local differential privacy (the course slides'
@@ -183,6 +193,7 @@ func WithLocalDP(cfg LocalDP, rng *rand.Rand) ClientOption {
 		n := len(cfg.ObsLow)
 		d := &localDP{obsLow: append([]float64(nil), cfg.ObsLow...), obsHigh: append([]float64(nil), cfg.ObsHigh...),
 			obsStd: make([]float64, n), rewLow: cfg.RewardLow, rewHigh: cfg.RewardHigh, rng: rng}
+		d.gauss = noise.NewGaussian(rng)
 		values := 0
 		for i := range n {
 			w := d.obsHigh[i] - d.obsLow[i]
@@ -313,7 +324,7 @@ func (c *Client) encodeAct(req ActRequest) ([]byte, error) {
 	defer d.mu.Unlock()
 	d.obsNoisy = d.obsNoisy[:0]
 	for i, x := range req.Obs {
-		d.obsNoisy = append(d.obsNoisy, min(max(x, d.obsLow[i]), d.obsHigh[i])+d.gaussian(d.obsStd[i]))
+		d.obsNoisy = append(d.obsNoisy, d.noisy(min(max(x, d.obsLow[i]), d.obsHigh[i]), d.obsStd[i]))
 	}
 	req.Obs = d.obsNoisy
 	if req.Reward != nil {
