@@ -49,9 +49,15 @@ type demoResult struct {
 	Seconds            float64 `json:"seconds"`
 	DataDir            string  `json:"data_dir"`
 	LedgerOK           bool    `json:"ledger_ok"`
-	NATSURL            string  `json:"nats_url"`
-	ActsPerSec         float64 `json:"acts_per_second"`
-	ReturningPct       float64 `json:"returning"`
+	// UserMaxUpdates and UserEpsilon are the most-used user's number of
+	// updates and composed epsilon at Delta (from the ledger): with
+	// returning users and no per-user cap, the per-user guarantee is this,
+	// not the per-session one.
+	UserMaxUpdates int     `json:"user_max_updates"`
+	UserEpsilon    float64 `json:"user_epsilon"`
+	NATSURL        string  `json:"nats_url"`
+	ActsPerSec     float64 `json:"acts_per_second"`
+	ReturningPct   float64 `json:"returning"`
 }
 
 // demoEval is one simulation-only evaluation of a released policy version.
@@ -181,6 +187,8 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 				fmt.Fprintf(w, "%d users, %d updates (policy version %d) in %.1f s\n", res.Users, res.Updates, res.Version, res.Seconds)
 				fmt.Fprintf(w, "privacy: each release (epsilon %.4g, delta %g)-DP per session, analytic Gaussian, z = %g, K = %d\n",
 					res.Epsilon, res.Delta, res.Z, res.K)
+				fmt.Fprintf(w, "privacy per user: the most-used user took part in %d updates: epsilon %.4g at delta %g (composition; the demo sets no per-user cap, dprl agent --max-updates-per-user does)\n",
+					res.UserMaxUpdates, res.UserEpsilon, res.Delta)
 				fmt.Fprintf(w, "simulation only: released policy version %d returns %.1f on average over %d fresh simulator episodes (post-processing of the release)\n",
 					res.SimFinalEval.Version, res.SimFinalEval.MeanReturn, res.EvalEpisodes)
 				fmt.Fprintf(w, "simulation only: the simulated users' own mean return over their last %d sessions %.1f (measured by the users, not served by the agent)\n",
@@ -580,5 +588,15 @@ func verifyLedger(a *app, dir string, res *demoResult) error {
 	if !r.OK() {
 		return fmt.Errorf("demo: ledger verification found %d problems: %v", len(r.Problems), r.Problems)
 	}
-	return nil
+	return s.Users(func(_ ledger.UserKey, u ledger.UserState) error {
+		if u.Updates <= res.UserMaxUpdates {
+			return nil
+		}
+		eps, err := u.Epsilon(res.Delta)
+		if err != nil {
+			return err
+		}
+		res.UserMaxUpdates, res.UserEpsilon = u.Updates, eps
+		return nil
+	})
 }

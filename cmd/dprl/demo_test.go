@@ -37,6 +37,11 @@ func TestDemoEndToEnd(t *testing.T) {
 	if r["updates"].(float64) != 6 || r["ledger_ok"] != true || r["data_dir"] != dir {
 		t.Errorf("result %v", r)
 	}
+	// The per-user guarantee beside the per-session one: the most-used
+	// user's composition, never below one release's epsilon.
+	if n, _ := r["user_max_updates"].(float64); n < 1 || r["user_epsilon"].(float64) < r["epsilon"].(float64) {
+		t.Errorf("per-user epsilon %v after %v updates, per session %v", r["user_epsilon"], r["user_max_updates"], r["epsilon"])
+	}
 	// The data directory is a valid ledger afterwards.
 	if code, out, _ := runCLI(t, "ledger", "verify", "--data", dir); code != 0 || !strings.Contains(out, "ledger OK: 6 entries") {
 		t.Errorf("verify: %d %s", code, out)
