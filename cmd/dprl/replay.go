@@ -16,16 +16,19 @@ import (
 
 // replayResult is the summary of dprl replay.
 type replayResult struct {
-	Env         string    `json:"env"`
-	Users       int64     `json:"users"`
-	Acts        int64     `json:"acts"`
-	Seconds     float64   `json:"seconds"`
-	ActsPerSec  float64   `json:"acts_per_second"`
-	P50Ms       float64   `json:"act_p50_ms"`
-	P99Ms       float64   `json:"act_p99_ms"`
-	Errors      int64     `json:"errors"`
-	Curve       []float64 `json:"curve"` // mean return per tenth of the run
-	LastVersion uint64    `json:"last_version"`
+	Env        string  `json:"env"`
+	Users      int64   `json:"users"`
+	Acts       int64   `json:"acts"`
+	Seconds    float64 `json:"seconds"`
+	ActsPerSec float64 `json:"acts_per_second"`
+	P50Ms      float64 `json:"act_p50_ms"`
+	P99Ms      float64 `json:"act_p99_ms"`
+	Errors     int64   `json:"errors"`
+	// SimUsersCurve is the simulated users' own mean return per tenth of the
+	// run, measured by the users (simulation only: not released by the
+	// agent, not covered by its guarantee).
+	SimUsersCurve []float64 `json:"sim_users_curve"`
+	LastVersion   uint64    `json:"last_version"`
 }
 
 func newReplayCmd(a *app) *cobra.Command {
@@ -41,8 +44,9 @@ func newReplayCmd(a *app) *cobra.Command {
 		Short: "Drive simulated users against a running agent over NATS",
 		Long: `Plays N simulated user sessions of an environment against any running agent
 (wire protocol v1), C at a time, and prints the throughput, the act latency
-p50/p99 seen by the clients and the learning curve (mean session return per
-tenth of the run). With --returning P a session comes from an earlier user with
+p50/p99 seen by the clients and, labelled simulation-only, the simulated users'
+own learning curve (their mean session return per tenth of the run, measured by
+the users: not something the agent releases). With --returning P a session comes from an earlier user with
 probability P, which exercises the agent's per-user contribution bounds.`,
 		Example: `  dprl replay --nats nats://127.0.0.1:4222 --env cartpole --users 2000 --concurrency 16`,
 		Args:    noArgs,
@@ -126,13 +130,13 @@ probability P, which exercises the agent's per-user contribution bounds.`,
 				for _, r := range returns[lo:hi] {
 					s += r
 				}
-				res.Curve = append(res.Curve, s/float64(max(hi-lo, 1)))
+				res.SimUsersCurve = append(res.SimUsersCurve, s/float64(max(hi-lo, 1)))
 			}
 			return emit(a.stdout, asJSON, res, func(w io.Writer) error {
 				fmt.Fprintf(w, "%d sessions, %d acts in %.1f s: %.0f acts/s, act p50 %.3f ms, p99 %.3f ms, %d errors, policy version %d\n",
 					res.Users, res.Acts, res.Seconds, res.ActsPerSec, res.P50Ms, res.P99Ms, res.Errors, res.LastVersion)
-				fmt.Fprint(w, "learning curve (mean return per tenth of the run):")
-				for _, v := range res.Curve {
+				fmt.Fprint(w, "simulation only: the simulated users' own mean return per tenth of the run (measured by the users, not released by the agent):")
+				for _, v := range res.SimUsersCurve {
 					fmt.Fprintf(w, " %.1f", v)
 				}
 				_, err := fmt.Fprintln(w)
