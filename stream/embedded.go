@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -29,6 +30,33 @@ type EmbeddedOptions struct {
 	Logger zerolog.Logger
 	// Debug and Trace switch on the server's debug and protocol trace logs.
 	Debug, Trace bool
+
+	// TLSConfig, when not nil, makes every TCP client use TLS with this
+	// configuration (the server's certificate; with ClientAuth set to
+	// tls.RequireAndVerifyClientCert and ClientCAs, mutual TLS: a client
+	// without a certificate from those CAs is refused). ServerTLS builds one
+	// from files. In-process connections (WithInProcess) skip TLS: they never
+	// leave the process.
+	TLSConfig *tls.Config
+	// Nkeys and Users are the accounts of the server, exactly as
+	// nats-server's nkey users and user/password users (a password starting
+	// with "$2a$" is a bcrypt hash), each with its own subject permissions.
+	// When either is non-empty every connection must authenticate, the
+	// in-process ones included; when both are empty the server is open.
+	// Accounts builds them for protocol v1 (AgentPermissions,
+	// ClientPermissions).
+	Nkeys []*server.NkeyUser
+	Users []*server.User
+	// AuthTimeout is how long a new connection may take to authenticate
+	// before it is closed; 0 is nats-server's default (2s, more with TLS).
+	AuthTimeout time.Duration
+	// MaxConn caps the connections the server holds, the in-process ones
+	// included; a connection beyond it is accepted, told "maximum
+	// connections exceeded" and closed at once, so it holds no file
+	// descriptor. 0 is nats-server's default (65536).
+	MaxConn int
+	// MaxSubs caps the subscriptions of one connection; 0: no cap.
+	MaxSubs int
 }
 
 // StartEmbedded starts nats-server in-process with signal handling off
@@ -42,18 +70,30 @@ func StartEmbedded(opts EmbeddedOptions) (*server.Server, error) {
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = 5 * time.Second
 	}
-	if opts.MaxPayload < 0 {
-		return nil, fmt.Errorf("stream: embedded: MaxPayload %d < 0", opts.MaxPayload)
+	if opts.MaxPayload < 0 || opts.MaxConn < 0 || opts.MaxSubs < 0 || opts.AuthTimeout < 0 {
+		return nil, fmt.Errorf("stream: embedded: MaxPayload %d, MaxConn %d, MaxSubs %d, AuthTimeout %v: want >= 0",
+			opts.MaxPayload, opts.MaxConn, opts.MaxSubs, opts.AuthTimeout)
 	}
-	s, err := server.NewServer(&server.Options{
-		Host:       opts.Host,
-		Port:       opts.Port,
-		DontListen: opts.DontListen,
-		MaxPayload: opts.MaxPayload,
-		NoSigs:     true,
-		Debug:      opts.Debug,
-		Trace:      opts.Trace,
-	})
+	so := &server.Options{
+		Host:        opts.Host,
+		Port:        opts.Port,
+		DontListen:  opts.DontListen,
+		MaxPayload:  opts.MaxPayload,
+		NoSigs:      true,
+		Debug:       opts.Debug,
+		Trace:       opts.Trace,
+		Nkeys:       opts.Nkeys,
+		Users:       opts.Users,
+		AuthTimeout: opts.AuthTimeout.Seconds(),
+		MaxConn:     opts.MaxConn,
+		MaxSubs:     opts.MaxSubs,
+	}
+	if opts.TLSConfig != nil {
+		so.TLSConfig = opts.TLSConfig
+		so.TLS = true
+		so.TLSVerify = opts.TLSConfig.ClientAuth == tls.RequireAndVerifyClientCert
+	}
+	s, err := server.NewServer(so)
 	if err != nil {
 		return nil, fmt.Errorf("stream: embedded: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -22,6 +23,15 @@ const QueueGroup = "dprl"
 func actSubject(prefix string) string    { return prefix + ".v1.act" }
 func endSubject(prefix string) string    { return prefix + ".v1.end" }
 func policySubject(prefix string) string { return prefix + ".v1.policy" }
+
+// protocolSubject reports whether subj is under prefix: one of the
+// protocol's subjects, never a reply inbox. A request whose reply subject is
+// one (e.g. <p>.v1.policy) is neither handled nor answered: the answer would
+// be published there under the agent's identity, which alone may publish
+// policy announcements.
+func protocolSubject(prefix, subj string) bool {
+	return strings.HasPrefix(subj, prefix+".") || subj == prefix
+}
 
 // Handler is what a server serves: the agent implements it. Requests are
 // already validated. A returned *Error is sent with its code and message;
@@ -201,6 +211,9 @@ func (s *Server) recoverTo(m *nats.Msg) {
 
 func (s *Server) handleAct(m *nats.Msg, req *ActRequest, buf []byte) (out []byte) {
 	out = buf
+	if protocolSubject(s.cfg.Prefix, m.Reply) {
+		return out
+	}
 	defer s.recoverTo(m)
 	if err := DecodeActInto(req, m.Data, s.cfg.Limits, s.cfg.ObsDim); err != nil {
 		return s.replyErr(m, buf, err)
@@ -227,6 +240,9 @@ func (s *Server) handleAct(m *nats.Msg, req *ActRequest, buf []byte) (out []byte
 }
 
 func (s *Server) handleEnd(m *nats.Msg) {
+	if protocolSubject(s.cfg.Prefix, m.Reply) {
+		return
+	}
 	defer s.recoverTo(m)
 	req, err := DecodeEnd(m.Data, s.cfg.Limits)
 	if err != nil {
