@@ -36,6 +36,10 @@ type ServiceConfig struct {
 	NATSListen string
 	// ConnectOptions apply to an external server (TLS, credentials, nkey).
 	ConnectOptions []stream.Option
+	// NATSSecurity secures the embedded server: client identities and
+	// their permissions, TLS, connection caps. The zero value is an open
+	// server, allowed on loopback (or in-process) only.
+	NATSSecurity NATSSecurity
 	// Prefix is the subject prefix (default "dprl").
 	Prefix string
 	// Limits bound wire messages; zero fields take stream's defaults.
@@ -55,21 +59,22 @@ type ServiceConfig struct {
 
 // Service is a running agent service.
 type Service struct {
-	cfg        ServiceConfig
-	store      *ledger.Store
-	agent      *Agent
-	ns         *server.Server
-	nc         *nats.Conn
-	srv        *stream.Server
-	ops        *OpsServer
-	reg        *prometheus.Registry
-	natsURL    string
-	cancel     context.CancelFunc
-	runDone    chan struct{}
-	runErr     error
-	stopOnce   sync.Once
-	sessionLog *offline.RotatingWriter
-	stopErr    error
+	cfg          ServiceConfig
+	store        *ledger.Store
+	agent        *Agent
+	ns           *server.Server
+	nc           *nats.Conn
+	srv          *stream.Server
+	ops          *OpsServer
+	reg          *prometheus.Registry
+	natsURL      string
+	natsSecurity string // the embedded server's security ("" external)
+	cancel       context.CancelFunc
+	runDone      chan struct{}
+	runErr       error
+	stopOnce     sync.Once
+	sessionLog   *offline.RotatingWriter
+	stopErr      error
 }
 
 // StartService opens the ledger, starts the agent and its updater, connects
@@ -127,13 +132,19 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 			}
 			eo.Host, eo.Port = host, p
 		}
+		var agentOpts []stream.Option
+		if agentOpts, s.natsSecurity, err = cfg.NATSSecurity.embedded(&eo, prefix, cmp.Or(cfg.ActWorkers, DefaultActWorkers()), log); err != nil {
+			return s, err
+		}
 		if s.ns, err = stream.StartEmbedded(eo); err != nil {
 			return s, err
 		}
 		if !eo.DontListen {
 			s.natsURL = s.ns.ClientURL()
 		}
-		s.nc, err = stream.Connect("", append([]stream.Option{stream.WithInProcess(s.ns), stream.WithName("dprl-agent")}, cfg.ConnectOptions...)...)
+		// The in-process connection authenticates as the agent; the
+		// ConnectOptions are for an external server.
+		s.nc, err = stream.Connect("", append([]stream.Option{stream.WithInProcess(s.ns), stream.WithName("dprl-agent")}, agentOpts...)...)
 	} else {
 		s.natsURL = cfg.NATS
 		s.nc, err = stream.Connect(cfg.NATS, append([]stream.Option{stream.WithName("dprl-agent")}, cfg.ConnectOptions...)...)

@@ -1,0 +1,194 @@
+package agent
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	"dprl/stream"
+
+	"github.com/nats-io/nkeys"
+	"github.com/rs/zerolog"
+)
+
+// DefaultNATSMaxConn is the embedded server's default cap on client
+// connections (the agent's own is not counted). Clients are backends that
+// multiplex many sessions on one connection, so a thousand is generous; it
+// is lowered to fit the process's open-file limit (see NATSSecurity.MaxConn).
+const DefaultNATSMaxConn = 1000
+
+// DefaultNATSMaxSubs is the embedded server's default cap on the
+// subscriptions of one connection: a client needs two (its reply inbox and
+// the policy announcements), the agent one per act worker and one for end.
+const DefaultNATSMaxSubs = 256
+
+// fdReserve is the number of file descriptors kept for everything but
+// NATS connections: the ledger's files, session logs, the HTTP server.
+const fdReserve = 256
+
+// NATSSecurity secures the embedded NATS server (ServiceConfig.NATS
+// "embedded"; an external server is secured by its own configuration, see
+// the README's "Securing NATS").
+//
+// With Clients set, every connection must authenticate and each identity
+// gets only its role's subject permissions (stream.Accounts): the agent alone
+// subscribes to act and end and publishes policy announcements; a client
+// publishes act and end requests and subscribes to its own inbox and the
+// announcements; nobody subscribes to ">". Without Clients the server is open:
+// any process that reaches it can read every observation and user id, answer
+// act requests and forge announcements, so StartService refuses to listen
+// anywhere but on loopback (or in-process only) unless Insecure is set.
+type NATSSecurity struct {
+	// Clients are the identities allowed to use the agent
+	// (stream.LoadClients reads them from a file).
+	Clients []stream.ClientIdentity
+	// AgentKey is the agent's own nkey user key pair. nil: a fresh one for
+	// each start, held in memory only — the server and the agent are one
+	// process, so nobody else ever needs it.
+	AgentKey nkeys.KeyPair
+	// TLS, when set, is the server's TLS configuration: every TCP client
+	// must use TLS (stream.ServerTLS; with a client CA, mutual TLS).
+	TLS *tls.Config
+	// MaxConn caps client connections; beyond it a connection is refused
+	// at once and holds no file descriptor. 0: DefaultNATSMaxConn, lowered
+	// to the open-file limit minus a reserve of 256; a value set
+	// explicitly that does not fit is an error.
+	MaxConn int
+	// MaxSubs caps the subscriptions of one connection. 0: the larger of
+	// DefaultNATSMaxSubs and the agent's act workers plus 8.
+	MaxSubs int
+	// Insecure allows listening on a non-loopback address without Clients
+	// or without TLS. The server then says so in its log at warning level.
+	Insecure bool
+}
+
+// Check reports whether the security settings may serve on listen (the
+// embedded server's host:port, "" for in-process only): off loopback they
+// need client identities and TLS, unless Insecure.
+func (c NATSSecurity) Check(listen string) error {
+	if c.MaxConn < 0 || c.MaxSubs < 0 {
+		return fmt.Errorf("agent: nats: max connections %d, max subscriptions %d: want >= 0", c.MaxConn, c.MaxSubs)
+	}
+	if listen == "" || c.Insecure {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("agent: nats listen %q: %w", listen, err)
+	}
+	if isLoopback(host) {
+		return nil
+	}
+	var missing []string
+	if len(c.Clients) == 0 {
+		missing = append(missing, "client identities (anyone reaching the port could read every observation and user id, answer act requests and forge policy announcements)")
+	}
+	if c.TLS == nil {
+		missing = append(missing, "TLS (observations and user ids would cross the network in plain text)")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("agent: nats: listening on %s, not loopback, without %s; configure them or allow it explicitly (insecure)",
+			listen, joinAnd(missing))
+	}
+	return nil
+}
+
+func joinAnd(s []string) string {
+	if len(s) == 2 {
+		return s[0] + " and without " + s[1]
+	}
+	return s[0]
+}
+
+// isLoopback reports whether host names the loopback interface only. Any
+// other name, the empty host and the unspecified addresses (0.0.0.0, ::)
+// are not loopback.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// embedded fills the security options of eo for prefix and returns the
+// options of the agent's own in-process connection and a one-line
+// description of the server's security for logs and status.
+func (c NATSSecurity) embedded(eo *stream.EmbeddedOptions, prefix string, actWorkers int, log zerolog.Logger) ([]stream.Option, string, error) {
+	listen := ""
+	if !eo.DontListen {
+		listen = net.JoinHostPort(eo.Host, strconv.Itoa(eo.Port))
+	}
+	if err := c.Check(listen); err != nil {
+		return nil, "", err
+	}
+	limit, err := fdLimit()
+	if err != nil {
+		return nil, "", fmt.Errorf("agent: nats: %w", err)
+	}
+	maxConn := c.MaxConn
+	switch {
+	case maxConn == 0:
+		maxConn = DefaultNATSMaxConn
+		if limit > 0 {
+			maxConn = max(min(maxConn, limit-fdReserve), 16)
+		}
+	case limit > 0 && maxConn+fdReserve > limit:
+		return nil, "", fmt.Errorf("agent: nats: %d connections plus %d file descriptors in reserve exceed the open-file limit %d: lower the connection cap or raise the limit",
+			maxConn, fdReserve, limit)
+	}
+	need := actWorkers + 8
+	maxSubs := c.MaxSubs
+	switch {
+	case maxSubs == 0:
+		maxSubs = max(DefaultNATSMaxSubs, need)
+	case maxSubs < need:
+		return nil, "", fmt.Errorf("agent: nats: max subscriptions %d per connection: the agent's own connection needs %d (act workers + 8)", maxSubs, need)
+	}
+	eo.MaxConn, eo.MaxSubs, eo.TLSConfig = maxConn+1, maxSubs, c.TLS // +1: the agent's in-process connection
+	desc := fmt.Sprintf("max %d client connections, %d subscriptions each", maxConn, maxSubs)
+	switch {
+	case c.TLS == nil:
+		desc += ", no TLS"
+	case c.TLS.ClientAuth == tls.RequireAndVerifyClientCert:
+		desc += ", mutual TLS"
+	default:
+		desc += ", TLS"
+	}
+	if len(c.Clients) == 0 {
+		if c.AgentKey != nil {
+			return nil, "", errors.New("agent: nats: an agent key without client identities: the server would be open and the key unused")
+		}
+		desc = "open: no authentication, anyone who reaches it reads observations and user ids; " + desc
+		ev := log.Warn()
+		if listen != "" && !isLoopback(eo.Host) {
+			ev = log.Error().Bool("insecure", true)
+		}
+		ev.Str("nats_security", desc).Msg("embedded NATS server is open (see the README, Securing NATS)")
+		return nil, desc, nil
+	}
+	kp := c.AgentKey
+	if kp == nil {
+		if kp, err = nkeys.CreateUser(); err != nil {
+			return nil, "", fmt.Errorf("agent: nats: agent key: %w", err)
+		}
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return nil, "", fmt.Errorf("agent: nats: agent key: %w", err)
+	}
+	if eo.Nkeys, eo.Users, err = stream.Accounts(prefix, pub, c.Clients); err != nil {
+		return nil, "", err
+	}
+	desc = fmt.Sprintf("authenticated: %d client identities with protocol permissions; %s", len(c.Clients), desc)
+	if c.TLS == nil && listen != "" && !isLoopback(eo.Host) {
+		log.Error().Bool("insecure", true).Str("nats_security", desc).Msg("embedded NATS server without TLS off loopback: traffic is plain text")
+	}
+	return []stream.Option{stream.WithNKeyPair(kp)}, desc, nil
+}
+
+// NATSSecurityMode describes the embedded server's security in one line ("" for
+// an external server).
+func (s *Service) NATSSecurityMode() string { return s.natsSecurity }
