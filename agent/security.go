@@ -28,6 +28,14 @@ const DefaultNATSMaxSubs = 256
 // NATS connections: the ledger's files, session logs, the HTTP server.
 const fdReserve = 256
 
+// fitsFDs reports whether maxConn client connections fit the open-file
+// limit: each may hold a descriptor, connections being refused hold one
+// until they are closed (under a flood of 19,500 connections against a cap
+// of 1000, up to 430 more were open at once), and the agent keeps
+// fdReserve for its own files. So the cap may take at most half of what is
+// left after the reserve.
+func fitsFDs(maxConn, limit int) bool { return limit <= 0 || 2*maxConn+fdReserve <= limit }
+
 // NATSSecurity secures the embedded NATS server (ServiceConfig.NATS
 // "embedded"; an external server is secured by its own configuration, see
 // the README's "Securing NATS").
@@ -52,9 +60,11 @@ type NATSSecurity struct {
 	// must use TLS (stream.ServerTLS; with a client CA, mutual TLS).
 	TLS *tls.Config
 	// MaxConn caps client connections; beyond it a connection is refused
-	// at once and holds no file descriptor. 0: DefaultNATSMaxConn, lowered
-	// to the open-file limit minus a reserve of 256; a value set
-	// explicitly that does not fit is an error.
+	// at once and its file descriptor closed. The open-file limit must be
+	// at least twice the cap plus 256 (connections being refused hold a
+	// descriptor for a moment; the agent's own files). 0:
+	// DefaultNATSMaxConn, lowered to fit the limit; a value set explicitly
+	// that does not fit is an error.
 	MaxConn int
 	// MaxSubs caps the subscriptions of one connection. 0: the larger of
 	// DefaultNATSMaxSubs and the agent's act workers plus 8.
@@ -132,12 +142,12 @@ func (c NATSSecurity) embedded(eo *stream.EmbeddedOptions, prefix string, actWor
 	switch {
 	case maxConn == 0:
 		maxConn = DefaultNATSMaxConn
-		if limit > 0 {
-			maxConn = max(min(maxConn, limit-fdReserve), 16)
+		if !fitsFDs(maxConn, limit) {
+			maxConn = max((limit-fdReserve)/2, 16)
 		}
-	case limit > 0 && maxConn+fdReserve > limit:
-		return nil, "", fmt.Errorf("agent: nats: %d connections plus %d file descriptors in reserve exceed the open-file limit %d: lower the connection cap or raise the limit",
-			maxConn, fdReserve, limit)
+	case !fitsFDs(maxConn, limit):
+		return nil, "", fmt.Errorf("agent: nats: a cap of %d connections needs an open-file limit of at least %d (twice the cap, for connections being refused, plus %d for the agent's files), the limit is %d: lower the cap or raise the limit",
+			maxConn, 2*maxConn+fdReserve, fdReserve, limit)
 	}
 	need := actWorkers + 8
 	maxSubs := c.MaxSubs

@@ -82,6 +82,9 @@ func TestServiceRefusesOpenNATSOffLoopback(t *testing.T) {
 		"too few subscriptions": {MaxSubs: 2},
 		"cap over the fd limit": {MaxConn: 1 << 30},
 	} {
+		if limit, _ := fdLimit(); limit == 0 && sec.MaxConn != 0 {
+			continue // no open-file limit here
+		}
 		if _, err := StartService(context.Background(), ServiceConfig{Agent: cfg, DataDir: t.TempDir(), NATSListen: "127.0.0.1:0", NATSSecurity: sec}); err == nil {
 			t.Errorf("%s: started", name)
 		}
@@ -194,5 +197,16 @@ func TestServiceSecuredNATS(t *testing.T) {
 	if nc, err := stream.Connect(svc.NATSURL(), stream.WithNKeyPair(aliceKP), stream.WithInbox("alice"), quick); err == nil {
 		nc.Close()
 		t.Fatal("a 4th client connection accepted with a cap of 3")
+	}
+}
+
+func TestFitsFDs(t *testing.T) {
+	for _, c := range []struct {
+		conn, limit int
+		want        bool
+	}{{1000, 20000, true}, {1000, 2256, true}, {1000, 2255, false}, {9872, 20000, true}, {9873, 20000, false}, {1 << 30, 0, true}} {
+		if got := fitsFDs(c.conn, c.limit); got != c.want {
+			t.Errorf("fitsFDs(%d, %d) = %v", c.conn, c.limit, got)
+		}
 	}
 }

@@ -44,6 +44,7 @@ type agentFlags struct {
 	idle, flush                                                   time.Duration
 	seed                                                          uint64
 	checkConfig                                                   bool
+	natsSec                                                       natsSecurityFlags
 }
 
 func (f *agentFlags) register(c *cobra.Command) {
@@ -60,8 +61,8 @@ func (f *agentFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.tlsCA, "tls-ca", "", "CA file to verify an external NATS server")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "client certificate for an external NATS server")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "client key for an external NATS server")
-	fl.StringVar(&f.creds, "creds", "", "NATS credentials file")
-	fl.StringVar(&f.nkey, "nkey", "", "NATS nkey seed file")
+	fl.StringVar(&f.creds, "creds", "", "NATS credentials file of the agent (external server)")
+	fl.StringVar(&f.nkey, "nkey", "", "nkey seed file of the agent's identity (external server)")
 	fl.StringVar(&f.logSessions, "log-sessions", "", "write every closed session to rotating dprl.sessions.v1 files in this directory (raw user data: protect it)")
 	fl.StringVar(&f.httpAddr, "http", "", "address of /healthz, /readyz, /metrics and /status (e.g. 127.0.0.1:9090)")
 	fl.IntVar(&f.actWorkers, "act-workers", 0, "act requests handled concurrently (subscriptions in the queue group); 0: one per two cores")
@@ -77,6 +78,7 @@ func (f *agentFlags) register(c *cobra.Command) {
 	fl.DurationVar(&f.idle, "idle-timeout", 5*time.Minute, "close a silent session as truncated after this long")
 	fl.DurationVar(&f.flush, "flush-timeout", time.Minute, "release a partial batch (still divided by K) after this long")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed every random source for a repeatable simulation (recorded as seeded in the ledger); 0: secure")
+	f.natsSec.register(fl)
 }
 
 // serviceConfig turns the flags into a service configuration.
@@ -132,6 +134,9 @@ func (f *agentFlags) serviceConfig(a *app) (agent.ServiceConfig, error) {
 		return agent.ServiceConfig{}, usageError{err}
 	}
 	var opts []stream.Option
+	if embedded := f.natsURL == "" || f.natsURL == "embedded"; embedded && (f.tlsCA != "" || f.tlsCert != "" || f.tlsKey != "" || f.creds != "" || f.nkey != "") {
+		return agent.ServiceConfig{}, usagef("--tls-ca, --tls-cert, --tls-key, --creds and --nkey are the agent's credentials for an external --nats server; with the embedded one the agent's identity is generated in memory (secure the server with --nats-clients and --nats-tls-*)")
+	}
 	if f.tlsCA != "" || f.tlsCert != "" {
 		opts = append(opts, stream.WithTLS(f.tlsCA, f.tlsCert, f.tlsKey))
 	}
@@ -141,7 +146,11 @@ func (f *agentFlags) serviceConfig(a *app) (agent.ServiceConfig, error) {
 	if f.nkey != "" {
 		opts = append(opts, stream.WithNKey(f.nkey))
 	}
-	return agent.ServiceConfig{Agent: ac, DataDir: f.data, NATS: f.natsURL, NATSListen: f.natsListen, ConnectOptions: opts,
+	sec, err := f.natsSec.security(f.natsURL == "" || f.natsURL == "embedded", f.natsListen)
+	if err != nil {
+		return agent.ServiceConfig{}, err
+	}
+	return agent.ServiceConfig{Agent: ac, DataDir: f.data, NATS: f.natsURL, NATSListen: f.natsListen, ConnectOptions: opts, NATSSecurity: sec,
 		Prefix: f.prefix, ActWorkers: f.actWorkers, HTTPAddr: f.httpAddr, SessionLogDir: f.logSessions, Logger: a.log}, nil
 }
 
@@ -155,8 +164,13 @@ v1: <prefix>.v1.act, <prefix>.v1.end, <prefix>.v1.policy), and every K finished
 sessions applies one DP-PPO update, written to the ledger in the data directory
 in one synced batch with its privacy cost before it is served.
 
-By default NATS runs embedded on 127.0.0.1:4222; --nats URL uses an external
-server (with --tls-*, --creds or --nkey as needed). Every option can also come
+By default NATS runs embedded on 127.0.0.1:4222, open (no authentication:
+any process on this host can read observations and user ids), which is why
+it listens on loopback only. To serve other hosts give client identities
+(--nats-clients) and TLS (--nats-tls-cert, --nats-tls-key, optionally
+--nats-tls-client-ca): the agent refuses a non-loopback --nats-listen without
+them unless --insecure-nats. --nats URL uses an external server (with
+--tls-*, --creds or --nkey as needed), secured by its own configuration. Every option can also come
 from the environment (DPRL_<FLAG>, e.g. DPRL_USER_EPSILON=8) or a JSON config
 file (--config; see examples/agent.json); flags win over the environment, which
 wins over the file. SIGINT/SIGTERM stop it gracefully: new requests are refused,
@@ -205,6 +219,9 @@ func runAgent(ctx context.Context, a *app, sc agent.ServiceConfig, eps float64) 
 		Float64("epsilon_per_session", eps).Float64("delta", sc.Agent.Delta).Msg("agent serving")
 	fmt.Fprintf(a.stderr, "dprl agent: serving on %s; per-session epsilon %.4g at delta %g (analytic Gaussian, z = %g)\n",
 		svc.NATSURL(), eps, sc.Agent.Delta, sc.Agent.Policy.DP.NoiseMultiplier)
+	if m := svc.NATSSecurityMode(); m != "" {
+		fmt.Fprintf(a.stderr, "dprl agent: embedded NATS %s\n", m)
+	}
 	select {
 	case <-ctx.Done():
 	case <-svc.Done():

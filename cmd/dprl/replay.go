@@ -38,6 +38,7 @@ func newReplayCmd(a *app) *cobra.Command {
 		returning          float64
 		seed               uint64
 		asJSON             bool
+		cflags             natsClientFlags
 	)
 	c := &cobra.Command{
 		Use:   "replay --nats URL --env E --users N [--concurrency C] [--returning P]",
@@ -60,7 +61,11 @@ probability P, which exercises the agent's per-user contribution bounds.`,
 			if _, err := sims.New(env); err != nil {
 				return usageError{err}
 			}
-			nc, err := stream.Connect(url, stream.WithName("dprl-replay"))
+			copts, err := cflags.options()
+			if err != nil {
+				return err
+			}
+			nc, err := stream.Connect(url, append([]stream.Option{stream.WithName("dprl-replay")}, copts...)...)
 			if err != nil {
 				return err
 			}
@@ -153,5 +158,6 @@ probability P, which exercises the agent's per-user contribution bounds.`,
 	fl.Float64Var(&returning, "returning", 0, "probability that a session comes from a returning user")
 	fl.Uint64Var(&seed, "seed", 0, "seed of the simulated users (0: random)")
 	fl.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	cflags.register(fl)
 	return c
 }
