@@ -78,6 +78,10 @@ func (c ClientIdentity) validate() error {
 	return nil
 }
 
+// ValidIdentityName reports whether name may name a client identity: 1 to
+// 64 letters, digits, '-' or '_' (one subject token, no wildcard).
+func ValidIdentityName(name string) bool { return validToken(name) }
+
 func validToken(s string) bool {
 	if len(s) == 0 || len(s) > 64 {
 		return false

@@ -170,10 +170,12 @@ it listens on loopback only. To serve other hosts give client identities
 (--nats-clients) and TLS (--nats-tls-cert, --nats-tls-key, optionally
 --nats-tls-client-ca): the agent refuses a non-loopback --nats-listen without
 them unless --insecure-nats. --nats URL uses an external server (with
---tls-*, --creds or --nkey as needed), secured by its own configuration. Every option can also come
-from the environment (DPRL_<FLAG>, e.g. DPRL_USER_EPSILON=8) or a JSON config
-file (--config; see examples/agent.json); flags win over the environment, which
-wins over the file. SIGINT/SIGTERM stop it gracefully: new requests are refused,
+--tls-*, --creds or --nkey as needed), secured by its own configuration
+(README, Securing NATS; dprl agent nkey makes a client's key).
+
+Every option can also come from the environment (DPRL_<FLAG>, e.g.
+DPRL_USER_EPSILON=8) or a JSON config file (--config; see examples/agent.json);
+flags win over the environment, which wins over the file. SIGINT/SIGTERM stop it gracefully: new requests are refused,
 subscriptions drain, an update in flight is finished or not written at all.`,
 		Example: `  dprl agent --data ./dprl-data --env-spec cartpole --http 127.0.0.1:9090
   dprl agent --config examples/agent.json --check-config`,
@@ -196,6 +198,7 @@ subscriptions drain, an update in flight is finished or not written at all.`,
 		},
 	}
 	f.register(c)
+	c.AddCommand(newAgentNKeyCmd(a))
 	return c
 }
 

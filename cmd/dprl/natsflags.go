@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	"dprl/agent"
 	"dprl/stream"
 
+	"github.com/nats-io/nkeys"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
@@ -103,4 +106,64 @@ func (f *natsClientFlags) options() ([]stream.Option, error) {
 		opts = append(opts, stream.WithTLS(f.tlsCA, f.tlsCert, f.tlsKey))
 	}
 	return opts, nil
+}
+
+// newAgentNKeyCmd is dprl agent nkey: a client identity's key pair.
+func newAgentNKeyCmd(a *app) *cobra.Command {
+	var seedFile, name string
+	c := &cobra.Command{
+		Use:   "nkey --seed-file FILE [--name NAME]",
+		Short: "Create the nkey of a client identity: the seed goes to a file, the public key to stdout",
+		Long: `Creates a fresh nkey user key pair for a client of the agent. The seed (the
+secret) is written to --seed-file with mode 0600, never over an existing file;
+the client connects with it (dprl replay --nkey FILE --nats-identity NAME). The
+public key is printed; with --name, as the entry to add to the agent's
+--nats-clients file.`,
+		Example: `  dprl agent nkey --seed-file web.nk --name web`,
+		Args:    noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if seedFile == "" {
+				return usagef("--seed-file is required")
+			}
+			if name != "" && !stream.ValidIdentityName(name) {
+				return usagef("--name %q: want 1 to 64 letters, digits, '-' or '_'", name)
+			}
+			kp, err := nkeys.CreateUser()
+			if err != nil {
+				return err
+			}
+			seed, err := kp.Seed()
+			if err != nil {
+				return err
+			}
+			pub, err := kp.PublicKey()
+			if err != nil {
+				return err
+			}
+			f, err := os.OpenFile(seedFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return fmt.Errorf("seed file: %w", err)
+			}
+			if _, err := f.Write(append(seed, '\n')); err != nil {
+				f.Close()
+				return fmt.Errorf("seed file: %w", err)
+			}
+			if err := f.Close(); err != nil {
+				return fmt.Errorf("seed file: %w", err)
+			}
+			if name == "" {
+				_, err = fmt.Fprintln(a.stdout, pub)
+				return err
+			}
+			b, err := json.Marshal(stream.ClientIdentity{Name: name, NKey: pub})
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(a.stdout, "%s\n", b)
+			return err
+		},
+	}
+	c.Flags().StringVar(&seedFile, "seed-file", "", "file to create with the seed (mode 0600)")
+	c.Flags().StringVar(&name, "name", "", "identity name: print the --nats-clients entry")
+	return c
 }

@@ -114,7 +114,19 @@ func TestAgentNATSSecurityFlags(t *testing.T) {
 // client identity; without credentials replay is refused.
 func TestReplaySecuredAgent(t *testing.T) {
 	dir := t.TempDir()
-	seed, pub := writeClient(t, dir, "replay")
+	// The client's key from dprl agent nkey.
+	seed := filepath.Join(dir, "replay.nk")
+	code, out, stderr := runCLI(t, "agent", "nkey", "--seed-file", seed, "--name", "replay")
+	var id stream.ClientIdentity
+	if code != 0 || json.Unmarshal([]byte(out), &id) != nil || id.Name != "replay" {
+		t.Fatalf("agent nkey: %d %q %q", code, out, stderr)
+	}
+	if st, err := os.Stat(seed); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("seed file: %v", err)
+	}
+	if code, _, _ := runCLI(t, "agent", "nkey", "--seed-file", seed); code == 0 {
+		t.Fatal("seed file overwritten")
+	}
 	spec, pc, err := envProfile("cartpole")
 	if err != nil {
 		t.Fatal(err)
@@ -123,12 +135,12 @@ func TestReplaySecuredAgent(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	svc, err := agent.StartService(ctx, agent.ServiceConfig{Agent: agent.DefaultConfig(spec, pc), DataDir: t.TempDir(), NATSListen: "127.0.0.1:0",
-		NATSSecurity: agent.NATSSecurity{Clients: []stream.ClientIdentity{{Name: "replay", NKey: pub}}}})
+		NATSSecurity: agent.NATSSecurity{Clients: []stream.ClientIdentity{id}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	code, out, stderr := runCLI(t, "replay", "--nats", svc.NATSURL(), "--users", "8", "--concurrency", "2", "--json",
+	code, out, stderr = runCLI(t, "replay", "--nats", svc.NATSURL(), "--users", "8", "--concurrency", "2", "--json",
 		"--nkey", seed, "--nats-identity", "replay")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
