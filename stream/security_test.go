@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -93,6 +94,7 @@ func newUserKey(t testing.TB) (nkeys.KeyPair, string) {
 // over the agent's in-process connection.
 type secured struct {
 	s        *server.Server
+	url      string
 	agent    *nats.Conn
 	h        *testHandler
 	aliceKey nkeys.KeyPair
@@ -140,7 +142,7 @@ func startSecured(t *testing.T, o securedOpts) *secured {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Stop() })
-	return &secured{s: s, agent: nc, h: h, aliceKey: aliceKP}
+	return &secured{s: s, url: s.ClientURL(), agent: nc, h: h, aliceKey: aliceKP}
 }
 
 // errSink collects a connection's asynchronous errors (permission
@@ -250,7 +252,7 @@ type attackResult struct {
 func runAttacks(t *testing.T, x *secured, attacker []Option, victim []Option) attackResult {
 	t.Helper()
 	var sink errSink
-	mal, err := Connect(x.s.ClientURL(), append(attacker, sink.opt(), quick())...)
+	mal, err := Connect(x.url, append(attacker, sink.opt(), quick())...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +277,7 @@ func runAttacks(t *testing.T, x *secured, attacker []Option, victim []Option) at
 	}
 	time.Sleep(50 * time.Millisecond) // the server answers permission violations asynchronously
 
-	vc, err := Connect(x.s.ClientURL(), append(victim, quick())...)
+	vc, err := Connect(x.url, append(victim, quick())...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -612,4 +614,148 @@ func TestAccountsAndClientsFile(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+}
+
+// The keys written in examples/nats-server.conf and examples/nats-clients.json.
+const (
+	exampleAgentKey  = "UAJDCSFLMCSD6C35GSMQWXSFJ5AWGKVDYM3J2K3Y2X444EB7QKV6JQI6"
+	exampleWebKey    = "UBALVDVO5B5JK53MO3ZYJBANPXFD56VVKBIHF7QQSWFY4C43CLSIJVV4"
+	exampleReplayKey = "UDKUOTEO3SEZMQIXFG3QPAZ7SCV7J5XLVQGJYWUGEITY2ZWGRGCUEADM"
+)
+
+// writeTLSFiles writes a server certificate for 127.0.0.1 from ca and its
+// key as PEM files.
+func writeTLSFiles(t *testing.T, ca *testCA) (certFile, keyFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	leaf := ca.issue(t, "nats", true)
+	keyDER, err := x509.MarshalECPrivateKey(leaf.PrivateKey.(*ecdsa.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Certificate[0]}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+	return certFile, keyFile
+}
+
+// exampleConf returns examples/nats-server.conf with the given keys, TLS
+// files and listen address substituted.
+func exampleConf(t *testing.T, listen, agent, web, replay, certFile, keyFile string) string {
+	t.Helper()
+	b, err := os.ReadFile("../examples/nats-server.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.NewReplacer(exampleAgentKey, agent, exampleWebKey, web, exampleReplayKey, replay,
+		"/etc/dprl/nats/server-cert.pem", certFile, "/etc/dprl/nats/server-key.pem", keyFile,
+		"0.0.0.0:4222", listen).Replace(string(b))
+}
+
+// TestExampleServerConfig checks examples/nats-server.conf, the
+// configuration documented for an external server: it grants exactly the
+// permissions the embedded server grants (Accounts), and a server running it
+// defeats the attacks of TestSecuredAttacks, with the agent connected over
+// TLS like any other client.
+func TestExampleServerConfig(t *testing.T) {
+	if cl, err := LoadClients("../examples/nats-clients.json"); err != nil || len(cl) != 2 || cl[0].NKey != exampleWebKey || cl[1].NKey != exampleReplayKey {
+		t.Fatalf("examples/nats-clients.json: %+v %v", cl, err)
+	}
+	ca := newTestCA(t, "example CA")
+	certFile, keyFile := writeTLSFiles(t, ca)
+	agentKP, agentPub := newUserKey(t)
+	webKP, webPub := newUserKey(t)
+	replayKP, replayPub := newUserKey(t)
+	conf := filepath.Join(t.TempDir(), "nats-server.conf")
+	os.WriteFile(conf, []byte(exampleConf(t, "127.0.0.1:-1", agentPub, webPub, replayPub, certFile, keyFile)), 0o600)
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]*server.Permissions{agentPub: AgentPermissions(""), webPub: ClientPermissions("", "web"), replayPub: ClientPermissions("", "replay")}
+	if len(opts.Nkeys) != 3 || len(opts.Users) != 0 || opts.MaxConn != 1000 || opts.MaxSubs != 256 || opts.TLSConfig == nil {
+		t.Fatalf("example: %d nkeys, %d users, max conn %d, max subs %d, TLS %v", len(opts.Nkeys), len(opts.Users), opts.MaxConn, opts.MaxSubs, opts.TLSConfig != nil)
+	}
+	for _, u := range opts.Nkeys {
+		w, p := want[u.Nkey], u.Permissions
+		if w == nil || p == nil || strings.Join(p.Publish.Allow, " ") != strings.Join(w.Publish.Allow, " ") ||
+			strings.Join(p.Subscribe.Allow, " ") != strings.Join(w.Subscribe.Allow, " ") || len(p.Publish.Deny)+len(p.Subscribe.Deny) != 0 ||
+			(p.Response == nil) != (w.Response == nil) || p.Response != nil && p.Response.MaxMsgs != w.Response.MaxMsgs {
+			t.Errorf("example permissions of %s: %+v %+v %+v, want %+v %+v %+v", u.Nkey, p.Publish, p.Subscribe, p.Response, w.Publish, w.Subscribe, w.Response)
+		}
+	}
+	opts.NoSigs = true
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(5 * time.Second) {
+		t.Fatal("example server not ready")
+	}
+	t.Cleanup(s.Shutdown)
+	secure := WithNATSOption(nats.Secure(&tls.Config{RootCAs: ca.pool, MinVersion: tls.VersionTLS12}))
+	attack := func(t *testing.T, url string) {
+		x := startExternal(t, url, agentKP, secure)
+		r := runAttacks(t, x, []Option{WithNKeyPair(webKP), WithInbox("web"), secure}, []Option{WithNKeyPair(replayKP), WithInbox("replay"), secure})
+		if r.snooped != 0 || r.fakeActions != 0 || r.fakePolicies != 0 || r.violations < 8 {
+			t.Fatalf("attacks on the example configuration: %+v", r)
+		}
+	}
+	t.Run("in-process nats-server", func(t *testing.T) { attack(t, s.ClientURL()) })
+
+	// The same configuration in a nats-server binary, when one is
+	// installed (e.g. Debian's package): a separate process, the agent
+	// one TCP client among others.
+	bin, err := exec.LookPath("nats-server")
+	if err != nil {
+		t.Log("no nats-server binary: external process case skipped")
+		return
+	}
+	t.Run("nats-server binary", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		conf := filepath.Join(t.TempDir(), "nats-server.conf")
+		os.WriteFile(conf, []byte(exampleConf(t, addr, agentPub, webPub, replayPub, certFile, keyFile)), 0o600)
+		cmd := exec.Command(bin, "-c", conf)
+		var out lockedBuffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+			c, err := net.Dial("tcp", addr)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		})
+		attack(t, "tls://"+addr)
+		if t.Failed() {
+			t.Log(out.String())
+		}
+	})
+}
+
+// startExternal connects the agent to a server at url over TCP and serves
+// the test handler.
+func startExternal(t *testing.T, url string, agentKP nkeys.KeyPair, opts ...Option) *secured {
+	t.Helper()
+	nc, err := Connect(url, append([]Option{WithNKeyPair(agentKP), WithName("agent"), quick()}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	h := &testHandler{}
+	srv, err := Serve(context.Background(), nc, h, ServerConfig{ObsDim: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	return &secured{url: url, agent: nc, h: h}
 }
