@@ -156,3 +156,37 @@ func TestReplaySecuredAgent(t *testing.T) {
 		t.Errorf("--nats-user without password file: exit %d", code)
 	}
 }
+
+// TestExampleAgentConfigs checks the example configurations with
+// --check-config (the secured one with real certificate files).
+func TestExampleAgentConfigs(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := writeSelfSigned(t, dir)
+	b, err := os.ReadFile("../../examples/agent-secure.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := strings.NewReplacer("/etc/dprl/nats/server-cert.pem", cert, "/etc/dprl/nats/server-key.pem", key,
+		"examples/nats-clients.json", "../../examples/nats-clients.json", "./dprl-data", dir).Replace(string(b))
+	f := filepath.Join(dir, "agent-secure.json")
+	os.WriteFile(f, []byte(conf), 0o600)
+	if code, out, stderr := runCLI(t, "agent", "--config", f, "--check-config"); code != 0 || !strings.Contains(out, "configuration OK") {
+		t.Errorf("agent-secure.json: %d %q %q", code, out, stderr)
+	}
+	// Without its security it is refused: it listens on all interfaces.
+	var m map[string]any
+	if err := json.Unmarshal([]byte(conf), &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "nats-clients")
+	delete(m, "nats-tls-cert")
+	delete(m, "nats-tls-key")
+	open, _ := json.Marshal(m)
+	os.WriteFile(f, open, 0o600)
+	if code, _, stderr := runCLI(t, "agent", "--config", f, "--check-config"); code != 2 || !strings.Contains(stderr, "not loopback") {
+		t.Errorf("agent-secure.json without its security: %d %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "agent", "--config", "../../examples/agent.json", "--data", dir, "--check-config"); code != 0 {
+		t.Errorf("agent.json: %d %q", code, stderr)
+	}
+}
