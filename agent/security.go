@@ -26,14 +26,17 @@ const DefaultNATSMaxSubs = 256
 
 // fdReserve is the number of file descriptors kept for everything but
 // NATS connections: the ledger's files, session logs, the HTTP server.
-const fdReserve = 256
+const fdReserve = 1024
 
 // fitsFDs reports whether maxConn client connections fit the open-file
-// limit: each may hold a descriptor, connections being refused hold one
-// until they are closed (under a flood of 19,500 connections against a cap
-// of 1000, up to 430 more were open at once), and the agent keeps
-// fdReserve for its own files. So the cap may take at most half of what is
-// left after the reserve.
+// limit: each may hold a descriptor; a connection beyond the cap holds one
+// while nats-server accepts, refuses and closes it (a goroutine per
+// accepted connection: under local floods of 19,500 to 19,990 connections
+// against a cap of 1000, 20 to 2,200 more were open at once); and the agent
+// keeps fdReserve for its own files. So the cap may take at most half of
+// what is left after the reserve. This is a margin, not a bound: the
+// descriptors of connections being refused grow with the rate of the flood,
+// which only a firewall in front limits.
 func fitsFDs(maxConn, limit int) bool { return limit <= 0 || 2*maxConn+fdReserve <= limit }
 
 // NATSSecurity secures the embedded NATS server (ServiceConfig.NATS
@@ -61,7 +64,7 @@ type NATSSecurity struct {
 	TLS *tls.Config
 	// MaxConn caps client connections; beyond it a connection is refused
 	// at once and its file descriptor closed. The open-file limit must be
-	// at least twice the cap plus 256 (connections being refused hold a
+	// at least twice the cap plus 1024 (connections being refused hold a
 	// descriptor for a moment; the agent's own files). 0:
 	// DefaultNATSMaxConn, lowered to fit the limit; a value set explicitly
 	// that does not fit is an error.

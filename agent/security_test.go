@@ -204,7 +204,7 @@ func TestFitsFDs(t *testing.T) {
 	for _, c := range []struct {
 		conn, limit int
 		want        bool
-	}{{1000, 20000, true}, {1000, 2256, true}, {1000, 2255, false}, {9872, 20000, true}, {9873, 20000, false}, {1 << 30, 0, true}} {
+	}{{1000, 20000, true}, {1000, 3024, true}, {1000, 3023, false}, {9488, 20000, true}, {9489, 20000, false}, {1 << 30, 0, true}} {
 		if got := fitsFDs(c.conn, c.limit); got != c.want {
 			t.Errorf("fitsFDs(%d, %d) = %v", c.conn, c.limit, got)
 		}

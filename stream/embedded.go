@@ -87,6 +87,10 @@ func StartEmbedded(opts EmbeddedOptions) (*server.Server, error) {
 		AuthTimeout: opts.AuthTimeout.Seconds(),
 		MaxConn:     opts.MaxConn,
 		MaxSubs:     opts.MaxSubs,
+		// The embedded server has no monitoring endpoint to show closed
+		// connections: keep few records of them (nats-server keeps
+		// 10,000, which a connection flood fills).
+		MaxClosedClients: 64,
 	}
 	if opts.TLSConfig != nil {
 		so.TLSConfig = opts.TLSConfig
