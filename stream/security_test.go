@@ -362,7 +362,7 @@ func TestSecuredAttacks(t *testing.T) {
 func TestSecuredConnectionCap(t *testing.T) {
 	const capN = 8
 	// MaxConn counts the agent's in-process connection too.
-	x := startSecured(t, securedOpts{maxConn: capN + 1, authWait: 300 * time.Millisecond})
+	x := startSecured(t, securedOpts{maxConn: capN + 1, authWait: time.Second})
 	var conns []*nats.Conn
 	defer func() {
 		for _, nc := range conns {
