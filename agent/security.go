@@ -102,8 +102,7 @@ func (c NATSSecurity) Check(listen string) error {
 		missing = append(missing, "TLS (observations and user ids would cross the network in plain text)")
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("agent: nats: listening on %s, not loopback, without %s; configure them or allow it explicitly (insecure)",
-			listen, joinAnd(missing))
+		return fmt.Errorf("agent: nats: listening on %s (not loopback) without %s", listen, joinAnd(missing))
 	}
 	return nil
 }
@@ -135,7 +134,7 @@ func (c NATSSecurity) embedded(eo *stream.EmbeddedOptions, prefix string, actWor
 		listen = net.JoinHostPort(eo.Host, strconv.Itoa(eo.Port))
 	}
 	if err := c.Check(listen); err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("%w (NATSSecurity.Insecure allows it)", err)
 	}
 	limit, err := fdLimit()
 	if err != nil {
@@ -174,11 +173,14 @@ func (c NATSSecurity) embedded(eo *stream.EmbeddedOptions, prefix string, actWor
 		if c.AgentKey != nil {
 			return nil, "", errors.New("agent: nats: an agent key without client identities: the server would be open and the key unused")
 		}
-		desc = "open: no authentication, anyone who reaches it reads observations and user ids; " + desc
-		ev := log.Warn()
-		if listen != "" && !isLoopback(eo.Host) {
-			ev = log.Error().Bool("insecure", true)
+		where, ev := "loopback only", log.Warn()
+		switch {
+		case listen == "":
+			where = "in-process connections only"
+		case !isLoopback(eo.Host):
+			where, ev = "INSECURE: listening on "+eo.Host, log.Error().Bool("insecure", true)
 		}
+		desc = "open (" + where + "): no authentication, anyone who reaches it reads observations and user ids; " + desc
 		ev.Str("nats_security", desc).Msg("embedded NATS server is open (see the README, Securing NATS)")
 		return nil, desc, nil
 	}

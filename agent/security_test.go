@@ -74,7 +74,7 @@ func TestServiceRefusesOpenNATSOffLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	if !strings.HasPrefix(svc.NATSSecurityMode(), "open: no authentication") {
+	if !strings.HasPrefix(svc.NATSSecurityMode(), "open (INSECURE: listening on 0.0.0.0): no authentication") {
 		t.Errorf("mode %q", svc.NATSSecurityMode())
 	}
 	for name, sec := range map[string]NATSSecurity{

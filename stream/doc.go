@@ -29,6 +29,30 @@
 // code. Field names are case-sensitive. Replies are decoded leniently
 // (unknown fields ignored) so a v1 client works with a newer agent.
 //
+// # Security
+//
+// On an open NATS server anyone who connects can subscribe to ">" and read
+// every observation and user id, join the act queue group and answer
+// requests with actions of their choosing, and publish fake policy
+// announcements. A secured server authenticates every connection (nkeys, or
+// users and passwords; TLS, optionally mutual) and gives each identity only
+// its role's subjects:
+//
+//	identity   publish                                subscribe
+//	agent      <p>.v1.policy; each request's reply    <p>.v1.act (queue "dprl"), <p>.v1.end
+//	           subject, once (response permission)
+//	client C   <p>.v1.act, <p>.v1.end                 <p>.v1.policy, _INBOX.C.>
+//
+// Accounts builds these accounts for the embedded server (EmbeddedOptions
+// Nkeys, Users, TLSConfig, MaxConn, MaxSubs); AgentPermissions and
+// ClientPermissions are the same permissions for an external server's
+// configuration. A client makes its requests with its own inbox prefix
+// (WithInbox), the only inbox it may read, and authenticates with WithNKey,
+// WithNKeyPair, WithUserPassword or WithCredentials. A server never handles
+// a request whose reply subject is under its own prefix: its answer would be
+// published there under the agent's identity (e.g. as a fake
+// announcement).
+//
 // # Privacy
 //
 // With WithLocalDP the client clips each observation component and each

@@ -14,26 +14,8 @@ import (
 	"github.com/nats-io/nkeys"
 )
 
-// Securing protocol v1 on NATS.
-//
-// The threat: anyone who can connect to an open server can subscribe to ">"
-// and read every observation and user id, join the act queue group and answer
-// requests with actions of their choosing, and publish fake policy
-// announcements. The defence is an authenticated server whose subject
-// permissions give each party only its role:
-//
-//	identity   publish                              subscribe
-//	agent      <p>.v1.policy, replies to requests   <p>.v1.act (queue "dprl"), <p>.v1.end
-//	           it received (response permission,
-//	           one reply each)
-//	client C   <p>.v1.act, <p>.v1.end               <p>.v1.policy, _INBOX.C.>
-//
-// so only the agent reads requests, answers them and announces policies; a
-// client reads only the replies to its own requests (its inbox prefix
-// _INBOX.C, see WithInbox) and the public announcements; nobody subscribes to
-// ">". Accounts turns a list of identities into nats-server accounts with
-// these permissions, for the embedded server (EmbeddedOptions.Nkeys, Users);
-// an external server needs the same permissions in its configuration.
+// The security of protocol v1 on NATS is described in the package
+// documentation (doc.go, "Security").
 
 // inboxRoot is the root of every reply inbox.
 const inboxRoot = "_INBOX"

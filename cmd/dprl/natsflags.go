@@ -59,7 +59,7 @@ func (f *natsSecurityFlags) security(embedded bool, listen string) (agent.NATSSe
 		return sec, usagef("--nats-tls-client-ca needs --nats-tls-cert and --nats-tls-key")
 	}
 	if err := sec.Check(listen); err != nil {
-		return sec, usagef("%v: --nats-clients FILE and --nats-tls-cert/--nats-tls-key, or --insecure-nats", err)
+		return sec, usagef("%v: give --nats-clients FILE and --nats-tls-cert/--nats-tls-key, or --insecure-nats", err)
 	}
 	return sec, nil
 }
