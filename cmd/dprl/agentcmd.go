@@ -56,7 +56,7 @@ func (f *agentFlags) register(c *cobra.Command) {
 	fl.IntVar(&f.obsDim, "obs-dim", 0, "observation length (without --env-spec)")
 	fl.IntVar(&f.actions, "actions", 0, "number of discrete actions (without --env-spec)")
 	fl.StringVar(&f.natsURL, "nats", "embedded", "\"embedded\" to run NATS in-process, or the URL of an external server")
-	fl.StringVar(&f.natsListen, "nats-listen", "127.0.0.1:4222", "host:port of the embedded NATS server (port 0 picks one)")
+	fl.StringVar(&f.natsListen, "nats-listen", "127.0.0.1:4222", "host:port of the embedded NATS server (port 0 picks one); off loopback it needs --nats-clients and --nats-tls-cert/--nats-tls-key, or --insecure-nats")
 	fl.StringVar(&f.prefix, "prefix", stream.DefaultPrefix, "subject prefix of the wire protocol")
 	fl.StringVar(&f.tlsCA, "tls-ca", "", "CA file to verify an external NATS server")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "client certificate for an external NATS server")
