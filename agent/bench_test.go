@@ -45,7 +45,7 @@ func benchmarkAct(b *testing.B, cfg Config) {
 			b.Fatal(err)
 		}
 		if step == 199 {
-			if _, err := a.End(ids[s%len(ids)], 1, true); err != nil {
+			if _, err := a.End(ids[s%len(ids)], "", 1, true); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -53,8 +53,11 @@ func TestRoundTrip(t *testing.T) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.ends) != 2 || h.ends[0] != (EndRequest{Session: "abcd", Reward: 1.5, Terminal: true}) {
-		t.Fatalf("ends %+v", h.ends)
+	// The server tells the handler which connection sent the request: the
+	// client's inbox prefix.
+	origin := ReplyOrigin(nc.NewRespInbox())
+	if len(h.ends) != 2 || h.ends[0] != (EndRequest{Session: "abcd", Reward: 1.5, Terminal: true, Origin: origin}) || !strings.HasPrefix(origin, "_INBOX.") {
+		t.Fatalf("ends %+v, want origin %q", h.ends, origin)
 	}
 }
 
