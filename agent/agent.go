@@ -352,13 +352,24 @@ func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float6
 const initialStepCapacity = 8
 
 // stepBytes is the memory of step storage for c steps: c+1 observations,
-// c actions, log-probabilities and rewards, 8 bytes per value.
+// c actions, log-probabilities and rewards, 8 bytes per value, in four
+// allocations (allocBytes each).
 func (a *Agent) stepBytes(c int) int64 {
 	ad := 1 // one int per discrete action
 	if a.cfg.Spec.Kind != policy.ActionDiscrete {
 		ad = a.cfg.Spec.ActionDim
 	}
-	return 8 * int64((c+1)*a.cfg.Spec.ObsDim+c*ad+2*c)
+	return allocBytes(8*int64((c+1)*a.cfg.Spec.ObsDim)) + allocBytes(8*int64(c*ad)) + 2*allocBytes(8*int64(c))
+}
+
+// allocBytes bounds the heap the Go allocator takes for one object of n
+// bytes, n >= 64: up to 32 KiB, objects are rounded up to a size class,
+// at most a quarter more for these sizes; larger ones to whole 8 KiB pages.
+func allocBytes(n int64) int64 {
+	if n <= 32<<10 {
+		return n + n/4
+	}
+	return (n + 8191) &^ 8191
 }
 
 // charge takes n bytes from the session memory budget, or reports false
