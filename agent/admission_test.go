@@ -281,7 +281,7 @@ func TestSessionsBoundToUser(t *testing.T) {
 	// ...is what it sees of alice's.
 	_, actErr := mallory.Act(ctx, "s1", "mallory", obs4, 1, false)
 	_, endErr := mallory.EndAs(ctx, "s1", "mallory", 1, true)
-	endV1Err := mallory.End(ctx, "s1", 1, true)            // no user, another connection
+	endV1Err := mallory.End(ctx, "s1", 1, true)              // no user, another connection
 	_, anonErr := mallory.Act(ctx, "s1", "", obs4, 1, false) // no user on act
 	for _, c := range []struct {
 		name       string
