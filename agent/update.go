@@ -182,19 +182,14 @@ func (u *updater) fill(cur *version) {
 	q.gauge.Set(float64(q.n))
 }
 
-// step takes what is queued and releases every full batch it can form.
+// step takes what is queued and releases the batch if it is full.
 func (u *updater) step() error {
-	K := u.a.K()
-	for {
-		cur := u.a.current.Load()
-		u.fill(cur)
-		if len(u.batch) < K {
-			return nil
-		}
-		if err := u.release(cur); err != nil {
-			return err
-		}
+	cur := u.a.current.Load()
+	u.fill(cur)
+	if len(u.batch) < u.a.K() {
+		return nil
 	}
+	return u.release(cur)
 }
 
 // flush releases the batch being formed, even short of K (the update is
@@ -215,15 +210,13 @@ func (u *updater) flush() error {
 	if len(u.batch) < a.K() && a.now().Sub(oldest) < a.cfg.FlushTimeout {
 		return nil
 	}
-	if err := u.release(cur); err != nil {
-		return err
-	}
-	return u.step()
+	return u.release(cur)
 }
 
 // release runs the update on the batch, then empties the batch: its
 // sessions' memory goes back to the budget and its users' queues take
-// their turn again.
+// their turn again. It then signals wake, so that Run forms the next batch
+// from what waits, between its other duties (shutdown, flush, sweep).
 func (u *updater) release(cur *version) error {
 	err := u.update(cur)
 	a := u.a
@@ -247,6 +240,10 @@ func (u *updater) release(cur *version) error {
 	}
 	clear(u.batch) // drop the trajectories
 	u.batch = u.batch[:0]
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
 	return err
 }
 
