@@ -477,7 +477,11 @@ func TestOneUserFloodDoesNotStarveLearning(t *testing.T) {
 	}
 	cfg := cartpoleConfig(32)
 	cfg.Policy.PPO.Hidden = []int{16, 16} // the deployed CartPole size
-	cfg.FlushTimeout = 300 * time.Millisecond
+	// Long enough that batches fill rather than flush while the replay
+	// runs, also on a loaded machine (a flushed partial batch is one more
+	// version, which makes sessions in flight stale); short enough to
+	// release the last partial batch quickly.
+	cfg.FlushTimeout = time.Second
 	flood := runFloodExperiment(t, cfg, floodN, legitN)
 	alone := runFloodExperiment(t, cfg, 0, legitN)
 	t.Logf("legitimate replay of %d sessions (K = %d): alone %d releases, %d sessions learned from (%.1f s); during a one-user flood of %d sessions (%d refused at the per-user limit): %d releases, %d sessions learned from (%.1f s)",
