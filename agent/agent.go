@@ -24,6 +24,13 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// Lines a client can cause (a failing session log, ledger reads at
+// session close) are rate-limited: at most logBurst per logPeriod.
+const (
+	logBurst  = 10
+	logPeriod = time.Minute
+)
+
 // Errors returned by Act and End; the transport maps them to wire codes.
 var (
 	ErrObsDim         = errors.New("agent: wrong observation length")
@@ -32,6 +39,7 @@ var (
 	ErrBadRequest     = errors.New("agent: bad request")
 	ErrSessionLimit   = errors.New("agent: too many open sessions")
 	ErrStepLimit      = errors.New("agent: session step limit reached")
+	ErrMemoryLimit    = errors.New("agent: session memory budget spent")
 	ErrShuttingDown   = errors.New("agent: shutting down")
 )
 
@@ -73,6 +81,7 @@ type Agent struct {
 	cfg     Config
 	store   *ledger.Store
 	log     zerolog.Logger
+	noisy   zerolog.Logger // for lines a client can cause: rate-limited
 	opt     Options
 	now     func() time.Time
 	m       *Metrics
@@ -80,10 +89,12 @@ type Agent struct {
 
 	current atomic.Pointer[version]
 	table   sessionTable
-	serving sync.Pool // *servingCtx
+	lim     limits
+	mem     atomic.Int64 // bytes charged to the session memory budget
+	serving sync.Pool    // *servingCtx
 
-	finished chan finished
-	closing  atomic.Bool
+	queue   fairQueue
+	closing atomic.Bool
 
 	seedBase  uint64
 	seeded    bool
@@ -100,11 +111,11 @@ type servingCtx struct {
 
 // finished is a closed session waiting for an update.
 type finished struct {
-	ver     uint64
-	user    ledger.UserKey
-	hasUser bool
-	tr      policy.Trajectory
-	at      time.Time
+	ver   uint64
+	key   queueKey
+	tr    policy.Trajectory
+	at    time.Time
+	bytes int64 // charged to the memory budget until the session leaves the learner
 }
 
 // New opens the agent on a ledger: it fixes (or checks) the policy spec and
@@ -124,8 +135,12 @@ func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: per-session epsilon: %w", err)
 	}
 	a := &Agent{cfg: cfg, store: store, log: opt.Logger.With().Str("component", "agent").Logger(), opt: opt, now: opt.Now,
-		m: opt.Metrics, epsilon: eps, finished: make(chan finished, 4*cfg.Policy.DP.UsersPerUpdate+1024)}
+		m: opt.Metrics, epsilon: eps,
+		lim: limits{open: cfg.MaxOpenSessions, perUser: cfg.MaxSessionsPerUser, perConn: cfg.MaxSessionsPerConnection}}
+	a.noisy = a.log.Sample(&zerolog.BurstSampler{Burst: logBurst, Period: logPeriod})
 	a.table.init()
+	K := cfg.Policy.DP.UsersPerUpdate
+	a.queue.init(4*K+1024, cfg.MaxQueuedPerUser, K, a.m.LearnerQueue)
 	if cfg.Seed != 0 {
 		a.seedBase, a.seeded = cfg.Seed, true
 	} else {
@@ -229,16 +244,31 @@ type ActResult struct {
 
 // Act serves one step of a session: it validates the observation, records
 // the reward of the previous action (hasReward must be false exactly on a
-// session's first step), samples the action from the session's policy
-// version and records it. It never waits for an update.
+// session's first step; the reward is clipped to the public reward bound),
+// samples the action from the session's policy version and records it. It
+// never waits for an update. A session is named by its id and the user id
+// it was opened with: a request with another user id does not reach it.
 func (a *Agent) Act(sessionID, user string, obs []float64, reward float64, hasReward bool) (ActResult, error) {
+	return a.ActFrom("", sessionID, user, obs, reward, hasReward)
+}
+
+// ActFrom is Act for a request that arrived over a connection: origin is
+// the connection's identity (stream.ReplyOrigin), counted against
+// MaxSessionsPerConnection when a session opens. "" is an in-process call,
+// which that limit does not count.
+func (a *Agent) ActFrom(origin, sessionID, user string, obs []float64, reward float64, hasReward bool) (ActResult, error) {
 	start := a.now()
-	res, err := a.act(sessionID, user, obs, reward, hasReward)
+	res, err := a.act(origin, sessionID, user, obs, reward, hasReward)
 	a.m.observeAct(a.now().Sub(start), err)
 	return res, err
 }
 
-func (a *Agent) act(sessionID, user string, obs []float64, reward float64, hasReward bool) (ActResult, error) {
+// clipReward clips a finite reward to the public bound.
+func (a *Agent) clipReward(r float64) float64 {
+	return min(max(r, a.cfg.RewardLow), a.cfg.RewardHigh)
+}
+
+func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float64, hasReward bool) (ActResult, error) {
 	if a.closing.Load() {
 		return ActResult{}, ErrShuttingDown
 	}
@@ -250,13 +280,18 @@ func (a *Agent) act(sessionID, user string, obs []float64, reward float64, hasRe
 			return ActResult{}, fmt.Errorf("%w: obs[%d] = %v", ErrNonFinite, i, v)
 		}
 	}
-	if hasReward && (math.IsNaN(reward) || math.IsInf(reward, 0)) {
-		return ActResult{}, fmt.Errorf("%w: reward = %v", ErrNonFinite, reward)
+	if hasReward {
+		if math.IsNaN(reward) || math.IsInf(reward, 0) {
+			return ActResult{}, fmt.Errorf("%w: reward = %v", ErrNonFinite, reward)
+		}
+		reward = a.clipReward(reward)
 	}
 	now := a.now()
-	s, created, err := a.table.getOrCreate(sessionID, hasReward, a.cfg.MaxOpenSessions, func() *session {
-		return a.newSession(sessionID, user, now)
-	})
+	initCap := min(initialStepCapacity, a.cfg.MaxStepsPerSession)
+	initBytes := sessionOverhead(sessionID, user, origin) + a.stepBytes(initCap)
+	s, created, err := a.table.getOrCreate(sessionKey{user, sessionID}, origin, hasReward, a.lim,
+		func() bool { return a.charge(initBytes) },
+		func() *session { return a.newSession(sessionID, user, origin, now, initCap, initBytes) })
 	if err != nil {
 		return ActResult{}, err
 	}
@@ -267,14 +302,11 @@ func (a *Agent) act(sessionID, user string, obs []float64, reward float64, hasRe
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return ActResult{}, fmt.Errorf("%w: %q was closed", ErrUnknownSession, sessionID)
+		return ActResult{}, unknownSession(sessionID)
 	}
 	if !created {
 		if !hasReward {
 			return ActResult{}, fmt.Errorf("%w: session %q continues without the reward of its previous action", ErrBadRequest, sessionID)
-		}
-		if user != "" && user != s.user {
-			return ActResult{}, fmt.Errorf("%w: session %q belongs to another user", ErrBadRequest, sessionID)
 		}
 		s.rewards = append(s.rewards, reward)
 		if s.steps() >= a.cfg.MaxStepsPerSession {
@@ -282,6 +314,16 @@ func (a *Agent) act(sessionID, user string, obs []float64, reward float64, hasRe
 			s.obs = append(s.obs, obs...)
 			a.closeLocked(s, false)
 			return ActResult{}, fmt.Errorf("%w: %d steps", ErrStepLimit, a.cfg.MaxStepsPerSession)
+		}
+		if s.steps() == s.capSteps {
+			if err := a.growLocked(s); err != nil {
+				// The reward and this observation fit (the storage has room
+				// for capSteps rewards and capSteps+1 observations): close
+				// as truncated, as at the step limit.
+				s.obs = append(s.obs, obs...)
+				a.closeLocked(s, false)
+				return ActResult{}, err
+			}
 		}
 	}
 	srv := a.serving.Get().(*servingCtx)
@@ -305,8 +347,86 @@ func (a *Agent) act(sessionID, user string, obs []float64, reward float64, hasRe
 	return res, nil
 }
 
-func (a *Agent) newSession(id, user string, now time.Time) *session {
-	s := &session{id: id, user: user, ver: a.current.Load()}
+// initialStepCapacity is the step storage a new session gets (it doubles
+// as the session grows).
+const initialStepCapacity = 8
+
+// stepBytes is the memory of step storage for c steps: c+1 observations,
+// c actions, log-probabilities and rewards, 8 bytes per value, in four
+// allocations (allocBytes each).
+func (a *Agent) stepBytes(c int) int64 {
+	ad := 1 // one int per discrete action
+	if a.cfg.Spec.Kind != policy.ActionDiscrete {
+		ad = a.cfg.Spec.ActionDim
+	}
+	return allocBytes(8*int64((c+1)*a.cfg.Spec.ObsDim)) + allocBytes(8*int64(c*ad)) + 2*allocBytes(8*int64(c))
+}
+
+// allocBytes bounds the heap the Go allocator takes for one object of n
+// bytes, n >= 64: up to 32 KiB, objects are rounded up to a size class,
+// at most a quarter more for these sizes; larger ones to whole 8 KiB pages.
+func allocBytes(n int64) int64 {
+	if n <= 32<<10 {
+		return n + n/4
+	}
+	return (n + 8191) &^ 8191
+}
+
+// charge takes n bytes from the session memory budget, or reports false
+// and takes nothing when they do not fit.
+func (a *Agent) charge(n int64) bool {
+	if a.mem.Add(n) > a.cfg.SessionMemoryBytes {
+		a.mem.Add(-n)
+		return false
+	}
+	a.m.SessionMemory.Add(float64(n))
+	return true
+}
+
+// uncharge returns n bytes to the session memory budget.
+func (a *Agent) uncharge(n int64) {
+	a.mem.Add(-n)
+	a.m.SessionMemory.Sub(float64(n))
+}
+
+// growLocked doubles a session's step storage (s.mu held), up to
+// MaxStepsPerSession, charging the memory budget before allocating.
+func (a *Agent) growLocked(s *session) error {
+	c := min(2*s.capSteps, a.cfg.MaxStepsPerSession)
+	delta := a.stepBytes(c) - a.stepBytes(s.capSteps)
+	if !a.charge(delta) {
+		return fmt.Errorf("%w: session closed as truncated at %d steps", ErrMemoryLimit, s.steps())
+	}
+	s.bytes += delta
+	s.capSteps = c
+	od := a.cfg.Spec.ObsDim
+	s.obs = regrow(s.obs, (c+1)*od)
+	if a.cfg.Spec.Kind == policy.ActionDiscrete {
+		s.actions = regrow(s.actions, c)
+	} else {
+		s.cont = regrow(s.cont, c*a.cfg.Spec.ActionDim)
+	}
+	s.logp = regrow(s.logp, c)
+	s.rewards = regrow(s.rewards, c)
+	return nil
+}
+
+// regrow returns x copied into new storage of capacity n.
+func regrow[T any](x []T, n int) []T {
+	y := make([]T, len(x), n)
+	copy(y, x)
+	return y
+}
+
+func (a *Agent) newSession(id, user, origin string, now time.Time, c int, bytes int64) *session {
+	od := a.cfg.Spec.ObsDim
+	s := &session{id: id, user: user, origin: origin, ver: a.current.Load(), opened: now.UnixNano(), capSteps: c, bytes: bytes,
+		obs: make([]float64, 0, (c+1)*od), logp: make([]float64, 0, c), rewards: make([]float64, 0, c)}
+	if a.cfg.Spec.Kind == policy.ActionDiscrete {
+		s.actions = make([]int, 0, c)
+	} else {
+		s.cont = make([]float64, 0, c*a.cfg.Spec.ActionDim)
+	}
 	if user != "" {
 		s.userKey, s.hasUser = a.store.User(user), true
 	}
@@ -320,23 +440,36 @@ type EndResult struct {
 	Reason string
 }
 
-// End closes a session with the reward of its last action. Used reports
-// whether the session was queued for learning, and Reason why not.
-func (a *Agent) End(sessionID string, reward float64, terminal bool) (EndResult, error) {
+// End closes a session with the reward of its last action (clipped to the
+// public reward bound). user must be the user id the session was opened
+// with ("" for an anonymous session); otherwise the session is unknown.
+// Used reports whether the session was queued for learning, and Reason why
+// not.
+func (a *Agent) End(sessionID, user string, reward float64, terminal bool) (EndResult, error) {
+	return a.EndFrom("", sessionID, user, reward, terminal)
+}
+
+// EndFrom is End for a request that arrived over a connection (origin as
+// in ActFrom). An end request that names no user (protocol v1 clients
+// before the user field) also finds a session opened with a user id, but
+// only from the connection that opened it, and only when that connection
+// has one open session of that id.
+func (a *Agent) EndFrom(origin, sessionID, user string, reward float64, terminal bool) (EndResult, error) {
 	if a.closing.Load() {
 		return EndResult{}, ErrShuttingDown
 	}
 	if math.IsNaN(reward) || math.IsInf(reward, 0) {
 		return EndResult{}, fmt.Errorf("%w: reward = %v", ErrNonFinite, reward)
 	}
-	s := a.table.get(sessionID)
+	reward = a.clipReward(reward)
+	s := a.table.getForEnd(sessionID, user, origin)
 	if s == nil {
-		return EndResult{}, fmt.Errorf("%w: %q", ErrUnknownSession, sessionID)
+		return EndResult{}, unknownSession(sessionID)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return EndResult{}, fmt.Errorf("%w: %q was closed", ErrUnknownSession, sessionID)
+		return EndResult{}, unknownSession(sessionID)
 	}
 	s.rewards = append(s.rewards, reward)
 	used, reason := a.closeLocked(s, terminal)
@@ -349,14 +482,15 @@ func (a *Agent) End(sessionID string, reward float64, terminal bool) (EndResult,
 // the last step is dropped.
 //
 // Whether a closed session is queued depends only on when it closed (its
-// policy version's staleness, the queue's room) and on its user's caps,
-// never on its content: a session left with no usable step (truncated after
-// one step) is queued with an empty trajectory, whose local update is the
-// zero vector, rather than dropped, so that its length decides neither
-// which sessions share its update nor what the agent counts or reports.
+// policy version's staleness, the queues' room) and on its user's caps and
+// queue (or its connection's, when anonymous), never on its content: a
+// session left with no usable step (truncated after one step) is queued
+// with an empty trajectory, whose local update is the zero vector, rather
+// than dropped, so that its length decides neither which sessions share
+// its update nor what the agent counts or reports.
 func (a *Agent) closeLocked(s *session, terminal bool) (bool, string) {
 	s.closed = true
-	a.table.remove(s.id, s)
+	a.table.remove(s)
 	a.m.SessionsClosed.Inc()
 	a.m.SessionsOpen.Dec()
 	if a.opt.SessionLog != nil {
@@ -382,21 +516,31 @@ func (a *Agent) closeLocked(s *session, terminal bool) (bool, string) {
 			tr.ContActions = s.cont[:T*a.cfg.Spec.ActionDim]
 		}
 	}
+	f := finished{ver: s.ver.num, key: queueKey{user: s.userKey, hasUser: s.hasUser}, tr: tr, at: a.now(), bytes: s.bytes}
+	if !s.hasUser {
+		f.key.origin = s.origin // anonymous sessions queue per connection
+	}
 	if cur := a.current.Load().num; cur-s.ver.num > a.cfg.MaxStaleness {
-		return a.discard("stale: served by an old policy version")
+		return a.setAside(&f, "stale: served by an old policy version")
 	}
 	if s.hasUser {
 		if ok, why := a.userEligible(s.userKey); !ok {
-			return a.discard(why)
+			return a.setAside(&f, why)
 		}
 	}
-	select {
-	case a.finished <- finished{ver: s.ver.num, user: s.userKey, hasUser: s.hasUser, tr: tr, at: a.now()}:
-		a.m.SessionsQueued.Inc()
-		return true, ""
-	default:
-		return a.discard("learner queue full")
+	if ok, why := a.queue.push(f); !ok {
+		return a.setAside(&f, why)
 	}
+	a.m.SessionsQueued.Inc()
+	return true, ""
+}
+
+// setAside drops a finished session that will not be learned from: its
+// memory goes back to the budget and the reason is counted.
+func (a *Agent) setAside(f *finished, reason string) (bool, string) {
+	a.uncharge(f.bytes)
+	f.bytes = 0
+	return a.discard(reason)
 }
 
 // logSession writes a closed session (s.mu held) to the session log: every
@@ -423,7 +567,7 @@ func (a *Agent) logSession(s *session, terminal bool) {
 		return
 	}
 	if err := a.opt.SessionLog.Write(&out); err != nil {
-		a.log.Error().Err(err).Msg("session log write failed")
+		a.noisy.Error().Err(err).Msg("session log write failed")
 	}
 }
 
@@ -439,7 +583,7 @@ func (a *Agent) userEligible(k ledger.UserKey) (bool, string) {
 	}
 	st, err := a.store.UserState(k)
 	if err != nil {
-		a.log.Error().Err(err).Msg("user state")
+		a.noisy.Error().Err(err).Msg("user state")
 		return false, "ledger unavailable"
 	}
 	if a.cfg.MaxUpdatesPerUser > 0 && st.Updates >= a.cfg.MaxUpdatesPerUser {
@@ -490,23 +634,22 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	flush := time.NewTicker(max(a.cfg.FlushTimeout/4, 10*time.Millisecond))
 	defer flush.Stop()
-	sweep := time.NewTicker(max(a.cfg.IdleTimeout/4, 10*time.Millisecond))
+	sweep := time.NewTicker(max(min(a.cfg.IdleTimeout, a.cfg.MaxSessionLifetime)/4, 10*time.Millisecond))
 	defer sweep.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case f := <-a.finished:
-			u.pending = append(u.pending, f)
-			if err := u.tryUpdate(false); err != nil {
+		case <-a.queue.wake:
+			if err := u.step(); err != nil {
 				return err
 			}
 		case <-flush.C:
-			if err := u.tryUpdate(true); err != nil {
+			if err := u.flush(); err != nil {
 				return err
 			}
 		case <-sweep.C:
-			a.sweepIdle()
+			a.sweep()
 		}
 	}
 }
@@ -515,14 +658,22 @@ func (a *Agent) Run(ctx context.Context) error {
 // transport, then cancel Run's context.
 func (a *Agent) Shutdown() { a.closing.Store(true) }
 
-// sweepIdle closes sessions idle for longer than IdleTimeout as truncated.
-func (a *Agent) sweepIdle() {
-	cutoff := a.now().Add(-a.cfg.IdleTimeout).UnixNano()
-	for _, s := range a.table.idle(cutoff) {
+// sweep closes, as truncated, the sessions idle for longer than
+// IdleTimeout and those open for longer than MaxSessionLifetime.
+func (a *Agent) sweep() {
+	now := a.now()
+	idleCut, lifeCut := now.Add(-a.cfg.IdleTimeout).UnixNano(), now.Add(-a.cfg.MaxSessionLifetime).UnixNano()
+	for _, s := range a.table.expired(idleCut, lifeCut) {
 		s.mu.Lock()
-		if !s.closed && s.lastSeen.Load() < cutoff {
-			a.m.SessionsIdle.Inc()
-			a.closeLocked(s, false)
+		if !s.closed {
+			switch {
+			case s.opened < lifeCut:
+				a.m.SessionsExpired.Inc()
+				a.closeLocked(s, false)
+			case s.lastSeen.Load() < idleCut:
+				a.m.SessionsIdle.Inc()
+				a.closeLocked(s, false)
+			}
 		}
 		s.mu.Unlock()
 	}

@@ -74,7 +74,7 @@ func playEpisode(t *testing.T, a *Agent, id, user string, rng *rand.Rand, maxSte
 		r, term, trunc := env.Step(res.Action, obs)
 		ret += r
 		if term || trunc || step == maxSteps-1 {
-			end, err := a.End(id, r, term)
+			end, err := a.End(id, user, r, term)
 			if err != nil {
 				t.Fatalf("end %s: %v", id, err)
 			}
@@ -156,7 +156,7 @@ func TestBadInput(t *testing.T) {
 		{"NaN obs", func() error { _, err := a.Act("x", "", []float64{0, math.NaN(), 0, 0}, 0, false); return err }, ErrNonFinite},
 		{"Inf reward", func() error { _, err := a.Act("x", "", obs, math.Inf(1), true); return err }, ErrNonFinite},
 		{"unknown session with reward", func() error { _, err := a.Act("nope", "", obs, 1, true); return err }, ErrUnknownSession},
-		{"end unknown", func() error { _, err := a.End("nope", 1, true); return err }, ErrUnknownSession},
+		{"end unknown", func() error { _, err := a.End("nope", "", 1, true); return err }, ErrUnknownSession},
 		{"missing reward", func() error {
 			if _, err := a.Act("m", "", obs, 0, false); err != nil {
 				return err
@@ -188,7 +188,7 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("session limit: %v", err)
 	}
 	// The agent keeps serving after all that.
-	if _, err := a.End("o1", 1, true); err != nil {
+	if _, err := a.End("o1", "", 1, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Act("o4", "", obs, 0, false); err != nil {

@@ -45,9 +45,50 @@ func benchmarkAct(b *testing.B, cfg Config) {
 			b.Fatal(err)
 		}
 		if step == 199 {
-			if _, err := a.End(ids[s%len(ids)], 1, true); err != nil {
+			if _, err := a.End(ids[s%len(ids)], "", 1, true); err != nil {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+// BenchmarkBatchFormation measures what the learner spends on one user's
+// flood of finished sessions: each session is queued and the updater takes
+// what it can (as Run does on every finished session), with K = 32 and
+// one user, so that no batch fills. The queues are unbounded here (the
+// agent bounds them: MaxQueuedPerUser, 4K + 1024 in all) to show the cost
+// per session does not grow with the number waiting. Before the per-user
+// queues, the updater rescanned every pending session on each finished
+// one: quadratic in the flood.
+func BenchmarkBatchFormation(b *testing.B) {
+	for _, n := range []int{1000, 10000, 50000} {
+		b.Run(fmt.Sprintf("flood=%d", n), func(b *testing.B) {
+			cfg := cartpoleConfig(32)
+			store := openStore(b, b.TempDir())
+			defer store.Close()
+			a, err := New(cfg, store, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			u, err := newUpdater(a, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f := finished{key: queueKey{user: store.User("flood"), hasUser: true}}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				a.queue.init(1<<30, 1<<30, cfg.Policy.DP.UsersPerUpdate, a.m.LearnerQueue)
+				u.batch, u.held = u.batch[:0], u.held[:0]
+				b.StartTimer()
+				for j := 0; j < n; j++ {
+					a.queue.push(f)
+					if err := u.step(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/session")
+		})
 	}
 }

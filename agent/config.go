@@ -27,12 +27,56 @@ type Config struct {
 	MaxUpdatesPerUser int
 	// MaxOpenSessions bounds concurrently open sessions. Default 100000.
 	MaxOpenSessions int
+	// MaxSessionsPerUser bounds the sessions one user id holds open at once
+	// (anonymous sessions have no user and are not counted here). Default 16.
+	MaxSessionsPerUser int
+	// MaxSessionsPerConnection bounds the sessions opened by one
+	// connection that are open at once, the connection being what the
+	// request's reply subject shows (stream.ReplyOrigin: the client's inbox
+	// prefix). A client can forge that identity, so this bounds accidental
+	// and naive floods; MaxOpenSessions and SessionMemoryBytes bound all
+	// clients together. A gateway that multiplexes many users over one
+	// connection needs it raised. In-process calls are not counted.
+	// Default 10000.
+	MaxSessionsPerConnection int
 	// MaxStepsPerSession bounds a session's length; at the limit the
 	// session is closed as truncated. Default 10000.
 	MaxStepsPerSession int
+	// SessionMemoryBytes is the memory budget of the sessions' steps: the
+	// open sessions and the finished ones waiting for an update. Each
+	// session is charged its fixed overhead and the capacity of its step
+	// storage (observations, actions, log-probabilities, rewards: 8 bytes
+	// each), before the storage is allocated; storage doubles as a session
+	// grows, up to MaxStepsPerSession. Past the budget a new session is
+	// refused and a session that needs more storage is closed as truncated,
+	// both with the memory_limit code. Default 1 GiB.
+	SessionMemoryBytes int64
+	// MaxQueuedPerUser bounds a user's finished sessions waiting for an
+	// update (an update takes at most one session per user); more are set
+	// aside as "user queue full". Anonymous sessions queue per connection,
+	// up to K each (several may share an update). All queues together hold
+	// at most 4K + 1024 sessions ("learner queue full"). Batches are formed
+	// round-robin over the queues, so that one user's flood of sessions
+	// takes at most one place per update and K distinct users can always
+	// fill one. Default 2.
+	MaxQueuedPerUser int
 	// IdleTimeout closes a session that sent nothing for this long, as
 	// truncated. Default 5 minutes.
 	IdleTimeout time.Duration
+	// MaxSessionLifetime closes a session this long after it opened, as
+	// truncated, however active it is: a client trickling one act per idle
+	// timeout cannot keep sessions open for ever. Default 1 hour.
+	MaxSessionLifetime time.Duration
+	// RewardLow and RewardHigh are the public bound of a reward: each reward
+	// is clipped to [RewardLow, RewardHigh] on arrival, before it is stored,
+	// learned from or logged, so one extreme but finite reward (1.8e308)
+	// cannot overflow a return. State it from the environment's
+	// specification, never from the data (dprl agent --env-spec sets it per
+	// simulator). It bounds values only: the privacy guarantee comes from
+	// clipping each local update to S, whatever the rewards. Finite, low <=
+	// high, and max(|low|, |high|) x MaxStepsPerSession <= 1e150, so that a
+	// session's return and its square stay finite. Default [-1e6, 1e6].
+	RewardLow, RewardHigh float64
 	// FlushTimeout releases a partial batch (still divided by K) when its
 	// oldest session has waited this long. Default 1 minute.
 	FlushTimeout time.Duration
@@ -53,10 +97,20 @@ type Config struct {
 func DefaultConfig(spec policy.Spec, pc policy.Config) Config {
 	return Config{
 		Spec: spec, Policy: pc, Delta: 1e-5,
-		MaxOpenSessions: 100000, MaxStepsPerSession: 10000,
-		IdleTimeout: 5 * time.Minute, FlushTimeout: time.Minute, MaxStaleness: 1,
+		MaxOpenSessions: 100000, MaxSessionsPerUser: 16, MaxSessionsPerConnection: 10000, MaxStepsPerSession: 10000,
+		SessionMemoryBytes: 1 << 30, MaxQueuedPerUser: 2,
+		IdleTimeout: 5 * time.Minute, MaxSessionLifetime: time.Hour, FlushTimeout: time.Minute, MaxStaleness: 1,
+		RewardLow: -1e6, RewardHigh: 1e6,
 	}
 }
+
+// minSessionMemory is the smallest memory budget accepted: room for a few
+// sessions of any spec.
+const minSessionMemory = 1 << 20
+
+// maxRewardTimesSteps bounds max(|RewardLow|, |RewardHigh|) x
+// MaxStepsPerSession: a return and its square stay far from overflow.
+const maxRewardTimesSteps = 1e150
 
 // Validate reports every problem at once.
 func (c Config) Validate() error {
@@ -86,8 +140,24 @@ func (c Config) Validate() error {
 	if c.MaxOpenSessions < 1 || c.MaxStepsPerSession < 2 {
 		bad("session limits: open %d (>= 1), steps %d (>= 2)", c.MaxOpenSessions, c.MaxStepsPerSession)
 	}
-	if c.IdleTimeout <= 0 || c.FlushTimeout <= 0 {
-		bad("timeouts: idle %v, flush %v, want > 0", c.IdleTimeout, c.FlushTimeout)
+	if c.MaxSessionsPerUser < 1 || c.MaxSessionsPerConnection < 1 {
+		bad("open sessions per user %d, per connection %d, want >= 1", c.MaxSessionsPerUser, c.MaxSessionsPerConnection)
+	}
+	if c.SessionMemoryBytes < minSessionMemory {
+		bad("session memory budget = %d bytes, want >= %d", c.SessionMemoryBytes, minSessionMemory)
+	}
+	if c.MaxQueuedPerUser < 1 {
+		bad("max queued sessions per user = %d, want >= 1", c.MaxQueuedPerUser)
+	}
+	if c.IdleTimeout <= 0 || c.FlushTimeout <= 0 || c.MaxSessionLifetime <= 0 {
+		bad("timeouts: idle %v, flush %v, session lifetime %v, want > 0", c.IdleTimeout, c.FlushTimeout, c.MaxSessionLifetime)
+	}
+	lo, hi := c.RewardLow, c.RewardHigh
+	switch {
+	case math.IsNaN(lo) || math.IsNaN(hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) || lo > hi:
+		bad("reward bound [%v, %v], want finite low <= high", lo, hi)
+	case max(math.Abs(lo), math.Abs(hi))*float64(max(c.MaxStepsPerSession, 1)) > maxRewardTimesSteps:
+		bad("reward bound [%v, %v] x %d steps passes %g: a return could overflow", lo, hi, c.MaxStepsPerSession, maxRewardTimesSteps)
 	}
 	if c.Workers < 0 {
 		bad("workers = %d, want >= 0", c.Workers)

@@ -27,6 +27,19 @@
 // that overflows) contributes the zero vector, within the sensitivity
 // bound, and is counted and charged like any other.
 //
+// # Admission
+//
+// A session is named by its session id and the user id that opened it: a
+// request naming another user does not reach it and gets the reply a
+// session that never existed gets. The agent bounds what clients can hold:
+// open sessions in all, per user and per connection (the requester's inbox
+// prefix, stream.ReplyOrigin), steps per session, a session's idle time
+// and lifetime, and the memory of all steps held (Config). Finished
+// sessions wait in one bounded queue per user (anonymous sessions: per
+// connection) and batches take the queues' heads in turn, one session per
+// user, so one user's flood takes one place per update. Every reward is
+// clipped to the public reward bound on arrival.
+//
 // # What the agent serves and logs
 //
 // Released, with the epsilon of one session beside it: every policy

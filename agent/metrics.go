@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	"dprl/stream"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -25,15 +27,31 @@ import (
 // count of sessions the learner treated differently because of their
 // content (a session whose local update fails counts like any other; see
 // updater.update). Set-aside reasons are staleness (the session's policy
-// version), the learner queue being full, and user caps and ledger
-// availability.
+// version), a full queue (the learner's, the user's or the connection's),
+// and user caps and ledger availability. The memory gauge sums the step
+// storage of all sessions held, which grows with their numbers of steps,
+// like the act counters.
 type Metrics struct {
-	ActLatency        prometheus.Histogram
-	ActErrors         *prometheus.CounterVec
+	ActLatency prometheus.Histogram
+	// ActErrors and EndErrors count every coded error reply, by wire code,
+	// decoding failures included (the transport counts them; see
+	// ObserveErrorReply).
+	ActErrors *prometheus.CounterVec
+	EndErrors *prometheus.CounterVec
+	// NoReply counts requests that arrived without a reply subject, by
+	// request ("act": dropped unhandled; "end": handled, not answered).
+	NoReply *prometheus.CounterVec
+	// AdmissionRefused counts sessions refused at opening, and sessions
+	// closed for want of memory, by limit: open_sessions, user,
+	// connection, memory.
+	AdmissionRefused  *prometheus.CounterVec
 	SessionsOpened    prometheus.Counter
 	SessionsClosed    prometheus.Counter
 	SessionsOpen      prometheus.Gauge
 	SessionsIdle      prometheus.Counter
+	SessionsExpired   prometheus.Counter
+	SessionMemory     prometheus.Gauge
+	LearnerQueue      prometheus.Gauge
 	SessionsQueued    prometheus.Counter
 	SessionsUsed      prometheus.Counter
 	SessionsDiscarded *prometheus.CounterVec
@@ -50,7 +68,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		ActLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "dprl_act_seconds", Help: "Time to serve one act request inside the agent." + opsHelp,
 			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 20)}),
-		ActErrors:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_act_errors_total", Help: "Act requests refused, by wire error code." + opsHelp}, []string{"error"}),
+		ActErrors:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_act_errors_total", Help: "Act requests answered with an error, by wire error code (decoding failures included)." + opsHelp}, []string{"error"}),
+		EndErrors:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_end_errors_total", Help: "End requests answered with an error, by wire error code (decoding failures included)." + opsHelp}, []string{"error"}),
+		NoReply:           prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_requests_without_reply_total", Help: "Requests without a reply subject (act: dropped unhandled; end: handled, not answered)." + opsHelp}, []string{"request"}),
+		AdmissionRefused:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_admission_refused_total", Help: "Sessions refused at opening, or closed for want of memory, by limit (open_sessions, user, connection, memory)." + opsHelp}, []string{"limit"}),
+		SessionsExpired:   prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_sessions_lifetime_total", Help: "Sessions closed by the session lifetime bound." + opsHelp}),
+		SessionMemory:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_session_memory_bytes", Help: "Bytes charged to the session memory budget (open sessions and finished ones waiting for an update)." + opsHelp}),
+		LearnerQueue:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_learner_queue_sessions", Help: "Finished sessions waiting for an update." + opsHelp}),
 		SessionsOpened:    prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_sessions_opened_total", Help: "Sessions started." + opsHelp}),
 		SessionsClosed:    prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_sessions_closed_total", Help: "Sessions ended, truncated or expired." + opsHelp}),
 		SessionsOpen:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_sessions_open", Help: "Sessions open now." + opsHelp}),
@@ -62,29 +86,37 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		ReleaseErrors:     prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_release_errors_total", Help: "Releases that failed to write." + opsHelp}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ActLatency, m.ActErrors, m.SessionsOpened, m.SessionsClosed, m.SessionsOpen, m.SessionsIdle, m.SessionsQueued,
+		reg.MustRegister(m.ActLatency, m.ActErrors, m.EndErrors, m.NoReply, m.AdmissionRefused, m.SessionsOpened, m.SessionsClosed,
+			m.SessionsOpen, m.SessionsIdle, m.SessionsExpired, m.SessionMemory, m.LearnerQueue, m.SessionsQueued,
 			m.SessionsUsed, m.SessionsDiscarded, m.Releases, m.ReleaseErrors)
 	}
 	return m
 }
 
-// errorLabel names an Act error for the metrics.
-func errorLabel(err error) string {
-	for _, e := range []struct {
-		err   error
-		label string
-	}{{ErrObsDim, "obs_dim"}, {ErrNonFinite, "non_finite"}, {ErrUnknownSession, "unknown_session"}, {ErrBadRequest, "bad_request"},
-		{ErrSessionLimit, "session_limit"}, {ErrStepLimit, "step_limit"}, {ErrShuttingDown, "shutting_down"}} {
-		if errors.Is(err, e.err) {
-			return e.label
-		}
-	}
-	return "internal"
-}
-
 func (m *Metrics) observeAct(d time.Duration, err error) {
 	m.ActLatency.Observe(d.Seconds())
-	if err != nil {
-		m.ActErrors.WithLabelValues(errorLabel(err)).Inc()
+	if err == nil {
+		return
+	}
+	var ae *admissionError
+	switch {
+	case errors.As(err, &ae):
+		m.AdmissionRefused.WithLabelValues(ae.limit).Inc()
+	case errors.Is(err, ErrMemoryLimit):
+		m.AdmissionRefused.WithLabelValues("memory").Inc()
 	}
 }
+
+// ObserveErrorReply counts one error reply of the transport (op "act" or
+// "end"); it is stream.ServerConfig.OnErrorReply.
+func (m *Metrics) ObserveErrorReply(op string, code stream.Code) {
+	if op == "end" {
+		m.EndErrors.WithLabelValues(string(code)).Inc()
+		return
+	}
+	m.ActErrors.WithLabelValues(string(code)).Inc()
+}
+
+// ObserveNoReply counts one request without a reply subject; it is
+// stream.ServerConfig.OnNoReply.
+func (m *Metrics) ObserveNoReply(op string) { m.NoReply.WithLabelValues(op).Inc() }

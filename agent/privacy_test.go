@@ -43,7 +43,7 @@ func playScripted(t *testing.T, c *stream.Client, s scriptedSession) {
 			t.Fatalf("act %s step %d: %v", s.id, step, err)
 		}
 	}
-	if _, err := c.EndDetail(ctx, s.id, s.rewards[len(s.rewards)-1], true); err != nil {
+	if _, err := c.EndAs(ctx, s.id, s.user, s.rewards[len(s.rewards)-1], true); err != nil {
 		t.Fatalf("end %s: %v", s.id, err)
 	}
 }
@@ -223,7 +223,7 @@ func TestEverySessionTakesItsPlace(t *testing.T) {
 	if _, err := a.Act("short", "u-short", obs, 0, false); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := a.End("short", 1, false); err != nil || !r.Used {
+	if r, err := a.End("short", "u-short", 1, false); err != nil || !r.Used {
 		t.Fatalf("one-step truncated session: %+v %v, want used", r, err)
 	}
 	// Session 2: its return overflows.
@@ -232,7 +232,7 @@ func TestEverySessionTakesItsPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if r, err := a.End("huge", hugeReward, true); err != nil || !r.Used {
+	if r, err := a.End("huge", "u-huge", hugeReward, true); err != nil || !r.Used {
 		t.Fatalf("huge session: %+v %v, want used", r, err)
 	}
 	// Session 3: ordinary.

@@ -155,7 +155,8 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	go func() { s.runErr = s.agent.Run(runCtx); close(s.runDone) }()
-	if s.srv, err = stream.Serve(ctx, s.nc, Handler{s.agent}, stream.ServerConfig{Prefix: prefix, ObsDim: cfg.Agent.Spec.ObsDim, Limits: cfg.Limits, Logger: log, ActWorkers: cmp.Or(cfg.ActWorkers, DefaultActWorkers())}); err != nil {
+	if s.srv, err = stream.Serve(ctx, s.nc, Handler{s.agent}, stream.ServerConfig{Prefix: prefix, ObsDim: cfg.Agent.Spec.ObsDim, Limits: cfg.Limits, Logger: log, ActWorkers: cmp.Or(cfg.ActWorkers, DefaultActWorkers()),
+		OnErrorReply: metrics.ObserveErrorReply, OnNoReply: metrics.ObserveNoReply}); err != nil {
 		return s, err
 	}
 	if cfg.HTTPAddr != "" {

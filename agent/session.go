@@ -3,28 +3,39 @@ package agent
 import (
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"dprl/ledger"
 )
 
 // session is one open user session. Its fields are guarded by mu, except
-// lastSeen, which the idle sweeper reads without the lock.
+// lastSeen, which the idle sweeper reads without the lock, and the fields
+// fixed at creation (id, user, origin, userKey, hasUser, ver, opened).
 type session struct {
 	mu      sync.Mutex
 	id      string
 	user    string
+	origin  string // the opening connection (stream.ReplyOrigin), "" in-process
 	userKey ledger.UserKey
 	hasUser bool
 	ver     *version
+	opened  int64     // unix nanoseconds
 	obs     []float64 // steps x ObsDim (plus the final observation at the step limit)
 	actions []int
 	cont    []float64
 	logp    []float64
 	rewards []float64 // one per action whose reward arrived
-	closed  bool
+	// capSteps is the capacity of the step arrays in steps: obs holds
+	// capSteps+1 observations, the others capSteps entries. Storage grows
+	// only through Agent.growLocked, which charges the memory budget
+	// first.
+	capSteps int
+	bytes    int64 // charged to the memory budget
+	closed   bool
 
 	lastSeen atomic.Int64
 }
@@ -32,23 +43,73 @@ type session struct {
 func (s *session) steps() int          { return len(s.logp) }
 func (s *session) touch(now time.Time) { s.lastSeen.Store(now.UnixNano()) }
 
+// sessionKey names a session in the table: session ids are per user, so a
+// session is reachable only with the user id that opened it, and another
+// user's request for the same id finds nothing (or opens its own session)
+// — it learns nothing of the first.
+type sessionKey struct{ user, id string }
+
+// sessionOverhead is the memory charged for a session besides its steps:
+// the struct, its entries in the table, the admission counters and the
+// origin index (measured: see TestMemoryPerStep), and its ids.
+func sessionOverhead(id, user, origin string) int64 {
+	return int64(unsafe.Sizeof(session{})) + 256 + int64(2*len(id)+2*len(user)+2*len(origin))
+}
+
 const shards = 64
 
-// sessionTable is a sharded map of open sessions.
+// sessionTable is a sharded map of open sessions plus the admission state
+// (open counts per user and per connection), which a session enters and
+// leaves with its table entry.
 type sessionTable struct {
 	seed   maphash.Seed
 	shards [shards]struct {
 		mu sync.Mutex
-		m  map[string]*session
+		m  map[sessionKey]*session
 	}
 	open atomic.Int64
+	adm  admission
 }
+
+// limits are the admission limits of the table.
+type limits struct {
+	open, perUser, perConn int
+}
+
+// admission counts open sessions per user and per connection. Its mutex is
+// taken after a shard's (lock order: session, shard, admission).
+type admission struct {
+	mu      sync.Mutex
+	perUser map[string]int
+	perConn map[string]*connSessions
+}
+
+// connSessions is one connection's open sessions: their number, and those
+// opened with a user id by session id, so that an end request of protocol
+// v1 clients, which does not repeat the user id, can still find its session
+// when it comes from the connection that opened it.
+type connSessions struct {
+	open int
+	byID map[string][]*session
+}
+
+// admissionError says which limit refused a session; the agent counts it
+// by limit and the wire carries its code.
+type admissionError struct {
+	limit string // "open_sessions", "user", "connection" or "memory"
+	err   error
+}
+
+func (e *admissionError) Error() string { return e.err.Error() }
+func (e *admissionError) Unwrap() error { return e.err }
 
 func (t *sessionTable) init() {
 	t.seed = maphash.MakeSeed()
 	for i := range t.shards {
-		t.shards[i].m = make(map[string]*session)
+		t.shards[i].m = make(map[sessionKey]*session)
 	}
+	t.adm.perUser = make(map[string]int)
+	t.adm.perConn = make(map[string]*connSessions)
 }
 
 func (t *sessionTable) shard(id string) int {
@@ -56,52 +117,132 @@ func (t *sessionTable) shard(id string) int {
 }
 
 // getOrCreate returns the session, creating it unless hasReward (a
-// continuing request for a session we do not know) or the table is full.
-func (t *sessionTable) getOrCreate(id string, hasReward bool, limit int, mk func() *session) (*session, bool, error) {
-	sh := &t.shards[t.shard(id)]
+// continuing request for a session we do not know) or a limit refuses it.
+// reserve charges the new session's memory and reports whether the budget
+// allowed it; it is called only once the session limits passed.
+func (t *sessionTable) getOrCreate(k sessionKey, origin string, hasReward bool, lim limits, reserve func() bool, mk func() *session) (*session, bool, error) {
+	sh := &t.shards[t.shard(k.id)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if s, ok := sh.m[id]; ok {
+	if s, ok := sh.m[k]; ok {
 		return s, false, nil
 	}
 	if hasReward {
-		return nil, false, fmt.Errorf("%w: %q (expired, ended or never started; a new session sends no reward)", ErrUnknownSession, id)
+		return nil, false, unknownSession(k.id)
 	}
-	if t.open.Load() >= int64(limit) {
-		return nil, false, fmt.Errorf("%w: %d open", ErrSessionLimit, limit)
+	t.adm.mu.Lock()
+	defer t.adm.mu.Unlock()
+	cs := t.adm.perConn[origin] // nil for "" (in-process callers: no per-connection limit)
+	switch {
+	case t.open.Load() >= int64(lim.open):
+		return nil, false, &admissionError{"open_sessions", fmt.Errorf("%w: the agent's limit of %d open sessions", ErrSessionLimit, lim.open)}
+	case k.user != "" && t.adm.perUser[k.user] >= lim.perUser:
+		return nil, false, &admissionError{"user", fmt.Errorf("%w: this user's limit of %d open sessions", ErrSessionLimit, lim.perUser)}
+	case cs != nil && cs.open >= lim.perConn:
+		return nil, false, &admissionError{"connection", fmt.Errorf("%w: this connection's limit of %d open sessions", ErrSessionLimit, lim.perConn)}
+	case !reserve():
+		return nil, false, &admissionError{"memory", fmt.Errorf("%w: no new sessions until sessions close", ErrMemoryLimit)}
 	}
 	s := mk()
-	sh.m[id] = s
+	sh.m[k] = s
 	t.open.Add(1)
+	if k.user != "" {
+		t.adm.perUser[k.user]++
+	}
+	if origin == "" {
+		return s, true, nil // in-process: no connection
+	}
+	if cs == nil {
+		cs = &connSessions{}
+		t.adm.perConn[origin] = cs
+	}
+	cs.open++
+	if k.user != "" {
+		if cs.byID == nil {
+			cs.byID = make(map[string][]*session)
+		}
+		cs.byID[k.id] = append(cs.byID[k.id], s)
+	}
 	return s, true, nil
 }
 
-func (t *sessionTable) get(id string) *session {
-	sh := &t.shards[t.shard(id)]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	return sh.m[id]
+// unknownSession is the one error for a session that does not exist, was
+// closed or belongs to another user: they are not told apart.
+func unknownSession(id string) error {
+	return fmt.Errorf("%w: %q (expired, ended, never started, or opened with another user id; a new session sends no reward)", ErrUnknownSession, id)
 }
 
-// remove deletes the session if the table still maps id to it.
-func (t *sessionTable) remove(id string, s *session) {
-	sh := &t.shards[t.shard(id)]
+func (t *sessionTable) get(k sessionKey) *session {
+	sh := &t.shards[t.shard(k.id)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.m[id] == s {
-		delete(sh.m, id)
-		t.open.Add(-1)
+	return sh.m[k]
+}
+
+// getForEnd finds the session an end request names. An end request that
+// names no user finds an anonymous session by id or, failing that, the one
+// session with that id that its own connection opened with a user id
+// (protocol v1 clients do not repeat the user id on end). Everything else
+// finds nothing.
+func (t *sessionTable) getForEnd(id, user, origin string) *session {
+	if s := t.get(sessionKey{user, id}); s != nil || user != "" || origin == "" {
+		return s
+	}
+	t.adm.mu.Lock()
+	defer t.adm.mu.Unlock()
+	if cs := t.adm.perConn[origin]; cs != nil {
+		if ss := cs.byID[id]; len(ss) == 1 {
+			return ss[0]
+		}
+	}
+	return nil
+}
+
+// remove deletes the session if the table still maps its key to it.
+func (t *sessionTable) remove(s *session) {
+	k := sessionKey{s.user, s.id}
+	sh := &t.shards[t.shard(k.id)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.m[k] != s {
+		return
+	}
+	delete(sh.m, k)
+	t.open.Add(-1)
+	t.adm.mu.Lock()
+	defer t.adm.mu.Unlock()
+	if s.user != "" {
+		if n := t.adm.perUser[s.user] - 1; n > 0 {
+			t.adm.perUser[s.user] = n
+		} else {
+			delete(t.adm.perUser, s.user)
+		}
+	}
+	cs := t.adm.perConn[s.origin]
+	if cs == nil || s.origin == "" {
+		return
+	}
+	if ss := cs.byID[s.id]; len(ss) > 0 {
+		if ss = slices.DeleteFunc(ss, func(x *session) bool { return x == s }); len(ss) > 0 {
+			cs.byID[s.id] = ss
+		} else {
+			delete(cs.byID, s.id)
+		}
+	}
+	if cs.open--; cs.open <= 0 {
+		delete(t.adm.perConn, s.origin)
 	}
 }
 
-// idle returns the sessions last seen before cutoff (unix nanoseconds).
-func (t *sessionTable) idle(cutoff int64) []*session {
+// expired returns the sessions last seen before idleCutoff or opened before
+// lifeCutoff (unix nanoseconds).
+func (t *sessionTable) expired(idleCutoff, lifeCutoff int64) []*session {
 	var out []*session
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
 		for _, s := range sh.m {
-			if s.lastSeen.Load() < cutoff {
+			if s.lastSeen.Load() < idleCutoff || s.opened < lifeCutoff {
 				out = append(out, s)
 			}
 		}

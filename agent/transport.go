@@ -19,7 +19,7 @@ func (h Handler) Act(_ context.Context, req stream.ActRequest) (stream.ActReply,
 	if req.Reward != nil {
 		reward = *req.Reward
 	}
-	r, err := h.A.Act(req.Session, req.User, req.Obs, reward, req.Reward != nil)
+	r, err := h.A.ActFrom(req.Origin, req.Session, req.User, req.Obs, reward, req.Reward != nil)
 	if err != nil {
 		return stream.ActReply{}, WireError(err)
 	}
@@ -28,7 +28,7 @@ func (h Handler) Act(_ context.Context, req stream.ActRequest) (stream.ActReply,
 
 // End implements stream.Handler.
 func (h Handler) End(_ context.Context, req stream.EndRequest) (stream.EndReply, error) {
-	r, err := h.A.End(req.Session, req.Reward, req.Terminal)
+	r, err := h.A.EndFrom(req.Origin, req.Session, req.User, req.Reward, req.Terminal)
 	if err != nil {
 		return stream.EndReply{}, WireError(err)
 	}
@@ -43,7 +43,7 @@ func WireError(err error) error {
 	}{
 		{ErrObsDim, stream.CodeObsDim}, {ErrNonFinite, stream.CodeNonFinite}, {ErrUnknownSession, stream.CodeUnknownSession},
 		{ErrBadRequest, stream.CodeBadRequest}, {ErrSessionLimit, stream.CodeSessionLimit}, {ErrStepLimit, stream.CodeStepLimit},
-		{ErrShuttingDown, stream.CodeShuttingDown},
+		{ErrMemoryLimit, stream.CodeMemoryLimit}, {ErrShuttingDown, stream.CodeShuttingDown},
 	}
 	for _, c := range codes {
 		if errors.Is(err, c.err) {

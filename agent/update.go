@@ -8,6 +8,8 @@ import (
 	"dprl/ledger"
 	"dprl/ledger/accountant"
 	"dprl/policy"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // updater owns the learning state; it runs on Run's goroutine only.
@@ -17,11 +19,13 @@ type updater struct {
 	rngs     []*randWrap
 	agg      *policy.Aggregator
 	gus      [][]float64
-	inBatch  map[ledger.UserKey]bool // users in the batch being formed (reused)
 	gTilde   []float64
-	pending  []finished
-	batch    []finished
 	nParams  int
+	// batch is the batch being formed: sessions taken from the queues,
+	// at most one per user. They cannot go stale while they wait here:
+	// only this goroutine releases versions, and a release empties it.
+	batch []finished
+	held  []*learnerQueue // the user queues with a session in batch
 }
 
 func newUpdater(a *Agent, workers int) (*updater, error) {
@@ -46,56 +50,232 @@ func newUpdater(a *Agent, workers int) (*updater, error) {
 	return u, nil
 }
 
-// tryUpdate forms a batch from the pending sessions — in arrival order, at
-// most one per user, dropping sessions too stale to use — and runs an update
-// when it has K sessions, or (flush) when the oldest has waited FlushTimeout.
-func (u *updater) tryUpdate(flush bool) error {
+// queueKey names a learner queue: a user's (hasUser), or for anonymous
+// sessions their connection's.
+type queueKey struct {
+	user    ledger.UserKey
+	hasUser bool
+	origin  string
+}
+
+// learnerQueue holds one user's (or one connection's anonymous) finished
+// sessions, oldest first.
+type learnerQueue struct {
+	key     queueKey
+	items   deque[finished]
+	inRing  bool // waiting in fairQueue.ring for its turn
+	inBatch bool // a user queue with a session in the batch being formed
+}
+
+// fairQueue holds the finished sessions waiting for an update, in one
+// queue per user (anonymous sessions: per connection), and the ring of
+// queues whose turn is coming. Pushing is O(1) and forming a batch is O(1)
+// per session taken, whatever the number of sessions waiting: a batch takes
+// the head of each queue in ring order, and a user queue whose session
+// joined the batch leaves the ring until the batch is released.
+//
+// Bounds: a user queue holds at most perUser sessions, an anonymous queue
+// perAnon (K: one connection's anonymous sessions may fill a batch, after
+// every other queue had its turn), all of them together max; a session
+// beyond a bound is set aside at End with the bound as its reason.
+type fairQueue struct {
+	mu                    sync.Mutex
+	queues                map[queueKey]*learnerQueue
+	ring                  deque[*learnerQueue]
+	n                     int // sessions queued
+	max, perUser, perAnon int
+	// wake has room for one signal: a push sends one unless one is
+	// pending; the updater then takes everything that is ready.
+	wake  chan struct{}
+	gauge prometheus.Gauge // sessions queued
+}
+
+func (q *fairQueue) init(max, perUser, perAnon int, gauge prometheus.Gauge) {
+	q.gauge = gauge
+	q.queues = make(map[queueKey]*learnerQueue)
+	q.max, q.perUser, q.perAnon = max, perUser, perAnon
+	q.wake = make(chan struct{}, 1)
+}
+
+// push queues a finished session, or says why not.
+func (q *fairQueue) push(f finished) (bool, string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n >= q.max {
+		return false, "learner queue full"
+	}
+	lq := q.queues[f.key]
+	limit, why := q.perUser, "user queue full"
+	if !f.key.hasUser {
+		limit, why = q.perAnon, "connection queue full"
+	}
+	if lq != nil && lq.items.len() >= limit {
+		return false, why
+	}
+	if lq == nil {
+		lq = &learnerQueue{key: f.key}
+		q.queues[f.key] = lq
+	}
+	lq.items.pushBack(f)
+	q.n++
+	q.gauge.Set(float64(q.n))
+	if !lq.inRing && !lq.inBatch {
+		q.ring.pushBack(lq)
+		lq.inRing = true
+	}
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return true, ""
+}
+
+// len is the number of sessions queued.
+func (q *fairQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n
+}
+
+// fill moves queued sessions into the batch being formed, round-robin over
+// the queues in the ring, until the batch has K sessions or the ring is
+// empty; sessions too stale to use, and sessions of users now at a cap, are
+// set aside on the way. Each step removes one session from the queues.
+func (u *updater) fill(cur *version) {
 	a := u.a
-	K := a.cfg.Policy.DP.UsersPerUpdate
-	if !flush && len(u.pending) < K {
-		// No batch of K can form yet: skip the scan (it is O(pending) and
-		// runs on every finished session). Stale sessions are dropped at
-		// the next scan.
-		return nil
-	}
-	cur := a.current.Load()
-	kept := u.pending[:0]
-	u.batch = u.batch[:0]
-	if u.inBatch == nil {
-		u.inBatch = map[ledger.UserKey]bool{}
-	}
-	inBatch := u.inBatch
-	clear(inBatch)
-	for _, f := range u.pending {
+	K := a.K()
+	q := &a.queue
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(u.batch) < K && q.ring.len() > 0 {
+		lq := q.ring.popFront()
+		lq.inRing = false
+		f := lq.items.popFront()
+		q.n--
+		ok := true
 		if cur.num-f.ver > a.cfg.MaxStaleness {
-			a.discard("stale: served by an old policy version")
-			continue
-		}
-		if len(u.batch) < K && (!f.hasUser || !inBatch[f.user]) {
-			if f.hasUser {
-				if ok, why := a.userEligible(f.user); !ok {
-					a.discard(why)
-					continue
-				}
-				inBatch[f.user] = true
+			a.setAside(&f, "stale: served by an old policy version")
+			ok = false
+		} else if f.key.hasUser {
+			if eligible, why := a.userEligible(f.key.user); !eligible {
+				a.setAside(&f, why)
+				ok = false
 			}
-			u.batch = append(u.batch, f)
-			continue
 		}
-		kept = append(kept, f) // a later session of a user in this batch waits
+		if ok {
+			u.batch = append(u.batch, f)
+			if f.key.hasUser {
+				// One session per user and update: the queue waits for
+				// the next batch.
+				lq.inBatch = true
+				u.held = append(u.held, lq)
+				continue
+			}
+		}
+		if lq.items.len() > 0 {
+			q.ring.pushBack(lq)
+			lq.inRing = true
+		} else if !lq.inBatch {
+			delete(q.queues, lq.key)
+		}
 	}
+	q.gauge.Set(float64(q.n))
+}
+
+// step takes what is queued and releases the batch if it is full.
+func (u *updater) step() error {
+	cur := u.a.current.Load()
+	u.fill(cur)
+	if len(u.batch) < u.a.K() {
+		return nil
+	}
+	return u.release(cur)
+}
+
+// flush releases the batch being formed, even short of K (the update is
+// still divided by K), once its oldest session has waited FlushTimeout.
+func (u *updater) flush() error {
+	a := u.a
+	cur := a.current.Load()
+	u.fill(cur)
 	if len(u.batch) == 0 {
-		u.pending = kept
 		return nil
 	}
-	due := len(u.batch) == K || (flush && a.now().Sub(u.batch[0].at) >= a.cfg.FlushTimeout)
-	if !due {
-		// Put the batch back in front, in order.
-		u.pending = append(append([]finished(nil), u.batch...), kept...)
+	oldest := u.batch[0].at
+	for _, f := range u.batch[1:] {
+		if f.at.Before(oldest) {
+			oldest = f.at
+		}
+	}
+	if len(u.batch) < a.K() && a.now().Sub(oldest) < a.cfg.FlushTimeout {
 		return nil
 	}
-	u.pending = append([]finished(nil), kept...)
-	return u.update(cur)
+	return u.release(cur)
+}
+
+// release runs the update on the batch, then empties the batch: its
+// sessions' memory goes back to the budget and its users' queues take
+// their turn again. It then signals wake, so that Run forms the next batch
+// from what waits, between its other duties (shutdown, flush, sweep).
+func (u *updater) release(cur *version) error {
+	err := u.update(cur)
+	a := u.a
+	q := &a.queue
+	q.mu.Lock()
+	for _, lq := range u.held {
+		lq.inBatch = false
+		switch {
+		case lq.items.len() == 0:
+			delete(q.queues, lq.key)
+		case !lq.inRing:
+			q.ring.pushBack(lq)
+			lq.inRing = true
+		}
+	}
+	q.mu.Unlock()
+	clear(u.held)
+	u.held = u.held[:0]
+	for i := range u.batch {
+		a.uncharge(u.batch[i].bytes)
+	}
+	clear(u.batch) // drop the trajectories
+	u.batch = u.batch[:0]
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return err
+}
+
+// deque is a FIFO ring buffer.
+type deque[T any] struct {
+	buf     []T
+	head, n int
+}
+
+func (d *deque[T]) len() int { return d.n }
+
+func (d *deque[T]) pushBack(x T) {
+	if d.n == len(d.buf) {
+		nb := make([]T, max(4, 2*len(d.buf)))
+		for i := 0; i < d.n; i++ {
+			nb[i] = d.buf[(d.head+i)%len(d.buf)]
+		}
+		d.buf, d.head = nb, 0
+	}
+	d.buf[(d.head+d.n)%len(d.buf)] = x
+	d.n++
+}
+
+// popFront removes and returns the oldest element; the deque must not be
+// empty.
+func (d *deque[T]) popFront() T {
+	x := d.buf[d.head]
+	var zero T
+	d.buf[d.head] = zero
+	d.head = (d.head + 1) % len(d.buf)
+	d.n--
+	return x
 }
 
 // update runs the local updates on the worker pool, aggregates with the
@@ -144,8 +324,8 @@ func (u *updater) update(cur *version) error {
 		if err := u.agg.Add(u.gus[i]); err != nil {
 			return fmt.Errorf("agent: aggregate: %w", err)
 		}
-		if u.batch[i].hasUser {
-			users = append(users, u.batch[i].user)
+		if k := u.batch[i].key; k.hasUser {
+			users = append(users, k.user)
 		}
 	}
 	participants := n

@@ -337,13 +337,23 @@ func (c *Client) encodeAct(req ActRequest) ([]byte, error) {
 // End ends a session with its last reward (clipped and noised under local
 // DP) and
 // whether it ended in a terminal state. An error reply is returned as *Error.
+// It does not name the session's user: the agent accepts that for a session
+// opened with a user id only from the connection that opened it; EndAs
+// names the user and works from any connection.
 func (c *Client) End(ctx context.Context, session string, reward float64, terminal bool) error {
-	_, err := c.EndDetail(ctx, session, reward, terminal)
+	_, err := c.EndAs(ctx, session, "", reward, terminal)
 	return err
 }
 
 // EndDetail is End returning the agent's reply (whether the session was used).
 func (c *Client) EndDetail(ctx context.Context, session string, reward float64, terminal bool) (EndReply, error) {
+	return c.EndAs(ctx, session, "", reward, terminal)
+}
+
+// EndAs is EndDetail naming the user the session was opened with ("" for
+// an anonymous session): the agent binds each session to its user and
+// answers unknown_session to an end naming another.
+func (c *Client) EndAs(ctx context.Context, session, user string, reward float64, terminal bool) (EndReply, error) {
 	if d := c.ldp; d != nil {
 		if math.IsNaN(reward) || math.IsInf(reward, 0) {
 			return EndReply{}, Errorf(CodeNonFinite, "reward = %v", reward)
@@ -352,7 +362,7 @@ func (c *Client) EndDetail(ctx context.Context, session string, reward float64, 
 		reward = d.reward(reward)
 		d.mu.Unlock()
 	}
-	body, err := AppendEndRequest(nil, EndRequest{Session: session, Reward: reward, Terminal: terminal})
+	body, err := AppendEndRequest(nil, EndRequest{Session: session, User: user, Reward: reward, Terminal: terminal})
 	if err != nil {
 		return EndReply{}, err
 	}

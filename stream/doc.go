@@ -9,12 +9,14 @@
 //	subject            kind                          body                                          reply
 //	<p>.v1.act         request, queue group "dprl"   {"session":"s1","user":"u1","obs":[..],       {"action":1,"version":17,"step":3}
 //	                                                  "reward":r}  (reward absent on first step)   (continuous: "action":[..])
-//	<p>.v1.end         request                       {"session":"s1","reward":r,"terminal":true}   {"ok":true,"used":true} or
-//	                                                                                               {"ok":true,"used":false,"reason":".."}
+//	<p>.v1.end         request                       {"session":"s1","user":"u1","reward":r,       {"ok":true,"used":true} or
+//	                                                  "terminal":true}  (user as on act, optional)  {"ok":true,"used":false,"reason":".."}
 //	<p>.v1.policy      published on each release     {"version":18,"epsilon":e,"delta":d}          —
 //
 // Every failure is a reply {"error":{"code":"...","message":"..."}}, never a
-// silent drop. Codes are stable and come from one registry (see Codes and the
+// silent drop. A request without a reply subject gets no reply: the server
+// counts it (ServerConfig.OnNoReply) and does not handle an act request,
+// whose action nobody would receive. Codes are stable and come from one registry (see Codes and the
 // Code constants); *Error.Is compares codes, so
 // errors.Is(err, stream.ErrObsDim) holds for an error received over the wire.
 //
@@ -22,8 +24,8 @@
 //
 // Requests are decoded by a strict hand-written reader (no reflection):
 // unknown fields, duplicate fields, wrong types (null included), missing
-// required fields (session, user, obs for act; session, reward, terminal for
-// end), trailing data, wrong observation length, numbers that overflow
+// required fields (session and obs for act; session, reward and terminal
+// for end), trailing data, wrong observation length, numbers that overflow
 // float64 (1e400), bodies over Limits.MaxMessageBytes, and ids that are empty,
 // too long, not UTF-8 or contain control characters are all rejected with a
 // code. Field names are case-sensitive. Replies are decoded leniently

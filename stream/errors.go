@@ -28,15 +28,21 @@ const (
 	CodeNonFinite Code = "non_finite"
 	// CodeTooLarge: the message exceeds the configured size limit.
 	CodeTooLarge Code = "too_large"
-	// CodeUnknownSession: the session does not exist (never started, ended
-	// or closed after its idle timeout).
+	// CodeUnknownSession: the session does not exist (never started, ended,
+	// closed after its idle timeout or lifetime) or belongs to another user:
+	// the two are not told apart.
 	CodeUnknownSession Code = "unknown_session"
-	// CodeSessionLimit: the agent has reached its limit of open sessions.
+	// CodeSessionLimit: a limit of open sessions is reached: the agent's,
+	// the user's or the requesting connection's (the message says which).
 	CodeSessionLimit Code = "session_limit"
 	// CodeStepLimit: the session has reached its step limit.
 	CodeStepLimit Code = "step_limit"
 	// CodeShuttingDown: the agent is stopping and takes no new work.
 	CodeShuttingDown Code = "shutting_down"
+	// CodeMemoryLimit: the agent's memory budget for sessions is spent: a
+	// new session is refused, or an open one is closed (as truncated) at
+	// the step that would pass the budget. Retry later.
+	CodeMemoryLimit Code = "memory_limit"
 	// CodeInternal: the agent failed (a bug or a storage failure); the
 	// message says no more than that.
 	CodeInternal Code = "internal"
@@ -59,6 +65,7 @@ var registry = [...]struct {
 	{CodeSessionLimit, "too many open sessions"},
 	{CodeStepLimit, "session step limit reached"},
 	{CodeShuttingDown, "shutting down"},
+	{CodeMemoryLimit, "session memory budget spent"},
 	{CodeInternal, "internal error"},
 }
 
@@ -119,5 +126,6 @@ var (
 	ErrSessionLimit   = newErr(CodeSessionLimit, "too many open sessions")
 	ErrStepLimit      = newErr(CodeStepLimit, "session step limit reached")
 	ErrShuttingDown   = newErr(CodeShuttingDown, "shutting down")
+	ErrMemoryLimit    = newErr(CodeMemoryLimit, "session memory budget spent")
 	ErrInternal       = newErr(CodeInternal, "internal error")
 )

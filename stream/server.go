@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
@@ -81,8 +82,58 @@ type ServerConfig struct {
 	// must be safe for concurrent use when it is above 1.
 	ActWorkers int
 	// Logger receives handler failures and panics. The zero value, like
-	// zerolog.Nop(), logs nothing. Ids, observations and rewards are never logged.
+	// zerolog.Nop(), logs nothing. Ids, observations and rewards are never
+	// logged. Lines caused by requests are rate-limited (a burst of
+	// LogBurst per LogPeriod, the rest dropped), so that a client cannot
+	// flood the log; count with OnErrorReply and OnNoReply instead.
 	Logger zerolog.Logger
+	// OnErrorReply, when set, is called once for every error reply the
+	// server sends or, for a request without a reply subject, would have
+	// sent: decoding failures and handler errors alike. op is "act" or
+	// "end". It must be fast and safe for concurrent use (a metrics
+	// counter).
+	OnErrorReply func(op string, code Code)
+	// OnNoReply, when set, is called for every request that arrives
+	// without a reply subject. Such an act request is dropped unhandled
+	// (nobody would receive its action, which the session would record as
+	// taken); such an end request is handled (it closes the session) and
+	// not answered. Neither is logged.
+	OnNoReply func(op string)
+}
+
+// Request-caused log lines: at most LogBurst per LogPeriod per server.
+const (
+	LogBurst  = 10
+	LogPeriod = time.Minute
+)
+
+// ReplyOrigin returns the identity of the connection that sent a request,
+// as far as the request's reply subject shows it: the reply subject
+// without its last token ("_INBOX.<nuid>" for nats.go's default request
+// style, whose reply subjects are "_INBOX.<nuid>.<token>" with one <nuid>
+// per connection, kept across reconnects; "<prefix>.<nuid>" with a custom
+// inbox prefix), or its first two tokens for a reply rewritten by a NATS
+// service import ("_R_.<account prefix>.<token>..."; one identity per
+// importing account). "" when there is no reply subject.
+//
+// Limits: the reply subject is chosen by the client, so a client can
+// claim any identity — a fresh one per request, or another client's. The
+// identity is fit for limits against accidental or naive floods (an agent
+// also bounds what all clients together may hold), not for authorization.
+// Clients using the old request style (a new "_INBOX.<nuid>" subscription
+// per request) all show the identity "_INBOX" and share its limits.
+func ReplyOrigin(reply string) string {
+	if strings.HasPrefix(reply, "_R_.") {
+		rest := reply[len("_R_."):]
+		if i := strings.IndexByte(rest, '.'); i >= 0 {
+			return reply[:len("_R_.")+i]
+		}
+		return reply
+	}
+	if i := strings.LastIndexByte(reply, '.'); i >= 0 {
+		return reply[:i]
+	}
+	return reply
 }
 
 // Server serves protocol v1 on a NATS connection. Create it with Serve.
@@ -119,6 +170,7 @@ func Serve(ctx context.Context, nc *nats.Conn, h Handler, cfg ServerConfig) (*Se
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
 	s := &Server{nc: nc, h: h, cfg: cfg, log: cfg.Logger.With().Str("component", "stream").Logger()}
+	s.log = s.log.Sample(&zerolog.BurstSampler{Burst: LogBurst, Period: LogPeriod})
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	for w := 0; w < max(cfg.ActWorkers, 1); w++ {
 		var buf []byte // act replies are encoded here: each act callback is serial
@@ -180,8 +232,7 @@ func (s *Server) Stop() error {
 
 func (s *Server) respond(m *nats.Msg, body []byte) {
 	if m.Reply == "" {
-		s.log.Warn().Str("subject", m.Subject).Msg("request without reply subject dropped")
-		return
+		return // counted on arrival (OnNoReply)
 	}
 	if err := m.Respond(body); err != nil {
 		s.log.Error().Err(err).Str("subject", m.Subject).Msg("reply failed")
@@ -189,12 +240,15 @@ func (s *Server) respond(m *nats.Msg, body []byte) {
 }
 
 // replyErr sends err as an error body, turning non-protocol errors into
-// internal.
-func (s *Server) replyErr(m *nats.Msg, buf []byte, err error) []byte {
+// internal, and counts it.
+func (s *Server) replyErr(m *nats.Msg, op string, buf []byte, err error) []byte {
 	var e *Error
 	if !errors.As(err, &e) {
 		s.log.Error().Err(err).Str("subject", m.Subject).Msg("handler failed")
 		e = ErrInternal
+	}
+	if s.cfg.OnErrorReply != nil {
+		s.cfg.OnErrorReply(op, e.Code)
 	}
 	buf = AppendError(buf[:0], e)
 	s.respond(m, buf)
@@ -202,10 +256,10 @@ func (s *Server) replyErr(m *nats.Msg, buf []byte, err error) []byte {
 }
 
 // recoverTo turns a handler panic into an internal error reply.
-func (s *Server) recoverTo(m *nats.Msg) {
+func (s *Server) recoverTo(m *nats.Msg, op string) {
 	if p := recover(); p != nil {
 		s.log.Error().Str("subject", m.Subject).Str("panic", fmt.Sprint(p)).Bytes("stack", debug.Stack()).Msg("handler panicked")
-		s.respond(m, AppendError(nil, ErrInternal))
+		s.replyErr(m, op, nil, ErrInternal)
 	}
 }
 
@@ -214,9 +268,15 @@ func (s *Server) handleAct(m *nats.Msg, req *ActRequest, buf []byte) (out []byte
 	if protocolSubject(s.cfg.Prefix, m.Reply) {
 		return out
 	}
-	defer s.recoverTo(m)
+	if m.Reply == "" {
+		if s.cfg.OnNoReply != nil {
+			s.cfg.OnNoReply("act")
+		}
+		return out
+	}
+	defer s.recoverTo(m, "act")
 	if err := DecodeActInto(req, m.Data, s.cfg.Limits, s.cfg.ObsDim); err != nil {
-		return s.replyErr(m, buf, err)
+		return s.replyErr(m, "act", buf, err)
 	}
 	// The handler gets its own copy of the observation: req.Obs is reused.
 	r := *req
@@ -225,15 +285,16 @@ func (s *Server) handleAct(m *nats.Msg, req *ActRequest, buf []byte) (out []byte
 		v := *req.Reward
 		r.Reward = &v
 	}
+	r.Origin = ReplyOrigin(m.Reply)
 	rep, err := s.h.Act(s.ctx, r)
 	if err != nil {
-		return s.replyErr(m, buf, err)
+		return s.replyErr(m, "act", buf, err)
 	}
 	out, err = AppendActReply(buf[:0], rep)
 	if err != nil {
 		// A handler bug, not the client's fault: internal, not non_finite.
 		s.log.Error().Err(err).Msg("handler returned an unencodable act reply")
-		return s.replyErr(m, out, ErrInternal)
+		return s.replyErr(m, "act", out, ErrInternal)
 	}
 	s.respond(m, out)
 	return out
@@ -243,15 +304,19 @@ func (s *Server) handleEnd(m *nats.Msg) {
 	if protocolSubject(s.cfg.Prefix, m.Reply) {
 		return
 	}
-	defer s.recoverTo(m)
+	if m.Reply == "" && s.cfg.OnNoReply != nil {
+		s.cfg.OnNoReply("end")
+	}
+	defer s.recoverTo(m, "end")
 	req, err := DecodeEnd(m.Data, s.cfg.Limits)
 	if err != nil {
-		s.replyErr(m, nil, err)
+		s.replyErr(m, "end", nil, err)
 		return
 	}
+	req.Origin = ReplyOrigin(m.Reply)
 	rep, err := s.h.End(s.ctx, req)
 	if err != nil {
-		s.replyErr(m, nil, err)
+		s.replyErr(m, "end", nil, err)
 		return
 	}
 	s.respond(m, AppendEndReply(nil, rep))

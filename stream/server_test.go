@@ -1,8 +1,10 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
 
 	"dprl/sims"
 )
@@ -53,8 +56,11 @@ func TestRoundTrip(t *testing.T) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.ends) != 2 || h.ends[0] != (EndRequest{Session: "abcd", Reward: 1.5, Terminal: true}) {
-		t.Fatalf("ends %+v", h.ends)
+	// The server tells the handler which connection sent the request: the
+	// client's inbox prefix.
+	origin := ReplyOrigin(nc.NewRespInbox())
+	if len(h.ends) != 2 || h.ends[0] != (EndRequest{Session: "abcd", Reward: 1.5, Terminal: true, Origin: origin}) || !strings.HasPrefix(origin, "_INBOX.") {
+		t.Fatalf("ends %+v, want origin %q", h.ends, origin)
 	}
 }
 
@@ -307,4 +313,99 @@ func TestHandlerFuncs(t *testing.T) {
 	if err := c.End(context.Background(), "s", 0, true); !errors.Is(err, ErrInternal) {
 		t.Fatalf("nil EndFunc: %v", err)
 	}
+}
+
+func TestReplyOrigin(t *testing.T) {
+	for _, c := range []struct{ reply, want string }{
+		{"_INBOX.abcdefghijklmnopqrstuv.xyz123", "_INBOX.abcdefghijklmnopqrstuv"}, // nats.go's default
+		{"_INBOX.abcdefghijklmnopqrstuv", "_INBOX"},                               // old request style
+		{"app.gw1.abcdefghijklmnopqrstuv.tok", "app.gw1.abcdefghijklmnopqrstuv"},  // custom inbox prefix
+		{"_R_.a1b2c3.d4e5f6", "_R_.a1b2c3"},                                       // service import
+		{"_R_.a1b2c3.d4e5f6.node.T", "_R_.a1b2c3"},                                // tracked service import
+		{"reply", "reply"},
+		{"", ""},
+	} {
+		if got := ReplyOrigin(c.reply); got != c.want {
+			t.Errorf("ReplyOrigin(%q) = %q, want %q", c.reply, got, c.want)
+		}
+	}
+}
+
+// TestServerCountsErrorsAndNoReply: every error reply is reported with its
+// code, decoding failures included; requests without a reply subject are
+// reported, acts among them not handled, and nothing is logged per request.
+func TestServerCountsErrorsAndNoReply(t *testing.T) {
+	s := runServer(t, 0)
+	var (
+		mu      sync.Mutex
+		errs    = map[string]int{}
+		noReply = map[string]int{}
+		logs    bytes.Buffer
+	)
+	h := &testHandler{}
+	srv, err := Serve(context.Background(), connect(t, s), h, ServerConfig{ObsDim: 3, Logger: zerolog.New(&syncWriter{w: &logs, mu: &mu}),
+		OnErrorReply: func(op string, code Code) { mu.Lock(); errs[op+" "+string(code)]++; mu.Unlock() },
+		OnNoReply:    func(op string) { mu.Lock(); noReply[op]++; mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	nc := connect(t, s)
+	for _, r := range []struct{ subj, body string }{
+		{"dprl.v1.act", `{`}, {"dprl.v1.act", `{"session":"x","obs":[1]}`}, {"dprl.v1.act", `{"session":"limit","obs":[1,2,3]}`},
+		{"dprl.v1.act", `{"session":"fail","obs":[1,2,3]}`}, {"dprl.v1.end", `{"session":"x"}`}, {"dprl.v1.end", `{"session":"panic","reward":1,"terminal":true}`},
+	} {
+		if _, err := nc.Request(r.subj, []byte(r.body), 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 500; i++ {
+		nc.Publish("dprl.v1.act", []byte(`{"session":"n","obs":[1,2,3]}`))
+		nc.Publish("dprl.v1.end", []byte(`{"session":"n","reward":1,"terminal":true}`))
+	}
+	nc.Flush()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		done := noReply["act"] == 500 && noReply["end"] == 500
+		mu.Unlock()
+		if done || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string]int{"act bad_request": 1, "act obs_dim": 1, "act step_limit": 1, "act internal": 1, "end missing_field": 1, "end internal": 1}
+	if fmt.Sprint(errs) != fmt.Sprint(want) {
+		t.Errorf("error replies %v, want %v", errs, want)
+	}
+	if noReply["act"] != 500 || noReply["end"] != 500 {
+		t.Errorf("requests without reply %v, want 500 each", noReply)
+	}
+	if n := h.acts.Load(); n != 2 {
+		t.Errorf("%d acts handled, want 2 (acts without a reply subject are not)", n)
+	}
+	h.mu.Lock()
+	nEnds := len(h.ends)
+	h.mu.Unlock()
+	if n := nEnds; n != 500 {
+		t.Errorf("%d ends handled, want 500 (ends without a reply subject are)", n)
+	}
+	// The handler failure and the panic are logged (2 lines), nothing per
+	// request without a reply.
+	if n := bytes.Count(logs.Bytes(), []byte("\n")); n != 2 {
+		t.Errorf("%d log lines, want 2:\n%s", n, logs.String())
+	}
+}
+
+type syncWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -49,6 +49,10 @@ type ActRequest struct {
 	// Reward is the reward for the previous action; nil on the session's
 	// first step, when the field is absent on the wire.
 	Reward *float64
+	// Origin is not part of the body: the server sets it to the requesting
+	// connection's identity as NATS shows it (see ReplyOrigin), for
+	// per-connection limits. The decoder leaves it empty.
+	Origin string
 }
 
 // ActReply is the reply to an act request. Action.Vec != nil marks a
@@ -61,11 +65,16 @@ type ActReply struct {
 }
 
 // EndRequest is the body of <prefix>.v1.end: the last reward of a session and
-// whether it ended in a terminal state (false: truncated).
+// whether it ended in a terminal state (false: truncated). User is optional
+// on the wire ("user", omitted when empty): the user id the session was
+// opened with, which the agent requires to match.
 type EndRequest struct {
 	Session  string
+	User     string
 	Reward   float64
 	Terminal bool
+	// Origin is not part of the body: as ActRequest.Origin.
+	Origin string
 }
 
 // EndReply is the reply to an end request. Used says whether the session's
@@ -235,7 +244,7 @@ func DecodeActInto(r *ActRequest, data []byte, lim Limits, obsDim int) error {
 }
 
 // DecodeEnd decodes and validates an end request; session, reward and
-// terminal are all required.
+// terminal are required, user is optional.
 func DecodeEnd(data []byte, lim Limits) (EndRequest, error) {
 	lim = lim.withDefaults()
 	var r EndRequest
@@ -243,23 +252,27 @@ func DecodeEnd(data []byte, lim Limits) (EndRequest, error) {
 		return r, err
 	}
 	s := scanner{data: data}
-	const fSession, fReward, fTerminal = 1, 2, 4
+	const fSession, fReward, fTerminal, fUser = 1, 2, 4, 8
 	seen := 0
 	err := s.object(func(k []byte) *Error {
 		switch string(k) {
-		case "session":
-			if seen&fSession != 0 {
-				return dup("session")
+		case "session", "user":
+			f, bit, dst := "session", fSession, &r.Session
+			if k[0] == 'u' {
+				f, bit, dst = "user", fUser, &r.User
 			}
-			seen |= fSession
-			if err := s.kind("session", '"'); err != nil {
+			if seen&bit != 0 {
+				return dup(f)
+			}
+			seen |= bit
+			if err := s.kind(f, '"'); err != nil {
 				return err
 			}
 			b, err := s.str()
 			if err != nil {
 				return err
 			}
-			r.Session, err = id("session", b, lim)
+			*dst, err = id(f, b, lim)
 			return err
 		case "reward":
 			if seen&fReward != 0 {
@@ -470,10 +483,15 @@ func AppendActRequest(dst []byte, r ActRequest) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-// AppendEndRequest appends the JSON encoding of r to dst.
+// AppendEndRequest appends the JSON encoding of r to dst (user omitted
+// when empty).
 func AppendEndRequest(dst []byte, r EndRequest) ([]byte, error) {
 	dst = append(dst, `{"session":`...)
 	dst = appendString(dst, r.Session)
+	if r.User != "" {
+		dst = append(dst, `,"user":`...)
+		dst = appendString(dst, r.User)
+	}
 	dst = append(dst, `,"reward":`...)
 	var err error
 	if dst, err = appendFloat(dst, "reward", r.Reward); err != nil {

@@ -121,6 +121,10 @@ func TestDecodeEnd(t *testing.T) {
 	}{
 		{"valid", `{"session":"s","reward":1,"terminal":true}`, ""},
 		{"valid false", `{"terminal":false,"reward":-0.5e2,"session":"s"}`, ""},
+		{"valid user", `{"session":"s","user":"u","reward":1,"terminal":true}`, ""},
+		{"empty user", `{"session":"s","user":"","reward":1,"terminal":true}`, CodeBadID},
+		{"duplicate user", `{"session":"s","user":"u","user":"v","reward":1,"terminal":true}`, CodeBadRequest},
+		{"user number", `{"session":"s","user":1,"reward":1,"terminal":true}`, CodeWrongType},
 		{"missing terminal", `{"session":"s","reward":1}`, CodeMissingField},
 		{"missing reward", `{"session":"s","terminal":true}`, CodeMissingField},
 		{"terminal string", `{"session":"s","reward":1,"terminal":"true"}`, CodeWrongType},

@@ -34,6 +34,33 @@ func envProfile(name string) (policy.Spec, policy.Config, error) {
 	return spec, trainEnvDefaults(name), nil
 }
 
+// envRewardBound is the public reward bound of a simulator, read from its
+// specification (package sims), never from data: the agent clips each
+// reward to it on arrival. ok is false for a name without one.
+func envRewardBound(name string) (lo, hi float64, ok bool) {
+	switch name {
+	case "cartpole":
+		return 0, 1, true // 1 per step, 0 after termination
+	case "acrobot", "mountaincar":
+		return -1, 0, true // -1 per step (acrobot: 0 on reaching the line)
+	case "pendulum":
+		// -(angle^2 + 0.1 speed^2 + 0.001 torque^2), angle in [-pi, pi),
+		// speed in [-8, 8], torque in [-2, 2].
+		return -(math.Pi*math.Pi + 0.1*8*8 + 0.001*2*2), 0, true
+	case "riverswim", "riverswim-0.9", "chain":
+		return 0, 1, true
+	case "dosing-0", "dosing-1":
+		return -1, 1, true // -1 outside the glucose band, 1 - tanh^2 inside
+	case "recsys":
+		return 0, sims.DefaultRecSysConfig().VideoLength, true // watch time of one video
+	case "hiv":
+		// -0.1 V - 2e4 e1^2 - 2e3 e2^2 + 1e3 E: generous, from the model's
+		// steady states (healthy: E ~ 3.5e5, so ~3.5e8; unhealthy: V ~ 6.4e4).
+		return -1e7, 1e9, true
+	}
+	return 0, 0, false
+}
+
 // agentFlags are the options of dprl agent (and, in part, dprl demo).
 type agentFlags struct {
 	config, data, envSpec, natsURL, natsListen, prefix, httpAddr  string
@@ -42,9 +69,14 @@ type agentFlags struct {
 	obsDim, actions, k, maxUpdates, maxOpen, maxSteps, actWorkers int
 	z, clip, delta, userEps, sessionEps                           float64
 	idle, flush                                                   time.Duration
-	seed                                                          uint64
-	checkConfig                                                   bool
-	natsSec                                                       natsSecurityFlags
+	// Admission limits and the reward bound.
+	maxPerUser, maxPerConn, maxQueuedPerUser int
+	sessionMemoryMiB                         int64
+	lifetime                                 time.Duration
+	rewardLow, rewardHigh                    float64
+	seed                                     uint64
+	checkConfig                              bool
+	natsSec                                  natsSecurityFlags
 }
 
 func (f *agentFlags) register(c *cobra.Command) {
@@ -77,6 +109,13 @@ func (f *agentFlags) register(c *cobra.Command) {
 	fl.IntVar(&f.maxSteps, "max-steps", 10000, "limit of steps per session")
 	fl.DurationVar(&f.idle, "idle-timeout", 5*time.Minute, "close a silent session as truncated after this long")
 	fl.DurationVar(&f.flush, "flush-timeout", time.Minute, "release a partial batch (still divided by K) after this long")
+	fl.IntVar(&f.maxPerUser, "max-sessions-per-user", 16, "limit of one user id's concurrently open sessions")
+	fl.IntVar(&f.maxPerConn, "max-sessions-per-connection", 10000, "limit of concurrently open sessions opened by one NATS connection (its inbox prefix; raise it for a gateway multiplexing many users)")
+	fl.Int64Var(&f.sessionMemoryMiB, "session-memory-mib", 1024, "memory budget of the sessions' steps (open sessions and finished ones waiting for an update), in MiB")
+	fl.IntVar(&f.maxQueuedPerUser, "max-queued-per-user", 2, "limit of one user's finished sessions waiting for an update")
+	fl.DurationVar(&f.lifetime, "max-session-lifetime", time.Hour, "close a session as truncated this long after it opened, however active")
+	fl.Float64Var(&f.rewardLow, "reward-low", math.NaN(), "public lower bound of a reward: each reward is clipped to [--reward-low, --reward-high] (default: the --env-spec simulator's, else -1e6)")
+	fl.Float64Var(&f.rewardHigh, "reward-high", math.NaN(), "public upper bound of a reward (default: the --env-spec simulator's, else 1e6)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed every random source for a repeatable simulation (recorded as seeded in the ledger); 0: secure")
 	f.natsSec.register(fl)
 }
@@ -129,6 +168,21 @@ func (f *agentFlags) serviceConfig(a *app) (agent.ServiceConfig, error) {
 	ac := agent.DefaultConfig(spec, pc)
 	ac.Delta, ac.UserEpsilon, ac.MaxUpdatesPerUser = f.delta, f.userEps, f.maxUpdates
 	ac.MaxOpenSessions, ac.MaxStepsPerSession, ac.IdleTimeout, ac.FlushTimeout = f.maxOpen, f.maxSteps, f.idle, f.flush
+	ac.MaxSessionsPerUser, ac.MaxSessionsPerConnection, ac.MaxQueuedPerUser = f.maxPerUser, f.maxPerConn, f.maxQueuedPerUser
+	ac.MaxSessionLifetime = f.lifetime
+	if f.sessionMemoryMiB < 1 || f.sessionMemoryMiB > 1<<30 {
+		return agent.ServiceConfig{}, usagef("--session-memory-mib %d: want 1 to 2^30", f.sessionMemoryMiB)
+	}
+	ac.SessionMemoryBytes = f.sessionMemoryMiB << 20
+	if lo, hi, ok := envRewardBound(f.envSpec); ok {
+		ac.RewardLow, ac.RewardHigh = lo, hi
+	}
+	if !math.IsNaN(f.rewardLow) {
+		ac.RewardLow = f.rewardLow
+	}
+	if !math.IsNaN(f.rewardHigh) {
+		ac.RewardHigh = f.rewardHigh
+	}
 	ac.Seed = f.seed
 	if err := ac.Validate(); err != nil {
 		return agent.ServiceConfig{}, usageError{err}
@@ -190,8 +244,9 @@ subscriptions drain, an update in flight is finished or not written at all.`,
 			}
 			eps, _ := agentEpsilon(sc.Agent)
 			if f.checkConfig {
-				fmt.Fprintf(a.stdout, "configuration OK: %s, K = %d, z = %g, S = %g, per-session epsilon %.4g at delta %g\n",
-					describeSpec(sc.Agent.Spec), sc.Agent.Policy.DP.UsersPerUpdate, sc.Agent.Policy.DP.NoiseMultiplier, sc.Agent.Policy.DP.ClipNorm, eps, sc.Agent.Delta)
+				fmt.Fprintf(a.stdout, "configuration OK: %s, K = %d, z = %g, S = %g, per-session epsilon %.4g at delta %g; rewards clipped to [%g, %g]\n",
+					describeSpec(sc.Agent.Spec), sc.Agent.Policy.DP.UsersPerUpdate, sc.Agent.Policy.DP.NoiseMultiplier, sc.Agent.Policy.DP.ClipNorm, eps, sc.Agent.Delta,
+					sc.Agent.RewardLow, sc.Agent.RewardHigh)
 				return nil
 			}
 			return runAgent(c.Context(), a, sc, eps)

@@ -150,6 +150,9 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 				}
 			}
 			ac := agent.DefaultConfig(spec, pc)
+			if lo, hi, ok := envRewardBound(env); ok {
+				ac.RewardLow, ac.RewardHigh = lo, hi
+			}
 			ac.Seed = seed
 			ac.FlushTimeout = 2 * time.Second
 			if err := ac.Validate(); err != nil {
@@ -529,7 +532,7 @@ func playSessionReturn(ctx context.Context, c *stream.Client, env sims.Env, rng 
 		r, term, trunc := env.Step(act, obs)
 		ret += r
 		if term || trunc {
-			_, err := c.EndDetail(ctx, session, r, term)
+			_, err := c.EndAs(ctx, session, user, r, term)
 			if err != nil && ctx.Err() == nil {
 				return ret, fmt.Errorf("end %s: %w", session, err)
 			}
