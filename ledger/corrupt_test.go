@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -221,6 +222,7 @@ const (
 	outStarts   = "STARTS"    // verify fails but the store opens for writing (the agent would start)
 	outRefuses  = "REFUSES"   // verify OK and intact but the store refuses to open for writing
 	outKeyLost  = "CAPSRESET" // verify OK but a user's counter reads as another's (the user key changed)
+	outUnclear  = "UNCLEAR"   // refused, but not with ErrCorrupt
 	outResumes  = "SHORTER"   // the store opens for writing at a shorter head
 )
 
@@ -253,6 +255,8 @@ func judge(b corruptBase, d damage, tmp string) (string, string) {
 		return outResumes, fmt.Sprintf("verify: %s; opens at head %d of %d", vMsg, aHead.Seq, b.head.Seq)
 	case aErr == nil:
 		return outStarts, vMsg
+	case !errors.Is(aErr, ErrCorrupt):
+		return outUnclear, aErr.Error()
 	default:
 		return outDetected, vMsg
 	}
@@ -396,7 +400,7 @@ func TestCorruptionMatrix(t *testing.T) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		outs := []string{outIntact, outDetected, outSilent, outResumes, outStarts, outRefuses, outKeyLost, outPanic}
+		outs := []string{outIntact, outDetected, outSilent, outResumes, outStarts, outRefuses, outKeyLost, outUnclear, outPanic}
 		t.Logf("%s: %-26s %s", b.name, "file kind", strings.Join(outs, " "))
 		for _, k := range keys {
 			var cells []string

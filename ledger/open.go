@@ -164,10 +164,13 @@ func (s *Store) open(exists, hasFiles bool, o Options) (err error) {
 	defer s.recoverInto(&err)
 	if exists {
 		err := s.openPebble(o, true, false)
-		if errors.Is(err, pebble.ErrDBDoesNotExist) && !hasFiles && !o.ReadOnly && !o.MustExist {
+		switch {
+		case errors.Is(err, pebble.ErrDBDoesNotExist) && !hasFiles && !o.ReadOnly && !o.MustExist:
 			// A crash right after the directory was created: finish creating.
 			exists = false
-		} else if err != nil {
+		case errors.Is(err, pebble.ErrDBDoesNotExist):
+			return fmt.Errorf("%w: %s holds no Pebble store (its MANIFEST or marker files are missing)", ErrCorrupt, filepath.Join(s.dir, pebbleDir))
+		case err != nil:
 			return err
 		}
 	}
