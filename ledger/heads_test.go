@@ -421,3 +421,42 @@ func TestSecondOpenRefused(t *testing.T) {
 	}
 	s2.Close()
 }
+
+// TestCorruptionWhileOpen damages the SST under an open store: the read
+// that finds the damage returns ErrCorrupt instead of panicking (Pebble's
+// default reaction to corruption is Fatalf), and the store refuses every
+// later write.
+func TestCorruptionWhileOpen(t *testing.T) {
+	s, dir := openTemp(t)
+	for v := uint64(1); v <= 3; v++ {
+		doRelease(t, s, v, 1, fmt.Sprint("u", v))
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ssts, _ := filepath.Glob(filepath.Join(dir, pebbleDir, "*.sst"))
+	if len(ssts) != 1 {
+		t.Fatalf("ssts %v", ssts)
+	}
+	b, _ := os.ReadFile(ssts[0])
+	for i := 0; i < len(b)/2; i += 97 {
+		b[i] ^= 0x5a
+	}
+	os.WriteFile(ssts[0], b, 0o600)
+	rel := func(v uint64) error {
+		_, err := s.Release(Release{Version: v, Snapshot: []byte("p"), Entry: releaseEntry(t, 1, 1, false), Users: []UserKey{s.User("u1")}})
+		return err
+	}
+	if err := rel(4); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("release reading the damaged SST: %v, want ErrCorrupt", err)
+	}
+	if err := s.health.get(); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("the store's health after the damage: %v", err)
+	}
+	if err := s.InitSpec([]byte("{}"), nil); err == nil {
+		t.Errorf("a write after the damage was accepted")
+	}
+	if h, err := s.Head(); err == nil && h.Version != 3 {
+		t.Errorf("head %+v", h)
+	}
+}
