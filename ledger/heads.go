@@ -236,6 +236,9 @@ func createHeads(fs vfs.FS, dir string, fp [32]byte, first *Head) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil && fs == vfs.Default {
+		err = os.Chmod(tmp, 0o600) // like the data directory's other files
+	}
 	if err == nil {
 		err = fs.Rename(tmp, path)
 	}

@@ -235,8 +235,11 @@ func (s *Store) openPebble(o Options, readOnly, create bool) error {
 		ErrorIfNotExists: !create,
 		ReadOnly:         readOnly,
 		// WAL chunks carry the offset synced so far, so that a damaged
-		// record followed by intact ones is reported as corruption instead
-		// of being taken for the log's torn end.
+		// record followed by a later 32 KiB block of the log is reported
+		// as corruption instead of being taken for the log's torn end.
+		// Damage in the log's last block is still read as a torn end (a
+		// ledger's log is often one block: every such flip measured
+		// truncated the store), which the head file catches.
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             lg,
 		EventListener: &pebble.EventListener{
