@@ -415,6 +415,9 @@ func TestSecondOpenRefused(t *testing.T) {
 		}
 	}
 	s.Close()
+	if _, err := s.Head(); !errors.Is(err, ErrClosed) {
+		t.Errorf("head after close: %v, want ErrClosed", err)
+	}
 	s2, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatalf("open after close: %v", err)

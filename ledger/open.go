@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -60,8 +61,9 @@ type Store struct {
 	// write path without it.
 	noHeadRecord bool
 
-	mu     sync.Mutex // serialises appends and guards closed
-	closed bool
+	mu       sync.Mutex // serialises appends and guards closed
+	closed   bool
+	dbClosed atomic.Bool // db is closed: reads return ErrClosed
 }
 
 // storeAnchor is the store's own record of its format and of the user key
@@ -265,6 +267,7 @@ func (s *Store) openPebble(o Options, readOnly, create bool) error {
 		return fmt.Errorf("%w: open %s: %s", ErrCorrupt, pdir, firstLine(err.Error()))
 	}
 	s.db = db
+	s.dbClosed.Store(false)
 	return nil
 }
 
@@ -627,17 +630,15 @@ func (s *Store) release() error {
 // closeDB closes Pebble; a panic while closing a damaged store is returned
 // as an error.
 func (s *Store) closeDB() (err error) {
-	if s.db == nil {
+	if s.db == nil || s.dbClosed.Swap(true) {
 		return nil
 	}
-	db := s.db
-	s.db = nil
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: closing the store panicked: %v", ErrCorrupt, r)
 		}
 	}()
-	return db.Close()
+	return s.db.Close()
 }
 
 // recoverInto turns a panic inside Pebble (its Fatalf, or a damaged file
@@ -729,8 +730,3 @@ func (s *Store) commit(b *pebble.Batch, prev, h Head) error {
 	}
 	return nil
 }
-
-// Notes are what Open found that is not damage: a store of an earlier
-// version without head records, or a head record a crash left out (a
-// writable open resolves both).
-func (s *Store) Notes() []string { return append([]string(nil), s.notes...) }

@@ -406,6 +406,9 @@ func (s *Store) Users(fn func(UserKey, UserState) error) error {
 // file that broke one of its invariants) is recovered into one, and fails
 // the store. A panic in fn is not recovered.
 func (s *Store) scan(lower, upper []byte, fn func(k, v []byte) error) (err error) {
+	if s.dbClosed.Load() {
+		return ErrClosed
+	}
 	inFn := false
 	defer func() {
 		if r := recover(); r != nil {
@@ -436,6 +439,9 @@ func (s *Store) scan(lower, upper []byte, fn func(k, v []byte) error) (err error
 }
 
 func (s *Store) get(key []byte) (_ []byte, err error) {
+	if s.dbClosed.Load() {
+		return nil, ErrClosed
+	}
 	defer s.recoverInto(&err)
 	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
