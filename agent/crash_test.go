@@ -3,10 +3,14 @@ package agent
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -64,60 +68,77 @@ func startChild(t *testing.T, dir string) (*exec.Cmd, string, uint64) {
 	return cmd, url, ver
 }
 
+// driveUsers plays CartPole sessions against the agent at url until ctx
+// ends (five users, sessions of at most 31 steps).
+func driveUsers(ctx context.Context, t *testing.T, url string, seed, round uint64) (stop func()) {
+	t.Helper()
+	nc, err := stream.Connect(url, stream.WithReconnect(0, time.Millisecond, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, _ := stream.NewClient(nc, stream.WithTimeout(2*time.Second))
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	urng := rand.New(rand.NewPCG(seed, round+10))
+	go func() {
+		defer close(done)
+		env := sims.NewCartPole()
+		obs := make([]float64, 4)
+		for i := 0; ctx.Err() == nil; i++ {
+			env.Reset(urng, obs)
+			id := fmt.Sprintf("r%d-s%d", round, i)
+			var reward float64
+			for step := 0; ; step++ {
+				a, err := client.Act(ctx, id, fmt.Sprintf("u%d", i%5), obs, reward, step == 0)
+				if err != nil {
+					return
+				}
+				r, term, trunc := env.Step(a, obs)
+				if term || trunc || step == 30 {
+					client.End(ctx, id, r, term)
+					break
+				}
+				reward = r
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		nc.Close()
+		<-done
+	}
+}
+
 // TestKill9 kills the agent process at random points while simulated users
 // drive it over NATS, restarts it, and checks that it serves the last
 // released version, that the ledger verifies (every release has its cost,
-// none counted twice) and that versions never go backwards.
+// none counted twice, the head file agrees with the store) and that
+// versions never go backwards. A kill between a release's commit and its
+// head record is one of the points it can hit; the restart then writes the
+// record. DPRL_LONG=1 runs 40 rounds instead of 6.
 func TestKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kill -9 test starts child processes")
+	}
+	rounds := 6
+	if os.Getenv("DPRL_LONG") != "" {
+		rounds = 40
 	}
 	dir := t.TempDir()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 3))
 	var last uint64
-	for round := 0; round < 6; round++ {
+	for round := 0; round < rounds; round++ {
 		cmd, url, ver := startChild(t, dir)
 		if ver < last {
 			t.Fatalf("round %d: restarted at version %d after %d", round, ver, last)
 		}
-		nc, err := stream.Connect(url, stream.WithReconnect(0, time.Millisecond, time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		client, _ := stream.NewClient(nc, stream.WithTimeout(2*time.Second))
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		urng := rand.New(rand.NewPCG(seed, uint64(round)+10))
-		go func() {
-			defer close(done)
-			env := sims.NewCartPole()
-			obs := make([]float64, 4)
-			for i := 0; ctx.Err() == nil; i++ {
-				env.Reset(urng, obs)
-				id := fmt.Sprintf("r%d-s%d", round, i)
-				var reward float64
-				for step := 0; ; step++ {
-					a, err := client.Act(ctx, id, fmt.Sprintf("u%d", i%5), obs, reward, step == 0)
-					if err != nil {
-						return
-					}
-					r, term, trunc := env.Step(a, obs)
-					if term || trunc || step == 30 {
-						client.End(ctx, id, r, term)
-						break
-					}
-					reward = r
-				}
-			}
-		}()
+		stop := driveUsers(context.Background(), t, url, seed, uint64(round))
 		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
-		cancel()
-		nc.Close()
-		<-done
+		stop()
 		s, err := ledger.Open(dir, ledger.Options{})
 		if err != nil {
 			t.Fatalf("round %d: reopen after kill -9: %v", round, err)
@@ -142,5 +163,251 @@ func TestKill9(t *testing.T) {
 	cmd.Wait()
 	if ver != last {
 		t.Errorf("restart serves version %d, ledger head %d", ver, last)
+	}
+}
+
+// TestCorruptDataDir damages a data directory written by a real agent
+// process (killed with SIGKILL twice, so it has an SST, a write-ahead log,
+// a MANIFEST, the head file and the user key) and starts a real agent on
+// each damaged copy: single-byte XORs at spread and seeded random offsets
+// of every file, truncations, deletions, an older copy of ledger/ and of
+// the head file. Each must end in one of two ways: the agent refuses to
+// start with an error wrapping ledger.ErrCorrupt and dprl ledger verify's
+// read-only check fails too; or the data is intact: the agent serves the
+// same version, and the ledger verifies with every entry and the same head.
+// An older copy of the whole directory is caught only by ExpectHead.
+// DPRL_LONG=1 tries many more offsets.
+func TestCorruptDataDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	// The exhaustive matrix is ledger.TestCorruptionMatrix; this one checks
+	// the same outcomes through a real agent's start.
+	spread, random := 3, 2
+	if os.Getenv("DPRL_LONG") != "" {
+		spread, random = 24, 40
+	}
+	root := t.TempDir()
+	dir, older, olderAll := filepath.Join(root, "data"), filepath.Join(root, "older"), filepath.Join(root, "older-all")
+	seed := uint64(1)
+	var olderBase ledgerBase
+	for round := 0; round < 2; round++ {
+		cmd, url, _ := startChild(t, dir)
+		stop := driveUsers(context.Background(), t, url, seed, uint64(round))
+		// The agent holds the store: watch its head file for three more
+		// releases (a loaded machine gets a minute).
+		want := countHeads(dir) + 3
+		deadline := time.Now().Add(time.Minute)
+		for countHeads(dir) < want && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		stop()
+		if round == 0 {
+			olderBase = settle(t, dir)
+			copyTree(t, dir, older)
+			copyTree(t, dir, olderAll)
+		}
+	}
+	base := settle(t, dir)
+	if base.entries <= olderBase.entries || olderBase.entries == 0 {
+		t.Fatalf("the agent released too little to test: %d entries after the first round, %d after the second", olderBase.entries, base.entries)
+	}
+	t.Logf("base: %d entries, head version %d", base.entries, base.head.Version)
+	rng := rand.New(rand.NewPCG(seed, 99))
+	type damage struct {
+		name  string
+		apply func(d string) error
+	}
+	var damages []damage
+	files := listFiles(t, dir)
+	for _, f := range files {
+		data, _ := os.ReadFile(filepath.Join(dir, f))
+		n := int64(len(data))
+		if n > 0 {
+			offs := map[int64]bool{n - 1: true}
+			for i := 0; i < spread; i++ {
+				offs[int64(i)*(n-1)/int64(spread-1)] = true
+			}
+			for i := 0; i < random; i++ {
+				offs[rng.Int64N(n)] = true
+			}
+			for off := range offs {
+				mask := byte(1 + rng.IntN(255))
+				damages = append(damages, damage{fmt.Sprintf("%s flip@%d^%#02x", f, off, mask), func(d string) error {
+					p := filepath.Join(d, f)
+					b, err := os.ReadFile(p)
+					if err != nil {
+						return err
+					}
+					b[off] ^= mask
+					return os.WriteFile(p, b, 0o600)
+				}})
+			}
+			damages = append(damages, damage{f + " truncate@half", func(d string) error { return os.Truncate(filepath.Join(d, f), n/2) }})
+		}
+		damages = append(damages, damage{f + " delete", func(d string) error { return os.Remove(filepath.Join(d, f)) }})
+	}
+	damages = append(damages,
+		damage{"ledger/ older copy", func(d string) error {
+			os.RemoveAll(filepath.Join(d, "ledger"))
+			copyTree(t, filepath.Join(older, "ledger"), filepath.Join(d, "ledger"))
+			return nil
+		}},
+		damage{"ledger.heads older copy", func(d string) error {
+			b, err := os.ReadFile(filepath.Join(older, "ledger.heads"))
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(d, "ledger.heads"), b, 0o600)
+		}})
+	counts := map[string]int{}
+	for i, dm := range damages {
+		d := filepath.Join(root, fmt.Sprintf("case%d", i))
+		copyTree(t, dir, d)
+		if err := dm.apply(d); err != nil {
+			t.Fatalf("%s: %v", dm.name, err)
+		}
+		out := judgeAgent(t, d, base, nil)
+		counts[out]++
+		if out != "intact" && out != "refused" {
+			t.Errorf("%s: %s", dm.name, out)
+		}
+		os.RemoveAll(d)
+	}
+	t.Logf("%d damaged copies: %v", len(damages), counts)
+	// The whole directory rolled back: undetectable inside it, caught by
+	// the recorded head.
+	ref := &ledger.HeadRef{Seq: base.head.Seq, Hash: base.head.Hash}
+	if out := judgeAgent(t, olderAll, olderBase, nil); out != "intact" {
+		t.Errorf("the older directory on its own: %s", out)
+	}
+	if out := judgeAgent(t, olderAll, base, ref); out != "refused" {
+		t.Errorf("the older directory with the recorded head: %s", out)
+	}
+}
+
+// ledgerBase is what an intact data directory holds.
+type ledgerBase struct {
+	head    ledger.Head
+	entries int
+}
+
+// settle opens the ledger for writing once (writing a head record a kill
+// left out) and returns what it holds.
+func settle(t *testing.T, dir string) ledgerBase {
+	t.Helper()
+	s, err := ledger.Open(dir, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := s.Verify()
+	if err != nil || !r.OK() {
+		t.Fatalf("verify: %+v %v", r, err)
+	}
+	return ledgerBase{head: r.Head, entries: r.Entries}
+}
+
+// judgeAgent starts a real agent on dir and says "refused" (a clear
+// ErrCorrupt error, and the read-only verify fails too), "intact" (it
+// serves the base's version and the ledger verifies with the base's
+// entries and head), or what went wrong.
+func judgeAgent(t *testing.T, dir string, base ledgerBase, expect *ledger.HeadRef) string {
+	t.Helper()
+	cfg := cartpoleConfig(2)
+	svc, err := StartService(context.Background(), ServiceConfig{Agent: cfg, DataDir: dir, NATS: "embedded", ExpectHead: expect})
+	verifyOK, vmsg := readOnlyVerify(dir, expect)
+	if err != nil {
+		if !errors.Is(err, ledger.ErrCorrupt) {
+			return fmt.Sprintf("refused without ErrCorrupt: %v", err)
+		}
+		if verifyOK {
+			return fmt.Sprintf("the agent refused (%v) but verify passes", err)
+		}
+		return "refused"
+	}
+	ver := svc.Agent().Version()
+	h, _ := svc.Store().Head()
+	if err := svc.Close(); err != nil {
+		return fmt.Sprintf("close: %v", err)
+	}
+	if ver != base.head.Version || h != base.head {
+		return fmt.Sprintf("STARTED AT ANOTHER HEAD: version %d head %d, want version %d head %d (verify: %v %s)", ver, h.Seq, base.head.Version, base.head.Seq, verifyOK, vmsg)
+	}
+	s, err := ledger.Open(dir, ledger.Options{ReadOnly: true})
+	if err != nil {
+		return fmt.Sprintf("started, then: %v", err)
+	}
+	defer s.Close()
+	r, err := s.Verify()
+	if err != nil || !r.OK() || r.Entries != base.entries || r.Head != base.head {
+		return fmt.Sprintf("started, then verify: %v %+v", err, r)
+	}
+	return "intact"
+}
+
+// readOnlyVerify is dprl ledger verify on dir.
+func readOnlyVerify(dir string, expect *ledger.HeadRef) (bool, string) {
+	s, err := ledger.Open(dir, ledger.Options{ReadOnly: true, MustExist: true, ExpectHead: expect})
+	if err != nil {
+		return false, err.Error()
+	}
+	defer s.Close()
+	r, err := s.Verify()
+	if err != nil {
+		return false, err.Error()
+	}
+	return r.OK(), strings.Join(r.Problems, "; ")
+}
+
+// countHeads counts the commit records of dir's head file (read while the
+// agent runs).
+func countHeads(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, "ledger.heads"))
+	if err != nil {
+		return 0
+	}
+	return max(len(b)/64-1, 0)
+}
+
+func listFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, rel)
+		}
+		return nil
+	})
+	sort.Strings(files)
+	return files
+}
+
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		out := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(out, info.Mode().Perm())
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(out, b, info.Mode().Perm())
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

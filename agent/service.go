@@ -28,6 +28,11 @@ type ServiceConfig struct {
 	Agent Config
 	// DataDir holds the ledger.
 	DataDir string
+	// ExpectHead, when set, refuses to start unless the ledger holds this
+	// entry: a head the operator recorded outside the data directory
+	// (dprl ledger head), the one check that catches an older copy of the
+	// whole directory restored.
+	ExpectHead *ledger.HeadRef
 	// NATS is "embedded" (or empty) to run nats-server in-process, or the
 	// URL of an external server.
 	NATS string
@@ -90,7 +95,9 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 	}()
 	log := cfg.Logger
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if s.store, err = ledger.Open(cfg.DataDir, ledger.Options{Logger: log}); err != nil {
+	// Open refuses a damaged ledger (ErrCorrupt, with what it found): it
+	// checks the store against its head file and user key and verifies it.
+	if s.store, err = ledger.Open(cfg.DataDir, ledger.Options{Logger: log, ExpectHead: cfg.ExpectHead}); err != nil {
 		return s, err
 	}
 	metrics := NewMetrics(s.reg)

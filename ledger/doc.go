@@ -17,7 +17,10 @@
 // twice.
 //
 // Users are keyed by an HMAC-SHA256 of their id under a secret created at the
-// first start (a 0600 file beside the store); the raw id is never stored. A
+// first start (a 0600 file beside the store); the raw id is never stored.
+// The store records the secret's fingerprint (an HMAC of a fixed label under
+// it) when it is created and refuses any other secret: under another key
+// every user's counter would start again from zero. A
 // user's counter records how many updates they took part in and the sum of
 // 1/z^2 over those updates, from which their epsilon is exact (Gaussian
 // mechanisms compose exactly as Gaussian DP; see package accountant).
@@ -36,9 +39,28 @@
 // caller computes anything it releases; Store.RegisterDerived ties files a
 // run writes (SVT outputs) to its dataset.
 //
+// # Integrity
+//
+// Pebble recovers what it finds on disk: a damaged or deleted write-ahead
+// log, a damaged MANIFEST or an older copy of the store can leave a store
+// that opens cleanly, with a consistent chain, shorter than what was
+// written. So every commit that moves the head is also appended, after the
+// synced batch, to an fsynced head file beside the store (ledger.heads; the
+// comment on headsFile in heads.go gives its format and why the order is
+// crash-safe). Open checks the store
+// against it read-only, before Pebble's recovery rewrites anything, and a
+// writable open runs the full Verify: a damaged, shortened or rolled-back
+// store is refused with ErrCorrupt and a description, never served. What
+// no file inside the data directory can detect is an older copy of the
+// whole directory; CheckHead (and Options.ExpectHead) compare the ledger
+// with a head recorded elsewhere. Pebble's corruption reports and panics
+// become ErrCorrupt errors, and a store that saw one refuses every later
+// write.
+//
 // Verify recomputes the hash chain, every epsilon from the recorded events,
 // the head pointer, the snapshots the entries pay for, the user counters,
 // each dataset's caps and per-unit totals (replaying its runs and cap
-// changes, and checking that no run was charged above the cap in force) and
-// the record index, and reports every mismatch.
+// changes, and checking that no run was charged above the cap in force),
+// the record index, the user key's fingerprint and every record of the head
+// file, and reports every mismatch.
 package ledger

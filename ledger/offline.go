@@ -107,22 +107,14 @@ func (s *Store) Dataset(id string) (DatasetState, bool, error) {
 
 // Datasets calls fn for every dataset in id order.
 func (s *Store) Datasets(fn func(id string, d DatasetState) error) error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefBudget, UpperBound: prefixEnd(prefBudget)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		id := string(it.Key()[len(prefBudget):])
+	return s.scan(prefBudget, prefixEnd(prefBudget), func(k, v []byte) error {
+		id := string(k[len(prefBudget):])
 		var d DatasetState
-		if err := decodeStrict(it.Value(), &d); err != nil {
+		if err := decodeStrict(v, &d); err != nil {
 			return fmt.Errorf("%w: dataset %s: %v", ErrCorrupt, id, err)
 		}
-		if err := fn(id, d); err != nil {
-			return err
-		}
-	}
-	return it.Error()
+		return fn(id, d)
+	})
 }
 
 // OfflineRun is one offline run to check or charge.
@@ -369,11 +361,8 @@ func (s *Store) ChargeOffline(r OfflineRun) (OfflineCharge, error) {
 	if err := setJSON(b, budgetKey(p.dataset), p.state); err != nil {
 		return OfflineCharge{}, err
 	}
-	if err := setJSON(b, keyHead, Head{Seq: e.Seq, Hash: e.Hash, Version: h.Version}); err != nil {
-		return OfflineCharge{}, err
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return OfflineCharge{}, fmt.Errorf("ledger: commit offline charge: %w", err)
+	if err := s.commit(b, h, Head{Seq: e.Seq, Hash: e.Hash, Version: h.Version}); err != nil {
+		return OfflineCharge{}, fmt.Errorf("ledger: offline charge: %w", err)
 	}
 	return OfflineCharge{Dataset: p.dataset, NewCap: p.newCap, Cap: u.Cap, Spent: p.spent, Entry: e}, nil
 }
@@ -412,6 +401,7 @@ func (s *Store) RegisterDerived(from uint64, files []DerivedFile) ([]Entry, erro
 	if err != nil {
 		return nil, err
 	}
+	prev := h
 	b := s.db.NewBatch()
 	defer b.Close()
 	claimed := map[RecordHash]bool{}
@@ -455,11 +445,8 @@ func (s *Store) RegisterDerived(from uint64, files []DerivedFile) ([]Entry, erro
 		h = Head{Seq: e.Seq, Hash: e.Hash, Version: h.Version}
 		out = append(out, e)
 	}
-	if err := setJSON(b, keyHead, h); err != nil {
-		return nil, err
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return nil, fmt.Errorf("ledger: commit derived files: %w", err)
+	if err := s.commit(b, prev, h); err != nil {
+		return nil, fmt.Errorf("ledger: derived files: %w", err)
 	}
 	return out, nil
 }
@@ -513,11 +500,8 @@ func (s *Store) SetCap(dataset string, unit Unit, c Cap, reason string) (Entry, 
 	if err := setJSON(b, budgetKey(dataset), st); err != nil {
 		return Entry{}, err
 	}
-	if err := setJSON(b, keyHead, Head{Seq: e.Seq, Hash: e.Hash, Version: h.Version}); err != nil {
-		return Entry{}, err
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return Entry{}, fmt.Errorf("ledger: commit cap: %w", err)
+	if err := s.commit(b, h, Head{Seq: e.Seq, Hash: e.Hash, Version: h.Version}); err != nil {
+		return Entry{}, fmt.Errorf("ledger: cap: %w", err)
 	}
 	s.log.Info().Str("dataset", dataset).Str("unit", string(unit)).Float64("epsilon", c.Epsilon).Float64("delta", c.Delta).
 		Float64("old_epsilon", old.Epsilon).Float64("old_delta", old.Delta).Str("reason", reason).Uint64("seq", e.Seq).Msg("dataset cap set")

@@ -3,25 +3,20 @@ package ledger
 import (
 	"bytes"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"sync"
-	"time"
 
 	"dprl/ledger/accountant"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/rs/zerolog"
 )
 
 // Errors of the ledger. Test with errors.Is.
@@ -51,6 +46,8 @@ const (
 var (
 	keySpec    = []byte("m/spec")
 	keyHead    = []byte("m/head")
+	keyPrev    = []byte("m/prev")   // the head seq before the last commit that moved it
+	keyAnchor  = []byte("m/anchor") // the store's format and user-key fingerprint
 	prefEntry  = []byte("e/")
 	prefSnap   = []byte("s/")
 	prefUser   = []byte("u/")
@@ -59,158 +56,6 @@ var (
 	prefFile   = []byte("f/") // file index: file content id -> the dataset it was first registered in
 	userKeyLen = 32
 )
-
-// Options configure Open. The zero value opens (or creates) a store on the
-// operating system's file system.
-type Options struct {
-	// FS is the file system; nil means the operating system's. Tests pass
-	// vfs.NewCrashableMem() to simulate crashes.
-	FS vfs.FS
-	// Logger receives the store's log lines; the zero value discards them.
-	Logger zerolog.Logger
-	// MustExist refuses to create a new store (for show, verify, export).
-	MustExist bool
-	// ReadOnly opens the store without writing to it.
-	ReadOnly bool
-	// Now is the clock for entry times; nil means time.Now.
-	Now func() time.Time
-}
-
-// Store is the ledger of one data directory. Its methods are safe for
-// concurrent use; appends are serialised.
-type Store struct {
-	db      *pebble.DB
-	fs      vfs.FS
-	dir     string
-	userKey []byte
-	log     zerolog.Logger
-	now     func() time.Time
-
-	mu     sync.Mutex // serialises appends and guards closed
-	closed bool
-}
-
-// Open opens the ledger in dir, creating the store and the user-key secret on
-// first start (unless MustExist). A damaged store is reported with ErrCorrupt.
-func Open(dir string, o Options) (*Store, error) {
-	fs := o.FS
-	if fs == nil {
-		fs = vfs.Default
-	}
-	now := o.Now
-	if now == nil {
-		now = time.Now
-	}
-	pdir := filepath.Join(dir, pebbleDir)
-	_, statErr := fs.Stat(pdir)
-	exists := statErr == nil
-	_, keyErr := fs.Stat(filepath.Join(dir, userKeyFile))
-	switch {
-	case !exists && keyErr == nil:
-		// The store directory is synced before the key is written, so a key
-		// without a store means the store was lost, not never created.
-		return nil, fmt.Errorf("%w: %s has a user key but no store: the ledger was lost or moved", ErrCorrupt, dir)
-	case !exists && (o.MustExist || o.ReadOnly):
-		return nil, fmt.Errorf("%w: no ledger in %s", ErrNotFound, dir)
-	case !exists:
-		if err := mkdirAllSync(fs, pdir); err != nil {
-			return nil, fmt.Errorf("ledger: create %s: %w", pdir, err)
-		}
-	}
-	db, err := pebble.Open(pdir, &pebble.Options{
-		FS:               fs,
-		ErrorIfNotExists: exists,
-		ReadOnly:         o.ReadOnly,
-		Logger:           pebbleLogger{o.Logger},
-	})
-	if err != nil {
-		if pebble.IsCorruptionError(err) {
-			return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, pdir, err)
-		}
-		return nil, fmt.Errorf("%w: open %s: %v", ErrCorrupt, pdir, err)
-	}
-	if !exists {
-		// Make the new store's directory entry durable before the key.
-		if err := syncDir(fs, dir); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("ledger: sync %s: %w", dir, err)
-		}
-	}
-	s0 := &Store{db: db, fs: fs, dir: dir, log: o.Logger, now: now}
-	h, err := s0.Head()
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	spec, _, err := s0.Spec()
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	used := h.Seq > 0 || spec != nil
-	key, err := loadOrCreateUserKey(fs, dir, used, o.ReadOnly)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	s0.userKey = key
-	return s0, nil
-}
-
-// loadOrCreateUserKey reads the HMAC secret, creating it (mode 0600, synced)
-// for a new store. A store without its key cannot map users and is refused.
-func loadOrCreateUserKey(fs vfs.FS, dir string, storeUsed, readOnly bool) ([]byte, error) {
-	path := filepath.Join(dir, userKeyFile)
-	f, err := fs.Open(path)
-	if err == nil {
-		defer f.Close()
-		key, err := io.ReadAll(io.LimitReader(f, int64(userKeyLen)+1))
-		if err != nil || len(key) != userKeyLen {
-			return nil, fmt.Errorf("%w: %s: want a %d-byte secret", ErrCorrupt, path, userKeyLen)
-		}
-		if fs == vfs.Default {
-			if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
-				return nil, fmt.Errorf("ledger: %s is readable by others (mode %v); chmod 600 it", path, st.Mode().Perm())
-			}
-		}
-		return key, nil
-	}
-	if storeUsed {
-		return nil, fmt.Errorf("%w: %s is missing: user counters cannot be mapped without it", ErrCorrupt, path)
-	}
-	if readOnly {
-		return nil, fmt.Errorf("%w: %s is missing", ErrNotFound, path)
-	}
-	key := make([]byte, userKeyLen)
-	if _, err := rand.Read(key); err != nil {
-		return nil, fmt.Errorf("ledger: user key: %w", err)
-	}
-	if fs == vfs.Default {
-		if err := writeFileSync(path, key, 0o600); err != nil {
-			return nil, fmt.Errorf("ledger: write %s: %w", path, err)
-		}
-		return key, nil
-	}
-	w, err := fs.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: write %s: %w", path, err)
-	}
-	if _, err := w.Write(key); err != nil {
-		w.Close()
-		return nil, err
-	}
-	if err := w.Sync(); err != nil {
-		w.Close()
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	if err := syncDir(fs, dir); err != nil {
-		return nil, err
-	}
-	return key, nil
-}
 
 // mkdirAllSync creates dir and its missing parents, syncing each parent after
 // creating a child in it so that the new directories survive a crash.
@@ -263,20 +108,6 @@ func writeFileSync(path string, data []byte, perm os.FileMode) error {
 	}
 	defer d.Close()
 	return d.Sync()
-}
-
-// Close closes the store. It is safe to call more than once.
-func (s *Store) Close() error {
-	if s == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	return s.db.Close()
 }
 
 // UserKey identifies a user in the ledger: HMAC-SHA256 of the user id under
@@ -390,7 +221,7 @@ func (s *Store) InitSpec(spec []byte, compatible func(stored []byte) error) erro
 		return err
 	}
 	if stored == nil {
-		if err := s.db.Set(keySpec, spec, pebble.Sync); err != nil {
+		if err := s.setRawSync(keySpec, spec); err != nil {
 			return fmt.Errorf("ledger: write spec: %w", err)
 		}
 		return nil
@@ -437,7 +268,17 @@ func (s *Store) SetInitial(snapshot []byte) error {
 	if len(snapshot) == 0 {
 		return fmt.Errorf("%w: empty snapshot", ErrInvalid)
 	}
-	return s.db.Set(snapKey(0), snapshot, pebble.Sync)
+	return s.setRawSync(snapKey(0), snapshot)
+}
+
+// setRawSync writes one value, synced.
+func (s *Store) setRawSync(key, v []byte) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.Set(key, v, nil); err != nil {
+		return err
+	}
+	return s.commitBatch(b)
 }
 
 // Release is one policy release: the new snapshot, the entry that pays for
@@ -509,12 +350,8 @@ func (s *Store) Release(r Release) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	h = Head{Seq: e.Seq, Hash: e.Hash, Version: r.Version}
-	if err := setJSON(b, keyHead, h); err != nil {
-		return Entry{}, err
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return Entry{}, fmt.Errorf("ledger: commit release %d: %w", r.Version, err)
+	if err := s.commit(b, h, Head{Seq: e.Seq, Hash: e.Hash, Version: r.Version}); err != nil {
+		return Entry{}, fmt.Errorf("ledger: release %d: %w", r.Version, err)
 	}
 	return e, nil
 }
@@ -538,54 +375,82 @@ func (s *Store) appendEntry(b *pebble.Batch, h Head, e Entry) (Entry, error) {
 
 // Entries calls fn for every entry in sequence order.
 func (s *Store) Entries(fn func(Entry) error) error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefEntry, UpperBound: prefixEnd(prefEntry)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
+	return s.scan(prefEntry, prefixEnd(prefEntry), func(k, v []byte) error {
 		var e Entry
-		if err := decodeStrict(it.Value(), &e); err != nil {
-			return fmt.Errorf("%w: entry key %x: %v", ErrCorrupt, it.Key(), err)
+		if err := decodeStrict(v, &e); err != nil {
+			return fmt.Errorf("%w: entry key %x: %v", ErrCorrupt, k, err)
 		}
-		if err := fn(e); err != nil {
-			return err
-		}
-	}
-	return it.Error()
+		return fn(e)
+	})
 }
 
 // Users calls fn for every user counter.
 func (s *Store) Users(fn func(UserKey, UserState) error) error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefUser, UpperBound: prefixEnd(prefUser)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()[len(prefUser):]
+	return s.scan(prefUser, prefixEnd(prefUser), func(key, v []byte) error {
+		k := key[len(prefUser):]
 		if len(k) != userKeyLen {
 			return fmt.Errorf("%w: user key of length %d", ErrCorrupt, len(k))
 		}
 		var uk UserKey
 		copy(uk[:], k)
 		var st UserState
-		if err := decodeStrict(it.Value(), &st); err != nil {
+		if err := decodeStrict(v, &st); err != nil {
 			return fmt.Errorf("%w: user %s: %v", ErrCorrupt, uk, err)
 		}
-		if err := fn(uk, st); err != nil {
+		return fn(uk, st)
+	})
+}
+
+// scan calls fn for every key in [lower, upper) (nil: unbounded). A read
+// error is returned wrapping ErrCorrupt; a panic inside Pebble (a damaged
+// file that broke one of its invariants) is recovered into one, and fails
+// the store. A panic in fn is not recovered.
+func (s *Store) scan(lower, upper []byte, fn func(k, v []byte) error) (err error) {
+	if s.dbClosed.Load() {
+		return ErrClosed
+	}
+	inFn := false
+	defer func() {
+		if r := recover(); r != nil {
+			if inFn {
+				panic(r)
+			}
+			err = fmt.Errorf("%w: reading the store panicked: %s", ErrCorrupt, firstLine(fmt.Sprint(r)))
+			s.health.fail(err)
+		}
+	}()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrCorrupt, firstLine(err.Error()))
+	}
+	for it.First(); it.Valid(); it.Next() {
+		inFn = true
+		err := fn(it.Key(), it.Value())
+		inFn = false
+		if err != nil {
+			it.Close()
 			return err
 		}
 	}
-	return it.Error()
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("%w: %s", ErrCorrupt, firstLine(err.Error()))
+	}
+	return nil
 }
 
-func (s *Store) get(key []byte) ([]byte, error) {
+func (s *Store) get(key []byte) (_ []byte, err error) {
+	if s.dbClosed.Load() {
+		return nil, ErrClosed
+	}
+	defer s.recoverInto(&err)
 	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
+		if pebble.IsCorruptionError(err) {
+			return nil, fmt.Errorf("%w: read %q: %s", ErrCorrupt, key, firstLine(err.Error()))
+		}
 		return nil, fmt.Errorf("ledger: read %q: %w", key, err)
 	}
 	out := append([]byte(nil), v...)
@@ -631,6 +496,8 @@ func be64(prefix []byte, n uint64) []byte {
 	return k
 }
 
+func be64Value(v []byte) uint64 { return binary.BigEndian.Uint64(v) }
+
 func entryKey(seq uint64) []byte    { return be64(prefEntry, seq) }
 func snapKey(version uint64) []byte { return be64(prefSnap, version) }
 func userKey(k UserKey) []byte      { return append(append([]byte(nil), prefUser...), k[:]...) }
@@ -648,18 +515,4 @@ func prefixEnd(p []byte) []byte {
 		}
 	}
 	return nil
-}
-
-// pebbleLogger routes Pebble's log lines to zerolog.
-type pebbleLogger struct{ l zerolog.Logger }
-
-func (p pebbleLogger) Infof(format string, args ...any) {
-	p.l.Debug().Str("component", "pebble").Msgf(format, args...)
-}
-func (p pebbleLogger) Errorf(format string, args ...any) {
-	p.l.Error().Str("component", "pebble").Msgf(format, args...)
-}
-func (p pebbleLogger) Fatalf(format string, args ...any) {
-	p.l.Error().Str("component", "pebble").Msgf(format, args...)
-	panic(fmt.Sprintf("pebble: "+format, args...))
 }

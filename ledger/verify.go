@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"hash"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/cockroachdb/pebble/v2"
 )
 
 // Report is the result of Verify.
@@ -27,6 +26,11 @@ type Report struct {
 	// entries, by dataset and unit.
 	Budgets  []DatasetBudget `json:"budgets"`
 	Problems []string        `json:"problems"`
+	// Notes are findings that are not damage: a store of an earlier
+	// version without head records, or the one head record a crash
+	// between a commit and its record leaves out (a writable open writes
+	// it).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // DatasetBudget is a dataset's total at one protected unit.
@@ -50,16 +54,37 @@ const epsTolerance = 1e-9
 // Verify recomputes the hash chain, every entry's epsilon from its recorded
 // parameters, the head pointer, the snapshots the releases pay for, the user
 // counters, the datasets' caps and per-unit totals (and that no run was
-// charged above the cap in force), and the record index, and lists every
-// mismatch in the report. The error is for failures to read the store.
+// charged above the cap in force), and the record index; checks the user
+// key against the fingerprint the store was created with, and every record
+// of the head file against the entry it names (so a store that lost
+// committed entries fails); and lists every mismatch in the report. The
+// error is for failures to read the store (a damaged file), wrapping
+// ErrCorrupt.
 func (s *Store) Verify() (Report, error) {
 	var r Report
 	problem := func(format string, args ...any) { r.Problems = append(r.Problems, fmt.Sprintf(format, args...)) }
+	r.Notes = append(r.Notes, s.notes...)
 	head, err := s.Head()
 	if err != nil {
 		return r, err
 	}
 	r.Head = head
+	recs, hi, err := s.verifyAnchor(problem)
+	if err != nil {
+		return r, err
+	}
+	// The versions that have a non-empty snapshot (one sequential scan
+	// rather than a lookup per release).
+	snaps := map[uint64]bool{}
+	err = s.scan(prefSnap, prefixEnd(prefSnap), func(k, v []byte) error {
+		if len(k) == len(prefSnap)+8 && len(v) > 0 {
+			snaps[be64Value(k[len(prefSnap):])] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return r, err
+	}
 	users := map[UserKey]*UserState{}
 	var offline []Entry
 	var prev Entry
@@ -87,8 +112,8 @@ func (s *Store) Verify() (Report, error) {
 				problem("entry %d: releases version %d after version %d", e.Seq, e.PolicyVersion, version)
 			}
 			version = e.PolicyVersion
-			if _, err := s.Snapshot(e.PolicyVersion); err != nil {
-				problem("entry %d: %v", e.Seq, err)
+			if !snaps[e.PolicyVersion] {
+				problem("entry %d: %v: snapshot of version %d", e.Seq, ErrNotFound, e.PolicyVersion)
 			}
 			z, err := e.userZ()
 			if err != nil {
@@ -110,6 +135,12 @@ func (s *Store) Verify() (Report, error) {
 		default:
 			problem("entry %d: unknown kind %q", e.Seq, e.Kind)
 		}
+		if h, ok := recs[e.Seq]; ok {
+			delete(recs, e.Seq)
+			if h.hash() != e.Hash || h.Version != version {
+				problem("entry %d (hash %.12s, version %d) differs from its record in %s (hash %.12s, version %d)", e.Seq, e.Hash, version, headsFile, h.hash(), h.Version)
+			}
+		}
 		prev = e
 		return nil
 	})
@@ -119,6 +150,7 @@ func (s *Store) Verify() (Report, error) {
 	if head.Seq != prev.Seq || head.Hash != prev.Hash {
 		problem("head (seq %d, hash %.12s) does not point at the last entry (seq %d, hash %.12s)", head.Seq, head.Hash, prev.Seq, prev.Hash)
 	}
+	s.verifyHeadsEnd(recs, hi, head, &r, problem)
 	if head.Version != version {
 		problem("head version %d, last released version %d", head.Version, version)
 	}
@@ -147,6 +179,65 @@ func (s *Store) Verify() (Report, error) {
 	}
 	err = s.verifyOffline(offline, &r, problem)
 	return r, err
+}
+
+// verifyAnchor checks the user key against the store's anchor record and
+// reads the head file's records (nil when the store has no anchor: a store
+// of an earlier version, which Open notes).
+func (s *Store) verifyAnchor(problem func(string, ...any)) (map[uint64]headRec, headsInfo, error) {
+	var anchor storeAnchor
+	anchored, err := s.getJSON(keyAnchor, &anchor)
+	if err != nil || !anchored {
+		return nil, headsInfo{}, err
+	}
+	fp, err := anchor.fingerprint()
+	if err != nil {
+		problem("%v", err)
+		return nil, headsInfo{}, nil
+	}
+	if keyFingerprint(s.userKey) != fp {
+		problem("%s is not the key the ledger was created with (fingerprint %.16s): user counters would not be found", userKeyFile, hex.EncodeToString(fp[:]))
+	}
+	recs := map[uint64]headRec{}
+	hi, err := scanHeads(s.fs, filepath.Join(s.dir, headsFile), func(h headRec) error {
+		recs[h.Seq] = h
+		return nil
+	})
+	switch {
+	case err != nil:
+		problem("%s: %v", headsFile, err)
+		return nil, hi, nil
+	case hi.fingerprint != fp:
+		problem("%s was written for another user key than the store's", headsFile)
+	}
+	return recs, hi, nil
+}
+
+// verifyHeadsEnd reports the head file's records that no entry matched
+// (committed entries the store lost) and checks its end against the head.
+func (s *Store) verifyHeadsEnd(unmatched map[uint64]headRec, hi headsInfo, head Head, r *Report, problem func(string, ...any)) {
+	if unmatched == nil {
+		return
+	}
+	if len(unmatched) > 0 {
+		seqs := make([]uint64, 0, len(unmatched))
+		for seq := range unmatched {
+			seqs = append(seqs, seq)
+		}
+		slices.Sort(seqs)
+		problem("%s records %d committed heads the store lacks (entries %d to %d): the store lost them (a damaged or deleted write-ahead log or MANIFEST, or an older copy of ledger/ restored)", headsFile, len(seqs), seqs[0], seqs[len(seqs)-1])
+	}
+	switch last := hi.last; {
+	case last.Seq == head.Seq && hi.torn > 0:
+		problem("%s ends with %d bytes of a damaged record after the head's record", headsFile, hi.torn)
+	case last.Seq < head.Seq:
+		v, err := s.get(keyPrev)
+		if err != nil || len(v) != 8 || be64Value(v) != last.Seq {
+			problem("the store (entry %d) is more than one commit ahead of %s (entry %d): the head file lost records", head.Seq, headsFile, last.Seq)
+			return
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("the store is one commit (entry %d) ahead of %s: a crash between the commit and its head record; a writable open writes it", head.Seq, headsFile))
+	}
 }
 
 // verifyOffline replays the offline entries (runs, cap changes, derived
@@ -283,20 +374,16 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 		}
 	}
 	// The file index: each file in the dataset of its first entry.
-	fit, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefFile, UpperBound: prefixEnd(prefFile)})
-	if err != nil {
-		return err
-	}
-	defer fit.Close()
 	indexed := map[string]bool{}
-	for fit.First(); fit.Valid(); fit.Next() {
-		f, d := string(fit.Key()[len(prefFile):]), string(fit.Value())
+	err = s.scan(prefFile, prefixEnd(prefFile), func(k, v []byte) error {
+		f, d := string(k[len(prefFile):]), string(v)
 		indexed[f] = true
 		if w, ok := files[f]; !ok || w != d {
 			problem("file index: %s in dataset %q, entries give %q", f, d, w)
 		}
-	}
-	if err := fit.Error(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	for f, d := range files {
@@ -306,16 +393,11 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 	}
 	// The record index: each entry's new records, recomputed.
 	found := map[uint64]*digest{}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefRecord, UpperBound: prefixEnd(prefRecord)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		k, v := it.Key()[len(prefRecord):], it.Value()
+	err = s.scan(prefRecord, prefixEnd(prefRecord), func(key, v []byte) error {
+		k := key[len(prefRecord):]
 		if len(k) != len(RecordHash{}) || len(v) != 8 {
 			problem("record index: key of %d bytes, value of %d bytes", len(k), len(v))
-			continue
+			return nil
 		}
 		seq := binary.BigEndian.Uint64(v)
 		g := found[seq]
@@ -326,8 +408,9 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 		}
 		g.n++
 		g.h.Write(k) // keys iterate in increasing order, as recordsDigest sorts
-	}
-	if err := it.Error(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	for seq, g := range found {

@@ -21,7 +21,7 @@ import (
 
 func newLedgerCmd(a *app) *cobra.Command {
 	return groupCmd("ledger", "Inspect, verify and export the privacy ledger of a data directory",
-		newLedgerShowCmd(a), newLedgerVerifyCmd(a), newLedgerExportCmd(a), newLedgerSnapshotCmd(a), newLedgerSetCapCmd(a))
+		newLedgerShowCmd(a), newLedgerVerifyCmd(a), newLedgerHeadCmd(a), newLedgerExportCmd(a), newLedgerSnapshotCmd(a), newLedgerSetCapCmd(a))
 }
 
 // openLedger opens an existing ledger read-only.
@@ -209,19 +209,133 @@ func newLedgerShowCmd(a *app) *cobra.Command {
 	return c
 }
 
+// ledgerVerifyResult is what "dprl ledger verify" prints.
+type ledgerVerifyResult struct {
+	OK bool `json:"ok"`
+	ledger.Report
+}
+
 func newLedgerVerifyCmd(a *app) *cobra.Command {
-	var dir string
+	var dir, expect string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "verify --data DIR",
-		Short: "Recompute the hash chain and every epsilon; exit 1 on any mismatch",
+		Use:   "verify --data DIR [--expect-head SEQ:HASH]",
+		Short: "Recompute the hash chain and every epsilon, check the store against its head file; exit 1 on any problem",
 		Long: `Recomputes the ledger's hash chain, every entry's epsilon from its recorded
 parameters, the head pointer, the snapshots the releases pay for, the per-user
 counters, each dataset's cap and total per unit (replaying its runs and cap
 changes, and checking that no run was charged above the cap in force), and the
-record index that ties files to datasets. Prints the recomputed per-unit
-totals; any mismatch is listed and the exit status is 1.`,
-		Example: `  dprl ledger verify --data ./dprl-data`,
+record index that ties files to datasets. It also checks the store against
+DIR/ledger.heads, the fsynced record of every committed head kept outside the
+store's own recovery (a store that lost committed entries, or an older copy of
+ledger/ restored, fails), and user.key against the key the ledger was created
+with. Prints the recomputed per-unit totals; any problem is listed and the exit
+status is 1. A store too damaged to open is reported the same way.
+
+An older copy of the whole data directory restored cannot be detected from
+inside it: record the head elsewhere (dprl ledger head) and pass it as
+--expect-head; the ledger must still hold that entry with that hash.`,
+		Example: `  dprl ledger verify --data ./dprl-data
+  dprl ledger verify --data ./dprl-data --expect-head "$(cat head-recorded-yesterday)"`,
+		Args: noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			var ref *ledger.HeadRef
+			if expect != "" {
+				r, err := ledger.ParseHeadRef(expect)
+				if err != nil {
+					return usageError{fmt.Errorf("--expect-head: %w", err)}
+				}
+				ref = &r
+			}
+			var res ledgerVerifyResult
+			s, err := openLedger(a, dir)
+			switch {
+			case errors.Is(err, ledger.ErrCorrupt):
+				res.Problems = []string{err.Error()}
+			case err != nil:
+				return err
+			default:
+				defer s.Close()
+				if res.Report, err = s.Verify(); err != nil {
+					if !errors.Is(err, ledger.ErrCorrupt) {
+						return err
+					}
+					res.Problems = append(res.Problems, err.Error())
+				}
+				if ref != nil {
+					if err := s.CheckHead(*ref); err != nil {
+						res.Problems = append(res.Problems, err.Error())
+					}
+				}
+			}
+			if res.Problems == nil {
+				res.Problems = []string{}
+			}
+			if res.Budgets == nil {
+				res.Budgets = []ledger.DatasetBudget{}
+			}
+			res.OK = len(res.Problems) == 0
+			r := res.Report
+			err = emit(a.stdout, asJSON, res, func(w io.Writer) error {
+				for _, b := range r.Budgets {
+					if b.Cap.Delta == 0 {
+						fmt.Fprintf(w, "dataset %s unit %s: %d runs, no cap\n", b.Dataset, b.Unit, b.Runs)
+						continue
+					}
+					fmt.Fprintf(w, "dataset %s unit %s: %d runs, epsilon %.4g of cap %g at delta %g\n", b.Dataset, b.Unit, b.Runs, b.Epsilon, b.Cap.Epsilon, b.Cap.Delta)
+				}
+				for _, n := range r.Notes {
+					fmt.Fprintln(w, "note:", n)
+				}
+				for _, p := range r.Problems {
+					fmt.Fprintln(w, "problem:", p)
+				}
+				status := "OK"
+				if !res.OK {
+					status = fmt.Sprintf("FAILED (%d problems)", len(r.Problems))
+				}
+				_, err := fmt.Fprintf(w, "ledger %s: %d entries (%d releases, %d offline runs, %d cap changes, %d derived files), %d users, %d datasets, head version %d\n",
+					status, r.Entries, r.Releases, r.OfflineRuns, r.CapChanges, r.DerivedFiles, r.Users, r.Datasets, r.Head.Version)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if !res.OK {
+				return fmt.Errorf("ledger verify: %d problems in %s: %s", len(r.Problems), dir, r.Problems[0])
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
+	c.Flags().StringVar(&expect, "expect-head", "", "SEQ:HASH recorded earlier by dprl ledger head: the ledger must still hold that entry")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return c
+}
+
+// ledgerHeadResult is what "dprl ledger head" prints.
+type ledgerHeadResult struct {
+	Seq     uint64 `json:"seq"`
+	Hash    string `json:"hash"`
+	Version uint64 `json:"version"`
+	// Ref is SEQ:HASH, the form verify --expect-head takes.
+	Ref string `json:"ref"`
+}
+
+func newLedgerHeadCmd(a *app) *cobra.Command {
+	var dir string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "head --data DIR",
+		Short: "Print the verified ledger's head as SEQ:HASH, to record outside the data directory",
+		Long: `Verifies the ledger (as dprl ledger verify) and prints its head: the last
+entry's sequence number and hash, as SEQ:HASH. Record it somewhere the data
+directory's host cannot rewrite (a ticket, another machine, a signed log):
+dprl ledger verify --expect-head SEQ:HASH later fails if the ledger no longer
+holds that entry, which is the only way to catch an older copy of the whole
+data directory restored. The hash is a digest of the operator's own audit
+trail, not a release to users.`,
+		Example: `  dprl ledger head --data ./dprl-data >> ~/ledger-heads.txt`,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			s, err := openLedger(a, dir)
@@ -233,42 +347,21 @@ totals; any mismatch is listed and the exit status is 1.`,
 			if err != nil {
 				return err
 			}
-			if r.Problems == nil {
-				r.Problems = []string{}
+			if !r.OK() {
+				return fmt.Errorf("ledger %s fails verification (%d problems; dprl ledger verify lists them): %s", dir, len(r.Problems), r.Problems[0])
 			}
-			err = emit(a.stdout, asJSON, struct {
-				OK bool `json:"ok"`
-				ledger.Report
-			}{r.OK(), r}, func(w io.Writer) error {
-				for _, b := range r.Budgets {
-					if b.Cap.Delta == 0 {
-						fmt.Fprintf(w, "dataset %s unit %s: %d runs, no cap\n", b.Dataset, b.Unit, b.Runs)
-						continue
-					}
-					fmt.Fprintf(w, "dataset %s unit %s: %d runs, epsilon %.4g of cap %g at delta %g\n", b.Dataset, b.Unit, b.Runs, b.Epsilon, b.Cap.Epsilon, b.Cap.Delta)
-				}
-				for _, p := range r.Problems {
-					fmt.Fprintln(w, "problem:", p)
-				}
-				status := "OK"
-				if !r.OK() {
-					status = fmt.Sprintf("FAILED (%d problems)", len(r.Problems))
-				}
-				_, err := fmt.Fprintf(w, "ledger %s: %d entries (%d releases, %d offline runs, %d cap changes, %d derived files), %d users, %d datasets, head version %d\n",
-					status, r.Entries, r.Releases, r.OfflineRuns, r.CapChanges, r.DerivedFiles, r.Users, r.Datasets, r.Head.Version)
+			if r.Head.Seq == 0 {
+				return fmt.Errorf("ledger %s has no entry yet: no head to record", dir)
+			}
+			res := ledgerHeadResult{Seq: r.Head.Seq, Hash: r.Head.Hash, Version: r.Head.Version, Ref: ledger.HeadRef{Seq: r.Head.Seq, Hash: r.Head.Hash}.String()}
+			return emit(a.stdout, asJSON, res, func(w io.Writer) error {
+				_, err := fmt.Fprintln(w, res.Ref)
 				return err
 			})
-			if err != nil {
-				return err
-			}
-			if !r.OK() {
-				return fmt.Errorf("ledger verify: %d problems in %s", len(r.Problems), dir)
-			}
-			return nil
 		},
 	}
 	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the head as JSON")
 	return c
 }
 

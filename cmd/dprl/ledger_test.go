@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,17 +95,178 @@ func TestLedgerBadDataDir(t *testing.T) {
 }
 
 func TestLedgerVerifyFailsOnTampering(t *testing.T) {
+	cases := []struct {
+		name, key, value, want string
+	}{
+		// Open checks the head against the head file before Verify runs.
+		{"forged head", "m/head", `{"seq":3,"hash":"forged","version":2}`, "problem: ledger: corrupt store: the store's head (entry 3, hash forged, version 2) differs from"},
+		{"counter edited", "u/", `{"updates":0,"sum_inv_z2":0,"last_version":0}`, "problem: user "},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := makeLedger(t)
+			db, err := pebble.Open(filepath.Join(dir, "ledger"), &pebble.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := []byte(c.key)
+			if c.key == "u/" { // the first user's counter
+				it, _ := db.NewIter(&pebble.IterOptions{LowerBound: key})
+				it.First()
+				key = append([]byte(nil), it.Key()...)
+				it.Close()
+			}
+			if err := db.Set(key, []byte(c.value), pebble.Sync); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			code, out, stderr := runCLI(t, "ledger", "verify", "--data", dir)
+			if code != 1 || !strings.Contains(out, c.want) || !strings.Contains(out, "ledger FAILED (1 problems)") || !strings.Contains(stderr, "1 problems") {
+				t.Errorf("tampered: exit %d, %q %q", code, out, stderr)
+			}
+		})
+	}
+}
+
+// TestLedgerVerifyDamagedFiles damages the files of a ledger's data
+// directory: verify exits 1 with the reason (never a panic, never OK with a
+// shorter ledger), as text and as JSON.
+func TestLedgerVerifyDamagedFiles(t *testing.T) {
+	damage := map[string]func(t *testing.T, dir string){
+		"sst byte flipped": func(t *testing.T, dir string) { flipByte(t, glob1(t, dir, "ledger/*.sst"), 0.5) },
+		"wal byte flipped": func(t *testing.T, dir string) { flipByte(t, glob1(t, dir, "ledger/*.log"), 0.3) },
+		"wal deleted":      func(t *testing.T, dir string) { os.Remove(glob1(t, dir, "ledger/*.log")) },
+		"manifest flipped": func(t *testing.T, dir string) { flipByte(t, glob1(t, dir, "ledger/MANIFEST-*"), 0.6) },
+		"head file gone":   func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "ledger.heads")) },
+		"user key swapped": func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "user.key"), []byte(strings.Repeat("k", 32)), 0o600)
+		},
+	}
+	for name, f := range damage {
+		t.Run(name, func(t *testing.T) {
+			dir := makeLedger(t)
+			// A restart flushes the log into an SST; two more releases go to
+			// a new log.
+			s, err := ledger.Open(dir, ledger.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			addReleases(t, s, 3, 2)
+			s.Close()
+			f(t, dir)
+			code, out, stderr := runCLI(t, "ledger", "verify", "--data", dir)
+			if code != 1 || !strings.Contains(out, "ledger FAILED") || !strings.Contains(stderr, "problems in") {
+				t.Errorf("exit %d, %q %q", code, out, stderr)
+			}
+			code, out, _ = runCLI(t, "ledger", "verify", "--data", dir, "--json")
+			var rep struct {
+				OK       bool
+				Problems []string
+			}
+			if code != 1 || json.Unmarshal([]byte(out), &rep) != nil || rep.OK || len(rep.Problems) == 0 {
+				t.Errorf("--json: exit %d, %s", code, out)
+			}
+		})
+	}
+}
+
+// TestLedgerHeadAndExpectHead records the head, restores an older copy of
+// the whole data directory, and checks that only --expect-head catches it.
+func TestLedgerHeadAndExpectHead(t *testing.T) {
 	dir := makeLedger(t)
-	db, err := pebble.Open(filepath.Join(dir, "ledger"), &pebble.Options{})
+	old := filepath.Join(t.TempDir(), "old")
+	copyDir(t, dir, old)
+	s, err := ledger.Open(dir, ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Set([]byte("m/head"), []byte(`{"seq":3,"hash":"forged","version":2}`), pebble.Sync); err != nil {
+	addReleases(t, s, 3, 1)
+	s.Close()
+	code, out, _ := runCLI(t, "ledger", "head", "--data", dir)
+	ref := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(ref, "4:") || len(ref) != 2+64 {
+		t.Fatalf("head: %d %q", code, out)
+	}
+	code, out, _ = runCLI(t, "ledger", "head", "--data", dir, "--json")
+	var h struct {
+		Seq     uint64
+		Version uint64
+		Ref     string
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &h) != nil || h.Seq != 4 || h.Version != 3 || h.Ref != ref {
+		t.Errorf("head --json: %d %s", code, out)
+	}
+	if code, out, stderr := runCLI(t, "ledger", "verify", "--data", dir, "--expect-head", ref); code != 0 {
+		t.Errorf("verify --expect-head on the ledger: %d %q %q", code, out, stderr)
+	}
+	os.RemoveAll(dir)
+	copyDir(t, old, dir)
+	if code, out, stderr := runCLI(t, "ledger", "verify", "--data", dir); code != 0 {
+		t.Errorf("the older copy verifies on its own (nothing inside it can tell): %d %q %q", code, out, stderr)
+	}
+	code, out, stderr := runCLI(t, "ledger", "verify", "--data", dir, "--expect-head", ref)
+	if code != 1 || !strings.Contains(out, "rolled back") {
+		t.Errorf("verify --expect-head on the older copy: %d %q %q", code, out, stderr)
+	}
+	if code, _, stderr := runCLI(t, "ledger", "verify", "--data", dir, "--expect-head", "4:abc"); code != 2 || !strings.Contains(stderr, "--expect-head") {
+		t.Errorf("bad --expect-head: %d %q", code, stderr)
+	}
+}
+
+// addReleases appends n releases after version from-1.
+func addReleases(t *testing.T, s *ledger.Store, from uint64, n int) {
+	t.Helper()
+	g, _ := accountant.Analytic{}.Epsilon(1e-5, accountant.Gaussian(1))
+	for v := from; v < from+uint64(n); v++ {
+		_, err := s.Release(ledger.Release{Version: v, Snapshot: []byte(strings.Repeat("p", 3000)), Users: []ledger.UserKey{s.User("u1"), s.User("u3")},
+			Entry: ledger.Entry{Unit: ledger.UnitSession, Mechanism: "dppg", Events: []accountant.Event{accountant.Gaussian(1)},
+				Method: accountant.MethodAnalytic, Epsilon: g.Epsilon, Delta: 1e-5, Z: 1, S: 0.05, K: 2, Participants: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// glob1 returns the newest (last numbered) file matching pattern.
+func glob1(t *testing.T, dir, pattern string) string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dir, pattern))
+	if len(m) == 0 {
+		t.Fatalf("no %s", pattern)
+	}
+	return m[len(m)-1]
+}
+
+// flipByte XORs the byte at the fraction at of the file.
+func flipByte(t *testing.T, path string, at float64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		t.Fatalf("%s: %v", path, err)
+	}
+	b[int(at*float64(len(b)-1))] ^= 0x5a
+	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
-	code, out, stderr := runCLI(t, "ledger", "verify", "--data", dir)
-	if code != 1 || !strings.Contains(out, "problem: head") || !strings.Contains(stderr, "1 problems") {
-		t.Errorf("tampered: exit %d, %q %q", code, out, stderr)
+}
+
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,732 @@
+package ledger
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rs/zerolog"
+)
+
+// Options configure Open. The zero value opens (or creates) a store on the
+// operating system's file system.
+type Options struct {
+	// FS is the file system; nil means the operating system's. Tests pass
+	// vfs.NewCrashableMem() to simulate crashes.
+	FS vfs.FS
+	// Logger receives the store's log lines; the zero value discards them.
+	Logger zerolog.Logger
+	// MustExist refuses to create a new store (for show, verify, export).
+	MustExist bool
+	// ReadOnly opens the store without writing to it. A read-only open
+	// checks the user key and the head file against the store but does not
+	// run the full verification (Verify does).
+	ReadOnly bool
+	// ExpectHead, when set, refuses a store that does not hold this entry
+	// (a head recorded outside the data directory): the one check that
+	// catches an older copy of the whole directory restored.
+	ExpectHead *HeadRef
+	// Now is the clock for entry times; nil means time.Now.
+	Now func() time.Time
+}
+
+// Store is the ledger of one data directory. Its methods are safe for
+// concurrent use; appends are serialised.
+type Store struct {
+	db      *pebble.DB
+	lock    *pebble.Lock
+	fs      vfs.FS
+	dir     string
+	userKey []byte
+	log     zerolog.Logger
+	now     func() time.Time
+	heads   *headsWriter // nil when read-only
+	health  *health
+	// notes are what Open found that is not damage (Verify reports them).
+	notes []string
+	// afterCommit, when set (tests), runs between a commit and its head
+	// record.
+	afterCommit func()
+	// noHeadRecord (benchmarks only) skips the head record, to measure the
+	// write path without it.
+	noHeadRecord bool
+
+	mu       sync.Mutex // serialises appends and guards closed
+	closed   bool
+	dbClosed atomic.Bool // db is closed: reads return ErrClosed
+}
+
+// storeAnchor is the store's own record of its format and of the user key
+// it was created with (written before anything else).
+type storeAnchor struct {
+	Format int `json:"format"`
+	// KeyFingerprint is HMAC-SHA256 of a fixed label under the user key, in
+	// hex: it identifies the key without revealing it.
+	KeyFingerprint string `json:"key_fingerprint"`
+}
+
+func (a storeAnchor) fingerprint() ([32]byte, error) {
+	var fp [32]byte
+	b, err := hex.DecodeString(a.KeyFingerprint)
+	if err != nil || len(b) != 32 || a.Format != headsFormat {
+		return fp, fmt.Errorf("%w: anchor record %+v", ErrCorrupt, a)
+	}
+	copy(fp[:], b)
+	return fp, nil
+}
+
+// health is a store's sticky failure: once Pebble reports corruption, a
+// recovered panic, or a commit whose head record could not be written, the
+// store refuses every later write.
+type health struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (h *health) fail(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err == nil {
+		h.err = err
+	}
+}
+
+func (h *health) get() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// Open opens the ledger in dir, creating the store, the user-key secret and
+// the head file on first start (unless MustExist).
+//
+// An existing store is first opened read-only, so that Pebble's recovery
+// rewrites nothing before it is checked: the user key must be the one the
+// store was created with (its fingerprint is in the store and in the head
+// file), and the store's head must match the head file (see the package's
+// head file documentation). A writable open then runs the full Verify and
+// refuses any problem. Every refusal wraps ErrCorrupt and says what was
+// found; nothing is repaired except the one head record a crash between a
+// commit and its record leaves out. A store created by an earlier version
+// (no head file, no anchor) is verified and given both at its first
+// writable open.
+func Open(dir string, o Options) (*Store, error) {
+	fs := o.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	s := &Store{fs: fs, dir: dir, log: o.Logger, now: now, health: &health{}}
+	pdir := filepath.Join(dir, pebbleDir)
+	_, statErr := fs.Stat(pdir)
+	exists := statErr == nil
+	_, keyErr := fs.Stat(filepath.Join(dir, userKeyFile))
+	_, headsErr := fs.Stat(filepath.Join(dir, headsFile))
+	switch {
+	case !exists && keyErr == nil:
+		// The store directory is synced before the key is written, so a key
+		// without a store means the store was lost, not never created.
+		return nil, fmt.Errorf("%w: %s has a user key but no store: the ledger was lost or moved", ErrCorrupt, dir)
+	case !exists && headsErr == nil:
+		return nil, fmt.Errorf("%w: %s has a head file (%s) but no store: the ledger was lost or moved", ErrCorrupt, dir, headsFile)
+	case !exists && (o.MustExist || o.ReadOnly):
+		return nil, fmt.Errorf("%w: no ledger in %s", ErrNotFound, dir)
+	case !exists:
+		if err := mkdirAllSync(fs, pdir); err != nil {
+			return nil, fmt.Errorf("ledger: create %s: %w", pdir, err)
+		}
+	}
+	lock, err := pebble.LockDirectory(pdir, fs)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %s is in use (another agent or command has it open): %w", pdir, err)
+	}
+	s.lock = lock
+	if err := s.open(exists, keyErr == nil || headsErr == nil, o); err != nil {
+		s.abort()
+		return nil, err
+	}
+	return s, nil
+}
+
+// open opens Pebble (read-only first for an existing store), checks the
+// store against the key and the head file, and for a writable open
+// finishes creation, adopts a store of an earlier version, or verifies and
+// resumes an anchored one.
+func (s *Store) open(exists, hasFiles bool, o Options) (err error) {
+	defer s.recoverInto(&err)
+	if exists {
+		err := s.openPebble(o, true, false)
+		switch {
+		case errors.Is(err, pebble.ErrDBDoesNotExist) && !hasFiles && !o.ReadOnly && !o.MustExist:
+			// A crash right after the directory was created: finish creating.
+			exists = false
+		case errors.Is(err, pebble.ErrDBDoesNotExist):
+			return fmt.Errorf("%w: %s holds no Pebble store (its MANIFEST or marker files are missing)", ErrCorrupt, filepath.Join(s.dir, pebbleDir))
+		case err != nil:
+			return err
+		}
+	}
+	if exists {
+		st, err := s.inspect(o.ReadOnly)
+		if err != nil {
+			return err
+		}
+		if o.ReadOnly {
+			s.userKey, s.notes = st.key, st.notes
+			if o.ExpectHead != nil {
+				return s.CheckHead(*o.ExpectHead)
+			}
+			return nil
+		}
+		// Checked: now let Pebble recover for writing.
+		if err := s.closeDB(); err != nil {
+			return err
+		}
+	}
+	if err := s.openPebble(o, false, !exists); err != nil {
+		return err
+	}
+	if !exists {
+		// Make the new store's directory entry durable before the key.
+		if err := syncDir(s.fs, s.dir); err != nil {
+			return fmt.Errorf("ledger: sync %s: %w", s.dir, err)
+		}
+	}
+	st, err := s.inspect(false)
+	if err != nil {
+		return err
+	}
+	switch st.state {
+	case stateNew:
+		err = s.create(st)
+	case stateLegacy, stateAdopting:
+		err = s.adopt(st)
+	default:
+		err = s.resume(st)
+	}
+	if err != nil {
+		return err
+	}
+	if o.ExpectHead != nil {
+		return s.CheckHead(*o.ExpectHead)
+	}
+	return nil
+}
+
+// openPebble opens the Pebble store under the held lock.
+func (s *Store) openPebble(o Options, readOnly, create bool) error {
+	pdir := filepath.Join(s.dir, pebbleDir)
+	lg := pebbleLogger{o.Logger}
+	h := s.health
+	db, err := pebble.Open(pdir, &pebble.Options{
+		FS:               s.fs,
+		Lock:             s.lock,
+		ErrorIfNotExists: !create,
+		ReadOnly:         readOnly,
+		// WAL chunks carry the offset synced so far, so that a damaged
+		// record followed by a later 32 KiB block of the log is reported
+		// as corruption instead of being taken for the log's torn end.
+		// Damage in the log's last block is still read as a torn end (a
+		// ledger's log is often one block: every such flip measured
+		// truncated the store), which the head file catches.
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             lg,
+		EventListener: &pebble.EventListener{
+			// Pebble's default calls Fatalf (a panic); a damaged block is
+			// also returned as an error by the read that found it, so
+			// record it and refuse later writes instead.
+			DataCorruption: func(info pebble.DataCorruptionInfo) {
+				lg.Errorf("%s", info)
+				h.fail(fmt.Errorf("%w: %s", ErrCorrupt, firstLine(info.String())))
+			},
+			BackgroundError: func(err error) {
+				lg.Errorf("background error: %v", err)
+				if pebble.IsCorruptionError(err) {
+					h.fail(fmt.Errorf("%w: %s", ErrCorrupt, firstLine(err.Error())))
+				}
+			},
+		},
+	})
+	if err != nil && errors.Is(err, pebble.ErrDBDoesNotExist) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%w: open %s: %s", ErrCorrupt, pdir, firstLine(err.Error()))
+	}
+	s.db = db
+	s.dbClosed.Store(false)
+	return nil
+}
+
+// The states inspect finds.
+const (
+	stateAnchored = iota // created by this version: anchor record and head file
+	stateNew             // empty: new, or its creation did not finish
+	stateLegacy          // created by an earlier version: no anchor, no head file
+	stateAdopting        // an earlier version's store whose adoption did not finish
+)
+
+// openState is what inspect found.
+type openState struct {
+	state   int
+	head    Head
+	key     []byte // nil when user.key is missing
+	heads   headsInfo
+	hasHead bool // the head file exists
+	pending bool // the store is one commit ahead of the head file
+	notes   []string
+}
+
+// inspect reads the store's head and anchor, the user key and the head
+// file, and refuses every combination that a crash cannot leave.
+func (s *Store) inspect(readOnly bool) (openState, error) {
+	var st openState
+	var err error
+	if st.head, err = s.Head(); err != nil {
+		return st, err
+	}
+	var anchor storeAnchor
+	anchored, err := s.getJSON(keyAnchor, &anchor)
+	if err != nil {
+		return st, err
+	}
+	empty, err := s.isEmpty()
+	if err != nil {
+		return st, err
+	}
+	keyPath, headsPath := filepath.Join(s.dir, userKeyFile), filepath.Join(s.dir, headsFile)
+	if st.key, err = readUserKey(s.fs, keyPath); err != nil {
+		return st, err
+	}
+	st.heads, err = scanHeads(s.fs, headsPath, nil)
+	st.hasHead = err == nil
+	if err != nil && !isNotExist(err) {
+		return st, err
+	}
+	switch {
+	case anchored:
+		fp, err := anchor.fingerprint()
+		if err != nil {
+			return st, err
+		}
+		switch {
+		case st.key == nil:
+			return st, fmt.Errorf("%w: %s is missing: the ledger was created with a user key (fingerprint %.16s) and cannot map users to their counters without it; restore that file", ErrCorrupt, keyPath, hex.EncodeToString(fp[:]))
+		case keyFingerprint(st.key) != fp:
+			got := keyFingerprint(st.key)
+			return st, fmt.Errorf("%w: %s is not the key this ledger was created with (fingerprint %.16s, the file's %.16s): under another key every user's counter would start again from zero and the per-user caps would reset; restore the original user.key", ErrCorrupt, keyPath, hex.EncodeToString(fp[:]), hex.EncodeToString(got[:]))
+		case !st.hasHead:
+			return st, fmt.Errorf("%w: %s is missing: it records every committed head, and without it a store that lost entries cannot be told from an intact one", ErrCorrupt, headsPath)
+		case st.heads.fingerprint != fp:
+			return st, fmt.Errorf("%w: %s belongs to another ledger (its user-key fingerprint differs from the store's)", ErrCorrupt, headsPath)
+		}
+		if st.pending, err = s.compareHeads(st.head, st.heads, headsPath); err != nil {
+			return st, err
+		}
+		st.state = stateAnchored
+	case empty:
+		switch {
+		case st.hasHead && (st.heads.records > 0 || st.heads.torn > 0):
+			return st, fmt.Errorf("%w: the store is empty but %s records commits up to entry %d: the store lost them (a damaged or deleted write-ahead log, or an older copy of ledger/ restored)", ErrCorrupt, headsPath, st.heads.last.Seq)
+		case st.hasHead && st.key == nil:
+			return st, fmt.Errorf("%w: %s exists but %s is missing", ErrCorrupt, headsPath, keyPath)
+		case st.hasHead && keyFingerprint(st.key) != st.heads.fingerprint:
+			return st, fmt.Errorf("%w: %s was written for another user key than %s", ErrCorrupt, headsPath, keyPath)
+		case readOnly && st.key == nil:
+			return st, fmt.Errorf("%w: %s is missing", ErrNotFound, keyPath)
+		}
+		st.state = stateNew
+	case st.hasHead:
+		// Adoption writes the head file (with the current head) before the
+		// anchor: a crash between the two leaves exactly this file.
+		h, err := headRecOf(st.head)
+		if err != nil {
+			return st, err
+		}
+		if st.key == nil || keyFingerprint(st.key) != st.heads.fingerprint || st.heads.records != 1 || st.heads.torn != 0 || st.heads.last != h || st.head.Seq == 0 {
+			return st, fmt.Errorf("%w: the store has no anchor record but %s exists (last record entry %d, the store's head entry %d): the store lost its first records, or ledger/ was replaced", ErrCorrupt, headsPath, st.heads.last.Seq, st.head.Seq)
+		}
+		st.state = stateAdopting
+		st.notes = append(st.notes, "the adoption of this ledger (created by an earlier version) did not finish; the next writable open finishes it")
+	default:
+		if st.key == nil {
+			return st, fmt.Errorf("%w: %s is missing: user counters cannot be mapped without it", ErrCorrupt, keyPath)
+		}
+		st.state = stateLegacy
+		st.notes = append(st.notes, fmt.Sprintf("no %s: the ledger was created by an earlier version, without head records; the next writable open verifies it and adds them", headsFile))
+	}
+	return st, nil
+}
+
+// compareHeads checks the store's head against the head file's last intact
+// record, and reports whether the store is one commit ahead (the only
+// difference a crash leaves).
+func (s *Store) compareHeads(h Head, hi headsInfo, path string) (bool, error) {
+	last := hi.last
+	switch {
+	case h.Seq < last.Seq:
+		return false, fmt.Errorf("%w: the store ends at entry %d but %s records entry %d (hash %.16s) as committed: entries %d to %d were lost (a damaged or deleted write-ahead log or MANIFEST, or an older copy of ledger/ restored)", ErrCorrupt, h.Seq, path, last.Seq, last.hash(), h.Seq+1, last.Seq)
+	case h.Seq == last.Seq:
+		if h.Hash != last.hash() || h.Version != last.Version {
+			return false, fmt.Errorf("%w: the store's head (entry %d, hash %.16s, version %d) differs from %s's (hash %.16s, version %d): the store was replaced or rewritten", ErrCorrupt, h.Seq, h.Hash, h.Version, path, last.hash(), last.Version)
+		}
+		if hi.torn > 0 {
+			return false, fmt.Errorf("%w: %s ends with %d bytes of a damaged record after entry %d, which is the store's head: no crash leaves that", ErrCorrupt, path, hi.torn, last.Seq)
+		}
+		return false, nil
+	}
+	var prev uint64
+	v, err := s.get(keyPrev)
+	if err != nil {
+		return false, err
+	}
+	if len(v) == 8 {
+		prev = be64Value(v)
+	}
+	if v == nil || len(v) != 8 || prev != last.Seq {
+		return false, fmt.Errorf("%w: the store (entry %d) is more than one commit ahead of %s (entry %d): the head file lost records", ErrCorrupt, h.Seq, path, last.Seq)
+	}
+	if last.Seq > 0 {
+		e, err := s.entry(last.Seq)
+		if err != nil {
+			return false, err
+		}
+		if e.Hash != last.hash() {
+			return false, fmt.Errorf("%w: entry %d has hash %.16s, %s recorded %.16s", ErrCorrupt, last.Seq, e.Hash, path, last.hash())
+		}
+	}
+	return true, nil
+}
+
+// create finishes a new store: the user key (if missing), the head file
+// (if missing) and the anchor record, in that order, each synced; a crash
+// between them leaves a state inspect finishes.
+func (s *Store) create(st openState) error {
+	key := st.key
+	if key == nil {
+		var err error
+		if key, err = createUserKey(s.fs, s.dir); err != nil {
+			return err
+		}
+	}
+	fp := keyFingerprint(key)
+	if !st.hasHead {
+		if err := createHeads(s.fs, s.dir, fp, nil); err != nil {
+			return err
+		}
+		st.heads = headsInfo{fingerprint: fp, validLen: headsRecLen}
+	}
+	if err := s.setSync(keyAnchor, storeAnchor{Format: headsFormat, KeyFingerprint: hex.EncodeToString(fp[:])}); err != nil {
+		return err
+	}
+	s.userKey = key
+	return s.openHeads(st.heads)
+}
+
+// adopt gives a store of an earlier version its head file and anchor after
+// verifying it: the head file (with the current head) first, then the
+// anchor, so that a crash between them is recognised (stateAdopting).
+func (s *Store) adopt(st openState) error {
+	s.userKey = st.key
+	if err := s.mustVerify(); err != nil {
+		return err
+	}
+	fp := keyFingerprint(st.key)
+	if st.state == stateLegacy {
+		var first *Head
+		if st.head.Seq > 0 {
+			first = &st.head
+		}
+		if err := createHeads(s.fs, s.dir, fp, first); err != nil {
+			return err
+		}
+		st.heads = headsInfo{fingerprint: fp, validLen: headsRecLen}
+		if first != nil {
+			st.heads.validLen += headsRecLen
+		}
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := setJSON(b, keyAnchor, storeAnchor{Format: headsFormat, KeyFingerprint: hex.EncodeToString(fp[:])}); err != nil {
+		return err
+	}
+	if err := b.Set(keyPrev, be64(nil, st.head.Seq), nil); err != nil {
+		return err
+	}
+	if err := s.commitBatch(b); err != nil {
+		return err
+	}
+	s.log.Warn().Str("dir", s.dir).Uint64("head", st.head.Seq).Msg("ledger created by an earlier version: verified, and given a head file and an anchor record")
+	return s.openHeads(st.heads)
+}
+
+// resume verifies an anchored store and writes the head record a crash
+// left out, if any.
+func (s *Store) resume(st openState) error {
+	s.userKey = st.key
+	if err := s.mustVerify(); err != nil {
+		return err
+	}
+	if err := s.openHeads(st.heads); err != nil {
+		return err
+	}
+	if st.pending {
+		if err := s.heads.append(st.head); err != nil {
+			return fmt.Errorf("ledger: write the head record of entry %d: %w", st.head.Seq, err)
+		}
+		s.log.Warn().Uint64("seq", st.head.Seq).Msg("wrote the head record of the last commit: the previous run stopped between the commit and its record")
+	}
+	return nil
+}
+
+// mustVerify runs Verify and turns any problem into an ErrCorrupt error.
+func (s *Store) mustVerify() error {
+	r, err := s.Verify()
+	if err != nil {
+		return err
+	}
+	if !r.OK() {
+		const show = 5
+		ps := r.Problems
+		more := ""
+		if len(ps) > show {
+			ps, more = ps[:show], fmt.Sprintf("; and %d more (dprl ledger verify lists them)", len(r.Problems)-show)
+		}
+		return fmt.Errorf("%w: %s fails verification: %s%s", ErrCorrupt, filepath.Join(s.dir, pebbleDir), strings.Join(ps, "; "), more)
+	}
+	return nil
+}
+
+func (s *Store) openHeads(hi headsInfo) error {
+	w, err := openHeadsWriter(s.fs, filepath.Join(s.dir, headsFile), hi.validLen)
+	if err != nil {
+		return err
+	}
+	s.heads = w
+	return nil
+}
+
+// isEmpty reports whether the store holds no key at all.
+func (s *Store) isEmpty() (bool, error) {
+	empty := true
+	err := s.scan(nil, nil, func(_, _ []byte) error {
+		empty = false
+		return errStop
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return empty, err
+}
+
+var errStop = errors.New("stop")
+
+// readUserKey reads the HMAC secret; a missing file is (nil, nil).
+func readUserKey(fs vfs.FS, path string) ([]byte, error) {
+	f, err := fs.Open(path)
+	if isNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger: open %s: %w", path, err)
+	}
+	defer f.Close()
+	key, err := io.ReadAll(io.LimitReader(f, int64(userKeyLen)+1))
+	if err != nil || len(key) != userKeyLen {
+		return nil, fmt.Errorf("%w: %s: want a %d-byte secret", ErrCorrupt, path, userKeyLen)
+	}
+	if fs == vfs.Default {
+		if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+			return nil, fmt.Errorf("ledger: %s is readable by others (mode %v); chmod 600 it", path, st.Mode().Perm())
+		}
+	}
+	return key, nil
+}
+
+// createUserKey writes a new HMAC secret (mode 0600, synced, the directory
+// synced).
+func createUserKey(fs vfs.FS, dir string) ([]byte, error) {
+	path := filepath.Join(dir, userKeyFile)
+	key := make([]byte, userKeyLen)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("ledger: user key: %w", err)
+	}
+	if fs == vfs.Default {
+		if err := writeFileSync(path, key, 0o600); err != nil {
+			return nil, fmt.Errorf("ledger: write %s: %w", path, err)
+		}
+		return key, nil
+	}
+	w, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: write %s: %w", path, err)
+	}
+	// vfs.File.Write may modify its argument: write a copy.
+	if _, err := w.Write(append([]byte(nil), key...)); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := w.Sync(); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	if err := syncDir(fs, dir); err != nil {
+		return nil, err
+	}
+	return key, nil
+}
+
+// Close closes the store. It is safe to call more than once.
+func (s *Store) Close() error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.release()
+}
+
+// abort releases what a failed Open acquired.
+func (s *Store) abort() {
+	s.closed = true
+	s.release()
+}
+
+func (s *Store) release() error {
+	err := s.closeDB()
+	if herr := s.heads.close(); err == nil {
+		err = herr
+	}
+	s.heads = nil
+	if s.lock != nil {
+		if lerr := s.lock.Close(); err == nil {
+			err = lerr
+		}
+		s.lock = nil
+	}
+	return err
+}
+
+// closeDB closes Pebble; a panic while closing a damaged store is returned
+// as an error.
+func (s *Store) closeDB() (err error) {
+	if s.db == nil || s.dbClosed.Swap(true) {
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: closing the store panicked: %v", ErrCorrupt, r)
+		}
+	}()
+	return s.db.Close()
+}
+
+// recoverInto turns a panic inside Pebble (its Fatalf, or a damaged file
+// that broke an invariant) into an ErrCorrupt error, and fails the store.
+func (s *Store) recoverInto(err *error) {
+	if r := recover(); r != nil {
+		e := fmt.Errorf("%w: the store panicked: %s", ErrCorrupt, firstLine(fmt.Sprint(r)))
+		s.health.fail(e)
+		*err = e
+	}
+}
+
+// pebbleFatal is the panic value of Pebble's Fatalf.
+type pebbleFatal string
+
+// pebbleLogger routes Pebble's log lines to zerolog. Pebble requires Fatalf
+// not to return; it panics with pebbleFatal, which the store's entry
+// points recover into an ErrCorrupt error.
+type pebbleLogger struct{ l zerolog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug().Str("component", "pebble").Msgf(format, args...)
+}
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error().Str("component", "pebble").Msgf(format, args...)
+}
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	p.l.Error().Str("component", "pebble").Msg(msg)
+	panic(pebbleFatal("pebble: " + msg))
+}
+
+// firstLine returns s up to its first newline (Pebble's errors can carry
+// stack traces).
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// setSync writes one JSON value, synced.
+func (s *Store) setSync(key []byte, v any) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := setJSON(b, key, v); err != nil {
+		return err
+	}
+	return s.commitBatch(b)
+}
+
+// commitBatch commits a batch, synced; a Pebble panic fails the store.
+func (s *Store) commitBatch(b *pebble.Batch) (err error) {
+	if err := s.health.get(); err != nil {
+		return fmt.Errorf("ledger: refusing to write after an earlier failure: %w", err)
+	}
+	defer s.recoverInto(&err)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("ledger: commit: %w", err)
+	}
+	return nil
+}
+
+// commit writes a batch that moves the head from prev to h: the batch with
+// the new head and the previous head's seq (m/prev), synced; then the head
+// record, synced. See the head file's documentation for why this order is
+// crash-safe.
+func (s *Store) commit(b *pebble.Batch, prev, h Head) error {
+	if s.heads == nil {
+		return fmt.Errorf("%w: the store is open read-only", ErrInvalid)
+	}
+	if err := b.Set(keyPrev, be64(nil, prev.Seq), nil); err != nil {
+		return err
+	}
+	if err := setJSON(b, keyHead, h); err != nil {
+		return err
+	}
+	if err := s.commitBatch(b); err != nil {
+		return err
+	}
+	if s.afterCommit != nil {
+		s.afterCommit()
+	}
+	if s.noHeadRecord {
+		return nil
+	}
+	if err := s.heads.append(h); err != nil {
+		err = fmt.Errorf("ledger: entry %d is committed but its head record could not be written to %s (the store refuses further writes; reopening writes the record): %w", h.Seq, headsFile, err)
+		s.health.fail(err)
+		return err
+	}
+	return nil
+}
