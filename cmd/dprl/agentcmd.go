@@ -1,6 +1,8 @@
 package main
 
 import (
+	"dprl/ledger"
+
 	"context"
 	"fmt"
 	"math"
@@ -77,12 +79,14 @@ type agentFlags struct {
 	seed                                     uint64
 	checkConfig                              bool
 	natsSec                                  natsSecurityFlags
+	expectHead                               string
 }
 
 func (f *agentFlags) register(c *cobra.Command) {
 	fl := c.Flags()
 	fl.StringVar(&f.config, "config", "", "JSON config file: an object of flag names to values (flags and DPRL_* environment variables override it)")
 	fl.BoolVar(&f.checkConfig, "check-config", false, "validate the configuration and exit")
+	fl.StringVar(&f.expectHead, "expect-head", "", "refuse to start unless the ledger's head is SEQ:HASH (as printed by dprl ledger head and recorded outside the data directory): catches a restored older copy of the whole directory")
 	fl.StringVar(&f.data, "data", "", "data directory holding the ledger (required)")
 	fl.StringVar(&f.envSpec, "env-spec", "", "take the observation/action spaces from this simulator and the learner defaults measured for it, as dprl train (see dprl sims list, policy/REPRODUCE.md)")
 	fl.IntVar(&f.obsDim, "obs-dim", 0, "observation length (without --env-spec)")
@@ -204,8 +208,16 @@ func (f *agentFlags) serviceConfig(a *app) (agent.ServiceConfig, error) {
 	if err != nil {
 		return agent.ServiceConfig{}, err
 	}
+	var head *ledger.HeadRef
+	if f.expectHead != "" {
+		h, err := ledger.ParseHeadRef(f.expectHead)
+		if err != nil {
+			return agent.ServiceConfig{}, usagef("--expect-head: %v", err)
+		}
+		head = &h
+	}
 	return agent.ServiceConfig{Agent: ac, DataDir: f.data, NATS: f.natsURL, NATSListen: f.natsListen, ConnectOptions: opts, NATSSecurity: sec,
-		Prefix: f.prefix, ActWorkers: f.actWorkers, HTTPAddr: f.httpAddr, SessionLogDir: f.logSessions, Logger: a.log}, nil
+		Prefix: f.prefix, ActWorkers: f.actWorkers, HTTPAddr: f.httpAddr, SessionLogDir: f.logSessions, Logger: a.log, ExpectHead: head}, nil
 }
 
 func newAgentCmd(a *app) *cobra.Command {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -268,5 +270,30 @@ func copyDir(t *testing.T, src, dst string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAgentExpectHead: dprl agent --expect-head refuses to start on a data
+// directory whose ledger ends before the recorded head (a restored older
+// copy), and refuses a malformed head as a usage error.
+func TestAgentExpectHead(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, stderr := runCLI(t, "demo", "--users", "48", "--K", "8", "--seed", "1", "--data", dir, "--json"); code != 0 {
+		t.Fatalf("demo: %d %s", code, stderr)
+	}
+	code, out, _ := runCLI(t, "ledger", "head", "--data", dir)
+	ref := strings.TrimSpace(out)
+	seq, hash, ok := strings.Cut(ref, ":")
+	if code != 0 || !ok {
+		t.Fatalf("head: %d %q", code, out)
+	}
+	n, _ := strconv.Atoi(seq)
+	later := fmt.Sprintf("%d:%s", n+5, hash) // as if the directory had since been rolled back
+	code, _, stderr := runCLI(t, "agent", "--data", dir, "--env-spec", "cartpole", "--K", "8", "--expect-head", later)
+	if code != 1 || !strings.Contains(stderr, "rolled back") {
+		t.Errorf("agent --expect-head %s: exit %d, %q; want 1 and 'rolled back'", later, code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "agent", "--data", dir, "--env-spec", "cartpole", "--expect-head", "4:abc", "--check-config"); code != 2 || !strings.Contains(stderr, "--expect-head") {
+		t.Errorf("bad --expect-head: %d %q", code, stderr)
 	}
 }
