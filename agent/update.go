@@ -349,10 +349,17 @@ func (u *updater) update(cur *version) error {
 	}
 	if _, err := a.store.Release(ledger.Release{Version: newVer, Snapshot: snap, Entry: entry, Users: users}); err != nil {
 		a.m.ReleaseErrors.Inc()
-		a.log.Error().Err(err).Uint64("version", newVer).Msg("release failed; serving the previous version")
 		if errors.Is(err, ledger.ErrClosed) {
 			return err
 		}
+		if errors.Is(err, ledger.ErrCorrupt) {
+			// The store found damage and refuses writes: no later release
+			// can be recorded, so stop (Run returns the error) rather than
+			// retry and serve on without a durable ledger.
+			a.log.Error().Err(err).Uint64("version", newVer).Msg("release failed: the ledger is damaged; stopping")
+			return fmt.Errorf("agent: release of version %d: %w", newVer, err)
+		}
+		a.log.Error().Err(err).Uint64("version", newVer).Msg("release failed; serving the previous version")
 		return nil
 	}
 	for _, l := range u.learners {
