@@ -778,27 +778,20 @@ func SessionsID(ss []Session) (string, []RecordHash) {
 // ScanRecords reads a session log with the strict reader (dimensions learned
 // from the first record; steps without a behaviour probability accepted, as
 // in an SVT stable release) and returns its content id and its records'
-// hashes in file order. A malformed log is an error naming its line; an
-// empty log has no records.
+// hashes in file order. A malformed log is an error naming its line, found
+// without reading further; an empty log has no records. It holds 32 bytes
+// per record (and RecordsID a sorted copy of them).
 func ScanRecords(path string) (string, []RecordHash, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", nil, err
 	}
 	defer f.Close()
-	rd := NewReader(f, ReaderOptions{Name: path, OptionalProb: true})
-	var hs []RecordHash
-	for {
-		s, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return "", nil, err
-		}
-		hs = append(hs, HashRecord(&s))
+	ix, err := scanIndex(f, ReaderOptions{Name: path, OptionalProb: true}, nil)
+	if err != nil {
+		return "", nil, err
 	}
-	return RecordsID(hs), hs, nil
+	return ix.ID(), ix.Records(), nil
 }
 
 // DatasetID returns the content id identifying a session log in the ledger
