@@ -44,7 +44,7 @@ func TestScanStopsAtBadLine(t *testing.T) {
 	good := `{"session":"a","steps":[{"obs":[1,2],"action":0,"reward":1,"prob":0.5}],"terminal":true}` + "\n"
 	cases := []struct {
 		name, line2, want string
-		check          func(*Session) error
+		check             func(*Session) error
 	}{
 		{"syntax", `{"session":"b",` + "\n", "in.jsonl:2: offline: bad session record", nil},
 		{"duplicate key", `{"session":"b","steps":[{"obs":[1,2],"obs":[3,4],"action":0,"reward":1,"prob":0.5}],"terminal":true}` + "\n",
