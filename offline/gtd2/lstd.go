@@ -20,35 +20,63 @@ type Moments struct {
 // EmpiricalMoments averages A, b and M over every transition of ds, with
 // importance ratios (weighted) or without them (on-policy).
 func EmpiricalMoments(ds *Dataset, weighted bool) Moments {
-	d := ds.Dim
+	m := NewMomentsSum(ds.Dim, ds.Gamma, weighted)
+	for i := range ds.Trajs {
+		m.Add(&ds.Trajs[i])
+	}
+	return m.Moments()
+}
+
+// MomentsSum accumulates the empirical moments one trajectory at a time, in
+// O(d^2) memory whatever the number of trajectories: adding a dataset's
+// trajectories in order gives exactly EmpiricalMoments.
+type MomentsSum struct {
+	d        int
+	gamma    float64
+	weighted bool
+	a, m     *mat.Dense
+	b        *mat.VecDense
+	n        float64
+}
+
+// NewMomentsSum returns an empty sum of features of dimension dim.
+func NewMomentsSum(dim int, gamma float64, weighted bool) *MomentsSum {
+	return &MomentsSum{d: dim, gamma: gamma, weighted: weighted,
+		a: mat.NewDense(dim, dim, nil), m: mat.NewDense(dim, dim, nil), b: mat.NewVecDense(dim, nil)}
+}
+
+// Add adds a trajectory's transitions.
+func (ms *MomentsSum) Add(tr *Trajectory) {
+	d, A, M, b := ms.d, ms.a, ms.m, ms.b
+	for t := 0; t < tr.Len(); t++ {
+		phi := tr.Phi[t*d : (t+1)*d]
+		next := tr.Next[t*d : (t+1)*d]
+		rho := 1.0
+		if ms.weighted {
+			rho = tr.Rho[t]
+		}
+		for r := 0; r < d; r++ {
+			if phi[r] == 0 {
+				continue
+			}
+			for c := 0; c < d; c++ {
+				A.Set(r, c, A.At(r, c)+rho*phi[r]*(phi[c]-ms.gamma*next[c]))
+				M.Set(r, c, M.At(r, c)+phi[r]*phi[c])
+			}
+			b.SetVec(r, b.AtVec(r)+rho*tr.R[t]*phi[r])
+		}
+		ms.n++
+	}
+}
+
+// Moments returns the averages of the transitions added so far.
+func (ms *MomentsSum) Moments() Moments {
+	d := ms.d
 	A, M := mat.NewDense(d, d, nil), mat.NewDense(d, d, nil)
 	b := mat.NewVecDense(d, nil)
-	var n float64
-	for i := range ds.Trajs {
-		tr := &ds.Trajs[i]
-		for t := 0; t < tr.Len(); t++ {
-			phi := tr.Phi[t*d : (t+1)*d]
-			next := tr.Next[t*d : (t+1)*d]
-			rho := 1.0
-			if weighted {
-				rho = tr.Rho[t]
-			}
-			for r := 0; r < d; r++ {
-				if phi[r] == 0 {
-					continue
-				}
-				for c := 0; c < d; c++ {
-					A.Set(r, c, A.At(r, c)+rho*phi[r]*(phi[c]-ds.Gamma*next[c]))
-					M.Set(r, c, M.At(r, c)+phi[r]*phi[c])
-				}
-				b.SetVec(r, b.AtVec(r)+rho*tr.R[t]*phi[r])
-			}
-			n++
-		}
-	}
-	A.Scale(1/n, A)
-	M.Scale(1/n, M)
-	b.ScaleVec(1/n, b)
+	A.Scale(1/ms.n, ms.a)
+	M.Scale(1/ms.n, ms.m)
+	b.ScaleVec(1/ms.n, ms.b)
 	return Moments{A: A, B: b, M: M}
 }
 
@@ -60,8 +88,16 @@ func LSTD(ds *Dataset, weighted bool, ridge float64) ([]float64, error) {
 	if ridge < 0 {
 		return nil, fmt.Errorf("gtd2: ridge = %v, want >= 0", ridge)
 	}
-	m := EmpiricalMoments(ds, weighted)
-	d := ds.Dim
+	return SolveLSTD(EmpiricalMoments(ds, weighted), ridge)
+}
+
+// SolveLSTD solves (A + ridge I) theta = b for moments m (as LSTD does with
+// the moments of a dataset, here from a MomentsSum).
+func SolveLSTD(m Moments, ridge float64) ([]float64, error) {
+	if ridge < 0 {
+		return nil, fmt.Errorf("gtd2: ridge = %v, want >= 0", ridge)
+	}
+	d, _ := m.A.Dims()
 	A := mat.DenseCopyOf(m.A)
 	for i := 0; i < d; i++ {
 		A.Set(i, i, A.At(i, i)+ridge)
