@@ -15,10 +15,27 @@ var ErrChanged = errors.New("offline: the log changed since it was read")
 
 // IndexBytesPerRecord is what an Index holds per record: its hash (32
 // bytes), the offset of its line (8) and the line's length (4). An Index of
-// n records takes about IndexBytesPerRecord * n bytes (plus the slack of
-// growing slices, at most a quarter more for large logs), whatever the
-// records hold.
+// n records takes IndexBytesPerRecord * n bytes (plus at most one block of
+// indexBlock records), whatever the records hold; building it needs 32 * n
+// bytes more for a moment (the hashes are gathered into one slice at the
+// end) and RecordsID another 32 * n (its sorted copy).
 const IndexBytesPerRecord = 32 + 8 + 4
+
+// indexBlock is the number of records per block of an Index's storage:
+// blocks fill without the copying and slack of a growing slice. (A
+// variable for the tests.)
+var indexBlock = 1 << 14
+
+// block is indexBlock records' places and, while scanning, hashes.
+type block struct {
+	hashes []RecordHash
+	offs   []int64
+	lens   []uint32
+}
+
+func newBlock() *block {
+	return &block{hashes: make([]RecordHash, indexBlock), offs: make([]int64, indexBlock), lens: make([]uint32, indexBlock)}
+}
 
 // Index is a session log read once, streaming, and what later passes need
 // to read it again: each record's hash (HashRecord, the dataset's identity
@@ -33,10 +50,15 @@ type Index struct {
 	opt    ReaderOptions // the options the log was scanned with
 	spec   Spec          // the dimensions in force after the scan
 	kind   int           // the action kind learned by the scan
-	hashes []RecordHash
-	offs   []int64
-	lens   []uint32
+	hashes []RecordHash // every record's hash, in file order
+	blocks []*block     // the records' places, indexBlock per block
 	id     string
+}
+
+// place returns record i's line offset and length.
+func (ix *Index) place(i int) (int64, int) {
+	b := ix.blocks[i/indexBlock]
+	return b.offs[i%indexBlock], int(b.lens[i%indexBlock])
 }
 
 // ScanLog reads the session log at path once, streaming, with the strict
@@ -79,6 +101,7 @@ func scanIndex(r io.Reader, opt ReaderOptions, check func(s *Session) error) (*I
 	}
 	rd := NewReader(r, opt)
 	ix := &Index{opt: rd.opt}
+	n := 0
 	for {
 		s, err := rd.Next()
 		if errors.Is(err, io.EOF) {
@@ -92,9 +115,18 @@ func scanIndex(r io.Reader, opt ReaderOptions, check func(s *Session) error) (*I
 				return nil, lineError(rd, err)
 			}
 		}
-		ix.hashes = append(ix.hashes, HashRecord(&s))
-		ix.offs = append(ix.offs, rd.recOff)
-		ix.lens = append(ix.lens, uint32(rd.recLen))
+		k := n % indexBlock
+		if k == 0 {
+			ix.blocks = append(ix.blocks, newBlock())
+		}
+		b := ix.blocks[len(ix.blocks)-1]
+		b.hashes[k], b.offs[k], b.lens[k] = HashRecord(&s), rd.recOff, uint32(rd.recLen)
+		n++
+	}
+	ix.hashes = make([]RecordHash, 0, n)
+	for _, b := range ix.blocks {
+		ix.hashes = append(ix.hashes, b.hashes[:min(indexBlock, n-len(ix.hashes))]...)
+		b.hashes = nil
 	}
 	ix.spec, ix.kind = rd.spec, rd.kind
 	ix.id = RecordsID(ix.hashes)
@@ -191,12 +223,12 @@ func (rr *RecordReader) Read(i int) (Session, error) {
 	if i < 0 || i >= len(ix.hashes) {
 		return Session{}, fmt.Errorf("offline: record %d of %d", i, len(ix.hashes))
 	}
-	n := int(ix.lens[i])
+	off, n := ix.place(i)
 	if cap(rr.buf) < n {
 		rr.buf = make([]byte, n)
 	}
 	line := rr.buf[:n]
-	if _, err := rr.f.ReadAt(line, ix.offs[i]); err != nil {
+	if _, err := rr.f.ReadAt(line, off); err != nil {
 		return Session{}, fmt.Errorf("%w: record %d: %w", ErrChanged, i, err)
 	}
 	s, err := rr.p.parse(line)

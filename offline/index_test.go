@@ -97,6 +97,8 @@ func writeLog(t *testing.T, path string, ss []Session, sep string) {
 // with CRLF line ends and blank lines), and a log edited after the scan is
 // ErrChanged, never read as different data.
 func TestIndex(t *testing.T) {
+	defer func(b int) { indexBlock = b }(indexBlock)
+	indexBlock = 7 // 40 records: five full blocks and a partial one
 	rng := rand.New(rand.NewPCG(5, 6))
 	ss := randomSessions(rng, 40, 10, 3)
 	wantID, wantRecs := SessionsID(ss)
@@ -129,7 +131,7 @@ func TestIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, i := range []int{39, 0, 17, 17, 3} {
+		for _, i := range []int{39, 0, 17, 17, 3, 34, 35, 6, 7} {
 			s, err := rr.Read(i)
 			if err != nil || HashRecord(&s) != wantRecs[i] {
 				t.Fatalf("Read(%d): %q %v", i, s.Session, err)

@@ -27,8 +27,8 @@ func newOfflineCmd(a *app) *cobra.Command {
 // subcommands, and its methods are the one implementation of the protocol
 // they follow, in this order, so that bad input and refused runs cost
 // nothing and nothing released is computed before the cost is written:
-//  1. open: read the log once, streaming, validating every record as it is
-//     read and hashing it (the dataset's identity is its records:
+//  1. scan and open: read the log once, streaming, validating every record
+//     as it is read and hashing it (the dataset's identity is its records:
 //     offline.ScanLog), then open the ledger and find the dataset the
 //     records belong to. This reads the data but computes nothing that is
 //     released; a malformed log stops at its first bad line, costing
@@ -103,17 +103,12 @@ func (b *offlineBudget) cap() (ledger.Cap, error) {
 	return ledger.Cap{Epsilon: b.capEps, Delta: b.capDelta}, nil
 }
 
-// open scans the log at path once, streaming (offline.ScanLog with opt
-// and the caller's per-record check), opens the ledger and finds the dataset
-// its records belong to. The scan stops at the log's first bad record: a
-// log bad at line 2 is refused after reading two lines, before the ledger is
+// scan reads the log at path once, streaming (offline.ScanLog with opt and
+// the caller's per-record check), stopping at its first bad record: a log
+// bad at line 2 is refused after reading two lines, before the ledger is
 // opened. It returns the log's index (its records' hashes and places: 44
-// bytes per record, the memory the protocol itself needs); close the budget
-// with close.
-func (b *offlineBudget) open(a *app, path string, opt offline.ReaderOptions, check func(*offline.Session) error) (*offline.Index, error) {
-	if _, err := b.cap(); err != nil {
-		return nil, err
-	}
+// bytes per record, the memory the protocol itself needs).
+func (b *offlineBudget) scan(path string, opt offline.ReaderOptions, check func(*offline.Session) error) (*offline.Index, error) {
 	ix, err := offline.ScanLog(path, opt, check)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
@@ -121,24 +116,33 @@ func (b *offlineBudget) open(a *app, path string, opt offline.ReaderOptions, che
 	if ix.Len() == 0 {
 		return nil, fmt.Errorf("dataset %s: no sessions", path)
 	}
+	return ix, nil
+}
+
+// open opens the ledger and finds the dataset the scanned log's records
+// belong to. Close the budget with close.
+func (b *offlineBudget) open(a *app, ix *offline.Index) error {
+	if _, err := b.cap(); err != nil {
+		return err
+	}
 	dir := b.ledgerDir
 	if dir == "" {
 		dir = defaultOfflineLedger()
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("ledger: %w", err)
+		return fmt.Errorf("ledger: %w", err)
 	}
 	s, err := ledger.Open(dir, ledger.Options{Logger: a.log})
 	if err != nil {
-		return nil, fmt.Errorf("ledger %s: %w", dir, err)
+		return fmt.Errorf("ledger %s: %w", dir, err)
 	}
 	ds, err := s.ResolveDataset(ix.ID(), ix.Records())
 	if err != nil {
 		s.Close()
-		return nil, fmt.Errorf("ledger %s: %w", dir, err)
+		return fmt.Errorf("ledger %s: %w", dir, err)
 	}
-	b.store, b.path, b.fileID, b.records, b.datasetID, b.ledgerDir = s, path, ix.ID(), ix.Records(), ds, dir
-	return ix, nil
+	b.store, b.path, b.fileID, b.records, b.datasetID, b.ledgerDir = s, ix.Path(), ix.ID(), ix.Records(), ds, dir
+	return nil
 }
 
 // storedCap returns the dataset's stored cap at a unit, if it has one.

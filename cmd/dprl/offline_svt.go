@@ -222,8 +222,14 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 	// first bad record); open the ledger.
 	b := &f.budget
 	scan := &svtScan{f: f, index: map[string]int{}, maxAction: -1}
-	ix, err := b.open(a, f.data, offline.ReaderOptions{Name: f.data}, scan.check)
+	if _, err := b.cap(); err != nil {
+		return fmt.Errorf("offline svt: %w", err)
+	}
+	ix, err := b.scan(f.data, offline.ReaderOptions{Name: f.data}, scan.check)
 	if err != nil {
+		return fmt.Errorf("offline svt: %w", err)
+	}
+	if err := b.open(a, ix); err != nil {
 		return fmt.Errorf("offline svt: %w", err)
 	}
 	defer b.close()

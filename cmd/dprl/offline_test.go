@@ -282,7 +282,11 @@ func TestOfflineDatasetUnits(t *testing.T) {
 	headLog(t, st, stHead, 1)
 	for _, f := range []string{st, stHead} {
 		b := offlineBudget{ledgerDir: led, capEps: 10, capDelta: 1e-5}
-		if _, err := b.open(&app{}, f, offline.ReaderOptions{OptionalProb: true}, nil); err != nil || b.datasetID != id {
+		ix, err := b.scan(f, offline.ReaderOptions{OptionalProb: true}, nil)
+		if err == nil {
+			err = b.open(&app{}, ix)
+		}
+		if err != nil || b.datasetID != id {
 			t.Errorf("%s: dataset %q (%v), want %s", filepath.Base(f), b.datasetID, err, id)
 		}
 		b.close()
