@@ -50,8 +50,8 @@ type Index struct {
 	opt    ReaderOptions // the options the log was scanned with
 	spec   Spec          // the dimensions in force after the scan
 	kind   int           // the action kind learned by the scan
-	hashes []RecordHash // every record's hash, in file order
-	blocks []*block     // the records' places, indexBlock per block
+	hashes []RecordHash  // every record's hash, in file order
+	blocks []*block      // the records' places, indexBlock per block
 	id     string
 }
 
