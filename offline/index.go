@@ -110,6 +110,7 @@ func scanIndex(r io.Reader, opt ReaderOptions, check func(s *Session) error) (*I
 		if err != nil {
 			return nil, err
 		}
+		h := HashRecord(&s) // the record as read, whatever check does
 		if check != nil {
 			if err := check(&s); err != nil {
 				return nil, lineError(rd, err)
@@ -120,7 +121,7 @@ func scanIndex(r io.Reader, opt ReaderOptions, check func(s *Session) error) (*I
 			ix.blocks = append(ix.blocks, newBlock())
 		}
 		b := ix.blocks[len(ix.blocks)-1]
-		b.hashes[k], b.offs[k], b.lens[k] = HashRecord(&s), rd.recOff, uint32(rd.recLen)
+		b.hashes[k], b.offs[k], b.lens[k] = h, rd.recOff, uint32(rd.recLen)
 		n++
 	}
 	ix.hashes = make([]RecordHash, 0, n)

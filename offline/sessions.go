@@ -779,8 +779,9 @@ func SessionsID(ss []Session) (string, []RecordHash) {
 // from the first record; steps without a behaviour probability accepted, as
 // in an SVT stable release) and returns its content id and its records'
 // hashes in file order. A malformed log is an error naming its line, found
-// without reading further; an empty log has no records. It holds 32 bytes
-// per record (and RecordsID a sorted copy of them).
+// without reading further; an empty log has no records. It holds an Index
+// of the log (IndexBytesPerRecord bytes per record), whose hashes it
+// returns.
 func ScanRecords(path string) (string, []RecordHash, error) {
 	f, err := os.Open(path)
 	if err != nil {

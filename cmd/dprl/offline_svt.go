@@ -149,7 +149,14 @@ compose by adding their deltas). The outputs are dprl.sessions.v1, registered
 in the ledger as derived from the dataset before they are written (so a later
 run on either is charged to it), then written to temporary files and renamed
 into place. --max-len L is a public bound on trajectory length (the
-environment's step limit), not read from the data.`,
+environment's step limit), not read from the data.
+
+The log is read once as a stream, each record checked (format, expert id,
+discrete actions, --max-len) and hashed as it is read, so a log bad at line
+2 is refused at line 2. DataRelease then needs every trajectory at once:
+the run holds the log's sessions (about 80 bytes per step plus 8 per
+observation value) and 44 bytes per record for the log's index, read again
+from the file with each record checked against its hash.`,
 		Example: `  dprl offline svt --data data.jsonl --experts experts --epsilon 10 --delta 3.3e-4 \
       --dataset-delta 1e-3 --queries 25 --out-stable stable.jsonl --out-unstable unstable.jsonl
   dprl offline svt ... --seed 1 --json`,
@@ -377,7 +384,7 @@ func (v *svtScan) check(s *offline.Session) error {
 // probabilities) and returns the sessions, read again through the index
 // (each checked against its hash), with the experts. SVT's DataRelease
 // holds every session: its memory is that of the log's sessions (about
-// 100 bytes per step plus 8 per observation component), bounded by
+// 80 bytes per step plus 8 per observation component), bounded by
 // --max-len per trajectory.
 func (v *svtScan) load(ix *offline.Index) ([]offline.Session, []*svt.SmoothedExpert, error) {
 	f := v.f
