@@ -20,12 +20,12 @@ import (
 	"dprl/offline/policies"
 )
 
-// TestOfflineGTD2RefusedAtLine2 checks that a log bad at line 2 is refused
-// naming line 2 and the field (or key), whatever follows it, and costs
-// nothing. The logs go on with a line 3 that is not JSON: a reader that
+// TestOfflineRefusedAtLine2 checks that a log bad at line 2 is refused by
+// gtd2 and svt naming line 2 and the field (or key), whatever follows it,
+// and costs nothing. The logs go on with a line 3 that is not JSON: a reader that
 // went past line 2 (the scan for the dataset's id used to accept a step
 // without a behaviour probability, and a repeated key) reports line 3.
-func TestOfflineGTD2RefusedAtLine2(t *testing.T) {
+func TestOfflineRefusedAtLine2(t *testing.T) {
 	dir := t.TempDir()
 	good := `{"session":"a","steps":[{"obs":[0,1,0],"action":0,"reward":0,"prob":0.5},{"obs":[0,0,1],"action":1,"reward":1,"prob":0.5}],"terminal":true}` + "\n"
 	tail := "{\"session\":\n" + strings.Repeat(good, 1000)
@@ -71,6 +71,22 @@ func TestOfflineGTD2RefusedAtLine2(t *testing.T) {
 				t.Errorf("refused run charged: %d entries", n)
 			}
 		})
+	}
+	// svt checks its own requirements as the log is read: an expert id on
+	// every record.
+	log := filepath.Join(dir, "svt.jsonl")
+	withExpert := strings.Replace(good, `"session":"a",`, `"session":"a","expert":"e0",`, 1)
+	if err := os.WriteFile(log, []byte(withExpert+good+tail), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	led := filepath.Join(dir, "svt-ledger")
+	code, _, stderr := runCLI(t, "offline", "svt", "--data", log, "--experts", dir, "--epsilon", "5", "--delta", "1e-3",
+		"--dataset-delta", "1e-2", "--queries", "1", "--out-stable", filepath.Join(dir, "s.jsonl"), "--ledger", led)
+	if want := `svt.jsonl:2: session "a" names no expert`; code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("svt: exit %d, stderr %q; want 1 and %q", code, stderr, want)
+	}
+	if n := ledgerRuns(t, led); n != 0 {
+		t.Errorf("refused svt run charged: %d entries", n)
 	}
 }
 
