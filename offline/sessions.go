@@ -685,20 +685,34 @@ const (
 // back hashes as the session written.
 func HashRecord(s *Session) RecordHash {
 	h := sha256.New()
-	var buf [9]byte
+	// The encoding is gathered in buf and written in blocks: the same
+	// bytes as one Write per field, without a call per value.
+	var buf [1024]byte
+	n := 0
+	flush := func() {
+		h.Write(buf[:n])
+		n = 0
+	}
 	u64 := func(v uint64) {
-		binary.BigEndian.PutUint64(buf[:8], v)
-		h.Write(buf[:8])
+		if n+8 > len(buf) {
+			flush()
+		}
+		binary.BigEndian.PutUint64(buf[n:], v)
+		n += 8
 	}
 	flag := func(b bool) {
-		buf[8] = 0
-		if b {
-			buf[8] = 1
+		if n+1 > len(buf) {
+			flush()
 		}
-		h.Write(buf[8:9])
+		buf[n] = 0
+		if b {
+			buf[n] = 1
+		}
+		n++
 	}
 	str := func(v string) {
 		u64(uint64(len(v)))
+		flush()
 		h.Write([]byte(v))
 	}
 	f64 := func(x float64) {
@@ -742,6 +756,7 @@ func HashRecord(s *Session) RecordHash {
 		vec(s.FinalObs)
 	}
 	flag(s.Terminal)
+	flush()
 	var out RecordHash
 	h.Sum(out[:0])
 	return out
