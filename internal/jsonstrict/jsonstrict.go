@@ -379,8 +379,15 @@ func (s *Scanner) hex4() (rune, bool) {
 // Number reads a number (RFC 8259 grammar) and returns its text, which
 // aliases the input.
 func (s *Scanner) Number() ([]byte, error) {
+	txt, _, err := s.number()
+	return txt, err
+}
+
+// number reads a number and reports whether it is an integer (no fraction,
+// no exponent).
+func (s *Scanner) number() (txt []byte, integer bool, err error) {
 	if err := s.expect(Number); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	d := s.data
 	start, p := s.pos, s.pos
@@ -395,10 +402,11 @@ func (s *Scanner) Number() ([]byte, error) {
 		}
 		return n
 	}
-	bad := func() ([]byte, error) {
+	bad := func() ([]byte, bool, error) {
 		s.pos = p
-		return nil, s.syntax("bad number")
+		return nil, false, s.syntax("bad number")
 	}
+	integer = true
 	if p < len(d) && d[p] == '0' {
 		p++
 	} else if digits() == 0 {
@@ -406,12 +414,14 @@ func (s *Scanner) Number() ([]byte, error) {
 	}
 	if p < len(d) && d[p] == '.' {
 		p++
+		integer = false
 		if digits() == 0 {
 			return bad()
 		}
 	}
 	if p < len(d) && (d[p] == 'e' || d[p] == 'E') {
 		p++
+		integer = false
 		if p < len(d) && (d[p] == '+' || d[p] == '-') {
 			p++
 		}
@@ -420,16 +430,30 @@ func (s *Scanner) Number() ([]byte, error) {
 		}
 	}
 	s.pos = p
-	return d[start:p], nil
+	return d[start:p], integer, nil
 }
 
 // Float reads a number as the nearest float64 (as strconv.ParseFloat
 // rounds it); one beyond float64's range is an error of class NonFinite.
 func (s *Scanner) Float() (float64, error) {
 	at := s.pos
-	txt, err := s.Number()
+	txt, integer, err := s.number()
 	if err != nil {
 		return 0, err
+	}
+	neg := txt[0] == '-'
+	if integer && len(txt)-btoi(neg) <= 15 {
+		// At most 15 digits: below 2^53, so exact as a float64, which is
+		// what ParseFloat returns (-0 included).
+		var v int64
+		for _, c := range txt[btoi(neg):] {
+			v = v*10 + int64(c-'0')
+		}
+		f := float64(v)
+		if neg {
+			f = -f
+		}
+		return f, nil
 	}
 	f, perr := strconv.ParseFloat(string(txt), 64)
 	if perr != nil || math.IsInf(f, 0) || math.IsNaN(f) {
@@ -460,6 +484,13 @@ func (s *Scanner) Bool() (bool, error) {
 		}
 	}
 	return false, s.syntax("bad literal")
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // quote quotes a key for an error message, shortened to 64 bytes.

@@ -2,6 +2,8 @@ package jsonstrict
 
 import (
 	"encoding/json"
+	"math"
+	"strconv"
 	"errors"
 	"strings"
 	"testing"
@@ -139,6 +141,27 @@ func FuzzScanner(f *testing.F) {
 		var v any
 		if err := json.Unmarshal([]byte(in), &v); err != nil {
 			t.Fatalf("encoding/json: %v", err)
+		}
+	})
+}
+
+// FuzzFloat checks that Float reads every number as strconv.ParseFloat
+// does, bit for bit (its fast path for short integers included).
+func FuzzFloat(f *testing.F) {
+	for _, s := range []string{"0", "-0", "1", "-1", "123456789012345", "-999999999999999", "9007199254740993",
+		"1234567890123456", "12345678901234567890", "0.1", "1e5", "-2.5E-3", "1e400"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var s Scanner
+		s.Reset([]byte(in))
+		got, err := s.Float()
+		if err != nil || s.End() != nil {
+			return
+		}
+		want, perr := strconv.ParseFloat(strings.Trim(in, " \t\r\n"), 64) // JSON white space around
+		if perr != nil || math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("%q: %v (%b), ParseFloat %v (%b, %v)", in, got, math.Float64bits(got), want, math.Float64bits(want), perr)
 		}
 	})
 }
