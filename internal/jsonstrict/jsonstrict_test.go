@@ -2,9 +2,9 @@ package jsonstrict
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
-	"errors"
 	"strings"
 	"testing"
 )
