@@ -1,11 +1,14 @@
 // Package jsonstrict is a strict JSON scanner for records of a fixed schema,
-// read field by field without reflection. It accepts exactly RFC 8259 JSON
-// and refuses what encoding/json lets through: a key repeated in one object
-// (encoding/json keeps the last value), invalid UTF-8 in strings
-// (encoding/json replaces it), numbers that overflow float64, and trailing
-// data. Keys are compared byte for byte after unescaping, so a schema reader
-// that switches on them matches keys exactly (encoding/json matches them
-// case-insensitively).
+// read field by field without reflection. It accepts only RFC 8259 JSON and
+// refuses what encoding/json lets through: a key repeated in one object
+// (encoding/json keeps the last value) and invalid UTF-8 in strings
+// (encoding/json replaces it with U+FFFD). Keys are compared byte for byte
+// after unescaping, so a schema reader that switches on them matches keys
+// exactly (encoding/json matches them case-insensitively), and a value of
+// another kind than the schema's, null included, is an error of its own
+// class (WrongType), as is a number beyond float64's range (NonFinite). It
+// is the offline session reader's counterpart of the agent's wire decoder
+// (package stream), which refuses the same inputs.
 //
 // The caller walks the schema: Object calls back for each key, and the
 // callback reads the value with String, Float, Floats, Number, Bool, Array
