@@ -17,7 +17,10 @@
 // (an SVT stable release), which only a reader with
 // ReaderOptions.OptionalProb accepts (Step.NoProb). "user", "expert",
 // "policy_version" and
-// "final_obs" are optional. Unknown fields, wrong types, non-finite numbers,
-// inconsistent dimensions and probabilities outside their range are errors
-// that name the line and the field.
+// "final_obs" are optional. Unknown fields, wrong types (null included), a
+// key repeated in an object, keys not spelt exactly (no case folding),
+// invalid UTF-8, numbers beyond float64's range, inconsistent dimensions and
+// probabilities outside their range are errors that name the line and the
+// field: the reader is as strict as the agent's wire decoder, so a record
+// means one thing to every reader.
 package offline

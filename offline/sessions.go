@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"strconv"
 	"unicode"
 
+	"dprl/internal/jsonstrict"
 	"dprl/sims"
 )
 
@@ -103,7 +103,8 @@ type ReaderOptions struct {
 	OptionalProb bool
 }
 
-// Reader reads a session log record by record, in bounded memory.
+// Reader reads a session log record by record, in bounded memory: one line
+// (at most ReaderOptions.MaxLineBytes) and the session it holds.
 type Reader struct {
 	r      *bufio.Reader
 	opt    ReaderOptions
@@ -112,11 +113,22 @@ type Reader struct {
 	known  bool // spec learned
 	kind   int  // 0 unknown, 1 discrete, 2 continuous
 	buf    []byte
-	record rawSession
+	pos    int64 // bytes consumed from the input
+	recOff int64 // offset of the last record's line
+	recLen int   // its length, without the newline
+	sc     jsonstrict.Scanner
+	raw    rawRecord
 }
 
 // NewReader returns a strict reader of dprl.sessions.v1 records.
 func NewReader(r io.Reader, opt ReaderOptions) *Reader {
+	rd := newParser(opt)
+	rd.r = bufio.NewReaderSize(r, 1<<16)
+	return rd
+}
+
+// newParser returns a reader without input, for parsing single lines.
+func newParser(opt ReaderOptions) *Reader {
 	if opt.MaxLineBytes <= 0 {
 		opt.MaxLineBytes = 64 << 20
 	}
@@ -126,7 +138,7 @@ func NewReader(r io.Reader, opt ReaderOptions) *Reader {
 	if opt.Name == "" {
 		opt.Name = "sessions"
 	}
-	rd := &Reader{r: bufio.NewReaderSize(r, 1<<16), opt: opt, spec: opt.Spec}
+	rd := &Reader{opt: opt, spec: opt.Spec}
 	if opt.Spec.Discrete < 0 {
 		rd.kind = 2
 	} else if opt.Spec.Discrete > 0 {
@@ -142,6 +154,10 @@ func (r *Reader) Line() int { return r.line }
 // not given).
 func (r *Reader) Spec() Spec { return r.spec }
 
+// Offset is the byte offset in the input of the line of the last record
+// returned.
+func (r *Reader) Offset() int64 { return r.recOff }
+
 // LineError locates a bad record.
 type LineError struct {
 	Name string
@@ -154,28 +170,67 @@ func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Name, e.L
 // Unwrap returns the cause.
 func (e *LineError) Unwrap() error { return e.Err }
 
+// rawStep is a step as scanned, before validation. Obs and vector actions
+// are ranges of the record's scratch arrays; a scalar action is its number's
+// text (aliasing the line).
 type rawStep struct {
-	Obs    []float64       `json:"obs"`
-	Action json.RawMessage `json:"action"`
-	Reward *float64        `json:"reward"`
-	Prob   *float64        `json:"prob"`
-	LogP   *float64        `json:"logp"`
+	obsLo, obsHi int
+	actLo, actHi int
+	act          []byte
+	reward       float64
+	prob, logp   float64
+	has          uint8 // stepObs | stepAct | ...
 }
 
-type rawSession struct {
-	Session       *string   `json:"session"`
-	User          string    `json:"user"`
-	Expert        string    `json:"expert"`
-	PolicyVersion *uint64   `json:"policy_version"`
-	Steps         []rawStep `json:"steps"`
-	FinalObs      []float64 `json:"final_obs"`
-	Terminal      *bool     `json:"terminal"`
+const (
+	stepObs = 1 << iota
+	stepAct
+	stepActVec
+	stepReward
+	stepProb
+	stepLogP
+)
+
+// rawRecord is a record as scanned, before validation; its slices are
+// reused from record to record.
+type rawRecord struct {
+	session, user, expert string
+	hasSession            bool
+	policyVersion         *uint64
+	steps                 []rawStep
+	obs, acts             []float64 // every step's obs and vector actions
+	finalObs              []float64
+	hasFinal              bool
+	terminal              *bool
+}
+
+// fieldError is a scan error with the path of the field it is in.
+type fieldError struct {
+	path string
+	err  error
+}
+
+func (e *fieldError) Error() string { return e.path + ": " + e.err.Error() }
+func (e *fieldError) Unwrap() error { return e.err }
+
+// at prefixes err's field path with field ("steps", "[3]", "obs").
+func at(field string, err error) error {
+	if fe, ok := err.(*fieldError); ok {
+		if fe.path[0] == '[' {
+			fe.path = field + fe.path
+		} else {
+			fe.path = field + "." + fe.path
+		}
+		return fe
+	}
+	return &fieldError{path: field, err: err}
 }
 
 // Next returns the next session, io.EOF at the end, or a *LineError naming
 // the line and field of the first problem. Blank lines are skipped.
 func (r *Reader) Next() (Session, error) {
 	for {
+		off := r.pos
 		line, err := r.readLine()
 		if err != nil {
 			return Session{}, err
@@ -187,6 +242,7 @@ func (r *Reader) Next() (Session, error) {
 		if err != nil {
 			return Session{}, &LineError{Name: r.opt.Name, Line: r.line, Err: err}
 		}
+		r.recOff, r.recLen = off, len(bytes.TrimSuffix(line, []byte{'\n'}))
 		return s, nil
 	}
 }
@@ -195,6 +251,7 @@ func (r *Reader) readLine() ([]byte, error) {
 	r.buf = r.buf[:0]
 	for {
 		chunk, err := r.r.ReadSlice('\n')
+		r.pos += int64(len(chunk))
 		r.buf = append(r.buf, chunk...)
 		if len(r.buf) > r.opt.MaxLineBytes {
 			r.line++
@@ -218,50 +275,162 @@ func (r *Reader) readLine() ([]byte, error) {
 	}
 }
 
+// parse scans one line strictly (jsonstrict: no repeated keys, keys matched
+// exactly, no null, valid UTF-8, finite numbers) and then validates the
+// record.
 func (r *Reader) parse(line []byte) (Session, error) {
-	r.record = rawSession{}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r.record); err != nil {
+	if err := r.scan(line); err != nil {
 		return Session{}, fmt.Errorf("%w: %v", ErrFormat, err)
 	}
-	if dec.More() {
-		return Session{}, fmt.Errorf("%w: trailing data after the record", ErrFormat)
-	}
-	raw := &r.record
-	if raw.Session == nil {
+	raw := &r.raw
+	if !raw.hasSession {
 		return Session{}, fmt.Errorf("%w: session: missing", ErrFormat)
 	}
-	if err := r.checkID("session", *raw.Session, true); err != nil {
+	if err := r.checkID("session", raw.session, true); err != nil {
 		return Session{}, err
 	}
-	if err := r.checkID("user", raw.User, false); err != nil {
+	if err := r.checkID("user", raw.user, false); err != nil {
 		return Session{}, err
 	}
-	if err := r.checkID("expert", raw.Expert, false); err != nil {
+	if err := r.checkID("expert", raw.expert, false); err != nil {
 		return Session{}, err
 	}
-	if raw.Terminal == nil {
+	if raw.terminal == nil {
 		return Session{}, fmt.Errorf("%w: terminal: missing", ErrFormat)
 	}
-	if len(raw.Steps) == 0 {
+	if len(raw.steps) == 0 {
 		return Session{}, fmt.Errorf("%w: steps: empty", ErrFormat)
 	}
-	s := Session{Session: *raw.Session, User: raw.User, Expert: raw.Expert, PolicyVersion: raw.PolicyVersion, Terminal: *raw.Terminal}
-	s.Steps = make([]Step, len(raw.Steps))
-	for i := range raw.Steps {
-		if err := r.step(&raw.Steps[i], &s.Steps[i]); err != nil {
+	s := Session{Session: raw.session, User: raw.user, Expert: raw.expert, PolicyVersion: raw.policyVersion, Terminal: *raw.terminal}
+	// One array holds every observation of the session and one every
+	// vector action: two allocations per record, not one per step.
+	obs := slices.Clone(raw.obs)
+	var acts []float64
+	if len(raw.acts) > 0 {
+		acts = slices.Clone(raw.acts)
+	}
+	s.Steps = make([]Step, len(raw.steps))
+	for i := range raw.steps {
+		if err := r.step(&raw.steps[i], &s.Steps[i], obs, acts); err != nil {
 			return Session{}, fmt.Errorf("%w: steps[%d].%v", ErrFormat, i, err)
 		}
 	}
-	if raw.FinalObs != nil {
-		if err := r.checkObs(raw.FinalObs); err != nil {
+	if raw.hasFinal {
+		if err := r.checkObs(raw.finalObs); err != nil {
 			return Session{}, fmt.Errorf("%w: final_obs%v", ErrFormat, err)
 		}
-		s.FinalObs = raw.FinalObs
+		s.FinalObs = slices.Clone(raw.finalObs)
 	}
 	r.known = true
 	return s, nil
+}
+
+// scan reads the line's JSON into r.raw, checking syntax and types only.
+func (r *Reader) scan(line []byte) error {
+	raw := &r.raw
+	*raw = rawRecord{steps: raw.steps[:0], obs: raw.obs[:0], acts: raw.acts[:0], finalObs: raw.finalObs[:0]}
+	sc := &r.sc
+	sc.Reset(line)
+	err := sc.Object(func(k []byte) error {
+		var err error
+		switch string(k) {
+		case "session":
+			raw.session, err = r.str()
+			raw.hasSession = true
+		case "user":
+			raw.user, err = r.str()
+		case "expert":
+			raw.expert, err = r.str()
+		case "policy_version":
+			var txt []byte
+			if txt, err = sc.Number(); err == nil {
+				v, perr := strconv.ParseUint(string(txt), 10, 64)
+				if perr != nil {
+					err = fmt.Errorf("%s is not an unsigned 64-bit integer", txt)
+				}
+				raw.policyVersion = &v
+			}
+		case "steps":
+			err = sc.Array(func(i int) error {
+				if err := r.scanStep(); err != nil {
+					return at("["+strconv.Itoa(i)+"]", err)
+				}
+				return nil
+			})
+		case "final_obs":
+			raw.finalObs, err = sc.Floats(raw.finalObs)
+			raw.hasFinal = true
+		case "terminal":
+			var b bool
+			b, err = sc.Bool()
+			raw.terminal = &b
+		default:
+			return fmt.Errorf("unknown field %q", k)
+		}
+		if err != nil {
+			return at(string(k), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := sc.End(); err != nil {
+		return fmt.Errorf("after the record: %w", err)
+	}
+	return nil
+}
+
+// str reads a string value as a Go string.
+func (r *Reader) str() (string, error) {
+	b, err := r.sc.String()
+	return string(b), err
+}
+
+// scanStep reads one step object into r.raw.
+func (r *Reader) scanStep() error {
+	raw := &r.raw
+	raw.steps = append(raw.steps, rawStep{})
+	st := &raw.steps[len(raw.steps)-1]
+	sc := &r.sc
+	return sc.Object(func(k []byte) error {
+		var err error
+		switch string(k) {
+		case "obs":
+			st.obsLo = len(raw.obs)
+			raw.obs, err = sc.Floats(raw.obs)
+			st.obsHi = len(raw.obs)
+			st.has |= stepObs
+		case "action":
+			st.has |= stepAct
+			switch sc.Peek() {
+			case jsonstrict.Array:
+				st.has |= stepActVec
+				st.actLo = len(raw.acts)
+				raw.acts, err = sc.Floats(raw.acts)
+				st.actHi = len(raw.acts)
+			case jsonstrict.Number:
+				st.act, err = sc.Number()
+			default:
+				err = fmt.Errorf("want an integer action index or an array of numbers, got %v", sc.Peek())
+			}
+		case "reward":
+			st.reward, err = sc.Float()
+			st.has |= stepReward
+		case "prob":
+			st.prob, err = sc.Float()
+			st.has |= stepProb
+		case "logp":
+			st.logp, err = sc.Float()
+			st.has |= stepLogP
+		default:
+			return fmt.Errorf("unknown field %q", k)
+		}
+		if err != nil {
+			return at(string(k), err)
+		}
+		return nil
+	})
 }
 
 func (r *Reader) checkID(field, id string, required bool) error {
@@ -318,35 +487,37 @@ func checkVec(v []float64, dim *int) error {
 	return nil
 }
 
-func (r *Reader) step(raw *rawStep, st *Step) error {
-	if raw.Obs == nil {
+func (r *Reader) step(raw *rawStep, st *Step, obs, acts []float64) error {
+	if raw.has&stepObs == 0 {
 		return errors.New("obs: missing")
 	}
-	if err := r.checkObs(raw.Obs); err != nil {
+	o := obs[raw.obsLo:raw.obsHi:raw.obsHi]
+	if err := r.checkObs(o); err != nil {
 		return fmt.Errorf("obs%v", err)
 	}
-	st.Obs = raw.Obs
-	if raw.Reward == nil {
+	st.Obs = o
+	if raw.has&stepReward == 0 {
 		return errors.New("reward: missing")
 	}
-	st.Reward = *raw.Reward
-	if len(raw.Action) == 0 {
+	st.Reward = raw.reward
+	if raw.has&stepAct == 0 {
 		return errors.New("action: missing")
 	}
-	if err := r.action(raw.Action, &st.Action); err != nil {
+	if err := r.action(raw, acts, &st.Action); err != nil {
 		return fmt.Errorf("action: %v", err)
 	}
+	hasProb, hasLogP := raw.has&stepProb != 0, raw.has&stepLogP != 0
 	switch {
-	case raw.Prob != nil && raw.LogP != nil:
+	case hasProb && hasLogP:
 		return errors.New("prob and logp: give one, not both")
-	case raw.Prob != nil:
-		p := *raw.Prob
+	case hasProb:
+		p := raw.prob
 		if !(p > 0) || math.IsInf(p, 0) || (r.kind == 1 && p > 1) {
 			return fmt.Errorf("prob: %v, want 0 < prob%s", p, map[bool]string{true: " <= 1", false: ""}[r.kind == 1])
 		}
 		st.LogP = math.Log(p)
-	case raw.LogP != nil:
-		l := *raw.LogP
+	case hasLogP:
+		l := raw.logp
 		if math.IsNaN(l) || math.IsInf(l, 0) || (r.kind == 1 && l > 0) {
 			return fmt.Errorf("logp: %v, want a finite value%s", l, map[bool]string{true: " <= 0", false: ""}[r.kind == 1])
 		}
@@ -359,15 +530,14 @@ func (r *Reader) step(raw *rawStep, st *Step) error {
 	return nil
 }
 
-func (r *Reader) action(data json.RawMessage, a *sims.Action) error {
-	data = bytes.TrimSpace(data)
-	if len(data) > 0 && data[0] == '[' {
+func (r *Reader) action(raw *rawStep, acts []float64, a *sims.Action) error {
+	if raw.has&stepActVec != 0 {
 		if r.kind == 1 {
 			return errors.New("a vector, but the actions are discrete")
 		}
-		var v []float64
-		if err := json.Unmarshal(data, &v); err != nil {
-			return err
+		v := acts[raw.actLo:raw.actHi:raw.actHi]
+		if v == nil {
+			v = []float64{}
 		}
 		if err := checkVec(v, &r.spec.ActDim); err != nil {
 			return err
@@ -377,6 +547,7 @@ func (r *Reader) action(data json.RawMessage, a *sims.Action) error {
 		*a = sims.Action{Vec: v}
 		return nil
 	}
+	data := raw.act
 	if r.kind == 2 {
 		return fmt.Errorf("%s, but the actions are continuous vectors", data)
 	}
@@ -514,20 +685,34 @@ const (
 // back hashes as the session written.
 func HashRecord(s *Session) RecordHash {
 	h := sha256.New()
-	var buf [9]byte
+	// The encoding is gathered in buf and written in blocks: the same
+	// bytes as one Write per field, without a call per value.
+	var buf [1024]byte
+	n := 0
+	flush := func() {
+		h.Write(buf[:n])
+		n = 0
+	}
 	u64 := func(v uint64) {
-		binary.BigEndian.PutUint64(buf[:8], v)
-		h.Write(buf[:8])
+		if n+8 > len(buf) {
+			flush()
+		}
+		binary.BigEndian.PutUint64(buf[n:], v)
+		n += 8
 	}
 	flag := func(b bool) {
-		buf[8] = 0
-		if b {
-			buf[8] = 1
+		if n+1 > len(buf) {
+			flush()
 		}
-		h.Write(buf[8:9])
+		buf[n] = 0
+		if b {
+			buf[n] = 1
+		}
+		n++
 	}
 	str := func(v string) {
 		u64(uint64(len(v)))
+		flush()
 		h.Write([]byte(v))
 	}
 	f64 := func(x float64) {
@@ -571,6 +756,7 @@ func HashRecord(s *Session) RecordHash {
 		vec(s.FinalObs)
 	}
 	flag(s.Terminal)
+	flush()
 	var out RecordHash
 	h.Sum(out[:0])
 	return out
@@ -607,27 +793,21 @@ func SessionsID(ss []Session) (string, []RecordHash) {
 // ScanRecords reads a session log with the strict reader (dimensions learned
 // from the first record; steps without a behaviour probability accepted, as
 // in an SVT stable release) and returns its content id and its records'
-// hashes in file order. A malformed log is an error naming its line; an
-// empty log has no records.
+// hashes in file order. A malformed log is an error naming its line, found
+// without reading further; an empty log has no records. It holds an Index
+// of the log (IndexBytesPerRecord bytes per record), whose hashes it
+// returns.
 func ScanRecords(path string) (string, []RecordHash, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", nil, err
 	}
 	defer f.Close()
-	rd := NewReader(f, ReaderOptions{Name: path, OptionalProb: true})
-	var hs []RecordHash
-	for {
-		s, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return "", nil, err
-		}
-		hs = append(hs, HashRecord(&s))
+	ix, err := scanIndex(f, ReaderOptions{Name: path, OptionalProb: true}, nil)
+	if err != nil {
+		return "", nil, err
 	}
-	return RecordsID(hs), hs, nil
+	return ix.ID(), ix.Records(), nil
 }
 
 // DatasetID returns the content id identifying a session log in the ledger

@@ -83,6 +83,22 @@ func TestReadBad(t *testing.T) {
 		{"mixed actions", `{"session":"s","steps":[{"obs":[1],"action":[1],"reward":1,"prob":1},{"obs":[1],"action":0,"reward":1,"prob":1}],"terminal":true}`, "continuous", Spec{}},
 		{"final obs dim", `{"session":"s","steps":[{"obs":[1],"action":0,"reward":1,"prob":1}],"final_obs":[1,2],"terminal":true}`, "final_obs: length 2, want 1", Spec{}},
 		{"trailing", good + ` {}`, "trailing data", Spec{}},
+		// The wire decoder's strictness (package stream): a repeated key is
+		// refused, in the record and in a step, naming the key; keys match
+		// exactly (encoding/json would take "Session" for "session"); null
+		// is a wrong type; strings are UTF-8.
+		{"duplicate key", `{"session":"s","session":"t","steps":[{"obs":[1],"action":0,"reward":1,"prob":1}],"terminal":true}`, `in.jsonl:1: offline: bad session record: duplicate key "session"`, Spec{}},
+		{"duplicate step key", `{"session":"s","steps":[{"obs":[1],"action":0,"reward":1,"reward":2,"prob":1}],"terminal":true}`, `steps[0]: duplicate key "reward"`, Spec{}},
+		{"duplicate key line 2", good + "\n" + `{"session":"t","steps":[{"obs":[1,2],"action":0,"reward":1,"prob":0.5}],"terminal":true,"terminal":false}`, `in.jsonl:2: offline: bad session record: duplicate key "terminal"`, Spec{}},
+		{"escaped duplicate key", `{"session":"s","\u0073ession":"t","steps":[{"obs":[1],"action":0,"reward":1,"prob":1}],"terminal":true}`, `duplicate key "session"`, Spec{}},
+		{"case-folded key", `{"Session":"s","steps":[{"obs":[1],"action":0,"reward":1,"prob":1}],"terminal":true}`, `unknown field "Session"`, Spec{}},
+		{"null user", `{"session":"s","user":null,"steps":[{"obs":[1],"action":0,"reward":1,"prob":1}],"terminal":true}`, "user: want string, got null", Spec{}},
+		{"null obs", `{"session":"s","steps":[{"obs":null,"action":0,"reward":1,"prob":1}],"terminal":true}`, "steps[0].obs: want array, got null", Spec{}},
+		{"string action", `{"session":"s","steps":[{"obs":[1],"action":"1","reward":1,"prob":1}],"terminal":true}`, "steps[0].action: want an integer action index", Spec{}},
+		{"bad utf-8", "{\"session\":\"s\xff\",\"steps\":[{\"obs\":[1],\"action\":0,\"reward\":1,\"prob\":1}],\"terminal\":true}", "not valid UTF-8", Spec{}},
+		{"policy version", `{"session":"s","policy_version":1.5,"steps":[{"obs":[1],"action":0,"reward":1,"prob":1}],"terminal":true}`, "policy_version: 1.5 is not an unsigned", Spec{}},
+		{"huge reward", `{"session":"s","steps":[{"obs":[1],"action":0,"reward":-1e400,"prob":1}],"terminal":true}`, "steps[0].reward: number -1e400 overflows float64", Spec{}},
+		{"not an object", `[1,2]`, "want object, got array", Spec{}},
 		{"long id", `{"session":"` + strings.Repeat("x", 300) + `","steps":[{"obs":[1],"action":0,"reward":1,"prob":1}],"terminal":true}`, "limit 256", Spec{}},
 	}
 	for _, c := range cases {

@@ -27,19 +27,26 @@ func newOfflineCmd(a *app) *cobra.Command {
 // subcommands, and its methods are the one implementation of the protocol
 // they follow, in this order, so that bad input and refused runs cost
 // nothing and nothing released is computed before the cost is written:
-//  1. open: read and parse the whole log, hash its records (the dataset's
-//     identity is its records: offline.ScanRecords), open the ledger and find
-//     the dataset they belong to. This reads the data but computes nothing
-//     that is released (a malformed log stops here, costing nothing);
+//  1. scan and open: read the log once, streaming, validating every record
+//     as it is read and hashing it (the dataset's identity is its records:
+//     offline.ScanLog), then open the ledger and find the dataset the
+//     records belong to. This reads the data but computes nothing that is
+//     released; a malformed log stops at its first bad line, costing
+//     nothing. Only the records' hashes and places are kept (44 bytes per
+//     record);
 //  2. check: refuse the run if its cost would take the dataset over its cap
 //     at the run's unit, or if a cap given by flag differs from the stored
 //     one;
-//  3. the caller validates the whole log (and the target, features, experts
-//     against it) without computing anything it releases;
+//  3. the caller validates what the scan could not (the target, features,
+//     experts against dimensions learned from the whole log) without
+//     computing anything it releases, re-reading the log through the index,
+//     which checks every record against its hash;
 //  4. charge: write the run's entry (synced), again refusing above the cap;
-//  5. the caller computes and prints the result; a command that writes
-//     files derived from the data (SVT) registers them with registerDerived
-//     before writing them, so any run on them is charged to the dataset.
+//  5. the caller computes and prints the result, reading the log through
+//     the index again (a log changed since step 1 is an error, never other
+//     data under the charge); a command that writes files derived from the
+//     data (SVT) registers them with registerDerived before writing them, so
+//     any run on them is charged to the dataset.
 //
 // The cap: the first private run at a unit stores --dataset-epsilon and
 // --dataset-delta (default 10 at 1e-5) with the dataset; later runs use the
@@ -96,18 +103,27 @@ func (b *offlineBudget) cap() (ledger.Cap, error) {
 	return ledger.Cap{Epsilon: b.capEps, Delta: b.capDelta}, nil
 }
 
-// open reads the log at path, hashes its records, opens the ledger and finds
-// the dataset they belong to. Close it with close.
-func (b *offlineBudget) open(a *app, path string) error {
+// scan reads the log at path once, streaming (offline.ScanLog with opt and
+// the caller's per-record check), stopping at its first bad record: a log
+// bad at line 2 is refused after reading two lines, before the ledger is
+// opened. It returns the log's index (its records' hashes and places: 44
+// bytes per record, the memory the protocol itself needs).
+func (b *offlineBudget) scan(path string, opt offline.ReaderOptions, check func(*offline.Session) error) (*offline.Index, error) {
+	ix, err := offline.ScanLog(path, opt, check)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	if ix.Len() == 0 {
+		return nil, fmt.Errorf("dataset %s: no sessions", path)
+	}
+	return ix, nil
+}
+
+// open opens the ledger and finds the dataset the scanned log's records
+// belong to. Close the budget with close.
+func (b *offlineBudget) open(a *app, ix *offline.Index) error {
 	if _, err := b.cap(); err != nil {
 		return err
-	}
-	id, recs, err := offline.ScanRecords(path)
-	if err != nil {
-		return fmt.Errorf("dataset: %w", err)
-	}
-	if len(recs) == 0 {
-		return fmt.Errorf("dataset %s: no sessions", path)
 	}
 	dir := b.ledgerDir
 	if dir == "" {
@@ -120,12 +136,12 @@ func (b *offlineBudget) open(a *app, path string) error {
 	if err != nil {
 		return fmt.Errorf("ledger %s: %w", dir, err)
 	}
-	ds, err := s.ResolveDataset(id, recs)
+	ds, err := s.ResolveDataset(ix.ID(), ix.Records())
 	if err != nil {
 		s.Close()
 		return fmt.Errorf("ledger %s: %w", dir, err)
 	}
-	b.store, b.path, b.fileID, b.records, b.datasetID, b.ledgerDir = s, path, id, recs, ds, dir
+	b.store, b.path, b.fileID, b.records, b.datasetID, b.ledgerDir = s, ix.Path(), ix.ID(), ix.Records(), ds, dir
 	return nil
 }
 

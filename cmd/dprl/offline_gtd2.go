@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -12,6 +10,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -210,11 +209,27 @@ weights are DP); the section is not.
 
 Budget: a private run is charged, at unit "trajectory", to the dataset its
 records belong to in --ledger (identified by its records, not its bytes; see
-"The dataset budget" in the README). The log is parsed and hashed, the run is
-checked against the dataset's stored cap, the whole log and the target and
-features are validated against it, and only then is the cost written (synced)
-and the estimate computed: malformed input and refused runs cost nothing. The
-printed guarantee is read from the entry as written.
+"The dataset budget" in the README). The log is read once as a stream,
+every record validated (with --env also against the target and features)
+and hashed as it is read, so a log bad at line 2 is refused at line 2; the
+run is checked against the dataset's stored cap; without --env the target
+and features are validated against the dimensions learned from the log on a
+second pass; only then is the cost written (synced) and the estimate
+computed: malformed input and refused runs cost nothing. The printed
+guarantee is read from the entry as written.
+
+Memory: the log is never held. The run keeps 44 bytes per record (each
+record's hash and place in the file) and re-reads the file, checking every
+record against its hash (a log changed during the run is an error, never
+other data under the charge). gpope reads only the trajectories each step's
+Poisson sample draws; dp-lsw, lstd, wis-lstd, the --non-private statistics
+and --eval-data stream the log into O(states x d) or O(d^2) sums. A private
+run's ledger charge briefly holds about 130 bytes more per new record (the
+dataset's record index). The command asks Go's collector to keep the heap
+within 48 MiB + 176 bytes per record (set GOMEMLIMIT to choose otherwise):
+10^6 chain sessions (a 2 GB log) run in under 300 MB. Time: each gpope step
+draws a Bernoulli for every one of the n trajectories (Poisson sampling),
+so a run costs iters x n draws.
 
 Randomness: noise and sampling come from a generator keyed from the operating
 system's secure source; --seed makes a run repeatable (research only) and the
@@ -260,19 +275,30 @@ ledger records that it was seeded.`,
 	return c
 }
 
-// gtd2Run is the state of one run between validation and computation.
+// gtd2Run is the state of one run between validation and computation. It
+// holds the log's index (offline.Index: 44 bytes per record) and the
+// method's public inputs, never the log's sessions: every pass over the data
+// streams it from the file through the index.
 type gtd2Run struct {
-	f        *offlineGTD2Flags
-	env      sims.Env
-	chain    *sims.ChainConfig
-	sessions []offline.Session
-	spec     offline.Spec
-	target   policies.Policy
-	feats    gtd2.Features
-	ds       *gtd2.Dataset
-	lswPhi   [][]float64
-	lswTraj  []lsw.Trajectory
-	lswCfg   lsw.Config
+	f     *offlineGTD2Flags
+	env   sims.Env
+	chain *sims.ChainConfig
+	ix    *offline.Index
+	spec  offline.Spec
+	// maxAction is the largest action index of the log (the number of
+	// actions without --env).
+	maxAction int
+	target    policies.Policy
+	tp        targetProb
+	feats     gtd2.Features
+	// scratch holds the trajectory being validated or read.
+	scratch gtd2.Trajectory
+	// transitions counts the log's steps (for --non-private only).
+	transitions int
+	lswMap      lsw.StateMap
+	lswPhi      [][]float64
+	lswCfg      lsw.Config
+	lswTraj     lsw.Trajectory
 	// mom are the public moments the MSPBE is measured with (nil without
 	// them) and momKind says which they are.
 	mom     *gtd2.Moments
@@ -284,7 +310,8 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 	if err != nil {
 		return err
 	}
-	r := &gtd2Run{f: f}
+	r := &gtd2Run{f: f, maxAction: -1}
+	spec := offline.Spec{}
 	if f.env != "" {
 		if r.env, err = sims.New(f.env); err != nil {
 			return usagef("--env: %w", err)
@@ -296,33 +323,41 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 			cfg := ch.Config()
 			r.chain = &cfg
 		}
+		// The environment fixes the dimensions: the target and features
+		// are built now, from public inputs, and every record is
+		// validated against them as the log is read.
+		spec = offline.Spec{ObsDim: r.env.ObservationSpace().Dim(), Discrete: r.env.ActionSpace().N}
+		r.spec = spec
+		if err := r.setup(); err != nil {
+			return err
+		}
 	} else if f.behavior != "" {
 		return usagef("--behavior needs --env chain")
 	}
 	out := gtd2Output{Method: f.method, Private: private, Target: f.target, Features: f.features, Gamma: f.gamma, Seeded: cmd.Flags().Changed("seed")}
 
-	// 1. open: the dataset's id and, for a private run, the ledger.
-	var datasetID string
+	// 1. open: one streaming pass reads, validates and hashes every record
+	// (stopping at the first bad one); for a private run, the ledger.
 	if private {
-		if err := f.budget.open(a, f.data); err != nil {
+		if _, err := f.budget.cap(); err != nil {
+			return err
+		}
+	}
+	opt := offline.ReaderOptions{Name: f.data, Spec: spec}
+	if r.ix, err = f.budget.scan(f.data, opt, r.scanRecord); err != nil {
+		return err
+	}
+	defer limitHeap(r.ix.Len())()
+	if private {
+		if err := f.budget.open(a, r.ix); err != nil {
 			return err
 		}
 		defer f.budget.close()
-		datasetID = f.budget.datasetID
-	} else if datasetID, err = offline.DatasetID(f.data); err != nil {
-		return fmt.Errorf("dataset: %w", err)
 	}
 	// 2. check, on the record count alone.
 	var entry ledger.Entry
-	counted := -1
 	if private {
-		if counted, err = countRecords(f.data); err != nil {
-			return fmt.Errorf("dataset: %w", err)
-		}
-		if counted == 0 {
-			return fmt.Errorf("dataset %s: no sessions", f.data)
-		}
-		if entry, err = gtd2Entry(f, counted); err != nil {
+		if entry, err = gtd2Entry(f, r.ix.Len()); err != nil {
 			return err
 		}
 		entry.Seeded = out.Seeded
@@ -330,16 +365,26 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 			return err
 		}
 	}
-	// 3. validate the whole log, the target and the features against it,
-	// and fix the public moments.
-	if err := r.load(); err != nil {
+	// 3. validate: without --env, the target and features against the
+	// dimensions the scan learned, on a second pass; then the public
+	// moments.
+	if r.target == nil {
+		r.spec = r.ix.Spec()
+		if r.spec.Discrete == 0 { // learned from the largest action seen
+			r.spec.Discrete = max(r.maxAction+1, 2)
+		}
+		if err := r.setup(); err != nil {
+			return err
+		}
+		if err := r.ix.Each(func(_ int, s *offline.Session) error { return r.validate(s) }); err != nil {
+			return fmt.Errorf("dataset: %w", err)
+		}
+	}
+	if err := r.publicMoments(); err != nil {
 		return err
 	}
-	if private && len(r.sessions) != counted {
-		return fmt.Errorf("dataset %s: %d records counted, %d sessions read", f.data, counted, len(r.sessions))
-	}
-	if err := r.prepare(); err != nil {
-		return err
+	if f.plot != "" && r.mom == nil && !f.nonPrivate {
+		return usagef("--plot needs public moments for its MSPBE (--env chain or a public --eval-data); the MSPBE on the private log is only with --non-private")
 	}
 	// 4. charge; the printed guarantee and the mechanism's parameters are
 	// read from the entry as written.
@@ -357,10 +402,82 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 		}
 	}
 	if f.nonPrivate {
-		out.NonPrivate = &gtd2NonPrivate{Warning: notCovered, DatasetID: datasetID}
+		out.NonPrivate = &gtd2NonPrivate{Warning: notCovered, DatasetID: r.ix.ID()}
 	}
 	// 5. compute.
 	return r.compute(a, &out)
+}
+
+// gtd2HeapBytes bounds the Go heap a gtd2 run on n records needs: 44 bytes
+// per record for the log's index, about 130 more for a moment while the
+// ledger registers a private run's records (two sorted copies of their
+// hashes and a batch of index entries), and 48 MiB for the rest (one
+// record, the method's d x d state, the runtime). The measured live heap at
+// 10^6 records peaks at 164 MB, during the charge.
+func gtd2HeapBytes(n int) int64 { return 48<<20 + 176*int64(n) }
+
+// limitHeap asks the Go collector to keep the heap within gtd2HeapBytes(n)
+// (runtime/debug.SetMemoryLimit, a soft limit: the collector works harder
+// near it instead of letting the heap grow to twice its live size), unless
+// the user set GOMEMLIMIT. It returns the function that restores the
+// previous limit.
+func limitHeap(n int) (restore func()) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	old := debug.SetMemoryLimit(gtd2HeapBytes(n))
+	return func() { debug.SetMemoryLimit(old) }
+}
+
+// scanRecord checks a record as the first pass reads it: discrete actions,
+// and, when --env fixed the dimensions, everything validate checks.
+func (r *gtd2Run) scanRecord(s *offline.Session) error {
+	if s.Steps[0].Action.Vec != nil {
+		return errors.New("continuous actions; gtd2 evaluates discrete-action policies")
+	}
+	for i := range s.Steps {
+		r.maxAction = max(r.maxAction, s.Steps[i].Action.Index)
+	}
+	if r.target != nil {
+		return r.validate(s)
+	}
+	return nil
+}
+
+// validate checks one record against the target, the features and the
+// method, as the computation will read it (gtd2.PrepareSession; dp-lsw's
+// state map), computing nothing that is released.
+func (r *gtd2Run) validate(s *offline.Session) error {
+	if err := gtd2.PrepareSession(&r.scratch, s, r.feats, r.tp); err != nil {
+		return err
+	}
+	r.transitions += len(s.Steps)
+	onPolicy := func() error {
+		if t, rho := r.scratch.OffPolicyStep(); t >= 0 {
+			return fmt.Errorf("session %q step %d: target/behaviour probability ratio %.6g != 1: the data is off-policy for this target", s.Session, t, rho)
+		}
+		return nil
+	}
+	switch r.f.method {
+	case methodLSTD:
+		if err := onPolicy(); err != nil {
+			return fmt.Errorf("lstd is on-policy only (use wis-lstd or gpope for off-policy data): %w", err)
+		}
+	case methodDPLSW:
+		// DP-LSW estimates the value of the policy that collected the log;
+		// whether the log is on-policy is the user's declaration. Checking
+		// it here would refuse or accept depending on one record, an
+		// uncharged release, so the check runs only with --non-private.
+		if r.f.nonPrivate {
+			if err := onPolicy(); err != nil {
+				return fmt.Errorf("dp-lsw is on-policy only (use gpope for off-policy data): %w", err)
+			}
+		}
+		if _, err := r.lswTrajectory(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkGTD2Flags validates the command line and reports whether the run is
@@ -424,39 +541,6 @@ func checkGTD2Flags(cmd *cobra.Command, f *offlineGTD2Flags) (bool, error) {
 		return false, usagef("--epsilon %v: dp-lsw's smooth-sensitivity calibration is proved for epsilon <= 1", f.epsilon)
 	}
 	return private, nil
-}
-
-// countRecords counts the non-blank lines of a log: the number of sessions
-// if the log is valid, found without interpreting any record.
-func countRecords(path string) (int, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer file.Close()
-	br := bufio.NewReaderSize(file, 1<<16)
-	n, blank := 0, true
-	for {
-		b, err := br.ReadSlice('\n')
-		if len(bytes.TrimSpace(b)) > 0 {
-			blank = false
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if err == nil || (errors.Is(err, io.EOF) && len(b) > 0) {
-			if !blank {
-				n++
-			}
-			blank = true
-		}
-		if errors.Is(err, io.EOF) {
-			return n, nil
-		}
-		if err != nil {
-			return 0, err
-		}
-	}
 }
 
 // gtd2Entry builds the ledger entry of a private run on a log of counted
@@ -531,61 +615,6 @@ func fillGuarantee(f *offlineGTD2Flags, e ledger.Entry, out *gtd2Output) error {
 	return nil
 }
 
-// load reads and validates the whole log.
-func (r *gtd2Run) load() error {
-	spec := offline.Spec{}
-	if r.env != nil {
-		spec = offline.Spec{ObsDim: r.env.ObservationSpace().Dim(), Discrete: r.env.ActionSpace().N}
-	}
-	sessions, got, err := readSessions(r.f.data, spec)
-	if err != nil {
-		return err
-	}
-	if got.Discrete < 0 {
-		return fmt.Errorf("dataset %s: continuous actions; gtd2 evaluates discrete-action policies", r.f.data)
-	}
-	r.sessions, r.spec = sessions, got
-	return nil
-}
-
-// readSessions reads every session of a log with the strict reader.
-func readSessions(path string, spec offline.Spec) ([]offline.Session, offline.Spec, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return nil, spec, fmt.Errorf("dataset: %w", err)
-	}
-	defer file.Close()
-	rd := offline.NewReader(file, offline.ReaderOptions{Name: path, Spec: spec})
-	var out []offline.Session
-	for {
-		s, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, spec, fmt.Errorf("dataset: %w", err)
-		}
-		out = append(out, s)
-	}
-	if len(out) == 0 {
-		return nil, spec, fmt.Errorf("dataset %s: no sessions", path)
-	}
-	got := rd.Spec()
-	if got.Discrete == 0 { // learned from the largest action seen
-		for _, s := range out {
-			for _, st := range s.Steps {
-				if st.Action.Vec != nil {
-					got.Discrete = -1
-					break
-				}
-				got.Discrete = max(got.Discrete, st.Action.Index+1)
-			}
-		}
-		got.Discrete = max(got.Discrete, 2)
-	}
-	return out, got, nil
-}
-
 // policyOptions are the dimensions and reference a policy spec is checked
 // against.
 func (r *gtd2Run) policyOptions() policies.Options {
@@ -644,49 +673,26 @@ func (r *gtd2Run) parseFeatures() (gtd2.Features, error) {
 	return nil, usagef("--features %q: want tabular, fourier:K or raw", spec)
 }
 
-// prepare checks the target and features against the log and builds
-// everything the method reads; it computes nothing that is released.
-func (r *gtd2Run) prepare() error {
+// setup builds the target, the features and dp-lsw's public state set
+// from the dimensions in force (r.spec) and public inputs; it reads no
+// record.
+func (r *gtd2Run) setup() error {
 	var err error
 	if r.target, err = policies.Parse(r.f.target, r.policyOptions()); err != nil {
 		return usagef("--target: %w", err)
 	}
+	r.tp = targetProb{p: r.target, buf: make([]float64, r.target.NumActions())}
 	if r.feats, err = r.parseFeatures(); err != nil {
 		return err
 	}
-	if r.ds, err = gtd2.Prepare(r.sessions, r.feats, targetProb{p: r.target, buf: make([]float64, r.target.NumActions())}, r.f.gamma); err != nil {
-		return fmt.Errorf("dataset %s: %w", r.f.data, err)
-	}
-	switch r.f.method {
-	case methodLSTD:
-		if err := r.ds.CheckOnPolicy(); err != nil {
-			return fmt.Errorf("lstd is on-policy only (use wis-lstd or gpope for off-policy data): %w", err)
-		}
-	case methodDPLSW:
-		// DP-LSW estimates the value of the policy that collected the log;
-		// whether the log is on-policy is the user's declaration. Checking
-		// it here would refuse or accept depending on one record, an
-		// uncharged release, so the check runs only with --non-private.
-		if r.f.nonPrivate {
-			if err := r.ds.CheckOnPolicy(); err != nil {
-				return fmt.Errorf("dp-lsw is on-policy only (use gpope for off-policy data): %w", err)
-			}
-		}
-		if err := r.prepareLSW(); err != nil {
-			return err
-		}
-	}
-	if err := r.publicMoments(); err != nil {
-		return err
-	}
-	if r.f.plot != "" && r.mom == nil && !r.f.nonPrivate {
-		return usagef("--plot needs public moments for its MSPBE (--env chain or a public --eval-data); the MSPBE on the private log is only with --non-private")
+	if r.f.method == methodDPLSW {
+		return r.prepareLSW()
 	}
 	return nil
 }
 
-// prepareLSW maps the log to DP-LSW's finite state set and fixes the public
-// state weights and reward bounds.
+// prepareLSW fixes DP-LSW's finite state set, its public state weights and
+// reward bounds.
 func (r *gtd2Run) prepareLSW() error {
 	var sm lsw.StateMap
 	if _, ok := r.feats.(gtd2.Tabular); ok {
@@ -745,19 +751,24 @@ func (r *gtd2Run) prepareLSW() error {
 	if err := r.lswCfg.Check(r.lswPhi); err != nil {
 		return usageError{err}
 	}
-	r.lswTraj = make([]lsw.Trajectory, len(r.sessions))
-	for i, s := range r.sessions {
-		tr := lsw.Trajectory{States: make([]int, len(s.Steps)), Rewards: make([]float64, len(s.Steps))}
-		for t, st := range s.Steps {
-			idx, err := sm.Index(st.Obs)
-			if err != nil {
-				return fmt.Errorf("dataset %s: session %q step %d: %w", r.f.data, s.Session, t, err)
-			}
-			tr.States[t], tr.Rewards[t] = idx, st.Reward
-		}
-		r.lswTraj[i] = tr
-	}
+	r.lswMap = sm
 	return nil
+}
+
+// lswTrajectory maps a session to DP-LSW's states, in r.lswTraj's storage
+// (valid until the next call).
+func (r *gtd2Run) lswTrajectory(s *offline.Session) (lsw.Trajectory, error) {
+	tr := &r.lswTraj
+	tr.States, tr.Rewards = tr.States[:0], tr.Rewards[:0]
+	for t := range s.Steps {
+		st := &s.Steps[t]
+		idx, err := r.lswMap.Index(st.Obs)
+		if err != nil {
+			return lsw.Trajectory{}, fmt.Errorf("session %q step %d: %w", s.Session, t, err)
+		}
+		tr.States, tr.Rewards = append(tr.States, idx), append(tr.Rewards, st.Reward)
+	}
+	return *tr, nil
 }
 
 // targetProb adapts a policies.Policy to gtd2.Policy; an observation the
@@ -827,16 +838,10 @@ func (r *gtd2Run) publicMoments() error {
 		// log may still do.
 	}
 	if r.f.evalData != "" {
-		ev, _, err := readSessions(r.f.evalData, r.spec)
+		m, err := r.evalMoments()
 		if err != nil {
 			return fmt.Errorf("--eval-data: %w", err)
 		}
-		ds, err := gtd2.Prepare(ev, r.feats, targetProb{p: r.target, buf: make([]float64, r.target.NumActions())}, r.f.gamma)
-		if err != nil {
-			return fmt.Errorf("--eval-data: %w", err)
-		}
-		m := gtd2.EmpiricalMoments(ds, true)
-		m.FillUnvisited()
 		r.mom, r.momKind = &m, "empirical (eval data)"
 		return nil
 	}
@@ -844,12 +849,46 @@ func (r *gtd2Run) publicMoments() error {
 	return nil
 }
 
-// privateMoments are the moments of the private log itself: a statistic of
-// the private data, for the --non-private section only.
-func (r *gtd2Run) privateMoments() gtd2.Moments {
-	m := gtd2.EmpiricalMoments(r.ds, true)
+// evalMoments streams the public --eval-data log into its moments: memory
+// O(d^2), whatever its size.
+func (r *gtd2Run) evalMoments() (gtd2.Moments, error) {
+	file, err := os.Open(r.f.evalData)
+	if err != nil {
+		return gtd2.Moments{}, err
+	}
+	defer file.Close()
+	rd := offline.NewReader(file, offline.ReaderOptions{Name: r.f.evalData, Spec: r.spec})
+	ms := gtd2.NewMomentsSum(r.feats.Dim(), r.f.gamma, true)
+	var tr gtd2.Trajectory
+	n := 0
+	for ; ; n++ {
+		s, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return gtd2.Moments{}, err
+		}
+		if err := gtd2.PrepareSession(&tr, &s, r.feats, r.tp); err != nil {
+			return gtd2.Moments{}, fmt.Errorf("%s:%d: %w", r.f.evalData, rd.Line(), err)
+		}
+		ms.Add(&tr)
+	}
+	if n == 0 {
+		return gtd2.Moments{}, fmt.Errorf("%s: no sessions", r.f.evalData)
+	}
+	m := ms.Moments()
 	m.FillUnvisited()
-	return m
+	return m, nil
+}
+
+// failed explains an error after the charge: the run was charged and
+// nothing was released.
+func (r *gtd2Run) failed(err error) error {
+	if r.f.budget.charged.Entry.Seq != 0 {
+		return fmt.Errorf("%w (the run was charged; nothing was released)", err)
+	}
+	return err
 }
 
 // chainTable tabulates a policy on the chain's one-hot states.
@@ -918,16 +957,62 @@ func (r *gtd2Run) startValue(theta []float64) (v, truth *float64, err error) {
 
 // compute runs the method and prints the result. Statistics of the private
 // log are computed only for the --non-private section.
+//
+// Memory, besides the index (44 bytes per record) and one record at a
+// time: gpope reads the trajectories its Poisson samples draw from the file
+// (gtd2.OnDemand), O(d) for its iterates; dp-lsw streams the log into its
+// first-visit sums (lsw.Visits), O(states x d); lstd, wis-lstd and the
+// private moments of --non-private stream it into d x d moments
+// (gtd2.MomentsSum).
 func (r *gtd2Run) compute(a *app, out *gtd2Output) error {
 	f := r.f
 	np := out.NonPrivate
 	var privMom gtd2.Moments
+	var privSum, lstdSum *gtd2.MomentsSum
+	var visits *lsw.Visits
+	d := r.feats.Dim()
 	if np != nil {
-		np.NTrajectories = len(r.ds.Trajs)
-		for i := range r.ds.Trajs {
-			np.NTransitions += r.ds.Trajs[i].Len()
+		np.NTrajectories, np.NTransitions = r.ix.Len(), r.transitions
+		privSum = gtd2.NewMomentsSum(d, f.gamma, true)
+	}
+	switch f.method {
+	case methodLSTD, methodWISLSTD:
+		lstdSum = gtd2.NewMomentsSum(d, f.gamma, f.method == methodWISLSTD)
+	case methodDPLSW:
+		visits = lsw.NewVisits(len(r.lswPhi), r.lswCfg.Gamma, r.lswCfg.RewardLow, r.lswCfg.RewardHigh)
+	}
+	if privSum != nil || lstdSum != nil || visits != nil {
+		// One pass over the log, each record checked against its hash.
+		err := r.ix.Each(func(_ int, s *offline.Session) error {
+			if privSum != nil || lstdSum != nil {
+				if err := gtd2.PrepareSession(&r.scratch, s, r.feats, r.tp); err != nil {
+					return err
+				}
+				if privSum != nil {
+					privSum.Add(&r.scratch)
+				}
+				if lstdSum != nil {
+					lstdSum.Add(&r.scratch)
+				}
+			}
+			if visits != nil {
+				tr, err := r.lswTrajectory(s)
+				if err != nil {
+					return err
+				}
+				if !visits.Add(tr) {
+					return fmt.Errorf("session %q: a state outside dp-lsw's %d states", s.Session, len(r.lswPhi))
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return r.failed(fmt.Errorf("dataset: %w", err))
 		}
-		privMom = r.privateMoments()
+	}
+	if privSum != nil {
+		privMom = privSum.Moments()
+		privMom.FillUnvisited()
 	}
 	out.MSPBEKind = r.momKind
 	rng, err := newNoiseRand(out.Seeded, f.seed)
@@ -955,26 +1040,35 @@ func (r *gtd2Run) compute(a *app, out *gtd2Output) error {
 				}
 			}
 		}
+		rr, err := r.ix.Open()
+		if err != nil {
+			return r.failed(fmt.Errorf("dataset: %w", err))
+		}
+		defer rr.Close()
+		src, err := gtd2.NewOnDemand(rr, r.feats, r.tp, f.gamma)
+		if err != nil {
+			return r.failed(err)
+		}
 		var res gtd2.Result
 		if np != nil {
 			var diag gtd2.Diagnostics
-			res, diag, err = gtd2.GPOPEWithDiagnostics(r.ds, cfg, rng)
+			res, diag, err = gtd2.GPOPEWithDiagnostics(src, cfg, rng)
 			np.GPOPE = &diag
 		} else {
-			res, err = gtd2.GPOPE(r.ds, cfg, rng)
+			res, err = gtd2.GPOPE(src, cfg, rng)
 		}
 		if err != nil {
-			return err
+			return r.failed(fmt.Errorf("dataset: %w", err))
 		}
 		out.Weights = res.Theta
 	case methodDPLSW:
 		var res lsw.Result
 		if np != nil {
 			var diag lsw.Diagnostics
-			res, diag, err = lsw.EstimateWithDiagnostics(r.lswPhi, r.lswTraj, r.lswCfg, rng)
+			res, diag, err = lsw.EstimateVisitsWithDiagnostics(r.lswPhi, visits, r.lswCfg, rng)
 			np.LSW = &diag
 		} else {
-			res, err = lsw.Estimate(r.lswPhi, r.lswTraj, r.lswCfg, rng)
+			res, err = lsw.EstimateVisits(r.lswPhi, visits, r.lswCfg, rng)
 		}
 		if err != nil {
 			return err
@@ -983,7 +1077,7 @@ func (r *gtd2Run) compute(a *app, out *gtd2Output) error {
 		out.RewardBounds = []float64{r.lswCfg.RewardLow, r.lswCfg.RewardHigh}
 		out.ReturnRange = res.ReturnRange
 	case methodLSTD, methodWISLSTD:
-		theta, err := gtd2.LSTD(r.ds, f.method == methodWISLSTD, f.ridge)
+		theta, err := gtd2.SolveLSTD(lstdSum.Moments(), f.ridge)
 		if err != nil {
 			return err
 		}

@@ -149,7 +149,14 @@ compose by adding their deltas). The outputs are dprl.sessions.v1, registered
 in the ledger as derived from the dataset before they are written (so a later
 run on either is charged to it), then written to temporary files and renamed
 into place. --max-len L is a public bound on trajectory length (the
-environment's step limit), not read from the data.`,
+environment's step limit), not read from the data.
+
+The log is read once as a stream, each record checked (format, expert id,
+discrete actions, --max-len) and hashed as it is read, so a log bad at line
+2 is refused at line 2. DataRelease then needs every trajectory at once:
+the run holds the log's sessions (about 80 bytes per step plus 8 per
+observation value) and 44 bytes per record for the log's index, read again
+from the file with each record checked against its hash.`,
 		Example: `  dprl offline svt --data data.jsonl --experts experts --epsilon 10 --delta 3.3e-4 \
       --dataset-delta 1e-3 --queries 25 --out-stable stable.jsonl --out-unstable unstable.jsonl
   dprl offline svt ... --seed 1 --json`,
@@ -218,9 +225,18 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 	}
 	rng := rand.New(rand.NewChaCha8(key))
 
-	// 1. open: hash the dataset, open the ledger.
+	// 1. open: read, check and hash the log, streaming (stopping at its
+	// first bad record); open the ledger.
 	b := &f.budget
-	if err := b.open(a, f.data); err != nil {
+	scan := &svtScan{f: f, index: map[string]int{}, maxAction: -1}
+	if _, err := b.cap(); err != nil {
+		return fmt.Errorf("offline svt: %w", err)
+	}
+	ix, err := b.scan(f.data, offline.ReaderOptions{Name: f.data}, scan.check)
+	if err != nil {
+		return fmt.Errorf("offline svt: %w", err)
+	}
+	if err := b.open(a, ix); err != nil {
 		return fmt.Errorf("offline svt: %w", err)
 	}
 	defer b.close()
@@ -234,7 +250,7 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 		return fmt.Errorf("offline svt: %w", err)
 	}
 	// 3. validate the whole log and the experts; nothing released yet.
-	sessions, experts, err := loadSVTInput(f)
+	sessions, experts, err := scan.load(ix)
 	if err != nil {
 		return fmt.Errorf("offline svt: %w", err)
 	}
@@ -328,68 +344,71 @@ func tailTransitions(r svt.Result) int {
 	return n
 }
 
-// loadSVTInput reads and checks the whole log and loads its experts: every
-// session names an expert with a snapshot in --experts that fits the log and
-// gave its logged probabilities; actions are discrete; no trajectory is
-// longer than --max-len; --queries is at most the number of trajectories.
-func loadSVTInput(f *offlineSVTFlags) ([]offline.Session, []*svt.SmoothedExpert, error) {
-	fh, err := os.Open(f.data)
+// svtScan checks SVT's input record by record as the log is first read:
+// every session names an expert (a valid id), actions are discrete and no
+// trajectory is longer than --max-len. It collects the expert ids and the
+// largest action.
+type svtScan struct {
+	f         *offlineSVTFlags
+	index     map[string]int
+	ids       []string
+	maxAction int
+}
+
+// check checks one record (offline.ScanLog names its line in errors).
+func (v *svtScan) check(s *offline.Session) error {
+	if s.Steps[0].Action.Vec != nil {
+		return errors.New("continuous actions: SVT needs discrete actions (Sharma et al. assume a finite action set)")
+	}
+	if s.Expert == "" {
+		return fmt.Errorf("session %q names no expert: every session needs an \"expert\" id", s.Session)
+	}
+	if err := svt.CheckID(s.Expert); err != nil {
+		return err
+	}
+	if len(s.Steps) > v.f.maxLen {
+		return fmt.Errorf("session %q has %d steps, above --max-len %d", s.Session, len(s.Steps), v.f.maxLen)
+	}
+	for _, st := range s.Steps {
+		v.maxAction = max(v.maxAction, st.Action.Index)
+	}
+	if _, ok := v.index[s.Expert]; !ok {
+		v.index[s.Expert] = len(v.ids)
+		v.ids = append(v.ids, s.Expert)
+	}
+	return nil
+}
+
+// load checks what needs the whole log (--queries at most the number of
+// trajectories; the experts' snapshots fit the log and gave its logged
+// probabilities) and returns the sessions, read again through the index
+// (each checked against its hash), with the experts. SVT's DataRelease
+// holds every session: its memory is that of the log's sessions (about
+// 80 bytes per step plus 8 per observation component), bounded by
+// --max-len per trajectory.
+func (v *svtScan) load(ix *offline.Index) ([]offline.Session, []*svt.SmoothedExpert, error) {
+	f := v.f
+	if f.queries > ix.Len() {
+		return nil, nil, fmt.Errorf("--queries %d: the log has %d trajectories (T must be at most their number)", f.queries, ix.Len())
+	}
+	sort.Strings(v.ids)
+	for i, id := range v.ids {
+		v.index[id] = i
+	}
+	experts, err := svt.LoadExperts(f.experts, v.ids, ix.Spec().ObsDim, v.maxAction+1, f.pMin)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer fh.Close()
-	rd := offline.NewReader(fh, offline.ReaderOptions{Name: f.data})
-	var sessions []offline.Session
-	index := map[string]int{}
-	var ids []string
-	maxAction := -1
-	for {
-		s, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
+	sessions := make([]offline.Session, 0, ix.Len())
+	err = ix.Each(func(_ int, s *offline.Session) error {
+		if err := svt.CheckBehaviour(s, experts[v.index[s.Expert]]); err != nil {
+			return err
 		}
-		if err != nil {
-			return nil, nil, err
-		}
-		if s.Steps[0].Action.Vec != nil {
-			return nil, nil, fmt.Errorf("%s:%d: continuous actions: SVT needs discrete actions (Sharma et al. assume a finite action set)", f.data, rd.Line())
-		}
-		if s.Expert == "" {
-			return nil, nil, fmt.Errorf("%s:%d: session %q names no expert: every session needs an \"expert\" id", f.data, rd.Line(), s.Session)
-		}
-		if err := svt.CheckID(s.Expert); err != nil {
-			return nil, nil, fmt.Errorf("%s:%d: %w", f.data, rd.Line(), err)
-		}
-		if len(s.Steps) > f.maxLen {
-			return nil, nil, fmt.Errorf("%s:%d: session %q has %d steps, above --max-len %d", f.data, rd.Line(), s.Session, len(s.Steps), f.maxLen)
-		}
-		for _, st := range s.Steps {
-			maxAction = max(maxAction, st.Action.Index)
-		}
-		if _, ok := index[s.Expert]; !ok {
-			index[s.Expert] = len(ids)
-			ids = append(ids, s.Expert)
-		}
-		sessions = append(sessions, s)
-	}
-	if len(sessions) == 0 {
-		return nil, nil, fmt.Errorf("%s: no sessions", f.data)
-	}
-	if f.queries > len(sessions) {
-		return nil, nil, fmt.Errorf("--queries %d: the log has %d trajectories (T must be at most their number)", f.queries, len(sessions))
-	}
-	sort.Strings(ids)
-	for i, id := range ids {
-		index[id] = i
-	}
-	experts, err := svt.LoadExperts(f.experts, ids, rd.Spec().ObsDim, maxAction+1, f.pMin)
+		sessions = append(sessions, *s)
+		return nil
+	})
 	if err != nil {
 		return nil, nil, err
-	}
-	for i := range sessions {
-		if err := svt.CheckBehaviour(&sessions[i], experts[index[sessions[i].Expert]]); err != nil {
-			return nil, nil, err
-		}
 	}
 	return sessions, experts, nil
 }

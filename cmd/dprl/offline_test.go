@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"dprl/ledger"
+	"dprl/offline"
 )
 
 // reformatLog writes a copy of a session log with the same records in
@@ -281,7 +282,11 @@ func TestOfflineDatasetUnits(t *testing.T) {
 	headLog(t, st, stHead, 1)
 	for _, f := range []string{st, stHead} {
 		b := offlineBudget{ledgerDir: led, capEps: 10, capDelta: 1e-5}
-		if err := b.open(&app{}, f); err != nil || b.datasetID != id {
+		ix, err := b.scan(f, offline.ReaderOptions{OptionalProb: true}, nil)
+		if err == nil {
+			err = b.open(&app{}, ix)
+		}
+		if err != nil || b.datasetID != id {
 			t.Errorf("%s: dataset %q (%v), want %s", filepath.Base(f), b.datasetID, err, id)
 		}
 		b.close()

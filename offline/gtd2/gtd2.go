@@ -36,13 +36,38 @@ func (u Uniform) Prob(_ []float64, a sims.Action) float64 {
 	return 1 / float64(u.N)
 }
 
-// Dataset is the session log in feature space: for each trajectory, its
-// transitions' features, next features, importance ratios and rewards.
+// Trajectories is random access to a dataset's trajectories in feature
+// space: what GPOPE reads. A *Dataset holds them all in memory; an
+// *OnDemand builds each from its session when it is asked for, holding one
+// at a time.
+type Trajectories interface {
+	// Shape returns the feature dimension and the discount.
+	Shape() (dim int, gamma float64)
+	// NumTrajectories is the number of trajectories.
+	NumTrajectories() int
+	// Trajectory returns trajectory i (0 <= i < NumTrajectories). It may
+	// build it in scratch's storage; the result is valid until the next
+	// call with the same scratch.
+	Trajectory(i int, scratch *Trajectory) (*Trajectory, error)
+}
+
+// Dataset is the session log in feature space, in memory: for each
+// trajectory, its transitions' features, next features, importance ratios
+// and rewards, (2 Dim + 2) float64 per transition.
 type Dataset struct {
 	Dim   int
 	Gamma float64
 	Trajs []Trajectory
 }
+
+// Shape returns Dim and Gamma.
+func (ds *Dataset) Shape() (int, float64) { return ds.Dim, ds.Gamma }
+
+// NumTrajectories is len(Trajs).
+func (ds *Dataset) NumTrajectories() int { return len(ds.Trajs) }
+
+// Trajectory returns &Trajs[i]; it never fails.
+func (ds *Dataset) Trajectory(i int, _ *Trajectory) (*Trajectory, error) { return &ds.Trajs[i], nil }
 
 // Trajectory is one session's transitions (flat arrays of T x Dim).
 type Trajectory struct {
@@ -67,50 +92,125 @@ func (t *Trajectory) Len() int { return len(t.R) }
 // not finite. rho is 0 whenever pi(a|s) = 0, even where exp(logp)
 // underflows.
 func Prepare(sessions []offline.Session, f Features, target Policy, gamma float64) (*Dataset, error) {
-	if !(gamma >= 0 && gamma < 1) {
-		return nil, fmt.Errorf("gtd2: gamma = %v, want 0 <= gamma < 1", gamma)
+	if err := checkGamma(gamma); err != nil {
+		return nil, err
 	}
 	if len(sessions) == 0 {
 		return nil, errors.New("gtd2: no sessions")
 	}
-	d := f.Dim()
-	ds := &Dataset{Dim: d, Gamma: gamma, Trajs: make([]Trajectory, len(sessions))}
+	ds := &Dataset{Dim: f.Dim(), Gamma: gamma, Trajs: make([]Trajectory, len(sessions))}
 	for i := range sessions {
-		s := &sessions[i]
-		n := len(s.Steps)
-		if !s.Terminal && s.FinalObs == nil {
-			return nil, fmt.Errorf("gtd2: session %q is truncated without final_obs: it cannot be bootstrapped", s.Session)
+		if err := PrepareSession(&ds.Trajs[i], &sessions[i], f, target); err != nil {
+			return nil, err
 		}
-		tr := Trajectory{Phi: make([]float64, n*d), Next: make([]float64, n*d), Rho: make([]float64, n), R: make([]float64, n)}
-		for t := range s.Steps {
-			st := &s.Steps[t]
-			if st.NoProb {
-				return nil, fmt.Errorf("gtd2: session %q step %d: no behaviour probability: importance ratios need it", s.Session, t)
-			}
-			if err := f.Phi(tr.Phi[t*d:(t+1)*d], st.Obs); err != nil {
-				return nil, fmt.Errorf("session %q step %d: %w", s.Session, t, err)
-			}
-			p := target.Prob(st.Obs, st.Action)
-			if math.IsNaN(p) || p < 0 || p > 1 {
-				return nil, fmt.Errorf("gtd2: session %q step %d: target probability %v", s.Session, t, p)
-			}
-			if p > 0 {
-				tr.Rho[t] = math.Exp(math.Log(p) - st.LogP) // +Inf when the ratio overflows
-			}
-			tr.R[t] = st.Reward
-		}
-		for t := 0; t+1 < n; t++ {
-			copy(tr.Next[t*d:(t+1)*d], tr.Phi[(t+1)*d:(t+2)*d])
-		}
-		if !s.Terminal {
-			if err := f.Phi(tr.Next[(n-1)*d:], s.FinalObs); err != nil {
-				return nil, fmt.Errorf("session %q final_obs: %w", s.Session, err)
-			}
-		}
-		tr.Start = tr.Phi[:d]
-		ds.Trajs[i] = tr
 	}
 	return ds, nil
+}
+
+func checkGamma(gamma float64) error {
+	if !(gamma >= 0 && gamma < 1) {
+		return fmt.Errorf("gtd2: gamma = %v, want 0 <= gamma < 1", gamma)
+	}
+	return nil
+}
+
+// PrepareSession builds one session's trajectory into tr, reusing tr's
+// storage, exactly as Prepare builds each (the same checks, the same
+// values).
+func PrepareSession(tr *Trajectory, s *offline.Session, f Features, target Policy) error {
+	d := f.Dim()
+	n := len(s.Steps)
+	if !s.Terminal && s.FinalObs == nil {
+		return fmt.Errorf("gtd2: session %q is truncated without final_obs: it cannot be bootstrapped", s.Session)
+	}
+	tr.Phi, tr.Next = resize(tr.Phi, n*d), resize(tr.Next, n*d)
+	tr.Rho, tr.R = resize(tr.Rho, n), resize(tr.R, n)
+	for t := range s.Steps {
+		st := &s.Steps[t]
+		if st.NoProb {
+			return fmt.Errorf("gtd2: session %q step %d: no behaviour probability: importance ratios need it", s.Session, t)
+		}
+		if err := f.Phi(tr.Phi[t*d:(t+1)*d], st.Obs); err != nil {
+			return fmt.Errorf("session %q step %d: %w", s.Session, t, err)
+		}
+		p := target.Prob(st.Obs, st.Action)
+		if math.IsNaN(p) || p < 0 || p > 1 {
+			return fmt.Errorf("gtd2: session %q step %d: target probability %v", s.Session, t, p)
+		}
+		tr.Rho[t] = 0
+		if p > 0 {
+			tr.Rho[t] = math.Exp(math.Log(p) - st.LogP) // +Inf when the ratio overflows
+		}
+		tr.R[t] = st.Reward
+	}
+	for t := 0; t+1 < n; t++ {
+		copy(tr.Next[t*d:(t+1)*d], tr.Phi[(t+1)*d:(t+2)*d])
+	}
+	if s.Terminal {
+		clear(tr.Next[(n-1)*d:])
+	} else if err := f.Phi(tr.Next[(n-1)*d:], s.FinalObs); err != nil {
+		return fmt.Errorf("session %q final_obs: %w", s.Session, err)
+	}
+	tr.Start = tr.Phi[:d]
+	return nil
+}
+
+// resize returns v with length n, reusing its storage when it has room.
+func resize(v []float64, n int) []float64 {
+	if cap(v) < n {
+		return make([]float64, n)
+	}
+	return v[:n]
+}
+
+// SessionSource is random access to sessions; offline.RecordReader is one.
+type SessionSource interface {
+	// Len is the number of sessions.
+	Len() int
+	// Read returns session i.
+	Read(i int) (offline.Session, error)
+}
+
+// OnDemand is Trajectories built from sessions when asked for: trajectory
+// i is PrepareSession of src.Read(i), the same values Prepare would hold,
+// built into the caller's scratch. It holds no trajectory itself, so GPOPE
+// on it needs memory for one trajectory, plus what src holds; each step
+// builds only the trajectories its Poisson sample draws.
+type OnDemand struct {
+	src    SessionSource
+	f      Features
+	target Policy
+	gamma  float64
+}
+
+// NewOnDemand returns the trajectories of src's sessions with features f,
+// target and discount gamma.
+func NewOnDemand(src SessionSource, f Features, target Policy, gamma float64) (*OnDemand, error) {
+	if err := checkGamma(gamma); err != nil {
+		return nil, err
+	}
+	if src.Len() == 0 {
+		return nil, errors.New("gtd2: no sessions")
+	}
+	return &OnDemand{src: src, f: f, target: target, gamma: gamma}, nil
+}
+
+// Shape returns the feature dimension and the discount.
+func (o *OnDemand) Shape() (int, float64) { return o.f.Dim(), o.gamma }
+
+// NumTrajectories is the number of sessions.
+func (o *OnDemand) NumTrajectories() int { return o.src.Len() }
+
+// Trajectory reads session i and builds its trajectory in scratch.
+func (o *OnDemand) Trajectory(i int, scratch *Trajectory) (*Trajectory, error) {
+	s, err := o.src.Read(i)
+	if err != nil {
+		return nil, err
+	}
+	if err := PrepareSession(scratch, &s, o.f, o.target); err != nil {
+		return nil, err
+	}
+	return scratch, nil
 }
 
 // Config configures GPOPE. Every field is public: a privacy parameter or a
@@ -212,29 +312,32 @@ type Diagnostics struct {
 // (Mironov, Talwar & Zhang 2019, "Rényi differential privacy of the sampled
 // Gaussian mechanism") with rate Q and multiplier Z, under add/remove
 // adjacency of one trajectory, provided Q and Batch are public.
-func GPOPE(ds *Dataset, c Config, rng *rand.Rand) (Result, error) {
+func GPOPE(ds Trajectories, c Config, rng *rand.Rand) (Result, error) {
 	return gpope(ds, c, rng, nil)
 }
 
 // GPOPEWithDiagnostics runs GPOPE exactly as GPOPE does (the same draws from
 // rng, the same Result) and also returns the run's Diagnostics, which the
 // privacy guarantee does NOT cover.
-func GPOPEWithDiagnostics(ds *Dataset, c Config, rng *rand.Rand) (Result, Diagnostics, error) {
+func GPOPEWithDiagnostics(ds Trajectories, c Config, rng *rand.Rand) (Result, Diagnostics, error) {
 	var diag Diagnostics
 	res, err := gpope(ds, c, rng, &diag)
 	return res, diag, err
 }
 
-func gpope(ds *Dataset, c Config, rng *rand.Rand, diag *Diagnostics) (Result, error) {
+func gpope(ds Trajectories, c Config, rng *rand.Rand, diag *Diagnostics) (Result, error) {
 	if err := c.Validate(); err != nil {
 		return Result{}, err
 	}
-	d := ds.Dim
+	d, _ := ds.Shape()
 	theta, y := make([]float64, d), make([]float64, d)
 	g, sum := make([]float64, 2*d), make([]float64, 2*d)
+	var scratch Trajectory
 	gauss := noise.NewGaussian(rng)
 	for t := 1; t <= c.Iters; t++ {
-		ds.clippedSum(sum, g, theta, y, c.Clip, func() bool { return c.Q >= 1 || noise.Bernoulli(rng, c.Q) }, diag)
+		if err := clippedSum(ds, &scratch, sum, g, theta, y, c.Clip, func() bool { return c.Q >= 1 || noise.Bernoulli(rng, c.Q) }, diag); err != nil {
+			return Result{}, err
+		}
 		std := c.Z * c.Clip
 		alpha := c.StepSize
 		if c.Diminishing {
@@ -261,14 +364,22 @@ func gpope(ds *Dataset, c Config, rng *rand.Rand, diag *Diagnostics) (Result, er
 // clippedSum writes into sum the sum over the trajectories that sampled()
 // includes (asked once per trajectory, in order) of their primal-dual
 // gradients at (theta, y), each clipped by Clip; g is scratch of length
-// 2 Dim. It counts into diag when diag is not nil.
-func (ds *Dataset) clippedSum(sum, g, theta, y []float64, c float64, sampled func() bool, diag *Diagnostics) {
+// 2 Dim, and scratch the storage of trajectories built on demand. It counts
+// into diag when diag is not nil. Only the sampled trajectories are read;
+// an error reading one stops the sum.
+func clippedSum(ds Trajectories, scratch *Trajectory, sum, g, theta, y []float64, c float64, sampled func() bool, diag *Diagnostics) error {
 	clear(sum)
-	for i := range ds.Trajs {
+	d, gamma := ds.Shape()
+	n := ds.NumTrajectories()
+	for i := range n {
 		if !sampled() {
 			continue
 		}
-		ds.gradient(g, &ds.Trajs[i], theta, y)
+		tr, err := ds.Trajectory(i, scratch)
+		if err != nil {
+			return fmt.Errorf("gtd2: trajectory %d: %w", i, err)
+		}
+		gradient(g, tr, theta, y, d, gamma)
 		out := Clip(g, c)
 		if diag != nil {
 			diag.Sampled++
@@ -283,6 +394,7 @@ func (ds *Dataset) clippedSum(sum, g, theta, y []float64, c float64, sampled fun
 			sum[k] += g[k]
 		}
 	}
+	return nil
 }
 
 // gradient writes one trajectory's primal-dual gradient G = [-A^T y;
@@ -291,8 +403,7 @@ func (ds *Dataset) clippedSum(sum, g, theta, y []float64, c float64, sampled fun
 //
 //	G_theta = -mean rho (phi - gamma phi') (phi . y)
 //	G_y     = -mean phi (rho delta - phi . y),  delta = r + gamma phi'.theta - phi.theta.
-func (ds *Dataset) gradient(g []float64, tr *Trajectory, theta, y []float64) {
-	d := ds.Dim
+func gradient(g []float64, tr *Trajectory, theta, y []float64, d int, gamma float64) {
 	clear(g)
 	n := tr.Len()
 	for t := 0; t < n; t++ {
@@ -305,11 +416,11 @@ func (ds *Dataset) gradient(g []float64, tr *Trajectory, theta, y []float64) {
 			nt += next[k] * theta[k]
 		}
 		rho := tr.Rho[t]
-		delta := tr.R[t] + ds.Gamma*nt - pt
+		delta := tr.R[t] + gamma*nt - pt
 		a := rho * py
 		b := rho*delta - py
 		for k := 0; k < d; k++ {
-			g[k] -= a * (phi[k] - ds.Gamma*next[k])
+			g[k] -= a * (phi[k] - gamma*next[k])
 			g[d+k] -= b * phi[k]
 		}
 	}

@@ -1,6 +1,7 @@
 package gtd2
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -195,7 +196,7 @@ func TestGradientMatchesMoments(t *testing.T) {
 	g := make([]float64, 2*d)
 	total := 0
 	for i := range ds.Trajs {
-		ds.gradient(g, &ds.Trajs[i], theta, y)
+		gradient(g, &ds.Trajs[i], theta, y, ds.Dim, ds.Gamma)
 		n := ds.Trajs[i].Len()
 		for k := range g {
 			sum[k] += g[k] * float64(n)
@@ -422,8 +423,8 @@ func TestGPOPEExtremeRecord(t *testing.T) {
 				for k := range d {
 					theta[k], dual[k] = 3*rng.NormFloat64(), 3*rng.NormFloat64()
 				}
-				x.clippedSum(sx, g, theta, dual, c, all, nil)
-				y.clippedSum(sy, g, theta, dual, c, all, nil)
+				clippedSum(x, nil, sx, g, theta, dual, c, all, nil)
+				clippedSum(y, nil, sy, g, theta, dual, c, all, nil)
 				for k := range diff {
 					diff[k] = sy[k] - sx[k]
 				}
@@ -507,5 +508,86 @@ func TestLSTDRefusesNonFinite(t *testing.T) {
 	}
 	if theta, err := LSTD(ds, true, 1e-6); err == nil {
 		t.Errorf("LSTD returned %v", theta)
+	}
+}
+
+// sliceSource serves sessions from memory, failing at index fail.
+type sliceSource struct {
+	ss   []offline.Session
+	fail int
+}
+
+func (s sliceSource) Len() int { return len(s.ss) }
+
+func (s sliceSource) Read(i int) (offline.Session, error) {
+	if i == s.fail {
+		return offline.Session{}, errors.New("read failed")
+	}
+	return s.ss[i], nil
+}
+
+// TestOnDemandSameRelease checks that GPOPE on trajectories built on demand
+// (holding none) releases bit for bit what it releases on the in-memory
+// Dataset, with the same draws: the same weights, the same diagnostics, the
+// same moments; and that a failed read stops the run with its error.
+func TestOnDemandSameRelease(t *testing.T) {
+	sessions := append(simulate(rand.New(rand.NewPCG(51, 52)), 200), extremeSession(-800, 0))
+	for i := 0; i < len(sessions); i += 7 { // truncated sessions among terminal ones
+		if s := &sessions[i]; len(s.Steps) > 2 {
+			h := len(s.Steps) / 2
+			s.FinalObs, s.Steps, s.Terminal = s.Steps[h].Obs, s.Steps[:h], false
+		}
+	}
+	ds, err := Prepare(sessions, Tabular{chainN}, chainTarget{}, gamma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	od, err := NewOnDemand(sliceSource{ss: sessions, fail: -1}, Tabular{chainN}, chainTarget{}, gamma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []Config{
+		{Iters: 200, StepSize: 0.5, Clip: 0.5, Z: 1.1, Q: 0.05, Batch: 10},
+		{Iters: 20, StepSize: 0.3, Diminishing: true, Clip: 1, Z: 0.7, Q: 1, Batch: 201},
+	} {
+		a, da, err := GPOPEWithDiagnostics(ds, cfg, rand.New(rand.NewPCG(7, 8)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, db, err := GPOPEWithDiagnostics(od, cfg, rand.New(rand.NewPCG(7, 8)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a.Theta, b.Theta) || !slices.Equal(a.Y, b.Y) || da != db {
+			t.Errorf("%+v: on demand %v %+v, in memory %v %+v", cfg, b.Theta, db, a.Theta, da)
+		}
+	}
+	// MomentsSum over the trajectories built one at a time is
+	// EmpiricalMoments.
+	want := EmpiricalMoments(ds, true)
+	ms := NewMomentsSum(chainN, gamma, true)
+	var scratch Trajectory
+	for i := range od.NumTrajectories() {
+		tr, err := od.Trajectory(i, &scratch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms.Add(tr)
+	}
+	got := ms.Moments()
+	bits := func(v []float64) []uint64 { // NaN-aware: the extreme record makes A NaN
+		out := make([]uint64, len(v))
+		for i, x := range v {
+			out[i] = math.Float64bits(x)
+		}
+		return out
+	}
+	if !slices.Equal(bits(got.A.RawMatrix().Data), bits(want.A.RawMatrix().Data)) || !slices.Equal(bits(got.M.RawMatrix().Data), bits(want.M.RawMatrix().Data)) ||
+		!slices.Equal(bits(got.B.RawVector().Data), bits(want.B.RawVector().Data)) {
+		t.Error("MomentsSum differs from EmpiricalMoments")
+	}
+	bad, _ := NewOnDemand(sliceSource{ss: sessions, fail: 3}, Tabular{chainN}, chainTarget{}, gamma)
+	if _, err := GPOPE(bad, Config{Iters: 5, StepSize: 0.5, Clip: 1, Z: 1, Q: 1, Batch: 201}, rand.New(rand.NewPCG(1, 1))); err == nil || !strings.Contains(err.Error(), "trajectory 3: read failed") {
+		t.Errorf("failed read: %v", err)
 	}
 }

@@ -79,6 +79,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -327,29 +328,65 @@ func ClampReward(r, low, high float64) float64 {
 // with as many rewards as states contributes nothing (Estimate refuses
 // such input; FirstVisit never panics on it).
 func FirstVisit(trajs []Trajectory, numStates int, gamma, low, high float64) (f []float64, counts []int) {
-	f = make([]float64, numStates)
-	counts = make([]int, numStates)
-	retLo, retHi := math.Min(0, low)/(1-gamma), math.Max(0, high)/(1-gamma)
-	seen := make([]int, numStates) // seen[s] = i+1 once trajectory i visited s
-	var ret []float64
-	for i, tr := range trajs {
-		if !tr.valid(numStates) {
+	v := NewVisits(numStates, gamma, low, high)
+	for _, tr := range trajs {
+		v.Add(tr)
+	}
+	return v.Means()
+}
+
+// Visits accumulates FirstVisit one trajectory at a time: adding the
+// trajectories in order and calling Means gives exactly FirstVisit. It holds
+// O(numStates) values and one trajectory's returns, whatever the number of
+// trajectories, so DP-LSW can stream a log (EstimateVisits).
+type Visits struct {
+	gamma, low, high float64
+	retLo, retHi     float64
+	f                []float64
+	counts           []int
+	seen             []int // seen[s] = i+1 once trajectory i visited s
+	ret              []float64
+	i                int
+}
+
+// NewVisits returns empty sums over numStates states, for discount gamma and
+// public reward bounds [low, high].
+func NewVisits(numStates int, gamma, low, high float64) *Visits {
+	return &Visits{gamma: gamma, low: low, high: high,
+		retLo: math.Min(0, low) / (1 - gamma), retHi: math.Max(0, high) / (1 - gamma),
+		f: make([]float64, numStates), counts: make([]int, numStates), seen: make([]int, numStates)}
+}
+
+// Add adds one trajectory's first visits. A trajectory FirstVisit would
+// skip (a state outside [0, numStates), or not one reward per state) adds
+// nothing, and Add reports it as false.
+func (v *Visits) Add(tr Trajectory) bool {
+	i := v.i
+	v.i++
+	if !tr.valid(len(v.f)) {
+		return false
+	}
+	n := len(tr.States)
+	v.ret = append(v.ret[:0], make([]float64, n+1)...)
+	ret := v.ret
+	for t := n - 1; t >= 0; t-- {
+		ret[t] = ClampReward(tr.Rewards[t], v.low, v.high) + v.gamma*ret[t+1]
+	}
+	for t, s := range tr.States {
+		if v.seen[s] == i+1 {
 			continue
 		}
-		n := len(tr.States)
-		ret = append(ret[:0], make([]float64, n+1)...)
-		for t := n - 1; t >= 0; t-- {
-			ret[t] = ClampReward(tr.Rewards[t], low, high) + gamma*ret[t+1]
-		}
-		for t, s := range tr.States {
-			if seen[s] == i+1 {
-				continue
-			}
-			seen[s] = i + 1
-			counts[s]++
-			f[s] += ClampReward(ret[t], retLo, retHi)
-		}
+		v.seen[s] = i + 1
+		v.counts[s]++
+		v.f[s] += ClampReward(ret[t], v.retLo, v.retHi)
 	}
+	return true
+}
+
+// Means returns F_X and the visit counts of the trajectories added so far
+// (new slices; the sums go on).
+func (v *Visits) Means() (f []float64, counts []int) {
+	f, counts = slices.Clone(v.f), slices.Clone(v.counts)
 	for s, c := range counts {
 		if c > 0 {
 			f[s] /= float64(c)
@@ -476,19 +513,80 @@ func (c Config) fit(phi [][]float64) (*mat.Dense, float64, error) {
 // Estimate runs DP-LSW on trajectories over the states of phi (phi[s] are the
 // features of state s). Every draw comes from rng.
 func Estimate(phi [][]float64, trajs []Trajectory, c Config, rng *rand.Rand) (Result, error) {
-	return estimate(phi, trajs, c, rng, nil)
+	v, err := visitsOf(phi, trajs, c)
+	if err != nil {
+		return Result{}, err
+	}
+	return estimate(phi, v, c, rng, nil)
 }
 
 // EstimateWithDiagnostics runs Estimate exactly (the same draws from rng,
 // the same Result) and also returns the run's Diagnostics, which the privacy
 // guarantee does NOT cover.
 func EstimateWithDiagnostics(phi [][]float64, trajs []Trajectory, c Config, rng *rand.Rand) (Result, Diagnostics, error) {
+	v, err := visitsOf(phi, trajs, c)
+	if err != nil {
+		return Result{}, Diagnostics{}, err
+	}
 	var diag Diagnostics
-	res, err := estimate(phi, trajs, c, rng, &diag)
+	res, err := estimate(phi, v, c, rng, &diag)
 	return res, diag, err
 }
 
-func estimate(phi [][]float64, trajs []Trajectory, c Config, rng *rand.Rand, diag *Diagnostics) (Result, error) {
+// EstimateVisits runs DP-LSW on the first visits v accumulated over a log's
+// trajectories (NewVisits with c's Gamma, RewardLow and RewardHigh, each
+// trajectory added once): Estimate on those trajectories, the same release
+// with the same draws, in O(numStates d) memory. The caller must refuse a
+// log with a trajectory Visits.Add rejects, as Estimate does.
+func EstimateVisits(phi [][]float64, v *Visits, c Config, rng *rand.Rand) (Result, error) {
+	if err := v.check(len(phi), c); err != nil {
+		return Result{}, err
+	}
+	return estimate(phi, v, c, rng, nil)
+}
+
+// EstimateVisitsWithDiagnostics is EstimateVisits with the run's
+// Diagnostics, which the privacy guarantee does NOT cover.
+func EstimateVisitsWithDiagnostics(phi [][]float64, v *Visits, c Config, rng *rand.Rand) (Result, Diagnostics, error) {
+	if err := v.check(len(phi), c); err != nil {
+		return Result{}, Diagnostics{}, err
+	}
+	var diag Diagnostics
+	res, err := estimate(phi, v, c, rng, &diag)
+	return res, diag, err
+}
+
+// check reports whether v was accumulated for n states and c's parameters.
+func (v *Visits) check(n int, c Config) error {
+	if len(v.f) != n || v.gamma != c.Gamma || v.low != c.RewardLow || v.high != c.RewardHigh {
+		return fmt.Errorf("lsw: first visits of %d states at gamma %v, rewards [%v, %v]; the configuration has %d states at gamma %v, rewards [%v, %v]",
+			len(v.f), v.gamma, v.low, v.high, n, c.Gamma, c.RewardLow, c.RewardHigh)
+	}
+	return nil
+}
+
+// visitsOf validates the trajectories and accumulates their first visits.
+func visitsOf(phi [][]float64, trajs []Trajectory, c Config) (*Visits, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	n := len(phi)
+	if n == 0 || len(c.Weights) != n {
+		return nil, fmt.Errorf("lsw: %d states, %d weights", n, len(c.Weights))
+	}
+	for i := range trajs {
+		if !trajs[i].valid(n) {
+			return nil, fmt.Errorf("lsw: trajectory %d: %d states and %d rewards, or a state outside [0, %d)", i, len(trajs[i].States), len(trajs[i].Rewards), n)
+		}
+	}
+	v := NewVisits(n, c.Gamma, c.RewardLow, c.RewardHigh)
+	for _, tr := range trajs {
+		v.Add(tr)
+	}
+	return v, nil
+}
+
+func estimate(phi [][]float64, v *Visits, c Config, rng *rand.Rand, diag *Diagnostics) (Result, error) {
 	if err := c.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -496,18 +594,13 @@ func estimate(phi [][]float64, trajs []Trajectory, c Config, rng *rand.Rand, dia
 	if n == 0 || len(c.Weights) != n {
 		return Result{}, fmt.Errorf("lsw: %d states, %d weights", n, len(c.Weights))
 	}
-	for i := range trajs {
-		if !trajs[i].valid(n) {
-			return Result{}, fmt.Errorf("lsw: trajectory %d: %d states and %d rewards, or a state outside [0, %d)", i, len(trajs[i].States), len(trajs[i].Rewards), n)
-		}
-	}
 	d := len(phi[0])
 	p, pinv, err := c.fit(phi)
 	if err != nil {
 		return Result{}, err
 	}
 	alpha, beta, ret := Alpha(c.Epsilon, c.Delta), Beta(c.Epsilon, c.Delta, d), ReturnRange(c.RewardLow, c.RewardHigh, c.Gamma)
-	f, counts := FirstVisit(trajs, n, c.Gamma, c.RewardLow, c.RewardHigh)
+	f, counts := v.Means()
 	theta := mat.NewVecDense(d, nil)
 	theta.MulVec(p, mat.NewVecDense(n, f))
 	res := Result{Alpha: alpha, Beta: beta, PinvNorm: pinv, ReturnRange: ret}

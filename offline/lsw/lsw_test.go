@@ -328,3 +328,42 @@ func TestNoiseScaleRange(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateVisitsSameRelease checks that DP-LSW on first visits
+// accumulated one trajectory at a time (a streamed log) releases bit for
+// bit what Estimate releases on the trajectories in memory, with the same
+// draws, and that visits accumulated for another configuration are refused.
+func TestEstimateVisitsSameRelease(t *testing.T) {
+	trajs := chain(rand.New(rand.NewPCG(9, 9)), 300)
+	trajs = append(trajs, Trajectory{States: []int{0, 1}, Rewards: []float64{math.Inf(1), math.NaN()}})
+	c := Config{Epsilon: 0.7, Delta: 1e-5, Gamma: 0.9, RewardLow: 0, RewardHigh: 1, Weights: []float64{1, 1, 1, 1, 0}}
+	want, wantDiag, err := EstimateWithDiagnostics(tabularPhi(5), trajs, c, rand.New(rand.NewPCG(3, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := NewVisits(5, c.Gamma, c.RewardLow, c.RewardHigh)
+	for _, tr := range trajs {
+		if !v.Add(tr) {
+			t.Fatal("a valid trajectory refused")
+		}
+	}
+	got, gotDiag, err := EstimateVisitsWithDiagnostics(tabularPhi(5), v, c, rand.New(rand.NewPCG(3, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotDiag, wantDiag) {
+		t.Errorf("streamed %+v %+v, in memory %+v %+v", got, gotDiag, want, wantDiag)
+	}
+	plain, err := EstimateVisits(tabularPhi(5), v, c, rand.New(rand.NewPCG(3, 4)))
+	if err != nil || !reflect.DeepEqual(plain, want) {
+		t.Errorf("EstimateVisits %+v %v", plain, err)
+	}
+	if v.Add(Trajectory{States: []int{7}, Rewards: []float64{0}}) {
+		t.Error("a state outside the set accepted")
+	}
+	other := c
+	other.Gamma = 0.8
+	if _, err := EstimateVisits(tabularPhi(5), v, other, rand.New(rand.NewPCG(3, 4))); err == nil {
+		t.Error("visits of another gamma accepted")
+	}
+}
