@@ -120,7 +120,7 @@ func TestAgentLogsOffline(t *testing.T) {
 		t.Errorf("unknown version: exit %d, want %d", code, exitFailure)
 	}
 	led := filepath.Join(t.TempDir(), "ledger")
-	code, out, stderr = runCLI(t, "offline", "gtd2", "--data", data, "--target", "snapshot:"+snap, "--features", "raw",
+	code, out, stderr = runCLI(t, "offline", "gtd2", "--data", data, "--target", "snapshot:"+snap, "--features", "raw", "--actions", "2",
 		"--epsilon", "1", "--delta", "1e-5", "--iters", "200", "--seed", "1", "--ledger", led, "--json")
 	if code != 0 {
 		t.Fatalf("gtd2 on agent logs: exit %d: %s", code, stderr)

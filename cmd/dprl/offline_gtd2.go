@@ -50,6 +50,7 @@ type offlineGTD2Flags struct {
 	stepSize, clip       float64
 	batch                float64
 	publicN              int
+	actions              int
 	diminishing          bool
 	gamma, ridge         float64
 	env                  string
@@ -260,6 +261,7 @@ ledger records that it was seeded.`,
 	fl.Float64Var(&f.gamma, "gamma", 0.9, "discount factor, 0 <= gamma < 1")
 	fl.Float64Var(&f.ridge, "ridge", 1e-6, "lstd, wis-lstd: ridge added to A (unvisited tabular states make A singular)")
 	fl.StringVar(&f.env, "env", "", "the simulator the data comes from (public knowledge): start distribution, bounds, built-in targets, exact chain MSPBE")
+	fl.IntVar(&f.actions, "actions", 0, "the public number of discrete actions: required for a private run without --env (a record with a larger action is refused); without it a non-private run learns it from the log")
 	fl.StringVar(&f.behavior, "behavior", "", "with --env chain: the behaviour policy of the data, for the exact MSPBE of off-policy data")
 	fl.StringVar(&f.evalData, "eval-data", "", "a public session log on which to compute the empirical MSPBE instead of the private data")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed the noise and sampling (repeatable research runs; recorded in the ledger)")
@@ -318,6 +320,8 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 		}
 		if as := r.env.ActionSpace(); as.Kind != sims.Discrete {
 			return usagef("--env %s has continuous actions; gtd2 evaluates discrete-action policies", f.env)
+		} else if f.actions != 0 && f.actions != as.N {
+			return usagef("--actions %d: --env %s has %d actions", f.actions, f.env, as.N)
 		}
 		if ch, ok := r.env.(*sims.Chain); ok {
 			cfg := ch.Config()
@@ -370,7 +374,10 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 	// moments.
 	if r.target == nil {
 		r.spec = r.ix.Spec()
-		if r.spec.Discrete == 0 { // learned from the largest action seen
+		switch {
+		case f.actions > 0: // public, required for a private run
+			r.spec.Discrete = f.actions
+		case r.spec.Discrete == 0: // non-private: learned from the largest action seen
 			r.spec.Discrete = max(r.maxAction+1, 2)
 		}
 		if err := r.setup(); err != nil {
@@ -515,6 +522,14 @@ func checkGTD2Flags(cmd *cobra.Command, f *offlineGTD2Flags) (bool, error) {
 		}
 	default:
 		return false, usagef("--method %q: want gpope, dp-lsw, lstd or wis-lstd", f.method)
+	}
+	switch {
+	case cmd.Flags().Changed("actions") && f.actions < 2:
+		return false, usagef("--actions %d: want the public number of discrete actions, >= 2", f.actions)
+	case private && f.env == "" && f.actions == 0:
+		// Learned from the log, the number of actions would be the
+		// largest action seen plus one: one record could change it.
+		return false, usagef("a private run without --env needs --actions N, the public number of discrete actions (the log's largest action would depend on single records)")
 	}
 	if f.method == methodGPOPE {
 		switch {

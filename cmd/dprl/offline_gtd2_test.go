@@ -205,7 +205,11 @@ func TestOfflineGTD2Runs(t *testing.T) {
 func TestOfflineGTD2Refusals(t *testing.T) {
 	fx := newGTD2Fixture(t)
 	base := func(data string, extra ...string) []string {
-		return append([]string{"offline", "gtd2", "--data", data, "--epsilon", "1", "--delta", "1e-6", "--iters", "10"}, extra...)
+		args := append([]string{"offline", "gtd2", "--data", data, "--epsilon", "1", "--delta", "1e-6", "--iters", "10"}, extra...)
+		if !slices.Contains(extra, "--env") {
+			args = append(args, "--actions", "2") // public: the logs' 2 actions
+		}
+		return args
 	}
 	cases := []struct {
 		name string
@@ -602,8 +606,10 @@ func TestOfflineGTD2PrivateRefusals(t *testing.T) {
 	}{
 		{"plot of the private MSPBE", []string{"--data", fx.mc, "--env", "mountaincar", "--features", "fourier:1", "--plot", filepath.Join(fx.dir, "p.png")}, "--plot needs public moments"},
 		{"--n with dp-lsw", []string{"--data", fx.chain, "--env", "chain", "--features", "tabular", "--method", "dp-lsw", "--n", "300"}, "--n is gpope's"},
-		{"--n zero", []string{"--data", fx.chain, "--features", "tabular", "--n", "0"}, "--n 0"},
-		{"batch above n", []string{"--data", fx.chain, "--features", "tabular", "--n", "5", "--batch", "6"}, "exceeds the n = 5"},
+		{"--n zero", []string{"--data", fx.chain, "--features", "tabular", "--actions", "2", "--n", "0"}, "--n 0"},
+		{"batch above n", []string{"--data", fx.chain, "--features", "tabular", "--actions", "2", "--n", "5", "--batch", "6"}, "exceeds the n = 5"},
+		{"no public number of actions", []string{"--data", fx.chain, "--features", "tabular"}, "needs --actions"},
+		{"--actions against --env", []string{"--data", fx.mc, "--env", "mountaincar", "--features", "fourier:1", "--actions", "2"}, "has 3 actions"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -61,7 +61,7 @@ func TestOfflineRefusedAtLine2(t *testing.T) {
 				t.Fatal(err)
 			}
 			led := filepath.Join(dir, strconv.Itoa(i), "ledger")
-			args := append([]string{"offline", "gtd2", "--data", log, "--target", "uniform", "--features", "tabular",
+			args := append([]string{"offline", "gtd2", "--data", log, "--target", "uniform", "--features", "tabular", "--actions", "2",
 				"--epsilon", "1", "--delta", "1e-5", "--iters", "5", "--ledger", led}, c.extra...)
 			code, _, stderr := runCLI(t, args...)
 			if code != 1 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "log.jsonl:3") {
@@ -151,7 +151,7 @@ func TestOfflineGTD2SameAsInMemory(t *testing.T) {
 		args []string
 	}{
 		{"gpope", fx.chain, []string{"--env", "chain", "--epsilon", "1", "--delta", "1e-5", "--iters", "200", "--batch", "5", "--clip", "0.5"}},
-		{"gpope learned dims, non-private", fx.chain, []string{"--epsilon", "1", "--delta", "1e-5", "--iters", "100", "--batch", "30", "--non-private"}},
+		{"gpope without --env, non-private section", fx.chain, []string{"--actions", "2", "--epsilon", "1", "--delta", "1e-5", "--iters", "100", "--batch", "30", "--non-private"}},
 		{"gpope off-policy, diminishing", fx.chainOff, []string{"--env", "chain", "--epsilon", "2", "--delta", "1e-5", "--iters", "150", "--batch", "2", "--diminishing", "--n", "120", "--non-private"}},
 		{"dp-lsw", fx.chain, []string{"--env", "chain", "--method", "dp-lsw", "--epsilon", "1", "--delta", "1e-6", "--non-private"}},
 		{"lstd", fx.chain, []string{"--method", "lstd", "--non-private"}},

@@ -257,7 +257,7 @@ func TestOfflineDatasetUnits(t *testing.T) {
 	}
 	id := chargedTo(t, led)
 	gpope := func(file string) (int, string, string) {
-		return runCLI(t, "offline", "gtd2", "--data", file, "--target", "uniform", "--features", "raw", "--epsilon", "1", "--delta", "1e-5",
+		return runCLI(t, "offline", "gtd2", "--data", file, "--target", "uniform", "--features", "raw", "--actions", "2", "--epsilon", "1", "--delta", "1e-5",
 			"--iters", "20", "--seed", "2", "--ledger", led, "--json")
 	}
 	// The trajectory unit registers its own default cap (10 at 1e-5): were
