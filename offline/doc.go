@@ -2,7 +2,9 @@
 // session-log format (JSON Lines, one trajectory per line), its strict
 // streaming reader and its writer, and the content hash that identifies a
 // dataset in the privacy ledger. The offline algorithms live in the
-// sub-packages gtd2, svt and primorl.
+// sub-packages gtd2 (GPOPE, LSTD), lsw (DP-LSW) and svt (expert-level data
+// release); policies parses the behaviour and target policies they
+// evaluate.
 //
 // # Format
 //

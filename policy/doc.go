@@ -1,5 +1,5 @@
-// Package policy holds the learning core of dprl's DP policy gradient (DPPG,
-// Rio et al., ALGORITHMS.md section 1): tanh MLPs over a flat parameter vector,
+// Package policy holds the learning core of dprl's DP policy gradient (DPPG:
+// Rio et al., "Differentially Private Policy Gradient"): tanh MLPs over a flat parameter vector,
 // categorical and diagonal Gaussian action heads, Adam, GAE(lambda), the
 // per-user PPO local update (Algorithm 3) and the DP aggregation of K clipped
 // local updates with Gaussian noise (Algorithm 2). Train runs the whole of
@@ -18,7 +18,9 @@
 //
 // # DP-SGD baselines
 //
-// TrainDPSGD runs the DP-SGD baselines of ALGORITHMS.md §5: REINFORCE
+// TrainDPSGD runs the DP-SGD baselines (DP-SGD, Abadi et al. 2016, "Deep
+// Learning with Differential Privacy", applied to RL as in Doulazmi & Odonnat
+// 2023, "Differential privacy in reinforcement learning"): REINFORCE
 // (privacy unit: one episode, each used once, so one analytic Gaussian
 // mechanism per episode) and DQN (privacy unit: one transition, Poisson
 // minibatches from the replay buffer, composed with the RDP accountant).

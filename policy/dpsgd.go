@@ -13,7 +13,7 @@ import (
 	"dprl/sims"
 )
 
-// The DP-SGD baselines (ALGORITHMS.md §5; Doulazmi & Odonnat 2023, "Differential
+// The DP-SGD baselines (Doulazmi & Odonnat 2023, "Differential
 // privacy in reinforcement learning"): REINFORCE and DQN whose gradient steps
 // are DP-SGD steps (Abadi et al. 2016): per-unit gradients clipped to L2 norm
 // C by ghost clipping (GhostClipper), summed, Gaussian noise N(0, z^2 C^2 I)

@@ -10,8 +10,10 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// riverSwim is RiverSwim's tables as ENVIRONMENTS.md states them, built here
-// independently of package sims.
+// riverSwim is RiverSwim's tables as Strehl & Littman 2008 ("An analysis of
+// model-based interval estimation for Markov decision processes") and the
+// DPPG paper's Appendix C state them, built here independently of package
+// sims.
 type riverSwim struct{ p float64 }
 
 func (riverSwim) NumStates() int  { return 6 }

@@ -336,7 +336,8 @@ func singleGaussian(m Method, delta float64, events []Event) (float64, error) {
 // rounded up) for which Steps runs of the mechanism with sampling rate q
 // satisfy (eps, delta)-DP under the accountant. It bisects on z, relying on
 // the accountant being monotone in z, and checks the result: the epsilon at
-// the returned z is at or below eps (ALGORITHMS.md §6: never overshoot).
+// the returned z is at or below eps (never overshoot: the printed epsilon
+// must be an upper bound).
 func Calibrate(acc Accountant, eps, delta, q float64, steps int) (float64, error) {
 	if err := checkEpsilon(eps); err != nil {
 		return 0, err

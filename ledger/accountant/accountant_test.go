@@ -174,7 +174,9 @@ func TestPublishedValues(t *testing.T) {
 	t.Run("TF Privacy MNIST tutorial", func(t *testing.T) {
 		// TF Privacy mnist_dpsgd_tutorial: batch 256 of 60,000, z = 1.1, 60
 		// epochs (14,063 steps), delta 1e-5 -> epsilon 3.01 (classic
-		// conversion); ALGORITHMS.md §6: about 2.6 with the improved one.
+		// conversion); about 2.6 with the improved conversion of Balle et
+		// al. 2020 ("Hypothesis testing interpretations and Renyi
+		// differential privacy", Theorem 21).
 		ev := Event{Q: 256.0 / 60000, Z: 1.1, Steps: 14063}
 		o, r, err := RDP{Orders: tfOld()}.Curve(ev)
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 
 // DefaultOrders returns the Rényi orders the RDP accountant minimises over:
 // fractional orders from just above 1 (dense near 1, every 0.1 up to 11), every
-// integer from 11 to 64, then large orders up to 1024 (ALGORITHMS.md §6: the
+// integer from 11 to 64, then large orders up to 1024 (the
 // subsampled Gaussian's curve can jump between neighbouring integer orders at
 // low noise, so integer-only grids are not enough). It is a superset of the
 // grids of TensorFlow Privacy, Opacus and dp_accounting. A fresh slice is
@@ -41,7 +41,7 @@ func GaussianRDP(z, alpha float64) (float64, error) {
 // SubsampledGaussianRDP returns the Rényi DP at order alpha of one step of the
 // Poisson-subsampled Gaussian mechanism with sampling rate q and noise
 // multiplier z (Mironov, Talwar & Zhang 2019, "Rényi Differential Privacy of
-// the Sampled Gaussian Mechanism", Section 3.3): log(A_alpha) / (alpha - 1).
+// the Sampled Gaussian Mechanism"). log(A_alpha) / (alpha - 1).
 // For q = 1 it is exactly alpha / (2 z^2).
 func SubsampledGaussianRDP(q, z, alpha float64) (float64, error) {
 	if err := checkQ(q); err != nil {
@@ -121,7 +121,8 @@ func logAInt(q, z float64, alpha int) float64 {
 //
 // j = alpha - i, z0 = z^2 ln(1/q - 1) + 1/2. The binomial coefficients change
 // sign for i > alpha, so positive and negative terms are summed separately in
-// log space (ALGORITHMS.md §6).
+// log space (Mironov, Talwar & Zhang 2019, "Renyi Differential Privacy of
+// the Sampled Gaussian Mechanism").
 //
 // Truncation is bounded, not guessed. For i > alpha + 1 the magnitudes
 // |C(alpha,i)| decrease. Using erfc(x) <= exp(-x^2) for x >= 0, every term of
@@ -258,7 +259,7 @@ func RDPToDP(orders, rdp []float64, delta float64) (eps, order float64, err erro
 // ClassicRDPToDP is the moments-accountant conversion of Abadi et al. 2016 and
 // Mironov 2017 (Proposition 3): eps = rdp(a) + ln(1/delta) / (a - 1). It is
 // looser than RDPToDP and is kept to reproduce published figures that were
-// computed with it (ALGORITHMS.md §6).
+// computed with it (Abadi et al. 2016; TensorFlow Privacy's tutorials).
 func ClassicRDPToDP(orders, rdp []float64, delta float64) (eps, order float64, err error) {
 	if err := checkDelta(delta); err != nil {
 		return 0, 0, err
