@@ -80,6 +80,10 @@ type agentFlags struct {
 	checkConfig                              bool
 	natsSec                                  natsSecurityFlags
 	expectHead                               string
+	// changed reports whether a flag was given (on the command line, in
+	// the environment or in the config file): an explicit zero privacy
+	// parameter is an error, never "the default".
+	changed func(name string) bool
 }
 
 func (f *agentFlags) register(c *cobra.Command) {
@@ -139,6 +143,14 @@ func (f *agentFlags) serviceConfig(a *app) (agent.ServiceConfig, error) {
 		pc = policy.DefaultControlConfig()
 	default:
 		return agent.ServiceConfig{}, usagef("give --env-spec NAME, or --obs-dim N and --actions N (>= 2)")
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"z", f.z}, {"clip", f.clip}, {"session-epsilon", f.sessionEps}, {"K", float64(f.k)}} {
+		if f.changed != nil && f.changed(p.name) && !(p.v > 0) {
+			return agent.ServiceConfig{}, usagef("--%s %v: want > 0 (leave it unset for the profile's default; the agent has no non-private mode)", p.name, p.v)
+		}
 	}
 	if f.z != 0 {
 		pc.DP.NoiseMultiplier = f.z
@@ -250,6 +262,7 @@ subscriptions drain, an update in flight is finished or not written at all.`,
 			if err := applyConfigSources(c, f.config, os.Environ()); err != nil {
 				return err
 			}
+			f.changed = c.Flags().Changed
 			sc, err := f.serviceConfig(a)
 			if err != nil {
 				return err
