@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"dprl/ledger"
 	"dprl/ledger/accountant"
 	"dprl/offline"
+	"dprl/offline/budget"
 	"dprl/offline/gtd2"
 	"dprl/offline/lsw"
 	"dprl/offline/policies"
@@ -305,6 +307,8 @@ type gtd2Run struct {
 	// them) and momKind says which they are.
 	mom     *gtd2.Moments
 	momKind string
+	// charged says that the run was charged (an error after it says so).
+	charged bool
 }
 
 func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
@@ -340,40 +344,62 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 	}
 	out := gtd2Output{Method: f.method, Private: private, Target: f.target, Features: f.features, Gamma: f.gamma, Seeded: cmd.Flags().Changed("seed")}
 
-	// 1. open: one streaming pass reads, validates and hashes every record
-	// (stopping at the first bad one); for a private run, the ledger.
-	if private {
-		if _, err := f.budget.cap(); err != nil {
-			return err
-		}
-	}
-	opt := offline.ReaderOptions{Name: f.data, Spec: spec}
-	if r.ix, err = f.budget.scan(f.data, opt, r.scanRecord); err != nil {
+	// The protocol (budget.Run): one streaming pass reads, validates and
+	// hashes every record (stopping at the first bad one); a private run
+	// opens the ledger and is checked on the record count alone; the
+	// target and features are validated against the whole log; a private
+	// run is charged; then the estimate is computed.
+	cfg, err := f.budget.config(a, private)
+	if err != nil {
 		return err
 	}
-	defer limitHeap(r.ix.Len())()
-	if private {
-		if err := f.budget.open(a, r.ix); err != nil {
-			return err
-		}
-		defer f.budget.close()
+	m := &gtd2Mechanism{r: r, a: a, out: &out}
+	defer m.restoreHeap()
+	opt := offline.ReaderOptions{Name: f.data, Spec: spec}
+	if _, _, err := budget.Run(commandContext(cmd), cfg, budget.Input{Path: f.data, Reader: opt}, m); err != nil {
+		return f.budget.explain(err)
 	}
-	// 2. check, on the record count alone.
-	var entry ledger.Entry
-	if private {
-		if entry, err = gtd2Entry(f, r.ix.Len()); err != nil {
-			return err
-		}
-		entry.Seeded = out.Seeded
-		if err := f.budget.check(entry); err != nil {
-			return err
-		}
+	return emit(a.stdout, f.asJSON, &out, func(w io.Writer) error { return printGTD2(w, &out) })
+}
+
+// gtd2Mechanism is a gtd2 run as budget.Run sees it.
+type gtd2Mechanism struct {
+	r       *gtd2Run
+	a       *app
+	out     *gtd2Output
+	restore func()
+}
+
+// Check checks a record as the first pass reads it (gtd2Run.scanRecord).
+func (m *gtd2Mechanism) Check(s *offline.Session) error { return m.r.scanRecord(s) }
+
+// Scanned keeps the log's index and bounds the heap by its record count.
+func (m *gtd2Mechanism) Scanned(ix *offline.Index) {
+	m.r.ix = ix
+	m.restore = limitHeap(ix.Len())
+}
+
+// restoreHeap restores the memory limit Scanned set.
+func (m *gtd2Mechanism) restoreHeap() {
+	if m.restore != nil {
+		m.restore()
 	}
-	// 3. validate: without --env, the target and features against the
-	// dimensions the scan learned, on a second pass; then the public
-	// moments.
+}
+
+// Entry is the run's cost, from the flags and the record count.
+func (m *gtd2Mechanism) Entry(ix *offline.Index, ds budget.Dataset) (ledger.Entry, error) {
+	e, err := gtd2Entry(m.r.f, ix.Len(), ds.Cap)
+	e.Seeded = m.out.Seeded
+	return e, err
+}
+
+// Validate checks, without --env, the target and features against the
+// dimensions the scan learned, on a second pass; then fixes the public
+// moments.
+func (m *gtd2Mechanism) Validate(ix *offline.Index, _ *ledger.Entry) error {
+	r, f := m.r, m.r.f
 	if r.target == nil {
-		r.spec = r.ix.Spec()
+		r.spec = ix.Spec()
 		switch {
 		case f.actions > 0: // public, required for a private run
 			r.spec.Discrete = f.actions
@@ -383,7 +409,7 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 		if err := r.setup(); err != nil {
 			return err
 		}
-		if err := r.ix.Each(func(_ int, s *offline.Session) error { return r.validate(s) }); err != nil {
+		if err := ix.Each(func(_ int, s *offline.Session) error { return r.validate(s) }); err != nil {
 			return fmt.Errorf("dataset: %w", err)
 		}
 	}
@@ -393,26 +419,27 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 	if f.plot != "" && r.mom == nil && !f.nonPrivate {
 		return usagef("--plot needs public moments for its MSPBE (--env chain or a public --eval-data); the MSPBE on the private log is only with --non-private")
 	}
-	// 4. charge; the printed guarantee and the mechanism's parameters are
-	// read from the entry as written.
-	if private {
-		e, err := f.budget.charge(entry)
-		if err != nil {
-			return err
+	return nil
+}
+
+// Compute fills the printed guarantee from the entry as written (what is
+// printed is what was charged) and computes the estimate.
+func (m *gtd2Mechanism) Compute(_ context.Context, ix *offline.Index, c *budget.Charge) (*gtd2Output, error) {
+	r, f, out := m.r, m.r.f, m.out
+	if c.Charged() {
+		r.charged = true
+		if err := fillGuarantee(f, c.Entry, out); err != nil {
+			return nil, err
 		}
-		if err := fillGuarantee(f, e, &out); err != nil {
-			return err
-		}
-		out.LedgerSeq = e.Seq
-		if out.DatasetSpent, err = f.budget.spent(); err != nil {
-			return err
-		}
+		out.LedgerSeq, out.DatasetSpent = c.Entry.Seq, c.Spent
 	}
 	if f.nonPrivate {
-		out.NonPrivate = &gtd2NonPrivate{Warning: notCovered, DatasetID: r.ix.ID()}
+		out.NonPrivate = &gtd2NonPrivate{Warning: notCovered, DatasetID: ix.ID()}
 	}
-	// 5. compute.
-	return r.compute(a, &out)
+	if err := r.compute(m.a, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // gtd2HeapBytes bounds the Go heap a gtd2 run on n records needs: 44 bytes
@@ -561,7 +588,7 @@ func checkGTD2Flags(cmd *cobra.Command, f *offlineGTD2Flags) (bool, error) {
 // gtd2Entry builds the ledger entry of a private run on a log of counted
 // records. gpope's sampling rate is batch/n for the public n: --n, else the
 // log's record count, which the user then vouches is public.
-func gtd2Entry(f *offlineGTD2Flags, counted int) (ledger.Entry, error) {
+func gtd2Entry(f *offlineGTD2Flags, counted int, capFor func(ledger.Unit) (ledger.Cap, error)) (ledger.Entry, error) {
 	e := ledger.Entry{Unit: ledger.UnitTrajectory, Method: accountant.MethodRDP, Participants: counted}
 	switch f.method {
 	case methodGPOPE:
@@ -592,7 +619,7 @@ func gtd2Entry(f *offlineGTD2Flags, counted int) (ledger.Entry, error) {
 		e.Events = []accountant.Event{ev}
 		e.Epsilon, e.Delta = g.Epsilon, f.delta
 	case methodDPLSW:
-		c, err := f.budget.capFor(ledger.UnitTrajectory)
+		c, err := capFor(ledger.UnitTrajectory)
 		if err != nil {
 			return e, err
 		}
@@ -900,7 +927,7 @@ func (r *gtd2Run) evalMoments() (gtd2.Moments, error) {
 // failed explains an error after the charge: the run was charged and
 // nothing was released.
 func (r *gtd2Run) failed(err error) error {
-	if r.f.budget.charged.Entry.Seq != 0 {
+	if r.charged {
 		return fmt.Errorf("%w (the run was charged; nothing was released)", err)
 	}
 	return err
@@ -970,7 +997,8 @@ func (r *gtd2Run) startValue(theta []float64) (v, truth *float64, err error) {
 	return &val, truth, nil
 }
 
-// compute runs the method and prints the result. Statistics of the private
+// compute runs the method and fills in the result (printed by the caller
+// once the run is over). Statistics of the private
 // log are computed only for the --non-private section.
 //
 // Memory, besides the index (44 bytes per record) and one record at a
@@ -1121,7 +1149,7 @@ func (r *gtd2Run) compute(a *app, out *gtd2Output) error {
 		}
 		out.Plot = f.plot
 	}
-	return emit(a.stdout, f.asJSON, out, func(w io.Writer) error { return printGTD2(w, out) })
+	return nil
 }
 
 func printGTD2(w io.Writer, o *gtd2Output) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"dprl/ledger"
 	"dprl/ledger/accountant"
 	"dprl/offline"
+	"dprl/offline/budget"
 	"dprl/offline/svt"
 )
 
@@ -225,80 +227,23 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 	}
 	rng := rand.New(rand.NewChaCha8(key))
 
-	// 1. open: read, check and hash the log, streaming (stopping at its
-	// first bad record); open the ledger.
-	b := &f.budget
-	scan := &svtScan{f: f, index: map[string]int{}, maxAction: -1}
-	if _, err := b.cap(); err != nil {
-		return fmt.Errorf("offline svt: %w", err)
-	}
-	ix, err := b.scan(f.data, offline.ReaderOptions{Name: f.data}, scan.check)
+	// The protocol (budget.Run): scan and check every record, open the
+	// ledger, refuse over the cap, validate the whole log and the experts,
+	// charge, then compute and write.
+	cfg, err := f.budget.config(a, true)
 	if err != nil {
 		return fmt.Errorf("offline svt: %w", err)
 	}
-	if err := b.open(a, ix); err != nil {
-		return fmt.Errorf("offline svt: %w", err)
-	}
-	defer b.close()
-	np := svtNonPrivate{DatasetID: b.datasetID}
-	entry := ledger.Entry{Unit: ledger.UnitExpert,
-		Mechanism: fmt.Sprintf("svt: DataRelease (Sharma et al., Algorithm 2), T = %d queries, L = %d, p_min = %v, discrete Laplace noise", f.queries, f.maxLen, f.pMin),
-		Method:    accountant.MethodRDP, Epsilon: f.epsilon, Delta: f.delta, Seeded: res.Seeded,
-		Fixed: []ledger.FixedCost{{Epsilon: f.epsilon, Delta: f.delta, Source: svtSource}}}
-	// 2. check: refuse over the cap before reading the data.
-	if err := b.check(entry); err != nil {
-		return fmt.Errorf("offline svt: %w", err)
-	}
-	// 3. validate the whole log and the experts; nothing released yet.
-	sessions, experts, err := scan.load(ix)
+	m := &svtMechanism{f: f, scan: &svtScan{f: f, index: map[string]int{}, maxAction: -1}, seeded: res.Seeded, rng: rng}
+	defer m.abort()
+	out, charged, err := budget.Run(commandContext(cmd), cfg, budget.Input{Path: f.data, Reader: offline.ReaderOptions{Name: f.data}}, m)
 	if err != nil {
-		return fmt.Errorf("offline svt: %w", err)
+		return fmt.Errorf("offline svt: %w", f.budget.explain(err))
 	}
-	np.Trajectories, np.Experts = len(sessions), len(experts)
-	for i := range sessions {
-		np.Transitions += len(sessions[i].Steps)
-	}
-	stableOut, err := newAtomicFile(f.outStable)
-	if err != nil {
-		return fmt.Errorf("offline svt: --out-stable: %w", err)
-	}
-	defer stableOut.abort()
-	var unstableOut *atomicFile
-	if f.outUnstable != "" {
-		if unstableOut, err = newAtomicFile(f.outUnstable); err != nil {
-			return fmt.Errorf("offline svt: --out-unstable: %w", err)
-		}
-		defer unstableOut.abort()
-	}
-	// 4. charge.
-	entry.Participants = len(experts)
-	charged, err := b.charge(entry)
-	if err != nil {
-		return fmt.Errorf("offline svt: %w", err)
-	}
-	res.LedgerSeq, res.DatasetCap = charged.Seq, b.charged.Cap.Epsilon
-	// 5. compute and write.
-	qs := make([]svt.Expert, len(experts))
-	for i, e := range experts {
-		qs[i] = e
-	}
-	out, err := svt.DataRelease(sessions, qs, svt.Config{Epsilon: f.epsilon, Delta: f.delta, Queries: f.queries, MaxLen: f.maxLen, PMin: f.pMin}, rng)
-	if err != nil {
-		return fmt.Errorf("offline svt: %w (the run was charged)", err)
-	}
-	// The outputs are the dataset's records too: register them before
-	// they exist, so any run on them is charged to the dataset.
-	if err := b.registerDerived(derivedOutput{"svt stable prefixes (" + filepath.Base(f.outStable) + ")", out.Stable},
-		derivedOutput{"svt unstable tails and unqueried trajectories (" + filepath.Base(f.outUnstable) + ")", out.Unstable}); err != nil {
-		return fmt.Errorf("offline svt: %w (the run was charged)", err)
-	}
-	if err := stableOut.writeSessions(out.Stable); err != nil {
-		return fmt.Errorf("offline svt: --out-stable: %w (the run was charged)", err)
-	}
-	if unstableOut != nil {
-		if err := unstableOut.writeSessions(out.Unstable); err != nil {
-			return fmt.Errorf("offline svt: --out-unstable: %w (the run was charged)", err)
-		}
+	res.LedgerSeq, res.DatasetCap, res.DatasetSpent = charged.Entry.Seq, charged.Cap.Epsilon, charged.Spent
+	np := svtNonPrivate{DatasetID: charged.Dataset, Trajectories: len(m.sessions), Experts: len(m.experts)}
+	for i := range m.sessions {
+		np.Transitions += len(m.sessions[i].Steps)
 	}
 	res.Queried, res.Whole = out.Queried, out.Whole
 	res.EpsPrime, res.EpsPrimeSolved = out.Params.EpsPrime, out.Params.Solved
@@ -327,10 +272,95 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 		}
 		res.NonPrivate = &np
 	}
-	if res.DatasetSpent, err = b.spent(); err != nil {
-		return fmt.Errorf("offline svt: %w", err)
-	}
 	return emit(a.stdout, f.json, res, res.text)
+}
+
+// svtMechanism is DataRelease as budget.Run sees it: each record checked as
+// the log is first read (svtScan), the cost (eps1, delta1) at unit expert
+// stated from the flags alone, the whole log and the experts validated and
+// the output files created before the charge, the release computed and
+// written after it.
+type svtMechanism struct {
+	f        *offlineSVTFlags
+	scan     *svtScan
+	seeded   bool
+	rng      *rand.Rand
+	sessions []offline.Session
+	experts  []*svt.SmoothedExpert
+	// stableOut and unstableOut are the outputs' temporary files, created
+	// by Validate (a file that cannot be created costs nothing).
+	stableOut, unstableOut *atomicFile
+}
+
+// Check checks one record as the log is first read.
+func (m *svtMechanism) Check(s *offline.Session) error { return m.scan.check(s) }
+
+// Entry is the release's cost: (eps1, delta1) at unit expert, a fixed cost
+// (Theorem 5.5).
+func (m *svtMechanism) Entry(*offline.Index, budget.Dataset) (ledger.Entry, error) {
+	f := m.f
+	return ledger.Entry{Unit: ledger.UnitExpert,
+		Mechanism: fmt.Sprintf("svt: DataRelease (Sharma et al., Algorithm 2), T = %d queries, L = %d, p_min = %v, discrete Laplace noise", f.queries, f.maxLen, f.pMin),
+		Method:    accountant.MethodRDP, Epsilon: f.epsilon, Delta: f.delta, Seeded: m.seeded,
+		Fixed: []ledger.FixedCost{{Epsilon: f.epsilon, Delta: f.delta, Source: svtSource}}}, nil
+}
+
+// Validate checks the whole log and the experts (svtScan.load), records
+// the number of experts in the entry, and creates the outputs' temporary
+// files; nothing is released.
+func (m *svtMechanism) Validate(ix *offline.Index, e *ledger.Entry) error {
+	var err error
+	if m.sessions, m.experts, err = m.scan.load(ix); err != nil {
+		return err
+	}
+	if m.stableOut, err = newAtomicFile(m.f.outStable); err != nil {
+		return fmt.Errorf("--out-stable: %w", err)
+	}
+	if m.f.outUnstable != "" {
+		if m.unstableOut, err = newAtomicFile(m.f.outUnstable); err != nil {
+			return fmt.Errorf("--out-unstable: %w", err)
+		}
+	}
+	e.Participants = len(m.experts)
+	return nil
+}
+
+// Compute runs DataRelease, registers its outputs in the ledger as derived
+// from the dataset (before they exist, so any run on them is charged to
+// it) and writes them.
+func (m *svtMechanism) Compute(_ context.Context, _ *offline.Index, c *budget.Charge) (svt.Result, error) {
+	f := m.f
+	qs := make([]svt.Expert, len(m.experts))
+	for i, e := range m.experts {
+		qs[i] = e
+	}
+	out, err := svt.DataRelease(m.sessions, qs, svt.Config{Epsilon: f.epsilon, Delta: f.delta, Queries: f.queries, MaxLen: f.maxLen, PMin: f.pMin}, m.rng)
+	if err != nil {
+		return out, fmt.Errorf("%w (the run was charged)", err)
+	}
+	if err := c.RegisterDerived(budget.Derived{Note: "svt stable prefixes (" + filepath.Base(f.outStable) + ")", Sessions: out.Stable},
+		budget.Derived{Note: "svt unstable tails and unqueried trajectories (" + filepath.Base(f.outUnstable) + ")", Sessions: out.Unstable}); err != nil {
+		return out, fmt.Errorf("%w (the run was charged)", err)
+	}
+	if err := m.stableOut.writeSessions(out.Stable); err != nil {
+		return out, fmt.Errorf("--out-stable: %w (the run was charged)", err)
+	}
+	if m.unstableOut != nil {
+		if err := m.unstableOut.writeSessions(out.Unstable); err != nil {
+			return out, fmt.Errorf("--out-unstable: %w (the run was charged)", err)
+		}
+	}
+	return out, nil
+}
+
+// abort removes the temporary files not renamed into place.
+func (m *svtMechanism) abort() {
+	if m.stableOut != nil {
+		m.stableOut.abort()
+	}
+	if m.unstableOut != nil {
+		m.unstableOut.abort()
+	}
 }
 
 // tailTransitions returns the transitions of the queried trajectories that

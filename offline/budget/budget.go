@@ -1,0 +1,434 @@
+// Package budget runs the offline budget protocol: the one order in which
+// every offline mechanism on a session log reads its input, is checked
+// against the dataset's privacy budget in the ledger, is charged, and
+// computes. A mechanism states its cost, validates its input and computes
+// its result (the Mechanism interface); Run does the rest, by construction
+// in this order, so that no offline mode can skip or reorder a step:
+//
+//  1. scan: read the log once, streaming, checking every record as it is
+//     read (the mechanism's Check) and hashing it (offline.ScanLog): the
+//     dataset's identity is its records. A malformed log stops at its first
+//     bad record, before the ledger is opened: it costs nothing;
+//  2. open: open the ledger and find the dataset the records belong to;
+//  3. check: ask the mechanism for its cost (Entry, from public inputs and
+//     the record count, before it validates the data) and refuse the run,
+//     writing nothing, if the cost would take the dataset over its cap at
+//     the run's unit or if an explicitly given cap differs from the stored
+//     one;
+//  4. validate: the mechanism checks everything the scan could not,
+//     computing nothing it releases; an error costs nothing;
+//  5. charge: write the run's entry (one synced batch), again refusing it
+//     above the cap;
+//  6. compute: the mechanism computes its result, which Run returns with
+//     the charge it was computed under. An error or a panic in Compute
+//     leaves the entry in place: the data was read under the charge, so
+//     the cost was spent.
+//
+// Nothing a mechanism releases can exist before step 5 returns: Compute is
+// the only step that receives the charge, and Run calls it only after the
+// entry is durably written.
+//
+// The cap: a dataset's first run at a unit stores Config.Cap with the
+// dataset; later runs are checked against the stored cap, and a run whose
+// explicitly given cap (Config.EpsilonGiven, Config.DeltaGiven) differs
+// from it is refused with ledger.ErrCapMismatch. Only ledger.Store.SetCap
+// changes a stored cap.
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime/debug"
+	"slices"
+
+	"github.com/rs/zerolog"
+
+	"dprl/ledger"
+	"dprl/offline"
+)
+
+// Mechanism is an offline mechanism as the protocol sees it. R is its
+// result. Run calls its methods in this order, each at most once except
+// Check: Check for every record, Scanned (if implemented), Entry, Validate,
+// Compute; a step that fails ends the run.
+type Mechanism[R any] interface {
+	// Check checks one record as the scan reads it (offline.ScanLog names
+	// its line in errors). It must compute nothing that is released.
+	Check(s *offline.Session) error
+	// Entry states the run's cost: the ledger entry's Unit, Mechanism,
+	// Method, Events, Fixed, Epsilon, Delta, Participants and Seeded (the
+	// ledger fills in the rest). It is called after the scan and before
+	// Validate, so the cost may depend on public inputs and the record
+	// count (ix.Len()) only, and on the dataset's cap (ds.Cap). Not called
+	// for an uncharged run.
+	Entry(ix *offline.Index, ds Dataset) (ledger.Entry, error)
+	// Validate checks everything the scan could not (what needs the whole
+	// log, or dimensions learned from it), re-reading the log through ix if
+	// it needs to, and computes nothing that is released. It may set
+	// e.Participants (e.g. the number of experts found) and nothing else of
+	// the entry: a changed cost is refused. For an uncharged run e points to
+	// a zero entry.
+	Validate(ix *offline.Index, e *ledger.Entry) error
+	// Compute computes the result, after the run was charged (c.Entry is
+	// the entry as written; for an uncharged run c.Entry is zero). Files
+	// derived from the data are registered with c.RegisterDerived before
+	// they are written.
+	Compute(ctx context.Context, ix *offline.Index, c *Charge) (R, error)
+}
+
+// Scanned is implemented by a mechanism that acts on the index as soon as
+// the scan ends, before the ledger is opened (e.g. to size a memory limit by
+// the record count). It must compute nothing that is released.
+type Scanned interface {
+	Scanned(ix *offline.Index)
+}
+
+// Input is the session log a run reads.
+type Input struct {
+	// Path is the log's file (a regular file: it is read more than once).
+	Path string
+	// Reader are the options the log is read with.
+	Reader offline.ReaderOptions
+}
+
+// Config is the budget a run is charged against.
+type Config struct {
+	// Ledger is the ledger directory, created (mode 0700) if missing.
+	Ledger string
+	// Cap is the cap a run stores with its dataset when the dataset has
+	// none at the run's unit (its first run there).
+	Cap ledger.Cap
+	// EpsilonGiven and DeltaGiven say that Cap's epsilon or delta was given
+	// explicitly rather than being a default: a stored cap that differs in
+	// a given component refuses the run (ledger.ErrCapMismatch), and a
+	// component not given takes the stored value.
+	EpsilonGiven, DeltaGiven bool
+	// Uncharged runs a mechanism that releases nothing it claims is
+	// private (a non-private reference estimate): the same order without
+	// the ledger (no open, check or charge; Entry is not called). Its
+	// caller must label the result as not differentially private.
+	Uncharged bool
+	// Logger receives the ledger's log lines and a panic's stack.
+	Logger zerolog.Logger
+}
+
+// checkCap checks the configured cap.
+func (c Config) checkCap() error {
+	if !(c.Cap.Epsilon > 0) || math.IsInf(c.Cap.Epsilon, 0) {
+		return fmt.Errorf("%w: cap epsilon %v: want > 0", ledger.ErrInvalid, c.Cap.Epsilon)
+	}
+	if !(c.Cap.Delta > 0 && c.Cap.Delta < 1) {
+		return fmt.Errorf("%w: cap delta %v: want in (0, 1)", ledger.ErrInvalid, c.Cap.Delta)
+	}
+	return nil
+}
+
+// Refusal is the error of a run the ledger refused (over the cap, or a cap
+// that differs from the stored one), before or at the charge: nothing was
+// written. It wraps the ledger's error (ledger.ErrBudgetExceeded or
+// ledger.ErrCapMismatch) and says what a caller needs to explain it.
+type Refusal struct {
+	// Err is the ledger's error.
+	Err error
+	// Unit is the run's unit.
+	Unit ledger.Unit
+	// FirstRun says that the dataset has no cap at Unit yet: the run was
+	// checked against Config.Cap, which it would have stored.
+	FirstRun bool
+	// Ledger is the ledger directory and Path the log the run read.
+	Ledger, Path string
+}
+
+// Error returns the ledger's message.
+func (r *Refusal) Error() string { return r.Err.Error() }
+
+// Unwrap returns the ledger's error.
+func (r *Refusal) Unwrap() error { return r.Err }
+
+// Dataset is the run's dataset as the protocol knows it when it asks the
+// mechanism for its cost.
+type Dataset struct {
+	p *protocol
+}
+
+// Cap returns the cap a run at unit is checked against: the dataset's
+// stored cap, else the configured one (which the run will store).
+func (d Dataset) Cap(unit ledger.Unit) (ledger.Cap, error) {
+	c, ok, err := d.p.storedCap(unit)
+	if err != nil || ok {
+		return c, err
+	}
+	return d.p.cfg.Cap, nil
+}
+
+// Charge is what a run was charged: the entry as written and the dataset's
+// budget after it.
+type Charge struct {
+	// Entry is the entry as written (zero for an uncharged run).
+	Entry ledger.Entry
+	// Dataset is the id of the dataset the run was charged to: a function
+	// of the data, so not covered by the run's guarantee.
+	Dataset string
+	// Cap is the dataset's cap at the run's unit.
+	Cap ledger.Cap
+	// Spent is the dataset's composed epsilon at the run's unit and its
+	// cap's delta, with the run.
+	Spent float64
+
+	store *ledger.Store // open during Compute only
+}
+
+// Charged reports whether the run was charged (its entry written).
+func (c *Charge) Charged() bool { return c != nil && c.Entry.Seq != 0 }
+
+// Derived is a file a run writes from its dataset.
+type Derived struct {
+	// Note says what the file is, e.g. "svt stable prefixes (out.jsonl)".
+	Note string
+	// Sessions are the file's records.
+	Sessions []offline.Session
+}
+
+// RegisterDerived records the files the charged run is about to write from
+// its dataset (their records' content ids) in one synced batch, so that any
+// later run on them, or on part of them, is charged to the dataset. Call it
+// in Compute, before writing the files. Empty outputs are not registered
+// (no run can read them).
+func (c *Charge) RegisterDerived(outs ...Derived) error {
+	if !c.Charged() {
+		return errors.New("budget: derived files of an uncharged run")
+	}
+	if c.store == nil {
+		return errors.New("budget: derived files registered outside Compute")
+	}
+	var files []ledger.DerivedFile
+	for _, o := range outs {
+		if len(o.Sessions) == 0 {
+			continue
+		}
+		id, recs := offline.SessionsID(o.Sessions)
+		files = append(files, ledger.DerivedFile{ID: id, Records: recs, Note: o.Note})
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	if _, err := c.store.RegisterDerived(c.Entry.Seq, files); err != nil {
+		return fmt.Errorf("ledger: register derived files: %w", err)
+	}
+	return nil
+}
+
+// protocol is one run's state.
+type protocol struct {
+	cfg     Config
+	in      Input
+	store   *ledger.Store
+	file    string
+	records []ledger.RecordHash
+	dataset string
+}
+
+// Run runs mechanism m on the log in, charged against cfg, in the
+// protocol's order (see the package doc), and returns its result with the
+// charge it was computed under.
+//
+// Errors: a malformed log is "dataset: ..." (a *offline.LineError inside
+// names the line); a refused run is a *Refusal; the mechanism's own errors
+// are returned as they are. An error returned with c.Charged() true came
+// after the charge: the entry stands. A cancelled ctx stops the run before
+// its next step; once charged, Compute decides.
+func Run[R any](ctx context.Context, cfg Config, in Input, m Mechanism[R]) (res R, c Charge, err error) {
+	p := &protocol{cfg: cfg, in: in}
+	if !cfg.Uncharged {
+		if err := cfg.checkCap(); err != nil {
+			return res, c, err
+		}
+		if cfg.Ledger == "" {
+			return res, c, fmt.Errorf("%w: no ledger directory", ledger.ErrInvalid)
+		}
+	}
+	// 1. scan.
+	if err := ctx.Err(); err != nil {
+		return res, c, err
+	}
+	ix, err := offline.ScanLog(in.Path, in.Reader, m.Check)
+	if err != nil {
+		return res, c, fmt.Errorf("dataset: %w", err)
+	}
+	if ix.Len() == 0 {
+		return res, c, fmt.Errorf("dataset %s: no sessions", in.Path)
+	}
+	if s, ok := m.(Scanned); ok {
+		s.Scanned(ix)
+	}
+	if cfg.Uncharged {
+		var e ledger.Entry
+		if err := m.Validate(ix, &e); err != nil {
+			return res, c, err
+		}
+		if err := ctx.Err(); err != nil {
+			return res, c, err
+		}
+		return compute(ctx, ix, &c, m, cfg.Logger)
+	}
+	// 2. open.
+	if err := ctx.Err(); err != nil {
+		return res, c, err
+	}
+	if err := p.open(ix); err != nil {
+		return res, c, err
+	}
+	defer func() {
+		c.store = nil
+		if cerr := p.store.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("ledger %s: %w", cfg.Ledger, cerr)
+		}
+	}()
+	// 3. check.
+	e, err := m.Entry(ix, Dataset{p})
+	if err != nil {
+		return res, c, err
+	}
+	if _, err := p.check(e); err != nil {
+		return res, c, err
+	}
+	// 4. validate.
+	v := e
+	if err := m.Validate(ix, &v); err != nil {
+		return res, c, err
+	}
+	if err := sameCost(e, v); err != nil {
+		return res, c, err
+	}
+	// 5. charge.
+	if err := ctx.Err(); err != nil {
+		return res, c, err
+	}
+	if c, err = p.charge(v); err != nil {
+		return res, c, err
+	}
+	// 6. compute.
+	return compute(ctx, ix, &c, m, cfg.Logger)
+}
+
+// compute calls m.Compute, turning a panic into an error.
+func compute[R any](ctx context.Context, ix *offline.Index, c *Charge, m Mechanism[R], log zerolog.Logger) (res R, charged Charge, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			charged = *c
+			log.Error().Str("stack", string(debug.Stack())).Uint64("seq", c.Entry.Seq).Msg("offline mechanism panicked")
+			var zero R
+			res = zero
+			if c.Charged() {
+				err = fmt.Errorf("budget: the mechanism panicked after the run was charged (ledger entry %d stands): %v", c.Entry.Seq, v)
+			} else {
+				err = fmt.Errorf("budget: the mechanism panicked: %v", v)
+			}
+		}
+	}()
+	res, err = m.Compute(ctx, ix, c)
+	return res, *c, err
+}
+
+// sameCost refuses an entry whose cost Validate changed: only
+// Participants may be set after the check.
+func sameCost(checked, validated ledger.Entry) error {
+	a, b := checked, validated
+	a.Participants, b.Participants = 0, 0
+	if a.Unit != b.Unit || a.Mechanism != b.Mechanism || a.Method != b.Method || a.Epsilon != b.Epsilon ||
+		a.Delta != b.Delta || a.Seeded != b.Seeded || !slices.Equal(a.Events, b.Events) || !slices.Equal(a.Fixed, b.Fixed) {
+		return errors.New("budget: the mechanism changed its cost after the budget check")
+	}
+	return nil
+}
+
+// open opens the ledger and finds the dataset the scanned records belong
+// to.
+func (p *protocol) open(ix *offline.Index) error {
+	dir := p.cfg.Ledger
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	s, err := ledger.Open(dir, ledger.Options{Logger: p.cfg.Logger})
+	if err != nil {
+		return fmt.Errorf("ledger %s: %w", dir, err)
+	}
+	ds, err := s.ResolveDataset(ix.ID(), ix.Records())
+	if err != nil {
+		s.Close()
+		return fmt.Errorf("ledger %s: %w", dir, err)
+	}
+	p.store, p.file, p.records, p.dataset = s, ix.ID(), ix.Records(), ds
+	return nil
+}
+
+// storedCap returns the dataset's stored cap at a unit, if it has one.
+func (p *protocol) storedCap(unit ledger.Unit) (ledger.Cap, bool, error) {
+	d, ok, err := p.store.Dataset(p.dataset)
+	if err != nil || !ok {
+		return ledger.Cap{}, false, err
+	}
+	u, ok := d.Units[unit]
+	return u.Cap, ok, nil
+}
+
+// run is the ledger's view of the run with entry e. A cap component that
+// was given is passed as given (the ledger refuses it if it differs from
+// the stored cap); one left at its default takes the stored value.
+func (p *protocol) run(e ledger.Entry) (ledger.OfflineRun, error) {
+	r := ledger.OfflineRun{File: p.file, Records: p.records, Entry: e, Cap: p.cfg.Cap}
+	if p.cfg.EpsilonGiven || p.cfg.DeltaGiven {
+		r.CapGiven = true
+		stored, ok, err := p.storedCap(e.Unit)
+		if err != nil {
+			return ledger.OfflineRun{}, err
+		}
+		if ok && !p.cfg.EpsilonGiven {
+			r.Cap.Epsilon = stored.Epsilon
+		}
+		if ok && !p.cfg.DeltaGiven {
+			r.Cap.Delta = stored.Delta
+		}
+	}
+	return r, nil
+}
+
+// check refuses the run when its cost would exceed the dataset's cap; it
+// writes nothing.
+func (p *protocol) check(e ledger.Entry) (ledger.OfflineCharge, error) {
+	r, err := p.run(e)
+	if err != nil {
+		return ledger.OfflineCharge{}, err
+	}
+	ch, err := p.store.CheckOffline(r)
+	if err != nil {
+		return ledger.OfflineCharge{}, p.refusal(e.Unit, err)
+	}
+	return ch, nil
+}
+
+// charge writes the run's entry (synced).
+func (p *protocol) charge(e ledger.Entry) (Charge, error) {
+	r, err := p.run(e)
+	if err != nil {
+		return Charge{}, err
+	}
+	ch, err := p.store.ChargeOffline(r)
+	if err != nil {
+		return Charge{}, p.refusal(e.Unit, err)
+	}
+	return Charge{Entry: ch.Entry, Dataset: ch.Dataset, Cap: ch.Cap, Spent: ch.Spent, store: p.store}, nil
+}
+
+// refusal wraps a refused run's error in a *Refusal; other errors are
+// returned as they are.
+func (p *protocol) refusal(unit ledger.Unit, err error) error {
+	if !errors.Is(err, ledger.ErrBudgetExceeded) && !errors.Is(err, ledger.ErrCapMismatch) {
+		return err
+	}
+	_, stored, serr := p.storedCap(unit)
+	return &Refusal{Err: err, Unit: unit, FirstRun: serr == nil && !stored, Ledger: p.cfg.Ledger, Path: p.in.Path}
+}
