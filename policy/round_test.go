@@ -2,13 +2,13 @@ package policy
 
 import (
 	"context"
-
-	"dprl/sims"
 	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"dprl/sims"
 )
 
 // roundLearners returns w learners of a small discrete policy under dp.
