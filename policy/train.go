@@ -128,7 +128,9 @@ type Result struct {
 	Users, Updates int
 	Steps          int64
 	// Skipped counts users whose local update was not finite; each was
-	// aggregated as a zero vector (within the sensitivity bound).
+	// aggregated as the zero vector in its place among the K (within the
+	// sensitivity bound; Round). It is a statistic of the simulated users'
+	// data (simulation only).
 	Skipped int
 	Curve   []CurvePoint
 	Elapsed time.Duration
@@ -210,8 +212,10 @@ type episodeSlot struct {
 // ContinueEpisodes, up to EpisodeSegments users' in consecutive updates:
 // EpisodePrivacy). Its local update (Algorithm 3)
 // is computed from the policy version of its batch; every K users the
-// aggregator releases g~ = (1/K) sum g_u + N(0, (zS/K)^2 I), theta <- theta +
-// eta g~, and every learner's Adam moments are reset from g~.
+// batch's Round releases g~ = (1/K) sum g_u + N(0, (zS/K)^2 I), theta <- theta +
+// eta g~, and every learner's Adam moments are reset from g~. A user whose
+// local update is not finite contributes the zero vector in its place among
+// the K (Round's rule, the same as the agent's).
 //
 // Every random draw derives from rng: the initialisation, the noise source,
 // the learning-curve evaluations, the continuing episodes' environment
