@@ -14,13 +14,10 @@ import (
 
 // updater owns the learning state; it runs on Run's goroutine only.
 type updater struct {
-	a        *Agent
-	learners []*policy.Learner
-	rngs     []*randWrap
-	agg      *policy.Aggregator
-	gus      [][]float64
-	gTilde   []float64
-	nParams  int
+	a     *Agent
+	rngs  []*randWrap // worker w's local-update generator
+	round *policy.Round
+	cur   *version // the version the running round's local updates start from
 	// batch is the batch being formed: sessions taken from the queues,
 	// at most one per user. They cannot go stale while they wait here:
 	// only this goroutine releases versions, and a release empties it.
@@ -31,23 +28,31 @@ type updater struct {
 func newUpdater(a *Agent, workers int) (*updater, error) {
 	cfg := a.cfg
 	u := &updater{a: a}
+	var learners []*policy.Learner
 	for i := 0; i < workers; i++ {
 		l, err := policy.NewLearner(cfg.Spec, cfg.Policy)
 		if err != nil {
 			return nil, err
 		}
-		u.learners = append(u.learners, l)
+		learners = append(learners, l)
 		u.rngs = append(u.rngs, &randWrap{a.newRand("local-update")})
 	}
-	u.nParams = u.learners[0].NumParams()
-	nPi := u.learners[0].NumPolicyParams()
-	agg, err := policy.NewAggregator(cfg.Policy.DP, nPi, u.nParams-nPi, a.newRand("noise"))
+	round, err := policy.NewRound(cfg.Policy.DP, learners, a.newRand("noise"))
 	if err != nil {
 		return nil, err
 	}
-	u.agg = agg
-	u.gTilde = make([]float64, u.nParams)
+	u.round = round
 	return u, nil
+}
+
+// local is the round's LocalFunc: session i's local update on worker w. An
+// empty trajectory fails (it has no step to learn from).
+func (u *updater) local(w, i int, gu []float64) error {
+	tr := &u.batch[i].tr
+	if tr.Len() == 0 {
+		return policy.ErrTrajectory
+	}
+	return u.round.Learner(w).LocalUpdate(gu, u.cur.theta, tr, u.rngs[w].r)
 }
 
 // queueKey names a learner queue: a user's (hasUser), or for anonymous
@@ -278,62 +283,39 @@ func (d *deque[T]) popFront() T {
 	return x
 }
 
-// update runs the local updates on the worker pool, aggregates with the
-// fixed denominator K, and releases: snapshot, ledger entry and user
-// counters in one synced batch, then the serving swap, then the
-// announcement. A failed release leaves the serving policy unchanged.
+// update runs the batch's round (policy.Round: the local updates on the
+// worker pool, session i on worker i mod W, and their clipped mean with the
+// fixed denominator K plus noise), computes the new parameters and
+// releases: snapshot, ledger entry and user counters in one synced batch,
+// then the learners' moment reset (Round.Commit), the serving swap and the
+// announcement. A failed release leaves the serving policy and the
+// learners' moments unchanged.
 //
 // Every session of the batch takes part: one whose local update fails (an
 // empty trajectory, a non-finite value such as an overflowed return or an
-// underflowed action probability) contributes the zero vector, which is
-// within the sensitivity bound. Such a failure is a function of the
-// session's content, so it is neither logged nor counted, and it changes
-// neither the participant count, nor the users charged, nor anything else
-// released.
+// underflowed action probability) contributes the zero vector and keeps its
+// place among the K (Round's one rule), which is within the sensitivity
+// bound. Such a failure is a function of the session's content, so it is
+// neither logged nor counted, and it changes neither the participant count,
+// nor the users charged, nor anything else released.
 func (u *updater) update(cur *version) error {
 	a := u.a
 	n := len(u.batch)
-	// Local-update buffers grow to the largest batch seen (at most K) and
-	// are reused: a large K costs memory only once that many sessions came.
-	for len(u.gus) < n {
-		u.gus = append(u.gus, make([]float64, u.nParams))
-	}
-	var wg sync.WaitGroup
-	next := make(chan int, n)
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	for w := range u.learners {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := range next {
-				tr := &u.batch[i].tr
-				if tr.Len() == 0 || u.learners[w].LocalUpdate(u.gus[i], cur.theta, tr, u.rngs[w].r) != nil {
-					clear(u.gus[i])
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
 	var users []ledger.UserKey
 	for i := 0; i < n; i++ {
-		// Mode dp: a non-finite update counts as zero; only a batch over K
-		// (a bug) is refused.
-		if err := u.agg.Add(u.gus[i]); err != nil {
-			return fmt.Errorf("agent: aggregate: %w", err)
-		}
 		if k := u.batch[i].key; k.hasUser {
 			users = append(users, k.user)
 		}
 	}
 	participants := n
-	if err := u.agg.Release(u.gTilde); err != nil {
+	u.cur = cur
+	gTilde, err := u.round.Run(n, u.local)
+	u.cur = nil
+	if err != nil {
 		return fmt.Errorf("agent: aggregate: %w", err)
 	}
 	theta := append([]float64(nil), cur.theta...)
-	policy.ApplyUpdate(theta, u.gTilde, a.cfg.Policy.PPO.ServerLR)
+	policy.ApplyUpdate(theta, gTilde, a.cfg.Policy.PPO.ServerLR)
 	newVer := cur.num + 1
 	snap, err := encodeSnapshot(a.cfg, newVer, theta)
 	if err != nil {
@@ -362,9 +344,7 @@ func (u *updater) update(cur *version) error {
 		a.log.Error().Err(err).Uint64("version", newVer).Msg("release failed; serving the previous version")
 		return nil
 	}
-	for _, l := range u.learners {
-		l.ResetMoments(u.gTilde)
-	}
+	u.round.Commit() // published: the next round's local updates start from g~
 	a.current.Store(&version{num: newVer, theta: theta})
 	a.updates.Add(1)
 	a.m.Releases.Inc()

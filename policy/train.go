@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"sync"
 	"time"
 
 	"dprl/ledger/accountant"
@@ -129,7 +128,9 @@ type Result struct {
 	Users, Updates int
 	Steps          int64
 	// Skipped counts users whose local update was not finite; each was
-	// aggregated as a zero vector (within the sensitivity bound).
+	// aggregated as the zero vector in its place among the K (within the
+	// sensitivity bound; Round). It is a statistic of the simulated users'
+	// data (simulation only).
 	Skipped int
 	Curve   []CurvePoint
 	Elapsed time.Duration
@@ -211,8 +212,10 @@ type episodeSlot struct {
 // ContinueEpisodes, up to EpisodeSegments users' in consecutive updates:
 // EpisodePrivacy). Its local update (Algorithm 3)
 // is computed from the policy version of its batch; every K users the
-// aggregator releases g~ = (1/K) sum g_u + N(0, (zS/K)^2 I), theta <- theta +
-// eta g~, and every learner's Adam moments are reset from g~.
+// batch's Round releases g~ = (1/K) sum g_u + N(0, (zS/K)^2 I), theta <- theta +
+// eta g~, and every learner's Adam moments are reset from g~. A user whose
+// local update is not finite contributes the zero vector in its place among
+// the K (Round's rule, the same as the agent's).
 //
 // Every random draw derives from rng: the initialisation, the noise source,
 // the learning-curve evaluations, the continuing episodes' environment
@@ -294,7 +297,11 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 		}
 		copy(theta, opts.Init)
 	}
-	agg, err := NewAggregator(cfg.DP, nPi, n-nPi, rand.New(rand.NewPCG(noiseSeed, 0)))
+	learners := make([]*Learner, W)
+	for i, w := range workers {
+		learners[i] = w.learner
+	}
+	round, err := NewRound(cfg.DP, learners, rand.New(rand.NewPCG(noiseSeed, 0)))
 	if err != nil {
 		return Result{}, err
 	}
@@ -311,12 +318,6 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 			slots[i] = &episodeSlot{env: e, rng: rand.New(rand.NewPCG(userSeed^0x5107, uint64(i))), obs: make([]float64, spec.ObsDim), limit: max(e.MaxSteps(), 0)}
 		}
 	}
-	gus := make([][]float64, K)
-	for i := range gus {
-		gus[i] = make([]float64, n)
-	}
-	ok := make([]bool, K)
-	gTilde := make([]float64, n)
 
 	res := Result{Spec: spec}
 	recent := math.NaN()
@@ -339,41 +340,34 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 		}
 		batch := min(K, opts.Users-res.Users)
 		first := res.Users
-		var wg sync.WaitGroup
-		for wi, w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for slot := wi; slot < batch; slot += W {
-					var es *episodeSlot
-					if slots != nil {
-						es = slots[slot]
-					}
-					ok[slot] = w.user(gus[slot], theta, uint64(first+slot), userSeed, es)
-				}
-			}()
-		}
-		wg.Wait()
+		// A failed local update (not finite) contributes the zero vector
+		// and keeps its place among the K (Round); an error that is not a
+		// function of the user's data (w.err) stops the run.
+		gTilde, err := round.Run(batch, func(wi, slot int, gu []float64) error {
+			var es *episodeSlot
+			if slots != nil {
+				es = slots[slot]
+			}
+			if !workers[wi].user(gu, theta, uint64(first+slot), userSeed, es) {
+				return ErrNonFinite
+			}
+			return nil
+		})
 		for _, w := range workers {
 			if w.err != nil {
 				return res, w.err
 			}
 		}
-		for slot := range batch {
-			g := gus[slot]
-			if !ok[slot] {
-				clear(g)
-				res.Skipped++
-			}
-			if err := agg.Add(g); err != nil {
-				return res, err
-			}
-		}
-		if err := agg.Release(gTilde); err != nil {
+		if err != nil {
 			return res, err
 		}
+		for slot := range batch {
+			if _, failed := round.Local(slot); failed {
+				res.Skipped++
+			}
+		}
 		if opts.Diagnostics {
-			res.Diagnostics = append(res.Diagnostics, diagnose(workers, gus[:batch], ok[:batch], gTilde, K, nPi, res.Users+batch, cfg.DP))
+			res.Diagnostics = append(res.Diagnostics, diagnose(workers, round, batch, gTilde, K, nPi, res.Users+batch, cfg.DP))
 		}
 		eta := cfg.PPO.ServerLR
 		if opts.AnnealServerLR {
@@ -389,9 +383,7 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 				floats.AddScaled(avg, 1-opts.AverageDecay, theta)
 			}
 		}
-		for _, w := range workers {
-			w.learner.ResetMoments(gTilde)
-		}
+		round.Commit()
 		res.Users += batch
 		res.Updates++
 		res.Steps = 0
@@ -415,13 +407,14 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 
 // diagnose summarises one update for TrainOptions.Diagnostics and resets the
 // workers' sums of LocalStats.
-func diagnose(workers []*trainWorker, gus [][]float64, ok []bool, gTilde []float64, K, nPi, users int, dp DPConfig) UpdateDiag {
+func diagnose(workers []*trainWorker, round *Round, batch int, gTilde []float64, K, nPi, users int, dp DPConfig) UpdateDiag {
 	d := UpdateDiag{Scope: DiagnosticsScope, Users: users}
 	n := len(gTilde)
 	sPi, sV := dp.clipNorms()
 	mean := make([]float64, n)
-	for u, g := range gus {
-		if !ok[u] {
+	for u := range batch {
+		g, failed := round.Local(u)
+		if failed {
 			continue
 		}
 		var a, b float64
@@ -434,13 +427,13 @@ func diagnose(workers []*trainWorker, gus [][]float64, ok []bool, gTilde []float
 			}
 		}
 		a, b = math.Sqrt(a), math.Sqrt(b)
-		d.PolicyNorm += a / float64(len(gus))
-		d.ValueNorm += b / float64(len(gus))
+		d.PolicyNorm += a / float64(batch)
+		d.ValueNorm += b / float64(batch)
 		if a >= sPi*(1-1e-9) {
-			d.PolicyClipped += 1 / float64(len(gus))
+			d.PolicyClipped += 1 / float64(batch)
 		}
 		if b >= sV*(1-1e-9) {
-			d.ValueClipped += 1 / float64(len(gus))
+			d.ValueClipped += 1 / float64(batch)
 		}
 	}
 	var sp, sv, np, nv float64
