@@ -108,7 +108,9 @@ type trainResult struct {
 	StepsPerSecond float64 `json:"steps_per_second"`
 	Seed           uint64  `json:"seed"`
 	Seeded         bool    `json:"seeded"`
-	Skipped        int     `json:"skipped_updates"`
+	// Skipped counts failed local updates (zero vectors in their batch
+	// place): a statistic of the simulated users, simulation only.
+	Skipped int `json:"sim_skipped_local_updates"`
 	// Average is --average; with it, EvalMean/EvalStd evaluate the averaged
 	// parameters and LastMean/LastStd the last iterate.
 	Average  float64             `json:"average,omitempty"`

@@ -53,7 +53,7 @@ type seedRun struct {
 	Steps          int64    `json:"steps"`
 	Seconds        float64  `json:"seconds"`
 	StepsPerSecond float64  `json:"steps_per_second"`
-	Skipped        int      `json:"skipped_updates"`
+	Skipped        int      `json:"sim_skipped_local_updates"` // simulation only
 }
 
 // summarizeSeeds builds the --seeds result from the runs (at least one).
