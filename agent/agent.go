@@ -75,8 +75,9 @@ type Options struct {
 	// dprl.sessions.v1 format (with behaviour log-probabilities), for the
 	// offline modes. Raw sessions are sensitive: the log directory must be
 	// protected like the data it came from. The agent writes it from a
-	// goroutine of its own through a bounded queue (see logQueue: a record
-	// that does not fit is dropped and counted, never waited for); call
+	// goroutine of its own through a bounded queue: a record that does
+	// not fit is dropped and counted (dprl_session_log_dropped_total),
+	// never waited for, so a slow log cannot delay a reply; call
 	// CloseSessionLog to write what is queued before closing the log.
 	SessionLog SessionLog
 	// SessionLogQueue and SessionLogQueueBytes bound the session-log

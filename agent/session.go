@@ -282,6 +282,9 @@ const (
 // never silent. A record that failed to write is counted the same way
 // (reason "write_failed"), as is a session closed after the log was
 // closed (reason "closed").
+//
+// Its mutex is taken under a session's (in closeLocked) and is never held
+// during a write.
 type logQueue struct {
 	mu       sync.Mutex
 	cond     sync.Cond
