@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	crand "crypto/rand"
 	"encoding/binary"
@@ -11,9 +12,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"dprl/ledger"
 	"dprl/ledger/accountant"
@@ -71,8 +74,17 @@ type Options struct {
 	// SessionLog, when set, receives every closed session in the
 	// dprl.sessions.v1 format (with behaviour log-probabilities), for the
 	// offline modes. Raw sessions are sensitive: the log directory must be
-	// protected like the data it came from.
-	SessionLog *offline.RotatingWriter
+	// protected like the data it came from. The agent writes it from a
+	// goroutine of its own through a bounded queue: a record that does
+	// not fit is dropped and counted (dprl_session_log_dropped_total),
+	// never waited for, so a slow log cannot delay a reply; call
+	// CloseSessionLog to write what is queued before closing the log.
+	SessionLog SessionLog
+	// SessionLogQueue and SessionLogQueueBytes bound the session-log
+	// queue in records and in bytes of copied session data; 0 means
+	// DefaultSessionLogQueue and DefaultSessionLogQueueBytes.
+	SessionLogQueue      int
+	SessionLogQueueBytes int64
 }
 
 // Agent is the learner-server. Create it with New, run its updater with Run,
@@ -95,6 +107,7 @@ type Agent struct {
 
 	queue   fairQueue
 	closing atomic.Bool
+	logq    *logQueue // nil without a session log
 
 	seedBase  uint64
 	seeded    bool
@@ -170,7 +183,40 @@ func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
 		}
 		return &servingCtx{actor: act, rng: a.newRand("serve"), act: make([]float64, max(cfg.Spec.ActionDim, 1))}
 	}
+	if opt.SessionLog != nil {
+		a.logq = newLogQueue(cmp.Or(opt.SessionLogQueue, DefaultSessionLogQueue), cmp.Or(opt.SessionLogQueueBytes, DefaultSessionLogQueueBytes), a.m.SessionLogQueue)
+		go a.writeSessionLog()
+	}
 	return a, nil
+}
+
+// writeSessionLog is the session log's one writer: it writes the queued
+// records in order until the queue is closed and empty.
+func (a *Agent) writeSessionLog() {
+	defer close(a.logq.done)
+	for {
+		it, ok := a.logq.pop()
+		if !ok {
+			return
+		}
+		if err := a.opt.SessionLog.Write(it.rec); err != nil {
+			a.m.SessionLogDropped.WithLabelValues("write_failed").Inc()
+			a.noisy.Error().Err(err).Msg("session log write failed: session not logged")
+		}
+		a.logq.written(it)
+	}
+}
+
+// CloseSessionLog stops logging sessions and returns once every session
+// queued for the log has been written (Options.SessionLog is then the
+// caller's to close). Sessions closed afterwards are not logged; they are
+// counted as dropped (reason "closed"). Call it after the agent stopped
+// serving (Shutdown, the transport drained, Run returned). It does nothing
+// without a session log, and is idempotent.
+func (a *Agent) CloseSessionLog() {
+	if a.logq != nil {
+		a.logq.close()
+	}
 }
 
 // newRand returns a generator for one purpose: ChaCha8 keyed from the secure
@@ -312,7 +358,7 @@ func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float6
 		if s.steps() >= a.cfg.MaxStepsPerSession {
 			// Close as truncated, bootstrapping from this observation.
 			s.obs = append(s.obs, obs...)
-			a.closeLocked(s, false)
+			a.closeLocked(s, false, nil)
 			return ActResult{}, fmt.Errorf("%w: %d steps", ErrStepLimit, a.cfg.MaxStepsPerSession)
 		}
 		if s.steps() == s.capSteps {
@@ -321,7 +367,7 @@ func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float6
 				// for capSteps rewards and capSteps+1 observations): close
 				// as truncated, as at the step limit.
 				s.obs = append(s.obs, obs...)
-				a.closeLocked(s, false)
+				a.closeLocked(s, false, nil)
 				return ActResult{}, err
 			}
 		}
@@ -466,14 +512,39 @@ func (a *Agent) EndFrom(origin, sessionID, user string, reward float64, terminal
 	if s == nil {
 		return EndResult{}, unknownSession(sessionID)
 	}
+	// The user's caps are read from the ledger before the session's mutex
+	// is taken (userKey and hasUser are fixed at creation): no ledger read
+	// happens under a session lock.
+	caps := a.capCheck(s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return EndResult{}, unknownSession(sessionID)
 	}
 	s.rewards = append(s.rewards, reward)
-	used, reason := a.closeLocked(s, terminal)
+	used, reason := a.closeLocked(s, terminal, caps)
 	return EndResult{Used: used, Reason: reason}, nil
+}
+
+// capResult is a user's caps as read from the ledger before a session
+// closes (see capCheck).
+type capResult struct {
+	ok     bool
+	reason string
+}
+
+// capCheck reads the caps of a session's user from the ledger, outside
+// any lock; nil for an anonymous session. The read is advisory: it lets
+// End say at once that a capped user's session will not be learned from.
+// Batch formation (updater.fill) checks the caps again and is
+// authoritative, so a cap reached between this read and the batch still
+// sets the session aside.
+func (a *Agent) capCheck(s *session) *capResult {
+	if !s.hasUser {
+		return nil
+	}
+	ok, why := a.userEligible(s.userKey)
+	return &capResult{ok, why}
 }
 
 // closeLocked closes a session (s.mu held) and queues its trajectory. A
@@ -488,12 +559,20 @@ func (a *Agent) EndFrom(origin, sessionID, user string, reward float64, terminal
 // with an empty trajectory, whose local update is the zero vector, rather
 // than dropped, so that its length decides neither which sessions share
 // its update nor what the agent counts or reports.
-func (a *Agent) closeLocked(s *session, terminal bool) (bool, string) {
+//
+// caps is the user's caps read before s.mu was taken (capCheck), or nil
+// when they were not read: closeLocked does no I/O (no ledger read, no
+// log write) under the session's mutex. A session closed without a cap
+// read (at the step limit or for want of memory, on an act request, whose
+// reply is an error that carries no Used or Reason) is queued if the
+// queues have room, and batch formation sets it aside if its user is at a
+// cap then; the sweeper reads the caps before it locks.
+func (a *Agent) closeLocked(s *session, terminal bool, caps *capResult) (bool, string) {
 	s.closed = true
 	a.table.remove(s)
 	a.m.SessionsClosed.Inc()
 	a.m.SessionsOpen.Dec()
-	if a.opt.SessionLog != nil {
+	if a.logq != nil {
 		a.logSession(s, terminal)
 	}
 	od := a.cfg.Spec.ObsDim
@@ -523,10 +602,8 @@ func (a *Agent) closeLocked(s *session, terminal bool) (bool, string) {
 	if cur := a.current.Load().num; cur-s.ver.num > a.cfg.MaxStaleness {
 		return a.setAside(&f, "stale: served by an old policy version")
 	}
-	if s.hasUser {
-		if ok, why := a.userEligible(s.userKey); !ok {
-			return a.setAside(&f, why)
-		}
+	if caps != nil && !caps.ok {
+		return a.setAside(&f, caps.reason)
 	}
 	if ok, why := a.queue.push(f); !ok {
 		return a.setAside(&f, why)
@@ -543,31 +620,49 @@ func (a *Agent) setAside(f *finished, reason string) (bool, string) {
 	return a.discard(reason)
 }
 
-// logSession writes a closed session (s.mu held) to the session log: every
-// step whose reward arrived; the observation after the last one, when known,
-// as final_obs.
+// logSession queues a closed session (s.mu held) for the session log: every
+// step whose reward arrived; the observation after the last one, when
+// known, as final_obs. The record holds copies of the session's data (the
+// writer runs after s.mu is released, while the learner reads the
+// session's storage); a record that does not fit the queue is dropped and
+// counted (see logQueue).
 func (a *Agent) logSession(s *session, terminal bool) {
 	od := a.cfg.Spec.ObsDim
 	T := len(s.rewards)
-	ver := s.ver.num
-	out := offline.Session{Session: s.id, User: s.user, PolicyVersion: &ver, Steps: make([]offline.Step, T), Terminal: terminal}
-	for t := 0; t < T; t++ {
-		st := &out.Steps[t]
-		st.Obs, st.Reward, st.LogP = s.obs[t*od:(t+1)*od], s.rewards[t], s.logp[t]
-		if a.cfg.Spec.Kind == policy.ActionDiscrete {
-			st.Action.Index = s.actions[t]
-		} else {
-			st.Action.Vec = s.cont[t*a.cfg.Spec.ActionDim : (t+1)*a.cfg.Spec.ActionDim]
-		}
-	}
-	if !terminal && len(s.obs)/od > T {
-		out.FinalObs = s.obs[T*od : (T+1)*od]
-	}
 	if T == 0 {
 		return
 	}
-	if err := a.opt.SessionLog.Write(&out); err != nil {
-		a.noisy.Error().Err(err).Msg("session log write failed")
+	nObs := min(len(s.obs)/od, T+1)
+	obs := slices.Clone(s.obs[:nObs*od])
+	rewards, logp := slices.Clone(s.rewards[:T]), slices.Clone(s.logp[:T])
+	var actions []int
+	var cont []float64
+	bytes := int64(8*(len(obs)+2*T)) + int64(T)*int64(unsafe.Sizeof(offline.Step{})) + int64(unsafe.Sizeof(offline.Session{})) + int64(len(s.id)+len(s.user))
+	if a.cfg.Spec.Kind == policy.ActionDiscrete {
+		actions = slices.Clone(s.actions[:T])
+		bytes += int64(8 * T)
+	} else {
+		cont = slices.Clone(s.cont[:T*a.cfg.Spec.ActionDim])
+		bytes += int64(8 * len(cont))
+	}
+	ver := s.ver.num
+	out := &offline.Session{Session: s.id, User: s.user, PolicyVersion: &ver, Steps: make([]offline.Step, T), Terminal: terminal}
+	for t := 0; t < T; t++ {
+		st := &out.Steps[t]
+		st.Obs, st.Reward, st.LogP = obs[t*od:(t+1)*od:(t+1)*od], rewards[t], logp[t]
+		if actions != nil {
+			st.Action.Index = actions[t]
+		} else {
+			ad := a.cfg.Spec.ActionDim
+			st.Action.Vec = cont[t*ad : (t+1)*ad : (t+1)*ad]
+		}
+	}
+	if !terminal && nObs > T {
+		out.FinalObs = obs[T*od : (T+1)*od]
+	}
+	if why, ok := a.logq.push(logItem{rec: out, bytes: bytes}); !ok {
+		a.m.SessionLogDropped.WithLabelValues(why).Inc()
+		a.noisy.Warn().Str("reason", why).Msg("session log: closed session dropped, not logged (see dprl_session_log_dropped_total)")
 	}
 }
 
@@ -664,15 +759,16 @@ func (a *Agent) sweep() {
 	now := a.now()
 	idleCut, lifeCut := now.Add(-a.cfg.IdleTimeout).UnixNano(), now.Add(-a.cfg.MaxSessionLifetime).UnixNano()
 	for _, s := range a.table.expired(idleCut, lifeCut) {
+		caps := a.capCheck(s) // before the lock, as in EndFrom
 		s.mu.Lock()
 		if !s.closed {
 			switch {
 			case s.opened < lifeCut:
 				a.m.SessionsExpired.Inc()
-				a.closeLocked(s, false)
+				a.closeLocked(s, false, caps)
 			case s.lastSeen.Load() < idleCut:
 				a.m.SessionsIdle.Inc()
-				a.closeLocked(s, false)
+				a.closeLocked(s, false, caps)
 			}
 		}
 		s.mu.Unlock()

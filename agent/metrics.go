@@ -57,6 +57,13 @@ type Metrics struct {
 	SessionsDiscarded *prometheus.CounterVec
 	Releases          prometheus.Counter
 	ReleaseErrors     prometheus.Counter
+	// SessionLogDropped counts closed sessions the session log did not
+	// receive, by reason: queue_full (the log's writer fell behind by
+	// more than its bounded queue), write_failed, closed (the session
+	// closed after the log was). SessionLogQueue is the number of records
+	// waiting for the writer.
+	SessionLogDropped *prometheus.CounterVec
+	SessionLogQueue   prometheus.Gauge
 }
 
 // opsHelp marks every metric's help text: operational, not private.
@@ -84,11 +91,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		SessionsDiscarded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_sessions_discarded_total", Help: "Sessions not learned from, by scheduling reason (staleness, queue, user caps)." + opsHelp}, []string{"reason"}),
 		Releases:          prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_releases_total", Help: "Policy versions released." + opsHelp}),
 		ReleaseErrors:     prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_release_errors_total", Help: "Releases that failed to write." + opsHelp}),
+		SessionLogDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_session_log_dropped_total", Help: "Closed sessions not written to the session log, by reason (queue_full, write_failed, closed)." + opsHelp}, []string{"reason"}),
+		SessionLogQueue:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_session_log_queue_sessions", Help: "Closed sessions waiting to be written to the session log." + opsHelp}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.ActLatency, m.ActErrors, m.EndErrors, m.NoReply, m.AdmissionRefused, m.SessionsOpened, m.SessionsClosed,
 			m.SessionsOpen, m.SessionsIdle, m.SessionsExpired, m.SessionMemory, m.LearnerQueue, m.SessionsQueued,
-			m.SessionsUsed, m.SessionsDiscarded, m.Releases, m.ReleaseErrors)
+			m.SessionsUsed, m.SessionsDiscarded, m.Releases, m.ReleaseErrors, m.SessionLogDropped, m.SessionLogQueue)
 	}
 	return m
 }

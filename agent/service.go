@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime"
 	"strconv"
@@ -53,6 +54,15 @@ type ServiceConfig struct {
 	// dprl.sessions.v1 files (64 MiB or 1 hour per file, fsynced on
 	// rotation, all files kept).
 	SessionLogDir string
+	// SessionLogWriter, when set (and SessionLogDir is not), receives every
+	// closed session as dprl.sessions.v1 lines, flushed after each session.
+	SessionLogWriter io.Writer
+	// SessionLogQueue and SessionLogQueueBytes bound the queue between the
+	// request path and the session log's writer (Options.SessionLogQueue);
+	// 0 takes the defaults. Sessions that do not fit are dropped from the
+	// log and counted in dprl_session_log_dropped_total.
+	SessionLogQueue      int
+	SessionLogQueueBytes int64
 	// ActWorkers is the number of act subscriptions served concurrently
 	// (stream.ServerConfig.ActWorkers); 0 means DefaultActWorkers().
 	ActWorkers int
@@ -101,25 +111,30 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 		return s, err
 	}
 	metrics := NewMetrics(s.reg)
-	var slog *offline.RotatingWriter
-	if cfg.SessionLogDir != "" {
-		if slog, err = offline.NewRotatingWriter(cfg.SessionLogDir, offline.RotatingOptions{}); err != nil {
+	var slog SessionLog
+	switch {
+	case cfg.SessionLogDir != "":
+		if s.sessionLog, err = offline.NewRotatingWriter(cfg.SessionLogDir, offline.RotatingOptions{}); err != nil {
 			return s, err
 		}
-		s.sessionLog = slog
+		slog = s.sessionLog
+	case cfg.SessionLogWriter != nil:
+		slog = flushingLog{offline.NewWriter(cfg.SessionLogWriter)}
 	}
 	prefix := cfg.Prefix
 	if prefix == "" {
 		prefix = stream.DefaultPrefix
 	}
-	s.agent, err = New(cfg.Agent, s.store, Options{Logger: log, Metrics: metrics, SessionLog: slog, OnRelease: func(r Release) {
+	opt := Options{Logger: log, Metrics: metrics, SessionLog: slog, SessionLogQueue: cfg.SessionLogQueue, SessionLogQueueBytes: cfg.SessionLogQueueBytes}
+	opt.OnRelease = func(r Release) {
 		if s.nc == nil {
 			return
 		}
 		if err := stream.PublishPolicy(s.nc, prefix, stream.PolicyAnnouncement{Version: r.Version, Epsilon: r.Epsilon, Delta: r.Delta}); err != nil {
 			log.Warn().Err(err).Msg("policy announcement not published")
 		}
-	}})
+	}
+	s.agent, err = New(cfg.Agent, s.store, opt)
 	if err != nil {
 		return s, err
 	}
@@ -225,7 +240,9 @@ func (s *Service) Status() Status {
 // are answered, (3) the updater stops after finishing any update in flight
 // (a release is one atomic ledger batch: it is written whole or not at all),
 // (4) the ops server stops, (5) the NATS connection and the embedded server
-// close, (6) the ledger closes. It is idempotent.
+// close, (6) the session log's writer writes every session still queued
+// and the log is synced and closed, (7) the ledger closes. It is
+// idempotent.
 func (s *Service) Close() error {
 	if s == nil {
 		return nil
@@ -258,6 +275,9 @@ func (s *Service) Close() error {
 			s.ns.Shutdown()
 			s.ns.WaitForShutdown()
 		}
+		if s.agent != nil {
+			s.agent.CloseSessionLog() // writes what is queued
+		}
 		if s.sessionLog != nil {
 			errs = append(errs, s.sessionLog.Close())
 		}
@@ -267,6 +287,16 @@ func (s *Service) Close() error {
 		s.stopErr = errors.Join(errs...)
 	})
 	return s.stopErr
+}
+
+// flushingLog writes sessions to an offline.Writer, flushing each.
+type flushingLog struct{ w *offline.Writer }
+
+func (l flushingLog) Write(s *offline.Session) error {
+	if err := l.w.Write(s); err != nil {
+		return err
+	}
+	return l.w.Flush()
 }
 
 // DefaultActWorkers is the number of concurrent act handlers when none is

@@ -10,6 +10,9 @@ import (
 	"unsafe"
 
 	"dprl/ledger"
+	"dprl/offline"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // session is one open user session. Its fields are guarded by mu, except
@@ -249,4 +252,113 @@ func (t *sessionTable) expired(idleCutoff, lifeCutoff int64) []*session {
 		sh.mu.Unlock()
 	}
 	return out
+}
+
+// SessionLog receives closed sessions in the dprl.sessions.v1 format;
+// *offline.RotatingWriter is one. The agent calls Write from a single
+// goroutine of its own, never on the request path.
+type SessionLog interface {
+	Write(*offline.Session) error
+}
+
+// Default bounds of the session-log queue (Options.SessionLogQueue and
+// Options.SessionLogQueueBytes).
+const (
+	DefaultSessionLogQueue      = 4096
+	DefaultSessionLogQueueBytes = 64 << 20
+)
+
+// logQueue is the bounded queue between the request path and the session
+// log: closing a session copies its record into the queue (memory only,
+// under the session's mutex) and one writer goroutine drains the queue
+// into the log, in the order the sessions were queued.
+//
+// The request path never waits for the log. When the queue is full (by
+// records or by bytes), the record is dropped: the drop is counted on
+// /metrics (dprl_session_log_dropped_total{reason="queue_full"}) and a
+// rate-limited warning is logged. Blocking instead would let a slow disk
+// stall every act and end reply, and an unbounded queue would let it
+// exhaust memory; the log is the operator's audit copy, so its losses are
+// never silent. A record that failed to write is counted the same way
+// (reason "write_failed"), as is a session closed after the log was
+// closed (reason "closed").
+//
+// Its mutex is taken under a session's (in closeLocked) and is never held
+// during a write.
+type logQueue struct {
+	mu       sync.Mutex
+	cond     sync.Cond
+	items    []logItem
+	bytes    int64 // of the queued records and the one being written
+	closed   bool
+	maxItems int
+	maxBytes int64
+	gauge    prometheus.Gauge // records waiting
+	done     chan struct{}
+}
+
+// logItem is one queued record and the bytes it holds.
+type logItem struct {
+	rec   *offline.Session
+	bytes int64
+}
+
+func newLogQueue(maxItems int, maxBytes int64, gauge prometheus.Gauge) *logQueue {
+	q := &logQueue{maxItems: maxItems, maxBytes: maxBytes, gauge: gauge, done: make(chan struct{})}
+	q.cond.L = &q.mu
+	return q
+}
+
+// push queues a record, or reports why not ("queue_full", "closed")
+// without waiting. A record larger than maxBytes is taken only into an
+// empty queue.
+func (q *logQueue) push(it logItem) (string, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.closed:
+		return "closed", false
+	case len(q.items) >= q.maxItems || (q.bytes > 0 && q.bytes+it.bytes > q.maxBytes):
+		return "queue_full", false
+	}
+	q.items = append(q.items, it)
+	q.bytes += it.bytes
+	q.gauge.Set(float64(len(q.items)))
+	q.cond.Signal()
+	return "", true
+}
+
+// pop waits for the next record; ok is false once the queue is closed and
+// empty. written must be called with the item after writing it.
+func (q *logQueue) pop() (logItem, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	if len(q.items) == 0 {
+		return logItem{}, false
+	}
+	it := q.items[0]
+	q.items[0] = logItem{}
+	q.items = q.items[1:]
+	q.gauge.Set(float64(len(q.items)))
+	return it, true
+}
+
+// written releases the bytes of a record the writer is done with.
+func (q *logQueue) written(it logItem) {
+	q.mu.Lock()
+	q.bytes -= it.bytes
+	q.mu.Unlock()
+}
+
+// close refuses further records and waits until the writer has written
+// every queued one. It is idempotent.
+func (q *logQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.cond.Broadcast()
+	q.mu.Unlock()
+	<-q.done
 }
