@@ -12,55 +12,32 @@ import (
 	"dprl/agent"
 	"dprl/ledger/accountant"
 	"dprl/policy"
-	"dprl/sims"
+	"dprl/profile"
 	"dprl/stream"
 
 	"github.com/spf13/cobra"
 )
 
 // envProfile returns the policy spec of a simulator and the learner
-// configuration measured for it: the same defaults as dprl train
-// (trainEnvDefaults: Table 3 with the changes policy/REPRODUCE.md measured).
+// configuration measured for it (package profile): the same defaults as dprl
+// train before its correlated-noise defaults.
 func envProfile(name string) (policy.Spec, policy.Config, error) {
-	env, err := sims.New(name)
+	p, err := profile.Get(name)
 	if err != nil {
 		return policy.Spec{}, policy.Config{}, usageError{err}
 	}
-	spec := policy.Spec{ObsDim: env.ObservationSpace().Dim()}
-	as := env.ActionSpace()
-	if as.Kind == sims.Discrete {
-		spec.Kind, spec.NumActions = policy.ActionDiscrete, as.N
-	} else {
-		spec.Kind, spec.ActionDim = policy.ActionContinuous, as.Dim()
-	}
-	return spec, trainEnvDefaults(name), nil
+	return p.Spec, p.Learner, nil
 }
 
-// envRewardBound is the public reward bound of a simulator, read from its
-// specification (package sims), never from data: the agent clips each
-// reward to it on arrival. ok is false for a name without one.
+// envRewardBound is the public reward range of a simulator (package
+// profile), read from its specification, never from data: the agent clips
+// each reward to it on arrival. ok is false for a name without one.
 func envRewardBound(name string) (lo, hi float64, ok bool) {
-	switch name {
-	case "cartpole":
-		return 0, 1, true // 1 per step, 0 after termination
-	case "acrobot", "mountaincar":
-		return -1, 0, true // -1 per step (acrobot: 0 on reaching the line)
-	case "pendulum":
-		// -(angle^2 + 0.1 speed^2 + 0.001 torque^2), angle in [-pi, pi),
-		// speed in [-8, 8], torque in [-2, 2].
-		return -(math.Pi*math.Pi + 0.1*8*8 + 0.001*2*2), 0, true
-	case "riverswim", "riverswim-0.9", "chain":
-		return 0, 1, true
-	case "dosing-0", "dosing-1":
-		return -1, 1, true // -1 outside the glucose band, 1 - tanh^2 inside
-	case "recsys":
-		return 0, sims.DefaultRecSysConfig().VideoLength, true // watch time of one video
-	case "hiv":
-		// -0.1 V - 2e4 e1^2 - 2e3 e2^2 + 1e3 E: generous, from the model's
-		// steady states (healthy: E ~ 3.5e5, so ~3.5e8; unhealthy: V ~ 6.4e4).
-		return -1e7, 1e9, true
+	p, err := profile.Get(name)
+	if err != nil {
+		return 0, 0, false
 	}
-	return 0, 0, false
+	return p.RewardLow, p.RewardHigh, true
 }
 
 // agentFlags are the options of dprl agent (and, in part, dprl demo).

@@ -15,6 +15,7 @@ import (
 	"dprl/agent"
 	"dprl/ledger"
 	"dprl/policy"
+	"dprl/profile"
 	"dprl/sims"
 	"dprl/stream"
 
@@ -129,10 +130,11 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 			if returning < 0 || returning >= 1 {
 				return usagef("--returning %v: want 0 <= p < 1", returning)
 			}
-			spec, pc, err := envProfile(env)
+			prof, err := profile.Get(env)
 			if err != nil {
-				return err
+				return usageError{err}
 			}
+			spec, pc := prof.Spec, prof.Learner
 			if z <= 0 {
 				return usagef("--z %v: the demo is private, want z > 0", z)
 			}
@@ -150,9 +152,7 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 				}
 			}
 			ac := agent.DefaultConfig(spec, pc)
-			if lo, hi, ok := envRewardBound(env); ok {
-				ac.RewardLow, ac.RewardHigh = lo, hi
-			}
+			ac.RewardLow, ac.RewardHigh = prof.RewardLow, prof.RewardHigh
 			ac.Seed = seed
 			ac.FlushTimeout = 2 * time.Second
 			if err := ac.Validate(); err != nil {
@@ -170,8 +170,8 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 			if err != nil {
 				return err
 			}
-			if !c.Flags().Changed("target-return") && env == "cartpole" {
-				target = 475
+			if !c.Flags().Changed("target-return") && prof.DemoTargetReturn > 0 {
+				target = prof.DemoTargetReturn
 			}
 			res, runErr := runDemo(ctx, a, svc, ac, demoOptions{env: env, users: users, concurrency: concurrency, returning: returning, seed: seed,
 				lockstep: pace == "lockstep", target: target, evalEvery: evalEvery, evalEpisodes: evalEpisodes})

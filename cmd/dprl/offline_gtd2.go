@@ -28,6 +28,7 @@ import (
 	"dprl/offline/gtd2"
 	"dprl/offline/lsw"
 	"dprl/offline/policies"
+	"dprl/profile"
 	"dprl/sims"
 )
 
@@ -762,14 +763,11 @@ func (r *gtd2Run) prepareLSW() error {
 	}
 	lo, hi := r.f.rewardLow, r.f.rewardHig
 	if math.IsNaN(lo) || math.IsNaN(hi) {
-		switch r.f.env {
-		case "chain":
-			lo, hi = 0, 1
-		case "mountaincar":
-			lo, hi = -1, 0
-		default:
+		prof, err := profile.Get(r.f.env)
+		if err != nil {
 			return usagef("dp-lsw needs public reward bounds: give --reward-low and --reward-high")
 		}
+		lo, hi = prof.RewardLow, prof.RewardHigh
 		if !math.IsNaN(r.f.rewardLow) {
 			lo = r.f.rewardLow
 		}

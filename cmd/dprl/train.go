@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"dprl/policy"
+	"dprl/profile"
 	"dprl/sims"
 
 	"github.com/rs/zerolog"
@@ -304,72 +305,21 @@ func checkTrainFlagsApply(cmd *cobra.Command, algo string) error {
 	return nil
 }
 
-// trainEnvDefaults is the configuration of dprl train for an environment
-// before flags (policy/REPRODUCE.md says how each value was measured):
-//
-//   - every environment but dosing: Table 3's control column
-//     (policy.DefaultControlConfig) with 16x16 networks, K = 32, S = 0.2, E = 3
-//     local epochs, entropy 0.01, advantages not standardised, z = 1, and the
-//     local Adam reset to m = 0, v = g~^2 (policy.ResetSecond; the paper's
-//     m = -g~ makes converged policies drift); continuing episodes (Train's
-//     ContinueEpisodes).
-//   - cartpole: the critic predicts V/10 (ValueScale 10) and the policy sees
-//     the pole angle times 10 (ObsScale 1, 1, 10, 1), public constants, and
-//     GAE lambda is 0.98.
-//   - acrobot: ValueScale 10.
-//   - dosing-*: Table 3's dosing column (policy.DefaultDosingConfig: 64x64,
-//     K = 8, S = 0.08, E = 4, lr 9.25e-4, lambda 0.97, z = 0.1, the paper's
-//     Adam reset) with public observation scales (0.01 for glucose, 0.001
-//     for meals, ...) and ValueScale 10.
+// trainEnvDefaults is the learner configuration of an environment before
+// flags and before dprl train's correlated-noise defaults: its profile's
+// Learner (package profile says how each value was measured). An unknown
+// name gets Table 3's control column; trainConfig refuses it anyway.
 func trainEnvDefaults(env string) policy.Config {
-	if strings.HasPrefix(env, "dosing") {
-		cfg := policy.DefaultDosingConfig()
-		// Glucose ~60-320 mg/dL, insulin compartments 1-45, meals ~1,000-1,600:
-		// raw, they saturate the tanh units.
-		cfg.PPO.ObsScale = []float64{0.01, 0.05, 0.05, 0.1, 0.1, 0.01, 0.001, 0.01, 0.001}
-		cfg.PPO.ValueScale = 10
-		return cfg
+	p, err := profile.Get(env)
+	if err != nil {
+		return policy.DefaultControlConfig()
 	}
-	cfg := policy.DefaultControlConfig()
-	cfg.PPO.Hidden = []int{16, 16}
-	cfg.PPO.Epochs = 3
-	cfg.PPO.EntropyCoef = 0.01
-	cfg.PPO.NormalizeAdvantages = false
-	cfg.PPO.MomentReset = policy.ResetSecond
-	cfg.DP.UsersPerUpdate = 32
-	cfg.DP.ClipNorm = 0.2
-	switch env {
-	case "cartpole":
-		cfg.PPO.ValueScale = 10
-		cfg.PPO.ObsScale = []float64{1, 1, 10, 1}
-		// GAE lambda 0.98 instead of Table 3's 0.85: advantages that lean
-		// less on the privately trained critic, whose errors on the rare
-		// failure states otherwise steer the policy down late in a run
-		// (seeds 1-120, z = 1: 492.0 against 466.7; policy/REPRODUCE.md).
-		cfg.PPO.Lambda = 0.98
-	case "acrobot":
-		cfg.PPO.ValueScale = 10
-	}
-	return cfg
+	return p.Learner
 }
 
-// trainCorrelatedDefaults lists the environments whose dprl train default
-// replaces Algorithm 2's independent noise by correlated noise over the run
-// (--noise sqrt), with the users per update K and server step that go with
-// it: CartPole reaches the K = 8 that way (policy/REPRODUCE.md:
-// Algorithm 2 at K = 8 reaches 444.0 on seeds 1-10 at z = 1). The agent
-// cannot correlate noise (its users return, and the noise state is not
-// persisted), so trainEnvDefaults, which the agent shares, keeps Algorithm
-// 2 with K = 32.
-var trainCorrelatedDefaults = map[string]struct {
-	K        int
-	ServerLR float64
-	Noise    policy.Noise
-}{"cartpole": {K: 8, ServerLR: 0.5, Noise: policy.NoiseSqrt}}
-
 // trainConfig validates the flags and builds the learner configuration: the
-// environment's defaults (trainEnvDefaults) with every flag that was set on
-// the command line applied over them.
+// environment's defaults (its profile's TrainLearner) with every flag that
+// was set on the command line applied over them.
 func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 	changed := cmd.Flags().Changed
 	var errs []string
@@ -377,10 +327,9 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 	if _, ok := sims.Lookup(f.env); !ok {
 		bad("--env %q: unknown environment (valid: %s)", f.env, strings.Join(sims.Names(), ", "))
 	}
-	cfg := trainEnvDefaults(f.env)
-	noise := policy.NoiseIndependent
-	if d, ok := trainCorrelatedDefaults[f.env]; ok {
-		cfg.DP.UsersPerUpdate, cfg.PPO.ServerLR, noise = d.K, d.ServerLR, d.Noise
+	cfg, noise := trainEnvDefaults(f.env), policy.NoiseIndependent
+	if p, err := profile.Get(f.env); err == nil {
+		cfg, noise = p.TrainLearner()
 	}
 	switch f.algo {
 	case "dppg":
@@ -418,7 +367,7 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 				bad("--%s: --algo ppo neither clips nor adds noise; drop --%s or use --algo dppg", name, name)
 			}
 		}
-		cfg.DP = policy.DPConfig{Mode: policy.ModePPO, UsersPerUpdate: cfg.DP.UsersPerUpdate}
+		cfg = profile.NonPrivate(cfg)
 	default:
 		bad("--algo %q: want dppg, ppo, dppg-loglinear, dpsgd-reinforce or dpsgd-dqn", f.algo)
 	}

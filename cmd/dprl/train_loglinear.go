@@ -18,6 +18,7 @@ import (
 
 	"dprl/ledger/accountant"
 	"dprl/policy"
+	"dprl/profile"
 	"dprl/sims"
 
 	"github.com/rs/zerolog"
@@ -140,13 +141,9 @@ type logLinearTracePoint struct {
 // configurations run on --workers goroutines; each has its own generator, so
 // the result does not depend on the number of workers.
 func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
-	var p float64
-	switch f.env {
-	case "riverswim":
-		p = 0.6
-	case "riverswim-0.9":
-		p = 0.9
-	default:
+	prof, err := profile.Get(f.env)
+	p := prof.RiverSwimP
+	if err != nil || p == 0 {
 		return usagef("train: --algo %s needs --env riverswim or riverswim-0.9, got %q", algoLogLinear, f.env)
 	}
 	var errs []string

@@ -1,0 +1,216 @@
+// Package profile holds, in one table, what dprl knows about each registered
+// simulator beyond its dynamics: the policy spec its spaces give, the learner
+// defaults measured for it (Table 3 of "Differentially Private Policy
+// Gradient" with the changes policy/REPRODUCE.md measured), its public reward
+// range, its public observation and value scales, the defaults of dprl train
+// that the agent cannot use (correlated noise), and the demo's target return.
+//
+// Every value here is a public constant read from an environment's
+// specification or fixed before any data is seen; none is a statistic of
+// private data. In particular the reward range is what the agent clips each
+// reward to on arrival, so it must hold for every reward the environment can
+// give (the package tests check it on random rollouts).
+//
+// The package imports policy and sims; neither imports it.
+package profile
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"dprl/policy"
+	"dprl/sims"
+)
+
+// ErrNoProfile is returned by Get for a registered simulator without a
+// profile (a programming error the package tests catch).
+var ErrNoProfile = errors.New("profile: simulator has no profile")
+
+// Correlated are the dprl train defaults of an environment whose training
+// replaces Algorithm 2's independent noise by correlated noise over the run,
+// with the users per update K and server step that go with it.
+type Correlated struct {
+	// K is the users per update.
+	K int
+	// ServerLR is the server step.
+	ServerLR float64
+	// Noise is the correlated noise (NoiseTree or NoiseSqrt).
+	Noise policy.Noise
+}
+
+// Profile is what dprl knows about one simulator. Get returns a fresh value:
+// the caller may modify it, its slices included.
+type Profile struct {
+	// Name is the simulator's registry name (package sims).
+	Name string
+	// Spec is the policy spec of the simulator's observation and action
+	// spaces.
+	Spec policy.Spec
+	// Learner is the learner configuration measured for the simulator: the
+	// default of dprl train --algo dppg before its correlated-noise defaults
+	// (Correlated), and of dprl agent and dprl demo --env-spec/--env. Its
+	// PPO.ObsScale and PPO.ValueScale are the public observation and value
+	// scales.
+	Learner policy.Config
+	// RewardLow and RewardHigh are the public range of a reward, from the
+	// simulator's specification (never from data): the agent clips each
+	// reward to it.
+	RewardLow, RewardHigh float64
+	// Correlated, if not nil, are dprl train's correlated-noise defaults.
+	// The agent cannot correlate noise (its users return, and the noise
+	// state is not persisted), so it keeps Learner (Algorithm 2).
+	Correlated *Correlated
+	// DemoTargetReturn is the mean return at which dprl demo stops admitting
+	// users by default; 0: none (the demo runs all its users).
+	DemoTargetReturn float64
+	// RiverSwimP is the probability of a successful move right of a RiverSwim
+	// model, whose exact values dprl train --algo dppg-loglinear computes;
+	// 0: not a RiverSwim.
+	RiverSwimP float64
+}
+
+// TrainLearner returns dprl train's default learner configuration and noise
+// before flags: Learner with the Correlated defaults applied, if any.
+func (p Profile) TrainLearner() (policy.Config, policy.Noise) {
+	cfg, noise := p.Learner, policy.NoiseIndependent
+	if c := p.Correlated; c != nil {
+		cfg.DP.UsersPerUpdate, cfg.PPO.ServerLR, noise = c.K, c.ServerLR, c.Noise
+	}
+	return cfg, noise
+}
+
+// NonPrivate returns cfg as the non-private PPO baseline (dprl train --algo
+// ppo): the same networks, optimiser and users per update, with neither
+// clipping nor noise.
+func NonPrivate(cfg policy.Config) policy.Config {
+	cfg.DP = policy.DPConfig{Mode: policy.ModePPO, UsersPerUpdate: cfg.DP.UsersPerUpdate}
+	return cfg
+}
+
+// entry is the part of a profile that is not read from the simulator.
+type entry struct {
+	low, high  float64
+	learner    func() policy.Config
+	correlated *Correlated
+	demoTarget float64
+	riverSwimP float64
+}
+
+// pendulumRewardLow is Pendulum-v1's lowest reward: -(angle^2 + 0.1 speed^2
+// + 0.001 torque^2) with the angle in [-pi, pi), the speed in [-8, 8] and the
+// torque in [-2, 2].
+var pendulumRewardLow = -(math.Pi*math.Pi + 0.1*8*8 + 0.001*2*2)
+
+// table returns the profiles' entries by simulator name. It is built anew on
+// each call, so there is no package state and every Config is fresh.
+func table() map[string]entry {
+	return map[string]entry{
+		// 1 per step, 0 after termination.
+		"cartpole": {low: 0, high: 1, learner: cartPoleLearner,
+			// CartPole reaches K = 8 with square-root correlated noise
+			// (policy/REPRODUCE.md: Algorithm 2 at K = 8 reaches 444.0 on
+			// seeds 1-10 at z = 1).
+			correlated: &Correlated{K: 8, ServerLR: 0.5, Noise: policy.NoiseSqrt},
+			// Gymnasium's CartPole-v1 reward threshold.
+			demoTarget: 475},
+		// -1 per step, 0 on reaching the line.
+		"acrobot": {low: -1, high: 0, learner: acrobotLearner},
+		// -(angle^2 + 0.1 speed^2 + 0.001 torque^2).
+		"pendulum": {low: pendulumRewardLow, high: 0, learner: controlLearner},
+		// -1 per step.
+		"mountaincar":   {low: -1, high: 0, learner: controlLearner},
+		"riverswim":     {low: 0, high: 1, learner: controlLearner, riverSwimP: 0.6},
+		"riverswim-0.9": {low: 0, high: 1, learner: controlLearner, riverSwimP: 0.9},
+		// -0.1 V - 2e4 e1^2 - 2e3 e2^2 + 1e3 E: generous, from the model's
+		// steady states (healthy: E ~ 3.5e5, so ~3.5e8; unhealthy: V ~ 6.4e4).
+		"hiv": {low: -1e7, high: 1e9, learner: controlLearner},
+		// -1 outside the glucose band, 1 - tanh^2 inside.
+		"dosing-0": {low: -1, high: 1, learner: dosingLearner},
+		"dosing-1": {low: -1, high: 1, learner: dosingLearner},
+		// The watch time of one video.
+		"recsys": {low: 0, high: sims.DefaultRecSysConfig().VideoLength, learner: controlLearner},
+		// 1 on reaching the absorbing end, else 0.
+		"chain": {low: 0, high: 1, learner: controlLearner},
+	}
+}
+
+// Get returns the profile of the registered simulator name. The error wraps
+// sims.ErrUnknownEnv for an unknown name, ErrNoProfile for a simulator
+// without a profile.
+func Get(name string) (Profile, error) {
+	env, err := sims.New(name)
+	if err != nil {
+		return Profile{}, err
+	}
+	e, ok := table()[name]
+	if !ok {
+		return Profile{}, fmt.Errorf("%w: %q", ErrNoProfile, name)
+	}
+	spec := policy.Spec{ObsDim: env.ObservationSpace().Dim()}
+	if as := env.ActionSpace(); as.Kind == sims.Discrete {
+		spec.Kind, spec.NumActions = policy.ActionDiscrete, as.N
+	} else {
+		spec.Kind, spec.ActionDim = policy.ActionContinuous, as.Dim()
+	}
+	p := Profile{Name: name, Spec: spec, Learner: e.learner(), RewardLow: e.low, RewardHigh: e.high,
+		DemoTargetReturn: e.demoTarget, RiverSwimP: e.riverSwimP}
+	if e.correlated != nil {
+		c := *e.correlated
+		p.Correlated = &c
+	}
+	return p, nil
+}
+
+// controlLearner is the learner of every environment but dosing (dprl
+// train's default, policy/REPRODUCE.md): Table 3's control column
+// (policy.DefaultControlConfig) with 16x16 networks, K = 32, S = 0.2, E = 3
+// local epochs, entropy 0.01, advantages not standardised, z = 1, and the
+// local Adam reset to m = 0, v = g~^2 (policy.ResetSecond; the paper's
+// m = -g~ makes converged policies drift).
+func controlLearner() policy.Config {
+	cfg := policy.DefaultControlConfig()
+	cfg.PPO.Hidden = []int{16, 16}
+	cfg.PPO.Epochs = 3
+	cfg.PPO.EntropyCoef = 0.01
+	cfg.PPO.NormalizeAdvantages = false
+	cfg.PPO.MomentReset = policy.ResetSecond
+	cfg.DP.UsersPerUpdate = 32
+	cfg.DP.ClipNorm = 0.2
+	return cfg
+}
+
+// cartPoleLearner is controlLearner where the critic predicts V/10
+// (ValueScale 10), the policy sees the pole angle times 10 (ObsScale 1, 1,
+// 10, 1), public constants, and GAE lambda is 0.98.
+func cartPoleLearner() policy.Config {
+	cfg := controlLearner()
+	cfg.PPO.ValueScale = 10
+	cfg.PPO.ObsScale = []float64{1, 1, 10, 1}
+	// GAE lambda 0.98 instead of Table 3's 0.85: advantages that lean less
+	// on the privately trained critic, whose errors on the rare failure
+	// states otherwise steer the policy down late in a run (seeds 1-120,
+	// z = 1: 492.0 against 466.7; policy/REPRODUCE.md).
+	cfg.PPO.Lambda = 0.98
+	return cfg
+}
+
+// acrobotLearner is controlLearner with ValueScale 10.
+func acrobotLearner() policy.Config {
+	cfg := controlLearner()
+	cfg.PPO.ValueScale = 10
+	return cfg
+}
+
+// dosingLearner is Table 3's dosing column (policy.DefaultDosingConfig:
+// 64x64, K = 8, S = 0.08, E = 4, lr 9.25e-4, lambda 0.97, z = 0.1, the
+// paper's Adam reset) with public observation scales (0.01 for glucose,
+// 0.001 for meals, ...) and ValueScale 10.
+func dosingLearner() policy.Config {
+	cfg := policy.DefaultDosingConfig()
+	// Glucose ~60-320 mg/dL, insulin compartments 1-45, meals ~1,000-1,600:
+	// raw, they saturate the tanh units.
+	cfg.PPO.ObsScale = []float64{0.01, 0.05, 0.05, 0.1, 0.1, 0.01, 0.001, 0.01, 0.001}
+	cfg.PPO.ValueScale = 10
+	return cfg
+}
