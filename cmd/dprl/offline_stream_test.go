@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"dprl/offline"
+	"dprl/offline/evaluate"
 	"dprl/offline/gtd2"
 	"dprl/offline/lsw"
 	"dprl/offline/policies"
@@ -143,7 +144,7 @@ func TestOfflineGTD2SameAsInMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := targetProb{p: uniform, buf: make([]float64, 2)}
+	tp := evaluate.NewTargetProb(uniform)
 	feats := gtd2.Tabular{N: 20}
 	cases := []struct {
 		name string
@@ -174,7 +175,7 @@ func TestOfflineGTD2SameAsInMemory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rng, err := newNoiseRand(true, seed)
+			rng, err := evaluate.NewNoiseRand(true, seed)
 			if err != nil {
 				t.Fatal(err)
 			}
