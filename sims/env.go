@@ -1,62 +1,39 @@
 // Package sims holds the simulated environments and simulated user
 // populations of dprl: exact replicas of Gymnasium's classic control tasks,
 // the papers' domains (RiverSwim, chain, HIV, Dosing) and a recommendation user
-// simulator. It imports no other dprl package.
+// simulator. It imports no other dprl package but space, the shared vocabulary
+// of spaces and actions.
 //
 // Every environment draws its randomness from the *rand.Rand given to Reset;
 // there is no package-level mutable state. Step allocates nothing.
 package sims
 
 import (
-	"errors"
-	"fmt"
 	"math/rand/v2"
+
+	"dprl/space"
 )
 
-// SpaceKind says whether a space is discrete or a box.
-type SpaceKind int
+// The space vocabulary lives in package space so that packages which only
+// exchange actions (the stream wire protocol, the agent) need not import the
+// simulators. The names below are aliases of it, kept for compatibility: they
+// are the same types and constants, not copies.
 
-// The space kinds.
+// SpaceKind says whether a space is discrete or a box; an alias of space.Kind.
+type SpaceKind = space.Kind
+
+// The space kinds (the constants of package space).
 const (
-	Discrete SpaceKind = iota // actions 0..N-1
-	Box                       // real vectors within [Low, High] per component
+	Discrete = space.Discrete // actions 0..N-1
+	Box      = space.Box      // real vectors within [Low, High] per component
 )
 
-// String returns "discrete" or "box".
-func (k SpaceKind) String() string {
-	switch k {
-	case Discrete:
-		return "discrete"
-	case Box:
-		return "box"
-	}
-	return fmt.Sprintf("SpaceKind(%d)", int(k))
-}
+// Space describes an observation or action space; an alias of space.Space.
+type Space = space.Space
 
-// Space describes an observation or action space.
-type Space struct {
-	Kind SpaceKind
-	// N is the number of actions of a discrete space.
-	N int
-	// Low and High bound each component of a box; their length is its
-	// dimension. Unbounded components are ±Inf.
-	Low, High []float64
-}
-
-// Dim is the vector length of the space: N is not a dimension, so a discrete
-// space has dimension 1 (the action index).
-func (s Space) Dim() int {
-	if s.Kind == Discrete {
-		return 1
-	}
-	return len(s.Low)
-}
-
-// Action is one action: Index for a discrete action space, Vec for a box.
-type Action struct {
-	Index int
-	Vec   []float64
-}
+// Action is one action (Index for a discrete action space, Vec for a box); an
+// alias of space.Action.
+type Action = space.Action
 
 // Env is one environment instance. It is not safe for concurrent use; run one
 // instance per goroutine.
@@ -87,28 +64,10 @@ type StateSetter interface {
 	SetState(state, obs []float64) error
 }
 
-// ErrBadAction is returned by CheckAction for an action outside the space.
-var ErrBadAction = errors.New("sims: bad action")
+// ErrBadAction is returned by CheckAction for an action outside the space; it
+// is space.ErrBadAction (errors.Is matches either name).
+var ErrBadAction = space.ErrBadAction
 
-// CheckAction validates an action from outside input against a space.
-func CheckAction(s Space, a Action) error {
-	switch s.Kind {
-	case Discrete:
-		if a.Vec != nil {
-			return fmt.Errorf("%w: want a discrete action index in [0, %d), got a vector", ErrBadAction, s.N)
-		}
-		if a.Index < 0 || a.Index >= s.N {
-			return fmt.Errorf("%w: index %d outside [0, %d)", ErrBadAction, a.Index, s.N)
-		}
-	case Box:
-		if len(a.Vec) != len(s.Low) {
-			return fmt.Errorf("%w: want a vector of length %d, got length %d", ErrBadAction, len(s.Low), len(a.Vec))
-		}
-		for i, v := range a.Vec {
-			if v != v || v > 1.7976931348623157e308 || v < -1.7976931348623157e308 {
-				return fmt.Errorf("%w: component %d is %v", ErrBadAction, i, v)
-			}
-		}
-	}
-	return nil
-}
+// CheckAction validates an action from outside input against a space; it is
+// space.CheckAction.
+func CheckAction(s Space, a Action) error { return space.CheckAction(s, a) }
