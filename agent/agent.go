@@ -22,7 +22,7 @@ import (
 	"dprl/ledger/accountant"
 	"dprl/offline"
 	"dprl/policy"
-	"dprl/sims"
+	"dprl/space"
 
 	"github.com/rs/zerolog"
 )
@@ -283,7 +283,7 @@ func (a *Agent) Version() uint64 { return a.current.Load().num }
 
 // ActResult is the reply to Act.
 type ActResult struct {
-	Action  sims.Action
+	Action  space.Action
 	Version uint64
 	Step    int
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"dprl/ledger/accountant"
-	"dprl/sims"
+	"dprl/space"
 )
 
 // ClientOption configures a Client.
@@ -284,22 +284,22 @@ func (c *Client) request(ctx context.Context, subj string, body []byte) ([]byte,
 // encoding. Error replies are
 // returned as *Error; transport failures (timeout, no responders) wrap the
 // nats.go or context error.
-func (c *Client) Act(ctx context.Context, session, user string, obs []float64, reward float64, first bool) (sims.Action, error) {
+func (c *Client) Act(ctx context.Context, session, user string, obs []float64, reward float64, first bool) (space.Action, error) {
 	req := ActRequest{Session: session, User: user, Obs: obs}
 	if !first {
 		req.Reward = &reward
 	}
 	body, err := c.encodeAct(req)
 	if err != nil {
-		return sims.Action{}, err
+		return space.Action{}, err
 	}
 	data, err := c.request(ctx, actSubject(c.prefix), body)
 	if err != nil {
-		return sims.Action{}, err
+		return space.Action{}, err
 	}
 	rep, err := DecodeActReply(data)
 	if err != nil {
-		return sims.Action{}, err
+		return space.Action{}, err
 	}
 	return rep.Action, nil
 }

@@ -7,7 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"dprl/sims"
+	"dprl/space"
 )
 
 // Limits bound what a decoder accepts. A zero field takes its default.
@@ -59,7 +59,7 @@ type ActRequest struct {
 // continuous action, encoded as "action":[...]; otherwise Action.Index is
 // encoded as "action":n.
 type ActReply struct {
-	Action  sims.Action
+	Action  space.Action
 	Version uint64
 	Step    int
 }
