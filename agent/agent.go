@@ -3,12 +3,9 @@ package agent
 import (
 	"cmp"
 	"context"
-	crand "crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -18,6 +15,7 @@ import (
 	"time"
 	"unsafe"
 
+	"dprl/internal/rng"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
 	"dprl/offline"
@@ -109,7 +107,7 @@ type Agent struct {
 	closing atomic.Bool
 	logq    *logQueue // nil without a session log
 
-	seedBase  uint64
+	seedBase  uint64 // the configured seed; used only when seeded
 	seeded    bool
 	randCount atomic.Uint64 // distinguishes generators made for one purpose
 	updates   atomic.Int64
@@ -154,15 +152,7 @@ func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
 	a.table.init()
 	K := cfg.Policy.DP.UsersPerUpdate
 	a.queue.init(4*K+1024, cfg.MaxQueuedPerUser, K, a.m.LearnerQueue)
-	if cfg.Seed != 0 {
-		a.seedBase, a.seeded = cfg.Seed, true
-	} else {
-		var b [8]byte
-		if _, err := crand.Read(b[:]); err != nil {
-			return nil, fmt.Errorf("agent: secure seed: %w", err)
-		}
-		a.seedBase = binary.LittleEndian.Uint64(b[:])
-	}
+	a.seedBase, a.seeded = cfg.Seed, cfg.Seed != 0
 	specJSON, err := json.Marshal(struct {
 		Spec   policy.Spec `json:"spec"`
 		Hidden []int       `json:"hidden"`
@@ -219,20 +209,14 @@ func (a *Agent) CloseSessionLog() {
 	}
 }
 
-// newRand returns a generator for one purpose: ChaCha8 keyed from the secure
-// seed (or the user's seed when seeded) and a per-call counter.
+// newRand returns a generator for one purpose: a secure one (rng.Secure),
+// or, when the agent is seeded, the stream of the seed, the purpose and a
+// per-call counter (rng.Seeded), so that no two generators share a stream.
 func (a *Agent) newRand(purpose string) *rand.Rand {
-	var key [32]byte
 	if a.seeded {
-		h := fnv.New64a()
-		h.Write([]byte(purpose))
-		binary.LittleEndian.PutUint64(key[:8], a.seedBase)
-		binary.LittleEndian.PutUint64(key[8:16], h.Sum64())
-		binary.LittleEndian.PutUint64(key[16:24], a.randCount.Add(1))
-	} else if _, err := crand.Read(key[:]); err != nil {
-		panic(fmt.Sprintf("agent: crypto/rand: %v", err))
+		return rng.Seeded(a.seedBase, fmt.Sprintf("agent %s #%d", purpose, a.randCount.Add(1)))
 	}
-	return rand.New(rand.NewChaCha8(key))
+	return rng.Secure()
 }
 
 // loadPolicy serves the last released version, or initialises version 0.
