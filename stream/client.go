@@ -4,7 +4,6 @@ import (
 	"dprl/noise"
 
 	"context"
-	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"math"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"dprl/internal/rng"
 	"dprl/ledger/accountant"
 	"dprl/space"
 )
@@ -242,13 +242,10 @@ func (c *Client) LocalDPGuarantee() (LocalDPGuarantee, bool) {
 
 // NewSecureRand returns a *rand.Rand drawing from ChaCha8 seeded with 32
 // bytes from crypto/rand: the source for production noise. The result is not
-// safe for concurrent use.
+// safe for concurrent use. The error is always nil (crypto/rand does not
+// fail since Go 1.24); it stays for compatibility.
 func NewSecureRand() (*rand.Rand, error) {
-	var seed [32]byte
-	if _, err := crand.Read(seed[:]); err != nil {
-		return nil, fmt.Errorf("stream: seed: %w", err)
-	}
-	return rand.New(rand.NewChaCha8(seed)), nil
+	return rng.Secure(), nil
 }
 
 // NewClient returns a client on nc. It starts nothing.

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,8 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+
+	"dprl/internal/rng"
 )
 
 // Exit statuses of the dprl command.
@@ -196,9 +196,5 @@ func seedFlag(cmd *cobra.Command, name string, v uint64) (uint64, error) {
 	if cmd.Flags().Changed(name) {
 		return v, nil
 	}
-	var b [8]byte
-	if _, err := crand.Read(b[:]); err != nil {
-		return 0, fmt.Errorf("seed from the OS: %w", err)
-	}
-	return binary.LittleEndian.Uint64(b[:]), nil
+	return rng.SecureSeed(), nil
 }

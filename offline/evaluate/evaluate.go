@@ -13,7 +13,6 @@ import (
 	"dprl/profile"
 
 	"context"
-	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 
+	"dprl/internal/rng"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
 	"dprl/offline"
@@ -769,14 +769,17 @@ func (t TargetProb) Prob(obs []float64, a sims.Action) float64 {
 
 // NewNoiseRand returns the generator of a run's noise and sampling:
 // ChaCha8 keyed from --seed, else from crypto/rand.
+//
+// The seeded key (seed || "dprl offline gtd2") predates internal/rng and is
+// kept so that seeded runs repeat their documented numbers. The error is
+// always nil; it stays for compatibility.
 func NewNoiseRand(seeded bool, seed uint64) (*mrand.Rand, error) {
-	var key [32]byte
-	if seeded {
-		binary.LittleEndian.PutUint64(key[:8], seed)
-		copy(key[8:], "dprl offline gtd2")
-	} else if _, err := crand.Read(key[:]); err != nil {
-		return nil, fmt.Errorf("secure random source: %w", err)
+	if !seeded {
+		return rng.Secure(), nil
 	}
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:8], seed)
+	copy(key[8:], "dprl offline gtd2")
 	return mrand.New(mrand.NewChaCha8(key)), nil
 }
 
