@@ -7,11 +7,11 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
+	"dprl/internal/atomicfile"
 	"dprl/ledger"
 	"dprl/offline"
 	"dprl/policy"
@@ -572,7 +572,7 @@ exporting it costs no privacy.`,
 			if err != nil {
 				return fmt.Errorf("version %d: stored snapshot: %w", v, err)
 			}
-			if err := writeFileAtomic(out, b); err != nil {
+			if err := atomicfile.WriteFile(out, b, 0o644); err != nil {
 				return err
 			}
 			res := ledgerSnapshotResult{Version: v, Out: out, Bytes: len(b), Params: len(snap.Theta)}
@@ -588,32 +588,4 @@ exporting it costs no privacy.`,
 	c.Flags().BoolVar(&force, "force", false, "overwrite --out")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
-}
-
-// writeFileAtomic writes b to path through a synced temporary file renamed
-// into place, so a crash leaves either the old file or the new one.
-func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

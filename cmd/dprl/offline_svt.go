@@ -2,19 +2,19 @@ package main
 
 import (
 	"context"
-	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"dprl/internal/atomicfile"
+	"dprl/internal/rng"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
 	"dprl/offline"
@@ -217,15 +217,17 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 	}
 	res := offlineSVTResult{Epsilon: f.epsilon, Delta: f.delta, Unit: string(ledger.UnitExpert), PMin: f.pMin, MaxLen: f.maxLen,
 		OutStable: f.outStable, OutUnstable: f.outUnstable, Seeded: cmd.Flags().Changed("seed")}
-	var key [32]byte
+	// Secure unless --seed is given. The seeded key (seed || "dprl offline
+	// svt") predates internal/rng and is kept so that seeded runs repeat
+	// their documented numbers.
+	noiseRNG := rng.Secure()
 	if res.Seeded {
 		res.Seed = f.seed
+		var key [32]byte
 		binary.LittleEndian.PutUint64(key[:8], f.seed)
 		copy(key[8:], "dprl offline svt")
-	} else if _, err := crand.Read(key[:]); err != nil {
-		return fmt.Errorf("offline svt: secure seed: %w", err)
+		noiseRNG = rand.New(rand.NewChaCha8(key))
 	}
-	rng := rand.New(rand.NewChaCha8(key))
 
 	// The protocol (budget.Run): scan and check every record, open the
 	// ledger, refuse over the cap, validate the whole log and the experts,
@@ -234,7 +236,7 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 	if err != nil {
 		return fmt.Errorf("offline svt: %w", err)
 	}
-	m := &svtMechanism{f: f, scan: &svtScan{f: f, index: map[string]int{}, maxAction: -1}, seeded: res.Seeded, rng: rng}
+	m := &svtMechanism{f: f, scan: &svtScan{f: f, index: map[string]int{}, maxAction: -1}, seeded: res.Seeded, rng: noiseRNG}
 	defer m.abort()
 	out, charged, err := budget.Run(commandContext(cmd), cfg, budget.Input{Path: f.data, Reader: offline.ReaderOptions{Name: f.data}}, m)
 	if err != nil {
@@ -289,7 +291,7 @@ type svtMechanism struct {
 	experts  []*svt.SmoothedExpert
 	// stableOut and unstableOut are the outputs' temporary files, created
 	// by Validate (a file that cannot be created costs nothing).
-	stableOut, unstableOut *atomicFile
+	stableOut, unstableOut *atomicfile.File
 }
 
 // Check checks one record as the log is first read.
@@ -313,11 +315,11 @@ func (m *svtMechanism) Validate(ix *offline.Index, e *ledger.Entry) error {
 	if m.sessions, m.experts, err = m.scan.load(ix); err != nil {
 		return err
 	}
-	if m.stableOut, err = newAtomicFile(m.f.outStable); err != nil {
+	if m.stableOut, err = atomicfile.Create(m.f.outStable, 0o600); err != nil {
 		return fmt.Errorf("--out-stable: %w", err)
 	}
 	if m.f.outUnstable != "" {
-		if m.unstableOut, err = newAtomicFile(m.f.outUnstable); err != nil {
+		if m.unstableOut, err = atomicfile.Create(m.f.outUnstable, 0o600); err != nil {
 			return fmt.Errorf("--out-unstable: %w", err)
 		}
 	}
@@ -342,11 +344,11 @@ func (m *svtMechanism) Compute(_ context.Context, _ *offline.Index, c *budget.Ch
 		budget.Derived{Note: "svt unstable tails and unqueried trajectories (" + filepath.Base(f.outUnstable) + ")", Sessions: out.Unstable}); err != nil {
 		return out, fmt.Errorf("%w (the run was charged)", err)
 	}
-	if err := m.stableOut.writeSessions(out.Stable); err != nil {
+	if err := writeSessions(m.stableOut, out.Stable); err != nil {
 		return out, fmt.Errorf("--out-stable: %w (the run was charged)", err)
 	}
 	if m.unstableOut != nil {
-		if err := m.unstableOut.writeSessions(out.Unstable); err != nil {
+		if err := writeSessions(m.unstableOut, out.Unstable); err != nil {
 			return out, fmt.Errorf("--out-unstable: %w (the run was charged)", err)
 		}
 	}
@@ -356,10 +358,10 @@ func (m *svtMechanism) Compute(_ context.Context, _ *offline.Index, c *budget.Ch
 // abort removes the temporary files not renamed into place.
 func (m *svtMechanism) abort() {
 	if m.stableOut != nil {
-		m.stableOut.abort()
+		m.stableOut.Abort()
 	}
 	if m.unstableOut != nil {
-		m.unstableOut.abort()
+		m.unstableOut.Abort()
 	}
 }
 
@@ -443,25 +445,10 @@ func (v *svtScan) load(ix *offline.Index) ([]offline.Session, []*svt.SmoothedExp
 	return sessions, experts, nil
 }
 
-// atomicFile is an output written to a temporary file in the target's
-// directory and renamed into place on success.
-type atomicFile struct {
-	path string
-	f    *os.File
-	done bool
-}
-
-func newAtomicFile(path string) (*atomicFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return nil, err
-	}
-	return &atomicFile{path: path, f: f}, nil
-}
-
-// writeSessions writes the sessions, syncs and renames the file into place.
-func (a *atomicFile) writeSessions(ss []offline.Session) error {
-	w := offline.NewWriter(a.f)
+// writeSessions writes the sessions to a pending output file and commits
+// it (synced and renamed into place).
+func writeSessions(a *atomicfile.File, ss []offline.Session) error {
+	w := offline.NewWriter(a)
 	for i := range ss {
 		if err := w.Write(&ss[i]); err != nil {
 			return err
@@ -470,25 +457,7 @@ func (a *atomicFile) writeSessions(ss []offline.Session) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	if err := a.f.Sync(); err != nil {
-		return err
-	}
-	if err := a.f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(a.f.Name(), a.path); err != nil {
-		return err
-	}
-	a.done = true
-	return nil
-}
-
-// abort removes the temporary file unless it was renamed into place.
-func (a *atomicFile) abort() {
-	if !a.done {
-		a.f.Close()
-		os.Remove(a.f.Name())
-	}
+	return a.Commit()
 }
 
 func (r offlineSVTResult) text(w io.Writer) error {

@@ -33,6 +33,15 @@ func Write(path string, perm fs.FileMode, fn func(w io.Writer) error) error {
 	return f.Commit()
 }
 
+// WriteFile writes data to path atomically with permissions perm: Write
+// with a function that writes data, shaped like os.WriteFile.
+func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	return Write(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
 // File is a pending atomic write: a temporary file that becomes path on
 // Commit. Create it early to find out, before any work, that the target's
 // directory is writable. It is not safe for concurrent use.

@@ -133,3 +133,13 @@ func TestCreateAbort(t *testing.T) {
 		t.Fatalf("after commit: %v", n)
 	}
 }
+
+func TestWriteFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snap")
+	if err := WriteFile(path, []byte("abc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "abc" {
+		t.Fatalf("%q, %v", b, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"dprl/internal/atomicfile"
 	"dprl/offline"
 	"dprl/policy"
 )
@@ -127,8 +128,8 @@ func CheckID(id string) error {
 // ExpertPath is the snapshot file of expert id in dir.
 func ExpertPath(dir, id string) string { return filepath.Join(dir, id+SnapshotExt) }
 
-// WriteExpert writes the snapshot of expert id to dir atomically (a
-// temporary file renamed into place).
+// WriteExpert writes the snapshot of expert id to dir atomically (a synced
+// temporary file renamed into place, permissions 0600).
 func WriteExpert(dir, id string, snap *policy.Snapshot) error {
 	if err := CheckID(id); err != nil {
 		return err
@@ -137,18 +138,7 @@ func WriteExpert(dir, id string, snap *policy.Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("svt: expert %q: %w", id, err)
 	}
-	f, err := os.CreateTemp(dir, "."+id+".tmp*")
-	if err != nil {
-		return fmt.Errorf("svt: expert %q: %w", id, err)
-	}
-	_, werr := f.Write(b)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("svt: expert %q: %w", id, err)
-	}
-	if err := os.Rename(f.Name(), ExpertPath(dir, id)); err != nil {
-		os.Remove(f.Name())
+	if err := atomicfile.WriteFile(ExpertPath(dir, id), b, 0o600); err != nil {
 		return fmt.Errorf("svt: expert %q: %w", id, err)
 	}
 	return nil
