@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"dprl/internal/progress"
 	"dprl/offline"
 	"dprl/offline/svt"
 	"dprl/policy"
@@ -245,57 +245,42 @@ func (r simsExpertsResult) text(w io.Writer) error {
 // on a terminal, an info log line every few seconds otherwise, nothing with
 // --log-level above info.
 type countProgress struct {
-	a        *app
-	what     string
-	tty, off bool
-	last     time.Time
-	every    time.Duration
-	drawn    bool
-	phase    string
-	phase0   time.Duration // elapsed when the phase started
-	prev     time.Duration // elapsed at the previous update
+	*progress.Reporter
+	a      *app
+	what   string
+	phase  string
+	phase0 time.Duration // elapsed when the phase started
+	prev   time.Duration // elapsed at the previous update
 }
 
 func newCountProgress(a *app, what string) *countProgress {
-	p := &countProgress{a: a, what: what, tty: isTerminal(a.stderr), off: a.log.GetLevel() > zerolog.InfoLevel, every: 5 * time.Second}
-	if p.tty {
-		p.every = 250 * time.Millisecond
-	}
-	p.last = time.Now()
-	return p
+	return &countProgress{Reporter: newReporter(a), a: a, what: what}
 }
 
 // update reports done of total in phase after elapsed since the start; the
 // remaining time is estimated from the phase's own rate.
 func (p *countProgress) update(phase string, done, total int, elapsed time.Duration) {
 	if phase != p.phase {
-		if p.drawn {
-			fmt.Fprintln(p.a.stderr)
-		}
+		// The previous phase's live line stays.
+		p.Done()
 		p.phase, p.phase0 = phase, p.prev // the previous phase ended at its last update
 	}
 	p.prev = elapsed
-	if p.off || (time.Since(p.last) < p.every && done < total) {
+	if !p.Due(done >= total) {
 		return
 	}
-	p.last = time.Now()
 	eta := time.Duration(0)
 	if done > 0 {
 		eta = time.Duration(float64(elapsed-p.phase0) / float64(done) * float64(total-done))
 	}
-	if p.tty {
-		fmt.Fprintf(p.a.stderr, "\r%s: %d/%d  %s elapsed  eta %s   ", phase, done, total, elapsed.Round(time.Second), eta.Round(time.Second))
-		p.drawn = true
+	if p.TTY() {
+		p.Draw(fmt.Sprintf("%s: %d/%d  %s elapsed  eta %s   ", phase, done, total, elapsed.Round(time.Second), eta.Round(time.Second)))
 		return
 	}
 	p.a.log.Info().Str("phase", phase).Int("done", done).Int("of", total).Dur("elapsed", elapsed).Dur("eta", eta).Msg(p.what)
 }
 
-func (p *countProgress) done() {
-	if p.drawn {
-		fmt.Fprintln(p.a.stderr)
-	}
-}
+func (p *countProgress) done() { p.Done() }
 
 // expertTrainConfig is the learner configuration experts are trained with
 // (non-private PPO; the README's SVT tables were measured with it): the

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"dprl/internal/progress"
 	"dprl/policy"
 	"dprl/profile"
 	"dprl/sims"
@@ -743,46 +744,39 @@ func (c plotColor) RGBA() (r, g, b, a uint32) {
 	return uint32(c.r) * 0x101 * a / 0xffff, uint32(c.g) * 0x101 * a / 0xffff, uint32(c.b) * 0x101 * a / 0xffff, a
 }
 
+// newReporter returns the progress reporter of a command: live lines on a
+// terminal stderr, log lines otherwise, nothing with --log-level above info.
+func newReporter(a *app) *progress.Reporter {
+	return progress.New(a.stderr, isTerminal(a.stderr), a.log.GetLevel() > zerolog.InfoLevel)
+}
+
 // trainProgress reports progress on stderr: a live bar redrawn in place on a
 // terminal, an info log line every few seconds otherwise, nothing with
 // --log-level disabled (or above info).
 type trainProgress struct {
-	a        *app
-	users    int
-	offset   int // users of the earlier seeds of a --seeds run
-	epsilon  float64
-	tty, off bool
-	last     time.Time
-	every    time.Duration
-	drawn    bool
+	*progress.Reporter
+	a       *app
+	users   int
+	offset  int // users of the earlier seeds of a --seeds run
+	epsilon float64
 }
 
 func newTrainProgress(a *app, users int, eps float64) *trainProgress {
-	p := &trainProgress{a: a, users: users, epsilon: eps, tty: isTerminal(a.stderr),
-		off: a.log.GetLevel() > zerolog.InfoLevel, every: 5 * time.Second}
-	if p.tty {
-		p.every = 250 * time.Millisecond
-	}
-	p.last = time.Now()
-	return p
+	return &trainProgress{Reporter: newReporter(a), a: a, users: users, epsilon: eps}
 }
 
 func (p *trainProgress) update(pr policy.Progress) {
 	pr.Users += p.offset
-	if p.off || (time.Since(p.last) < p.every && pr.Users < p.users) {
+	if !p.Due(pr.Users >= p.users) {
 		return
 	}
-	p.last = time.Now()
 	sps := 0.0
 	if s := pr.Elapsed.Seconds(); s > 0 {
 		sps = float64(pr.Steps) / s
 	}
-	if p.tty {
-		const width = 30
-		done := width * pr.Users / p.users
-		fmt.Fprintf(p.a.stderr, "\r[%s%s] %d/%d users  %d updates  return %.1f  ε/episode %.3g  %.0f steps/s ",
-			strings.Repeat("=", done), strings.Repeat(" ", width-done), pr.Users, p.users, pr.Updates, pr.RecentReturn, p.epsilon, sps)
-		p.drawn = true
+	if p.TTY() {
+		p.Draw(fmt.Sprintf("%s %d/%d users  %d updates  return %.1f  ε/episode %.3g  %.0f steps/s ",
+			progress.Bar(30, int64(pr.Users), int64(p.users)), pr.Users, p.users, pr.Updates, pr.RecentReturn, p.epsilon, sps))
 		return
 	}
 	p.a.log.Info().Int("users", pr.Users).Int("of", p.users).Int("updates", pr.Updates).
@@ -791,8 +785,4 @@ func (p *trainProgress) update(pr policy.Progress) {
 }
 
 // done ends the live bar's line.
-func (p *trainProgress) done() {
-	if p.drawn {
-		fmt.Fprintln(p.a.stderr)
-	}
-}
+func (p *trainProgress) done() { p.Done() }

@@ -16,12 +16,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"dprl/internal/progress"
 	"dprl/ledger/accountant"
 	"dprl/policy"
 	"dprl/profile"
 	"dprl/sims"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -352,7 +352,7 @@ func runLogLinearJobs(ctx context.Context, a *app, m policy.TabularMDP, optimal 
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(prog.every)
+		t := time.NewTicker(prog.Period())
 		defer t.Stop()
 		for {
 			select {
@@ -605,45 +605,32 @@ func regretLabel(r logLinearResult, run logLinearRun, withP, withRidge, withExac
 }
 
 // loopProgress reports the progress of a counted loop on stderr: a live bar
-// on a terminal, an info log line every 5 s otherwise, nothing with
-// --log-level above info. update is called from one goroutine.
+// on a terminal, an info log line otherwise, nothing with --log-level above
+// info. The caller calls update once per period (a ticker of Period()) and
+// once at the end, from one goroutine.
 type loopProgress struct {
-	a        *app
-	what     string
-	total    int64
-	start    time.Time
-	every    time.Duration
-	tty, off bool
-	drawn    bool
+	*progress.Reporter
+	a     *app
+	what  string
+	total int64
+	start time.Time
 }
 
 func newLoopProgress(a *app, what string, total int64) *loopProgress {
-	p := &loopProgress{a: a, what: what, total: total, start: time.Now(), every: 5 * time.Second,
-		tty: isTerminal(a.stderr), off: a.log.GetLevel() > zerolog.InfoLevel}
-	if p.tty {
-		p.every = 250 * time.Millisecond
-	}
-	return p
+	return &loopProgress{Reporter: newReporter(a), a: a, what: what, total: total, start: time.Now()}
 }
 
 func (p *loopProgress) update(done int64) {
-	if p.off || p.total <= 0 {
+	if p.Off() || p.total <= 0 {
 		return
 	}
 	rate := float64(done) / max(time.Since(p.start).Seconds(), 1e-9)
-	if p.tty {
-		const width = 30
-		k := int(width * done / p.total)
-		fmt.Fprintf(p.a.stderr, "\r[%s%s] %d/%d %s  %.0f/s ", strings.Repeat("=", k), strings.Repeat(" ", width-k), done, p.total, p.what, rate)
-		p.drawn = true
+	if p.TTY() {
+		p.Draw(fmt.Sprintf("%s %d/%d %s  %.0f/s ", progress.Bar(30, done, p.total), done, p.total, p.what, rate))
 		return
 	}
 	p.a.log.Info().Int64(p.what, done).Int64("of", p.total).Float64("per_second", math.Round(rate)).Msg("training")
 }
 
 // done ends the live bar's line.
-func (p *loopProgress) done() {
-	if p.drawn {
-		fmt.Fprintln(p.a.stderr)
-	}
-}
+func (p *loopProgress) done() { p.Done() }
