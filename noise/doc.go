@@ -49,19 +49,8 @@
 //     float64, the error is below K^2 2^-53 C, so K <= 2^15 suffices), and
 //  2. z sqrt(d) <= 2^38 for d = len(v) (any d <= 2^40 with z <= 2^18).
 //
-// Proof: clamping is 1-Lipschitz in every coordinate, so it does not raise the
-// sensitivity; rounding to the grid gamma 2^-40 moves the vector by at most
-// gamma 2^-40 sqrt(d)/2 <= sigma' 2^-60 sqrt(d)/2; so two neighbouring inputs
-// give vectors v° at L2 distance at most Delta (1 + 2^-22) (from 1) plus
-// gamma 2^-40 sqrt(d) <= sigma' 2^-60 sqrt(d) <= 2^-21 Delta (from 2, as
-// sigma' <= 2 z Delta), in all below Delta (1 + 2^-20). The noise is
-// sigma' >= z Delta (1 + 2^-20), so the ratio of noise to sensitivity is at
-// least z: the Gaussian mechanism of
-// multiplier z, whose guarantee (analytic, Balle & Wang 2018, Theorem 8; or
-// Renyi, Mironov 2017, Proposition 7) decreases in the sensitivity and
-// increases in the noise. Composition, subsampling and correlated noise built
-// from such releases keep their analyses, since each release is exactly a
-// post-processed Gaussian mechanism.
+// The proof is in docs/privacy.md, section 2: clamping and the fine grid
+// move the input by less than the 2^-20 margin added to the noise covers.
 //
 // The cost is a few tens of random 64-bit words per coordinate; Add allocates
 // nothing in steady state.

@@ -20,61 +20,20 @@ var ErrEmptyBatch = errors.New("policy: aggregator holds no update")
 
 // Aggregator implements DPPG's server step (Algorithm 2) over the joint
 // vector [policy; value]: it sums up to K local updates, each re-clipped
-// block-wise to S_pi and S_v on Add (so the sensitivity bound S holds whatever
-// the caller passed), and Release returns
+// block-wise to S_pi and S_v on Add (a non-finite update counts as zero), and
+// Release returns
 //
 //	g~ = (1/K) sum_u g_u + N(0, (z S / K)^2 I)
 //
-// with the fixed denominator K also when fewer than K updates were added (an
-// early flush). In ModePPO nothing is clipped and no noise is added.
-//
-// Correlated noise (DPConfig.Noise, horizon N). Let x_t = (1/K) sum_u g_u
-// be the t-th averaged clipped update since the start of the horizon; Release
-// then returns g~_t = P~_t - P~_{t-1}, where P~_t is a private estimate of
-// the prefix sum x_1 + ... + x_t, so that theta_0 + eta sum_{s<=t} g~_s =
-// theta_0 + eta P~_t: the parameters carry the estimate's noise, which stays
-// small, instead of t independent draws. After N releases the estimate
-// restarts from zero (theta keeps what it has).
-//
-//   - NoiseTree, the binary mechanism (Chan, Shi and Song 2011;
-//     DP-FTRL, Kairouz et al. 2021): every dyadic block
-//     of releases [k 2^h + 1, (k+1) 2^h] is a node, released once with noise
-//     N(0, sigma^2 I) when its last release arrives; P~_t adds the nodes of
-//     t's binary expansion. A release lies in at most L = floor(log2 N) + 1
-//     nodes (a level-h node exists only if 2^h <= N).
-//   - NoiseSqrt, the square-root factorization A = C C of the prefix-sum
-//     matrix A (lower-triangular ones; Fichtenberger, Henzinger and Upadhyay
-//     2023; Henzinger, Upadhyay and Upadhyay 2023): C is the
-//     lower-triangular Toeplitz matrix of c_k = binom(2k, k) / 4^k, the
-//     coefficients of (1 - x)^(-1/2), whose square is (1 - x)^(-1). The
-//     mechanism releases y = C x + w, w_t ~ N(0, sigma^2 I) i.i.d., and
-//     P~ = C y = A x + C w; Release computes g~_t = x_t + sum_{k<t} (c_k -
-//     c_{k-1}) w_{t-k} (c_{-1} = 0), the same value as the post-processing
-//     of y. Release t enters y_{t'} with weight c_{t'-t} for t' >= t.
-//
-// Privacy: sigma = z f S / K with f = DPConfig.NoiseFactor(), the largest L2
-// norm, over the releases of a horizon, of the weights with which one release
-// enters the released values (sqrt(L) for the tree, sqrt(sum_{k<N} c_k^2),
-// the first column of C, for the factorization). One user
-// changes x_t by at most S/K (the fixed denominator K holds for an early
-// flush too), so a released value with weight c is a Gaussian mechanism of
-// sensitivity c S/K and noise sigma, c (S/K)/sigma-GDP; given the earlier
-// releases, the other users' updates are the same in both worlds, and
-// adaptive composition (Dong, Roth and Su 2022, Cor. 3.3; for matrix
-// mechanisms on adaptive streams, Denisov et al. 2022) gives
-// f (S/K)/sigma = 1/z-GDP: exactly the Gaussian mechanism of multiplier z
-// that the accountant charges. Each user enters one release, so the
-// per-user epsilon is that of z, as with independent noise. A contributor
-// present in several releases (one episode split over consecutive users,
-// TrainOptions.ContinueEpisodes) is protected by less: the columns of its
-// releases add (DPConfig.WindowSensitivity, EpisodePrivacy).
-//
-// Every noise draw comes from the exact sampler of package noise (exactly a
-// Gaussian mechanism rounded to a grid that depends only on the noise scale,
-// so the floating-point values released leak nothing more), fed by the
-// *rand.Rand given to NewAggregator; the production path passes a generator
-// seeded from crypto/rand. An Aggregator is
-// not safe for concurrent use.
+// with the fixed denominator K also for an early flush. With correlated noise
+// (DPConfig.Noise: the binary tree, or the square-root factorization of the
+// prefix-sum matrix) g~_t is the difference of private prefix-sum estimates,
+// computed from the released noisy values only, with noise z f S / K (f =
+// DPConfig.NoiseFactor()) so that one release is exactly the Gaussian
+// mechanism of multiplier z (docs/privacy.md, section 3). In ModePPO nothing
+// is clipped and no noise is added. Noise comes from package noise's exact
+// sampler fed by the *rand.Rand given to NewAggregator (crypto/rand-keyed in
+// production). An Aggregator is not safe for concurrent use.
 type Aggregator struct {
 	cfg      DPConfig
 	nPi, n   int
