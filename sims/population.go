@@ -38,6 +38,20 @@ type PopulationConfig struct {
 	Seed uint64
 	// Prefix starts every user and session id ("sim" if empty).
 	Prefix string
+	// Admit, if set, paces the run: Run calls it (from one goroutine, in
+	// session order) before it starts session i, and starts no session
+	// while it blocks. It should block on a channel or condition (for
+	// example a policy release), never poll; it must return when ctx is
+	// done. A false return admits no further session: Run lets the
+	// sessions already started finish and returns nil.
+	Admit func(ctx context.Context, i int) (bool, error)
+	// OnError, if set, decides what a session that fails (an agent error,
+	// a bad action; not ctx ending) does to the run: a nil return counts
+	// the session as failed and goes on (the user's next session, if any,
+	// starts with a reset of its env), an error stops Run with it. It is
+	// called serialised with Run's onResult. Nil: the first failure stops
+	// Run.
+	OnError func(res SessionResult, err error) error
 }
 
 // Validate reports every problem of the config in one error.
@@ -121,11 +135,12 @@ type popJob struct {
 	returning  bool
 }
 
-// Run drives all sessions against agent with cfg.Workers goroutines and
-// calls onResult (serialised, possibly nil) for each completed session;
-// the results of one user arrive in session order. It
-// stops at the first error (an agent error, a bad action) or when ctx is
-// done, and returns that error.
+// Run drives the sessions against agent with cfg.Workers goroutines, as
+// cfg.Admit admits them (all of them if Admit is nil), and calls onResult
+// (serialised, possibly nil) for each completed session; the results of
+// one user arrive in session order. It stops at the first error (an agent
+// error or a bad action that cfg.OnError does not forgive, an Admit error)
+// or when ctx is done, and returns that error.
 func (p *Population) Run(ctx context.Context, agent Agent, onResult func(SessionResult)) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -149,6 +164,15 @@ func (p *Population) Run(ctx context.Context, agent Agent, onResult func(Session
 					envs[u] = p.cfg.NewEnv()
 				}
 				res, err := p.session(ctx, agent, envs[u], j)
+				if err != nil && ctx.Err() == nil && p.cfg.OnError != nil {
+					mu.Lock()
+					err = p.cfg.OnError(res, err)
+					mu.Unlock()
+					if err == nil {
+						close(j.done)
+						continue
+					}
+				}
 				if err != nil {
 					cancel(err)
 					return
@@ -164,6 +188,16 @@ func (p *Population) Run(ctx context.Context, agent Agent, onResult func(Session
 	}
 dispatch:
 	for i := range p.cfg.Sessions {
+		if p.cfg.Admit != nil {
+			ok, err := p.cfg.Admit(ctx, i)
+			if err != nil {
+				cancel(fmt.Errorf("sims: admit session %d: %w", i, err))
+				break
+			}
+			if !ok || ctx.Err() != nil {
+				break
+			}
+		}
 		u := p.users[i]
 		j := popJob{i: i, prev: lastDone[u], done: make(chan struct{}), returning: lastDone[u] != nil}
 		lastDone[u] = j.done

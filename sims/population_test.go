@@ -239,3 +239,132 @@ func TestPopulationConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestPopulationAdmit checks the pacing hook: no session starts before
+// Admit admits it, Admit sees sessions in order, a false return stops
+// admission (Run returns nil after the started sessions) and an Admit
+// error stops Run with it.
+func TestPopulationAdmit(t *testing.T) {
+	tests := []struct {
+		name    string
+		stopAt  int // Admit returns false for this session
+		failAt  int // Admit fails for this session (-1: never)
+		wantN   int
+		wantErr bool
+	}{
+		{"all", 1 << 30, -1, 40, false},
+		{"stop", 25, -1, 25, false},
+		{"stop-first", 0, -1, 0, false},
+		{"error", 1 << 30, 13, 13, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ag := newFixedAgent(0)
+			var admitted []int
+			cfg := PopulationConfig{NewEnv: func() Env { return &popTestEnv{} }, Sessions: 40, Workers: 4, ReturnProb: 0.3, Seed: 1,
+				Admit: func(_ context.Context, i int) (bool, error) {
+					// Sessions before i have been admitted, none after.
+					ag.mu.Lock()
+					started := len(ag.acts)
+					ag.mu.Unlock()
+					if started > i {
+						return false, fmt.Errorf("%d sessions started before session %d was admitted", started, i)
+					}
+					if i == tc.failAt {
+						return false, errors.New("no")
+					}
+					admitted = append(admitted, i)
+					return i < tc.stopAt, nil
+				}}
+			p, err := NewPopulation(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			err = p.Run(context.Background(), ag, func(SessionResult) { n++ })
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			if !tc.wantErr && n != tc.wantN {
+				t.Errorf("%d sessions, want %d", n, tc.wantN)
+			}
+			if len(ag.acts) > tc.wantN {
+				t.Errorf("%d sessions started, want at most %d", len(ag.acts), tc.wantN)
+			}
+			for k, i := range admitted {
+				if i != k {
+					t.Fatalf("admitted %v, want in order", admitted)
+				}
+			}
+		})
+	}
+}
+
+// TestPopulationAdmitBlocks checks lockstep pacing on a channel: Admit
+// holds session i until the session before it has finished (a release
+// stands in), so sessions run one at a time whatever the worker count.
+func TestPopulationAdmitBlocks(t *testing.T) {
+	done := make(chan struct{}, 1)
+	done <- struct{}{}
+	ag := newFixedAgent(1)
+	var running, maxRunning int
+	var mu sync.Mutex
+	p, err := NewPopulation(PopulationConfig{NewEnv: func() Env { return &popTestEnv{} }, Sessions: 30, Workers: 8, Seed: 2,
+		Admit: func(ctx context.Context, _ int) (bool, error) {
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return false, ctx.Err()
+			}
+			mu.Lock()
+			running++
+			maxRunning = max(maxRunning, running)
+			mu.Unlock()
+			return true, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := p.Run(context.Background(), ag, func(SessionResult) {
+		n++
+		mu.Lock()
+		running--
+		mu.Unlock()
+		done <- struct{}{}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 30 || maxRunning != 1 {
+		t.Errorf("%d sessions, at most %d at once; want 30, 1", n, maxRunning)
+	}
+}
+
+// TestPopulationOnError checks that OnError can forgive a failed session
+// (the run goes on, the user's later sessions still run) or stop the run.
+func TestPopulationOnError(t *testing.T) {
+	for _, forgive := range []bool{true, false} {
+		p := newTestPop(t, 60, 4, 0.5)
+		ag := newFixedAgent(0)
+		ag.failAt = "sim-s17"
+		var failed []string
+		p.cfg.OnError = func(r SessionResult, err error) error {
+			failed = append(failed, r.Session)
+			if forgive {
+				return nil
+			}
+			return fmt.Errorf("stop: %w", err)
+		}
+		var n int
+		err := p.Run(context.Background(), ag, func(SessionResult) { n++ })
+		if len(failed) != 1 || failed[0] != "sim-s17" {
+			t.Errorf("forgive %v: failed sessions %v", forgive, failed)
+		}
+		if forgive && (err != nil || n != 59) {
+			t.Errorf("forgive: err %v, %d results, want nil, 59", err, n)
+		}
+		if !forgive && (err == nil || !strings.Contains(err.Error(), "stop: sims: session sim-s17 step 0: act: agent down")) {
+			t.Errorf("stop: err %v", err)
+		}
+	}
+}
