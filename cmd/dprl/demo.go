@@ -394,6 +394,9 @@ func (l *latencies) quantiles(qs ...float64) []float64 {
 
 func runDemo(ctx context.Context, a *app, svc *agent.Service, ac agent.Config, o demoOptions) (demoResult, error) {
 	start := time.Now()
+	if _, err := sims.New(o.env); err != nil {
+		return demoResult{}, err
+	}
 	nc, err := stream.Connect(svc.NATSURL(), stream.WithName("dprl-demo-users"))
 	if err != nil {
 		return demoResult{}, err
@@ -403,14 +406,21 @@ func runDemo(ctx context.Context, a *app, svc *agent.Service, ac agent.Config, o
 	if err != nil {
 		return demoResult{}, err
 	}
+	// Lockstep pacing and the end of the run wait for releases: the
+	// agent's dprl.v1.policy announcement wakes them (no polling).
+	rel := newReleaseSignal()
+	sub, err := client.WatchPolicy(func(stream.PolicyAnnouncement) { rel.notify() })
+	if err != nil {
+		return demoResult{}, err
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil { // the server knows the subscription before any release
+		return demoResult{}, fmt.Errorf("demo: watch policy: %w", err)
+	}
 	var (
-		next     atomic.Int64
 		admitted atomic.Int64
 		lat      latencies
 		rets     simReturns
-		errOnce  sync.Once
-		runErr   error
-		wg       sync.WaitGroup
 	)
 	master := o.seed
 	if master == 0 {
@@ -420,6 +430,40 @@ func runDemo(ctx context.Context, a *app, svc *agent.Service, ac agent.Config, o
 	K := ag.K()
 	ev := &evaluator{store: svc.Store(), spec: ac.Spec, cfg: ac.Policy, env: o.env, master: master,
 		every: o.evalEvery, episodes: o.evalEpisodes, target: o.target}
+	pop, err := sims.NewPopulation(sims.PopulationConfig{
+		NewEnv:     func() sims.Env { e, _ := sims.New(o.env); return e }, // checked above
+		Sessions:   o.users,
+		Workers:    o.concurrency,
+		ReturnProb: o.returning,
+		Seed:       master,
+		Prefix:     "demo",
+		Admit: func(ctx context.Context, i int) (bool, error) {
+			v := ag.Version()
+			if o.lockstep {
+				// Admit session i once the policy it will train has been
+				// released: the sessions of update b all start on version b.
+				b := uint64(i / K)
+				if err := rel.wait(ctx, func() bool { return ag.Version() >= b }); err != nil {
+					return false, nil // ctx is done: Run returns its cause
+				}
+				v = b
+			}
+			ok, err := ev.admit(v)
+			if ok {
+				admitted.Add(1)
+			}
+			return ok, err
+		},
+		OnError: func(_ sims.SessionResult, err error) error {
+			if errors.Is(err, stream.ErrShuttingDown) {
+				return nil // the agent is stopping: the run ends with ctx
+			}
+			return err
+		},
+	})
+	if err != nil {
+		return demoResult{}, err
+	}
 	stopProgress := startProgress(a, func() string {
 		st := ag.Stats()
 		p := lat.quantiles(0.99)
@@ -432,64 +476,14 @@ func runDemo(ctx context.Context, a *app, svc *agent.Service, ac agent.Config, o
 		return fmt.Sprintf("users %d/%d  releases %d  eval return %s [simulation-only]  epsilon %.3g/session  act p99 %.2f ms",
 			admitted.Load(), o.users, st.Updates, evs, st.Epsilon, p[0])
 	})
-	fail := func(err error) { errOnce.Do(func() { runErr = err }) }
-	for w := 0; w < o.concurrency; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(master, uint64(w)+1))
-			env, err := sims.New(o.env)
-			if err != nil {
-				fail(err)
-				return
-			}
-			obs := make([]float64, env.ObservationSpace().Dim())
-			for {
-				i := next.Add(1)
-				if i > int64(o.users) || ctx.Err() != nil || ev.stopped.Load() {
-					return
-				}
-				v := ag.Version()
-				if o.lockstep {
-					// Admit session i once the policy it will train has been
-					// released: the sessions of update b all start on version b.
-					b := uint64((i - 1) / int64(K))
-					for ag.Version() < b && ctx.Err() == nil && !ev.stopped.Load() {
-						time.Sleep(time.Millisecond)
-					}
-					v = b
-				}
-				ok, err := ev.admit(v)
-				if err != nil {
-					fail(err)
-					return
-				}
-				if !ok || ctx.Err() != nil {
-					return
-				}
-				admitted.Add(1)
-				user := fmt.Sprintf("user-%d", i)
-				if i > 1 && rng.Float64() < o.returning {
-					user = fmt.Sprintf("user-%d", 1+rng.Int64N(i-1))
-				}
-				ret, err := playSessionReturn(ctx, client, env, rng, obs, fmt.Sprintf("s-%d", i), user, &lat)
-				if err != nil {
-					fail(err)
-					return
-				}
-				rets.add(ret)
-			}
-		}(w)
-	}
-	wg.Wait()
+	runErr := pop.Run(ctx, natsUsers{c: client, lat: &lat}, func(r sims.SessionResult) { rets.add(r.Return) })
 	// Let the updater take the last full batch (a partial one is flushed
-	// after the flush timeout, or left).
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) && ag.Stats().Updates < admitted.Load()/int64(K) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	// after the flush timeout, or left): wait for its release, at most 3 s.
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
+	_ = rel.wait(wctx, func() bool { return ag.Stats().Updates >= admitted.Load()/int64(K) })
+	wcancel()
 	stopProgress()
-	if runErr != nil {
+	if runErr != nil && !errors.Is(runErr, context.DeadlineExceeded) {
 		return demoResult{}, runErr
 	}
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
@@ -509,36 +503,62 @@ func runDemo(ctx context.Context, a *app, svc *agent.Service, ac agent.Config, o
 		ActsPerSec: float64(lat.n) / secs, ReturningPct: o.returning}, nil
 }
 
-// playSession plays one episode through the agent over NATS.
-func playSession(ctx context.Context, c *stream.Client, env sims.Env, rng *rand.Rand, obs []float64, session, user string, lat *latencies) error {
-	_, err := playSessionReturn(ctx, c, env, rng, obs, session, user, lat)
-	return err
+// natsUsers is the sims.Agent of simulated users: the agent's NATS client
+// (wire protocol v1), timing every act as the client sees it.
+type natsUsers struct {
+	c   *stream.Client
+	lat *latencies
 }
 
-// playSessionReturn plays one episode and returns its return.
-func playSessionReturn(ctx context.Context, c *stream.Client, env sims.Env, rng *rand.Rand, obs []float64, session, user string, lat *latencies) (float64, error) {
-	env.Reset(rng, obs)
-	var reward, ret float64
-	for step := 0; ; step++ {
-		t0 := time.Now()
-		act, err := c.Act(ctx, session, user, obs, reward, step == 0)
-		if err != nil {
-			if errors.Is(err, stream.ErrShuttingDown) || ctx.Err() != nil {
-				return ret, nil
-			}
-			return ret, fmt.Errorf("act %s: %w", session, err)
+// Act asks the agent for the action of one step and records its latency.
+func (u natsUsers) Act(ctx context.Context, session, user string, obs []float64, reward float64, first bool) (sims.Action, error) {
+	t0 := time.Now()
+	act, err := u.c.Act(ctx, session, user, obs, reward, first)
+	if err != nil {
+		return act, err
+	}
+	u.lat.add(time.Since(t0))
+	return act, nil
+}
+
+// End closes the session. It names no user: every session of a
+// Population is opened and ended on the one connection of u.c, from which
+// the agent accepts that.
+func (u natsUsers) End(ctx context.Context, session string, reward float64, terminal bool) error {
+	return u.c.End(ctx, session, reward, terminal)
+}
+
+// releaseSignal wakes waiters at every policy release announcement.
+type releaseSignal struct {
+	mu sync.Mutex
+	ch chan struct{} // closed and replaced at each release
+}
+
+func newReleaseSignal() *releaseSignal { return &releaseSignal{ch: make(chan struct{})} }
+
+// notify wakes every current waiter.
+func (r *releaseSignal) notify() {
+	r.mu.Lock()
+	close(r.ch)
+	r.ch = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// wait blocks until cond holds, checking it at every release, or until
+// ctx is done (then it returns ctx.Err()).
+func (r *releaseSignal) wait(ctx context.Context, cond func() bool) error {
+	for {
+		r.mu.Lock()
+		ch := r.ch // taken before cond: a release after the check still wakes us
+		r.mu.Unlock()
+		if cond() {
+			return nil
 		}
-		lat.add(time.Since(t0))
-		r, term, trunc := env.Step(act, obs)
-		ret += r
-		if term || trunc {
-			_, err := c.EndAs(ctx, session, user, r, term)
-			if err != nil && ctx.Err() == nil {
-				return ret, fmt.Errorf("end %s: %w", session, err)
-			}
-			return ret, nil
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		reward = r
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -83,51 +82,46 @@ probability P, which exercises the agent's per-user contribution bounds.`,
 				master = rand.Uint64()
 			}
 			var (
-				next, errs atomic.Int64
-				lat        latencies
-				mu         sync.Mutex
-				returns    = make([]float64, users)
-				wg         sync.WaitGroup
+				played, errs atomic.Int64
+				lat          latencies
+				returns      = make([]float64, users)
 			)
+			pop, err := sims.NewPopulation(sims.PopulationConfig{
+				NewEnv:     func() sims.Env { e, _ := sims.New(env); return e }, // checked above
+				Sessions:   users,
+				Workers:    concurrency,
+				ReturnProb: returning,
+				Seed:       master,
+				Prefix:     fmt.Sprintf("replay-%d", master),
+				OnError: func(r sims.SessionResult, err error) error {
+					// A failed session is counted and the run goes on.
+					played.Add(1)
+					errs.Add(1)
+					a.log.Warn().Err(err).Str("session", r.Session).Msg("session failed")
+					return nil
+				},
+			})
+			if err != nil {
+				return err
+			}
 			start := time.Now()
 			ctx := c.Context()
 			stop := startProgress(a, func() string {
 				p := lat.quantiles(0.99)
-				return fmt.Sprintf("users %d/%d  errors %d  policy version %d  act p99 %.2f ms", min(next.Load(), int64(users)), users, errs.Load(), lastVer.Load(), p[0])
+				return fmt.Sprintf("users %d/%d  errors %d  policy version %d  act p99 %.2f ms", played.Load(), users, errs.Load(), lastVer.Load(), p[0])
 			})
-			for w := 0; w < concurrency; w++ {
-				wg.Add(1)
-				go func(w int) {
-					defer wg.Done()
-					rng := rand.New(rand.NewPCG(master, uint64(w)+1))
-					e, _ := sims.New(env)
-					obs := make([]float64, e.ObservationSpace().Dim())
-					for ctx.Err() == nil {
-						i := next.Add(1)
-						if i > int64(users) {
-							return
-						}
-						user := fmt.Sprintf("replay-user-%d", i)
-						if i > 1 && rng.Float64() < returning {
-							user = fmt.Sprintf("replay-user-%d", 1+rng.Int64N(i-1))
-						}
-						ret, err := playSessionReturn(ctx, client, e, rng, obs, fmt.Sprintf("replay-%d-%d", master, i), user, &lat)
-						if err != nil {
-							errs.Add(1)
-							a.log.Warn().Err(err).Msg("session failed")
-							continue
-						}
-						mu.Lock()
-						returns[i-1] = ret
-						mu.Unlock()
-					}
-				}(w)
-			}
-			wg.Wait()
+			runErr := pop.Run(ctx, natsUsers{c: client, lat: &lat}, func(r sims.SessionResult) {
+				returns[r.Index] = r.Return // serialised with OnError, read after Run
+				played.Add(1)
+			})
 			stop()
+			if runErr != nil && ctx.Err() == nil {
+				return runErr
+			}
+			// Interrupted: report the sessions played so far.
 			secs := time.Since(start).Seconds()
 			q := lat.quantiles(0.5, 0.99)
-			res := replayResult{Env: env, Users: min(next.Load(), int64(users)), Acts: lat.n, Seconds: secs, ActsPerSec: float64(lat.n) / secs,
+			res := replayResult{Env: env, Users: played.Load(), Acts: lat.n, Seconds: secs, ActsPerSec: float64(lat.n) / secs,
 				P50Ms: q[0], P99Ms: q[1], Errors: errs.Load(), LastVersion: lastVer.Load()}
 			for d := 0; d < 10; d++ {
 				lo, hi := d*users/10, (d+1)*users/10
