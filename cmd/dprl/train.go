@@ -503,7 +503,7 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 		if err != nil {
 			return cfg, usagef("train: %v", err)
 		}
-		z, err := acct.calibrate(f.epsilon, f.delta)
+		z, err := acct.ep.Calibrate(f.epsilon, f.delta)
 		if err != nil {
 			return cfg, usagef("train: --epsilon %v: %v", f.epsilon, err)
 		}
