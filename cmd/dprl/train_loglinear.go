@@ -149,24 +149,13 @@ func logLinearText(w io.Writer, r experiment.LogLinearResult) error {
 		return err
 	}
 	for _, run := range r.Runs {
-		mean, std := meanStd(run.Final)
+		mean, std := experiment.MeanStd(run.Final)
 		if _, err := fmt.Fprintf(w, "  epsilon %.3g per episode (z = %.3f) %-3s alpha %.4g: cumulative regret %.1f ± %.1f over %d seeds; regret per episode first 10%% %.4g, last 10%% %.4g; S %.3g to %.3g; final values %s\n",
 			run.Epsilon, run.Z, run.Region, run.Alpha, mean, std, len(run.Final), run.FirstSlope, run.LastSlope, run.ClipFirst, run.ClipLast, formatFloats(run.FinalValue)); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func meanStd(x []float64) (mean, std float64) {
-	for _, v := range x {
-		mean += v
-	}
-	mean /= float64(len(x))
-	for _, v := range x {
-		std += (v - mean) * (v - mean)
-	}
-	return mean, math.Sqrt(std / float64(len(x)))
 }
 
 func formatFloats(x []float64) string {

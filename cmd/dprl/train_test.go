@@ -573,7 +573,7 @@ func TestTrainLogLinearLongCurve(t *testing.T) {
 			}
 		}
 		// The last curve point is the mean of the seeds' cumulative regrets.
-		if mean, _ := meanStd(run.Final); math.Abs(run.Mean[n-1]-mean) > 1e-9*mean {
+		if mean, _ := experiment.MeanStd(run.Final); math.Abs(run.Mean[n-1]-mean) > 1e-9*mean {
 			t.Errorf("%s: last curve point %v, mean final regret %v", run.Region, run.Mean[n-1], mean)
 		}
 		if !(run.FirstSlope > 0 && run.LastSlope > 0) {
