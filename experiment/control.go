@@ -41,7 +41,7 @@ type Control struct {
 func (c Control) Validate() error {
 	var errs []error
 	if c.NewEnv == nil {
-		errs = append(errs, &FieldError{Field: "NewEnv", Value: nil, Reason: "need an environment"})
+		errs = append(errs, &FieldError{Field: "NewEnv", Reason: "need an environment"})
 	}
 	if c.Users < 1 {
 		errs = append(errs, &FieldError{Field: "Users", Value: c.Users, Reason: "must be >= 1"})

@@ -84,14 +84,20 @@ type LogLinear struct {
 }
 
 // FieldError is one invalid field of a configuration: the field's name (as
-// in the struct), its value and why it is rejected.
+// in the struct), its value (nil when the field is missing) and why it is
+// rejected.
 type FieldError struct {
 	Field  string
 	Value  any
 	Reason string
 }
 
-func (e *FieldError) Error() string { return fmt.Sprintf("%s %v: %s", e.Field, e.Value, e.Reason) }
+func (e *FieldError) Error() string {
+	if e.Value == nil {
+		return fmt.Sprintf("%s: %s", e.Field, e.Reason)
+	}
+	return fmt.Sprintf("%s %v: %s", e.Field, e.Value, e.Reason)
+}
 
 // ConfigError is an experiment's configuration that passed Validate but
 // that the learner rejects (a combination of fields) before any episode is

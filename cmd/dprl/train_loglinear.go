@@ -48,6 +48,9 @@ func flagErrors(err error, names map[string]string) []string {
 	var fe *experiment.FieldError
 	if errors.As(err, &fe) {
 		if name, ok := names[fe.Field]; ok {
+			if fe.Value == nil {
+				return []string{fmt.Sprintf("%s: %s", name, fe.Reason)}
+			}
 			return []string{fmt.Sprintf("%s %v: %s", name, fe.Value, fe.Reason)}
 		}
 	}
