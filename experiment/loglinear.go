@@ -321,7 +321,7 @@ func RunLogLinear(ctx context.Context, c LogLinear, prog Progress) (LogLinearRes
 					return res, &ConfigError{err}
 				}
 				if cfg.Alpha, err = l.AlphaForClip(m, c.Clip); err != nil {
-					return res, &ConfigError{&FieldError{Field: "Clip", Value: c.Clip, Reason: err.Error()}}
+					return res, &ConfigError{&FieldError{Field: "Clip", Reason: err.Error()}}
 				}
 			}
 			run := LogLinearRun{Epsilon: g.Epsilon, Z: z, Region: name, Alpha: cfg.Alpha, CurveEpisodes: points, Mean: make([]float64, len(points))}
