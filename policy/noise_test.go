@@ -633,3 +633,55 @@ func solveSPD(A [][]float64, b []float64) []float64 {
 	}
 	return x
 }
+
+// TestEpisodePrivacyCalibrate: Guarantees prices one episode and one
+// segment (4.377 per user at z = 1, delta 1e-5, as above), and Calibrate's
+// z meets each target per episode without exceeding it, tightly (its
+// epsilon is within 1e-3 of the target).
+func TestEpisodePrivacyCalibrate(t *testing.T) {
+	cfg := DefaultControlConfig()
+	cfg.DP.UsersPerUpdate = 8
+	opts := TrainOptions{Users: 10000, ContinueEpisodes: true}
+	tests := []struct {
+		name    string
+		noise   Noise
+		horizon int
+		episode float64 // at z = 1
+	}{
+		{"independent", NoiseIndependent, 0, 15.46},
+		{"tree", NoiseTree, 1250, 55.7},
+		{"sqrt", NoiseSqrt, 1250, 53.2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg.DP.Noise, cfg.DP.Horizon = tc.noise, tc.horizon
+			ep, err := TrainEpisodePrivacy(cfg, opts, sims.NewCartPole().MaxSteps())
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, seg, err := ep.Guarantees(1, 1e-5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(g.Epsilon-tc.episode) > 0.05 || math.Abs(seg.Epsilon-4.377) > 0.001 {
+				t.Fatalf("Guarantees(1, 1e-5) = %v per episode, %v per segment; want %v and 4.377", g.Epsilon, seg.Epsilon, tc.episode)
+			}
+			for _, target := range []float64{0.5, 1, 8} {
+				z, err := ep.Calibrate(target, 1e-5)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, _, err := ep.Guarantees(z, 1e-5)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g.Epsilon > target || g.Epsilon < target-1e-3 {
+					t.Errorf("Calibrate(%v) = z %v with epsilon %v per episode", target, z, g.Epsilon)
+				}
+			}
+		})
+	}
+	if _, err := (EpisodePrivacy{Releases: 1, Sensitivity: 1}).Calibrate(-1, 1e-5); err == nil {
+		t.Error("Calibrate accepted a negative target")
+	}
+}

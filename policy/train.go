@@ -642,6 +642,54 @@ func (e EpisodePrivacy) Event(z float64) accountant.Event {
 	return accountant.Gaussian(z / e.Sensitivity)
 }
 
+// Guarantees returns the exact analytic-Gaussian guarantees (Balle and
+// Wang 2018, "Improving the Gaussian Mechanism for Differential Privacy",
+// Thm. 8; accountant.Analytic) at noise multiplier z and delta of one
+// episode (Event(z), the privacy unit) and of one segment (one user, in one
+// release: the Gaussian mechanism of multiplier z).
+func (e EpisodePrivacy) Guarantees(z, delta float64) (episode, segment accountant.Guarantee, err error) {
+	if segment, err = (accountant.Analytic{}).Epsilon(delta, accountant.Gaussian(z)); err != nil {
+		return episode, segment, err
+	}
+	if episode, err = (accountant.Analytic{}).Epsilon(delta, e.Event(z)); err != nil {
+		return episode, segment, err
+	}
+	return episode, segment, nil
+}
+
+// Calibrate returns the smallest noise multiplier z (rounded up) whose
+// per-episode epsilon at delta (Guarantees) is at most target: the
+// Releases-fold composition is calibrated for independent noise, one
+// Gaussian mechanism scaled by Sensitivity for correlated noise. The result
+// is checked against the exact accountant and stepped up past any rounding,
+// so it never exceeds target.
+func (e EpisodePrivacy) Calibrate(target, delta float64) (float64, error) {
+	steps := 1
+	if e.Noise == NoiseIndependent {
+		steps = e.Releases
+	}
+	z, err := accountant.Calibrate(accountant.Analytic{}, target, delta, 1, steps)
+	if err != nil {
+		return 0, err
+	}
+	if e.Noise != NoiseIndependent {
+		z *= e.Sensitivity
+	}
+	// z * rho / rho may round below the calibrated value: step up to the
+	// first z whose epsilon is within the target.
+	for range 64 {
+		g, err := accountant.Analytic{}.Epsilon(delta, e.Event(z))
+		if err != nil {
+			return 0, err
+		}
+		if g.Epsilon <= target {
+			return z, nil
+		}
+		z = math.Nextafter(z, math.Inf(1))
+	}
+	return 0, fmt.Errorf("policy: no noise multiplier reaches epsilon %v per episode", target)
+}
+
 // Evaluate runs episodes full episodes of env under the policy block of theta,
 // sampling actions from the policy (the DPPG paper's protocol: 20 episodes),
 // and returns the mean and the population standard deviation of the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dprl/experiment"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,7 +36,7 @@ a line of slope 1 and sublinear regret bends below it.`,
 			if out == "" {
 				return usagef("plot regret: --out FILE.png is required")
 			}
-			results := make([]logLinearResult, len(args))
+			results := make([]experiment.LogLinearResult, len(args))
 			for i, path := range args {
 				r, err := readLogLinearResult(path)
 				if err != nil {
@@ -67,8 +68,8 @@ a line of slope 1 and sublinear regret bends below it.`,
 }
 
 // readLogLinearResult reads and checks one dppg-loglinear --json result.
-func readLogLinearResult(path string) (logLinearResult, error) {
-	var r logLinearResult
+func readLogLinearResult(path string) (experiment.LogLinearResult, error) {
+	var r experiment.LogLinearResult
 	f, err := os.Open(path)
 	if err != nil {
 		return r, err
@@ -97,7 +98,7 @@ func readLogLinearResult(path string) (logLinearResult, error) {
 	return r, nil
 }
 
-func countRuns(results []logLinearResult) int {
+func countRuns(results []experiment.LogLinearResult) int {
 	n := 0
 	for _, r := range results {
 		n += len(r.Runs)

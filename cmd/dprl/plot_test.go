@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dprl/experiment"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,21 +68,21 @@ func TestPlotRegret(t *testing.T) {
 // estimate only when the figure's results differ in them, and the Fisher
 // only for KL runs.
 func TestRegretLabel(t *testing.T) {
-	kl := func(p, ridge float64, exact bool) logLinearResult {
-		return logLinearResult{P: p, FisherRidge: ridge, FisherExact: exact, Runs: []logLinearRun{{Region: "kl", Epsilon: 1}, {Region: "l2", Epsilon: 5}}}
+	kl := func(p, ridge float64, exact bool) experiment.LogLinearResult {
+		return experiment.LogLinearResult{P: p, FisherRidge: ridge, FisherExact: exact, Runs: []experiment.LogLinearRun{{Region: "kl", Epsilon: 1}, {Region: "l2", Epsilon: 5}}}
 	}
 	for _, tc := range []struct {
 		name    string
-		results []logLinearResult
+		results []experiment.LogLinearResult
 		want    []string // labels of every run, in order
 	}{
-		{"same", []logLinearResult{kl(0.6, 1e-3, false), kl(0.6, 1e-3, false)},
+		{"same", []experiment.LogLinearResult{kl(0.6, 1e-3, false), kl(0.6, 1e-3, false)},
 			[]string{"DPPG-KL, ε = 1", "DPPG-L2, ε = 5", "DPPG-KL, ε = 1", "DPPG-L2, ε = 5"}},
-		{"ridge", []logLinearResult{kl(0.6, 1e-3, true), kl(0.6, 1e-2, true)},
+		{"ridge", []experiment.LogLinearResult{kl(0.6, 1e-3, true), kl(0.6, 1e-2, true)},
 			[]string{"DPPG-KL, ε = 1, ridge 0.001", "DPPG-L2, ε = 5", "DPPG-KL, ε = 1, ridge 0.01", "DPPG-L2, ε = 5"}},
-		{"exact and p", []logLinearResult{kl(0.6, 1e-3, false), kl(0.9, 1e-3, true)},
+		{"exact and p", []experiment.LogLinearResult{kl(0.6, 1e-3, false), kl(0.9, 1e-3, true)},
 			[]string{"DPPG-KL, ε = 1, p = 0.6, sampled F", "DPPG-L2, ε = 5, p = 0.6", "DPPG-KL, ε = 1, p = 0.9, exact F", "DPPG-L2, ε = 5, p = 0.9"}},
-		{"L2 only differs", []logLinearResult{{P: 0.6, FisherRidge: 1, Runs: []logLinearRun{{Region: "l2", Epsilon: 5}}}, kl(0.6, 1e-3, false)},
+		{"L2 only differs", []experiment.LogLinearResult{{P: 0.6, FisherRidge: 1, Runs: []experiment.LogLinearRun{{Region: "l2", Epsilon: 5}}}, kl(0.6, 1e-3, false)},
 			[]string{"DPPG-L2, ε = 5", "DPPG-KL, ε = 1", "DPPG-L2, ε = 5"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,12 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"dprl/experiment"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -503,7 +503,7 @@ func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
 		if err != nil {
 			return cfg, usagef("train: %v", err)
 		}
-		z, err := acct.calibrate(f.epsilon, f.delta)
+		z, err := acct.ep.Calibrate(f.epsilon, f.delta)
 		if err != nil {
 			return cfg, usagef("train: --epsilon %v: %v", f.epsilon, err)
 		}
@@ -602,41 +602,23 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 	return emit(a.stdout, f.json, res, res.text)
 }
 
-// trainSeed trains and evaluates one run with seed r.Seed and fills in r.
-// Every random draw of the run derives from that seed, so a run of --seeds
-// reproduces the single run with the same --seed.
+// trainSeed trains and evaluates one run with seed r.Seed
+// (experiment.RunControl) and fills in r; with --diag it writes the run's
+// diagnostics.
 func trainSeed(ctx context.Context, a *app, f *trainFlags, cfg policy.Config, newEnv func() sims.Env, r *trainResult, prog *trainProgress) error {
-	rng := rand.New(rand.NewPCG(r.Seed, 0x647072_6c5f7472)) // "dprl_tr"
-	trainRNG := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
-	evalA, evalB := rng.Uint64(), rng.Uint64()
-	evalRNG := rand.New(rand.NewPCG(evalA, evalB))
-
-	out, err := policy.Train(ctx, newEnv, cfg, policy.TrainOptions{
-		Users: f.users, Workers: f.workers, Progress: prog.update, ContinueEpisodes: !f.fresh, AnnealServerLR: f.anneal,
-		AverageDecay: f.average,
-		Diagnostics:  f.diag != "",
-	}, trainRNG)
+	c := experiment.Control{NewEnv: newEnv, Config: cfg, Users: f.users, Workers: f.workers, EvalEpisodes: f.evalEpisodes,
+		FreshEpisodes: f.fresh, AnnealServerLR: f.anneal, Average: f.average, Diagnostics: f.diag != ""}
+	out, err := experiment.RunControl(ctx, c, r.Seed, prog.update)
 	if err != nil {
-		return fmt.Errorf("train: seed %d: %w", r.Seed, err)
+		return fmt.Errorf("train: %w", err)
 	}
-	actor, err := policy.NewActorFor(out.Spec, cfg.PPO)
-	if err != nil {
-		return err
+	if out.LastMean != nil {
+		r.Average, r.LastMean, r.LastStd = f.average, out.LastMean, out.LastStd
 	}
-	evalStart := time.Now()
-	final := out.Theta
-	if out.Average != nil {
-		// The same evaluation episodes for both: a second generator from the same seeds.
-		m, s := policy.Evaluate(newEnv(), actor, out.Theta, f.evalEpisodes, rand.New(rand.NewPCG(evalA, evalB)))
-		r.Average, r.LastMean, r.LastStd, final = f.average, &m, &s, out.Average
-	}
-	r.EvalMean, r.EvalStd = policy.Evaluate(newEnv(), actor, final, f.evalEpisodes, evalRNG)
-	a.log.Debug().Uint64("seed", r.Seed).Dur("eval", time.Since(evalStart)).Float64("eval_mean", r.EvalMean).Msg("evaluated")
+	r.EvalMean, r.EvalStd = out.EvalMean, out.EvalStd
+	a.log.Debug().Uint64("seed", r.Seed).Dur("eval", time.Duration(out.EvalSeconds*float64(time.Second))).Float64("eval_mean", r.EvalMean).Msg("evaluated")
 	r.Users, r.Updates, r.Steps, r.Skipped, r.Curve = out.Users, out.Updates, out.Steps, out.Skipped, out.Curve
-	r.Seconds = out.Elapsed.Seconds()
-	if r.Seconds > 0 {
-		r.StepsPerSecond = float64(out.Steps) / r.Seconds
-	}
+	r.Seconds, r.StepsPerSecond = out.Seconds, out.StepsPerSecond
 	if f.diag != "" {
 		if err := writeDiagnostics(f.diag, out.Diagnostics); err != nil {
 			return fmt.Errorf("train: --diag: %w", err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 
 	"dprl/ledger/accountant"
 	"dprl/policy"
@@ -61,46 +60,14 @@ func newEpisodeAccount(f *trainFlags, cfg policy.Config) (*episodeAccount, error
 }
 
 // at returns the guarantees at noise multiplier z and delta: per episode
-// (the headline) and per segment (one user), and sets EpsilonPerSegment.
-// Both are exact analytic-Gaussian guarantees (accountant.Analytic).
+// (the headline) and per segment (one user), and sets EpsilonPerSegment
+// (policy.EpisodePrivacy.Guarantees).
 func (e *episodeAccount) at(z, delta float64) (episode, segment accountant.Guarantee, err error) {
-	if segment, err = (accountant.Analytic{}).Epsilon(delta, accountant.Gaussian(z)); err != nil {
-		return episode, segment, err
-	}
-	if episode, err = (accountant.Analytic{}).Epsilon(delta, e.ep.Event(z)); err != nil {
+	if episode, segment, err = e.ep.Guarantees(z, delta); err != nil {
 		return episode, segment, err
 	}
 	e.EpsilonPerSegment = segment.Epsilon
 	return episode, segment, nil
-}
-
-// calibrate returns the smallest noise multiplier z (rounded up) whose
-// per-episode epsilon at delta is at most target.
-func (e *episodeAccount) calibrate(target, delta float64) (float64, error) {
-	steps := 1
-	if e.ep.Noise == policy.NoiseIndependent {
-		steps = e.ep.Releases
-	}
-	z, err := accountant.Calibrate(accountant.Analytic{}, target, delta, 1, steps)
-	if err != nil {
-		return 0, err
-	}
-	if e.ep.Noise != policy.NoiseIndependent {
-		z *= e.ep.Sensitivity
-	}
-	// z * rho / rho may round below the calibrated value: step up to the
-	// first z whose epsilon is within the target.
-	for range 64 {
-		g, err := accountant.Analytic{}.Epsilon(delta, e.ep.Event(z))
-		if err != nil {
-			return 0, err
-		}
-		if g.Epsilon <= target {
-			return z, nil
-		}
-		z = math.Nextafter(z, math.Inf(1))
-	}
-	return 0, fmt.Errorf("no noise multiplier reaches epsilon %v per episode", target)
 }
 
 // text describes the episode account for the privacy line of the output.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dprl/experiment"
 	"fmt"
 	"io"
 	"math"
@@ -67,26 +68,16 @@ func summarizeSeeds(runs []trainResult) trainSeedsResult {
 		out.Epsilon = &eps
 	}
 	evals := make([]float64, len(runs))
-	points := len(r0.Curve)
+	curves := make([][]policy.CurvePoint, len(runs))
 	for i, r := range runs {
-		evals[i] = r.EvalMean
+		evals[i], curves[i] = r.EvalMean, r.Curve
 		out.Min, out.Max = math.Min(out.Min, r.EvalMean), math.Max(out.Max, r.EvalMean)
 		out.Seconds += r.Seconds
 		out.Runs = append(out.Runs, seedRun{Seed: r.Seed, EvalMean: r.EvalMean, EvalStd: r.EvalStd, LastMean: r.LastMean, LastStd: r.LastStd,
 			Users: r.Users, Updates: r.Updates, Steps: r.Steps, Seconds: r.Seconds, StepsPerSecond: r.StepsPerSecond, Skipped: r.Skipped})
-		points = min(points, len(r.Curve))
 	}
-	out.Mean, out.Std = meanStd(evals)
-	// The runs share the configuration, so their curves have points at the
-	// same user counts; a shorter curve (none in practice) truncates all.
-	col := make([]float64, len(runs))
-	for k := range points {
-		for i, r := range runs {
-			col[i] = r.Curve[k].Mean
-		}
-		m, s := meanStd(col)
-		out.Curve = append(out.Curve, policy.CurvePoint{Users: r0.Curve[k].Users, Update: r0.Curve[k].Update, Mean: m, Std: s})
-	}
+	out.Mean, out.Std = experiment.MeanStd(evals)
+	out.Curve = experiment.MeanCurve(curves)
 	return out
 }
 

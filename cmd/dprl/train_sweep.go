@@ -1,9 +1,10 @@
 package main
 
 import (
+	"dprl/experiment"
+	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strings"
 
@@ -19,34 +20,19 @@ import (
 // trainSweepResult is the output of dprl train --sweep-z: the privacy-utility
 // curve (Rio et al., Fig. 2 and 6), one point per noise multiplier.
 type trainSweepResult struct {
-	Env    string       `json:"env"`
-	Method string       `json:"method"`
-	Delta  float64      `json:"delta"`
-	Users  int          `json:"users"` // per run
-	Seeds  []uint64     `json:"seeds"` // the same seeds at every z
-	Points []sweepPoint `json:"points"`
+	Env    string                  `json:"env"`
+	Method string                  `json:"method"`
+	Delta  float64                 `json:"delta"`
+	Users  int                     `json:"users"` // per run
+	Seeds  []uint64                `json:"seeds"` // the same seeds at every z
+	Points []experiment.SweepPoint `json:"points"`
 	// The episode structure behind every point's epsilon (the same at
 	// every z); the per-segment epsilon is given per point.
 	*episodeAccount
 }
 
-// sweepPoint is one noise multiplier of a sweep: the per-episode epsilon it
-// gives (the privacy unit), the per-segment epsilon (one simulated user),
-// and the eval returns of its runs, summarised over seeds.
-type sweepPoint struct {
-	Z                 float64   `json:"z"`
-	Epsilon           float64   `json:"epsilon"`
-	EpsilonPerSegment float64   `json:"epsilon_per_segment"`
-	Accountant        string    `json:"accountant"`
-	Mean              float64   `json:"mean"` // over seeds of each run's eval mean
-	Std               float64   `json:"std"`
-	Min               float64   `json:"min"`
-	Max               float64   `json:"max"`
-	EvalMeans         []float64 `json:"eval_means"` // one per seed, in Seeds order
-}
-
 // runTrainSweep trains with every z of --sweep-z over n seeds each (the same
-// seeds at every z) and reports return against epsilon.
+// seeds at every z; experiment.RunSweep) and reports return against epsilon.
 func runTrainSweep(cmd *cobra.Command, a *app, f *trainFlags, cfg policy.Config, n int) error {
 	var errs []string
 	for _, name := range []string{"z", "epsilon", "diag"} {
@@ -54,22 +40,14 @@ func runTrainSweep(cmd *cobra.Command, a *app, f *trainFlags, cfg policy.Config,
 			errs = append(errs, fmt.Sprintf("--%s: not with --sweep-z (the sweep sets z; --diag writes one run)", name))
 		}
 	}
-	if len(f.sweepZ) == 0 {
-		errs = append(errs, "--sweep-z: give at least one noise multiplier")
-	}
-	for _, z := range f.sweepZ {
-		if !(z > 0) || math.IsInf(z, 0) {
-			errs = append(errs, fmt.Sprintf("--sweep-z %v: every noise multiplier must be finite and > 0", z))
-		}
+	sw := experiment.Sweep{Zs: f.sweepZ, Seeds: []uint64{0}, Delta: f.delta}
+	if err := sw.Validate(); err != nil {
+		errs = append(errs, flagErrors(err, map[string]string{"Zs": "--sweep-z", "Delta": "--delta"})...)
 	}
 	if len(errs) > 0 {
 		slices.Sort(errs)
 		return usagef("train: %s", strings.Join(errs, "; "))
 	}
-	zs := slices.Clone(f.sweepZ)
-	slices.Sort(zs)
-	zs = slices.Compact(zs)
-
 	seed, err := seedFlag(cmd, "seed", f.seed)
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
@@ -83,33 +61,26 @@ func runTrainSweep(cmd *cobra.Command, a *app, f *trainFlags, cfg policy.Config,
 	for i := range n {
 		out.Seeds = append(out.Seeds, seed+uint64(i))
 	}
+	sw.Seeds, sw.Episode = out.Seeds, acct.ep
+	sw.Control = experiment.Control{NewEnv: info.New, Config: cfg, Users: f.users, Workers: f.workers, EvalEpisodes: f.evalEpisodes,
+		FreshEpisodes: f.fresh, AnnealServerLR: f.anneal, Average: f.average}
+	zs := slices.Compact(slices.Sorted(slices.Values(f.sweepZ))) // RunSweep's points
 	prog := newTrainProgress(a, len(zs)*n*f.users, 0)
 	defer prog.done()
-	for j, z := range zs {
-		cfg.DP.NoiseMultiplier = z
-		// Per episode (the privacy unit) and per segment (one user).
-		g, seg, err := acct.at(z, f.delta)
-		if err != nil {
-			return usageError{err}
-		}
-		prog.epsilon = g.Epsilon
-		runs := make([]trainResult, 0, n)
-		for i, s := range out.Seeds {
-			r := trainResult{Env: f.env, Method: f.algo, Delta: f.delta, K: cfg.DP.UsersPerUpdate, Z: z, Clip: cfg.DP.ClipNorm,
-				EvalEpisodes: f.evalEpisodes, Seed: s, Seeded: true, Epsilon: g.Epsilon, Accountant: string(g.Method)}
-			prog.offset = (j*n + i) * f.users
-			if err := trainSeed(cmd.Context(), a, f, cfg, info.New, &r, prog); err != nil {
-				return err
-			}
-			runs = append(runs, r)
-		}
-		sum := summarizeSeeds(runs)
-		pt := sweepPoint{Z: z, Epsilon: g.Epsilon, EpsilonPerSegment: seg.Epsilon, Accountant: string(g.Method), Mean: sum.Mean, Std: sum.Std, Min: sum.Min, Max: sum.Max}
-		for _, r := range runs {
-			pt.EvalMeans = append(pt.EvalMeans, r.EvalMean)
-		}
-		out.Points = append(out.Points, pt)
-		a.log.Info().Float64("z", z).Float64("epsilon", g.Epsilon).Float64("epsilon_per_segment", seg.Epsilon).Float64("mean", pt.Mean).Float64("std", pt.Std).Msg("sweep point")
+	out.Points, err = experiment.RunSweep(cmd.Context(), sw, experiment.SweepHooks{
+		Progress: func(point, run int, eps float64) func(policy.Progress) {
+			prog.epsilon, prog.offset = eps, (point*n+run)*f.users
+			return prog.update
+		},
+		Point: func(pt experiment.SweepPoint) {
+			a.log.Info().Float64("z", pt.Z).Float64("epsilon", pt.Epsilon).Float64("epsilon_per_segment", pt.EpsilonPerSegment).Float64("mean", pt.Mean).Float64("std", pt.Std).Msg("sweep point")
+		},
+	})
+	if cerr := (*experiment.ConfigError)(nil); errors.As(err, &cerr) {
+		return usageError{cerr.Err}
+	}
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
 	prog.done()
 	structure := *acct

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"dprl/experiment"
 	"encoding/json"
 	"fmt"
 	"image/png"
@@ -492,7 +493,7 @@ func TestTrainLogLinear(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var r logLinearResult
+	var r experiment.LogLinearResult
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +529,7 @@ func TestTrainLogLinear(t *testing.T) {
 	// The baseline's step size reaches the learner: without a baseline the
 	// same seeds give other regrets.
 	code, out, stderr = runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim-0.9", "--episodes", "30", "--seeds", "2", "--eps", "5", "--region", "l2,kl", "--seed", "1", "--baseline-lr", "0", "--json", "--log-level", "disabled")
-	var r0 logLinearResult
+	var r0 experiment.LogLinearResult
 	if code != 0 || json.Unmarshal([]byte(out), &r0) != nil {
 		t.Fatalf("--baseline-lr 0: exit %d: %s", code, stderr)
 	}
@@ -546,14 +547,14 @@ func TestTrainLogLinear(t *testing.T) {
 // evenly spaced points ending at the last episode, its result does not
 // depend on --workers, and --eta sets a constant step (bad values: usage).
 func TestTrainLogLinearLongCurve(t *testing.T) {
-	run := func(extra ...string) logLinearResult {
+	run := func(extra ...string) experiment.LogLinearResult {
 		t.Helper()
 		args := append([]string{"train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "2000", "--seeds", "2", "--eps", "5", "--region", "l2,kl", "--seed", "4", "--json", "--log-level", "disabled"}, extra...)
 		code, out, stderr := runCLI(t, args...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", extra, code, stderr)
 		}
-		var r logLinearResult
+		var r experiment.LogLinearResult
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatal(err)
 		}
@@ -563,7 +564,7 @@ func TestTrainLogLinearLongCurve(t *testing.T) {
 	r3 := run("--workers", "3") // four jobs on three workers
 	for i, run := range r1.Runs {
 		n := len(run.CurveEpisodes)
-		if n != logLinearCurvePoints || len(run.Mean) != n || run.CurveEpisodes[n-1] != 2000 || run.CurveEpisodes[0] != 2 {
+		if n != experiment.CurvePoints || len(run.Mean) != n || run.CurveEpisodes[n-1] != 2000 || run.CurveEpisodes[0] != 2 {
 			t.Fatalf("%s: %d curve points, first at %d, last at %d", run.Region, n, run.CurveEpisodes[0], run.CurveEpisodes[n-1])
 		}
 		for k := 1; k < n; k++ {
@@ -572,7 +573,7 @@ func TestTrainLogLinearLongCurve(t *testing.T) {
 			}
 		}
 		// The last curve point is the mean of the seeds' cumulative regrets.
-		if mean, _ := meanStd(run.Final); math.Abs(run.Mean[n-1]-mean) > 1e-9*mean {
+		if mean, _ := experiment.MeanStd(run.Final); math.Abs(run.Mean[n-1]-mean) > 1e-9*mean {
 			t.Errorf("%s: last curve point %v, mean final regret %v", run.Region, run.Mean[n-1], mean)
 		}
 		if !(run.FirstSlope > 0 && run.LastSlope > 0) {
@@ -607,10 +608,10 @@ func TestTrainLogLinearLongCurve(t *testing.T) {
 // estimate differs between seeds), a larger --fisher-ridge gives a smaller
 // S, both are recorded, and bad values are usage errors.
 func TestTrainLogLinearFisherFlags(t *testing.T) {
-	clips := func(extra ...string) (logLinearResult, []float64) {
+	clips := func(extra ...string) (experiment.LogLinearResult, []float64) {
 		t.Helper()
 		var out []float64
-		var res logLinearResult
+		var res experiment.LogLinearResult
 		for _, seed := range []string{"1", "2"} {
 			args := append([]string{"train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "1", "--seeds", "1", "--eps", "5", "--region", "kl", "--seed", seed, "--json", "--log-level", "disabled"}, extra...)
 			code, stdout, stderr := runCLI(t, args...)
@@ -653,14 +654,14 @@ func TestTrainLogLinearFisherFlags(t *testing.T) {
 // default, as in App. C.2.2), --clip chooses each run's alpha so that its
 // first clipping norm is S, and bad combinations are usage errors.
 func TestTrainLogLinearBatchFlags(t *testing.T) {
-	run := func(extra ...string) logLinearResult {
+	run := func(extra ...string) experiment.LogLinearResult {
 		t.Helper()
 		args := append([]string{"train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "8", "--seeds", "1", "--eps", "1,5", "--seed", "1", "--eta", "1e-3", "--json", "--log-level", "disabled"}, extra...)
 		code, stdout, stderr := runCLI(t, args...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", extra, code, stderr)
 		}
-		var res logLinearResult
+		var res experiment.LogLinearResult
 		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 			t.Fatal(err)
 		}
@@ -706,7 +707,7 @@ func TestTrainLogLinearDiag(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var res logLinearResult
+	var res experiment.LogLinearResult
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -720,7 +721,7 @@ func TestTrainLogLinearDiag(t *testing.T) {
 		t.Fatalf("%d lines, want %d (2 seeds x %d curve points)", len(lines), 2*len(points), len(points))
 	}
 	for i, seed := range []uint64{1, 2} {
-		var first, last logLinearTracePoint
+		var first, last experiment.LogLinearTracePoint
 		if err := json.Unmarshal(lines[i*len(points)], &first); err != nil {
 			t.Fatal(err)
 		}
@@ -746,7 +747,7 @@ func TestTrainLogLinearInitRight(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("--init-right %s: exit %d: %s", gap, code, stderr)
 		}
-		var r logLinearResult
+		var r experiment.LogLinearResult
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatal(err)
 		}
