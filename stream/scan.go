@@ -1,9 +1,10 @@
 package stream
 
 import (
+	"dprl/internal/jsonstrict"
+
 	"math"
 	"strconv"
-	"unicode/utf8"
 )
 
 // scanner is a strict, allocation-free JSON reader for the flat objects of
@@ -77,86 +78,12 @@ func (s *scanner) str() ([]byte, *Error) {
 }
 
 func (s *scanner) strSlow(start int) ([]byte, *Error) {
-	s.buf = append(s.buf[:0], s.data[start:s.pos]...)
-	for s.pos < len(s.data) {
-		c := s.data[s.pos]
-		switch {
-		case c == '"':
-			s.pos++
-			return s.buf, nil
-		case c < 0x20:
-			return nil, s.syntax("control character in string")
-		case c != '\\':
-			s.buf = append(s.buf, c)
-			s.pos++
-			continue
-		}
-		s.pos++
-		if s.pos >= len(s.data) {
-			break
-		}
-		e := s.data[s.pos]
-		s.pos++
-		switch e {
-		case '"', '\\', '/':
-			s.buf = append(s.buf, e)
-		case 'b':
-			s.buf = append(s.buf, '\b')
-		case 'f':
-			s.buf = append(s.buf, '\f')
-		case 'n':
-			s.buf = append(s.buf, '\n')
-		case 'r':
-			s.buf = append(s.buf, '\r')
-		case 't':
-			s.buf = append(s.buf, '\t')
-		case 'u':
-			r, ok := s.hex4()
-			if !ok {
-				return nil, s.syntax("bad \\u escape")
-			}
-			if r >= 0xD800 && r < 0xDC00 { // high surrogate: a low one must follow
-				if s.pos+1 < len(s.data) && s.data[s.pos] == '\\' && s.data[s.pos+1] == 'u' {
-					s.pos += 2
-					r2, ok := s.hex4()
-					if !ok || r2 < 0xDC00 || r2 >= 0xE000 {
-						return nil, s.syntax("bad surrogate pair")
-					}
-					r = (r-0xD800)<<10 + (r2 - 0xDC00) + 0x10000
-				} else {
-					return nil, s.syntax("lone surrogate")
-				}
-			} else if r >= 0xDC00 && r < 0xE000 {
-				return nil, s.syntax("lone surrogate")
-			}
-			s.buf = utf8.AppendRune(s.buf, r)
-		default:
-			return nil, s.syntax("bad escape")
-		}
+	var msg string
+	s.buf, s.pos, msg = jsonstrict.Unescape(s.buf[:0], s.data, start)
+	if msg != "" {
+		return nil, s.syntax(msg)
 	}
-	return nil, s.syntax("unterminated string")
-}
-
-func (s *scanner) hex4() (rune, bool) {
-	if s.pos+4 > len(s.data) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range s.data[s.pos : s.pos+4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
-	s.pos += 4
-	return r, true
+	return s.buf, nil
 }
 
 // num reads a JSON number (RFC 8259 grammar) as a finite float64.

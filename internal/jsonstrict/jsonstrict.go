@@ -294,75 +294,94 @@ func (s *Scanner) String() ([]byte, error) {
 }
 
 func (s *Scanner) strSlow(start int) ([]byte, error) {
-	s.buf = append(s.buf[:0], s.data[start:s.pos]...)
-	for s.pos < len(s.data) {
-		c := s.data[s.pos]
+	var msg string
+	s.buf, s.pos, msg = Unescape(s.buf[:0], s.data, start)
+	if msg != "" {
+		return nil, s.syntax(msg)
+	}
+	if !utf8.Valid(s.buf) {
+		return nil, &Error{Class: Syntax, Offset: start, Msg: "string is not valid UTF-8"}
+	}
+	return s.buf, nil
+}
+
+// Unescape appends to dst the body of the JSON string in data that starts at
+// pos (just after its opening quote, or anywhere inside it before its first
+// escape), decoding the escapes, and returns the result and the offset just
+// after the closing quote. A malformed string (a control character, a bad
+// escape, a lone surrogate, no closing quote) returns a non-empty msg and the
+// offset where it was found. It does not check that the result is UTF-8. The
+// agent's wire decoder and the session-log reader share it.
+func Unescape(dst, data []byte, pos int) (out []byte, next int, msg string) {
+	for pos < len(data) {
+		c := data[pos]
 		switch {
 		case c == '"':
-			s.pos++
-			if !utf8.Valid(s.buf) {
-				return nil, &Error{Class: Syntax, Offset: start, Msg: "string is not valid UTF-8"}
-			}
-			return s.buf, nil
+			return dst, pos + 1, ""
 		case c < 0x20:
-			return nil, s.syntax("control character in string")
+			return dst, pos, "control character in string"
 		case c != '\\':
-			s.buf = append(s.buf, c)
-			s.pos++
+			dst = append(dst, c)
+			pos++
 			continue
 		}
-		s.pos++
-		if s.pos >= len(s.data) {
+		pos++
+		if pos >= len(data) {
 			break
 		}
-		e := s.data[s.pos]
-		s.pos++
+		e := data[pos]
+		pos++
 		switch e {
 		case '"', '\\', '/':
-			s.buf = append(s.buf, e)
+			dst = append(dst, e)
 		case 'b':
-			s.buf = append(s.buf, '\b')
+			dst = append(dst, '\b')
 		case 'f':
-			s.buf = append(s.buf, '\f')
+			dst = append(dst, '\f')
 		case 'n':
-			s.buf = append(s.buf, '\n')
+			dst = append(dst, '\n')
 		case 'r':
-			s.buf = append(s.buf, '\r')
+			dst = append(dst, '\r')
 		case 't':
-			s.buf = append(s.buf, '\t')
+			dst = append(dst, '\t')
 		case 'u':
-			r, ok := s.hex4()
+			r, ok := hex4(data, pos)
 			if !ok {
-				return nil, s.syntax(`bad \u escape`)
+				return dst, pos, `bad \u escape`
 			}
+			pos += 4
 			if r >= 0xD800 && r < 0xDC00 { // high surrogate: a low one must follow
-				if s.pos+1 < len(s.data) && s.data[s.pos] == '\\' && s.data[s.pos+1] == 'u' {
-					s.pos += 2
-					r2, ok := s.hex4()
+				if pos+1 < len(data) && data[pos] == '\\' && data[pos+1] == 'u' {
+					pos += 2
+					r2, ok := hex4(data, pos)
+					if ok {
+						pos += 4
+					}
 					if !ok || r2 < 0xDC00 || r2 >= 0xE000 {
-						return nil, s.syntax("bad surrogate pair")
+						return dst, pos, "bad surrogate pair"
 					}
 					r = (r-0xD800)<<10 + (r2 - 0xDC00) + 0x10000
 				} else {
-					return nil, s.syntax("lone surrogate")
+					return dst, pos, "lone surrogate"
 				}
 			} else if r >= 0xDC00 && r < 0xE000 {
-				return nil, s.syntax("lone surrogate")
+				return dst, pos, "lone surrogate"
 			}
-			s.buf = utf8.AppendRune(s.buf, r)
+			dst = utf8.AppendRune(dst, r)
 		default:
-			return nil, s.syntax("bad escape")
+			return dst, pos, "bad escape"
 		}
 	}
-	return nil, s.syntax("unterminated string")
+	return dst, pos, "unterminated string"
 }
 
-func (s *Scanner) hex4() (rune, bool) {
-	if s.pos+4 > len(s.data) {
+// hex4 decodes the four hex digits at data[pos:].
+func hex4(data []byte, pos int) (rune, bool) {
+	if pos+4 > len(data) {
 		return 0, false
 	}
 	var r rune
-	for _, c := range s.data[s.pos : s.pos+4] {
+	for _, c := range data[pos : pos+4] {
 		r <<= 4
 		switch {
 		case c >= '0' && c <= '9':
@@ -375,7 +394,6 @@ func (s *Scanner) hex4() (rune, bool) {
 			return 0, false
 		}
 	}
-	s.pos += 4
 	return r, true
 }
 

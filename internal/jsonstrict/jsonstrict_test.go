@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // walk reads any value, generically (the tests' schema-free reader).
@@ -162,6 +163,31 @@ func FuzzFloat(f *testing.F) {
 		want, perr := strconv.ParseFloat(strings.Trim(in, " \t\r\n"), 64) // JSON white space around
 		if perr != nil || math.Float64bits(got) != math.Float64bits(want) {
 			t.Fatalf("%q: %v (%b), ParseFloat %v (%b, %v)", in, got, math.Float64bits(got), want, math.Float64bits(want), perr)
+		}
+	})
+}
+
+// FuzzUnescape checks the string decoder shared with the wire decoder
+// against encoding/json: a string both accept decodes to the same bytes, and
+// a string json.Unmarshal refuses is refused.
+func FuzzUnescape(f *testing.F) {
+	for _, s := range []string{`a"`, `\n\t\"x"`, `\u00e9\ud83d\ude00"`, `\ud83d"`, `\u12"`, "\x01\"", `abc`, `\q"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		out, next, msg := Unescape(nil, []byte(body), 0)
+		var want string
+		if msg != "" {
+			return // refusing more than encoding/json (lone surrogates) is allowed
+		}
+		if next < 1 || body[next-1] != '"' {
+			t.Fatalf("%q: next %d is not after a closing quote", body, next)
+		}
+		if err := json.Unmarshal([]byte(`"`+body[:next]), &want); err != nil {
+			t.Fatalf("%q: accepted %q, encoding/json refuses: %v", body, body[:next], err)
+		}
+		if utf8.Valid(out) && string(out) != want {
+			t.Fatalf("%q: %q, encoding/json %q", body, out, want)
 		}
 	})
 }
