@@ -123,6 +123,11 @@ func runObserved(t *testing.T, sessions []scriptedSession, K int) []servedView {
 		if (i+1)%K == 0 {
 			want := uint64((i + 1) / K)
 			waitFor(t, fmt.Sprintf("version %d", want), func() bool { return svc.Agent().Version() == want })
+			// The released batch's memory is returned just after the
+			// release: wait for it, so that the gauge is polled in the
+			// same state in both runs (its timing, not its value,
+			// varies between runs).
+			waitFor(t, "the batch's session memory returned", func() bool { return svc.Agent().mem.Load() == 0 })
 		}
 		views = append(views, observe(t, svc.OpsAddr()))
 	}
