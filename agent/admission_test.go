@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"dprl/offline"
 	"dprl/policy"
+	"dprl/sessionlog"
 	"dprl/sims"
 	"dprl/stream"
 
@@ -700,7 +700,7 @@ func TestRewardClipping(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	s, err := offline.NewReader(f, offline.ReaderOptions{Spec: offline.Spec{ObsDim: 4, Discrete: 2}}).Next()
+	s, err := sessionlog.NewReader(f, sessionlog.ReaderOptions{Spec: sessionlog.Spec{ObsDim: 4, Discrete: 2}}).Next()
 	if err != nil {
 		t.Fatal(err)
 	}

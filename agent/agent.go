@@ -18,8 +18,8 @@ import (
 	"dprl/internal/rng"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
-	"dprl/offline"
 	"dprl/policy"
+	"dprl/sessionlog"
 	"dprl/space"
 
 	"github.com/rs/zerolog"
@@ -621,7 +621,7 @@ func (a *Agent) logSession(s *session, terminal bool) {
 	rewards, logp := slices.Clone(s.rewards[:T]), slices.Clone(s.logp[:T])
 	var actions []int
 	var cont []float64
-	bytes := int64(8*(len(obs)+2*T)) + int64(T)*int64(unsafe.Sizeof(offline.Step{})) + int64(unsafe.Sizeof(offline.Session{})) + int64(len(s.id)+len(s.user))
+	bytes := int64(8*(len(obs)+2*T)) + int64(T)*int64(unsafe.Sizeof(sessionlog.Step{})) + int64(unsafe.Sizeof(sessionlog.Session{})) + int64(len(s.id)+len(s.user))
 	if a.cfg.Spec.Kind == policy.ActionDiscrete {
 		actions = slices.Clone(s.actions[:T])
 		bytes += int64(8 * T)
@@ -630,7 +630,7 @@ func (a *Agent) logSession(s *session, terminal bool) {
 		bytes += int64(8 * len(cont))
 	}
 	ver := s.ver.num
-	out := &offline.Session{Session: s.id, User: s.user, PolicyVersion: &ver, Steps: make([]offline.Step, T), Terminal: terminal}
+	out := &sessionlog.Session{Session: s.id, User: s.user, PolicyVersion: &ver, Steps: make([]sessionlog.Step, T), Terminal: terminal}
 	for t := 0; t < T; t++ {
 		st := &out.Steps[t]
 		st.Obs, st.Reward, st.LogP = obs[t*od:(t+1)*od:(t+1)*od], rewards[t], logp[t]

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"dprl/ledger"
-	"dprl/offline"
 	"dprl/policy"
+	"dprl/sessionlog"
 	"dprl/sims"
 )
 
@@ -281,7 +281,7 @@ func TestSessionLog(t *testing.T) {
 	}
 	f, _ := os.Open(files[0])
 	defer f.Close()
-	r := offline.NewReader(f, offline.ReaderOptions{Spec: offline.Spec{ObsDim: 4, Discrete: 2}})
+	r := sessionlog.NewReader(f, sessionlog.ReaderOptions{Spec: sessionlog.Spec{ObsDim: 4, Discrete: 2}})
 	n := 0
 	for {
 		s, err := r.Next()

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"dprl/ledger"
-	"dprl/offline"
+	"dprl/sessionlog"
 	"dprl/stream"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -88,7 +88,7 @@ type Service struct {
 	runDone      chan struct{}
 	runErr       error
 	stopOnce     sync.Once
-	sessionLog   *offline.RotatingWriter
+	sessionLog   *sessionlog.RotatingWriter
 	stopErr      error
 }
 
@@ -114,12 +114,12 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 	var slog SessionLog
 	switch {
 	case cfg.SessionLogDir != "":
-		if s.sessionLog, err = offline.NewRotatingWriter(cfg.SessionLogDir, offline.RotatingOptions{}); err != nil {
+		if s.sessionLog, err = sessionlog.NewRotatingWriter(cfg.SessionLogDir, sessionlog.RotatingOptions{}); err != nil {
 			return s, err
 		}
 		slog = s.sessionLog
 	case cfg.SessionLogWriter != nil:
-		slog = flushingLog{offline.NewWriter(cfg.SessionLogWriter)}
+		slog = flushingLog{sessionlog.NewWriter(cfg.SessionLogWriter)}
 	}
 	prefix := cfg.Prefix
 	if prefix == "" {
@@ -289,10 +289,10 @@ func (s *Service) Close() error {
 	return s.stopErr
 }
 
-// flushingLog writes sessions to an offline.Writer, flushing each.
-type flushingLog struct{ w *offline.Writer }
+// flushingLog writes sessions to an sessionlog.Writer, flushing each.
+type flushingLog struct{ w *sessionlog.Writer }
 
-func (l flushingLog) Write(s *offline.Session) error {
+func (l flushingLog) Write(s *sessionlog.Session) error {
 	if err := l.w.Write(s); err != nil {
 		return err
 	}

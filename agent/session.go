@@ -10,7 +10,7 @@ import (
 	"unsafe"
 
 	"dprl/ledger"
-	"dprl/offline"
+	"dprl/sessionlog"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -255,10 +255,10 @@ func (t *sessionTable) expired(idleCutoff, lifeCutoff int64) []*session {
 }
 
 // SessionLog receives closed sessions in the dprl.sessions.v1 format;
-// *offline.RotatingWriter is one. The agent calls Write from a single
+// *sessionlog.RotatingWriter is one. The agent calls Write from a single
 // goroutine of its own, never on the request path.
 type SessionLog interface {
-	Write(*offline.Session) error
+	Write(*sessionlog.Session) error
 }
 
 // Default bounds of the session-log queue (Options.SessionLogQueue and
@@ -299,7 +299,7 @@ type logQueue struct {
 
 // logItem is one queued record and the bytes it holds.
 type logItem struct {
-	rec   *offline.Session
+	rec   *sessionlog.Session
 	bytes int64
 }
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"dprl/offline"
+	"dprl/sessionlog"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -46,7 +46,7 @@ func (w *slowWriter) Write(p []byte) (int, error) {
 // loggedIDs reads the session ids of a dprl.sessions.v1 stream, in order.
 func loggedIDs(t *testing.T, r io.Reader) []string {
 	t.Helper()
-	rd := offline.NewReader(r, offline.ReaderOptions{Spec: offline.Spec{ObsDim: 4, Discrete: 2}})
+	rd := sessionlog.NewReader(r, sessionlog.ReaderOptions{Spec: sessionlog.Spec{ObsDim: 4, Discrete: 2}})
 	var ids []string
 	for {
 		s, err := rd.Next()
@@ -141,7 +141,7 @@ type blockingLog struct {
 	ids     []string
 }
 
-func (l *blockingLog) Write(s *offline.Session) error {
+func (l *blockingLog) Write(s *sessionlog.Session) error {
 	l.entered <- s.Session
 	<-l.release
 	l.mu.Lock()

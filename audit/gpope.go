@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 
 	"dprl/ledger/accountant"
-	"dprl/offline"
 	"dprl/offline/gtd2"
+	"dprl/sessionlog"
 	"dprl/sims"
 )
 
@@ -62,7 +62,7 @@ func GPOPE(eps, delta float64) (Target, error) {
 		if err != nil {
 			return Target{}, err
 		}
-		in, err := gpopePrepare(append(append([]offline.Session(nil), background...), canary))
+		in, err := gpopePrepare(append(append([]sessionlog.Session(nil), background...), canary))
 		if err != nil {
 			return Target{}, err
 		}
@@ -91,15 +91,15 @@ func gpopeConfig(z float64) gtd2.Config {
 
 // gpopeBackground returns the fixed log: random states and actions from a
 // fixed seed, rewards in [0, 1), behaviour probability 1/2.
-func gpopeBackground() []offline.Session {
+func gpopeBackground() []sessionlog.Session {
 	rng := rand.New(rand.NewPCG(0x6770, 0x6f7065))
-	out := make([]offline.Session, gpopeN)
+	out := make([]sessionlog.Session, gpopeN)
 	for i := range out {
-		s := offline.Session{Session: fmt.Sprintf("bg-%d", i), Terminal: true, Steps: make([]offline.Step, gpopeLen)}
+		s := sessionlog.Session{Session: fmt.Sprintf("bg-%d", i), Terminal: true, Steps: make([]sessionlog.Step, gpopeLen)}
 		for t := range s.Steps {
 			obs := make([]float64, gpopeStates)
 			obs[rng.IntN(gpopeStates)] = 1
-			s.Steps[t] = offline.Step{Obs: obs, Action: sims.Action{Index: rng.IntN(2)}, Reward: rng.Float64(), LogP: math.Log(0.5)}
+			s.Steps[t] = sessionlog.Step{Obs: obs, Action: sims.Action{Index: rng.IntN(2)}, Reward: rng.Float64(), LogP: math.Log(0.5)}
 		}
 		out[i] = s
 	}
@@ -108,17 +108,17 @@ func gpopeBackground() []offline.Session {
 
 // gpopeTrajectory returns a canary trajectory: every step in state 0, action
 // 0, with the given reward and behaviour log-probability.
-func gpopeTrajectory(id string, reward, logp float64) offline.Session {
-	s := offline.Session{Session: id, Terminal: true, Steps: make([]offline.Step, gpopeLen)}
+func gpopeTrajectory(id string, reward, logp float64) sessionlog.Session {
+	s := sessionlog.Session{Session: id, Terminal: true, Steps: make([]sessionlog.Step, gpopeLen)}
 	for t := range s.Steps {
 		obs := make([]float64, gpopeStates)
 		obs[0] = 1
-		s.Steps[t] = offline.Step{Obs: obs, Action: sims.Action{Index: 0}, Reward: reward, LogP: logp}
+		s.Steps[t] = sessionlog.Step{Obs: obs, Action: sims.Action{Index: 0}, Reward: reward, LogP: logp}
 	}
 	return s
 }
 
-func gpopePrepare(sessions []offline.Session) (*gtd2.Dataset, error) {
+func gpopePrepare(sessions []sessionlog.Session) (*gtd2.Dataset, error) {
 	ds, err := gtd2.Prepare(sessions, gtd2.Tabular{N: gpopeStates}, gtd2.Uniform{N: 2}, gpopeGamma)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)

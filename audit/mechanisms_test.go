@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"dprl/offline"
 	"dprl/policy"
+	"dprl/sessionlog"
 )
 
 // runAll audits the targets with the test's runs and seed.
@@ -99,8 +99,8 @@ func TestAuditRealMechanismsWithinClaim(t *testing.T) {
 // session log reader accepts, so a real log can hold them.
 func TestGPOPECanariesAreValidRecords(t *testing.T) {
 	var buf bytes.Buffer
-	w := offline.NewWriter(&buf)
-	for _, s := range []offline.Session{gpopeTrajectory("large", 1e6, math.Log(0.5)), gpopeTrajectory("inf", 1, -800)} {
+	w := sessionlog.NewWriter(&buf)
+	for _, s := range []sessionlog.Session{gpopeTrajectory("large", 1e6, math.Log(0.5)), gpopeTrajectory("inf", 1, -800)} {
 		if err := w.Write(&s); err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func TestGPOPECanariesAreValidRecords(t *testing.T) {
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	rd := offline.NewReader(&buf, offline.ReaderOptions{Name: "canaries", Spec: offline.Spec{ObsDim: gpopeStates, Discrete: 2}})
+	rd := sessionlog.NewReader(&buf, sessionlog.ReaderOptions{Name: "canaries", Spec: sessionlog.Spec{ObsDim: gpopeStates, Discrete: 2}})
 	n := 0
 	for {
 		if _, err := rd.Next(); errors.Is(err, io.EOF) {

@@ -27,7 +27,7 @@
 //
 // Offline runs are charged against the dataset their records belong to.
 // A dataset is identified by its records, not its bytes: callers pass each
-// record's hash (offline.HashRecord), and a record index maps every record a
+// record's hash (sessionlog.HashRecord), and a record index maps every record a
 // run or a derived file registered to the entry that registered it. A file
 // sharing any record with a registered dataset is charged to that dataset
 // (its other records join it); a file with records of two datasets is

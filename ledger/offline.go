@@ -41,7 +41,7 @@ func (c Cap) check() error {
 }
 
 // RecordHash is the SHA-256 of one record's canonical encoding (see
-// offline.HashRecord).
+// sessionlog.HashRecord).
 type RecordHash = [32]byte
 
 // offlineUnits are the protected units an offline run may charge.

@@ -13,8 +13,8 @@ import (
 
 	"dprl/internal/atomicfile"
 	"dprl/ledger"
-	"dprl/offline"
 	"dprl/policy"
+	"dprl/sessionlog"
 
 	"github.com/spf13/cobra"
 )
@@ -447,7 +447,7 @@ unit; a dataset with several needs it.`,
 			defer s.Close()
 			what := dataset
 			if file != "" {
-				id, recs, err := offline.ScanRecords(file)
+				id, recs, err := sessionlog.ScanRecords(file)
 				if err != nil {
 					return fmt.Errorf("--file: %w", err)
 				}

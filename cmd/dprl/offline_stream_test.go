@@ -14,11 +14,11 @@ import (
 	"syscall"
 	"testing"
 
-	"dprl/offline"
 	"dprl/offline/evaluate"
 	"dprl/offline/gtd2"
 	"dprl/offline/lsw"
 	"dprl/offline/policies"
+	"dprl/sessionlog"
 )
 
 // TestOfflineRefusedAtLine2 checks that a log bad at line 2 is refused by
@@ -36,11 +36,11 @@ func TestOfflineRefusedAtLine2(t *testing.T) {
 		want        string
 	}{
 		{"no behaviour probability", `{"session":"b","steps":[{"obs":[0,1,0],"action":0,"reward":0}],"terminal":true}`, nil,
-			"log.jsonl:2: offline: bad session record: steps[0].prob: missing"},
+			"log.jsonl:2: sessionlog: bad session record: steps[0].prob: missing"},
 		{"repeated key", `{"session":"b","session":"c","steps":[{"obs":[0,1,0],"action":0,"reward":0,"prob":0.5}],"terminal":true}`, nil,
-			`log.jsonl:2: offline: bad session record: duplicate key "session"`},
+			`log.jsonl:2: sessionlog: bad session record: duplicate key "session"`},
 		{"repeated step key", `{"session":"b","steps":[{"obs":[0,1,0],"action":0,"action":1,"reward":0,"prob":0.5}],"terminal":true}`, nil,
-			`log.jsonl:2: offline: bad session record: steps[0]: duplicate key "action"`},
+			`log.jsonl:2: sessionlog: bad session record: steps[0]: duplicate key "action"`},
 		// With --env the target and features are checked as the log is
 		// read too.
 		{"not one-hot (--env)", `{"session":"b","steps":[{"obs":[0,0.5,0],"action":0,"reward":0,"prob":0.5}],"terminal":true}`,
@@ -110,15 +110,15 @@ type gtd2JSON struct {
 
 // readAllSessions reads a whole log into memory, as gtd2 did before it
 // streamed.
-func readAllSessions(t *testing.T, path string, spec offline.Spec) []offline.Session {
+func readAllSessions(t *testing.T, path string, spec sessionlog.Spec) []sessionlog.Session {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rd := offline.NewReader(f, offline.ReaderOptions{Name: path, Spec: spec})
-	var out []offline.Session
+	rd := sessionlog.NewReader(f, sessionlog.ReaderOptions{Name: path, Spec: spec})
+	var out []sessionlog.Session
 	for {
 		s, err := rd.Next()
 		if errors.Is(err, io.EOF) {
@@ -139,7 +139,7 @@ func readAllSessions(t *testing.T, path string, spec offline.Spec) []offline.Ses
 func TestOfflineGTD2SameAsInMemory(t *testing.T) {
 	fx := newGTD2Fixture(t)
 	const seed = 7
-	chainSpec := offline.Spec{ObsDim: 20, Discrete: 2}
+	chainSpec := sessionlog.Spec{ObsDim: 20, Discrete: 2}
 	uniform, err := policies.Parse("uniform", policies.Options{NumActions: 2, ObsDim: 20})
 	if err != nil {
 		t.Fatal(err)

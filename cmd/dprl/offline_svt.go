@@ -17,9 +17,9 @@ import (
 	"dprl/internal/rng"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
-	"dprl/offline"
 	"dprl/offline/budget"
 	"dprl/offline/svt"
+	"dprl/sessionlog"
 )
 
 // svtSource cites the theorem the charged (eps1, delta1) comes from.
@@ -122,7 +122,7 @@ probabilities (prob/logp: they are the generating expert's own), and a fresh
 id "stable-<i>" numbering the records in a fresh random order, so neither ids
 nor order say anything about the log. Readers that need behaviour
 probabilities (dprl offline gtd2) refuse it; learners that do not (CQL/BCQ,
-behaviour cloning) read it with offline.ReaderOptions.OptionalProb.
+behaviour cloning) read it with sessionlog.ReaderOptions.OptionalProb.
 
 The unstable file (--out-unstable, optional) is NOT released and has no DP
 guarantee: the tails of the queried trajectories (named "<session>#<k>" after
@@ -238,7 +238,7 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 	}
 	m := &svtMechanism{f: f, scan: &svtScan{f: f, index: map[string]int{}, maxAction: -1}, seeded: res.Seeded, rng: noiseRNG}
 	defer m.abort()
-	out, charged, err := budget.Run(commandContext(cmd), cfg, budget.Input{Path: f.data, Reader: offline.ReaderOptions{Name: f.data}}, m)
+	out, charged, err := budget.Run(commandContext(cmd), cfg, budget.Input{Path: f.data, Reader: sessionlog.ReaderOptions{Name: f.data}}, m)
 	if err != nil {
 		return fmt.Errorf("offline svt: %w", f.budget.explain(err))
 	}
@@ -287,7 +287,7 @@ type svtMechanism struct {
 	scan     *svtScan
 	seeded   bool
 	rng      *rand.Rand
-	sessions []offline.Session
+	sessions []sessionlog.Session
 	experts  []*svt.SmoothedExpert
 	// stableOut and unstableOut are the outputs' temporary files, created
 	// by Validate (a file that cannot be created costs nothing).
@@ -295,11 +295,11 @@ type svtMechanism struct {
 }
 
 // Check checks one record as the log is first read.
-func (m *svtMechanism) Check(s *offline.Session) error { return m.scan.check(s) }
+func (m *svtMechanism) Check(s *sessionlog.Session) error { return m.scan.check(s) }
 
 // Entry is the release's cost: (eps1, delta1) at unit expert, a fixed cost
 // (Theorem 5.5).
-func (m *svtMechanism) Entry(*offline.Index, budget.Dataset) (ledger.Entry, error) {
+func (m *svtMechanism) Entry(*sessionlog.Index, budget.Dataset) (ledger.Entry, error) {
 	f := m.f
 	return ledger.Entry{Unit: ledger.UnitExpert,
 		Mechanism: fmt.Sprintf("svt: DataRelease (Sharma et al., Algorithm 2), T = %d queries, L = %d, p_min = %v, discrete Laplace noise", f.queries, f.maxLen, f.pMin),
@@ -310,7 +310,7 @@ func (m *svtMechanism) Entry(*offline.Index, budget.Dataset) (ledger.Entry, erro
 // Validate checks the whole log and the experts (svtScan.load), records
 // the number of experts in the entry, and creates the outputs' temporary
 // files; nothing is released.
-func (m *svtMechanism) Validate(ix *offline.Index, e *ledger.Entry) error {
+func (m *svtMechanism) Validate(ix *sessionlog.Index, e *ledger.Entry) error {
 	var err error
 	if m.sessions, m.experts, err = m.scan.load(ix); err != nil {
 		return err
@@ -330,7 +330,7 @@ func (m *svtMechanism) Validate(ix *offline.Index, e *ledger.Entry) error {
 // Compute runs DataRelease, registers its outputs in the ledger as derived
 // from the dataset (before they exist, so any run on them is charged to
 // it) and writes them.
-func (m *svtMechanism) Compute(_ context.Context, _ *offline.Index, c *budget.Charge) (svt.Result, error) {
+func (m *svtMechanism) Compute(_ context.Context, _ *sessionlog.Index, c *budget.Charge) (svt.Result, error) {
 	f := m.f
 	qs := make([]svt.Expert, len(m.experts))
 	for i, e := range m.experts {
@@ -387,8 +387,8 @@ type svtScan struct {
 	maxAction int
 }
 
-// check checks one record (offline.ScanLog names its line in errors).
-func (v *svtScan) check(s *offline.Session) error {
+// check checks one record (sessionlog.ScanLog names its line in errors).
+func (v *svtScan) check(s *sessionlog.Session) error {
 	if s.Steps[0].Action.Vec != nil {
 		return errors.New("continuous actions: SVT needs discrete actions (Sharma et al. assume a finite action set)")
 	}
@@ -418,7 +418,7 @@ func (v *svtScan) check(s *offline.Session) error {
 // holds every session: its memory is that of the log's sessions (about
 // 80 bytes per step plus 8 per observation component), bounded by
 // --max-len per trajectory.
-func (v *svtScan) load(ix *offline.Index) ([]offline.Session, []*svt.SmoothedExpert, error) {
+func (v *svtScan) load(ix *sessionlog.Index) ([]sessionlog.Session, []*svt.SmoothedExpert, error) {
 	f := v.f
 	if f.queries > ix.Len() {
 		return nil, nil, fmt.Errorf("--queries %d: the log has %d trajectories (T must be at most their number)", f.queries, ix.Len())
@@ -431,8 +431,8 @@ func (v *svtScan) load(ix *offline.Index) ([]offline.Session, []*svt.SmoothedExp
 	if err != nil {
 		return nil, nil, err
 	}
-	sessions := make([]offline.Session, 0, ix.Len())
-	err = ix.Each(func(_ int, s *offline.Session) error {
+	sessions := make([]sessionlog.Session, 0, ix.Len())
+	err = ix.Each(func(_ int, s *sessionlog.Session) error {
 		if err := svt.CheckBehaviour(s, experts[v.index[s.Expert]]); err != nil {
 			return err
 		}
@@ -447,8 +447,8 @@ func (v *svtScan) load(ix *offline.Index) ([]offline.Session, []*svt.SmoothedExp
 
 // writeSessions writes the sessions to a pending output file and commits
 // it (synced and renamed into place).
-func writeSessions(a *atomicfile.File, ss []offline.Session) error {
-	w := offline.NewWriter(a)
+func writeSessions(a *atomicfile.File, ss []sessionlog.Session) error {
+	w := sessionlog.NewWriter(a)
 	for i := range ss {
 		if err := w.Write(&ss[i]); err != nil {
 			return err

@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"dprl/ledger"
-	"dprl/offline"
 	"dprl/offline/svt"
 	"dprl/policy"
+	"dprl/sessionlog"
 )
 
 // svtFixture generates m quick experts (one PPO update each) and their log
@@ -53,21 +53,21 @@ func ledgerEntries(t *testing.T, dir string) uint64 {
 	return h.Seq
 }
 
-func mustReadSessions(t *testing.T, path string) []offline.Session {
+func mustReadSessions(t *testing.T, path string) []sessionlog.Session {
 	t.Helper()
-	return mustReadSessionsOpt(t, path, offline.ReaderOptions{Name: path})
+	return mustReadSessionsOpt(t, path, sessionlog.ReaderOptions{Name: path})
 }
 
 // mustReadSessionsOpt reads every session of path with the reader options.
-func mustReadSessionsOpt(t *testing.T, path string, opt offline.ReaderOptions) []offline.Session {
+func mustReadSessionsOpt(t *testing.T, path string, opt sessionlog.ReaderOptions) []sessionlog.Session {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rd := offline.NewReader(f, opt)
-	var out []offline.Session
+	rd := sessionlog.NewReader(f, opt)
+	var out []sessionlog.Session
 	for {
 		s, err := rd.Next()
 		if errors.Is(err, io.EOF) {
@@ -231,12 +231,12 @@ func checkSVTRelease(t *testing.T, data, stablePath string, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = offline.NewReader(f, offline.ReaderOptions{Name: stablePath}).Next()
+	_, err = sessionlog.NewReader(f, sessionlog.ReaderOptions{Name: stablePath}).Next()
 	f.Close()
 	if n > 0 && (err == nil || !strings.Contains(err.Error(), stablePath+":1:") || !strings.Contains(err.Error(), "prob: missing")) {
 		t.Errorf("a reader needing probabilities read the release: err %v", err)
 	}
-	stable := mustReadSessionsOpt(t, stablePath, offline.ReaderOptions{Name: stablePath, OptionalProb: true})
+	stable := mustReadSessionsOpt(t, stablePath, sessionlog.ReaderOptions{Name: stablePath, OptionalProb: true})
 	if len(stable) != n || n == 0 {
 		t.Fatalf("the release holds %d records, result says %d (want > 0)", len(stable), n)
 	}
@@ -244,7 +244,7 @@ func checkSVTRelease(t *testing.T, data, stablePath string, n int) {
 		if want := "stable-" + strconv.Itoa(j+1); s.Session != want || s.User != "" || s.Expert != "" || s.PolicyVersion != nil {
 			t.Errorf("record %d: %q user %q expert %q version %v, want %q and no identifiers", j, s.Session, s.User, s.Expert, s.PolicyVersion, want)
 		}
-		var src *offline.Session
+		var src *sessionlog.Session
 		for i := range logged { // the logged trajectory this is a prefix of
 			o := &logged[i]
 			if len(o.Steps) >= len(s.Steps) && sameSteps(s.Steps, o.Steps[:len(s.Steps)]) {
@@ -268,7 +268,7 @@ func checkSVTRelease(t *testing.T, data, stablePath string, n int) {
 
 // sameSteps reports whether two step sequences have the same observations,
 // actions and rewards.
-func sameSteps(a, b []offline.Step) bool {
+func sameSteps(a, b []sessionlog.Step) bool {
 	for k := range a {
 		if a[k].Action.Index != b[k].Action.Index || a[k].Reward != b[k].Reward || len(a[k].Obs) != len(b[k].Obs) {
 			return false

@@ -11,7 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"dprl/ledger"
-	"dprl/offline"
+	"dprl/sessionlog"
 )
 
 // reformatLog writes a copy of a session log with the same records in
@@ -282,7 +282,7 @@ func TestOfflineDatasetUnits(t *testing.T) {
 	headLog(t, st, stHead, 1)
 	for _, f := range []string{st, stHead} {
 		var got string
-		ix, err := offline.ScanLog(f, offline.ReaderOptions{OptionalProb: true}, nil)
+		ix, err := sessionlog.ScanLog(f, sessionlog.ReaderOptions{OptionalProb: true}, nil)
 		if err == nil {
 			var s *ledger.Store
 			if s, err = ledger.Open(led, ledger.Options{MustExist: true, ReadOnly: true}); err == nil {

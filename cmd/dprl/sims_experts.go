@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"dprl/internal/progress"
-	"dprl/offline"
 	"dprl/offline/svt"
 	"dprl/policy"
+	"dprl/sessionlog"
 	"dprl/sims"
 )
 
@@ -183,7 +183,7 @@ func runSimsExperts(cmd *cobra.Command, a *app, f *simsExpertsFlags) error {
 	if err != nil {
 		return fmt.Errorf("sims experts: %w", err)
 	}
-	w := offline.NewWriter(out)
+	w := sessionlog.NewWriter(out)
 	prog := newCountProgress(a, "experts")
 	rng := rand.New(rand.NewPCG(res.Seed, 0x647072_6c5f6578)) // "dprl_ex"
 	gen, err := svt.Generate(cmd.Context(), gc, f.outDir, w, rng, func(p svt.GenProgress) { prog.update(p.Phase, p.Done, p.Total, p.Elapsed) })
@@ -209,7 +209,7 @@ func runSimsExperts(cmd *cobra.Command, a *app, f *simsExpertsFlags) error {
 	if err := os.WriteFile(filepath.Join(f.outDir, "experts.json"), append(mb, '\n'), 0o600); err != nil {
 		return fmt.Errorf("sims experts: %w", err)
 	}
-	if res.DatasetID, err = offline.DatasetID(f.logPath); err != nil {
+	if res.DatasetID, err = sessionlog.DatasetID(f.logPath); err != nil {
 		return fmt.Errorf("sims experts: %w", err)
 	}
 	rets := make([]float64, len(gen.Experts))

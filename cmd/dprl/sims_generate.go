@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dprl/offline"
 	"dprl/offline/policies"
+	"dprl/sessionlog"
 	"dprl/sims"
 )
 
@@ -163,7 +163,7 @@ func runSimsGenerate(a *app, cmd *cobra.Command, f *simsGenerateFlags) error {
 		return genErr
 	}
 	res.Env, res.Behavior, res.Seed, res.Out = f.env, f.behavior, seed, f.out
-	if res.DatasetID, err = offline.DatasetID(f.out); err != nil {
+	if res.DatasetID, err = sessionlog.DatasetID(f.out); err != nil {
 		return err
 	}
 	return emit(a.stdout, f.asJSON, res, func(w io.Writer) error {
@@ -181,7 +181,7 @@ func generate(a *app, env sims.Env, beh policies.Policy, episodes, limit int, se
 	envRNG := mrand.New(mrand.NewPCG(seed, 1))
 	polRNG := mrand.New(mrand.NewPCG(seed, 2))
 	dim := env.ObservationSpace().Dim()
-	w := offline.NewWriter(out)
+	w := sessionlog.NewWriter(out)
 	obs := make([]float64, dim)
 	probs := make([]float64, beh.NumActions())
 	var res simsGenerateResult
@@ -189,13 +189,13 @@ func generate(a *app, env sims.Env, beh policies.Policy, episodes, limit int, se
 	last := time.Now()
 	for ep := range episodes {
 		env.Reset(envRNG, obs)
-		s := offline.Session{Session: fmt.Sprintf("ep%d", ep)}
+		s := sessionlog.Session{Session: fmt.Sprintf("ep%d", ep)}
 		for t := 0; t < limit; t++ {
 			if err := beh.Probs(probs, obs); err != nil {
 				return res, fmt.Errorf("episode %d step %d: behaviour: %w", ep, t, err)
 			}
 			act := policies.Sample(polRNG, probs)
-			st := offline.Step{Obs: append([]float64(nil), obs...), Action: sims.Action{Index: act}, LogP: math.Log(probs[act])}
+			st := sessionlog.Step{Obs: append([]float64(nil), obs...), Action: sims.Action{Index: act}, LogP: math.Log(probs[act])}
 			var term, trunc bool
 			st.Reward, term, trunc = env.Step(sims.Action{Index: act}, obs)
 			s.Steps = append(s.Steps, st)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"dprl/offline"
+	"dprl/sessionlog"
 )
 
 func TestSimsGenerate(t *testing.T) {
@@ -35,7 +35,7 @@ func TestSimsGenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r := offline.NewReader(f, offline.ReaderOptions{Name: out})
+	r := sessionlog.NewReader(f, sessionlog.ReaderOptions{Name: out})
 	n, steps, ret := 0, 0, 0.0
 	for {
 		s, err := r.Next()

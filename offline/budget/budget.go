@@ -6,7 +6,7 @@
 // in this order, so that no offline mode can skip or reorder a step:
 //
 //  1. scan: read the log once, streaming, checking every record as it is
-//     read (the mechanism's Check) and hashing it (offline.ScanLog): the
+//     read (the mechanism's Check) and hashing it (sessionlog.ScanLog): the
 //     dataset's identity is its records. A malformed log stops at its first
 //     bad record, before the ledger is opened: it costs nothing;
 //  2. open: open the ledger and find the dataset the records belong to;
@@ -47,7 +47,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"dprl/ledger"
-	"dprl/offline"
+	"dprl/sessionlog"
 )
 
 // Mechanism is an offline mechanism as the protocol sees it. R is its
@@ -55,35 +55,35 @@ import (
 // Check: Check for every record, Scanned (if implemented), Entry, Validate,
 // Compute; a step that fails ends the run.
 type Mechanism[R any] interface {
-	// Check checks one record as the scan reads it (offline.ScanLog names
+	// Check checks one record as the scan reads it (sessionlog.ScanLog names
 	// its line in errors). It must compute nothing that is released.
-	Check(s *offline.Session) error
+	Check(s *sessionlog.Session) error
 	// Entry states the run's cost: the ledger entry's Unit, Mechanism,
 	// Method, Events, Fixed, Epsilon, Delta, Participants and Seeded (the
 	// ledger fills in the rest). It is called after the scan and before
 	// Validate, so the cost may depend on public inputs and the record
 	// count (ix.Len()) only, and on the dataset's cap (ds.Cap). Not called
 	// for an uncharged run.
-	Entry(ix *offline.Index, ds Dataset) (ledger.Entry, error)
+	Entry(ix *sessionlog.Index, ds Dataset) (ledger.Entry, error)
 	// Validate checks everything the scan could not (what needs the whole
 	// log, or dimensions learned from it), re-reading the log through ix if
 	// it needs to, and computes nothing that is released. It may set
 	// e.Participants (e.g. the number of experts found) and nothing else of
 	// the entry: a changed cost is refused. For an uncharged run e points to
 	// a zero entry.
-	Validate(ix *offline.Index, e *ledger.Entry) error
+	Validate(ix *sessionlog.Index, e *ledger.Entry) error
 	// Compute computes the result, after the run was charged (c.Entry is
 	// the entry as written; for an uncharged run c.Entry is zero). Files
 	// derived from the data are registered with c.RegisterDerived before
 	// they are written.
-	Compute(ctx context.Context, ix *offline.Index, c *Charge) (R, error)
+	Compute(ctx context.Context, ix *sessionlog.Index, c *Charge) (R, error)
 }
 
 // Scanned is implemented by a mechanism that acts on the index as soon as
 // the scan ends, before the ledger is opened (e.g. to size a memory limit by
 // the record count). It must compute nothing that is released.
 type Scanned interface {
-	Scanned(ix *offline.Index)
+	Scanned(ix *sessionlog.Index)
 }
 
 // Input is the session log a run reads.
@@ -91,7 +91,7 @@ type Input struct {
 	// Path is the log's file (a regular file: it is read more than once).
 	Path string
 	// Reader are the options the log is read with.
-	Reader offline.ReaderOptions
+	Reader sessionlog.ReaderOptions
 }
 
 // Config is the budget a run is charged against.
@@ -189,7 +189,7 @@ type Derived struct {
 	// Note says what the file is, e.g. "svt stable prefixes (out.jsonl)".
 	Note string
 	// Sessions are the file's records.
-	Sessions []offline.Session
+	Sessions []sessionlog.Session
 }
 
 // RegisterDerived records the files the charged run is about to write from
@@ -209,7 +209,7 @@ func (c *Charge) RegisterDerived(outs ...Derived) error {
 		if len(o.Sessions) == 0 {
 			continue
 		}
-		id, recs := offline.SessionsID(o.Sessions)
+		id, recs := sessionlog.SessionsID(o.Sessions)
 		files = append(files, ledger.DerivedFile{ID: id, Records: recs, Note: o.Note})
 	}
 	if len(files) == 0 {
@@ -235,7 +235,7 @@ type protocol struct {
 // protocol's order (see the package doc), and returns its result with the
 // charge it was computed under.
 //
-// Errors: a malformed log is "dataset: ..." (a *offline.LineError inside
+// Errors: a malformed log is "dataset: ..." (a *sessionlog.LineError inside
 // names the line); a refused run is a *Refusal; the mechanism's own errors
 // are returned as they are. An error returned with c.Charged() true came
 // after the charge: the entry stands. A cancelled ctx stops the run before
@@ -254,7 +254,7 @@ func Run[R any](ctx context.Context, cfg Config, in Input, m Mechanism[R]) (res 
 	if err := ctx.Err(); err != nil {
 		return res, c, err
 	}
-	ix, err := offline.ScanLog(in.Path, in.Reader, m.Check)
+	ix, err := sessionlog.ScanLog(in.Path, in.Reader, m.Check)
 	if err != nil {
 		return res, c, fmt.Errorf("dataset: %w", err)
 	}
@@ -315,7 +315,7 @@ func Run[R any](ctx context.Context, cfg Config, in Input, m Mechanism[R]) (res 
 }
 
 // compute calls m.Compute, turning a panic into an error.
-func compute[R any](ctx context.Context, ix *offline.Index, c *Charge, m Mechanism[R], log zerolog.Logger) (res R, charged Charge, err error) {
+func compute[R any](ctx context.Context, ix *sessionlog.Index, c *Charge, m Mechanism[R], log zerolog.Logger) (res R, charged Charge, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			charged = *c
@@ -347,7 +347,7 @@ func sameCost(checked, validated ledger.Entry) error {
 
 // open opens the ledger and finds the dataset the scanned records belong
 // to.
-func (p *protocol) open(ix *offline.Index) error {
+func (p *protocol) open(ix *sessionlog.Index) error {
 	dir := p.cfg.Ledger
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("ledger: %w", err)

@@ -12,7 +12,7 @@ import (
 
 	"dprl/ledger"
 	"dprl/ledger/accountant"
-	"dprl/offline"
+	"dprl/sessionlog"
 )
 
 // toy is a mechanism that records the protocol's calls. Its "result" is the
@@ -35,7 +35,7 @@ type toy struct {
 	storedRuns int
 }
 
-func (m *toy) Check(s *offline.Session) error {
+func (m *toy) Check(s *sessionlog.Session) error {
 	m.seen++
 	if m.seen == 1 || m.calls[len(m.calls)-1] != "check" {
 		m.calls = append(m.calls, "check")
@@ -46,9 +46,9 @@ func (m *toy) Check(s *offline.Session) error {
 	return nil
 }
 
-func (m *toy) Scanned(ix *offline.Index) { m.calls = append(m.calls, "scanned") }
+func (m *toy) Scanned(ix *sessionlog.Index) { m.calls = append(m.calls, "scanned") }
 
-func (m *toy) Entry(ix *offline.Index, ds Dataset) (ledger.Entry, error) {
+func (m *toy) Entry(ix *sessionlog.Index, ds Dataset) (ledger.Entry, error) {
 	m.calls = append(m.calls, "entry")
 	if _, err := ds.Cap(ledger.UnitTrajectory); err != nil {
 		return ledger.Entry{}, err
@@ -57,7 +57,7 @@ func (m *toy) Entry(ix *offline.Index, ds Dataset) (ledger.Entry, error) {
 		Epsilon: m.eps, Delta: 1e-9, Fixed: []ledger.FixedCost{{Epsilon: m.eps, Delta: 1e-9, Source: "toy"}}}, nil
 }
 
-func (m *toy) Validate(ix *offline.Index, e *ledger.Entry) error {
+func (m *toy) Validate(ix *sessionlog.Index, e *ledger.Entry) error {
 	m.calls = append(m.calls, "validate")
 	if m.cancel != nil {
 		m.cancel()
@@ -69,7 +69,7 @@ func (m *toy) Validate(ix *offline.Index, e *ledger.Entry) error {
 	return m.valErr
 }
 
-func (m *toy) Compute(ctx context.Context, ix *offline.Index, c *Charge) (int, error) {
+func (m *toy) Compute(ctx context.Context, ix *sessionlog.Index, c *Charge) (int, error) {
 	m.calls = append(m.calls, "compute")
 	if c.Charged() {
 		// The entry must already be in the store, with the dataset's
@@ -96,7 +96,7 @@ func (m *toy) Compute(ctx context.Context, ix *offline.Index, c *Charge) (int, e
 		return 0, m.compErr
 	}
 	n := 0
-	err := ix.Each(func(int, *offline.Session) error { n++; return nil })
+	err := ix.Each(func(int, *sessionlog.Session) error { n++; return nil })
 	return n, err
 }
 
@@ -158,7 +158,7 @@ func TestRunOrder(t *testing.T) {
 			calls: []string{"check", "scanned", "entry"}},
 		{name: "malformed record", m: toy{eps: 1, badLine: 2},
 			wantErr: func(err error) bool {
-				var le *offline.LineError
+				var le *sessionlog.LineError
 				return errors.As(err, &le) && strings.HasPrefix(err.Error(), "dataset: ")
 			},
 			calls: []string{"check"}},
@@ -225,7 +225,7 @@ func TestRunOrder(t *testing.T) {
 			if err == nil && (n != 5 || c.Spent != 1 || c.Cap != cfg.Cap || c.Dataset != entries[0].DatasetID) {
 				t.Errorf("result %d, charge %+v", n, c)
 			}
-			if c.store != nil || c.RegisterDerived(Derived{Note: "x", Sessions: []offline.Session{{}}}) == nil {
+			if c.store != nil || c.RegisterDerived(Derived{Note: "x", Sessions: []sessionlog.Session{{}}}) == nil {
 				t.Error("the charge's store is usable after Run")
 			}
 		})
@@ -276,17 +276,17 @@ func TestRunRegisterDerived(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	id, recs := offline.SessionsID(derivedSessions)
+	id, recs := sessionlog.SessionsID(derivedSessions)
 	got, err := s.ResolveDataset(id, recs)
 	if err != nil || got != c.Dataset {
 		t.Errorf("derived file resolves to %q (%v), want %q", got, err, c.Dataset)
 	}
 }
 
-var derivedSessions = []offline.Session{{Session: "d", Steps: []offline.Step{{Obs: []float64{9}, Reward: 1}}}}
+var derivedSessions = []sessionlog.Session{{Session: "d", Steps: []sessionlog.Step{{Obs: []float64{9}, Reward: 1}}}}
 
 type derivedToy struct{ *toy }
 
-func (m derivedToy) Compute(ctx context.Context, ix *offline.Index, c *Charge) (int, error) {
+func (m derivedToy) Compute(ctx context.Context, ix *sessionlog.Index, c *Charge) (int, error) {
 	return 0, c.RegisterDerived(Derived{Note: "toy output", Sessions: derivedSessions})
 }

@@ -27,11 +27,11 @@ import (
 	"dprl/internal/rng"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
-	"dprl/offline"
 	"dprl/offline/budget"
 	"dprl/offline/gtd2"
 	"dprl/offline/lsw"
 	"dprl/offline/policies"
+	"dprl/sessionlog"
 	"dprl/sims"
 )
 
@@ -205,7 +205,7 @@ const NotCovered = "NOT covered by the privacy guarantee"
 // --non-private and labelled as not covered by the privacy guarantee.
 type NonPrivate struct {
 	Warning string `json:"warning"`
-	// DatasetID is the log's content id (offline.DatasetID), its key in
+	// DatasetID is the log's content id (sessionlog.DatasetID), its key in
 	// the ledger: a deterministic function of the data.
 	DatasetID     string `json:"dataset_id"`
 	NTrajectories int    `json:"n_trajectories"`
@@ -218,15 +218,15 @@ type NonPrivate struct {
 }
 
 // run is the state of one run between validation and computation. It
-// holds the log's index (offline.Index: 44 bytes per record) and the
+// holds the log's index (sessionlog.Index: 44 bytes per record) and the
 // method's public inputs, never the log's sessions: every pass over the data
 // streams it from the file through the index.
 type run struct {
 	c     *Config
 	env   sims.Env
 	chain *sims.ChainConfig
-	ix    *offline.Index
-	spec  offline.Spec
+	ix    *sessionlog.Index
+	spec  sessionlog.Spec
 	// maxAction is the largest action index of the log (the number of
 	// actions without --env).
 	maxAction int
@@ -254,37 +254,37 @@ type run struct {
 // built now, from public inputs, and every record is validated against them
 // as the log is read. The returned ReaderOptions are those the log must be
 // read with (budget.Input.Reader). Call Close when the run is over.
-func New(cfg Config) (*Mechanism, offline.ReaderOptions, error) {
+func New(cfg Config) (*Mechanism, sessionlog.ReaderOptions, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, offline.ReaderOptions{}, err
+		return nil, sessionlog.ReaderOptions{}, err
 	}
 	c := &cfg
 	r := &run{c: c, maxAction: -1}
-	spec := offline.Spec{}
+	spec := sessionlog.Spec{}
 	if c.Env != "" {
 		var err error
 		if r.env, err = sims.New(c.Env); err != nil {
-			return nil, offline.ReaderOptions{}, configErrorf("{Env}: %w", err)
+			return nil, sessionlog.ReaderOptions{}, configErrorf("{Env}: %w", err)
 		}
 		if as := r.env.ActionSpace(); as.Kind != sims.Discrete {
-			return nil, offline.ReaderOptions{}, configErrorf("{Env} %s has continuous actions; gtd2 evaluates discrete-action policies", c.Env)
+			return nil, sessionlog.ReaderOptions{}, configErrorf("{Env} %s has continuous actions; gtd2 evaluates discrete-action policies", c.Env)
 		} else if c.Actions != 0 && c.Actions != as.N {
-			return nil, offline.ReaderOptions{}, configErrorf("{Actions} %d: {Env} %s has %d actions", c.Actions, c.Env, as.N)
+			return nil, sessionlog.ReaderOptions{}, configErrorf("{Actions} %d: {Env} %s has %d actions", c.Actions, c.Env, as.N)
 		}
 		if ch, ok := r.env.(*sims.Chain); ok {
 			cc := ch.Config()
 			r.chain = &cc
 		}
-		spec = offline.Spec{ObsDim: r.env.ObservationSpace().Dim(), Discrete: r.env.ActionSpace().N}
+		spec = sessionlog.Spec{ObsDim: r.env.ObservationSpace().Dim(), Discrete: r.env.ActionSpace().N}
 		r.spec = spec
 		if err := r.setup(); err != nil {
-			return nil, offline.ReaderOptions{}, err
+			return nil, sessionlog.ReaderOptions{}, err
 		}
 	} else if c.Behavior != "" {
-		return nil, offline.ReaderOptions{}, configErrorf("{Behavior} needs {Env} chain")
+		return nil, sessionlog.ReaderOptions{}, configErrorf("{Behavior} needs {Env} chain")
 	}
 	out := &Result{Method: string(c.Method), Private: c.Private(), Target: c.Target, Features: c.Features, Gamma: c.Gamma, Seeded: c.Seeded}
-	return &Mechanism{r: r, out: out}, offline.ReaderOptions{Name: c.Data, Spec: spec}, nil
+	return &Mechanism{r: r, out: out}, sessionlog.ReaderOptions{Name: c.Data, Spec: spec}, nil
 }
 
 // Mechanism is a gtd2 run as budget.Run sees it.
@@ -295,10 +295,10 @@ type Mechanism struct {
 }
 
 // Check checks a record as the first pass reads it (run.scanRecord).
-func (m *Mechanism) Check(s *offline.Session) error { return m.r.scanRecord(s) }
+func (m *Mechanism) Check(s *sessionlog.Session) error { return m.r.scanRecord(s) }
 
 // Scanned keeps the log's index and bounds the heap by its record count.
-func (m *Mechanism) Scanned(ix *offline.Index) {
+func (m *Mechanism) Scanned(ix *sessionlog.Index) {
 	m.r.ix = ix
 	m.restore = limitHeap(ix.Len())
 }
@@ -311,7 +311,7 @@ func (m *Mechanism) Close() {
 }
 
 // Entry is the run's cost, from the flags and the record count.
-func (m *Mechanism) Entry(ix *offline.Index, ds budget.Dataset) (ledger.Entry, error) {
+func (m *Mechanism) Entry(ix *sessionlog.Index, ds budget.Dataset) (ledger.Entry, error) {
 	e, err := entry(m.r.c, ix.Len(), ds.Cap)
 	e.Seeded = m.out.Seeded
 	return e, err
@@ -320,7 +320,7 @@ func (m *Mechanism) Entry(ix *offline.Index, ds budget.Dataset) (ledger.Entry, e
 // Validate checks, without --env, the target and features against the
 // dimensions the scan learned, on a second pass; then fixes the public
 // moments.
-func (m *Mechanism) Validate(ix *offline.Index, _ *ledger.Entry) error {
+func (m *Mechanism) Validate(ix *sessionlog.Index, _ *ledger.Entry) error {
 	r, c := m.r, m.r.c
 	if r.target == nil {
 		r.spec = ix.Spec()
@@ -333,7 +333,7 @@ func (m *Mechanism) Validate(ix *offline.Index, _ *ledger.Entry) error {
 		if err := r.setup(); err != nil {
 			return err
 		}
-		if err := ix.Each(func(_ int, s *offline.Session) error { return r.validate(s) }); err != nil {
+		if err := ix.Each(func(_ int, s *sessionlog.Session) error { return r.validate(s) }); err != nil {
 			return fmt.Errorf("dataset: %w", err)
 		}
 	}
@@ -348,7 +348,7 @@ func (m *Mechanism) Validate(ix *offline.Index, _ *ledger.Entry) error {
 
 // Compute fills the printed guarantee from the entry as written (what is
 // printed is what was charged) and computes the estimate.
-func (m *Mechanism) Compute(_ context.Context, ix *offline.Index, ch *budget.Charge) (*Result, error) {
+func (m *Mechanism) Compute(_ context.Context, ix *sessionlog.Index, ch *budget.Charge) (*Result, error) {
 	r, c, out := m.r, m.r.c, m.out
 	if ch.Charged() {
 		r.charged = true
@@ -389,7 +389,7 @@ func limitHeap(n int) (restore func()) {
 
 // scanRecord checks a record as the first pass reads it: discrete actions,
 // and, when --env fixed the dimensions, everything validate checks.
-func (r *run) scanRecord(s *offline.Session) error {
+func (r *run) scanRecord(s *sessionlog.Session) error {
 	if s.Steps[0].Action.Vec != nil {
 		return errors.New("continuous actions; gtd2 evaluates discrete-action policies")
 	}
@@ -405,7 +405,7 @@ func (r *run) scanRecord(s *offline.Session) error {
 // validate checks one record against the target, the features and the
 // method, as the computation will read it (gtd2.PrepareSession; dp-lsw's
 // state map), computing nothing that is released.
-func (r *run) validate(s *offline.Session) error {
+func (r *run) validate(s *sessionlog.Session) error {
 	if err := gtd2.PrepareSession(&r.scratch, s, r.feats, r.tp); err != nil {
 		return err
 	}
@@ -730,7 +730,7 @@ func (r *run) prepareLSW() error {
 
 // lswTrajectory maps a session to DP-LSW's states, in r.lswTraj's storage
 // (valid until the next call).
-func (r *run) lswTrajectory(s *offline.Session) (lsw.Trajectory, error) {
+func (r *run) lswTrajectory(s *sessionlog.Session) (lsw.Trajectory, error) {
 	tr := &r.lswTraj
 	tr.States, tr.Rewards = tr.States[:0], tr.Rewards[:0]
 	for t := range s.Steps {
@@ -838,7 +838,7 @@ func (r *run) evalMoments() (gtd2.Moments, error) {
 		return gtd2.Moments{}, err
 	}
 	defer file.Close()
-	rd := offline.NewReader(file, offline.ReaderOptions{Name: r.c.EvalData, Spec: r.spec})
+	rd := sessionlog.NewReader(file, sessionlog.ReaderOptions{Name: r.c.EvalData, Spec: r.spec})
 	ms := gtd2.NewMomentsSum(r.feats.Dim(), r.c.Gamma, true)
 	var tr gtd2.Trajectory
 	n := 0
@@ -965,7 +965,7 @@ func (r *run) compute(out *Result) error {
 	}
 	if privSum != nil || lstdSum != nil || visits != nil {
 		// One pass over the log, each record checked against its hash.
-		err := r.ix.Each(func(_ int, s *offline.Session) error {
+		err := r.ix.Each(func(_ int, s *sessionlog.Session) error {
 			if privSum != nil || lstdSum != nil {
 				if err := gtd2.PrepareSession(&r.scratch, s, r.feats, r.tp); err != nil {
 					return err

@@ -16,7 +16,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"dprl/offline"
+	"dprl/sessionlog"
 	"dprl/sims"
 )
 
@@ -91,7 +91,7 @@ func (t *Trajectory) Len() int { return len(t.R) }
 // itself reveal it); GPOPE's Clip bounds its gradient, zeroing it when it is
 // not finite. rho is 0 whenever pi(a|s) = 0, even where exp(logp)
 // underflows.
-func Prepare(sessions []offline.Session, f Features, target Policy, gamma float64) (*Dataset, error) {
+func Prepare(sessions []sessionlog.Session, f Features, target Policy, gamma float64) (*Dataset, error) {
 	if err := checkGamma(gamma); err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func checkGamma(gamma float64) error {
 // PrepareSession builds one session's trajectory into tr, reusing tr's
 // storage, exactly as Prepare builds each (the same checks, the same
 // values).
-func PrepareSession(tr *Trajectory, s *offline.Session, f Features, target Policy) error {
+func PrepareSession(tr *Trajectory, s *sessionlog.Session, f Features, target Policy) error {
 	d := f.Dim()
 	n := len(s.Steps)
 	if !s.Terminal && s.FinalObs == nil {
@@ -163,12 +163,12 @@ func resize(v []float64, n int) []float64 {
 	return v[:n]
 }
 
-// SessionSource is random access to sessions; offline.RecordReader is one.
+// SessionSource is random access to sessions; sessionlog.RecordReader is one.
 type SessionSource interface {
 	// Len is the number of sessions.
 	Len() int
 	// Read returns session i.
-	Read(i int) (offline.Session, error)
+	Read(i int) (sessionlog.Session, error)
 }
 
 // OnDemand is Trajectories built from sessions when asked for: trajectory

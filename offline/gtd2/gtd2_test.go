@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"dprl/offline"
+	"dprl/sessionlog"
 	"dprl/sims"
 
 	"gonum.org/v1/gonum/mat"
@@ -42,11 +42,11 @@ type chainTarget struct{}
 
 func (chainTarget) Prob(_ []float64, a sims.Action) float64 { return pi[a.Index] }
 
-func simulate(rng *rand.Rand, n int) []offline.Session {
-	out := make([]offline.Session, n)
+func simulate(rng *rand.Rand, n int) []sessionlog.Session {
+	out := make([]sessionlog.Session, n)
 	for i := range out {
 		s := rng.IntN(chainN - 1)
-		sess := offline.Session{Session: fmt.Sprint(i)}
+		sess := sessionlog.Session{Session: fmt.Sprint(i)}
 		for t := 0; t < 200; t++ {
 			a := 0
 			if rng.Float64() < mu[1] {
@@ -63,7 +63,7 @@ func simulate(rng *rand.Rand, n int) []offline.Session {
 			if next == chainN-1 {
 				r = 1
 			}
-			sess.Steps = append(sess.Steps, offline.Step{Obs: oneHot(s), Action: sims.Action{Index: a}, Reward: r, LogP: math.Log(mu[a])})
+			sess.Steps = append(sess.Steps, sessionlog.Step{Obs: oneHot(s), Action: sims.Action{Index: a}, Reward: r, LogP: math.Log(mu[a])})
 			s = next
 			if s == chainN-1 {
 				sess.Terminal = true
@@ -249,10 +249,10 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("missing %q in %v", want, err)
 		}
 	}
-	if _, err := Prepare([]offline.Session{{Session: "x", Steps: []offline.Step{{Obs: oneHot(0)}}}}, Tabular{chainN}, chainTarget{}, gamma); err == nil {
+	if _, err := Prepare([]sessionlog.Session{{Session: "x", Steps: []sessionlog.Step{{Obs: oneHot(0)}}}}, Tabular{chainN}, chainTarget{}, gamma); err == nil {
 		t.Error("truncated session without final_obs accepted")
 	}
-	if _, err := Prepare([]offline.Session{{Session: "x", Terminal: true, Steps: []offline.Step{{Obs: oneHot(0), NoProb: true, LogP: math.NaN()}}}}, Tabular{chainN}, chainTarget{}, gamma); err == nil {
+	if _, err := Prepare([]sessionlog.Session{{Session: "x", Terminal: true, Steps: []sessionlog.Step{{Obs: oneHot(0), NoProb: true, LogP: math.NaN()}}}}, Tabular{chainN}, chainTarget{}, gamma); err == nil {
 		t.Error("step without a behaviour probability accepted")
 	}
 	if err := (Config{Iters: 1, StepSize: 1, Clip: 1e-300, Z: 1e-300, Q: 1, Batch: 1}).Validate(); err == nil || !strings.Contains(err.Error(), "sampler") {
@@ -379,10 +379,10 @@ func TestClipBoundUnderRounding(t *testing.T) {
 // extremeSession is a valid chain record with extreme values: behaviour
 // log-probability logp on every step (the reader accepts any finite
 // logp <= 0) and reward r.
-func extremeSession(logp, r float64) offline.Session {
-	s := offline.Session{Session: "extreme", Terminal: true}
+func extremeSession(logp, r float64) sessionlog.Session {
+	s := sessionlog.Session{Session: "extreme", Terminal: true}
 	for st := range chainN - 1 {
-		s.Steps = append(s.Steps, offline.Step{Obs: oneHot(st), Action: sims.Action{Index: 1}, Reward: r, LogP: logp})
+		s.Steps = append(s.Steps, sessionlog.Step{Obs: oneHot(st), Action: sims.Action{Index: 1}, Reward: r, LogP: logp})
 	}
 	return s
 }
@@ -408,7 +408,7 @@ func TestGPOPEExtremeRecord(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			y, err := Prepare(append(append([]offline.Session(nil), base...), extremeSession(ex.logp, ex.r)), Tabular{chainN}, chainTarget{}, gamma)
+			y, err := Prepare(append(append([]sessionlog.Session(nil), base...), extremeSession(ex.logp, ex.r)), Tabular{chainN}, chainTarget{}, gamma)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -513,15 +513,15 @@ func TestLSTDRefusesNonFinite(t *testing.T) {
 
 // sliceSource serves sessions from memory, failing at index fail.
 type sliceSource struct {
-	ss   []offline.Session
+	ss   []sessionlog.Session
 	fail int
 }
 
 func (s sliceSource) Len() int { return len(s.ss) }
 
-func (s sliceSource) Read(i int) (offline.Session, error) {
+func (s sliceSource) Read(i int) (sessionlog.Session, error) {
 	if i == s.fail {
-		return offline.Session{}, errors.New("read failed")
+		return sessionlog.Session{}, errors.New("read failed")
 	}
 	return s.ss[i], nil
 }

@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"dprl/internal/atomicfile"
-	"dprl/offline"
 	"dprl/policy"
+	"dprl/sessionlog"
 )
 
 // Errors of the expert loader.
@@ -216,7 +216,7 @@ const probTolerance = 1e-9
 // Lemma 5.1) is about the experts that generated the data, so DataRelease
 // must query exactly those policies at exactly this p_min; a mismatch
 // (another snapshot, another p_min) wraps ErrExpertMismatch.
-func CheckBehaviour(s *offline.Session, e *SmoothedExpert) error {
+func CheckBehaviour(s *sessionlog.Session, e *SmoothedExpert) error {
 	for k := range s.Steps {
 		st := &s.Steps[k]
 		if st.Action.Vec != nil {

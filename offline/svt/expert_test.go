@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"dprl/offline"
 	"dprl/policy"
+	"dprl/sessionlog"
 	"dprl/sims"
 )
 
@@ -212,7 +212,7 @@ func TestGenerate(t *testing.T) {
 	for i, workers := range []int{1, 3} {
 		dir := t.TempDir()
 		var buf bytes.Buffer
-		w := offline.NewWriter(&buf)
+		w := sessionlog.NewWriter(&buf)
 		cfg := smallGen("cartpole", workers)
 		res, err := Generate(context.Background(), cfg, dir, w, rand.New(rand.NewPCG(7, 7)), nil)
 		if err != nil {
@@ -226,7 +226,7 @@ func TestGenerate(t *testing.T) {
 			t.Fatalf("%+v", res)
 		}
 		// The log reads back and every step matches its smoothed expert.
-		rd := offline.NewReader(bytes.NewReader(buf.Bytes()), offline.ReaderOptions{})
+		rd := sessionlog.NewReader(bytes.NewReader(buf.Bytes()), sessionlog.ReaderOptions{})
 		ex, err := LoadExperts(dir, []string{"e0", "e1", "e2", "e3"}, 4, 2, 0.02)
 		if err != nil {
 			t.Fatal(err)
@@ -274,7 +274,7 @@ func TestGenerateBases(t *testing.T) {
 	cfg := smallGen("acrobot", 2)
 	cfg.Bases, cfg.FineTuneUsers = 2, 8
 	var buf bytes.Buffer
-	res, err := Generate(context.Background(), cfg, t.TempDir(), offline.NewWriter(&buf), rand.New(rand.NewPCG(1, 1)), nil)
+	res, err := Generate(context.Background(), cfg, t.TempDir(), sessionlog.NewWriter(&buf), rand.New(rand.NewPCG(1, 1)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"dprl/offline"
 	"dprl/policy"
+	"dprl/sessionlog"
 	"dprl/sims"
 )
 
@@ -212,7 +212,7 @@ type GenResult struct {
 // default environment with actions sampled from the smoothed expert (prob =
 // the smoothed probability, expert = its id) to w, in expert order. Every
 // draw derives from rng; the output does not depend on cfg.Workers.
-func Generate(ctx context.Context, cfg GenConfig, dir string, w *offline.Writer, rng *rand.Rand, progress func(GenProgress)) (GenResult, error) {
+func Generate(ctx context.Context, cfg GenConfig, dir string, w *sessionlog.Writer, rng *rand.Rand, progress func(GenProgress)) (GenResult, error) {
 	start := time.Now()
 	if err := cfg.Validate(); err != nil {
 		return GenResult{}, err
@@ -258,7 +258,7 @@ func Generate(ctx context.Context, cfg GenConfig, dir string, w *offline.Writer,
 	// Experts: train, write the snapshot, log the trajectories. Results are
 	// written in expert order as they complete.
 	var mu sync.Mutex
-	pending := map[int][]offline.Session{}
+	pending := map[int][]sessionlog.Session{}
 	next := 0
 	var werr error
 	flush := func() {
@@ -337,19 +337,19 @@ func Generate(ctx context.Context, cfg GenConfig, dir string, w *offline.Writer,
 // Rollouts runs n episodes of env (to termination or truncation) with
 // actions sampled from the smoothed expert, and returns them as sessions
 // "<id>-t<k>" with expert = id and the behaviour probability of each action.
-func Rollouts(env sims.Env, e *SmoothedExpert, n int, rng *rand.Rand) []offline.Session {
+func Rollouts(env sims.Env, e *SmoothedExpert, n int, rng *rand.Rand) []sessionlog.Session {
 	dim := env.ObservationSpace().Dim()
-	out := make([]offline.Session, n)
+	out := make([]sessionlog.Session, n)
 	for k := range out {
 		obs := make([]float64, dim)
 		env.Reset(rng, obs)
-		s := offline.Session{Session: fmt.Sprintf("%s-t%d", e.ID, k), Expert: e.ID}
+		s := sessionlog.Session{Session: fmt.Sprintf("%s-t%d", e.ID, k), Expert: e.ID}
 		for {
 			a, p := e.Sample(rng, obs)
 			next := make([]float64, dim)
 			copy(next, obs)
 			r, term, trunc := env.Step(sims.Action{Index: a}, next)
-			s.Steps = append(s.Steps, offline.Step{Obs: obs, Action: sims.Action{Index: a}, Reward: r, LogP: math.Log(p)})
+			s.Steps = append(s.Steps, sessionlog.Step{Obs: obs, Action: sims.Action{Index: a}, Reward: r, LogP: math.Log(p)})
 			obs = next
 			if term || trunc {
 				s.Terminal = term

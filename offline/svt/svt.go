@@ -19,7 +19,7 @@
 // final_obs s_{k+1} (when the log has it), terminal (the environment's
 // end-of-episode signal, true only for a whole trajectory that ended in a
 // terminal state), no user, expert or policy version, no behaviour
-// probabilities (offline.Step.NoProb), and a fresh id "stable-<i>": i is the
+// probabilities (sessionlog.Step.NoProb), and a fresh id "stable-<i>": i is the
 // record's position in the release, which is itself a fresh uniformly random
 // order (see DataRelease), so the id depends on nothing but the number of
 // records released. Result.Unstable is not released: it stays with the data
@@ -37,7 +37,7 @@ import (
 	"math/rand/v2"
 
 	"dprl/ledger/accountant"
-	"dprl/offline"
+	"dprl/sessionlog"
 )
 
 // Expert is one expert's policy, queried for pi(a|s). Every probability must
@@ -82,12 +82,12 @@ type Result struct {
 	// ids "stable-1", "stable-2", ... in a uniformly random order, no user,
 	// expert, policy version or behaviour probability (see the package
 	// documentation). Only these are covered by (eps1, delta1).
-	Stable []offline.Session
+	Stable []sessionlog.Session
 	// Unstable are the tails of queried trajectories and the trajectories
 	// not queried (D_unstable), with every field of the log: not released,
 	// and not covered by any guarantee; they are for the data owner's own
 	// expert-level DP learner.
-	Unstable []offline.Session
+	Unstable []sessionlog.Session
 	// PrefixLengths counts the stable prefixes by length (index = length).
 	PrefixLengths []int
 	// Params are the per-query parameters used.
@@ -109,7 +109,7 @@ type Result struct {
 // nor the ids depend on the log's order, its ids or the query order: given
 // the multiset of released prefixes, the records' order is uniformly random
 // whatever the log.
-func DataRelease(sessions []offline.Session, experts []Expert, c Config, rng *rand.Rand) (Result, error) {
+func DataRelease(sessions []sessionlog.Session, experts []Expert, c Config, rng *rand.Rand) (Result, error) {
 	if err := c.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -201,11 +201,11 @@ func StableID(i int) string { return fmt.Sprintf("stable-%d", i+1) }
 // false when the trajectory was cut, the log's final_obs and terminal when it
 // is released whole. It carries no id (DataRelease numbers the records), no
 // user, expert or policy version, and no behaviour probabilities.
-func prefix(s *offline.Session, n int) offline.Session {
-	p := offline.Session{Steps: make([]offline.Step, n), FinalObs: s.FinalObs, Terminal: s.Terminal}
+func prefix(s *sessionlog.Session, n int) sessionlog.Session {
+	p := sessionlog.Session{Steps: make([]sessionlog.Step, n), FinalObs: s.FinalObs, Terminal: s.Terminal}
 	for i := range p.Steps {
 		st := &s.Steps[i]
-		p.Steps[i] = offline.Step{Obs: st.Obs, Action: st.Action, Reward: st.Reward, LogP: math.NaN(), NoProb: true}
+		p.Steps[i] = sessionlog.Step{Obs: st.Obs, Action: st.Action, Reward: st.Reward, LogP: math.NaN(), NoProb: true}
 	}
 	if n < len(s.Steps) {
 		p.FinalObs = s.Steps[n].Obs
@@ -215,7 +215,7 @@ func prefix(s *offline.Session, n int) offline.Session {
 }
 
 // tail returns s from step n on.
-func tail(s *offline.Session, n int) offline.Session {
+func tail(s *sessionlog.Session, n int) sessionlog.Session {
 	t := *s
 	t.Steps = s.Steps[n:]
 	t.Session = fmt.Sprintf("%s#%d", s.Session, n)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"dprl/offline"
+	"dprl/sessionlog"
 	"dprl/sims"
 )
 
@@ -21,12 +21,12 @@ func (e fixedExpert) Prob(obs []float64, a int) float64 {
 	return 1 - e.p
 }
 
-func makeSessions(n, steps int) []offline.Session {
-	out := make([]offline.Session, n)
+func makeSessions(n, steps int) []sessionlog.Session {
+	out := make([]sessionlog.Session, n)
 	for i := range out {
-		s := offline.Session{Session: fmt.Sprintf("s%d", i), Terminal: true, FinalObs: []float64{float64(steps)}}
+		s := sessionlog.Session{Session: fmt.Sprintf("s%d", i), Terminal: true, FinalObs: []float64{float64(steps)}}
 		for k := 0; k < steps; k++ {
-			s.Steps = append(s.Steps, offline.Step{Obs: []float64{float64(k)}, Action: sims.Action{Index: 0}, Reward: 1})
+			s.Steps = append(s.Steps, sessionlog.Step{Obs: []float64{float64(k)}, Action: sims.Action{Index: 0}, Reward: 1})
 		}
 		out[i] = s
 	}
@@ -41,7 +41,7 @@ func experts(m int, p float64) []Expert {
 	return out
 }
 
-func totalSteps(ss []offline.Session) int {
+func totalSteps(ss []sessionlog.Session) int {
 	n := 0
 	for _, s := range ss {
 		n += len(s.Steps)
@@ -104,7 +104,7 @@ func TestDataReleaseErrors(t *testing.T) {
 	cases := map[string]struct {
 		cfg  Config
 		exp  []Expert
-		data []offline.Session
+		data []sessionlog.Session
 		want string
 	}{
 		"eps":         {Config{Epsilon: 0, Delta: 1e-3, Queries: 2, MaxLen: 10, PMin: 0.02}, experts(2, 0.5), data, "epsilon"},
@@ -125,14 +125,14 @@ func TestDataReleaseErrors(t *testing.T) {
 // idLog returns n sessions of the given length with ids, users, experts,
 // policy versions and behaviour probabilities; the observations [i, k] tell
 // which session and step a released step came from.
-func idLog(n, steps int, tag string) []offline.Session {
-	out := make([]offline.Session, n)
+func idLog(n, steps int, tag string) []sessionlog.Session {
+	out := make([]sessionlog.Session, n)
 	for i := range out {
 		v := uint64(100 + i)
-		s := offline.Session{Session: fmt.Sprintf("%s-sess-%d", tag, i), User: fmt.Sprintf("%s-user-%d", tag, i),
+		s := sessionlog.Session{Session: fmt.Sprintf("%s-sess-%d", tag, i), User: fmt.Sprintf("%s-user-%d", tag, i),
 			Expert: fmt.Sprintf("%s-expert-%d", tag, i%4), PolicyVersion: &v, Terminal: i%2 == 0, FinalObs: []float64{float64(i), float64(steps)}}
 		for k := 0; k < steps; k++ {
-			s.Steps = append(s.Steps, offline.Step{Obs: []float64{float64(i), float64(k)}, Action: sims.Action{Index: k % 2},
+			s.Steps = append(s.Steps, sessionlog.Step{Obs: []float64{float64(i), float64(k)}, Action: sims.Action{Index: k % 2},
 				Reward: float64(i) + 0.5, LogP: math.Log(0.98)})
 		}
 		out[i] = s
@@ -140,10 +140,10 @@ func idLog(n, steps int, tag string) []offline.Session {
 	return out
 }
 
-func writeAll(t *testing.T, ss []offline.Session) string {
+func writeAll(t *testing.T, ss []sessionlog.Session) string {
 	t.Helper()
 	var b strings.Builder
-	w := offline.NewWriter(&b)
+	w := sessionlog.NewWriter(&b)
 	for i := range ss {
 		if err := w.Write(&ss[i]); err != nil {
 			t.Fatal(err)

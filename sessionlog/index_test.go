@@ -1,4 +1,4 @@
-package offline
+package sessionlog
 
 import (
 	"bytes"
@@ -46,11 +46,11 @@ func TestScanStopsAtBadLine(t *testing.T) {
 		name, line2, want string
 		check             func(*Session) error
 	}{
-		{"syntax", `{"session":"b",` + "\n", "in.jsonl:2: offline: bad session record", nil},
+		{"syntax", `{"session":"b",` + "\n", "in.jsonl:2: sessionlog: bad session record", nil},
 		{"duplicate key", `{"session":"b","steps":[{"obs":[1,2],"obs":[3,4],"action":0,"reward":1,"prob":0.5}],"terminal":true}` + "\n",
-			`in.jsonl:2: offline: bad session record: steps[0]: duplicate key "obs"`, nil},
+			`in.jsonl:2: sessionlog: bad session record: steps[0]: duplicate key "obs"`, nil},
 		{"missing prob", `{"session":"b","steps":[{"obs":[1,2],"action":0,"reward":1}],"terminal":true}` + "\n",
-			"in.jsonl:2: offline: bad session record: steps[0].prob: missing", nil},
+			"in.jsonl:2: sessionlog: bad session record: steps[0].prob: missing", nil},
 		{"caller's check", `{"session":"b","steps":[{"obs":[1,2],"action":0,"reward":1,"prob":0.5}],"terminal":false}` + "\n",
 			"in.jsonl:2: not terminal", func(s *Session) error {
 				if !s.Terminal {

@@ -1,4 +1,4 @@
-package offline
+package sessionlog
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"dprl/sims"
+	"dprl/space"
 )
 
 func readAll(t *testing.T, data string, spec Spec) ([]Session, error) {
@@ -60,7 +60,7 @@ func TestReadBad(t *testing.T) {
 		name, data, want string
 		spec             Spec
 	}{
-		{"not json", `{"session":`, "in.jsonl:1: offline: bad session record", Spec{}},
+		{"not json", `{"session":`, "in.jsonl:1: sessionlog: bad session record", Spec{}},
 		{"unknown field", `{"session":"s","steps":[],"terminal":true,"x":1}`, `unknown field "x"`, Spec{}},
 		{"unknown step field", `{"session":"s","steps":[{"obs":[1],"action":0,"reward":1,"prob":1,"q":2}],"terminal":true}`, `unknown field "q"`, Spec{}},
 		{"missing session", `{"steps":[{"obs":[1],"action":0,"reward":1,"prob":1}],"terminal":true}`, "session: missing", Spec{}},
@@ -68,7 +68,7 @@ func TestReadBad(t *testing.T) {
 		{"control char", `{"session":"a\u0001b","steps":[{"obs":[1],"action":0,"reward":1,"prob":1}],"terminal":true}`, "control", Spec{}},
 		{"missing terminal", `{"session":"s","steps":[{"obs":[1],"action":0,"reward":1,"prob":1}]}`, "terminal: missing", Spec{}},
 		{"no steps", `{"session":"s","steps":[],"terminal":true}`, "steps: empty", Spec{}},
-		{"obs dim", good + "\n" + `{"session":"t","steps":[{"obs":[1,2,3],"action":0,"reward":1,"prob":0.5}],"terminal":true}`, "in.jsonl:2: offline: bad session record: steps[0].obs: length 3, want 2", Spec{}},
+		{"obs dim", good + "\n" + `{"session":"t","steps":[{"obs":[1,2,3],"action":0,"reward":1,"prob":0.5}],"terminal":true}`, "in.jsonl:2: sessionlog: bad session record: steps[0].obs: length 3, want 2", Spec{}},
 		{"obs dim spec", good, "steps[0].obs: length 2, want 4", Spec{ObsDim: 4}},
 		{"huge number", `{"session":"s","steps":[{"obs":[1e999],"action":0,"reward":1,"prob":1}],"terminal":true}`, "bad session record", Spec{}},
 		{"missing reward", `{"session":"s","steps":[{"obs":[1],"action":0,"prob":1}],"terminal":true}`, "steps[0].reward: missing", Spec{}},
@@ -87,9 +87,9 @@ func TestReadBad(t *testing.T) {
 		// refused, in the record and in a step, naming the key; keys match
 		// exactly (encoding/json would take "Session" for "session"); null
 		// is a wrong type; strings are UTF-8.
-		{"duplicate key", `{"session":"s","session":"t","steps":[{"obs":[1],"action":0,"reward":1,"prob":1}],"terminal":true}`, `in.jsonl:1: offline: bad session record: duplicate key "session"`, Spec{}},
+		{"duplicate key", `{"session":"s","session":"t","steps":[{"obs":[1],"action":0,"reward":1,"prob":1}],"terminal":true}`, `in.jsonl:1: sessionlog: bad session record: duplicate key "session"`, Spec{}},
 		{"duplicate step key", `{"session":"s","steps":[{"obs":[1],"action":0,"reward":1,"reward":2,"prob":1}],"terminal":true}`, `steps[0]: duplicate key "reward"`, Spec{}},
-		{"duplicate key line 2", good + "\n" + `{"session":"t","steps":[{"obs":[1,2],"action":0,"reward":1,"prob":0.5}],"terminal":true,"terminal":false}`, `in.jsonl:2: offline: bad session record: duplicate key "terminal"`, Spec{}},
+		{"duplicate key line 2", good + "\n" + `{"session":"t","steps":[{"obs":[1,2],"action":0,"reward":1,"prob":0.5}],"terminal":true,"terminal":false}`, `in.jsonl:2: sessionlog: bad session record: duplicate key "terminal"`, Spec{}},
 		{"escaped duplicate key", `{"session":"s","\u0073ession":"t","steps":[{"obs":[1],"action":0,"reward":1,"prob":1}],"terminal":true}`, `duplicate key "session"`, Spec{}},
 		{"case-folded key", `{"Session":"s","steps":[{"obs":[1],"action":0,"reward":1,"prob":1}],"terminal":true}`, `unknown field "Session"`, Spec{}},
 		{"null user", `{"session":"s","user":null,"steps":[{"obs":[1],"action":0,"reward":1,"prob":1}],"terminal":true}`, "user: want string, got null", Spec{}},
@@ -132,7 +132,7 @@ func randomSessions(rng *rand.Rand, n, steps, obsDim int) []Session {
 			for j := range obs {
 				obs[j] = rng.NormFloat64()
 			}
-			s.Steps = append(s.Steps, Step{Obs: obs, Action: sims.Action{Index: rng.IntN(2)}, Reward: rng.Float64(), LogP: math.Log(0.5)})
+			s.Steps = append(s.Steps, Step{Obs: obs, Action: space.Action{Index: rng.IntN(2)}, Reward: rng.Float64(), LogP: math.Log(0.5)})
 		}
 		s.FinalObs = []float64{1, 2, 3, 4}[:obsDim]
 		out[i] = s
@@ -170,7 +170,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 		}
 	}
 	// Continuous actions round-trip too; NaN is refused by the writer.
-	c := Session{Session: "c", Steps: []Step{{Obs: []float64{1}, Action: sims.Action{Vec: []float64{0.5, -2}}, Reward: 1, LogP: -1}}, Terminal: true}
+	c := Session{Session: "c", Steps: []Step{{Obs: []float64{1}, Action: space.Action{Vec: []float64{0.5, -2}}, Reward: 1, LogP: -1}}, Terminal: true}
 	buf.Reset()
 	w = NewWriter(&buf)
 	if err := w.Write(&c); err != nil {

@@ -1,4 +1,4 @@
-package offline
+package sessionlog
 
 import (
 	"errors"
@@ -63,13 +63,13 @@ func NewRotatingWriter(dir string, opt RotatingOptions) (*RotatingWriter, error)
 		opt.MaxAge = time.Hour
 	}
 	if opt.Keep < 0 {
-		return nil, fmt.Errorf("offline: keep = %d, want >= 0", opt.Keep)
+		return nil, fmt.Errorf("sessionlog: keep = %d, want >= 0", opt.Keep)
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("offline: session log dir: %w", err)
+		return nil, fmt.Errorf("sessionlog: session log dir: %w", err)
 	}
 	return &RotatingWriter{dir: dir, opt: opt}, nil
 }
@@ -99,7 +99,7 @@ func (r *RotatingWriter) open(now time.Time) error {
 	name := filepath.Join(r.dir, "sessions-"+now.UTC().Format("20060102T150405.000000000Z")+".jsonl")
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return fmt.Errorf("offline: open session log: %w", err)
+		return fmt.Errorf("sessionlog: open session log: %w", err)
 	}
 	r.f, r.opened = f, now
 	r.counter = &countWriter{f: f}
@@ -115,7 +115,7 @@ func (r *RotatingWriter) closeCurrent() error {
 	err := errors.Join(r.w.Flush(), r.f.Sync(), r.f.Close())
 	r.f, r.w = nil, nil
 	if err != nil {
-		return fmt.Errorf("offline: close session log: %w", err)
+		return fmt.Errorf("sessionlog: close session log: %w", err)
 	}
 	return r.retain()
 }
@@ -130,7 +130,7 @@ func (r *RotatingWriter) retain() error {
 	}
 	for len(files) > r.opt.Keep {
 		if err := os.Remove(files[0]); err != nil {
-			return fmt.Errorf("offline: retention: %w", err)
+			return fmt.Errorf("sessionlog: retention: %w", err)
 		}
 		files = files[1:]
 	}

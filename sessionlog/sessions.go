@@ -1,4 +1,4 @@
-package offline
+package sessionlog
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 	"unicode"
 
 	"dprl/internal/jsonstrict"
-	"dprl/sims"
+	"dprl/space"
 )
 
 // FormatV1 names the session-log format.
@@ -25,16 +25,16 @@ const FormatV1 = "dprl.sessions.v1"
 // Errors of the session-log reader.
 var (
 	// ErrFormat marks a record that violates the format.
-	ErrFormat = errors.New("offline: bad session record")
+	ErrFormat = errors.New("sessionlog: bad session record")
 	// ErrTooLong marks a line longer than the reader's limit.
-	ErrTooLong = errors.New("offline: line too long")
+	ErrTooLong = errors.New("sessionlog: line too long")
 )
 
 // Step is one transition of a logged session.
 type Step struct {
-	Obs    []float64   `json:"obs"`
-	Action sims.Action `json:"-"`
-	Reward float64     `json:"reward"`
+	Obs    []float64    `json:"obs"`
+	Action space.Action `json:"-"`
+	Reward float64      `json:"reward"`
 	// LogP is the log of the behaviour probability (density) of Action; NaN
 	// when NoProb is set.
 	LogP float64 `json:"-"`
@@ -530,7 +530,7 @@ func (r *Reader) step(raw *rawStep, st *Step, obs, acts []float64) error {
 	return nil
 }
 
-func (r *Reader) action(raw *rawStep, acts []float64, a *sims.Action) error {
+func (r *Reader) action(raw *rawStep, acts []float64, a *space.Action) error {
 	if raw.has&stepActVec != 0 {
 		if r.kind == 1 {
 			return errors.New("a vector, but the actions are discrete")
@@ -544,7 +544,7 @@ func (r *Reader) action(raw *rawStep, acts []float64, a *sims.Action) error {
 		}
 		r.kind = 2
 		r.spec.Discrete = -1
-		*a = sims.Action{Vec: v}
+		*a = space.Action{Vec: v}
 		return nil
 	}
 	data := raw.act
@@ -559,7 +559,7 @@ func (r *Reader) action(raw *rawStep, acts []float64, a *sims.Action) error {
 		return fmt.Errorf("index %d outside [0, %d)", n, r.spec.Discrete)
 	}
 	r.kind = 1
-	*a = sims.Action{Index: int(n)}
+	*a = space.Action{Index: int(n)}
 	return nil
 }
 
@@ -600,24 +600,24 @@ func (w *Writer) Write(s *Session) error {
 		}
 		b = append(b, `{"obs":`...)
 		if b, err = appendFloats(b, st.Obs); err != nil {
-			return fmt.Errorf("offline: session %q steps[%d].obs: %w", s.Session, i, err)
+			return fmt.Errorf("sessionlog: session %q steps[%d].obs: %w", s.Session, i, err)
 		}
 		b = append(b, `,"action":`...)
 		if st.Action.Vec != nil {
 			if b, err = appendFloats(b, st.Action.Vec); err != nil {
-				return fmt.Errorf("offline: session %q steps[%d].action: %w", s.Session, i, err)
+				return fmt.Errorf("sessionlog: session %q steps[%d].action: %w", s.Session, i, err)
 			}
 		} else {
 			b = strconv.AppendInt(b, int64(st.Action.Index), 10)
 		}
 		b = append(b, `,"reward":`...)
 		if b, err = appendFloat(b, st.Reward); err != nil {
-			return fmt.Errorf("offline: session %q steps[%d].reward: %w", s.Session, i, err)
+			return fmt.Errorf("sessionlog: session %q steps[%d].reward: %w", s.Session, i, err)
 		}
 		if !st.NoProb {
 			b = append(b, `,"logp":`...)
 			if b, err = appendFloat(b, st.LogP); err != nil {
-				return fmt.Errorf("offline: session %q steps[%d].logp: %w", s.Session, i, err)
+				return fmt.Errorf("sessionlog: session %q steps[%d].logp: %w", s.Session, i, err)
 			}
 		}
 		b = append(b, '}')
@@ -626,7 +626,7 @@ func (w *Writer) Write(s *Session) error {
 	if s.FinalObs != nil {
 		b = append(b, `,"final_obs":`...)
 		if b, err = appendFloats(b, s.FinalObs); err != nil {
-			return fmt.Errorf("offline: session %q final_obs: %w", s.Session, err)
+			return fmt.Errorf("sessionlog: session %q final_obs: %w", s.Session, err)
 		}
 	}
 	b = append(b, `,"terminal":`...)
@@ -816,7 +816,7 @@ func ScanRecords(path string) (string, []RecordHash, error) {
 func DatasetID(path string) (string, error) {
 	id, _, err := ScanRecords(path)
 	if err != nil {
-		return "", fmt.Errorf("offline: dataset id of %s: %w", path, err)
+		return "", fmt.Errorf("sessionlog: dataset id of %s: %w", path, err)
 	}
 	return id, nil
 }

@@ -1,4 +1,4 @@
-package offline
+package sessionlog
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 // ErrChanged marks a log that no longer holds the records it held when it
 // was scanned (ScanLog): a record read again does not hash as it did, or
 // the file has more or fewer records.
-var ErrChanged = errors.New("offline: the log changed since it was read")
+var ErrChanged = errors.New("sessionlog: the log changed since it was read")
 
 // IndexBytesPerRecord is what an Index holds per record: its hash (32
 // bytes), the offset of its line (8) and the line's length (4). An Index of
@@ -81,7 +81,7 @@ func ScanLog(path string, opt ReaderOptions, check func(s *Session) error) (*Ind
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("offline: %s is not a regular file (a log is read more than once: give a file, not a pipe)", path)
+		return nil, fmt.Errorf("sessionlog: %s is not a regular file (a log is read more than once: give a file, not a pipe)", path)
 	}
 	if opt.Name == "" {
 		opt.Name = path
@@ -222,7 +222,7 @@ func (rr *RecordReader) Len() int { return rr.ix.Len() }
 func (rr *RecordReader) Read(i int) (Session, error) {
 	ix := rr.ix
 	if i < 0 || i >= len(ix.hashes) {
-		return Session{}, fmt.Errorf("offline: record %d of %d", i, len(ix.hashes))
+		return Session{}, fmt.Errorf("sessionlog: record %d of %d", i, len(ix.hashes))
 	}
 	off, n := ix.place(i)
 	if cap(rr.buf) < n {
