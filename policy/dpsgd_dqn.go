@@ -14,37 +14,13 @@ import (
 )
 
 // DQNConfig configures DP-SGD DQN (Mnih et al. 2015: replay buffer, target
-// network, epsilon-greedy exploration, Huber TD loss) with DP-SGD steps.
-//
-// Privacy unit: one transition (s, a, r, s', terminated). Every DP-SGD step
-// draws its minibatch from the replay buffer by Poisson sampling, each stored
-// transition included independently with probability q = BatchSize /
-// BufferSize (gaps drawn geometrically, so the cost is O(batch)). Unit i's
-// loss is Huber(Q(s_i, a_i) - y_i) with the target y_i = r_i + Gamma (1 -
-// terminated_i) max_a Q_target(s'_i, a), which depends on transition i and
-// the released parameters only. The per-transition gradients are clipped to
-// C, summed, noised with N(0, z^2 C^2 I) and divided by the expected batch
-// size q BufferSize = BatchSize (a fixed denominator, so the noise does not
-// depend on the sampled batch; an empty sample still takes a noise-only
-// step).
-//
-// Accounting: transitions are reused across steps, so each step is a
-// Poisson-subsampled Gaussian mechanism with rate q and multiplier z, and the
-// run is bounded by composing all Updates steps with the RDP accountant
-// (Mironov, Talwar & Zhang 2019; accountant.RDP). Counting every step
-// over-counts for transitions that entered the buffer late, which is safe.
-// Exploration actions, target copies and evaluation use only released
-// parameters (post-processing). The guarantee is per transition: an episode
-// of T transitions is protected only by group privacy over T units, which
-// this baseline does not report.
-//
-// Eviction caveat: the analysis takes neighbouring buffers to differ in the
-// one transition at every step. That holds exactly when nothing is evicted
-// (BufferSize >= Steps). With FIFO eviction, removing a transition also
-// delays the eviction of an older one, so some steps' buffers differ by one
-// transition removed and another kept; the standard DP-DQN analysis (and
-// this code) ignores that effect. Set BufferSize >= Steps for a guarantee
-// free of it.
+// network, epsilon-greedy exploration, Huber TD loss). The privacy unit is
+// one transition; each step Poisson-samples the buffer with rate q =
+// BatchSize/BufferSize and adds N(0, z^2 C^2 I) to the clipped sum, and the
+// run is accounted as the composition of Updates subsampled Gaussian
+// mechanisms with the RDP accountant. The argument, and the eviction caveat
+// (set BufferSize >= Steps for a guarantee free of it), are in
+// docs/privacy.md, section 6.
 type DQNConfig struct {
 	// Steps is the number of environment steps, >= 1. Default 50000.
 	Steps int

@@ -13,26 +13,11 @@ import (
 	"dprl/sims"
 )
 
-// ReinforceConfig configures DP-SGD REINFORCE (Williams 1992 with DP-SGD
-// steps).
-//
-// Privacy unit: one episode (trajectory). Each update collects
-// EpisodesPerUpdate fresh episodes with the current policy; episode e
-// contributes the gradient of its loss -sum_t log pi(a_t|s_t) Ghat_t, where
-// Ghat_t are its discounted returns-to-go normalised within the episode
-// (mean 0, std 1; a normalisation across the batch would let one episode
-// change every other episode's gradient). The per-episode gradients are
-// clipped to C, summed, noised with N(0, z^2 C^2 I) and divided by
-// EpisodesPerUpdate.
-//
-// Accounting: there is no subsampling. Each episode enters exactly one update
-// and is never reused; later updates see it only through the released
-// (noised) parameters, which is post-processing. Adding or removing one
-// episode changes one clipped sum by at most C, so each episode is protected
-// by a single Gaussian mechanism with multiplier z, whose exact guarantee is
-// the analytic Gaussian mechanism (Balle & Wang 2018; accountant.Analytic).
-// The guarantee does not grow with the number of updates. It is per episode:
-// a user contributing k episodes gets the composition of k such mechanisms.
+// ReinforceConfig configures DP-SGD REINFORCE (Williams 1992). The privacy
+// unit is one episode: each episode enters one update, its gradient
+// (returns-to-go normalised within the episode) clipped to C, the sum noised
+// with N(0, z^2 C^2 I), so an episode is protected by one Gaussian mechanism
+// of multiplier z (docs/privacy.md, section 6).
 type ReinforceConfig struct {
 	// Updates is the number of DP-SGD steps, >= 1. Default 300.
 	Updates int

@@ -22,35 +22,13 @@ const (
 
 // MLP is a fully connected network with tanh hidden layers and a linear output
 // layer, on float64. It owns no parameters: every method takes the flat
-// parameter vector params, laid out layer by layer as
-//
-//	W_0 (Sizes[1] x Sizes[0], row-major), b_0 (Sizes[1]), W_1, b_1, ...
-//
-// so y_l = W_l x_l + b_l. A whole policy snapshot is therefore one slice, and
-// the DP mechanism clips and noises one vector.
-//
-// The MLP keeps reusable workspaces (grown on first use, then reused), so it is
-// not safe for concurrent use; give each goroutine its own MLP (NewMLP is cheap).
-//
-// Kernels: the batched layers use gonum blas64.Gemm over the flat storage (no
-// copies: a blas64.General is a view of the flat vector). Chosen by benchmark
-// (BenchmarkMLPKernels, 4-64-64-2 tanh net, batch 32, Go 1.26, AMD EPYC,
-// 2 cores; ns/op, 0 allocs/op on both sides):
-//
-//	                   blas64    hand-written loops
-//	forward, batch 32  42.2 µs    78.6 µs
-//	backward, batch 32 58.7 µs   127.8 µs
-//	forward, 1 obs      0.97 µs    2.71 µs
-//
-// Products are fed to Gemm in output tiles that keep gonum single-threaded
-// (gemmSerial), so the MLP stays allocation-free and deterministic at any
-// batch size and layer width; parallelism belongs one level up, one Learner
-// per user.
-//
-// blas64 wins on every shape (its Dgemm/Dgemv use the assembly kernels, and
-// at these sizes stay single-threaded: fewer than 4 64x64 blocks), so it
-// is the only path used; the loop kernels remain in the tests as an independent
-// reference implementation.
+// parameter vector, laid out layer by layer as W_0 (Sizes[1] x Sizes[0],
+// row-major), b_0, W_1, b_1, ..., so that a policy snapshot is one slice and
+// the DP mechanism clips and noises one vector. Batched layers run gonum's
+// blas64.Gemm over views of the flat storage in tiles that keep it
+// single-threaded (gemmSerial: allocation-free and deterministic; the
+// kernel choice is measured in policy/REPRODUCE.md). An MLP keeps reusable
+// workspaces, so it is not safe for concurrent use; NewMLP is cheap.
 type MLP struct {
 	sizes []int // layer widths: input, hidden..., output
 	wOff  []int // offset of W_l in the flat vector

@@ -276,7 +276,8 @@ func TestMLPAllocs(t *testing.T) {
 	}
 }
 
-// BenchmarkMLPKernels is the mat-vs-loops decision recorded in the MLP doc.
+// BenchmarkMLPKernels is the mat-vs-loops decision recorded in
+// policy/REPRODUCE.md ("MLP kernels").
 func BenchmarkMLPKernels(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	m := mustMLP(b, 4, 64, 64, 2)

@@ -9,38 +9,12 @@ import (
 )
 
 // GhostClipper computes the clipped sum of per-unit gradients of an MLP,
-//
-//	sum_u min(1, C/||g_u||) g_u,
-//
-// without materialising the per-unit gradients g_u (DP-SGD, Abadi et al.
-// 2016, Algorithm 1). A unit (the privacy unit: one transition, one episode)
-// is a run of consecutive rows of the last ForwardBatch; its loss is the sum
-// of its rows' losses.
-//
-// Norms (Goodfellow 2015, "Efficient per-example gradient computations"). For
-// a dense layer y = W a + b with pre-activation gradient d_i on row i, the
-// gradient of row i is the outer product d_i a_i^T (and d_i for b), so
-//
-//	||g_i||^2 = sum_l ||d_{l,i}||^2 (||a_{l,i}||^2 + 1).
-//
-// For a unit of T > 1 rows the layer gradient is D^T A (D: T x out, A: T x
-// in), and ||D^T A||_F^2 + ||1^T D||^2 = sum_{t,s} (d_t.d_s)(a_t.a_s + 1): the
-// "ghost norm" of Li et al. 2022 (ICLR, "Large language models can be strong
-// differentially private learners"), costing T^2 (in+out) against T in out
-// for materialising D^T A; each layer takes the cheaper of the two (mixed
-// ghost clipping, Bu, Mao & Xu 2022, NeurIPS).
-//
-// Clipped sum (the two-pass "ghost clipping"). Pass 1 back-propagates dOut
-// once, keeping every layer's pre-activation gradients D_l, and computes the
-// norms from them. Pass 2 is the weight-gradient half of a second backward
-// pass with the rows of dOut scaled by the clip factors f_u: the network is
-// linear in dOut row by row, so the scaled pre-activation gradients are f_u
-// times the kept D_l rows, and the clipped sum is sum_l (diag(f) D_l)^T A_l.
-// Nothing of size (units x parameters) is ever stored.
-//
-// A GhostClipper shares its MLP's batch workspaces and keeps its own (grown
-// on first use, then reused); it allocates nothing in steady state and is not
-// safe for concurrent use.
+// sum_u min(1, C/||g_u||) g_u (DP-SGD, Abadi et al. 2016, "Deep Learning
+// with Differential Privacy", Algorithm 1), without materialising the g_u:
+// norms by the (mixed) ghost-norm trick, the sum by a second, row-scaled
+// backward pass (docs/privacy.md, section 6). A unit (one transition, one
+// episode) is a run of consecutive rows of the last ForwardBatch. It
+// allocates nothing in steady state and is not safe for concurrent use.
 type GhostClipper struct {
 	m         *MLP
 	sq        []float64 // squared norm per unit
