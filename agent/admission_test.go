@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"dprl/internal/testutil"
 	"dprl/policy"
 	"dprl/sessionlog"
 	"dprl/sims"
@@ -25,24 +25,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
-
-// lockedBuffer is a log sink safe for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) lines() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return bytes.Count(l.b.Bytes(), []byte("\n"))
-}
 
 // startService runs a real service (embedded NATS, Pebble ledger) for a
 // test; mod may adjust the service config.
@@ -217,10 +199,10 @@ func TestTrickleCannotKeepSessionsAlive(t *testing.T) {
 // (Before: 5,000 such requests opened 5,000 sessions and wrote 5,000
 // warning lines.)
 func TestNoReplyRequestsAreCountedNotLogged(t *testing.T) {
-	var logs lockedBuffer
+	var logs testutil.LockedBuffer
 	svc := startService(t, cartpoleConfig(4), func(sc *ServiceConfig) { sc.Logger = zerolog.New(&logs) })
 	nc, _ := dial(t, svc)
-	before := logs.lines()
+	before := logs.Lines()
 	const acts, ends = 5000, 200
 	for i := range acts {
 		b, _ := stream.AppendActRequest(nil, stream.ActRequest{Session: fmt.Sprintf("q%d", i), User: fmt.Sprintf("qu%d", i), Obs: obs4})
@@ -241,13 +223,13 @@ func TestNoReplyRequestsAreCountedNotLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := svc.Agent().m
-	waitFor(t, "requests counted", func() bool {
+	testutil.EventuallyTrue(t, 20*time.Second, "requests counted", func() bool {
 		return value(t, m.NoReply.WithLabelValues("act")) == acts && value(t, m.NoReply.WithLabelValues("end")) == ends
 	})
 	if got := value(t, m.SessionsOpened); got != 0 {
 		t.Errorf("%v sessions opened by requests whose replies nobody receives", got)
 	}
-	if got := logs.lines() - before; got > stream.LogBurst {
+	if got := logs.Lines() - before; got > stream.LogBurst {
 		t.Errorf("%d log lines for %d requests without a reply subject, want at most %d", got, acts+ends, stream.LogBurst)
 	}
 	// Ends without a reply are still handled; their errors are counted.
@@ -401,7 +383,7 @@ func runFloodExperiment(t *testing.T, cfg Config, floodN, legitN int) floodRun {
 			}()
 		}
 		// The flood is under way before the replay starts.
-		waitFor(t, "the flood", func() bool { return floodEnded.Load() >= int64(min(200, floodN)) })
+		testutil.EventuallyTrue(t, 20*time.Second, "the flood", func() bool { return floodEnded.Load() >= int64(min(200, floodN)) })
 	}
 	var next atomic.Int64
 	var lw sync.WaitGroup
@@ -441,7 +423,7 @@ func runFloodExperiment(t *testing.T, cfg Config, floodN, legitN int) floodRun {
 	res.floodEnded, res.floodRefused = int(floodEnded.Load()), int(refused.Load())
 	// Let the last partial batch go out (FlushTimeout), then read.
 	a := svc.Agent()
-	waitFor(t, "learner queue drained", func() bool { return a.queue.len() == 0 })
+	testutil.EventuallyTrue(t, 20*time.Second, "learner queue drained", func() bool { return a.queue.len() == 0 })
 	time.Sleep(cfg.FlushTimeout + 3*max(cfg.FlushTimeout/4, 10*time.Millisecond))
 	res.seconds = time.Since(start).Seconds()
 	res.releases = a.Version()
@@ -520,7 +502,7 @@ func TestLearnerQueueFairness(t *testing.T) {
 	if r := end("f0", "flood"); !r.Used {
 		t.Fatalf("first flood session: %+v", r)
 	}
-	waitFor(t, "the first session in the batch", func() bool { return a.queue.len() == 0 })
+	testutil.EventuallyTrue(t, 20*time.Second, "the first session in the batch", func() bool { return a.queue.len() == 0 })
 	for i := 1; i < 6; i++ {
 		r := end(fmt.Sprintf("f%d", i), "flood")
 		if want := i <= cfg.MaxQueuedPerUser; r.Used != want || (!want && r.Reason != "user queue full") {
@@ -530,7 +512,7 @@ func TestLearnerQueueFairness(t *testing.T) {
 	// Two other users complete a batch: one flood session per update.
 	end("b", "bob")
 	end("c", "carol")
-	waitFor(t, "version 1", func() bool { return a.Version() == 1 })
+	testutil.EventuallyTrue(t, 20*time.Second, "version 1", func() bool { return a.Version() == 1 })
 	for _, c := range []struct {
 		user string
 		want int
@@ -545,7 +527,7 @@ func TestLearnerQueueFairness(t *testing.T) {
 	// The flood's waiting sessions take one place in each next update.
 	end("d", "dave")
 	end("e", "erin")
-	waitFor(t, "version 2", func() bool { return a.Version() == 2 })
+	testutil.EventuallyTrue(t, 20*time.Second, "version 2", func() bool { return a.Version() == 2 })
 	if st, _ := store.UserState(store.User("flood")); st.Updates != 2 {
 		t.Errorf("flood took part in %d updates, want 2", st.Updates)
 	}
@@ -608,7 +590,7 @@ func TestMemoryBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "memory returned", func() bool { return a.mem.Load() == 0 })
+	testutil.EventuallyTrue(t, 20*time.Second, "memory returned", func() bool { return a.mem.Load() == 0 })
 	if _, err := c.Act(ctx, "after", "au", obs4, 0, true); err != nil {
 		t.Fatalf("after the budget came back: %v", err)
 	}
@@ -684,7 +666,7 @@ func TestRewardClipping(t *testing.T) {
 	if _, err := c.EndAs(ctx, "h", "hu", rewards[len(rewards)-1], true); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "release", func() bool { return svc.Agent().Version() == 1 })
+	testutil.EventuallyTrue(t, 20*time.Second, "release", func() bool { return svc.Agent().Version() == 1 })
 	if body := httpGet(t, "http://"+svc.OpsAddr()+"/status"); !strings.Contains(body, `"version": 1`) {
 		t.Fatalf("/status: %q", body)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"dprl/internal/testutil"
 	"dprl/ledger"
 	"dprl/policy"
 	"dprl/sessionlog"
@@ -85,17 +86,6 @@ func playEpisode(t *testing.T, a *Agent, id, user string, rng *rand.Rand, maxSte
 	return ret, EndResult{}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestUpdatesReleaseAndResume(t *testing.T) {
 	dir := t.TempDir()
 	cfg := cartpoleConfig(4)
@@ -108,7 +98,7 @@ func TestUpdatesReleaseAndResume(t *testing.T) {
 		}
 		if i%4 == 3 {
 			want := uint64(i/4 + 1)
-			waitFor(t, fmt.Sprintf("version %d", want), func() bool { return a.Version() >= want })
+			testutil.EventuallyTrue(t, 20*time.Second, fmt.Sprintf("version %d", want), func() bool { return a.Version() >= want })
 		}
 	}
 	r, err := store.Verify()
@@ -210,7 +200,7 @@ func TestContributionBoundingAndCaps(t *testing.T) {
 		t.Fatalf("one user's two sessions made an update")
 	}
 	playEpisode(t, a, "b1", "bob", rng, 20)
-	waitFor(t, "version 1", func() bool { return a.Version() == 1 })
+	testutil.EventuallyTrue(t, 20*time.Second, "version 1", func() bool { return a.Version() == 1 })
 	st, _ := store.UserState(store.User("alice"))
 	if st.Updates != 1 {
 		t.Errorf("alice updates %d", st.Updates)
@@ -231,7 +221,7 @@ func TestIdleTimeoutTruncates(t *testing.T) {
 	a.Act("idle", "", obs, 0, false)
 	a.Act("idle", "", obs, 1, true)
 	a.Act("idle", "", obs, 1, true)
-	waitFor(t, "idle close and update", func() bool { return a.Version() == 1 })
+	testutil.EventuallyTrue(t, 20*time.Second, "idle close and update", func() bool { return a.Version() == 1 })
 	if _, err := a.Act("idle", "", obs, 1, true); !errors.Is(err, ErrUnknownSession) {
 		t.Errorf("after idle: %v", err)
 	}
@@ -255,7 +245,7 @@ func TestConcurrentServing(t *testing.T) {
 	wg.Wait()
 	// All 48 sessions finish on version 0 before the first update lands, so
 	// only two updates can use them (MaxStaleness 1); the rest are stale.
-	waitFor(t, "2 updates", func() bool { return a.Version() >= 2 })
+	testutil.EventuallyTrue(t, 20*time.Second, "2 updates", func() bool { return a.Version() >= 2 })
 	if r, err := store.Verify(); err != nil || !r.OK() {
 		t.Errorf("verify %+v %v", r, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"dprl/internal/testutil"
 	"dprl/ledger"
 	"dprl/sims"
 	"dprl/stream"
@@ -197,17 +198,19 @@ func TestCorruptDataDir(t *testing.T) {
 		// The agent holds the store: watch its head file for three more
 		// releases (a loaded machine gets a minute).
 		want := countHeads(dir) + 3
-		deadline := time.Now().Add(time.Minute)
-		for countHeads(dir) < want && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
+		_ = testutil.Wait(time.Minute, func() error {
+			if n := countHeads(dir); n < want {
+				return fmt.Errorf("%d heads, want %d", n, want)
+			}
+			return nil
+		})
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 		stop()
 		if round == 0 {
 			olderBase = settle(t, dir)
-			copyTree(t, dir, older)
-			copyTree(t, dir, olderAll)
+			testutil.MustCopyTree(t, dir, older)
+			testutil.MustCopyTree(t, dir, olderAll)
 		}
 	}
 	base := settle(t, dir)
@@ -252,7 +255,7 @@ func TestCorruptDataDir(t *testing.T) {
 	damages = append(damages,
 		damage{"ledger/ older copy", func(d string) error {
 			os.RemoveAll(filepath.Join(d, "ledger"))
-			copyTree(t, filepath.Join(older, "ledger"), filepath.Join(d, "ledger"))
+			testutil.MustCopyTree(t, filepath.Join(older, "ledger"), filepath.Join(d, "ledger"))
 			return nil
 		}},
 		damage{"ledger.heads older copy", func(d string) error {
@@ -265,7 +268,7 @@ func TestCorruptDataDir(t *testing.T) {
 	counts := map[string]int{}
 	for i, dm := range damages {
 		d := filepath.Join(root, fmt.Sprintf("case%d", i))
-		copyTree(t, dir, d)
+		testutil.MustCopyTree(t, dir, d)
 		if err := dm.apply(d); err != nil {
 			t.Fatalf("%s: %v", dm.name, err)
 		}
@@ -384,30 +387,4 @@ func listFiles(t *testing.T, dir string) []string {
 	})
 	sort.Strings(files)
 	return files
-}
-
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(out, info.Mode().Perm())
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(out, b, info.Mode().Perm())
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }

@@ -12,7 +12,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"dprl/internal/testutil"
 	"dprl/ledger"
 	"dprl/policy"
 	"dprl/stream"
@@ -122,12 +124,12 @@ func runObserved(t *testing.T, sessions []scriptedSession, K int) []servedView {
 		playScripted(t, c, s)
 		if (i+1)%K == 0 {
 			want := uint64((i + 1) / K)
-			waitFor(t, fmt.Sprintf("version %d", want), func() bool { return svc.Agent().Version() == want })
+			testutil.EventuallyTrue(t, 20*time.Second, fmt.Sprintf("version %d", want), func() bool { return svc.Agent().Version() == want })
 			// The released batch's memory is returned just after the
 			// release: wait for it, so that the gauge is polled in the
 			// same state in both runs (its timing, not its value,
 			// varies between runs).
-			waitFor(t, "the batch's session memory returned", func() bool { return svc.Agent().mem.Load() == 0 })
+			testutil.EventuallyTrue(t, 20*time.Second, "the batch's session memory returned", func() bool { return svc.Agent().mem.Load() == 0 })
 		}
 		views = append(views, observe(t, svc.OpsAddr()))
 	}
@@ -242,7 +244,7 @@ func TestEverySessionTakesItsPlace(t *testing.T) {
 	}
 	// Session 3: ordinary.
 	playEpisode(t, a, "ok", "u-ok", rand.New(rand.NewPCG(2, 2)), 30)
-	waitFor(t, "version 1", func() bool { return a.Version() == 1 })
+	testutil.EventuallyTrue(t, 20*time.Second, "version 1", func() bool { return a.Version() == 1 })
 	var entries []ledger.Entry
 	if err := store.Entries(func(e ledger.Entry) error { entries = append(entries, e); return nil }); err != nil {
 		t.Fatal(err)

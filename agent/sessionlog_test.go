@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"dprl/internal/testutil"
 	"dprl/sessionlog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -243,14 +244,14 @@ func TestCapCheckedAtBatchWhenClosedByAct(t *testing.T) {
 	if r, err := a.End("a1", "alice", 1, true); err != nil || !r.Used {
 		t.Fatalf("first session: %+v %v", r, err)
 	}
-	waitFor(t, "version 1", func() bool { return a.Version() == 1 })
+	testutil.EventuallyTrue(t, 20*time.Second, "version 1", func() bool { return a.Version() == 1 })
 	for step := range 3 { // the third act closes at the step limit
 		if _, err := a.Act("a2", "alice", obs4, 1, step > 0); (err != nil) != (step == 2) {
 			t.Fatalf("step %d: %v", step, err)
 		}
 	}
 	reason := m.SessionsDiscarded.WithLabelValues("user reached max_updates_per_user")
-	waitFor(t, "set aside at batch formation", func() bool { return metricValue(t, reason) == 1 })
+	testutil.EventuallyTrue(t, 20*time.Second, "set aside at batch formation", func() bool { return metricValue(t, reason) == 1 })
 	time.Sleep(100 * time.Millisecond) // K = 1: an eligible session would have released at once
 	if v := a.Version(); v != 1 {
 		t.Errorf("version %d: the capped user's session made an update", v)

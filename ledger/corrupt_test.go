@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"dprl/internal/testutil"
 )
 
 // corruptBase is a closed ledger data directory with releases (and, when
@@ -61,7 +63,7 @@ func buildCorruptBase(t testing.TB, name string, releases int, flush bool) corru
 		}
 		if v == 3 {
 			s.Close()
-			copyTree(t, b.dir, b.older)
+			testutil.MustCopyTree(t, b.dir, b.older)
 			s = open()
 		}
 		if flush && v == releases/2 {
@@ -101,33 +103,6 @@ func keysOf(s *Store, users []string) []UserKey {
 		keys[i] = s.User(u)
 	}
 	return keys
-}
-
-// copyTree copies the regular files under src to dst, keeping modes.
-func copyTree(t testing.TB, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(out, info.Mode().Perm())
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(out, b, info.Mode().Perm())
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // damage is one corruption of a copy of a data directory.
@@ -204,7 +179,7 @@ func damages(t testing.TB, b corruptBase, spread, random int, rng *rand.Rand) []
 		if err := os.RemoveAll(filepath.Join(dir, pebbleDir)); err != nil {
 			return err
 		}
-		copyTree(t, filepath.Join(b.older, pebbleDir), filepath.Join(dir, pebbleDir))
+		testutil.MustCopyTree(t, filepath.Join(b.older, pebbleDir), filepath.Join(dir, pebbleDir))
 		return nil
 	}})
 	out = append(out, damage{file: "ledger/", kind: "delete", apply: func(dir string) error {
@@ -231,7 +206,9 @@ const (
 func judge(b corruptBase, d damage, tmp string) (string, string) {
 	vdir, adir := filepath.Join(tmp, "v"), filepath.Join(tmp, "a")
 	for _, dir := range []string{vdir, adir} {
-		copyTreeErr(b.dir, dir)
+		if err := testutil.CopyTree(b.dir, dir); err != nil {
+			return "ERROR", err.Error()
+		}
 		if err := d.apply(dir); err != nil {
 			return "ERROR", err.Error()
 		}
@@ -260,22 +237,6 @@ func judge(b corruptBase, d damage, tmp string) (string, string) {
 	default:
 		return outDetected, vMsg
 	}
-}
-
-func copyTreeErr(src, dst string) {
-	filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		info, _ := d.Info()
-		if d.IsDir() {
-			return os.MkdirAll(out, info.Mode().Perm())
-		}
-		data, _ := os.ReadFile(p)
-		return os.WriteFile(out, data, info.Mode().Perm())
-	})
 }
 
 // runVerify is dprl ledger verify: a read-only open and Verify.

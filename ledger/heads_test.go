@@ -14,6 +14,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"dprl/internal/testutil"
 )
 
 // headsRecords returns the intact commit records of dir's head file.
@@ -305,7 +307,7 @@ func TestExpectHead(t *testing.T) {
 	}
 	doRelease(t, s, 1, 1, "a")
 	s.Close()
-	copyTree(t, dir, old)
+	testutil.MustCopyTree(t, dir, old)
 	s, _ = Open(dir, Options{})
 	e := doRelease(t, s, 2, 1, "b")
 	ref := HeadRef{Seq: e.Seq, Hash: e.Hash}
@@ -317,7 +319,7 @@ func TestExpectHead(t *testing.T) {
 	}
 	s.Close()
 	os.RemoveAll(dir)
-	copyTree(t, old, dir)
+	testutil.MustCopyTree(t, old, dir)
 	for _, ro := range []bool{true, false} {
 		_, err := Open(dir, Options{ReadOnly: ro, ExpectHead: &ref})
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "rolled back") {

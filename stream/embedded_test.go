@@ -1,38 +1,20 @@
 package stream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
+
+	"dprl/internal/testutil"
 )
 
-// lockedBuffer is a goroutine-safe log sink.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestEmbeddedLogsThroughZerolog(t *testing.T) {
-	var buf lockedBuffer
+	var buf testutil.LockedBuffer
 	s, err := StartEmbedded(EmbeddedOptions{Port: -1, Logger: zerolog.New(&buf)})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +38,7 @@ func TestMaxPayload(t *testing.T) {
 }
 
 func TestServerLogsPanics(t *testing.T) {
-	var buf lockedBuffer
+	var buf testutil.LockedBuffer
 	s := runServer(t, 0)
 	nc := connect(t, s)
 	srv, err := Serve(context.Background(), nc, &testHandler{}, ServerConfig{ObsDim: 1, Logger: zerolog.New(&buf)})
@@ -68,7 +50,7 @@ func TestServerLogsPanics(t *testing.T) {
 	if err != nil || !strings.Contains(string(m.Data), `"internal"`) {
 		t.Fatalf("%v", err)
 	}
-	checkFor(t, 5*time.Second, time.Millisecond, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		if !strings.Contains(buf.String(), "handler panicked") {
 			return errors.New("panic not logged")
 		}

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -34,20 +33,6 @@ func connect(tb testing.TB, s *server.Server) *nats.Conn {
 	}
 	tb.Cleanup(nc.Close)
 	return nc
-}
-
-// checkFor polls f every sleep until it returns nil or total elapses.
-func checkFor(tb testing.TB, total, sleep time.Duration, f func() error) {
-	tb.Helper()
-	deadline := time.Now().Add(total)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(sleep)
-	}
-	tb.Fatalf("condition not met after %v: %v", total, err)
 }
 
 // testHandler answers act with action = len(session) (discrete) or the

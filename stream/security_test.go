@@ -25,6 +25,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+
+	"dprl/internal/testutil"
 )
 
 // testCA is a certificate authority generated in memory for one test.
@@ -218,7 +220,7 @@ func TestSecuredRefusesUnauthenticated(t *testing.T) {
 	}
 	ip.QueueSubscribe("dprl.v1.act", QueueGroup, func(*nats.Msg) {})
 	ip.Flush()
-	checkFor(t, 2*time.Second, 10*time.Millisecond, func() error {
+	testutil.Eventually(t, 2*time.Second, func() error {
 		if sink.count("Permissions Violation for Subscription") == 0 {
 			return errors.New("in-process queue subscription to act not refused")
 		}
@@ -417,7 +419,7 @@ func TestSecuredConnectionCap(t *testing.T) {
 			t.Fatalf("server holds %d connections, cap %d", n, capN+1)
 		}
 	}
-	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		if n := x.s.NumClients(); n != 1 {
 			return errors.New("idle unauthenticated connections still held")
 		}
@@ -722,13 +724,13 @@ func TestExampleServerConfig(t *testing.T) {
 		conf := filepath.Join(t.TempDir(), "nats-server.conf")
 		os.WriteFile(conf, []byte(exampleConf(t, addr, agentPub, webPub, replayPub, certFile, keyFile)), 0o600)
 		cmd := exec.Command(bin, "-c", conf)
-		var out lockedBuffer
+		var out testutil.LockedBuffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		testutil.Eventually(t, 5*time.Second, func() error {
 			c, err := net.Dial("tcp", addr)
 			if err == nil {
 				c.Close()

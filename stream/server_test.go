@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"dprl/internal/testutil"
 	"dprl/sims"
 )
 
@@ -188,7 +189,7 @@ func TestStopDrains(t *testing.T) {
 		defer wg.Done()
 		_, actErr = c.Act(context.Background(), "block", "u", []float64{1, 2, 3}, 0, true)
 	}()
-	checkFor(t, 5*time.Second, time.Millisecond, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		if h.entered.Load() == 0 {
 			return errors.New("handler not entered")
 		}
@@ -221,7 +222,7 @@ func TestStopOnContextCancel(t *testing.T) {
 	}
 	cancel()
 	c, _ := NewClient(connect(t, s), WithTimeout(time.Second))
-	checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		_, err := c.Act(context.Background(), "s", "u", []float64{1}, 0, true)
 		if !errors.Is(err, nats.ErrNoResponders) {
 			return errors.New("still serving")
@@ -364,16 +365,14 @@ func TestServerCountsErrorsAndNoReply(t *testing.T) {
 		nc.Publish("dprl.v1.end", []byte(`{"session":"n","reward":1,"terminal":true}`))
 	}
 	nc.Flush()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	_ = testutil.Wait(5*time.Second, func() error {
 		mu.Lock()
-		done := noReply["act"] == 500 && noReply["end"] == 500
-		mu.Unlock()
-		if done || time.Now().After(deadline) {
-			break
+		defer mu.Unlock()
+		if noReply["act"] == 500 && noReply["end"] == 500 {
+			return nil
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return fmt.Errorf("no-reply counts %v", noReply)
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	want := map[string]int{"act bad_request": 1, "act obs_dim": 1, "act step_limit": 1, "act internal": 1, "end missing_field": 1, "end internal": 1}
