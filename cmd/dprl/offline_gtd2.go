@@ -227,7 +227,7 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 	// run is charged; then the estimate is computed.
 	out, _, err := budget.Run(commandContext(cmd), cfg, budget.Input{Path: f.data, Reader: opt}, m)
 	if err != nil {
-		return gtd2Usage(f.budget.explain(err))
+		return gtd2Usage(budget.Explain(err))
 	}
 	if f.plot != "" {
 		title := fmt.Sprintf("GPOPE on %s: (%.3g, %g)-DP", filepath.Base(f.data), out.Epsilon, out.Delta)

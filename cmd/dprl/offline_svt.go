@@ -202,8 +202,8 @@ func (f *offlineSVTFlags) check() error {
 			bad("output %q would overwrite --data", o)
 		}
 	}
-	if f.delta > 0 && f.budget.changed("dataset-delta") && f.budget.capDelta > 0 && f.delta > f.budget.capDelta {
-		bad("--delta %v exceeds the dataset's --dataset-delta %v: the release's delta is added to the dataset's (basic composition); raise --dataset-delta if the dataset's owner agreed", f.delta, f.budget.capDelta)
+	if f.delta > 0 && f.budget.changed("dataset-delta") && f.budget.cap.Delta > 0 && f.delta > f.budget.cap.Delta {
+		bad("--delta %v exceeds the dataset's --dataset-delta %v: the release's delta is added to the dataset's (basic composition); raise --dataset-delta if the dataset's owner agreed", f.delta, f.budget.cap.Delta)
 	}
 	if len(errs) > 0 {
 		return usagef("offline svt: %s", strings.Join(errs, "; "))
@@ -240,7 +240,7 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 	defer m.abort()
 	out, charged, err := budget.Run(commandContext(cmd), cfg, budget.Input{Path: f.data, Reader: sessionlog.ReaderOptions{Name: f.data}}, m)
 	if err != nil {
-		return fmt.Errorf("offline svt: %w", f.budget.explain(err))
+		return fmt.Errorf("offline svt: %w", budget.Explain(err))
 	}
 	res.LedgerSeq, res.DatasetCap, res.DatasetSpent = charged.Entry.Seq, charged.Cap.Epsilon, charged.Spent
 	np := svtNonPrivate{DatasetID: charged.Dataset, Trajectories: len(m.sessions), Experts: len(m.experts)}
