@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 
 	"github.com/spf13/cobra"
@@ -49,12 +48,4 @@ func (b *offlineBudget) config(a *app, private bool) (budget.Config, error) {
 		return c, usagef("--dataset-%s %v: want %s", ce.Component, ce.Value, ce.Want)
 	}
 	return c, err
-}
-
-// commandContext is the command's context, or the background context.
-func commandContext(cmd *cobra.Command) context.Context {
-	if ctx := cmd.Context(); ctx != nil {
-		return ctx
-	}
-	return context.Background()
 }

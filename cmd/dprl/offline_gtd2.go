@@ -134,9 +134,7 @@ ledger records that it was seeded.`,
   dprl offline gtd2 --data chain.jsonl --env chain --target uniform --features tabular --method dp-lsw --epsilon 1 --delta 1e-5
   dprl offline gtd2 --data mc.jsonl --env mountaincar --target uniform --features fourier:5 --method wis-lstd --non-private --json`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runOfflineGTD2(a, cmd, &f)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runOfflineGTD2(a, cmd, &f) },
 	}
 	fl := c.Flags()
 	fl.StringVar(&e.Data, "data", "", "session log (dprl.sessions.v1), the private dataset")
@@ -184,7 +182,7 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 	if err != nil {
 		return err
 	}
-	out, _, err := budget.Run(commandContext(cmd), cfg, budget.Input{Path: ec.Data, Reader: opt}, m)
+	out, _, err := budget.Run(cmd.Context(), cfg, budget.Input{Path: ec.Data, Reader: opt}, m)
 	if err != nil {
 		return gtd2Usage(budget.Explain(err))
 	}

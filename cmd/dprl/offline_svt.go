@@ -8,7 +8,6 @@ import (
 	"dprl/internal/fielderr"
 	"dprl/offline/budget"
 	"dprl/offline/svt"
-	"dprl/sessionlog"
 )
 
 // offlineSVTFlags are the flags of dprl offline svt: most are the fields
@@ -123,7 +122,7 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 	if err != nil {
 		return fmt.Errorf("offline svt: %w", err)
 	}
-	out, _, err := budget.Run(commandContext(cmd), cfg, budget.Input{Path: rc.Data, Reader: sessionlog.ReaderOptions{Name: rc.Data}}, m)
+	out, _, err := budget.Run(cmd.Context(), cfg, m.Input(), m)
 	if err != nil {
 		return fmt.Errorf("offline svt: %w", fielderr.Rename(budget.Explain(err), rename))
 	}

@@ -122,6 +122,11 @@ func NewRelease(c ReleaseConfig, rng *rand.Rand) (*Release, error) {
 	return &Release{c: c, rng: rng, index: map[string]int{}, maxAction: -1}, nil
 }
 
+// Input is the log the release reads, as budget.Run takes it.
+func (m *Release) Input() budget.Input {
+	return budget.Input{Path: m.c.Data, Reader: sessionlog.ReaderOptions{Name: m.c.Data}}
+}
+
 // Check checks one record as the log is first read (sessionlog.ScanLog names
 // its line in errors): every session names an expert (a valid id), actions
 // are discrete and no trajectory is longer than MaxLen. It collects the

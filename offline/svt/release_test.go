@@ -82,7 +82,7 @@ func runRelease(t *testing.T, c ReleaseConfig, led string) (*Report, budget.Char
 	if err != nil {
 		t.Fatal(err)
 	}
-	return budget.Run(context.Background(), cfg, budget.Input{Path: c.Data, Reader: sessionlog.ReaderOptions{Name: c.Data}}, m)
+	return budget.Run(context.Background(), cfg, m.Input(), m)
 }
 
 // readLog reads every session of path.
