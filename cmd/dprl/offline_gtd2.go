@@ -3,57 +3,29 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
 
+	"dprl/internal/fielderr"
 	"dprl/offline/budget"
 	"dprl/offline/evaluate"
 )
 
-// The evaluation methods of "dprl offline gtd2".
-const (
-	methodGPOPE = string(evaluate.GPOPE)
-	methodDPLSW = string(evaluate.DPLSW)
-)
-
-// notCovered labels every value the privacy guarantee does not cover.
-const notCovered = evaluate.NotCovered
-
-// offlineGTD2Flags holds the flags of "dprl offline gtd2".
+// offlineGTD2Flags holds the flags of "dprl offline gtd2": most are the
+// fields of the evaluation's evaluate.Config.
 type offlineGTD2Flags struct {
-	data, evalData       string
-	target, behavior     string
-	features, method     string
-	epsilon, delta       float64
-	iters                int
-	stepSize, clip       float64
-	batch                float64
-	publicN              int
-	actions              int
-	diminishing          bool
-	gamma, ridge         float64
-	env                  string
-	seed                 uint64
-	nonPrivate           bool
-	low, high            []float64
-	grid                 int
-	rewardLow, rewardHig float64
-	plot                 string
-	asJSON               bool
-	budget               offlineBudget
+	cfg    evaluate.Config
+	method string
+	plot   string
+	asJSON bool
+	budget offlineBudget
 }
 
 func newOfflineGTD2Cmd(a *app) *cobra.Command {
 	var f offlineGTD2Flags
+	e := &f.cfg
 	c := &cobra.Command{
 		Use:   "gtd2",
 		Short: "Evaluate a target policy on a session log: GPOPE (DP GTD2), DP-LSW, or non-private LSTD",
@@ -162,36 +134,34 @@ ledger records that it was seeded.`,
   dprl offline gtd2 --data chain.jsonl --env chain --target uniform --features tabular --method dp-lsw --epsilon 1 --delta 1e-5
   dprl offline gtd2 --data mc.jsonl --env mountaincar --target uniform --features fourier:5 --method wis-lstd --non-private --json`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runOfflineGTD2(a, cmd, &f)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runOfflineGTD2(a, cmd, &f) },
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.data, "data", "", "session log (dprl.sessions.v1), the private dataset")
-	fl.StringVar(&f.target, "target", "", "target policy: uniform, snapshot:FILE, greedy[:FILE], softmax[:FILE]:TEMP, epsilon-greedy[:FILE]:EPS")
-	fl.StringVar(&f.features, "features", "", "features: tabular, fourier:K or raw")
-	fl.StringVar(&f.method, "method", methodGPOPE, "gpope, dp-lsw, lstd or wis-lstd")
-	fl.Float64Var(&f.epsilon, "epsilon", 0, "privacy budget epsilon of this run (gpope, dp-lsw)")
-	fl.Float64Var(&f.delta, "delta", 0, "privacy parameter delta of this run (gpope, dp-lsw)")
-	fl.IntVar(&f.iters, "iters", 0, "gpope: number of noisy gradient steps T")
-	fl.Float64Var(&f.stepSize, "step-size", 0.5, "gpope: step size alpha (alpha_0 with --diminishing)")
-	fl.BoolVar(&f.diminishing, "diminishing", false, "gpope: step size alpha_0 / sqrt(t)")
-	fl.Float64Var(&f.clip, "clip", 1, "gpope: L2 clip C of one trajectory's primal-dual gradient")
-	fl.Float64Var(&f.batch, "batch", 1, "gpope: expected trajectories per step (Poisson sampling rate batch/n; the paper uses 1)")
-	fl.IntVar(&f.publicN, "n", 0, "gpope: the public number of trajectories the sampling rate batch/n is computed from (default: the log's record count, which you then vouch is public)")
-	fl.Float64Var(&f.gamma, "gamma", 0.9, "discount factor, 0 <= gamma < 1")
-	fl.Float64Var(&f.ridge, "ridge", 1e-6, "lstd, wis-lstd: ridge added to A (unvisited tabular states make A singular)")
-	fl.StringVar(&f.env, "env", "", "the simulator the data comes from (public knowledge): start distribution, bounds, built-in targets, exact chain MSPBE")
-	fl.IntVar(&f.actions, "actions", 0, "the public number of discrete actions: required for a private run without --env (a record with a larger action is refused); without it a non-private run learns it from the log")
-	fl.StringVar(&f.behavior, "behavior", "", "with --env chain: the behaviour policy of the data, for the exact MSPBE of off-policy data")
-	fl.StringVar(&f.evalData, "eval-data", "", "a public session log on which to compute the empirical MSPBE instead of the private data")
-	fl.Uint64Var(&f.seed, "seed", 0, "seed the noise and sampling (repeatable research runs; recorded in the ledger)")
-	fl.BoolVar(&f.nonPrivate, "non-private", false, "allow output NOT covered by any DP guarantee: the lstd and wis-lstd methods, and with gpope or dp-lsw a section of statistics of the private log")
-	fl.Float64SliceVar(&f.low, "low", nil, "fourier and grid box lower bounds (default: the environment's observation box)")
-	fl.Float64SliceVar(&f.high, "high", nil, "fourier and grid box upper bounds")
-	fl.IntVar(&f.grid, "lsw-grid", 10, "dp-lsw with non-tabular features: cells per observation component of the public grid")
-	fl.Float64Var(&f.rewardLow, "reward-low", math.NaN(), "dp-lsw: public lower reward bound (default for chain 0, mountaincar -1)")
-	fl.Float64Var(&f.rewardHig, "reward-high", math.NaN(), "dp-lsw: public upper reward bound (default for chain 1, mountaincar 0)")
+	fl.StringVar(&e.Data, "data", "", "session log (dprl.sessions.v1), the private dataset")
+	fl.StringVar(&e.Target, "target", "", "target policy: uniform, snapshot:FILE, greedy[:FILE], softmax[:FILE]:TEMP, epsilon-greedy[:FILE]:EPS")
+	fl.StringVar(&e.Features, "features", "", "features: tabular, fourier:K or raw")
+	fl.StringVar(&f.method, "method", string(evaluate.GPOPE), "gpope, dp-lsw, lstd or wis-lstd")
+	fl.Float64Var(&e.Epsilon, "epsilon", 0, "privacy budget epsilon of this run (gpope, dp-lsw)")
+	fl.Float64Var(&e.Delta, "delta", 0, "privacy parameter delta of this run (gpope, dp-lsw)")
+	fl.IntVar(&e.Iters, "iters", 0, "gpope: number of noisy gradient steps T")
+	fl.Float64Var(&e.StepSize, "step-size", 0.5, "gpope: step size alpha (alpha_0 with --diminishing)")
+	fl.BoolVar(&e.Diminishing, "diminishing", false, "gpope: step size alpha_0 / sqrt(t)")
+	fl.Float64Var(&e.Clip, "clip", 1, "gpope: L2 clip C of one trajectory's primal-dual gradient")
+	fl.Float64Var(&e.Batch, "batch", 1, "gpope: expected trajectories per step (Poisson sampling rate batch/n; the paper uses 1)")
+	fl.IntVar(&e.PublicN, "n", 0, "gpope: the public number of trajectories the sampling rate batch/n is computed from (default: the log's record count, which you then vouch is public)")
+	fl.Float64Var(&e.Gamma, "gamma", 0.9, "discount factor, 0 <= gamma < 1")
+	fl.Float64Var(&e.Ridge, "ridge", 1e-6, "lstd, wis-lstd: ridge added to A (unvisited tabular states make A singular)")
+	fl.StringVar(&e.Env, "env", "", "the simulator the data comes from (public knowledge): start distribution, bounds, built-in targets, exact chain MSPBE")
+	fl.IntVar(&e.Actions, "actions", 0, "the public number of discrete actions: required for a private run without --env (a record with a larger action is refused); without it a non-private run learns it from the log")
+	fl.StringVar(&e.Behavior, "behavior", "", "with --env chain: the behaviour policy of the data, for the exact MSPBE of off-policy data")
+	fl.StringVar(&e.EvalData, "eval-data", "", "a public session log on which to compute the empirical MSPBE instead of the private data")
+	fl.Uint64Var(&e.Seed, "seed", 0, "seed the noise and sampling (repeatable research runs; recorded in the ledger)")
+	fl.BoolVar(&e.NonPrivate, "non-private", false, "allow output NOT covered by any DP guarantee: the lstd and wis-lstd methods, and with gpope or dp-lsw a section of statistics of the private log")
+	fl.Float64SliceVar(&e.Low, "low", nil, "fourier and grid box lower bounds (default: the environment's observation box)")
+	fl.Float64SliceVar(&e.High, "high", nil, "fourier and grid box upper bounds")
+	fl.IntVar(&e.Grid, "lsw-grid", 10, "dp-lsw with non-tabular features: cells per observation component of the public grid")
+	fl.Float64Var(&e.RewardLow, "reward-low", math.NaN(), "dp-lsw: public lower reward bound (default for chain 0, mountaincar -1)")
+	fl.Float64Var(&e.RewardHigh, "reward-high", math.NaN(), "dp-lsw: public upper reward bound (default for chain 1, mountaincar 0)")
 	fl.StringVar(&f.plot, "plot", "", "gpope: write the MSPBE vs iteration curve as PNG to this file (public moments: --env chain or --eval-data; else only with --non-private)")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
 	f.budget.register(fl)
@@ -199,18 +169,10 @@ ledger records that it was seeded.`,
 }
 
 func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
-	fl := cmd.Flags()
-	ec := evaluate.Config{
-		Data: f.data, EvalData: f.evalData, Target: f.target, Behavior: f.behavior, Features: f.features,
-		Method: evaluate.Method(f.method), Epsilon: f.epsilon, Delta: f.delta,
-		EpsilonGiven: fl.Changed("epsilon"), DeltaGiven: fl.Changed("delta"),
-		Iters: f.iters, StepSize: f.stepSize, Diminishing: f.diminishing, Clip: f.clip, Batch: f.batch,
-		PublicN: f.publicN, PublicNGiven: fl.Changed("n"), Actions: f.actions, ActionsGiven: fl.Changed("actions"),
-		Gamma: f.gamma, Ridge: f.ridge, Env: f.env, Seed: f.seed, Seeded: fl.Changed("seed"), NonPrivate: f.nonPrivate,
-		Low: f.low, High: f.high, Grid: f.grid, RewardLow: f.rewardLow, RewardHigh: f.rewardHig, Curve: f.plot != "",
-	}
-	prog := newStepProgress(a, f.iters)
-	ec.Progress = prog.update
+	fl, ec := cmd.Flags(), f.cfg
+	ec.Method, ec.Curve, ec.Seeded = evaluate.Method(f.method), f.plot != "", fl.Changed("seed")
+	ec.EpsilonGiven, ec.DeltaGiven, ec.PublicNGiven, ec.ActionsGiven = fl.Changed("epsilon"), fl.Changed("delta"), fl.Changed("n"), fl.Changed("actions")
+	ec.Progress = newStepProgress(a, ec.Iters).update
 	m, opt, err := evaluate.New(ec)
 	if err != nil {
 		return gtd2Usage(err)
@@ -220,23 +182,17 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 	if err != nil {
 		return err
 	}
-	// The protocol (budget.Run): one streaming pass reads, validates and
-	// hashes every record (stopping at the first bad one); a private run
-	// opens the ledger and is checked on the record count alone; the
-	// target and features are validated against the whole log; a private
-	// run is charged; then the estimate is computed.
-	out, _, err := budget.Run(commandContext(cmd), cfg, budget.Input{Path: f.data, Reader: opt}, m)
+	out, _, err := budget.Run(cmd.Context(), cfg, budget.Input{Path: ec.Data, Reader: opt}, m)
 	if err != nil {
-		return gtd2Usage(f.budget.explain(err))
+		return gtd2Usage(budget.Explain(err))
 	}
 	if f.plot != "" {
-		title := fmt.Sprintf("GPOPE on %s: (%.3g, %g)-DP", filepath.Base(f.data), out.Epsilon, out.Delta)
-		if err := writeMSPBEPNG(f.plot, out.Curve, out.CurveKind, title); err != nil {
+		if err := out.WritePlot(f.plot, ec.Data); err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
 		out.Plot = f.plot
 	}
-	return emit(a.stdout, f.asJSON, out, func(w io.Writer) error { return printGTD2(w, out) })
+	return emit(a.stdout, f.asJSON, out, out.WriteText)
 }
 
 // gtd2FlagNames are the flags of evaluate.Config's fields.
@@ -249,117 +205,10 @@ var gtd2FlagNames = map[string]string{"Data": "--data", "EvalData": "--eval-data
 // gtd2Usage makes an error with evaluate.ConfigErrors a usage error
 // naming flags instead of fields.
 func gtd2Usage(err error) error {
-	var ce *evaluate.ConfigError
-	if !errors.As(err, &ce) {
-		return err
+	if ce := (*evaluate.ConfigError)(nil); errors.As(err, &ce) {
+		return usageError{fielderr.Rename(err, func(f string) string { return gtd2FlagNames[f] })}
 	}
-	msg := err.Error()
-	var walk func(error)
-	walk = func(e error) {
-		if c, ok := e.(*evaluate.ConfigError); ok {
-			msg = strings.Replace(msg, c.Error(), c.Render(func(f string) string { return gtd2FlagNames[f] }), 1)
-			return
-		}
-		switch u := e.(type) {
-		case interface{ Unwrap() []error }:
-			for _, x := range u.Unwrap() {
-				walk(x)
-			}
-		case interface{ Unwrap() error }:
-			walk(u.Unwrap())
-		}
-	}
-	walk(err)
-	return usageError{errors.New(msg)}
-}
-
-func printGTD2(w io.Writer, o *evaluate.Result) error {
-	fmt.Fprintf(w, "method:      %s (target %s, features %s, gamma %g)\n", o.Method, o.Target, o.Features, o.Gamma)
-	if o.Value != nil {
-		fmt.Fprintf(w, "value:       %.6g at the start distribution", *o.Value)
-		if o.TrueValue != nil {
-			fmt.Fprintf(w, " (true %.6g)", *o.TrueValue)
-		}
-		fmt.Fprintln(w)
-	} else {
-		fmt.Fprintln(w, "value:       - (give --env for a public start distribution)")
-	}
-	if o.MSPBE != nil {
-		fmt.Fprintf(w, "MSPBE:       %.6g, %s\n", *o.MSPBE, o.MSPBEKind)
-	} else {
-		fmt.Fprintf(w, "MSPBE:       - %s\n", o.MSPBEKind)
-	}
-	fmt.Fprintf(w, "weights:     %s\n", fmtVec(o.Weights))
-	if !o.Private {
-		fmt.Fprintln(w, "privacy:     NONE: this estimate is not differentially private (not charged)")
-	} else {
-		fmt.Fprintf(w, "privacy:     (%.4g, %g)-DP per trajectory (added or removed), %s\n", o.Epsilon, o.Delta, o.Accountant)
-		if o.Method == methodGPOPE {
-			fmt.Fprintf(w, "noise:       z = %.4g on clip %g, %d steps, Poisson sampling of expected batch %g of n = %d trajectories\n", o.NoiseMultiplier, o.Clip, o.Iters, o.Batch, o.NTrajectories)
-			fmt.Fprintf(w, "public n:    %s\n", o.NSource)
-		} else {
-			fmt.Fprintf(w, "noise:       Gaussian on a smooth sensitivity bound, from public reward bounds [%g, %g] (return range %.4g); its scale depends on the data and is not released\n", o.RewardBounds[0], o.RewardBounds[1], o.ReturnRange)
-		}
-		fmt.Fprintf(w, "ledger:      entry %d; dataset spent epsilon %.4g", o.LedgerSeq, o.DatasetSpent)
-		if o.Seeded {
-			fmt.Fprint(w, " (seeded run)")
-		}
-		fmt.Fprintln(w)
-	}
-	if o.Plot != "" {
-		fmt.Fprintf(w, "plot:        %s\n", o.Plot)
-	}
-	if np := o.NonPrivate; np != nil {
-		fmt.Fprintf(w, "\n%s (--non-private): statistics of the private log\n", np.Warning)
-		fmt.Fprintf(w, "  dataset:   %s\n", np.DatasetID)
-		fmt.Fprintf(w, "  data:      %d trajectories, %d transitions\n", np.NTrajectories, np.NTransitions)
-		if np.MSPBE != nil {
-			fmt.Fprintf(w, "  MSPBE:     %.6g with the private log's moments\n", *np.MSPBE)
-		} else {
-			fmt.Fprintln(w, "  MSPBE:     - (not finite with the private log's moments)")
-		}
-		if g := np.GPOPE; g != nil {
-			fmt.Fprintf(w, "  gradients: %d sampled, %d clipped, %d zeroed (not finite)\n", g.Sampled, g.Clipped, g.Zeroed)
-		}
-		if l := np.LSW; l != nil {
-			fmt.Fprintf(w, "  noise:     sigma = %.4g per weight (Psi %.4g, %d states visited)\n", l.Sigma, l.Psi, l.Visited)
-		}
-	}
-	return nil
-}
-
-func fmtVec(v []float64) string {
-	parts := make([]string, len(v))
-	for i, x := range v {
-		parts[i] = strconv.FormatFloat(x, 'g', 4, 64)
-	}
-	return "[" + strings.Join(parts, " ") + "]"
-}
-
-// writeMSPBEPNG plots MSPBE against the iteration on a log scale.
-func writeMSPBEPNG(path string, points []evaluate.CurvePoint, kind, title string) error {
-	curve := make(plotter.XYs, len(points))
-	for i, pt := range points {
-		curve[i] = plotter.XY{X: float64(pt.Iter), Y: pt.MSPBE}
-	}
-	if len(curve) == 0 {
-		return errors.New("no MSPBE values to plot")
-	}
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "iteration"
-	p.Y.Label.Text = "MSPBE, " + strings.SplitN(kind, ":", 2)[0]
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	for i := range curve {
-		curve[i].Y = math.Max(curve[i].Y, 1e-300)
-	}
-	l, err := plotter.NewLine(curve)
-	if err != nil {
-		return err
-	}
-	p.Add(l, plotter.NewGrid())
-	return p.Save(6*vg.Inch, 4*vg.Inch, path)
+	return err
 }
 
 // stepProgress logs the progress of a long loop every few seconds.

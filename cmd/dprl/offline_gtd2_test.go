@@ -12,8 +12,12 @@ import (
 	"strings"
 	"testing"
 
+	"dprl/offline/evaluate"
 	"dprl/policy"
 )
+
+// notCovered labels every value the privacy guarantee does not cover.
+const notCovered = evaluate.NotCovered
 
 // gtd2Fixture generates small logs once per test: chain on-policy for the
 // uniform target, chain off-policy (epsilon-greedy advance), mountaincar.

@@ -100,7 +100,7 @@ func TestOfflineSVT(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var r offlineSVTResult
+	var r svt.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -166,7 +166,7 @@ func TestOfflineSVT(t *testing.T) {
 	}
 	// Seeded runs repeat.
 	code, out2, _ := runCLI(t, args(filepath.Join(dir, "ledger2"))...)
-	var r2 offlineSVTResult
+	var r2 svt.Report
 	_ = json.Unmarshal([]byte(out2), &r2)
 	if code != 0 || r2.StableTransitions != r.StableTransitions || len(r2.PrefixHistogram) != len(r.PrefixHistogram) {
 		t.Errorf("seeded rerun: %d stable, want %d", r2.StableTransitions, r.StableTransitions)

@@ -39,7 +39,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -115,13 +114,11 @@ type Config struct {
 	Logger zerolog.Logger
 }
 
-// checkCap checks the configured cap.
+// checkCap checks the configured cap: an invalid component is a
+// *CapError wrapped in ledger.ErrInvalid.
 func (c Config) checkCap() error {
-	if !(c.Cap.Epsilon > 0) || math.IsInf(c.Cap.Epsilon, 0) {
-		return fmt.Errorf("%w: cap epsilon %v: want > 0", ledger.ErrInvalid, c.Cap.Epsilon)
-	}
-	if !(c.Cap.Delta > 0 && c.Cap.Delta < 1) {
-		return fmt.Errorf("%w: cap delta %v: want in (0, 1)", ledger.ErrInvalid, c.Cap.Delta)
+	if err := validCap(c.Cap); err != nil {
+		return fmt.Errorf("%w: %w", ledger.ErrInvalid, err)
 	}
 	return nil
 }
@@ -138,6 +135,9 @@ type Refusal struct {
 	// FirstRun says that the dataset has no cap at Unit yet: the run was
 	// checked against Config.Cap, which it would have stored.
 	FirstRun bool
+	// Cap is the configured cap (Config.Cap): the one a first run is
+	// checked against.
+	Cap ledger.Cap
 	// Ledger is the ledger directory and Path the log the run read.
 	Ledger, Path string
 }
@@ -430,5 +430,5 @@ func (p *protocol) refusal(unit ledger.Unit, err error) error {
 		return err
 	}
 	_, stored, serr := p.storedCap(unit)
-	return &Refusal{Err: err, Unit: unit, FirstRun: serr == nil && !stored, Ledger: p.cfg.Ledger, Path: p.in.Path}
+	return &Refusal{Err: err, Unit: unit, FirstRun: serr == nil && !stored, Cap: p.cfg.Cap, Ledger: p.cfg.Ledger, Path: p.in.Path}
 }

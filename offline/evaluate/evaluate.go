@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 
+	"dprl/internal/fielderr"
 	"dprl/internal/rng"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
@@ -113,37 +114,19 @@ type CurvePoint struct {
 }
 
 // ConfigError is an error of the configuration: its message names the
-// Config fields at fault.
-type ConfigError struct {
-	err error
-}
+// Config fields at fault, which a command line renames to its flags
+// (fielderr.Rename).
+type ConfigError = fielderr.Error
 
 // fieldNames are the Config fields a ConfigError may name.
-var fieldNames = []string{"Data", "EvalData", "Target", "Behavior", "Features", "Method", "Epsilon", "Delta", "Iters", "StepSize",
+var fieldNames = fielderr.Fields{"Data", "EvalData", "Target", "Behavior", "Features", "Method", "Epsilon", "Delta", "Iters", "StepSize",
 	"Clip", "Batch", "PublicN", "Actions", "Gamma", "Ridge", "Env", "NonPrivate", "Low", "High", "Grid", "RewardLow", "RewardHigh", "Curve"}
 
-// Render returns the message with each field named by name(field).
-func (e *ConfigError) Render(name func(field string) string) string {
-	pairs := make([]string, 0, 2*len(fieldNames))
-	for _, f := range fieldNames {
-		pairs = append(pairs, "{"+f+"}", name(f))
-	}
-	return strings.NewReplacer(pairs...).Replace(e.err.Error())
-}
-
-// Error returns the message with the fields named as in Config.
-func (e *ConfigError) Error() string { return e.Render(func(f string) string { return f }) }
-
-// Unwrap returns the underlying error.
-func (e *ConfigError) Unwrap() error { return e.err }
-
 // configErrorf returns a ConfigError; {Field} in format names a field.
-func configErrorf(format string, args ...any) error {
-	return &ConfigError{err: fmt.Errorf(format, args...)}
-}
+func configErrorf(format string, args ...any) error { return fieldNames.Errorf(format, args...) }
 
 // configError marks err as an error of the configuration.
-func configError(err error) error { return &ConfigError{err: err} }
+func configError(err error) error { return fieldNames.Wrap(err) }
 
 // Result is the result of "dprl offline gtd2". Outside NonPrivate, every
 // field of a private run is covered by the guarantee it prints: the noised
