@@ -16,6 +16,19 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
+// ledgerShowDataset decodes one dataset of "dprl ledger show --json" (the
+// offline tests read it).
+type ledgerShowDataset struct {
+	Units map[ledger.Unit]struct {
+		Runs       int     `json:"runs"`
+		Epsilon    float64 `json:"epsilon"`
+		Delta      float64 `json:"delta"`
+		CapEpsilon float64 `json:"cap_epsilon"`
+		Error      string  `json:"error"`
+	} `json:"units"`
+	DerivedFiles []ledger.DerivedSummary `json:"derived_files"`
+}
+
 // makeLedger writes a small ledger: two releases and one offline run.
 func makeLedger(t *testing.T) string {
 	t.Helper()
