@@ -59,22 +59,15 @@ Exit status 1 if a mechanism or the control is flagged, or a mutant missed.`,
 				return configUsage(err)
 			}
 			f.Seed, _ = seedFlag(cmd, "seed", f.Seed)
-			var cur string
-			var last time.Time
+			last := time.Now()
 			f.Progress = func(target string, done, total int) {
-				if target != cur {
-					cur, last = target, time.Now()
-				}
 				if time.Since(last) >= 3*time.Second {
 					last = time.Now()
 					a.log.Info().Str("target", target).Int("pairs", done).Int("of", total).Msg("audit")
 				}
 			}
 			out, err := audit.RunSuite(f)
-			if err != nil {
-				return configUsage(err)
-			}
-			if err := emit(a.stdout, asJSON, out, out.WriteText); err != nil {
+			if err := emitResult(a, asJSON, out, configUsage(err)); err != nil {
 				return err
 			}
 			return out.Err()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strings"
@@ -28,6 +29,29 @@ func openLedger(a *app, dir string) (*ledger.Store, error) {
 	return ledger.Open(dir, ledger.Options{MustExist: true, ReadOnly: true, Logger: a.log})
 }
 
+// textResult is a result with a human-readable form.
+type textResult interface{ WriteText(io.Writer) error }
+
+// emitResult prints res (emit), or returns err.
+func emitResult[R textResult](a *app, asJSON bool, res R, err error) error {
+	if err != nil {
+		return err
+	}
+	return emit(a.stdout, asJSON, res, res.WriteText)
+}
+
+// showLedger prints what f computes from the existing ledger in dir,
+// opened read-only.
+func showLedger[R textResult](a *app, dir string, asJSON bool, f func(*ledger.Store) (R, error)) error {
+	s, err := openLedger(a, dir)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	res, err := f(s)
+	return emitResult(a, asJSON, res, err)
+}
+
 func newLedgerShowCmd(a *app) *cobra.Command {
 	var dir string
 	var asJSON bool
@@ -39,16 +63,7 @@ func newLedgerShowCmd(a *app) *cobra.Command {
   dprl ledger show --data ./dprl-data --json`,
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			s, err := openLedger(a, dir)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			res, err := s.Summary(delta)
-			if err != nil {
-				return err
-			}
-			return emit(a.stdout, asJSON, res, res.WriteText)
+			return showLedger(a, dir, asJSON, func(s *ledger.Store) (ledger.Summary, error) { return s.Summary(delta) })
 		},
 	}
 	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
@@ -93,16 +108,10 @@ inside it: record the head elsewhere (dprl ledger head) and pass it as
 				return usagef("--data is required")
 			}
 			res, err := ledger.VerifyDir(dir, ledger.Options{Logger: a.log}, ref)
-			if err != nil {
+			if err := emitResult(a, asJSON, res, err); err != nil || res.OK {
 				return err
 			}
-			if err := emit(a.stdout, asJSON, res, res.WriteText); err != nil {
-				return err
-			}
-			if !res.OK {
-				return fmt.Errorf("ledger verify: %d problems in %s: %s", len(res.Problems), dir, res.Problems[0])
-			}
-			return nil
+			return fmt.Errorf("ledger verify: %d problems in %s: %s", len(res.Problems), dir, res.Problems[0])
 		},
 	}
 	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
@@ -127,16 +136,7 @@ trail, not a release to users.`,
 		Example: `  dprl ledger head --data ./dprl-data >> ~/ledger-heads.txt`,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			s, err := openLedger(a, dir)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			res, err := s.VerifiedHead()
-			if err != nil {
-				return err
-			}
-			return emit(a.stdout, asJSON, res, res.WriteText)
+			return showLedger(a, dir, asJSON, (*ledger.Store).VerifiedHead)
 		},
 	}
 	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
@@ -235,10 +235,8 @@ unit; a dataset with several needs it.`,
 				return usagef("dataset %s has budgets at units %s: give --unit", ue.Dataset, ue.UnitList())
 			case errors.Is(err, ledger.ErrInvalid):
 				return usageError{err}
-			case err != nil:
-				return err
 			}
-			return emit(a.stdout, asJSON, res, res.WriteText)
+			return emitResult(a, asJSON, res, err)
 		},
 	}
 	c.Flags().StringVar(&dir, "data", "", "the ledger's directory (an offline --ledger directory or an agent's --data) (required)")
@@ -281,22 +279,15 @@ exporting it costs no privacy.`,
 					return usagef("%s exists (--force overwrites it)", out)
 				}
 			}
-			s, err := openLedger(a, dir)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			res, err := s.ExportSnapshot(version, out, func(b []byte) (int, error) {
-				snap, err := policy.UnmarshalSnapshot(b)
-				if err != nil {
-					return 0, err
-				}
-				return len(snap.Theta), nil
+			return showLedger(a, dir, asJSON, func(s *ledger.Store) (ledger.SnapshotExport, error) {
+				return s.ExportSnapshot(version, out, func(b []byte) (int, error) {
+					snap, err := policy.UnmarshalSnapshot(b)
+					if err != nil {
+						return 0, err
+					}
+					return len(snap.Theta), nil
+				})
 			})
-			if err != nil {
-				return err
-			}
-			return emit(a.stdout, asJSON, res, res.WriteText)
 		},
 	}
 	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
