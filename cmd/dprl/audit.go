@@ -56,7 +56,7 @@ Exit status 1 if a mechanism or the control is flagged, or a mutant missed.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.Validate(); err != nil {
-				return configUsage(err)
+				return renderedUsage(err)
 			}
 			f.Seed, _ = seedFlag(cmd, "seed", f.Seed)
 			last := time.Now()
@@ -67,7 +67,7 @@ Exit status 1 if a mechanism or the control is flagged, or a mutant missed.`,
 				}
 			}
 			out, err := audit.RunSuite(f)
-			if err := emitResult(a, asJSON, out, configUsage(err)); err != nil {
+			if err := emitTexter(a, asJSON, out, renderedUsage(err)); err != nil {
 				return err
 			}
 			return out.Err()

@@ -29,11 +29,11 @@ func openLedger(a *app, dir string) (*ledger.Store, error) {
 	return ledger.Open(dir, ledger.Options{MustExist: true, ReadOnly: true, Logger: a.log})
 }
 
-// textResult is a result with a human-readable form.
-type textResult interface{ WriteText(io.Writer) error }
+// texter is a result with a human-readable form.
+type texter interface{ WriteText(io.Writer) error }
 
-// emitResult prints res (emit), or returns err.
-func emitResult[R textResult](a *app, asJSON bool, res R, err error) error {
+// emitTexter prints res (emit), or returns err.
+func emitTexter[R texter](a *app, asJSON bool, res R, err error) error {
 	if err != nil {
 		return err
 	}
@@ -42,14 +42,14 @@ func emitResult[R textResult](a *app, asJSON bool, res R, err error) error {
 
 // showLedger prints what f computes from the existing ledger in dir,
 // opened read-only.
-func showLedger[R textResult](a *app, dir string, asJSON bool, f func(*ledger.Store) (R, error)) error {
+func showLedger[R texter](a *app, dir string, asJSON bool, f func(*ledger.Store) (R, error)) error {
 	s, err := openLedger(a, dir)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	res, err := f(s)
-	return emitResult(a, asJSON, res, err)
+	return emitTexter(a, asJSON, res, err)
 }
 
 func newLedgerShowCmd(a *app) *cobra.Command {
@@ -108,7 +108,7 @@ inside it: record the head elsewhere (dprl ledger head) and pass it as
 				return usagef("--data is required")
 			}
 			res, err := ledger.VerifyDir(dir, ledger.Options{Logger: a.log}, ref)
-			if err := emitResult(a, asJSON, res, err); err != nil || res.OK {
+			if err := emitTexter(a, asJSON, res, err); err != nil || res.OK {
 				return err
 			}
 			return fmt.Errorf("ledger verify: %d problems in %s: %s", len(res.Problems), dir, res.Problems[0])
@@ -236,7 +236,7 @@ unit; a dataset with several needs it.`,
 			case errors.Is(err, ledger.ErrInvalid):
 				return usageError{err}
 			}
-			return emitResult(a, asJSON, res, err)
+			return emitTexter(a, asJSON, res, err)
 		},
 	}
 	c.Flags().StringVar(&dir, "data", "", "the ledger's directory (an offline --ledger directory or an agent's --data) (required)")
