@@ -59,4 +59,8 @@
 // (offline/svt), DP-LSW (offline/lsw), subsampled GPOPE (q < 1), and the
 // agent end to end (sessions through the HTTP or NATS transport, local PPO
 // updates and the ledger); only the aggregation those paths share.
+//
+// RunSuite runs a Suite ("dprl audit") from a SuiteConfig, each target with
+// its own ChaCha8 generator keyed by the seed and the target's name
+// (TargetKey), so that a target's numbers do not depend on which others run.
 package audit

@@ -63,4 +63,13 @@
 // changes, and checking that no run was charged above the cap in force),
 // the record index, the user key's fingerprint and every record of the head
 // file, and reports every mismatch.
+//
+// # Reports
+//
+// Summary (every entry, each dataset's per-unit totals, the most-used
+// user), VerifyDir, VerifiedHead, ChangeCap and ExportSnapshot build the
+// results of the dprl ledger commands; each has a WriteText method for its
+// human-readable form, and its JSON encoding is the command's --json output.
+// A dataset unit whose total cannot be computed is reported in the Summary
+// in place of its epsilon, never as a number.
 package ledger

@@ -153,7 +153,7 @@ func totalEpsilon(m accountant.Method, delta float64, events []accountant.Event,
 	}
 	if len(events) == 0 {
 		if fd > delta {
-			return 0, fmt.Errorf("%w: fixed deltas %v exceed delta %v", ErrInvalid, fd, delta)
+			return 0, &DeltaError{Delta: delta, Fixed: fd}
 		}
 		return fe, nil
 	}
@@ -163,7 +163,7 @@ func totalEpsilon(m accountant.Method, delta float64, events []accountant.Event,
 	}
 	rest := delta - fd
 	if !(rest > 0) {
-		return 0, fmt.Errorf("%w: delta %v leaves nothing for the events after fixed deltas %v", ErrInvalid, delta, fd)
+		return 0, &DeltaError{Delta: delta, Fixed: fd, Events: true}
 	}
 	g, err := acc.Epsilon(rest, events...)
 	if err != nil {
@@ -171,6 +171,27 @@ func totalEpsilon(m accountant.Method, delta float64, events []accountant.Event,
 	}
 	return g.Epsilon + fe, nil
 }
+
+// DeltaError is a composition whose fixed costs' deltas (added by basic
+// composition) leave nothing of its delta: none for the noise events
+// (Events), or not even enough for the fixed costs. The delta must be
+// raised; no epsilon bounds the composition at it. It wraps ErrInvalid.
+type DeltaError struct {
+	// Delta is the composition's delta; Fixed the sum of the fixed deltas.
+	Delta, Fixed float64
+	// Events says the composition has noise events besides fixed costs.
+	Events bool
+}
+
+func (e *DeltaError) Error() string {
+	if !e.Events {
+		return fmt.Sprintf("%v: fixed deltas %v exceed delta %v", ErrInvalid, e.Fixed, e.Delta)
+	}
+	return fmt.Sprintf("%v: delta %v leaves nothing for the events after fixed deltas %v", ErrInvalid, e.Delta, e.Fixed)
+}
+
+// Unwrap returns ErrInvalid.
+func (e *DeltaError) Unwrap() error { return ErrInvalid }
 
 // computeHash returns SHA-256 over the entry's JSON with Hash empty; the
 // previous hash is part of it, which chains the entries.

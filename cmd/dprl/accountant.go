@@ -1,8 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"io"
+	"errors"
+	"strings"
 
 	"dprl/ledger/accountant"
 
@@ -16,57 +16,36 @@ func newAccountantCmd(a *app) *cobra.Command {
 
 // mechanismFlags are the flags shared by epsilon and noise.
 type mechanismFlags struct {
-	delta   float64
-	q       float64
-	steps   int
-	method  string
-	json    bool
-	hasQ    bool
-	hasStep bool
+	delta  float64
+	m      accountant.Mechanism
+	asJSON bool
 }
 
 func (f *mechanismFlags) register(c *cobra.Command) {
 	c.Flags().Float64Var(&f.delta, "delta", 0, "target delta, 0 < delta < 1 (required)")
-	c.Flags().Float64Var(&f.q, "q", 1, "Poisson sampling rate, 0 < q <= 1 (1: no subsampling)")
-	c.Flags().IntVar(&f.steps, "steps", 1, "number of compositions of the mechanism, >= 1")
-	c.Flags().StringVar(&f.method, "method", "", "analytic, rdp, zhao or classic (default analytic for one Gaussian, rdp with --q/--steps)")
-	c.Flags().BoolVar(&f.json, "json", false, "print the result as JSON")
+	c.Flags().Float64Var(&f.m.Q, "q", 1, "Poisson sampling rate, 0 < q <= 1 (1: no subsampling)")
+	c.Flags().IntVar(&f.m.Steps, "steps", 1, "number of compositions of the mechanism, >= 1")
+	c.Flags().StringVar(&f.m.Method, "method", "", "analytic, rdp, zhao or classic (default analytic for one Gaussian, rdp with --q/--steps)")
+	c.Flags().BoolVar(&f.asJSON, "json", false, "print the result as JSON")
 	_ = c.MarkFlagRequired("delta")
 }
 
-// resolve picks the method and validates the flag combination.
-func (f *mechanismFlags) resolve(c *cobra.Command) (accountant.Accountant, error) {
-	f.hasQ, f.hasStep = c.Flags().Changed("q"), c.Flags().Changed("steps")
-	m := accountant.MethodAnalytic
-	if f.hasQ || f.hasStep {
-		m = accountant.MethodRDP
-	}
-	if f.method != "" {
-		var err error
-		if m, err = accountant.ParseMethod(f.method); err != nil {
-			return nil, usageError{fmt.Errorf("--method: %w", err)}
-		}
-	}
-	if m == accountant.MethodAnalytic && f.q != 1 {
-		return nil, usagef("--method analytic is exact only without subsampling (--q 1); use --method rdp for q = %v", f.q)
-	}
-	if (m == accountant.MethodClassic || m == accountant.MethodZhao) && (f.q != 1 || f.steps != 1) {
-		return nil, usagef("--method %s covers one Gaussian mechanism (--q 1 --steps 1); use analytic or rdp", m)
-	}
-	return accountant.New(m)
+// mechanism returns the mechanism the flags describe.
+func (f *mechanismFlags) mechanism(c *cobra.Command) accountant.Mechanism {
+	f.m.Composed = c.Flags().Changed("q") || c.Flags().Changed("steps")
+	return f.m
 }
 
-// epsilonResult is the output of dprl accountant epsilon.
-type epsilonResult struct {
-	Epsilon float64            `json:"epsilon"`
-	Delta   float64            `json:"delta"`
-	Z       float64            `json:"z"`
-	Q       float64            `json:"q"`
-	Steps   int                `json:"steps"`
-	Method  accountant.Method  `json:"method"`
-	Order   float64            `json:"order,omitempty"`
-	Note    string             `json:"note,omitempty"`
-	Events  []accountant.Event `json:"-"`
+// renderedUsage makes a library's configuration error (accountant.ConfigError,
+// audit.ConfigError) a usage error, its fields named as flags ({Q}: --q).
+func renderedUsage(err error) error {
+	var ce interface {
+		Render(func(string) string) string
+	}
+	if errors.As(err, &ce) {
+		return usageError{errors.New(ce.Render(func(f string) string { return "--" + strings.ToLower(f) }))}
+	}
+	return err
 }
 
 func newAccountantEpsilonCmd(a *app) *cobra.Command {
@@ -93,44 +72,14 @@ exactly.`,
   dprl accountant epsilon --z 1.0 --delta 1e-5 --method zhao`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			acc, err := f.resolve(c)
-			if err != nil {
-				return err
-			}
-			ev := accountant.Event{Q: f.q, Z: z, Steps: f.steps}
-			if err := ev.Validate(); err != nil {
-				return usageError{err}
-			}
-			g, err := acc.Epsilon(f.delta, ev)
-			if err != nil {
-				return usageError{err}
-			}
-			res := epsilonResult{Epsilon: g.Epsilon, Delta: g.Delta, Z: z, Q: f.q, Steps: f.steps, Method: g.Method, Order: g.Order}
-			return emit(a.stdout, f.json, res, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "epsilon = %.6g at delta = %g  (z = %g, q = %g, steps = %d, method %s", res.Epsilon, res.Delta, z, f.q, f.steps, res.Method)
-				if res.Order != 0 {
-					fmt.Fprintf(w, ", optimal order %g", res.Order)
-				}
-				fmt.Fprintln(w, ")")
-				return err
-			})
+			res, err := accountant.ComputeEpsilon(accountant.EpsilonConfig{Mechanism: f.mechanism(c), Z: z, Delta: f.delta})
+			return emitTexter(a, f.asJSON, res, renderedUsage(err))
 		},
 	}
 	c.Flags().Float64Var(&z, "z", 0, "noise multiplier, > 0 (required)")
 	_ = c.MarkFlagRequired("z")
 	f.register(c)
 	return c
-}
-
-// noiseResult is the output of dprl accountant noise.
-type noiseResult struct {
-	Z        float64           `json:"z"`
-	Epsilon  float64           `json:"epsilon"`
-	Achieved float64           `json:"achieved_epsilon"`
-	Delta    float64           `json:"delta"`
-	Q        float64           `json:"q"`
-	Steps    int               `json:"steps"`
-	Method   accountant.Method `json:"method"`
 }
 
 func newAccountantNoiseCmd(a *app) *cobra.Command {
@@ -146,23 +95,8 @@ target. The achieved epsilon is printed beside it.`,
   dprl accountant noise --epsilon 3 --delta 1e-5 --q 0.01 --steps 10000 --json`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			acc, err := f.resolve(c)
-			if err != nil {
-				return err
-			}
-			z, err := accountant.Calibrate(acc, eps, f.delta, f.q, f.steps)
-			if err != nil {
-				return usageError{err}
-			}
-			g, err := acc.Epsilon(f.delta, accountant.Event{Q: f.q, Z: z, Steps: f.steps})
-			if err != nil {
-				return err
-			}
-			res := noiseResult{Z: z, Epsilon: eps, Achieved: g.Epsilon, Delta: f.delta, Q: f.q, Steps: f.steps, Method: acc.Method()}
-			return emit(a.stdout, f.json, res, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "z = %.6g  (epsilon %.6g <= %g at delta = %g, q = %g, steps = %d, method %s)\n", z, g.Epsilon, eps, f.delta, f.q, f.steps, res.Method)
-				return err
-			})
+			res, err := accountant.CalibrateNoise(accountant.NoiseConfig{Mechanism: f.mechanism(c), Epsilon: eps, Delta: f.delta})
+			return emitTexter(a, f.asJSON, res, renderedUsage(err))
 		},
 	}
 	c.Flags().Float64Var(&eps, "epsilon", 0, "target epsilon, > 0 (required)")
@@ -191,19 +125,11 @@ eps1 ("solved"). The composed epsilon is printed; it never exceeds eps1.`,
 		Example: `  dprl accountant svt --epsilon 7.5 --delta 9e-4 --queries 50 --max-len 500 --pmin 0.02`,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			p, err := accountant.SVTSplit(eps1, delta1, queries, maxLen, pmin)
+			res, err := accountant.NewSVTReport(eps1, delta1, queries, maxLen, pmin)
 			if err != nil {
 				return usageError{err}
 			}
-			return emit(a.stdout, asJSON, p, func(w io.Writer) error {
-				split := "the paper's closed form"
-				if p.Solved {
-					split = "solved: the paper's closed form would compose above eps1"
-				}
-				_, err := fmt.Fprintf(w, "eps' = %.6g  delta' = %.6g  c_min = %.6g  theta = %.6g\nthreshold draw: theta + %.6g + Lap(%.6g); each prefix query: count + Lap(%.6g)\nT-fold advanced composition: epsilon %.10g <= eps1 %g at delta1 %g (eps' %s)\n",
-					p.EpsPrime, p.DeltaPrime, p.CMin, p.Theta, p.NoisyThresholdShift, p.ThresholdScale, p.QueryScale, p.Composed, eps1, delta1, split)
-				return err
-			})
+			return emitTexter(a, asJSON, res, nil)
 		},
 	}
 	c.Flags().Float64Var(&eps1, "epsilon", 0, "release budget eps1, > 0 (required)")

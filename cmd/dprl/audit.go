@@ -1,13 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"fmt"
-	"io"
-	"math/rand/v2"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,37 +8,9 @@ import (
 	"dprl/audit"
 )
 
-// auditFlags holds the flags of "dprl audit".
-type auditFlags struct {
-	mechanism      string
-	runs           int
-	confidence     float64
-	epsilon, delta float64
-	seed           uint64
-	mutants        bool
-	json           bool
-}
-
-// auditOutput is the result of "dprl audit".
-type auditOutput struct {
-	Runs       int           `json:"runs"`
-	Confidence float64       `json:"confidence"`
-	Seed       uint64        `json:"seed"`
-	Results    []auditResult `json:"results"`
-	// Failed is true when a mechanism or the control is flagged or a
-	// mutant is missed (exit status 1).
-	Failed bool `json:"failed"`
-}
-
-// auditResult is one target's report with its kind and verdict.
-type auditResult struct {
-	Kind    audit.Kind `json:"kind"`
-	Verdict string     `json:"verdict"`
-	audit.Report
-}
-
 func newAuditCmd(a *app) *cobra.Command {
-	var f auditFlags
+	var f audit.SuiteConfig
+	var asJSON bool
 	c := &cobra.Command{
 		Use:   "audit [--mechanism dppg|gpope|all] [--runs N] [--confidence C] [--mutants]",
 		Short: "Empirical privacy audit: a lower bound on each mechanism's epsilon from neighbouring inputs",
@@ -90,83 +55,32 @@ Exit status 1 if a mechanism or the control is flagged, or a mutant missed.`,
   dprl audit --mechanism dppg --runs 20000 --mutants --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch {
-			case f.runs < 4:
-				return usagef("--runs %d: want >= 4", f.runs)
-			case !(f.confidence > 0 && f.confidence < 1):
-				return usagef("--confidence %v: want 0 < confidence < 1", f.confidence)
+			if err := f.Validate(); err != nil {
+				return renderedUsage(err)
 			}
-			entries, err := audit.Suite(f.mechanism, f.mutants, f.epsilon, f.delta)
-			if err != nil {
-				return usageError{err}
+			f.Seed, _ = seedFlag(cmd, "seed", f.Seed)
+			last := time.Now()
+			f.Progress = func(target string, done, total int) {
+				if time.Since(last) >= 3*time.Second {
+					last = time.Now()
+					a.log.Info().Str("target", target).Int("pairs", done).Int("of", total).Msg("audit")
+				}
 			}
-			seed, err := seedFlag(cmd, "seed", f.seed)
-			if err != nil {
+			out, err := audit.RunSuite(f)
+			if err := emitTexter(a, asJSON, out, renderedUsage(err)); err != nil {
 				return err
 			}
-			out := auditOutput{Runs: f.runs, Confidence: f.confidence, Seed: seed}
-			var failed []string
-			for _, e := range entries {
-				last := time.Now()
-				opt := audit.Options{Runs: f.runs, Confidence: f.confidence, Progress: func(done, total int) {
-					if time.Since(last) >= 3*time.Second {
-						last = time.Now()
-						a.log.Info().Str("target", e.Target.Name).Int("pairs", done).Int("of", total).Msg("audit")
-					}
-				}}
-				rep, err := audit.Run(e.Target, opt, rand.New(rand.NewChaCha8(auditKey(seed, e.Target.Name))))
-				if err != nil {
-					return err
-				}
-				v, bad := audit.Verdict(e.Kind, rep)
-				if bad {
-					failed = append(failed, fmt.Sprintf("%s %s", e.Target.Name, v))
-				}
-				out.Results = append(out.Results, auditResult{Kind: e.Kind, Verdict: v, Report: rep})
-			}
-			out.Failed = len(failed) > 0
-			if err := emit(a.stdout, f.json, out, out.text); err != nil {
-				return err
-			}
-			if out.Failed {
-				return fmt.Errorf("audit: %s", strings.Join(failed, "; "))
-			}
-			return nil
+			return out.Err()
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.mechanism, "mechanism", audit.MechanismAll, "dppg, gpope or all")
-	fl.IntVar(&f.runs, "runs", 10000, "releases per side (with and without the canary) per canary, >= 4")
-	fl.Float64Var(&f.confidence, "confidence", 0.95, "probability with which each printed bound holds")
-	fl.Float64Var(&f.epsilon, "epsilon", 1, "the epsilon each mechanism's noise is calibrated to (the claim)")
-	fl.Float64Var(&f.delta, "delta", 1e-5, "the delta of the claim")
-	fl.Uint64Var(&f.seed, "seed", 0, "seed of the releases' randomness (default: from the operating system)")
-	fl.BoolVar(&f.mutants, "mutants", false, "also audit the broken copies of the aggregation step and the control")
-	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
+	fl.StringVar(&f.Mechanism, "mechanism", audit.MechanismAll, "dppg, gpope or all")
+	fl.IntVar(&f.Runs, "runs", 10000, "releases per side (with and without the canary) per canary, >= 4")
+	fl.Float64Var(&f.Confidence, "confidence", 0.95, "probability with which each printed bound holds")
+	fl.Float64Var(&f.Epsilon, "epsilon", 1, "the epsilon each mechanism's noise is calibrated to (the claim)")
+	fl.Float64Var(&f.Delta, "delta", 1e-5, "the delta of the claim")
+	fl.Uint64Var(&f.Seed, "seed", 0, "seed of the releases' randomness (default: from the operating system)")
+	fl.BoolVar(&f.Mutants, "mutants", false, "also audit the broken copies of the aggregation step and the control")
+	fl.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
-}
-
-// auditKey is the ChaCha8 key of one target's releases: the seed and a hash
-// of the target's name, so that each target's numbers depend only on the
-// seed (not on which other targets run).
-func auditKey(seed uint64, target string) [32]byte {
-	var k [32]byte
-	binary.LittleEndian.PutUint64(k[:8], seed)
-	h := sha256.Sum256([]byte("dprl audit\x00" + target))
-	copy(k[8:], h[:24])
-	return k
-}
-
-func (o auditOutput) text(w io.Writer) error {
-	fmt.Fprintf(w, "%d releases per side per canary, confidence %g, seed %d\n", o.Runs, o.Confidence, o.Seed)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "target\tclaimed (eps, delta)\teps_lb\ttest\tverdict")
-	for _, r := range o.Results {
-		best := r.Best
-		if best == "" {
-			best = "-"
-		}
-		fmt.Fprintf(tw, "%s\t(%.4g, %g)\t%.3f\t%s\t%s\n", r.Target, r.Claim.Epsilon, r.Claim.Delta, r.EpsilonLB, best, r.Verdict)
-	}
-	return tw.Flush()
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"dprl/audit"
 )
 
 // TestAuditCommand runs "dprl audit" on DPPG with the mutants: every
@@ -15,7 +17,7 @@ func TestAuditCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	var out auditOutput
+	var out audit.SuiteResult
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, stdout)
 	}

@@ -7,11 +7,8 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
 	"strings"
-	"text/tabwriter"
 
-	"dprl/internal/atomicfile"
 	"dprl/ledger"
 	"dprl/policy"
 	"dprl/sessionlog"
@@ -32,65 +29,27 @@ func openLedger(a *app, dir string) (*ledger.Store, error) {
 	return ledger.Open(dir, ledger.Options{MustExist: true, ReadOnly: true, Logger: a.log})
 }
 
-type ledgerShow struct {
-	Head     ledger.Head                    `json:"head"`
-	Entries  []ledger.Entry                 `json:"entries"`
-	Datasets map[string]ledgerShowDataset   `json:"datasets"`
-	Users    int                            `json:"users"`
-	MaxUser  *ledgerShowUser                `json:"max_user,omitempty"`
-	ByKind   map[ledger.Kind]ledgerShowKind `json:"by_kind"`
-}
+// texter is a result with a human-readable form.
+type texter interface{ WriteText(io.Writer) error }
 
-// ledgerShowDataset is a dataset's budget per protected unit and the files
-// registered as derived from it.
-type ledgerShowDataset struct {
-	Units        map[ledger.Unit]ledgerShowUnit `json:"units"`
-	DerivedFiles []ledgerShowDerived            `json:"derived_files,omitempty"`
-}
-
-// ledgerShowUnit is a dataset's total at one unit: the composed epsilon of
-// the runs charged at that unit, at the cap's delta.
-type ledgerShowUnit struct {
-	Runs       int     `json:"runs"`
-	Epsilon    float64 `json:"epsilon"`
-	Delta      float64 `json:"delta"`
-	CapEpsilon float64 `json:"cap_epsilon"`
-}
-
-type ledgerShowDerived struct {
-	File string `json:"file"`
-	Note string `json:"note"`
-	From uint64 `json:"from_entry"`
-}
-
-// unitsNote says what the per-unit totals mean.
-const unitsNote = "each unit's total is the composed epsilon, at that unit, of the runs charged at that unit only: totals at different units are never added or converted into one another"
-
-// printBudgets writes a dataset's per-unit totals.
-func printBudgets(w io.Writer, id string, d ledgerShowDataset) {
-	units := make([]ledger.Unit, 0, len(d.Units))
-	for u := range d.Units {
-		units = append(units, u)
+// emitTexter prints res (emit), or returns err.
+func emitTexter[R texter](a *app, asJSON bool, res R, err error) error {
+	if err != nil {
+		return err
 	}
-	slices.Sort(units)
-	fmt.Fprintf(w, "dataset %s:\n", id)
-	for _, u := range units {
-		x := d.Units[u]
-		fmt.Fprintf(w, "  unit %s: %d runs, epsilon %.4g of cap %g at delta %g\n", u, x.Runs, x.Epsilon, x.CapEpsilon, x.Delta)
-	}
-	for _, f := range d.DerivedFiles {
-		fmt.Fprintf(w, "  derived file %s (%s, entry %d)\n", f.File, f.Note, f.From)
-	}
+	return emit(a.stdout, asJSON, res, res.WriteText)
 }
 
-type ledgerShowUser struct {
-	Updates int     `json:"updates"`
-	Epsilon float64 `json:"epsilon"`
-	Delta   float64 `json:"delta"`
-}
-
-type ledgerShowKind struct {
-	Entries int `json:"entries"`
+// showLedger prints what f computes from the existing ledger in dir,
+// opened read-only.
+func showLedger[R texter](a *app, dir string, asJSON bool, f func(*ledger.Store) (R, error)) error {
+	s, err := openLedger(a, dir)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	res, err := f(s)
+	return emitTexter(a, asJSON, res, err)
 }
 
 func newLedgerShowCmd(a *app) *cobra.Command {
@@ -104,115 +63,13 @@ func newLedgerShowCmd(a *app) *cobra.Command {
   dprl ledger show --data ./dprl-data --json`,
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			s, err := openLedger(a, dir)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			var res ledgerShow
-			res.ByKind = map[ledger.Kind]ledgerShowKind{}
-			res.Datasets = map[string]ledgerShowDataset{}
-			if res.Head, err = s.Head(); err != nil {
-				return err
-			}
-			err = s.Entries(func(e ledger.Entry) error {
-				res.Entries = append(res.Entries, e)
-				k := res.ByKind[e.Kind]
-				k.Entries++
-				res.ByKind[e.Kind] = k
-				if e.Kind == ledger.KindDerived {
-					d := res.Datasets[e.DatasetID]
-					d.DerivedFiles = append(d.DerivedFiles, ledgerShowDerived{File: e.File, Note: e.Mechanism, From: e.DerivedFrom})
-					res.Datasets[e.DatasetID] = d
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			err = s.Datasets(func(id string, st ledger.DatasetState) error {
-				d := res.Datasets[id]
-				d.Units = map[ledger.Unit]ledgerShowUnit{}
-				for u, b := range st.Units {
-					eps, err := b.Spent()
-					if err != nil {
-						return fmt.Errorf("dataset %s at unit %s: %w", id, u, err)
-					}
-					d.Units[u] = ledgerShowUnit{Runs: b.Runs, Epsilon: eps, Delta: b.Cap.Delta, CapEpsilon: b.Cap.Epsilon}
-				}
-				res.Datasets[id] = d
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			err = s.Users(func(_ ledger.UserKey, u ledger.UserState) error {
-				res.Users++
-				if res.MaxUser == nil || u.Updates > res.MaxUser.Updates {
-					eps, err := u.Epsilon(delta)
-					if err != nil {
-						return err
-					}
-					res.MaxUser = &ledgerShowUser{Updates: u.Updates, Epsilon: eps, Delta: delta}
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			return emit(a.stdout, asJSON, res, func(w io.Writer) error {
-				fmt.Fprintf(w, "head: %d entries, policy version %d, hash %.16s\n", res.Head.Seq, res.Head.Version, res.Head.Hash)
-				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tUNIT\tEPSILON\tDELTA\tMETHOD\tZ\tPARTICIPANTS\tVERSION/DATASET\tNOISE")
-				for _, e := range res.Entries {
-					target := fmt.Sprint(e.PolicyVersion)
-					if e.Kind != ledger.KindRelease {
-						target = e.DatasetID
-					}
-					noise := "secure"
-					if e.Seeded {
-						noise = "seeded"
-					}
-					eps, del := fmt.Sprintf("%.4g", e.Epsilon), fmt.Sprint(e.Delta)
-					switch e.Kind {
-					case ledger.KindCap:
-						eps, del = fmt.Sprintf("cap %g", e.Cap.Epsilon), fmt.Sprint(e.Cap.Delta)
-					case ledger.KindDerived:
-						eps, del = "-", "-"
-					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%g\t%d\t%s\t%s\n", e.Seq, e.Time.Format("2006-01-02 15:04:05"), e.Kind, e.Unit, eps, del, e.Method, e.Z, e.Participants, target, noise)
-				}
-				tw.Flush()
-				ids := make([]string, 0, len(res.Datasets))
-				for id := range res.Datasets {
-					ids = append(ids, id)
-				}
-				slices.Sort(ids)
-				for _, id := range ids {
-					printBudgets(w, id, res.Datasets[id])
-				}
-				if len(ids) > 0 {
-					fmt.Fprintln(w, "("+unitsNote+")")
-				}
-				fmt.Fprintf(w, "users: %d", res.Users)
-				if res.MaxUser != nil {
-					fmt.Fprintf(w, "; most used: %d updates, epsilon %.4g at delta %g", res.MaxUser.Updates, res.MaxUser.Epsilon, delta)
-				}
-				_, err := fmt.Fprintln(w)
-				return err
-			})
+			return showLedger(a, dir, asJSON, func(s *ledger.Store) (ledger.Summary, error) { return s.Summary(delta) })
 		},
 	}
 	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
 	c.Flags().Float64Var(&delta, "delta", 1e-5, "delta at which per-user epsilons are shown (a dataset's totals are shown at its cap's delta)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
-}
-
-// ledgerVerifyResult is what "dprl ledger verify" prints.
-type ledgerVerifyResult struct {
-	OK bool `json:"ok"`
-	ledger.Report
 }
 
 func newLedgerVerifyCmd(a *app) *cobra.Command {
@@ -247,79 +104,20 @@ inside it: record the head elsewhere (dprl ledger head) and pass it as
 				}
 				ref = &r
 			}
-			var res ledgerVerifyResult
-			s, err := openLedger(a, dir)
-			switch {
-			case errors.Is(err, ledger.ErrCorrupt):
-				res.Problems = []string{err.Error()}
-			case err != nil:
-				return err
-			default:
-				defer s.Close()
-				if res.Report, err = s.Verify(); err != nil {
-					if !errors.Is(err, ledger.ErrCorrupt) {
-						return err
-					}
-					res.Problems = append(res.Problems, err.Error())
-				}
-				if ref != nil {
-					if err := s.CheckHead(*ref); err != nil {
-						res.Problems = append(res.Problems, err.Error())
-					}
-				}
+			if dir == "" {
+				return usagef("--data is required")
 			}
-			if res.Problems == nil {
-				res.Problems = []string{}
-			}
-			if res.Budgets == nil {
-				res.Budgets = []ledger.DatasetBudget{}
-			}
-			res.OK = len(res.Problems) == 0
-			r := res.Report
-			err = emit(a.stdout, asJSON, res, func(w io.Writer) error {
-				for _, b := range r.Budgets {
-					if b.Cap.Delta == 0 {
-						fmt.Fprintf(w, "dataset %s unit %s: %d runs, no cap\n", b.Dataset, b.Unit, b.Runs)
-						continue
-					}
-					fmt.Fprintf(w, "dataset %s unit %s: %d runs, epsilon %.4g of cap %g at delta %g\n", b.Dataset, b.Unit, b.Runs, b.Epsilon, b.Cap.Epsilon, b.Cap.Delta)
-				}
-				for _, n := range r.Notes {
-					fmt.Fprintln(w, "note:", n)
-				}
-				for _, p := range r.Problems {
-					fmt.Fprintln(w, "problem:", p)
-				}
-				status := "OK"
-				if !res.OK {
-					status = fmt.Sprintf("FAILED (%d problems)", len(r.Problems))
-				}
-				_, err := fmt.Fprintf(w, "ledger %s: %d entries (%d releases, %d offline runs, %d cap changes, %d derived files), %d users, %d datasets, head version %d\n",
-					status, r.Entries, r.Releases, r.OfflineRuns, r.CapChanges, r.DerivedFiles, r.Users, r.Datasets, r.Head.Version)
-				return err
-			})
-			if err != nil {
+			res, err := ledger.VerifyDir(dir, ledger.Options{Logger: a.log}, ref)
+			if err := emitTexter(a, asJSON, res, err); err != nil || res.OK {
 				return err
 			}
-			if !res.OK {
-				return fmt.Errorf("ledger verify: %d problems in %s: %s", len(r.Problems), dir, r.Problems[0])
-			}
-			return nil
+			return fmt.Errorf("ledger verify: %d problems in %s: %s", len(res.Problems), dir, res.Problems[0])
 		},
 	}
 	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
 	c.Flags().StringVar(&expect, "expect-head", "", "SEQ:HASH recorded earlier by dprl ledger head: the ledger must still hold that entry")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return c
-}
-
-// ledgerHeadResult is what "dprl ledger head" prints.
-type ledgerHeadResult struct {
-	Seq     uint64 `json:"seq"`
-	Hash    string `json:"hash"`
-	Version uint64 `json:"version"`
-	// Ref is SEQ:HASH, the form verify --expect-head takes.
-	Ref string `json:"ref"`
 }
 
 func newLedgerHeadCmd(a *app) *cobra.Command {
@@ -338,26 +136,7 @@ trail, not a release to users.`,
 		Example: `  dprl ledger head --data ./dprl-data >> ~/ledger-heads.txt`,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			s, err := openLedger(a, dir)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			r, err := s.Verify()
-			if err != nil {
-				return err
-			}
-			if !r.OK() {
-				return fmt.Errorf("ledger %s fails verification (%d problems; dprl ledger verify lists them): %s", dir, len(r.Problems), r.Problems[0])
-			}
-			if r.Head.Seq == 0 {
-				return fmt.Errorf("ledger %s has no entry yet: no head to record", dir)
-			}
-			res := ledgerHeadResult{Seq: r.Head.Seq, Hash: r.Head.Hash, Version: r.Head.Version, Ref: ledger.HeadRef{Seq: r.Head.Seq, Hash: r.Head.Hash}.String()}
-			return emit(a.stdout, asJSON, res, func(w io.Writer) error {
-				_, err := fmt.Fprintln(w, res.Ref)
-				return err
-			})
+			return showLedger(a, dir, asJSON, (*ledger.Store).VerifiedHead)
 		},
 	}
 	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
@@ -385,18 +164,6 @@ func newLedgerExportCmd(a *app) *cobra.Command {
 	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
 	c.Flags().Bool("json", true, "entries are always JSON Lines")
 	return c
-}
-
-// ledgerSetCapResult is what "dprl ledger set-cap" wrote.
-type ledgerSetCapResult struct {
-	Dataset string      `json:"dataset"`
-	Unit    ledger.Unit `json:"unit"`
-	Old     ledger.Cap  `json:"old_cap"`
-	Cap     ledger.Cap  `json:"cap"`
-	Reason  string      `json:"reason"`
-	Seq     uint64      `json:"ledger_seq"`
-	Runs    int         `json:"runs"`
-	Spent   float64     `json:"spent_epsilon"`
 }
 
 func newLedgerSetCapCmd(a *app) *cobra.Command {
@@ -459,48 +226,17 @@ unit; a dataset with several needs it.`,
 				}
 				what = "for the records of " + file
 			}
-			d, ok, err := s.Dataset(dataset)
-			if err != nil {
-				return err
-			}
-			if !ok {
+			res, err := s.ChangeCap(ledger.CapChange{Dataset: dataset, Unit: ledger.Unit(unit), Cap: ledger.Cap{Epsilon: eps, Delta: delta}, Reason: reason})
+			var ue *ledger.UnitError
+			switch {
+			case errors.Is(err, ledger.ErrNotFound):
 				return fmt.Errorf("no dataset %s in the ledger %s (no private run has read them; the ids are listed by dprl ledger show)", what, dir)
+			case errors.As(err, &ue):
+				return usagef("dataset %s has budgets at units %s: give --unit", ue.Dataset, ue.UnitList())
+			case errors.Is(err, ledger.ErrInvalid):
+				return usageError{err}
 			}
-			u := ledger.Unit(unit)
-			if unit == "" {
-				if len(d.Units) != 1 {
-					names := make([]string, 0, len(d.Units))
-					for u := range d.Units {
-						names = append(names, string(u))
-					}
-					slices.Sort(names)
-					return usagef("dataset %s has budgets at units %s: give --unit", dataset, strings.Join(names, ", "))
-				}
-				for k := range d.Units {
-					u = k
-				}
-			}
-			old := d.Units[u]
-			e, err := s.SetCap(dataset, u, ledger.Cap{Epsilon: eps, Delta: delta}, reason)
-			if err != nil {
-				if errors.Is(err, ledger.ErrInvalid) {
-					return usageError{err}
-				}
-				return err
-			}
-			nd, _, err := s.Dataset(dataset)
-			if err != nil {
-				return err
-			}
-			res := ledgerSetCapResult{Dataset: dataset, Unit: u, Old: old.Cap, Cap: *e.Cap, Reason: e.Reason, Seq: e.Seq, Runs: nd.Units[u].Runs}
-			if res.Spent, err = nd.Units[u].Spent(); err != nil {
-				return err
-			}
-			return emit(a.stdout, asJSON, res, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "dataset %s unit %s: cap (epsilon %g, delta %g) -> (epsilon %g, delta %g), ledger entry %d; spent epsilon %.4g in %d runs\n",
-					dataset, u, res.Old.Epsilon, res.Old.Delta, res.Cap.Epsilon, res.Cap.Delta, res.Seq, res.Spent, res.Runs)
-				return err
-			})
+			return emitTexter(a, asJSON, res, err)
 		},
 	}
 	c.Flags().StringVar(&dir, "data", "", "the ledger's directory (an offline --ledger directory or an agent's --data) (required)")
@@ -512,14 +248,6 @@ unit; a dataset with several needs it.`,
 	c.Flags().StringVar(&reason, "reason", "", "why the cap changes, recorded in the entry (required)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
-}
-
-// ledgerSnapshotResult is what "dprl ledger snapshot" wrote.
-type ledgerSnapshotResult struct {
-	Version uint64 `json:"version"`
-	Out     string `json:"out"`
-	Bytes   int    `json:"bytes"`
-	Params  int    `json:"params"`
 }
 
 func newLedgerSnapshotCmd(a *app) *cobra.Command {
@@ -551,34 +279,14 @@ exporting it costs no privacy.`,
 					return usagef("%s exists (--force overwrites it)", out)
 				}
 			}
-			s, err := openLedger(a, dir)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			v := uint64(version)
-			if version == -1 {
-				h, err := s.Head()
-				if err != nil {
-					return err
-				}
-				v = h.Version
-			}
-			b, err := s.Snapshot(v)
-			if err != nil {
-				return fmt.Errorf("version %d: %w", v, err)
-			}
-			snap, err := policy.UnmarshalSnapshot(b)
-			if err != nil {
-				return fmt.Errorf("version %d: stored snapshot: %w", v, err)
-			}
-			if err := atomicfile.WriteFile(out, b, 0o644); err != nil {
-				return err
-			}
-			res := ledgerSnapshotResult{Version: v, Out: out, Bytes: len(b), Params: len(snap.Theta)}
-			return emit(a.stdout, asJSON, res, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "wrote policy version %d (%d parameters, %d bytes) to %s\n", v, res.Params, res.Bytes, out)
-				return err
+			return showLedger(a, dir, asJSON, func(s *ledger.Store) (ledger.SnapshotExport, error) {
+				return s.ExportSnapshot(version, out, func(b []byte) (int, error) {
+					snap, err := policy.UnmarshalSnapshot(b)
+					if err != nil {
+						return 0, err
+					}
+					return len(snap.Theta), nil
+				})
 			})
 		},
 	}

@@ -16,6 +16,19 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
+// ledgerShowDataset decodes one dataset of "dprl ledger show --json" (the
+// offline tests read it).
+type ledgerShowDataset struct {
+	Units map[ledger.Unit]struct {
+		Runs       int     `json:"runs"`
+		Epsilon    float64 `json:"epsilon"`
+		Delta      float64 `json:"delta"`
+		CapEpsilon float64 `json:"cap_epsilon"`
+		Error      string  `json:"error"`
+	} `json:"units"`
+	DerivedFiles []ledger.DerivedSummary `json:"derived_files"`
+}
+
 // makeLedger writes a small ledger: two releases and one offline run.
 func makeLedger(t *testing.T) string {
 	t.Helper()
@@ -73,6 +86,63 @@ func TestLedgerCommands(t *testing.T) {
 	code, out, _ = runCLI(t, "ledger", "export", "--data", dir)
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) != 3 {
 		t.Errorf("export: %d %q", code, out)
+	}
+}
+
+// TestLedgerShowUnitNotComputable: when a dataset unit's total cannot be
+// computed (its runs' fixed deltas reach the cap's delta), show still lists
+// every entry and the other totals, reports the error in place of that
+// unit's epsilon naming the delta to raise, and exits 0 (verify flags it).
+// Before, show failed with the accounting error and listed nothing.
+func TestLedgerShowUnitNotComputable(t *testing.T) {
+	dir := makeLedger(t)
+	db, err := pebble.Open(filepath.Join(dir, "ledger"), &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := []byte("b/records-sha256:feed")
+	v, closer, err := db.Get(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st ledger.DatasetState
+	err = json.Unmarshal(v, &st)
+	closer.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := st.Units[ledger.UnitTrajectory]
+	u.Fixed = []ledger.FixedCost{{Epsilon: 1, Delta: 1e-5, Source: "svt"}}
+	st.Units[ledger.UnitTrajectory] = u
+	forged, _ := json.Marshal(st)
+	if err := db.Set(key, forged, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	code, out, stderr := runCLI(t, "ledger", "show", "--data", dir)
+	for _, want := range []string{"\n3    ", "offline_run", "unit trajectory: 1 runs, epsilon not computable for cap 10 at delta 1e-05: ledger: invalid argument: delta 1e-05 leaves nothing for the events after fixed deltas 1e-05",
+		"--dataset-delta", "most used: 2 updates"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("show: exit %d, output lacks %q:\n%s%s", code, want, out, stderr)
+		}
+	}
+	code, out, _ = runCLI(t, "ledger", "show", "--data", dir, "--json")
+	var show struct {
+		Entries  []ledger.Entry
+		Datasets map[string]struct {
+			Units map[ledger.Unit]map[string]any
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &show); code != 0 || err != nil || len(show.Entries) != 3 {
+		t.Fatalf("show --json: exit %d, %v: %s", code, err, out)
+	}
+	tr := show.Datasets["records-sha256:feed"].Units[ledger.UnitTrajectory]
+	if e, ok := tr["epsilon"]; !ok || e != nil || !strings.Contains(fmt.Sprint(tr["error"]), "--dataset-delta") {
+		t.Errorf("show --json: trajectory unit %v, want epsilon null and the error", tr)
+	}
+	if code, _, _ := runCLI(t, "ledger", "verify", "--data", dir); code != 1 {
+		t.Errorf("verify: exit %d, want 1", code)
 	}
 }
 

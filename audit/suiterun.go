@@ -1,0 +1,168 @@
+package audit
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"text/tabwriter"
+)
+
+// ConfigError is an error of a SuiteConfig. Its message may name fields of
+// the configuration; Render names them as the caller exposes them (a
+// command line renders {Runs} as --runs).
+type ConfigError struct {
+	err error
+}
+
+// configFields are the SuiteConfig fields a ConfigError may name.
+var configFields = []string{"Mechanism", "Mutants", "Runs", "Confidence", "Epsilon", "Delta", "Seed"}
+
+// Render returns the message with each field named by name(field).
+func (e *ConfigError) Render(name func(field string) string) string {
+	pairs := make([]string, 0, 2*len(configFields))
+	for _, f := range configFields {
+		pairs = append(pairs, "{"+f+"}", name(f))
+	}
+	return strings.NewReplacer(pairs...).Replace(e.err.Error())
+}
+
+// Error returns the message with the fields named as in SuiteConfig.
+func (e *ConfigError) Error() string { return e.Render(func(f string) string { return f }) }
+
+// Unwrap returns the underlying error.
+func (e *ConfigError) Unwrap() error { return e.err }
+
+// SuiteConfig configures RunSuite ("dprl audit").
+type SuiteConfig struct {
+	// Mechanism is MechanismDPPG, MechanismGPOPE or MechanismAll.
+	Mechanism string
+	// Mutants adds the broken copies of the aggregation step and the
+	// control (Suite).
+	Mutants bool
+	// Runs is the number of releases per side per canary, >= 4.
+	Runs int
+	// Confidence is the probability, in (0, 1), with which each bound holds.
+	Confidence float64
+	// Epsilon and Delta are the claim every target is calibrated to.
+	Epsilon, Delta float64
+	// Seed keys every target's randomness (TargetKey). The data are
+	// synthetic and public, so the seed is part of the result.
+	Seed uint64
+	// Progress, if set, is called after every pair of releases with the
+	// target's name, the pairs done and its total.
+	Progress func(target string, done, total int)
+}
+
+// Validate reports the first problem as a *ConfigError: Runs, Confidence,
+// then the suite (Suite: the mechanism's name and the claim, which every
+// target is calibrated to).
+func (c SuiteConfig) Validate() error {
+	_, err := c.targets()
+	return err
+}
+
+// targets validates c and returns its suite.
+func (c SuiteConfig) targets() ([]Entry, error) {
+	switch {
+	case c.Runs < 4:
+		return nil, &ConfigError{fmt.Errorf("{Runs} %d: want >= 4", c.Runs)}
+	case !(c.Confidence > 0 && c.Confidence < 1):
+		return nil, &ConfigError{fmt.Errorf("{Confidence} %v: want 0 < confidence < 1", c.Confidence)}
+	}
+	entries, err := Suite(c.Mechanism, c.Mutants, c.Epsilon, c.Delta)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	return entries, nil
+}
+
+// TargetKey is the ChaCha8 key of one target's releases: the seed and a
+// hash of the target's name, so that each target's numbers depend only on
+// the seed (not on which other targets run).
+func TargetKey(seed uint64, target string) [32]byte {
+	var k [32]byte
+	binary.LittleEndian.PutUint64(k[:8], seed)
+	h := sha256.Sum256([]byte("dprl audit\x00" + target))
+	copy(k[8:], h[:24])
+	return k
+}
+
+// SuiteResult is the audit of a suite ("dprl audit").
+type SuiteResult struct {
+	Runs       int     `json:"runs"`
+	Confidence float64 `json:"confidence"`
+	Seed       uint64  `json:"seed"`
+	// Results are the targets' reports, in suite order.
+	Results []SuiteReport `json:"results"`
+	// Failed is true when a mechanism or the control is flagged or a
+	// mutant is missed.
+	Failed bool `json:"failed"`
+}
+
+// SuiteReport is one target's report with its kind and verdict.
+type SuiteReport struct {
+	Kind    Kind   `json:"kind"`
+	Verdict string `json:"verdict"`
+	Report
+}
+
+// RunSuite audits every target of c's suite (Run), each with a ChaCha8
+// generator keyed by TargetKey(c.Seed, name). Configuration errors are
+// *ConfigErrors. A failed verdict is not an error: see SuiteResult.Err.
+func RunSuite(c SuiteConfig) (SuiteResult, error) {
+	entries, err := c.targets()
+	if err != nil {
+		return SuiteResult{}, err
+	}
+	out := SuiteResult{Runs: c.Runs, Confidence: c.Confidence, Seed: c.Seed}
+	for _, e := range entries {
+		opt := Options{Runs: c.Runs, Confidence: c.Confidence}
+		if c.Progress != nil {
+			name := e.Target.Name
+			opt.Progress = func(done, total int) { c.Progress(name, done, total) }
+		}
+		rep, err := Run(e.Target, opt, rand.New(rand.NewChaCha8(TargetKey(c.Seed, e.Target.Name))))
+		if err != nil {
+			return SuiteResult{}, err
+		}
+		v, bad := Verdict(e.Kind, rep)
+		out.Failed = out.Failed || bad
+		out.Results = append(out.Results, SuiteReport{Kind: e.Kind, Verdict: v, Report: rep})
+	}
+	return out, nil
+}
+
+// Err returns an error naming every failed target with its verdict, or nil
+// when none failed.
+func (r SuiteResult) Err() error {
+	var failed []string
+	for _, x := range r.Results {
+		if _, bad := Verdict(x.Kind, x.Report); bad {
+			failed = append(failed, fmt.Sprintf("%s %s", x.Target, x.Verdict))
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return errors.New("audit: " + strings.Join(failed, "; "))
+}
+
+// WriteText writes the settings and a table of the targets: claim, bound,
+// the test that achieved it and the verdict.
+func (r SuiteResult) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "%d releases per side per canary, confidence %g, seed %d\n", r.Runs, r.Confidence, r.Seed)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "target\tclaimed (eps, delta)\teps_lb\ttest\tverdict")
+	for _, x := range r.Results {
+		best := x.Best
+		if best == "" {
+			best = "-"
+		}
+		fmt.Fprintf(tw, "%s\t(%.4g, %g)\t%.3f\t%s\t%s\n", x.Target, x.Claim.Epsilon, x.Claim.Delta, x.EpsilonLB, best, x.Verdict)
+	}
+	return tw.Flush()
+}
