@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dprl/policy"
+	"dprl/rollout"
 	"dprl/sessionlog"
 	"dprl/sims"
 )
@@ -305,7 +306,10 @@ func Generate(ctx context.Context, cfg GenConfig, dir string, w *sessionlog.Writ
 		if err != nil {
 			return err
 		}
-		ss := Rollouts(newDefault(), ex, cfg.Trajectories, rand.New(rand.NewPCG(rollSeed, uint64(j))))
+		ss, err := Rollouts(newDefault(), ex, cfg.Trajectories, rand.New(rand.NewPCG(rollSeed, uint64(j))))
+		if err != nil {
+			return err
+		}
 		var ret float64
 		for i := range ss {
 			ret += ss[i].Return()
@@ -334,32 +338,27 @@ func Generate(ctx context.Context, cfg GenConfig, dir string, w *sessionlog.Writ
 	return res, err
 }
 
-// Rollouts runs n episodes of env (to termination or truncation) with
-// actions sampled from the smoothed expert, and returns them as sessions
-// "<id>-t<k>" with expert = id and the behaviour probability of each action.
-func Rollouts(env sims.Env, e *SmoothedExpert, n int, rng *rand.Rand) []sessionlog.Session {
-	dim := env.ObservationSpace().Dim()
+// Rollouts runs n episodes of env (to termination or truncation at the
+// environment's step limit) with actions sampled from the smoothed expert,
+// and returns them as sessions "<id>-t<k>" with expert = id and the
+// behaviour probability of each action (rollout.Episode: final_obs only for
+// an episode that did not terminate). rng drives both the environment and
+// the expert's draws.
+func Rollouts(env sims.Env, e *SmoothedExpert, n int, rng *rand.Rand) ([]sessionlog.Session, error) {
+	beh := func(_ int, obs []float64) (sims.Action, float64, error) {
+		a, p := e.Sample(rng, obs)
+		return sims.Action{Index: a}, math.Log(p), nil
+	}
 	out := make([]sessionlog.Session, n)
 	for k := range out {
-		obs := make([]float64, dim)
-		env.Reset(rng, obs)
-		s := sessionlog.Session{Session: fmt.Sprintf("%s-t%d", e.ID, k), Expert: e.ID}
-		for {
-			a, p := e.Sample(rng, obs)
-			next := make([]float64, dim)
-			copy(next, obs)
-			r, term, trunc := env.Step(sims.Action{Index: a}, next)
-			s.Steps = append(s.Steps, sessionlog.Step{Obs: obs, Action: sims.Action{Index: a}, Reward: r, LogP: math.Log(p)})
-			obs = next
-			if term || trunc {
-				s.Terminal = term
-				break
-			}
+		s, err := rollout.Episode(env, rng, beh, env.MaxSteps(), fmt.Sprintf("%s-t%d", e.ID, k))
+		if err != nil {
+			return nil, fmt.Errorf("svt: expert %s trajectory %d: %w", e.ID, k, err)
 		}
-		s.FinalObs = obs
+		s.Expert = e.ID
 		out[k] = s
 	}
-	return out
+	return out, nil
 }
 
 // parallel runs f(0..n-1) on w goroutines, stopping at the first error or

@@ -46,7 +46,10 @@ func releaseFixture(t *testing.T, m int) (data, experts string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ss := Rollouts(env, e, 2, rng)
+		ss, err := Rollouts(env, e, 2, rng)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for k := range ss {
 			if err := w.Write(&ss[k]); err != nil {
 				t.Fatal(err)
