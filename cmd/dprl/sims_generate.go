@@ -1,20 +1,15 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"math"
-	mrand "math/rand/v2"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"dprl/offline/policies"
-	"dprl/sessionlog"
+	"dprl/rollout"
 	"dprl/sims"
 )
 
@@ -29,20 +24,6 @@ type simsGenerateFlags struct {
 	maxSteps  int
 	force     bool
 	asJSON    bool
-}
-
-// simsGenerateResult is the summary of a generated log.
-type simsGenerateResult struct {
-	Env        string  `json:"env"`
-	Behavior   string  `json:"behavior"`
-	Episodes   int     `json:"episodes"`
-	Steps      int     `json:"steps"`
-	Terminated int     `json:"terminated"`
-	MeanReturn float64 `json:"mean_return"`
-	StdReturn  float64 `json:"std_return"`
-	Seed       uint64  `json:"seed"`
-	Out        string  `json:"out"`
-	DatasetID  string  `json:"dataset_id"`
 }
 
 func newSimsGenerateCmd(a *app) *cobra.Command {
@@ -119,11 +100,9 @@ func runSimsGenerate(a *app, cmd *cobra.Command, f *simsGenerateFlags) error {
 	dim := env.ObservationSpace().Dim()
 	opt := policies.Options{NumActions: space.N, ObsDim: dim}
 	if f.reference != "" {
-		sc, err := policies.LoadSnapshot(f.reference)
-		if err != nil {
+		if opt.Reference, err = policies.LoadSnapshot(f.reference); err != nil {
 			return usagef("--policy: %w", err)
 		}
-		opt.Reference = sc
 	} else if ref, ok := policies.Builtin(f.env, dim); ok {
 		opt.Reference = ref
 	}
@@ -131,111 +110,25 @@ func runSimsGenerate(a *app, cmd *cobra.Command, f *simsGenerateFlags) error {
 	if err != nil {
 		return usagef("--behavior: %w", err)
 	}
-	if !f.force {
-		if _, err := os.Stat(f.out); err == nil {
-			return usagef("--out %s exists (pass --force to overwrite)", f.out)
-		}
+	if _, err := os.Stat(f.out); err == nil && !f.force {
+		return usagef("--out %s exists (pass --force to overwrite)", f.out)
 	}
-	seed := f.seed
-	if !cmd.Flags().Changed("seed") {
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return fmt.Errorf("drawing a seed: %w", err)
-		}
-		seed = binary.LittleEndian.Uint64(b[:])
-		a.log.Info().Uint64("seed", seed).Msg("random seed drawn; pass --seed to repeat the run")
+	cfg := rollout.GenerateConfig{Env: env, EnvName: f.env, Behavior: beh, BehaviorName: f.behavior,
+		Episodes: f.episodes, MaxSteps: f.maxSteps}
+	if cfg.Seed, _ = seedFlag(cmd, "seed", f.seed); !cmd.Flags().Changed("seed") {
+		a.log.Info().Uint64("seed", cfg.Seed).Msg("random seed drawn; pass --seed to repeat the run")
 	}
-	limit := env.MaxSteps()
-	if f.maxSteps > 0 {
-		limit = min(limit, f.maxSteps)
-	}
-
-	file, err := os.Create(f.out)
-	if err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	res, genErr := generate(a, env, beh, f.episodes, limit, seed, file)
-	if err := file.Close(); genErr == nil && err != nil {
-		genErr = fmt.Errorf("--out: %w", err)
-	}
-	if genErr != nil {
-		os.Remove(f.out) // a partial log must not be mistaken for a dataset
-		return genErr
-	}
-	res.Env, res.Behavior, res.Seed, res.Out = f.env, f.behavior, seed, f.out
-	if res.DatasetID, err = sessionlog.DatasetID(f.out); err != nil {
-		return err
-	}
-	return emit(a.stdout, f.asJSON, res, func(w io.Writer) error {
-		fmt.Fprintf(w, "wrote %d episodes (%d steps, %d terminated) of %s under %s to %s\n",
-			res.Episodes, res.Steps, res.Terminated, res.Env, res.Behavior, res.Out)
-		fmt.Fprintf(w, "return: mean %.4g, std %.4g\n", res.MeanReturn, res.StdReturn)
-		fmt.Fprintf(w, "dataset id: %s\nseed: %d\n", res.DatasetID, res.Seed)
-		return nil
-	})
-}
-
-// generate runs the episodes and writes them; progress goes to the log every
-// few seconds.
-func generate(a *app, env sims.Env, beh policies.Policy, episodes, limit int, seed uint64, out io.Writer) (simsGenerateResult, error) {
-	envRNG := mrand.New(mrand.NewPCG(seed, 1))
-	polRNG := mrand.New(mrand.NewPCG(seed, 2))
-	dim := env.ObservationSpace().Dim()
-	w := sessionlog.NewWriter(out)
-	obs := make([]float64, dim)
-	probs := make([]float64, beh.NumActions())
-	var res simsGenerateResult
-	var sum, sumSq float64
 	last := time.Now()
-	for ep := range episodes {
-		env.Reset(envRNG, obs)
-		s := sessionlog.Session{Session: fmt.Sprintf("ep%d", ep)}
-		for t := 0; t < limit; t++ {
-			if err := beh.Probs(probs, obs); err != nil {
-				return res, fmt.Errorf("episode %d step %d: behaviour: %w", ep, t, err)
-			}
-			act := policies.Sample(polRNG, probs)
-			st := sessionlog.Step{Obs: append([]float64(nil), obs...), Action: sims.Action{Index: act}, LogP: math.Log(probs[act])}
-			var term, trunc bool
-			st.Reward, term, trunc = env.Step(sims.Action{Index: act}, obs)
-			s.Steps = append(s.Steps, st)
-			if !finite(st.Reward) || !allFinite(obs) {
-				return res, fmt.Errorf("episode %d step %d: the environment left the finite range", ep, t)
-			}
-			if term {
-				s.Terminal = true
-				break
-			}
-			if trunc {
-				break
-			}
-		}
-		if !s.Terminal {
-			s.FinalObs = append([]float64(nil), obs...)
-		} else {
-			res.Terminated++
-		}
-		if err := w.Write(&s); err != nil {
-			return res, fmt.Errorf("--out: %w", err)
-		}
-		r := s.Return()
-		sum += r
-		sumSq += r * r
-		res.Steps += len(s.Steps)
-		res.Episodes++
+	res, err := rollout.GenerateFile(cfg, f.out, func(episodes, steps int) {
 		if time.Since(last) > 3*time.Second {
 			last = time.Now()
-			a.log.Info().Int("episodes", res.Episodes).Int("of", episodes).Int("steps", res.Steps).Msg("generating")
+			a.log.Info().Int("episodes", episodes).Int("of", f.episodes).Int("steps", steps).Msg("generating")
 		}
+	})
+	if errors.As(err, new(*rollout.OutputError)) {
+		return fmt.Errorf("--out: %w", err)
+	} else if err != nil {
+		return err
 	}
-	if err := w.Flush(); err != nil {
-		return res, fmt.Errorf("--out: %w", err)
-	}
-	n := float64(res.Episodes)
-	res.MeanReturn = sum / n
-	res.StdReturn = math.Sqrt(math.Max(0, sumSq/n-res.MeanReturn*res.MeanReturn))
-	if res.Episodes == 0 {
-		return res, errors.New("no episodes")
-	}
-	return res, nil
+	return emit(a.stdout, f.asJSON, res, res.WriteText)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"dprl/rollout"
 	"dprl/sessionlog"
 )
 
@@ -21,7 +22,7 @@ func TestSimsGenerate(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var res simsGenerateResult
+	var res rollout.GenerateResult
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}

@@ -6,7 +6,19 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"dprl/sims"
 )
+
+// simsStep is one step of "dprl sims rollout --json" as printed.
+type simsStep struct {
+	Obs        []float64 `json:"obs"`
+	Action     any       `json:"action"` // an integer (discrete) or an array (box)
+	Reward     float64   `json:"reward"`
+	NextObs    []float64 `json:"next_obs"`
+	Terminated bool      `json:"terminated"`
+	Truncated  bool      `json:"truncated"`
+}
 
 func decodeSteps(t *testing.T, out string) []simsStep {
 	t.Helper()
@@ -24,21 +36,21 @@ func TestSimsList(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	var rows []simsEnvInfo
+	var rows []sims.EnvInfo
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]simsEnvInfo{}
+	byName := map[string]sims.EnvInfo{}
 	for _, r := range rows {
 		byName[r.Name] = r
 	}
-	want := map[string]simsEnvInfo{
-		"cartpole":    {ObsDim: 4, Action: simsActionSpace{Kind: "discrete", N: 2}, MaxSteps: 500},
-		"acrobot":     {ObsDim: 6, Action: simsActionSpace{Kind: "discrete", N: 3}, MaxSteps: 500},
-		"pendulum":    {ObsDim: 3, Action: simsActionSpace{Kind: "box", Dim: 1, Low: []float64{-2}, High: []float64{2}}, MaxSteps: 200},
-		"mountaincar": {ObsDim: 2, Action: simsActionSpace{Kind: "discrete", N: 3}, MaxSteps: 200},
-		"riverswim":   {ObsDim: 6, Action: simsActionSpace{Kind: "discrete", N: 2}, MaxSteps: 20},
-		"chain":       {ObsDim: 20, Action: simsActionSpace{Kind: "discrete", N: 2}, MaxSteps: 200},
+	want := map[string]sims.EnvInfo{
+		"cartpole":    {ObsDim: 4, Action: sims.SpaceInfo{Kind: "discrete", N: 2}, MaxSteps: 500},
+		"acrobot":     {ObsDim: 6, Action: sims.SpaceInfo{Kind: "discrete", N: 3}, MaxSteps: 500},
+		"pendulum":    {ObsDim: 3, Action: sims.SpaceInfo{Kind: "box", Dim: 1, Low: []float64{-2}, High: []float64{2}}, MaxSteps: 200},
+		"mountaincar": {ObsDim: 2, Action: sims.SpaceInfo{Kind: "discrete", N: 3}, MaxSteps: 200},
+		"riverswim":   {ObsDim: 6, Action: sims.SpaceInfo{Kind: "discrete", N: 2}, MaxSteps: 20},
+		"chain":       {ObsDim: 20, Action: sims.SpaceInfo{Kind: "discrete", N: 2}, MaxSteps: 200},
 	}
 	for name, w := range want {
 		got, ok := byName[name]
