@@ -27,7 +27,7 @@ func svtFixture(t *testing.T, m int, pmin string) (data, experts string) {
 	if code != 0 {
 		t.Fatalf("sims experts: exit %d: %s", code, stderr)
 	}
-	var r simsExpertsResult
+	var r svt.DatasetSummary
 	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Sessions != 2*m || !r.Seeded || r.DatasetID == "" {
 		t.Fatalf("sims experts: %v %+v", err, r)
 	}
@@ -309,7 +309,7 @@ func TestOfflineSVTBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := expertTrainConfig()
+	cfg := svt.ExpertTrainConfig()
 	for i, id := range []string{"e0", "e1", "e2"} {
 		for _, c := range []struct {
 			dir  string

@@ -1,13 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -15,8 +9,6 @@ import (
 
 	"dprl/internal/progress"
 	"dprl/offline/svt"
-	"dprl/policy"
-	"dprl/sessionlog"
 	"dprl/sims"
 )
 
@@ -34,44 +26,6 @@ type simsExpertsFlags struct {
 	seed          uint64
 	workers       int
 	json          bool
-}
-
-// simsExpertsResult is the output of dprl sims experts.
-type simsExpertsResult struct {
-	Env                   string  `json:"env"`
-	Experts               int     `json:"experts"`
-	TrajectoriesPerExpert int     `json:"trajectories_per_expert"`
-	Sessions              int     `json:"sessions"`
-	Transitions           int     `json:"transitions"`
-	PMin                  float64 `json:"pmin"`
-	Users                 int     `json:"users"`
-	Bases                 int     `json:"bases"`
-	FineTuneUsers         int     `json:"finetune_users,omitempty"`
-	ReturnMin             float64 `json:"return_min"`
-	ReturnMedian          float64 `json:"return_median"`
-	ReturnMax             float64 `json:"return_max"`
-	ReturnMean            float64 `json:"return_mean"`
-	Seconds               float64 `json:"seconds"`
-	SecondsPerExpert      float64 `json:"seconds_per_expert"`
-	Log                   string  `json:"log"`
-	OutDir                string  `json:"out_dir"`
-	DatasetID             string  `json:"dataset_id"`
-	Seed                  uint64  `json:"seed"`
-	Seeded                bool    `json:"seeded"`
-}
-
-// expertsManifest is DIR/experts.json: how the experts were made.
-type expertsManifest struct {
-	Format        string          `json:"format"`
-	Env           string          `json:"env"`
-	PMin          float64         `json:"pmin"`
-	Users         int             `json:"users"`
-	Bases         int             `json:"bases"`
-	FineTuneUsers int             `json:"finetune_users,omitempty"`
-	Hidden        []int           `json:"hidden"`
-	Seed          uint64          `json:"seed"`
-	Seeded        bool            `json:"seeded"`
-	Experts       []svt.GenExpert `json:"experts"`
 }
 
 func newSimsExpertsCmd(a *app) *cobra.Command {
@@ -160,85 +114,20 @@ func runSimsExperts(cmd *cobra.Command, a *app, f *simsExpertsFlags) error {
 	if len(errs) > 0 {
 		return usagef("sims experts: %s", strings.Join(errs, "; "))
 	}
-	cfg := expertTrainConfig()
-	cfg.DP = policy.DPConfig{Mode: policy.ModePPO, UsersPerUpdate: cfg.DP.UsersPerUpdate}
-	gc := svt.GenConfig{Env: f.env, Experts: f.m, Trajectories: f.trajectories, PMin: f.pMin, Train: cfg,
-		Users: f.users, Bases: f.bases, FineTuneUsers: f.fineTuneUsers, Workers: f.workers}
-	if err := gc.Validate(); err != nil {
+	cfg := svt.DatasetConfig{GenConfig: svt.GenConfig{Env: f.env, Experts: f.m, Trajectories: f.trajectories, PMin: f.pMin,
+		Train: svt.ExpertTrainConfig(), Users: f.users, Bases: f.bases, FineTuneUsers: f.fineTuneUsers, Workers: f.workers},
+		Dir: f.outDir, Log: f.logPath, Seeded: cmd.Flags().Changed("seed")}
+	if err := cfg.Validate(); err != nil {
 		return usageError{err}
 	}
-	res := simsExpertsResult{Env: f.env, Experts: f.m, TrajectoriesPerExpert: f.trajectories, PMin: f.pMin, Users: f.users,
-		Bases: f.bases, Log: f.logPath, OutDir: f.outDir, Seed: f.seed, Seeded: cmd.Flags().Changed("seed")}
-	if f.bases > 0 {
-		res.FineTuneUsers = f.fineTuneUsers
-	}
-	var err error
-	if res.Seed, err = seedFlag(cmd, "seed", f.seed); err != nil {
-		return fmt.Errorf("sims experts: %w", err)
-	}
-	if err := os.MkdirAll(f.outDir, 0o700); err != nil {
-		return fmt.Errorf("sims experts: %w", err)
-	}
-	out, err := os.Create(f.logPath)
-	if err != nil {
-		return fmt.Errorf("sims experts: %w", err)
-	}
-	w := sessionlog.NewWriter(out)
+	cfg.Seed, _ = seedFlag(cmd, "seed", f.seed)
 	prog := newCountProgress(a, "experts")
-	rng := rand.New(rand.NewPCG(res.Seed, 0x647072_6c5f6578)) // "dprl_ex"
-	gen, err := svt.Generate(cmd.Context(), gc, f.outDir, w, rng, func(p svt.GenProgress) { prog.update(p.Phase, p.Done, p.Total, p.Elapsed) })
+	res, err := svt.GenerateDataset(cmd.Context(), cfg, func(p svt.GenProgress) { prog.update(p.Phase, p.Done, p.Total, p.Elapsed) })
 	prog.done()
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
 		return fmt.Errorf("sims experts: %w", err)
 	}
-	man := expertsManifest{Format: "dprl.experts.v1", Env: f.env, PMin: f.pMin, Users: f.users, Bases: f.bases,
-		FineTuneUsers: res.FineTuneUsers, Hidden: cfg.PPO.Hidden, Seed: res.Seed, Seeded: res.Seeded, Experts: gen.Experts}
-	mb, err := json.MarshalIndent(man, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(f.outDir, "experts.json"), append(mb, '\n'), 0o600); err != nil {
-		return fmt.Errorf("sims experts: %w", err)
-	}
-	if res.DatasetID, err = sessionlog.DatasetID(f.logPath); err != nil {
-		return fmt.Errorf("sims experts: %w", err)
-	}
-	rets := make([]float64, len(gen.Experts))
-	for i, e := range gen.Experts {
-		rets[i] = e.MeanReturn
-		res.ReturnMean += e.MeanReturn / float64(len(rets))
-	}
-	slices.Sort(rets)
-	res.ReturnMin, res.ReturnMedian, res.ReturnMax = rets[0], rets[len(rets)/2], rets[len(rets)-1]
-	res.Sessions, res.Transitions = gen.Sessions, gen.Steps
-	res.Seconds = gen.Elapsed.Seconds()
-	res.SecondsPerExpert = res.Seconds / float64(f.m)
-	return emit(a.stdout, f.json, res, res.text)
-}
-
-func (r simsExpertsResult) text(w io.Writer) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d %s experts (p_min %v) in %s, %s trajectories each: %d sessions, %d transitions\n",
-		r.Experts, r.Env, r.PMin, r.OutDir, fmt.Sprint(r.TrajectoriesPerExpert), r.Sessions, r.Transitions)
-	if r.Bases > 0 {
-		fmt.Fprintf(&b, "training: %d bases x %d users, then %d fine-tuning users per expert\n", r.Bases, r.Users, r.FineTuneUsers)
-	} else {
-		fmt.Fprintf(&b, "training: %d users per expert, from scratch\n", r.Users)
-	}
-	fmt.Fprintf(&b, "logged return per expert (smoothed, default env): min %.1f  median %.1f  max %.1f  mean %.1f\n",
-		r.ReturnMin, r.ReturnMedian, r.ReturnMax, r.ReturnMean)
-	fmt.Fprintf(&b, "log %s (%s)\n%.1f s (%.2f s per expert), seed %d\n", r.Log, r.DatasetID, r.Seconds, r.SecondsPerExpert, r.Seed)
-	_, err := io.WriteString(w, b.String())
-	return err
+	return emit(a.stdout, f.json, res, res.WriteText)
 }
 
 // countProgress reports "done of total" progress on stderr: redrawn in place
@@ -281,18 +170,3 @@ func (p *countProgress) update(phase string, done, total int, elapsed time.Durat
 }
 
 func (p *countProgress) done() { p.Done() }
-
-// expertTrainConfig is the learner configuration experts are trained with
-// (non-private PPO; the README's SVT tables were measured with it): the
-// control defaults with 16x16 networks, E = 3, entropy 0.01, no advantage
-// standardisation and K = 32.
-func expertTrainConfig() policy.Config {
-	cfg := policy.DefaultControlConfig()
-	cfg.PPO.Hidden = []int{16, 16}
-	cfg.PPO.Epochs = 3
-	cfg.PPO.EntropyCoef = 0.01
-	cfg.PPO.NormalizeAdvantages = false
-	cfg.DP.UsersPerUpdate = 32
-	cfg.DP.ClipNorm = 0.2
-	return cfg
-}

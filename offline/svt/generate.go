@@ -2,11 +2,17 @@ package svt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -407,4 +413,178 @@ func parallel(ctx context.Context, w, n int, f func(int) error, report func(done
 		return first
 	}
 	return ctx.Err()
+}
+
+// ExpertTrainConfig returns the learner configuration experts are trained
+// with: non-private PPO (DP.Mode policy.ModePPO, K = 32 users per update)
+// with the control defaults, 16x16 networks, E = 3 epochs, entropy
+// coefficient 0.01 and no advantage standardisation. The README's SVT
+// tables were measured with it.
+func ExpertTrainConfig() policy.Config {
+	cfg := policy.DefaultControlConfig()
+	cfg.PPO.Hidden = []int{16, 16}
+	cfg.PPO.Epochs = 3
+	cfg.PPO.EntropyCoef = 0.01
+	cfg.PPO.NormalizeAdvantages = false
+	cfg.DP = policy.DPConfig{Mode: policy.ModePPO, UsersPerUpdate: 32}
+	return cfg
+}
+
+// ManifestFormat and ManifestFile name the manifest GenerateDataset writes
+// beside the expert snapshots.
+const (
+	ManifestFormat = "dprl.experts.v1"
+	ManifestFile   = "experts.json"
+)
+
+// Manifest is DIR/experts.json: how the experts of a dataset were made.
+type Manifest struct {
+	Format        string      `json:"format"`
+	Env           string      `json:"env"`
+	PMin          float64     `json:"pmin"`
+	Users         int         `json:"users"`
+	Bases         int         `json:"bases"`
+	FineTuneUsers int         `json:"finetune_users,omitempty"`
+	Hidden        []int       `json:"hidden"`
+	Seed          uint64      `json:"seed"`
+	Seeded        bool        `json:"seeded"`
+	Experts       []GenExpert `json:"experts"`
+}
+
+// DatasetConfig configures GenerateDataset: Generate's configuration and
+// where the dataset goes.
+type DatasetConfig struct {
+	GenConfig
+	// Dir receives the snapshots DIR/e<j>.snap and DIR/experts.json; it is
+	// created if missing.
+	Dir string
+	// Log is the session log to write (dprl.sessions.v1), replaced if it
+	// exists.
+	Log string
+	// Seed is the seed of every draw; Seeded records whether the user chose
+	// it (rather than the operating system).
+	Seed   uint64
+	Seeded bool
+}
+
+// Validate reports every invalid field.
+func (c DatasetConfig) Validate() error {
+	var errs []error
+	if err := c.GenConfig.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Dir == "" {
+		errs = append(errs, errors.New("svt: no experts directory"))
+	}
+	if c.Log == "" {
+		errs = append(errs, errors.New("svt: no session log"))
+	}
+	return errors.Join(errs...)
+}
+
+// DatasetSummary describes a dataset written by GenerateDataset (dprl sims
+// experts). It describes simulated experts, not private data: the returns
+// are printed as they are.
+type DatasetSummary struct {
+	Env                   string  `json:"env"`
+	Experts               int     `json:"experts"`
+	TrajectoriesPerExpert int     `json:"trajectories_per_expert"`
+	Sessions              int     `json:"sessions"`
+	Transitions           int     `json:"transitions"`
+	PMin                  float64 `json:"pmin"`
+	Users                 int     `json:"users"`
+	Bases                 int     `json:"bases"`
+	FineTuneUsers         int     `json:"finetune_users,omitempty"`
+	ReturnMin             float64 `json:"return_min"`
+	ReturnMedian          float64 `json:"return_median"`
+	ReturnMax             float64 `json:"return_max"`
+	ReturnMean            float64 `json:"return_mean"`
+	Seconds               float64 `json:"seconds"`
+	SecondsPerExpert      float64 `json:"seconds_per_expert"`
+	Log                   string  `json:"log"`
+	OutDir                string  `json:"out_dir"`
+	DatasetID             string  `json:"dataset_id"`
+	Seed                  uint64  `json:"seed"`
+	Seeded                bool    `json:"seeded"`
+}
+
+// WriteText writes the summary as text.
+func (r DatasetSummary) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s experts (p_min %v) in %s, %d trajectories each: %d sessions, %d transitions\n",
+		r.Experts, r.Env, r.PMin, r.OutDir, r.TrajectoriesPerExpert, r.Sessions, r.Transitions)
+	if r.Bases > 0 {
+		fmt.Fprintf(&b, "training: %d bases x %d users, then %d fine-tuning users per expert\n", r.Bases, r.Users, r.FineTuneUsers)
+	} else {
+		fmt.Fprintf(&b, "training: %d users per expert, from scratch\n", r.Users)
+	}
+	fmt.Fprintf(&b, "logged return per expert (smoothed, default env): min %.1f  median %.1f  max %.1f  mean %.1f\n",
+		r.ReturnMin, r.ReturnMedian, r.ReturnMax, r.ReturnMean)
+	fmt.Fprintf(&b, "log %s (%s)\n%.1f s (%.2f s per expert), seed %d\n", r.Log, r.DatasetID, r.Seconds, r.SecondsPerExpert, r.Seed)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// datasetStream is the PCG stream GenerateDataset seeds its generator with
+// ("dprl_ex").
+const datasetStream = 0x647072_6c5f6578
+
+// GenerateDataset runs Generate with every draw from PCG(cfg.Seed,
+// "dprl_ex"), writes the snapshots and the manifest (Manifest) to cfg.Dir
+// and the log to cfg.Log (synced before it is closed), and returns the
+// summary with the log's dataset id and the spread of the experts' logged
+// returns. progress is passed to Generate.
+func GenerateDataset(ctx context.Context, cfg DatasetConfig, progress func(GenProgress)) (DatasetSummary, error) {
+	if err := cfg.Validate(); err != nil {
+		return DatasetSummary{}, err
+	}
+	res := DatasetSummary{Env: cfg.Env, Experts: cfg.Experts, TrajectoriesPerExpert: cfg.Trajectories, PMin: cfg.PMin, Users: cfg.Users,
+		Bases: cfg.Bases, Log: cfg.Log, OutDir: cfg.Dir, Seed: cfg.Seed, Seeded: cfg.Seeded}
+	if cfg.Bases > 0 {
+		res.FineTuneUsers = cfg.FineTuneUsers
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return res, err
+	}
+	out, err := os.Create(cfg.Log)
+	if err != nil {
+		return res, err
+	}
+	w := sessionlog.NewWriter(out)
+	gen, err := Generate(ctx, cfg.GenConfig, cfg.Dir, w, rand.New(rand.NewPCG(cfg.Seed, datasetStream)), progress)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return res, err
+	}
+	man := Manifest{Format: ManifestFormat, Env: cfg.Env, PMin: cfg.PMin, Users: cfg.Users, Bases: cfg.Bases,
+		FineTuneUsers: res.FineTuneUsers, Hidden: cfg.Train.PPO.Hidden, Seed: cfg.Seed, Seeded: cfg.Seeded, Experts: gen.Experts}
+	mb, err := json.MarshalIndent(man, "", "  ")
+	if err != nil {
+		return res, err
+	}
+	if err := os.WriteFile(filepath.Join(cfg.Dir, ManifestFile), append(mb, '\n'), 0o600); err != nil {
+		return res, err
+	}
+	if res.DatasetID, err = sessionlog.DatasetID(cfg.Log); err != nil {
+		return res, err
+	}
+	rets := make([]float64, len(gen.Experts))
+	for i, e := range gen.Experts {
+		rets[i] = e.MeanReturn
+		res.ReturnMean += e.MeanReturn / float64(len(rets))
+	}
+	slices.Sort(rets)
+	res.ReturnMin, res.ReturnMedian, res.ReturnMax = rets[0], rets[len(rets)/2], rets[len(rets)-1]
+	res.Sessions, res.Transitions = gen.Sessions, gen.Steps
+	res.Seconds = gen.Elapsed.Seconds()
+	res.SecondsPerExpert = res.Seconds / float64(cfg.Experts)
+	return res, nil
 }
