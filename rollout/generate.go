@@ -156,3 +156,33 @@ func GenerateFile(cfg GenerateConfig, path string, progress func(episodes, steps
 	}
 	return res, nil
 }
+
+// ReferenceError marks a reference snapshot that could not be loaded (as
+// opposed to a bad behaviour spec); its message is the underlying error's.
+type ReferenceError struct{ Err error }
+
+func (e *ReferenceError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *ReferenceError) Unwrap() error { return e.Err }
+
+// ParseBehavior builds the behaviour policy spec (see package
+// offline/policies) for env, the environment registered as envName. The
+// reference that greedy, epsilon-greedy and softmax without a file refer to
+// is the snapshot at referenceFile if given (a load failure is a
+// *ReferenceError), else the environment's built-in controller if it has
+// one (chain, mountaincar).
+func ParseBehavior(spec, referenceFile, envName string, env sims.Env) (policies.Policy, error) {
+	dim := env.ObservationSpace().Dim()
+	opt := policies.Options{NumActions: env.ActionSpace().N, ObsDim: dim}
+	if referenceFile != "" {
+		ref, err := policies.LoadSnapshot(referenceFile)
+		if err != nil {
+			return nil, &ReferenceError{err}
+		}
+		opt.Reference = ref
+	} else if ref, ok := policies.Builtin(envName, dim); ok {
+		opt.Reference = ref
+	}
+	return policies.Parse(spec, opt)
+}

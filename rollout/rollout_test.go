@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"dprl/offline/policies"
+	"dprl/policy"
 	"dprl/sessionlog"
 	"dprl/sims"
 )
@@ -243,5 +244,49 @@ func TestGenerateConfigValidate(t *testing.T) {
 				t.Error("Generate ran an invalid config")
 			}
 		})
+	}
+}
+
+func TestParseBehavior(t *testing.T) {
+	chain, _ := sims.New("chain")
+	cartpole, _ := sims.New("cartpole")
+	// The chain's built-in controller is the reference of greedy.
+	p, err := ParseBehavior("greedy", "", "chain", chain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probs := make([]float64, 2)
+	if err := p.Probs(probs, make([]float64, chain.ObservationSpace().Dim())); err != nil || probs[1] != 1 {
+		t.Errorf("chain greedy: probs %v, %v; want action 1 (advance)", probs, err)
+	}
+	// cartpole has no built-in controller.
+	var re *ReferenceError
+	if _, err := ParseBehavior("greedy", "", "cartpole", cartpole); err == nil || errors.As(err, &re) || !strings.Contains(err.Error(), "needs a reference") {
+		t.Errorf("cartpole greedy without a reference: %v", err)
+	}
+	// A snapshot file is the reference; a missing one is a ReferenceError.
+	spec := policy.Spec{ObsDim: 4, Kind: policy.ActionDiscrete, NumActions: 2}
+	cfg := policy.DefaultControlConfig()
+	n, _ := policy.NumSnapshotParams(spec, cfg.PPO.Hidden)
+	snap, err := policy.NewSnapshot(spec, cfg, 1, make([]float64, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := policy.MarshalSnapshot(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "ref.snap")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := ParseBehavior("softmax:1", file, "cartpole", cartpole); err != nil || p.NumActions() != 2 {
+		t.Errorf("cartpole softmax with a reference file: %v", err)
+	}
+	if _, err := ParseBehavior("greedy", file+".missing", "cartpole", cartpole); !errors.As(err, &re) || !strings.Contains(err.Error(), "ref.snap.missing") {
+		t.Errorf("missing reference file: %v, want a ReferenceError", err)
+	}
+	if _, err := ParseBehavior("bogus", "", "chain", chain); err == nil || errors.As(err, &re) {
+		t.Errorf("bad spec: %v, want an error that is not a ReferenceError", err)
 	}
 }

@@ -34,19 +34,12 @@ func newSimsListCmd(a *app) *cobra.Command {
 	return c
 }
 
-// simsRolloutFlags holds the flags of "dprl sims rollout".
-type simsRolloutFlags struct {
-	env       string
-	seed      uint64
-	initState string
-	actions   string
-	policy    string
-	steps     int
-	asJSON    bool
-}
-
 func newSimsRolloutCmd(a *app) *cobra.Command {
-	var f simsRolloutFlags
+	var (
+		sc                                  sims.ScriptConfig
+		envName, initState, actions, policy string
+		asJSON                              bool
+	)
 	c := &cobra.Command{
 		Use:   "rollout",
 		Short: "Run one episode with scripted or random actions and print every step",
@@ -75,66 +68,59 @@ can be repeated.`,
   dprl sims rollout --env riverswim --policy random --steps 5`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runSimsRollout(a, cmd, &f)
+			env, err := newEnvFlag(envName)
+			if err != nil {
+				return err
+			}
+			changed := cmd.Flags().Changed
+			switch {
+			case changed("actions") && policy != "":
+				return usagef("give either --actions or --policy, not both")
+			case !changed("actions") && policy == "":
+				return usagef("give --actions or --policy random")
+			case policy != "" && policy != "random":
+				return usagef("--policy %q: want random", policy)
+			}
+			if changed("actions") {
+				if sc.Actions, err = space.ParseActions("--actions", actions, env.ActionSpace()); err != nil {
+					return usageError{err}
+				}
+			}
+			if changed("steps") && sc.Steps < 1 {
+				return usagef("--steps %d: want at least 1", sc.Steps)
+			}
+			if changed("init-state") {
+				if sc.InitState, err = sims.ParseState("--init-state", initState); err != nil {
+					return usageError{err}
+				}
+			}
+			if sc.Seed, _ = seedFlag(cmd, "seed", sc.Seed); !changed("seed") && !asJSON {
+				fmt.Fprintf(a.stdout, "seed: %d\n", sc.Seed)
+			} else if !changed("seed") {
+				a.log.Info().Uint64("seed", sc.Seed).Msg("random seed drawn; pass --seed to repeat the run")
+			}
+			steps, err := sims.Script(env, sc)
+			var nf *sims.NonFiniteError
+			switch {
+			case errors.Is(err, sims.ErrNoStateSetter):
+				return usagef("--init-state: environment %s cannot set its state", envName)
+			case errors.As(err, &nf):
+				return fmt.Errorf("step %d: the state left the finite range (next_obs %v, reward %v); try a smaller --init-state", nf.Step, nf.NextObs, nf.Reward)
+			case err != nil: // the state does not fit the environment
+				return usagef("--init-state: %w", err)
+			}
+			return emit(a.stdout, asJSON, steps, steps.WriteText)
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.env, "env", "", "environment name (see dprl sims list)")
-	fl.Uint64Var(&f.seed, "seed", 0, "random seed (default: drawn from the OS and printed)")
-	fl.StringVar(&f.initState, "init-state", "", "internal state after reset, as a JSON array of numbers")
-	fl.StringVar(&f.actions, "actions", "", "comma-separated actions, one per step (box components joined by ':')")
-	fl.StringVar(&f.policy, "policy", "", "action policy instead of --actions: random")
-	fl.IntVar(&f.steps, "steps", 0, "stop after this many steps (default: no limit beyond the episode and action list)")
-	fl.BoolVar(&f.asJSON, "json", false, "print a JSON array of steps")
+	fl.StringVar(&envName, "env", "", "environment name (see dprl sims list)")
+	fl.Uint64Var(&sc.Seed, "seed", 0, "random seed (default: drawn from the OS and printed)")
+	fl.StringVar(&initState, "init-state", "", "internal state after reset, as a JSON array of numbers")
+	fl.StringVar(&actions, "actions", "", "comma-separated actions, one per step (box components joined by ':')")
+	fl.StringVar(&policy, "policy", "", "action policy instead of --actions: random")
+	fl.IntVar(&sc.Steps, "steps", 0, "stop after this many steps (default: no limit beyond the episode and action list)")
+	fl.BoolVar(&asJSON, "json", false, "print a JSON array of steps")
 	return c
-}
-
-func runSimsRollout(a *app, cmd *cobra.Command, f *simsRolloutFlags) error {
-	env, err := newEnvFlag(f.env)
-	if err != nil {
-		return err
-	}
-	changed := cmd.Flags().Changed
-	switch {
-	case changed("actions") && f.policy != "":
-		return usagef("give either --actions or --policy, not both")
-	case !changed("actions") && f.policy == "":
-		return usagef("give --actions or --policy random")
-	case f.policy != "" && f.policy != "random":
-		return usagef("--policy %q: want random", f.policy)
-	}
-	var sc sims.ScriptConfig
-	if changed("actions") {
-		if sc.Actions, err = space.ParseActions("--actions", f.actions, env.ActionSpace()); err != nil {
-			return usageError{err}
-		}
-	}
-	if changed("steps") && f.steps < 1 {
-		return usagef("--steps %d: want at least 1", f.steps)
-	}
-	if changed("init-state") {
-		if sc.InitState, err = sims.ParseState("--init-state", f.initState); err != nil {
-			return usageError{err}
-		}
-	}
-	sc.Seed, _ = seedFlag(cmd, "seed", f.seed)
-	if !changed("seed") && !f.asJSON {
-		fmt.Fprintf(a.stdout, "seed: %d\n", sc.Seed)
-	} else if !changed("seed") {
-		a.log.Info().Uint64("seed", sc.Seed).Msg("random seed drawn; pass --seed to repeat the run")
-	}
-	sc.Steps = f.steps
-	steps, err := sims.Script(env, sc)
-	var nf *sims.NonFiniteError
-	switch {
-	case errors.Is(err, sims.ErrNoStateSetter):
-		return usagef("--init-state: environment %s cannot set its state", f.env)
-	case errors.As(err, &nf):
-		return fmt.Errorf("step %d: the state left the finite range (next_obs %v, reward %v); try a smaller --init-state", nf.Step, nf.NextObs, nf.Reward)
-	case err != nil:
-		return usagef("--init-state: %w", err)
-	}
-	return emit(a.stdout, f.asJSON, steps, steps.WriteText)
 }
 
 // newEnvFlag builds the environment named by a required --env flag; a

@@ -12,24 +12,9 @@ import (
 	"dprl/sims"
 )
 
-// simsExpertsFlags are the flags of dprl sims experts.
-type simsExpertsFlags struct {
-	env           string
-	m             int
-	trajectories  int
-	outDir        string
-	logPath       string
-	users         int
-	bases         int
-	fineTuneUsers int
-	pMin          float64
-	seed          uint64
-	workers       int
-	json          bool
-}
-
 func newSimsExpertsCmd(a *app) *cobra.Command {
-	var f simsExpertsFlags
+	cfg := svt.DatasetConfig{GenConfig: svt.GenConfig{Train: svt.ExpertTrainConfig()}}
+	var asJSON bool
 	c := &cobra.Command{
 		Use:   "experts --env cartpole|acrobot --m M --trajectories N --out-dir DIR --log FILE",
 		Short: "Train M experts on environment variations and log their trajectories (input of dprl offline svt)",
@@ -58,76 +43,57 @@ to stderr; the summary to stdout (text or --json).`,
   dprl sims experts --env cartpole --m 3000 --trajectories 5 --bases 30 --finetune-users 300 \
       --out-dir experts --log data.jsonl --seed 1 --json`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runSimsExperts(cmd, a, &f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var errs []string
+			check := func(bad bool, format string, args ...any) {
+				if bad {
+					errs = append(errs, fmt.Sprintf(format, args...))
+				}
+			}
+			check(cfg.Env != "cartpole" && cfg.Env != "acrobot", "--env %q: want cartpole or acrobot", cfg.Env)
+			check(cfg.Experts < 1, "--m %d: want >= 1", cfg.Experts)
+			check(cfg.Trajectories < 1, "--trajectories %d: want >= 1", cfg.Trajectories)
+			check(cfg.Dir == "", "--out-dir: required")
+			check(cfg.Log == "", "--log: required")
+			check(cfg.Users < 1, "--users %d: want >= 1", cfg.Users)
+			check(cfg.Bases < 0 || cfg.Bases > max(cfg.Experts, 0), "--bases %d: want 0..M", cfg.Bases)
+			check(cfg.Bases > 0 && cfg.FineTuneUsers < 1, "--finetune-users %d: want >= 1", cfg.FineTuneUsers)
+			if env, err := sims.New(cfg.Env); err == nil && env.ActionSpace().Kind == sims.Discrete {
+				n := env.ActionSpace().N
+				check(!(cfg.PMin > 0) || cfg.PMin*float64(n) > 1, "--pmin %v: want in (0, 1/|A| = 1/%d]", cfg.PMin, n)
+			}
+			check(cfg.Workers < 0, "--workers %d: want >= 0", cfg.Workers)
+			if len(errs) > 0 {
+				return usagef("sims experts: %s", strings.Join(errs, "; "))
+			}
+			if err := cfg.Validate(); err != nil {
+				return usageError{err}
+			}
+			cfg.Seed, _ = seedFlag(cmd, "seed", cfg.Seed)
+			cfg.Seeded = cmd.Flags().Changed("seed")
+			prog := newCountProgress(a, "experts")
+			res, err := svt.GenerateDataset(cmd.Context(), cfg, func(p svt.GenProgress) { prog.update(p.Phase, p.Done, p.Total, p.Elapsed) })
+			prog.done()
+			if err != nil {
+				return fmt.Errorf("sims experts: %w", err)
+			}
+			return emit(a.stdout, asJSON, res, res.WriteText)
+		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.env, "env", "cartpole", "environment: cartpole or acrobot")
-	fl.IntVar(&f.m, "m", 0, "number of experts M >= 1 (the paper: 3000)")
-	fl.IntVar(&f.trajectories, "trajectories", 20, "trajectories logged per expert N >= 1 (the paper: 20)")
-	fl.StringVar(&f.outDir, "out-dir", "", "directory for the expert snapshots DIR/e<j>.snap (created)")
-	fl.StringVar(&f.logPath, "log", "", "session log to write (dprl.sessions.v1)")
-	fl.IntVar(&f.users, "users", 3000, "training budget per expert (per base with --bases), in simulated users")
-	fl.IntVar(&f.bases, "bases", 0, "train this many base experts on the default environment and fine-tune them per variation (0: every expert from scratch)")
-	fl.IntVar(&f.fineTuneUsers, "finetune-users", 500, "fine-tuning budget per expert with --bases, in simulated users")
-	fl.Float64Var(&f.pMin, "pmin", 0.02, "smoothing floor p_min in (0, 1/|A|] (the paper: 0.02)")
-	fl.Uint64Var(&f.seed, "seed", 0, "seed of every random draw (default: from the OS; printed in the result)")
-	fl.IntVar(&f.workers, "workers", 0, "experts trained at once (default GOMAXPROCS; the output does not depend on it)")
-	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
+	fl.StringVar(&cfg.Env, "env", "cartpole", "environment: cartpole or acrobot")
+	fl.IntVar(&cfg.Experts, "m", 0, "number of experts M >= 1 (the paper: 3000)")
+	fl.IntVar(&cfg.Trajectories, "trajectories", 20, "trajectories logged per expert N >= 1 (the paper: 20)")
+	fl.StringVar(&cfg.Dir, "out-dir", "", "directory for the expert snapshots DIR/e<j>.snap (created)")
+	fl.StringVar(&cfg.Log, "log", "", "session log to write (dprl.sessions.v1)")
+	fl.IntVar(&cfg.Users, "users", 3000, "training budget per expert (per base with --bases), in simulated users")
+	fl.IntVar(&cfg.Bases, "bases", 0, "train this many base experts on the default environment and fine-tune them per variation (0: every expert from scratch)")
+	fl.IntVar(&cfg.FineTuneUsers, "finetune-users", 500, "fine-tuning budget per expert with --bases, in simulated users")
+	fl.Float64Var(&cfg.PMin, "pmin", 0.02, "smoothing floor p_min in (0, 1/|A|] (the paper: 0.02)")
+	fl.Uint64Var(&cfg.Seed, "seed", 0, "seed of every random draw (default: from the OS; printed in the result)")
+	fl.IntVar(&cfg.Workers, "workers", 0, "experts trained at once (default GOMAXPROCS; the output does not depend on it)")
+	fl.BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	return c
-}
-
-func runSimsExperts(cmd *cobra.Command, a *app, f *simsExpertsFlags) error {
-	var errs []string
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
-	if f.env != "cartpole" && f.env != "acrobot" {
-		bad("--env %q: want cartpole or acrobot", f.env)
-	}
-	if f.m < 1 {
-		bad("--m %d: want >= 1", f.m)
-	}
-	if f.trajectories < 1 {
-		bad("--trajectories %d: want >= 1", f.trajectories)
-	}
-	if f.outDir == "" {
-		bad("--out-dir: required")
-	}
-	if f.logPath == "" {
-		bad("--log: required")
-	}
-	if f.users < 1 {
-		bad("--users %d: want >= 1", f.users)
-	}
-	if f.bases < 0 || f.bases > max(f.m, 0) {
-		bad("--bases %d: want 0..M", f.bases)
-	}
-	if f.bases > 0 && f.fineTuneUsers < 1 {
-		bad("--finetune-users %d: want >= 1", f.fineTuneUsers)
-	}
-	if env, err := sims.New(f.env); err == nil && env.ActionSpace().Kind == sims.Discrete {
-		if n := env.ActionSpace().N; !(f.pMin > 0) || f.pMin*float64(n) > 1 {
-			bad("--pmin %v: want in (0, 1/|A| = 1/%d]", f.pMin, n)
-		}
-	}
-	if f.workers < 0 {
-		bad("--workers %d: want >= 0", f.workers)
-	}
-	if len(errs) > 0 {
-		return usagef("sims experts: %s", strings.Join(errs, "; "))
-	}
-	cfg := svt.DatasetConfig{GenConfig: svt.GenConfig{Env: f.env, Experts: f.m, Trajectories: f.trajectories, PMin: f.pMin,
-		Train: svt.ExpertTrainConfig(), Users: f.users, Bases: f.bases, FineTuneUsers: f.fineTuneUsers, Workers: f.workers},
-		Dir: f.outDir, Log: f.logPath, Seeded: cmd.Flags().Changed("seed")}
-	if err := cfg.Validate(); err != nil {
-		return usageError{err}
-	}
-	cfg.Seed, _ = seedFlag(cmd, "seed", f.seed)
-	prog := newCountProgress(a, "experts")
-	res, err := svt.GenerateDataset(cmd.Context(), cfg, func(p svt.GenProgress) { prog.update(p.Phase, p.Done, p.Total, p.Elapsed) })
-	prog.done()
-	if err != nil {
-		return fmt.Errorf("sims experts: %w", err)
-	}
-	return emit(a.stdout, f.json, res, res.WriteText)
 }
 
 // countProgress reports "done of total" progress on stderr: redrawn in place

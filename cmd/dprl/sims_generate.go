@@ -8,26 +8,16 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dprl/offline/policies"
 	"dprl/rollout"
 	"dprl/sims"
 )
 
-// simsGenerateFlags holds the flags of "dprl sims generate".
-type simsGenerateFlags struct {
-	env       string
-	behavior  string
-	reference string
-	episodes  int
-	out       string
-	seed      uint64
-	maxSteps  int
-	force     bool
-	asJSON    bool
-}
-
 func newSimsGenerateCmd(a *app) *cobra.Command {
-	var f simsGenerateFlags
+	var (
+		cfg            rollout.GenerateConfig
+		reference, out string
+		force, asJSON  bool
+	)
 	c := &cobra.Command{
 		Use:   "generate",
 		Short: "Write a dprl.sessions.v1 log of episodes run by a behaviour policy",
@@ -62,73 +52,58 @@ reported, so the log can be regenerated.`,
   dprl sims generate --env cartpole --behavior policy:pol.snap --episodes 100 --out cp.jsonl --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runSimsGenerate(a, cmd, &f)
+			env, err := newEnvFlag(cfg.EnvName)
+			if err != nil {
+				return err
+			}
+			switch {
+			case env.ActionSpace().Kind != sims.Discrete:
+				return usagef("--env %s has continuous actions; generate supports discrete actions only", cfg.EnvName)
+			case cfg.BehaviorName == "":
+				return usagef("--behavior is required (random, policy:FILE, greedy, epsilon-greedy:EPS or softmax:TEMP)")
+			case cfg.Episodes < 1:
+				return usagef("--episodes %d: want at least 1", cfg.Episodes)
+			case out == "":
+				return usagef("--out is required")
+			case cmd.Flags().Changed("max-steps") && cfg.MaxSteps < 1:
+				return usagef("--max-steps %d: want at least 1", cfg.MaxSteps)
+			}
+			if cfg.Behavior, err = rollout.ParseBehavior(cfg.BehaviorName, reference, cfg.EnvName, env); errors.As(err, new(*rollout.ReferenceError)) {
+				return usagef("--policy: %w", err)
+			} else if err != nil {
+				return usagef("--behavior: %w", err)
+			}
+			if _, err := os.Stat(out); err == nil && !force {
+				return usagef("--out %s exists (pass --force to overwrite)", out)
+			}
+			if cfg.Seed, _ = seedFlag(cmd, "seed", cfg.Seed); !cmd.Flags().Changed("seed") {
+				a.log.Info().Uint64("seed", cfg.Seed).Msg("random seed drawn; pass --seed to repeat the run")
+			}
+			cfg.Env = env
+			last := time.Now()
+			res, err := rollout.GenerateFile(cfg, out, func(episodes, steps int) {
+				if time.Since(last) > 3*time.Second {
+					last = time.Now()
+					a.log.Info().Int("episodes", episodes).Int("of", cfg.Episodes).Int("steps", steps).Msg("generating")
+				}
+			})
+			if errors.As(err, new(*rollout.OutputError)) {
+				return fmt.Errorf("--out: %w", err)
+			} else if err != nil {
+				return err
+			}
+			return emit(a.stdout, asJSON, res, res.WriteText)
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.env, "env", "", "environment name (see dprl sims list); discrete actions only")
-	fl.StringVar(&f.behavior, "behavior", "", "behaviour policy: random, policy:FILE, greedy, epsilon-greedy:EPS or softmax:TEMP")
-	fl.StringVar(&f.reference, "policy", "", "snapshot FILE that greedy, epsilon-greedy and softmax refer to (default: the environment's built-in controller)")
-	fl.IntVar(&f.episodes, "episodes", 0, "number of episodes (sessions) to write")
-	fl.StringVar(&f.out, "out", "", "output file (dprl.sessions.v1 JSON Lines)")
-	fl.Uint64Var(&f.seed, "seed", 0, "random seed (default: drawn from the OS and reported)")
-	fl.IntVar(&f.maxSteps, "max-steps", 0, "truncate episodes after this many steps (default: the environment's limit)")
-	fl.BoolVar(&f.force, "force", false, "overwrite --out if it exists")
-	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON")
+	fl.StringVar(&cfg.EnvName, "env", "", "environment name (see dprl sims list); discrete actions only")
+	fl.StringVar(&cfg.BehaviorName, "behavior", "", "behaviour policy: random, policy:FILE, greedy, epsilon-greedy:EPS or softmax:TEMP")
+	fl.StringVar(&reference, "policy", "", "snapshot FILE that greedy, epsilon-greedy and softmax refer to (default: the environment's built-in controller)")
+	fl.IntVar(&cfg.Episodes, "episodes", 0, "number of episodes (sessions) to write")
+	fl.StringVar(&out, "out", "", "output file (dprl.sessions.v1 JSON Lines)")
+	fl.Uint64Var(&cfg.Seed, "seed", 0, "random seed (default: drawn from the OS and reported)")
+	fl.IntVar(&cfg.MaxSteps, "max-steps", 0, "truncate episodes after this many steps (default: the environment's limit)")
+	fl.BoolVar(&force, "force", false, "overwrite --out if it exists")
+	fl.BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	return c
-}
-
-func runSimsGenerate(a *app, cmd *cobra.Command, f *simsGenerateFlags) error {
-	env, err := newEnvFlag(f.env)
-	if err != nil {
-		return err
-	}
-	space := env.ActionSpace()
-	if space.Kind != sims.Discrete {
-		return usagef("--env %s has continuous actions; generate supports discrete actions only", f.env)
-	}
-	switch {
-	case f.behavior == "":
-		return usagef("--behavior is required (random, policy:FILE, greedy, epsilon-greedy:EPS or softmax:TEMP)")
-	case f.episodes < 1:
-		return usagef("--episodes %d: want at least 1", f.episodes)
-	case f.out == "":
-		return usagef("--out is required")
-	case cmd.Flags().Changed("max-steps") && f.maxSteps < 1:
-		return usagef("--max-steps %d: want at least 1", f.maxSteps)
-	}
-	dim := env.ObservationSpace().Dim()
-	opt := policies.Options{NumActions: space.N, ObsDim: dim}
-	if f.reference != "" {
-		if opt.Reference, err = policies.LoadSnapshot(f.reference); err != nil {
-			return usagef("--policy: %w", err)
-		}
-	} else if ref, ok := policies.Builtin(f.env, dim); ok {
-		opt.Reference = ref
-	}
-	beh, err := policies.Parse(f.behavior, opt)
-	if err != nil {
-		return usagef("--behavior: %w", err)
-	}
-	if _, err := os.Stat(f.out); err == nil && !f.force {
-		return usagef("--out %s exists (pass --force to overwrite)", f.out)
-	}
-	cfg := rollout.GenerateConfig{Env: env, EnvName: f.env, Behavior: beh, BehaviorName: f.behavior,
-		Episodes: f.episodes, MaxSteps: f.maxSteps}
-	if cfg.Seed, _ = seedFlag(cmd, "seed", f.seed); !cmd.Flags().Changed("seed") {
-		a.log.Info().Uint64("seed", cfg.Seed).Msg("random seed drawn; pass --seed to repeat the run")
-	}
-	last := time.Now()
-	res, err := rollout.GenerateFile(cfg, f.out, func(episodes, steps int) {
-		if time.Since(last) > 3*time.Second {
-			last = time.Now()
-			a.log.Info().Int("episodes", episodes).Int("of", f.episodes).Int("steps", steps).Msg("generating")
-		}
-	})
-	if errors.As(err, new(*rollout.OutputError)) {
-		return fmt.Errorf("--out: %w", err)
-	} else if err != nil {
-		return err
-	}
-	return emit(a.stdout, f.asJSON, res, res.WriteText)
 }
