@@ -604,19 +604,30 @@ func (a *Agent) setAside(f *finished, reason string) (bool, string) {
 	return a.discard(reason)
 }
 
-// logSession queues a closed session (s.mu held) for the session log: every
-// step whose reward arrived; the observation after the last one, when
-// known, as final_obs. The record holds copies of the session's data (the
-// writer runs after s.mu is released, while the learner reads the
-// session's storage); a record that does not fit the queue is dropped and
-// counted (see logQueue).
+// logSession queues a closed session (s.mu held) for the session log,
+// following the log's final_obs rule (package sessionlog): a terminal
+// session is logged with every step whose reward arrived and no final_obs;
+// a session that did not terminate is logged with final_obs, the
+// observation after its last logged step. When the client ended it without
+// sending that observation (an end that is not terminal: a step limit of
+// its own, or a user who left), its last step cannot be bootstrapped and is
+// left out, its observation becoming final_obs, as the learner does
+// (closeLocked); a session left with no step is not logged. The record
+// holds copies of the session's data (the writer runs after s.mu is
+// released, while the learner reads the session's storage); a record that
+// does not fit the queue is dropped and counted (see logQueue).
 func (a *Agent) logSession(s *session, terminal bool) {
 	od := a.cfg.Spec.ObsDim
 	T := len(s.rewards)
-	if T == 0 {
+	nObs := min(len(s.obs)/od, T+1)
+	if terminal {
+		nObs = T
+	} else {
+		T = min(T, nObs-1) // without the observation after the last action, that step is left out
+	}
+	if T <= 0 {
 		return
 	}
-	nObs := min(len(s.obs)/od, T+1)
 	obs := slices.Clone(s.obs[:nObs*od])
 	rewards, logp := slices.Clone(s.rewards[:T]), slices.Clone(s.logp[:T])
 	var actions []int
@@ -641,7 +652,7 @@ func (a *Agent) logSession(s *session, terminal bool) {
 			st.Action.Vec = cont[t*ad : (t+1)*ad : (t+1)*ad]
 		}
 	}
-	if !terminal && nObs > T {
+	if !terminal {
 		out.FinalObs = obs[T*od : (T+1)*od]
 	}
 	if why, ok := a.logq.push(logItem{rec: out, bytes: bytes}); !ok {
