@@ -79,6 +79,7 @@ func (r GenerateResult) WriteText(w io.Writer) error {
 // an episode); its message is the underlying error's.
 type OutputError struct{ Err error }
 
+// Error returns the underlying error's message.
 func (e *OutputError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the underlying error.
@@ -161,6 +162,7 @@ func GenerateFile(cfg GenerateConfig, path string, progress func(episodes, steps
 // opposed to a bad behaviour spec); its message is the underlying error's.
 type ReferenceError struct{ Err error }
 
+// Error returns the underlying error's message.
 func (e *ReferenceError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the underlying error.

@@ -4,6 +4,11 @@
 // simulator. It imports no other dprl package but space, the shared vocabulary
 // of spaces and actions.
 //
+// Run, Episode and Script step an environment under a behaviour (a function
+// choosing each action and reporting its probability) and return the steps,
+// checking that rewards and observations stay finite; package rollout turns
+// such episodes into session-log records.
+//
 // Every environment draws its randomness from the *rand.Rand given to Reset;
 // there is no package-level mutable state. Step allocates nothing.
 package sims

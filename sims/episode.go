@@ -99,6 +99,7 @@ type NonFiniteError struct {
 	NextObs []float64
 }
 
+// Error names the step: "step 3: the environment left the finite range".
 func (e *NonFiniteError) Error() string {
 	return fmt.Sprintf("step %d: the environment left the finite range", e.Step)
 }
