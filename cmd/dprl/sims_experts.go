@@ -7,10 +7,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"dprl/internal/fielderr"
 	"dprl/internal/progress"
 	"dprl/offline/svt"
-	"dprl/sims"
 )
+
+// expertsFlagNames are the flags of svt.DatasetConfig's fields.
+var expertsFlagNames = map[string]string{"Env": "--env", "Experts": "--m", "Trajectories": "--trajectories", "Dir": "--out-dir",
+	"Log": "--log", "Users": "--users", "Bases": "--bases", "FineTuneUsers": "--finetune-users", "PMin": "--pmin", "Workers": "--workers"}
 
 func newSimsExpertsCmd(a *app) *cobra.Command {
 	cfg := svt.DatasetConfig{GenConfig: svt.GenConfig{Train: svt.ExpertTrainConfig()}}
@@ -44,30 +48,9 @@ to stderr; the summary to stdout (text or --json).`,
       --out-dir experts --log data.jsonl --seed 1 --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var errs []string
-			check := func(bad bool, format string, args ...any) {
-				if bad {
-					errs = append(errs, fmt.Sprintf(format, args...))
-				}
-			}
-			check(cfg.Env != "cartpole" && cfg.Env != "acrobot", "--env %q: want cartpole or acrobot", cfg.Env)
-			check(cfg.Experts < 1, "--m %d: want >= 1", cfg.Experts)
-			check(cfg.Trajectories < 1, "--trajectories %d: want >= 1", cfg.Trajectories)
-			check(cfg.Dir == "", "--out-dir: required")
-			check(cfg.Log == "", "--log: required")
-			check(cfg.Users < 1, "--users %d: want >= 1", cfg.Users)
-			check(cfg.Bases < 0 || cfg.Bases > max(cfg.Experts, 0), "--bases %d: want 0..M", cfg.Bases)
-			check(cfg.Bases > 0 && cfg.FineTuneUsers < 1, "--finetune-users %d: want >= 1", cfg.FineTuneUsers)
-			if env, err := sims.New(cfg.Env); err == nil && env.ActionSpace().Kind == sims.Discrete {
-				n := env.ActionSpace().N
-				check(!(cfg.PMin > 0) || cfg.PMin*float64(n) > 1, "--pmin %v: want in (0, 1/|A| = 1/%d]", cfg.PMin, n)
-			}
-			check(cfg.Workers < 0, "--workers %d: want >= 0", cfg.Workers)
-			if len(errs) > 0 {
-				return usagef("sims experts: %s", strings.Join(errs, "; "))
-			}
 			if err := cfg.Validate(); err != nil {
-				return usageError{err}
+				msg := fielderr.Rename(err, func(f string) string { return expertsFlagNames[f] }).Error()
+				return usagef("sims experts: %s", strings.ReplaceAll(msg, "\n", "; "))
 			}
 			cfg.Seed, _ = seedFlag(cmd, "seed", cfg.Seed)
 			cfg.Seeded = cmd.Flags().Changed("seed")

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"dprl/internal/fielderr"
 	"dprl/policy"
 	"dprl/sessionlog"
 )
@@ -99,10 +100,41 @@ func TestGenerateDataset(t *testing.T) {
 }
 
 func TestDatasetConfigErrors(t *testing.T) {
-	cfg := DatasetConfig{GenConfig: smallGen("cartpole", 1)}
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "no experts directory") || !strings.Contains(err.Error(), "no session log") {
-		t.Errorf("Validate: %v", err)
+	good := DatasetConfig{GenConfig: smallGen("cartpole", 1), Dir: "d", Log: "l"}
+	for _, tc := range []struct {
+		name string
+		mod  func(*DatasetConfig)
+		want string
+	}{
+		{"valid", func(*DatasetConfig) {}, ""},
+		{"every-field", func(c *DatasetConfig) {
+			c.Env, c.Experts, c.Trajectories, c.Dir, c.Log, c.Users, c.Workers = "pendulum", 0, 0, "", "", 0, -1
+		}, "Env \"pendulum\": want cartpole or acrobot\nExperts 0: want >= 1\nTrajectories 0: want >= 1\nDir: required\nLog: required\nUsers 0: want >= 1\nWorkers -1: want >= 0"},
+		{"bases-pmin", func(c *DatasetConfig) { c.Bases, c.FineTuneUsers, c.PMin = 5, 0, 0.9 },
+			"Bases 5: want 0..M\nFineTuneUsers 0: want >= 1\nPMin 0.9: want in (0, 1/|A| = 1/2]"},
+		{"pmin-acrobot", func(c *DatasetConfig) { c.Env, c.PMin = "acrobot", 0.4 }, "PMin 0.4: want in (0, 1/|A| = 1/3]"},
+		{"training", func(c *DatasetConfig) { c.Train.DP.Mode = policy.ModeDP }, "want ppo"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good
+			tc.mod(&c)
+			err := c.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("Validate: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("Validate: %v\nwant %q", err, tc.want)
+			}
+		})
 	}
+	// The command line names its flags.
+	c := good
+	c.Experts, c.Dir = 0, ""
+	names := map[string]string{"Experts": "--m", "Dir": "--out-dir"}
+	if got := fielderr.Rename(c.Validate(), func(f string) string { return names[f] }).Error(); got != "--m 0: want >= 1\n--out-dir: required" {
+		t.Errorf("renamed: %q", got)
+	}
+	cfg := good
 	dir := t.TempDir()
 	cfg.Dir, cfg.Log = dir, filepath.Join(dir, "missing", "data.jsonl")
 	if _, err := GenerateDataset(context.Background(), cfg, nil); !errors.Is(err, os.ErrNotExist) {

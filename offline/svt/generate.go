@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"dprl/internal/fielderr"
 	"dprl/policy"
 	"dprl/rollout"
 	"dprl/sessionlog"
@@ -467,19 +468,36 @@ type DatasetConfig struct {
 	Seeded bool
 }
 
-// Validate reports every invalid field.
+// datasetFields are the DatasetConfig fields an error may name.
+var datasetFields = fielderr.Fields{"Env", "Experts", "Trajectories", "Dir", "Log", "Users", "Bases", "FineTuneUsers", "PMin", "Workers"}
+
+// Validate reports every invalid field, as errors naming the fields
+// (*fielderr.Error), joined; with none, the errors of GenConfig.Validate
+// (the training configuration).
 func (c DatasetConfig) Validate() error {
 	var errs []error
-	if err := c.GenConfig.Validate(); err != nil {
-		errs = append(errs, err)
+	bad := func(cond bool, format string, args ...any) {
+		if cond {
+			errs = append(errs, datasetFields.Errorf(format, args...))
+		}
 	}
-	if c.Dir == "" {
-		errs = append(errs, errors.New("svt: no experts directory"))
+	bad(c.Env != "cartpole" && c.Env != "acrobot", "{Env} %q: want cartpole or acrobot", c.Env)
+	bad(c.Experts < 1, "{Experts} %d: want >= 1", c.Experts)
+	bad(c.Trajectories < 1, "{Trajectories} %d: want >= 1", c.Trajectories)
+	bad(c.Dir == "", "{Dir}: required")
+	bad(c.Log == "", "{Log}: required")
+	bad(c.Users < 1, "{Users} %d: want >= 1", c.Users)
+	bad(c.Bases < 0 || c.Bases > max(c.Experts, 0), "{Bases} %d: want 0..M", c.Bases)
+	bad(c.Bases > 0 && c.FineTuneUsers < 1, "{FineTuneUsers} %d: want >= 1", c.FineTuneUsers)
+	if env, err := sims.New(c.Env); err == nil && env.ActionSpace().Kind == sims.Discrete {
+		n := env.ActionSpace().N
+		bad(!(c.PMin > 0) || c.PMin*float64(n) > 1, "{PMin} %v: want in (0, 1/|A| = 1/%d]", c.PMin, n)
 	}
-	if c.Log == "" {
-		errs = append(errs, errors.New("svt: no session log"))
+	bad(c.Workers < 0, "{Workers} %d: want >= 0", c.Workers)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
-	return errors.Join(errs...)
+	return c.GenConfig.Validate()
 }
 
 // DatasetSummary describes a dataset written by GenerateDataset (dprl sims
