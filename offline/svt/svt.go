@@ -198,8 +198,8 @@ func StableID(i int) string { return fmt.Sprintf("stable-%d", i+1) }
 
 // prefix returns the release record of the first n steps of s: observations,
 // actions and rewards, final_obs the next observation (s_{n+1}) and terminal
-// false when the trajectory was cut, the log's final_obs and terminal when it
-// is released whole. It carries no id (DataRelease numbers the records), no
+// false when the trajectory was cut, the log's terminal flag and (for a
+// trajectory that did not terminate) its final_obs when it is released whole. It carries no id (DataRelease numbers the records), no
 // user, expert or policy version, and no behaviour probabilities.
 func prefix(s *sessionlog.Session, n int) sessionlog.Session {
 	p := sessionlog.Session{Steps: make([]sessionlog.Step, n), FinalObs: s.FinalObs, Terminal: s.Terminal}
@@ -210,6 +210,9 @@ func prefix(s *sessionlog.Session, n int) sessionlog.Session {
 	if n < len(s.Steps) {
 		p.FinalObs = s.Steps[n].Obs
 		p.Terminal = false
+	}
+	if p.Terminal {
+		p.FinalObs = nil // the final_obs rule (package sessionlog)
 	}
 	return p
 }

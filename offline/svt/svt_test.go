@@ -205,7 +205,7 @@ func TestDataReleaseRecords(t *testing.T) {
 					if r.Terminal || r.FinalObs[1] != float64(len(r.Steps)) {
 						t.Errorf("cut record %d: terminal %v final_obs %v", j, r.Terminal, r.FinalObs)
 					}
-				} else if r.Terminal != src.Terminal || r.FinalObs[1] != steps {
+				} else if r.Terminal != src.Terminal || (r.Terminal && r.FinalObs != nil) || (!r.Terminal && r.FinalObs[1] != steps) {
 					t.Errorf("whole record %d: terminal %v final_obs %v, want the log's %v %v", j, r.Terminal, r.FinalObs, src.Terminal, src.FinalObs)
 				}
 			}
