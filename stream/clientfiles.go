@@ -1,0 +1,92 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/nats-io/nkeys"
+)
+
+// ClientFiles are the credentials of a client of the agent as an operator
+// gives them: the settings of dprl replay, whose flags are named beside each
+// field. Options reads them into connection options; its error messages
+// name a setting by its flag, the operator's vocabulary.
+type ClientFiles struct {
+	// Identity is the client identity's name in the agent's clients file
+	// (nats-identity): requests use its reply inbox (WithInbox).
+	Identity string
+	// NKey is the identity's nkey seed file (nkey; WithNKey).
+	NKey string
+	// User and PasswordFile are the identity's user name and the file
+	// holding its password (nats-user, nats-password-file), given together;
+	// the password stays off the command line.
+	User, PasswordFile string
+	// Creds is a NATS credentials file (creds; WithCredentials).
+	Creds string
+	// TLSCA verifies the server; TLSCert and TLSKey are the client's
+	// certificate for mutual TLS (tls-ca, tls-cert, tls-key; WithTLS).
+	TLSCA, TLSCert, TLSKey string
+}
+
+// Options returns the connection options of f. It reads the password file
+// now (its trailing line break removed); the other files are read by
+// Connect.
+func (f ClientFiles) Options() ([]Option, error) {
+	var opts []Option
+	if f.Identity != "" {
+		opts = append(opts, WithInbox(f.Identity))
+	}
+	if f.NKey != "" {
+		opts = append(opts, WithNKey(f.NKey))
+	}
+	if f.Creds != "" {
+		opts = append(opts, WithCredentials(f.Creds))
+	}
+	if (f.User == "") != (f.PasswordFile == "") {
+		return nil, errors.New("--nats-user and --nats-password-file go together")
+	}
+	if f.User != "" {
+		b, err := os.ReadFile(f.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("--nats-password-file: %v", err)
+		}
+		opts = append(opts, WithUserPassword(f.User, strings.TrimRight(string(b), "\r\n")))
+	}
+	if f.TLSCA != "" || f.TLSCert != "" || f.TLSKey != "" {
+		opts = append(opts, WithTLS(f.TLSCA, f.TLSCert, f.TLSKey))
+	}
+	return opts, nil
+}
+
+// NewIdentityKey creates a fresh nkey user key pair for a client identity,
+// writes its seed (the secret) and a line break to seedFile with mode 0600,
+// never over an existing file, and returns the public key, the NKey of the
+// identity's ClientIdentity. The client connects with WithNKey(seedFile).
+func NewIdentityKey(seedFile string) (string, error) {
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		return "", err
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		return "", err
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return "", err
+	}
+	f, err := os.OpenFile(seedFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("seed file: %w", err)
+	}
+	if _, err := f.Write(append(seed, '\n')); err != nil {
+		f.Close()
+		return "", fmt.Errorf("seed file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("seed file: %w", err)
+	}
+	return pub, nil
+}
