@@ -1,0 +1,231 @@
+package agent_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"dprl/agent"
+	"dprl/policy"
+	"dprl/profile"
+
+	"github.com/nats-io/nkeys"
+)
+
+// baseSettings are dprl agent's defaults with a data directory and a
+// simulator: what the command builds before its flags change anything.
+func baseSettings(t *testing.T) agent.Settings {
+	return agent.Settings{DataDir: t.TempDir(), EnvSpec: "cartpole", Delta: 1e-5,
+		MaxOpenSessions: 100000, MaxStepsPerSession: 10000, IdleTimeout: 5 * time.Minute, FlushTimeout: time.Minute,
+		MaxSessionLifetime: time.Hour, MaxSessionsPerUser: 16, MaxSessionsPerConnection: 10000, MaxQueuedPerUser: 2,
+		SessionMemoryMiB: 1024, RewardLow: math.NaN(), RewardHigh: math.NaN(), NATS: "embedded", NATSListen: "127.0.0.1:4222", Prefix: "dprl"}
+}
+
+// TestSettingsServiceConfig: the settings reach the service configuration,
+// with the profile's learner and reward bound as defaults.
+func TestSettingsServiceConfig(t *testing.T) {
+	spec, pc, err := profile.AgentDefaults("cartpole")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := baseSettings(t)
+	sc, err := s.ServiceConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := agent.DefaultConfig(spec, pc)
+	want.RewardLow, want.RewardHigh = 0, 1 // cartpole's public reward range
+	if !reflect.DeepEqual(sc.Agent, want) {
+		t.Errorf("defaults: %+v, want %+v", sc.Agent, want)
+	}
+	if sc.DataDir != s.DataDir || sc.NATS != "embedded" || sc.NATSListen != "127.0.0.1:4222" || sc.Prefix != "dprl" || sc.ExpectHead != nil || len(sc.ConnectOptions) != 0 {
+		t.Errorf("service: %+v", sc)
+	}
+
+	s.Z, s.Clip, s.K, s.UserEpsilon, s.MaxUpdatesPerUser, s.Seed = 2, 0.5, 16, 8, 3, 7
+	s.SessionMemoryMiB, s.RewardHigh, s.ActWorkers, s.HTTPAddr, s.SessionLogDir = 2, 0.5, 4, "127.0.0.1:0", "logs"
+	s.ExpectHead = "3:" + strings.Repeat("ab", 32)
+	if sc, err = s.ServiceConfig(); err != nil {
+		t.Fatal(err)
+	}
+	dp := sc.Agent.Policy.DP
+	if dp.NoiseMultiplier != 2 || dp.ClipNorm != 0.5 || dp.UsersPerUpdate != 16 || sc.Agent.UserEpsilon != 8 || sc.Agent.MaxUpdatesPerUser != 3 ||
+		sc.Agent.Seed != 7 || sc.Agent.SessionMemoryBytes != 2<<20 || sc.Agent.RewardLow != 0 || sc.Agent.RewardHigh != 0.5 ||
+		sc.ActWorkers != 4 || sc.HTTPAddr != "127.0.0.1:0" || sc.SessionLogDir != "logs" || sc.ExpectHead == nil || sc.ExpectHead.Seq != 3 {
+		t.Errorf("overrides: %+v", sc)
+	}
+
+	// Without a simulator: a discrete spec, Table 3's control learner and
+	// the agent's default reward bound.
+	s = baseSettings(t)
+	s.EnvSpec, s.ObsDim, s.Actions = "", 3, 2
+	if sc, err = s.ServiceConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if sc.Agent.Spec != (policy.Spec{ObsDim: 3, Kind: policy.ActionDiscrete, NumActions: 2}) ||
+		!reflect.DeepEqual(sc.Agent.Policy, policy.DefaultControlConfig()) || sc.Agent.RewardLow != -1e6 || sc.Agent.RewardHigh != 1e6 {
+		t.Errorf("obs dim and actions: %+v", sc.Agent)
+	}
+}
+
+// TestSettingsSessionEpsilon: a target epsilon sets the noise multiplier to
+// one whose release is at most that epsilon per session, and barely
+// (dprl accountant noise --epsilon 5 --delta 1e-5: z = 0.891869).
+func TestSettingsSessionEpsilon(t *testing.T) {
+	s := baseSettings(t)
+	s.SessionEpsilon = 5
+	sc, err := s.ServiceConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := sc.Agent.Policy.DP.NoiseMultiplier
+	eps, err := sc.Agent.SessionEpsilon()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(z > 0.8918 && z < 0.8919) || !(eps <= 5 && eps > 4.999) {
+		t.Errorf("z = %v, epsilon %v, want z = 0.891869 and epsilon at most 5", z, eps)
+	}
+}
+
+// TestSettingsErrors: each invalid setting is refused with a message that
+// names it by its flag.
+func TestSettingsErrors(t *testing.T) {
+	explicit := func(names ...string) func(string) bool {
+		return func(n string) bool { return strings.Contains(" "+strings.Join(names, " ")+" ", " "+n+" ") }
+	}
+	cases := []struct {
+		name string
+		mod  func(*agent.Settings)
+		want string
+	}{
+		{"no spec", func(s *agent.Settings) { s.EnvSpec = "" }, "give --env-spec NAME, or --obs-dim N and --actions N (>= 2)"},
+		{"one action", func(s *agent.Settings) { s.EnvSpec, s.ObsDim, s.Actions = "", 3, 1 }, "give --env-spec"},
+		{"unknown simulator", func(s *agent.Settings) { s.EnvSpec = "nope" }, "unknown environment"},
+		{"explicit zero z", func(s *agent.Settings) { s.Explicit = explicit("z") }, "--z 0: want > 0 (leave it unset for the profile's default; the agent has no non-private mode)"},
+		{"negative z", func(s *agent.Settings) { s.Z, s.Explicit = -1, explicit("z") }, "--z -1: want > 0"},
+		{"explicit zero K", func(s *agent.Settings) { s.Explicit = explicit("K") }, "--K 0: want > 0"},
+		{"explicit zero clip", func(s *agent.Settings) { s.Explicit = explicit("clip") }, "--clip 0: want > 0"},
+		{"explicit zero session epsilon", func(s *agent.Settings) { s.Explicit = explicit("session-epsilon") }, "--session-epsilon 0: want > 0"},
+		{"session epsilon and z", func(s *agent.Settings) { s.Z, s.SessionEpsilon = 1, 5 }, "--session-epsilon and --z both set"},
+		{"negative session epsilon", func(s *agent.Settings) { s.SessionEpsilon = -1 }, "--session-epsilon -1: the target epsilon must be finite and > 0"},
+		{"infinite session epsilon", func(s *agent.Settings) { s.SessionEpsilon = math.Inf(1) }, "--session-epsilon +Inf: the target epsilon must be finite"},
+		{"session epsilon at a bad delta", func(s *agent.Settings) { s.SessionEpsilon, s.Delta = 5, 2 }, "--session-epsilon 5 at --delta 2: "},
+		{"no data", func(s *agent.Settings) { s.DataDir = "" }, "--data is required"},
+		{"act workers", func(s *agent.Settings) { s.ActWorkers = 1025 }, "--act-workers 1025: want 0 (twice the cores) to 1024"},
+		{"session memory", func(s *agent.Settings) { s.SessionMemoryMiB = 0 }, "--session-memory-mib 0: want 1 to 2^30"},
+		{"reward bound", func(s *agent.Settings) { s.RewardLow, s.RewardHigh = 2, 1 }, "reward bound"},
+		{"config", func(s *agent.Settings) { s.MaxSessionsPerUser = 0 }, "per user"},
+		{"client credentials, embedded", func(s *agent.Settings) { s.Creds = "x.creds" }, "--tls-ca, --tls-cert, --tls-key, --creds and --nkey are the agent's credentials for an external --nats server"},
+		{"embedded security, external", func(s *agent.Settings) { s.NATS, s.Security.MaxConn = "nats://127.0.0.1:4222", 5 }, "configure the embedded server"},
+		{"open off loopback", func(s *agent.Settings) { s.NATSListen = "0.0.0.0:4222" }, "not loopback"},
+		{"expect head", func(s *agent.Settings) { s.ExpectHead = "nope" }, "--expect-head: "},
+	}
+	for _, c := range cases {
+		s := baseSettings(t)
+		c.mod(&s)
+		err := s.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+	// An external server takes the agent's client credentials.
+	s := baseSettings(t)
+	s.NATS, s.Creds, s.NKey, s.TLSCA = "nats://127.0.0.1:4222", "x.creds", "x.nk", "ca.pem"
+	if sc, err := s.ServiceConfig(); err != nil || len(sc.ConnectOptions) != 3 {
+		t.Errorf("external server: %d options, %v", len(sc.ConnectOptions), err)
+	}
+}
+
+// writeSettingsCert writes a self-signed certificate for 127.0.0.1 and its
+// key (PEM).
+func writeSettingsCert(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "agent"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// TestNATSSecurityFilesLoad reads real files: a clients file and a TLS
+// certificate make a non-loopback embedded server acceptable, and each
+// missing piece is named.
+func TestNATSSecurityFilesLoad(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := writeSettingsCert(t, dir)
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	clients := filepath.Join(dir, "clients.json")
+	if err := os.WriteFile(clients, []byte(`{"clients":[{"name":"web","nkey":"`+pub+`"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const open = "0.0.0.0:4222"
+	cases := []struct {
+		name     string
+		f        agent.NATSSecurityFiles
+		embedded bool
+		listen   string
+		want     string // "" for success
+	}{
+		{"open on loopback", agent.NATSSecurityFiles{}, true, "127.0.0.1:4222", ""},
+		{"open off loopback", agent.NATSSecurityFiles{}, true, open, "give --nats-clients FILE and --nats-tls-cert/--nats-tls-key, or --insecure-nats"},
+		{"insecure", agent.NATSSecurityFiles{Insecure: true}, true, open, ""},
+		{"clients without TLS", agent.NATSSecurityFiles{Clients: clients}, true, open, "without TLS"},
+		{"TLS without clients", agent.NATSSecurityFiles{TLSCert: cert, TLSKey: key}, true, open, "without client identities"},
+		{"secured", agent.NATSSecurityFiles{Clients: clients, TLSCert: cert, TLSKey: key}, true, open, ""},
+		{"mutual TLS", agent.NATSSecurityFiles{Clients: clients, TLSCert: cert, TLSKey: key, TLSClientCA: cert}, true, open, ""},
+		{"client CA alone", agent.NATSSecurityFiles{TLSClientCA: cert}, true, open, "--nats-tls-client-ca needs --nats-tls-cert and --nats-tls-key"},
+		{"cert without key", agent.NATSSecurityFiles{TLSCert: cert}, true, open, "certificate and its key"},
+		{"missing clients file", agent.NATSSecurityFiles{Clients: filepath.Join(dir, "nope.json")}, true, open, "no such file"},
+		{"negative cap", agent.NATSSecurityFiles{MaxConn: -1}, true, "127.0.0.1:4222", ">= 0"},
+		{"external, nothing set", agent.NATSSecurityFiles{}, false, "", ""},
+		{"external, insecure set", agent.NATSSecurityFiles{Insecure: true}, false, "", "configure the embedded server"},
+	}
+	for _, c := range cases {
+		sec, err := c.f.Load(c.embedded, c.listen)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		case c.want == "" && c.f.Clients != "" && (len(sec.Clients) != 1 || sec.Clients[0].Name != "web"):
+			t.Errorf("%s: clients %+v", c.name, sec.Clients)
+		case c.want == "" && c.f.TLSCert != "" && sec.TLS == nil:
+			t.Errorf("%s: no TLS", c.name)
+		}
+	}
+}
