@@ -1,0 +1,366 @@
+// Package demo drives simulated users against the DP agent over NATS: Run
+// is dprl demo (an agent service with an embedded NATS server and a fresh
+// ledger, simulated users playing through the real NATS client, a stopping
+// rule on released policies, a ledger verification), Replay is dprl replay
+// (simulated users against any running agent).
+//
+// Both drive a sims.Population through the agent's NATS client
+// (stream.Client satisfies sims.Agent), timing every act as the client sees
+// it. Nothing polls: the demo's pacing and its end wait on the agent's
+// policy announcements. Values measured on the simulator or by the
+// simulated users themselves are simulation-only, labelled sim_* in the
+// results; the agent serves no statistic of sessions.
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"dprl/agent"
+	"dprl/experiment"
+	"dprl/ledger"
+	"dprl/profile"
+	"dprl/sims"
+	"dprl/stream"
+)
+
+// Config is a demo run: the simulated users, the stopping rule and the
+// learner settings the demo changes in the environment's profile.
+type Config struct {
+	// Env is the simulator the users play (package sims).
+	Env string
+	// Users is the maximum number of sessions, Concurrency the sessions
+	// played at the same time, Returning the probability that a session
+	// comes from an earlier user (sims.PopulationConfig).
+	Users, Concurrency int
+	Returning          float64
+	// Seed seeds the users and the evaluations (AgentConfig: the agent
+	// too); 0: a random seed.
+	Seed uint64
+	// Lockstep admits the sessions of update b once version b is released,
+	// so users arrive as fast as the learner consumes them; false: as fast
+	// as they can play (most sessions then go stale).
+	Lockstep bool
+	// Target, EvalEvery and EvalEpisodes are the stopping rule: every
+	// EvalEvery releases, the released policy is evaluated on EvalEpisodes
+	// fresh simulator episodes (simulation-only), and no user is admitted
+	// once an evaluation reaches Target (0: never stop early).
+	Target                  float64
+	EvalEvery, EvalEpisodes int
+	// Z and K are the noise multiplier and the sessions per update; Clip
+	// and LR, when > 0, the clipping norm and the server step (else the
+	// profile's). AgentConfig applies them.
+	Z, Clip, LR float64
+	K           int
+	// StartProgress, if not nil, is called when the users start with a
+	// function returning the run's progress at any moment; Run calls the
+	// function it returns once the users have finished.
+	StartProgress func(progress func() Progress) (stop func())
+}
+
+// Validate reports every invalid field of the run as an
+// *experiment.FieldError, joined with errors.Join (the learner's settings
+// are checked by AgentConfig).
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field string, v any, reason string) {
+		errs = append(errs, &experiment.FieldError{Field: field, Value: v, Reason: reason})
+	}
+	if _, err := sims.New(c.Env); err != nil {
+		bad("Env", c.Env, err.Error())
+	}
+	if c.Users < 1 {
+		bad("Users", c.Users, "must be >= 1")
+	}
+	if c.Concurrency < 1 {
+		bad("Concurrency", c.Concurrency, "must be >= 1")
+	}
+	if !(c.Returning >= 0 && c.Returning < 1) {
+		bad("Returning", c.Returning, "must be in [0, 1)")
+	}
+	if c.EvalEvery < 1 {
+		bad("EvalEvery", c.EvalEvery, "must be >= 1")
+	}
+	if c.EvalEpisodes < 1 {
+		bad("EvalEpisodes", c.EvalEpisodes, "must be >= 1")
+	}
+	return errors.Join(errs...)
+}
+
+// AgentConfig returns the demo's agent configuration for profile p (that
+// of c.Env): p's spec, learner and public reward range, with c's Z and K
+// (and Clip and LR when > 0), seeded with c.Seed, and partial batches
+// released after 2 s. The demo is private: Z must be > 0.
+func (c Config) AgentConfig(p profile.Profile) (agent.Config, error) {
+	if !(c.Z > 0) {
+		return agent.Config{}, &experiment.FieldError{Field: "Z", Value: c.Z, Reason: "the demo is private, want z > 0"}
+	}
+	pc := p.Learner
+	pc.DP.NoiseMultiplier = c.Z
+	if c.Clip > 0 {
+		pc.DP.ClipNorm = c.Clip
+	}
+	if c.LR > 0 {
+		pc.PPO.ServerLR = c.LR
+	}
+	pc.DP.UsersPerUpdate = c.K
+	ac := agent.DefaultConfig(p.Spec, pc)
+	ac.RewardLow, ac.RewardHigh = p.RewardLow, p.RewardHigh
+	ac.Seed = c.Seed
+	ac.FlushTimeout = 2 * time.Second
+	return ac, ac.Validate()
+}
+
+// Result is the summary of a demo run. Fields named sim_* are
+// simulation-only: measured in the demo process on the public simulator or
+// from the simulated users' own sessions, never served by the agent.
+type Result struct {
+	Env          string  `json:"env"`
+	Users        int64   `json:"users"`
+	TargetReturn float64 `json:"target_return,omitempty"`
+	Updates      int64   `json:"updates"`
+	Version      uint64  `json:"version"`
+	// SimEval are the stopping rule's evaluations of released policy
+	// versions on fresh episodes of the simulator (post-processing of DP
+	// releases), in order; SimFinalEval is the final version's.
+	SimEval      []Eval `json:"sim_eval"`
+	SimFinalEval Eval   `json:"sim_final_eval"`
+	EvalEpisodes int    `json:"eval_episodes"`
+	// SimUsersMeanReturn is the mean return of the simulated users' last
+	// (at most 100) sessions, measured by the users themselves.
+	SimUsersMeanReturn float64 `json:"sim_users_mean_return"`
+	SimUsersSessions   int     `json:"sim_users_sessions"`
+	Epsilon            float64 `json:"epsilon"`
+	Delta              float64 `json:"delta"`
+	Z                  float64 `json:"z"`
+	K                  int     `json:"k"`
+	ActP50Ms           float64 `json:"act_p50_ms"`
+	ActP99Ms           float64 `json:"act_p99_ms"`
+	Seconds            float64 `json:"seconds"`
+	DataDir            string  `json:"data_dir"`
+	LedgerOK           bool    `json:"ledger_ok"`
+	// UserMaxUpdates and UserEpsilon are the most-used user's number of
+	// updates and composed epsilon at Delta (from the ledger): with
+	// returning users and no per-user cap, the per-user guarantee is this,
+	// not the per-session one.
+	UserMaxUpdates int     `json:"user_max_updates"`
+	UserEpsilon    float64 `json:"user_epsilon"`
+	NATSURL        string  `json:"nats_url"`
+	ActsPerSec     float64 `json:"acts_per_second"`
+	ReturningPct   float64 `json:"returning"`
+}
+
+// WriteText writes the summary for people: the run, both privacy
+// guarantees, the simulation-only values labelled as such, the act latency
+// and the ledger verification.
+func (r Result) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "%d users, %d updates (policy version %d) in %.1f s\n", r.Users, r.Updates, r.Version, r.Seconds)
+	fmt.Fprintf(w, "privacy: each release (epsilon %.4g, delta %g)-DP per session, analytic Gaussian, z = %g, K = %d\n",
+		r.Epsilon, r.Delta, r.Z, r.K)
+	fmt.Fprintf(w, "privacy per user: the most-used user took part in %d updates: epsilon %.4g at delta %g (composition; the demo sets no per-user cap, dprl agent --max-updates-per-user does)\n",
+		r.UserMaxUpdates, r.UserEpsilon, r.Delta)
+	fmt.Fprintf(w, "simulation only: released policy version %d returns %.1f on average over %d fresh simulator episodes (post-processing of the release)\n",
+		r.SimFinalEval.Version, r.SimFinalEval.MeanReturn, r.EvalEpisodes)
+	fmt.Fprintf(w, "simulation only: the simulated users' own mean return over their last %d sessions %.1f (measured by the users, not served by the agent)\n",
+		r.SimUsersSessions, r.SimUsersMeanReturn)
+	fmt.Fprintf(w, "act latency seen by clients over NATS: p50 %.3f ms, p99 %.3f ms (%.0f acts/s)\n", r.ActP50Ms, r.ActP99Ms, r.ActsPerSec)
+	ok := "verified"
+	if !r.LedgerOK {
+		ok = "FAILED verification"
+	}
+	_, err := fmt.Fprintf(w, "ledger %s; data directory %s (try: dprl ledger show --data %s)\n", ok, r.DataDir, r.DataDir)
+	return err
+}
+
+// Progress is a running demo's progress: counts of the run and public
+// values (the last evaluation is of a released policy, simulation-only).
+type Progress struct {
+	Users, MaxUsers int64 // sessions admitted, of at most MaxUsers
+	Releases        int64
+	LastEval        *Eval // nil before the first evaluation
+	Epsilon         float64
+	ActP99Ms        float64
+}
+
+// String is the progress line.
+func (p Progress) String() string {
+	evs := "-"
+	if p.LastEval != nil {
+		evs = fmt.Sprintf("%.1f (v%d)", p.LastEval.MeanReturn, p.LastEval.Version)
+	}
+	return fmt.Sprintf("users %d/%d  releases %d  eval return %s [simulation-only]  epsilon %.3g/session  act p99 %.2f ms",
+		p.Users, p.MaxUsers, p.Releases, evs, p.Epsilon, p.ActP99Ms)
+}
+
+// Run starts the agent service sc (NATS embedded, on a loopback port, and a
+// fresh ledger in sc.DataDir), drives cfg's simulated users against it
+// over NATS, stops it, then reopens its ledger read-only and verifies it.
+// The result's privacy fields are sc.Agent's; a ledger that fails
+// verification is an error.
+func Run(ctx context.Context, sc agent.ServiceConfig, cfg Config) (Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	eps, err := sc.Agent.SessionEpsilon()
+	if err != nil {
+		return Result{}, err
+	}
+	svc, err := agent.StartService(ctx, sc)
+	if err != nil {
+		return Result{}, err
+	}
+	res, runErr := drive(ctx, svc, sc.Agent, cfg)
+	closeErr := svc.Close()
+	if runErr != nil {
+		return Result{}, runErr
+	}
+	if closeErr != nil {
+		return Result{}, closeErr
+	}
+	res.Epsilon, res.Delta, res.Z, res.K, res.DataDir = eps, sc.Agent.Delta, sc.Agent.Policy.DP.NoiseMultiplier, sc.Agent.Policy.DP.UsersPerUpdate, sc.DataDir
+	s, err := ledger.Open(sc.DataDir, ledger.Options{MustExist: true, ReadOnly: true, Logger: sc.Logger})
+	if err != nil {
+		return Result{}, err
+	}
+	defer s.Close()
+	if err := res.verifyLedger(s); err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// drive plays the users of cfg against the running service svc.
+func drive(ctx context.Context, svc *agent.Service, ac agent.Config, cfg Config) (Result, error) {
+	start := time.Now()
+	nc, err := stream.Connect(svc.NATSURL(), stream.WithName("dprl-demo-users"))
+	if err != nil {
+		return Result{}, err
+	}
+	defer nc.Close()
+	// Every session of the Population is opened and ended on this one
+	// connection, from which the agent accepts an end naming no user.
+	client, err := stream.NewClient(nc)
+	if err != nil {
+		return Result{}, err
+	}
+	// Lockstep pacing and the end of the run wait for releases: the
+	// agent's dprl.v1.policy announcement wakes them (no polling).
+	rel := newReleaseSignal()
+	sub, err := client.WatchPolicy(func(stream.PolicyAnnouncement) { rel.notify() })
+	if err != nil {
+		return Result{}, err
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil { // the server knows the subscription before any release
+		return Result{}, fmt.Errorf("demo: watch policy: %w", err)
+	}
+	var (
+		admitted atomic.Int64
+		lat      latencies
+		rets     simReturns
+	)
+	master := cfg.Seed
+	if master == 0 {
+		master = rand.Uint64()
+	}
+	ag := svc.Agent()
+	K := ag.K()
+	ev := &evaluator{store: svc.Store(), spec: ac.Spec, cfg: ac.Policy, env: cfg.Env, master: master,
+		every: cfg.EvalEvery, episodes: cfg.EvalEpisodes, target: cfg.Target}
+	pop, err := sims.NewPopulation(sims.PopulationConfig{
+		NewEnv:     func() sims.Env { e, _ := sims.New(cfg.Env); return e }, // checked by Validate
+		Sessions:   cfg.Users,
+		Workers:    cfg.Concurrency,
+		ReturnProb: cfg.Returning,
+		Seed:       master,
+		Prefix:     "demo",
+		Admit: func(ctx context.Context, i int) (bool, error) {
+			v := ag.Version()
+			if cfg.Lockstep {
+				// Admit session i once the policy it will train has been
+				// released: the sessions of update b all start on version b.
+				b := uint64(i / K)
+				if err := rel.wait(ctx, func() bool { return ag.Version() >= b }); err != nil {
+					return false, nil // ctx is done: Run returns its cause
+				}
+				v = b
+			}
+			ok, err := ev.admit(v)
+			if ok {
+				admitted.Add(1)
+			}
+			return ok, err
+		},
+		OnError: func(_ sims.SessionResult, err error) error {
+			if errors.Is(err, stream.ErrShuttingDown) {
+				return nil // the agent is stopping: the run ends with ctx
+			}
+			return err
+		},
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	stopProgress := func() {}
+	if cfg.StartProgress != nil {
+		stopProgress = cfg.StartProgress(func() Progress {
+			st := ag.Stats()
+			return Progress{Users: admitted.Load(), MaxUsers: int64(cfg.Users), Releases: st.Updates, LastEval: ev.latest(),
+				Epsilon: st.Epsilon, ActP99Ms: lat.quantiles(0.99)[0]}
+		})
+	}
+	runErr := pop.Run(ctx, timedAgent{Agent: client, lat: &lat}, func(r sims.SessionResult) { rets.add(r.Return) })
+	// Let the updater take the last full batch (a partial one is flushed
+	// after the flush timeout, or left): wait for its release, at most 3 s.
+	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
+	_ = rel.wait(wctx, func() bool { return ag.Stats().Updates >= admitted.Load()/int64(K) })
+	wcancel()
+	stopProgress()
+	if runErr != nil && !errors.Is(runErr, context.DeadlineExceeded) {
+		return Result{}, runErr
+	}
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return Result{}, err
+	}
+	st := ag.Stats()
+	evals, final, err := ev.final(st.Version)
+	if err != nil {
+		return Result{}, err
+	}
+	q := lat.quantiles(0.5, 0.99)
+	secs := time.Since(start).Seconds()
+	simMean, simN := rets.mean()
+	return Result{TargetReturn: cfg.Target, Env: cfg.Env, Users: admitted.Load(), Updates: st.Updates, Version: st.Version,
+		SimEval: evals, SimFinalEval: final, EvalEpisodes: cfg.EvalEpisodes, SimUsersMeanReturn: simMean, SimUsersSessions: simN,
+		ActP50Ms: q[0], ActP99Ms: q[1], Seconds: secs, NATSURL: svc.NATSURL(),
+		ActsPerSec: float64(lat.count()) / secs, ReturningPct: cfg.Returning}, nil
+}
+
+// verifyLedger verifies the finished run's ledger s and records the
+// most-used user's updates and composed epsilon at r.Delta.
+func (r *Result) verifyLedger(s *ledger.Store) error {
+	v, err := s.Verify()
+	if err != nil {
+		return err
+	}
+	r.LedgerOK = v.OK()
+	if !v.OK() {
+		return fmt.Errorf("demo: ledger verification found %d problems: %v", len(v.Problems), v.Problems)
+	}
+	return s.Users(func(_ ledger.UserKey, u ledger.UserState) error {
+		if u.Updates <= r.UserMaxUpdates {
+			return nil
+		}
+		eps, err := u.Epsilon(r.Delta)
+		if err != nil {
+			return err
+		}
+		r.UserMaxUpdates, r.UserEpsilon = u.Updates, eps
+		return nil
+	})
+}

@@ -1,0 +1,224 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"dprl/agent"
+	"dprl/experiment"
+	"dprl/ledger"
+	"dprl/profile"
+)
+
+// demoConfig is a small lockstep demo on CartPole that evaluates every
+// release.
+func demoConfig() Config {
+	return Config{Env: "cartpole", Users: 24, Concurrency: 4, Returning: 0.2, Seed: 3, Lockstep: true,
+		EvalEvery: 1, EvalEpisodes: 2, Z: 1, K: 8}
+}
+
+// TestRun runs the demo end to end on a real agent (embedded NATS on
+// loopback, Pebble in a temp dir): lockstep admits exactly K sessions per
+// release, every release is evaluated and the evaluations are recomputed
+// from the ledger's snapshots and the seed alone, the ledger verifies, and
+// the progress callback is started and stopped once.
+func TestRun(t *testing.T) {
+	cfg := demoConfig()
+	prof, err := profile.Get(cfg.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := cfg.AgentConfig(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started, stopped atomic.Int32
+	var last atomic.Value
+	cfg.StartProgress = func(p func() Progress) func() {
+		started.Add(1)
+		last.Store(p())
+		return func() { last.Store(p()); stopped.Add(1) }
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := Run(ctx, agent.ServiceConfig{Agent: ac, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0"}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Users != 24 || res.Updates != 3 || res.Version != 3 || !res.LedgerOK || res.DataDir != dir || res.Env != "cartpole" {
+		t.Errorf("result %+v", res)
+	}
+	if res.Z != 1 || res.K != 8 || res.Delta != ac.Delta || res.EvalEpisodes != 2 || res.ReturningPct != 0.2 {
+		t.Errorf("settings in the result: %+v", res)
+	}
+	eps, _ := ac.SessionEpsilon()
+	if res.Epsilon != eps || res.UserMaxUpdates < 1 || res.UserEpsilon < eps {
+		t.Errorf("privacy: epsilon %v (want %v), most-used user %d updates at %v", res.Epsilon, eps, res.UserMaxUpdates, res.UserEpsilon)
+	}
+	if res.SimUsersSessions != 24 || !(res.ActP50Ms > 0) || !(res.ActsPerSec > 0) {
+		t.Errorf("measurements: %+v", res)
+	}
+	if started.Load() != 1 || stopped.Load() != 1 {
+		t.Errorf("progress started %d and stopped %d times, want once", started.Load(), stopped.Load())
+	}
+	if p := last.Load().(Progress); p.Users != 24 || p.MaxUsers != 24 || p.Releases != 3 || p.LastEval == nil || p.LastEval.Version != 2 || p.Epsilon != eps {
+		t.Errorf("final progress %+v", p)
+	}
+	// Every release that serves sessions is evaluated before they start
+	// (versions 1 and 2); the last one at the end.
+	if len(res.SimEval) != 2 || res.SimFinalEval.Version != 3 {
+		t.Fatalf("evaluations %+v, final %+v", res.SimEval, res.SimFinalEval)
+	}
+	store, err := ledger.Open(dir, ledger.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	for i, e := range append(res.SimEval, res.SimFinalEval) {
+		if e.Version != uint64(i+1) {
+			t.Errorf("evaluation %d of version %d", i, e.Version)
+		}
+		got, err := EvaluateRelease(store, ac.Spec, ac.Policy, "cartpole", e.Version, 2, cfg.Seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != e.MeanReturn {
+			t.Errorf("version %d: reported %v, the released snapshot evaluates to %v", e.Version, e.MeanReturn, got)
+		}
+	}
+	if _, err := EvaluateRelease(store, ac.Spec, ac.Policy, "cartpole", 99, 2, cfg.Seed); err == nil {
+		t.Error("evaluated a version that was never released")
+	}
+	var b strings.Builder
+	if err := res.WriteText(&b); err != nil || !strings.Contains(b.String(), "ledger verified; data directory "+dir) {
+		t.Errorf("text %q %v", b.String(), err)
+	}
+}
+
+// TestRunStopsAtTarget: a target every evaluation reaches stops admitting
+// users at the first evaluated release.
+func TestRunStopsAtTarget(t *testing.T) {
+	cfg := demoConfig()
+	cfg.Target = 1 // CartPole returns at least 1
+	prof, _ := profile.Get(cfg.Env)
+	ac, err := cfg.AgentConfig(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), agent.ServiceConfig{Agent: ac, DataDir: t.TempDir(), NATS: "embedded", NATSListen: "127.0.0.1:0"}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Version 0 is never evaluated (every release from version 1): the
+	// first batch is admitted, version 1 reaches the target.
+	if res.Users != 8 || res.Version != 1 || len(res.SimEval) != 1 || res.SimEval[0].Version != 1 || res.TargetReturn != 1 {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := demoConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		mod   func(*Config)
+		field string
+	}{
+		{func(c *Config) { c.Env = "nope" }, "Env"},
+		{func(c *Config) { c.Users = 0 }, "Users"},
+		{func(c *Config) { c.Concurrency = 0 }, "Concurrency"},
+		{func(c *Config) { c.Returning = 1 }, "Returning"},
+		{func(c *Config) { c.Returning = -0.1 }, "Returning"},
+		{func(c *Config) { c.EvalEvery = 0 }, "EvalEvery"},
+		{func(c *Config) { c.EvalEpisodes = 0 }, "EvalEpisodes"},
+	} {
+		cfg := demoConfig()
+		c.mod(&cfg)
+		var fe *experiment.FieldError
+		if err := cfg.Validate(); !errors.As(err, &fe) || fe.Field != c.field {
+			t.Errorf("%s: %v", c.field, err)
+		}
+		if _, err := Run(context.Background(), agent.ServiceConfig{}, cfg); err == nil {
+			t.Errorf("%s: Run accepted the config", c.field)
+		}
+	}
+}
+
+// TestAgentConfig: the demo's settings override the profile's learner,
+// the reward bound is the profile's, and the demo refuses to be
+// non-private.
+func TestAgentConfig(t *testing.T) {
+	prof, err := profile.Get("pendulum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Z: 2, K: 4, Seed: 9}
+	ac, err := cfg.AgentConfig(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp := ac.Policy.DP
+	if dp.NoiseMultiplier != 2 || dp.UsersPerUpdate != 4 || dp.ClipNorm != prof.Learner.DP.ClipNorm || ac.Policy.PPO.ServerLR != prof.Learner.PPO.ServerLR ||
+		ac.RewardLow != prof.RewardLow || ac.RewardHigh != prof.RewardHigh || ac.Seed != 9 || ac.FlushTimeout != 2*time.Second || ac.Spec != prof.Spec {
+		t.Errorf("agent config %+v", ac)
+	}
+	cfg.Clip, cfg.LR = 0.7, 0.3
+	if ac, err = cfg.AgentConfig(prof); err != nil || ac.Policy.DP.ClipNorm != 0.7 || ac.Policy.PPO.ServerLR != 0.3 {
+		t.Errorf("clip and lr: %+v %v", ac.Policy, err)
+	}
+	for _, z := range []float64{0, -1} {
+		var fe *experiment.FieldError
+		if _, err := (Config{Z: z, K: 4}).AgentConfig(prof); !errors.As(err, &fe) || fe.Field != "Z" {
+			t.Errorf("z = %v: %v", z, err)
+		}
+	}
+	if _, err := (Config{Z: 1, K: 0}).AgentConfig(prof); err == nil {
+		t.Error("K = 0 accepted")
+	}
+}
+
+// TestResultWriteText pins the text summary, its simulation-only labels
+// and the failed-verification wording.
+func TestResultWriteText(t *testing.T) {
+	r := Result{Env: "cartpole", Users: 48, Updates: 6, Version: 6, Seconds: 2.54, Epsilon: 4.377178, Delta: 1e-5, Z: 1, K: 8,
+		UserMaxUpdates: 2, UserEpsilon: 6.57297, SimFinalEval: Eval{Version: 6, MeanReturn: 18.25}, EvalEpisodes: 10,
+		SimUsersSessions: 48, SimUsersMeanReturn: 23.29, ActP50Ms: 0.101, ActP99Ms: 3.582, ActsPerSec: 440.2, DataDir: "/d", LedgerOK: true}
+	const want = `48 users, 6 updates (policy version 6) in 2.5 s
+privacy: each release (epsilon 4.377, delta 1e-05)-DP per session, analytic Gaussian, z = 1, K = 8
+privacy per user: the most-used user took part in 2 updates: epsilon 6.573 at delta 1e-05 (composition; the demo sets no per-user cap, dprl agent --max-updates-per-user does)
+simulation only: released policy version 6 returns 18.2 on average over 10 fresh simulator episodes (post-processing of the release)
+simulation only: the simulated users' own mean return over their last 48 sessions 23.3 (measured by the users, not served by the agent)
+act latency seen by clients over NATS: p50 0.101 ms, p99 3.582 ms (440 acts/s)
+ledger verified; data directory /d (try: dprl ledger show --data /d)
+`
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	r.LedgerOK = false
+	b.Reset()
+	if r.WriteText(&b); !strings.Contains(b.String(), "ledger FAILED verification; data directory /d") {
+		t.Errorf("failed verification: %q", b.String())
+	}
+}
+
+func TestProgressString(t *testing.T) {
+	p := Progress{Users: 16, MaxUsers: 400, Releases: 2, Epsilon: 4.377178, ActP99Ms: 1.234}
+	const noEval = "users 16/400  releases 2  eval return - [simulation-only]  epsilon 4.38/session  act p99 1.23 ms"
+	if p.String() != noEval {
+		t.Errorf("got  %q\nwant %q", p.String(), noEval)
+	}
+	p.LastEval = &Eval{Version: 2, MeanReturn: 21.25}
+	const withEval = "users 16/400  releases 2  eval return 21.2 (v2) [simulation-only]  epsilon 4.38/session  act p99 1.23 ms"
+	if p.String() != withEval {
+		t.Errorf("got  %q\nwant %q", p.String(), withEval)
+	}
+}

@@ -1,0 +1,133 @@
+package demo
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+
+	"dprl/ledger"
+	"dprl/policy"
+	"dprl/sims"
+)
+
+// Eval is one simulation-only evaluation of a released policy version: its
+// mean return over fresh simulator episodes.
+type Eval struct {
+	Version    uint64  `json:"version"`
+	MeanReturn float64 `json:"mean_return"`
+}
+
+// evaluator is the demo's stopping rule. It reads released policy versions
+// from the ledger and evaluates them in-process on fresh episodes of the
+// public simulator, with a generator derived from the demo's seed and the
+// version only: a function of DP releases and public settings
+// (post-processing), never of anything the agent serves about its
+// sessions. It is simulation-only: production has no simulator.
+type evaluator struct {
+	store    *ledger.Store
+	spec     policy.Spec
+	cfg      policy.Config
+	env      string
+	master   uint64
+	every    int
+	episodes int
+	target   float64
+
+	mu      sync.Mutex
+	last    uint64 // last evaluated version (0: none yet)
+	history []Eval
+	stopped atomic.Bool
+}
+
+// admit is called before a session that will start on version v: every
+// `every` versions it evaluates v, and it reports false once a release has
+// reached the target (no more users are admitted).
+func (e *evaluator) admit(v uint64) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped.Load() {
+		return false, nil
+	}
+	if v >= e.last+uint64(e.every) {
+		mean, err := e.evaluate(v)
+		if err != nil {
+			return false, err
+		}
+		e.last = v
+		e.history = append(e.history, Eval{Version: v, MeanReturn: mean})
+		if e.target > 0 && mean >= e.target {
+			e.stopped.Store(true)
+		}
+	}
+	return !e.stopped.Load(), nil
+}
+
+// latest returns the last evaluation, nil before the first.
+func (e *evaluator) latest() *Eval {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if n := len(e.history); n > 0 {
+		last := e.history[n-1]
+		return &last
+	}
+	return nil
+}
+
+// evaluate returns the mean return of released version v over e.episodes
+// fresh simulator episodes.
+func (e *evaluator) evaluate(v uint64) (float64, error) {
+	return EvaluateRelease(e.store, e.spec, e.cfg, e.env, v, e.episodes, e.master)
+}
+
+// final returns the stopping rule's evaluations and that of the last
+// released version v (evaluated now unless it already was).
+func (e *evaluator) final(v uint64) ([]Eval, Eval, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := append([]Eval(nil), e.history...)
+	if n := len(h); n > 0 && h[n-1].Version == v {
+		return h, h[n-1], nil
+	}
+	mean, err := e.evaluate(v)
+	if err != nil {
+		return nil, Eval{}, err
+	}
+	return h, Eval{Version: v, MeanReturn: mean}, nil
+}
+
+// EvaluateRelease reads the snapshot of released version v from the ledger
+// and returns its policy's mean undiscounted return over episodes fresh
+// episodes of simulator envName, drawn from a generator that depends on
+// the demo's master seed and v only (disjoint from the simulated users'
+// streams). It is post-processing of a DP release, and simulation-only.
+func EvaluateRelease(store *ledger.Store, spec policy.Spec, cfg policy.Config, envName string, v uint64, episodes int, master uint64) (float64, error) {
+	b, err := store.Snapshot(v)
+	if err != nil {
+		return 0, fmt.Errorf("demo: evaluate version %d: %w", v, err)
+	}
+	snap, err := policy.UnmarshalSnapshot(b)
+	if err != nil {
+		return 0, fmt.Errorf("demo: evaluate version %d: %w", v, err)
+	}
+	if err := snap.CheckCompatible(spec, cfg.PPO.Hidden); err != nil {
+		return 0, fmt.Errorf("demo: evaluate version %d: %w", v, err)
+	}
+	actor, err := policy.NewActorFor(spec, cfg.PPO)
+	if err != nil {
+		return 0, err
+	}
+	env, err := sims.New(envName)
+	if err != nil {
+		return 0, err
+	}
+	mean, _ := policy.Evaluate(env, actor, snap.Theta, episodes, evalRand(master, v))
+	return mean, nil
+}
+
+// evalRand is the generator of the evaluation of version v: disjoint from
+// the users' streams (sims.Population draws PCG(master, session+1) and
+// PCG(master, 0x5eed)).
+func evalRand(master, v uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(master^0x9e3779b97f4a7c15, v))
+}

@@ -1,0 +1,132 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"dprl/agent"
+	"dprl/experiment"
+	"dprl/profile"
+)
+
+// startAgent runs a real agent service on an embedded NATS server on a
+// loopback port, with a fresh ledger.
+func startAgent(t *testing.T, mod func(*agent.Config)) *agent.Service {
+	t.Helper()
+	spec, pc, err := profile.AgentDefaults("cartpole")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.DP.UsersPerUpdate = 4
+	ac := agent.DefaultConfig(spec, pc)
+	if mod != nil {
+		mod(&ac)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	svc, err := agent.StartService(ctx, agent.ServiceConfig{Agent: ac, DataDir: t.TempDir(), NATS: "embedded", NATSListen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	return svc
+}
+
+func replayConfig(url string) ReplayConfig {
+	return ReplayConfig{URL: url, Prefix: "dprl", Env: "cartpole", Users: 12, Concurrency: 3, Returning: 0.3, Seed: 4}
+}
+
+// TestReplay plays users against a running agent: every session is
+// counted, the acts are the users' steps, the curve has ten points, and
+// the progress callback runs once.
+func TestReplay(t *testing.T) {
+	svc := startAgent(t, nil)
+	cfg := replayConfig(svc.NATSURL())
+	var starts, stops int
+	var final ReplayProgress
+	cfg.StartProgress = func(p func() ReplayProgress) func() {
+		starts++
+		return func() { final = p(); stops++ }
+	}
+	res, err := Replay(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Users != 12 || res.Errors != 0 || len(res.SimUsersCurve) != 10 || res.Env != "cartpole" || res.Acts < 12*8 || !(res.ActsPerSec > 0) {
+		t.Errorf("result %+v", res)
+	}
+	// CartPole episodes last at least 8 steps and return their length.
+	for i, r := range res.SimUsersCurve {
+		if r < 8 {
+			t.Errorf("curve[%d] = %v", i, r)
+		}
+	}
+	if starts != 1 || stops != 1 || final.Played != 12 || final.Users != 12 {
+		t.Errorf("progress: %d starts, %d stops, final %+v", starts, stops, final)
+	}
+	var b strings.Builder
+	if err := res.WriteText(&b); err != nil || !strings.Contains(b.String(), "simulation only: the simulated users' own mean return per tenth of the run") {
+		t.Errorf("text %q %v", b.String(), err)
+	}
+}
+
+// TestReplayCountsFailedSessions: sessions the agent refuses (here: past
+// its step limit) are counted as errors, reported, and the run goes on.
+func TestReplayCountsFailedSessions(t *testing.T) {
+	svc := startAgent(t, func(c *agent.Config) { c.MaxStepsPerSession = 3 })
+	cfg := replayConfig(svc.NATSURL())
+	var mu sync.Mutex
+	var failed []string
+	cfg.OnSessionError = func(session string, err error) {
+		mu.Lock()
+		failed = append(failed, session)
+		mu.Unlock()
+	}
+	res, err := Replay(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Users != 12 || res.Errors == 0 || int(res.Errors) != len(failed) {
+		t.Errorf("result %+v, %d failures reported", res, len(failed))
+	}
+}
+
+func TestReplayConfig(t *testing.T) {
+	for _, c := range []struct {
+		mod   func(*ReplayConfig)
+		field string
+	}{
+		{func(c *ReplayConfig) { c.Env = "nope" }, "Env"},
+		{func(c *ReplayConfig) { c.Users = 0 }, "Users"},
+		{func(c *ReplayConfig) { c.Concurrency = -1 }, "Concurrency"},
+		{func(c *ReplayConfig) { c.Returning = 1 }, "Returning"},
+	} {
+		cfg := replayConfig("nats://127.0.0.1:1")
+		c.mod(&cfg)
+		var fe *experiment.FieldError
+		if _, err := Replay(context.Background(), cfg); !errors.As(err, &fe) || fe.Field != c.field {
+			t.Errorf("%s: %v", c.field, err)
+		}
+	}
+	// No server: the connection error.
+	if _, err := Replay(context.Background(), replayConfig("nats://127.0.0.1:1")); err == nil {
+		t.Error("no server: no error")
+	}
+}
+
+func TestReplayResultWriteText(t *testing.T) {
+	r := ReplayResult{Users: 30, Acts: 1182, Seconds: 0.045, ActsPerSec: 26191.2, P50Ms: 0.088, P99Ms: 0.733, LastVersion: 11,
+		SimUsersCurve: []float64{35.66, 42.7}}
+	const want = "30 sessions, 1182 acts in 0.0 s: 26191 acts/s, act p50 0.088 ms, p99 0.733 ms, 0 errors, policy version 11\n" +
+		"simulation only: the simulated users' own mean return per tenth of the run (measured by the users, not released by the agent): 35.7 42.7\n"
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil || b.String() != want {
+		t.Errorf("got  %q\nwant %q (%v)", b.String(), want, err)
+	}
+	if got := (ReplayProgress{Played: 5, Users: 12, Errors: 1, Version: 3, ActP99Ms: 0.456}).String(); got != "users 5/12  errors 1  policy version 3  act p99 0.46 ms" {
+		t.Errorf("progress %q", got)
+	}
+}
