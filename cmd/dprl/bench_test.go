@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"testing"
+
+	"dprl/stream/loadgen"
 )
 
 func TestBenchServe(t *testing.T) {
@@ -10,7 +12,7 @@ func TestBenchServe(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var r benchServeResult
+	var r loadgen.Result
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

@@ -10,7 +10,9 @@ import (
 	"testing"
 
 	"dprl/agent"
+	"dprl/experiment/demo"
 	"dprl/ledger"
+	"dprl/profile"
 )
 
 func TestDemoEndToEnd(t *testing.T) {
@@ -165,11 +167,11 @@ func TestDemoStopsOnReleasedPolicies(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var r struct {
-		Users   int64      `json:"users"`
-		Updates int64      `json:"updates"`
-		Version uint64     `json:"version"`
-		SimEval []demoEval `json:"sim_eval"`
-		Final   demoEval   `json:"sim_final_eval"`
+		Users   int64       `json:"users"`
+		Updates int64       `json:"updates"`
+		Version uint64      `json:"version"`
+		SimEval []demo.Eval `json:"sim_eval"`
+		Final   demo.Eval   `json:"sim_final_eval"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -201,7 +203,7 @@ func TestDemoStopsOnReleasedPolicies(t *testing.T) {
 	if r.Final.Version != r.Version {
 		t.Fatalf("final evaluation of version %d, want %d", r.Final.Version, r.Version)
 	}
-	spec, pc, err := envProfile("cartpole")
+	spec, pc, err := profile.AgentDefaults("cartpole")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +213,7 @@ func TestDemoStopsOnReleasedPolicies(t *testing.T) {
 	}
 	defer store.Close()
 	for _, e := range append(r.SimEval, r.Final) {
-		got, err := evaluateRelease(store, spec, pc, "cartpole", e.Version, episodes, seed)
+		got, err := demo.EvaluateRelease(store, spec, pc, "cartpole", e.Version, episodes, seed)
 		if err != nil {
 			t.Fatal(err)
 		}

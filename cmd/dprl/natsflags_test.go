@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"dprl/agent"
+	"dprl/profile"
 	"dprl/stream"
 
 	"github.com/nats-io/nkeys"
@@ -127,7 +128,7 @@ func TestReplaySecuredAgent(t *testing.T) {
 	if code, _, _ := runCLI(t, "agent", "nkey", "--seed-file", seed); code == 0 {
 		t.Fatal("seed file overwritten")
 	}
-	spec, pc, err := envProfile("cartpole")
+	spec, pc, err := profile.AgentDefaults("cartpole")
 	if err != nil {
 		t.Fatal(err)
 	}

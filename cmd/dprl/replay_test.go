@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"dprl/agent"
+	"dprl/profile"
 )
 
 // TestReplay drives simulated users against a real agent (embedded NATS on
 // loopback, Pebble in a temp dir) over its URL, and checks that the users'
 // own returns are reported only as simulation-only.
 func TestReplay(t *testing.T) {
-	spec, pc, err := envProfile("cartpole")
+	spec, pc, err := profile.AgentDefaults("cartpole")
 	if err != nil {
 		t.Fatal(err)
 	}
