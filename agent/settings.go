@@ -1,11 +1,10 @@
 package agent
 
 import (
-	"errors"
-	"fmt"
 	"math"
 	"time"
 
+	"dprl/internal/fielderr"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
 	"dprl/policy"
@@ -17,8 +16,8 @@ import (
 // field per setting of dprl agent: its flag --name, its environment
 // variable DPRL_NAME and its config file key "name" set the same field (the
 // name is given beside each field). ServiceConfig checks them and builds the
-// ServiceConfig; its error messages name a setting by its flag, the
-// operator's vocabulary, whichever source set it.
+// ServiceConfig; its errors name the fields at fault (*fielderr.Error, see
+// SettingsFields), which the command renders as its flags.
 //
 // A zero privacy parameter (Z, Clip, SessionEpsilon, K) means "the
 // learner's default", so Explicit tells an explicit zero, which is an
@@ -78,10 +77,18 @@ type Settings struct {
 	ActWorkers    int
 	HTTPAddr      string
 	SessionLogDir string
-	// Explicit, if not nil, reports whether the setting of flag name was
-	// given explicitly (z, clip, session-epsilon, K).
-	Explicit func(name string) bool
+	// Explicit, if not nil, reports whether the field named field was set
+	// explicitly (asked of Z, Clip, SessionEpsilon and K).
+	Explicit func(field string) bool
 }
+
+// SettingsFields are the names the errors of Settings and
+// NATSSecurityFiles may give fields (fielderr): their fields', and
+// ServerTLS and Caps for NATSSecurityFiles' TLS files and its two caps as
+// groups.
+var SettingsFields = fielderr.Fields{"DataDir", "ExpectHead", "EnvSpec", "ObsDim", "Actions", "Z", "Clip", "K", "SessionEpsilon", "Delta",
+	"ActWorkers", "SessionMemoryMiB", "NATS", "TLSCA", "TLSCert", "TLSKey", "Creds", "NKey",
+	"Clients", "ServerTLS", "ServerCert", "ServerKey", "ClientCA", "Caps", "Insecure"}
 
 // Validate reports the first problem ServiceConfig finds.
 func (s Settings) Validate() error {
@@ -105,14 +112,14 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 		spec = policy.Spec{ObsDim: s.ObsDim, Kind: policy.ActionDiscrete, NumActions: s.Actions}
 		pc = policy.DefaultControlConfig()
 	default:
-		return ServiceConfig{}, errors.New("give --env-spec NAME, or --obs-dim N and --actions N (>= 2)")
+		return ServiceConfig{}, SettingsFields.Errorf("give {EnvSpec} NAME, or {ObsDim} N and {Actions} N (>= 2)")
 	}
 	for _, p := range []struct {
-		name string
-		v    float64
-	}{{"z", s.Z}, {"clip", s.Clip}, {"session-epsilon", s.SessionEpsilon}, {"K", float64(s.K)}} {
-		if s.Explicit != nil && s.Explicit(p.name) && !(p.v > 0) {
-			return ServiceConfig{}, fmt.Errorf("--%s %v: want > 0 (leave it unset for the profile's default; the agent has no non-private mode)", p.name, p.v)
+		field string
+		v     float64
+	}{{"Z", s.Z}, {"Clip", s.Clip}, {"SessionEpsilon", s.SessionEpsilon}, {"K", float64(s.K)}} {
+		if s.Explicit != nil && s.Explicit(p.field) && !(p.v > 0) {
+			return ServiceConfig{}, SettingsFields.Errorf("{"+p.field+"} %v: want > 0 (leave it unset for the profile's default; the agent has no non-private mode)", p.v)
 		}
 	}
 	if s.Z != 0 {
@@ -121,14 +128,14 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	if s.SessionEpsilon != 0 {
 		switch {
 		case s.Z != 0:
-			return ServiceConfig{}, errors.New("--session-epsilon and --z both set: give the target epsilon or the noise multiplier, not both")
+			return ServiceConfig{}, SettingsFields.Errorf("{SessionEpsilon} and {Z} both set: give the target epsilon or the noise multiplier, not both")
 		case !(s.SessionEpsilon > 0) || math.IsInf(s.SessionEpsilon, 0):
-			return ServiceConfig{}, fmt.Errorf("--session-epsilon %v: the target epsilon must be finite and > 0", s.SessionEpsilon)
+			return ServiceConfig{}, SettingsFields.Errorf("{SessionEpsilon} %v: the target epsilon must be finite and > 0", s.SessionEpsilon)
 		}
 		// Each session takes part in one update: one Gaussian mechanism.
 		z, err := accountant.Calibrate(accountant.Analytic{}, s.SessionEpsilon, s.Delta, 1, 1)
 		if err != nil {
-			return ServiceConfig{}, fmt.Errorf("--session-epsilon %v at --delta %v: %v", s.SessionEpsilon, s.Delta, err)
+			return ServiceConfig{}, SettingsFields.Errorf("{SessionEpsilon} %v at {Delta} %v: %w", s.SessionEpsilon, s.Delta, err)
 		}
 		pc.DP.NoiseMultiplier = z
 	}
@@ -139,10 +146,10 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 		pc.DP.UsersPerUpdate = s.K
 	}
 	if s.DataDir == "" {
-		return ServiceConfig{}, errors.New("--data is required")
+		return ServiceConfig{}, SettingsFields.Errorf("{DataDir} is required")
 	}
 	if s.ActWorkers < 0 || s.ActWorkers > 1024 {
-		return ServiceConfig{}, fmt.Errorf("--act-workers %d: want 0 (twice the cores) to 1024", s.ActWorkers)
+		return ServiceConfig{}, SettingsFields.Errorf("{ActWorkers} %d: want 0 (twice the cores) to 1024", s.ActWorkers)
 	}
 	ac := DefaultConfig(spec, pc)
 	ac.Delta, ac.UserEpsilon, ac.MaxUpdatesPerUser = s.Delta, s.UserEpsilon, s.MaxUpdatesPerUser
@@ -150,7 +157,7 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	ac.MaxSessionsPerUser, ac.MaxSessionsPerConnection, ac.MaxQueuedPerUser = s.MaxSessionsPerUser, s.MaxSessionsPerConnection, s.MaxQueuedPerUser
 	ac.MaxSessionLifetime = s.MaxSessionLifetime
 	if s.SessionMemoryMiB < 1 || s.SessionMemoryMiB > 1<<30 {
-		return ServiceConfig{}, fmt.Errorf("--session-memory-mib %d: want 1 to 2^30", s.SessionMemoryMiB)
+		return ServiceConfig{}, SettingsFields.Errorf("{SessionMemoryMiB} %d: want 1 to 2^30", s.SessionMemoryMiB)
 	}
 	ac.SessionMemoryBytes = s.SessionMemoryMiB << 20
 	if lo, hi, ok := profile.RewardBound(s.EnvSpec); ok {
@@ -168,7 +175,7 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	}
 	embedded := s.NATS == "" || s.NATS == "embedded"
 	if embedded && (s.TLSCA != "" || s.TLSCert != "" || s.TLSKey != "" || s.Creds != "" || s.NKey != "") {
-		return ServiceConfig{}, errors.New("--tls-ca, --tls-cert, --tls-key, --creds and --nkey are the agent's credentials for an external --nats server; with the embedded one the agent's identity is generated in memory (secure the server with --nats-clients and --nats-tls-*)")
+		return ServiceConfig{}, SettingsFields.Errorf("{TLSCA}, {TLSCert}, {TLSKey}, {Creds} and {NKey} are the agent's credentials for an external {NATS} server; with the embedded one the agent's identity is generated in memory (secure the server with {Clients} and {ServerTLS})")
 	}
 	var opts []stream.Option
 	if s.TLSCA != "" || s.TLSCert != "" {
@@ -188,7 +195,7 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	if s.ExpectHead != "" {
 		h, err := ledger.ParseHeadRef(s.ExpectHead)
 		if err != nil {
-			return ServiceConfig{}, fmt.Errorf("--expect-head: %v", err)
+			return ServiceConfig{}, SettingsFields.Errorf("{ExpectHead}: %w", err)
 		}
 		head = &h
 	}
@@ -198,14 +205,15 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 
 // NATSSecurityFiles are the embedded NATS server's security settings as an
 // operator gives them (the nats-* settings of dprl agent, named beside each
-// field); Load reads the files into a NATSSecurity.
+// field); Load reads the files into a NATSSecurity. Its errors name fields
+// as Settings' do.
 type NATSSecurityFiles struct {
 	// Clients is a clients file (nats-clients; stream.LoadClients).
 	Clients string
-	// TLSCert and TLSKey are the server's certificate and key, TLSClientCA
-	// the CA of mutual TLS (nats-tls-cert, nats-tls-key,
+	// ServerCert and ServerKey are the server's certificate and key,
+	// ClientCA the CA of mutual TLS (nats-tls-cert, nats-tls-key,
 	// nats-tls-client-ca; stream.ServerTLS).
-	TLSCert, TLSKey, TLSClientCA string
+	ServerCert, ServerKey, ClientCA string
 	// MaxConn, MaxSubs and Insecure (nats-max-conn, nats-max-subs,
 	// insecure-nats) are NATSSecurity's.
 	MaxConn, MaxSubs int
@@ -218,7 +226,7 @@ type NATSSecurityFiles struct {
 func (f NATSSecurityFiles) Load(embedded bool, listen string) (NATSSecurity, error) {
 	if !embedded {
 		if f != (NATSSecurityFiles{}) {
-			return NATSSecurity{}, errors.New("--nats-clients, --nats-tls-*, --nats-max-* and --insecure-nats configure the embedded server; an external server is secured by its own configuration (README, Securing NATS)")
+			return NATSSecurity{}, SettingsFields.Errorf("{Clients}, {ServerTLS}, {Caps} and {Insecure} configure the embedded server; an external server is secured by its own configuration (README, Securing NATS)")
 		}
 		return NATSSecurity{}, nil
 	}
@@ -231,17 +239,17 @@ func (f NATSSecurityFiles) Load(embedded bool, listen string) (NATSSecurity, err
 		sec.Clients = cl
 	}
 	switch {
-	case f.TLSCert != "" || f.TLSKey != "":
-		cfg, err := stream.ServerTLS(f.TLSCert, f.TLSKey, f.TLSClientCA)
+	case f.ServerCert != "" || f.ServerKey != "":
+		cfg, err := stream.ServerTLS(f.ServerCert, f.ServerKey, f.ClientCA)
 		if err != nil {
 			return sec, err
 		}
 		sec.TLS = cfg
-	case f.TLSClientCA != "":
-		return sec, errors.New("--nats-tls-client-ca needs --nats-tls-cert and --nats-tls-key")
+	case f.ClientCA != "":
+		return sec, SettingsFields.Errorf("{ClientCA} needs {ServerCert} and {ServerKey}")
 	}
 	if err := sec.Check(listen); err != nil {
-		return sec, fmt.Errorf("%w: give --nats-clients FILE and --nats-tls-cert/--nats-tls-key, or --insecure-nats", err)
+		return sec, SettingsFields.Errorf("%w: give {Clients} FILE and {ServerCert}/{ServerKey}, or {Insecure}", err)
 	}
 	return sec, nil
 }

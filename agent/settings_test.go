@@ -13,11 +13,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"dprl/agent"
+	"dprl/internal/fielderr"
 	"dprl/policy"
 	"dprl/profile"
 
@@ -100,11 +102,40 @@ func TestSettingsSessionEpsilon(t *testing.T) {
 	}
 }
 
+// flagNames are dprl agent's names of the fields (as cmd/dprl renders
+// them).
+var flagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-head", "EnvSpec": "--env-spec", "ObsDim": "--obs-dim",
+	"Actions": "--actions", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta",
+	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert",
+	"TLSKey": "--tls-key", "Creds": "--creds", "NKey": "--nkey", "Clients": "--nats-clients", "ServerTLS": "--nats-tls-*",
+	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats"}
+
+// asFlags renders err as dprl agent prints it.
+func asFlags(err error) string {
+	return fielderr.Rename(err, func(f string) string { return flagNames[f] }).Error()
+}
+
+// TestSettingsFieldsNamed: every name of SettingsFields has a flag, and every
+// field of Settings and NATSSecurityFiles that an error names is in
+// SettingsFields.
+func TestSettingsFieldsNamed(t *testing.T) {
+	for _, f := range agent.SettingsFields {
+		if flagNames[f] == "" {
+			t.Errorf("field %s: no flag", f)
+		}
+	}
+	for f := range flagNames {
+		if !slices.Contains(agent.SettingsFields, f) {
+			t.Errorf("flag of %s, not in SettingsFields", f)
+		}
+	}
+}
+
 // TestSettingsErrors: each invalid setting is refused with a message that
-// names it by its flag.
+// names its field, rendered as dprl agent's flag.
 func TestSettingsErrors(t *testing.T) {
 	explicit := func(names ...string) func(string) bool {
-		return func(n string) bool { return strings.Contains(" "+strings.Join(names, " ")+" ", " "+n+" ") }
+		return func(n string) bool { return slices.Contains(names, n) }
 	}
 	cases := []struct {
 		name string
@@ -114,11 +145,11 @@ func TestSettingsErrors(t *testing.T) {
 		{"no spec", func(s *agent.Settings) { s.EnvSpec = "" }, "give --env-spec NAME, or --obs-dim N and --actions N (>= 2)"},
 		{"one action", func(s *agent.Settings) { s.EnvSpec, s.ObsDim, s.Actions = "", 3, 1 }, "give --env-spec"},
 		{"unknown simulator", func(s *agent.Settings) { s.EnvSpec = "nope" }, "unknown environment"},
-		{"explicit zero z", func(s *agent.Settings) { s.Explicit = explicit("z") }, "--z 0: want > 0 (leave it unset for the profile's default; the agent has no non-private mode)"},
-		{"negative z", func(s *agent.Settings) { s.Z, s.Explicit = -1, explicit("z") }, "--z -1: want > 0"},
+		{"explicit zero z", func(s *agent.Settings) { s.Explicit = explicit("Z") }, "--z 0: want > 0 (leave it unset for the profile's default; the agent has no non-private mode)"},
+		{"negative z", func(s *agent.Settings) { s.Z, s.Explicit = -1, explicit("Z") }, "--z -1: want > 0"},
 		{"explicit zero K", func(s *agent.Settings) { s.Explicit = explicit("K") }, "--K 0: want > 0"},
-		{"explicit zero clip", func(s *agent.Settings) { s.Explicit = explicit("clip") }, "--clip 0: want > 0"},
-		{"explicit zero session epsilon", func(s *agent.Settings) { s.Explicit = explicit("session-epsilon") }, "--session-epsilon 0: want > 0"},
+		{"explicit zero clip", func(s *agent.Settings) { s.Explicit = explicit("Clip") }, "--clip 0: want > 0"},
+		{"explicit zero session epsilon", func(s *agent.Settings) { s.Explicit = explicit("SessionEpsilon") }, "--session-epsilon 0: want > 0"},
 		{"session epsilon and z", func(s *agent.Settings) { s.Z, s.SessionEpsilon = 1, 5 }, "--session-epsilon and --z both set"},
 		{"negative session epsilon", func(s *agent.Settings) { s.SessionEpsilon = -1 }, "--session-epsilon -1: the target epsilon must be finite and > 0"},
 		{"infinite session epsilon", func(s *agent.Settings) { s.SessionEpsilon = math.Inf(1) }, "--session-epsilon +Inf: the target epsilon must be finite"},
@@ -128,8 +159,8 @@ func TestSettingsErrors(t *testing.T) {
 		{"session memory", func(s *agent.Settings) { s.SessionMemoryMiB = 0 }, "--session-memory-mib 0: want 1 to 2^30"},
 		{"reward bound", func(s *agent.Settings) { s.RewardLow, s.RewardHigh = 2, 1 }, "reward bound"},
 		{"config", func(s *agent.Settings) { s.MaxSessionsPerUser = 0 }, "per user"},
-		{"client credentials, embedded", func(s *agent.Settings) { s.Creds = "x.creds" }, "--tls-ca, --tls-cert, --tls-key, --creds and --nkey are the agent's credentials for an external --nats server"},
-		{"embedded security, external", func(s *agent.Settings) { s.NATS, s.Security.MaxConn = "nats://127.0.0.1:4222", 5 }, "configure the embedded server"},
+		{"client credentials, embedded", func(s *agent.Settings) { s.Creds = "x.creds" }, "--tls-ca, --tls-cert, --tls-key, --creds and --nkey are the agent's credentials for an external --nats server; with the embedded one the agent's identity is generated in memory (secure the server with --nats-clients and --nats-tls-*)"},
+		{"embedded security, external", func(s *agent.Settings) { s.NATS, s.Security.MaxConn = "nats://127.0.0.1:4222", 5 }, "--nats-clients, --nats-tls-*, --nats-max-* and --insecure-nats configure the embedded server"},
 		{"open off loopback", func(s *agent.Settings) { s.NATSListen = "0.0.0.0:4222" }, "not loopback"},
 		{"expect head", func(s *agent.Settings) { s.ExpectHead = "nope" }, "--expect-head: "},
 	}
@@ -137,12 +168,18 @@ func TestSettingsErrors(t *testing.T) {
 		s := baseSettings(t)
 		c.mod(&s)
 		err := s.Validate()
-		if err == nil || !strings.Contains(err.Error(), c.want) {
+		if err == nil || !strings.Contains(asFlags(err), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
 	}
-	// An external server takes the agent's client credentials.
+	// Without the command's names, the fields are named as in the struct.
 	s := baseSettings(t)
+	s.DataDir = ""
+	if err := s.Validate(); err == nil || err.Error() != "DataDir is required" {
+		t.Errorf("plain message %v", err)
+	}
+	// An external server takes the agent's client credentials.
+	s = baseSettings(t)
 	s.NATS, s.Creds, s.NKey, s.TLSCA = "nats://127.0.0.1:4222", "x.creds", "x.nk", "ca.pem"
 	if sc, err := s.ServiceConfig(); err != nil || len(sc.ConnectOptions) != 3 {
 		t.Errorf("external server: %d options, %v", len(sc.ConnectOptions), err)
@@ -202,29 +239,29 @@ func TestNATSSecurityFilesLoad(t *testing.T) {
 		want     string // "" for success
 	}{
 		{"open on loopback", agent.NATSSecurityFiles{}, true, "127.0.0.1:4222", ""},
-		{"open off loopback", agent.NATSSecurityFiles{}, true, open, "give --nats-clients FILE and --nats-tls-cert/--nats-tls-key, or --insecure-nats"},
+		{"open off loopback", agent.NATSSecurityFiles{}, true, open, "(not loopback) without client identities (anyone reaching the port could read every observation and user id, answer act requests and forge policy announcements) and without TLS (observations and user ids would cross the network in plain text): give --nats-clients FILE and --nats-tls-cert/--nats-tls-key, or --insecure-nats"},
 		{"insecure", agent.NATSSecurityFiles{Insecure: true}, true, open, ""},
 		{"clients without TLS", agent.NATSSecurityFiles{Clients: clients}, true, open, "without TLS"},
-		{"TLS without clients", agent.NATSSecurityFiles{TLSCert: cert, TLSKey: key}, true, open, "without client identities"},
-		{"secured", agent.NATSSecurityFiles{Clients: clients, TLSCert: cert, TLSKey: key}, true, open, ""},
-		{"mutual TLS", agent.NATSSecurityFiles{Clients: clients, TLSCert: cert, TLSKey: key, TLSClientCA: cert}, true, open, ""},
-		{"client CA alone", agent.NATSSecurityFiles{TLSClientCA: cert}, true, open, "--nats-tls-client-ca needs --nats-tls-cert and --nats-tls-key"},
-		{"cert without key", agent.NATSSecurityFiles{TLSCert: cert}, true, open, "certificate and its key"},
+		{"TLS without clients", agent.NATSSecurityFiles{ServerCert: cert, ServerKey: key}, true, open, "without client identities"},
+		{"secured", agent.NATSSecurityFiles{Clients: clients, ServerCert: cert, ServerKey: key}, true, open, ""},
+		{"mutual TLS", agent.NATSSecurityFiles{Clients: clients, ServerCert: cert, ServerKey: key, ClientCA: cert}, true, open, ""},
+		{"client CA alone", agent.NATSSecurityFiles{ClientCA: cert}, true, open, "--nats-tls-client-ca needs --nats-tls-cert and --nats-tls-key"},
+		{"cert without key", agent.NATSSecurityFiles{ServerCert: cert}, true, open, "certificate and its key"},
 		{"missing clients file", agent.NATSSecurityFiles{Clients: filepath.Join(dir, "nope.json")}, true, open, "no such file"},
 		{"negative cap", agent.NATSSecurityFiles{MaxConn: -1}, true, "127.0.0.1:4222", ">= 0"},
 		{"external, nothing set", agent.NATSSecurityFiles{}, false, "", ""},
-		{"external, insecure set", agent.NATSSecurityFiles{Insecure: true}, false, "", "configure the embedded server"},
+		{"external, insecure set", agent.NATSSecurityFiles{Insecure: true}, false, "", "--nats-clients, --nats-tls-*, --nats-max-* and --insecure-nats configure the embedded server"},
 	}
 	for _, c := range cases {
 		sec, err := c.f.Load(c.embedded, c.listen)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+		case c.want != "" && (err == nil || !strings.Contains(asFlags(err), c.want)):
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		case c.want == "" && c.f.Clients != "" && (len(sec.Clients) != 1 || sec.Clients[0].Name != "web"):
 			t.Errorf("%s: clients %+v", c.name, sec.Clients)
-		case c.want == "" && c.f.TLSCert != "" && sec.TLS == nil:
+		case c.want == "" && c.f.ServerCert != "" && sec.TLS == nil:
 			t.Errorf("%s: no TLS", c.name)
 		}
 	}

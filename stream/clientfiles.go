@@ -1,18 +1,20 @@
 package stream
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
+
+	"dprl/internal/fielderr"
 
 	"github.com/nats-io/nkeys"
 )
 
 // ClientFiles are the credentials of a client of the agent as an operator
 // gives them: the settings of dprl replay, whose flags are named beside each
-// field. Options reads them into connection options; its error messages
-// name a setting by its flag, the operator's vocabulary.
+// field. Options reads them into connection options; its errors name the
+// fields at fault (*fielderr.Error, ClientFilesFields), which the command
+// renders as its flags.
 type ClientFiles struct {
 	// Identity is the client identity's name in the agent's clients file
 	// (nats-identity): requests use its reply inbox (WithInbox).
@@ -30,6 +32,9 @@ type ClientFiles struct {
 	TLSCA, TLSCert, TLSKey string
 }
 
+// ClientFilesFields are the fields the errors of ClientFiles may name.
+var ClientFilesFields = fielderr.Fields{"User", "PasswordFile"}
+
 // Options returns the connection options of f. It reads the password file
 // now (its trailing line break removed); the other files are read by
 // Connect.
@@ -45,12 +50,12 @@ func (f ClientFiles) Options() ([]Option, error) {
 		opts = append(opts, WithCredentials(f.Creds))
 	}
 	if (f.User == "") != (f.PasswordFile == "") {
-		return nil, errors.New("--nats-user and --nats-password-file go together")
+		return nil, ClientFilesFields.Errorf("{User} and {PasswordFile} go together")
 	}
 	if f.User != "" {
 		b, err := os.ReadFile(f.PasswordFile)
 		if err != nil {
-			return nil, fmt.Errorf("--nats-password-file: %v", err)
+			return nil, ClientFilesFields.Errorf("{PasswordFile}: %w", err)
 		}
 		opts = append(opts, WithUserPassword(f.User, strings.TrimRight(string(b), "\r\n")))
 	}

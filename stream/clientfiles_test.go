@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"dprl/internal/fielderr"
+
 	"github.com/nats-io/nkeys"
 )
 
@@ -21,18 +23,27 @@ func TestClientFilesOptions(t *testing.T) {
 	if err := os.WriteFile(pw, []byte("bob-secret\r\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	flags := map[string]string{"User": "--nats-user", "PasswordFile": "--nats-password-file"}
 	for _, c := range []struct {
-		name string
-		f    ClientFiles
-		want string
+		name        string
+		f           ClientFiles
+		plain, flag string
 	}{
-		{"user without password file", ClientFiles{User: "bob"}, "--nats-user and --nats-password-file go together"},
-		{"password file without user", ClientFiles{PasswordFile: pw}, "--nats-user and --nats-password-file go together"},
-		{"missing password file", ClientFiles{User: "bob", PasswordFile: filepath.Join(dir, "nope")}, "--nats-password-file: open "},
+		{"user without password file", ClientFiles{User: "bob"}, "User and PasswordFile go together", "--nats-user and --nats-password-file go together"},
+		{"password file without user", ClientFiles{PasswordFile: pw}, "User and PasswordFile go together", "--nats-user and --nats-password-file go together"},
+		{"missing password file", ClientFiles{User: "bob", PasswordFile: filepath.Join(dir, "nope")}, "PasswordFile: open ", "--nats-password-file: open "},
 	} {
-		if _, err := c.f.Options(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		_, err := c.f.Options()
+		if err == nil || !strings.HasPrefix(err.Error(), c.plain) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.plain)
+			continue
 		}
+		if got := fielderr.Rename(err, func(f string) string { return flags[f] }).Error(); !strings.HasPrefix(got, c.flag) {
+			t.Errorf("%s: rendered %q, want %q", c.name, got, c.flag)
+		}
+	}
+	if _, err := (ClientFiles{User: "bob", PasswordFile: filepath.Join(dir, "nope")}).Options(); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing password file: %v, want os.ErrNotExist", err)
 	}
 	if opts, err := (ClientFiles{}).Options(); err != nil || len(opts) != 0 {
 		t.Errorf("no settings: %d options, %v", len(opts), err)

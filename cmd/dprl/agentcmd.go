@@ -5,14 +5,24 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"time"
 
 	"dprl/agent"
+	"dprl/internal/fielderr"
 	"dprl/stream"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
+
+// agentFlagNames are the flags of the fields that agent.Settings' errors
+// name (agent.SettingsFields).
+var agentFlagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-head", "EnvSpec": "--env-spec", "ObsDim": "--obs-dim",
+	"Actions": "--actions", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta",
+	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert",
+	"TLSKey": "--tls-key", "Creds": "--creds", "NKey": "--nkey", "Clients": "--nats-clients", "ServerTLS": "--nats-tls-*",
+	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats"}
 
 // registerAgentSettings binds dprl agent's flags to the fields of s.
 func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
@@ -90,10 +100,10 @@ subscriptions drain, an update in flight is finished or not written at all.`,
 			}
 			// An explicit zero privacy parameter is an error, never "the
 			// default": a flag, the environment or the config file set it.
-			s.Explicit = c.Flags().Changed
+			s.Explicit = func(f string) bool { return c.Flags().Changed(strings.TrimPrefix(agentFlagNames[f], "--")) }
 			sc, err := s.ServiceConfig()
 			if err != nil {
-				return usageError{err}
+				return usageError{fielderr.Rename(err, func(f string) string { return agentFlagNames[f] })}
 			}
 			sc.Logger = a.log
 			eps, _ := sc.Agent.SessionEpsilon()

@@ -66,10 +66,7 @@ agent phase (K is set above the number of sessions), so it measures serving.`,
 			}
 			defer svc.Close()
 			res, err := loadgen.Compare(c.Context(), loadgen.Config{URL: svc.NATSURL(), Prefix: stream.DefaultPrefix, Concurrency: concurrency, Duration: dur, Rounds: 4})
-			if err != nil {
-				return err
-			}
-			return emit(a.stdout, asJSON, res, res.WriteText)
+			return emitTexter(a, asJSON, res, err)
 		},
 	}
 	c.Flags().IntVar(&concurrency, "concurrency", 16, "client goroutines")

@@ -9,17 +9,22 @@ import (
 
 	"dprl/agent"
 	"dprl/experiment/demo"
+	"dprl/internal/fielderr"
 	"dprl/profile"
 
 	"github.com/spf13/cobra"
 )
+
+// demoFlagNames are the flags of dprl demo's and dprl replay's fields that
+// their errors name (demo.Fields, stream.ClientFilesFields).
+var demoFlagNames = map[string]string{"Users": "--users", "Concurrency": "--concurrency", "EvalEvery": "--eval-every", "EvalEpisodes": "--eval-episodes",
+	"Pace": "--pace", "Returning": "--returning", "Z": "--z", "User": "--nats-user", "PasswordFile": "--nats-password-file"}
 
 func newDemoCmd(a *app) *cobra.Command {
 	var (
 		cfg               demo.Config
 		data, logSessions string
 		asJSON            bool
-		pace              string
 		maxDuration       time.Duration
 	)
 	c := &cobra.Command{
@@ -49,24 +54,12 @@ users measure it themselves; the agent serves no statistic of sessions.`,
   dprl demo --env cartpole --users 3000 --z 1 --K 8 --json`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if cfg.Users < 1 || cfg.Concurrency < 1 {
-				return usagef("--users and --concurrency must be >= 1")
+			if err := cfg.Validate(); err != nil {
+				return usageError{fielderr.Rename(err, func(f string) string { return demoFlagNames[f] })}
 			}
-			if cfg.EvalEvery < 1 || cfg.EvalEpisodes < 1 {
-				return usagef("--eval-every and --eval-episodes must be >= 1")
-			}
-			if pace != "lockstep" && pace != "free" {
-				return usagef("--pace %q: want lockstep or free", pace)
-			}
-			if cfg.Returning < 0 || cfg.Returning >= 1 {
-				return usagef("--returning %v: want 0 <= p < 1", cfg.Returning)
-			}
-			prof, err := profile.Get(cfg.Env)
+			prof, err := profile.Get(cfg.Env) // checked by Validate
 			if err != nil {
-				return usageError{err}
-			}
-			if cfg.Z <= 0 {
-				return usagef("--z %v: the demo is private, want z > 0", cfg.Z)
+				return err
 			}
 			if data == "" {
 				if data, err = os.MkdirTemp("", "dprl-demo-"); err != nil {
@@ -88,13 +81,9 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 			if !c.Flags().Changed("target-return") && prof.DemoTargetReturn > 0 {
 				cfg.Target = prof.DemoTargetReturn
 			}
-			cfg.Lockstep = pace == "lockstep"
 			cfg.StartProgress = func(p func() demo.Progress) func() { return startProgress(a, func() string { return p().String() }) }
 			res, err := demo.Run(ctx, agent.ServiceConfig{Agent: ac, DataDir: data, NATS: "embedded", NATSListen: "127.0.0.1:0", SessionLogDir: logSessions, Logger: a.log}, cfg)
-			if err != nil {
-				return err
-			}
-			return emit(a.stdout, asJSON, res, res.WriteText)
+			return emitTexter(a, asJSON, res, err)
 		},
 	}
 	fl := c.Flags()
@@ -114,7 +103,7 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 	fl.Uint64Var(&cfg.Seed, "seed", 0, "seed the users, the evaluations and the agent (the ledger records a seeded run); 0: secure")
 	fl.DurationVar(&maxDuration, "max-duration", 10*time.Minute, "stop the demo after this long")
 	fl.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
-	fl.StringVar(&pace, "pace", "lockstep", "lockstep: users arrive as fast as the learner consumes them (K per release); free: as fast as they can play (most sessions then go stale and are not learned from)")
+	fl.StringVar(&cfg.Pace, "pace", demo.PaceLockstep, "lockstep: users arrive as fast as the learner consumes them (K per release); free: as fast as they can play (most sessions then go stale and are not learned from)")
 	return c
 }
 

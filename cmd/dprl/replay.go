@@ -2,7 +2,7 @@ package main
 
 import (
 	"dprl/experiment/demo"
-	"dprl/sims"
+	"dprl/internal/fielderr"
 	"dprl/stream"
 
 	"github.com/spf13/cobra"
@@ -26,18 +26,13 @@ probability P, which exercises the agent's per-user contribution bounds.`,
 		Example: `  dprl replay --nats nats://127.0.0.1:4222 --env cartpole --users 2000 --concurrency 16`,
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if cfg.Users < 1 || cfg.Concurrency < 1 {
-				return usagef("--users and --concurrency must be >= 1")
-			}
-			if cfg.Returning < 0 || cfg.Returning >= 1 {
-				return usagef("--returning %v: want 0 <= p < 1", cfg.Returning)
-			}
-			if _, err := sims.New(cfg.Env); err != nil {
-				return usageError{err}
+			rename := func(f string) string { return demoFlagNames[f] }
+			if err := cfg.Validate(); err != nil {
+				return usageError{fielderr.Rename(err, rename)}
 			}
 			var err error
 			if cfg.Options, err = creds.Options(); err != nil {
-				return usageError{err}
+				return usageError{fielderr.Rename(err, rename)}
 			}
 			cfg.OnSessionError = func(session string, err error) {
 				a.log.Warn().Err(err).Str("session", session).Msg("session failed")
@@ -46,10 +41,7 @@ probability P, which exercises the agent's per-user contribution bounds.`,
 				return startProgress(a, func() string { return p().String() })
 			}
 			res, err := demo.Replay(c.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			return emit(a.stdout, asJSON, res, res.WriteText)
+			return emitTexter(a, asJSON, res, err)
 		},
 	}
 	fl := c.Flags()

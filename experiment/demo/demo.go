@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"dprl/agent"
-	"dprl/experiment"
+	"dprl/internal/fielderr"
 	"dprl/ledger"
 	"dprl/profile"
 	"dprl/sims"
@@ -42,10 +42,8 @@ type Config struct {
 	// Seed seeds the users and the evaluations (AgentConfig: the agent
 	// too); 0: a random seed.
 	Seed uint64
-	// Lockstep admits the sessions of update b once version b is released,
-	// so users arrive as fast as the learner consumes them; false: as fast
-	// as they can play (most sessions then go stale).
-	Lockstep bool
+	// Pace is PaceLockstep or PaceFree.
+	Pace string
 	// Target, EvalEvery and EvalEpisodes are the stopping rule: every
 	// EvalEvery releases, the released policy is evaluated on EvalEpisodes
 	// fresh simulator episodes (simulation-only), and no user is admitted
@@ -63,33 +61,59 @@ type Config struct {
 	StartProgress func(progress func() Progress) (stop func())
 }
 
-// Validate reports every invalid field of the run as an
-// *experiment.FieldError, joined with errors.Join (the learner's settings
-// are checked by AgentConfig).
+// The paces of Config.Pace.
+const (
+	// PaceLockstep admits the sessions of update b once version b is
+	// released: users arrive as fast as the learner consumes them, K per
+	// release.
+	PaceLockstep = "lockstep"
+	// PaceFree admits users as fast as they can play: most sessions then
+	// go stale and are not learned from.
+	PaceFree = "free"
+)
+
+// Fields are the fields the errors of Config and ReplayConfig may name
+// (fielderr).
+var Fields = fielderr.Fields{"Users", "Concurrency", "EvalEvery", "EvalEpisodes", "Pace", "Returning", "Z"}
+
+// Validate reports the first problem of the run, in the order dprl demo
+// has always checked them: the counts, the pace, the returning
+// probability, the environment (it must have a profile: profile.Get's
+// error) and the noise multiplier (the demo is private). The learner's
+// other settings are checked by AgentConfig.
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(field string, v any, reason string) {
-		errs = append(errs, &experiment.FieldError{Field: field, Value: v, Reason: reason})
+	if c.Users < 1 || c.Concurrency < 1 {
+		return Fields.Errorf("{Users} and {Concurrency} must be >= 1")
 	}
-	if _, err := sims.New(c.Env); err != nil {
-		bad("Env", c.Env, err.Error())
+	if c.EvalEvery < 1 || c.EvalEpisodes < 1 {
+		return Fields.Errorf("{EvalEvery} and {EvalEpisodes} must be >= 1")
 	}
-	if c.Users < 1 {
-		bad("Users", c.Users, "must be >= 1")
+	if c.Pace != PaceLockstep && c.Pace != PaceFree {
+		return Fields.Errorf("{Pace} %q: want lockstep or free", c.Pace)
 	}
-	if c.Concurrency < 1 {
-		bad("Concurrency", c.Concurrency, "must be >= 1")
+	if err := validReturning(c.Returning); err != nil {
+		return err
 	}
-	if !(c.Returning >= 0 && c.Returning < 1) {
-		bad("Returning", c.Returning, "must be in [0, 1)")
+	if _, err := profile.Get(c.Env); err != nil {
+		return err
 	}
-	if c.EvalEvery < 1 {
-		bad("EvalEvery", c.EvalEvery, "must be >= 1")
+	return validZ(c.Z)
+}
+
+// validReturning checks a probability of a returning user.
+func validReturning(p float64) error {
+	if p < 0 || p >= 1 {
+		return Fields.Errorf("{Returning} %v: want 0 <= p < 1", p)
 	}
-	if c.EvalEpisodes < 1 {
-		bad("EvalEpisodes", c.EvalEpisodes, "must be >= 1")
+	return nil
+}
+
+// validZ checks the demo's noise multiplier.
+func validZ(z float64) error {
+	if z <= 0 {
+		return Fields.Errorf("{Z} %v: the demo is private, want z > 0", z)
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // AgentConfig returns the demo's agent configuration for profile p (that
@@ -97,8 +121,8 @@ func (c Config) Validate() error {
 // (and Clip and LR when > 0), seeded with c.Seed, and partial batches
 // released after 2 s. The demo is private: Z must be > 0.
 func (c Config) AgentConfig(p profile.Profile) (agent.Config, error) {
-	if !(c.Z > 0) {
-		return agent.Config{}, &experiment.FieldError{Field: "Z", Value: c.Z, Reason: "the demo is private, want z > 0"}
+	if err := validZ(c.Z); err != nil {
+		return agent.Config{}, err
 	}
 	pc := p.Learner
 	pc.DP.NoiseMultiplier = c.Z
@@ -273,7 +297,7 @@ func drive(ctx context.Context, svc *agent.Service, ac agent.Config, cfg Config)
 	ev := &evaluator{store: svc.Store(), spec: ac.Spec, cfg: ac.Policy, env: cfg.Env, master: master,
 		every: cfg.EvalEvery, episodes: cfg.EvalEpisodes, target: cfg.Target}
 	pop, err := sims.NewPopulation(sims.PopulationConfig{
-		NewEnv:     func() sims.Env { e, _ := sims.New(cfg.Env); return e }, // checked by Validate
+		NewEnv:     func() sims.Env { e, _ := sims.New(cfg.Env); return e }, // checked by Validate (profile.Get)
 		Sessions:   cfg.Users,
 		Workers:    cfg.Concurrency,
 		ReturnProb: cfg.Returning,
@@ -281,7 +305,7 @@ func drive(ctx context.Context, svc *agent.Service, ac agent.Config, cfg Config)
 		Prefix:     "demo",
 		Admit: func(ctx context.Context, i int) (bool, error) {
 			v := ag.Version()
-			if cfg.Lockstep {
+			if cfg.Pace == PaceLockstep {
 				// Admit session i once the policy it will train has been
 				// released: the sessions of update b all start on version b.
 				b := uint64(i / K)

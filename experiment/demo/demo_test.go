@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"dprl/agent"
-	"dprl/experiment"
+	"dprl/internal/fielderr"
 	"dprl/ledger"
 	"dprl/profile"
 )
@@ -17,7 +17,7 @@ import (
 // demoConfig is a small lockstep demo on CartPole that evaluates every
 // release.
 func demoConfig() Config {
-	return Config{Env: "cartpole", Users: 24, Concurrency: 4, Returning: 0.2, Seed: 3, Lockstep: true,
+	return Config{Env: "cartpole", Users: 24, Concurrency: 4, Returning: 0.2, Seed: 3, Pace: PaceLockstep,
 		EvalEvery: 1, EvalEpisodes: 2, Z: 1, K: 8}
 }
 
@@ -121,31 +121,55 @@ func TestRunStopsAtTarget(t *testing.T) {
 	}
 }
 
+// flags are dprl demo's and dprl replay's names of the fields.
+var flags = map[string]string{"Users": "--users", "Concurrency": "--concurrency", "EvalEvery": "--eval-every", "EvalEpisodes": "--eval-episodes",
+	"Pace": "--pace", "Returning": "--returning", "Z": "--z"}
+
+// asFlags renders err as the commands print it.
+func asFlags(err error) string {
+	return fielderr.Rename(err, func(f string) string { return flags[f] }).Error()
+}
+
+// TestConfigValidate: the first problem is reported, named by field and
+// rendered as the command's flags, in the command's order.
 func TestConfigValidate(t *testing.T) {
 	if err := demoConfig().Validate(); err != nil {
 		t.Fatal(err)
 	}
+	for _, f := range Fields {
+		if flags[f] == "" {
+			t.Errorf("field %s: no flag", f)
+		}
+	}
 	for _, c := range []struct {
-		mod   func(*Config)
-		field string
+		mod         func(*Config)
+		plain, flag string
 	}{
-		{func(c *Config) { c.Env = "nope" }, "Env"},
-		{func(c *Config) { c.Users = 0 }, "Users"},
-		{func(c *Config) { c.Concurrency = 0 }, "Concurrency"},
-		{func(c *Config) { c.Returning = 1 }, "Returning"},
-		{func(c *Config) { c.Returning = -0.1 }, "Returning"},
-		{func(c *Config) { c.EvalEvery = 0 }, "EvalEvery"},
-		{func(c *Config) { c.EvalEpisodes = 0 }, "EvalEpisodes"},
+		{func(c *Config) { c.Users = 0 }, "Users and Concurrency must be >= 1", "--users and --concurrency must be >= 1"},
+		{func(c *Config) { c.Concurrency = 0; c.Pace = "x" }, "Users and Concurrency must be >= 1", "--users and --concurrency must be >= 1"},
+		{func(c *Config) { c.EvalEvery = 0 }, "EvalEvery and EvalEpisodes must be >= 1", "--eval-every and --eval-episodes must be >= 1"},
+		{func(c *Config) { c.EvalEpisodes = 0; c.Z = 0 }, "EvalEvery and EvalEpisodes must be >= 1", "--eval-every and --eval-episodes must be >= 1"},
+		{func(c *Config) { c.Pace = "sometimes"; c.Returning = 2 }, `Pace "sometimes": want lockstep or free`, `--pace "sometimes": want lockstep or free`},
+		{func(c *Config) { c.Returning = 1 }, "Returning 1: want 0 <= p < 1", "--returning 1: want 0 <= p < 1"},
+		{func(c *Config) { c.Returning = -0.1; c.Env = "nope" }, "Returning -0.1: want 0 <= p < 1", "--returning -0.1: want 0 <= p < 1"},
+		{func(c *Config) { c.Env = "nope"; c.Z = 0 }, `sims: unknown environment "nope"`, `sims: unknown environment "nope"`},
+		{func(c *Config) { c.Z = 0 }, "Z 0: the demo is private, want z > 0", "--z 0: the demo is private, want z > 0"},
+		{func(c *Config) { c.Z = -1 }, "Z -1: the demo is private, want z > 0", "--z -1: the demo is private, want z > 0"},
 	} {
 		cfg := demoConfig()
 		c.mod(&cfg)
-		var fe *experiment.FieldError
-		if err := cfg.Validate(); !errors.As(err, &fe) || fe.Field != c.field {
-			t.Errorf("%s: %v", c.field, err)
+		err := cfg.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), c.plain) || !strings.HasPrefix(asFlags(err), c.flag) {
+			t.Errorf("%v, want %q (%q)", err, c.plain, c.flag)
 		}
 		if _, err := Run(context.Background(), agent.ServiceConfig{}, cfg); err == nil {
-			t.Errorf("%s: Run accepted the config", c.field)
+			t.Errorf("%s: Run accepted the config", c.plain)
 		}
+	}
+	cfg := demoConfig()
+	cfg.Pace = PaceFree
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("free pace: %v", err)
 	}
 }
 
@@ -172,8 +196,8 @@ func TestAgentConfig(t *testing.T) {
 		t.Errorf("clip and lr: %+v %v", ac.Policy, err)
 	}
 	for _, z := range []float64{0, -1} {
-		var fe *experiment.FieldError
-		if _, err := (Config{Z: z, K: 4}).AgentConfig(prof); !errors.As(err, &fe) || fe.Field != "Z" {
+		var fe *fielderr.Error
+		if _, err := (Config{Z: z, K: 4}).AgentConfig(prof); !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), "Z ") {
 			t.Errorf("z = %v: %v", z, err)
 		}
 	}

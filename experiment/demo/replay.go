@@ -2,14 +2,12 @@ package demo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
-	"dprl/experiment"
 	"dprl/sims"
 	"dprl/stream"
 )
@@ -38,26 +36,18 @@ type ReplayConfig struct {
 	StartProgress func(progress func() ReplayProgress) (stop func())
 }
 
-// Validate reports every invalid field as an *experiment.FieldError,
-// joined with errors.Join.
+// Validate reports the first problem, in the order dprl replay has always
+// checked them: the counts, the returning probability, the environment
+// (sims.New's error).
 func (c ReplayConfig) Validate() error {
-	var errs []error
-	bad := func(field string, v any, reason string) {
-		errs = append(errs, &experiment.FieldError{Field: field, Value: v, Reason: reason})
+	if c.Users < 1 || c.Concurrency < 1 {
+		return Fields.Errorf("{Users} and {Concurrency} must be >= 1")
 	}
-	if _, err := sims.New(c.Env); err != nil {
-		bad("Env", c.Env, err.Error())
+	if err := validReturning(c.Returning); err != nil {
+		return err
 	}
-	if c.Users < 1 {
-		bad("Users", c.Users, "must be >= 1")
-	}
-	if c.Concurrency < 1 {
-		bad("Concurrency", c.Concurrency, "must be >= 1")
-	}
-	if !(c.Returning >= 0 && c.Returning < 1) {
-		bad("Returning", c.Returning, "must be in [0, 1)")
-	}
-	return errors.Join(errs...)
+	_, err := sims.New(c.Env)
+	return err
 }
 
 // ReplayResult is the summary of a replay.

@@ -2,13 +2,11 @@ package demo
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
 
 	"dprl/agent"
-	"dprl/experiment"
 	"dprl/profile"
 )
 
@@ -96,19 +94,19 @@ func TestReplayCountsFailedSessions(t *testing.T) {
 
 func TestReplayConfig(t *testing.T) {
 	for _, c := range []struct {
-		mod   func(*ReplayConfig)
-		field string
+		mod         func(*ReplayConfig)
+		plain, flag string
 	}{
-		{func(c *ReplayConfig) { c.Env = "nope" }, "Env"},
-		{func(c *ReplayConfig) { c.Users = 0 }, "Users"},
-		{func(c *ReplayConfig) { c.Concurrency = -1 }, "Concurrency"},
-		{func(c *ReplayConfig) { c.Returning = 1 }, "Returning"},
+		{func(c *ReplayConfig) { c.Users = 0; c.Env = "nope" }, "Users and Concurrency must be >= 1", "--users and --concurrency must be >= 1"},
+		{func(c *ReplayConfig) { c.Concurrency = -1 }, "Users and Concurrency must be >= 1", "--users and --concurrency must be >= 1"},
+		{func(c *ReplayConfig) { c.Returning = 1; c.Env = "nope" }, "Returning 1: want 0 <= p < 1", "--returning 1: want 0 <= p < 1"},
+		{func(c *ReplayConfig) { c.Env = "nope" }, `sims: unknown environment "nope"`, `sims: unknown environment "nope"`},
 	} {
 		cfg := replayConfig("nats://127.0.0.1:1")
 		c.mod(&cfg)
-		var fe *experiment.FieldError
-		if _, err := Replay(context.Background(), cfg); !errors.As(err, &fe) || fe.Field != c.field {
-			t.Errorf("%s: %v", c.field, err)
+		_, err := Replay(context.Background(), cfg)
+		if err == nil || !strings.HasPrefix(err.Error(), c.plain) || !strings.HasPrefix(asFlags(err), c.flag) {
+			t.Errorf("%v, want %q (%q)", err, c.plain, c.flag)
 		}
 	}
 	// No server: the connection error.
