@@ -18,6 +18,7 @@ type OpsServer struct {
 	srv   *http.Server
 	ln    net.Listener
 	ready atomic.Bool
+	check atomic.Pointer[func() error]
 }
 
 // NewOpsServer listens on addr ("127.0.0.1:0" picks a port). status is
@@ -34,6 +35,12 @@ func NewOpsServer(addr string, gather prometheus.Gatherer, status func() any) (*
 		if !o.ready.Load() {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
+		}
+		if c := o.check.Load(); c != nil {
+			if err := (*c)(); err != nil {
+				http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
 		}
 		w.Write([]byte("ready\n"))
 	})
@@ -58,6 +65,11 @@ func (o *OpsServer) Addr() string { return o.ln.Addr().String() }
 
 // SetReady flips /readyz.
 func (o *OpsServer) SetReady(r bool) { o.ready.Store(r) }
+
+// SetReadyCheck makes /readyz, while ready, also require check() == nil
+// at each request (e.g. the NATS connection being up); the error's text
+// is served after "not ready: ".
+func (o *OpsServer) SetReadyCheck(check func() error) { o.check.Store(&check) }
 
 // Shutdown stops the server.
 func (o *OpsServer) Shutdown(ctx context.Context) error {

@@ -64,6 +64,8 @@ type Metrics struct {
 	// waiting for the writer.
 	SessionLogDropped *prometheus.CounterVec
 	SessionLogQueue   prometheus.Gauge
+	// NATSConnected is 1 while the agent's NATS connection is up.
+	NATSConnected prometheus.Gauge
 }
 
 // opsHelp marks every metric's help text: operational, not private.
@@ -93,11 +95,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		ReleaseErrors:     prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_release_errors_total", Help: "Releases that failed to write." + opsHelp}),
 		SessionLogDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_session_log_dropped_total", Help: "Closed sessions not written to the session log, by reason (queue_full, write_failed, closed)." + opsHelp}, []string{"reason"}),
 		SessionLogQueue:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_session_log_queue_sessions", Help: "Closed sessions waiting to be written to the session log." + opsHelp}),
+		NATSConnected:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_nats_connected", Help: "1 while the agent's NATS connection is up, else 0." + opsHelp}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.ActLatency, m.ActErrors, m.EndErrors, m.NoReply, m.AdmissionRefused, m.SessionsOpened, m.SessionsClosed,
 			m.SessionsOpen, m.SessionsIdle, m.SessionsExpired, m.SessionMemory, m.LearnerQueue, m.SessionsQueued,
-			m.SessionsUsed, m.SessionsDiscarded, m.Releases, m.ReleaseErrors, m.SessionLogDropped, m.SessionLogQueue)
+			m.SessionsUsed, m.SessionsDiscarded, m.Releases, m.ReleaseErrors, m.SessionLogDropped, m.SessionLogQueue, m.NATSConnected)
 	}
 	return m
 }

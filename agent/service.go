@@ -138,6 +138,15 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 	if err != nil {
 		return s, err
 	}
+	// Readiness follows the connection: /readyz asks it at each request;
+	// the events log its changes and drive the dprl_nats_connected gauge.
+	events := stream.WithConnectionEvents(log, func(up bool) {
+		if up {
+			metrics.NATSConnected.Set(1)
+		} else {
+			metrics.NATSConnected.Set(0)
+		}
+	})
 	if cfg.NATS == "" || cfg.NATS == "embedded" {
 		eo := stream.EmbeddedOptions{Logger: log, DontListen: cfg.NATSListen == ""}
 		if cfg.NATSListen != "" {
@@ -166,13 +175,16 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 		}
 		// The in-process connection authenticates as the agent; the
 		// ConnectOptions are for an external server.
-		s.nc, err = stream.Connect("", append([]stream.Option{stream.WithInProcess(s.ns), stream.WithName("dprl-agent")}, agentOpts...)...)
+		s.nc, err = stream.Connect("", append([]stream.Option{stream.WithInProcess(s.ns), stream.WithName("dprl-agent"), events}, agentOpts...)...)
 	} else {
 		s.natsURL = cfg.NATS
-		s.nc, err = stream.Connect(cfg.NATS, append([]stream.Option{stream.WithName("dprl-agent")}, cfg.ConnectOptions...)...)
+		s.nc, err = stream.Connect(cfg.NATS, append([]stream.Option{stream.WithName("dprl-agent"), events}, cfg.ConnectOptions...)...)
 	}
 	if err != nil {
 		return s, err
+	}
+	if s.nc.IsConnected() {
+		metrics.NATSConnected.Set(1)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
@@ -185,6 +197,12 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 		if s.ops, err = NewOpsServer(cfg.HTTPAddr, s.reg, func() any { return s.Status() }); err != nil {
 			return s, err
 		}
+		s.ops.SetReadyCheck(func() error {
+			if !s.nc.IsConnected() {
+				return errors.New("the NATS connection is down (" + s.nc.Status().String() + ")")
+			}
+			return nil
+		})
 		s.ops.SetReady(true)
 	}
 	return s, nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
 )
 
 // Option configures Connect.
@@ -18,6 +19,13 @@ type connOptions struct {
 	initial  time.Duration
 	maxWait  time.Duration
 	name     string
+	events   *connEvents
+}
+
+// connEvents logs a connection's state changes and reports them.
+type connEvents struct {
+	log      zerolog.Logger
+	onChange func(connected bool)
 }
 
 // WithTLS connects with TLS, trusting caFile (may be "" to use the system
@@ -83,6 +91,20 @@ func WithReconnect(max int, initial, maxWait time.Duration) Option {
 	}
 }
 
+// WithConnectionEvents logs every change of the connection's state
+// (disconnected with the cause, reconnected with the server's URL, closed)
+// to log at warn (disconnect, close) or info (reconnect), and calls
+// onChange (if not nil) with the new state; the calls are serialised by
+// nats.go's callback goroutine. Readiness checks should still ask the
+// connection itself (nats.Conn.IsConnected): the callbacks run after the
+// state changed.
+func WithConnectionEvents(log zerolog.Logger, onChange func(connected bool)) Option {
+	return func(o *connOptions) error {
+		o.events = &connEvents{log: log, onChange: onChange}
+		return nil
+	}
+}
+
 // WithInProcess connects to an embedded server without TCP; p is typically
 // the *server.Server returned by StartEmbedded. url is then ignored.
 func WithInProcess(p nats.InProcessConnProvider) Option {
@@ -142,6 +164,34 @@ func Connect(url string, opts ...Option) (*nats.Conn, error) {
 		nats.MaxReconnects(o.maxRecon),
 		nats.CustomReconnectDelay(delay),
 	}, o.nats...)
+	if ev := o.events; ev != nil {
+		change := func(up bool) {
+			if ev.onChange != nil {
+				ev.onChange(up)
+			}
+		}
+		nopts = append(nopts,
+			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				e := ev.log.Warn()
+				if err != nil {
+					e = e.Str("cause", err.Error())
+				}
+				e.Msg("nats: disconnected; reconnecting")
+				change(false)
+			}),
+			nats.ReconnectHandler(func(c *nats.Conn) {
+				ev.log.Info().Str("server", c.ConnectedUrlRedacted()).Msg("nats: reconnected")
+				change(true)
+			}),
+			nats.ClosedHandler(func(c *nats.Conn) {
+				if err := c.LastError(); err != nil {
+					ev.log.Warn().Str("cause", err.Error()).Msg("nats: connection closed")
+				} else {
+					ev.log.Info().Msg("nats: connection closed")
+				}
+				change(false)
+			}))
+	}
 	nc, err := nats.Connect(url, nopts...)
 	if err != nil {
 		return nil, fmt.Errorf("stream: connect: %w", err)

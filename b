@@ -1,0 +1,1 @@
+dprl replay: unexpected argument "N"
