@@ -29,6 +29,9 @@ type ServiceConfig struct {
 	Agent Config
 	// DataDir holds the ledger.
 	DataDir string
+	// InitLedger allows creating a new ledger in a DataDir that exists, is
+	// not empty and holds none (ledger.Options.Init).
+	InitLedger bool
 	// ExpectHead, when set, refuses to start unless the ledger holds this
 	// entry: a head the operator recorded outside the data directory
 	// (dprl ledger head), the one check that catches an older copy of the
@@ -107,7 +110,7 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Open refuses a damaged ledger (ErrCorrupt, with what it found): it
 	// checks the store against its head file and user key and verifies it.
-	if s.store, err = ledger.Open(cfg.DataDir, ledger.Options{Logger: log, ExpectHead: cfg.ExpectHead}); err != nil {
+	if s.store, err = ledger.Open(cfg.DataDir, ledger.Options{Logger: log, ExpectHead: cfg.ExpectHead, Init: cfg.InitLedger}); err != nil {
 		return s, err
 	}
 	metrics := NewMetrics(s.reg)

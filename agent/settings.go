@@ -25,6 +25,10 @@ import (
 type Settings struct {
 	// DataDir holds the ledger (data; required).
 	DataDir string
+	// Init (init) allows creating a new ledger in a DataDir that is not
+	// empty (ServiceConfig.InitLedger); a missing or empty DataDir gets
+	// one without it.
+	Init bool
 	// ExpectHead, if not "", is the ledger head SEQ:HASH the data directory
 	// must hold (expect-head; ServiceConfig.ExpectHead).
 	ExpectHead string
@@ -44,7 +48,9 @@ type Settings struct {
 	// Delta (analytic Gaussian), instead of Z.
 	SessionEpsilon float64
 	// Delta, UserEpsilon and MaxUpdatesPerUser (delta, user-epsilon,
-	// max-updates-per-user) are Config's.
+	// max-updates-per-user) are Config's, except that with neither cap set
+	// explicitly a user takes part in at most DefaultMaxUpdatesPerUser
+	// updates; explicit zeros for both mean no per-user cap.
 	Delta             float64
 	UserEpsilon       float64
 	MaxUpdatesPerUser int
@@ -82,11 +88,18 @@ type Settings struct {
 	Explicit func(field string) bool
 }
 
+// DefaultMaxUpdatesPerUser is the per-user cap of an agent whose operator
+// set none: a user takes part in one update, so the per-user guarantee is
+// the per-session one. Returning users are then learned from once; raise
+// the cap (MaxUpdatesPerUser, or UserEpsilon) to learn from them again at
+// a composed cost.
+const DefaultMaxUpdatesPerUser = 1
+
 // SettingsFields are the names the errors of Settings and
 // NATSSecurityFiles may give fields (fielderr): their fields', and
 // ServerTLS and Caps for NATSSecurityFiles' TLS files and its two caps as
 // groups.
-var SettingsFields = fielderr.Fields{"DataDir", "ExpectHead", "EnvSpec", "ObsDim", "Actions", "Z", "Clip", "K", "SessionEpsilon", "Delta",
+var SettingsFields = fielderr.Fields{"DataDir", "Init", "UserEpsilon", "MaxUpdatesPerUser", "ExpectHead", "EnvSpec", "ObsDim", "Actions", "Z", "Clip", "K", "SessionEpsilon", "Delta",
 	"ActWorkers", "SessionMemoryMiB", "NATS", "TLSCA", "TLSCert", "TLSKey", "Creds", "NKey",
 	"Clients", "ServerTLS", "ServerCert", "ServerKey", "ClientCA", "Caps", "Insecure"}
 
@@ -153,6 +166,9 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	}
 	ac := DefaultConfig(spec, pc)
 	ac.Delta, ac.UserEpsilon, ac.MaxUpdatesPerUser = s.Delta, s.UserEpsilon, s.MaxUpdatesPerUser
+	if s.UserEpsilon == 0 && s.MaxUpdatesPerUser == 0 && (s.Explicit == nil || !s.Explicit("UserEpsilon") && !s.Explicit("MaxUpdatesPerUser")) {
+		ac.MaxUpdatesPerUser = DefaultMaxUpdatesPerUser
+	}
 	ac.MaxOpenSessions, ac.MaxStepsPerSession, ac.IdleTimeout, ac.FlushTimeout = s.MaxOpenSessions, s.MaxStepsPerSession, s.IdleTimeout, s.FlushTimeout
 	ac.MaxSessionsPerUser, ac.MaxSessionsPerConnection, ac.MaxQueuedPerUser = s.MaxSessionsPerUser, s.MaxSessionsPerConnection, s.MaxQueuedPerUser
 	ac.MaxSessionLifetime = s.MaxSessionLifetime
@@ -199,7 +215,7 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 		}
 		head = &h
 	}
-	return ServiceConfig{Agent: ac, DataDir: s.DataDir, NATS: s.NATS, NATSListen: s.NATSListen, ConnectOptions: opts, NATSSecurity: sec,
+	return ServiceConfig{Agent: ac, DataDir: s.DataDir, InitLedger: s.Init, NATS: s.NATS, NATSListen: s.NATSListen, ConnectOptions: opts, NATSSecurity: sec,
 		Prefix: s.Prefix, ActWorkers: s.ActWorkers, HTTPAddr: s.HTTPAddr, SessionLogDir: s.SessionLogDir, ExpectHead: head}, nil
 }
 
@@ -261,4 +277,24 @@ func (f NATSSecurityFiles) Load(embedded bool, listen string) (NATSSecurity, err
 // Theorem 8), the epsilon the agent charges each session.
 func (c Config) SessionEpsilon() (float64, error) {
 	return accountant.GaussianEpsilon(c.Policy.DP.NoiseMultiplier, c.Delta)
+}
+
+// UserEpsilonBound is the largest epsilon at Delta any one user can reach
+// under the per-user caps: MaxUpdatesPerUser updates of multiplier z
+// compose into one Gaussian mechanism of multiplier z/sqrt(k) (Dong, Roth
+// & Su, "Gaussian Differential Privacy", Corollary 3.3; exact analytic
+// Gaussian), and UserEpsilon caps it directly. ok is false when neither cap
+// is set: a user's epsilon then grows without bound.
+func (c Config) UserEpsilonBound() (eps float64, ok bool, err error) {
+	eps = math.Inf(1)
+	if k := c.MaxUpdatesPerUser; k > 0 {
+		if eps, err = accountant.GaussianEpsilon(c.Policy.DP.NoiseMultiplier/math.Sqrt(float64(k)), c.Delta); err != nil {
+			return 0, false, err
+		}
+		ok = true
+	}
+	if c.UserEpsilon > 0 {
+		eps, ok = math.Min(eps, c.UserEpsilon), true
+	}
+	return eps, ok, nil
 }

@@ -49,6 +49,7 @@ func TestSettingsServiceConfig(t *testing.T) {
 	}
 	want := agent.DefaultConfig(spec, pc)
 	want.RewardLow, want.RewardHigh = 0, 1 // cartpole's public reward range
+	want.MaxUpdatesPerUser = agent.DefaultMaxUpdatesPerUser // no cap given: the default one
 	if !reflect.DeepEqual(sc.Agent, want) {
 		t.Errorf("defaults: %+v, want %+v", sc.Agent, want)
 	}
@@ -106,6 +107,7 @@ func TestSettingsSessionEpsilon(t *testing.T) {
 // them).
 var flagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-head", "EnvSpec": "--env-spec", "ObsDim": "--obs-dim",
 	"Actions": "--actions", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta",
+	"UserEpsilon": "--user-epsilon", "MaxUpdatesPerUser": "--max-updates-per-user", "Init": "--init",
 	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert",
 	"TLSKey": "--tls-key", "Creds": "--creds", "NKey": "--nkey", "Clients": "--nats-clients", "ServerTLS": "--nats-tls-*",
 	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats"}

@@ -28,6 +28,10 @@ type Options struct {
 	Logger zerolog.Logger
 	// MustExist refuses to create a new store (for show, verify, export).
 	MustExist bool
+	// Init allows creating a new store in a directory that exists and is
+	// not empty. Without it a new store is created only where the
+	// directory is missing or empty (ErrNotEmpty otherwise).
+	Init bool
 	// ReadOnly opens the store without writing to it. A read-only open
 	// checks the user key and the head file against the store but does not
 	// run the full verification (Verify does).
@@ -108,7 +112,8 @@ func (h *health) get() error {
 }
 
 // Open opens the ledger in dir, creating the store, the user-key secret and
-// the head file on first start (unless MustExist).
+// the head file on first start (unless MustExist) where dir is missing or
+// empty, or with Options.Init.
 //
 // An existing store is first opened read-only, so that Pebble's recovery
 // rewrites nothing before it is checked: the user key must be the one the
@@ -145,6 +150,11 @@ func Open(dir string, o Options) (*Store, error) {
 	case !exists && (o.MustExist || o.ReadOnly):
 		return nil, fmt.Errorf("%w: no ledger in %s", ErrNotFound, dir)
 	case !exists:
+		if !o.Init {
+			if names, err := fs.List(dir); err == nil && len(names) > 0 {
+				return nil, fmt.Errorf("%w: %s (holds %d entries; to create a new ledger there, initialise it explicitly)", ErrNotEmpty, dir, len(names))
+			}
+		}
 		if err := mkdirAllSync(fs, pdir); err != nil {
 			return nil, fmt.Errorf("ledger: create %s: %w", pdir, err)
 		}

@@ -30,6 +30,10 @@ var (
 	ErrBudgetExceeded = errors.New("ledger: budget exceeded")
 	// ErrNotFound is returned for a missing snapshot or store.
 	ErrNotFound = errors.New("ledger: not found")
+	// ErrNotEmpty is returned by Open without Options.Init for a directory
+	// that holds files but no ledger (a mistyped path would otherwise get
+	// a fresh ledger, and every user a fresh budget).
+	ErrNotEmpty = errors.New("ledger: directory holds no ledger and is not empty")
 	// ErrInvalid marks an invalid argument.
 	ErrInvalid = errors.New("ledger: invalid argument")
 	// ErrClosed is returned by a closed store.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"dprl/agent"
 	"dprl/internal/fielderr"
+	"dprl/ledger"
 	"dprl/stream"
 
 	"github.com/spf13/cobra"
@@ -19,7 +21,7 @@ import (
 // agentFlagNames are the flags of the fields that agent.Settings' errors
 // name (agent.SettingsFields).
 var agentFlagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-head", "EnvSpec": "--env-spec", "ObsDim": "--obs-dim",
-	"Actions": "--actions", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta",
+	"Actions": "--actions", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta", "UserEpsilon": "--user-epsilon", "MaxUpdatesPerUser": "--max-updates-per-user", "Init": "--init",
 	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert",
 	"TLSKey": "--tls-key", "Creds": "--creds", "NKey": "--nkey", "Clients": "--nats-clients", "ServerTLS": "--nats-tls-*",
 	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats"}
@@ -27,7 +29,8 @@ var agentFlagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--exp
 // registerAgentSettings binds dprl agent's flags to the fields of s.
 func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.StringVar(&s.ExpectHead, "expect-head", "", "refuse to start unless the ledger's head is SEQ:HASH (as printed by dprl ledger head and recorded outside the data directory): catches a restored older copy of the whole directory")
-	fl.StringVar(&s.DataDir, "data", "", "data directory holding the ledger (required)")
+	fl.StringVar(&s.DataDir, "data", "", "data directory holding the ledger (required); a missing or empty directory gets a new ledger")
+	fl.BoolVar(&s.Init, "init", false, "create a new ledger in a --data directory that holds other files (without it such a directory is refused: a mistyped path would give every user a fresh budget)")
 	fl.StringVar(&s.EnvSpec, "env-spec", "", "take the observation/action spaces from this simulator and the learner defaults measured for it, as dprl train (see dprl sims list, policy/REPRODUCE.md)")
 	fl.IntVar(&s.ObsDim, "obs-dim", 0, "observation length (without --env-spec)")
 	fl.IntVar(&s.Actions, "actions", 0, "number of discrete actions (without --env-spec)")
@@ -47,8 +50,8 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.Float64Var(&s.Clip, "clip", 0, "clipping norm S of a user's local update (default: the profile's)")
 	fl.IntVar(&s.K, "K", 0, "sessions per update K (default: the profile's)")
 	fl.Float64Var(&s.Delta, "delta", 1e-5, "delta of the per-session and per-user guarantees")
-	fl.Float64Var(&s.UserEpsilon, "user-epsilon", 0, "cap on a user's composed epsilon; 0: no cap")
-	fl.IntVar(&s.MaxUpdatesPerUser, "max-updates-per-user", 0, "cap on the updates a user takes part in; 0: no cap")
+	fl.Float64Var(&s.UserEpsilon, "user-epsilon", 0, "cap on a user's composed epsilon at --delta (0 given explicitly, with --max-updates-per-user 0: no per-user cap)")
+	fl.IntVar(&s.MaxUpdatesPerUser, "max-updates-per-user", 0, "cap on the updates a user takes part in (default 1 when neither cap is given; 0 given explicitly, with --user-epsilon 0: no per-user cap)")
 	fl.IntVar(&s.MaxOpenSessions, "max-open-sessions", 100000, "limit of concurrently open sessions")
 	fl.IntVar(&s.MaxStepsPerSession, "max-steps", 10000, "limit of steps per session")
 	fl.DurationVar(&s.IdleTimeout, "idle-timeout", 5*time.Minute, "close a silent session as truncated after this long")
@@ -125,6 +128,9 @@ subscriptions drain, an update in flight is finished or not written at all.`,
 
 func runAgent(ctx context.Context, a *app, sc agent.ServiceConfig, eps float64) error {
 	svc, err := agent.StartService(ctx, sc)
+	if errors.Is(err, ledger.ErrNotEmpty) {
+		return usagef("--data %s holds files but no ledger (a mistyped path?): give the ledger's directory, an empty one, or --init to create a new ledger there", sc.DataDir)
+	}
 	if err != nil {
 		return err
 	}
@@ -132,6 +138,14 @@ func runAgent(ctx context.Context, a *app, sc agent.ServiceConfig, eps float64) 
 		Float64("epsilon_per_session", eps).Float64("delta", sc.Agent.Delta).Msg("agent serving")
 	fmt.Fprintf(a.stderr, "dprl agent: serving on %s; per-session epsilon %.4g at delta %g (analytic Gaussian, z = %g)\n",
 		svc.NATSURL(), eps, sc.Agent.Delta, sc.Agent.Policy.DP.NoiseMultiplier)
+	switch ue, ok, err := sc.Agent.UserEpsilonBound(); {
+	case err != nil:
+		return err
+	case ok:
+		fmt.Fprintf(a.stderr, "dprl agent: per-user epsilon at most %.4g at delta %g (%s)\n", ue, sc.Agent.Delta, userCapText(sc.Agent))
+	default:
+		a.log.Warn().Msg("no per-user cap (--user-epsilon 0 --max-updates-per-user 0): a returning user's epsilon grows with every update they take part in")
+	}
 	if m := svc.NATSSecurityMode(); m != "" {
 		fmt.Fprintf(a.stderr, "dprl agent: embedded NATS %s\n", m)
 	}
@@ -146,4 +160,16 @@ func runAgent(ctx context.Context, a *app, sc agent.ServiceConfig, eps float64) 
 		return runErr
 	}
 	return err
+}
+
+// userCapText says which per-user caps are in force.
+func userCapText(c agent.Config) string {
+	var parts []string
+	if c.MaxUpdatesPerUser > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d updates per user", c.MaxUpdatesPerUser))
+	}
+	if c.UserEpsilon > 0 {
+		parts = append(parts, fmt.Sprintf("--user-epsilon %g", c.UserEpsilon))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -32,5 +34,24 @@ func TestAgentLimitFlags(t *testing.T) {
 		if code, _, stderr := runCLI(t, args...); code != 2 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d %q, want a usage error naming %q", c.args, code, stderr, c.want)
 		}
+	}
+}
+
+// TestAgentRefusesNonEmptyDataWithoutInit: a --data directory that holds
+// files but no ledger (a mistyped path) is refused, naming --init, before
+// anything is written there; the same directory with --check-config is
+// still only checked.
+func TestAgentRefusesNonEmptyDataWithoutInit(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not a ledger"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "agent", "--data", dir, "--env-spec", "cartpole", "--nats-listen", "127.0.0.1:0")
+	if code != exitUsage || !strings.Contains(stderr, "--init") || !strings.Contains(stderr, "holds files but no ledger") {
+		t.Fatalf("agent on a non-empty directory: exit %d, %q; want %d naming --init", code, stderr, exitUsage)
+	}
+	names, err := os.ReadDir(dir)
+	if err != nil || len(names) != 1 {
+		t.Fatalf("the refused directory now holds %v (%v), want only notes.txt", names, err)
 	}
 }

@@ -1,0 +1,54 @@
+package agent_test
+
+import (
+	"math"
+	"testing"
+
+	"dprl/agent"
+)
+
+// TestSettingsDefaultUserCap: with neither per-user cap set, a user takes
+// part in at most DefaultMaxUpdatesPerUser updates (the per-user epsilon is
+// then bounded); explicit zeros for both turn the cap off; an explicit
+// --user-epsilon alone leaves the update count uncapped.
+func TestSettingsDefaultUserCap(t *testing.T) {
+	base := agent.Settings{DataDir: t.TempDir(), EnvSpec: "cartpole", Delta: 1e-5, SessionMemoryMiB: 64,
+		MaxOpenSessions: 10, MaxStepsPerSession: 100, IdleTimeout: 1e9, FlushTimeout: 1e9, MaxSessionLifetime: 1e10,
+		MaxSessionsPerUser: 1, MaxSessionsPerConnection: 10, MaxQueuedPerUser: 1, RewardLow: math.NaN(), RewardHigh: math.NaN()}
+	for _, c := range []struct {
+		name       string
+		userEps    float64
+		maxUpdates int
+		explicit   map[string]bool
+		wantMax    int
+		wantBound  bool
+	}{
+		{"unset", 0, 0, nil, agent.DefaultMaxUpdatesPerUser, true},
+		{"explicit zeros", 0, 0, map[string]bool{"UserEpsilon": true, "MaxUpdatesPerUser": true}, 0, false},
+		{"user epsilon only", 8, 0, map[string]bool{"UserEpsilon": true}, 0, true},
+		{"max updates", 0, 4, map[string]bool{"MaxUpdatesPerUser": true}, 4, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := base
+			s.UserEpsilon, s.MaxUpdatesPerUser = c.userEps, c.maxUpdates
+			s.Explicit = func(f string) bool { return c.explicit[f] }
+			sc, err := s.ServiceConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sc.Agent.MaxUpdatesPerUser != c.wantMax {
+				t.Errorf("MaxUpdatesPerUser = %d, want %d", sc.Agent.MaxUpdatesPerUser, c.wantMax)
+			}
+			eps, ok, err := sc.Agent.UserEpsilonBound()
+			if err != nil || ok != c.wantBound {
+				t.Fatalf("UserEpsilonBound = %v, %v, %v; want bounded %v", eps, ok, err, c.wantBound)
+			}
+			if c.name == "unset" {
+				one, _ := sc.Agent.SessionEpsilon()
+				if eps != one {
+					t.Errorf("one update per user: user epsilon %v, want the session epsilon %v", eps, one)
+				}
+			}
+		})
+	}
+}
