@@ -293,7 +293,7 @@ func RunLogLinear(ctx context.Context, c LogLinear, prog Progress) (LogLinearRes
 		return LogLinearResult{}, err
 	}
 	var m policy.TabularMDP = RiverMDP{tab} // one interface conversion, not one per call
-	res := LogLinearResult{Env: c.Env, Method: "dppg-loglinear", P: c.P, Optimal: policy.OptimalTabular(m), Episodes: c.Episodes, Delta: c.Delta, PrivacyUnit: "episode", ClipAtLR0: c.ClipAtLR0, Alpha: c.Alpha, InitRight: c.InitRight, BaselineLR: c.BaselineLR, FisherRidge: c.FisherRidge, FisherExact: c.FisherExact, Clip: c.Clip, K: c.K, Eta: c.Eta}
+	res := LogLinearResult{Env: c.Env, Method: LogLinearMethod, P: c.P, Optimal: policy.OptimalTabular(m), Episodes: c.Episodes, Delta: c.Delta, PrivacyUnit: "episode", ClipAtLR0: c.ClipAtLR0, Alpha: c.Alpha, InitRight: c.InitRight, BaselineLR: c.BaselineLR, FisherRidge: c.FisherRidge, FisherExact: c.FisherExact, Clip: c.Clip, K: c.K, Eta: c.Eta}
 	points := curvePoints(c.Episodes)
 	var jobs []*logLinearJob
 	for i, eps := range c.Epsilons {

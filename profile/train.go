@@ -1,0 +1,119 @@
+package profile
+
+import (
+	"dprl/policy"
+	"dprl/sims"
+)
+
+// TrainDefaults returns the learner configuration of the environment name
+// before any override and before dprl train's correlated-noise defaults: its
+// profile's Learner. A name without a profile gets Table 3's control column
+// (policy.DefaultControlConfig); TrainConfig rejects it.
+func TrainDefaults(name string) policy.Config {
+	p, err := Get(name)
+	if err != nil {
+		return policy.DefaultControlConfig()
+	}
+	return p.Learner
+}
+
+// ObsDim returns the observation dimension of the registered environment
+// name (0 if it is unknown).
+func ObsDim(name string) int {
+	info, ok := sims.Lookup(name)
+	if !ok {
+		return 0
+	}
+	return info.New().ObservationSpace().Dim()
+}
+
+// TrainOverrides replace learner settings of an environment's defaults in
+// TrainConfig. A nil field keeps the default. They are applied as given:
+// validating them is the caller's job (experiment.Train.Validate), and
+// policy.Config.Validate checks the result.
+type TrainOverrides struct {
+	// Z, Clip and PolicyShare set DP.NoiseMultiplier, DP.ClipNorm and
+	// DP.PolicyClipShare; non-private training ignores them.
+	Z, Clip, PolicyShare *float64
+	// K sets DP.UsersPerUpdate.
+	K *int
+	// Noise replaces the environment's default noise (independent, or
+	// Profile.Correlated's).
+	Noise *policy.Noise
+	// Horizon, for correlated noise, restarts the correlation every Horizon
+	// releases; 0 correlates it over the whole run of ceil(users / K)
+	// releases.
+	Horizon int
+	// LR, ServerLR, EntropyCoef, Hidden, NormalizeAdvantages, Epochs,
+	// Lambda, MomentReset, ValueScale and ObsScale set the PPO fields of
+	// the same names (Adam.LR for LR). ObsScale may point to an empty
+	// slice: no observation scaling.
+	LR, ServerLR, EntropyCoef *float64
+	Hidden                    []int
+	NormalizeAdvantages       *bool
+	Epochs                    *int
+	Lambda                    *float64
+	MomentReset               *policy.MomentReset
+	ValueScale                *float64
+	ObsScale                  *[]float64
+}
+
+// TrainConfig returns the learner configuration of a training run of users
+// simulated users on the environment name: the profile's TrainLearner (its
+// Learner with the Correlated defaults), made non-private (NonPrivate: no
+// clipping, no noise) if private is false, with o applied over it. Correlated noise gets its
+// horizon: o.Horizon, or the run's ceil(users / K) releases. The error wraps
+// sims.ErrUnknownEnv or ErrNoProfile for a name without a profile.
+func TrainConfig(name string, private bool, users int, o TrainOverrides) (policy.Config, error) {
+	p, err := Get(name)
+	if err != nil {
+		return policy.Config{}, err
+	}
+	cfg, noise := p.TrainLearner()
+	if private {
+		set(&cfg.DP.NoiseMultiplier, o.Z)
+		set(&cfg.DP.ClipNorm, o.Clip)
+		set(&cfg.DP.PolicyClipShare, o.PolicyShare)
+	} else {
+		cfg = NonPrivate(cfg)
+	}
+	set(&cfg.DP.UsersPerUpdate, o.K)
+	set(&noise, o.Noise)
+	if cfg.DP.Mode == policy.ModeDP && noise != policy.NoiseIndependent {
+		cfg.DP.Noise, cfg.DP.Horizon = noise, o.Horizon
+		if k := max(1, cfg.DP.UsersPerUpdate); o.Horizon == 0 {
+			cfg.DP.Horizon = (max(users, 1) + k - 1) / k
+		}
+	}
+	set(&cfg.PPO.Adam.LR, o.LR)
+	set(&cfg.PPO.ServerLR, o.ServerLR)
+	set(&cfg.PPO.EntropyCoef, o.EntropyCoef)
+	if o.Hidden != nil {
+		cfg.PPO.Hidden = o.Hidden
+	}
+	set(&cfg.PPO.NormalizeAdvantages, o.NormalizeAdvantages)
+	set(&cfg.PPO.Epochs, o.Epochs)
+	set(&cfg.PPO.Lambda, o.Lambda)
+	set(&cfg.PPO.MomentReset, o.MomentReset)
+	set(&cfg.PPO.ValueScale, o.ValueScale)
+	set(&cfg.PPO.ObsScale, o.ObsScale)
+	return cfg, nil
+}
+
+// TrainNoise returns the noise dprl train uses by default on the
+// environment name: its Correlated noise, or independent noise.
+func TrainNoise(name string) policy.Noise {
+	p, err := Get(name)
+	if err != nil {
+		return policy.NoiseIndependent
+	}
+	_, noise := p.TrainLearner()
+	return noise
+}
+
+// set stores *v in *dst if v is not nil.
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
