@@ -1,6 +1,11 @@
 package profile
 
 import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
 	"dprl/policy"
 	"dprl/sims"
 )
@@ -116,4 +121,55 @@ func set[T any](dst *T, v *T) {
 	if v != nil {
 		*dst = *v
 	}
+}
+
+// ParseObsScale parses the public observation scales of the environment
+// name: comma-separated numbers, one per observation component, or "none"
+// (or ""): no scaling (nil). On a number that does not parse it returns the
+// numbers before it and strconv's error, joined with a count error if they
+// are not as many as the observation has components.
+func ParseObsScale(s, name string) ([]float64, error) {
+	var scale []float64
+	var errs []error
+	if v := strings.TrimSpace(s); v != "" && v != "none" {
+		for _, part := range strings.Split(v, ",") {
+			x, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			scale = append(scale, x)
+		}
+	}
+	if d := ObsDim(name); len(scale) != 0 && d > 0 && len(scale) != d {
+		errs = append(errs, fmt.Errorf("want %d values (the observation dimension of %s), or none", d, name))
+	}
+	return scale, errors.Join(errs...)
+}
+
+// ParseHorizon parses a correlated-noise horizon (TrainOverrides.Horizon):
+// "run" (0, the whole run) or a number of releases >= 1.
+func ParseHorizon(s string) (int, error) {
+	if s == "run" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, errors.New("want run or a number of releases >= 1")
+	}
+	return n, nil
+}
+
+// ParseMomentReset parses a local Adam reset: paper (policy.ResetPaper),
+// second (policy.ResetSecond) or zero (policy.ResetZero).
+func ParseMomentReset(s string) (policy.MomentReset, error) {
+	switch s {
+	case "paper":
+		return policy.ResetPaper, nil
+	case "second":
+		return policy.ResetSecond, nil
+	case "zero":
+		return policy.ResetZero, nil
+	}
+	return 0, errors.New("want paper, second or zero")
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -43,13 +42,6 @@ type trainFlags struct {
 
 // algoLogLinear names log-linear DPPG on RiverSwim (Rio et al., App. C.2.2).
 const algoLogLinear = experiment.LogLinearMethod
-
-// Defaults of dprl train for the control tasks (see policy/REPRODUCE.md).
-const (
-	trainDefaultUsers = 10000
-	trainDefaultZ     = 1.0
-	trainDefaultDelta = 1e-5
-)
 
 func newTrainCmd(a *app) *cobra.Command {
 	c, _ := newTrainCommand(a)
@@ -141,13 +133,13 @@ printed (each record says so).`,
 	fl := c.Flags()
 	fl.StringVar(&f.env, "env", "cartpole", "environment: "+strings.Join(sims.Names(), ", "))
 	fl.StringVar(&f.algo, "algo", "dppg", "dppg (differentially private), ppo (non-private baseline), dppg-loglinear (RiverSwim, cumulative regret), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines)")
-	fl.Float64Var(&f.z, "z", trainDefaultZ, "noise multiplier z > 0 (dppg only; dosing: 0.1)")
+	fl.Float64Var(&f.z, "z", 1, "noise multiplier z > 0 (dppg only; dosing: 0.1)")
 	fl.Float64Var(&f.epsilon, "epsilon", 0, "target per-episode epsilon at --delta: z is set to the smallest noise multiplier whose per-episode epsilon (analytic Gaussian) is at most this (dppg only; instead of --z)")
 	fl.Float64SliceVar(&f.sweepZ, "sweep-z", nil, "dppg: train at each of these noise multipliers (comma-separated; --seeds runs each) and report eval return against epsilon; --plot draws it (the paper's Fig. 2)")
 	fl.IntVar(&f.k, "K", 32, "users per update K >= 1 (Table 3 and dosing: 8; dppg-loglinear: episodes per update, default 1 as in App. C.2.2)")
 	fl.Float64Var(&f.clip, "clip", 0.2, "clipping norm S > 0 of the joint local update, policy and critic (dppg; Table 3: 0.05, dosing: 0.08); dppg-loglinear: choose each run's alpha so that its first update's trust-region S is this (instead of --alpha; KL needs --fisher-exact)")
-	fl.IntVar(&f.users, "users", trainDefaultUsers, "number of simulated users, >= 1")
-	fl.Float64Var(&f.delta, "delta", trainDefaultDelta, "delta of the reported (epsilon, delta), in (0, 1)")
+	fl.IntVar(&f.users, "users", 10000, "number of simulated users, >= 1")
+	fl.Float64Var(&f.delta, "delta", 1e-5, "delta of the reported (epsilon, delta), in (0, 1)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of every random draw (default: from the OS; printed in the result)")
 	fl.IntVar(&f.evalEpisodes, "eval-episodes", 20, "evaluation episodes of the final policy, >= 1")
 	fl.IntVar(&f.workers, "workers", 0, "goroutines for the local updates (dppg-loglinear: for the seeds and configurations; default GOMAXPROCS; the result does not depend on it)")
@@ -184,51 +176,43 @@ printed (each record says so).`,
 	return c, f
 }
 
-// trainFlagAlgos maps each flag of dprl train that only some algorithms
-// read to those algorithms; flags not listed (--env, --algo, --seed,
-// --delta, --json, the global ones) apply to all.
-var trainFlagAlgos = func() map[string][]string {
-	ppoFamily := []string{"dppg", "ppo"}
-	m := map[string][]string{
-		"z":             {"dppg", "ppo", policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN}, // ppo: rejected with its own message
-		"clip":          {"dppg", "ppo", policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN, algoLogLinear},
-		"eval-episodes": {"dppg", "ppo", policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN},
-		"plot":          {"dppg", "ppo", algoLogLinear},
-		"epsilon":       {"dppg"},
-		"sweep-z":       {"dppg"},
-		"noise":         {"dppg"},
-		"horizon":       {"dppg"},
-	}
-	for _, name := range []string{"K", "users", "workers", "lr", "ent-coef", "hidden", "adv-norm", "policy-share",
-		"epochs", "gae-lambda", "value-scale", "moment-reset", "obs-scale", "server-lr", "anneal", "average", "fresh-episodes", "diag"} {
-		m[name] = ppoFamily
-	}
-	m["diag"] = []string{"dppg", "ppo", algoLogLinear}
-	m["K"] = []string{"dppg", "ppo", algoLogLinear}
-	m["seeds"] = []string{"dppg", "ppo", algoLogLinear}
-	m["workers"] = []string{"dppg", "ppo", algoLogLinear}
-	for _, name := range []string{"eps", "region", "episodes", "clip-at-lr0", "alpha", "init-right", "eta", "baseline-lr", "fisher-ridge", "fisher-exact"} {
-		m[name] = []string{algoLogLinear}
-	}
-	return m
-}()
+// Algorithm groups of trainFlagTable.
+const (
+	ppoFamily = "dppg ppo"
+	dpsgdAlgo = "dpsgd-reinforce dpsgd-dqn"
+)
+
+// trainFlagTable lists dprl train's flags in the order it reports their
+// errors: each flag's name, the configuration fields it sets
+// (experiment.Train and its Overrides, experiment.DPSGD, experiment.Sweep
+// and experiment.LogLinear), and the algorithms that read it ("" for all;
+// setting a flag the algorithm would ignore is a usage error).
+var trainFlagTable = [][3]string{{"env", "Env P", ""}, {"z", "Z", ppoFamily + " " + dpsgdAlgo}, {"epsilon", "Epsilon", "dppg"},
+	{"clip", "Clip", ppoFamily + " " + dpsgdAlgo + " " + algoLogLinear}, {"policy-share", "PolicyShare", ppoFamily}, {"algo", "Algo", ""},
+	{"K", "K", ppoFamily + " " + algoLogLinear}, {"noise", "Noise", "dppg"}, {"horizon", "Horizon", "dppg"}, {"lr", "LR", ppoFamily},
+	{"server-lr", "ServerLR", ppoFamily}, {"ent-coef", "EntropyCoef", ppoFamily}, {"hidden", "Hidden", ppoFamily}, {"epochs", "Epochs", ppoFamily},
+	{"gae-lambda", "Lambda", ppoFamily}, {"moment-reset", "MomentReset", ppoFamily}, {"value-scale", "ValueScale", ppoFamily},
+	{"obs-scale", "ObsScale", ppoFamily}, {"users", "Users", ppoFamily}, {"delta", "Delta", ""}, {"average", "Average", ppoFamily},
+	{"eval-episodes", "EvalEpisodes", ppoFamily + " " + dpsgdAlgo}, {"workers", "Workers", ppoFamily + " " + algoLogLinear},
+	{"sweep-z", "Zs", "dppg"}, {"seeds", "Seeds", ppoFamily + " " + algoLogLinear}, {"diag", "", ppoFamily + " " + algoLogLinear},
+	{"plot", "", ppoFamily + " " + algoLogLinear}, {"adv-norm", "", ppoFamily}, {"anneal", "", ppoFamily}, {"fresh-episodes", "", ppoFamily},
+	{"episodes", "Episodes", algoLogLinear}, {"eps", "Epsilons", algoLogLinear}, {"region", "Regions", algoLogLinear},
+	{"init-right", "InitRight", algoLogLinear}, {"alpha", "Alpha", algoLogLinear}, {"eta", "Eta", algoLogLinear},
+	{"baseline-lr", "BaselineLR", algoLogLinear}, {"fisher-ridge", "FisherRidge", algoLogLinear}, {"fisher-exact", "", algoLogLinear},
+	{"clip-at-lr0", "", algoLogLinear}}
 
 // checkTrainFlagsApply rejects a flag set on the command line that algo
-// would silently ignore. An unknown algo is left to trainConfig.
+// would silently ignore. An unknown algo is left to trainSpec.
 func checkTrainFlagsApply(cmd *cobra.Command, algo string) error {
-	known := false
-	for _, algos := range trainFlagAlgos {
-		known = known || slices.Contains(algos, algo)
-	}
-	if !known {
+	if !strings.Contains(" "+ppoFamily+" "+dpsgdAlgo+" "+algoLogLinear+" ", " "+algo+" ") {
 		return nil
 	}
 	var errs []string
-	cmd.Flags().Visit(func(fl *pflag.Flag) {
-		if algos, ok := trainFlagAlgos[fl.Name]; ok && !slices.Contains(algos, algo) {
-			errs = append(errs, fmt.Sprintf("--%s does not apply to --algo %s (only to %s)", fl.Name, algo, strings.Join(algos, ", ")))
+	for _, row := range trainFlagTable {
+		if algos := strings.Fields(row[2]); cmd.Flags().Changed(row[0]) && len(algos) > 0 && !slices.Contains(algos, algo) {
+			errs = append(errs, fmt.Sprintf("--%s does not apply to --algo %s (only to %s)", row[0], algo, strings.Join(algos, ", ")))
 		}
-	})
+	}
 	if len(errs) > 0 {
 		slices.Sort(errs)
 		return usagef("train: %s", strings.Join(errs, "; "))
@@ -236,17 +220,57 @@ func checkTrainFlagsApply(cmd *cobra.Command, algo string) error {
 	return nil
 }
 
-// trainFields names, in the order dprl train reports their errors, the
-// flag of each field of experiment.Train (its Overrides included) and
-// experiment.DPSGD, and a hint appended to a rejected value's reason.
-var trainFields = [][3]string{{"Env", "--env"}, {"Z", "--z", " (use --algo ppo for the non-private baseline)"}, {"Epsilon", "--epsilon"},
-	{"Clip", "--clip"}, {"PolicyShare", "--policy-share"}, {"Algo", "--algo"}, {"K", "--K"}, {"Noise", "--noise"}, {"Horizon", "--horizon"},
-	{"LR", "--lr"}, {"ServerLR", "--server-lr"}, {"EntropyCoef", "--ent-coef"}, {"Hidden", "--hidden"}, {"Epochs", "--epochs"},
-	{"Lambda", "--gae-lambda"}, {"MomentReset", "--moment-reset"}, {"ValueScale", "--value-scale"}, {"ObsScale", "--obs-scale"},
-	{"Users", "--users"}, {"Delta", "--delta"}, {"Average", "--average"}, {"EvalEpisodes", "--eval-episodes"}, {"Workers", "--workers"}}
+// flagErrors rewrites the *experiment.FieldError leaves of err with the
+// flags trainFlagTable gives their fields ("--episodes 0: must be >= 1");
+// other errors keep their text.
+func flagErrors(err error) []string {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []string
+		for _, e := range j.Unwrap() {
+			out = append(out, flagErrors(e)...)
+		}
+		return out
+	}
+	var fe *experiment.FieldError
+	if err == nil {
+		return nil
+	} else if !errors.As(err, &fe) {
+		return []string{err.Error()}
+	}
+	i := slices.IndexFunc(trainFlagTable, func(row [3]string) bool { return slices.Contains(strings.Fields(row[1]), fe.Field) })
+	switch {
+	case i < 0:
+		return []string{err.Error()}
+	case fe.Value == nil:
+		return []string{fmt.Sprintf("--%s: %s", trainFlagTable[i][0], fe.Reason)}
+	case fe.Field == "Z":
+		return []string{fmt.Sprintf("--z %v: %s (use --algo ppo for the non-private baseline)", fe.Value, fe.Reason)}
+	}
+	return []string{fmt.Sprintf("--%s %v: %s", trainFlagTable[i][0], fe.Value, fe.Reason)}
+}
 
-// momentResets are the values of --moment-reset.
-var momentResets = map[string]policy.MomentReset{"paper": policy.ResetPaper, "second": policy.ResetSecond, "zero": policy.ResetZero}
+// trainUsage returns the usage error of the flag errors msgs and of err, a
+// configuration's rejection (nil if there are none): msgs and the
+// flagErrors of err in the order of trainFlagTable; a
+// *experiment.ConfigError (a combination the learner rejects) alone, with
+// its own text.
+func trainUsage(msgs []string, err error) error {
+	var cerr *experiment.ConfigError
+	if errors.As(err, &cerr) && len(msgs) == 0 {
+		return usageError{cerr.Err}
+	} else if cerr == nil {
+		msgs = append(msgs, flagErrors(err)...)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	pos := func(m string) int { // of the message's flag in the table
+		flag := strings.TrimPrefix(strings.FieldsFunc(m, func(r rune) bool { return r == ' ' || r == ':' })[0], "--")
+		return slices.IndexFunc(trainFlagTable, func(row [3]string) bool { return row[0] == flag })
+	}
+	slices.SortStableFunc(msgs, func(a, b string) int { return pos(a) - pos(b) })
+	return usagef("train: %s", strings.Join(msgs, "; "))
+}
 
 // ifSet returns v if the flag name was set on the command line, else nil.
 func ifSet[T any](fl *pflag.FlagSet, name string, v *T) *T {
@@ -263,6 +287,12 @@ func ifSet[T any](fl *pflag.FlagSet, name string, v *T) *T {
 func trainSpec(cmd *cobra.Command, f *trainFlags) (t experiment.Train, msgs []string) {
 	fl := cmd.Flags()
 	bad := func(format string, args ...any) { msgs = append(msgs, fmt.Sprintf(format, args...)) }
+	parsed := func(name, s string, err error) bool { // set, and s parsed
+		for _, e := range flagErrors(err) {
+			bad("--%s %q: %s", name, s, e)
+		}
+		return err == nil
+	}
 	t = experiment.Train{Env: f.env, NonPrivate: f.algo == "ppo", Delta: f.delta, Users: f.users, Workers: f.workers, EvalEpisodes: f.evalEpisodes,
 		FreshEpisodes: f.fresh, AnnealServerLR: f.anneal, Average: f.average, Diagnostics: f.diag != "", Seeded: fl.Changed("seed")}
 	o := &t.Overrides
@@ -282,56 +312,30 @@ func trainSpec(cmd *cobra.Command, f *trainFlags) (t experiment.Train, msgs []st
 	default:
 		bad("--algo %q: want dppg, ppo, dppg-loglinear, dpsgd-reinforce or dpsgd-dqn", f.algo)
 	}
-	o.K = ifSet(fl, "K", &f.k)
+	o.K, o.LR, o.ServerLR, o.EntropyCoef = ifSet(fl, "K", &f.k), ifSet(fl, "lr", &f.lr), ifSet(fl, "server-lr", &f.serverLR), ifSet(fl, "ent-coef", &f.ent)
+	o.NormalizeAdvantages, o.Epochs, o.Lambda, o.ValueScale = ifSet(fl, "adv-norm", &f.advNorm), ifSet(fl, "epochs", &f.epochs), ifSet(fl, "gae-lambda", &f.lambda), ifSet(fl, "value-scale", &f.valueScale)
+	if fl.Changed("hidden") {
+		o.Hidden = f.hidden
+	}
 	if n, err := policy.ParseNoise(f.noise); fl.Changed("noise") && err != nil {
 		bad("--noise %q: want independent, tree or sqrt", f.noise)
 	} else if fl.Changed("noise") {
 		o.Noise = &n
 	}
-	if fl.Changed("horizon") {
-		noise := profile.TrainNoise(f.env)
-		if o.Noise != nil {
-			noise = *o.Noise
-		}
-		n, err := strconv.Atoi(f.horizon)
-		switch {
-		case noise == policy.NoiseIndependent:
-			bad("--horizon: independent noise has no horizon; add --noise tree or sqrt")
-		case f.horizon == "run": // the default: the whole run
-		case err != nil || n < 1:
-			bad("--horizon %q: want run or a number of releases >= 1", f.horizon)
-		default:
-			o.Horizon = n
-		}
+	noise := profile.TrainNoise(f.env)
+	if o.Noise != nil {
+		noise = *o.Noise
 	}
-	o.LR, o.ServerLR, o.EntropyCoef, o.Epochs = ifSet(fl, "lr", &f.lr), ifSet(fl, "server-lr", &f.serverLR), ifSet(fl, "ent-coef", &f.ent), ifSet(fl, "epochs", &f.epochs)
-	o.NormalizeAdvantages, o.Lambda, o.ValueScale = ifSet(fl, "adv-norm", &f.advNorm), ifSet(fl, "gae-lambda", &f.lambda), ifSet(fl, "value-scale", &f.valueScale)
-	if fl.Changed("hidden") {
-		o.Hidden = f.hidden
+	if h, err := profile.ParseHorizon(f.horizon); fl.Changed("horizon") && noise == policy.NoiseIndependent {
+		bad("--horizon: independent noise has no horizon; add --noise tree or sqrt")
+	} else if fl.Changed("horizon") && parsed("horizon", f.horizon, err) {
+		o.Horizon = h
 	}
-	if m, ok := momentResets[f.momentReset]; fl.Changed("moment-reset") && !ok {
-		bad("--moment-reset %q: want paper, second or zero", f.momentReset)
-	} else if fl.Changed("moment-reset") {
+	if m, err := profile.ParseMomentReset(f.momentReset); fl.Changed("moment-reset") && parsed("moment-reset", f.momentReset, err) {
 		o.MomentReset = &m
 	}
-	if n := len(msgs); fl.Changed("obs-scale") {
-		var scale []float64
-		if v := strings.TrimSpace(f.obsScale); v != "" && v != "none" {
-			for _, part := range strings.Split(v, ",") {
-				x, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
-				if err != nil {
-					bad("--obs-scale %q: %v", f.obsScale, err)
-					break
-				}
-				scale = append(scale, x)
-			}
-		}
-		if d := profile.ObsDim(f.env); len(scale) != 0 && d > 0 && len(scale) != d {
-			bad("--obs-scale %q: want %d values (the observation dimension of %s), or none", f.obsScale, d, f.env)
-		}
-		if len(msgs) == n {
-			o.ObsScale = &scale
-		}
+	if sc, err := profile.ParseObsScale(f.obsScale, f.env); fl.Changed("obs-scale") && parsed("obs-scale", f.obsScale, err) {
+		o.ObsScale = &sc
 	}
 	return t, msgs
 }
@@ -343,10 +347,9 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if _, err := chart.FormatOf(f.plot); f.plot != "" && err != nil {
 		return usagef("train: --plot: %v", err)
 	}
-	switch f.algo {
-	case policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN:
+	if f.algo == policy.AlgoDPSGDReinforce || f.algo == policy.AlgoDPSGDDQN {
 		return runTrainDPSGD(cmd, a, f)
-	case algoLogLinear:
+	} else if f.algo == algoLogLinear {
 		return runTrainLogLinear(cmd, a, f)
 	}
 	t, msgs := trainSpec(cmd, f)
@@ -372,14 +375,14 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 		return runTrainSweep(cmd, a, f, plan, seed, n)
 	}
 	prog := newTrainProgress(a, n*f.users, plan.Epsilon)
-	runs := make([]experiment.TrainResult, 0, n)
-	for i := range n {
+	runs := make([]experiment.TrainResult, n)
+	for i := range runs {
 		prog.offset = i * f.users
-		r, err := plan.Run(cmd.Context(), seed+uint64(i), prog.update)
-		if err != nil {
+		if runs[i], err = plan.Run(cmd.Context(), seed+uint64(i), prog.update); err != nil {
 			prog.done()
 			return fmt.Errorf("train: %w", err)
 		}
+		r := runs[i]
 		a.log.Debug().Uint64("seed", r.Seed).Dur("eval", time.Duration(r.EvalSeconds*float64(time.Second))).Float64("eval_mean", r.EvalMean).Msg("evaluated")
 		if f.diag != "" {
 			if err := atomicfile.Write(f.diag, 0o644, func(w io.Writer) error { return experiment.WriteDiagnostics(w, r.Diagnostics) }); err != nil {
@@ -387,7 +390,6 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 				return fmt.Errorf("train: --diag: %w", err)
 			}
 		}
-		runs = append(runs, r)
 	}
 	prog.done()
 	if n > 1 {
@@ -396,56 +398,71 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 	return emitTrain(a, f, runs[0])
 }
 
-// trainUsage returns the usage error of dprl train's flag errors msgs and
-// of err, a configuration's rejection (nil if there are none): the
-// *experiment.FieldError leaves of err named by their flags (trainFields)
-// and sorted with msgs in the order of trainFields; a
-// *experiment.ConfigError (a combination the learner rejects) alone, with
-// its own text.
-func trainUsage(msgs []string, err error) error {
-	var cerr *experiment.ConfigError
-	if errors.As(err, &cerr) && len(msgs) == 0 {
-		return usageError{cerr.Err}
-	}
-	if err != nil && cerr == nil {
-		msgs = append(msgs, flagErrors(err, trainFields)...)
-	}
-	if len(msgs) == 0 {
-		return nil
-	}
-	pos := func(m string) int {
-		flag := strings.FieldsFunc(m, func(r rune) bool { return r == ' ' || r == ':' })[0]
-		if i := slices.IndexFunc(trainFields, func(f [3]string) bool { return f[1] == flag }); i >= 0 {
-			return i
+// runTrainSweep trains plan with every z of --sweep-z over n seeds from
+// seed (the same seeds at every z; experiment.TrainPlan.Sweep) and reports
+// return against epsilon.
+func runTrainSweep(cmd *cobra.Command, a *app, f *trainFlags, plan *experiment.TrainPlan, seed uint64, n int) error {
+	var errs []string
+	for _, name := range []string{"z", "epsilon", "diag"} {
+		if cmd.Flags().Changed(name) {
+			errs = append(errs, fmt.Sprintf("--%s: not with --sweep-z (the sweep sets z; --diag writes one run)", name))
 		}
-		return len(trainFields)
 	}
-	slices.SortStableFunc(msgs, func(a, b string) int { return pos(a) - pos(b) })
-	return usagef("train: %s", strings.Join(msgs, "; "))
+	if errs = append(errs, flagErrors(experiment.Sweep{Zs: f.sweepZ, Seeds: []uint64{0}, Delta: f.delta}.Validate())...); len(errs) > 0 {
+		slices.Sort(errs)
+		return usagef("train: %s", strings.Join(errs, "; "))
+	}
+	seeds := make([]uint64, n)
+	for i := range seeds {
+		seeds[i] = seed + uint64(i)
+	}
+	prog := newTrainProgress(a, len(slices.Compact(slices.Sorted(slices.Values(f.sweepZ))))*n*f.users, 0)
+	res, err := plan.Sweep(cmd.Context(), f.sweepZ, seeds, experiment.SweepHooks{
+		Progress: func(point, run int, eps float64) func(policy.Progress) {
+			prog.epsilon, prog.offset = eps, (point*n+run)*f.users
+			return prog.update
+		},
+		Point: func(pt experiment.SweepPoint) {
+			a.log.Info().Float64("z", pt.Z).Float64("epsilon", pt.Epsilon).Float64("epsilon_per_segment", pt.EpsilonPerSegment).Float64("mean", pt.Mean).Float64("std", pt.Std).Msg("sweep point")
+		},
+	})
+	prog.done()
+	if err := runError(err); err != nil {
+		return err
+	}
+	return emitTrain(a, f, res)
 }
 
-// flagErrors rewrites the *experiment.FieldError leaves of err with the
-// flag names of fields ([field, flag, hint]: "--episodes 0: must be >= 1",
-// the hint appended to the reason of a rejected value); other errors keep
-// their text.
-func flagErrors(err error, fields [][3]string) []string {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []string
-		for _, e := range j.Unwrap() {
-			out = append(out, flagErrors(e, fields)...)
-		}
-		return out
+// runTrainDPSGD runs the DP-SGD baselines (experiment.RunDPSGD). --z,
+// --delta, --clip (default 1) and --eval-episodes apply; the configuration
+// fixes episodes and steps.
+func runTrainDPSGD(cmd *cobra.Command, a *app, f *trainFlags) error {
+	c := experiment.DPSGD{Env: f.env, Algo: f.algo, Z: f.z, Clip: 1, Delta: f.delta, EvalEpisodes: f.evalEpisodes}
+	if cmd.Flags().Changed("clip") {
+		c.Clip = f.clip
 	}
-	var fe *experiment.FieldError
-	if errors.As(err, &fe) {
-		if i := slices.IndexFunc(fields, func(f [3]string) bool { return f[0] == fe.Field }); i >= 0 {
-			if fe.Value == nil {
-				return []string{fmt.Sprintf("%s: %s", fields[i][1], fe.Reason)}
-			}
-			return []string{fmt.Sprintf("%s %v: %s%s", fields[i][1], fe.Value, fe.Reason, fields[i][2])}
-		}
+	var err error
+	if err := trainUsage(nil, c.Validate()); err != nil {
+		return err
+	} else if c.Seed, err = seedFlag(cmd, "seed", f.seed); err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
-	return []string{err.Error()}
+	res, err := experiment.RunDPSGD(cmd.Context(), c, nil)
+	if err := runError(err); err != nil {
+		return err
+	}
+	return emit(a.stdout, f.json, res, res.WriteText)
+}
+
+// runError is the error of a run: a *experiment.ConfigError (a
+// configuration the learner rejects) is a usage error with its own text.
+func runError(err error) error {
+	if cerr := (*experiment.ConfigError)(nil); errors.As(err, &cerr) {
+		return usageError{cerr.Err}
+	} else if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	return nil
 }
 
 // trainOutput is a result of dprl train.

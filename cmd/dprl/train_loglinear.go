@@ -15,12 +15,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// logLinearFlags names the command-line flag of every experiment.LogLinear
-// field, for usage errors.
-var logLinearFlags = [][3]string{{"P", "--env"}, {"Episodes", "--episodes"}, {"Seeds", "--seeds"}, {"Delta", "--delta"},
-	{"InitRight", "--init-right"}, {"Alpha", "--alpha"}, {"Clip", "--clip"}, {"K", "--K"}, {"Eta", "--eta"}, {"Workers", "--workers"},
-	{"FisherRidge", "--fisher-ridge"}, {"BaselineLR", "--baseline-lr"}, {"Regions", "--region"}, {"Epsilons", "--eps"}}
-
 // runTrainLogLinear runs experiment.RunLogLinear (log-linear DPPG, Table 2,
 // on RiverSwim) with the flags' configuration and prints, plots and traces
 // its result.
@@ -56,7 +50,7 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 		}
 	}
 	if err := c.Validate(); err != nil {
-		errs = append(flagErrors(err, logLinearFlags), errs...)
+		errs = append(flagErrors(err), errs...)
 	}
 	if len(errs) > 0 {
 		return usagef("train: %s", strings.Join(errs, "; "))
@@ -68,7 +62,7 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 	res, err := experiment.RunLogLinear(cmd.Context(), c, logLinearProgress{prog})
 	prog.done()
 	if cerr := (*experiment.ConfigError)(nil); errors.As(err, &cerr) {
-		return usagef("train: %s", strings.Join(flagErrors(cerr.Err, logLinearFlags), "; "))
+		return usagef("train: %s", strings.Join(flagErrors(cerr.Err), "; "))
 	}
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
