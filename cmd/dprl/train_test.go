@@ -354,6 +354,9 @@ func TestTrainBadFlags(t *testing.T) {
 		{"loglinear flag", []string{"--episodes", "10"}, "--episodes does not apply to --algo dppg (only to dppg-loglinear)"},
 		{"loglinear flags sorted", []string{"--region", "kl", "--alpha", "1"}, "--alpha does not apply to --algo dppg (only to dppg-loglinear); --region does not"},
 		{"dppg flag on loglinear", []string{"--algo", "dppg-loglinear", "--env", "riverswim", "--users", "4"}, "--users does not apply to --algo dppg-loglinear (only to dppg, ppo)"},
+		{"plot format", []string{"--users", "8", "--plot", "curve.txt"}, "--plot: chart: curve.txt: unsupported format"},
+		{"dpsgd flags", []string{"--algo", "dpsgd-dqn", "--z", "-1", "--clip", "0", "--delta", "2"}, "train: --z -1: the noise multiplier must be finite and > 0 (use --algo ppo for the non-private baseline); --clip 0: the clipping norm must be finite and > 0; --delta 2: must be in (0, 1)"},
+		{"errors in flag order", []string{"--env", "pong", "--algo", "ppo", "--z", "1", "--K", "0"}, "chain); --z: --algo ppo neither clips nor adds noise; drop --z or use --algo dppg; --K 0: users per update must be >= 1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -458,6 +461,26 @@ func TestTrainEnvDefaults(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[1], `"noise_policy"`) {
 		t.Errorf("diagnostics: %q", b)
+	}
+}
+
+// TestTrainZeroZ: --z 0 is a usage error naming the flag for every
+// algorithm: only --algo ppo trains without noise, and it says so.
+func TestTrainZeroZ(t *testing.T) {
+	for algo, want := range map[string]string{
+		"dppg":            "train: --z 0: the noise multiplier must be finite and > 0 (use --algo ppo for the non-private baseline)",
+		"dpsgd-reinforce": "train: --z 0: the noise multiplier must be finite and > 0 (use --algo ppo for the non-private baseline)",
+		"dpsgd-dqn":       "train: --z 0: the noise multiplier must be finite and > 0 (use --algo ppo for the non-private baseline)",
+		"ppo":             "train: --z: --algo ppo neither clips nor adds noise; drop --z or use --algo dppg",
+		"dppg-loglinear":  "train: --z does not apply to --algo dppg-loglinear",
+	} {
+		env := "cartpole"
+		if algo == "dppg-loglinear" {
+			env = "riverswim"
+		}
+		if code, _, stderr := runCLI(t, "train", "--algo", algo, "--env", env, "--z", "0"); code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("--algo %s --z 0: exit %d %q, want a usage error with %q", algo, code, stderr, want)
+		}
 	}
 }
 

@@ -1,9 +1,10 @@
 // Package chart draws dprl's line charts with gonum.org/v1/plot: a few
 // series, each a line with an optional filled band, error bars or point
-// markers, on linear or logarithmic axes, written as PNG, SVG or PDF
-// (the format a file's extension names). Result-specific figures (learning
-// curves, privacy-utility curves, regret curves) are built from these
-// helpers by the packages that own the results.
+// markers, on linear or logarithmic axes, written as PNG, SVG, PDF or
+// another of gonum's formats (the one a file's extension names).
+// Result-specific figures (learning curves, privacy-utility curves, regret
+// curves) are built from these helpers by the packages that own the
+// results.
 //
 // A chart shows whatever values it is given: the caller is responsible for
 // plotting only released values (or labelling simulation-only ones).
@@ -73,15 +74,16 @@ type Chart struct {
 	Width, Height float64
 }
 
-// formats are the file formats Write and Save accept.
-var formats = map[string]bool{"png": true, "svg": true, "pdf": true}
+// formats are the file formats Write and Save accept (gonum's).
+var formats = map[string]bool{"png": true, "svg": true, "pdf": true, "eps": true, "jpg": true, "jpeg": true, "tif": true, "tiff": true, "tex": true}
 
 // FormatOf returns the format Save would use for path: its extension, lower
-// case, without the dot; an error if it is not png, svg or pdf.
+// case, without the dot; an error if it is not one of png, svg, pdf, eps,
+// jpg (jpeg), tif (tiff) or tex.
 func FormatOf(path string) (string, error) {
 	ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
 	if !formats[ext] {
-		return "", fmt.Errorf("chart: %s: unsupported format %q (want .png, .svg or .pdf)", path, ext)
+		return "", fmt.Errorf("chart: %s: unsupported format %q (want .png, .svg, .pdf, .eps, .jpg, .tif or .tex)", path, ext)
 	}
 	return ext, nil
 }
@@ -96,10 +98,10 @@ func (c Chart) Save(path string) error {
 	return atomicfile.Write(path, 0o644, func(w io.Writer) error { return c.Write(w, format) })
 }
 
-// Write draws the chart and writes it to w in format (png, svg or pdf).
+// Write draws the chart and writes it to w in format (see FormatOf).
 func (c Chart) Write(w io.Writer, format string) error {
 	if !formats[format] {
-		return fmt.Errorf("chart: unsupported format %q (want png, svg or pdf)", format)
+		return fmt.Errorf("chart: unsupported format %q (want png, svg, pdf, eps, jpg, tif or tex)", format)
 	}
 	p, err := c.plot()
 	if err != nil {

@@ -62,7 +62,7 @@ func TestSaveFormats(t *testing.T) {
 			t.Errorf("%s: %v, starts %q", ext, err, b[:min(len(b), 8)])
 		}
 	}
-	for _, name := range []string{"c.txt", "c"} {
+	for _, name := range []string{"c.txt", "c", "c.gif"} {
 		path := filepath.Join(dir, name)
 		if err := sample().Save(path); err == nil || !strings.Contains(err.Error(), "unsupported format") {
 			t.Errorf("%s: %v", name, err)
