@@ -441,12 +441,14 @@ func runTrainDPSGD(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if cmd.Flags().Changed("clip") {
 		c.Clip = f.clip
 	}
-	var err error
 	if err := trainUsage(nil, c.Validate()); err != nil {
 		return err
-	} else if c.Seed, err = seedFlag(cmd, "seed", f.seed); err != nil {
+	}
+	seed, err := seedFlag(cmd, "seed", f.seed)
+	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
+	c.Seed = seed
 	res, err := experiment.RunDPSGD(cmd.Context(), c, nil)
 	if err := runError(err); err != nil {
 		return err
