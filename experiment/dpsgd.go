@@ -26,31 +26,18 @@ type DPSGD struct {
 	Seed           uint64 // every random draw derives from it
 }
 
-// Validate reports every invalid field as a *FieldError, joined with
-// errors.Join; RunDPSGD also checks the full policy configuration.
+// Validate reports every invalid field, as errors naming the fields
+// (*fielderr.Error), joined; RunDPSGD also checks the full policy
+// configuration.
 func (c DPSGD) Validate() error {
 	var errs []error
-	bad := func(field string, v any, reason string) {
-		errs = append(errs, &FieldError{Field: field, Value: v, Reason: reason})
-	}
-	if _, ok := sims.Lookup(c.Env); !ok {
-		bad("Env", fmt.Sprintf("%q", c.Env), "unknown environment (valid: "+strings.Join(sims.Names(), ", ")+")")
-	}
-	if c.Algo != policy.AlgoDPSGDReinforce && c.Algo != policy.AlgoDPSGDDQN {
-		bad("Algo", fmt.Sprintf("%q", c.Algo), "want "+policy.AlgoDPSGDReinforce+" or "+policy.AlgoDPSGDDQN)
-	}
-	if !positive(c.Z) {
-		bad("Z", c.Z, "the noise multiplier must be finite and > 0")
-	}
-	if !positive(c.Clip) {
-		bad("Clip", c.Clip, "the clipping norm must be finite and > 0")
-	}
-	if !(c.Delta > 0 && c.Delta < 1) {
-		bad("Delta", c.Delta, "must be in (0, 1)")
-	}
-	if c.EvalEpisodes < 1 {
-		bad("EvalEpisodes", c.EvalEpisodes, "must be >= 1")
-	}
+	_, ok := sims.Lookup(c.Env)
+	bad(&errs, !ok, "{Env} %q: unknown environment (valid: %s)", c.Env, strings.Join(sims.Names(), ", "))
+	bad(&errs, c.Algo != policy.AlgoDPSGDReinforce && c.Algo != policy.AlgoDPSGDDQN, "{Algo} %q: want %s or %s", c.Algo, policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN)
+	bad(&errs, !positive(c.Z), "{Z} %v: the noise multiplier must be finite and > 0", c.Z)
+	bad(&errs, !positive(c.Clip), "{Clip} %v: the clipping norm must be finite and > 0", c.Clip)
+	bad(&errs, !(c.Delta > 0 && c.Delta < 1), "{Delta} %v: must be in (0, 1)", c.Delta)
+	bad(&errs, c.EvalEpisodes < 1, "{EvalEpisodes} %d: must be >= 1", c.EvalEpisodes)
 	return errors.Join(errs...)
 }
 

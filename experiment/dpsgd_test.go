@@ -26,7 +26,7 @@ func TestDPSGDValidate(t *testing.T) {
 	for _, tc := range tests {
 		c := ok
 		tc.edit(&c)
-		if got := fieldsOf(t, c.Validate()); !reflect.DeepEqual(got, tc.fields) {
+		if got := fieldsOf(c.Validate()); !reflect.DeepEqual(got, tc.fields) {
 			t.Errorf("%s: fields %v, want %v", tc.name, got, tc.fields)
 		}
 	}

@@ -27,24 +27,17 @@ type Sweep struct {
 	Episode policy.EpisodePrivacy
 }
 
-// Validate reports every invalid field of the sweep itself as a
-// *FieldError, joined with errors.Join (RunSweep also validates Control).
+// Validate reports every invalid field of the sweep itself, as errors
+// naming the fields (*fielderr.Error), joined (RunSweep also validates
+// Control).
 func (s Sweep) Validate() error {
 	var errs []error
-	if len(s.Zs) == 0 {
-		errs = append(errs, &FieldError{Field: "Zs", Reason: "give at least one noise multiplier"})
-	}
+	bad(&errs, len(s.Zs) == 0, "{Zs}: give at least one noise multiplier")
 	for _, z := range s.Zs {
-		if !(z > 0) || math.IsInf(z, 0) {
-			errs = append(errs, &FieldError{Field: "Zs", Value: z, Reason: "every noise multiplier must be finite and > 0"})
-		}
+		bad(&errs, !positive(z), "{Zs} %v: every noise multiplier must be finite and > 0", z)
 	}
-	if len(s.Seeds) == 0 {
-		errs = append(errs, &FieldError{Field: "Seeds", Reason: "give at least one seed"})
-	}
-	if !(s.Delta > 0 && s.Delta < 1) {
-		errs = append(errs, &FieldError{Field: "Delta", Value: s.Delta, Reason: "must be in (0, 1)"})
-	}
+	bad(&errs, len(s.Seeds) == 0, "{Seeds}: give at least one seed")
+	bad(&errs, !(s.Delta > 0 && s.Delta < 1), "{Delta} %v: must be in (0, 1)", s.Delta)
 	return errors.Join(errs...)
 }
 
@@ -133,7 +126,7 @@ type TrainSweepResult struct {
 // plan must be private.
 func (p *TrainPlan) Sweep(ctx context.Context, zs []float64, seeds []uint64, hooks SweepHooks) (TrainSweepResult, error) {
 	t := p.Train
-	out := TrainSweepResult{Env: t.Env, Method: t.Method(), Delta: t.Delta, Users: t.Users, Seeds: seeds}
+	out := TrainSweepResult{Env: t.Env, Method: t.Method, Delta: t.Delta, Users: t.Users, Seeds: seeds}
 	if p.Account == nil {
 		return out, &ConfigError{errors.New("experiment: a sweep needs private training")}
 	}

@@ -15,6 +15,12 @@ import (
 	"dprl/sims"
 )
 
+// Methods of Train: DPPG, and the explicitly non-private PPO baseline.
+const (
+	MethodDPPG = "dppg"
+	MethodPPO  = "ppo"
+)
+
 // Train configures dprl train's runs of DPPG (Rio et al., "Differentially
 // private policy gradient", Algorithm 2) or of the non-private PPO baseline
 // on a control environment: the environment's learner defaults
@@ -23,11 +29,11 @@ import (
 // validates and resolves it.
 type Train struct {
 	Env string // a registered environment with a profile
-	// NonPrivate selects the non-private PPO baseline: no clipping, no
-	// noise, no epsilon. Overrides.Z, Clip, PolicyShare, Noise and Horizon
-	// and Epsilon must then be unset.
-	NonPrivate bool
-	Overrides  profile.TrainOverrides
+	// Method is MethodDPPG, or MethodPPO for the non-private baseline (no
+	// clipping, no noise, no epsilon; Overrides.Z, Clip, PolicyShare,
+	// Noise and Horizon and Epsilon must then be unset).
+	Method    string
+	Overrides profile.TrainOverrides
 	// Epsilon, if not nil, is a target epsilon per episode at Delta: z is
 	// the smallest noise multiplier whose per-episode epsilon is at most it
 	// (EpisodeAccount.Calibrate), instead of Overrides.Z.
@@ -48,108 +54,66 @@ type Train struct {
 	Seeded bool
 }
 
-// Method returns the method name of the results: "dppg", or "ppo" for the
-// non-private baseline.
-func (t Train) Method() string {
-	if t.NonPrivate {
-		return "ppo"
-	}
-	return "dppg"
-}
-
 // positive reports whether x is finite and > 0.
 func positive(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
 
-// Validate reports every invalid field as a *FieldError (Field names the
-// field of Train or of its Overrides), joined with errors.Join. Plan also
-// checks the resolved learner configuration (policy.Config.Validate).
+// val returns *p, or the zero value if p is nil.
+func val[T any](p *T) (v T) {
+	if p != nil {
+		v = *p
+	}
+	return v
+}
+
+// Validate reports every invalid field, as errors naming the fields of
+// Train and of its Overrides (*fielderr.Error), joined, in the order dprl
+// train reports its flags. Plan also checks the resolved learner
+// configuration (policy.Config.Validate).
 func (t Train) Validate() error {
 	var errs []error
-	bad := func(field string, v any, reason string) {
-		errs = append(errs, &FieldError{Field: field, Value: v, Reason: reason})
-	}
 	o := t.Overrides
-	if _, ok := sims.Lookup(t.Env); !ok {
-		bad("Env", fmt.Sprintf("%q", t.Env), "unknown environment (valid: "+strings.Join(sims.Names(), ", ")+")")
-	}
-	if t.NonPrivate {
+	_, ok := sims.Lookup(t.Env)
+	bad(&errs, !ok, "{Env} %q: unknown environment (valid: %s)", t.Env, strings.Join(sims.Names(), ", "))
+	switch t.Method {
+	case MethodDPPG:
+		bad(&errs, o.Z != nil && !positive(val(o.Z)), "{Z} %v: the noise multiplier must be finite and > 0 (use {Method} ppo for the non-private baseline)", val(o.Z))
+		bad(&errs, t.Epsilon != nil && o.Z != nil, "{Epsilon} and {Z} both set: give the target epsilon or the noise multiplier, not both")
+		bad(&errs, t.Epsilon != nil && o.Z == nil && !positive(val(t.Epsilon)), "{Epsilon} %v: the target epsilon must be finite and > 0", val(t.Epsilon))
+		bad(&errs, o.Clip != nil && !positive(val(o.Clip)), "{Clip} %v: the clipping norm must be finite and > 0", val(o.Clip))
+		bad(&errs, o.PolicyShare != nil && !(val(o.PolicyShare) > 0 && val(o.PolicyShare) < 1), "{PolicyShare} %v: must be in (0, 1)", val(o.PolicyShare))
+	case MethodPPO:
 		for _, f := range []struct {
 			name string
 			set  bool
-		}{{"Z", o.Z != nil}, {"Epsilon", t.Epsilon != nil}, {"Clip", o.Clip != nil}, {"PolicyShare", o.PolicyShare != nil}, {"Noise", o.Noise != nil}, {"Horizon", o.Horizon != 0}} {
-			if f.set {
-				bad(f.name, nil, "the non-private baseline neither clips nor adds noise")
-			}
+		}{{"Z", o.Z != nil}, {"Epsilon", t.Epsilon != nil}, {"Clip", o.Clip != nil}, {"PolicyShare", o.PolicyShare != nil}, {"Noise", o.Noise != nil}, {"Horizon", o.Horizon != nil}} {
+			bad(&errs, f.set, "{%s}: {Method} ppo neither clips nor adds noise; drop {%s} or use {Method} dppg", f.name, f.name)
 		}
-	} else {
-		if o.Z != nil && !positive(*o.Z) {
-			bad("Z", *o.Z, "the noise multiplier must be finite and > 0")
-		}
-		if t.Epsilon != nil && o.Z != nil {
-			bad("Epsilon", nil, "give the target epsilon or the noise multiplier, not both")
-		} else if t.Epsilon != nil && !positive(*t.Epsilon) {
-			bad("Epsilon", *t.Epsilon, "the target epsilon must be finite and > 0")
-		}
-		if o.Clip != nil && !positive(*o.Clip) {
-			bad("Clip", *o.Clip, "the clipping norm must be finite and > 0")
-		}
-		if o.PolicyShare != nil && !(*o.PolicyShare > 0 && *o.PolicyShare < 1) {
-			bad("PolicyShare", *o.PolicyShare, "must be in (0, 1)")
-		}
+	default:
+		bad(&errs, true, "{Method} %q: want dppg or ppo", t.Method)
 	}
-	if o.K != nil && *o.K < 1 {
-		bad("K", *o.K, "users per update must be >= 1")
-	}
+	bad(&errs, o.K != nil && val(o.K) < 1, "{K} %d: users per update must be >= 1", val(o.K))
 	noise := profile.TrainNoise(t.Env)
 	if o.Noise != nil {
 		noise = *o.Noise
 	}
-	if o.Horizon < 0 {
-		bad("Horizon", o.Horizon, "want a number of releases >= 1")
-	} else if o.Horizon > 0 && noise == policy.NoiseIndependent && !t.NonPrivate {
-		bad("Horizon", nil, "independent noise has no horizon")
+	if t.Method == MethodDPPG && o.Horizon != nil {
+		bad(&errs, noise == policy.NoiseIndependent, "{Horizon}: independent noise has no horizon; add {Noise} tree or sqrt")
+		bad(&errs, noise != policy.NoiseIndependent && *o.Horizon < 0, "{Horizon} %d: want a number of releases >= 1 (0: the whole run)", *o.Horizon)
 	}
-	for _, f := range []struct {
-		name string
-		v    *float64
-	}{{"LR", o.LR}, {"ServerLR", o.ServerLR}} {
-		if f.v != nil && !positive(*f.v) {
-			bad(f.name, *f.v, "must be finite and > 0")
-		}
-	}
-	if o.EntropyCoef != nil && !(*o.EntropyCoef >= 0 && !math.IsInf(*o.EntropyCoef, 0)) {
-		bad("EntropyCoef", *o.EntropyCoef, "must be finite and >= 0")
-	}
-	if slices.ContainsFunc(o.Hidden, func(h int) bool { return h < 1 }) {
-		bad("Hidden", o.Hidden, "widths must be >= 1")
-	}
-	if o.Epochs != nil && *o.Epochs < 1 {
-		bad("Epochs", *o.Epochs, "must be >= 1")
-	}
-	if o.Lambda != nil && !(*o.Lambda >= 0 && *o.Lambda <= 1) {
-		bad("Lambda", *o.Lambda, "must be in [0, 1]")
-	}
-	if o.ValueScale != nil && !positive(*o.ValueScale) {
-		bad("ValueScale", *o.ValueScale, "must be finite and > 0")
-	}
-	if d := profile.ObsDim(t.Env); o.ObsScale != nil && len(*o.ObsScale) != 0 && d > 0 && len(*o.ObsScale) != d {
-		bad("ObsScale", *o.ObsScale, fmt.Sprintf("want %d values (the observation dimension of %s), or none", d, t.Env))
-	}
-	if t.Users < 1 {
-		bad("Users", t.Users, "must be >= 1")
-	}
-	if !(t.Delta > 0 && t.Delta < 1) {
-		bad("Delta", t.Delta, "must be in (0, 1)")
-	}
-	if !(t.Average >= 0 && t.Average < 1) {
-		bad("Average", t.Average, "the decay must be in [0, 1)")
-	}
-	if t.EvalEpisodes < 1 {
-		bad("EvalEpisodes", t.EvalEpisodes, "must be >= 1")
-	}
-	if t.Workers < 0 {
-		bad("Workers", t.Workers, "must be >= 0")
-	}
+	bad(&errs, o.LR != nil && !positive(val(o.LR)), "{LR} %v: must be finite and > 0", val(o.LR))
+	bad(&errs, o.ServerLR != nil && !positive(val(o.ServerLR)), "{ServerLR} %v: must be finite and > 0", val(o.ServerLR))
+	bad(&errs, o.EntropyCoef != nil && !(val(o.EntropyCoef) >= 0 && !math.IsInf(val(o.EntropyCoef), 0)), "{EntropyCoef} %v: must be finite and >= 0", val(o.EntropyCoef))
+	bad(&errs, slices.ContainsFunc(o.Hidden, func(h int) bool { return h < 1 }), "{Hidden} %v: widths must be >= 1", o.Hidden)
+	bad(&errs, o.Epochs != nil && val(o.Epochs) < 1, "{Epochs} %d: must be >= 1", val(o.Epochs))
+	bad(&errs, o.Lambda != nil && !(val(o.Lambda) >= 0 && val(o.Lambda) <= 1), "{Lambda} %v: must be in [0, 1]", val(o.Lambda))
+	bad(&errs, o.ValueScale != nil && !positive(val(o.ValueScale)), "{ValueScale} %v: must be finite and > 0", val(o.ValueScale))
+	d, n := profile.ObsDim(t.Env), len(val(o.ObsScale))
+	bad(&errs, n != 0 && d > 0 && n != d, "{ObsScale} %v: want %d values (the observation dimension of %s), or none", val(o.ObsScale), d, t.Env)
+	bad(&errs, t.Users < 1, "{Users} %d: must be >= 1", t.Users)
+	bad(&errs, !(t.Delta > 0 && t.Delta < 1), "{Delta} %v: must be in (0, 1)", t.Delta)
+	bad(&errs, !(t.Average >= 0 && t.Average < 1), "{Average} %v: the decay must be in [0, 1)", t.Average)
+	bad(&errs, t.EvalEpisodes < 1, "{EvalEpisodes} %d: must be >= 1", t.EvalEpisodes)
+	bad(&errs, t.Workers < 0, "{Workers} %d: must be >= 0", t.Workers)
 	return errors.Join(errs...)
 }
 
@@ -173,13 +137,13 @@ type TrainPlan struct {
 // Plan validates t and resolves it: the learner configuration
 // (profile.TrainConfig, then policy.Config.Validate, whose rejection is a
 // *ConfigError), and for private training the episode account and z, from
-// the overrides or calibrated to Epsilon (a calibration failure is a
-// *FieldError of Epsilon).
+// the overrides or calibrated to Epsilon (a calibration failure is an error
+// naming Epsilon).
 func (t Train) Plan() (*TrainPlan, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	cfg, err := profile.TrainConfig(t.Env, !t.NonPrivate, t.Users, t.Overrides)
+	cfg, err := profile.TrainConfig(t.Env, t.Method == MethodDPPG, t.Users, t.Overrides)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +152,7 @@ func (t Train) Plan() (*TrainPlan, error) {
 	}
 	info, _ := sims.Lookup(t.Env)
 	p := &TrainPlan{Train: t, Config: cfg, Epsilon: math.Inf(1), NewEnv: info.New}
-	if t.NonPrivate {
+	if t.Method == MethodPPO {
 		return p, nil
 	}
 	acct, err := NewEpisodeAccount(cfg, t.Users, t.FreshEpisodes, info.New().MaxSteps())
@@ -200,7 +164,7 @@ func (t Train) Plan() (*TrainPlan, error) {
 		// (the privacy unit) is at most the target.
 		z, err := acct.Calibrate(*t.Epsilon, t.Delta)
 		if err != nil {
-			return nil, &FieldError{Field: "Epsilon", Value: *t.Epsilon, Reason: err.Error()}
+			return nil, fields.Errorf("{Epsilon} %v: %w", *t.Epsilon, err)
 		}
 		p.Config.DP.NoiseMultiplier = z
 	}
@@ -224,7 +188,7 @@ func (p *TrainPlan) Control() Control {
 // policy.Train's progress.
 func (p *TrainPlan) Run(ctx context.Context, seed uint64, progress func(policy.Progress)) (TrainResult, error) {
 	t, dp := p.Train, p.Config.DP
-	r := TrainResult{Env: t.Env, Method: t.Method(), Delta: t.Delta, K: dp.UsersPerUpdate, Z: dp.NoiseMultiplier, Clip: dp.ClipNorm,
+	r := TrainResult{Env: t.Env, Method: t.Method, Delta: t.Delta, K: dp.UsersPerUpdate, Z: dp.NoiseMultiplier, Clip: dp.ClipNorm,
 		EvalEpisodes: t.EvalEpisodes, Seed: seed, Seeded: t.Seeded, Epsilon: p.Epsilon, Accountant: p.Accountant, EpisodeAccount: p.Account}
 	if dp.Noise != policy.NoiseIndependent {
 		r.Noise, r.Horizon = dp.Noise.String(), dp.Horizon

@@ -2,10 +2,10 @@ package profile
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
+	"dprl/internal/fielderr"
 	"dprl/policy"
 	"dprl/sims"
 )
@@ -45,10 +45,10 @@ type TrainOverrides struct {
 	// Noise replaces the environment's default noise (independent, or
 	// Profile.Correlated's).
 	Noise *policy.Noise
-	// Horizon, for correlated noise, restarts the correlation every Horizon
-	// releases; 0 correlates it over the whole run of ceil(users / K)
-	// releases.
-	Horizon int
+	// Horizon, for correlated noise, restarts the correlation every
+	// *Horizon releases; 0 (and nil, the default) correlates it over the
+	// whole run of ceil(users / K) releases.
+	Horizon *int
 	// LR, ServerLR, EntropyCoef, Hidden, NormalizeAdvantages, Epochs,
 	// Lambda, MomentReset, ValueScale and ObsScale set the PPO fields of
 	// the same names (Adam.LR for LR). ObsScale may point to an empty
@@ -85,9 +85,10 @@ func TrainConfig(name string, private bool, users int, o TrainOverrides) (policy
 	set(&cfg.DP.UsersPerUpdate, o.K)
 	set(&noise, o.Noise)
 	if cfg.DP.Mode == policy.ModeDP && noise != policy.NoiseIndependent {
-		cfg.DP.Noise, cfg.DP.Horizon = noise, o.Horizon
-		if k := max(1, cfg.DP.UsersPerUpdate); o.Horizon == 0 {
-			cfg.DP.Horizon = (max(users, 1) + k - 1) / k
+		k := max(1, cfg.DP.UsersPerUpdate)
+		cfg.DP.Noise, cfg.DP.Horizon = noise, (max(users, 1)+k-1)/k
+		if o.Horizon != nil && *o.Horizon != 0 {
+			cfg.DP.Horizon = *o.Horizon
 		}
 	}
 	set(&cfg.PPO.Adam.LR, o.LR)
@@ -123,28 +124,18 @@ func set[T any](dst *T, v *T) {
 	}
 }
 
-// ParseObsScale parses the public observation scales of the environment
-// name: comma-separated numbers, one per observation component, or "none"
-// (or ""): no scaling (nil). On a number that does not parse it returns the
-// numbers before it and strconv's error, joined with a count error if they
-// are not as many as the observation has components.
-func ParseObsScale(s, name string) ([]float64, error) {
-	var scale []float64
-	var errs []error
-	if v := strings.TrimSpace(s); v != "" && v != "none" {
-		for _, part := range strings.Split(v, ",") {
-			x, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
-			if err != nil {
-				errs = append(errs, err)
-				break
-			}
-			scale = append(scale, x)
-		}
+// trainFields are the TrainOverrides fields the parse errors name
+// (internal/fielderr: a command renders them as its flags).
+var trainFields = fielderr.Fields{"Noise", "Horizon", "MomentReset", "ObsScale"}
+
+// ParseNoise parses the noise of the releases (TrainOverrides.Noise):
+// independent, tree or sqrt (policy.ParseNoise).
+func ParseNoise(s string) (policy.Noise, error) {
+	n, err := policy.ParseNoise(s)
+	if err != nil {
+		return n, trainFields.Errorf("{Noise} %q: want independent, tree or sqrt", s)
 	}
-	if d := ObsDim(name); len(scale) != 0 && d > 0 && len(scale) != d {
-		errs = append(errs, fmt.Errorf("want %d values (the observation dimension of %s), or none", d, name))
-	}
-	return scale, errors.Join(errs...)
+	return n, nil
 }
 
 // ParseHorizon parses a correlated-noise horizon (TrainOverrides.Horizon):
@@ -155,13 +146,14 @@ func ParseHorizon(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 {
-		return 0, errors.New("want run or a number of releases >= 1")
+		return 0, trainFields.Errorf("{Horizon} %q: want run or a number of releases >= 1", s)
 	}
 	return n, nil
 }
 
-// ParseMomentReset parses a local Adam reset: paper (policy.ResetPaper),
-// second (policy.ResetSecond) or zero (policy.ResetZero).
+// ParseMomentReset parses a local Adam reset (TrainOverrides.MomentReset):
+// paper (policy.ResetPaper), second (policy.ResetSecond) or zero
+// (policy.ResetZero).
 func ParseMomentReset(s string) (policy.MomentReset, error) {
 	switch s {
 	case "paper":
@@ -171,5 +163,30 @@ func ParseMomentReset(s string) (policy.MomentReset, error) {
 	case "zero":
 		return policy.ResetZero, nil
 	}
-	return 0, errors.New("want paper, second or zero")
+	return 0, trainFields.Errorf("{MomentReset} %q: want paper, second or zero", s)
+}
+
+// ParseObsScale parses the public observation scales of the environment
+// name (TrainOverrides.ObsScale): comma-separated numbers, one per
+// observation component, or "none" (or ""): no scaling (nil). On a number
+// that does not parse it returns the numbers before it with the error,
+// joined with a count error if they are not as many as the observation has
+// components.
+func ParseObsScale(s, name string) ([]float64, error) {
+	var scale []float64
+	var errs []error
+	if v := strings.TrimSpace(s); v != "" && v != "none" {
+		for _, part := range strings.Split(v, ",") {
+			x, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+			if err != nil {
+				errs = append(errs, trainFields.Errorf("{ObsScale} %q: %w", s, err))
+				break
+			}
+			scale = append(scale, x)
+		}
+	}
+	if d := ObsDim(name); len(scale) != 0 && d > 0 && len(scale) != d {
+		errs = append(errs, trainFields.Errorf("{ObsScale} %q: want %d values (the observation dimension of %s), or none", s, d, name))
+	}
+	return scale, errors.Join(errs...)
 }

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 
+	"dprl/internal/fielderr"
 	"dprl/policy"
 	"dprl/sims"
 )
@@ -39,7 +39,7 @@ func TestTrainDefaults(t *testing.T) {
 // overrides over them.
 func TestTrainConfig(t *testing.T) {
 	f := func(x float64) *float64 { return &x }
-	k4, tree, indep, zero := 4, policy.NoiseTree, policy.NoiseIndependent, policy.ResetZero
+	k4, h5, tree, indep, zero := 4, 5, policy.NoiseTree, policy.NoiseIndependent, policy.ResetZero
 	for _, c := range []struct {
 		name       string
 		env        string
@@ -56,7 +56,7 @@ func TestTrainConfig(t *testing.T) {
 	}{
 		{"cartpole", "cartpole", true, 100, TrainOverrides{}, 1, 8, policy.NoiseSqrt, 13, 0.5, policy.ModeDP, nil},
 		{"cartpole K 4", "cartpole", true, 100, TrainOverrides{K: &k4}, 1, 4, policy.NoiseSqrt, 25, 0.5, policy.ModeDP, nil},
-		{"cartpole tree horizon 5", "cartpole", true, 100, TrainOverrides{Noise: &tree, Horizon: 5}, 1, 8, policy.NoiseTree, 5, 0.5, policy.ModeDP, nil},
+		{"cartpole tree horizon 5", "cartpole", true, 100, TrainOverrides{Noise: &tree, Horizon: &h5}, 1, 8, policy.NoiseTree, 5, 0.5, policy.ModeDP, nil},
 		{"cartpole independent", "cartpole", true, 100, TrainOverrides{Noise: &indep}, 1, 8, policy.NoiseIndependent, 0, 0.5, policy.ModeDP, nil},
 		{"acrobot", "acrobot", true, 100, TrainOverrides{}, 1, 32, policy.NoiseIndependent, 0, 1, policy.ModeDP, nil},
 		{"dosing", "dosing-0", true, 100, TrainOverrides{Z: f(0.5)}, 0.5, 8, policy.NoiseIndependent, 0, 1, policy.ModeDP, nil},
@@ -101,9 +101,9 @@ func TestParseTrainSettings(t *testing.T) {
 		{" 1, 2 ,3,4 ", []float64{1, 2, 3, 4}, ""},
 		{"none", nil, ""},
 		{"", nil, ""},
-		{"1,2", []float64{1, 2}, "want 4 values (the observation dimension of cartpole), or none"},
-		{"1,x", []float64{1}, `strconv.ParseFloat: parsing "x": invalid syntax` + "\n" + "want 4 values (the observation dimension of cartpole), or none"},
-		{"1,2,3,4,x", []float64{1, 2, 3, 4}, `strconv.ParseFloat: parsing "x": invalid syntax`},
+		{"1,2", []float64{1, 2}, `ObsScale "1,2": want 4 values (the observation dimension of cartpole), or none`},
+		{"1,x", []float64{1}, `ObsScale "1,x": strconv.ParseFloat: parsing "x": invalid syntax` + "\n" + `ObsScale "1,x": want 4 values (the observation dimension of cartpole), or none`},
+		{"1,2,3,4,x", []float64{1, 2, 3, 4}, `ObsScale "1,2,3,4,x": strconv.ParseFloat: parsing "x": invalid syntax`},
 	} {
 		got, err := ParseObsScale(c.in, "cartpole")
 		if msg := fmt.Sprint(err); err != nil && msg != c.errs || err == nil && c.errs != "" {
@@ -118,7 +118,7 @@ func TestParseTrainSettings(t *testing.T) {
 	}
 	for in, want := range map[string]int{"run": 0, "1": 1, "64": 64, "0": -1, "-2": -1, "x": -1, "": -1} {
 		h, err := ParseHorizon(in)
-		if (want < 0) != (err != nil) || want >= 0 && h != want || err != nil && !strings.Contains(err.Error(), "want run or a number of releases >= 1") {
+		if (want < 0) != (err != nil) || want >= 0 && h != want || err != nil && err.Error() != fmt.Sprintf("Horizon %q: want run or a number of releases >= 1", in) {
 			t.Errorf("ParseHorizon(%q) = %d, %v", in, h, err)
 		}
 	}
@@ -127,7 +127,16 @@ func TestParseTrainSettings(t *testing.T) {
 			t.Errorf("ParseMomentReset(%q) = %v, %v", in, m, err)
 		}
 	}
-	if _, err := ParseMomentReset("adam"); err == nil || err.Error() != "want paper, second or zero" {
+	if _, err := ParseMomentReset("adam"); err == nil || err.Error() != `MomentReset "adam": want paper, second or zero` {
 		t.Errorf("adam: %v", err)
+	}
+	for in, want := range map[string]policy.Noise{"independent": policy.NoiseIndependent, "tree": policy.NoiseTree, "sqrt": policy.NoiseSqrt} {
+		if n, err := ParseNoise(in); err != nil || n != want {
+			t.Errorf("ParseNoise(%q) = %v, %v", in, n, err)
+		}
+	}
+	var fe *fielderr.Error
+	if _, err := ParseNoise("gaussian"); !errors.As(err, &fe) || fielderr.Rename(err, func(string) string { return "--noise" }).Error() != `--noise "gaussian": want independent, tree or sqrt` {
+		t.Errorf("gaussian: %v", err)
 	}
 }

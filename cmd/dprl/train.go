@@ -12,6 +12,7 @@ import (
 	"dprl/experiment"
 	"dprl/internal/atomicfile"
 	"dprl/internal/chart"
+	"dprl/internal/fielderr"
 	"dprl/internal/progress"
 	"dprl/policy"
 	"dprl/profile"
@@ -188,7 +189,7 @@ const (
 // and experiment.LogLinear), and the algorithms that read it ("" for all;
 // setting a flag the algorithm would ignore is a usage error).
 var trainFlagTable = [][3]string{{"env", "Env P", ""}, {"z", "Z", ppoFamily + " " + dpsgdAlgo}, {"epsilon", "Epsilon", "dppg"},
-	{"clip", "Clip", ppoFamily + " " + dpsgdAlgo + " " + algoLogLinear}, {"policy-share", "PolicyShare", ppoFamily}, {"algo", "Algo", ""},
+	{"clip", "Clip", ppoFamily + " " + dpsgdAlgo + " " + algoLogLinear}, {"policy-share", "PolicyShare", ppoFamily}, {"algo", "Algo Method", ""},
 	{"K", "K", ppoFamily + " " + algoLogLinear}, {"noise", "Noise", "dppg"}, {"horizon", "Horizon", "dppg"}, {"lr", "LR", ppoFamily},
 	{"server-lr", "ServerLR", ppoFamily}, {"ent-coef", "EntropyCoef", ppoFamily}, {"hidden", "Hidden", ppoFamily}, {"epochs", "Epochs", ppoFamily},
 	{"gae-lambda", "Lambda", ppoFamily}, {"moment-reset", "MomentReset", ppoFamily}, {"value-scale", "ValueScale", ppoFamily},
@@ -220,47 +221,29 @@ func checkTrainFlagsApply(cmd *cobra.Command, algo string) error {
 	return nil
 }
 
-// flagErrors rewrites the *experiment.FieldError leaves of err with the
-// flags trainFlagTable gives their fields ("--episodes 0: must be >= 1");
-// other errors keep their text.
-func flagErrors(err error) []string {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []string
-		for _, e := range j.Unwrap() {
-			out = append(out, flagErrors(e)...)
+// trainFlagName is the flag of a configuration field (trainFlagTable).
+func trainFlagName(field string) string {
+	for _, row := range trainFlagTable {
+		if slices.Contains(strings.Fields(row[1]), field) {
+			return "--" + row[0]
 		}
-		return out
 	}
-	var fe *experiment.FieldError
-	if err == nil {
-		return nil
-	} else if !errors.As(err, &fe) {
-		return []string{err.Error()}
-	}
-	i := slices.IndexFunc(trainFlagTable, func(row [3]string) bool { return slices.Contains(strings.Fields(row[1]), fe.Field) })
-	switch {
-	case i < 0:
-		return []string{err.Error()}
-	case fe.Value == nil:
-		return []string{fmt.Sprintf("--%s: %s", trainFlagTable[i][0], fe.Reason)}
-	case fe.Field == "Z":
-		return []string{fmt.Sprintf("--z %v: %s (use --algo ppo for the non-private baseline)", fe.Value, fe.Reason)}
-	}
-	return []string{fmt.Sprintf("--%s %v: %s", trainFlagTable[i][0], fe.Value, fe.Reason)}
+	return field
 }
 
-// trainUsage returns the usage error of the flag errors msgs and of err, a
-// configuration's rejection (nil if there are none): msgs and the
-// flagErrors of err in the order of trainFlagTable; a
-// *experiment.ConfigError (a combination the learner rejects) alone, with
-// its own text.
-func trainUsage(msgs []string, err error) error {
-	var cerr *experiment.ConfigError
-	if errors.As(err, &cerr) && len(msgs) == 0 {
-		return usageError{cerr.Err}
-	} else if cerr == nil {
-		msgs = append(msgs, flagErrors(err)...)
+// flagMessages returns the messages of err, one per joined error, with the
+// fields they name (internal/fielderr) rendered as dprl train's flags.
+func flagMessages(err error) []string {
+	if err == nil {
+		return nil
 	}
+	return strings.Split(fielderr.Rename(err, trainFlagName).Error(), "\n")
+}
+
+// trainUsage returns the usage error of err (nil for none): its
+// flagMessages in the order of trainFlagTable.
+func trainUsage(err error) error {
+	msgs := flagMessages(err)
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -282,62 +265,42 @@ func ifSet[T any](fl *pflag.FlagSet, name string, v *T) *T {
 
 // trainSpec builds the configuration of a dppg or ppo run from the flags:
 // the environment's defaults with every flag set on the command line over
-// them. msgs are the errors of flags that do not parse or combine;
-// experiment.Train.Validate checks the values.
-func trainSpec(cmd *cobra.Command, f *trainFlags) (t experiment.Train, msgs []string) {
+// them; err joins the errors of flags whose values do not parse
+// (experiment.Train.Validate checks the rest).
+func trainSpec(cmd *cobra.Command, f *trainFlags) (t experiment.Train, err error) {
 	fl := cmd.Flags()
-	bad := func(format string, args ...any) { msgs = append(msgs, fmt.Sprintf(format, args...)) }
-	parsed := func(name, s string, err error) bool { // set, and s parsed
-		for _, e := range flagErrors(err) {
-			bad("--%s %q: %s", name, s, e)
-		}
+	var errs []error
+	parsed := func(err error) bool {
+		errs = append(errs, err)
 		return err == nil
 	}
-	t = experiment.Train{Env: f.env, NonPrivate: f.algo == "ppo", Delta: f.delta, Users: f.users, Workers: f.workers, EvalEpisodes: f.evalEpisodes,
+	t = experiment.Train{Env: f.env, Method: f.algo, Delta: f.delta, Users: f.users, Workers: f.workers, EvalEpisodes: f.evalEpisodes,
 		FreshEpisodes: f.fresh, AnnealServerLR: f.anneal, Average: f.average, Diagnostics: f.diag != "", Seeded: fl.Changed("seed")}
 	o := &t.Overrides
-	switch f.algo {
-	case "dppg":
+	if f.algo != experiment.MethodDPPG && f.algo != experiment.MethodPPO {
+		errs = append(errs, fmt.Errorf("--algo %q: want dppg, ppo, dppg-loglinear, dpsgd-reinforce or dpsgd-dqn", f.algo))
+		t.Method = experiment.MethodDPPG // to check the other flags
+	} else {
 		o.Z, o.Clip, o.PolicyShare, t.Epsilon = ifSet(fl, "z", &f.z), ifSet(fl, "clip", &f.clip), ifSet(fl, "policy-share", &f.share), ifSet(fl, "epsilon", &f.epsilon)
-		if t.Epsilon != nil && o.Z != nil {
-			bad("--epsilon and --z both set: give the target epsilon or the noise multiplier, not both")
-			t.Epsilon = nil
-		}
-	case "ppo":
-		for _, name := range []string{"z", "clip", "policy-share"} {
-			if fl.Changed(name) {
-				bad("--%s: --algo ppo neither clips nor adds noise; drop --%s or use --algo dppg", name, name)
-			}
-		}
-	default:
-		bad("--algo %q: want dppg, ppo, dppg-loglinear, dpsgd-reinforce or dpsgd-dqn", f.algo)
 	}
 	o.K, o.LR, o.ServerLR, o.EntropyCoef = ifSet(fl, "K", &f.k), ifSet(fl, "lr", &f.lr), ifSet(fl, "server-lr", &f.serverLR), ifSet(fl, "ent-coef", &f.ent)
 	o.NormalizeAdvantages, o.Epochs, o.Lambda, o.ValueScale = ifSet(fl, "adv-norm", &f.advNorm), ifSet(fl, "epochs", &f.epochs), ifSet(fl, "gae-lambda", &f.lambda), ifSet(fl, "value-scale", &f.valueScale)
 	if fl.Changed("hidden") {
 		o.Hidden = f.hidden
 	}
-	if n, err := policy.ParseNoise(f.noise); fl.Changed("noise") && err != nil {
-		bad("--noise %q: want independent, tree or sqrt", f.noise)
-	} else if fl.Changed("noise") {
+	if n, err := profile.ParseNoise(f.noise); fl.Changed("noise") && parsed(err) {
 		o.Noise = &n
 	}
-	noise := profile.TrainNoise(f.env)
-	if o.Noise != nil {
-		noise = *o.Noise
+	if h, err := profile.ParseHorizon(f.horizon); fl.Changed("horizon") && parsed(err) {
+		o.Horizon = &h
 	}
-	if h, err := profile.ParseHorizon(f.horizon); fl.Changed("horizon") && noise == policy.NoiseIndependent {
-		bad("--horizon: independent noise has no horizon; add --noise tree or sqrt")
-	} else if fl.Changed("horizon") && parsed("horizon", f.horizon, err) {
-		o.Horizon = h
-	}
-	if m, err := profile.ParseMomentReset(f.momentReset); fl.Changed("moment-reset") && parsed("moment-reset", f.momentReset, err) {
+	if m, err := profile.ParseMomentReset(f.momentReset); fl.Changed("moment-reset") && parsed(err) {
 		o.MomentReset = &m
 	}
-	if sc, err := profile.ParseObsScale(f.obsScale, f.env); fl.Changed("obs-scale") && parsed("obs-scale", f.obsScale, err) {
+	if sc, err := profile.ParseObsScale(f.obsScale, f.env); fl.Changed("obs-scale") && parsed(err) {
 		o.ObsScale = &sc
 	}
-	return t, msgs
+	return t, errors.Join(errs...)
 }
 
 func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
@@ -352,9 +315,15 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 	} else if f.algo == algoLogLinear {
 		return runTrainLogLinear(cmd, a, f)
 	}
-	t, msgs := trainSpec(cmd, f)
+	t, perr := trainSpec(cmd, f)
 	plan, err := t.Plan()
-	if err := trainUsage(msgs, err); err != nil {
+	if cerr := (*experiment.ConfigError)(nil); errors.As(err, &cerr) { // a combination the learner rejects
+		if perr == nil {
+			return usageError{cerr.Err}
+		}
+		err = nil // reported once the flags parse
+	}
+	if err := trainUsage(errors.Join(perr, err)); err != nil {
 		return err
 	}
 	n := 1
@@ -408,7 +377,7 @@ func runTrainSweep(cmd *cobra.Command, a *app, f *trainFlags, plan *experiment.T
 			errs = append(errs, fmt.Sprintf("--%s: not with --sweep-z (the sweep sets z; --diag writes one run)", name))
 		}
 	}
-	if errs = append(errs, flagErrors(experiment.Sweep{Zs: f.sweepZ, Seeds: []uint64{0}, Delta: f.delta}.Validate())...); len(errs) > 0 {
+	if errs = append(errs, flagMessages(experiment.Sweep{Zs: f.sweepZ, Seeds: []uint64{0}, Delta: f.delta}.Validate())...); len(errs) > 0 {
 		slices.Sort(errs)
 		return usagef("train: %s", strings.Join(errs, "; "))
 	}
@@ -441,7 +410,7 @@ func runTrainDPSGD(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if cmd.Flags().Changed("clip") {
 		c.Clip = f.clip
 	}
-	if err := trainUsage(nil, c.Validate()); err != nil {
+	if err := trainUsage(c.Validate()); err != nil {
 		return err
 	}
 	seed, err := seedFlag(cmd, "seed", f.seed)

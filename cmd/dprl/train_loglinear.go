@@ -50,7 +50,7 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 		}
 	}
 	if err := c.Validate(); err != nil {
-		errs = append(flagErrors(err), errs...)
+		errs = append(flagMessages(err), errs...)
 	}
 	if len(errs) > 0 {
 		return usagef("train: %s", strings.Join(errs, "; "))
@@ -62,7 +62,7 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 	res, err := experiment.RunLogLinear(cmd.Context(), c, logLinearProgress{prog})
 	prog.done()
 	if cerr := (*experiment.ConfigError)(nil); errors.As(err, &cerr) {
-		return usagef("train: %s", strings.Join(flagErrors(cerr.Err), "; "))
+		return usagef("train: %s", strings.Join(flagMessages(cerr.Err), "; "))
 	}
 	if err != nil {
 		return fmt.Errorf("train: %w", err)

@@ -355,7 +355,7 @@ func TestTrainBadFlags(t *testing.T) {
 		{"loglinear flags sorted", []string{"--region", "kl", "--alpha", "1"}, "--alpha does not apply to --algo dppg (only to dppg-loglinear); --region does not"},
 		{"dppg flag on loglinear", []string{"--algo", "dppg-loglinear", "--env", "riverswim", "--users", "4"}, "--users does not apply to --algo dppg-loglinear (only to dppg, ppo)"},
 		{"plot format", []string{"--users", "8", "--plot", "curve.txt"}, "--plot: chart: curve.txt: unsupported format"},
-		{"dpsgd flags", []string{"--algo", "dpsgd-dqn", "--z", "-1", "--clip", "0", "--delta", "2"}, "train: --z -1: the noise multiplier must be finite and > 0 (use --algo ppo for the non-private baseline); --clip 0: the clipping norm must be finite and > 0; --delta 2: must be in (0, 1)"},
+		{"dpsgd flags", []string{"--algo", "dpsgd-dqn", "--z", "-1", "--clip", "0", "--delta", "2"}, "train: --z -1: the noise multiplier must be finite and > 0; --clip 0: the clipping norm must be finite and > 0; --delta 2: must be in (0, 1)"},
 		{"errors in flag order", []string{"--env", "pong", "--algo", "ppo", "--z", "1", "--K", "0"}, "chain); --z: --algo ppo neither clips nor adds noise; drop --z or use --algo dppg; --K 0: users per update must be >= 1"},
 	}
 	for _, c := range cases {
@@ -469,8 +469,8 @@ func TestTrainEnvDefaults(t *testing.T) {
 func TestTrainZeroZ(t *testing.T) {
 	for algo, want := range map[string]string{
 		"dppg":            "train: --z 0: the noise multiplier must be finite and > 0 (use --algo ppo for the non-private baseline)",
-		"dpsgd-reinforce": "train: --z 0: the noise multiplier must be finite and > 0 (use --algo ppo for the non-private baseline)",
-		"dpsgd-dqn":       "train: --z 0: the noise multiplier must be finite and > 0 (use --algo ppo for the non-private baseline)",
+		"dpsgd-reinforce": "train: --z 0: the noise multiplier must be finite and > 0",
+		"dpsgd-dqn":       "train: --z 0: the noise multiplier must be finite and > 0",
 		"ppo":             "train: --z: --algo ppo neither clips nor adds noise; drop --z or use --algo dppg",
 		"dppg-loglinear":  "train: --z does not apply to --algo dppg-loglinear",
 	} {
@@ -951,10 +951,10 @@ func TestTrainEpisodeEpsilonDefaults(t *testing.T) {
 		if err := cmd.ParseFlags(args); err != nil {
 			t.Fatal(err)
 		}
-		spec, msgs := trainSpec(cmd, f)
+		spec, perr := trainSpec(cmd, f)
 		plan, err := spec.Plan()
-		if len(msgs) > 0 || err != nil {
-			t.Fatalf("%v: %v %v", args, msgs, err)
+		if perr != nil || err != nil {
+			t.Fatalf("%v: %v %v", args, perr, err)
 		}
 		return f, plan.Config, plan.Account, plan.Epsilon, plan.Account.EpsilonPerSegment
 	}
