@@ -303,6 +303,9 @@ func trainSpec(cmd *cobra.Command, f *trainFlags) (t experiment.Train, err error
 	return t, errors.Join(errs...)
 }
 
+// runTrain runs dprl train: the driver of --algo (experiment.Train's plan,
+// once per seed or over --sweep-z; experiment.RunDPSGD;
+// experiment.RunLogLinear), then --diag, --plot and the result.
 func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if err := checkTrainFlagsApply(cmd, f.algo); err != nil {
 		return err
