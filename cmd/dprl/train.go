@@ -422,10 +422,7 @@ func runTrainDPSGD(cmd *cobra.Command, a *app, f *trainFlags) error {
 	}
 	c.Seed = seed
 	res, err := experiment.RunDPSGD(cmd.Context(), c, nil)
-	if err := runError(err); err != nil {
-		return err
-	}
-	return emit(a.stdout, f.json, res, res.WriteText)
+	return emitTexter(a, f.json, res, runError(err))
 }
 
 // runError is the error of a run: a *experiment.ConfigError (a
@@ -439,10 +436,10 @@ func runError(err error) error {
 	return nil
 }
 
-// trainOutput is a result of dprl train.
+// trainOutput is a result of dprl train with a figure.
 type trainOutput interface {
+	texter
 	Plot(path string) error
-	WriteText(w io.Writer) error
 }
 
 // emitTrain writes --plot and prints res (text or --json).
