@@ -36,25 +36,15 @@ type Control struct {
 	Diagnostics bool
 }
 
-// Validate reports every invalid field as a *FieldError, joined with
-// errors.Join, then the learner configuration's errors.
+// Validate reports every invalid field, as errors naming the fields
+// (*fielderr.Error), joined with the learner configuration's errors.
 func (c Control) Validate() error {
 	var errs []error
-	if c.NewEnv == nil {
-		errs = append(errs, &FieldError{Field: "NewEnv", Reason: "need an environment"})
-	}
-	if c.Users < 1 {
-		errs = append(errs, &FieldError{Field: "Users", Value: c.Users, Reason: "must be >= 1"})
-	}
-	if c.Workers < 0 {
-		errs = append(errs, &FieldError{Field: "Workers", Value: c.Workers, Reason: "must be >= 0"})
-	}
-	if c.EvalEpisodes < 1 {
-		errs = append(errs, &FieldError{Field: "EvalEpisodes", Value: c.EvalEpisodes, Reason: "must be >= 1"})
-	}
-	if !(c.Average >= 0 && c.Average < 1) {
-		errs = append(errs, &FieldError{Field: "Average", Value: c.Average, Reason: "the decay must be in [0, 1)"})
-	}
+	bad(&errs, c.NewEnv == nil, "{NewEnv}: need an environment")
+	bad(&errs, c.Users < 1, "{Users} %d: must be >= 1", c.Users)
+	bad(&errs, c.Workers < 0, "{Workers} %d: must be >= 0", c.Workers)
+	bad(&errs, c.EvalEpisodes < 1, "{EvalEpisodes} %d: must be >= 1", c.EvalEpisodes)
+	bad(&errs, !(c.Average >= 0 && c.Average < 1), "{Average} %v: the decay must be in [0, 1)", c.Average)
 	return errors.Join(append(errs, c.Config.Validate())...)
 }
 

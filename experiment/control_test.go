@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"context"
-	"errors"
 	"math"
 	"reflect"
 	"testing"
@@ -65,15 +64,7 @@ func TestControlValidate(t *testing.T) {
 			c := smallControl()
 			tc.edit(&c)
 			err := c.Validate()
-			var got []string
-			if err != nil {
-				for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-					var fe *FieldError
-					if errors.As(e, &fe) {
-						got = append(got, fe.Field)
-					}
-				}
-			}
+			got := fieldsOf(err)
 			if !reflect.DeepEqual(got, tc.fields) {
 				t.Fatalf("fields %v, want %v (%v)", got, tc.fields, err)
 			}

@@ -3,7 +3,6 @@ package experiment
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -11,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"dprl/internal/fielderr"
 	"dprl/ledger/accountant"
 	"dprl/policy"
 	"dprl/sims"
@@ -83,20 +83,21 @@ type LogLinear struct {
 	Trace bool
 }
 
-// FieldError is one invalid field of a configuration: the field's name (as
-// in the struct), its value (nil when the field is missing) and why it is
-// rejected.
-type FieldError struct {
-	Field  string
-	Value  any
-	Reason string
+// fields are the configuration fields the package's errors may name
+// (internal/fielderr: a command renders them as its flags).
+var fields = fielderr.Fields{
+	// LogLinear
+	"P", "Episodes", "Seeds", "Delta", "InitRight", "Alpha", "Clip", "K", "Eta", "Workers", "FisherRidge", "BaselineLR", "Regions", "Epsilons",
+	// Control, Sweep, Train and its Overrides, DPSGD
+	"NewEnv", "Users", "EvalEpisodes", "Average", "Zs", "Env", "Method", "Z", "Epsilon", "PolicyShare", "Noise", "Horizon", "LR", "ServerLR",
+	"EntropyCoef", "Hidden", "Epochs", "Lambda", "ValueScale", "ObsScale", "Algo",
 }
 
-func (e *FieldError) Error() string {
-	if e.Value == nil {
-		return fmt.Sprintf("%s: %s", e.Field, e.Reason)
+// bad appends the field error of format and args to *errs if cond holds.
+func bad(errs *[]error, cond bool, format string, args ...any) {
+	if cond {
+		*errs = append(*errs, fields.Errorf(format, args...))
 	}
-	return fmt.Sprintf("%s %v: %s", e.Field, e.Value, e.Reason)
 }
 
 // ConfigError is an experiment's configuration that passed Validate but
@@ -104,6 +105,7 @@ func (e *FieldError) Error() string {
 // played.
 type ConfigError struct{ Err error }
 
+// Error returns the learner's error's message.
 func (e *ConfigError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the learner's error.
@@ -112,58 +114,29 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 // finite reports whether x is neither NaN nor infinite.
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
-// Validate reports every invalid field as a *FieldError, joined with
-// errors.Join, in field order. RunLogLinear calls it first.
+// Validate reports every invalid field, as errors naming the fields
+// (*fielderr.Error), joined, in field order. RunLogLinear calls it first.
 func (c LogLinear) Validate() error {
 	var errs []error
-	bad := func(field string, v any, reason string) {
-		errs = append(errs, &FieldError{Field: field, Value: v, Reason: reason})
-	}
-	if !(c.P > 0 && c.P <= 1) {
-		bad("P", c.P, "must be in (0, 1]")
-	}
-	if c.Episodes < 1 {
-		bad("Episodes", c.Episodes, "must be >= 1")
-	}
-	if c.Seeds < 1 {
-		bad("Seeds", c.Seeds, "must be >= 1")
-	}
-	if !(c.Delta > 0 && c.Delta < 1) {
-		bad("Delta", c.Delta, "must be in (0, 1)")
-	}
-	if !finite(c.InitRight) {
-		bad("InitRight", c.InitRight, "must be finite")
-	}
-	if !(c.Alpha > 0) || math.IsInf(c.Alpha, 0) {
-		bad("Alpha", c.Alpha, "the trust region size must be finite and > 0")
-	}
-	if !(c.Clip >= 0) || math.IsInf(c.Clip, 0) {
-		bad("Clip", c.Clip, "the clipping norm must be finite and > 0")
-	}
-	if c.K < 1 {
-		bad("K", c.K, "episodes per update must be >= 1")
-	}
-	if !(c.Eta >= 0) || math.IsInf(c.Eta, 0) {
-		bad("Eta", c.Eta, "the step size must be finite and > 0")
-	}
-	if c.Workers < 0 {
-		bad("Workers", c.Workers, "must be >= 0")
-	}
-	if !(c.FisherRidge >= 0) || math.IsInf(c.FisherRidge, 0) {
-		bad("FisherRidge", c.FisherRidge, "must be finite and >= 0")
-	}
-	if !(c.BaselineLR >= 0) || math.IsInf(c.BaselineLR, 0) {
-		bad("BaselineLR", c.BaselineLR, "must be finite and >= 0")
-	}
+	bad(&errs, !(c.P > 0 && c.P <= 1), "{P} %v: must be in (0, 1]", c.P)
+	bad(&errs, c.Episodes < 1, "{Episodes} %d: must be >= 1", c.Episodes)
+	bad(&errs, c.Seeds < 1, "{Seeds} %d: must be >= 1", c.Seeds)
+	bad(&errs, !(c.Delta > 0 && c.Delta < 1), "{Delta} %v: must be in (0, 1)", c.Delta)
+	bad(&errs, !finite(c.InitRight), "{InitRight} %v: must be finite", c.InitRight)
+	bad(&errs, !positive(c.Alpha), "{Alpha} %v: the trust region size must be finite and > 0", c.Alpha)
+	bad(&errs, !(c.Clip >= 0) || math.IsInf(c.Clip, 0), "{Clip} %v: the clipping norm must be finite and > 0", c.Clip)
+	bad(&errs, c.K < 1, "{K} %d: episodes per update must be >= 1", c.K)
+	bad(&errs, !(c.Eta >= 0) || math.IsInf(c.Eta, 0), "{Eta} %v: the step size must be finite and > 0", c.Eta)
+	bad(&errs, c.Workers < 0, "{Workers} %d: must be >= 0", c.Workers)
+	bad(&errs, !(c.FisherRidge >= 0) || math.IsInf(c.FisherRidge, 0), "{FisherRidge} %v: must be finite and >= 0", c.FisherRidge)
+	bad(&errs, !(c.BaselineLR >= 0) || math.IsInf(c.BaselineLR, 0), "{BaselineLR} %v: must be finite and >= 0", c.BaselineLR)
 	for _, r := range c.Regions {
-		if _, ok := regionNames[r]; !ok {
-			bad("Regions", fmt.Sprintf("%q", r), "want l2, kl or l2-markov")
-		}
+		_, ok := regionNames[r]
+		bad(&errs, !ok, "{Regions} %q: want l2, kl or l2-markov", r)
 	}
 	for _, eps := range c.Epsilons {
-		if _, err := accountant.Calibrate(accountant.Analytic{}, eps, c.Delta, 1, 2); err != nil {
-			bad("Epsilons", eps, err.Error())
-		}
+		_, err := accountant.Calibrate(accountant.Analytic{}, eps, c.Delta, 1, 2)
+		bad(&errs, err != nil, "{Epsilons} %v: %w", eps, err)
 	}
 	return errors.Join(errs...)
 }
@@ -293,13 +266,13 @@ func RunLogLinear(ctx context.Context, c LogLinear, prog Progress) (LogLinearRes
 		return LogLinearResult{}, err
 	}
 	var m policy.TabularMDP = RiverMDP{tab} // one interface conversion, not one per call
-	res := LogLinearResult{Env: c.Env, Method: "dppg-loglinear", P: c.P, Optimal: policy.OptimalTabular(m), Episodes: c.Episodes, Delta: c.Delta, PrivacyUnit: "episode", ClipAtLR0: c.ClipAtLR0, Alpha: c.Alpha, InitRight: c.InitRight, BaselineLR: c.BaselineLR, FisherRidge: c.FisherRidge, FisherExact: c.FisherExact, Clip: c.Clip, K: c.K, Eta: c.Eta}
+	res := LogLinearResult{Env: c.Env, Method: LogLinearMethod, P: c.P, Optimal: policy.OptimalTabular(m), Episodes: c.Episodes, Delta: c.Delta, PrivacyUnit: "episode", ClipAtLR0: c.ClipAtLR0, Alpha: c.Alpha, InitRight: c.InitRight, BaselineLR: c.BaselineLR, FisherRidge: c.FisherRidge, FisherExact: c.FisherExact, Clip: c.Clip, K: c.K, Eta: c.Eta}
 	points := curvePoints(c.Episodes)
 	var jobs []*logLinearJob
 	for i, eps := range c.Epsilons {
 		z, err := accountant.Calibrate(accountant.Analytic{}, eps, c.Delta, 1, 2)
 		if err != nil {
-			return res, &FieldError{Field: "Epsilons", Value: eps, Reason: err.Error()}
+			return res, fields.Errorf("{Epsilons} %v: %w", eps, err)
 		}
 		g, err := accountant.Analytic{}.Epsilon(c.Delta, accountant.Gaussian(z), accountant.Gaussian(z))
 		if err != nil {
@@ -321,7 +294,7 @@ func RunLogLinear(ctx context.Context, c LogLinear, prog Progress) (LogLinearRes
 					return res, &ConfigError{err}
 				}
 				if cfg.Alpha, err = l.AlphaForClip(m, c.Clip); err != nil {
-					return res, &ConfigError{&FieldError{Field: "Clip", Reason: err.Error()}}
+					return res, &ConfigError{fields.Errorf("{Clip}: %w", err)}
 				}
 			}
 			run := LogLinearRun{Epsilon: g.Epsilon, Z: z, Region: name, Alpha: cfg.Alpha, CurveEpisodes: points, Mean: make([]float64, len(points))}

@@ -37,16 +37,7 @@ func TestLogLinearValidate(t *testing.T) {
 			c := smallLogLinear()
 			tc.edit(&c)
 			err := c.Validate()
-			var got []string
-			if err != nil {
-				for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-					var fe *FieldError
-					if !errors.As(e, &fe) {
-						t.Fatalf("%v is not a *FieldError", e)
-					}
-					got = append(got, fe.Field)
-				}
-			}
+			got := fieldsOf(err)
 			if !reflect.DeepEqual(got, tc.fields) {
 				t.Fatalf("Validate() fields = %v, want %v (%v)", got, tc.fields, err)
 			}

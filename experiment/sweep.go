@@ -3,6 +3,8 @@ package experiment
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"slices"
 
@@ -25,24 +27,17 @@ type Sweep struct {
 	Episode policy.EpisodePrivacy
 }
 
-// Validate reports every invalid field of the sweep itself as a
-// *FieldError, joined with errors.Join (RunSweep also validates Control).
+// Validate reports every invalid field of the sweep itself, as errors
+// naming the fields (*fielderr.Error), joined (RunSweep also validates
+// Control).
 func (s Sweep) Validate() error {
 	var errs []error
-	if len(s.Zs) == 0 {
-		errs = append(errs, &FieldError{Field: "Zs", Reason: "give at least one noise multiplier"})
-	}
+	bad(&errs, len(s.Zs) == 0, "{Zs}: give at least one noise multiplier")
 	for _, z := range s.Zs {
-		if !(z > 0) || math.IsInf(z, 0) {
-			errs = append(errs, &FieldError{Field: "Zs", Value: z, Reason: "every noise multiplier must be finite and > 0"})
-		}
+		bad(&errs, !positive(z), "{Zs} %v: every noise multiplier must be finite and > 0", z)
 	}
-	if len(s.Seeds) == 0 {
-		errs = append(errs, &FieldError{Field: "Seeds", Reason: "give at least one seed"})
-	}
-	if !(s.Delta > 0 && s.Delta < 1) {
-		errs = append(errs, &FieldError{Field: "Delta", Value: s.Delta, Reason: "must be in (0, 1)"})
-	}
+	bad(&errs, len(s.Seeds) == 0, "{Seeds}: give at least one seed")
+	bad(&errs, !(s.Delta > 0 && s.Delta < 1), "{Delta} %v: must be in (0, 1)", s.Delta)
 	return errors.Join(errs...)
 }
 
@@ -108,4 +103,60 @@ func RunSweep(ctx context.Context, s Sweep, hooks SweepHooks) ([]SweepPoint, err
 		}
 	}
 	return points, nil
+}
+
+// TrainSweepResult is the privacy-utility curve of a TrainPlan (Rio et al.,
+// Fig. 2 and 6; the JSON of dprl train --sweep-z): one point per noise
+// multiplier.
+type TrainSweepResult struct {
+	Env    string       `json:"env"`
+	Method string       `json:"method"`
+	Delta  float64      `json:"delta"`
+	Users  int          `json:"users"` // per run
+	Seeds  []uint64     `json:"seeds"` // the same seeds at every z
+	Points []SweepPoint `json:"points"`
+	// The episode structure behind every point's epsilon (the same at
+	// every z); the per-segment epsilon is given per point.
+	*EpisodeAccount
+}
+
+// Sweep trains the plan at every noise multiplier of zs (in increasing
+// order, each once) with every seed of seeds (RunSweep; the plan's own z
+// and diagnostics are not used) and returns return against epsilon. The
+// plan must be private.
+func (p *TrainPlan) Sweep(ctx context.Context, zs []float64, seeds []uint64, hooks SweepHooks) (TrainSweepResult, error) {
+	t := p.Train
+	out := TrainSweepResult{Env: t.Env, Method: t.Method, Delta: t.Delta, Users: t.Users, Seeds: seeds}
+	if p.Account == nil {
+		return out, &ConfigError{errors.New("experiment: a sweep needs private training")}
+	}
+	c := p.Control()
+	c.Diagnostics = false
+	points, err := RunSweep(ctx, Sweep{Control: c, Zs: zs, Seeds: seeds, Delta: t.Delta, Episode: p.Account.Privacy()}, hooks)
+	if err != nil {
+		return out, err
+	}
+	structure := *p.Account
+	structure.EpsilonPerSegment = 0 // per point
+	out.Points, out.EpisodeAccount = points, &structure
+	return out, nil
+}
+
+// WriteText writes the curve as dprl train prints it.
+func (r TrainSweepResult) WriteText(w io.Writer) error {
+	if _, err := fmt.Fprintf(w, "%s %s: eval return against per-episode epsilon at delta %g (%d users per run; mean ± std over seeds %d-%d)\n",
+		r.Env, r.Method, r.Delta, r.Users, r.Seeds[0], r.Seeds[len(r.Seeds)-1]); err != nil {
+		return err
+	}
+	if r.EpisodeAccount != nil {
+		if _, err := fmt.Fprintf(w, "  (%s)\n", r.Structure()); err != nil {
+			return err
+		}
+	}
+	for _, p := range r.Points {
+		if _, err := fmt.Fprintf(w, "  z %-6g epsilon %-8.4g per episode (%-8.4g per segment) %8.2f ± %6.2f  (min %.2f, max %.2f)\n", p.Z, p.Epsilon, p.EpsilonPerSegment, p.Mean, p.Std, p.Min, p.Max); err != nil {
+			return err
+		}
+	}
+	return nil
 }

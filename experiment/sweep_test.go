@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"testing"
 
@@ -49,8 +48,7 @@ func TestRunSweep(t *testing.T) {
 	if _, err := RunSweep(context.Background(), Sweep{Control: c, Zs: []float64{0}, Seeds: []uint64{1}, Delta: 1e-5, Episode: ep}, SweepHooks{}); err == nil {
 		t.Fatal("RunSweep accepted z = 0")
 	}
-	var fe *FieldError
-	if err := (Sweep{Delta: 2}).Validate(); !errors.As(err, &fe) || fe.Field != "Zs" {
+	if err := (Sweep{Delta: 2}).Validate(); !reflect.DeepEqual(fieldsOf(err), []string{"Zs", "Seeds", "Delta"}) || err.Error() != "Zs: give at least one noise multiplier\nSeeds: give at least one seed\nDelta 2: must be in (0, 1)" {
 		t.Fatalf("Validate of an empty sweep: %v", err)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"dprl/experiment"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,42 +60,5 @@ func TestPlotRegret(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d %q, want usage error with %q", tc.args, code, stderr, tc.want)
 		}
-	}
-}
-
-// TestRegretLabel: the legend names p, the Fisher ridge and the Fisher
-// estimate only when the figure's results differ in them, and the Fisher
-// only for KL runs.
-func TestRegretLabel(t *testing.T) {
-	kl := func(p, ridge float64, exact bool) experiment.LogLinearResult {
-		return experiment.LogLinearResult{P: p, FisherRidge: ridge, FisherExact: exact, Runs: []experiment.LogLinearRun{{Region: "kl", Epsilon: 1}, {Region: "l2", Epsilon: 5}}}
-	}
-	for _, tc := range []struct {
-		name    string
-		results []experiment.LogLinearResult
-		want    []string // labels of every run, in order
-	}{
-		{"same", []experiment.LogLinearResult{kl(0.6, 1e-3, false), kl(0.6, 1e-3, false)},
-			[]string{"DPPG-KL, ε = 1", "DPPG-L2, ε = 5", "DPPG-KL, ε = 1", "DPPG-L2, ε = 5"}},
-		{"ridge", []experiment.LogLinearResult{kl(0.6, 1e-3, true), kl(0.6, 1e-2, true)},
-			[]string{"DPPG-KL, ε = 1, ridge 0.001", "DPPG-L2, ε = 5", "DPPG-KL, ε = 1, ridge 0.01", "DPPG-L2, ε = 5"}},
-		{"exact and p", []experiment.LogLinearResult{kl(0.6, 1e-3, false), kl(0.9, 1e-3, true)},
-			[]string{"DPPG-KL, ε = 1, p = 0.6, sampled F", "DPPG-L2, ε = 5, p = 0.6", "DPPG-KL, ε = 1, p = 0.9, exact F", "DPPG-L2, ε = 5, p = 0.9"}},
-		{"L2 only differs", []experiment.LogLinearResult{{P: 0.6, FisherRidge: 1, Runs: []experiment.LogLinearRun{{Region: "l2", Epsilon: 5}}}, kl(0.6, 1e-3, false)},
-			[]string{"DPPG-L2, ε = 5", "DPPG-KL, ε = 1", "DPPG-L2, ε = 5"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			withP := tc.results[0].P != tc.results[len(tc.results)-1].P
-			ridge, exact := klFisherDiffers(tc.results)
-			var got []string
-			for _, r := range tc.results {
-				for _, run := range r.Runs {
-					got = append(got, regretLabel(r, run, withP, ridge, exact))
-				}
-			}
-			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
-				t.Errorf("labels\n%q\nwant\n%q", got, tc.want)
-			}
-		})
 	}
 }

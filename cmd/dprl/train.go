@@ -1,20 +1,18 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"dprl/experiment"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"dprl/experiment"
+	"dprl/internal/atomicfile"
+	"dprl/internal/chart"
+	"dprl/internal/fielderr"
 	"dprl/internal/progress"
 	"dprl/policy"
 	"dprl/profile"
@@ -23,103 +21,28 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
 )
 
 // trainFlags are the flags of dprl train.
 type trainFlags struct {
-	env          string
-	algo         string
-	z            float64
-	epsilon      float64
-	sweepZ       []float64
-	k            int
-	clip         float64
-	users        int
-	delta        float64
-	seed         uint64
-	evalEpisodes int
-	workers      int
-	lr           float64
-	ent          float64
-	hidden       []int
-	advNorm      bool
-	share        float64
-	epochs       int
-	lambda       float64
-	anneal       bool
-	serverLR     float64
-	noise        string
-	horizon      string
-	average      float64
-	fresh        bool
-	valueScale   float64
-	obsScale     string
-	momentReset  string
-	json         bool
-	plot         string
-	diag         string
+	env, algo, noise, horizon, obsScale, momentReset, plot, diag string
+	z, epsilon, clip, delta, lr, ent, share, lambda, serverLR    float64
+	average, valueScale                                          float64
+	sweepZ                                                       []float64
+	k, users, evalEpisodes, workers, epochs                      int
+	seed                                                         uint64
+	hidden                                                       []int
+	advNorm, anneal, fresh, json                                 bool
 	// dppg-loglinear
-	epsilons  []float64
-	regions   []string
-	episodes  int
-	seeds     int
-	clipAtLR0 bool
-	initRight float64
-	eta       float64
-	baseLR    float64
-	alpha     float64
-	ridge     float64
-	fisherEx  bool
+	epsilons                             []float64
+	regions                              []string
+	episodes, seeds                      int
+	clipAtLR0, fisherEx                  bool
+	initRight, eta, baseLR, alpha, ridge float64
 }
 
-// Defaults of dprl train for the control tasks (see policy/REPRODUCE.md).
-const (
-	trainDefaultUsers = 10000
-	trainDefaultZ     = 1.0
-	trainDefaultDelta = 1e-5
-)
-
-// trainResult is the output of dprl train.
-type trainResult struct {
-	Env          string  `json:"env"`
-	Method       string  `json:"method"`
-	EvalMean     float64 `json:"eval_mean"`
-	EvalStd      float64 `json:"eval_std"`
-	EvalEpisodes int     `json:"eval_episodes"`
-	// Epsilon is per episode (the privacy unit, episodeAccount); the
-	// epsilon of one simulated user (a segment) is epsilon_per_segment.
-	Epsilon    float64 `json:"epsilon"`
-	Delta      float64 `json:"delta"`
-	Accountant string  `json:"accountant,omitempty"`
-	// The episode structure behind Epsilon (nil for the non-private ppo).
-	*episodeAccount
-	Z    float64 `json:"z"`
-	Clip float64 `json:"clip"`
-	K    int     `json:"k"`
-	// Noise and Horizon are --noise and the horizon in releases (both
-	// omitted for independent noise, Algorithm 2).
-	Noise          string  `json:"noise,omitempty"`
-	Horizon        int     `json:"horizon,omitempty"`
-	Users          int     `json:"users"`
-	Updates        int     `json:"updates"`
-	Steps          int64   `json:"steps"`
-	Seconds        float64 `json:"seconds"`
-	StepsPerSecond float64 `json:"steps_per_second"`
-	Seed           uint64  `json:"seed"`
-	Seeded         bool    `json:"seeded"`
-	// Skipped counts failed local updates (zero vectors in their batch
-	// place): a statistic of the simulated users, simulation only.
-	Skipped int `json:"sim_skipped_local_updates"`
-	// Average is --average; with it, EvalMean/EvalStd evaluate the averaged
-	// parameters and LastMean/LastStd the last iterate.
-	Average  float64             `json:"average,omitempty"`
-	LastMean *float64            `json:"last_iterate_mean,omitempty"`
-	LastStd  *float64            `json:"last_iterate_std,omitempty"`
-	Curve    []policy.CurvePoint `json:"curve"`
-}
+// algoLogLinear names log-linear DPPG on RiverSwim (Rio et al., App. C.2.2).
+const algoLogLinear = experiment.LogLinearMethod
 
 func newTrainCmd(a *app) *cobra.Command {
 	c, _ := newTrainCommand(a)
@@ -211,13 +134,13 @@ printed (each record says so).`,
 	fl := c.Flags()
 	fl.StringVar(&f.env, "env", "cartpole", "environment: "+strings.Join(sims.Names(), ", "))
 	fl.StringVar(&f.algo, "algo", "dppg", "dppg (differentially private), ppo (non-private baseline), dppg-loglinear (RiverSwim, cumulative regret), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines)")
-	fl.Float64Var(&f.z, "z", trainDefaultZ, "noise multiplier z > 0 (dppg only; dosing: 0.1)")
+	fl.Float64Var(&f.z, "z", 1, "noise multiplier z > 0 (dppg only; dosing: 0.1)")
 	fl.Float64Var(&f.epsilon, "epsilon", 0, "target per-episode epsilon at --delta: z is set to the smallest noise multiplier whose per-episode epsilon (analytic Gaussian) is at most this (dppg only; instead of --z)")
 	fl.Float64SliceVar(&f.sweepZ, "sweep-z", nil, "dppg: train at each of these noise multipliers (comma-separated; --seeds runs each) and report eval return against epsilon; --plot draws it (the paper's Fig. 2)")
 	fl.IntVar(&f.k, "K", 32, "users per update K >= 1 (Table 3 and dosing: 8; dppg-loglinear: episodes per update, default 1 as in App. C.2.2)")
 	fl.Float64Var(&f.clip, "clip", 0.2, "clipping norm S > 0 of the joint local update, policy and critic (dppg; Table 3: 0.05, dosing: 0.08); dppg-loglinear: choose each run's alpha so that its first update's trust-region S is this (instead of --alpha; KL needs --fisher-exact)")
-	fl.IntVar(&f.users, "users", trainDefaultUsers, "number of simulated users, >= 1")
-	fl.Float64Var(&f.delta, "delta", trainDefaultDelta, "delta of the reported (epsilon, delta), in (0, 1)")
+	fl.IntVar(&f.users, "users", 10000, "number of simulated users, >= 1")
+	fl.Float64Var(&f.delta, "delta", 1e-5, "delta of the reported (epsilon, delta), in (0, 1)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of every random draw (default: from the OS; printed in the result)")
 	fl.IntVar(&f.evalEpisodes, "eval-episodes", 20, "evaluation episodes of the final policy, >= 1")
 	fl.IntVar(&f.workers, "workers", 0, "goroutines for the local updates (dppg-loglinear: for the seeds and configurations; default GOMAXPROCS; the result does not depend on it)")
@@ -254,51 +177,43 @@ printed (each record says so).`,
 	return c, f
 }
 
-// trainFlagAlgos maps each flag of dprl train that only some algorithms
-// read to those algorithms; flags not listed (--env, --algo, --seed,
-// --delta, --json, the global ones) apply to all.
-var trainFlagAlgos = func() map[string][]string {
-	ppoFamily := []string{"dppg", "ppo"}
-	m := map[string][]string{
-		"z":             {"dppg", "ppo", policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN}, // ppo: rejected with its own message
-		"clip":          {"dppg", "ppo", policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN, algoLogLinear},
-		"eval-episodes": {"dppg", "ppo", policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN},
-		"plot":          {"dppg", "ppo", algoLogLinear},
-		"epsilon":       {"dppg"},
-		"sweep-z":       {"dppg"},
-		"noise":         {"dppg"},
-		"horizon":       {"dppg"},
-	}
-	for _, name := range []string{"K", "users", "workers", "lr", "ent-coef", "hidden", "adv-norm", "policy-share",
-		"epochs", "gae-lambda", "value-scale", "moment-reset", "obs-scale", "server-lr", "anneal", "average", "fresh-episodes", "diag"} {
-		m[name] = ppoFamily
-	}
-	m["diag"] = []string{"dppg", "ppo", algoLogLinear}
-	m["K"] = []string{"dppg", "ppo", algoLogLinear}
-	m["seeds"] = []string{"dppg", "ppo", algoLogLinear}
-	m["workers"] = []string{"dppg", "ppo", algoLogLinear}
-	for _, name := range []string{"eps", "region", "episodes", "clip-at-lr0", "alpha", "init-right", "eta", "baseline-lr", "fisher-ridge", "fisher-exact"} {
-		m[name] = []string{algoLogLinear}
-	}
-	return m
-}()
+// Algorithm groups of trainFlagTable.
+const (
+	ppoFamily = "dppg ppo"
+	dpsgdAlgo = "dpsgd-reinforce dpsgd-dqn"
+)
+
+// trainFlagTable lists dprl train's flags in the order it reports their
+// errors: each flag's name, the configuration fields it sets
+// (experiment.Train and its Overrides, experiment.DPSGD, experiment.Sweep
+// and experiment.LogLinear), and the algorithms that read it ("" for all;
+// setting a flag the algorithm would ignore is a usage error).
+var trainFlagTable = [][3]string{{"env", "Env P", ""}, {"z", "Z", ppoFamily + " " + dpsgdAlgo}, {"epsilon", "Epsilon", "dppg"},
+	{"clip", "Clip", ppoFamily + " " + dpsgdAlgo + " " + algoLogLinear}, {"policy-share", "PolicyShare", ppoFamily}, {"algo", "Algo Method", ""},
+	{"K", "K", ppoFamily + " " + algoLogLinear}, {"noise", "Noise", "dppg"}, {"horizon", "Horizon", "dppg"}, {"lr", "LR", ppoFamily},
+	{"server-lr", "ServerLR", ppoFamily}, {"ent-coef", "EntropyCoef", ppoFamily}, {"hidden", "Hidden", ppoFamily}, {"epochs", "Epochs", ppoFamily},
+	{"gae-lambda", "Lambda", ppoFamily}, {"moment-reset", "MomentReset", ppoFamily}, {"value-scale", "ValueScale", ppoFamily},
+	{"obs-scale", "ObsScale", ppoFamily}, {"users", "Users", ppoFamily}, {"delta", "Delta", ""}, {"average", "Average", ppoFamily},
+	{"eval-episodes", "EvalEpisodes", ppoFamily + " " + dpsgdAlgo}, {"workers", "Workers", ppoFamily + " " + algoLogLinear},
+	{"sweep-z", "Zs", "dppg"}, {"seeds", "Seeds", ppoFamily + " " + algoLogLinear}, {"diag", "", ppoFamily + " " + algoLogLinear},
+	{"plot", "", ppoFamily + " " + algoLogLinear}, {"adv-norm", "", ppoFamily}, {"anneal", "", ppoFamily}, {"fresh-episodes", "", ppoFamily},
+	{"episodes", "Episodes", algoLogLinear}, {"eps", "Epsilons", algoLogLinear}, {"region", "Regions", algoLogLinear},
+	{"init-right", "InitRight", algoLogLinear}, {"alpha", "Alpha", algoLogLinear}, {"eta", "Eta", algoLogLinear},
+	{"baseline-lr", "BaselineLR", algoLogLinear}, {"fisher-ridge", "FisherRidge", algoLogLinear}, {"fisher-exact", "", algoLogLinear},
+	{"clip-at-lr0", "", algoLogLinear}}
 
 // checkTrainFlagsApply rejects a flag set on the command line that algo
-// would silently ignore. An unknown algo is left to trainConfig.
+// would silently ignore. An unknown algo is left to trainSpec.
 func checkTrainFlagsApply(cmd *cobra.Command, algo string) error {
-	known := false
-	for _, algos := range trainFlagAlgos {
-		known = known || slices.Contains(algos, algo)
-	}
-	if !known {
+	if !strings.Contains(" "+ppoFamily+" "+dpsgdAlgo+" "+algoLogLinear+" ", " "+algo+" ") {
 		return nil
 	}
 	var errs []string
-	cmd.Flags().Visit(func(fl *pflag.Flag) {
-		if algos, ok := trainFlagAlgos[fl.Name]; ok && !slices.Contains(algos, algo) {
-			errs = append(errs, fmt.Sprintf("--%s does not apply to --algo %s (only to %s)", fl.Name, algo, strings.Join(algos, ", ")))
+	for _, row := range trainFlagTable {
+		if algos := strings.Fields(row[2]); cmd.Flags().Changed(row[0]) && len(algos) > 0 && !slices.Contains(algos, algo) {
+			errs = append(errs, fmt.Sprintf("--%s does not apply to --algo %s (only to %s)", row[0], algo, strings.Join(algos, ", ")))
 		}
-	})
+	}
 	if len(errs) > 0 {
 		slices.Sort(errs)
 		return usagef("train: %s", strings.Join(errs, "; "))
@@ -306,234 +221,112 @@ func checkTrainFlagsApply(cmd *cobra.Command, algo string) error {
 	return nil
 }
 
-// trainEnvDefaults is the learner configuration of an environment before
-// flags and before dprl train's correlated-noise defaults: its profile's
-// Learner (package profile says how each value was measured). An unknown
-// name gets Table 3's control column; trainConfig refuses it anyway.
-func trainEnvDefaults(env string) policy.Config {
-	p, err := profile.Get(env)
-	if err != nil {
-		return policy.DefaultControlConfig()
+// trainFlagName is the flag of a configuration field (trainFlagTable).
+func trainFlagName(field string) string {
+	for _, row := range trainFlagTable {
+		if slices.Contains(strings.Fields(row[1]), field) {
+			return "--" + row[0]
+		}
 	}
-	return p.Learner
+	return field
 }
 
-// trainConfig validates the flags and builds the learner configuration: the
-// environment's defaults (its profile's TrainLearner) with every flag that
-// was set on the command line applied over them.
-func trainConfig(cmd *cobra.Command, f *trainFlags) (policy.Config, error) {
-	changed := cmd.Flags().Changed
-	var errs []string
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
-	if _, ok := sims.Lookup(f.env); !ok {
-		bad("--env %q: unknown environment (valid: %s)", f.env, strings.Join(sims.Names(), ", "))
+// flagMessages returns the messages of err, one per joined error, with the
+// fields they name (internal/fielderr) rendered as dprl train's flags.
+func flagMessages(err error) []string {
+	if err == nil {
+		return nil
 	}
-	cfg, noise := trainEnvDefaults(f.env), policy.NoiseIndependent
-	if p, err := profile.Get(f.env); err == nil {
-		cfg, noise = p.TrainLearner()
-	}
-	switch f.algo {
-	case "dppg":
-		if changed("z") {
-			if !(f.z > 0) || math.IsInf(f.z, 0) {
-				bad("--z %v: the noise multiplier must be finite and > 0 (use --algo ppo for the non-private baseline)", f.z)
-			}
-			cfg.DP.NoiseMultiplier = f.z
-		}
-		if changed("epsilon") {
-			switch {
-			case changed("z"):
-				bad("--epsilon and --z both set: give the target epsilon or the noise multiplier, not both")
-			case !(f.epsilon > 0) || math.IsInf(f.epsilon, 0):
-				bad("--epsilon %v: the target epsilon must be finite and > 0", f.epsilon)
-			}
-			// z is calibrated per episode below, once K, the noise and
-			// its horizon are known.
-		}
-		if changed("clip") {
-			if !(f.clip > 0) || math.IsInf(f.clip, 0) {
-				bad("--clip %v: the clipping norm must be finite and > 0", f.clip)
-			}
-			cfg.DP.ClipNorm = f.clip
-		}
-		if changed("policy-share") {
-			if !(f.share > 0 && f.share < 1) {
-				bad("--policy-share %v: must be in (0, 1)", f.share)
-			}
-			cfg.DP.PolicyClipShare = f.share
-		}
-	case "ppo":
-		for _, name := range []string{"z", "clip", "policy-share"} {
-			if changed(name) {
-				bad("--%s: --algo ppo neither clips nor adds noise; drop --%s or use --algo dppg", name, name)
-			}
-		}
-		cfg = profile.NonPrivate(cfg)
-	default:
-		bad("--algo %q: want dppg, ppo, dppg-loglinear, dpsgd-reinforce or dpsgd-dqn", f.algo)
-	}
-	if changed("K") {
-		if f.k < 1 {
-			bad("--K %d: users per update must be >= 1", f.k)
-		}
-		cfg.DP.UsersPerUpdate = f.k
-	}
-	if changed("noise") {
-		n, err := policy.ParseNoise(f.noise)
-		if err != nil {
-			bad("--noise %q: want independent, tree or sqrt", f.noise)
-		}
-		noise = n
-	}
-	if changed("horizon") && noise == policy.NoiseIndependent {
-		bad("--horizon: independent noise has no horizon; add --noise tree or sqrt")
-	}
-	if cfg.DP.Mode == policy.ModeDP && noise != policy.NoiseIndependent {
-		cfg.DP.Noise = noise
-		if f.horizon == "run" {
-			cfg.DP.Horizon = (max(f.users, 1) + cfg.DP.UsersPerUpdate - 1) / max(1, cfg.DP.UsersPerUpdate)
-		} else if n, err := strconv.Atoi(f.horizon); err != nil || n < 1 {
-			bad("--horizon %q: want run or a number of releases >= 1", f.horizon)
-		} else {
-			cfg.DP.Horizon = n
-		}
-	}
-	if changed("lr") {
-		if !(f.lr > 0) || math.IsInf(f.lr, 0) {
-			bad("--lr %v: must be finite and > 0", f.lr)
-		}
-		cfg.PPO.Adam.LR = f.lr
-	}
-	if changed("server-lr") {
-		if !(f.serverLR > 0) || math.IsInf(f.serverLR, 0) {
-			bad("--server-lr %v: must be finite and > 0", f.serverLR)
-		}
-		cfg.PPO.ServerLR = f.serverLR
-	}
-	if changed("ent-coef") {
-		if !(f.ent >= 0) || math.IsInf(f.ent, 0) {
-			bad("--ent-coef %v: must be finite and >= 0", f.ent)
-		}
-		cfg.PPO.EntropyCoef = f.ent
-	}
-	if changed("hidden") {
-		for _, h := range f.hidden {
-			if h < 1 {
-				bad("--hidden %v: widths must be >= 1", f.hidden)
-				break
-			}
-		}
-		cfg.PPO.Hidden = f.hidden
-	}
-	if changed("adv-norm") {
-		cfg.PPO.NormalizeAdvantages = f.advNorm
-	}
-	if changed("epochs") {
-		if f.epochs < 1 {
-			bad("--epochs %d: must be >= 1", f.epochs)
-		}
-		cfg.PPO.Epochs = f.epochs
-	}
-	if changed("gae-lambda") {
-		if !(f.lambda >= 0 && f.lambda <= 1) {
-			bad("--gae-lambda %v: must be in [0, 1]", f.lambda)
-		}
-		cfg.PPO.Lambda = f.lambda
-	}
-	if changed("moment-reset") {
-		switch f.momentReset {
-		case "paper":
-			cfg.PPO.MomentReset = policy.ResetPaper
-		case "second":
-			cfg.PPO.MomentReset = policy.ResetSecond
-		case "zero":
-			cfg.PPO.MomentReset = policy.ResetZero
-		default:
-			bad("--moment-reset %q: want paper, second or zero", f.momentReset)
-		}
-	}
-	if changed("value-scale") {
-		if !(f.valueScale > 0) || math.IsInf(f.valueScale, 0) {
-			bad("--value-scale %v: must be finite and > 0", f.valueScale)
-		}
-		cfg.PPO.ValueScale = f.valueScale
-	}
-	if changed("obs-scale") {
-		var scale []float64
-		if v := strings.TrimSpace(f.obsScale); v != "" && v != "none" {
-			for _, part := range strings.Split(v, ",") {
-				x, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
-				if err != nil {
-					bad("--obs-scale %q: %v", f.obsScale, err)
-					break
-				}
-				scale = append(scale, x)
-			}
-		}
-		if d := envObsDim(f.env); len(scale) != 0 && d > 0 && len(scale) != d {
-			bad("--obs-scale %q: want %d values (the observation dimension of %s), or none", f.obsScale, d, f.env)
-		}
-		cfg.PPO.ObsScale = scale
-	}
-	if f.users < 1 {
-		bad("--users %d: must be >= 1", f.users)
-	}
-	if !(f.delta > 0 && f.delta < 1) {
-		bad("--delta %v: must be in (0, 1)", f.delta)
-	}
-	if !(f.average >= 0 && f.average < 1) {
-		bad("--average %v: the decay must be in [0, 1)", f.average)
-	}
-	if f.evalEpisodes < 1 {
-		bad("--eval-episodes %d: must be >= 1", f.evalEpisodes)
-	}
-	if f.workers < 0 {
-		bad("--workers %d: must be >= 0", f.workers)
-	}
-	if len(errs) > 0 {
-		return cfg, usagef("train: %s", strings.Join(errs, "; "))
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, usageError{err}
-	}
-	if f.algo == "dppg" && changed("epsilon") {
-		// The smallest z, rounded up, whose analytic epsilon per episode
-		// (the privacy unit) is at most the target.
-		acct, err := newEpisodeAccount(f, cfg)
-		if err != nil {
-			return cfg, usagef("train: %v", err)
-		}
-		z, err := acct.ep.Calibrate(f.epsilon, f.delta)
-		if err != nil {
-			return cfg, usagef("train: --epsilon %v: %v", f.epsilon, err)
-		}
-		cfg.DP.NoiseMultiplier = z
-	}
-	return cfg, nil
+	return strings.Split(fielderr.Rename(err, trainFlagName).Error(), "\n")
 }
 
-// envObsDim returns the observation dimension of a registered environment
-// (0 if unknown).
-func envObsDim(name string) int {
-	info, ok := sims.Lookup(name)
-	if !ok {
-		return 0
+// trainUsage returns the usage error of err (nil for none): its
+// flagMessages in the order of trainFlagTable.
+func trainUsage(err error) error {
+	msgs := flagMessages(err)
+	if len(msgs) == 0 {
+		return nil
 	}
-	return info.New().ObservationSpace().Dim()
+	pos := func(m string) int { // of the message's flag in the table
+		flag := strings.TrimPrefix(strings.FieldsFunc(m, func(r rune) bool { return r == ' ' || r == ':' })[0], "--")
+		return slices.IndexFunc(trainFlagTable, func(row [3]string) bool { return row[0] == flag })
+	}
+	slices.SortStableFunc(msgs, func(a, b string) int { return pos(a) - pos(b) })
+	return usagef("train: %s", strings.Join(msgs, "; "))
 }
 
+// ifSet returns v if the flag name was set on the command line, else nil.
+func ifSet[T any](fl *pflag.FlagSet, name string, v *T) *T {
+	if fl.Changed(name) {
+		return v
+	}
+	return nil
+}
+
+// trainSpec builds the configuration of a dppg or ppo run from the flags:
+// the environment's defaults with every flag set on the command line over
+// them; err joins the errors of flags whose values do not parse
+// (experiment.Train.Validate checks the rest).
+func trainSpec(cmd *cobra.Command, f *trainFlags) (t experiment.Train, err error) {
+	fl := cmd.Flags()
+	var errs []error
+	parsed := func(err error) bool {
+		errs = append(errs, err)
+		return err == nil
+	}
+	t = experiment.Train{Env: f.env, Method: f.algo, Delta: f.delta, Users: f.users, Workers: f.workers, EvalEpisodes: f.evalEpisodes,
+		FreshEpisodes: f.fresh, AnnealServerLR: f.anneal, Average: f.average, Diagnostics: f.diag != "", Seeded: fl.Changed("seed")}
+	o := &t.Overrides
+	if f.algo != experiment.MethodDPPG && f.algo != experiment.MethodPPO {
+		errs = append(errs, fmt.Errorf("--algo %q: want dppg, ppo, dppg-loglinear, dpsgd-reinforce or dpsgd-dqn", f.algo))
+		t.Method = experiment.MethodDPPG // to check the other flags
+	} else {
+		o.Z, o.Clip, o.PolicyShare, t.Epsilon = ifSet(fl, "z", &f.z), ifSet(fl, "clip", &f.clip), ifSet(fl, "policy-share", &f.share), ifSet(fl, "epsilon", &f.epsilon)
+	}
+	o.K, o.LR, o.ServerLR, o.EntropyCoef = ifSet(fl, "K", &f.k), ifSet(fl, "lr", &f.lr), ifSet(fl, "server-lr", &f.serverLR), ifSet(fl, "ent-coef", &f.ent)
+	o.NormalizeAdvantages, o.Epochs, o.Lambda, o.ValueScale = ifSet(fl, "adv-norm", &f.advNorm), ifSet(fl, "epochs", &f.epochs), ifSet(fl, "gae-lambda", &f.lambda), ifSet(fl, "value-scale", &f.valueScale)
+	if fl.Changed("hidden") {
+		o.Hidden = f.hidden
+	}
+	if n, err := profile.ParseNoise(f.noise); fl.Changed("noise") && parsed(err) {
+		o.Noise = &n
+	}
+	if h, err := profile.ParseHorizon(f.horizon); fl.Changed("horizon") && parsed(err) {
+		o.Horizon = &h
+	}
+	if m, err := profile.ParseMomentReset(f.momentReset); fl.Changed("moment-reset") && parsed(err) {
+		o.MomentReset = &m
+	}
+	if sc, err := profile.ParseObsScale(f.obsScale, f.env); fl.Changed("obs-scale") && parsed(err) {
+		o.ObsScale = &sc
+	}
+	return t, errors.Join(errs...)
+}
+
+// runTrain runs dprl train: the driver of --algo (experiment.Train's plan,
+// once per seed or over --sweep-z; experiment.RunDPSGD;
+// experiment.RunLogLinear), then --diag, --plot and the result.
 func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if err := checkTrainFlagsApply(cmd, f.algo); err != nil {
 		return err
 	}
+	if _, err := chart.FormatOf(f.plot); f.plot != "" && err != nil {
+		return usagef("train: --plot: %v", err)
+	}
 	if f.algo == policy.AlgoDPSGDReinforce || f.algo == policy.AlgoDPSGDDQN {
 		return runTrainDPSGD(cmd, a, f)
-	}
-	if f.algo == algoLogLinear {
+	} else if f.algo == algoLogLinear {
 		return runTrainLogLinear(cmd, a, f)
 	}
-	cfg, err := trainConfig(cmd, f)
-	if err != nil {
+	t, perr := trainSpec(cmd, f)
+	plan, err := t.Plan()
+	if cerr := (*experiment.ConfigError)(nil); errors.As(err, &cerr) { // a combination the learner rejects
+		if perr == nil {
+			return usageError{cerr.Err}
+		}
+		err = nil // reported once the flags parse
+	}
+	if err := trainUsage(errors.Join(perr, err)); err != nil {
 		return err
 	}
 	n := 1
@@ -546,184 +339,117 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 		}
 		n = f.seeds
 	}
-	if cmd.Flags().Changed("sweep-z") {
-		return runTrainSweep(cmd, a, f, cfg, n)
-	}
-	info, _ := sims.Lookup(f.env)
-	res := trainResult{Env: f.env, Method: f.algo, Delta: f.delta, K: cfg.DP.UsersPerUpdate,
-		Z: cfg.DP.NoiseMultiplier, Clip: cfg.DP.ClipNorm, EvalEpisodes: f.evalEpisodes, Seed: f.seed, Seeded: cmd.Flags().Changed("seed")}
-	if cfg.DP.Noise != policy.NoiseIndependent {
-		res.Noise, res.Horizon = cfg.DP.Noise.String(), cfg.DP.Horizon
-	}
-	if cfg.DP.Mode == policy.ModeDP {
-		// Per episode (the privacy unit), with the segment's beside it.
-		acct, err := newEpisodeAccount(f, cfg)
-		if err != nil {
-			return usagef("train: %v", err)
-		}
-		g, _, err := acct.at(cfg.DP.NoiseMultiplier, f.delta)
-		if err != nil {
-			return usageError{err}
-		}
-		res.Epsilon, res.Accountant, res.episodeAccount = g.Epsilon, string(g.Method), acct
-	} else {
-		res.Epsilon = math.Inf(1)
-	}
-	if res.Seed, err = seedFlag(cmd, "seed", f.seed); err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-
-	prog := newTrainProgress(a, n*f.users, res.Epsilon)
-	runs := make([]trainResult, 0, n)
-	for i := range n {
-		r := res
-		r.Seed = res.Seed + uint64(i)
-		prog.offset = i * f.users
-		if err := trainSeed(cmd.Context(), a, f, cfg, info.New, &r, prog); err != nil {
-			prog.done()
-			return err
-		}
-		runs = append(runs, r)
-	}
-	prog.done()
-	if n > 1 {
-		return emitSeeds(a, f, runs)
-	}
-	res = runs[0]
-	if f.plot != "" {
-		if err := writeCurvePNG(f.plot, res); err != nil {
-			return fmt.Errorf("train: --plot: %w", err)
-		}
-	}
-	if math.IsInf(res.Epsilon, 1) {
-		// JSON has no infinity: the non-private baseline reports epsilon as null.
-		return emit(a.stdout, f.json, ppoResult{res, nil}, func(w io.Writer) error { return res.text(w) })
-	}
-	return emit(a.stdout, f.json, res, res.text)
-}
-
-// trainSeed trains and evaluates one run with seed r.Seed
-// (experiment.RunControl) and fills in r; with --diag it writes the run's
-// diagnostics.
-func trainSeed(ctx context.Context, a *app, f *trainFlags, cfg policy.Config, newEnv func() sims.Env, r *trainResult, prog *trainProgress) error {
-	c := experiment.Control{NewEnv: newEnv, Config: cfg, Users: f.users, Workers: f.workers, EvalEpisodes: f.evalEpisodes,
-		FreshEpisodes: f.fresh, AnnealServerLR: f.anneal, Average: f.average, Diagnostics: f.diag != ""}
-	out, err := experiment.RunControl(ctx, c, r.Seed, prog.update)
+	seed, err := seedFlag(cmd, "seed", f.seed)
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
-	if out.LastMean != nil {
-		r.Average, r.LastMean, r.LastStd = f.average, out.LastMean, out.LastStd
+	if cmd.Flags().Changed("sweep-z") {
+		return runTrainSweep(cmd, a, f, plan, seed, n)
 	}
-	r.EvalMean, r.EvalStd = out.EvalMean, out.EvalStd
-	a.log.Debug().Uint64("seed", r.Seed).Dur("eval", time.Duration(out.EvalSeconds*float64(time.Second))).Float64("eval_mean", r.EvalMean).Msg("evaluated")
-	r.Users, r.Updates, r.Steps, r.Skipped, r.Curve = out.Users, out.Updates, out.Steps, out.Skipped, out.Curve
-	r.Seconds, r.StepsPerSecond = out.Seconds, out.StepsPerSecond
-	if f.diag != "" {
-		if err := writeDiagnostics(f.diag, out.Diagnostics); err != nil {
-			return fmt.Errorf("train: --diag: %w", err)
+	prog := newTrainProgress(a, n*f.users, plan.Epsilon)
+	runs := make([]experiment.TrainResult, n)
+	for i := range runs {
+		prog.offset = i * f.users
+		if runs[i], err = plan.Run(cmd.Context(), seed+uint64(i), prog.update); err != nil {
+			prog.done()
+			return fmt.Errorf("train: %w", err)
 		}
+		r := runs[i]
+		a.log.Debug().Uint64("seed", r.Seed).Dur("eval", time.Duration(r.EvalSeconds*float64(time.Second))).Float64("eval_mean", r.EvalMean).Msg("evaluated")
+		if f.diag != "" {
+			if err := atomicfile.Write(f.diag, 0o644, func(w io.Writer) error { return experiment.WriteDiagnostics(w, r.Diagnostics) }); err != nil {
+				prog.done()
+				return fmt.Errorf("train: --diag: %w", err)
+			}
+		}
+	}
+	prog.done()
+	if n > 1 {
+		return emitTrain(a, f, experiment.SummarizeSeeds(runs))
+	}
+	return emitTrain(a, f, runs[0])
+}
+
+// runTrainSweep trains plan with every z of --sweep-z over n seeds from
+// seed (the same seeds at every z; experiment.TrainPlan.Sweep) and reports
+// return against epsilon.
+func runTrainSweep(cmd *cobra.Command, a *app, f *trainFlags, plan *experiment.TrainPlan, seed uint64, n int) error {
+	var errs []string
+	for _, name := range []string{"z", "epsilon", "diag"} {
+		if cmd.Flags().Changed(name) {
+			errs = append(errs, fmt.Sprintf("--%s: not with --sweep-z (the sweep sets z; --diag writes one run)", name))
+		}
+	}
+	if errs = append(errs, flagMessages(experiment.Sweep{Zs: f.sweepZ, Seeds: []uint64{0}, Delta: f.delta}.Validate())...); len(errs) > 0 {
+		slices.Sort(errs)
+		return usagef("train: %s", strings.Join(errs, "; "))
+	}
+	seeds := make([]uint64, n)
+	for i := range seeds {
+		seeds[i] = seed + uint64(i)
+	}
+	prog := newTrainProgress(a, len(slices.Compact(slices.Sorted(slices.Values(f.sweepZ))))*n*f.users, 0)
+	res, err := plan.Sweep(cmd.Context(), f.sweepZ, seeds, experiment.SweepHooks{
+		Progress: func(point, run int, eps float64) func(policy.Progress) {
+			prog.epsilon, prog.offset = eps, (point*n+run)*f.users
+			return prog.update
+		},
+		Point: func(pt experiment.SweepPoint) {
+			a.log.Info().Float64("z", pt.Z).Float64("epsilon", pt.Epsilon).Float64("epsilon_per_segment", pt.EpsilonPerSegment).Float64("mean", pt.Mean).Float64("std", pt.Std).Msg("sweep point")
+		},
+	})
+	prog.done()
+	if err := runError(err); err != nil {
+		return err
+	}
+	return emitTrain(a, f, res)
+}
+
+// runTrainDPSGD runs the DP-SGD baselines (experiment.RunDPSGD). --z,
+// --delta, --clip (default 1) and --eval-episodes apply; the configuration
+// fixes episodes and steps.
+func runTrainDPSGD(cmd *cobra.Command, a *app, f *trainFlags) error {
+	c := experiment.DPSGD{Env: f.env, Algo: f.algo, Z: f.z, Clip: 1, Delta: f.delta, EvalEpisodes: f.evalEpisodes}
+	if cmd.Flags().Changed("clip") {
+		c.Clip = f.clip
+	}
+	if err := trainUsage(c.Validate()); err != nil {
+		return err
+	}
+	seed, err := seedFlag(cmd, "seed", f.seed)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	c.Seed = seed
+	res, err := experiment.RunDPSGD(cmd.Context(), c, nil)
+	return emitTexter(a, f.json, res, runError(err))
+}
+
+// runError is the error of a run: a *experiment.ConfigError (a
+// configuration the learner rejects) is a usage error with its own text.
+func runError(err error) error {
+	if cerr := (*experiment.ConfigError)(nil); errors.As(err, &cerr) {
+		return usageError{cerr.Err}
+	} else if err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
 	return nil
 }
 
-// ppoResult is trainResult with epsilon null (no privacy guarantee).
-type ppoResult struct {
-	trainResult
-	Epsilon *float64 `json:"epsilon"`
+// trainOutput is a result of dprl train with a figure.
+type trainOutput interface {
+	texter
+	Plot(path string) error
 }
 
-func (r trainResult) text(w io.Writer) error {
-	privacy := "non-private (ppo)"
-	if !math.IsInf(r.Epsilon, 1) {
-		privacy = privacyText(r.Epsilon, r.Delta, r.Z, r.Clip, r.K, r.Noise, r.Horizon, r.Accountant, r.episodeAccount)
-	}
-	_, err := fmt.Fprintf(w, "%s %s: eval return %.2f ± %.2f over %d episodes\n%s\n%d users, %d updates, %d steps in %.1fs (%.0f steps/s), seed %d\n",
-		r.Env, r.Method, r.EvalMean, r.EvalStd, r.EvalEpisodes, privacy, r.Users, r.Updates, r.Steps, r.Seconds, r.StepsPerSecond, r.Seed)
-	return err
-}
-
-// privacyText is the privacy line of dprl train's text output: the
-// per-episode epsilon first, then the episode structure and the
-// per-segment epsilon (acct may be nil only in tests of old results).
-func privacyText(eps, delta, z, clip float64, k int, noise string, horizon int, method string, acct *episodeAccount) string {
-	s := fmt.Sprintf("epsilon = %.4g at delta = %g per episode (z = %g, S = %g, K = %d%s, %s)", eps, delta, z, clip, k, noiseText(noise, horizon), method)
-	if acct != nil {
-		s += "\n  " + acct.text()
-	}
-	return s
-}
-
-// noiseText describes --noise for the privacy line ("" for independent
-// noise).
-func noiseText(noise string, horizon int) string {
-	if noise == "" {
-		return ""
-	}
-	return fmt.Sprintf(", %s noise over %d releases", noise, horizon)
-}
-
-// writeDiagnostics writes one JSON object per update, each labelled
-// simulation only (policy.DiagnosticsScope): they are statistics of the
-// simulated users' raw data and of the exact noise, which no epsilon covers.
-func writeDiagnostics(path string, diag []policy.UpdateDiag) error {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	for _, d := range diag {
-		d.Scope = policy.DiagnosticsScope
-		if err := enc.Encode(d); err != nil {
-			return err
+// emitTrain writes --plot and prints res (text or --json).
+func emitTrain(a *app, f *trainFlags, res trainOutput) error {
+	if f.plot != "" {
+		if err := res.Plot(f.plot); err != nil {
+			return fmt.Errorf("train: --plot: %w", err)
 		}
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
-}
-
-// writeCurvePNG plots the learning curve (mean return vs users, with a ±1 std
-// band) to a PNG file.
-func writeCurvePNG(path string, r trainResult) error {
-	if len(r.Curve) == 0 {
-		return errors.New("no learning-curve points")
-	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s %s", r.Env, r.Method)
-	if !math.IsInf(r.Epsilon, 1) {
-		p.Title.Text += fmt.Sprintf(" (z = %g, ε = %.3g per episode, δ = %g)", r.Z, r.Epsilon, r.Delta)
-	}
-	p.X.Label.Text = "users"
-	p.Y.Label.Text = "return"
-	mean := make(plotter.XYs, len(r.Curve))
-	band := make(plotter.XYs, 0, 2*len(r.Curve))
-	for i, c := range r.Curve {
-		mean[i] = plotter.XY{X: float64(c.Users), Y: c.Mean}
-		band = append(band, plotter.XY{X: float64(c.Users), Y: c.Mean + c.Std})
-	}
-	for i := len(r.Curve) - 1; i >= 0; i-- {
-		c := r.Curve[i]
-		band = append(band, plotter.XY{X: float64(c.Users), Y: c.Mean - c.Std})
-	}
-	poly, err := plotter.NewPolygon(band)
-	if err != nil {
-		return err
-	}
-	poly.Color = plotColor{0x1f, 0x77, 0xb4, 0x40}
-	poly.LineStyle.Width = 0
-	line, err := plotter.NewLine(mean)
-	if err != nil {
-		return err
-	}
-	line.Color = plotColor{0x1f, 0x77, 0xb4, 0xff}
-	line.Width = vg.Points(1.5)
-	p.Add(poly, line, plotter.NewGrid())
-	return p.Save(6*vg.Inch, 4*vg.Inch, path)
-}
-
-// plotColor is a non-premultiplied RGBA colour (alpha premultiplied on use).
-type plotColor struct{ r, g, b, a uint8 }
-
-// RGBA implements color.Color.
-func (c plotColor) RGBA() (r, g, b, a uint32) {
-	a = uint32(c.a) * 0x101
-	return uint32(c.r) * 0x101 * a / 0xffff, uint32(c.g) * 0x101 * a / 0xffff, uint32(c.b) * 0x101 * a / 0xffff, a
+	return emit(a.stdout, f.json, res, res.WriteText)
 }
 
 // newReporter returns the progress reporter of a command: live lines on a

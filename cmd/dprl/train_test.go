@@ -354,6 +354,9 @@ func TestTrainBadFlags(t *testing.T) {
 		{"loglinear flag", []string{"--episodes", "10"}, "--episodes does not apply to --algo dppg (only to dppg-loglinear)"},
 		{"loglinear flags sorted", []string{"--region", "kl", "--alpha", "1"}, "--alpha does not apply to --algo dppg (only to dppg-loglinear); --region does not"},
 		{"dppg flag on loglinear", []string{"--algo", "dppg-loglinear", "--env", "riverswim", "--users", "4"}, "--users does not apply to --algo dppg-loglinear (only to dppg, ppo)"},
+		{"plot format", []string{"--users", "8", "--plot", "curve.txt"}, "--plot: chart: curve.txt: unsupported format"},
+		{"dpsgd flags", []string{"--algo", "dpsgd-dqn", "--z", "-1", "--clip", "0", "--delta", "2"}, "train: --z -1: the noise multiplier must be finite and > 0; --clip 0: the clipping norm must be finite and > 0; --delta 2: must be in (0, 1)"},
+		{"errors in flag order", []string{"--env", "pong", "--algo", "ppo", "--z", "1", "--K", "0"}, "chain); --z: --algo ppo neither clips nor adds noise; drop --z or use --algo dppg; --K 0: users per update must be >= 1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -446,18 +449,6 @@ func TestTrainEnvDefaults(t *testing.T) {
 			t.Errorf("%v: z %v K %d S %v, want %v %d %v", c.args, r.Z, r.K, r.Clip, c.z, c.k, c.clip)
 		}
 	}
-	if cfg := trainEnvDefaults("cartpole"); cfg.PPO.ValueScale != 10 || len(cfg.PPO.ObsScale) != 4 || cfg.PPO.MomentReset != policy.ResetSecond {
-		t.Errorf("cartpole defaults: value scale %v, obs scale %v, moment reset %v", cfg.PPO.ValueScale, cfg.PPO.ObsScale, cfg.PPO.MomentReset)
-	}
-	if cfg := trainEnvDefaults("dosing-0"); cfg.PPO.MomentReset != policy.ResetPaper || cfg.DP.NoiseMultiplier != 0.1 || cfg.PPO.ValueScale != 10 {
-		t.Errorf("dosing defaults: moment reset %v, z %v, value scale %v", cfg.PPO.MomentReset, cfg.DP.NoiseMultiplier, cfg.PPO.ValueScale)
-	}
-	// Every default observation scale fits its environment.
-	for _, env := range []string{"cartpole", "acrobot", "dosing-0", "dosing-1"} {
-		if sc := trainEnvDefaults(env).PPO.ObsScale; len(sc) != 0 && len(sc) != envObsDim(env) {
-			t.Errorf("%s: %d observation scales for dimension %d", env, len(sc), envObsDim(env))
-		}
-	}
 	// --diag writes one JSON line per update.
 	path := filepath.Join(t.TempDir(), "diag.jsonl")
 	if code, _, stderr := runCLI(t, "train", "--users", "16", "--K", "8", "--eval-episodes", "1", "--seed", "1", "--diag", path, "--log-level", "disabled"); code != 0 {
@@ -470,6 +461,26 @@ func TestTrainEnvDefaults(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[1], `"noise_policy"`) {
 		t.Errorf("diagnostics: %q", b)
+	}
+}
+
+// TestTrainZeroZ: --z 0 is a usage error naming the flag for every
+// algorithm: only --algo ppo trains without noise, and it says so.
+func TestTrainZeroZ(t *testing.T) {
+	for algo, want := range map[string]string{
+		"dppg":            "train: --z 0: the noise multiplier must be finite and > 0 (use --algo ppo for the non-private baseline)",
+		"dpsgd-reinforce": "train: --z 0: the noise multiplier must be finite and > 0",
+		"dpsgd-dqn":       "train: --z 0: the noise multiplier must be finite and > 0",
+		"ppo":             "train: --z: --algo ppo neither clips nor adds noise; drop --z or use --algo dppg",
+		"dppg-loglinear":  "train: --z does not apply to --algo dppg-loglinear",
+	} {
+		env := "cartpole"
+		if algo == "dppg-loglinear" {
+			env = "riverswim"
+		}
+		if code, _, stderr := runCLI(t, "train", "--algo", algo, "--env", env, "--z", "0"); code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("--algo %s --z 0: exit %d %q, want a usage error with %q", algo, code, stderr, want)
+		}
 	}
 }
 
@@ -934,25 +945,18 @@ func TestTrainNoiseFlag(t *testing.T) {
 // with the tree and 15.5 with independent noise, against 4.377 per segment;
 // with --fresh-episodes the two are equal. --epsilon targets the episode.
 func TestTrainEpisodeEpsilonDefaults(t *testing.T) {
-	account := func(args ...string) (*trainFlags, policy.Config, *episodeAccount, float64, float64) {
+	account := func(args ...string) (*trainFlags, policy.Config, *experiment.EpisodeAccount, float64, float64) {
 		t.Helper()
 		cmd, f := newTrainCommand(&app{})
 		if err := cmd.ParseFlags(args); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := trainConfig(cmd, f)
-		if err != nil {
-			t.Fatalf("%v: %v", args, err)
+		spec, perr := trainSpec(cmd, f)
+		plan, err := spec.Plan()
+		if perr != nil || err != nil {
+			t.Fatalf("%v: %v %v", args, perr, err)
 		}
-		acct, err := newEpisodeAccount(f, cfg)
-		if err != nil {
-			t.Fatalf("%v: %v", args, err)
-		}
-		g, seg, err := acct.at(cfg.DP.NoiseMultiplier, f.delta)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f, cfg, acct, g.Epsilon, seg.Epsilon
+		return f, plan.Config, plan.Account, plan.Epsilon, plan.Account.EpsilonPerSegment
 	}
 	for _, c := range []struct {
 		args                []string
@@ -983,7 +987,12 @@ func TestTrainEpisodeEpsilonDefaults(t *testing.T) {
 		if math.Abs(g.Epsilon-eps) > 1e-6*eps {
 			t.Errorf("%v: epsilon %v per episode, Gaussian of z / %v: %v", c.args, eps, acct.Sensitivity, g.Epsilon)
 		}
-		text := privacyText(eps, 1e-5, cfg.DP.NoiseMultiplier, cfg.DP.ClipNorm, cfg.DP.UsersPerUpdate, "", 0, "analytic", acct)
+		var b strings.Builder
+		r := experiment.TrainResult{Epsilon: eps, Delta: 1e-5, Z: cfg.DP.NoiseMultiplier, Clip: cfg.DP.ClipNorm, K: cfg.DP.UsersPerUpdate, Accountant: "analytic", EpisodeAccount: acct}
+		if err := r.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		text := b.String()
 		if !strings.Contains(text, fmt.Sprintf("epsilon = %.4g at delta = 1e-05 per episode", eps)) || !strings.Contains(text, "per ") ||
 			(!acct.FreshEpisodes && !strings.Contains(text, fmt.Sprintf("per segment: epsilon = %.4g", seg))) {
 			t.Errorf("%v: privacy text %q", c.args, text)

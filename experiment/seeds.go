@@ -1,7 +1,6 @@
-package main
+package experiment
 
 import (
-	"dprl/experiment"
 	"fmt"
 	"io"
 	"math"
@@ -9,22 +8,22 @@ import (
 	"dprl/policy"
 )
 
-// trainSeedsResult is the output of dprl train --seeds N (N > 1) for dppg and
-// ppo: one run per seed, summarised over seeds.
-type trainSeedsResult struct {
+// TrainSeedsResult summarises the runs of one TrainPlan over several seeds
+// (the JSON of dprl train --seeds N, N > 1, for dppg and ppo).
+type TrainSeedsResult struct {
 	Env    string `json:"env"`
 	Method string `json:"method"`
 	// Epsilon is per episode at Delta, the same for every run (null for
 	// the non-private ppo); the per-segment epsilon and the episode
-	// structure are in the embedded episodeAccount.
+	// structure are in the embedded EpisodeAccount.
 	Epsilon    *float64 `json:"epsilon"`
 	Delta      float64  `json:"delta"`
 	Accountant string   `json:"accountant,omitempty"`
-	*episodeAccount
+	*EpisodeAccount
 	Z            float64 `json:"z"`
 	Clip         float64 `json:"clip"`
 	K            int     `json:"k"`
-	Noise        string  `json:"noise,omitempty"`   // --noise, omitted when independent
+	Noise        string  `json:"noise,omitempty"`   // correlated noise, omitted when independent
 	Horizon      int     `json:"horizon,omitempty"` // its horizon in releases
 	Users        int     `json:"users"`             // per run
 	EvalEpisodes int     `json:"eval_episodes"`
@@ -35,15 +34,15 @@ type trainSeedsResult struct {
 	Min     float64   `json:"min"`
 	Max     float64   `json:"max"`
 	Seconds float64   `json:"seconds"` // all runs
-	Runs    []seedRun `json:"runs"`
+	Runs    []SeedRun `json:"runs"`
 	// Curve is the learning curve averaged over seeds: at each point, the
 	// mean over seeds of the runs' mean return and the standard deviation
 	// over seeds of it.
 	Curve []policy.CurvePoint `json:"curve"`
 }
 
-// seedRun is one run of a --seeds result.
-type seedRun struct {
+// SeedRun is one run of a TrainSeedsResult.
+type SeedRun struct {
 	Seed           uint64   `json:"seed"`
 	EvalMean       float64  `json:"eval_mean"`
 	EvalStd        float64  `json:"eval_std"`
@@ -57,12 +56,13 @@ type seedRun struct {
 	Skipped        int      `json:"sim_skipped_local_updates"` // simulation only
 }
 
-// summarizeSeeds builds the --seeds result from the runs (at least one).
-func summarizeSeeds(runs []trainResult) trainSeedsResult {
+// SummarizeSeeds summarises runs of one plan (at least one; all with the
+// same configuration, as TrainPlan.Run returns them).
+func SummarizeSeeds(runs []TrainResult) TrainSeedsResult {
 	r0 := runs[0]
-	out := trainSeedsResult{Env: r0.Env, Method: r0.Method, Delta: r0.Delta, Accountant: r0.Accountant,
+	out := TrainSeedsResult{Env: r0.Env, Method: r0.Method, Delta: r0.Delta, Accountant: r0.Accountant,
 		Z: r0.Z, Clip: r0.Clip, K: r0.K, Noise: r0.Noise, Horizon: r0.Horizon, Users: r0.Users, EvalEpisodes: r0.EvalEpisodes,
-		Min: math.Inf(1), Max: math.Inf(-1), episodeAccount: r0.episodeAccount}
+		Min: math.Inf(1), Max: math.Inf(-1), EpisodeAccount: r0.EpisodeAccount}
 	if !math.IsInf(r0.Epsilon, 1) {
 		eps := r0.Epsilon
 		out.Epsilon = &eps
@@ -73,35 +73,20 @@ func summarizeSeeds(runs []trainResult) trainSeedsResult {
 		evals[i], curves[i] = r.EvalMean, r.Curve
 		out.Min, out.Max = math.Min(out.Min, r.EvalMean), math.Max(out.Max, r.EvalMean)
 		out.Seconds += r.Seconds
-		out.Runs = append(out.Runs, seedRun{Seed: r.Seed, EvalMean: r.EvalMean, EvalStd: r.EvalStd, LastMean: r.LastMean, LastStd: r.LastStd,
+		out.Runs = append(out.Runs, SeedRun{Seed: r.Seed, EvalMean: r.EvalMean, EvalStd: r.EvalStd, LastMean: r.LastMean, LastStd: r.LastStd,
 			Users: r.Users, Updates: r.Updates, Steps: r.Steps, Seconds: r.Seconds, StepsPerSecond: r.StepsPerSecond, Skipped: r.Skipped})
 	}
-	out.Mean, out.Std = experiment.MeanStd(evals)
-	out.Curve = experiment.MeanCurve(curves)
+	out.Mean, out.Std = MeanStd(evals)
+	out.Curve = MeanCurve(curves)
 	return out
 }
 
-// emitSeeds prints the --seeds result and writes --plot (the mean learning
-// curve with a band of one standard deviation over seeds).
-func emitSeeds(a *app, f *trainFlags, runs []trainResult) error {
-	res := summarizeSeeds(runs)
-	if f.plot != "" {
-		curve := trainResult{Env: res.Env, Method: fmt.Sprintf("%s, mean of %d seeds", res.Method, len(runs)),
-			Epsilon: math.Inf(1), Delta: res.Delta, Z: res.Z, Curve: res.Curve}
-		if res.Epsilon != nil {
-			curve.Epsilon = *res.Epsilon
-		}
-		if err := writeCurvePNG(f.plot, curve); err != nil {
-			return fmt.Errorf("train: --plot: %w", err)
-		}
-	}
-	return emit(a.stdout, f.json, res, res.text)
-}
-
-func (r trainSeedsResult) text(w io.Writer) error {
+// WriteText writes the summary and every seed's eval return as dprl train
+// prints them.
+func (r TrainSeedsResult) WriteText(w io.Writer) error {
 	privacy := "non-private (ppo)"
 	if r.Epsilon != nil {
-		privacy = privacyText(*r.Epsilon, r.Delta, r.Z, r.Clip, r.K, r.Noise, r.Horizon, r.Accountant, r.episodeAccount)
+		privacy = privacyText(*r.Epsilon, r.Delta, r.Z, r.Clip, r.K, r.Noise, r.Horizon, r.Accountant, r.EpisodeAccount)
 	}
 	first, last := r.Runs[0].Seed, r.Runs[len(r.Runs)-1].Seed
 	if _, err := fmt.Fprintf(w, "%s %s over %d seeds (%d-%d): eval return %.2f ± %.2f (mean ± std over seeds of each run's %d-episode mean; min %.2f, max %.2f)\n%s\n%d users per run, %.1fs in all\n",
