@@ -48,7 +48,7 @@ func TestSettingsServiceConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := agent.DefaultConfig(spec, pc)
-	want.RewardLow, want.RewardHigh = 0, 1 // cartpole's public reward range
+	want.RewardLow, want.RewardHigh = 0, 1                  // cartpole's public reward range
 	want.MaxUpdatesPerUser = agent.DefaultMaxUpdatesPerUser // no cap given: the default one
 	if !reflect.DeepEqual(sc.Agent, want) {
 		t.Errorf("defaults: %+v, want %+v", sc.Agent, want)

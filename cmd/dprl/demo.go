@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"dprl/agent"
 	"dprl/experiment/demo"
 	"dprl/internal/fielderr"
+	"dprl/internal/progress"
 	"dprl/profile"
 
 	"github.com/spf13/cobra"
@@ -81,7 +81,9 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 			if !c.Flags().Changed("target-return") && prof.DemoTargetReturn > 0 {
 				cfg.Target = prof.DemoTargetReturn
 			}
-			cfg.StartProgress = func(p func() demo.Progress) func() { return startProgress(a, func() string { return p().String() }) }
+			cfg.StartProgress = func(p func() demo.Progress) func() {
+				return a.task("demo").Every(func() progress.Report { return p().Report() })
+			}
 			res, err := demo.Run(ctx, agent.ServiceConfig{Agent: ac, DataDir: data, NATS: "embedded", NATSListen: "127.0.0.1:0", SessionLogDir: logSessions, Logger: a.log}, cfg)
 			return emitTexter(a, asJSON, res, err)
 		},
@@ -105,38 +107,4 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 	fl.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
 	fl.StringVar(&cfg.Pace, "pace", demo.PaceLockstep, "lockstep: users arrive as fast as the learner consumes them (K per release); free: as fast as they can play (most sessions then go stale and are not learned from)")
 	return c
-}
-
-// startProgress prints a live line on a terminal (stderr) or a log line
-// every few seconds otherwise; it returns a stop function.
-func startProgress(a *app, line func() string) func() {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	tty := isTerminal(a.stderr)
-	go func() {
-		defer wg.Done()
-		period := 5 * time.Second
-		if tty {
-			period = 500 * time.Millisecond
-		}
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				if tty {
-					fmt.Fprintf(a.stderr, "\r\033[K%s\n", line())
-				}
-				return
-			case <-t.C:
-				if tty {
-					fmt.Fprintf(a.stderr, "\r\033[K%s", line())
-				} else {
-					a.log.Info().Msg(line())
-				}
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
 }

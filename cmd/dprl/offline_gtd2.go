@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"time"
-
-	"github.com/spf13/cobra"
 
 	"dprl/internal/fielderr"
+	"dprl/internal/progress"
 	"dprl/offline/budget"
 	"dprl/offline/evaluate"
+
+	"github.com/spf13/cobra"
 )
 
 // offlineGTD2Flags holds the flags of "dprl offline gtd2": most are the
@@ -172,7 +172,9 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 	fl, ec := cmd.Flags(), f.cfg
 	ec.Method, ec.Curve, ec.Seeded = evaluate.Method(f.method), f.plot != "", fl.Changed("seed")
 	ec.EpsilonGiven, ec.DeltaGiven, ec.PublicNGiven, ec.ActionsGiven = fl.Changed("epsilon"), fl.Changed("delta"), fl.Changed("n"), fl.Changed("actions")
-	ec.Progress = newStepProgress(a, ec.Iters).update
+	prog := a.task("gpope")
+	defer prog.Finish()
+	ec.Progress = func(t int) { prog.Update(progress.Report{Done: int64(t), Total: int64(ec.Iters), Unit: "steps"}) }
 	m, opt, err := evaluate.New(ec)
 	if err != nil {
 		return gtd2Usage(err)
@@ -209,23 +211,4 @@ func gtd2Usage(err error) error {
 		return usageError{fielderr.Rename(err, func(f string) string { return gtd2FlagNames[f] })}
 	}
 	return err
-}
-
-// stepProgress logs the progress of a long loop every few seconds.
-type stepProgress struct {
-	a     *app
-	total int
-	last  time.Time
-}
-
-func newStepProgress(a *app, total int) *stepProgress {
-	return &stepProgress{a: a, total: total, last: time.Now()}
-}
-
-func (p *stepProgress) update(t int) {
-	if t%64 != 0 || time.Since(p.last) < 3*time.Second {
-		return
-	}
-	p.last = time.Now()
-	p.a.log.Info().Int("step", t).Int("of", p.total).Msg("gpope")
 }

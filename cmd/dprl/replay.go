@@ -3,6 +3,7 @@ package main
 import (
 	"dprl/experiment/demo"
 	"dprl/internal/fielderr"
+	"dprl/internal/progress"
 	"dprl/stream"
 
 	"github.com/spf13/cobra"
@@ -38,7 +39,7 @@ probability P, which exercises the agent's per-user contribution bounds.`,
 				a.log.Warn().Err(err).Str("session", session).Msg("session failed")
 			}
 			cfg.StartProgress = func(p func() demo.ReplayProgress) func() {
-				return startProgress(a, func() string { return p().String() })
+				return a.task("replay").Every(func() progress.Report { return p().Report() })
 			}
 			res, err := demo.Replay(c.Context(), cfg)
 			return emitTexter(a, asJSON, res, err)

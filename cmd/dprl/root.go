@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"dprl/internal/progress"
 	"dprl/internal/rng"
 )
 
@@ -170,6 +171,12 @@ func (a *app) setupLogging() error {
 	}
 	a.log = zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 	return nil
+}
+
+// task returns a progress task of the command named what: a live line on
+// a terminal stderr, log lines otherwise, nothing above --log-level info.
+func (a *app) task(what string) *progress.Task {
+	return progress.NewTask(a.stderr, isTerminal(a.stderr), a.log, what)
 }
 
 // isTerminal reports whether w is a terminal.

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -54,9 +53,12 @@ to stderr; the summary to stdout (text or --json).`,
 			}
 			cfg.Seed, _ = seedFlag(cmd, "seed", cfg.Seed)
 			cfg.Seeded = cmd.Flags().Changed("seed")
-			prog := newCountProgress(a, "experts")
-			res, err := svt.GenerateDataset(cmd.Context(), cfg, func(p svt.GenProgress) { prog.update(p.Phase, p.Done, p.Total, p.Elapsed) })
-			prog.done()
+			prog := a.task("experts")
+			res, err := svt.GenerateDataset(cmd.Context(), cfg, func(p svt.GenProgress) {
+				prog.Phase(p.Phase)
+				prog.Update(progress.Report{Done: int64(p.Done), Total: int64(p.Total)})
+			})
+			prog.Finish()
 			if err != nil {
 				return fmt.Errorf("sims experts: %w", err)
 			}
@@ -78,44 +80,3 @@ to stderr; the summary to stdout (text or --json).`,
 	fl.BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	return c
 }
-
-// countProgress reports "done of total" progress on stderr: redrawn in place
-// on a terminal, an info log line every few seconds otherwise, nothing with
-// --log-level above info.
-type countProgress struct {
-	*progress.Reporter
-	a      *app
-	what   string
-	phase  string
-	phase0 time.Duration // elapsed when the phase started
-	prev   time.Duration // elapsed at the previous update
-}
-
-func newCountProgress(a *app, what string) *countProgress {
-	return &countProgress{Reporter: newReporter(a), a: a, what: what}
-}
-
-// update reports done of total in phase after elapsed since the start; the
-// remaining time is estimated from the phase's own rate.
-func (p *countProgress) update(phase string, done, total int, elapsed time.Duration) {
-	if phase != p.phase {
-		// The previous phase's live line stays.
-		p.Done()
-		p.phase, p.phase0 = phase, p.prev // the previous phase ended at its last update
-	}
-	p.prev = elapsed
-	if !p.Due(done >= total) {
-		return
-	}
-	eta := time.Duration(0)
-	if done > 0 {
-		eta = time.Duration(float64(elapsed-p.phase0) / float64(done) * float64(total-done))
-	}
-	if p.TTY() {
-		p.Draw(fmt.Sprintf("%s: %d/%d  %s elapsed  eta %s   ", phase, done, total, elapsed.Round(time.Second), eta.Round(time.Second)))
-		return
-	}
-	p.a.log.Info().Str("phase", phase).Int("done", done).Int("of", total).Dur("elapsed", elapsed).Dur("eta", eta).Msg(p.what)
-}
-
-func (p *countProgress) done() { p.Done() }

@@ -18,7 +18,6 @@ import (
 	"dprl/profile"
 	"dprl/sims"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -346,24 +345,23 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if cmd.Flags().Changed("sweep-z") {
 		return runTrainSweep(cmd, a, f, plan, seed, n)
 	}
-	prog := newTrainProgress(a, n*f.users, plan.Epsilon)
+	prog := a.task("training")
 	runs := make([]experiment.TrainResult, n)
 	for i := range runs {
-		prog.offset = i * f.users
-		if runs[i], err = plan.Run(cmd.Context(), seed+uint64(i), prog.update); err != nil {
-			prog.done()
+		if runs[i], err = plan.Run(cmd.Context(), seed+uint64(i), trainReport(prog, i*f.users, n*f.users, plan.Epsilon)); err != nil {
+			prog.Finish()
 			return fmt.Errorf("train: %w", err)
 		}
 		r := runs[i]
 		a.log.Debug().Uint64("seed", r.Seed).Dur("eval", time.Duration(r.EvalSeconds*float64(time.Second))).Float64("eval_mean", r.EvalMean).Msg("evaluated")
 		if f.diag != "" {
 			if err := atomicfile.Write(f.diag, 0o644, func(w io.Writer) error { return experiment.WriteDiagnostics(w, r.Diagnostics) }); err != nil {
-				prog.done()
+				prog.Finish()
 				return fmt.Errorf("train: --diag: %w", err)
 			}
 		}
 	}
-	prog.done()
+	prog.Finish()
 	if n > 1 {
 		return emitTrain(a, f, experiment.SummarizeSeeds(runs))
 	}
@@ -388,17 +386,16 @@ func runTrainSweep(cmd *cobra.Command, a *app, f *trainFlags, plan *experiment.T
 	for i := range seeds {
 		seeds[i] = seed + uint64(i)
 	}
-	prog := newTrainProgress(a, len(slices.Compact(slices.Sorted(slices.Values(f.sweepZ))))*n*f.users, 0)
+	prog, total := a.task("training"), len(slices.Compact(slices.Sorted(slices.Values(f.sweepZ))))*n*f.users
 	res, err := plan.Sweep(cmd.Context(), f.sweepZ, seeds, experiment.SweepHooks{
 		Progress: func(point, run int, eps float64) func(policy.Progress) {
-			prog.epsilon, prog.offset = eps, (point*n+run)*f.users
-			return prog.update
+			return trainReport(prog, (point*n+run)*f.users, total, eps)
 		},
 		Point: func(pt experiment.SweepPoint) {
 			a.log.Info().Float64("z", pt.Z).Float64("epsilon", pt.Epsilon).Float64("epsilon_per_segment", pt.EpsilonPerSegment).Float64("mean", pt.Mean).Float64("std", pt.Std).Msg("sweep point")
 		},
 	})
-	prog.done()
+	prog.Finish()
 	if err := runError(err); err != nil {
 		return err
 	}
@@ -452,45 +449,17 @@ func emitTrain(a *app, f *trainFlags, res trainOutput) error {
 	return emit(a.stdout, f.json, res, res.WriteText)
 }
 
-// newReporter returns the progress reporter of a command: live lines on a
-// terminal stderr, log lines otherwise, nothing with --log-level above info.
-func newReporter(a *app) *progress.Reporter {
-	return progress.New(a.stderr, isTerminal(a.stderr), a.log.GetLevel() > zerolog.InfoLevel)
-}
-
-// trainProgress reports progress on stderr: a live bar redrawn in place on a
-// terminal, an info log line every few seconds otherwise, nothing with
-// --log-level disabled (or above info).
-type trainProgress struct {
-	*progress.Reporter
-	a       *app
-	users   int
-	offset  int // users of the earlier seeds of a --seeds run
-	epsilon float64
-}
-
-func newTrainProgress(a *app, users int, eps float64) *trainProgress {
-	return &trainProgress{Reporter: newReporter(a), a: a, users: users, epsilon: eps}
-}
-
-func (p *trainProgress) update(pr policy.Progress) {
-	pr.Users += p.offset
-	if !p.Due(pr.Users >= p.users) {
-		return
+// trainReport is the progress callback of a training run: users offset
+// earlier users of a --seeds or --sweep-z run, of total; the return is the
+// simulated users' (simulation only).
+func trainReport(t *progress.Task, offset, total int, eps float64) func(policy.Progress) {
+	return func(pr policy.Progress) {
+		sps := 0.0
+		if s := pr.Elapsed.Seconds(); s > 0 {
+			sps = float64(pr.Steps) / s
+		}
+		t.Update(progress.Report{Done: int64(offset + pr.Users), Total: int64(total), Unit: "users", Fields: []progress.Field{
+			progress.F("updates", pr.Updates), progress.Ff("sim_return", "%.1f", pr.RecentReturn),
+			progress.Ff("epsilon_per_episode", "%.3g", eps), progress.Ff("steps_per_s", "%.0f", math.Round(sps))}})
 	}
-	sps := 0.0
-	if s := pr.Elapsed.Seconds(); s > 0 {
-		sps = float64(pr.Steps) / s
-	}
-	if p.TTY() {
-		p.Draw(fmt.Sprintf("%s %d/%d users  %d updates  return %.1f  ε/episode %.3g  %.0f steps/s ",
-			progress.Bar(30, int64(pr.Users), int64(p.users)), pr.Users, p.users, pr.Updates, pr.RecentReturn, p.epsilon, sps))
-		return
-	}
-	p.a.log.Info().Int("users", pr.Users).Int("of", p.users).Int("updates", pr.Updates).
-		Float64("recent_return", pr.RecentReturn).Float64("epsilon", p.epsilon).
-		Float64("steps_per_second", math.Round(sps)).Msg("training")
 }
-
-// done ends the live bar's line.
-func (p *trainProgress) done() { p.Done() }

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -58,9 +57,9 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if c.Seed, err = seedFlag(cmd, "seed", f.seed); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
-	prog := newLoopProgress(a, "episodes", c.TotalEpisodes())
-	res, err := experiment.RunLogLinear(cmd.Context(), c, logLinearProgress{prog})
-	prog.done()
+	prog := a.task("training")
+	res, err := experiment.RunLogLinear(cmd.Context(), c, logLinearProgress{prog, c.TotalEpisodes()})
+	prog.Finish()
 	if cerr := (*experiment.ConfigError)(nil); errors.As(err, &cerr) {
 		return usagef("train: %s", strings.Join(flagMessages(cerr.Err), "; "))
 	}
@@ -75,38 +74,14 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 	return emitTrain(a, f, res)
 }
 
-// logLinearProgress adapts loopProgress to experiment.Progress.
-type logLinearProgress struct{ *loopProgress }
-
-func (p logLinearProgress) Update(done int64) { p.update(done) }
-
-// loopProgress reports the progress of a counted loop on stderr: a live bar
-// on a terminal, an info log line otherwise, nothing with --log-level above
-// info. The caller calls update once per period (a ticker of Period()) and
-// once at the end, from one goroutine.
-type loopProgress struct {
-	*progress.Reporter
-	a     *app
-	what  string
+// logLinearProgress adapts a progress task to experiment.Progress.
+type logLinearProgress struct {
+	t     *progress.Task
 	total int64
-	start time.Time
 }
 
-func newLoopProgress(a *app, what string, total int64) *loopProgress {
-	return &loopProgress{Reporter: newReporter(a), a: a, what: what, total: total, start: time.Now()}
-}
+func (p logLinearProgress) Period() time.Duration { return p.t.Period() }
 
-func (p *loopProgress) update(done int64) {
-	if p.Off() || p.total <= 0 {
-		return
-	}
-	rate := float64(done) / max(time.Since(p.start).Seconds(), 1e-9)
-	if p.TTY() {
-		p.Draw(fmt.Sprintf("%s %d/%d %s  %.0f/s ", progress.Bar(30, done, p.total), done, p.total, p.what, rate))
-		return
-	}
-	p.a.log.Info().Int64(p.what, done).Int64("of", p.total).Float64("per_second", math.Round(rate)).Msg("training")
+func (p logLinearProgress) Update(done int64) {
+	p.t.Update(progress.Report{Done: done, Total: p.total, Unit: "episodes"})
 }
-
-// done ends the live bar's line.
-func (p *loopProgress) done() { p.Done() }

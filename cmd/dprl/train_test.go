@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"dprl/experiment"
 	"encoding/json"
 	"fmt"
 	"image/png"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"dprl/experiment"
 	"dprl/ledger/accountant"
 	"dprl/policy"
 
@@ -293,7 +293,7 @@ func TestTrainProgressLog(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(stderr, `"message":"training"`) || !strings.Contains(stderr, `"epsilon"`) {
+	if !strings.Contains(stderr, `"message":"training"`) || !strings.Contains(stderr, `"epsilon_per_episode"`) || !strings.Contains(stderr, `"elapsed_s"`) {
 		t.Errorf("no progress line on stderr: %q", stderr)
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"dprl/agent"
 	"dprl/internal/fielderr"
+	"dprl/internal/progress"
 	"dprl/ledger"
 	"dprl/profile"
 	"dprl/sims"
@@ -209,6 +210,18 @@ type Progress struct {
 	LastEval        *Eval // nil before the first evaluation
 	Epsilon         float64
 	ActP99Ms        float64
+}
+
+// Report is the progress report: sessions admitted of at most MaxUsers,
+// releases, the last evaluation's return (simulation only), the
+// per-session epsilon and the act p99.
+func (p Progress) Report() progress.Report {
+	fs := []progress.Field{progress.F("releases", p.Releases)}
+	if p.LastEval != nil {
+		fs = append(fs, progress.Ff("sim_eval_return", "%.1f", p.LastEval.MeanReturn), progress.F("eval_version", p.LastEval.Version))
+	}
+	fs = append(fs, progress.Ff("epsilon_per_session", "%.3g", p.Epsilon), progress.Ff("act_p99_ms", "%.2f", p.ActP99Ms))
+	return progress.Report{Done: p.Users, Total: p.MaxUsers, Unit: "users", Fields: fs}
 }
 
 // String is the progress line.

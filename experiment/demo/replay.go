@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"dprl/internal/progress"
 	"dprl/sims"
 	"dprl/stream"
 )
@@ -87,6 +88,13 @@ type ReplayProgress struct {
 	Errors   int64
 	Version  uint64 // the last policy version announced
 	ActP99Ms float64
+}
+
+// Report is the progress report: sessions played of Users, errors, the
+// last policy version announced and the act p99.
+func (p ReplayProgress) Report() progress.Report {
+	return progress.Report{Done: p.Played, Total: int64(p.Users), Unit: "users", Fields: []progress.Field{
+		progress.F("errors", p.Errors), progress.F("policy_version", p.Version), progress.Ff("act_p99_ms", "%.2f", p.ActP99Ms)}}
 }
 
 // String is the progress line.

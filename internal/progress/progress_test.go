@@ -1,9 +1,13 @@
 package progress
 
 import (
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 func TestBar(t *testing.T) {
@@ -69,3 +73,59 @@ func TestDrawDone(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+func TestLine(t *testing.T) {
+	rep := Report{Done: 5, Total: 10, Unit: "users", Fields: []Field{F("updates", 2), Ff("return", "%.1f", 21.25), F("epsilon", 4.3771)}}
+	got := Line("", rep, 3*time.Second, 3*time.Second)
+	want := "[===============               ] 5/10 users  updates 2  return 21.2  epsilon 4.377  elapsed 3s  eta 3s"
+	if got != want {
+		t.Fatalf("Line = %q, want %q", got, want)
+	}
+	if got := Line("train", Report{Done: 7, Unit: "steps"}, time.Second, -1); got != "train: 7 steps  elapsed 1s" {
+		t.Fatalf("Line without a total = %q", got)
+	}
+}
+
+func TestTaskLogLines(t *testing.T) {
+	var b strings.Builder
+	task := NewTask(&b, false, zerolog.New(&b), "gpope")
+	task.Update(Report{Done: 1, Total: 4, Unit: "steps"}) // not due yet
+	if b.Len() != 0 {
+		t.Fatalf("a report before its period: %q", b.String())
+	}
+	task.Update(Report{Done: 4, Total: 4, Unit: "steps", Fields: []Field{F("updates", 3)}}) // final
+	line := b.String()
+	for _, want := range []string{`"message":"gpope"`, `"done":4`, `"of":4`, `"unit":"steps"`, `"updates":3`, `"elapsed_s":0`, `"eta_s":0`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("log line %q lacks %s", line, want)
+		}
+	}
+	b.Reset()
+	quiet := NewTask(&b, false, zerolog.New(&b).Level(zerolog.WarnLevel), "x")
+	quiet.Update(Report{Done: 1, Total: 1})
+	if b.Len() != 0 {
+		t.Fatalf("a task above info logged %q", b.String())
+	}
+}
+
+func TestTaskLiveLineAndEvery(t *testing.T) {
+	var b strings.Builder
+	var mu sync.Mutex
+	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return b.Write(p) })
+	task := NewTask(w, true, zerolog.New(io.Discard), "demo")
+	task.Phase("train")
+	task.Update(Report{Done: 2, Total: 2, Unit: "experts"})
+	task.Phase("rollouts") // the train line stays on its own line
+	stop := task.Every(func() Report { return Report{Done: 3, Unit: "sessions"} })
+	stop()
+	mu.Lock()
+	got := b.String()
+	mu.Unlock()
+	if !strings.HasPrefix(got, "\rtrain: [") || !strings.Contains(got, "2/2 experts") || !strings.Contains(got, "\n\rrollouts: 3 sessions") || !strings.HasSuffix(got, "\n") {
+		t.Fatalf("live output %q", got)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
