@@ -73,7 +73,7 @@ exactly.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			res, err := accountant.ComputeEpsilon(accountant.EpsilonConfig{Mechanism: f.mechanism(c), Z: z, Delta: f.delta})
-			return emitTexter(a, f.asJSON, res, renderedUsage(err))
+			return emit(a, f.asJSON, res, renderedUsage(err))
 		},
 	}
 	c.Flags().Float64Var(&z, "z", 0, "noise multiplier, > 0 (required)")
@@ -96,7 +96,7 @@ target. The achieved epsilon is printed beside it.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			res, err := accountant.CalibrateNoise(accountant.NoiseConfig{Mechanism: f.mechanism(c), Epsilon: eps, Delta: f.delta})
-			return emitTexter(a, f.asJSON, res, renderedUsage(err))
+			return emit(a, f.asJSON, res, renderedUsage(err))
 		},
 	}
 	c.Flags().Float64Var(&eps, "epsilon", 0, "target epsilon, > 0 (required)")
@@ -129,7 +129,7 @@ eps1 ("solved"). The composed epsilon is printed; it never exceeds eps1.`,
 			if err != nil {
 				return usageError{err}
 			}
-			return emitTexter(a, asJSON, res, nil)
+			return emit(a, asJSON, res, nil)
 		},
 	}
 	c.Flags().Float64Var(&eps1, "epsilon", 0, "release budget eps1, > 0 (required)")

@@ -11,6 +11,7 @@ import (
 
 	"dprl/agent"
 	"dprl/internal/fielderr"
+	"dprl/internal/flagsrc"
 	"dprl/ledger"
 	"dprl/stream"
 
@@ -98,7 +99,7 @@ subscriptions drain, an update in flight is finished or not written at all.`,
   dprl agent --config examples/agent.json --check-config`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := applyConfigSources(c, config, os.Environ()); err != nil {
+			if err := configSources(c, config); err != nil {
 				return err
 			}
 			// An explicit zero privacy parameter is an error, never "the
@@ -172,4 +173,14 @@ func userCapText(c agent.Config) string {
 		parts = append(parts, fmt.Sprintf("--user-epsilon %g", c.UserEpsilon))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// configSources fills the flags the command line did not set from DPRL_*
+// variables, then from the --config file (internal/flagsrc).
+func configSources(c *cobra.Command, file string) error {
+	err := flagsrc.Apply(c.Flags(), file, os.Environ(), "DPRL_", "config", "help")
+	if fe := (*flagsrc.Error)(nil); errors.As(err, &fe) {
+		return usageError{err}
+	}
+	return err
 }

@@ -67,7 +67,7 @@ Exit status 1 if a mechanism or the control is flagged, or a mutant missed.`,
 				}
 			}
 			out, err := audit.RunSuite(f)
-			if err := emitTexter(a, asJSON, out, renderedUsage(err)); err != nil {
+			if err := emit(a, asJSON, out, renderedUsage(err)); err != nil {
 				return err
 			}
 			return out.Err()

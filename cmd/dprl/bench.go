@@ -66,7 +66,7 @@ agent phase (K is set above the number of sessions), so it measures serving.`,
 			}
 			defer svc.Close()
 			res, err := loadgen.Compare(c.Context(), loadgen.Config{URL: svc.NATSURL(), Prefix: stream.DefaultPrefix, Concurrency: concurrency, Duration: dur, Rounds: 4})
-			return emitTexter(a, asJSON, res, err)
+			return emit(a, asJSON, res, err)
 		},
 	}
 	c.Flags().IntVar(&concurrency, "concurrency", 16, "client goroutines")

@@ -85,7 +85,7 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 				return a.task("demo").Every(func() progress.Report { return p().Report() })
 			}
 			res, err := demo.Run(ctx, agent.ServiceConfig{Agent: ac, DataDir: data, NATS: "embedded", NATSListen: "127.0.0.1:0", SessionLogDir: logSessions, Logger: a.log}, cfg)
-			return emitTexter(a, asJSON, res, err)
+			return emit(a, asJSON, res, err)
 		},
 	}
 	fl := c.Flags()

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"strings"
@@ -29,17 +28,6 @@ func openLedger(a *app, dir string) (*ledger.Store, error) {
 	return ledger.Open(dir, ledger.Options{MustExist: true, ReadOnly: true, Logger: a.log})
 }
 
-// texter is a result with a human-readable form.
-type texter interface{ WriteText(io.Writer) error }
-
-// emitTexter prints res (emit), or returns err.
-func emitTexter[R texter](a *app, asJSON bool, res R, err error) error {
-	if err != nil {
-		return err
-	}
-	return emit(a.stdout, asJSON, res, res.WriteText)
-}
-
 // showLedger prints what f computes from the existing ledger in dir,
 // opened read-only.
 func showLedger[R texter](a *app, dir string, asJSON bool, f func(*ledger.Store) (R, error)) error {
@@ -49,7 +37,7 @@ func showLedger[R texter](a *app, dir string, asJSON bool, f func(*ledger.Store)
 	}
 	defer s.Close()
 	res, err := f(s)
-	return emitTexter(a, asJSON, res, err)
+	return emit(a, asJSON, res, err)
 }
 
 func newLedgerShowCmd(a *app) *cobra.Command {
@@ -108,7 +96,7 @@ inside it: record the head elsewhere (dprl ledger head) and pass it as
 				return usagef("--data is required")
 			}
 			res, err := ledger.VerifyDir(dir, ledger.Options{Logger: a.log}, ref)
-			if err := emitTexter(a, asJSON, res, err); err != nil || res.OK {
+			if err := emit(a, asJSON, res, err); err != nil || res.OK {
 				return err
 			}
 			return fmt.Errorf("ledger verify: %d problems in %s: %s", len(res.Problems), dir, res.Problems[0])
@@ -236,7 +224,7 @@ unit; a dataset with several needs it.`,
 			case errors.Is(err, ledger.ErrInvalid):
 				return usageError{err}
 			}
-			return emitTexter(a, asJSON, res, err)
+			return emit(a, asJSON, res, err)
 		},
 	}
 	c.Flags().StringVar(&dir, "data", "", "the ledger's directory (an offline --ledger directory or an agent's --data) (required)")

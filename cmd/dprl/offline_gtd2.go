@@ -102,28 +102,12 @@ dp-lsw's noise scale and visited states. The run is still charged (the
 weights are DP); the section is not.
 
 Budget: a private run is charged, at unit "trajectory", to the dataset its
-records belong to in --ledger (identified by its records, not its bytes; see
-"The dataset budget" in the README). The log is read once as a stream,
-every record validated (with --env also against the target and features)
-and hashed as it is read, so a log bad at line 2 is refused at line 2; the
-run is checked against the dataset's stored cap; without --env the target
-and features are validated against the dimensions learned from the log on a
-second pass; only then is the cost written (synced) and the estimate
-computed: malformed input and refused runs cost nothing. The printed
-guarantee is read from the entry as written.
-
-Memory: the log is never held. The run keeps 44 bytes per record (each
-record's hash and place in the file) and re-reads the file, checking every
-record against its hash (a log changed during the run is an error, never
-other data under the charge). gpope reads only the trajectories each step's
-Poisson sample draws; dp-lsw, lstd, wis-lstd, the --non-private statistics
-and --eval-data stream the log into O(states x d) or O(d^2) sums. A private
-run's ledger charge briefly holds about 130 bytes more per new record (the
-dataset's record index). The command asks Go's collector to keep the heap
-within 48 MiB + 176 bytes per record (set GOMEMLIMIT to choose otherwise):
-10^6 chain sessions (a 2 GB log) run in under 300 MB. Time: each gpope step
-draws a Bernoulli for every one of the n trajectories (Poisson sampling),
-so a run costs iters x n draws.
+records belong to in --ledger, after every record was validated and the run
+checked against the dataset's cap, and before the estimate is computed:
+malformed input and refused runs cost nothing; the printed guarantee is read
+from the entry as written. The log is streamed, never held (44 bytes per
+record; gpope costs iters x n Bernoulli draws). The README's "The dataset
+budget" and "Memory" sections give the details and measurements.
 
 Randomness: noise and sampling come from a generator keyed from the operating
 system's secure source; --seed makes a run repeatable (research only) and the
@@ -194,7 +178,7 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 		}
 		out.Plot = f.plot
 	}
-	return emit(a.stdout, f.asJSON, out, out.WriteText)
+	return emit(a, f.asJSON, out, nil)
 }
 
 // gtd2FlagNames are the flags of evaluate.Config's fields.

@@ -79,11 +79,8 @@ into place. --max-len L is a public bound on trajectory length (the
 environment's step limit), not read from the data.
 
 The log is read once as a stream, each record checked (format, expert id,
-discrete actions, --max-len) and hashed as it is read, so a log bad at line
-2 is refused at line 2. DataRelease then needs every trajectory at once:
-the run holds the log's sessions (about 80 bytes per step plus 8 per
-observation value) and 44 bytes per record for the log's index, read again
-from the file with each record checked against its hash.`,
+discrete actions, --max-len) and hashed, so a bad log is refused at its first
+bad line; DataRelease then holds the log's sessions (the README's "Memory").`,
 		Example: `  dprl offline svt --data data.jsonl --experts experts --epsilon 10 --delta 3.3e-4 \
       --dataset-delta 1e-3 --queries 25 --out-stable stable.jsonl --out-unstable unstable.jsonl
   dprl offline svt ... --seed 1 --json`,
@@ -126,5 +123,5 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 	if err != nil {
 		return fmt.Errorf("offline svt: %w", fielderr.Rename(budget.Explain(err), rename))
 	}
-	return emit(a.stdout, f.json, out, out.WriteText)
+	return emit(a, f.json, out, nil)
 }

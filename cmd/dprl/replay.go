@@ -42,7 +42,7 @@ probability P, which exercises the agent's per-user contribution bounds.`,
 				return a.task("replay").Every(func() progress.Report { return p().Report() })
 			}
 			res, err := demo.Replay(c.Context(), cfg)
-			return emitTexter(a, asJSON, res, err)
+			return emit(a, asJSON, res, err)
 		},
 	}
 	fl := c.Flags()

@@ -185,15 +185,21 @@ func isTerminal(w io.Writer) bool {
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
-// emit prints a result: as one indented JSON document with --json, otherwise
-// through the human-readable printer.
-func emit(w io.Writer, asJSON bool, v any, text func(io.Writer) error) error {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+// texter is a result with a human-readable form.
+type texter interface{ WriteText(io.Writer) error }
+
+// emit prints res, as one indented JSON document with --json, otherwise in
+// its human-readable form; or returns err, if not nil.
+func emit[R texter](a *app, asJSON bool, res R, err error) error {
+	if err != nil {
+		return err
 	}
-	return text(w)
+	if asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return res.WriteText(a.stdout)
 }
 
 // seedFlag returns the value of the uint64 flag name (normally --seed) if

@@ -26,8 +26,7 @@ func newSimsListCmd(a *app) *cobra.Command {
   dprl sims list --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rows := sims.List()
-			return emit(a.stdout, asJSON, rows, rows.WriteText)
+			return emit(a, asJSON, sims.List(), nil)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -109,7 +108,7 @@ can be repeated.`,
 			case err != nil: // the state does not fit the environment
 				return usagef("--init-state: %w", err)
 			}
-			return emit(a.stdout, asJSON, steps, steps.WriteText)
+			return emit(a, asJSON, steps, nil)
 		},
 	}
 	fl := c.Flags()

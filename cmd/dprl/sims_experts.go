@@ -62,7 +62,7 @@ to stderr; the summary to stdout (text or --json).`,
 			if err != nil {
 				return fmt.Errorf("sims experts: %w", err)
 			}
-			return emit(a.stdout, asJSON, res, res.WriteText)
+			return emit(a, asJSON, res, nil)
 		},
 	}
 	fl := c.Flags()

@@ -92,7 +92,7 @@ reported, so the log can be regenerated.`,
 			} else if err != nil {
 				return err
 			}
-			return emit(a.stdout, asJSON, res, res.WriteText)
+			return emit(a, asJSON, res, nil)
 		},
 	}
 	fl := c.Flags()

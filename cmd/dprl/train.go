@@ -12,7 +12,7 @@ import (
 	"dprl/experiment"
 	"dprl/internal/atomicfile"
 	"dprl/internal/chart"
-	"dprl/internal/fielderr"
+	"dprl/internal/flagtable"
 	"dprl/internal/progress"
 	"dprl/policy"
 	"dprl/profile"
@@ -55,72 +55,38 @@ func newTrainCommand(a *app) (*cobra.Command, *trainFlags) {
 		Use:   "train --env E --algo dppg|ppo|dppg-loglinear|dpsgd-reinforce|dpsgd-dqn [flags]",
 		Short: "Train a policy in process against simulated users (DPPG or the PPO baseline)",
 		Long: `Runs DPPG (Rio et al., Algorithm 2) in process: each simulated user runs the
-current policy for at most T = 64 steps of one episode (user slot i of a batch
-continues the episode slot i's previous user left running, as a vectorised PPO
-does; --fresh-episodes starts every user on a new one), computes its PPO local
-update clipped to norm S (policy and critic share S), and every K users the
-average is released with Gaussian noise N(0, (zS/K)^2 I). Each user takes
-part in one update only, so one user (a segment of at most T steps) is
-protected by one Gaussian mechanism with multiplier z, whatever the number of
-users.
+current policy for at most T = 64 steps (slot i of a batch continues the episode
+slot i's previous user left running; --fresh-episodes starts each user on a new
+one), computes its PPO local update clipped to norm S, and every K users the
+average is released with Gaussian noise N(0, (zS/K)^2 I). --algo ppo is the
+non-private baseline; dppg-loglinear and dpsgd-* are described with their flags.
 
-The privacy unit is the episode (the trajectory). With continuing episodes an
-episode of at most L steps (the environment's public step limit; training
-ends every episode there) is split over up to m = ceil(L/T) users of slot i in
-consecutive releases, one clipped update in each, whose contributions can
-point the same way: with independent noise the episode gets the m-fold
-composition of the Gaussian mechanism of multiplier z; with --noise tree or
-sqrt the Gaussian mechanism of multiplier z/rho, rho the norm of the sum of
-m consecutive columns of the noise's encoder matrix over one column's
-(CartPole's defaults: L = 500, m = 8, rho = 6.97 with sqrt, so epsilon 53.2
-per episode at z = 1 and delta 1e-5 against 4.377 per segment; 55.7 with
-the tree, 15.5 with independent noise). The per-episode epsilon is printed
-as the headline (exact, analytic Gaussian mechanism) and the per-segment
-epsilon beside it, labelled; with --fresh-episodes every user is one episode
-truncated after T steps and the two are equal. --epsilon E sets z from a
-per-episode target instead: the smallest z whose per-episode epsilon at
---delta is at most E. --algo ppo is the non-private baseline.
+Privacy. The unit is the episode: one spans up to m = ceil(L/T) users (L the
+environment's public step limit) in consecutive releases, so its epsilon is the
+m-fold composition with independent noise, or the Gaussian mechanism of
+multiplier z/rho with --noise tree|sqrt (rho from the noise's encoder matrix; the
+derivation is in docs/privacy.md, section 4). The per-episode epsilon (exact,
+analytic Gaussian) is the headline, the per-segment epsilon (one user) is printed
+beside it, labelled. --epsilon E sets z to the smallest multiplier whose
+per-episode epsilon at --delta is at most E.
 
---noise tree|sqrt replaces the independent noise of each release by
-correlated noise: the releases are differences of private estimates of the
-prefix sums of the averaged updates, so the parameters carry a bounded
-amount of noise instead of one draw per release. tree is the binary
-mechanism of DP-FTRL; sqrt the square-root factorization of the prefix-sum
-matrix (less noise than the tree, both in the parameters and per release).
-Each fresh draw is scaled so that a user's update is still exactly the
-Gaussian mechanism of multiplier z: the epsilon per segment is unchanged,
-the epsilon per episode is not (above). --horizon N
-restarts the correlation every N releases (default run: one horizon of
-ceil(users/K) releases). CartPole's default is K = 8 with --noise sqrt and
---server-lr 0.5 (the agent, which cannot correlate noise, keeps K = 32).
+--noise tree|sqrt correlates the noise across releases (the binary tree of
+DP-FTRL, or the square-root factorization of the prefix-sum matrix) so that the
+parameters carry a bounded amount of noise; --horizon N restarts the correlation
+every N releases. --seeds N repeats the run for seeds --seed, --seed+1, ...
+and reports mean and std; --sweep-z Z1,Z2,... reports eval return against
+epsilon. The final policy is evaluated on --eval-episodes episodes with sampled
+actions. Progress goes to stderr, the result to stdout (text or --json), --plot
+writes the figure.
 
-The final policy is evaluated on --eval-episodes episodes with actions sampled
-from the policy (the paper's protocol). --seeds N repeats the run for seeds
---seed, --seed+1, ..., each identical to the single run with that seed, and
-reports the mean and std over seeds (--plot: the mean learning curve).
---sweep-z Z1,Z2,... trains at each noise multiplier over the same seeds and
-reports eval return against epsilon (--plot: the privacy-utility curve). Progress goes to stderr; the result to
-stdout (text or --json); --plot writes the learning curve as PNG.
+Defaults depend on --env (flags override them; the table, the measurements and
+the flags that restore the paper's Table 3 are in policy/REPRODUCE.md): 16x16
+networks, K = 32, S = 0.2, E = 3, entropy 0.01; cartpole K = 8 with --noise
+sqrt --server-lr 0.5, --obs-scale 1,1,10,1 --value-scale 10 --gae-lambda 0.98.
 
-Defaults depend on --env (flags override them; policy/REPRODUCE.md has the
-measurements). Control tasks: Table 3 except 16x16 networks, K = 32
-(cartpole: K = 8 with --noise sqrt --server-lr 0.5),
-S = 0.2, E = 3, entropy 0.01, advantages not standardised, the local Adam
-state reset to m = 0, v = g~^2 each iteration (--moment-reset second; the
-paper's m = -g~ makes a converged policy drift); cartpole also
-scales the pole angle by 10 and the critic's target by 1/10 (--obs-scale
-1,1,10,1 --value-scale 10) and uses GAE lambda 0.98 (--gae-lambda 0.98),
-acrobot scales the critic's target (--value-scale 10).
---hidden 64,64 --K 8 --clip 0.05 --epochs 8 --ent-coef 0.36 --adv-norm
---value-scale 1 --obs-scale none --moment-reset paper --gae-lambda 0.85 (cartpole
-also --noise independent --server-lr 1) restores Table 3.
-Dosing: Table 3's dosing column with z = 0.1, observations scaled by public
-constants (glucose /100, meals /1000, ...) and --value-scale 10.
-
-The noise comes from a seeded generator: this is a simulation, not a
-production release. --diag writes statistics of the simulated users' raw
-data and the exact noise: simulation only, not covered by any epsilon
-printed (each record says so).`,
+The noise comes from a seeded generator: this is a simulation, not a production
+release. --diag writes statistics of the simulated users' raw data and the exact
+noise: simulation only, not covered by any epsilon printed (each record says so).`,
 		Example: `  dprl train --env cartpole --algo dppg
   dprl train --env cartpole --algo dppg --z 3 --seed 7 --json
   dprl train --env cartpole --algo dppg --epsilon 2 --delta 1e-6
@@ -187,7 +153,7 @@ const (
 // (experiment.Train and its Overrides, experiment.DPSGD, experiment.Sweep
 // and experiment.LogLinear), and the algorithms that read it ("" for all;
 // setting a flag the algorithm would ignore is a usage error).
-var trainFlagTable = [][3]string{{"env", "Env P", ""}, {"z", "Z", ppoFamily + " " + dpsgdAlgo}, {"epsilon", "Epsilon", "dppg"},
+var trainFlagTable = flagtable.Table{{"env", "Env P", ""}, {"z", "Z", ppoFamily + " " + dpsgdAlgo}, {"epsilon", "Epsilon", "dppg"},
 	{"clip", "Clip", ppoFamily + " " + dpsgdAlgo + " " + algoLogLinear}, {"policy-share", "PolicyShare", ppoFamily}, {"algo", "Algo Method", ""},
 	{"K", "K", ppoFamily + " " + algoLogLinear}, {"noise", "Noise", "dppg"}, {"horizon", "Horizon", "dppg"}, {"lr", "LR", ppoFamily},
 	{"server-lr", "ServerLR", ppoFamily}, {"ent-coef", "EntropyCoef", ppoFamily}, {"hidden", "Hidden", ppoFamily}, {"epochs", "Epochs", ppoFamily},
@@ -207,51 +173,19 @@ func checkTrainFlagsApply(cmd *cobra.Command, algo string) error {
 	if !strings.Contains(" "+ppoFamily+" "+dpsgdAlgo+" "+algoLogLinear+" ", " "+algo+" ") {
 		return nil
 	}
-	var errs []string
-	for _, row := range trainFlagTable {
-		if algos := strings.Fields(row[2]); cmd.Flags().Changed(row[0]) && len(algos) > 0 && !slices.Contains(algos, algo) {
-			errs = append(errs, fmt.Sprintf("--%s does not apply to --algo %s (only to %s)", row[0], algo, strings.Join(algos, ", ")))
-		}
-	}
-	if len(errs) > 0 {
-		slices.Sort(errs)
+	if errs := trainFlagTable.Inapplicable(cmd.Flags().Changed, "algo", algo); len(errs) > 0 {
 		return usagef("train: %s", strings.Join(errs, "; "))
 	}
 	return nil
 }
 
-// trainFlagName is the flag of a configuration field (trainFlagTable).
-func trainFlagName(field string) string {
-	for _, row := range trainFlagTable {
-		if slices.Contains(strings.Fields(row[1]), field) {
-			return "--" + row[0]
-		}
-	}
-	return field
-}
-
-// flagMessages returns the messages of err, one per joined error, with the
-// fields they name (internal/fielderr) rendered as dprl train's flags.
-func flagMessages(err error) []string {
-	if err == nil {
-		return nil
-	}
-	return strings.Split(fielderr.Rename(err, trainFlagName).Error(), "\n")
-}
-
-// trainUsage returns the usage error of err (nil for none): its
-// flagMessages in the order of trainFlagTable.
+// trainUsage returns the usage error of err (nil for none): its messages
+// with flags for fields, in the order of trainFlagTable.
 func trainUsage(err error) error {
-	msgs := flagMessages(err)
-	if len(msgs) == 0 {
-		return nil
+	if msgs := trainFlagTable.Ordered(err); len(msgs) > 0 {
+		return usagef("train: %s", strings.Join(msgs, "; "))
 	}
-	pos := func(m string) int { // of the message's flag in the table
-		flag := strings.TrimPrefix(strings.FieldsFunc(m, func(r rune) bool { return r == ' ' || r == ':' })[0], "--")
-		return slices.IndexFunc(trainFlagTable, func(row [3]string) bool { return row[0] == flag })
-	}
-	slices.SortStableFunc(msgs, func(a, b string) int { return pos(a) - pos(b) })
-	return usagef("train: %s", strings.Join(msgs, "; "))
+	return nil
 }
 
 // ifSet returns v if the flag name was set on the command line, else nil.
@@ -378,7 +312,7 @@ func runTrainSweep(cmd *cobra.Command, a *app, f *trainFlags, plan *experiment.T
 			errs = append(errs, fmt.Sprintf("--%s: not with --sweep-z (the sweep sets z; --diag writes one run)", name))
 		}
 	}
-	if errs = append(errs, flagMessages(experiment.Sweep{Zs: f.sweepZ, Seeds: []uint64{0}, Delta: f.delta}.Validate())...); len(errs) > 0 {
+	if errs = append(errs, trainFlagTable.Messages(experiment.Sweep{Zs: f.sweepZ, Seeds: []uint64{0}, Delta: f.delta}.Validate())...); len(errs) > 0 {
 		slices.Sort(errs)
 		return usagef("train: %s", strings.Join(errs, "; "))
 	}
@@ -419,7 +353,7 @@ func runTrainDPSGD(cmd *cobra.Command, a *app, f *trainFlags) error {
 	}
 	c.Seed = seed
 	res, err := experiment.RunDPSGD(cmd.Context(), c, nil)
-	return emitTexter(a, f.json, res, runError(err))
+	return emit(a, f.json, res, runError(err))
 }
 
 // runError is the error of a run: a *experiment.ConfigError (a
@@ -446,7 +380,7 @@ func emitTrain(a *app, f *trainFlags, res trainOutput) error {
 			return fmt.Errorf("train: --plot: %w", err)
 		}
 	}
-	return emit(a.stdout, f.json, res, res.WriteText)
+	return emit(a, f.json, res, nil)
 }
 
 // trainReport is the progress callback of a training run: users offset

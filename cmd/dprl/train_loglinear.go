@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"dprl/experiment"
 	"dprl/internal/atomicfile"
-	"dprl/internal/progress"
 	"dprl/profile"
 
 	"github.com/spf13/cobra"
@@ -49,7 +47,7 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 		}
 	}
 	if err := c.Validate(); err != nil {
-		errs = append(flagMessages(err), errs...)
+		errs = append(trainFlagTable.Messages(err), errs...)
 	}
 	if len(errs) > 0 {
 		return usagef("train: %s", strings.Join(errs, "; "))
@@ -58,10 +56,10 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 		return fmt.Errorf("train: %w", err)
 	}
 	prog := a.task("training")
-	res, err := experiment.RunLogLinear(cmd.Context(), c, logLinearProgress{prog, c.TotalEpisodes()})
+	res, err := experiment.RunLogLinear(cmd.Context(), c, prog.Counter(c.TotalEpisodes(), "episodes"))
 	prog.Finish()
 	if cerr := (*experiment.ConfigError)(nil); errors.As(err, &cerr) {
-		return usagef("train: %s", strings.Join(flagMessages(cerr.Err), "; "))
+		return usagef("train: %s", strings.Join(trainFlagTable.Messages(cerr.Err), "; "))
 	}
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
@@ -72,16 +70,4 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 		}
 	}
 	return emitTrain(a, f, res)
-}
-
-// logLinearProgress adapts a progress task to experiment.Progress.
-type logLinearProgress struct {
-	t     *progress.Task
-	total int64
-}
-
-func (p logLinearProgress) Period() time.Duration { return p.t.Period() }
-
-func (p logLinearProgress) Update(done int64) {
-	p.t.Update(progress.Report{Done: done, Total: p.total, Unit: "episodes"})
 }

@@ -101,6 +101,15 @@ func TestTaskLogLines(t *testing.T) {
 		}
 	}
 	b.Reset()
+	c := NewTask(&b, false, zerolog.New(&b), "loop").Counter(10, "episodes")
+	if c.Period() != LogPeriod {
+		t.Fatalf("counter period %v", c.Period())
+	}
+	c.Update(10)
+	if !strings.Contains(b.String(), `"done":10,"of":10,"unit":"episodes"`) {
+		t.Fatalf("counter line %q", b.String())
+	}
+	b.Reset()
 	quiet := NewTask(&b, false, zerolog.New(&b).Level(zerolog.WarnLevel), "x")
 	quiet.Update(Report{Done: 1, Total: 1})
 	if b.Len() != 0 {

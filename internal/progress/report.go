@@ -59,6 +59,25 @@ func NewTask(w io.Writer, tty bool, log zerolog.Logger, what string) *Task {
 // Period is the time between two reports.
 func (t *Task) Period() time.Duration { return t.r.Period() }
 
+// Counter is a task's view as a counted loop of total units: the loop
+// calls Update(done) as it goes (experiment.Progress).
+type Counter struct {
+	t     *Task
+	total int64
+	unit  string
+}
+
+// Counter returns the task as a loop of total units.
+func (t *Task) Counter(total int64, unit string) Counter { return Counter{t, total, unit} }
+
+// Period is the task's.
+func (c Counter) Period() time.Duration { return c.t.Period() }
+
+// Update reports done of the total units, when due.
+func (c Counter) Update(done int64) {
+	c.t.Update(Report{Done: done, Total: c.total, Unit: c.unit})
+}
+
 // Phase starts a named phase: the live line of the previous phase stays on
 // its own line, and the time left is estimated from the new phase's rate.
 func (t *Task) Phase(name string) {

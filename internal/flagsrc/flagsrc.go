@@ -1,0 +1,105 @@
+// Package flagsrc fills a command's flags from the sources an operator
+// uses besides the command line: environment variables and a JSON config
+// file. The command line wins over the environment, which wins over the
+// file.
+package flagsrc
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Error lists every problem found, naming the file or variable of each: an
+// unknown key in the file, a value a flag rejects, a file that is not a
+// JSON object. It is the operator's mistake (a usage error); an unreadable
+// file is returned as a plain error instead.
+type Error struct {
+	Problems []string
+}
+
+func (e *Error) Error() string { return "configuration: " + strings.Join(e.Problems, "; ") }
+
+// EnvName is the environment variable of flag name: prefix, then the name
+// in capitals with dashes as underscores ("DPRL_", "user-epsilon" ->
+// DPRL_USER_EPSILON).
+func EnvName(prefix, name string) string {
+	return prefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// Apply sets every flag of fs the command line did not set, first from
+// environ (variables EnvName(prefix, flag)), then from the JSON object of
+// flag names to values in file ("" for none; strings, numbers and booleans
+// as a flag would take them). The flags named in skip (e.g. the config
+// flag itself, help) are never set.
+func Apply(fs *pflag.FlagSet, file string, environ []string, prefix string, skip ...string) error {
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, prefix) {
+			env[k] = v
+		}
+	}
+	skipped := func(name string) bool {
+		for _, s := range skip {
+			if s == name {
+				return true
+			}
+		}
+		return false
+	}
+	fileVals := map[string]string{}
+	var problems []string
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("config %s: %w", file, err)
+		}
+		var raw map[string]json.RawMessage
+		if err := json.NewDecoder(bytes.NewReader(b)).Decode(&raw); err != nil {
+			return &Error{[]string{fmt.Sprintf("config %s: not a JSON object of flag names to values: %v", file, err)}}
+		}
+		keys := make([]string, 0, len(raw))
+		for k := range raw {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if fs.Lookup(k) == nil || skipped(k) {
+				problems = append(problems, fmt.Sprintf("%s: unknown key %q", file, k))
+				continue
+			}
+			v := raw[k]
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				s = string(bytes.TrimSpace(v)) // numbers and booleans as written
+			}
+			fileVals[k] = s
+		}
+	}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed || skipped(f.Name) {
+			return
+		}
+		key := EnvName(prefix, f.Name)
+		if v, ok := env[key]; ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				problems = append(problems, fmt.Sprintf("%s=%q: %v", key, v, err))
+			}
+			return
+		}
+		if v, ok := fileVals[f.Name]; ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %s = %q: %v", file, f.Name, v, err))
+			}
+		}
+	})
+	if len(problems) > 0 {
+		return &Error{problems}
+	}
+	return nil
+}
