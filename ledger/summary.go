@@ -155,7 +155,8 @@ func (m Summary) WriteText(w io.Writer) error {
 		case KindDerived:
 			eps, del = "-", "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%g\t%d\t%s\t%s\n", e.Seq, e.Time.Format("2006-01-02 15:04:05"), e.Kind, e.Unit, eps, del, e.Method, e.Z, e.Participants, target, noise)
+		method, z := entryMethodZ(e)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.Seq, e.Time.Format("2006-01-02 15:04:05"), e.Kind, e.Unit, eps, del, method, z, e.Participants, target, noise)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -198,4 +199,30 @@ func (d DatasetSummary) writeText(w io.Writer, id string) {
 	for _, f := range d.DerivedFiles {
 		fmt.Fprintf(w, "  derived file %s (%s, entry %d)\n", f.File, f.Note, f.From)
 	}
+}
+
+// entryMethodZ are the METHOD and Z columns of an entry: the accountant
+// of its noise events ("fixed" for an entry of fixed costs only, "-" for
+// an entry without a cost), and its noise multiplier (the online update's, else the events'
+// when they share one; "-" when there is none).
+func entryMethodZ(e Entry) (method, z string) {
+	method, z = string(e.Method), "-"
+	switch {
+	case len(e.Events) == 0 && len(e.Fixed) > 0:
+		method = "fixed"
+	case method == "":
+		method = "-"
+	}
+	switch {
+	case e.Z > 0:
+		z = fmt.Sprintf("%.4g", e.Z)
+	case len(e.Events) > 0:
+		z = fmt.Sprintf("%.4g", e.Events[0].Z)
+		for _, ev := range e.Events[1:] {
+			if ev.Z != e.Events[0].Z {
+				z = "several"
+			}
+		}
+	}
+	return method, z
 }

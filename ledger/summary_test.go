@@ -140,9 +140,9 @@ func TestSummaryWriteText(t *testing.T) {
 	want := `head: 4 entries, policy version 1, hash 0123456789abcdef
 SEQ  TIME                 KIND            UNIT        EPSILON  DELTA  METHOD    Z  PARTICIPANTS  VERSION/DATASET  NOISE
 1    2024-03-01 12:01:00  policy_release  session     4.377    1e-05  analytic  1  2             1                seeded
-2    2024-03-01 12:01:00  offline_run     trajectory  1.214    1e-05  rdp       0  100           A                secure
-3    2024-03-01 12:01:00  derived_file                -        -                0  0             A                secure
-4    2024-03-01 12:01:00  dataset_cap     trajectory  cap 12   1e-05            0  0             A                secure
+2    2024-03-01 12:01:00  offline_run     trajectory  1.214    1e-05  rdp       -  100           A                secure
+3    2024-03-01 12:01:00  derived_file                -        -      -         -  0             A                secure
+4    2024-03-01 12:01:00  dataset_cap     trajectory  cap 12   1e-05  -         -  0             A                secure
 dataset A:
   unit expert: 2 runs, epsilon not computable for cap 5 at delta 0.001: no epsilon
   unit trajectory: 1 runs, epsilon 1.214 of cap 12 at delta 1e-05
