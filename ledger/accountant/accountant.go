@@ -137,9 +137,12 @@ type Analytic struct{}
 func (Analytic) Method() Method { return MethodAnalytic }
 
 // EffectiveZ returns the single noise multiplier equivalent to the
-// composition of Gaussian events: (sum_i steps_i / z_i^2)^(-1/2).
+// composition of Gaussian events: (sum_i steps_i / z_i^2)^(-1/2) (Dong,
+// Roth & Su, "Gaussian Differential Privacy", Corollary 3.3). It is
+// computed as z_min (sum_i steps_i (z_min/z_i)^2)^(-1/2), every term at
+// most steps_i, so that no z in float64's range over- or underflows.
 func EffectiveZ(events ...Event) (float64, error) {
-	var s float64
+	zmin := math.Inf(1)
 	for i, e := range events {
 		if err := e.Validate(); err != nil {
 			return 0, fmt.Errorf("event %d: %w", i, err)
@@ -147,12 +150,17 @@ func EffectiveZ(events ...Event) (float64, error) {
 		if e.Q != 1 {
 			return 0, fmt.Errorf("%w: event %d is subsampled (q = %v); the analytic accountant is exact only for q = 1, use rdp", ErrUnsupported, i, e.Q)
 		}
-		s += float64(e.Steps) / (e.Z * e.Z)
+		zmin = math.Min(zmin, e.Z)
 	}
 	if len(events) == 0 {
 		return 0, fmt.Errorf("%w: no events", ErrInvalid)
 	}
-	return 1 / math.Sqrt(s), nil
+	var s float64
+	for _, e := range events {
+		r := zmin / e.Z
+		s += float64(e.Steps) * r * r
+	}
+	return zmin / math.Sqrt(s), nil
 }
 
 // Epsilon implements Accountant.

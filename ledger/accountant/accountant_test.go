@@ -527,3 +527,26 @@ func BenchmarkEpsilonAnalytic(b *testing.B) {
 		}
 	}
 }
+
+// TestEffectiveZExtremes: the composed multiplier of extreme z neither
+// over- nor underflows (z = 1e300 gave +Inf, and "z = +Inf" in the error).
+func TestEffectiveZExtremes(t *testing.T) {
+	for _, c := range []struct {
+		events []Event
+		want   float64
+	}{
+		{[]Event{Gaussian(1e300)}, 1e300},
+		{[]Event{Gaussian(1e300), Gaussian(1e300)}, 1e300 / math.Sqrt2},
+		{[]Event{Gaussian(1e-300), Gaussian(1e300)}, 1e-300},
+		{[]Event{{Q: 1, Z: 2, Steps: 4}}, 1},
+	} {
+		got, err := EffectiveZ(c.events...)
+		if err != nil || math.Abs(got-c.want) > 1e-15*c.want {
+			t.Errorf("EffectiveZ(%v) = %v, %v; want %v", c.events, got, err, c.want)
+		}
+	}
+	g, err := Analytic{}.Epsilon(1e-5, Gaussian(1e300))
+	if err != nil || g.Epsilon != 0 {
+		t.Errorf("epsilon at z = 1e300: %v, %v; want 0", g, err)
+	}
+}
