@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"dprl/internal/buildinfo"
 	"dprl/stream"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -98,6 +99,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		NATSConnected:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_nats_connected", Help: "1 while the agent's NATS connection is up, else 0." + opsHelp}),
 	}
 	if reg != nil {
+		b := buildinfo.Get()
+		build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_build_info", Help: "Always 1; the labels name the running build." + opsHelp,
+			ConstLabels: prometheus.Labels{"version": b.Version, "revision": b.Revision, "go": b.Go}})
+		build.Set(1)
+		reg.MustRegister(build)
 		reg.MustRegister(m.ActLatency, m.ActErrors, m.EndErrors, m.NoReply, m.AdmissionRefused, m.SessionsOpened, m.SessionsClosed,
 			m.SessionsOpen, m.SessionsIdle, m.SessionsExpired, m.SessionMemory, m.LearnerQueue, m.SessionsQueued,
 			m.SessionsUsed, m.SessionsDiscarded, m.Releases, m.ReleaseErrors, m.SessionLogDropped, m.SessionLogQueue, m.NATSConnected)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"dprl/internal/buildinfo"
 	"dprl/ledger"
 	"dprl/sessionlog"
 	"dprl/stream"
@@ -247,13 +248,14 @@ func (s *Service) Err() error {
 // Status is what /status serves.
 type Status struct {
 	Stats
-	Head ledger.Head `json:"ledger_head"`
+	Head  ledger.Head    `json:"ledger_head"`
+	Build buildinfo.Info `json:"build"`
 }
 
 // Status returns the agent's summary and the ledger head.
 func (s *Service) Status() Status {
 	h, _ := s.store.Head()
-	return Status{Stats: s.agent.Stats(), Head: h}
+	return Status{Stats: s.agent.Stats(), Head: h, Build: buildinfo.Get()}
 }
 
 // Close shuts the service down in order: (1) the agent refuses new

@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"dprl/internal/fielderr"
@@ -297,4 +299,17 @@ func (c Config) UserEpsilonBound() (eps float64, ok bool, err error) {
 		eps, ok = math.Min(eps, c.UserEpsilon), true
 	}
 	return eps, ok, nil
+}
+
+// UserCaps names the per-user caps in force ("" for none), e.g. "at most 1
+// updates per user, user epsilon 8".
+func (c Config) UserCaps() string {
+	var parts []string
+	if c.MaxUpdatesPerUser > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d updates per user", c.MaxUpdatesPerUser))
+	}
+	if c.UserEpsilon > 0 {
+		parts = append(parts, fmt.Sprintf("user epsilon %g", c.UserEpsilon))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -52,3 +52,18 @@ func TestSettingsDefaultUserCap(t *testing.T) {
 		})
 	}
 }
+
+func TestUserCaps(t *testing.T) {
+	for _, c := range []struct {
+		cfg  agent.Config
+		want string
+	}{
+		{agent.Config{}, ""},
+		{agent.Config{MaxUpdatesPerUser: 3}, "at most 3 updates per user"},
+		{agent.Config{MaxUpdatesPerUser: 1, UserEpsilon: 8}, "at most 1 updates per user, user epsilon 8"},
+	} {
+		if got := c.cfg.UserCaps(); got != c.want {
+			t.Errorf("UserCaps(%+v) = %q, want %q", c.cfg, got, c.want)
+		}
+	}
+}

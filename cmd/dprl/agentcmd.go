@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dprl/agent"
+	"dprl/internal/buildinfo"
 	"dprl/internal/fielderr"
 	"dprl/internal/flagsrc"
 	"dprl/ledger"
@@ -135,7 +136,7 @@ func runAgent(ctx context.Context, a *app, sc agent.ServiceConfig, eps float64) 
 	if err != nil {
 		return err
 	}
-	a.log.Info().Str("nats", svc.NATSURL()).Str("http", svc.OpsAddr()).Uint64("version", svc.Agent().Version()).
+	a.log.Info().Str("build", buildinfo.Get().String()).Str("nats", svc.NATSURL()).Str("http", svc.OpsAddr()).Uint64("version", svc.Agent().Version()).
 		Float64("epsilon_per_session", eps).Float64("delta", sc.Agent.Delta).Msg("agent serving")
 	fmt.Fprintf(a.stderr, "dprl agent: serving on %s; per-session epsilon %.4g at delta %g (analytic Gaussian, z = %g)\n",
 		svc.NATSURL(), eps, sc.Agent.Delta, sc.Agent.Policy.DP.NoiseMultiplier)
@@ -143,7 +144,7 @@ func runAgent(ctx context.Context, a *app, sc agent.ServiceConfig, eps float64) 
 	case err != nil:
 		return err
 	case ok:
-		fmt.Fprintf(a.stderr, "dprl agent: per-user epsilon at most %.4g at delta %g (%s)\n", ue, sc.Agent.Delta, userCapText(sc.Agent))
+		fmt.Fprintf(a.stderr, "dprl agent: per-user epsilon at most %.4g at delta %g (%s)\n", ue, sc.Agent.Delta, sc.Agent.UserCaps())
 	default:
 		a.log.Warn().Msg("no per-user cap (--user-epsilon 0 --max-updates-per-user 0): a returning user's epsilon grows with every update they take part in")
 	}
@@ -161,18 +162,6 @@ func runAgent(ctx context.Context, a *app, sc agent.ServiceConfig, eps float64) 
 		return runErr
 	}
 	return err
-}
-
-// userCapText says which per-user caps are in force.
-func userCapText(c agent.Config) string {
-	var parts []string
-	if c.MaxUpdatesPerUser > 0 {
-		parts = append(parts, fmt.Sprintf("at most %d updates per user", c.MaxUpdatesPerUser))
-	}
-	if c.UserEpsilon > 0 {
-		parts = append(parts, fmt.Sprintf("--user-epsilon %g", c.UserEpsilon))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // configSources fills the flags the command line did not set from DPRL_*

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,5 +54,17 @@ func TestAgentRefusesNonEmptyDataWithoutInit(t *testing.T) {
 	names, err := os.ReadDir(dir)
 	if err != nil || len(names) != 1 {
 		t.Fatalf("the refused directory now holds %v (%v), want only notes.txt", names, err)
+	}
+}
+
+// TestVersion: dprl version and --version name the build.
+func TestVersion(t *testing.T) {
+	code, out, _ := runCLI(t, "version", "--json")
+	var b struct{ Version, Go string }
+	if code != 0 || json.Unmarshal([]byte(out), &b) != nil || b.Version == "" || !strings.HasPrefix(b.Go, "go") {
+		t.Fatalf("version --json: %d %q", code, out)
+	}
+	if code, out, _ := runCLI(t, "--version"); code != 0 || !strings.HasPrefix(out, "dprl version "+b.Version) {
+		t.Fatalf("--version: %d %q", code, out)
 	}
 }

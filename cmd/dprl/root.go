@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"dprl/internal/buildinfo"
 	"dprl/internal/progress"
 	"dprl/internal/rng"
 )
@@ -93,6 +94,7 @@ session logs. Every privacy cost it incurs is written to a verifiable ledger.
 
 Results print human-readable by default and as JSON with --json.
 Exit status: 0 success, 1 failure, 2 usage error.`,
+		Version:           buildinfo.Get().String(),
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		Args:              noArgs,
@@ -114,8 +116,18 @@ Exit status: 0 success, 1 failure, 2 usage error.`,
 		newTrainCmd(a),
 		newOfflineCmd(a),
 		newPlotCmd(a),
+		newVersionCmd(a),
 	)
 	return root
+}
+
+// newVersionCmd is dprl version: the build (as --version prints it).
+func newVersionCmd(a *app) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{Use: "version", Short: "Print the build: version, VCS revision, Go version", Args: noArgs,
+		RunE: func(*cobra.Command, []string) error { return emit(a, asJSON, buildinfo.Get(), nil) }}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the build as JSON")
+	return c
 }
 
 // noArgs rejects positional arguments as a usage error.
