@@ -1,1 +1,0 @@
-dprl replay: unexpected argument "N"
