@@ -1,15 +1,7 @@
 package agent_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"math"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,6 +12,7 @@ import (
 
 	"dprl/agent"
 	"dprl/internal/fielderr"
+	"dprl/internal/testutil"
 	"dprl/policy"
 	"dprl/profile"
 
@@ -188,41 +181,12 @@ func TestSettingsErrors(t *testing.T) {
 	}
 }
 
-// writeSettingsCert writes a self-signed certificate for 127.0.0.1 and its
-// key (PEM).
-func writeSettingsCert(t *testing.T, dir string) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "agent"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
-}
-
 // TestNATSSecurityFilesLoad reads real files: a clients file and a TLS
 // certificate make a non-loopback embedded server acceptable, and each
 // missing piece is named.
 func TestNATSSecurityFilesLoad(t *testing.T) {
 	dir := t.TempDir()
-	cert, key := writeSettingsCert(t, dir)
+	cert, key := testutil.WriteSelfSigned(t, dir)
 	kp, err := nkeys.CreateUser()
 	if err != nil {
 		t.Fatal(err)

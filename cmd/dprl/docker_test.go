@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"dprl/internal/testutil"
 )
 
 // dockerRunArgs returns the arguments of the dprl agent command documented
@@ -55,7 +57,7 @@ func TestDockerRunCommand(t *testing.T) {
 	if len(args) == 0 || args[0] != "agent" {
 		t.Fatalf("documented command %q: want dprl agent", args)
 	}
-	cert, key := writeSelfSigned(t, dir)
+	cert, key := testutil.WriteSelfSigned(t, dir)
 	if err := os.Rename(cert, filepath.Join(dir, "tls.crt")); err != nil {
 		t.Fatal(err)
 	}

@@ -2,48 +2,19 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"dprl/agent"
+	"dprl/internal/testutil"
 	"dprl/profile"
 	"dprl/stream"
 
 	"github.com/nats-io/nkeys"
 )
-
-// writeSelfSigned writes a self-signed certificate for 127.0.0.1 and its key.
-func writeSelfSigned(t *testing.T, dir string) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "agent"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, _ := x509.MarshalECPrivateKey(key)
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
-	return certFile, keyFile
-}
 
 // writeClient creates a client nkey, writes its seed file and returns the
 // seed file and the public key.
@@ -64,7 +35,7 @@ func writeClient(t *testing.T, dir, name string) (string, string) {
 
 func TestAgentNATSSecurityFlags(t *testing.T) {
 	dir := t.TempDir()
-	cert, key := writeSelfSigned(t, dir)
+	cert, key := testutil.WriteSelfSigned(t, dir)
 	_, pub := writeClient(t, dir, "web")
 	clients := filepath.Join(dir, "clients.json")
 	os.WriteFile(clients, []byte(`{"clients":[{"name":"web","nkey":"`+pub+`"}]}`), 0o600)
@@ -162,7 +133,7 @@ func TestReplaySecuredAgent(t *testing.T) {
 // --check-config (the secured one with real certificate files).
 func TestExampleAgentConfigs(t *testing.T) {
 	dir := t.TempDir()
-	cert, key := writeSelfSigned(t, dir)
+	cert, key := testutil.WriteSelfSigned(t, dir)
 	b, err := os.ReadFile("../../examples/agent-secure.json")
 	if err != nil {
 		t.Fatal(err)
