@@ -90,43 +90,12 @@ func (s *scanner) strSlow(start int) ([]byte, *Error) {
 func (s *scanner) num(field string) (float64, *Error) {
 	s.ws()
 	start := s.pos
-	d := s.data
-	p := s.pos
-	if p < len(d) && d[p] == '-' {
-		p++
-	}
-	digits := func() int {
-		n := 0
-		for p < len(d) && d[p] >= '0' && d[p] <= '9' {
-			p++
-			n++
-		}
-		return n
-	}
-	if p < len(d) && d[p] == '0' {
-		p++
-	} else if digits() == 0 {
-		s.pos = p
+	p, _, ok := jsonstrict.ScanNumber(s.data, start)
+	s.pos = p
+	if !ok {
 		return 0, s.syntax("bad number")
 	}
-	if p < len(d) && d[p] == '.' {
-		p++
-		if digits() == 0 {
-			s.pos = p
-			return 0, s.syntax("bad number")
-		}
-	}
-	if p < len(d) && (d[p] == 'e' || d[p] == 'E') {
-		p++
-		if p < len(d) && (d[p] == '+' || d[p] == '-') {
-			p++
-		}
-		if digits() == 0 {
-			s.pos = p
-			return 0, s.syntax("bad number")
-		}
-	}
-	s.pos = p
+	d := s.data
 	f, err := strconv.ParseFloat(string(d[start:p]), 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		return 0, newErr(CodeNonFinite, field+": number overflows float64")

@@ -213,18 +213,8 @@ func (s *Scanner) Object(fn func(key []byte) error) error {
 		if err := fn(key); err != nil {
 			return err
 		}
-		s.ws()
-		if s.pos >= len(s.data) {
-			return s.syntax("unexpected end of input")
-		}
-		switch s.data[s.pos] {
-		case ',':
-			s.pos++
-		case '}':
-			s.pos++
-			return nil
-		default:
-			return s.syntax("expected ',' or '}'")
+		if done, err := s.next('}'); done || err != nil {
+			return err
 		}
 	}
 }
@@ -245,20 +235,28 @@ func (s *Scanner) Array(fn func(i int) error) error {
 		if err := fn(i); err != nil {
 			return err
 		}
-		s.ws()
-		if s.pos >= len(s.data) {
-			return s.syntax("unexpected end of input")
-		}
-		switch s.data[s.pos] {
-		case ',':
-			s.pos++
-		case ']':
-			s.pos++
-			return nil
-		default:
-			return s.syntax("expected ',' or ']'")
+		if done, err := s.next(']'); done || err != nil {
+			return err
 		}
 	}
+}
+
+// next reads the separator after a member or element: ',' (more follow)
+// or the container's closing byte (done).
+func (s *Scanner) next(closing byte) (done bool, err error) {
+	s.ws()
+	if s.pos >= len(s.data) {
+		return false, s.syntax("unexpected end of input")
+	}
+	switch s.data[s.pos] {
+	case ',':
+		s.pos++
+		return false, nil
+	case closing:
+		s.pos++
+		return true, nil
+	}
+	return false, s.syntax("expected ',' or '" + string(closing) + "'")
 }
 
 // String reads a string and returns it unescaped. It must be valid UTF-8
@@ -410,9 +408,22 @@ func (s *Scanner) number() (txt []byte, integer bool, err error) {
 	if err := s.expect(Number); err != nil {
 		return nil, false, err
 	}
-	d := s.data
-	start, p := s.pos, s.pos
-	if d[p] == '-' {
+	start := s.pos
+	p, integer, ok := ScanNumber(s.data, start)
+	s.pos = p
+	if !ok {
+		return nil, false, s.syntax("bad number")
+	}
+	return s.data[start:p], integer, nil
+}
+
+// ScanNumber scans the number (RFC 8259 grammar) that starts at d[p]. It
+// returns the offset just after it and whether it is an integer (no
+// fraction, no exponent); for malformed input ok is false and end is where
+// the grammar failed. It allocates nothing (the wire decoder's hot path
+// uses it too).
+func ScanNumber(d []byte, p int) (end int, integer, ok bool) {
+	if p < len(d) && d[p] == '-' {
 		p++
 	}
 	digits := func() int {
@@ -423,21 +434,17 @@ func (s *Scanner) number() (txt []byte, integer bool, err error) {
 		}
 		return n
 	}
-	bad := func() ([]byte, bool, error) {
-		s.pos = p
-		return nil, false, s.syntax("bad number")
-	}
 	integer = true
 	if p < len(d) && d[p] == '0' {
 		p++
 	} else if digits() == 0 {
-		return bad()
+		return p, false, false
 	}
 	if p < len(d) && d[p] == '.' {
 		p++
 		integer = false
 		if digits() == 0 {
-			return bad()
+			return p, false, false
 		}
 	}
 	if p < len(d) && (d[p] == 'e' || d[p] == 'E') {
@@ -447,11 +454,10 @@ func (s *Scanner) number() (txt []byte, integer bool, err error) {
 			p++
 		}
 		if digits() == 0 {
-			return bad()
+			return p, false, false
 		}
 	}
-	s.pos = p
-	return d[start:p], integer, nil
+	return p, integer, true
 }
 
 // Float reads a number as the nearest float64 (as strconv.ParseFloat
