@@ -236,6 +236,14 @@ func (s *Store) open(exists, hasFiles bool, o Options) (err error) {
 	return nil
 }
 
+// ledgerFormat is the Pebble format new ledgers are created with. Opening
+// never lowers a store's format and never raises it above this one, so an
+// upgrade of dprl that only bumps its Pebble dependency leaves existing
+// ledgers readable by the previous release (a rollback stays possible).
+// It must be at least FormatWALSyncChunks (see openPebble); raising it is
+// a format change: add a ledger of the new format to testdata/compat.
+const ledgerFormat = pebble.FormatValueSeparation
+
 // openPebble opens the Pebble store under the held lock.
 func (s *Store) openPebble(o Options, readOnly, create bool) error {
 	pdir := filepath.Join(s.dir, pebbleDir)
@@ -251,8 +259,10 @@ func (s *Store) openPebble(o Options, readOnly, create bool) error {
 		// as corruption instead of being taken for the log's torn end.
 		// Damage in the log's last block is still read as a torn end (a
 		// ledger's log is often one block: every such flip measured
-		// truncated the store), which the head file catches.
-		FormatMajorVersion: pebble.FormatNewest,
+		// truncated the store), which the head file catches. The version
+		// is pinned (ledgerFormat), not FormatNewest, so that a newer
+		// Pebble never ratchets a ledger's format by merely opening it.
+		FormatMajorVersion: ledgerFormat,
 		Logger:             lg,
 		EventListener: &pebble.EventListener{
 			// Pebble's default calls Fatalf (a panic); a damaged block is
