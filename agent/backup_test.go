@@ -1,0 +1,88 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"dprl/internal/testutil"
+	"dprl/ledger"
+
+	"github.com/rs/zerolog"
+)
+
+// TestBackups runs the backup schedule against a serving agent: a backup
+// is written when the head moved and skipped when it did not, only the
+// newest Keep remain, and the newest opens as a data directory the agent
+// resumes from at the version it holds.
+func TestBackups(t *testing.T) {
+	cfg := cartpoleConfig(2)
+	a, store, stop := startAgent(t, cfg, t.TempDir())
+	defer stop()
+	b := Backups{Dir: filepath.Join(t.TempDir(), "backups"), Every: time.Hour, Keep: 2}
+	rng := rand.New(rand.NewPCG(1, 2))
+	at := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	var last *ledger.BackupResult
+	for round := 1; round <= 3; round++ {
+		for i := 0; i < 2; i++ {
+			playEpisode(t, a, fmt.Sprintf("s%d-%d", round, i), fmt.Sprintf("u%d-%d", round, i), rng, 50)
+		}
+		testutil.EventuallyTrue(t, 20*time.Second, fmt.Sprintf("version %d", round), func() bool { return a.Version() >= uint64(round) })
+		at = at.Add(time.Minute)
+		res, err := backupOnce(store, b, at)
+		if err != nil || res == nil {
+			t.Fatalf("round %d: backup %v, %v", round, res, err)
+		}
+		if want := fmt.Sprintf("%s-seq%d", at.Format("20060102T150405Z"), res.Head.Seq); filepath.Base(res.Dir) != want {
+			t.Fatalf("backup named %s, want %s", filepath.Base(res.Dir), want)
+		}
+		// Nothing released since: the next tick skips.
+		if again, err := backupOnce(store, b, at.Add(time.Second)); err != nil || again != nil {
+			t.Fatalf("unchanged head: backup %v, %v; want skipped", again, err)
+		}
+		last = res
+	}
+	ents, err := os.ReadDir(b.Dir)
+	if err != nil || len(ents) != b.Keep {
+		t.Fatalf("%d backups kept (%v), want %d", len(ents), err, b.Keep)
+	}
+	restored, err := ledger.Open(last.Dir, ledger.Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restored.Close()
+	r, err := New(cfg, restored, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Version() != last.Head.Version || r.Version() < 3 {
+		t.Fatalf("resumed from the backup at version %d, want %d (>= 3)", r.Version(), last.Head.Version)
+	}
+}
+
+// TestRunBackupsStops: the schedule writes a first backup at once and
+// returns when its context ends.
+func TestRunBackupsStops(t *testing.T) {
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	b := Backups{Dir: filepath.Join(t.TempDir(), "b"), Every: time.Hour, Keep: 1}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { runBackups(ctx, store, b, time.Now, zerolog.Nop()); close(done) }()
+	testutil.EventuallyTrue(t, 10*time.Second, "first backup", func() bool {
+		n, _ := listBackups(b.Dir)
+		return len(n) == 1
+	})
+	cancel()
+	<-done
+	if err := (Backups{Dir: "x", Every: time.Millisecond, Keep: 1}).Validate(); err == nil {
+		t.Fatal("Every 1ms accepted")
+	}
+	if err := (Backups{Dir: "x", Every: time.Minute}).Validate(); err == nil {
+		t.Fatal("Keep 0 accepted")
+	}
+}

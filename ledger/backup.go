@@ -1,0 +1,147 @@
+package ledger
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+		"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// BackupResult is what Backup wrote: the backup's directory and the head
+// it holds.
+type BackupResult struct {
+	Dir  string `json:"dir"`
+	Head Head   `json:"head"`
+}
+
+// Backup writes a consistent copy of the ledger to dest, a directory that
+// must not exist, while the store stays open (and, for a writable store,
+// in use): the Pebble store's checkpoint (tables hard-linked where the
+// file system allows, else copied), the user key and the head file, all
+// as of one moment between two commits, so the copy is a data directory
+// the agent and the dprl ledger commands open like the original. Commits
+// wait while it runs (a checkpoint links files: milliseconds). The copy is
+// assembled in a temporary directory beside dest, synced, renamed into
+// place and then verified read-only (the full Verify); a copy that fails
+// verification is removed and reported.
+//
+// A backup is an older ledger as soon as the next commit lands: restoring
+// it loses every later entry, and with them the counters of the users
+// those releases were charged to. See the README (Operating the agent,
+// Backup and restore) for what an operator must do after a restore.
+func (s *Store) Backup(dest string) (BackupResult, error) {
+	if dest == "" {
+		return BackupResult{}, fmt.Errorf("%w: empty backup directory", ErrInvalid)
+	}
+	if _, err := s.fs.Stat(dest); err == nil {
+		return BackupResult{}, fmt.Errorf("%w: backup directory %s exists", ErrInvalid, dest)
+	}
+	parent := filepath.Dir(dest)
+	if err := mkdirAllSync(s.fs, parent); err != nil {
+		return BackupResult{}, fmt.Errorf("ledger: backup: %w", err)
+	}
+	var suffix [6]byte
+	if _, err := rand.Read(suffix[:]); err != nil {
+		return BackupResult{}, err
+	}
+	tmp := dest + ".partial-" + hex.EncodeToString(suffix[:])
+	head, err := s.backupTo(tmp)
+	if err != nil {
+		_ = s.fs.RemoveAll(tmp)
+		return BackupResult{}, fmt.Errorf("ledger: backup to %s: %w", dest, err)
+	}
+	if err := s.fs.Rename(tmp, dest); err != nil {
+		_ = s.fs.RemoveAll(tmp)
+		return BackupResult{}, fmt.Errorf("ledger: backup: %w", err)
+	}
+	if err := syncDir(s.fs, parent); err != nil {
+		return BackupResult{}, fmt.Errorf("ledger: backup: %w", err)
+	}
+	ref := HeadRef{Seq: head.Seq, Hash: head.Hash}
+	v, err := VerifyDir(dest, Options{FS: s.fs}, &ref)
+	if err == nil && !v.OK {
+		err = fmt.Errorf("%w: %v", ErrCorrupt, v.Problems)
+	}
+	if err != nil {
+		_ = s.fs.RemoveAll(dest)
+		return BackupResult{}, fmt.Errorf("ledger: the backup in %s failed verification and was removed: %w", dest, err)
+	}
+	return BackupResult{Dir: dest, Head: head}, nil
+}
+
+// backupTo writes the copy into tmp under the store's mutex, so that no
+// commit falls between the checkpoint and the head file's copy.
+func (s *Store) backupTo(tmp string) (Head, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return Head{}, ErrClosed
+	}
+	if err := s.health.get(); err != nil {
+		return Head{}, fmt.Errorf("the store refuses writes after an earlier failure: %w", err)
+	}
+	h, err := s.Head()
+	if err != nil {
+		return Head{}, err
+	}
+	if err := mkdirAllSync(s.fs, tmp); err != nil {
+		return Head{}, err
+	}
+	if err := s.checkpoint(filepath.Join(tmp, pebbleDir)); err != nil {
+		return Head{}, err
+	}
+	for _, f := range []string{userKeyFile, headsFile} {
+		if err := copyFileSync(s.fs, filepath.Join(s.dir, f), filepath.Join(tmp, f)); err != nil {
+			return Head{}, err
+		}
+	}
+	return h, syncDir(s.fs, tmp)
+}
+
+// checkpoint runs Pebble's checkpoint, turning its panics into errors.
+func (s *Store) checkpoint(dir string) (err error) {
+	defer s.recoverInto(&err)
+	if err := s.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
+// copyFileSync copies src to a new file dst with mode 0600, synced.
+func copyFileSync(fs vfs.FS, src, dst string) error {
+	in, err := fs.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := fs.Create(dst, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return chmodPrivate(fs, dst)
+}
+
+// chmodPrivate makes a copied secret 0600 on the operating system's file
+// system (other file systems, e.g. tests' in-memory one, have no modes).
+func chmodPrivate(fs vfs.FS, path string) error {
+	if fs != vfs.Default {
+		return nil
+	}
+	return os.Chmod(path, 0o600)
+}
