@@ -3,7 +3,7 @@ package ledger
 import (
 	"crypto/rand"
 	"encoding/hex"
-		"fmt"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
