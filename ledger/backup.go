@@ -145,3 +145,9 @@ func chmodPrivate(fs vfs.FS, path string) error {
 	}
 	return os.Chmod(path, 0o600)
 }
+
+// WriteText writes where the backup is and the head it holds.
+func (r BackupResult) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "backup written and verified: %s (head %d:%s, policy version %d)\n", r.Dir, r.Head.Seq, r.Head.Hash, r.Head.Version)
+	return err
+}

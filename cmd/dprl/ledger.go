@@ -4,20 +4,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
-	"strings"
 
 	"dprl/ledger"
+	"dprl/offline/budget"
 	"dprl/policy"
-	"dprl/sessionlog"
 
 	"github.com/spf13/cobra"
 )
 
 func newLedgerCmd(a *app) *cobra.Command {
 	return groupCmd("ledger", "Inspect, verify and export the privacy ledger of a data directory",
-		newLedgerShowCmd(a), newLedgerVerifyCmd(a), newLedgerHeadCmd(a), newLedgerExportCmd(a), newLedgerSnapshotCmd(a), newLedgerSetCapCmd(a))
+		newLedgerShowCmd(a), newLedgerVerifyCmd(a), newLedgerHeadCmd(a), newLedgerExportCmd(a), newLedgerSnapshotCmd(a), newLedgerSetCapCmd(a), newLedgerBackupCmd(a))
 }
 
 // openLedger opens an existing ledger read-only.
@@ -26,6 +24,12 @@ func openLedger(a *app, dir string) (*ledger.Store, error) {
 		return nil, usagef("--data is required")
 	}
 	return ledger.Open(dir, ledger.Options{MustExist: true, ReadOnly: true, Logger: a.log})
+}
+
+// ledgerFlags adds --data and --json to c.
+func ledgerFlags(c *cobra.Command, dir *string, asJSON *bool) {
+	c.Flags().StringVar(dir, "data", "", "the agent's data directory (required)")
+	c.Flags().BoolVar(asJSON, "json", false, "print the result as JSON")
 }
 
 // showLedger prints what f computes from the existing ledger in dir,
@@ -54,9 +58,8 @@ func newLedgerShowCmd(a *app) *cobra.Command {
 			return showLedger(a, dir, asJSON, func(s *ledger.Store) (ledger.Summary, error) { return s.Summary(delta) })
 		},
 	}
-	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
+	ledgerFlags(c, &dir, &asJSON)
 	c.Flags().Float64Var(&delta, "delta", 1e-5, "delta at which per-user epsilons are shown (a dataset's totals are shown at its cap's delta)")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
 }
 
@@ -102,9 +105,8 @@ inside it: record the head elsewhere (dprl ledger head) and pass it as
 			return fmt.Errorf("ledger verify: %d problems in %s: %s", len(res.Problems), dir, res.Problems[0])
 		},
 	}
-	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
+	ledgerFlags(c, &dir, &asJSON)
 	c.Flags().StringVar(&expect, "expect-head", "", "SEQ:HASH recorded earlier by dprl ledger head: the ledger must still hold that entry")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return c
 }
 
@@ -127,8 +129,7 @@ trail, not a release to users.`,
 			return showLedger(a, dir, asJSON, (*ledger.Store).VerifiedHead)
 		},
 	}
-	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the head as JSON")
+	ledgerFlags(c, &dir, &asJSON)
 	return c
 }
 
@@ -181,19 +182,11 @@ unit; a dataset with several needs it.`,
   dprl ledger set-cap --data ./led --dataset records-sha256:9f2c... --unit expert --epsilon 12 --delta 1e-3 --reason "..."`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch {
-			case dir == "":
-				return usagef("--data is required")
-			case (dataset == "") == (file == ""):
-				return usagef("give --dataset ID (the ids are listed by dprl ledger show) or --file LOG, one of them")
-			case strings.TrimSpace(reason) == "":
-				return usagef("--reason is required: a cap change is recorded with why it was made")
-			case !cmd.Flags().Changed("epsilon") || !cmd.Flags().Changed("delta"):
-				return usagef("--epsilon and --delta are required")
-			case !(eps > 0) || math.IsInf(eps, 0):
-				return usagef("--epsilon %v: want > 0", eps)
-			case !(delta > 0 && delta < 1):
-				return usagef("--delta %v: want in (0, 1)", delta)
+			change := ledger.CapChange{Dataset: dataset, Unit: ledger.Unit(unit), Cap: ledger.Cap{Epsilon: eps, Delta: delta}, Reason: reason}
+			if dir == "" || (dataset == "") == (file == "") || !cmd.Flags().Changed("epsilon") || !cmd.Flags().Changed("delta") {
+				return usagef("give --data, --epsilon, --delta, --reason and one of --dataset ID (dprl ledger show lists them) or --file LOG")
+			} else if err := change.Validate(); err != nil {
+				return usageError{fmt.Errorf("--epsilon, --delta, --reason: %w", err)}
 			}
 			s, err := ledger.Open(dir, ledger.Options{MustExist: true, Logger: a.log})
 			if err != nil {
@@ -202,19 +195,12 @@ unit; a dataset with several needs it.`,
 			defer s.Close()
 			what := dataset
 			if file != "" {
-				id, recs, err := sessionlog.ScanRecords(file)
-				if err != nil {
-					return fmt.Errorf("--file: %w", err)
-				}
-				if len(recs) == 0 {
-					return fmt.Errorf("--file %s: no sessions", file)
-				}
-				if dataset, err = s.ResolveDataset(id, recs); err != nil {
+				if change.Dataset, err = budget.DatasetOfFile(s, file); err != nil {
 					return fmt.Errorf("--file %s: %w", file, err)
 				}
 				what = "for the records of " + file
 			}
-			res, err := s.ChangeCap(ledger.CapChange{Dataset: dataset, Unit: ledger.Unit(unit), Cap: ledger.Cap{Epsilon: eps, Delta: delta}, Reason: reason})
+			res, err := s.ChangeCap(change)
 			var ue *ledger.UnitError
 			switch {
 			case errors.Is(err, ledger.ErrNotFound):
@@ -278,10 +264,44 @@ exporting it costs no privacy.`,
 			})
 		},
 	}
-	c.Flags().StringVar(&dir, "data", "", "the agent's data directory (required)")
+	ledgerFlags(c, &dir, &asJSON)
 	c.Flags().StringVar(&out, "out", "", "snapshot file to write (required)")
 	c.Flags().Int64Var(&version, "version", -1, "released policy version (0 is the initial policy); -1: the serving one")
 	c.Flags().BoolVar(&force, "force", false, "overwrite --out")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return c
+}
+
+func newLedgerBackupCmd(a *app) *cobra.Command {
+	var dir, out string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "backup --data DIR --out DEST",
+		Short: "Copy a ledger not in use to DEST, consistently, and verify the copy",
+		Long: `Writes a consistent copy of the data directory's ledger (the Pebble store's
+checkpoint, user.key and ledger.heads) to DEST, which must not exist, and
+verifies it. For a running agent use dprl agent --backup-dir instead (the
+agent holds the ledger's lock). The copy holds user.key: protect it like the
+data directory. Restoring a backup forgets every release made after it: see
+the README (Operating the agent, Backup and restore) before serving on one.`,
+		Example: `  dprl ledger backup --data ./dprl-data --out /backups/dprl-$(date +%F)`,
+		Args:    noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if dir == "" || out == "" {
+				return usagef("--data and --out are required")
+			}
+			s, err := ledger.Open(dir, ledger.Options{MustExist: true, Logger: a.log})
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			res, err := s.Backup(out)
+			if errors.Is(err, ledger.ErrInvalid) {
+				return usageError{err}
+			}
+			return emit(a, asJSON, res, err)
+		},
+	}
+	ledgerFlags(c, &dir, &asJSON)
+	c.Flags().StringVar(&out, "out", "", "the backup's directory, which must not exist (required)")
 	return c
 }

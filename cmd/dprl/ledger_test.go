@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"dprl/internal/testutil"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
 
@@ -365,5 +366,29 @@ func TestAgentExpectHead(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "agent", "--data", dir, "--env-spec", "cartpole", "--expect-head", "4:abc", "--check-config"); code != 2 || !strings.Contains(stderr, "--expect-head") {
 		t.Errorf("bad --expect-head: %d %q", code, stderr)
+	}
+}
+
+// TestLedgerBackupCommand: dprl ledger backup copies a ledger not in use
+// into a new directory that verifies on its own; an existing destination
+// is a usage error (exit 2) and nothing is overwritten.
+func TestLedgerBackupCommand(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "data")
+	testutil.MustCopyTree(t, "../../ledger/testdata/compat/2026-11-25/agent", src)
+	for _, f := range []string{"user.key", "ledger.heads"} {
+		if err := os.Chmod(filepath.Join(src, f), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dest := filepath.Join(t.TempDir(), "backup")
+	code, out, errOut := runCLI(t, "ledger", "backup", "--data", src, "--out", dest)
+	if code != 0 || !strings.Contains(out, "backup written and verified") || !strings.Contains(out, "head 3:c33702b1") {
+		t.Fatalf("backup: code %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, _ := runCLI(t, "ledger", "verify", "--data", dest); code != 0 || !strings.Contains(out, "ledger OK") {
+		t.Fatalf("verify the backup: code %d, %s", code, out)
+	}
+	if code, _, errOut := runCLI(t, "ledger", "backup", "--data", src, "--out", dest); code != 2 || !strings.Contains(errOut, "exists") {
+		t.Fatalf("existing destination: code %d, stderr %q; want 2 and 'exists'", code, errOut)
 	}
 }

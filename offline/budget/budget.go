@@ -432,3 +432,17 @@ func (p *protocol) refusal(unit ledger.Unit, err error) error {
 	_, stored, serr := p.storedCap(unit)
 	return &Refusal{Err: err, Unit: unit, FirstRun: serr == nil && !stored, Cap: p.cfg.Cap, Ledger: p.cfg.Ledger, Path: p.in.Path}
 }
+
+// DatasetOfFile returns the dataset of s that the records of the session
+// log file belong to: the dataset a run on that log would be charged to
+// (nothing is registered). A log with no session is an error.
+func DatasetOfFile(s *ledger.Store, file string) (string, error) {
+	id, recs, err := sessionlog.ScanRecords(file)
+	if err != nil {
+		return "", err
+	}
+	if len(recs) == 0 {
+		return "", fmt.Errorf("%s: no sessions", file)
+	}
+	return s.ResolveDataset(id, recs)
+}
