@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 
 	"dprl/internal/buildinfo"
@@ -56,7 +58,21 @@ func Composed(models []ModelConfig) string {
 	if len(uncapped) > 0 {
 		return fmt.Sprintf("a user of every model: no bound (no per-user cap in %s)", strings.Join(uncapped, ", "))
 	}
-	return fmt.Sprintf("a user of every model: epsilon at most %.4g at delta %g (the sum of the models' per-user bounds: basic composition)", eps, delta)
+	return fmt.Sprintf("a user of every model: epsilon at most %.4g at delta %.4g (the sum of the models' per-user bounds: basic composition)", ceil4(eps), ceil4(delta))
+}
+
+// ceil4 rounds x > 0 to 4 significant digits, up: the printed bound is
+// never below x by more than the floating-point error of summing it
+// (a relative 1e-12 is allowed, so that 1e-5 + 2e-5 prints as 3e-05).
+func ceil4(x float64) float64 {
+	if !(x > 0) || math.IsInf(x, 0) {
+		return x
+	}
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 4, 64), 64)
+	if v < x*(1-1e-12) {
+		v += math.Pow(10, math.Floor(math.Log10(v))-3)
+	}
+	return v
 }
 
 // Announce logs that the service is serving and prints to w, for the

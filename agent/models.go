@@ -92,9 +92,12 @@ type ModelEntry struct {
 // "models" key holds them).
 type ModelEntries []ModelEntry
 
-// Set appends the models of v.
+// Set appends the models of v; an empty v (DPRL_MODELS=) adds none.
 func (m *ModelEntries) Set(v string) error {
 	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil
+	}
 	if strings.HasPrefix(v, "[") || strings.HasPrefix(v, "{") {
 		return m.setJSON(v)
 	}
