@@ -74,81 +74,68 @@ type ServiceConfig struct {
 	HTTPAddr string
 	// Logger receives the service's logs.
 	Logger zerolog.Logger
+	// Models, when not empty, serve one policy per model (multi-policy
+	// mode, see ModelConfig): each has its ledger in DataDir/models/NAME
+	// and its subjects under Prefix.NAME; Agent, InitLedger, ExpectHead,
+	// SessionLogDir and SessionLogWriter must then be zero.
+	Models []ModelConfig
 }
 
 // Service is a running agent service.
 type Service struct {
 	cfg          ServiceConfig
-	store        *ledger.Store
-	agent        *Agent
+	policies     []*Policy // one, or one per model
 	ns           *server.Server
 	nc           *nats.Conn
-	srv          *stream.Server
 	ops          *OpsServer
 	reg          *prometheus.Registry
 	natsURL      string
-	natsSecurity string // the embedded server's security ("" external)
-	cancel       context.CancelFunc
-	runDone      chan struct{}
-	runErr       error
+	natsSecurity string        // the embedded server's security ("" external)
+	runDone      chan struct{} // closed when the first updater stops
+	doneOnce     sync.Once
 	stopOnce     sync.Once
-	sessionLog   *sessionlog.RotatingWriter
 	stopErr      error
 }
 
 // StartService opens the ledger, starts the agent and its updater, connects
-// to (or embeds) NATS and starts serving. On error everything started is
-// stopped again.
+// to (or embeds) NATS and starts serving (with Models, one ledger, agent and
+// set of subjects per model, on one NATS connection). On error everything
+// started is stopped again, and a ledger this start created is removed
+// again while it holds no entry (see freshLedgers).
 func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error) {
 	s = &Service{cfg: cfg, reg: prometheus.NewRegistry(), runDone: make(chan struct{})}
+	if s.policies, err = cfg.newPolicies(); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
+			fresh := s.freshLedgers() // before Close: it reads their heads
 			s.Close()
+			removeFresh(fresh)
 			s = nil
 		}
 	}()
 	log := cfg.Logger
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	// Open refuses a damaged ledger (ErrCorrupt, with what it found): it
-	// checks the store against its head file and user key and verifies it.
-	if s.store, err = ledger.Open(cfg.DataDir, ledger.Options{Logger: log, ExpectHead: cfg.ExpectHead, Init: cfg.InitLedger}); err != nil {
-		return s, err
-	}
-	metrics := NewMetrics(s.reg)
-	var slog SessionLog
-	switch {
-	case cfg.SessionLogDir != "":
-		if s.sessionLog, err = sessionlog.NewRotatingWriter(cfg.SessionLogDir, sessionlog.RotatingOptions{}); err != nil {
-			return s, err
+	for _, p := range s.policies {
+		if err = s.openPolicy(p); err != nil {
+			return s, p.wrap(err)
 		}
-		slog = s.sessionLog
-	case cfg.SessionLogWriter != nil:
-		slog = flushingLog{sessionlog.NewWriter(cfg.SessionLogWriter)}
 	}
 	prefix := cfg.Prefix
 	if prefix == "" {
 		prefix = stream.DefaultPrefix
 	}
-	opt := Options{Logger: log, Metrics: metrics, SessionLog: slog, SessionLogQueue: cfg.SessionLogQueue, SessionLogQueueBytes: cfg.SessionLogQueueBytes}
-	opt.OnRelease = func(r Release) {
-		if s.nc == nil {
-			return
-		}
-		if err := stream.PublishPolicy(s.nc, prefix, stream.PolicyAnnouncement{Version: r.Version, Epsilon: r.Epsilon, Delta: r.Delta}); err != nil {
-			log.Warn().Err(err).Msg("policy announcement not published")
-		}
-	}
-	s.agent, err = New(cfg.Agent, s.store, opt)
-	if err != nil {
-		return s, err
-	}
 	// Readiness follows the connection: /readyz asks it at each request;
 	// the events log its changes and drive the dprl_nats_connected gauge.
+	policies := s.policies // not s: the callback may run after a failed start set it to nil
 	events := stream.WithConnectionEvents(log, func(up bool) {
-		if up {
-			metrics.NATSConnected.Set(1)
-		} else {
-			metrics.NATSConnected.Set(0)
+		for _, p := range policies {
+			if up {
+				p.metrics.NATSConnected.Set(1)
+			} else {
+				p.metrics.NATSConnected.Set(0)
+			}
 		}
 	})
 	if cfg.NATS == "" || cfg.NATS == "embedded" {
@@ -168,7 +155,8 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 			eo.Host, eo.Port = host, p
 		}
 		var agentOpts []stream.Option
-		if agentOpts, s.natsSecurity, err = cfg.NATSSecurity.embedded(&eo, prefix, cmp.Or(cfg.ActWorkers, DefaultActWorkers()), log); err != nil {
+		permPrefix, subs := s.subscriptions(prefix, cmp.Or(cfg.ActWorkers, DefaultActWorkers()))
+		if agentOpts, s.natsSecurity, err = cfg.NATSSecurity.embedded(&eo, permPrefix, subs, log); err != nil {
 			return s, err
 		}
 		if s.ns, err = stream.StartEmbedded(eo); err != nil {
@@ -187,36 +175,45 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 	if err != nil {
 		return s, err
 	}
-	if s.nc.IsConnected() {
-		metrics.NATSConnected.Set(1)
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	go func() { s.runErr = s.agent.Run(runCtx); close(s.runDone) }()
-	if s.srv, err = stream.Serve(ctx, s.nc, Handler{s.agent}, stream.ServerConfig{Prefix: prefix, ObsDim: cfg.Agent.Spec.ObsDim, Limits: cfg.Limits, Logger: log, ActWorkers: cmp.Or(cfg.ActWorkers, DefaultActWorkers()),
-		OnErrorReply: metrics.ObserveErrorReply, OnNoReply: metrics.ObserveNoReply}); err != nil {
-		return s, err
+	anyDone, doneOnce := s.runDone, &s.doneOnce
+	for _, p := range s.policies {
+		if s.nc.IsConnected() {
+			p.metrics.NATSConnected.Set(1)
+		}
+		runCtx, cancel := context.WithCancel(context.Background())
+		p.cancel = cancel
+		go func() {
+			p.runErr = p.agent.Run(runCtx)
+			close(p.runDone) // before anyDone: Err reads the policies' errors
+			doneOnce.Do(func() { close(anyDone) })
+		}()
+		if p.srv, err = stream.Serve(ctx, s.nc, Handler{p.agent}, stream.ServerConfig{Prefix: p.prefix, ObsDim: p.cfg.Spec.ObsDim, Limits: cfg.Limits, Logger: p.log, ActWorkers: cmp.Or(cfg.ActWorkers, DefaultActWorkers()),
+			OnErrorReply: p.metrics.ObserveErrorReply, OnNoReply: p.metrics.ObserveNoReply}); err != nil {
+			return s, p.wrap(err)
+		}
 	}
 	if cfg.HTTPAddr != "" {
-		if s.ops, err = NewOpsServer(cfg.HTTPAddr, s.reg, func() any { return s.Status() }); err != nil {
+		if s.ops, err = NewOpsServer(cfg.HTTPAddr, s.reg, s.statusView); err != nil {
 			return s, err
 		}
 		s.ops.SetReadyCheck(func() error {
 			if !s.nc.IsConnected() {
 				return errors.New("the NATS connection is down (" + s.nc.Status().String() + ")")
 			}
-			return nil
+			return s.updatersRunning()
 		})
 		s.ops.SetReady(true)
 	}
 	return s, nil
 }
 
-// Agent is the running agent.
-func (s *Service) Agent() *Agent { return s.agent }
+// Agent is the running agent (in multi-policy mode the first model's; see
+// Policies).
+func (s *Service) Agent() *Agent { return s.policies[0].agent }
 
-// Store is the ledger.
-func (s *Service) Store() *ledger.Store { return s.store }
+// Store is the ledger (in multi-policy mode the first model's; see
+// Policies).
+func (s *Service) Store() *ledger.Store { return s.policies[0].store }
 
 // NATSURL is the URL clients use ("" for an in-process-only server).
 func (s *Service) NATSURL() string { return s.natsURL }
@@ -232,17 +229,29 @@ func (s *Service) OpsAddr() string {
 	return s.ops.Addr()
 }
 
-// Done is closed when the updater stops; Err then says why.
+// Done is closed when the updater stops (in multi-policy mode, the first
+// of the models' updaters); Err then says why.
 func (s *Service) Done() <-chan struct{} { return s.runDone }
 
-// Err is the updater's error after Done is closed (nil on a clean stop).
+// Err is the error of the updaters that stopped, after Done is closed (nil
+// on a clean stop).
 func (s *Service) Err() error {
 	select {
 	case <-s.runDone:
-		return s.runErr
 	default:
 		return nil
 	}
+	var errs []error
+	for _, p := range s.policies {
+		select {
+		case <-p.runDone:
+			if p.runErr != nil {
+				errs = append(errs, p.wrap(p.runErr))
+			}
+		default:
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Status is what /status serves.
@@ -252,10 +261,12 @@ type Status struct {
 	Build buildinfo.Info `json:"build"`
 }
 
-// Status returns the agent's summary and the ledger head.
+// Status returns the agent's summary and the ledger head (in multi-policy
+// mode the first model's; see ModelStatuses).
 func (s *Service) Status() Status {
-	h, _ := s.store.Head()
-	return Status{Stats: s.agent.Stats(), Head: h, Build: buildinfo.Get()}
+	p := s.policies[0]
+	h, _ := p.store.Head()
+	return Status{Stats: p.agent.Stats(), Head: h, Build: buildinfo.Get()}
 }
 
 // Close shuts the service down in order: (1) the agent refuses new
@@ -264,8 +275,8 @@ func (s *Service) Status() Status {
 // (a release is one atomic ledger batch: it is written whole or not at all),
 // (4) the ops server stops, (5) the NATS connection and the embedded server
 // close, (6) the session log's writer writes every session still queued
-// and the log is synced and closed, (7) the ledger closes. It is
-// idempotent.
+// and the log is synced and closed, (7) the ledger closes. With models,
+// each step is taken for every model before the next. It is idempotent.
 func (s *Service) Close() error {
 	if s == nil {
 		return nil
@@ -275,16 +286,22 @@ func (s *Service) Close() error {
 		if s.ops != nil {
 			s.ops.SetReady(false)
 		}
-		if s.agent != nil {
-			s.agent.Shutdown()
+		for _, p := range s.policies {
+			if p.agent != nil {
+				p.agent.Shutdown()
+			}
 		}
-		if s.srv != nil {
-			errs = append(errs, s.srv.Stop())
+		for _, p := range s.policies {
+			if p.srv != nil {
+				errs = append(errs, p.srv.Stop())
+			}
 		}
-		if s.cancel != nil {
-			s.cancel()
-			<-s.runDone
-			errs = append(errs, s.runErr)
+		for _, p := range s.policies {
+			if p.cancel != nil {
+				p.cancel()
+				<-p.runDone
+				errs = append(errs, p.wrap(p.runErr))
+			}
 		}
 		if s.ops != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -298,14 +315,18 @@ func (s *Service) Close() error {
 			s.ns.Shutdown()
 			s.ns.WaitForShutdown()
 		}
-		if s.agent != nil {
-			s.agent.CloseSessionLog() // writes what is queued
+		for _, p := range s.policies {
+			if p.agent != nil {
+				p.agent.CloseSessionLog() // writes what is queued
+			}
+			if p.sessionLog != nil {
+				errs = append(errs, p.sessionLog.Close())
+			}
 		}
-		if s.sessionLog != nil {
-			errs = append(errs, s.sessionLog.Close())
-		}
-		if s.store != nil {
-			errs = append(errs, s.store.Close())
+		for _, p := range s.policies {
+			if p.store != nil {
+				errs = append(errs, p.store.Close())
+			}
 		}
 		s.stopErr = errors.Join(errs...)
 	})

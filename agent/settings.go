@@ -88,6 +88,11 @@ type Settings struct {
 	// Explicit, if not nil, reports whether the field named field was set
 	// explicitly (asked of Z, Clip, SessionEpsilon and K).
 	Explicit func(field string) bool
+	// Models (model, models), if not empty, serve one policy per model
+	// instead of one (multi-policy mode, see ModelEntry and ForModel): the
+	// fields above are then the models' defaults and the process's
+	// settings.
+	Models ModelEntries
 }
 
 // DefaultMaxUpdatesPerUser is the per-user cap of an agent whose operator
@@ -115,6 +120,9 @@ func (s Settings) Validate() error {
 // they describe (without a Logger). Its files are read now: the clients
 // file, the embedded server's TLS certificate and key.
 func (s Settings) ServiceConfig() (ServiceConfig, error) {
+	if len(s.Models) > 0 {
+		return s.multiServiceConfig()
+	}
 	var spec policy.Spec
 	var pc policy.Config
 	switch {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"dprl/agent"
-	"dprl/internal/buildinfo"
 	"dprl/internal/fielderr"
 	"dprl/internal/flagsrc"
 	"dprl/ledger"
@@ -67,6 +66,8 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.Float64Var(&s.RewardHigh, "reward-high", math.NaN(), "public upper bound of a reward (default: the --env-spec simulator's, else 1e6)")
 	fl.Uint64Var(&s.Seed, "seed", 0, "seed every random source for a repeatable simulation (recorded as seeded in the ledger); 0: secure")
 	registerNATSSecurity(fl, &s.Security)
+	fl.Var(&s.Models, "model", "a model to serve, NAME or NAME:key=value,... (repeatable; keys: the per-policy flags, e.g. env-spec, K, user-epsilon): each has its ledger in --data/models/NAME and its subjects --prefix.NAME.v1.*, and takes unset values from the flags (README, Several policies in one agent)")
+	fl.Var(&s.Models, "models", "models as JSON, [{\"name\": NAME, KEY: VALUE, ...}, ...] (for the config file and DPRL_MODELS; combined with --model)")
 }
 
 func newAgentCmd(a *app) *cobra.Command {
@@ -81,7 +82,9 @@ func newAgentCmd(a *app) *cobra.Command {
 		Long: `Runs the agent: it serves actions to user sessions over NATS (wire protocol
 v1: <prefix>.v1.act, <prefix>.v1.end, <prefix>.v1.policy), and every K finished
 sessions applies one DP-PPO update, written to the ledger in the data directory
-in one synced batch with its privacy cost before it is served.
+in one synced batch with its privacy cost before it is served. With --model
+(or a config file's "models" list) it serves one policy per model, each with
+its own ledger in DIR/models/NAME and subjects <prefix>.NAME.v1.*.
 
 By default NATS runs embedded on 127.0.0.1:4222, open (no authentication:
 any process on this host can read observations and user ids), which is why
@@ -97,7 +100,8 @@ DPRL_USER_EPSILON=8) or a JSON config file (--config; see examples/agent.json);
 flags win over the environment, which wins over the file. SIGINT/SIGTERM stop it gracefully: new requests are refused,
 subscriptions drain, an update in flight is finished or not written at all.`,
 		Example: `  dprl agent --data ./dprl-data --env-spec cartpole --http 127.0.0.1:9090
-  dprl agent --config examples/agent.json --check-config`,
+  dprl agent --config examples/agent.json --check-config
+  dprl agent --data ./dprl-data --model cartpole:env-spec=cartpole --model tiny:obs-dim=3,actions=2`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := configSources(c, config); err != nil {
@@ -111,14 +115,11 @@ subscriptions drain, an update in flight is finished or not written at all.`,
 				return usageError{fielderr.Rename(err, func(f string) string { return agentFlagNames[f] })}
 			}
 			sc.Logger = a.log
-			eps, _ := sc.Agent.SessionEpsilon()
 			if checkConfig {
-				fmt.Fprintf(a.stdout, "configuration OK: %s, K = %d, z = %g, S = %g, per-session epsilon %.4g at delta %g; rewards clipped to [%g, %g]\n",
-					sc.Agent.Spec.Describe(), sc.Agent.Policy.DP.UsersPerUpdate, sc.Agent.Policy.DP.NoiseMultiplier, sc.Agent.Policy.DP.ClipNorm, eps, sc.Agent.Delta,
-					sc.Agent.RewardLow, sc.Agent.RewardHigh)
+				fmt.Fprint(a.stdout, sc.CheckSummary())
 				return nil
 			}
-			return runAgent(c.Context(), a, sc, eps)
+			return runAgent(c.Context(), a, sc)
 		},
 	}
 	c.Flags().StringVar(&config, "config", "", "JSON config file: an object of flag names to values (flags and DPRL_* environment variables override it)")
@@ -128,28 +129,17 @@ subscriptions drain, an update in flight is finished or not written at all.`,
 	return c
 }
 
-func runAgent(ctx context.Context, a *app, sc agent.ServiceConfig, eps float64) error {
+func runAgent(ctx context.Context, a *app, sc agent.ServiceConfig) error {
 	svc, err := agent.StartService(ctx, sc)
 	if errors.Is(err, ledger.ErrNotEmpty) {
-		return usagef("--data %s holds files but no ledger (a mistyped path?): give the ledger's directory, an empty one, or --init to create a new ledger there", sc.DataDir)
+		return usagef("%s holds files but no ledger (a mistyped path?): give the ledger's directory, an empty one, or --init to create a new ledger there", agent.LedgerDirOf(err, "--data "+sc.DataDir))
 	}
 	if err != nil {
 		return err
 	}
-	a.log.Info().Str("build", buildinfo.Get().String()).Str("nats", svc.NATSURL()).Str("http", svc.OpsAddr()).Uint64("version", svc.Agent().Version()).
-		Float64("epsilon_per_session", eps).Float64("delta", sc.Agent.Delta).Msg("agent serving")
-	fmt.Fprintf(a.stderr, "dprl agent: serving on %s; per-session epsilon %.4g at delta %g (analytic Gaussian, z = %g)\n",
-		svc.NATSURL(), eps, sc.Agent.Delta, sc.Agent.Policy.DP.NoiseMultiplier)
-	switch ue, ok, err := sc.Agent.UserEpsilonBound(); {
-	case err != nil:
+	if err := svc.Announce(a.stderr); err != nil {
+		svc.Close()
 		return err
-	case ok:
-		fmt.Fprintf(a.stderr, "dprl agent: per-user epsilon at most %.4g at delta %g (%s)\n", ue, sc.Agent.Delta, sc.Agent.UserCaps())
-	default:
-		a.log.Warn().Msg("no per-user cap (--user-epsilon 0 --max-updates-per-user 0): a returning user's epsilon grows with every update they take part in")
-	}
-	if m := svc.NATSSecurityMode(); m != "" {
-		fmt.Fprintf(a.stderr, "dprl agent: embedded NATS %s\n", m)
 	}
 	select {
 	case <-ctx.Done():

@@ -1,0 +1,115 @@
+package agent
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"dprl/internal/buildinfo"
+	"dprl/stream"
+)
+
+// describe is one policy's configuration as --check-config reports it.
+func describe(c Config) string {
+	eps, _ := c.SessionEpsilon()
+	return fmt.Sprintf("%s, K = %d, z = %g, S = %g, per-session epsilon %.4g at delta %g; rewards clipped to [%g, %g]",
+		c.Spec.Describe(), c.Policy.DP.UsersPerUpdate, c.Policy.DP.NoiseMultiplier, c.Policy.DP.ClipNorm, eps, c.Delta, c.RewardLow, c.RewardHigh)
+}
+
+// CheckSummary is the report of a configuration that checked out (dprl
+// agent --check-config): the policy's spec, learner parameters, per-session
+// epsilon and reward bound, one line per model with models, and then what
+// a user of every model can reach (Composed).
+func (c ServiceConfig) CheckSummary() string {
+	if len(c.Models) == 0 {
+		return "configuration OK: " + describe(c.Agent) + "\n"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "configuration OK: %d models\n", len(c.Models))
+	for _, m := range c.Models {
+		fmt.Fprintf(&b, "  model %s (subjects %s.%s.v1.*): %s\n", m.Name, c.prefix(), m.Name, describe(m.Agent))
+	}
+	b.WriteString("  " + Composed(c.Models) + "\n")
+	return b.String()
+}
+
+func (c ServiceConfig) prefix() string { return cmp.Or(c.Prefix, stream.DefaultPrefix) }
+
+// Composed says what a user served by every model can reach: each model's
+// per-user bound (Config.UserEpsilonBound) is an (epsilon_i, delta_i)
+// guarantee over that model's updates, and the models' mechanisms together
+// are (sum epsilon_i, sum delta_i)-DP (basic composition, Dwork & Roth,
+// "The Algorithmic Foundations of Differential Privacy", Theorem 3.16).
+// Without a per-user cap in some model there is no such bound.
+func Composed(models []ModelConfig) string {
+	var eps, delta float64
+	var uncapped []string
+	for _, m := range models {
+		ue, ok, err := m.Agent.UserEpsilonBound()
+		if err != nil || !ok {
+			uncapped = append(uncapped, m.Name)
+			continue
+		}
+		eps, delta = eps+ue, delta+m.Agent.Delta
+	}
+	if len(uncapped) > 0 {
+		return fmt.Sprintf("a user of every model: no bound (no per-user cap in %s)", strings.Join(uncapped, ", "))
+	}
+	return fmt.Sprintf("a user of every model: epsilon at most %.4g at delta %.4g (the sum of the models' per-user bounds: basic composition)", ceil4(eps), ceil4(delta))
+}
+
+// ceil4 rounds x > 0 to 4 significant digits, up: the printed bound is
+// never below x by more than the floating-point error of summing it
+// (a relative 1e-12 is allowed, so that 1e-5 + 2e-5 prints as 3e-05).
+func ceil4(x float64) float64 {
+	if !(x > 0) || math.IsInf(x, 0) {
+		return x
+	}
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 4, 64), 64)
+	if v < x*(1-1e-12) {
+		v += math.Pow(10, math.Floor(math.Log10(v))-3)
+	}
+	return v
+}
+
+// Announce logs that the service is serving and prints to w, for the
+// operator, each policy's per-session epsilon (analytic Gaussian) and
+// per-user bound (a warning is logged for a policy without a per-user
+// cap); with models, also Composed; and the embedded server's security.
+func (s *Service) Announce(w io.Writer) error {
+	multi := len(s.cfg.Models) > 0
+	if multi {
+		fmt.Fprintf(w, "dprl agent: serving %d models on %s\n", len(s.policies), s.NATSURL())
+	}
+	for _, p := range s.policies {
+		c := p.cfg
+		eps, _ := c.SessionEpsilon()
+		p.log.Info().Str("build", buildinfo.Get().String()).Str("nats", s.NATSURL()).Str("http", s.OpsAddr()).Uint64("version", p.agent.Version()).
+			Float64("epsilon_per_session", eps).Float64("delta", c.Delta).Msg("agent serving")
+		where := "dprl agent: serving on " + s.NATSURL()
+		if multi {
+			where = fmt.Sprintf("dprl agent: model %s on %s.v1.*", p.name, p.prefix)
+		}
+		fmt.Fprintf(w, "%s; per-session epsilon %.4g at delta %g (analytic Gaussian, z = %g)\n", where, eps, c.Delta, c.Policy.DP.NoiseMultiplier)
+		switch ue, ok, err := c.UserEpsilonBound(); {
+		case err != nil:
+			return p.wrap(err)
+		case ok && multi:
+			fmt.Fprintf(w, "dprl agent: model %s: per-user epsilon at most %.4g at delta %g (%s)\n", p.name, ue, c.Delta, c.UserCaps())
+		case ok:
+			fmt.Fprintf(w, "dprl agent: per-user epsilon at most %.4g at delta %g (%s)\n", ue, c.Delta, c.UserCaps())
+		default:
+			p.log.Warn().Msg("no per-user cap (--user-epsilon 0 --max-updates-per-user 0): a returning user's epsilon grows with every update they take part in")
+		}
+	}
+	if multi {
+		fmt.Fprintf(w, "dprl agent: %s\n", Composed(s.cfg.Models))
+	}
+	if m := s.NATSSecurityMode(); m != "" {
+		fmt.Fprintf(w, "dprl agent: embedded NATS %s\n", m)
+	}
+	return nil
+}
