@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"dprl/internal/fielderr"
@@ -136,4 +137,41 @@ func listBackups(dir string) ([]backupEntry, error) {
 		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.seq, b.seq))
 	})
 	return out, nil
+}
+
+// backupRunner runs the backup schedules of a Service's ledgers.
+type backupRunner struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// startBackups starts the schedule of ServiceConfig.Backups for every
+// policy: the ledger of a single-policy service is backed up into
+// Backups.Dir, each model's into Backups.Dir/NAME.
+func (s *Service) startBackups() {
+	b := s.cfg.Backups
+	if b.Dir == "" {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.backups.cancel = cancel
+	for _, p := range s.policies {
+		pb := b
+		if p.name != "" {
+			pb.Dir = filepath.Join(b.Dir, p.name)
+		}
+		s.backups.wg.Add(1)
+		go func() {
+			defer s.backups.wg.Done()
+			runBackups(ctx, p.store, pb, time.Now, p.log)
+		}()
+	}
+}
+
+// stopBackups stops the schedules and waits for a backup in progress.
+func (s *Service) stopBackups() {
+	if s.backups.cancel != nil {
+		s.backups.cancel()
+		s.backups.wg.Wait()
+	}
 }

@@ -79,10 +79,39 @@ func TestRunBackupsStops(t *testing.T) {
 	})
 	cancel()
 	<-done
+	if n, _ := listBackups(b.Dir); len(n) != 1 {
+		t.Fatalf("%d backups after the schedule stopped, want 1", len(n))
+	}
 	if err := (Backups{Dir: "x", Every: time.Millisecond, Keep: 1}).Validate(); err == nil {
 		t.Fatal("Every 1ms accepted")
 	}
 	if err := (Backups{Dir: "x", Every: time.Minute}).Validate(); err == nil {
 		t.Fatal("Keep 0 accepted")
+	}
+}
+
+// TestServiceBackups: a service with Backups writes its first backup at
+// start (a fresh ledger's included) and each model's into its own
+// directory; Close waits for the schedule, and a bad schedule is refused
+// before anything starts.
+func TestServiceBackups(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "backups")
+	svc := startService(t, cartpoleConfig(2), func(sc *ServiceConfig) {
+		sc.Backups = Backups{Dir: dir, Every: time.Hour, Keep: 3}
+	})
+	testutil.EventuallyTrue(t, 10*time.Second, "first backup", func() bool {
+		n, _ := listBackups(dir)
+		return len(n) == 1
+	})
+	if err := svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := listBackups(dir)
+	if v, err := ledger.VerifyDir(filepath.Join(dir, names[0].name), ledger.Options{}, nil); err != nil || !v.OK {
+		t.Fatalf("the backup of a fresh ledger: %v %v", err, v.Problems)
+	}
+	_, err := StartService(context.Background(), ServiceConfig{Agent: cartpoleConfig(2), DataDir: t.TempDir(), Backups: Backups{Dir: dir, Every: time.Millisecond, Keep: 1}})
+	if err == nil {
+		t.Fatal("a 1ms backup interval was accepted")
 	}
 }

@@ -70,6 +70,9 @@ type ServiceConfig struct {
 	// ActWorkers is the number of act subscriptions served concurrently
 	// (stream.ServerConfig.ActWorkers); 0 means DefaultActWorkers().
 	ActWorkers int
+	// Backups schedules online backups of the ledger (of each model's, in
+	// Backups.Dir/NAME); the zero value takes none.
+	Backups Backups
 	// HTTPAddr serves /healthz, /readyz, /metrics and /status ("": none).
 	HTTPAddr string
 	// Logger receives the service's logs.
@@ -95,6 +98,7 @@ type Service struct {
 	doneOnce     sync.Once
 	stopOnce     sync.Once
 	stopErr      error
+	backups      backupRunner
 }
 
 // StartService opens the ledger, starts the agent and its updater, connects
@@ -105,6 +109,9 @@ type Service struct {
 func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error) {
 	s = &Service{cfg: cfg, reg: prometheus.NewRegistry(), runDone: make(chan struct{})}
 	if s.policies, err = cfg.newPolicies(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Backups.Validate(); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -204,6 +211,7 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 		})
 		s.ops.SetReady(true)
 	}
+	s.startBackups()
 	return s, nil
 }
 
@@ -323,6 +331,7 @@ func (s *Service) Close() error {
 				errs = append(errs, p.sessionLog.Close())
 			}
 		}
+		s.stopBackups()
 		for _, p := range s.policies {
 			if p.store != nil {
 				errs = append(errs, p.store.Close())

@@ -85,6 +85,8 @@ type Settings struct {
 	ActWorkers    int
 	HTTPAddr      string
 	SessionLogDir string
+	// Backups (backup-dir, backup-every, backup-keep) is ServiceConfig's.
+	Backups Backups
 	// Explicit, if not nil, reports whether the field named field was set
 	// explicitly (asked of Z, Clip, SessionEpsilon and K).
 	Explicit func(field string) bool
@@ -217,6 +219,9 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	if err != nil {
 		return ServiceConfig{}, err
 	}
+	if err := s.Backups.Validate(); err != nil {
+		return ServiceConfig{}, err
+	}
 	var head *ledger.HeadRef
 	if s.ExpectHead != "" {
 		h, err := ledger.ParseHeadRef(s.ExpectHead)
@@ -226,7 +231,7 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 		head = &h
 	}
 	return ServiceConfig{Agent: ac, DataDir: s.DataDir, InitLedger: s.Init, NATS: s.NATS, NATSListen: s.NATSListen, ConnectOptions: opts, NATSSecurity: sec,
-		Prefix: s.Prefix, ActWorkers: s.ActWorkers, HTTPAddr: s.HTTPAddr, SessionLogDir: s.SessionLogDir, ExpectHead: head}, nil
+		Prefix: s.Prefix, ActWorkers: s.ActWorkers, HTTPAddr: s.HTTPAddr, SessionLogDir: s.SessionLogDir, ExpectHead: head, Backups: s.Backups}, nil
 }
 
 // NATSSecurityFiles are the embedded NATS server's security settings as an

@@ -62,8 +62,11 @@ func (s *Store) Backup(dest string) (BackupResult, error) {
 	if err := syncDir(s.fs, parent); err != nil {
 		return BackupResult{}, fmt.Errorf("ledger: backup: %w", err)
 	}
-	ref := HeadRef{Seq: head.Seq, Hash: head.Hash}
-	v, err := VerifyDir(dest, Options{FS: s.fs}, &ref)
+	var ref *HeadRef // a ledger without entries has no head to check
+	if head.Seq > 0 {
+		ref = &HeadRef{Seq: head.Seq, Hash: head.Hash}
+	}
+	v, err := VerifyDir(dest, Options{FS: s.fs}, ref)
 	if err == nil && !v.OK {
 		err = fmt.Errorf("%w: %v", ErrCorrupt, v.Problems)
 	}
