@@ -105,6 +105,7 @@ type Agent struct {
 
 	queue   fairQueue
 	closing atomic.Bool
+	notice  shutdownNotice
 	logq    *logQueue // nil without a session log
 
 	seedBase  uint64 // the configured seed; used only when seeded
@@ -300,6 +301,7 @@ func (a *Agent) clipReward(r float64) float64 {
 
 func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float64, hasReward bool) (ActResult, error) {
 	if a.closing.Load() {
+		a.refused(a.table.get(sessionKey{user, sessionID}))
 		return ActResult{}, ErrShuttingDown
 	}
 	if len(obs) != a.cfg.Spec.ObsDim {
@@ -486,6 +488,7 @@ func (a *Agent) End(sessionID, user string, reward float64, terminal bool) (EndR
 // has one open session of that id.
 func (a *Agent) EndFrom(origin, sessionID, user string, reward float64, terminal bool) (EndResult, error) {
 	if a.closing.Load() {
+		a.refused(a.table.getForEnd(sessionID, user, origin))
 		return EndResult{}, ErrShuttingDown
 	}
 	if math.IsNaN(reward) || math.IsInf(reward, 0) {
@@ -743,10 +746,6 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 }
-
-// Shutdown stops accepting requests; call it before draining the
-// transport, then cancel Run's context.
-func (a *Agent) Shutdown() { a.closing.Store(true) }
 
 // sweep closes, as truncated, the sessions idle for longer than
 // IdleTimeout and those open for longer than MaxSessionLifetime.

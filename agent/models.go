@@ -326,7 +326,7 @@ func (s Settings) ForModel(e ModelEntry) (Settings, error) {
 // model entry with a pointer to the top level.
 var sharedKeys = map[string]struct{}{"data": {}, "nats": {}, "nats-listen": {}, "prefix": {}, "http": {}, "act-workers": {},
 	"tls-ca": {}, "tls-cert": {}, "tls-key": {}, "creds": {}, "nkey": {}, "nats-clients": {}, "nats-tls-cert": {}, "nats-tls-key": {},
-	"nats-tls-client-ca": {}, "nats-max-conn": {}, "nats-max-subs": {}, "insecure-nats": {}, "model": {}, "models": {}, "config": {}}
+	"nats-tls-client-ca": {}, "nats-max-conn": {}, "nats-max-subs": {}, "insecure-nats": {}, "model": {}, "models": {}, "config": {}, "shutdown-grace": {}}
 
 // multiServiceConfig is ServiceConfig with models: each model's settings
 // (ForModel) are checked as a single agent's would be, and the

@@ -75,6 +75,10 @@ type ServiceConfig struct {
 	Backups Backups
 	// HTTPAddr serves /healthz, /readyz, /metrics and /status ("": none).
 	HTTPAddr string
+	// ShutdownGrace bounds how long Close keeps answering requests with
+	// shutting_down before it drains the subscriptions (see Close); 0
+	// means DefaultShutdownGrace, a negative value none.
+	ShutdownGrace time.Duration
 	// Logger receives the service's logs.
 	Logger zerolog.Logger
 	// Models, when not empty, serve one policy per model (multi-policy
@@ -101,11 +105,22 @@ type Service struct {
 	backups      backupRunner
 }
 
+// DefaultShutdownGrace is the longest Close answers shutting_down before
+// it drains the subscriptions, when ServiceConfig.ShutdownGrace is 0.
+const DefaultShutdownGrace = 2 * time.Second
+
+// shutdownQuiet is how long no request may have arrived, once every
+// session open at the shutdown was told, before Close drains: far longer
+// than a request takes to cross NATS, so none is under way.
+const shutdownQuiet = 100 * time.Millisecond
+
 // StartService opens the ledger, starts the agent and its updater, connects
 // to (or embeds) NATS and starts serving (with Models, one ledger, agent and
 // set of subjects per model, on one NATS connection). On error everything
 // started is stopped again, and a ledger this start created is removed
-// again while it holds no entry (see freshLedgers).
+// again while it holds no entry (see freshLedgers). ctx bounds the start
+// only (its values reach the handlers): once started, the service runs
+// until Close, which stops it in order.
 func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error) {
 	s = &Service{cfg: cfg, reg: prometheus.NewRegistry(), runDone: make(chan struct{})}
 	if s.policies, err = cfg.newPolicies(); err != nil {
@@ -194,7 +209,7 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 			close(p.runDone) // before anyDone: Err reads the policies' errors
 			doneOnce.Do(func() { close(anyDone) })
 		}()
-		if p.srv, err = stream.Serve(ctx, s.nc, Handler{p.agent}, stream.ServerConfig{Prefix: p.prefix, ObsDim: p.cfg.Spec.ObsDim, Limits: cfg.Limits, Logger: p.log, ActWorkers: cmp.Or(cfg.ActWorkers, DefaultActWorkers()),
+		if p.srv, err = stream.Serve(context.WithoutCancel(ctx), s.nc, Handler{p.agent}, stream.ServerConfig{Prefix: p.prefix, ObsDim: p.cfg.Spec.ObsDim, Limits: cfg.Limits, Logger: p.log, ActWorkers: cmp.Or(cfg.ActWorkers, DefaultActWorkers()),
 			OnErrorReply: p.metrics.ObserveErrorReply, OnNoReply: p.metrics.ObserveNoReply}); err != nil {
 			return s, p.wrap(err)
 		}
@@ -277,14 +292,36 @@ func (s *Service) Status() Status {
 	return Status{Stats: p.agent.Stats(), Head: h, Build: buildinfo.Get()}
 }
 
-// Close shuts the service down in order: (1) the agent refuses new
-// requests, (2) the NATS subscriptions drain, so requests already received
-// are answered, (3) the updater stops after finishing any update in flight
-// (a release is one atomic ledger batch: it is written whole or not at all),
-// (4) the ops server stops, (5) the NATS connection and the embedded server
-// close, (6) the session log's writer writes every session still queued
-// and the log is synced and closed, (7) the ledger closes. With models,
-// each step is taken for every model before the next. It is idempotent.
+// Close shuts the service down in order, so that every request that
+// reaches the agent is answered:
+//
+//  1. /readyz turns 503 and the agent stops admitting work: from now on
+//     every act and end request is answered with the wire code
+//     shutting_down (Agent.Shutdown). Open sessions are abandoned: neither
+//     learned from nor logged.
+//  2. Grace: the subscriptions stay up, answering shutting_down, until
+//     every session open at step 1 has had a request answered so and then
+//     no request has arrived for 100 ms, or until ShutdownGrace (default
+//     DefaultShutdownGrace, 2 s) has passed, whichever comes first. A
+//     client thus learns of the shutdown from a coded reply, not from
+//     "no responders" (which NATS answers once no subscription is left)
+//     or a timeout; an idle agent skips most of the wait.
+//  3. The subscriptions drain: requests already received are answered
+//     (shutting_down); requests published after the drain get "no
+//     responders" from NATS.
+//  4. The updater stops after finishing any update in flight (a release
+//     is one atomic ledger batch: it is written whole or not at all).
+//  5. The ops server stops.
+//  6. The NATS connection and the embedded server close.
+//  7. The session log's writer writes every session still queued and the
+//     log is synced and closed.
+//  8. The ledger closes.
+//
+// The shutdown is not announced on <prefix>.v1.policy: protocol v1 defines
+// that subject's body as a release (version, epsilon, delta; strict
+// decoding rejects any other field), so an announcement would need a
+// protocol change. With models, each step is taken for every model before
+// the next (the grace period is shared). It is idempotent.
 func (s *Service) Close() error {
 	if s == nil {
 		return nil
@@ -298,6 +335,15 @@ func (s *Service) Close() error {
 			if p.agent != nil {
 				p.agent.Shutdown()
 			}
+		}
+		if grace := cmp.Or(s.cfg.ShutdownGrace, DefaultShutdownGrace); grace > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), grace)
+			for _, p := range s.policies {
+				if p.srv != nil && !p.agent.AwaitShutdownNotice(ctx, min(shutdownQuiet, grace)) {
+					p.log.Warn().Int("sessions_not_told", p.agent.Untold()).Dur("grace", grace).Msg("shutdown: grace period over before every open session was answered shutting_down")
+				}
+			}
+			cancel()
 		}
 		for _, p := range s.policies {
 			if p.srv != nil {

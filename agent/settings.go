@@ -87,6 +87,9 @@ type Settings struct {
 	SessionLogDir string
 	// Backups (backup-dir, backup-every, backup-keep) is ServiceConfig's.
 	Backups Backups
+	// ShutdownGrace (shutdown-grace) is ServiceConfig's, except that 0 (or
+	// less) means none: the subscriptions drain at once.
+	ShutdownGrace time.Duration
 	// Explicit, if not nil, reports whether the field named field was set
 	// explicitly (asked of Z, Clip, SessionEpsilon and K).
 	Explicit func(field string) bool
@@ -230,8 +233,13 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 		}
 		head = &h
 	}
+	grace := s.ShutdownGrace
+	if grace <= 0 {
+		grace = -1 // none: ServiceConfig's 0 is its default
+	}
 	return ServiceConfig{Agent: ac, DataDir: s.DataDir, InitLedger: s.Init, NATS: s.NATS, NATSListen: s.NATSListen, ConnectOptions: opts, NATSSecurity: sec,
-		Prefix: s.Prefix, ActWorkers: s.ActWorkers, HTTPAddr: s.HTTPAddr, SessionLogDir: s.SessionLogDir, ExpectHead: head, Backups: s.Backups}, nil
+		Prefix: s.Prefix, ActWorkers: s.ActWorkers, HTTPAddr: s.HTTPAddr, SessionLogDir: s.SessionLogDir, ExpectHead: head, Backups: s.Backups,
+		ShutdownGrace: grace}, nil
 }
 
 // NATSSecurityFiles are the embedded NATS server's security settings as an

@@ -48,6 +48,7 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.DurationVar(&s.Backups.Every, "backup-every", agent.DefaultBackupEvery, "interval of --backup-dir backups, >= 1s")
 	fl.IntVar(&s.Backups.Keep, "backup-keep", agent.DefaultBackupKeep, "backups kept in --backup-dir, >= 1")
 	fl.StringVar(&s.HTTPAddr, "http", "", "address of /healthz, /readyz, /metrics and /status (e.g. 127.0.0.1:9090)")
+	fl.DurationVar(&s.ShutdownGrace, "shutdown-grace", agent.DefaultShutdownGrace, "on SIGINT/SIGTERM, keep answering requests with shutting_down for at most this long (less once every open session was told) before draining; 0: drain at once")
 	fl.IntVar(&s.ActWorkers, "act-workers", 0, "act requests handled concurrently (subscriptions in the queue group); 0: one per two cores")
 	fl.Float64Var(&s.Z, "z", 0, "noise multiplier z (default: the profile's)")
 	fl.Float64Var(&s.SessionEpsilon, "session-epsilon", 0, "target per-session epsilon at --delta: z is set to the smallest noise multiplier reaching it (analytic Gaussian; instead of --z); 0: off")
@@ -100,8 +101,8 @@ them unless --insecure-nats. --nats URL uses an external server (with
 
 Every option can also come from the environment (DPRL_<FLAG>, e.g.
 DPRL_USER_EPSILON=8) or a JSON config file (--config; see examples/agent.json);
-flags win over the environment, which wins over the file. SIGINT/SIGTERM stop it gracefully: new requests are refused,
-subscriptions drain, an update in flight is finished or not written at all.`,
+flags win over the environment, which wins over the file. SIGINT/SIGTERM stop it gracefully: requests are answered
+shutting_down (for up to --shutdown-grace), subscriptions drain, an update in flight is finished or not written at all.`,
 		Example: `  dprl agent --data ./dprl-data --env-spec cartpole --http 127.0.0.1:9090
   dprl agent --config examples/agent.json --check-config
   dprl agent --data ./dprl-data --model cartpole:env-spec=cartpole --model tiny:obs-dim=3,actions=2`,
