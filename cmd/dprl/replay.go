@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+
 	"dprl/experiment/demo"
 	"dprl/internal/fielderr"
 	"dprl/internal/progress"
@@ -13,7 +15,6 @@ func newReplayCmd(a *app) *cobra.Command {
 	var (
 		cfg    demo.ReplayConfig
 		asJSON bool
-		creds  stream.ClientFiles
 	)
 	c := &cobra.Command{
 		Use:   "replay --nats URL --env E --users N [--concurrency C] [--returning P]",
@@ -23,26 +24,23 @@ func newReplayCmd(a *app) *cobra.Command {
 p50/p99 seen by the clients and, labelled simulation-only, the simulated users'
 own learning curve (their mean session return per tenth of the run, measured by
 the users: not something the agent releases). With --returning P a session comes from an earlier user with
-probability P, which exercises the agent's per-user contribution bounds.`,
+probability P, which exercises the agent's per-user contribution bounds. A run stopped early (interrupted, the
+agent answering shutting_down, or no reply for --give-up) prints its partial summary, says why, and exits 1.`,
 		Example: `  dprl replay --nats nats://127.0.0.1:4222 --env cartpole --users 2000 --concurrency 16`,
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			rename := func(f string) string { return demoFlagNames[f] }
 			if err := cfg.Validate(); err != nil {
-				return usageError{fielderr.Rename(err, rename)}
+				return usageError{fielderr.Rename(err, func(f string) string { return demoFlagNames[f] })}
 			}
-			var err error
-			if cfg.Options, err = creds.Options(); err != nil {
-				return usageError{fielderr.Rename(err, rename)}
-			}
-			cfg.OnSessionError = func(session string, err error) {
-				a.log.Warn().Err(err).Str("session", session).Msg("session failed")
-			}
+			cfg.Logger = a.log
 			cfg.StartProgress = func(p func() demo.ReplayProgress) func() {
 				return a.task("replay").Every(func() progress.Report { return p().Report() })
 			}
 			res, err := demo.Replay(c.Context(), cfg)
-			return emit(a, asJSON, res, err)
+			if res.Planned > 0 { // a summary, partial beside a *demo.StoppedError
+				return errors.Join(emit(a, asJSON, res, nil), err)
+			}
+			return err
 		},
 	}
 	fl := c.Flags()
@@ -53,7 +51,8 @@ probability P, which exercises the agent's per-user contribution bounds.`,
 	fl.IntVar(&cfg.Concurrency, "concurrency", 16, "sessions at the same time")
 	fl.Float64Var(&cfg.Returning, "returning", 0, "probability that a session comes from a returning user")
 	fl.Uint64Var(&cfg.Seed, "seed", 0, "seed of the simulated users (0: random)")
+	fl.DurationVar(&cfg.GiveUp, "give-up", demo.DefaultGiveUp, "stop when the agent has answered no request for this long (0: never)")
 	fl.BoolVar(&asJSON, "json", false, "print the summary as JSON")
-	registerClientFiles(fl, &creds)
+	registerClientFiles(fl, &cfg.Credentials)
 	return c
 }

@@ -8,6 +8,7 @@ import (
 
 	"dprl/agent"
 	"dprl/profile"
+	"dprl/stream"
 )
 
 // TestReplay drives simulated users against a real agent (embedded NATS on
@@ -45,5 +46,37 @@ func TestReplay(t *testing.T) {
 	code, out, stderr = runCLI(t, "replay", "--nats", svc.NATSURL(), "--env", "cartpole", "--users", "8")
 	if code != 0 || !strings.Contains(out, "simulation only: the simulated users' own mean return") {
 		t.Errorf("text: %d %q %q", code, out, stderr)
+	}
+}
+
+// TestReplayGivesUp runs dprl replay against a NATS server with no agent
+// behind it: it stops after --give-up without a reply, prints the partial
+// summary (the tenths never played as "-", or null in JSON) and exits 1
+// with one line saying why. (Before, it played every session into "no
+// responders", printed 0.0 for them and exited 0.)
+func TestReplayGivesUp(t *testing.T) {
+	ns, err := stream.StartEmbedded(stream.EmbeddedOptions{Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	args := []string{"replay", "--nats", ns.ClientURL(), "--users", "5000", "--concurrency", "4", "--give-up", "300ms"}
+	code, out, stderr := runCLI(t, args...)
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	last := lines[len(lines)-1]
+	if code != 1 || !strings.HasPrefix(last, "dprl: agent unreachable: no reply for 300ms; ") || !strings.HasSuffix(last, " of 5000 sessions played") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	if !strings.HasPrefix(out, "agent unreachable: no reply for 300ms: ") || !strings.HasSuffix(out, " - - - - - - - - - -\n") {
+		t.Errorf("summary %q", out)
+	}
+	code, out, _ = runCLI(t, append(args, "--json")...)
+	var r struct {
+		Stopped string     `json:"stopped"`
+		Planned int        `json:"users_planned"`
+		Curve   []*float64 `json:"sim_users_curve"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); code != 1 || err != nil || r.Stopped != "agent unreachable: no reply for 300ms" || r.Planned != 5000 || len(r.Curve) != 10 || r.Curve[9] != nil {
+		t.Errorf("exit %d, JSON %q (%v)", code, out, err)
 	}
 }

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -11,14 +12,18 @@ import (
 	"dprl/internal/progress"
 	"dprl/sims"
 	"dprl/stream"
+
+	"github.com/rs/zerolog"
 )
 
 // ReplayConfig is a replay: simulated users against a running agent.
 type ReplayConfig struct {
 	// URL is the agent's NATS server, Prefix its subject prefix
-	// (stream.DefaultPrefix unless the agent changed it), Options the
-	// connection's credentials (stream.ClientFiles).
+	// (stream.DefaultPrefix unless the agent changed it), Credentials the
+	// connection's credentials as files (read by Validate and Replay) and
+	// Options further connection options.
 	URL, Prefix string
+	Credentials stream.ClientFiles
 	Options     []stream.Option
 	// Env is the simulator the users play, Users the number of sessions,
 	// Concurrency the sessions played at the same time, Returning the
@@ -28,8 +33,19 @@ type ReplayConfig struct {
 	Returning          float64
 	// Seed seeds the simulated users; 0: a random seed.
 	Seed uint64
+	// GiveUp stops the run when the agent has answered no request for this
+	// long (no reply at all: "no responders", timeouts; an error reply is
+	// an answer); 0 or less: never. dprl replay's default is
+	// DefaultGiveUp. While the last request went
+	// unanswered, one session is started per second, as a probe, instead
+	// of a worker's worth.
+	GiveUp time.Duration
+	// Logger receives a warning per failed session, at most
+	// sessionLogBurst per sessionLogPeriod (the summary counts them all).
+	Logger zerolog.Logger
 	// OnSessionError, if not nil, is told of each failed session; a failed
-	// session is counted and the run goes on.
+	// session is counted and the run goes on, unless the agent answered
+	// shutting_down: then the run stops (see Replay).
 	OnSessionError func(session string, err error)
 	// StartProgress, if not nil, is called when the users start with a
 	// function returning the run's progress at any moment; Replay calls
@@ -37,24 +53,79 @@ type ReplayConfig struct {
 	StartProgress func(progress func() ReplayProgress) (stop func())
 }
 
+// DefaultGiveUp is dprl replay's ReplayConfig.GiveUp.
+const DefaultGiveUp = 30 * time.Second
+
 // Validate reports the first problem, in the order dprl replay has always
 // checked them: the counts, the returning probability, the environment
-// (sims.New's error).
+// (sims.New's error), then the credentials (stream.ClientFiles.Options:
+// it reads the password file).
 func (c ReplayConfig) Validate() error {
-	if c.Users < 1 || c.Concurrency < 1 {
-		return Fields.Errorf("{Users} and {Concurrency} must be >= 1")
-	}
-	if err := validReturning(c.Returning); err != nil {
-		return err
-	}
-	_, err := sims.New(c.Env)
+	_, err := c.options()
 	return err
 }
 
-// ReplayResult is the summary of a replay.
+// options validates c and returns its connection options.
+func (c ReplayConfig) options() ([]stream.Option, error) {
+	if c.Users < 1 || c.Concurrency < 1 {
+		return nil, Fields.Errorf("{Users} and {Concurrency} must be >= 1")
+	}
+	if err := validReturning(c.Returning); err != nil {
+		return nil, err
+	}
+	if _, err := sims.New(c.Env); err != nil {
+		return nil, err
+	}
+	opts, err := c.Credentials.Options()
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]stream.Option{stream.WithName("dprl-replay")}, opts...), c.Options...), nil
+}
+
+// Failed sessions are logged at most sessionLogBurst times per
+// sessionLogPeriod: an agent that went away fails every session.
+const (
+	sessionLogBurst  = 10
+	sessionLogPeriod = 10 * time.Second
+)
+
+// probeEvery paces the sessions started while the agent answers nothing.
+const probeEvery = time.Second
+
+// ErrAgentUnreachable is the cause of a replay stopped by its give-up
+// rule: the agent answered no request for ReplayConfig.GiveUp.
+var ErrAgentUnreachable = errors.New("agent unreachable")
+
+// StoppedError is the error of a replay that stopped before playing every
+// session, returned beside the partial summary: interrupted (its context
+// ended; Err is the context's cause), the agent shutting down (Err is the
+// agent's shutting_down reply: errors.Is(err, stream.ErrShuttingDown)) or
+// unreachable (errors.Is(err, ErrAgentUnreachable)).
+type StoppedError struct {
+	// Reason is ReplayResult.Stopped: "replay interrupted", "agent
+	// shutting down" or "agent unreachable: no reply for D".
+	Reason string
+	// Played of Users sessions were played (failed ones included).
+	Played, Users int64
+	Err           error
+}
+
+// Error is one line: the reason and the sessions played.
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("%s; %d of %d sessions played", e.Reason, e.Played, e.Users)
+}
+
+// Unwrap returns the cause.
+func (e *StoppedError) Unwrap() error { return e.Err }
+
+// ReplayResult is the summary of a replay, complete or partial.
 type ReplayResult struct {
-	Env        string  `json:"env"`
+	Env string `json:"env"`
+	// Users is the number of sessions played (failed ones included) of
+	// Planned.
 	Users      int64   `json:"users"`
+	Planned    int64   `json:"users_planned"`
 	Acts       int64   `json:"acts"`
 	Seconds    float64 `json:"seconds"`
 	ActsPerSec float64 `json:"acts_per_second"`
@@ -62,20 +133,33 @@ type ReplayResult struct {
 	P99Ms      float64 `json:"act_p99_ms"`
 	Errors     int64   `json:"errors"`
 	// SimUsersCurve is the simulated users' own mean return per tenth of the
-	// run, measured by the users (simulation only: not released by the
-	// agent, not covered by its guarantee).
-	SimUsersCurve []float64 `json:"sim_users_curve"`
-	LastVersion   uint64    `json:"last_version"`
+	// run (sessions in order), measured by the users (simulation only: not
+	// released by the agent, not covered by its guarantee): the mean over
+	// the tenth's sessions that completed, nil (JSON null, "-" in the text)
+	// for a tenth none of whose sessions completed, such as the tenths a
+	// stopped run never reached.
+	SimUsersCurve []*float64 `json:"sim_users_curve"`
+	LastVersion   uint64     `json:"last_version"`
+	// Stopped says why the run stopped before playing every session
+	// (StoppedError.Reason); absent when it did not.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // WriteText writes the summary for people, the users' own curve labelled
-// simulation-only.
+// simulation-only; a stopped run's first line says why and how far it got.
 func (r ReplayResult) WriteText(w io.Writer) error {
+	if r.Stopped != "" {
+		fmt.Fprintf(w, "%s: %d of %d sessions played\n", r.Stopped, r.Users, r.Planned)
+	}
 	fmt.Fprintf(w, "%d sessions, %d acts in %.1f s: %.0f acts/s, act p50 %.3f ms, p99 %.3f ms, %d errors, policy version %d\n",
 		r.Users, r.Acts, r.Seconds, r.ActsPerSec, r.P50Ms, r.P99Ms, r.Errors, r.LastVersion)
-	fmt.Fprint(w, "simulation only: the simulated users' own mean return per tenth of the run (measured by the users, not released by the agent):")
+	fmt.Fprint(w, "simulation only: the simulated users' own mean return per tenth of the run (measured by the users, not released by the agent; -: no session of that tenth completed):")
 	for _, v := range r.SimUsersCurve {
-		fmt.Fprintf(w, " %.1f", v)
+		if v == nil {
+			fmt.Fprint(w, " -")
+		} else {
+			fmt.Fprintf(w, " %.1f", *v)
+		}
 	}
 	_, err := fmt.Fprintln(w)
 	return err
@@ -83,7 +167,7 @@ func (r ReplayResult) WriteText(w io.Writer) error {
 
 // ReplayProgress is a running replay's progress.
 type ReplayProgress struct {
-	Played   int64 // sessions finished (failed ones included)
+	Played   int64 // sessions finished (failed ones included), each counted once: at most Users
 	Users    int
 	Errors   int64
 	Version  uint64 // the last policy version announced
@@ -103,13 +187,18 @@ func (p ReplayProgress) String() string {
 }
 
 // Replay connects to the agent at cfg.URL and plays cfg.Users sessions of
-// cfg.Env, cfg.Concurrency at a time. When ctx ends first it reports the
-// sessions played so far; other errors of the run are returned.
+// cfg.Env, cfg.Concurrency at a time. A run that stops early returns its
+// partial summary with a *StoppedError: when ctx ends (interrupted), at
+// the first shutting_down reply (the agent is stopping: the sessions under
+// way are abandoned and no new one starts), or when the agent answered no
+// request for cfg.GiveUp (unreachable). Other errors of the run are
+// returned alone.
 func Replay(ctx context.Context, cfg ReplayConfig) (ReplayResult, error) {
-	if err := cfg.Validate(); err != nil {
+	opts, err := cfg.options()
+	if err != nil {
 		return ReplayResult{}, err
 	}
-	nc, err := stream.Connect(cfg.URL, append([]stream.Option{stream.WithName("dprl-replay")}, cfg.Options...)...)
+	nc, err := stream.Connect(cfg.URL, opts...)
 	if err != nil {
 		return ReplayResult{}, err
 	}
@@ -130,6 +219,9 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayResult, error) {
 		played, errs atomic.Int64
 		lat          latencies
 		returns      = make([]float64, cfg.Users)
+		completed    = make([]bool, cfg.Users)
+		reach        = newReachability()
+		warn         = cfg.Logger.Sample(&zerolog.BurstSampler{Burst: sessionLogBurst, Period: sessionLogPeriod})
 	)
 	pop, err := sims.NewPopulation(sims.PopulationConfig{
 		NewEnv:     func() sims.Env { e, _ := sims.New(cfg.Env); return e }, // checked by Validate
@@ -138,18 +230,32 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayResult, error) {
 		ReturnProb: cfg.Returning,
 		Seed:       master,
 		Prefix:     fmt.Sprintf("replay-%d", master),
+		Admit: func(ctx context.Context, _ int) (bool, error) {
+			reach.admit(ctx)
+			return ctx.Err() == nil, nil
+		},
 		OnError: func(r sims.SessionResult, err error) error {
-			// A failed session is counted and the run goes on.
+			// A failed session is counted once; the run goes on unless
+			// the agent is stopping.
 			played.Add(1)
 			errs.Add(1)
+			warn.Warn().Err(err).Str("session", r.Session).Msg("session failed")
 			if cfg.OnSessionError != nil {
 				cfg.OnSessionError(r.Session, err)
+			}
+			if errors.Is(err, stream.ErrShuttingDown) {
+				return &StoppedError{Reason: "agent shutting down", Err: err}
 			}
 			return nil
 		},
 	})
 	if err != nil {
 		return ReplayResult{}, err
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if cfg.GiveUp > 0 {
+		go reach.giveUp(runCtx, cfg.GiveUp, cancel)
 	}
 	start := time.Now()
 	stop := func() {}
@@ -158,28 +264,132 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayResult, error) {
 			return ReplayProgress{Played: played.Load(), Users: cfg.Users, Errors: errs.Load(), Version: lastVer.Load(), ActP99Ms: lat.quantiles(0.99)[0]}
 		})
 	}
-	runErr := pop.Run(ctx, timedAgent{Agent: client, lat: &lat}, func(r sims.SessionResult) {
-		returns[r.Index] = r.Return // serialised with OnError, read after Run
+	runErr := pop.Run(runCtx, reachAgent{Agent: timedAgent{Agent: client, lat: &lat}, r: reach}, func(r sims.SessionResult) {
+		returns[r.Index], completed[r.Index] = r.Return, true // serialised with OnError, read after Run
 		played.Add(1)
 	})
 	stop()
-	if runErr != nil && ctx.Err() == nil {
+	var stopped *StoppedError
+	switch {
+	case runErr == nil:
+	case errors.As(runErr, &stopped):
+	case ctx.Err() != nil:
+		stopped = &StoppedError{Reason: "replay interrupted", Err: context.Cause(ctx)}
+	default:
 		return ReplayResult{}, runErr
 	}
-	// Interrupted: report the sessions played so far.
 	secs := time.Since(start).Seconds()
 	q := lat.quantiles(0.5, 0.99)
 	n := lat.count()
-	res := ReplayResult{Env: cfg.Env, Users: played.Load(), Acts: n, Seconds: secs, ActsPerSec: float64(n) / secs,
-		P50Ms: q[0], P99Ms: q[1], Errors: errs.Load(), LastVersion: lastVer.Load()}
-	users := cfg.Users
-	for d := 0; d < 10; d++ {
-		lo, hi := d*users/10, (d+1)*users/10
-		var s float64
-		for _, r := range returns[lo:hi] {
-			s += r
-		}
-		res.SimUsersCurve = append(res.SimUsersCurve, s/float64(max(hi-lo, 1)))
+	res := ReplayResult{Env: cfg.Env, Users: played.Load(), Planned: int64(cfg.Users), Acts: n, Seconds: secs, ActsPerSec: float64(n) / secs,
+		P50Ms: q[0], P99Ms: q[1], Errors: errs.Load(), LastVersion: lastVer.Load(), SimUsersCurve: tenths(returns, completed)}
+	if stopped == nil {
+		return res, nil
 	}
-	return res, nil
+	stopped.Played, stopped.Users = res.Users, res.Planned
+	res.Stopped = stopped.Reason
+	return res, stopped
+}
+
+// tenths returns the mean of the completed sessions' returns in each tenth
+// of the run, nil for a tenth with none.
+func tenths(returns []float64, completed []bool) []*float64 {
+	out := make([]*float64, 10)
+	users := len(returns)
+	for d := range out {
+		var s float64
+		var k int
+		for i := d * users / 10; i < (d+1)*users/10; i++ {
+			if completed[i] {
+				s += returns[i]
+				k++
+			}
+		}
+		if k > 0 {
+			m := s / float64(k)
+			out[d] = &m
+		}
+	}
+	return out
+}
+
+// reachability follows whether the agent answers: the time of its last
+// reply (any reply: an action, an end, an error reply) and whether the
+// last request that finished got none (NATS "no responders", a timeout, a
+// lost connection).
+type reachability struct {
+	start   time.Time
+	last    atomic.Int64 // nanoseconds after start of the last reply
+	down    atomic.Bool
+	replied *releaseSignal // notified at each reply
+}
+
+func newReachability() *reachability {
+	return &reachability{start: time.Now(), replied: newReleaseSignal()}
+}
+
+// observe records the outcome of a request that ended with err (nil: a
+// reply). A request cut short by ctx says nothing of the agent.
+func (r *reachability) observe(ctx context.Context, err error) {
+	var coded *stream.Error
+	switch {
+	case err == nil || errors.As(err, &coded):
+		r.last.Store(int64(time.Since(r.start)))
+		if r.down.Swap(false) {
+			r.replied.notify()
+		}
+	case ctx.Err() == nil:
+		r.down.Store(true)
+	}
+}
+
+// admit returns when a session may start: at once while the agent answers;
+// otherwise after probeEvery, or at its next reply (to a session under
+// way), or when ctx ends.
+func (r *reachability) admit(ctx context.Context) {
+	if !r.down.Load() {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, probeEvery)
+	defer cancel()
+	_ = r.replied.wait(pctx, func() bool { return !r.down.Load() })
+}
+
+// giveUp cancels the run with ErrAgentUnreachable once no reply has come
+// for d; it returns when ctx ends.
+func (r *reachability) giveUp(ctx context.Context, d time.Duration, cancel context.CancelCauseFunc) {
+	for {
+		wait := d - (time.Since(r.start) - time.Duration(r.last.Load()))
+		if wait <= 0 {
+			cancel(&StoppedError{Reason: fmt.Sprintf("%v: no reply for %v", ErrAgentUnreachable, d), Err: ErrAgentUnreachable})
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// reachAgent is a sims.Agent that tells r the outcome of every request.
+type reachAgent struct {
+	sims.Agent
+	r *reachability
+}
+
+// Act asks the agent for an action.
+func (a reachAgent) Act(ctx context.Context, session, user string, obs []float64, reward float64, first bool) (sims.Action, error) {
+	act, err := a.Agent.Act(ctx, session, user, obs, reward, first)
+	a.r.observe(ctx, err)
+	return act, err
+}
+
+// End ends a session.
+func (a reachAgent) End(ctx context.Context, session string, reward float64, terminal bool) error {
+	err := a.Agent.End(ctx, session, reward, terminal)
+	a.r.observe(ctx, err)
+	return err
 }

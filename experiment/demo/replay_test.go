@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"dprl/agent"
 	"dprl/profile"
@@ -25,7 +26,8 @@ func startAgent(t *testing.T, mod func(*agent.Config)) *agent.Service {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	svc, err := agent.StartService(ctx, agent.ServiceConfig{Agent: ac, DataDir: t.TempDir(), NATS: "embedded", NATSListen: "127.0.0.1:0"})
+	svc, err := agent.StartService(ctx, agent.ServiceConfig{Agent: ac, DataDir: t.TempDir(), NATS: "embedded", NATSListen: "127.0.0.1:0",
+		ShutdownGrace: 300 * time.Millisecond}) // sessions a stopped replay abandoned keep Close answering this long
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,12 +55,12 @@ func TestReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Users != 12 || res.Errors != 0 || len(res.SimUsersCurve) != 10 || res.Env != "cartpole" || res.Acts < 12*8 || !(res.ActsPerSec > 0) {
+	if res.Users != 12 || res.Planned != 12 || res.Stopped != "" || res.Errors != 0 || len(res.SimUsersCurve) != 10 || res.Env != "cartpole" || res.Acts < 12*8 || !(res.ActsPerSec > 0) {
 		t.Errorf("result %+v", res)
 	}
 	// CartPole episodes last at least 8 steps and return their length.
 	for i, r := range res.SimUsersCurve {
-		if r < 8 {
+		if r == nil || *r < 8 {
 			t.Errorf("curve[%d] = %v", i, r)
 		}
 	}
@@ -116,13 +118,19 @@ func TestReplayConfig(t *testing.T) {
 }
 
 func TestReplayResultWriteText(t *testing.T) {
-	r := ReplayResult{Users: 30, Acts: 1182, Seconds: 0.045, ActsPerSec: 26191.2, P50Ms: 0.088, P99Ms: 0.733, LastVersion: 11,
-		SimUsersCurve: []float64{35.66, 42.7}}
+	a, c := 35.66, 42.7
+	r := ReplayResult{Users: 30, Planned: 30, Acts: 1182, Seconds: 0.045, ActsPerSec: 26191.2, P50Ms: 0.088, P99Ms: 0.733, LastVersion: 11,
+		SimUsersCurve: []*float64{&a, nil, &c}}
 	const want = "30 sessions, 1182 acts in 0.0 s: 26191 acts/s, act p50 0.088 ms, p99 0.733 ms, 0 errors, policy version 11\n" +
-		"simulation only: the simulated users' own mean return per tenth of the run (measured by the users, not released by the agent): 35.7 42.7\n"
+		"simulation only: the simulated users' own mean return per tenth of the run (measured by the users, not released by the agent; -: no session of that tenth completed): 35.7 - 42.7\n"
 	var b strings.Builder
 	if err := r.WriteText(&b); err != nil || b.String() != want {
 		t.Errorf("got  %q\nwant %q (%v)", b.String(), want, err)
+	}
+	r.Users, r.Planned, r.Stopped = 30, 400, "agent unreachable: no reply for 30s"
+	b.Reset()
+	if err := r.WriteText(&b); err != nil || b.String() != "agent unreachable: no reply for 30s: 30 of 400 sessions played\n"+want {
+		t.Errorf("stopped: got %q (%v)", b.String(), err)
 	}
 	if got := (ReplayProgress{Played: 5, Users: 12, Errors: 1, Version: 3, ActP99Ms: 0.456}).String(); got != "users 5/12  errors 1  policy version 3  act p99 0.46 ms" {
 		t.Errorf("progress %q", got)
