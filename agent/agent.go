@@ -301,7 +301,7 @@ func (a *Agent) clipReward(r float64) float64 {
 
 func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float64, hasReward bool) (ActResult, error) {
 	if a.closing.Load() {
-		a.refused(a.table.get(sessionKey{user, sessionID}))
+		a.refused(origin, a.table.get(sessionKey{user, sessionID}))
 		return ActResult{}, ErrShuttingDown
 	}
 	if len(obs) != a.cfg.Spec.ObsDim {
@@ -488,7 +488,7 @@ func (a *Agent) End(sessionID, user string, reward float64, terminal bool) (EndR
 // has one open session of that id.
 func (a *Agent) EndFrom(origin, sessionID, user string, reward float64, terminal bool) (EndResult, error) {
 	if a.closing.Load() {
-		a.refused(a.table.getForEnd(sessionID, user, origin))
+		a.refused(origin, a.table.getForEnd(sessionID, user, origin))
 		return EndResult{}, ErrShuttingDown
 	}
 	if math.IsNaN(reward) || math.IsInf(reward, 0) {

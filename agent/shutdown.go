@@ -9,23 +9,29 @@ import (
 )
 
 // shutdownNotice tracks, once Shutdown has begun, which of the sessions
-// open at that moment have been told: a request of theirs answered
-// ErrShuttingDown. The service keeps its subscriptions answering until all
-// were told (or its grace period ends), so that clients learn of the
-// shutdown from a coded reply rather than from "no responders".
+// open at that moment have been told of it. A session is told when a
+// request answered ErrShuttingDown names it or comes from the connection
+// that opened it (stream.ReplyOrigin): the notice reaches the client, which
+// then knows for all of its sessions. The service keeps its subscriptions
+// answering until all were told (or its grace period ends), so that clients
+// learn of the shutdown from a coded reply rather than from "no
+// responders". (A client can claim another connection's identity and so
+// end the wait early for it; that costs the other client its coded reply,
+// nothing else.)
 type shutdownNotice struct {
 	once    sync.Once
 	mu      sync.Mutex
-	untold  map[*session]struct{}
-	allTold chan struct{} // closed when untold empties
-	start   time.Time     // when Shutdown began (monotonic clock)
-	last    atomic.Int64  // the last refused request, in nanoseconds after start
+	untold  map[string]map[*session]struct{} // by the opening connection ("" in-process)
+	n       int                              // sessions in untold
+	allTold chan struct{}                    // closed when n reaches 0
+	start   time.Time                        // when Shutdown began (monotonic clock)
+	last    atomic.Int64                     // the last refused request, in nanoseconds after start
 }
 
 // Shutdown stops accepting work: from now on every act and end request is
 // answered ErrShuttingDown (wire code shutting_down), and the sessions open
 // now are recorded so that AwaitShutdownNotice can tell when each of them
-// has been answered so. Open sessions are neither learned from nor logged.
+// has been told so. Open sessions are neither learned from nor logged.
 // Call it before draining the transport, then cancel Run's context. It is
 // idempotent.
 func (a *Agent) Shutdown() {
@@ -36,21 +42,27 @@ func (a *Agent) Shutdown() {
 		n.start = time.Now()
 		n.allTold = make(chan struct{})
 		a.closing.Store(true)
+		n.untold = make(map[string]map[*session]struct{})
 		// Every session: none was seen after the largest time.
-		open := a.table.expired(math.MaxInt64, 0)
-		n.untold = make(map[*session]struct{}, len(open))
-		for _, s := range open {
-			n.untold[s] = struct{}{}
+		for _, s := range a.table.expired(math.MaxInt64, 0) {
+			g := n.untold[s.origin]
+			if g == nil {
+				g = make(map[*session]struct{})
+				n.untold[s.origin] = g
+			}
+			g[s] = struct{}{}
+			n.n++
 		}
-		if len(n.untold) == 0 {
+		if n.n == 0 {
 			close(n.allTold)
 		}
 	})
 }
 
-// refused records a request answered ErrShuttingDown; s is the session it
-// names, nil for none (a new session, or one the table does not hold).
-func (a *Agent) refused(s *session) {
+// refused records a request answered ErrShuttingDown: from origin (""
+// in-process), naming session s (nil for none: a new session, or one the
+// table does not hold).
+func (a *Agent) refused(origin string, s *session) {
 	n := &a.notice
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -58,20 +70,32 @@ func (a *Agent) refused(s *session) {
 		return // Shutdown has not finished recording: it holds n.mu
 	}
 	n.last.Store(int64(time.Since(n.start)))
-	if _, ok := n.untold[s]; ok {
-		delete(n.untold, s)
-		if len(n.untold) == 0 {
-			close(n.allTold)
+	if n.n == 0 {
+		return
+	}
+	if s != nil {
+		if g := n.untold[s.origin]; g != nil {
+			if _, ok := g[s]; ok {
+				delete(g, s)
+				n.n--
+			}
 		}
+	}
+	if origin != "" { // the client of this connection knows
+		n.n -= len(n.untold[origin])
+		delete(n.untold, origin)
+	}
+	if n.n == 0 {
+		close(n.allTold)
 	}
 }
 
 // AwaitShutdownNotice waits, after Shutdown, until every session open at
-// Shutdown has had a request answered ErrShuttingDown and then no request
-// has arrived for quiet, or until ctx is done; it reports whether the
-// first happened. A session closed meanwhile (by the idle sweeper) and a
-// client that never sends again keep it waiting until ctx is done. Before
-// Shutdown it returns false at once.
+// Shutdown has been told (see shutdownNotice) and then no request has
+// arrived for quiet, or until ctx is done; it reports whether the first
+// happened. A session closed meanwhile (by the idle sweeper) whose client
+// was not told, and a client that never sends again, keep it waiting until
+// ctx is done. Before Shutdown it returns false at once.
 func (a *Agent) AwaitShutdownNotice(ctx context.Context, quiet time.Duration) bool {
 	n := &a.notice
 	n.mu.Lock()
@@ -100,11 +124,11 @@ func (a *Agent) AwaitShutdownNotice(ctx context.Context, quiet time.Duration) bo
 	}
 }
 
-// Untold is the number of sessions open at Shutdown that have not yet had
-// a request answered ErrShuttingDown (0 before Shutdown).
+// Untold is the number of sessions open at Shutdown that have not yet been
+// told of it (0 before Shutdown).
 func (a *Agent) Untold() int {
 	n := &a.notice
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return len(n.untold)
+	return n.n
 }

@@ -113,9 +113,11 @@ func TestCloseIdleIsQuick(t *testing.T) {
 	}
 }
 
-// TestCloseGraceBounded: a session whose client never sends again keeps
-// Close answering shutting_down for the whole grace period, no longer, and
-// the warning says how many sessions were not told.
+// TestCloseGraceBounded: a client told of the shutdown (a request of its
+// answered shutting_down) is told for all the sessions its connection
+// opened; a session whose client never sends again keeps Close answering
+// shutting_down for the whole grace period, no longer, and the warning
+// says how many sessions were not told.
 func TestCloseGraceBounded(t *testing.T) {
 	var logs testutil.LockedBuffer
 	const grace = 300 * time.Millisecond
@@ -124,29 +126,37 @@ func TestCloseGraceBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := stream.Connect(svc.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	cl, err := stream.NewClient(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"told", "silent"} {
-		if _, err := cl.Act(context.Background(), id, "u-"+id, []float64{0, 0, 0, 0}, 0, true); err != nil {
+	client := func() *stream.Client {
+		nc, err := stream.Connect(svc.NATSURL())
+		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(nc.Close)
+		cl, err := stream.NewClient(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	talker, silent := client(), client()
+	obs := []float64{0, 0, 0, 0}
+	for _, id := range []string{"a", "b"} {
+		if _, err := talker.Act(context.Background(), id, "u-"+id, obs, 0, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := silent.Act(context.Background(), "c", "u-c", obs, 0, true); err != nil {
+		t.Fatal(err)
 	}
 	closed := make(chan time.Duration)
 	start := time.Now()
 	go func() { svc.Close(); closed <- time.Since(start) }()
-	testutil.EventuallyTrue(t, time.Second, "Shutdown", func() bool { return svc.Agent().Untold() == 2 })
-	if _, err := cl.Act(context.Background(), "told", "u-told", []float64{0, 0, 0, 0}, 1, false); !errors.Is(err, stream.ErrShuttingDown) {
+	testutil.EventuallyTrue(t, time.Second, "Shutdown", func() bool { return svc.Agent().Untold() == 3 })
+	if _, err := talker.Act(context.Background(), "a", "u-a", obs, 1, false); !errors.Is(err, stream.ErrShuttingDown) {
 		t.Fatalf("act during the grace: %v, want shutting_down", err)
 	}
 	if n := svc.Agent().Untold(); n != 1 {
-		t.Errorf("%d sessions not told after one was, want 1", n)
+		t.Errorf("%d sessions not told after the talker's connection was, want 1 (the silent one's)", n)
 	}
 	took := <-closed
 	if took < grace || took > grace+time.Second {

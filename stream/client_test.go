@@ -196,3 +196,26 @@ func TestNewClientValidates(t *testing.T) {
 		t.Fatal("NaN reward sent")
 	}
 }
+
+// TestClientShuttingDown: an agent's shutting_down reply reaches the
+// client's caller as a typed error, on act and on end alike, told apart
+// from other codes and from a transport failure.
+func TestClientShuttingDown(t *testing.T) {
+	stopping := func() error { return Errorf(CodeShuttingDown, "agent: shutting down") }
+	nc, _ := serve(t, HandlerFuncs{
+		ActFunc: func(context.Context, ActRequest) (ActReply, error) { return ActReply{}, stopping() },
+		EndFunc: func(context.Context, EndRequest) (EndReply, error) { return EndReply{}, stopping() },
+	}, Limits{})
+	c, err := NewClient(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, actErr := c.Act(context.Background(), "s", "u", []float64{1, 2, 3}, 0, true)
+	_, endErr := c.EndAs(context.Background(), "s", "u", 1, true)
+	for _, err := range []error{actErr, endErr} {
+		var e *Error
+		if !errors.Is(err, ErrShuttingDown) || errors.Is(err, ErrInternal) || !errors.As(err, &e) || e.Code != CodeShuttingDown {
+			t.Errorf("%v: want a *Error with code shutting_down", err)
+		}
+	}
+}

@@ -20,6 +20,13 @@
 // Code constants); *Error.Is compares codes, so
 // errors.Is(err, stream.ErrObsDim) holds for an error received over the wire.
 //
+// An agent that stops answers every act and end request with the code
+// shutting_down (errors.Is(err, stream.ErrShuttingDown)) for a short grace
+// period before it unsubscribes; requests published after that get NATS's
+// "no responders" (nats.ErrNoResponders), or time out if the agent died.
+// Protocol v1 does not announce a shutdown on <p>.v1.policy, whose body is
+// a release.
+//
 // # Decoding
 //
 // Requests are decoded by a strict hand-written reader (no reflection):

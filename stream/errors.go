@@ -37,7 +37,11 @@ const (
 	CodeSessionLimit Code = "session_limit"
 	// CodeStepLimit: the session has reached its step limit.
 	CodeStepLimit Code = "step_limit"
-	// CodeShuttingDown: the agent is stopping and takes no new work.
+	// CodeShuttingDown: the agent is stopping and takes no new work: its
+	// open sessions are abandoned (neither learned from nor logged). A
+	// stopping agent answers every request so for a short grace period
+	// before it unsubscribes (after which NATS answers "no responders"):
+	// a client should stop starting sessions.
 	CodeShuttingDown Code = "shutting_down"
 	// CodeMemoryLimit: the agent's memory budget for sessions is spent: a
 	// new session is refused, or an open one is closed (as truncated) at
