@@ -74,10 +74,13 @@ func TestReplay(t *testing.T) {
 }
 
 // TestReplayCountsFailedSessions: sessions the agent refuses (here: past
-// its step limit) are counted as errors, reported, and the run goes on.
+// its step limit) are counted as errors, reported, and the run goes on;
+// the progress counts each session once, never more than the run has.
 func TestReplayCountsFailedSessions(t *testing.T) {
 	svc := startAgent(t, func(c *agent.Config) { c.MaxStepsPerSession = 3 })
 	cfg := replayConfig(svc.NATSURL())
+	var w watchProgress
+	cfg.StartProgress = w.start
 	var mu sync.Mutex
 	var failed []string
 	cfg.OnSessionError = func(session string, err error) {
@@ -92,6 +95,7 @@ func TestReplayCountsFailedSessions(t *testing.T) {
 	if res.Users != 12 || res.Errors == 0 || int(res.Errors) != len(failed) {
 		t.Errorf("result %+v, %d failures reported", res, len(failed))
 	}
+	w.checkCount(t, res, cfg.Users)
 }
 
 func TestReplayConfig(t *testing.T) {
