@@ -20,80 +20,99 @@ import (
 // TCP URL, as it would a separate one) as dprl agent does on SIGINT (the
 // context it started with ends, then Close) while clients play sessions
 // back to back: every client's run must end on a coded shutting_down
-// reply, none on "no responders" or a timeout. (Before, the end of the
-// start context drained the subscriptions before the agent refused
-// anything: no client saw shutting_down, and the requests published after
-// the unsubscribe got "no responders".)
+// reply, none on "no responders" or a timeout; with one policy and with
+// two models (clients on both). (Before, the end of the start context
+// drained the subscriptions before the agent refused anything: no client
+// saw shutting_down, and the requests published after the unsubscribe got
+// "no responders".)
 func TestCloseAnswersInFlightSessions(t *testing.T) {
-	ns, err := stream.StartEmbedded(stream.EmbeddedOptions{Port: -1})
-	if err != nil {
-		t.Fatal(err)
+	type target struct {
+		prefix string
+		obsDim int
 	}
-	defer ns.Shutdown()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	svc, err := StartService(ctx, ServiceConfig{Agent: cartpoleConfig(4), DataDir: t.TempDir(), NATS: ns.ClientURL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
-	const clients = 32
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		endings = map[string]int{}
-		steps   = make(chan struct{}, clients)
-	)
-	for c := range clients {
-		nc, err := stream.Connect(ns.ClientURL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		cl, err := stream.NewClient(nc, stream.WithTimeout(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Go(func() {
-			obs := []float64{0.01, 0, 0, 0}
-			var err error
-			for s := 0; err == nil; s++ {
-				id, user := fmt.Sprintf("c%d-s%d", c, s), fmt.Sprintf("u%d-%d", c, s)
-				for step := 0; step < 20 && err == nil; step++ {
-					_, err = cl.Act(context.Background(), id, user, obs, 1, step == 0)
-					select {
-					case steps <- struct{}{}:
-					default:
+	for _, c := range []struct {
+		name    string
+		cfg     ServiceConfig
+		targets []target
+	}{
+		{"one policy", ServiceConfig{Agent: cartpoleConfig(4)}, []target{{"dprl", 4}}},
+		{"two models", ServiceConfig{Models: twoModels()}, []target{{"dprl.cartpole", 4}, {"dprl.tiny", 3}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ns, err := stream.StartEmbedded(stream.EmbeddedOptions{Port: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ns.Shutdown()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			cfg := c.cfg
+			cfg.DataDir, cfg.NATS = t.TempDir(), ns.ClientURL()
+			svc, err := StartService(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer svc.Close()
+			const clients = 32
+			var (
+				wg      sync.WaitGroup
+				mu      sync.Mutex
+				endings = map[string]int{}
+				steps   = make(chan struct{}, clients)
+			)
+			for i := range clients {
+				tg := c.targets[i%len(c.targets)]
+				nc, err := stream.Connect(ns.ClientURL())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer nc.Close()
+				cl, err := stream.NewClient(nc, stream.WithTimeout(2*time.Second), stream.WithPrefix(tg.prefix))
+				if err != nil {
+					t.Fatal(err)
+				}
+				wg.Go(func() {
+					obs := make([]float64, tg.obsDim)
+					var err error
+					for s := 0; err == nil; s++ {
+						id, user := fmt.Sprintf("c%d-s%d", i, s), fmt.Sprintf("u%d-%d", i, s)
+						for step := 0; step < 20 && err == nil; step++ {
+							_, err = cl.Act(context.Background(), id, user, obs, 1, step == 0)
+							select {
+							case steps <- struct{}{}:
+							default:
+							}
+						}
+						if err == nil {
+							_, err = cl.EndAs(context.Background(), id, user, 1, true)
+						}
 					}
-				}
-				if err == nil {
-					_, err = cl.EndAs(context.Background(), id, user, 1, true)
-				}
+					why := "other: " + err.Error()
+					if errors.Is(err, stream.ErrShuttingDown) {
+						why = "shutting_down"
+					}
+					mu.Lock()
+					endings[why]++
+					mu.Unlock()
+				})
 			}
-			why := "other: " + err.Error()
-			if errors.Is(err, stream.ErrShuttingDown) {
-				why = "shutting_down"
+			for range 200 { // the clients are under way
+				<-steps
 			}
-			mu.Lock()
-			endings[why]++
-			mu.Unlock()
+			cancel() // SIGINT
+			start := time.Now()
+			if err := svc.Close(); err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			wg.Wait()
+			if endings["shutting_down"] != clients {
+				t.Errorf("of %d clients, the last replies were %v; want every one shutting_down", clients, endings)
+			}
+			if took > DefaultShutdownGrace+time.Second {
+				t.Errorf("Close took %v, grace %v", took, DefaultShutdownGrace)
+			}
 		})
-	}
-	for range 200 { // the clients are under way
-		<-steps
-	}
-	cancel() // SIGINT
-	start := time.Now()
-	if err := svc.Close(); err != nil {
-		t.Fatal(err)
-	}
-	took := time.Since(start)
-	wg.Wait()
-	if endings["shutting_down"] != clients {
-		t.Errorf("of %d clients, the last replies were %v; want every one shutting_down", clients, endings)
-	}
-	if took > DefaultShutdownGrace+time.Second {
-		t.Errorf("Close took %v, grace %v", took, DefaultShutdownGrace)
 	}
 }
 
