@@ -231,7 +231,7 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 		head = &h
 	}
 	return ServiceConfig{Agent: ac, DataDir: s.DataDir, InitLedger: s.Init, NATS: s.NATS, NATSListen: s.NATSListen, ConnectOptions: opts, NATSSecurity: sec,
-		Prefix: s.Prefix, ActWorkers: s.ActWorkers, HTTPAddr: s.HTTPAddr, SessionLogDir: s.SessionLogDir, ExpectHead: head, Backups: s.Backups}, nil
+		Prefix: s.Prefix, ActWorkers: s.ActWorkers, HTTPAddr: s.HTTPAddr, SessionLogDir: s.SessionLogDir, ExpectHead: head, Backups: s.Backups, EnvSpec: s.EnvSpec}, nil
 }
 
 // NATSSecurityFiles are the embedded NATS server's security settings as an
