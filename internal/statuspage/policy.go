@@ -142,7 +142,7 @@ func usersFromLedger(store *ledger.Store, o LedgerOptions, delta float64) (UserV
 		eps[e] += n
 		u.Worst = max(u.Worst, e)
 	}
-	hi := max(u.Worst, u.Cap)
+	hi := 1.1 * max(u.Worst, u.Cap) // the worst user and the cap inside the axis
 	width := hi / userBins
 	u.Bins = make([]Bin, userBins)
 	for i := range u.Bins {
