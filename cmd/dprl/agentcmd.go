@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dprl/agent"
+	"dprl/internal/cliflags"
 	"dprl/internal/fielderr"
 	"dprl/internal/flagsrc"
 	"dprl/ledger"
@@ -68,7 +69,7 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.Float64Var(&s.RewardLow, "reward-low", math.NaN(), "public lower bound of a reward: each reward is clipped to [--reward-low, --reward-high] (default: the --env-spec simulator's, else -1e6)")
 	fl.Float64Var(&s.RewardHigh, "reward-high", math.NaN(), "public upper bound of a reward (default: the --env-spec simulator's, else 1e6)")
 	fl.Uint64Var(&s.Seed, "seed", 0, "seed every random source for a repeatable simulation (recorded as seeded in the ledger); 0: secure")
-	registerNATSSecurity(fl, &s.Security)
+	cliflags.NATSSecurity(fl, &s.Security)
 	fl.Var(&s.Models, "model", "a model to serve, NAME or NAME:key=value,... (repeatable; keys: the per-policy flags, e.g. env-spec, K, user-epsilon): each has its ledger in --data/models/NAME and its subjects --prefix.NAME.v1.*, and takes unset values from the flags (README, Several policies in one agent)")
 	fl.Var(&s.Models, "models", "models as JSON, [{\"name\": NAME, KEY: VALUE, ...}, ...] (for the config file and DPRL_MODELS; combined with --model)")
 }

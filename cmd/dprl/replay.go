@@ -2,6 +2,7 @@ package main
 
 import (
 	"dprl/experiment/demo"
+	"dprl/internal/cliflags"
 	"dprl/internal/fielderr"
 	"dprl/internal/progress"
 	"dprl/stream"
@@ -54,6 +55,6 @@ probability P, which exercises the agent's per-user contribution bounds.`,
 	fl.Float64Var(&cfg.Returning, "returning", 0, "probability that a session comes from a returning user")
 	fl.Uint64Var(&cfg.Seed, "seed", 0, "seed of the simulated users (0: random)")
 	fl.BoolVar(&asJSON, "json", false, "print the summary as JSON")
-	registerClientFiles(fl, &creds)
+	cliflags.ClientFiles(fl, &creds)
 	return c
 }
