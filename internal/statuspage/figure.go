@@ -17,6 +17,8 @@ type Figure struct {
 	// digits and dashes.
 	ID                    string
 	Title, XLabel, YLabel string
+	// Note is a line under the title (what the values are).
+	Note string
 	// XTime says X values are Unix seconds (drawn as UTC times).
 	XTime bool
 	// IntX and IntY put the ticks of an axis of whole numbers (versions,
@@ -88,6 +90,7 @@ const markColor = "#d62728"
 // formatted number, every text a string the template escapes.
 type svgFigure struct {
 	ID, Title, XLabel, YLabel string
+	Note                      string
 	W, H                      string
 	PlotX, PlotY, PlotW       string
 	PlotH, PlotBottom         string
@@ -131,7 +134,7 @@ func (f Figure) SVG() svgFigure {
 		}
 	}
 	h := svgH + below - padBelow
-	out := svgFigure{ID: f.ID, Title: f.Title, XLabel: f.XLabel, YLabel: f.YLabel, W: num(svgW), H: num(h),
+	out := svgFigure{ID: f.ID, Title: f.Title, Note: f.Note, XLabel: f.XLabel, YLabel: f.YLabel, W: num(svgW), H: num(h),
 		PlotX: num(padL), PlotY: num(padTop), PlotW: num(svgW - padL - padR), PlotH: num(h - padTop - below), PlotRight: num(svgW - padR),
 		PlotBottom: num(h - below), XLabelX: num(padL + (svgW-padL-padR)/2), XLabelY: num(h - 6),
 		YLabelX: "14", YLabelY: num(padTop + (h-padTop-below)/2), Empty: f.Empty()}

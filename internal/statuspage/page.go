@@ -56,6 +56,16 @@ func (p Privacy) Label() string {
 		formatNum(p.Epsilon), formatNum(p.Delta), cmpOr(p.Unit, "session"))
 }
 
+// Short is the label in a few words, for a figure's caption: "release:
+// (ε = 0.9, δ = 1e-05)-DP per session" or "operational, not DP: for the
+// operator only".
+func (p Privacy) Short() string {
+	if !p.Release {
+		return "operational, not DP: for the operator only"
+	}
+	return fmt.Sprintf("release: (ε = %s, δ = %s)-DP per %s", formatNum(p.Epsilon), formatNum(p.Delta), cmpOr(p.Unit, "session"))
+}
+
 // Class is the panel's CSS class: "release" or "operational".
 func (p Privacy) Class() string {
 	if p.Release {
@@ -127,13 +137,21 @@ func (p *Page) Sections() []Section {
 	return append(out, ops)
 }
 
+// PageFigure is a figure with its panel's privacy label.
+type PageFigure struct {
+	Figure
+	Privacy Privacy
+}
+
 // Figures returns every figure of the page, in page order, with unique
-// IDs.
-func (p *Page) Figures() []Figure {
-	var out []Figure
+// IDs, each with its panel's privacy label.
+func (p *Page) Figures() []PageFigure {
+	var out []PageFigure
 	for _, s := range p.Sections() {
 		for _, pn := range s.Panels {
-			out = append(out, pn.Figures...)
+			for _, f := range pn.Figures {
+				out = append(out, PageFigure{f, pn.Privacy})
+			}
 		}
 	}
 	return out

@@ -218,7 +218,7 @@ func (v PolicyView) curvePanel(id string, rel Privacy) Panel {
 		l.X = append(l.X, float64(pt.Version))
 		l.Y = append(l.Y, pt.MeanReturn)
 	}
-	p.Figures = []Figure{{ID: id + "-curve", Title: "Released policies on the " + c.Env + " simulator", XLabel: "policy version", YLabel: "mean return (simulated)", IntX: true, Lines: []Line{l}}}
+	p.Figures = []Figure{{ID: id + "-curve", Title: "Released policies on the " + c.Env + " simulator", Note: SimulatedNote, XLabel: "policy version", YLabel: "mean return (simulated)", IntX: true, Lines: []Line{l}}}
 	return p
 }
 
