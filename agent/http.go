@@ -24,7 +24,8 @@ type OpsServer struct {
 }
 
 // NewOpsServer listens on addr ("127.0.0.1:0" picks a port). status is
-// called for /status; gather serves /metrics.
+// called for /status; gather serves /metrics. The service adds the status
+// page at / with Handle.
 func NewOpsServer(addr string, gather prometheus.Gatherer, status func() any) (*OpsServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
