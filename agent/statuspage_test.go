@@ -160,3 +160,50 @@ func TestStatusPageWithoutSimulator(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusPageModels: a multi-policy service's page has one section per
+// model, each from its own ledger (its releases, its users, its curve:
+// the CartPole model's on the simulator, the tiny model's none), and the
+// agent's metrics of all models together.
+func TestStatusPageModels(t *testing.T) {
+	models := twoModels()
+	models[0].EnvSpec = "cartpole"
+	svc, err := StartService(context.Background(), ServiceConfig{Models: models, DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	nc, err := stream.Connect("", stream.WithInProcess(svc.Embedded()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c, err := stream.NewClient(nc, stream.WithPrefix("dprl.cartpole"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	playUsers(t, c, "alice", "bob")
+	cart := svc.Policies()[0].Agent()
+	testutil.EventuallyTrue(t, 20*time.Second, "cartpole version 1", func() bool { return cart.Version() == 1 })
+	var page string
+	testutil.EventuallyTrue(t, 30*time.Second, "the curve evaluated", func() bool {
+		page, _ = getPage(t, svc.OpsAddr())
+		return !strings.Contains(page, "still being evaluated")
+	})
+	for _, want := range []string{`<section id="policy-1-cartpole">`, "<h2>Policy cartpole</h2>", `<section id="policy-2-tiny">`, "<h2>Policy tiny</h2>",
+		`id="policy-1-cartpole-curve"`, "Released policies on the cartpole simulator", "Agent (all models together)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if m := regexp.MustCompile(`id="policy-2-tiny-curve">\s*<h3>[^<]*</h3>\s*<span class="badge operational">`).FindString(page); m == "" {
+		t.Error("the tiny model's curve panel is not the operational \"no simulator\" one")
+	}
+	pg, err := svc.StatusPage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pg.Policies) != 2 || pg.Policies[0].Version != 1 || pg.Policies[0].Users.Users != 2 || pg.Policies[1].Version != 0 || pg.Policies[1].Users.Users != 0 {
+		t.Errorf("policies: %+v", pg.Policies)
+	}
+}

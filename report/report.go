@@ -1,5 +1,6 @@
 // Package report writes dprl report: the status page's figures, computed
-// from a data directory's ledger alone, as PNG files and one
+// from a data directory's ledger alone (or, for a multi-policy agent, its
+// models' ledgers, one section each), as PNG files and one
 // self-contained HTML file (the status page's template, inline SVG and
 // CSS, no script and no external resource), for an audit.
 //
@@ -19,11 +20,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"dprl/agent"
 	"dprl/internal/atomicfile"
 	"dprl/internal/buildinfo"
 	"dprl/internal/statuspage"
@@ -61,9 +64,18 @@ type Options struct {
 type Result struct {
 	HTML string `json:"html"`
 	// PNGs are the figures written, Skipped the figures left out (no data
-	// yet).
+	// yet, or categorical).
 	PNGs    []string `json:"pngs"`
 	Skipped []string `json:"skipped,omitempty"`
+	// Policies are the ledgers reported on: one, or one per model of a
+	// multi-policy agent.
+	Policies []PolicyResult `json:"policies"`
+}
+
+// PolicyResult is what the report found in one ledger.
+type PolicyResult struct {
+	// Model names the model ("" for a single-policy agent's ledger).
+	Model string `json:"model,omitempty"`
 	// Version is the latest released version, Releases the number of
 	// releases in the ledger.
 	Version  uint64 `json:"version"`
@@ -78,8 +90,12 @@ type Result struct {
 
 // WriteText prints what was written.
 func (r Result) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "report of the ledger at head %s: policy version %d, %d releases\n", r.Head, r.Version, r.Releases)
-	fmt.Fprintf(w, "learning curve: %s\n", r.Curve)
+	for _, p := range r.Policies {
+		if p.Model != "" {
+			fmt.Fprintf(w, "model %s: ", p.Model)
+		}
+		fmt.Fprintf(w, "ledger at head %s: policy version %d, %d releases; learning curve: %s\n", p.Head, p.Version, p.Releases, p.Curve)
+	}
 	fmt.Fprintf(w, "wrote %s\n", r.HTML)
 	for _, p := range r.PNGs {
 		fmt.Fprintf(w, "wrote %s\n", p)
@@ -143,40 +159,100 @@ func Write(o Options) (Result, error) {
 	return res, nil
 }
 
-// compute reads the ledger (read-only, closed before returning) and builds
-// the page.
+// compute reads the ledger of o.DataDir, or with a multi-policy agent's
+// data directory each model's, and builds the page.
 func compute(o Options) (*statuspage.Page, Result, error) {
-	store, err := ledger.Open(o.DataDir, ledger.Options{MustExist: true, ReadOnly: true, Logger: o.Logger})
+	var res Result
+	page := &statuspage.Page{Title: "dprl report", Build: buildinfo.Get(), Generated: o.Now, Source: "the ledger in " + o.DataDir,
+		OpsNote: "Sessions, set-aside reasons and act latency are the running agent's Prometheus metrics, not recorded in the ledger: " +
+			"see the agent's status page or /metrics."}
+	models, err := modelDirs(o.DataDir)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	if len(models) > 0 {
+		page.Source = fmt.Sprintf("the ledgers of %d models in %s", len(models), filepath.Join(o.DataDir, agent.ModelsDir))
+	}
+	for _, m := range models {
+		v, pr, err := policyView(o, m.name, m.dir, true)
+		if err != nil {
+			return nil, Result{}, fmt.Errorf("report: model %q: %w", m.name, err)
+		}
+		page.Policies, res.Policies = append(page.Policies, v), append(res.Policies, pr)
+	}
+	if len(models) == 0 {
+		v, pr, err := policyView(o, "", o.DataDir, false)
+		if err != nil {
+			return nil, Result{}, fmt.Errorf("report: %w", err)
+		}
+		page.Policies, res.Policies = []statuspage.PolicyView{v}, []PolicyResult{pr}
+		page.Source += " at head " + pr.Head
+	}
+	return page, res, nil
+}
+
+type modelDir struct{ name, dir string }
+
+// modelDirs lists the models of a multi-policy agent's data directory
+// (DIR/models/NAME holding a ledger); none when DIR holds a ledger itself.
+func modelDirs(dir string) ([]modelDir, error) {
+	if ok, err := ledger.Exists(dir); ok || err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(filepath.Join(dir, agent.ModelsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	var out []modelDir
+	for _, e := range ents {
+		d := filepath.Join(dir, agent.ModelsDir, e.Name())
+		if ok, err := ledger.Exists(d); err != nil {
+			return nil, err
+		} else if ok && e.IsDir() {
+			out = append(out, modelDir{e.Name(), d})
+		}
+	}
+	return out, nil
+}
+
+// policyView reads one ledger (read-only, closed before returning). With
+// several models (tolerant), a simulator that does not fit this model's
+// policy leaves it without a curve, saying why; with one ledger it is an
+// error.
+func policyView(o Options, name, dir string, tolerant bool) (statuspage.PolicyView, PolicyResult, error) {
+	store, err := ledger.Open(dir, ledger.Options{MustExist: true, ReadOnly: true, Logger: o.Logger})
 	if err != nil {
 		if strings.Contains(err.Error(), "in use") {
 			err = fmt.Errorf("%w; a report reads the ledger while no agent runs on it: stop the agent (or see its status page, GET / on its --http address, for the same figures live)", err)
 		}
-		return nil, Result{}, fmt.Errorf("report: %w", err)
+		return statuspage.PolicyView{}, PolicyResult{}, err
 	}
 	defer store.Close()
 	h, err := store.Head()
 	if err != nil {
-		return nil, Result{}, err
+		return statuspage.PolicyView{}, PolicyResult{}, err
 	}
-	v, err := statuspage.FromLedger(store, statuspage.LedgerOptions{
+	v, err := statuspage.FromLedger(store, statuspage.LedgerOptions{Name: name,
 		CapNote: "the agent's per-user caps are its configuration (--user-epsilon, --max-updates-per-user), not recorded in the ledger"})
 	if err != nil {
-		return nil, Result{}, fmt.Errorf("report: %w", err)
+		return statuspage.PolicyView{}, PolicyResult{}, err
 	}
-	res := Result{Version: v.Version, Releases: len(v.Releases), Head: ledger.HeadRef{Seq: h.Seq, Hash: h.Hash}.String()}
+	pr := PolicyResult{Model: name, Version: v.Version, Releases: len(v.Releases), Head: ledger.HeadRef{Seq: h.Seq, Hash: h.Hash}.String()}
 	if v.Curve, err = curve(store, o.EnvSpec, v.Version); err != nil {
-		return nil, Result{}, err
+		if !tolerant {
+			return statuspage.PolicyView{}, PolicyResult{}, err
+		}
+		v.Curve = statuspage.CurveView{Reason: err.Error()}
 	}
 	if v.Curve.Env != "" {
-		res.Curve = fmt.Sprintf("%d versions evaluated on %s (%d episodes each, a fixed seed per version)", len(v.Curve.Points), v.Curve.Env, v.Curve.Episodes)
+		pr.Curve = fmt.Sprintf("%d versions evaluated on %s (%d episodes each, a fixed seed per version)", len(v.Curve.Points), v.Curve.Env, v.Curve.Episodes)
 	} else {
-		res.Curve = "none: " + v.Curve.Reason
+		pr.Curve = "none: " + v.Curve.Reason
 	}
-	page := &statuspage.Page{Title: "dprl report", Build: buildinfo.Get(), Generated: o.Now, Policies: []statuspage.PolicyView{v},
-		Source: fmt.Sprintf("the ledger in %s at head %s", o.DataDir, res.Head),
-		OpsNote: "Sessions, set-aside reasons and act latency are the running agent's Prometheus metrics, not recorded in the ledger: " +
-			"see the agent's status page or /metrics."}
-	return page, res, nil
+	return v, pr, nil
 }
 
 // curve evaluates the released versions on simulator env ("": none).
@@ -186,15 +262,15 @@ func curve(store *ledger.Store, env string, latest uint64) (statuspage.CurveView
 	}
 	spec, pc, err := profile.AgentDefaults(env)
 	if err != nil {
-		return statuspage.CurveView{}, fmt.Errorf("report: --env-spec: %w", err)
+		return statuspage.CurveView{}, fmt.Errorf("--env-spec: %w", err)
 	}
 	c, err := statuspage.NewSimCurve(env, spec, pc.PPO, store.Snapshot)
 	if err != nil {
-		return statuspage.CurveView{}, fmt.Errorf("report: --env-spec: %w", err)
+		return statuspage.CurveView{}, fmt.Errorf("--env-spec: %w", err)
 	}
 	v, err := c.Compute(latest)
 	if err != nil {
-		return statuspage.CurveView{}, fmt.Errorf("report: --env-spec %s does not fit the ledger's policy: %w", env, err)
+		return statuspage.CurveView{}, fmt.Errorf("--env-spec %s does not fit the ledger's policy: %w", env, err)
 	}
 	return v, nil
 }

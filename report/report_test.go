@@ -14,6 +14,7 @@ import (
 
 	"dprl/agent"
 	"dprl/internal/testutil"
+	"dprl/policy"
 	"dprl/profile"
 	"dprl/report"
 )
@@ -75,7 +76,7 @@ func TestReportFromAgentLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Version != 2 || res.Releases != 2 || !strings.Contains(res.Curve, "3 versions evaluated on cartpole") || !strings.HasPrefix(res.Head, "2:") {
+	if p := res.Policies; len(p) != 1 || p[0].Version != 2 || p[0].Releases != 2 || !strings.Contains(p[0].Curve, "3 versions evaluated on cartpole") || !strings.HasPrefix(p[0].Head, "2:") {
 		t.Errorf("result %+v", res)
 	}
 	html, err := os.ReadFile(res.HTML)
@@ -155,5 +156,51 @@ func TestReportErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("a failed report created %s", out)
+	}
+}
+
+// TestReportModels reports on a multi-policy agent's data directory: one
+// section per model, each from its own ledger; --env-spec gives a curve to
+// the model whose policy fits the simulator and says why the other has
+// none.
+func TestReportModels(t *testing.T) {
+	dir := t.TempDir()
+	tiny := agent.DefaultConfig(policy.Spec{ObsDim: 3, Kind: policy.ActionDiscrete, NumActions: 3}, policy.DefaultControlConfig())
+	tiny.Seed, tiny.Workers = 3, 1
+	svc, err := agent.StartService(context.Background(), agent.ServiceConfig{DataDir: dir,
+		Models: []agent.ModelConfig{{Name: "cartpole", Agent: agentConfig(t), EnvSpec: "cartpole"}, {Name: "tiny", Agent: tiny}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := svc.Policies()[0].Agent()
+	for i := range 2 {
+		id := fmt.Sprintf("s%d", i)
+		for step := range 3 {
+			if _, err := a.Act(id, id, []float64{0.01, 0.02, 0.03, 0.04}, 1, step > 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := a.End(id, id, 1, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.EventuallyTrue(t, 20*time.Second, "cartpole version 1", func() bool { return a.Version() == 1 })
+	if err := svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := report.Write(report.Options{DataDir: dir, OutDir: filepath.Join(t.TempDir(), "r"), EnvSpec: "cartpole"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Policies
+	if len(p) != 2 || p[0].Model != "cartpole" || p[0].Version != 1 || !strings.Contains(p[0].Curve, "2 versions evaluated") ||
+		p[1].Model != "tiny" || p[1].Version != 0 || !strings.Contains(p[1].Curve, "does not fit") {
+		t.Errorf("policies %+v", p)
+	}
+	html, _ := os.ReadFile(res.HTML)
+	for _, want := range []string{"<h2>Policy cartpole</h2>", "<h2>Policy tiny</h2>", "policy-1-cartpole-curve"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("report.html lacks %q", want)
+		}
 	}
 }

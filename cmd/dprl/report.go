@@ -19,8 +19,9 @@ figures of the agent's status page that the ledger holds: the policy version,
 releases over time, the users' composed epsilons and, with --env-spec (the
 agent's), the released versions evaluated on that public simulator. Each
 figure is a PNG; report.html holds them all with their privacy labels (inline
-SVG, no script, no external resource). Stop the agent first: it holds the
-ledger's lock. Existing outputs are refused without --force.`,
+SVG, no script, no external resource); a multi-policy agent's models get a
+section each. Stop the agent first: it holds the ledgers' locks. Existing
+outputs are refused without --force.`,
 		Example: `  dprl report --data ./dprl-data --env-spec cartpole --out audit-2026-11`,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {

@@ -25,14 +25,17 @@ func TestReportCommand(t *testing.T) {
 	var res struct {
 		HTML     string   `json:"html"`
 		PNGs     []string `json:"pngs"`
-		Releases int      `json:"releases"`
-		Curve    string   `json:"curve"`
+		Policies []struct {
+			Releases int    `json:"releases"`
+			Curve    string `json:"curve"`
+		} `json:"policies"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatal(err)
 	}
 	html, err := os.ReadFile(filepath.Join(out, "report.html"))
-	if err != nil || res.HTML != filepath.Join(out, "report.html") || len(res.PNGs) != 2 || res.Releases != 2 || !strings.HasPrefix(res.Curve, "none: no --env-spec") {
+	if err != nil || res.HTML != filepath.Join(out, "report.html") || len(res.PNGs) != 2 || len(res.Policies) != 1 ||
+		res.Policies[0].Releases != 2 || !strings.HasPrefix(res.Policies[0].Curve, "none: no --env-spec") {
 		t.Fatalf("result %+v (%v)", res, err)
 	}
 	if !strings.Contains(string(html), "1 (offline runs, caps: see dprl ledger show)") {
