@@ -13,7 +13,9 @@
 // ledger and are not in a report.
 //
 // A running agent holds the ledger's lock; the report then fails and says
-// so (its status page shows the same figures live).
+// so: report on one of the agent's online backups (dprl agent
+// --backup-dir, a verified copy of the ledger) instead, or see its status
+// page, which shows the same figures live.
 package report
 
 import (
@@ -226,7 +228,7 @@ func policyView(o Options, name, dir string, tolerant bool) (statuspage.PolicyVi
 	store, err := ledger.Open(dir, ledger.Options{MustExist: true, ReadOnly: true, Logger: o.Logger})
 	if err != nil {
 		if strings.Contains(err.Error(), "in use") {
-			err = fmt.Errorf("%w; a report reads the ledger while no agent runs on it: stop the agent (or see its status page, GET / on its --http address, for the same figures live)", err)
+			err = fmt.Errorf("%w; a report reads the ledger while no agent runs on it: stop the agent, or report on one of its backups (dprl agent --backup-dir), or see its status page (GET / on its --http address) for the same figures live", err)
 		}
 		return statuspage.PolicyView{}, PolicyResult{}, err
 	}
