@@ -521,8 +521,8 @@ func TestLearnerQueueFairness(t *testing.T) {
 			t.Errorf("%s took part in %d updates, want %d", c.user, st.Updates, c.want)
 		}
 	}
-	if got := value(t, a.m.SessionsDiscarded.WithLabelValues("user queue full")); got != 3 {
-		t.Errorf("sessions set aside as user queue full: %v, want 3", got)
+	if got := value(t, a.m.SessionsDiscarded.WithLabelValues("user_queue_full")); got != 3 {
+		t.Errorf("sessions set aside as user_queue_full: %v, want 3", got)
 	}
 	// The flood's waiting sessions take one place in each next update.
 	end("d", "dave")

@@ -112,6 +112,10 @@ type Agent struct {
 	seeded    bool
 	randCount atomic.Uint64 // distinguishes generators made for one purpose
 	updates   atomic.Int64
+	// worstUser is the largest SumInvZ2 of any user in the ledger (the
+	// user with the largest composed epsilon); New and the updater
+	// goroutine only.
+	worstUser float64
 }
 
 // servingCtx is a per-goroutine serving context.
@@ -165,6 +169,9 @@ func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
 		return nil, err
 	}
 	if err := a.loadPolicy(); err != nil {
+		return nil, err
+	}
+	if err := a.initGauges(); err != nil {
 		return nil, err
 	}
 	a.serving.New = func() any {
@@ -258,6 +265,59 @@ func (a *Agent) loadPolicy() error {
 	a.current.Store(&version{num: v, theta: theta})
 	a.log.Info().Uint64("version", v).Msg("resumed from the ledger")
 	return nil
+}
+
+// initGauges sets the gauges of the policy version, the ledger's releases,
+// the per-session guarantee and the worst user's epsilon (one scan of the
+// ledger's user states).
+func (a *Agent) initGauges() error {
+	v := a.current.Load().num
+	a.m.PolicyVersion.Set(float64(v))
+	a.m.LedgerReleases.Set(float64(v)) // versions 1..v were released
+	a.m.SessionEpsilon.Set(a.epsilon)
+	a.m.SessionDelta.Set(a.cfg.Delta)
+	err := a.store.Users(func(_ ledger.UserKey, st ledger.UserState) error {
+		a.worstUser = max(a.worstUser, st.SumInvZ2)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("agent: read the users' states: %w", err)
+	}
+	a.setWorstUser()
+	return nil
+}
+
+// noteUsers raises the worst user's epsilon after a release to the
+// largest of the released users' (read back from the ledger; a user's
+// epsilon only grows, so the worst user is one of them or unchanged).
+func (a *Agent) noteUsers(users []ledger.UserKey) {
+	before := a.worstUser
+	for _, u := range users {
+		st, err := a.store.UserState(u)
+		if err != nil {
+			a.log.Warn().Err(err).Msg("user state after a release: dprl_user_epsilon_max not updated")
+			return
+		}
+		a.worstUser = max(a.worstUser, st.SumInvZ2)
+	}
+	if a.worstUser != before {
+		a.setWorstUser()
+	}
+}
+
+// setWorstUser sets dprl_user_epsilon_max from worstUser: the composed
+// Gaussian mechanism of multiplier SumInvZ2^(-1/2) (UserState.Epsilon).
+func (a *Agent) setWorstUser() {
+	if a.worstUser == 0 {
+		a.m.UserEpsilonMax.Set(0)
+		return
+	}
+	eps, err := ledger.UserState{Updates: 1, SumInvZ2: a.worstUser}.Epsilon(a.cfg.Delta)
+	if err != nil {
+		a.log.Warn().Err(err).Msg("worst user's epsilon: dprl_user_epsilon_max not updated")
+		return
+	}
+	a.m.UserEpsilonMax.Set(eps)
 }
 
 // Epsilon is the per-session epsilon at Delta of one update.
@@ -517,7 +577,7 @@ func (a *Agent) EndFrom(origin, sessionID, user string, reward float64, terminal
 // closes (see capCheck).
 type capResult struct {
 	ok     bool
-	reason string
+	reason discardReason
 }
 
 // capCheck reads the caps of a session's user from the ledger, outside
@@ -587,7 +647,7 @@ func (a *Agent) closeLocked(s *session, terminal bool, caps *capResult) (bool, s
 		f.key.origin = s.origin // anonymous sessions queue per connection
 	}
 	if cur := a.current.Load().num; cur-s.ver.num > a.cfg.MaxStaleness {
-		return a.setAside(&f, "stale: served by an old policy version")
+		return a.setAside(&f, reasonStale)
 	}
 	if caps != nil && !caps.ok {
 		return a.setAside(&f, caps.reason)
@@ -600,8 +660,9 @@ func (a *Agent) closeLocked(s *session, terminal bool, caps *capResult) (bool, s
 }
 
 // setAside drops a finished session that will not be learned from: its
-// memory goes back to the budget and the reason is counted.
-func (a *Agent) setAside(f *finished, reason string) (bool, string) {
+// memory goes back to the budget and the reason is counted; it returns
+// false and the reason's text for the client.
+func (a *Agent) setAside(f *finished, reason discardReason) (bool, string) {
 	a.uncharge(f.bytes)
 	f.bytes = 0
 	return a.discard(reason)
@@ -664,31 +725,32 @@ func (a *Agent) logSession(s *session, terminal bool) {
 	}
 }
 
-func (a *Agent) discard(reason string) (bool, string) {
-	a.m.SessionsDiscarded.WithLabelValues(reason).Inc()
-	return false, reason
+func (a *Agent) discard(reason discardReason) (bool, string) {
+	a.m.SessionsDiscarded.WithLabelValues(reason.label()).Inc()
+	return false, reason.text()
 }
 
-// userEligible checks a user's caps against the ledger.
-func (a *Agent) userEligible(k ledger.UserKey) (bool, string) {
+// userEligible checks a user's caps against the ledger; when the user is
+// not eligible it says why.
+func (a *Agent) userEligible(k ledger.UserKey) (bool, discardReason) {
 	if a.cfg.MaxUpdatesPerUser == 0 && a.cfg.UserEpsilon == 0 {
-		return true, ""
+		return true, 0
 	}
 	st, err := a.store.UserState(k)
 	if err != nil {
 		a.noisy.Error().Err(err).Msg("user state")
-		return false, "ledger unavailable"
+		return false, reasonLedgerUnavailable
 	}
 	if a.cfg.MaxUpdatesPerUser > 0 && st.Updates >= a.cfg.MaxUpdatesPerUser {
-		return false, "user reached max_updates_per_user"
+		return false, reasonUserUpdateCap
 	}
 	if a.cfg.UserEpsilon > 0 {
 		eps, err := st.EpsilonAfter(a.cfg.Policy.DP.NoiseMultiplier, a.cfg.Delta)
 		if err != nil || eps > a.cfg.UserEpsilon {
-			return false, "user reached the epsilon cap"
+			return false, reasonUserEpsilonCap
 		}
 	}
-	return true, ""
+	return true, 0
 }
 
 // Stats is what the agent reports about itself (served on /status). Every

@@ -13,23 +13,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// OpsServer serves /healthz, /readyz, /metrics and /status.
+// OpsServer serves /healthz, /readyz, /metrics and /status, and what
+// Handle adds (the status page).
 type OpsServer struct {
 	srv   *http.Server
+	mux   *http.ServeMux
 	ln    net.Listener
 	ready atomic.Bool
 	check atomic.Pointer[func() error]
 }
 
 // NewOpsServer listens on addr ("127.0.0.1:0" picks a port). status is
-// called for /status; gather serves /metrics.
+// called for /status; gather serves /metrics. The service adds the status
+// page at / with Handle.
 func NewOpsServer(addr string, gather prometheus.Gatherer, status func() any) (*OpsServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	o := &OpsServer{ln: ln}
 	mux := http.NewServeMux()
+	o := &OpsServer{ln: ln, mux: mux}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !o.ready.Load() {
@@ -59,6 +62,9 @@ func NewOpsServer(addr string, gather prometheus.Gatherer, status func() any) (*
 	}()
 	return o, nil
 }
+
+// Handle adds a handler for pattern (http.ServeMux's patterns).
+func (o *OpsServer) Handle(pattern string, h http.Handler) { o.mux.Handle(pattern, h) }
 
 // Addr is the listening address.
 func (o *OpsServer) Addr() string { return o.ln.Addr().String() }

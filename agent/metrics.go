@@ -29,7 +29,12 @@ import (
 // content (a session whose local update fails counts like any other; see
 // updater.update). Set-aside reasons are staleness (the session's policy
 // version), a full queue (the learner's, the user's or the connection's),
-// and user caps and ledger availability. The memory gauge sums the step
+// and user caps and ledger availability, a fixed set of label values
+// (DiscardReasons). Every labelled series exists, at 0, from the start.
+// The gauges of the policy version, the releases in the ledger and the
+// per-session epsilon and delta are public values; the worst user's
+// composed epsilon is read from the ledger, which records which users
+// took part in each update, and is for the operator like the rest. The memory gauge sums the step
 // storage of all sessions held, which grows with their numbers of steps,
 // like the act counters.
 type Metrics struct {
@@ -67,7 +72,69 @@ type Metrics struct {
 	SessionLogQueue   prometheus.Gauge
 	// NATSConnected is 1 while the agent's NATS connection is up.
 	NATSConnected prometheus.Gauge
+	// PolicyVersion is the policy version served to new sessions, and
+	// LedgerReleases the number of policy versions the ledger holds (all
+	// runs of the agent on this data directory; Releases counts this
+	// process's). Both are public: every release is announced.
+	PolicyVersion  prometheus.Gauge
+	LedgerReleases prometheus.Gauge
+	// SessionEpsilon is the per-session epsilon of one release at the
+	// agent's delta (SessionDelta): a public parameter of the guarantee.
+	SessionEpsilon prometheus.Gauge
+	SessionDelta   prometheus.Gauge
+	// UserEpsilonMax is the largest composed epsilon of any user in the
+	// ledger, at the agent's delta (the worst user against the cap),
+	// read from the ledger at start and after each release.
+	UserEpsilonMax prometheus.Gauge
 }
+
+// Discard reasons: the label values of dprl_sessions_discarded_total, a
+// fixed set, each with the text End returns to the client (EndResult.Reason,
+// the wire's reason field).
+type discardReason int
+
+const (
+	reasonStale discardReason = iota
+	reasonLearnerQueueFull
+	reasonUserQueueFull
+	reasonConnectionQueueFull
+	reasonUserUpdateCap
+	reasonUserEpsilonCap
+	reasonLedgerUnavailable
+	numDiscardReasons
+)
+
+// discardReasons are each reason's metric label and client text.
+var discardReasons = [numDiscardReasons]struct{ label, text string }{
+	reasonStale:               {"stale", "stale: served by an old policy version"},
+	reasonLearnerQueueFull:    {"learner_queue_full", "learner queue full"},
+	reasonUserQueueFull:       {"user_queue_full", "user queue full"},
+	reasonConnectionQueueFull: {"connection_queue_full", "connection queue full"},
+	reasonUserUpdateCap:       {"user_update_cap", "user reached max_updates_per_user"},
+	reasonUserEpsilonCap:      {"user_epsilon_cap", "user reached the epsilon cap"},
+	reasonLedgerUnavailable:   {"ledger_unavailable", "ledger unavailable"},
+}
+
+func (r discardReason) label() string { return discardReasons[r].label }
+func (r discardReason) text() string  { return discardReasons[r].text }
+
+// DiscardReasons returns the label values of dprl_sessions_discarded_total,
+// in a fixed order.
+func DiscardReasons() []string {
+	out := make([]string, numDiscardReasons)
+	for i, r := range discardReasons {
+		out[i] = r.label
+	}
+	return out
+}
+
+// The label values of the other labelled metrics, pre-initialised to 0 by
+// NewMetrics so that every series exists before its first event.
+var (
+	admissionLimits   = []string{"open_sessions", "user", "connection", "memory"}
+	requestOps        = []string{"act", "end"}
+	sessionLogDropped = []string{"queue_full", "write_failed", "closed"}
+)
 
 // opsHelp marks every metric's help text: operational, not private.
 const opsHelp = " Operational metric for the operator: not differentially private, not a release."
@@ -91,12 +158,33 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		SessionsIdle:      prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_sessions_idle_total", Help: "Sessions closed by the idle timeout." + opsHelp}),
 		SessionsQueued:    prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_sessions_queued_total", Help: "Closed sessions queued for learning." + opsHelp}),
 		SessionsUsed:      prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_sessions_used_total", Help: "Sessions that took part in a released update." + opsHelp}),
-		SessionsDiscarded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_sessions_discarded_total", Help: "Sessions not learned from, by scheduling reason (staleness, queue, user caps)." + opsHelp}, []string{"reason"}),
+		SessionsDiscarded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_sessions_discarded_total", Help: "Sessions not learned from, by scheduling reason (stale, learner_queue_full, user_queue_full, connection_queue_full, user_update_cap, user_epsilon_cap, ledger_unavailable)." + opsHelp}, []string{"reason"}),
 		Releases:          prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_releases_total", Help: "Policy versions released." + opsHelp}),
 		ReleaseErrors:     prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_release_errors_total", Help: "Releases that failed to write." + opsHelp}),
 		SessionLogDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_session_log_dropped_total", Help: "Closed sessions not written to the session log, by reason (queue_full, write_failed, closed)." + opsHelp}, []string{"reason"}),
 		SessionLogQueue:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_session_log_queue_sessions", Help: "Closed sessions waiting to be written to the session log." + opsHelp}),
 		NATSConnected:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_nats_connected", Help: "1 while the agent's NATS connection is up, else 0." + opsHelp}),
+		PolicyVersion:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_policy_version", Help: "Policy version served to new sessions." + opsHelp}),
+		LedgerReleases:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_releases", Help: "Policy versions released in the ledger, by every run on this data directory." + opsHelp}),
+		SessionEpsilon:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_session_epsilon", Help: "Per-session epsilon of one release at dprl_session_delta (analytic Gaussian mechanism)." + opsHelp}),
+		SessionDelta:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_session_delta", Help: "Delta of the per-session and per-user guarantees." + opsHelp}),
+		UserEpsilonMax:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_user_epsilon_max", Help: "Largest composed epsilon of any user in the ledger at dprl_session_delta (the worst user against the cap)." + opsHelp}),
+	}
+	for _, c := range stream.Codes() {
+		m.ActErrors.WithLabelValues(string(c))
+		m.EndErrors.WithLabelValues(string(c))
+	}
+	for _, op := range requestOps {
+		m.NoReply.WithLabelValues(op)
+	}
+	for _, l := range admissionLimits {
+		m.AdmissionRefused.WithLabelValues(l)
+	}
+	for _, r := range discardReasons {
+		m.SessionsDiscarded.WithLabelValues(r.label)
+	}
+	for _, r := range sessionLogDropped {
+		m.SessionLogDropped.WithLabelValues(r)
 	}
 	if reg != nil {
 		b := buildinfo.Get()
@@ -106,7 +194,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(build)
 		reg.MustRegister(m.ActLatency, m.ActErrors, m.EndErrors, m.NoReply, m.AdmissionRefused, m.SessionsOpened, m.SessionsClosed,
 			m.SessionsOpen, m.SessionsIdle, m.SessionsExpired, m.SessionMemory, m.LearnerQueue, m.SessionsQueued,
-			m.SessionsUsed, m.SessionsDiscarded, m.Releases, m.ReleaseErrors, m.SessionLogDropped, m.SessionLogQueue, m.NATSConnected)
+			m.SessionsUsed, m.SessionsDiscarded, m.Releases, m.ReleaseErrors, m.SessionLogDropped, m.SessionLogQueue, m.NATSConnected,
+			m.PolicyVersion, m.LedgerReleases, m.SessionEpsilon, m.SessionDelta, m.UserEpsilonMax)
 	}
 	return m
 }

@@ -68,6 +68,8 @@ type ModelConfig struct {
 	// SessionLogDir, when set, receives this model's closed sessions as
 	// ServiceConfig.SessionLogDir does.
 	SessionLogDir string
+	// EnvSpec names this model's simulator, as ServiceConfig.EnvSpec.
+	EnvSpec string
 }
 
 // ModelEntry is one model of a multi-policy agent as an operator gives it:
@@ -360,8 +362,8 @@ func (s Settings) multiServiceConfig() (ServiceConfig, error) {
 		if i == 0 {
 			sc = c // the process-level settings, the same for every model
 		}
-		sc.Models = append(sc.Models, ModelConfig{Name: e.Name, Agent: c.Agent, InitLedger: c.InitLedger, ExpectHead: c.ExpectHead, SessionLogDir: c.SessionLogDir})
+		sc.Models = append(sc.Models, ModelConfig{Name: e.Name, Agent: c.Agent, InitLedger: c.InitLedger, ExpectHead: c.ExpectHead, SessionLogDir: c.SessionLogDir, EnvSpec: c.EnvSpec})
 	}
-	sc.Agent, sc.DataDir, sc.InitLedger, sc.ExpectHead, sc.SessionLogDir = Config{}, s.DataDir, false, nil, ""
+	sc.Agent, sc.DataDir, sc.InitLedger, sc.ExpectHead, sc.SessionLogDir, sc.EnvSpec = Config{}, s.DataDir, false, nil, "", ""
 	return sc, nil
 }

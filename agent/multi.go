@@ -33,6 +33,7 @@ type Policy struct {
 	logDir       string
 	logWriter    io.Writer
 	log          zerolog.Logger
+	env          string // the simulator named by --env-spec, if any
 
 	store      *ledger.Store
 	agent      *Agent
@@ -141,10 +142,10 @@ func (c ServiceConfig) newPolicies() ([]*Policy, error) {
 	prefix := cmp.Or(c.Prefix, stream.DefaultPrefix)
 	if len(c.Models) == 0 {
 		return []*Policy{{prefix: prefix, cfg: c.Agent, dir: c.DataDir, init: c.InitLedger, head: c.ExpectHead, logDir: c.SessionLogDir,
-			logWriter: c.SessionLogWriter, log: c.Logger, runDone: make(chan struct{})}}, nil
+			logWriter: c.SessionLogWriter, log: c.Logger, env: c.EnvSpec, runDone: make(chan struct{})}}, nil
 	}
-	if c.InitLedger || c.ExpectHead != nil || c.SessionLogDir != "" || c.SessionLogWriter != nil || !reflect.ValueOf(c.Agent).IsZero() {
-		return nil, errors.New("agent: with Models, the agent configuration, InitLedger, ExpectHead and the session log are each model's (ModelConfig)")
+	if c.InitLedger || c.ExpectHead != nil || c.SessionLogDir != "" || c.SessionLogWriter != nil || c.EnvSpec != "" || !reflect.ValueOf(c.Agent).IsZero() {
+		return nil, errors.New("agent: with Models, the agent configuration, InitLedger, ExpectHead, EnvSpec and the session log are each model's (ModelConfig)")
 	}
 	if c.DataDir == "" {
 		return nil, errors.New("agent: no data directory")
@@ -167,7 +168,7 @@ func (c ServiceConfig) newPolicies() ([]*Policy, error) {
 		}
 		seen[m.Name] = true
 		ps = append(ps, &Policy{name: m.Name, prefix: prefix + "." + m.Name, cfg: m.Agent, dir: filepath.Join(c.DataDir, ModelsDir, m.Name),
-			init: m.InitLedger, head: m.ExpectHead, logDir: m.SessionLogDir, log: c.Logger.With().Str("model", m.Name).Logger(), runDone: make(chan struct{})})
+			init: m.InitLedger, head: m.ExpectHead, logDir: m.SessionLogDir, log: c.Logger.With().Str("model", m.Name).Logger(), env: m.EnvSpec, runDone: make(chan struct{})})
 	}
 	return ps, nil
 }

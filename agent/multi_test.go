@@ -165,7 +165,7 @@ func TestMultiPolicyService(t *testing.T) {
 
 	metrics := httpGet(t, "http://"+svc.OpsAddr()+"/metrics")
 	for _, want := range []string{`dprl_releases_total{model="cartpole"} 1`, `dprl_releases_total{model="tiny"} 1`,
-		`dprl_sessions_discarded_total{model="cartpole",reason="user reached max_updates_per_user"} 1`, `dprl_nats_connected{model="tiny"} 1`} {
+		`dprl_sessions_discarded_total{model="cartpole",reason="user_update_cap"} 1`, `dprl_nats_connected{model="tiny"} 1`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}

@@ -73,12 +73,18 @@ type ServiceConfig struct {
 	// Backups schedules online backups of the ledger (of each model's, in
 	// Backups.Dir/NAME); the zero value takes none.
 	Backups Backups
-	// HTTPAddr serves /healthz, /readyz, /metrics and /status ("": none).
+	// HTTPAddr serves /healthz, /readyz, /metrics, /status and the status
+	// page at / ("": none).
 	HTTPAddr string
 	// ShutdownGrace bounds how long Close keeps answering requests with
 	// shutting_down before it drains the subscriptions (see Close); 0
 	// means DefaultShutdownGrace, a negative value none.
 	ShutdownGrace time.Duration
+	// EnvSpec names the simulator the policy's spaces came from (dprl
+	// agent --env-spec), if any: the status page then shows the
+	// simulated learning curve of the released versions (with Models,
+	// ModelConfig.EnvSpec).
+	EnvSpec string
 	// Logger receives the service's logs.
 	Logger zerolog.Logger
 	// Models, when not empty, serve one policy per model (multi-policy
@@ -103,6 +109,7 @@ type Service struct {
 	stopOnce     sync.Once
 	stopErr      error
 	backups      backupRunner
+	page         *statusPage // nil without an ops server
 }
 
 // DefaultShutdownGrace is the longest Close answers shutting_down before
@@ -224,6 +231,8 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 			}
 			return s.updatersRunning()
 		})
+		s.page = newStatusPage(s)
+		s.ops.Handle("GET /{$}", s.page)
 		s.ops.SetReady(true)
 	}
 	s.startBackups()
@@ -378,6 +387,9 @@ func (s *Service) Close() error {
 			}
 		}
 		s.stopBackups()
+		if s.page != nil {
+			s.page.close() // its workers read the ledgers
+		}
 		for _, p := range s.policies {
 			if p.store != nil {
 				errs = append(errs, p.store.Close())

@@ -250,7 +250,7 @@ func TestCapCheckedAtBatchWhenClosedByAct(t *testing.T) {
 			t.Fatalf("step %d: %v", step, err)
 		}
 	}
-	reason := m.SessionsDiscarded.WithLabelValues("user reached max_updates_per_user")
+	reason := m.SessionsDiscarded.WithLabelValues("user_update_cap")
 	testutil.EventuallyTrue(t, 20*time.Second, "set aside at batch formation", func() bool { return metricValue(t, reason) == 1 })
 	time.Sleep(100 * time.Millisecond) // K = 1: an eligible session would have released at once
 	if v := a.Version(); v != 1 {

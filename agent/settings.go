@@ -239,7 +239,7 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	}
 	return ServiceConfig{Agent: ac, DataDir: s.DataDir, InitLedger: s.Init, NATS: s.NATS, NATSListen: s.NATSListen, ConnectOptions: opts, NATSSecurity: sec,
 		Prefix: s.Prefix, ActWorkers: s.ActWorkers, HTTPAddr: s.HTTPAddr, SessionLogDir: s.SessionLogDir, ExpectHead: head, Backups: s.Backups,
-		ShutdownGrace: grace}, nil
+		ShutdownGrace: grace, EnvSpec: s.EnvSpec}, nil
 }
 
 // NATSSecurityFiles are the embedded NATS server's security settings as an

@@ -103,16 +103,16 @@ func (q *fairQueue) init(max, perUser, perAnon int, gauge prometheus.Gauge) {
 }
 
 // push queues a finished session, or says why not.
-func (q *fairQueue) push(f finished) (bool, string) {
+func (q *fairQueue) push(f finished) (bool, discardReason) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.n >= q.max {
-		return false, "learner queue full"
+		return false, reasonLearnerQueueFull
 	}
 	lq := q.queues[f.key]
-	limit, why := q.perUser, "user queue full"
+	limit, why := q.perUser, reasonUserQueueFull
 	if !f.key.hasUser {
-		limit, why = q.perAnon, "connection queue full"
+		limit, why = q.perAnon, reasonConnectionQueueFull
 	}
 	if lq != nil && lq.items.len() >= limit {
 		return false, why
@@ -132,7 +132,7 @@ func (q *fairQueue) push(f finished) (bool, string) {
 	case q.wake <- struct{}{}:
 	default:
 	}
-	return true, ""
+	return true, 0
 }
 
 // len is the number of sessions queued.
@@ -159,7 +159,7 @@ func (u *updater) fill(cur *version) {
 		q.n--
 		ok := true
 		if cur.num-f.ver > a.cfg.MaxStaleness {
-			a.setAside(&f, "stale: served by an old policy version")
+			a.setAside(&f, reasonStale)
 			ok = false
 		} else if f.key.hasUser {
 			if eligible, why := a.userEligible(f.key.user); !eligible {
@@ -348,6 +348,9 @@ func (u *updater) update(cur *version) error {
 	a.current.Store(&version{num: newVer, theta: theta})
 	a.updates.Add(1)
 	a.m.Releases.Inc()
+	a.m.PolicyVersion.Set(float64(newVer))
+	a.m.LedgerReleases.Set(float64(newVer))
+	a.noteUsers(users)
 	a.m.SessionsUsed.Add(float64(participants))
 	a.log.Debug().Uint64("version", newVer).Int("participants", participants).Float64("epsilon", a.epsilon).Msg("released")
 	if a.opt.OnRelease != nil {

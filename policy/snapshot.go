@@ -387,3 +387,14 @@ func UnmarshalSnapshot(data []byte) (*Snapshot, error) {
 	}
 	return s, nil
 }
+
+// SnapshotParams decodes an encoded snapshot and returns its number of
+// parameters (the check ledger.Store.ExportSnapshot runs on what it
+// exports).
+func SnapshotParams(data []byte) (int, error) {
+	s, err := UnmarshalSnapshot(data)
+	if err != nil {
+		return 0, err
+	}
+	return len(s.Theta), nil
+}

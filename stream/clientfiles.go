@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -63,6 +64,17 @@ func (f ClientFiles) Options() ([]Option, error) {
 		opts = append(opts, WithTLS(f.TLSCA, f.TLSCert, f.TLSKey))
 	}
 	return opts, nil
+}
+
+// IdentityEntry is what dprl agent nkey prints for a new identity's public
+// key pub: pub itself, or, given the identity's name, its entry of a
+// clients file (a ClientIdentity as JSON).
+func IdentityEntry(pub, name string) (string, error) {
+	if name == "" {
+		return pub, nil
+	}
+	b, err := json.Marshal(ClientIdentity{Name: name, NKey: pub})
+	return string(b), err
 }
 
 // NewIdentityKey creates a fresh nkey user key pair for a client identity,

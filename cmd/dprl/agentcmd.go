@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dprl/agent"
+	"dprl/internal/cliflags"
 	"dprl/internal/fielderr"
 	"dprl/internal/flagsrc"
 	"dprl/ledger"
@@ -47,7 +48,7 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.StringVar(&s.Backups.Dir, "backup-dir", "", "write a verified online backup of the ledger into a new subdirectory of this directory every --backup-every while the head moved, keeping the newest --backup-keep (it holds user.key: protect it)")
 	fl.DurationVar(&s.Backups.Every, "backup-every", agent.DefaultBackupEvery, "interval of --backup-dir backups, >= 1s")
 	fl.IntVar(&s.Backups.Keep, "backup-keep", agent.DefaultBackupKeep, "backups kept in --backup-dir, >= 1")
-	fl.StringVar(&s.HTTPAddr, "http", "", "address of /healthz, /readyz, /metrics and /status (e.g. 127.0.0.1:9090)")
+	fl.StringVar(&s.HTTPAddr, "http", "", "address of /healthz, /readyz, /metrics, /status and the status page at / (e.g. 127.0.0.1:9090)")
 	fl.DurationVar(&s.ShutdownGrace, "shutdown-grace", agent.DefaultShutdownGrace, "on SIGINT/SIGTERM, keep answering requests with shutting_down for at most this long (less once every open session was told) before draining; 0: drain at once")
 	fl.IntVar(&s.ActWorkers, "act-workers", 0, "act requests handled concurrently (subscriptions in the queue group); 0: one per two cores")
 	fl.Float64Var(&s.Z, "z", 0, "noise multiplier z (default: the profile's)")
@@ -69,7 +70,7 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.Float64Var(&s.RewardLow, "reward-low", math.NaN(), "public lower bound of a reward: each reward is clipped to [--reward-low, --reward-high] (default: the --env-spec simulator's, else -1e6)")
 	fl.Float64Var(&s.RewardHigh, "reward-high", math.NaN(), "public upper bound of a reward (default: the --env-spec simulator's, else 1e6)")
 	fl.Uint64Var(&s.Seed, "seed", 0, "seed every random source for a repeatable simulation (recorded as seeded in the ledger); 0: secure")
-	registerNATSSecurity(fl, &s.Security)
+	cliflags.NATSSecurity(fl, &s.Security)
 	fl.Var(&s.Models, "model", "a model to serve, NAME or NAME:key=value,... (repeatable; keys: the per-policy flags, e.g. env-spec, K, user-epsilon): each has its ledger in --data/models/NAME and its subjects --prefix.NAME.v1.*, and takes unset values from the flags (README, Several policies in one agent)")
 	fl.Var(&s.Models, "models", "models as JSON, [{\"name\": NAME, KEY: VALUE, ...}, ...] (for the config file and DPRL_MODELS; combined with --model)")
 }

@@ -6,9 +6,6 @@ import (
 	"time"
 
 	"dprl/agent"
-	"dprl/profile"
-	"dprl/stream"
-	"dprl/stream/loadgen"
 
 	"github.com/spf13/cobra"
 )
@@ -39,11 +36,6 @@ agent phase (K is set above the number of sessions), so it measures serving.`,
 			if concurrency < 1 || dur <= 0 {
 				return usagef("--concurrency >= 1 and --duration > 0")
 			}
-			spec, pc, err := profile.AgentDefaults("cartpole")
-			if err != nil {
-				return err
-			}
-			pc.DP.UsersPerUpdate = 1 << 20
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
 				if err != nil {
@@ -55,17 +47,7 @@ agent phase (K is set above the number of sessions), so it measures serving.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			dir, err := os.MkdirTemp("", "dprl-bench-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
-			svc, err := agent.StartService(c.Context(), agent.ServiceConfig{Agent: agent.DefaultConfig(spec, pc), DataDir: dir, NATSListen: "127.0.0.1:0", ActWorkers: actWorkers, Logger: a.log})
-			if err != nil {
-				return err
-			}
-			defer svc.Close()
-			res, err := loadgen.Compare(c.Context(), loadgen.Config{URL: svc.NATSURL(), Prefix: stream.DefaultPrefix, Concurrency: concurrency, Duration: dur, Rounds: 4})
+			res, err := agent.BenchServe(c.Context(), agent.BenchServeConfig{Concurrency: concurrency, Duration: dur, ActWorkers: actWorkers, Logger: a.log})
 			return emit(a, asJSON, res, err)
 		},
 	}

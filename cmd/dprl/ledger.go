@@ -254,13 +254,7 @@ exporting it costs no privacy.`,
 				}
 			}
 			return showLedger(a, dir, asJSON, func(s *ledger.Store) (ledger.SnapshotExport, error) {
-				return s.ExportSnapshot(version, out, func(b []byte) (int, error) {
-					snap, err := policy.UnmarshalSnapshot(b)
-					if err != nil {
-						return 0, err
-					}
-					return len(snap.Theta), nil
-				})
+				return s.ExportSnapshot(version, out, policy.SnapshotParams)
 			})
 		},
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"dprl/experiment/demo"
+	"dprl/internal/cliflags"
 	"dprl/internal/fielderr"
 	"dprl/internal/progress"
 	"dprl/stream"
@@ -53,6 +54,6 @@ agent answering shutting_down, or no reply for --give-up) prints its partial sum
 	fl.Uint64Var(&cfg.Seed, "seed", 0, "seed of the simulated users (0: random)")
 	fl.DurationVar(&cfg.GiveUp, "give-up", demo.DefaultGiveUp, "stop when the agent has answered no request for this long (0: never)")
 	fl.BoolVar(&asJSON, "json", false, "print the summary as JSON")
-	registerClientFiles(fl, &cfg.Credentials)
+	cliflags.ClientFiles(fl, &cfg.Credentials)
 	return c
 }

@@ -116,6 +116,7 @@ Exit status: 0 success, 1 failure, 2 usage error.`,
 		newTrainCmd(a),
 		newOfflineCmd(a),
 		newPlotCmd(a),
+		newReportCmd(a),
 		newVersionCmd(a),
 	)
 	return root

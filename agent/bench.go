@@ -1,0 +1,46 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"dprl/profile"
+	"dprl/stream"
+	"dprl/stream/loadgen"
+
+	"github.com/rs/zerolog"
+)
+
+// BenchServeConfig configures BenchServe (dprl bench serve).
+type BenchServeConfig struct {
+	// Concurrency client goroutines send act requests for Duration.
+	Concurrency int
+	Duration    time.Duration
+	// ActWorkers is the agent's (ServiceConfig.ActWorkers).
+	ActWorkers int
+	Logger     zerolog.Logger
+}
+
+// BenchServe measures serving: it starts the agent (CartPole spec, a fresh
+// temporary ledger, K above the number of sessions so that no update
+// runs) on an embedded NATS server and compares it with a bare echo
+// responder on the same server (loadgen.Compare, 4 rounds).
+func BenchServe(ctx context.Context, cfg BenchServeConfig) (loadgen.Result, error) {
+	spec, pc, err := profile.AgentDefaults("cartpole")
+	if err != nil {
+		return loadgen.Result{}, err
+	}
+	pc.DP.UsersPerUpdate = 1 << 20
+	dir, err := os.MkdirTemp("", "dprl-bench-")
+	if err != nil {
+		return loadgen.Result{}, err
+	}
+	defer os.RemoveAll(dir)
+	svc, err := StartService(ctx, ServiceConfig{Agent: DefaultConfig(spec, pc), DataDir: dir, NATSListen: "127.0.0.1:0", ActWorkers: cfg.ActWorkers, Logger: cfg.Logger})
+	if err != nil {
+		return loadgen.Result{}, err
+	}
+	defer svc.Close()
+	return loadgen.Compare(ctx, loadgen.Config{URL: svc.NATSURL(), Prefix: stream.DefaultPrefix, Concurrency: cfg.Concurrency, Duration: cfg.Duration, Rounds: 4})
+}

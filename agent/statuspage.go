@@ -1,0 +1,141 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"dprl/internal/buildinfo"
+	"dprl/internal/statuspage"
+	"dprl/ledger"
+)
+
+// statusPage serves the status page at the ops server's root (package
+// internal/statuspage): for each policy, its version, releases and users'
+// epsilons from its ledger and, when its --env-spec names a simulator, the
+// simulated learning curve of its released versions, evaluated by one
+// background goroutine per policy while the page is viewed; and the
+// service's metrics from its registry (all models together).
+type statusPage struct {
+	s        *Service
+	policies []*pagePolicy
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// pagePolicy is one policy's part of the page.
+type pagePolicy struct {
+	p        *Policy
+	curve    *statuspage.SimCurve // nil: noCurve says why
+	noCurve  string
+	mu       sync.Mutex
+	cachedAt ledger.Head // the head the cached ledger view was read at
+	cached   *statuspage.PolicyView
+}
+
+// newStatusPage prepares the page and starts the curves' workers.
+func newStatusPage(s *Service) *statusPage {
+	ctx, cancel := context.WithCancel(context.Background())
+	pg := &statusPage{s: s, stop: cancel}
+	for _, p := range s.policies {
+		pp := &pagePolicy{p: p}
+		if p.env == "" {
+			pp.noCurve = "no simulator: the agent runs without --env-spec"
+		} else if c, err := statuspage.NewSimCurve(p.env, p.cfg.Spec, p.cfg.Policy.PPO, p.store.Snapshot); err != nil {
+			pp.noCurve = "no learning curve on the " + p.env + " simulator: " + err.Error()
+		} else {
+			pp.curve = c
+			pg.wg.Add(1)
+			go func() { defer pg.wg.Done(); c.Run(ctx) }()
+		}
+		pg.policies = append(pg.policies, pp)
+	}
+	return pg
+}
+
+// close stops the curves' workers (before the ledgers close).
+func (pg *statusPage) close() {
+	pg.stop()
+	pg.wg.Wait()
+}
+
+// view is the policy's part of the page: its ledger's, read again only
+// when the head moved, and its curve.
+func (pp *pagePolicy) view() (statuspage.PolicyView, error) {
+	p := pp.p
+	h, err := p.store.Head()
+	if err != nil {
+		return statuspage.PolicyView{}, err
+	}
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	if pp.cached == nil || h != pp.cachedAt {
+		o := statuspage.LedgerOptions{Name: p.name, Epsilon: p.agent.Epsilon(), Delta: p.cfg.Delta}
+		switch bound, ok, err := p.cfg.UserEpsilonBound(); {
+		case err != nil:
+			o.CapNote = "the cap's epsilon could not be computed: " + err.Error()
+		case ok:
+			o.UserCap, o.CapNote = bound, p.cfg.UserCaps()
+		default:
+			o.CapNote = "none: a returning user's epsilon grows with every update they take part in"
+		}
+		v, err := statuspage.FromLedger(p.store, o)
+		if err != nil {
+			return statuspage.PolicyView{}, p.wrap(err)
+		}
+		pp.cached, pp.cachedAt = &v, h
+	}
+	v := *pp.cached
+	if pp.curve != nil {
+		v.Curve = pp.curve.View(v.Version)
+	} else {
+		v.Curve = statuspage.CurveView{Reason: pp.noCurve}
+	}
+	return v, nil
+}
+
+// StatusPage returns the status page's data now; nil without an ops
+// server.
+func (s *Service) StatusPage() (*statuspage.Page, error) {
+	if s.page == nil {
+		return nil, nil
+	}
+	page := &statuspage.Page{Title: "dprl agent status", Source: "the running agent", Build: buildinfo.Get(), Generated: time.Now()}
+	for _, pp := range s.page.policies {
+		v, err := pp.view()
+		if err != nil {
+			return nil, err
+		}
+		page.Policies = append(page.Policies, v)
+	}
+	var err error
+	if page.Ops, err = statuspage.FromGatherer(s.reg); err != nil {
+		return nil, err
+	}
+	if n := len(s.policies); n > 1 {
+		page.OpsNote = "all models together"
+	}
+	return page, nil
+}
+
+// ServeHTTP serves the page, rendered in full before anything is written.
+func (pg *statusPage) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	page, err := pg.s.StatusPage()
+	if err != nil {
+		http.Error(w, "status page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	var b bytes.Buffer
+	if err := statuspage.Render(&b, page); err != nil {
+		http.Error(w, "status page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", statuspage.ContentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.Write(b.Bytes())
+}

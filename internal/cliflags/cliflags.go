@@ -1,0 +1,39 @@
+// Package cliflags binds the dprl command's flags that mirror a library's
+// settings struct to its fields, so that the flag names, defaults and help
+// live beside the one command line that uses them and the settings stay
+// free of flag parsing.
+package cliflags
+
+import (
+	"fmt"
+
+	"dprl/agent"
+	"dprl/stream"
+
+	"github.com/spf13/pflag"
+)
+
+// NATSSecurity binds the flags that secure dprl agent's embedded NATS
+// server to the fields of f.
+func NATSSecurity(fl *pflag.FlagSet, f *agent.NATSSecurityFiles) {
+	fl.StringVar(&f.Clients, "nats-clients", "", "client identities of the embedded NATS server (JSON, see examples/nats-clients.json): every connection must then authenticate, and a client may only send requests and read its own replies and the policy announcements")
+	fl.StringVar(&f.ServerCert, "nats-tls-cert", "", "certificate (PEM) of the embedded NATS server: TCP clients must use TLS")
+	fl.StringVar(&f.ServerKey, "nats-tls-key", "", "key (PEM) of --nats-tls-cert")
+	fl.StringVar(&f.ClientCA, "nats-tls-client-ca", "", "CA (PEM) that must have signed every client's certificate (mutual TLS)")
+	fl.IntVar(&f.MaxConn, "nats-max-conn", 0, fmt.Sprintf("cap on the embedded server's client connections (0: %d, lowered to fit the open-file limit)", agent.DefaultNATSMaxConn))
+	fl.IntVar(&f.MaxSubs, "nats-max-subs", 0, fmt.Sprintf("cap on the subscriptions of one connection (0: %d, or act workers + 8 if more)", agent.DefaultNATSMaxSubs))
+	fl.BoolVar(&f.Insecure, "insecure-nats", false, "allow the embedded server on a non-loopback address without --nats-clients or without TLS: anyone who reaches it can read observations and user ids, answer act requests and forge policy announcements")
+}
+
+// ClientFiles binds the connection flags of a client of the agent (dprl
+// replay) to the fields of f.
+func ClientFiles(fl *pflag.FlagSet, f *stream.ClientFiles) {
+	fl.StringVar(&f.Identity, "nats-identity", "", "client identity name (its entry in the agent's --nats-clients): requests use its reply inbox _INBOX.NAME")
+	fl.StringVar(&f.NKey, "nkey", "", "nkey seed file of the client identity")
+	fl.StringVar(&f.User, "nats-user", "", "user name of the client identity")
+	fl.StringVar(&f.PasswordFile, "nats-password-file", "", "file holding the password of --nats-user")
+	fl.StringVar(&f.Creds, "creds", "", "NATS credentials file")
+	fl.StringVar(&f.TLSCA, "tls-ca", "", "CA file to verify the NATS server")
+	fl.StringVar(&f.TLSCert, "tls-cert", "", "client certificate (mutual TLS)")
+	fl.StringVar(&f.TLSKey, "tls-key", "", "client key (mutual TLS)")
+}
