@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"dprl/ledger"
 )
 
 // TestAgentLimitFlags: the admission limits and the reward bound reach the
@@ -67,4 +72,63 @@ func TestVersion(t *testing.T) {
 	if code, out, _ := runCLI(t, "--version"); code != 0 || !strings.HasPrefix(out, "dprl version "+b.Version) {
 		t.Fatalf("--version: %d %q", code, out)
 	}
+}
+
+// TestAgentDataDirInUse: a second agent (or ledger command) on a data
+// directory another process holds says the directory is in use, not that
+// its store is corrupt, and exits 1.
+func TestAgentDataDirInUse(t *testing.T) {
+	dir := t.TempDir()
+	holdLedgerInChild(t, dir)
+	want := "data directory " + dir + " is in use by another process (its lock is held)"
+	for _, args := range [][]string{
+		{"agent", "--data", dir, "--env-spec", "cartpole", "--nats-listen", "127.0.0.1:0"},
+		{"ledger", "show", "--data", dir},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != 1 || !strings.Contains(stderr, want) || strings.Contains(stderr, "corrupt") {
+			t.Errorf("%v: exit %d, %q; want 1 and %q", args, code, stderr, want)
+		}
+	}
+}
+
+// holdLedgerInChild runs this test binary as a child process that opens
+// the ledger in dir (TestHoldLedgerChild) and holds it until the test ends.
+func holdLedgerInChild(t *testing.T, dir string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHoldLedgerChild$")
+	cmd.Env = append(os.Environ(), "DPRL_TEST_HOLD_LEDGER="+dir)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "held\n" {
+		t.Fatalf("child: %q, %v", line, err)
+	}
+}
+
+// TestHoldLedgerChild is the child of holdLedgerInChild: it opens the
+// ledger in $DPRL_TEST_HOLD_LEDGER, says "held" and holds it until its
+// stdin closes. Without the variable it does nothing.
+func TestHoldLedgerChild(t *testing.T) {
+	dir := os.Getenv("DPRL_TEST_HOLD_LEDGER")
+	if dir == "" {
+		t.Skip("the child of holdLedgerInChild")
+	}
+	s, err := ledger.Open(dir, ledger.Options{})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println("held")
+	bufio.NewReader(os.Stdin).ReadString('\n')
+	s.Close()
 }
