@@ -113,7 +113,7 @@ const DefaultMaxUpdatesPerUser = 1
 // groups.
 var SettingsFields = fielderr.Fields{"DataDir", "Init", "UserEpsilon", "MaxUpdatesPerUser", "ExpectHead", "EnvSpec", "ObsDim", "Actions", "Z", "Clip", "K", "SessionEpsilon", "Delta",
 	"ActWorkers", "SessionMemoryMiB", "NATS", "TLSCA", "TLSCert", "TLSKey", "Creds", "NKey",
-	"Clients", "ServerTLS", "ServerCert", "ServerKey", "ClientCA", "Caps", "Insecure"}
+	"Clients", "ServerTLS", "ServerCert", "ServerKey", "ClientCA", "Caps", "Insecure", "NATSListen", "HTTPAddr"}
 
 // Validate reports the first problem ServiceConfig finds.
 func (s Settings) Validate() error {

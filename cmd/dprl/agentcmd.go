@@ -26,7 +26,7 @@ var agentFlagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--exp
 	"Actions": "--actions", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta", "UserEpsilon": "--user-epsilon", "MaxUpdatesPerUser": "--max-updates-per-user", "Init": "--init", "BackupEvery": "--backup-every", "BackupKeep": "--backup-keep", "BackupDir": "--backup-dir",
 	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert",
 	"TLSKey": "--tls-key", "Creds": "--creds", "NKey": "--nkey", "Clients": "--nats-clients", "ServerTLS": "--nats-tls-*",
-	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats"}
+	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats", "NATSListen": "--nats-listen", "HTTPAddr": "--http"}
 
 // registerAgentSettings binds dprl agent's flags to the fields of s.
 func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
@@ -140,7 +140,7 @@ func runAgent(ctx context.Context, a *app, sc agent.ServiceConfig) error {
 		return usagef("%s holds files but no ledger (a mistyped path?): give the ledger's directory, an empty one, or --init to create a new ledger there", agent.LedgerDirOf(err, "--data "+sc.DataDir))
 	}
 	if err != nil {
-		return err
+		return fielderr.Rename(err, func(f string) string { return agentFlagNames[f] })
 	}
 	if err := svc.Announce(a.stderr); err != nil {
 		svc.Close()

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"dprl/ledger"
 )
@@ -131,4 +133,33 @@ func TestHoldLedgerChild(t *testing.T) {
 	fmt.Println("held")
 	bufio.NewReader(os.Stdin).ReadString('\n')
 	s.Close()
+}
+
+// TestAgentAddressTaken: dprl agent on a taken --nats-listen or --http
+// address names it, the reason and the flag, exits 1, and leaves an empty
+// --data directory empty.
+func TestAgentAddressTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := ln.Addr().String()
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--nats-listen", taken}, "embedded NATS cannot listen on " + taken + ": address already in use; pick another --nats-listen"},
+		{[]string{"--nats-listen", "127.0.0.1:0", "--http", taken}, "the ops HTTP server cannot listen on " + taken + ": address already in use; pick another --http"},
+	} {
+		dir := t.TempDir()
+		start := time.Now()
+		code, _, stderr := runCLI(t, append([]string{"agent", "--data", dir, "--env-spec", "cartpole"}, c.flags...)...)
+		if took := time.Since(start); code != 1 || !strings.Contains(stderr, c.want) || took > 4*time.Second {
+			t.Errorf("%v: exit %d after %v, %q; want 1 and %q", c.flags, code, took, stderr, c.want)
+		}
+		if names, err := os.ReadDir(dir); err != nil || len(names) != 0 {
+			t.Errorf("%v: --data now holds %v (%v), want it empty", c.flags, names, err)
+		}
+	}
 }
