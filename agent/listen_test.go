@@ -6,9 +6,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"dprl/ledger"
 )
 
 // TestStartServiceAddressTaken: a taken embedded-NATS or ops address fails
@@ -49,5 +52,27 @@ func TestStartServiceAddressTaken(t *testing.T) {
 				t.Errorf("the data directory was created (%v): the ledger was opened before the address was bound", err)
 			}
 		})
+	}
+}
+
+// TestStartServiceDataDirInUse: a data directory whose ledger is open
+// elsewhere is refused with ledger.ErrLocked, before any address is bound
+// (the other agent likely holds the same port).
+func TestStartServiceDataDirInUse(t *testing.T) {
+	dir := t.TempDir()
+	store := openStore(t, dir)
+	defer store.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	svc, err := StartService(context.Background(), ServiceConfig{Agent: cartpoleConfig(4), DataDir: dir, NATSListen: ln.Addr().String()})
+	if err == nil {
+		svc.Close()
+		t.Fatal("started on a data directory in use")
+	}
+	if !errors.Is(err, ledger.ErrLocked) || errors.Is(err, ledger.ErrCorrupt) || !strings.Contains(err.Error(), "data directory "+dir+" is in use") {
+		t.Errorf("error %q, want ledger.ErrLocked naming %s", err, dir)
 	}
 }

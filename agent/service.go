@@ -125,9 +125,9 @@ const shutdownQuiet = 100 * time.Millisecond
 // StartService binds the ops server's address, starts the embedded NATS
 // server (or connects to the external one), then opens the ledger, starts
 // the agent and its updater and starts serving (with Models, one ledger,
-// agent and set of subjects per model, on one NATS connection). A taken
-// address is reported at once, before any ledger is opened or created,
-// naming the setting to change. On error
+// agent and set of subjects per model, on one NATS connection). A data
+// directory in use, or a taken address, is reported at once, before any
+// ledger is opened or created, naming the setting to change. On error
 // everything started is stopped again, and a ledger this start created is
 // removed again while it holds no entry (see freshLedgers). ctx bounds the start
 // only (its values reach the handlers): once started, the service runs
@@ -156,8 +156,12 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 	}
 	// The listeners and NATS come first: a taken address (or an external
 	// server that cannot be reached) fails the start before a ledger is
-	// opened, let alone created.
+	// opened, let alone created. A data directory in use by another agent
+	// is said first: its port is likely the one taken.
 	for _, p := range s.policies {
+		if err := ledger.CheckUnlocked(p.dir); err != nil {
+			return s, p.wrap(err)
+		}
 		p.metrics = NewMetrics(p.registerer(s.reg)) // before the connection's events can use them
 	}
 	var opsLn net.Listener

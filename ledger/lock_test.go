@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -25,8 +26,27 @@ func TestOpenLockedInProcess(t *testing.T) {
 			t.Errorf("second Open (read-only %v): %v, want ErrLocked naming %s", o.ReadOnly, err, dir)
 		}
 	}
+	if err := CheckUnlocked(dir); !errors.Is(err, ErrLocked) {
+		t.Errorf("CheckUnlocked with the store open: %v, want ErrLocked", err)
+	}
 	if _, err := s.Head(); err != nil {
 		t.Errorf("the first store after the refused Open: %v", err)
+	}
+	s.Close()
+	if err := CheckUnlocked(dir); err != nil {
+		t.Errorf("CheckUnlocked after Close: %v", err)
+	}
+	if s, err := Open(dir, Options{}); err != nil {
+		t.Errorf("Open after CheckUnlocked: %v", err)
+	} else {
+		s.Close()
+	}
+	missing := filepath.Join(t.TempDir(), "missing")
+	if err := CheckUnlocked(missing); err != nil {
+		t.Errorf("CheckUnlocked of a missing directory: %v", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("CheckUnlocked created %s (%v)", missing, err)
 	}
 }
 
@@ -39,6 +59,9 @@ func TestOpenLockedByAnotherProcess(t *testing.T) {
 	_, err := Open(dir, Options{})
 	if !errors.Is(err, ErrLocked) || errors.Is(err, ErrCorrupt) || err.Error() != "ledger: data directory "+dir+" is in use by another process (its lock is held)" {
 		t.Errorf("Open while another process holds it: %v, want ErrLocked", err)
+	}
+	if err := CheckUnlocked(dir); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "in use by another process") {
+		t.Errorf("CheckUnlocked while another process holds it: %v, want ErrLocked", err)
 	}
 	stop()
 	s, err := Open(dir, Options{})

@@ -173,6 +173,24 @@ func Open(dir string, o Options) (*Store, error) {
 	return s, nil
 }
 
+// CheckUnlocked reports ErrLocked if another process, or an open Store of
+// this process, holds the lock of the ledger in dir. It creates nothing and
+// leaves the lock free: a missing ledger is not locked. A caller that
+// starts other things before Open (a server that binds a port) checks it
+// first, so that a second agent on the same data directory is told that,
+// not that its port is taken.
+func CheckUnlocked(dir string) error {
+	pdir := filepath.Join(dir, pebbleDir)
+	if _, err := os.Stat(pdir); err != nil {
+		return nil // no ledger yet, or Open will say what is wrong
+	}
+	lock, err := pebble.LockDirectory(pdir, vfs.Default)
+	if err != nil {
+		return lockError(dir, pdir, err)
+	}
+	return lock.Close()
+}
+
 // lockError is the error of Open when the store's lock cannot be taken:
 // ErrLocked when another process holds it (fcntl's EAGAIN or EACCES) or
 // another open Store of this process does (Pebble's own registry), else

@@ -80,13 +80,20 @@ func TestVersion(t *testing.T) {
 
 // TestAgentDataDirInUse: a second agent (or ledger command) on a data
 // directory another process holds says the directory is in use, not that
-// its store is corrupt, and exits 1.
+// its store is corrupt, and exits 1; that comes before a port the first
+// agent holds.
 func TestAgentDataDirInUse(t *testing.T) {
 	dir := t.TempDir()
 	holdLedgerInChild(t, dir)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
 	want := "data directory " + dir + " is in use by another process (its lock is held)"
 	for _, args := range [][]string{
 		{"agent", "--data", dir, "--env-spec", "cartpole", "--nats-listen", "127.0.0.1:0"},
+		{"agent", "--data", dir, "--env-spec", "cartpole", "--nats-listen", ln.Addr().String()},
 		{"ledger", "show", "--data", dir},
 	} {
 		code, _, stderr := runCLI(t, args...)
