@@ -129,9 +129,9 @@ const shutdownQuiet = 100 * time.Millisecond
 // directory in use, or a taken address, is reported at once, before any
 // ledger is opened or created, naming the setting to change. On error
 // everything started is stopped again, and a ledger this start created is
-// removed again while it holds no entry (see freshLedgers). ctx bounds the start
-// only (its values reach the handlers): once started, the service runs
-// until Close, which stops it in order.
+// removed again while it holds no entry (see freshLedgers). ctx bounds the
+// start only (its values reach the handlers): once started, the service
+// runs until Close, which stops it in order.
 func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error) {
 	s = &Service{cfg: cfg, reg: prometheus.NewRegistry(), runDone: make(chan struct{})}
 	if s.policies, err = cfg.newPolicies(); err != nil {
