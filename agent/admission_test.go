@@ -540,7 +540,7 @@ func TestLearnerQueueFairness(t *testing.T) {
 // them. (Before: nothing bounded the steps held: ~90 bytes per step, and
 // the default limits allowed 100,000 sessions x 10,000 steps.)
 func TestMemoryBudget(t *testing.T) {
-	cfg := cartpoleConfig(1 << 10)
+	cfg := cartpoleConfig(1 << 9)    // 512 of the smallest sessions fit the budget (Config.Validate)
 	cfg.Policy.PPO.Hidden = []int{8} // a cheap learner: the test is about storage
 	cfg.SessionMemoryBytes = minSessionMemory
 	cfg.MaxSessionsPerConnection = cfg.MaxOpenSessions
@@ -599,7 +599,7 @@ func TestMemoryBudget(t *testing.T) {
 // TestMemoryPerStep measures the heap a session's steps take against what
 // the budget charges for them: the charge must not undercount.
 func TestMemoryPerStep(t *testing.T) {
-	cfg := cartpoleConfig(1 << 20) // no update
+	cfg := cartpoleConfig(1 << 12) // no update: the sessions stay open
 	cfg.MaxSessionsPerUser = 1 << 20
 	cfg.Policy.PPO.Hidden = []int{8} // a faster forward pass; storage is the same
 	store := openStore(t, t.TempDir())

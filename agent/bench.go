@@ -31,7 +31,7 @@ func BenchServe(ctx context.Context, cfg BenchServeConfig) (loadgen.Result, erro
 	if err != nil {
 		return loadgen.Result{}, err
 	}
-	pc.DP.UsersPerUpdate = 1 << 20
+	pc.DP.UsersPerUpdate = 1 << 19 // no update: K is above the sessions of a run, and K sessions fit the session memory (Config.Validate)
 	dir, err := os.MkdirTemp("", "dprl-bench-")
 	if err != nil {
 		return loadgen.Result{}, err

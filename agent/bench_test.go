@@ -10,7 +10,7 @@ import (
 // The second case is the deployed CartPole learner (dprl agent --env-spec
 // cartpole): 16x16 networks and public observation/value scales.
 func BenchmarkAct(b *testing.B) {
-	deployed := cartpoleConfig(1 << 20)
+	deployed := cartpoleConfig(1 << 12)
 	deployed.Policy.PPO.Hidden = []int{16, 16}
 	deployed.Policy.PPO.ObsScale = []float64{1, 1, 10, 1}
 	deployed.Policy.PPO.ValueScale = 10
@@ -18,7 +18,7 @@ func BenchmarkAct(b *testing.B) {
 		name string
 		cfg  Config
 	}{
-		{"table3-64x64", cartpoleConfig(1 << 20)},
+		{"table3-64x64", cartpoleConfig(1 << 12)},
 		{"deployed-16x16-scaled", deployed},
 	} {
 		b.Run(c.name, func(b *testing.B) { benchmarkAct(b, c.cfg) })

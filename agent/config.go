@@ -73,7 +73,7 @@ type Config struct {
 	// cannot overflow a return. State it from the environment's
 	// specification, never from the data (dprl agent --env-spec sets it per
 	// simulator). It bounds values only: the privacy guarantee comes from
-	// clipping each local update to S, whatever the rewards. Finite, low <=
+	// clipping each local update to S, whatever the rewards. Finite, low <
 	// high, and max(|low|, |high|) x MaxStepsPerSession <= 1e150, so that a
 	// session's return and its square stay finite. Default [-1e6, 1e6].
 	RewardLow, RewardHigh float64
@@ -112,10 +112,55 @@ const minSessionMemory = 1 << 20
 // MaxStepsPerSession: a return and its square stay far from overflow.
 const maxRewardTimesSteps = 1e150
 
-// Validate reports every problem at once.
+// The ranges of Config's limits (and of dprl agent's flags that set them).
+// Upper bounds are what the agent can hold, or values past which a limit
+// cannot bind and a typo is likelier than intent.
+const (
+	// MaxUsersPerUpdate bounds K (Policy.DP.UsersPerUpdate): a million
+	// sessions per update. K is also bounded by the session memory: the K
+	// sessions of an update are held, with their steps, until it is
+	// released, so K sessions of the smallest size (MinSessionBytes) must
+	// fit SessionMemoryBytes, or no update could ever fill and every
+	// release would be a flush of a partial batch.
+	MaxUsersPerUpdate = 1 << 20
+	// MaxSessions bounds MaxOpenSessions, MaxSessionsPerUser and
+	// MaxSessionsPerConnection (16,777,216): at about a kilobyte a session
+	// at the least, more open sessions than that need a memory budget of
+	// more than 16 GiB.
+	MaxSessions = 1 << 24
+	// MaxSteps bounds MaxStepsPerSession (16,777,216 steps): one session
+	// that long holds at least 384 MiB of steps for a one-value
+	// observation.
+	MaxSteps = 1 << 24
+	// MaxUpdatesPerUserCap bounds MaxUpdatesPerUser (1,048,576).
+	MaxUpdatesPerUserCap = 1 << 20
+	// MinTimeout and MaxTimeout bound IdleTimeout, FlushTimeout and
+	// MaxSessionLifetime: the sweeper and the flush check run every
+	// quarter of their timeout but at most every 10 ms, so a timeout is
+	// honoured to a quarter of itself from 40 ms; past 30 days a silent
+	// session would hold its memory for as long as the process runs.
+	MinTimeout = 50 * time.Millisecond
+	MaxTimeout = 30 * 24 * time.Hour
+)
+
+// MaxQueuedPerUser returns the largest MaxQueuedPerUser for K sessions
+// per update: 4K + 1024, the learner queue's capacity (all users' queues
+// together), past which a per-user limit cannot bind.
+func MaxQueuedPerUser(k int) int { return 4*k + 1024 }
+
+// MinSessionBytes is the least memory a session is charged: its fixed
+// overhead and the step storage it starts with.
+func (c Config) MinSessionBytes() int64 {
+	a := &Agent{cfg: c}
+	return sessionOverhead("", "", "") + a.stepBytes(min(initialStepCapacity, max(c.MaxStepsPerSession, 1)))
+}
+
+// Validate reports every problem at once. The errors of a limit name its
+// field as Settings does (fielderr, SettingsFields).
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("agent: "+format, args...)) }
+	field := func(format string, args ...any) { errs = append(errs, SettingsFields.Errorf(format, args...)) }
 	if err := c.Spec.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -128,36 +173,54 @@ func (c Config) Validate() error {
 	if c.Policy.DP.Noise != policy.NoiseIndependent {
 		bad("%v noise is for in-process training only: its accounting assumes each user enters one release, and the agent's users may return; its state is not persisted", c.Policy.DP.Noise)
 	}
+	k := c.Policy.DP.UsersPerUpdate
+	if k > MaxUsersPerUpdate {
+		field("{K} %d: want 1 to %d", k, MaxUsersPerUpdate)
+	} else if b := c.MinSessionBytes(); k > 0 && c.SessionMemoryBytes >= minSessionMemory && int64(k) > c.SessionMemoryBytes/b {
+		field("{K} %d: an update holds its K sessions until it is released, and %d sessions of at least %d bytes do not fit the session memory budget {SessionMemoryMiB} of %d MiB (at most %d sessions)",
+			k, k, b, c.SessionMemoryBytes>>20, c.SessionMemoryBytes/b)
+	}
 	if !(c.Delta > 0 && c.Delta < 1) {
-		bad("delta = %v, want 0 < delta < 1", c.Delta)
+		field("{Delta} %v: want 0 < delta < 1", c.Delta)
 	}
 	if !(c.UserEpsilon >= 0) || math.IsInf(c.UserEpsilon, 0) {
-		bad("user epsilon cap = %v, want >= 0 (0: no cap)", c.UserEpsilon)
+		field("{UserEpsilon} %v: the user epsilon cap must be finite and >= 0 (0: no cap)", c.UserEpsilon)
 	}
-	if c.MaxUpdatesPerUser < 0 {
-		bad("max updates per user = %d, want >= 0 (0: no cap)", c.MaxUpdatesPerUser)
+	if c.MaxUpdatesPerUser < 0 || c.MaxUpdatesPerUser > MaxUpdatesPerUserCap {
+		field("{MaxUpdatesPerUser} %d: want 0 (no cap) to %d", c.MaxUpdatesPerUser, MaxUpdatesPerUserCap)
 	}
-	if c.MaxOpenSessions < 1 || c.MaxStepsPerSession < 2 {
-		bad("session limits: open %d (>= 1), steps %d (>= 2)", c.MaxOpenSessions, c.MaxStepsPerSession)
-	}
-	if c.MaxSessionsPerUser < 1 || c.MaxSessionsPerConnection < 1 {
-		bad("open sessions per user %d, per connection %d, want >= 1", c.MaxSessionsPerUser, c.MaxSessionsPerConnection)
+	for _, l := range []struct {
+		field, what string
+		v, lo, hi   int
+		why         string
+	}{
+		{"MaxOpenSessions", "open sessions", c.MaxOpenSessions, 1, MaxSessions, ""},
+		{"MaxStepsPerSession", "steps per session", c.MaxStepsPerSession, 2, MaxSteps, ""},
+		{"MaxSessionsPerUser", "open sessions per user", c.MaxSessionsPerUser, 1, MaxSessions, ""},
+		{"MaxSessionsPerConnection", "open sessions per connection", c.MaxSessionsPerConnection, 1, MaxSessions, ""},
+		{"MaxQueuedPerUser", "queued sessions per user", c.MaxQueuedPerUser, 1, MaxQueuedPerUser(max(k, 1)), " (the capacity of the learner queue, all users together: 4 x {K} + 1024)"},
+	} {
+		if l.v < l.lo || l.v > l.hi {
+			field("{%s} %d: %s, want %d to %d%s", l.field, l.v, l.what, l.lo, l.hi, l.why)
+		}
 	}
 	if c.SessionMemoryBytes < minSessionMemory {
 		bad("session memory budget = %d bytes, want >= %d", c.SessionMemoryBytes, minSessionMemory)
 	}
-	if c.MaxQueuedPerUser < 1 {
-		bad("max queued sessions per user = %d, want >= 1", c.MaxQueuedPerUser)
-	}
-	if c.IdleTimeout <= 0 || c.FlushTimeout <= 0 || c.MaxSessionLifetime <= 0 {
-		bad("timeouts: idle %v, flush %v, session lifetime %v, want > 0", c.IdleTimeout, c.FlushTimeout, c.MaxSessionLifetime)
+	for _, d := range []struct {
+		field, what string
+		v           time.Duration
+	}{{"IdleTimeout", "idle timeout", c.IdleTimeout}, {"FlushTimeout", "flush timeout", c.FlushTimeout}, {"MaxSessionLifetime", "session lifetime", c.MaxSessionLifetime}} {
+		if d.v < MinTimeout || d.v > MaxTimeout {
+			field("{%s} %v: %s, want %v to 30 days", d.field, d.v, d.what, MinTimeout)
+		}
 	}
 	lo, hi := c.RewardLow, c.RewardHigh
 	switch {
-	case math.IsNaN(lo) || math.IsNaN(hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) || lo > hi:
-		bad("reward bound [%v, %v], want finite low <= high", lo, hi)
+	case math.IsNaN(lo) || math.IsNaN(hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) || !(lo < hi):
+		field("reward bound [{RewardLow}, {RewardHigh}] = [%v, %v]: want finite low < high", lo, hi)
 	case max(math.Abs(lo), math.Abs(hi))*float64(max(c.MaxStepsPerSession, 1)) > maxRewardTimesSteps:
-		bad("reward bound [%v, %v] x %d steps passes %g: a return could overflow", lo, hi, c.MaxStepsPerSession, maxRewardTimesSteps)
+		field("reward bound [{RewardLow}, {RewardHigh}] = [%v, %v] x {MaxStepsPerSession} %d passes %g: a return could overflow", lo, hi, c.MaxStepsPerSession, maxRewardTimesSteps)
 	}
 	if c.Workers < 0 {
 		bad("workers = %d, want >= 0", c.Workers)

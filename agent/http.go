@@ -31,6 +31,12 @@ func NewOpsServer(addr string, gather prometheus.Gatherer, status func() any) (*
 	if err != nil {
 		return nil, err
 	}
+	return ServeOps(ln, gather, status), nil
+}
+
+// ServeOps is NewOpsServer on a listener the caller bound; Shutdown
+// closes it.
+func ServeOps(ln net.Listener, gather prometheus.Gatherer, status func() any) *OpsServer {
 	mux := http.NewServeMux()
 	o := &OpsServer{ln: ln, mux: mux}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
@@ -60,7 +66,7 @@ func NewOpsServer(addr string, gather prometheus.Gatherer, status func() any) (*
 			_ = err // reported by Addr callers through failed requests
 		}
 	}()
-	return o, nil
+	return o
 }
 
 // Handle adds a handler for pattern (http.ServeMux's patterns).

@@ -173,8 +173,17 @@ func (c ServiceConfig) newPolicies() ([]*Policy, error) {
 	return ps, nil
 }
 
-// openPolicy opens p's ledger and session log and creates its agent and
-// metrics (labelled model=NAME in multi-policy mode).
+// registerer is where p's metrics register: reg, labelled model=NAME in
+// multi-policy mode.
+func (p *Policy) registerer(reg *prometheus.Registry) prometheus.Registerer {
+	if p.name != "" {
+		return prometheus.WrapRegistererWith(prometheus.Labels{"model": p.name}, reg)
+	}
+	return reg
+}
+
+// openPolicy opens p's ledger and session log and creates its agent (on
+// the metrics StartService made).
 func (s *Service) openPolicy(p *Policy) error {
 	var err error
 	if p.fresh, err = snapshotDir(p.dir); err != nil {
@@ -185,11 +194,6 @@ func (s *Service) openPolicy(p *Policy) error {
 	if p.store, err = ledger.Open(p.dir, ledger.Options{Logger: p.log, ExpectHead: p.head, Init: p.init}); err != nil {
 		return err
 	}
-	reg := prometheus.Registerer(s.reg)
-	if p.name != "" {
-		reg = prometheus.WrapRegistererWith(prometheus.Labels{"model": p.name}, s.reg)
-	}
-	p.metrics = NewMetrics(reg)
 	var slog SessionLog
 	switch {
 	case p.logDir != "":

@@ -81,8 +81,8 @@ type NATSSecurity struct {
 // embedded server's host:port, "" for in-process only): off loopback they
 // need client identities and TLS, unless Insecure.
 func (c NATSSecurity) Check(listen string) error {
-	if c.MaxConn < 0 || c.MaxSubs < 0 {
-		return fmt.Errorf("agent: nats: max connections %d, max subscriptions %d: want >= 0", c.MaxConn, c.MaxSubs)
+	if err := c.checkCaps(); err != nil {
+		return err
 	}
 	if listen == "" || c.Insecure {
 		return nil
@@ -136,28 +136,9 @@ func (c NATSSecurity) embedded(eo *stream.EmbeddedOptions, prefix string, actWor
 	if err := c.Check(listen); err != nil {
 		return nil, "", fmt.Errorf("%w (NATSSecurity.Insecure allows it)", err)
 	}
-	limit, err := fdLimit()
+	maxConn, maxSubs, err := c.caps(actWorkers)
 	if err != nil {
-		return nil, "", fmt.Errorf("agent: nats: %w", err)
-	}
-	maxConn := c.MaxConn
-	switch {
-	case maxConn == 0:
-		maxConn = DefaultNATSMaxConn
-		if !fitsFDs(maxConn, limit) {
-			maxConn = max((limit-fdReserve)/2, 16)
-		}
-	case !fitsFDs(maxConn, limit):
-		return nil, "", fmt.Errorf("agent: nats: a cap of %d connections needs an open-file limit of at least %d (twice the cap, for connections being refused, plus %d for the agent's files), the limit is %d: lower the cap or raise the limit",
-			maxConn, 2*maxConn+fdReserve, fdReserve, limit)
-	}
-	need := actWorkers + 8
-	maxSubs := c.MaxSubs
-	switch {
-	case maxSubs == 0:
-		maxSubs = max(DefaultNATSMaxSubs, need)
-	case maxSubs < need:
-		return nil, "", fmt.Errorf("agent: nats: max subscriptions %d per connection: the agent's own connection needs %d (act workers + 8)", maxSubs, need)
+		return nil, "", err
 	}
 	eo.MaxConn, eo.MaxSubs, eo.TLSConfig = maxConn+1, maxSubs, c.TLS // +1: the agent's in-process connection
 	desc := fmt.Sprintf("max %d client connections, %d subscriptions each", maxConn, maxSubs)
@@ -202,6 +183,49 @@ func (c NATSSecurity) embedded(eo *stream.EmbeddedOptions, prefix string, actWor
 		log.Error().Bool("insecure", true).Str("nats_security", desc).Msg("embedded NATS server without TLS off loopback: traffic is plain text")
 	}
 	return []stream.Option{stream.WithNKeyPair(kp)}, desc, nil
+}
+
+// checkCaps checks the ranges of MaxConn and MaxSubs.
+func (c NATSSecurity) checkCaps() error {
+	if c.MaxConn < 0 || c.MaxSubs < 0 || c.MaxConn > maxNATSCap || c.MaxSubs > maxNATSCap {
+		return fmt.Errorf("agent: nats: max connections %d, max subscriptions %d: want >= 0 (0: the default) and <= %d", c.MaxConn, c.MaxSubs, maxNATSCap)
+	}
+	return nil
+}
+
+// maxNATSCap bounds MaxConn and MaxSubs: 2^20 connections would need an
+// open-file limit above two million.
+const maxNATSCap = 1 << 20
+
+// caps returns the embedded server's caps for actWorkers act workers:
+// MaxConn (0: DefaultNATSMaxConn, lowered to fit the open-file limit) and
+// MaxSubs (0: DefaultNATSMaxSubs, or more for the agent's own
+// subscriptions), or why the ones set cannot serve.
+func (c NATSSecurity) caps(actWorkers int) (maxConn, maxSubs int, err error) {
+	limit, err := fdLimit()
+	if err != nil {
+		return 0, 0, fmt.Errorf("agent: nats: %w", err)
+	}
+	maxConn = c.MaxConn
+	switch {
+	case maxConn == 0:
+		maxConn = DefaultNATSMaxConn
+		if !fitsFDs(maxConn, limit) {
+			maxConn = max((limit-fdReserve)/2, 16)
+		}
+	case !fitsFDs(maxConn, limit):
+		return 0, 0, fmt.Errorf("agent: nats: a cap of %d connections needs an open-file limit of at least %d (twice the cap, for connections being refused, plus %d for the agent's files), the limit is %d: lower the cap or raise the limit",
+			maxConn, 2*maxConn+fdReserve, fdReserve, limit)
+	}
+	need := actWorkers + 8
+	maxSubs = c.MaxSubs
+	switch {
+	case maxSubs == 0:
+		maxSubs = max(DefaultNATSMaxSubs, need)
+	case maxSubs < need:
+		return 0, 0, fmt.Errorf("agent: nats: max subscriptions %d per connection: the agent's own connection needs %d (act workers + 8)", maxSubs, need)
+	}
+	return maxConn, maxSubs, nil
 }
 
 // NATSSecurityMode describes the embedded server's security in one line ("" for

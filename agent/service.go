@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"dprl/internal/buildinfo"
@@ -121,13 +122,16 @@ const DefaultShutdownGrace = 2 * time.Second
 // than a request takes to cross NATS, so none is under way.
 const shutdownQuiet = 100 * time.Millisecond
 
-// StartService opens the ledger, starts the agent and its updater, connects
-// to (or embeds) NATS and starts serving (with Models, one ledger, agent and
-// set of subjects per model, on one NATS connection). On error everything
-// started is stopped again, and a ledger this start created is removed
-// again while it holds no entry (see freshLedgers). ctx bounds the start
-// only (its values reach the handlers): once started, the service runs
-// until Close, which stops it in order.
+// StartService binds the ops server's address, starts the embedded NATS
+// server (or connects to the external one), then opens the ledger, starts
+// the agent and its updater and starts serving (with Models, one ledger,
+// agent and set of subjects per model, on one NATS connection). A data
+// directory in use, or a taken address, is reported at once, before any
+// ledger is opened or created, naming the setting to change. On error
+// everything started is stopped again, and a ledger this start created is
+// removed again while it holds no entry (see freshLedgers). ctx bounds the
+// start only (its values reach the handlers): once started, the service
+// runs until Close, which stops it in order.
 func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error) {
 	s = &Service{cfg: cfg, reg: prometheus.NewRegistry(), runDone: make(chan struct{})}
 	if s.policies, err = cfg.newPolicies(); err != nil {
@@ -146,14 +150,30 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 	}()
 	log := cfg.Logger
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, p := range s.policies {
-		if err = s.openPolicy(p); err != nil {
-			return s, p.wrap(err)
-		}
-	}
 	prefix := cfg.Prefix
 	if prefix == "" {
 		prefix = stream.DefaultPrefix
+	}
+	// The listeners and NATS come first: a taken address (or an external
+	// server that cannot be reached) fails the start before a ledger is
+	// opened, let alone created. A data directory in use by another agent
+	// is said first: its port is likely the one taken.
+	for _, p := range s.policies {
+		if err := ledger.CheckUnlocked(p.dir); err != nil {
+			return s, p.wrap(err)
+		}
+		p.metrics = NewMetrics(p.registerer(s.reg)) // before the connection's events can use them
+	}
+	var opsLn net.Listener
+	if cfg.HTTPAddr != "" {
+		if opsLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+			return s, listenError("the ops HTTP server", cfg.HTTPAddr, "HTTPAddr", err)
+		}
+		defer func() {
+			if s.ops == nil { // not handed over: the start failed
+				opsLn.Close()
+			}
+		}()
 	}
 	// Readiness follows the connection: /readyz asks it at each request;
 	// the events log its changes and drive the dprl_nats_connected gauge.
@@ -189,6 +209,9 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 			return s, err
 		}
 		if s.ns, err = stream.StartEmbedded(eo); err != nil {
+			if le := (*stream.ListenError)(nil); errors.As(err, &le) {
+				err = listenError("embedded NATS", le.Addr, "NATSListen", le.Err)
+			}
 			return s, err
 		}
 		if !eo.DontListen {
@@ -203,6 +226,11 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 	}
 	if err != nil {
 		return s, err
+	}
+	for _, p := range s.policies {
+		if err = s.openPolicy(p); err != nil {
+			return s, p.wrap(err)
+		}
 	}
 	anyDone, doneOnce := s.runDone, &s.doneOnce
 	for _, p := range s.policies {
@@ -221,10 +249,8 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 			return s, p.wrap(err)
 		}
 	}
-	if cfg.HTTPAddr != "" {
-		if s.ops, err = NewOpsServer(cfg.HTTPAddr, s.reg, s.statusView); err != nil {
-			return s, err
-		}
+	if opsLn != nil {
+		s.ops = ServeOps(opsLn, s.reg, s.statusView)
 		s.ops.SetReadyCheck(func() error {
 			if !s.nc.IsConnected() {
 				return errors.New("the NATS connection is down (" + s.nc.Status().String() + ")")
@@ -399,6 +425,26 @@ func (s *Service) Close() error {
 	})
 	return s.stopErr
 }
+
+// listenError is the error of a listener of what that cannot listen on
+// addr: the system's reason (e.g. "address already in use") and the
+// setting (field) to change; it wraps the cause.
+func listenError(what, addr, field string, err error) error {
+	cause := err.Error()
+	if errno := syscall.Errno(0); errors.As(err, &errno) {
+		cause = errno.Error()
+	}
+	return SettingsFields.Wrap(&causeError{msg: fmt.Sprintf("%s cannot listen on %s: %s; pick another {%s}", what, addr, cause, field), cause: err})
+}
+
+// causeError is a message that wraps a cause it already tells.
+type causeError struct {
+	msg   string
+	cause error
+}
+
+func (e *causeError) Error() string { return e.msg }
+func (e *causeError) Unwrap() error { return e.cause }
 
 // flushingLog writes sessions to an sessionlog.Writer, flushing each.
 type flushingLog struct{ w *sessionlog.Writer }

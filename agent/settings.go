@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strings"
@@ -24,6 +25,12 @@ import (
 // A zero privacy parameter (Z, Clip, SessionEpsilon, K) means "the
 // learner's default", so Explicit tells an explicit zero, which is an
 // error, from an unset one: the agent has no non-private mode.
+//
+// Every number has a range (given beside each field; Config.Validate
+// checks the agent's limits), the addresses must parse and every file
+// must be readable and parse; ServiceConfig checks all of it without
+// creating, binding or dialling anything, so dprl agent --check-config
+// catches all but a taken port and an unreachable server.
 type Settings struct {
 	// DataDir holds the ledger (data; required).
 	DataDir string
@@ -38,11 +45,14 @@ type Settings struct {
 	// spec, its profile the learner (profile.AgentDefaults) and the reward
 	// bound. Without it ObsDim observations and Actions (>= 2) discrete
 	// actions (obs-dim, actions) give the spec, with Table 3's control
-	// learner (policy.DefaultControlConfig).
+	// learner (policy.DefaultControlConfig): ObsDim 1 to MaxObsDim,
+	// Actions 2 to MaxActions, and neither with EnvSpec.
 	EnvSpec         string
 	ObsDim, Actions int
 	// Z, Clip and K (z, clip, K) override the learner's noise multiplier,
-	// clipping norm and users per update; 0: the learner's.
+	// clipping norm and users per update; 0: the learner's. Z and Clip are
+	// finite, K is 1 to MaxUsersPerUpdate and K sessions of the smallest
+	// size (Config.MinSessionBytes) fit SessionMemoryMiB.
 	Z, Clip float64
 	K       int
 	// SessionEpsilon (session-epsilon), if not 0, sets the noise multiplier
@@ -52,13 +62,17 @@ type Settings struct {
 	// Delta, UserEpsilon and MaxUpdatesPerUser (delta, user-epsilon,
 	// max-updates-per-user) are Config's, except that with neither cap set
 	// explicitly a user takes part in at most DefaultMaxUpdatesPerUser
-	// updates; explicit zeros for both mean no per-user cap.
+	// updates; explicit zeros for both mean no per-user cap. 0 < Delta < 1,
+	// UserEpsilon is finite and >= 0, MaxUpdatesPerUser 0 to
+	// MaxUpdatesPerUserCap.
 	Delta             float64
 	UserEpsilon       float64
 	MaxUpdatesPerUser int
 	// The admission limits (max-open-sessions, max-steps, idle-timeout,
 	// flush-timeout, max-session-lifetime, max-sessions-per-user,
-	// max-sessions-per-connection, max-queued-per-user) are Config's.
+	// max-sessions-per-connection, max-queued-per-user) are Config's: the
+	// session counts 1 (steps 2) to MaxSessions (MaxSteps), the timeouts
+	// MinTimeout to MaxTimeout, MaxQueuedPerUser 1 to MaxQueuedPerUser(K).
 	MaxOpenSessions, MaxStepsPerSession                            int
 	IdleTimeout, FlushTimeout, MaxSessionLifetime                  time.Duration
 	MaxSessionsPerUser, MaxSessionsPerConnection, MaxQueuedPerUser int
@@ -67,21 +81,25 @@ type Settings struct {
 	SessionMemoryMiB int64
 	// RewardLow and RewardHigh (reward-low, reward-high) override the
 	// public reward bound; NaN: the EnvSpec simulator's, else Config's
-	// default.
+	// default. The bound in force is finite with low < high.
 	RewardLow, RewardHigh float64
-	// Seed seeds every random source (seed; Config.Seed); 0: secure.
+	// Seed seeds every random source (seed; Config.Seed), any value; 0:
+	// secure.
 	Seed uint64
 	// NATS, NATSListen and Prefix (nats, nats-listen, prefix) are
-	// ServiceConfig's.
+	// ServiceConfig's. NATS is "embedded" or a server URL
+	// (stream.CheckServerURL); NATSListen, with the embedded server, is
+	// "" or HOST:PORT (stream.CheckListenAddr).
 	NATS, NATSListen, Prefix string
 	// TLSCA, TLSCert, TLSKey, Creds and NKey (tls-ca, tls-cert, tls-key,
 	// creds, nkey) are files of the agent's credentials for an external
-	// NATS server (stream.WithTLS, WithCredentials, WithNKey).
+	// NATS server (stream.WithTLS, WithCredentials, WithNKey), read and
+	// parsed by ServiceConfig.
 	TLSCA, TLSCert, TLSKey, Creds, NKey string
 	// Security secures the embedded server (the nats-* settings).
 	Security NATSSecurityFiles
-	// ActWorkers (act-workers), 0 to 1024, HTTPAddr (http) and
-	// SessionLogDir (log-sessions) are ServiceConfig's.
+	// ActWorkers (act-workers), 0 to 1024, HTTPAddr (http; "" or
+	// HOST:PORT) and SessionLogDir (log-sessions) are ServiceConfig's.
 	ActWorkers    int
 	HTTPAddr      string
 	SessionLogDir string
@@ -107,13 +125,16 @@ type Settings struct {
 // a composed cost.
 const DefaultMaxUpdatesPerUser = 1
 
-// SettingsFields are the names the errors of Settings and
-// NATSSecurityFiles may give fields (fielderr): their fields', and
+// SettingsFields are the names the errors of Settings, NATSSecurityFiles
+// and Config.Validate may give fields (fielderr): Settings' and
+// NATSSecurityFiles' fields (Config's limits have the same names), and
 // ServerTLS and Caps for NATSSecurityFiles' TLS files and its two caps as
 // groups.
 var SettingsFields = fielderr.Fields{"DataDir", "Init", "UserEpsilon", "MaxUpdatesPerUser", "ExpectHead", "EnvSpec", "ObsDim", "Actions", "Z", "Clip", "K", "SessionEpsilon", "Delta",
 	"ActWorkers", "SessionMemoryMiB", "NATS", "TLSCA", "TLSCert", "TLSKey", "Creds", "NKey",
-	"Clients", "ServerTLS", "ServerCert", "ServerKey", "ClientCA", "Caps", "Insecure"}
+	"Clients", "ServerTLS", "ServerCert", "ServerKey", "ClientCA", "Caps", "Insecure", "NATSListen", "HTTPAddr",
+	"MaxOpenSessions", "MaxStepsPerSession", "MaxSessionsPerUser", "MaxSessionsPerConnection", "MaxQueuedPerUser",
+	"IdleTimeout", "FlushTimeout", "MaxSessionLifetime", "RewardLow", "RewardHigh"}
 
 // Validate reports the first problem ServiceConfig finds.
 func (s Settings) Validate() error {
@@ -122,8 +143,10 @@ func (s Settings) Validate() error {
 }
 
 // ServiceConfig checks the settings and returns the service configuration
-// they describe (without a Logger). Its files are read now: the clients
-// file, the embedded server's TLS certificate and key.
+// they describe (without a Logger). Its files are read and parsed now:
+// the clients file and the embedded server's TLS files, or the agent's
+// credential files for an external server. It creates, binds and dials
+// nothing.
 func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	if len(s.Models) > 0 {
 		return s.multiServiceConfig()
@@ -131,13 +154,18 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	var spec policy.Spec
 	var pc policy.Config
 	switch {
+	case s.EnvSpec != "" && (s.given("ObsDim", s.ObsDim != 0) || s.given("Actions", s.Actions != 0)):
+		return ServiceConfig{}, SettingsFields.Errorf("{EnvSpec} %s and {ObsDim}/{Actions} both given: the simulator fixes the observation and action spaces; give one or the other", s.EnvSpec)
 	case s.EnvSpec != "":
 		var err error
 		if spec, pc, err = profile.AgentDefaults(s.EnvSpec); err != nil {
 			return ServiceConfig{}, err
 		}
-	case s.ObsDim > 0 && s.Actions > 1:
-		spec = policy.Spec{ObsDim: s.ObsDim, Kind: policy.ActionDiscrete, NumActions: s.Actions}
+	case s.ObsDim != 0 || s.Actions != 0:
+		var err error
+		if spec, err = s.spaces(); err != nil {
+			return ServiceConfig{}, err
+		}
 		pc = policy.DefaultControlConfig()
 	default:
 		return ServiceConfig{}, SettingsFields.Errorf("give {EnvSpec} NAME, or {ObsDim} N and {Actions} N (>= 2)")
@@ -148,6 +176,9 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	}{{"Z", s.Z}, {"Clip", s.Clip}, {"SessionEpsilon", s.SessionEpsilon}, {"K", float64(s.K)}} {
 		if s.Explicit != nil && s.Explicit(p.field) && !(p.v > 0) {
 			return ServiceConfig{}, SettingsFields.Errorf("{"+p.field+"} %v: want > 0 (leave it unset for the profile's default; the agent has no non-private mode)", p.v)
+		}
+		if math.IsInf(p.v, 0) && p.field != "SessionEpsilon" { // its own message below
+			return ServiceConfig{}, SettingsFields.Errorf("{"+p.field+"} %v: want a finite value", p.v)
 		}
 	}
 	if s.Z != 0 {
@@ -208,6 +239,9 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	if embedded && (s.TLSCA != "" || s.TLSCert != "" || s.TLSKey != "" || s.Creds != "" || s.NKey != "") {
 		return ServiceConfig{}, SettingsFields.Errorf("{TLSCA}, {TLSCert}, {TLSKey}, {Creds} and {NKey} are the agent's credentials for an external {NATS} server; with the embedded one the agent's identity is generated in memory (secure the server with {Clients} and {ServerTLS})")
 	}
+	if err := s.checkTransport(embedded); err != nil {
+		return ServiceConfig{}, err
+	}
 	var opts []stream.Option
 	if s.TLSCA != "" || s.TLSCert != "" {
 		opts = append(opts, stream.WithTLS(s.TLSCA, s.TLSCert, s.TLSKey))
@@ -221,6 +255,11 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	sec, err := s.Security.Load(embedded, s.NATSListen)
 	if err != nil {
 		return ServiceConfig{}, err
+	}
+	if embedded {
+		if _, _, err := sec.caps(cmp.Or(s.ActWorkers, DefaultActWorkers())); err != nil {
+			return ServiceConfig{}, SettingsFields.Errorf("{Caps}: %w", err)
+		}
 	}
 	if err := s.Backups.Validate(); err != nil {
 		return ServiceConfig{}, err
@@ -273,7 +312,7 @@ func (f NATSSecurityFiles) Load(embedded bool, listen string) (NATSSecurity, err
 	if f.Clients != "" {
 		cl, err := stream.LoadClients(f.Clients)
 		if err != nil {
-			return sec, err
+			return sec, SettingsFields.Errorf("{Clients}: %w", err)
 		}
 		sec.Clients = cl
 	}
@@ -281,11 +320,14 @@ func (f NATSSecurityFiles) Load(embedded bool, listen string) (NATSSecurity, err
 	case f.ServerCert != "" || f.ServerKey != "":
 		cfg, err := stream.ServerTLS(f.ServerCert, f.ServerKey, f.ClientCA)
 		if err != nil {
-			return sec, err
+			return sec, SettingsFields.Errorf("{ServerTLS}: %w", err)
 		}
 		sec.TLS = cfg
 	case f.ClientCA != "":
 		return sec, SettingsFields.Errorf("{ClientCA} needs {ServerCert} and {ServerKey}")
+	}
+	if err := sec.checkCaps(); err != nil {
+		return sec, SettingsFields.Errorf("{Caps}: %w", err)
 	}
 	if err := sec.Check(listen); err != nil {
 		return sec, SettingsFields.Errorf("%w: give {Clients} FILE and {ServerCert}/{ServerKey}, or {Insecure}", err)

@@ -103,7 +103,10 @@ var flagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-h
 	"UserEpsilon": "--user-epsilon", "MaxUpdatesPerUser": "--max-updates-per-user", "Init": "--init",
 	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert",
 	"TLSKey": "--tls-key", "Creds": "--creds", "NKey": "--nkey", "Clients": "--nats-clients", "ServerTLS": "--nats-tls-*",
-	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats"}
+	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats",
+	"NATSListen": "--nats-listen", "HTTPAddr": "--http", "MaxOpenSessions": "--max-open-sessions", "MaxStepsPerSession": "--max-steps",
+	"MaxSessionsPerUser": "--max-sessions-per-user", "MaxSessionsPerConnection": "--max-sessions-per-connection", "MaxQueuedPerUser": "--max-queued-per-user",
+	"IdleTimeout": "--idle-timeout", "FlushTimeout": "--flush-timeout", "MaxSessionLifetime": "--max-session-lifetime", "RewardLow": "--reward-low", "RewardHigh": "--reward-high"}
 
 // asFlags renders err as dprl agent prints it.
 func asFlags(err error) string {
@@ -138,7 +141,7 @@ func TestSettingsErrors(t *testing.T) {
 		want string
 	}{
 		{"no spec", func(s *agent.Settings) { s.EnvSpec = "" }, "give --env-spec NAME, or --obs-dim N and --actions N (>= 2)"},
-		{"one action", func(s *agent.Settings) { s.EnvSpec, s.ObsDim, s.Actions = "", 3, 1 }, "give --env-spec"},
+		{"one action", func(s *agent.Settings) { s.EnvSpec, s.ObsDim, s.Actions = "", 3, 1 }, "--actions 1: want 2 to 4096"},
 		{"unknown simulator", func(s *agent.Settings) { s.EnvSpec = "nope" }, "unknown environment"},
 		{"explicit zero z", func(s *agent.Settings) { s.Explicit = explicit("Z") }, "--z 0: want > 0 (leave it unset for the profile's default; the agent has no non-private mode)"},
 		{"negative z", func(s *agent.Settings) { s.Z, s.Explicit = -1, explicit("Z") }, "--z -1: want > 0"},
@@ -174,8 +177,9 @@ func TestSettingsErrors(t *testing.T) {
 		t.Errorf("plain message %v", err)
 	}
 	// An external server takes the agent's client credentials.
+	f := writeClientFiles(t)
 	s = baseSettings(t)
-	s.NATS, s.Creds, s.NKey, s.TLSCA = "nats://127.0.0.1:4222", "x.creds", "x.nk", "ca.pem"
+	s.NATS, s.Creds, s.NKey, s.TLSCA = "nats://127.0.0.1:4222", f.creds, f.nkey, f.cert
 	if sc, err := s.ServiceConfig(); err != nil || len(sc.ConnectOptions) != 3 {
 		t.Errorf("external server: %d options, %v", len(sc.ConnectOptions), err)
 	}

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -161,7 +163,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	lock, err := pebble.LockDirectory(pdir, fs)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: %s is in use (another agent or command has it open): %w", pdir, err)
+		return nil, lockError(dir, pdir, err)
 	}
 	s.lock = lock
 	if err := s.open(exists, keyErr == nil || headsErr == nil, o); err != nil {
@@ -170,6 +172,51 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// CheckUnlocked reports ErrLocked if another process, or an open Store of
+// this process, holds the lock of the ledger in dir. It creates nothing and
+// leaves the lock free: a missing ledger is not locked. A caller that
+// starts other things before Open (a server that binds a port) checks it
+// first, so that a second agent on the same data directory is told that,
+// not that its port is taken.
+func CheckUnlocked(dir string) error {
+	pdir := filepath.Join(dir, pebbleDir)
+	if _, err := os.Stat(pdir); err != nil {
+		return nil // no ledger yet, or Open will say what is wrong
+	}
+	lock, err := pebble.LockDirectory(pdir, vfs.Default)
+	if err != nil {
+		return lockError(dir, pdir, err)
+	}
+	return lock.Close()
+}
+
+// lockError is the error of Open when the store's lock cannot be taken:
+// ErrLocked when another process holds it (fcntl's EAGAIN or EACCES) or
+// another open Store of this process does (Pebble's own registry), else
+// the failure to create the lock file (a permission, a read-only file
+// system), which is neither a lock held nor damage.
+func lockError(dir, pdir string, err error) error {
+	var errno syscall.Errno
+	var pe *iofs.PathError
+	switch {
+	case !errors.As(err, &pe) && errors.As(err, &errno) && (errno == syscall.EAGAIN || errno == syscall.EACCES):
+		return &lockedError{dir: dir, by: "another process"}
+	case strings.Contains(err.Error(), "held by current process"):
+		return &lockedError{dir: dir, by: "another store of this process"}
+	}
+	return fmt.Errorf("ledger: lock %s: %w", pdir, err)
+}
+
+// lockedError is ErrLocked naming the directory and its holder.
+type lockedError struct{ dir, by string }
+
+func (e *lockedError) Error() string {
+	return "ledger: data directory " + e.dir + " is in use by " + e.by + " (its lock is held)"
+}
+
+// Is makes the error ErrLocked for errors.Is.
+func (e *lockedError) Is(target error) bool { return target == ErrLocked }
 
 // open opens Pebble (read-only first for an existing store), checks the
 // store against the key and the head file, and for a writable open

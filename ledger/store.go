@@ -34,6 +34,10 @@ var (
 	// that holds files but no ledger (a mistyped path would otherwise get
 	// a fresh ledger, and every user a fresh budget).
 	ErrNotEmpty = errors.New("ledger: directory holds no ledger and is not empty")
+	// ErrLocked is returned by Open when another process (or another open
+	// Store of this process) holds the data directory's lock: the directory
+	// is in use, not damaged.
+	ErrLocked = errors.New("ledger: data directory in use (its lock is held)")
 	// ErrInvalid marks an invalid argument.
 	ErrInvalid = errors.New("ledger: invalid argument")
 	// ErrClosed is returned by a closed store.

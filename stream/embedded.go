@@ -1,9 +1,13 @@
 package stream
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -101,23 +105,83 @@ func StartEmbedded(opts EmbeddedOptions) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stream: embedded: %w", err)
 	}
-	s.SetLoggerV2(natsLogger{opts.Logger.With().Str("component", "nats-server").Logger()}, opts.Debug, opts.Trace, false)
+	fatal := make(chan fatalError, 1)
+	s.SetLoggerV2(natsLogger{opts.Logger.With().Str("component", "nats-server").Logger(), fatal}, opts.Debug, opts.Trace, false)
 	go s.Start()
-	if !s.ReadyForConnections(opts.ReadyTimeout) {
-		s.Shutdown()
-		return nil, errors.New("stream: embedded: server not ready after " + opts.ReadyTimeout.String())
+	// nats-server reports a listener it cannot open only in its log (and
+	// ReadyForConnections waits out its whole timeout): poll, and return
+	// the first fatal error it logs as soon as it does.
+	for deadline := time.Now().Add(opts.ReadyTimeout); !s.ReadyForConnections(50 * time.Millisecond); {
+		select {
+		case f := <-fatal:
+			s.Shutdown()
+			var op *net.OpError
+			if errors.As(f.err, &op) && op.Op == "listen" {
+				port := cmp.Or(opts.Port, server.DEFAULT_PORT)
+				return nil, &ListenError{Addr: net.JoinHostPort(opts.Host, strconv.Itoa(port)), Err: f.err}
+			}
+			return nil, fmt.Errorf("stream: embedded: %s", f.msg)
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.Shutdown()
+			return nil, errors.New("stream: embedded: server not ready after " + opts.ReadyTimeout.String())
+		}
 	}
 	return s, nil
 }
 
+// ListenError is StartEmbedded's error when the server cannot listen on
+// its address: the port is taken, the host is not an address of this
+// machine, or binding it is not permitted. Err is the cause (errors.Is
+// finds syscall.EADDRINUSE for a taken port).
+type ListenError struct {
+	Addr string // host:port
+	Err  error
+}
+
+// Error reads "embedded NATS cannot listen on ADDR: CAUSE", the cause
+// being the system's reason (e.g. "address already in use").
+func (e *ListenError) Error() string {
+	cause := e.Err.Error()
+	if errno := syscall.Errno(0); errors.As(e.Err, &errno) {
+		cause = errno.Error()
+	}
+	return "embedded NATS cannot listen on " + e.Addr + ": " + cause
+}
+
+// Unwrap returns the cause.
+func (e *ListenError) Unwrap() error { return e.Err }
+
+// fatalError is a fatal error nats-server logged: its message and the
+// first error among its arguments.
+type fatalError struct {
+	msg string
+	err error
+}
+
 // natsLogger adapts zerolog to server.Logger. Fatalf is logged at error
-// level: the library never exits the process.
-type natsLogger struct{ l zerolog.Logger }
+// level and sent to fatal (if there is room): the library never exits the
+// process.
+type natsLogger struct {
+	l     zerolog.Logger
+	fatal chan<- fatalError
+}
 
 func (n natsLogger) Noticef(format string, v ...any) { n.l.Info().Msgf(format, v...) }
 func (n natsLogger) Warnf(format string, v ...any)   { n.l.Warn().Msgf(format, v...) }
 func (n natsLogger) Fatalf(format string, v ...any) {
 	n.l.Error().Bool("fatal", true).Msgf(format, v...)
+	f := fatalError{msg: fmt.Sprintf(format, v...)}
+	for _, a := range v {
+		if err, ok := a.(error); ok && f.err == nil {
+			f.err = err
+		}
+	}
+	select {
+	case n.fatal <- f:
+	default:
+	}
 }
 func (n natsLogger) Errorf(format string, v ...any) { n.l.Error().Msgf(format, v...) }
 func (n natsLogger) Debugf(format string, v ...any) { n.l.Debug().Msgf(format, v...) }

@@ -3,7 +3,10 @@ package stream
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,5 +78,31 @@ func TestConnectOptionErrors(t *testing.T) {
 	// A server that is not there: the error names the cause.
 	if _, err := Connect("nats://127.0.0.1:1", WithReconnect(0, time.Millisecond, time.Millisecond)); !errors.Is(err, nats.ErrNoServers) {
 		t.Errorf("no server: %v", err)
+	}
+}
+
+// TestEmbeddedListenTaken: a taken port is StartEmbedded's error, at once
+// (not after ReadyTimeout), naming the address and the cause.
+func TestEmbeddedListenTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	start := time.Now()
+	s, err := StartEmbedded(EmbeddedOptions{Host: "127.0.0.1", Port: port, ReadyTimeout: 20 * time.Second})
+	took := time.Since(start)
+	if err == nil {
+		s.Shutdown()
+		t.Fatal("started on a taken port")
+	}
+	var le *ListenError
+	want := fmt.Sprintf("embedded NATS cannot listen on 127.0.0.1:%d: address already in use", port)
+	if !errors.As(err, &le) || !errors.Is(err, syscall.EADDRINUSE) || err.Error() != want {
+		t.Errorf("error %q (%T), want %q, a *ListenError wrapping EADDRINUSE", err, err, want)
+	}
+	if took > 10*time.Second {
+		t.Errorf("reported after %v: waited for the ready timeout", took)
 	}
 }

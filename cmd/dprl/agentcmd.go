@@ -22,11 +22,11 @@ import (
 
 // agentFlagNames are the flags of the fields that agent.Settings' errors
 // name (agent.SettingsFields).
-var agentFlagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-head", "EnvSpec": "--env-spec", "ObsDim": "--obs-dim",
+var agentFlagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-head", "EnvSpec": "--env-spec", "ObsDim": "--obs-dim", "MaxOpenSessions": "--max-open-sessions", "MaxStepsPerSession": "--max-steps", "RewardLow": "--reward-low",
 	"Actions": "--actions", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta", "UserEpsilon": "--user-epsilon", "MaxUpdatesPerUser": "--max-updates-per-user", "Init": "--init", "BackupEvery": "--backup-every", "BackupKeep": "--backup-keep", "BackupDir": "--backup-dir",
-	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert",
-	"TLSKey": "--tls-key", "Creds": "--creds", "NKey": "--nkey", "Clients": "--nats-clients", "ServerTLS": "--nats-tls-*",
-	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats"}
+	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert", "MaxSessionsPerUser": "--max-sessions-per-user", "MaxQueuedPerUser": "--max-queued-per-user", "RewardHigh": "--reward-high",
+	"TLSKey": "--tls-key", "Creds": "--creds", "NKey": "--nkey", "Clients": "--nats-clients", "ServerTLS": "--nats-tls-*", "MaxSessionsPerConnection": "--max-sessions-per-connection", "IdleTimeout": "--idle-timeout", "MaxSessionLifetime": "--max-session-lifetime",
+	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats", "NATSListen": "--nats-listen", "HTTPAddr": "--http", "FlushTimeout": "--flush-timeout"}
 
 // registerAgentSettings binds dprl agent's flags to the fields of s.
 func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
@@ -34,10 +34,10 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.StringVar(&s.DataDir, "data", "", "data directory holding the ledger (required); a missing or empty directory gets a new ledger")
 	fl.BoolVar(&s.Init, "init", false, "create a new ledger in a --data directory that holds other files (without it such a directory is refused: a mistyped path would give every user a fresh budget)")
 	fl.StringVar(&s.EnvSpec, "env-spec", "", "take the observation/action spaces from this simulator and the learner defaults measured for it, as dprl train (see dprl sims list, policy/REPRODUCE.md)")
-	fl.IntVar(&s.ObsDim, "obs-dim", 0, "observation length (without --env-spec)")
-	fl.IntVar(&s.Actions, "actions", 0, "number of discrete actions (without --env-spec)")
-	fl.StringVar(&s.NATS, "nats", "embedded", "\"embedded\" to run NATS in-process, or the URL of an external server")
-	fl.StringVar(&s.NATSListen, "nats-listen", "127.0.0.1:4222", "host:port of the embedded NATS server (port 0 picks one); off loopback it needs --nats-clients and --nats-tls-cert/--nats-tls-key, or --insecure-nats")
+	fl.IntVar(&s.ObsDim, "obs-dim", 0, "observation length, 1 to 2048 (instead of --env-spec, whose simulator fixes it)")
+	fl.IntVar(&s.Actions, "actions", 0, "number of discrete actions, 2 to 4096 (instead of --env-spec)")
+	fl.StringVar(&s.NATS, "nats", "embedded", "\"embedded\" to run NATS in-process, or the URL of an external server: nats://, tls://, ws:// or wss://HOST[:PORT], comma-separated for a cluster")
+	fl.StringVar(&s.NATSListen, "nats-listen", "127.0.0.1:4222", "host:port of the embedded NATS server (port 0 picks one; a taken port fails the start before --data is touched); off loopback it needs --nats-clients and --nats-tls-cert/--nats-tls-key, or --insecure-nats")
 	fl.StringVar(&s.Prefix, "prefix", stream.DefaultPrefix, "subject prefix of the wire protocol")
 	fl.StringVar(&s.TLSCA, "tls-ca", "", "CA file to verify an external NATS server")
 	fl.StringVar(&s.TLSCert, "tls-cert", "", "client certificate for an external NATS server")
@@ -48,28 +48,28 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.StringVar(&s.Backups.Dir, "backup-dir", "", "write a verified online backup of the ledger into a new subdirectory of this directory every --backup-every while the head moved, keeping the newest --backup-keep (it holds user.key: protect it)")
 	fl.DurationVar(&s.Backups.Every, "backup-every", agent.DefaultBackupEvery, "interval of --backup-dir backups, >= 1s")
 	fl.IntVar(&s.Backups.Keep, "backup-keep", agent.DefaultBackupKeep, "backups kept in --backup-dir, >= 1")
-	fl.StringVar(&s.HTTPAddr, "http", "", "address of /healthz, /readyz, /metrics, /status and the status page at / (e.g. 127.0.0.1:9090)")
+	fl.StringVar(&s.HTTPAddr, "http", "", "host:port of /healthz, /readyz, /metrics, /status and the status page at / (e.g. 127.0.0.1:9090; port 0 picks one)")
 	fl.DurationVar(&s.ShutdownGrace, "shutdown-grace", agent.DefaultShutdownGrace, "on SIGINT/SIGTERM, keep answering requests with shutting_down for at most this long (less once every open session was told) before draining; 0: drain at once")
 	fl.IntVar(&s.ActWorkers, "act-workers", 0, "act requests handled concurrently (subscriptions in the queue group); 0: one per two cores")
 	fl.Float64Var(&s.Z, "z", 0, "noise multiplier z (default: the profile's)")
 	fl.Float64Var(&s.SessionEpsilon, "session-epsilon", 0, "target per-session epsilon at --delta: z is set to the smallest noise multiplier reaching it (analytic Gaussian; instead of --z); 0: off")
 	fl.Float64Var(&s.Clip, "clip", 0, "clipping norm S of a user's local update (default: the profile's)")
-	fl.IntVar(&s.K, "K", 0, "sessions per update K (default: the profile's)")
-	fl.Float64Var(&s.Delta, "delta", 1e-5, "delta of the per-session and per-user guarantees")
-	fl.Float64Var(&s.UserEpsilon, "user-epsilon", 0, "cap on a user's composed epsilon at --delta (0 given explicitly, with --max-updates-per-user 0: no per-user cap)")
-	fl.IntVar(&s.MaxUpdatesPerUser, "max-updates-per-user", 0, "cap on the updates a user takes part in (default 1 when neither cap is given; 0 given explicitly, with --user-epsilon 0: no per-user cap)")
-	fl.IntVar(&s.MaxOpenSessions, "max-open-sessions", 100000, "limit of concurrently open sessions")
-	fl.IntVar(&s.MaxStepsPerSession, "max-steps", 10000, "limit of steps per session")
-	fl.DurationVar(&s.IdleTimeout, "idle-timeout", 5*time.Minute, "close a silent session as truncated after this long")
+	fl.IntVar(&s.K, "K", 0, "sessions per update K (default: the profile's), 1 to 2^20; an update holds its K sessions until it is released, so K sessions of the smallest size must fit --session-memory-mib")
+	fl.Float64Var(&s.Delta, "delta", 1e-5, "delta of the per-session and per-user guarantees, 0 < delta < 1")
+	fl.Float64Var(&s.UserEpsilon, "user-epsilon", 0, "cap on a user's composed epsilon at --delta, finite (0 given explicitly, with --max-updates-per-user 0: no per-user cap)")
+	fl.IntVar(&s.MaxUpdatesPerUser, "max-updates-per-user", 0, "cap on the updates a user takes part in, up to 2^20 (default 1 when neither cap is given; 0 given explicitly, with --user-epsilon 0: no per-user cap)")
+	fl.IntVar(&s.MaxOpenSessions, "max-open-sessions", 100000, "limit of concurrently open sessions, 1 to 2^24")
+	fl.IntVar(&s.MaxStepsPerSession, "max-steps", 10000, "limit of steps per session, 2 to 2^24")
+	fl.DurationVar(&s.IdleTimeout, "idle-timeout", 5*time.Minute, "close a silent session as truncated after this long (50ms to 720h, as are the other timeouts)")
 	fl.DurationVar(&s.FlushTimeout, "flush-timeout", time.Minute, "release a partial batch (still divided by K) after this long")
-	fl.IntVar(&s.MaxSessionsPerUser, "max-sessions-per-user", 16, "limit of one user id's concurrently open sessions")
-	fl.IntVar(&s.MaxSessionsPerConnection, "max-sessions-per-connection", 10000, "limit of concurrently open sessions opened by one NATS connection (its inbox prefix; raise it for a gateway multiplexing many users)")
-	fl.Int64Var(&s.SessionMemoryMiB, "session-memory-mib", 1024, "memory budget of the sessions' steps (open sessions and finished ones waiting for an update), in MiB")
-	fl.IntVar(&s.MaxQueuedPerUser, "max-queued-per-user", 2, "limit of one user's finished sessions waiting for an update")
+	fl.IntVar(&s.MaxSessionsPerUser, "max-sessions-per-user", 16, "limit of one user id's concurrently open sessions, 1 to 2^24")
+	fl.IntVar(&s.MaxSessionsPerConnection, "max-sessions-per-connection", 10000, "limit of concurrently open sessions opened by one NATS connection (its inbox prefix; raise it for a gateway multiplexing many users), 1 to 2^24")
+	fl.Int64Var(&s.SessionMemoryMiB, "session-memory-mib", 1024, "memory budget of the sessions' steps (open sessions and finished ones waiting for an update), in MiB, 1 to 2^30")
+	fl.IntVar(&s.MaxQueuedPerUser, "max-queued-per-user", 2, "limit of one user's finished sessions waiting for an update, 1 to 4K + 1024 (the learner queue's capacity)")
 	fl.DurationVar(&s.MaxSessionLifetime, "max-session-lifetime", time.Hour, "close a session as truncated this long after it opened, however active")
-	fl.Float64Var(&s.RewardLow, "reward-low", math.NaN(), "public lower bound of a reward: each reward is clipped to [--reward-low, --reward-high] (default: the --env-spec simulator's, else -1e6)")
+	fl.Float64Var(&s.RewardLow, "reward-low", math.NaN(), "public lower bound of a reward: each reward is clipped to [--reward-low, --reward-high], finite, low < high (default: the --env-spec simulator's, else -1e6)")
 	fl.Float64Var(&s.RewardHigh, "reward-high", math.NaN(), "public upper bound of a reward (default: the --env-spec simulator's, else 1e6)")
-	fl.Uint64Var(&s.Seed, "seed", 0, "seed every random source for a repeatable simulation (recorded as seeded in the ledger); 0: secure")
+	fl.Uint64Var(&s.Seed, "seed", 0, "seed every random source for a repeatable simulation (recorded as seeded in the ledger), any 64-bit value; 0: secure")
 	cliflags.NATSSecurity(fl, &s.Security)
 	fl.Var(&s.Models, "model", "a model to serve, NAME or NAME:key=value,... (repeatable; keys: the per-policy flags, e.g. env-spec, K, user-epsilon): each has its ledger in --data/models/NAME and its subjects --prefix.NAME.v1.*, and takes unset values from the flags (README, Several policies in one agent)")
 	fl.Var(&s.Models, "models", "models as JSON, [{\"name\": NAME, KEY: VALUE, ...}, ...] (for the config file and DPRL_MODELS; combined with --model)")
@@ -128,7 +128,7 @@ shutting_down (for up to --shutdown-grace), subscriptions drain, an update in fl
 		},
 	}
 	c.Flags().StringVar(&config, "config", "", "JSON config file: an object of flag names to values (flags and DPRL_* environment variables override it)")
-	c.Flags().BoolVar(&checkConfig, "check-config", false, "validate the configuration and exit")
+	c.Flags().BoolVar(&checkConfig, "check-config", false, "validate the configuration and exit: every flag's range, the addresses, and every file (read and parsed); nothing is created, bound or dialled, so a taken port or an unreachable server shows only at start")
 	registerAgentSettings(c.Flags(), &s)
 	c.AddCommand(newAgentNKeyCmd(a))
 	return c
@@ -140,7 +140,7 @@ func runAgent(ctx context.Context, a *app, sc agent.ServiceConfig) error {
 		return usagef("%s holds files but no ledger (a mistyped path?): give the ledger's directory, an empty one, or --init to create a new ledger there", agent.LedgerDirOf(err, "--data "+sc.DataDir))
 	}
 	if err != nil {
-		return err
+		return fielderr.Rename(err, func(f string) string { return agentFlagNames[f] })
 	}
 	if err := svc.Announce(a.stderr); err != nil {
 		svc.Close()

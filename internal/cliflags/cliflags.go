@@ -20,8 +20,8 @@ func NATSSecurity(fl *pflag.FlagSet, f *agent.NATSSecurityFiles) {
 	fl.StringVar(&f.ServerCert, "nats-tls-cert", "", "certificate (PEM) of the embedded NATS server: TCP clients must use TLS")
 	fl.StringVar(&f.ServerKey, "nats-tls-key", "", "key (PEM) of --nats-tls-cert")
 	fl.StringVar(&f.ClientCA, "nats-tls-client-ca", "", "CA (PEM) that must have signed every client's certificate (mutual TLS)")
-	fl.IntVar(&f.MaxConn, "nats-max-conn", 0, fmt.Sprintf("cap on the embedded server's client connections (0: %d, lowered to fit the open-file limit)", agent.DefaultNATSMaxConn))
-	fl.IntVar(&f.MaxSubs, "nats-max-subs", 0, fmt.Sprintf("cap on the subscriptions of one connection (0: %d, or act workers + 8 if more)", agent.DefaultNATSMaxSubs))
+	fl.IntVar(&f.MaxConn, "nats-max-conn", 0, fmt.Sprintf("cap on the embedded server's client connections, up to 2^20 (0: %d, lowered to fit the open-file limit)", agent.DefaultNATSMaxConn))
+	fl.IntVar(&f.MaxSubs, "nats-max-subs", 0, fmt.Sprintf("cap on the subscriptions of one connection, act workers + 8 to 2^20 (0: %d, or act workers + 8 if more)", agent.DefaultNATSMaxSubs))
 	fl.BoolVar(&f.Insecure, "insecure-nats", false, "allow the embedded server on a non-loopback address without --nats-clients or without TLS: anyone who reaches it can read observations and user ids, answer act requests and forge policy announcements")
 }
 

@@ -8,6 +8,7 @@
 package fielderr
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -30,11 +31,13 @@ type Error struct {
 	fields Fields
 }
 
-// Render returns the message with each field named by name(field).
+// Render returns the message with each field named by name(field), or by
+// its own name where name returns "" (a field the caller has no name for
+// is never dropped from the message).
 func (e *Error) Render(name func(field string) string) string {
 	pairs := make([]string, 0, 2*len(e.fields))
 	for _, f := range e.fields {
-		pairs = append(pairs, "{"+f+"}", name(f))
+		pairs = append(pairs, "{"+f+"}", cmp.Or(name(f), f))
 	}
 	return strings.NewReplacer(pairs...).Replace(e.err.Error())
 }

@@ -30,6 +30,7 @@ func TestRename(t *testing.T) {
 		{"joined", errors.Join(fields.Errorf("{Data} is required"), errors.New("{Delta} untouched outside an Error"), fields.Errorf("{Delta} 2")),
 			"Data is required\n{Delta} untouched outside an Error\nDelta 2", "--data is required\n{Delta} untouched outside an Error\n--delta 2", false, true},
 		{"no field error", fmt.Errorf("x: %w", io.EOF), "x: EOF", "x: EOF", true, false},
+		{"field without a flag", Fields{"Epsilon", "Hidden"}.Errorf("{Hidden} 3 with {Epsilon} 1"), "Hidden 3 with Epsilon 1", "Hidden 3 with --epsilon 1", false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
