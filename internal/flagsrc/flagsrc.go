@@ -36,7 +36,9 @@ func EnvName(prefix, name string) string {
 // environ (variables EnvName(prefix, flag)), then from the JSON object of
 // flag names to values in file ("" for none; strings, numbers and booleans
 // as a flag would take them). The flags named in skip (e.g. the config
-// flag itself, help) are never set.
+// flag itself, help) are never set. A flag renamed with Alias is read under
+// its deprecated name too (variable and key), with a warning; both names at
+// once are a problem.
 func Apply(fs *pflag.FlagSet, file string, environ []string, prefix string, skip ...string) error {
 	env := map[string]string{}
 	for _, kv := range environ {
@@ -81,20 +83,42 @@ func Apply(fs *pflag.FlagSet, file string, environ []string, prefix string, skip
 			fileVals[k] = s
 		}
 	}
+	aliases := aliasesOf(fs)
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Changed || skipped(f.Name) {
+		if _, alias := f.Value.(*aliasValue); alias || f.Changed || skipped(f.Name) {
+			return // a deprecated name is read with its flag
+		}
+		envNames, keys := []string{EnvName(prefix, f.Name)}, []string{f.Name}
+		for _, a := range aliases[f.Name] {
+			envNames, keys = append(envNames, EnvName(prefix, a.old)), append(keys, a.old)
+		}
+		// deprecated warns of a deprecated name (not the flag's own).
+		deprecated := func(name, own, format string) {
+			if name != own {
+				fmt.Fprintf(aliases[f.Name][0].warn, format, name, own)
+			}
+		}
+		v, key, problem := pick(env, envNames)
+		if problem != "" {
+			problems = append(problems, problem)
 			return
 		}
-		key := EnvName(prefix, f.Name)
-		if v, ok := env[key]; ok {
+		if key != "" {
+			deprecated(key, envNames[0], "warning: %s is deprecated: use %s\n")
 			if err := fs.Set(f.Name, v); err != nil {
 				problems = append(problems, fmt.Sprintf("%s=%q: %v", key, v, err))
 			}
 			return
 		}
-		if v, ok := fileVals[f.Name]; ok {
+		v, key, problem = pick(fileVals, keys)
+		if problem != "" {
+			problems = append(problems, file+": "+problem)
+			return
+		}
+		if key != "" {
+			deprecated(key, f.Name, "warning: "+file+": key %q is deprecated: use %q\n")
 			if err := fs.Set(f.Name, v); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: %s = %q: %v", file, f.Name, v, err))
+				problems = append(problems, fmt.Sprintf("%s: %s = %q: %v", file, key, v, err))
 			}
 		}
 	})
