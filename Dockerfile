@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # Build: docker build -t dprl .
 # Run:   docker run --rm -p 4222:4222 -p 9090:9090 -v dprl-data:/data dprl agent --data /data \
-#          --env-spec cartpole --nats-listen 0.0.0.0:4222 --http 0.0.0.0:9090 \
+#          --env cartpole --nats-listen 0.0.0.0:4222 --http 0.0.0.0:9090 \
 #          --nats-clients /data/clients.json --nats-tls-cert /data/tls.crt --nats-tls-key /data/tls.key
 #        (off loopback the embedded NATS server needs client identities and TLS, or --insecure-nats)
 FROM golang:1.26 AS build

@@ -441,7 +441,7 @@ func runFloodExperiment(t *testing.T, cfg Config, floodN, legitN int) floodRun {
 // TestOneUserFloodDoesNotStarveLearning: a one-user flood of sessions
 // running for the whole of a legitimate replay leaves the replay within 20%
 // of the sessions learned from, and of the releases, that the same replay
-// gets alone (K = 32, as dprl agent --env-spec cartpole). At least 5,000
+// gets alone (K = 32, as dprl agent --env cartpole). At least 5,000
 // flood sessions (2,000 under the race detector; the flood runs as long as
 // the replay); DPRL_LONG=1 runs the 50,000 with a replay ten times
 // longer. (Before: the learner rescanned every pending session on each

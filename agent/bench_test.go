@@ -7,7 +7,7 @@ import (
 
 // BenchmarkAct measures serving one action inside the agent (no transport):
 // sessions of 200 steps, whose storage grows by amortised appends.
-// The second case is the deployed CartPole learner (dprl agent --env-spec
+// The second case is the deployed CartPole learner (dprl agent --env
 // cartpole): 16x16 networks and public observation/value scales.
 func BenchmarkAct(b *testing.B) {
 	deployed := cartpoleConfig(1 << 12)

@@ -71,7 +71,7 @@ type Config struct {
 	// is clipped to [RewardLow, RewardHigh] on arrival, before it is stored,
 	// learned from or logged, so one extreme but finite reward (1.8e308)
 	// cannot overflow a return. State it from the environment's
-	// specification, never from the data (dprl agent --env-spec sets it per
+	// specification, never from the data (dprl agent --env sets it per
 	// simulator). It bounds values only: the privacy guarantee comes from
 	// clipping each local update to S, whatever the rewards. Finite, low <
 	// high, and max(|low|, |high|) x MaxStepsPerSession <= 1e150, so that a

@@ -41,7 +41,7 @@ type Settings struct {
 	// ExpectHead, if not "", is the ledger head SEQ:HASH the data directory
 	// must hold (expect-head; ServiceConfig.ExpectHead).
 	ExpectHead string
-	// EnvSpec names a simulator (env-spec): its spaces give the policy
+	// EnvSpec names a simulator (dprl agent --env): its spaces give the policy
 	// spec, its profile the learner (profile.AgentDefaults) and the reward
 	// bound. Without it ObsDim observations and Actions (>= 2) discrete
 	// actions (obs-dim, actions) give the spec, with Table 3's control

@@ -98,7 +98,7 @@ func TestSettingsSessionEpsilon(t *testing.T) {
 
 // flagNames are dprl agent's names of the fields (as cmd/dprl renders
 // them).
-var flagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-head", "EnvSpec": "--env-spec", "ObsDim": "--obs-dim",
+var flagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-head", "EnvSpec": "--env", "ObsDim": "--obs-dim",
 	"Actions": "--actions", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta",
 	"UserEpsilon": "--user-epsilon", "MaxUpdatesPerUser": "--max-updates-per-user", "Init": "--init",
 	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert",
@@ -140,7 +140,7 @@ func TestSettingsErrors(t *testing.T) {
 		mod  func(*agent.Settings)
 		want string
 	}{
-		{"no spec", func(s *agent.Settings) { s.EnvSpec = "" }, "give --env-spec NAME, or --obs-dim N and --actions N (>= 2)"},
+		{"no spec", func(s *agent.Settings) { s.EnvSpec = "" }, "give --env NAME, or --obs-dim N and --actions N (>= 2)"},
 		{"one action", func(s *agent.Settings) { s.EnvSpec, s.ObsDim, s.Actions = "", 3, 1 }, "--actions 1: want 2 to 4096"},
 		{"unknown simulator", func(s *agent.Settings) { s.EnvSpec = "nope" }, "unknown environment"},
 		{"explicit zero z", func(s *agent.Settings) { s.Explicit = explicit("Z") }, "--z 0: want > 0 (leave it unset for the profile's default; the agent has no non-private mode)"},

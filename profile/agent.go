@@ -4,7 +4,7 @@ import "dprl/policy"
 
 // AgentDefaults returns the policy spec of simulator name and the learner
 // configuration measured for it, as the DP agent takes them (dprl agent
-// --env-spec, dprl demo, dprl bench serve): Profile.Spec and
+// --env, dprl demo, dprl bench serve): Profile.Spec and
 // Profile.Learner, without dprl train's correlated-noise defaults, which the
 // agent cannot use (see Profile.Correlated). The error is Get's.
 func AgentDefaults(name string) (policy.Spec, policy.Config, error) {

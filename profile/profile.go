@@ -49,7 +49,7 @@ type Profile struct {
 	Spec policy.Spec
 	// Learner is the learner configuration measured for the simulator: the
 	// default of dprl train --algo dppg before its correlated-noise defaults
-	// (Correlated), and of dprl agent and dprl demo --env-spec/--env. Its
+	// (Correlated), and of dprl agent and dprl demo --env. Its
 	// PPO.ObsScale and PPO.ValueScale are the public observation and value
 	// scales.
 	Learner policy.Config

@@ -22,7 +22,7 @@ import (
 
 // agentFlagNames are the flags of the fields that agent.Settings' errors
 // name (agent.SettingsFields).
-var agentFlagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-head", "EnvSpec": "--env-spec", "ObsDim": "--obs-dim", "MaxOpenSessions": "--max-open-sessions", "MaxStepsPerSession": "--max-steps", "RewardLow": "--reward-low",
+var agentFlagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-head", "EnvSpec": "--env", "ObsDim": "--obs-dim", "MaxOpenSessions": "--max-open-sessions", "MaxStepsPerSession": "--max-steps", "RewardLow": "--reward-low",
 	"Actions": "--actions", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta", "UserEpsilon": "--user-epsilon", "MaxUpdatesPerUser": "--max-updates-per-user", "Init": "--init", "BackupEvery": "--backup-every", "BackupKeep": "--backup-keep", "BackupDir": "--backup-dir",
 	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert", "MaxSessionsPerUser": "--max-sessions-per-user", "MaxQueuedPerUser": "--max-queued-per-user", "RewardHigh": "--reward-high",
 	"TLSKey": "--tls-key", "Creds": "--creds", "NKey": "--nkey", "Clients": "--nats-clients", "ServerTLS": "--nats-tls-*", "MaxSessionsPerConnection": "--max-sessions-per-connection", "IdleTimeout": "--idle-timeout", "MaxSessionLifetime": "--max-session-lifetime",
@@ -33,9 +33,9 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.StringVar(&s.ExpectHead, "expect-head", "", "refuse to start unless the ledger's head is SEQ:HASH (as printed by dprl ledger head and recorded outside the data directory): catches a restored older copy of the whole directory")
 	fl.StringVar(&s.DataDir, "data", "", "data directory holding the ledger (required); a missing or empty directory gets a new ledger")
 	fl.BoolVar(&s.Init, "init", false, "create a new ledger in a --data directory that holds other files (without it such a directory is refused: a mistyped path would give every user a fresh budget)")
-	fl.StringVar(&s.EnvSpec, "env-spec", "", "take the observation/action spaces from this simulator and the learner defaults measured for it, as dprl train (see dprl sims list, policy/REPRODUCE.md)")
-	fl.IntVar(&s.ObsDim, "obs-dim", 0, "observation length, 1 to 2048 (instead of --env-spec, whose simulator fixes it)")
-	fl.IntVar(&s.Actions, "actions", 0, "number of discrete actions, 2 to 4096 (instead of --env-spec)")
+	fl.StringVar(&s.EnvSpec, "env", "", "take the observation/action spaces from this simulator and the learner defaults measured for it, as dprl train (see dprl sims list, policy/REPRODUCE.md)")
+	fl.IntVar(&s.ObsDim, "obs-dim", 0, "observation length, 1 to 2048 (instead of --env, whose simulator fixes it)")
+	fl.IntVar(&s.Actions, "actions", 0, "number of discrete actions, 2 to 4096 (instead of --env)")
 	fl.StringVar(&s.NATS, "nats", "embedded", "\"embedded\" to run NATS in-process, or the URL of an external server: nats://, tls://, ws:// or wss://HOST[:PORT], comma-separated for a cluster")
 	fl.StringVar(&s.NATSListen, "nats-listen", "127.0.0.1:4222", "host:port of the embedded NATS server (port 0 picks one; a taken port fails the start before --data is touched); off loopback it needs --nats-clients and --nats-tls-cert/--nats-tls-key, or --insecure-nats")
 	fl.StringVar(&s.Prefix, "prefix", stream.DefaultPrefix, "subject prefix of the wire protocol")
@@ -67,11 +67,11 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.Int64Var(&s.SessionMemoryMiB, "session-memory-mib", 1024, "memory budget of the sessions' steps (open sessions and finished ones waiting for an update), in MiB, 1 to 2^30")
 	fl.IntVar(&s.MaxQueuedPerUser, "max-queued-per-user", 2, "limit of one user's finished sessions waiting for an update, 1 to 4K + 1024 (the learner queue's capacity)")
 	fl.DurationVar(&s.MaxSessionLifetime, "max-session-lifetime", time.Hour, "close a session as truncated this long after it opened, however active")
-	fl.Float64Var(&s.RewardLow, "reward-low", math.NaN(), "public lower bound of a reward: each reward is clipped to [--reward-low, --reward-high], finite, low < high (default: the --env-spec simulator's, else -1e6)")
-	fl.Float64Var(&s.RewardHigh, "reward-high", math.NaN(), "public upper bound of a reward (default: the --env-spec simulator's, else 1e6)")
+	fl.Float64Var(&s.RewardLow, "reward-low", math.NaN(), "public lower bound of a reward: each reward is clipped to [--reward-low, --reward-high], finite, low < high (default: the --env simulator's, else -1e6)")
+	fl.Float64Var(&s.RewardHigh, "reward-high", math.NaN(), "public upper bound of a reward (default: the --env simulator's, else 1e6)")
 	fl.Uint64Var(&s.Seed, "seed", 0, "seed every random source for a repeatable simulation (recorded as seeded in the ledger), any 64-bit value; 0: secure")
 	cliflags.NATSSecurity(fl, &s.Security)
-	fl.Var(&s.Models, "model", "a model to serve, NAME or NAME:key=value,... (repeatable; keys: the per-policy flags, e.g. env-spec, K, user-epsilon): each has its ledger in --data/models/NAME and its subjects --prefix.NAME.v1.*, and takes unset values from the flags (README, Several policies in one agent)")
+	fl.Var(&s.Models, "model", "a model to serve, NAME or NAME:key=value,... (repeatable; keys: the per-policy flags, e.g. env, K, user-epsilon): each has its ledger in --data/models/NAME and its subjects --prefix.NAME.v1.*, and takes unset values from the flags (README, Several policies in one agent)")
 	fl.Var(&s.Models, "models", "models as JSON, [{\"name\": NAME, KEY: VALUE, ...}, ...] (for the config file and DPRL_MODELS; combined with --model)")
 }
 
@@ -82,7 +82,7 @@ func newAgentCmd(a *app) *cobra.Command {
 		checkConfig bool
 	)
 	c := &cobra.Command{
-		Use:   "agent --data DIR (--env-spec NAME | --obs-dim N --actions N) [flags]",
+		Use:   "agent --data DIR (--env NAME | --obs-dim N --actions N) [flags]",
 		Short: "Run the long-running DP learning agent on NATS",
 		Long: `Runs the agent: it serves actions to user sessions over NATS (wire protocol
 v1: <prefix>.v1.act, <prefix>.v1.end, <prefix>.v1.policy), and every K finished
@@ -104,9 +104,9 @@ Every option can also come from the environment (DPRL_<FLAG>, e.g.
 DPRL_USER_EPSILON=8) or a JSON config file (--config; see examples/agent.json);
 flags win over the environment, which wins over the file. SIGINT/SIGTERM stop it gracefully: requests are answered
 shutting_down (for up to --shutdown-grace), subscriptions drain, an update in flight is finished or not written at all.`,
-		Example: `  dprl agent --data ./dprl-data --env-spec cartpole --http 127.0.0.1:9090
+		Example: `  dprl agent --data ./dprl-data --env cartpole --http 127.0.0.1:9090
   dprl agent --config examples/agent.json --check-config
-  dprl agent --data ./dprl-data --model cartpole:env-spec=cartpole --model tiny:obs-dim=3,actions=2`,
+  dprl agent --data ./dprl-data --model cartpole:env=cartpole --model tiny:obs-dim=3,actions=2`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := configSources(c, config); err != nil {
@@ -130,6 +130,7 @@ shutting_down (for up to --shutdown-grace), subscriptions drain, an update in fl
 	c.Flags().StringVar(&config, "config", "", "JSON config file: an object of flag names to values (flags and DPRL_* environment variables override it)")
 	c.Flags().BoolVar(&checkConfig, "check-config", false, "validate the configuration and exit: every flag's range, the addresses, and every file (read and parsed); nothing is created, bound or dialled, so a taken port or an unreachable server shows only at start")
 	registerAgentSettings(c.Flags(), &s)
+	flagsrc.Alias(c.Flags(), "env-spec", "env", a.stderr)
 	c.AddCommand(newAgentNKeyCmd(a))
 	return c
 }

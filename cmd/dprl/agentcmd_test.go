@@ -21,7 +21,7 @@ import (
 // agent's configuration, and bad values are refused.
 func TestAgentLimitFlags(t *testing.T) {
 	dir := t.TempDir()
-	code, out, stderr := runCLI(t, "agent", "--data", dir, "--env-spec", "pendulum", "--check-config")
+	code, out, stderr := runCLI(t, "agent", "--data", dir, "--env", "pendulum", "--check-config")
 	if code != 0 || !strings.Contains(out, "rewards clipped to [-16.27") {
 		t.Errorf("pendulum's reward bound: %d %q %q", code, out, stderr)
 	}
@@ -40,7 +40,7 @@ func TestAgentLimitFlags(t *testing.T) {
 		{[]string{"--max-queued-per-user", "0"}, "queued"},
 		{[]string{"--max-session-lifetime", "0s"}, "lifetime"},
 	} {
-		args := append([]string{"agent", "--data", dir, "--env-spec", "cartpole", "--check-config"}, c.args...)
+		args := append([]string{"agent", "--data", dir, "--env", "cartpole", "--check-config"}, c.args...)
 		if code, _, stderr := runCLI(t, args...); code != 2 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d %q, want a usage error naming %q", c.args, code, stderr, c.want)
 		}
@@ -56,7 +56,7 @@ func TestAgentRefusesNonEmptyDataWithoutInit(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not a ledger"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := runCLI(t, "agent", "--data", dir, "--env-spec", "cartpole", "--nats-listen", "127.0.0.1:0")
+	code, _, stderr := runCLI(t, "agent", "--data", dir, "--env", "cartpole", "--nats-listen", "127.0.0.1:0")
 	if code != exitUsage || !strings.Contains(stderr, "--init") || !strings.Contains(stderr, "holds files but no ledger") {
 		t.Fatalf("agent on a non-empty directory: exit %d, %q; want %d naming --init", code, stderr, exitUsage)
 	}

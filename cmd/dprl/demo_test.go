@@ -52,29 +52,29 @@ func TestDemoEndToEnd(t *testing.T) {
 
 func TestAgentCheckConfig(t *testing.T) {
 	dir := t.TempDir()
-	code, out, stderr := runCLI(t, "agent", "--data", dir, "--env-spec", "cartpole", "--check-config")
+	code, out, stderr := runCLI(t, "agent", "--data", dir, "--env", "cartpole", "--check-config")
 	if code != 0 || !strings.Contains(out, "configuration OK") || !strings.Contains(out, "epsilon 4.377") {
 		t.Errorf("check-config: %d %q %q", code, out, stderr)
 	}
 	// A target epsilon sets z (dprl accountant noise --epsilon 5 --delta
 	// 1e-5: z = 0.891869), from a flag or from the environment.
-	code, out, stderr = runCLI(t, "agent", "--data", dir, "--env-spec", "cartpole", "--session-epsilon", "5", "--check-config")
+	code, out, stderr = runCLI(t, "agent", "--data", dir, "--env", "cartpole", "--session-epsilon", "5", "--check-config")
 	if code != 0 || !strings.Contains(out, "z = 0.89186") || !strings.Contains(out, "epsilon 5 at") {
 		t.Errorf("--session-epsilon 5: %d %q %q", code, out, stderr)
 	}
 	for _, args := range [][]string{
-		{"agent", "--env-spec", "cartpole", "--check-config"},
+		{"agent", "--env", "cartpole", "--check-config"},
 		{"agent", "--data", dir, "--check-config"},
-		{"agent", "--data", dir, "--env-spec", "nope", "--check-config"},
-		{"agent", "--data", dir, "--env-spec", "cartpole", "--z", "-1", "--check-config"},
-		{"agent", "--data", dir, "--env-spec", "cartpole", "--z", "0", "--check-config"},
-		{"agent", "--data", dir, "--env-spec", "cartpole", "--K", "0", "--check-config"},
-		{"agent", "--data", dir, "--env-spec", "cartpole", "--clip", "0", "--check-config"},
-		{"agent", "--data", dir, "--env-spec", "cartpole", "--session-epsilon", "0", "--check-config"},
-		{"agent", "--data", dir, "--env-spec", "cartpole", "--act-workers", "-1", "--check-config"},
-		{"agent", "--data", dir, "--env-spec", "cartpole", "--session-epsilon", "5", "--z", "1", "--check-config"},
-		{"agent", "--data", dir, "--env-spec", "cartpole", "--session-epsilon", "-1", "--check-config"},
-		{"agent", "--data", dir, "--env-spec", "cartpole", "--session-epsilon", "5", "--delta", "2", "--check-config"},
+		{"agent", "--data", dir, "--env", "nope", "--check-config"},
+		{"agent", "--data", dir, "--env", "cartpole", "--z", "-1", "--check-config"},
+		{"agent", "--data", dir, "--env", "cartpole", "--z", "0", "--check-config"},
+		{"agent", "--data", dir, "--env", "cartpole", "--K", "0", "--check-config"},
+		{"agent", "--data", dir, "--env", "cartpole", "--clip", "0", "--check-config"},
+		{"agent", "--data", dir, "--env", "cartpole", "--session-epsilon", "0", "--check-config"},
+		{"agent", "--data", dir, "--env", "cartpole", "--act-workers", "-1", "--check-config"},
+		{"agent", "--data", dir, "--env", "cartpole", "--session-epsilon", "5", "--z", "1", "--check-config"},
+		{"agent", "--data", dir, "--env", "cartpole", "--session-epsilon", "-1", "--check-config"},
+		{"agent", "--data", dir, "--env", "cartpole", "--session-epsilon", "5", "--delta", "2", "--check-config"},
 		{"demo", "--pace", "sometimes"},
 	} {
 		if code, _, stderr := runCLI(t, args...); code != 2 {
@@ -83,7 +83,7 @@ func TestAgentCheckConfig(t *testing.T) {
 	}
 
 	t.Setenv("DPRL_SESSION_EPSILON", "1")
-	code, out, stderr = runCLI(t, "agent", "--data", dir, "--env-spec", "cartpole", "--check-config")
+	code, out, stderr = runCLI(t, "agent", "--data", dir, "--env", "cartpole", "--check-config")
 	if code != 0 || !strings.Contains(out, "epsilon 1 at") {
 		t.Errorf("DPRL_SESSION_EPSILON=1: %d %q %q", code, out, stderr)
 	}

@@ -41,7 +41,7 @@ func TestAgentNATSSecurityFlags(t *testing.T) {
 	os.WriteFile(clients, []byte(`{"clients":[{"name":"web","nkey":"`+pub+`"}]}`), 0o600)
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte(`{"clients":[{"name":"web","nkey":"`+pub+`","subscribe":">"}]}`), 0o600)
-	base := []string{"agent", "--data", dir, "--env-spec", "cartpole", "--check-config"}
+	base := []string{"agent", "--data", dir, "--env", "cartpole", "--check-config"}
 	cases := []struct {
 		name string
 		args []string

@@ -14,7 +14,7 @@ func newSet() (*pflag.FlagSet, *int, *float64, *string) {
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	k := fs.Int("K", 32, "")
 	z := fs.Float64("z", 1, "")
-	env := fs.String("env-spec", "", "")
+	env := fs.String("env", "", "")
 	fs.String("config", "", "")
 	return fs, k, z, env
 }
@@ -22,7 +22,7 @@ func newSet() (*pflag.FlagSet, *int, *float64, *string) {
 func TestApplyPrecedence(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "c.json")
-	if err := os.WriteFile(file, []byte(`{"K": 8, "z": 2.5, "env-spec": "cartpole"}`), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(`{"K": 8, "z": 2.5, "env": "cartpole"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	fs, k, z, env := newSet()

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAgentEnvFlag: dprl agent takes the simulator as --env, as demo,
+// replay and train do; the old --env-spec still works from the command
+// line, the environment (DPRL_ENV_SPEC) and the config file, each with a
+// deprecation warning, and is not shown in the help.
+func TestAgentEnvFlag(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "agent.json")
+	if err := os.WriteFile(cfg, []byte(`{"env-spec": "pendulum"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		args    []string
+		environ string
+		warn    string
+	}{
+		{"--env", []string{"--env", "pendulum"}, "", ""},
+		{"--env-spec", []string{"--env-spec", "pendulum"}, "", "--env-spec is deprecated: use --env"},
+		{"DPRL_ENV_SPEC", nil, "pendulum", "DPRL_ENV_SPEC is deprecated: use DPRL_ENV"},
+		{"config key", []string{"--config", cfg}, "", `key "env-spec" is deprecated: use "env"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.environ != "" {
+				t.Setenv("DPRL_ENV_SPEC", c.environ)
+			}
+			args := append([]string{"agent", "--data", dir, "--check-config"}, c.args...)
+			code, out, stderr := runCLI(t, args...)
+			if code != 0 || !strings.Contains(out, "rewards clipped to [-16.27") {
+				t.Fatalf("exit %d, %q %q: want pendulum's configuration", code, out, stderr)
+			}
+			if (c.warn == "") != (stderr == "") || !strings.Contains(stderr, c.warn) {
+				t.Errorf("stderr %q, want the warning %q", stderr, c.warn)
+			}
+		})
+	}
+	if code, _, stderr := runCLI(t, "agent", "--data", dir, "--env", "cartpole", "--env-spec", "pendulum", "--check-config"); code != exitUsage || !strings.Contains(stderr, "give only --env") {
+		t.Errorf("--env and --env-spec: exit %d %q, want a usage error", code, stderr)
+	}
+	for _, ex := range []string{"agent.json", "agent-secure.json"} { // the examples use the new name
+		if b, err := os.ReadFile(filepath.Join("..", "..", "examples", ex)); err != nil || strings.Contains(string(b), "env-spec") {
+			t.Errorf("examples/%s uses env-spec (%v)", ex, err)
+		}
+	}
+	code, out, _ := runCLI(t, "agent", "--help")
+	if code != 0 || strings.Contains(out, "--env-spec ") || !strings.Contains(out, "--env string") {
+		t.Errorf("agent --help shows --env-spec or lacks --env:\n%s", out)
+	}
+}
