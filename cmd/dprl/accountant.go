@@ -132,7 +132,7 @@ eps1 ("solved"). The composed epsilon is printed; it never exceeds eps1.`,
 			return emit(a, asJSON, res, nil)
 		},
 	}
-	c.Flags().Float64Var(&eps1, "epsilon", 0, "release budget eps1, > 0 (required)")
+	c.Flags().Float64Var(&eps1, "epsilon", 0, "release budget epsilon eps1 > 0 (required)")
 	c.Flags().Float64Var(&delta1, "delta", 0, "release delta1, 0 < delta1 < 1 (required)")
 	c.Flags().IntVar(&queries, "queries", 0, "trajectories queried T, >= 1 (required)")
 	c.Flags().IntVar(&maxLen, "max-len", 0, "maximum trajectory length L, >= 1 (required)")

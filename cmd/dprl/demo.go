@@ -9,6 +9,7 @@ import (
 	"dprl/agent"
 	"dprl/experiment/demo"
 	"dprl/internal/fielderr"
+	"dprl/internal/flagsrc"
 	"dprl/internal/progress"
 	"dprl/profile"
 
@@ -98,7 +99,8 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 	fl.Float64Var(&cfg.Z, "z", 1.0, "noise multiplier z")
 	fl.IntVar(&cfg.K, "K", 32, "sessions per update K")
 	fl.Float64Var(&cfg.Clip, "clip", 0, "clipping norm S of a local update (default: the environment profile's)")
-	fl.Float64Var(&cfg.LR, "lr", 0, "server step size eta (default: the environment profile's)")
+	fl.Float64Var(&cfg.LR, "server-lr", 0, "server step size eta of theta <- theta + eta g~, as dprl train --server-lr (default: the environment profile's)")
+	flagsrc.Alias(fl, "lr", "server-lr", a.stderr) // --lr is dprl train's local Adam rate
 	fl.Float64Var(&cfg.Returning, "returning", 0.1, "probability that a session comes from a returning user")
 	fl.StringVar(&data, "data", "", "data directory (default: a new temporary directory)")
 	fl.StringVar(&logSessions, "log-sessions", "", "write every closed session to rotating dprl.sessions.v1 files in this directory (as dprl agent --log-sessions), for the offline modes")

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // TestAgentEnvFlag: dprl agent takes the simulator as --env, as demo,
@@ -53,5 +57,39 @@ func TestAgentEnvFlag(t *testing.T) {
 	code, out, _ := runCLI(t, "agent", "--help")
 	if code != 0 || strings.Contains(out, "--env-spec ") || !strings.Contains(out, "--env string") {
 		t.Errorf("agent --help shows --env-spec or lacks --env:\n%s", out)
+	}
+}
+
+// visibleFlags calls fn with every command of the dprl tree and each of
+// its visible flags (inherited ones included).
+func visibleFlags(fn func(cmd *cobra.Command, f *pflag.Flag)) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.InheritedFlags().VisitAll(func(f *pflag.Flag) {}) // merges the persistent flags
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if !f.Hidden {
+				fn(c, f)
+			}
+		})
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRootCmd(&app{stdout: io.Discard, stderr: io.Discard}))
+}
+
+// TestFlagNamesMeanOneThing: a step-size flag means the same in every
+// command: --lr the local Adam rate, --server-lr the server step eta
+// (dprl demo's server step was --lr, dprl train's local rate).
+func TestFlagNamesMeanOneThing(t *testing.T) {
+	means := map[string]string{"lr": "local Adam", "server-lr": "server step size eta", "epsilon": "epsilon"}
+	visibleFlags(func(c *cobra.Command, f *pflag.Flag) {
+		if want, ok := means[f.Name]; ok && !strings.Contains(f.Usage, want) {
+			t.Errorf("%s --%s: %q does not say %q", c.CommandPath(), f.Name, f.Usage, want)
+		}
+	})
+	code, _, stderr := runCLI(t, "demo", "--lr", "0.5", "--z", "0")
+	if code != exitUsage || !strings.Contains(stderr, "--lr is deprecated: use --server-lr") {
+		t.Errorf("demo --lr: exit %d %q, want the deprecation warning (and --z 0's usage error)", code, stderr)
 	}
 }

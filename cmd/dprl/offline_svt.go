@@ -90,7 +90,7 @@ bad line; DataRelease then holds the log's sessions (the README's "Memory").`,
 	fl := c.Flags()
 	fl.StringVar(&r.Data, "data", "", "session log (dprl.sessions.v1) with expert ids")
 	fl.StringVar(&r.Experts, "experts", "", "directory of expert snapshots DIR/<expert id>.snap")
-	fl.Float64Var(&r.Epsilon, "epsilon", 0, "eps1 > 0 of the release (expert level)")
+	fl.Float64Var(&r.Epsilon, "epsilon", 0, "epsilon eps1 > 0 of the release (expert level)")
 	fl.Float64Var(&r.Delta, "delta", 0, "delta1 in (0, 1) of the release (the paper: 1/M)")
 	fl.Float64Var(&r.PMin, "pmin", 0.02, "the experts' smoothing floor p_min, as when the log was generated")
 	fl.IntVar(&r.Queries, "queries", 0, "T, the number of trajectories queried, 1..number in the log (the paper: 20-100)")
