@@ -21,21 +21,21 @@ go build -o "$OUT/dprl" ./cmd/dprl
 D="$OUT/dprl train --algo dppg-loglinear --baseline-lr 0.01 --seed 1 --json"
 
 # epsilon 5 (z = 1.261): eta 7.5e-5; alpha for S = 5.
-$D --env riverswim     --eps 5 --region l2 --eta 7.5e-5 --alpha 1.48e-6 --episodes 7000000 --seeds 8 >"$OUT/l2-eps5-p0.6.json"
-$D --env riverswim-0.9 --eps 5 --region l2 --eta 7.5e-5 --alpha 1.48e-6 --episodes 7000000 --seeds 8 >"$OUT/l2-eps5-p0.9.json"
+$D --env riverswim     --epsilon 5 --region l2 --eta 7.5e-5 --alpha 1.48e-6 --episodes 7000000 --seeds 8 >"$OUT/l2-eps5-p0.6.json"
+$D --env riverswim-0.9 --epsilon 5 --region l2 --eta 7.5e-5 --alpha 1.48e-6 --episodes 7000000 --seeds 8 >"$OUT/l2-eps5-p0.9.json"
 # KL: the Fisher matrix exactly under the public model and a ridge of 1e-2,
 # which bounds S at 2.3-2.5x its value at the uniform policy (Table 2's 1e-3
 # lets it grow 6.6-7.4x as the policy turns deterministic; policy/
 # REPRODUCE.md, "DPPG-KL at epsilon 1"); alpha for S = 4.88 at the uniform
 # policy.
-$D --env riverswim     --eps 5 --region kl --fisher-exact --fisher-ridge 1e-2 --eta 7.5e-5 --alpha 2.163e-7 --episodes 7000000 --seeds 8 >"$OUT/kl-eps5-p0.6.json"
-$D --env riverswim-0.9 --eps 5 --region kl --fisher-exact --fisher-ridge 1e-2 --eta 7.5e-5 --alpha 2.163e-7 --episodes 7000000 --seeds 8 >"$OUT/kl-eps5-p0.9.json"
+$D --env riverswim     --epsilon 5 --region kl --fisher-exact --fisher-ridge 1e-2 --eta 7.5e-5 --alpha 2.163e-7 --episodes 7000000 --seeds 8 >"$OUT/kl-eps5-p0.6.json"
+$D --env riverswim-0.9 --epsilon 5 --region kl --fisher-exact --fisher-ridge 1e-2 --eta 7.5e-5 --alpha 2.163e-7 --episodes 7000000 --seeds 8 >"$OUT/kl-eps5-p0.9.json"
 # epsilon 1 (z = 5.276): eta 4.3e-6; alpha for S = 5.
-$D --env riverswim     --eps 1 --region l2 --eta 4.3e-6 --alpha 8.12e-8 --episodes 60000000 --seeds 5 >"$OUT/l2-eps1-p0.6.json"
-$D --env riverswim-0.9 --eps 1 --region l2 --eta 4.3e-6 --alpha 8.12e-8 --episodes 60000000 --seeds 5 >"$OUT/l2-eps1-p0.9.json"
+$D --env riverswim     --epsilon 1 --region l2 --eta 4.3e-6 --alpha 8.12e-8 --episodes 60000000 --seeds 5 >"$OUT/l2-eps1-p0.6.json"
+$D --env riverswim-0.9 --epsilon 1 --region l2 --eta 4.3e-6 --alpha 8.12e-8 --episodes 60000000 --seeds 5 >"$OUT/l2-eps1-p0.9.json"
 # KL at epsilon 1 with the ridge of 1e-2: alpha for S = 5.
-$D --env riverswim     --eps 1 --region kl --fisher-exact --fisher-ridge 1e-2 --eta 4.3e-6 --alpha 1.0146e-8 --episodes 50000000 --seeds 5 >"$OUT/kl-eps1-p0.6.json"
-$D --env riverswim-0.9 --eps 1 --region kl --fisher-exact --fisher-ridge 1e-2 --eta 4.3e-6 --alpha 1.0146e-8 --episodes 50000000 --seeds 5 >"$OUT/kl-eps1-p0.9.json"
+$D --env riverswim     --epsilon 1 --region kl --fisher-exact --fisher-ridge 1e-2 --eta 4.3e-6 --alpha 1.0146e-8 --episodes 50000000 --seeds 5 >"$OUT/kl-eps1-p0.6.json"
+$D --env riverswim-0.9 --epsilon 1 --region kl --fisher-exact --fisher-ridge 1e-2 --eta 4.3e-6 --alpha 1.0146e-8 --episodes 50000000 --seeds 5 >"$OUT/kl-eps1-p0.9.json"
 
 for p in 0.6 0.9; do
   "$OUT/dprl" plot regret --log --out "docs/regret-riverswim-sublinear-k1-p$p.png" "$OUT"/*-p$p.json

@@ -31,11 +31,11 @@ for env in riverswim riverswim-0.9; do
   p=0.6
   [ "$env" = riverswim-0.9 ] && p=0.9
   # epsilon 1 (z = 5.276): eta = 64 x 1.72e-5.
-  $D --env $env --eps 1 --region l2 --eta 1.1008e-3 --episodes 10000000 >"$OUT/l2-eps1-p$p.json"
-  $D --env $env --eps 1 $KL        --eta 1.1008e-3 --episodes 10000000 >"$OUT/kl-eps1-p$p.json"
+  $D --env $env --epsilon 1 --region l2 --eta 1.1008e-3 --episodes 10000000 >"$OUT/l2-eps1-p$p.json"
+  $D --env $env --epsilon 1 $KL        --eta 1.1008e-3 --episodes 10000000 >"$OUT/kl-eps1-p$p.json"
   # epsilon 5 (z = 1.261): eta = 64 x 3.01e-4.
-  $D --env $env --eps 5 --region l2 --eta 1.9264e-2 --episodes 4000000 >"$OUT/l2-eps5-p$p.json"
-  $D --env $env --eps 5 $KL        --eta 1.9264e-2 --episodes 4000000 >"$OUT/kl-eps5-p$p.json"
+  $D --env $env --epsilon 5 --region l2 --eta 1.9264e-2 --episodes 4000000 >"$OUT/l2-eps5-p$p.json"
+  $D --env $env --epsilon 5 $KL        --eta 1.9264e-2 --episodes 4000000 >"$OUT/kl-eps5-p$p.json"
 done
 
 for p in 0.6 0.9; do

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -91,5 +92,28 @@ func TestFlagNamesMeanOneThing(t *testing.T) {
 	code, _, stderr := runCLI(t, "demo", "--lr", "0.5", "--z", "0")
 	if code != exitUsage || !strings.Contains(stderr, "--lr is deprecated: use --server-lr") {
 		t.Errorf("demo --lr: exit %d %q, want the deprecation warning (and --z 0's usage error)", code, stderr)
+	}
+}
+
+// TestTrainEpsilonOneFlag: dprl train's target epsilon is --epsilon for
+// every algorithm (dppg-loglinear's list was --eps, now its deprecated
+// alias, hidden from the help); dppg takes one value.
+func TestTrainEpsilonOneFlag(t *testing.T) {
+	base := []string{"train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "2", "--seeds", "1", "--region", "l2", "--seed", "1", "--json"}
+	code, newOut, stderr := runCLI(t, append(base, "--epsilon", "5")...)
+	if code != 0 || stderr != "" {
+		t.Fatalf("--epsilon 5: exit %d %q", code, stderr)
+	}
+	code, oldOut, stderr := runCLI(t, append(base, "--eps", "5")...)
+	secs := regexp.MustCompile(`"seconds": [0-9.e-]+`) // the only field that differs between runs
+	if same := secs.ReplaceAllString(oldOut, "") == secs.ReplaceAllString(newOut, ""); code != 0 || !strings.Contains(stderr, "--eps is deprecated: use --epsilon") || !same {
+		t.Errorf("--eps 5: exit %d %q; same result as --epsilon 5: %v", code, stderr, same)
+	}
+	code, _, stderr = runCLI(t, "train", "--algo", "dppg", "--epsilon", "1,5")
+	if code != exitUsage || !strings.Contains(stderr, "--algo dppg takes one target epsilon") {
+		t.Errorf("dppg --epsilon 1,5: exit %d %q", code, stderr)
+	}
+	if _, out, _ := runCLI(t, "train", "--help"); strings.Contains(out, "--eps ") || !strings.Contains(out, "--epsilon float64Slice") {
+		t.Errorf("train --help: --eps shown or --epsilon missing")
 	}
 }

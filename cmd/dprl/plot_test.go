@@ -21,8 +21,8 @@ func TestPlotRegret(t *testing.T) {
 		}
 		return path
 	}
-	a := write("a.json", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "20", "--seeds", "1", "--eps", "5", "--region", "l2,kl")
-	b := write("b.json", "--algo", "dppg-loglinear", "--env", "riverswim-0.9", "--episodes", "30", "--seeds", "2", "--eps", "1", "--region", "l2", "--eta", "0.01")
+	a := write("a.json", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "20", "--seeds", "1", "--epsilon", "5", "--region", "l2,kl")
+	b := write("b.json", "--algo", "dppg-loglinear", "--env", "riverswim-0.9", "--episodes", "30", "--seeds", "2", "--epsilon", "1", "--region", "l2", "--eta", "0.01")
 	cp := write("cp.json", "--env", "cartpole", "--users", "16", "--K", "8", "--eval-episodes", "1")
 	png := filepath.Join(dir, "regret.png")
 	code, out, stderr := runCLI(t, "plot", "regret", "--out", png, a, b)
@@ -33,7 +33,7 @@ func TestPlotRegret(t *testing.T) {
 		t.Fatalf("plot: %v", err)
 	}
 	// Log axes, with a run whose first regrets are 0 (started at the optimum).
-	c := write("c.json", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "20", "--seeds", "1", "--eps", "5", "--region", "l2", "--init-right", "40")
+	c := write("c.json", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "20", "--seeds", "1", "--epsilon", "5", "--region", "l2", "--init-right", "40")
 	logPNG := filepath.Join(dir, "regret-log.png")
 	if code, _, stderr := runCLI(t, "plot", "regret", "--log", "--out", logPNG, a, c); code != 0 {
 		t.Fatalf("--log: exit %d: %s", code, stderr)

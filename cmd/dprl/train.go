@@ -12,6 +12,7 @@ import (
 	"dprl/experiment"
 	"dprl/internal/atomicfile"
 	"dprl/internal/chart"
+	"dprl/internal/flagsrc"
 	"dprl/internal/flagtable"
 	"dprl/internal/progress"
 	"dprl/policy"
@@ -25,7 +26,7 @@ import (
 // trainFlags are the flags of dprl train.
 type trainFlags struct {
 	env, algo, noise, horizon, obsScale, momentReset, plot, diag string
-	z, epsilon, clip, delta, lr, ent, share, lambda, serverLR    float64
+	z, clip, delta, lr, ent, share, lambda, serverLR             float64
 	average, valueScale                                          float64
 	sweepZ                                                       []float64
 	k, users, evalEpisodes, workers, epochs                      int
@@ -100,7 +101,8 @@ noise: simulation only, not covered by any epsilon printed (each record says so)
 	fl.StringVar(&f.env, "env", "cartpole", "environment: "+strings.Join(sims.Names(), ", "))
 	fl.StringVar(&f.algo, "algo", "dppg", "dppg (differentially private), ppo (non-private baseline), dppg-loglinear (RiverSwim, cumulative regret), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines)")
 	fl.Float64Var(&f.z, "z", 1, "noise multiplier z > 0 (dppg only; dosing: 0.1)")
-	fl.Float64Var(&f.epsilon, "epsilon", 0, "target per-episode epsilon at --delta: z is set to the smallest noise multiplier whose per-episode epsilon (analytic Gaussian) is at most this (dppg only; instead of --z)")
+	fl.Float64SliceVar(&f.epsilons, "epsilon", nil, "target per-episode epsilon at --delta: dppg: z is set to the smallest noise multiplier whose per-episode epsilon (analytic Gaussian) is at most this (instead of --z); dppg-loglinear: total epsilons per episode, policy and baseline composed, one configuration each (comma-separated; default 1,5)")
+	flagsrc.Alias(fl, "eps", "epsilon", a.stderr)
 	fl.Float64SliceVar(&f.sweepZ, "sweep-z", nil, "dppg: train at each of these noise multipliers (comma-separated; --seeds runs each) and report eval return against epsilon; --plot draws it (the paper's Fig. 2)")
 	fl.IntVar(&f.k, "K", 32, "users per update K >= 1 (Table 3 and dosing: 8; dppg-loglinear: episodes per update, default 1 as in App. C.2.2)")
 	fl.Float64Var(&f.clip, "clip", 0.2, "clipping norm S > 0 of the joint local update, policy and critic (dppg; Table 3: 0.05, dosing: 0.08); dppg-loglinear: choose each run's alpha so that its first update's trust-region S is this (instead of --alpha; KL needs --fisher-exact)")
@@ -127,7 +129,6 @@ noise: simulation only, not covered by any epsilon printed (each record says so)
 	fl.BoolVar(&f.fresh, "fresh-episodes", false, "every user starts a fresh episode (default: user slot i of a batch continues the episode slot i's previous user left running)")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
 	fl.StringVar(&f.plot, "plot", "", "write the learning curve (return vs users) as PNG to this file")
-	fl.Float64SliceVar(&f.epsilons, "eps", []float64{1, 5}, "dppg-loglinear: total epsilons per episode (policy and baseline composed)")
 	fl.StringSliceVar(&f.regions, "region", []string{"l2", "kl"}, "dppg-loglinear: trust regions (l2, kl, l2-markov)")
 	fl.IntVar(&f.episodes, "episodes", 3000, "dppg-loglinear: episodes per run")
 	fl.IntVar(&f.seeds, "seeds", 0, "runs with seeds --seed, --seed+1, ... and their mean and std over seeds (default 1; dppg-loglinear: 5 per configuration)")
@@ -153,7 +154,7 @@ const (
 // (experiment.Train and its Overrides, experiment.DPSGD, experiment.Sweep
 // and experiment.LogLinear), and the algorithms that read it ("" for all;
 // setting a flag the algorithm would ignore is a usage error).
-var trainFlagTable = flagtable.Table{{"env", "Env P", ""}, {"z", "Z", ppoFamily + " " + dpsgdAlgo}, {"epsilon", "Epsilon", "dppg"},
+var trainFlagTable = flagtable.Table{{"env", "Env P", ""}, {"z", "Z", ppoFamily + " " + dpsgdAlgo}, {"epsilon", "Epsilon Epsilons", "dppg " + algoLogLinear},
 	{"clip", "Clip", ppoFamily + " " + dpsgdAlgo + " " + algoLogLinear}, {"policy-share", "PolicyShare", ppoFamily}, {"algo", "Algo Method", ""},
 	{"K", "K", ppoFamily + " " + algoLogLinear}, {"noise", "Noise", "dppg"}, {"horizon", "Horizon", "dppg"}, {"lr", "LR", ppoFamily},
 	{"server-lr", "ServerLR", ppoFamily}, {"ent-coef", "EntropyCoef", ppoFamily}, {"hidden", "Hidden", ppoFamily}, {"epochs", "Epochs", ppoFamily},
@@ -162,7 +163,7 @@ var trainFlagTable = flagtable.Table{{"env", "Env P", ""}, {"z", "Z", ppoFamily 
 	{"eval-episodes", "EvalEpisodes", ppoFamily + " " + dpsgdAlgo}, {"workers", "Workers", ppoFamily + " " + algoLogLinear},
 	{"sweep-z", "Zs", "dppg"}, {"seeds", "Seeds", ppoFamily + " " + algoLogLinear}, {"diag", "", ppoFamily + " " + algoLogLinear},
 	{"plot", "", ppoFamily + " " + algoLogLinear}, {"adv-norm", "", ppoFamily}, {"anneal", "", ppoFamily}, {"fresh-episodes", "", ppoFamily},
-	{"episodes", "Episodes", algoLogLinear}, {"eps", "Epsilons", algoLogLinear}, {"region", "Regions", algoLogLinear},
+	{"episodes", "Episodes", algoLogLinear}, {"region", "Regions", algoLogLinear},
 	{"init-right", "InitRight", algoLogLinear}, {"alpha", "Alpha", algoLogLinear}, {"eta", "Eta", algoLogLinear},
 	{"baseline-lr", "BaselineLR", algoLogLinear}, {"fisher-ridge", "FisherRidge", algoLogLinear}, {"fisher-exact", "", algoLogLinear},
 	{"clip-at-lr0", "", algoLogLinear}}
@@ -214,7 +215,12 @@ func trainSpec(cmd *cobra.Command, f *trainFlags) (t experiment.Train, err error
 		errs = append(errs, fmt.Errorf("--algo %q: want dppg, ppo, dppg-loglinear, dpsgd-reinforce or dpsgd-dqn", f.algo))
 		t.Method = experiment.MethodDPPG // to check the other flags
 	} else {
-		o.Z, o.Clip, o.PolicyShare, t.Epsilon = ifSet(fl, "z", &f.z), ifSet(fl, "clip", &f.clip), ifSet(fl, "policy-share", &f.share), ifSet(fl, "epsilon", &f.epsilon)
+		o.Z, o.Clip, o.PolicyShare = ifSet(fl, "z", &f.z), ifSet(fl, "clip", &f.clip), ifSet(fl, "policy-share", &f.share)
+		if fl.Changed("epsilon") && len(f.epsilons) != 1 {
+			errs = append(errs, fmt.Errorf("--epsilon %v: --algo %s takes one target epsilon (several: one run each, or --sweep-z)", f.epsilons, f.algo))
+		} else if fl.Changed("epsilon") {
+			t.Epsilon = &f.epsilons[0]
+		}
 	}
 	o.K, o.LR, o.ServerLR, o.EntropyCoef = ifSet(fl, "K", &f.k), ifSet(fl, "lr", &f.lr), ifSet(fl, "server-lr", &f.serverLR), ifSet(fl, "ent-coef", &f.ent)
 	o.NormalizeAdvantages, o.Epochs, o.Lambda, o.ValueScale = ifSet(fl, "adv-norm", &f.advNorm), ifSet(fl, "epochs", &f.epochs), ifSet(fl, "gae-lambda", &f.lambda), ifSet(fl, "value-scale", &f.valueScale)

@@ -23,6 +23,9 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 	}
 	changed := cmd.Flags().Changed
 	c := experiment.LogLinear{Env: f.env, P: p, Episodes: f.episodes, Seeds: 5, Workers: f.workers, Epsilons: f.epsilons, Delta: f.delta, Regions: f.regions, InitRight: f.initRight, Alpha: f.alpha, K: 1, ClipAtLR0: f.clipAtLR0, BaselineLR: f.baseLR, FisherRidge: f.ridge, FisherExact: f.fisherEx, Trace: f.diag != ""}
+	if !changed("epsilon") {
+		c.Epsilons = []float64{1, 5}
+	}
 	if changed("seeds") {
 		c.Seeds = f.seeds
 	}

@@ -350,7 +350,7 @@ func TestTrainBadFlags(t *testing.T) {
 		{"seeds with dpsgd", []string{"--algo", "dpsgd-dqn", "--seeds", "2"}, "--seeds does not apply to --algo dpsgd-dqn (only to dppg, ppo, dppg-loglinear)"},
 		{"epsilon zero", []string{"--epsilon", "0"}, "--epsilon 0: the target epsilon must be finite and > 0"},
 		{"epsilon inf", []string{"--epsilon", "+Inf"}, "--epsilon +Inf"},
-		{"epsilon with ppo", []string{"--algo", "ppo", "--epsilon", "5"}, "--epsilon does not apply to --algo ppo (only to dppg)"},
+		{"epsilon with ppo", []string{"--algo", "ppo", "--epsilon", "5"}, "--epsilon does not apply to --algo ppo (only to dppg, dppg-loglinear)"},
 		{"loglinear flag", []string{"--episodes", "10"}, "--episodes does not apply to --algo dppg (only to dppg-loglinear)"},
 		{"loglinear flags sorted", []string{"--region", "kl", "--alpha", "1"}, "--alpha does not apply to --algo dppg (only to dppg-loglinear); --region does not"},
 		{"dppg flag on loglinear", []string{"--algo", "dppg-loglinear", "--env", "riverswim", "--users", "4"}, "--users does not apply to --algo dppg-loglinear (only to dppg, ppo)"},
@@ -500,7 +500,7 @@ func TestTrainDPSGDFlags(t *testing.T) {
 
 func TestTrainLogLinear(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "regret.png")
-	code, out, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim-0.9", "--episodes", "30", "--seeds", "2", "--eps", "5", "--region", "l2,kl", "--seed", "1", "--plot", path, "--json", "--log-level", "disabled")
+	code, out, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim-0.9", "--episodes", "30", "--seeds", "2", "--epsilon", "5", "--region", "l2,kl", "--seed", "1", "--plot", path, "--json", "--log-level", "disabled")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -539,7 +539,7 @@ func TestTrainLogLinear(t *testing.T) {
 	}
 	// The baseline's step size reaches the learner: without a baseline the
 	// same seeds give other regrets.
-	code, out, stderr = runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim-0.9", "--episodes", "30", "--seeds", "2", "--eps", "5", "--region", "l2,kl", "--seed", "1", "--baseline-lr", "0", "--json", "--log-level", "disabled")
+	code, out, stderr = runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim-0.9", "--episodes", "30", "--seeds", "2", "--epsilon", "5", "--region", "l2,kl", "--seed", "1", "--baseline-lr", "0", "--json", "--log-level", "disabled")
 	var r0 experiment.LogLinearResult
 	if code != 0 || json.Unmarshal([]byte(out), &r0) != nil {
 		t.Fatalf("--baseline-lr 0: exit %d: %s", code, stderr)
@@ -560,7 +560,7 @@ func TestTrainLogLinear(t *testing.T) {
 func TestTrainLogLinearLongCurve(t *testing.T) {
 	run := func(extra ...string) experiment.LogLinearResult {
 		t.Helper()
-		args := append([]string{"train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "2000", "--seeds", "2", "--eps", "5", "--region", "l2,kl", "--seed", "4", "--json", "--log-level", "disabled"}, extra...)
+		args := append([]string{"train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "2000", "--seeds", "2", "--epsilon", "5", "--region", "l2,kl", "--seed", "4", "--json", "--log-level", "disabled"}, extra...)
 		code, out, stderr := runCLI(t, args...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", extra, code, stderr)
@@ -624,7 +624,7 @@ func TestTrainLogLinearFisherFlags(t *testing.T) {
 		var out []float64
 		var res experiment.LogLinearResult
 		for _, seed := range []string{"1", "2"} {
-			args := append([]string{"train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "1", "--seeds", "1", "--eps", "5", "--region", "kl", "--seed", seed, "--json", "--log-level", "disabled"}, extra...)
+			args := append([]string{"train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "1", "--seeds", "1", "--epsilon", "5", "--region", "kl", "--seed", seed, "--json", "--log-level", "disabled"}, extra...)
 			code, stdout, stderr := runCLI(t, args...)
 			if code != 0 {
 				t.Fatalf("%v: exit %d: %s", extra, code, stderr)
@@ -667,7 +667,7 @@ func TestTrainLogLinearFisherFlags(t *testing.T) {
 func TestTrainLogLinearBatchFlags(t *testing.T) {
 	run := func(extra ...string) experiment.LogLinearResult {
 		t.Helper()
-		args := append([]string{"train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "8", "--seeds", "1", "--eps", "1,5", "--seed", "1", "--eta", "1e-3", "--json", "--log-level", "disabled"}, extra...)
+		args := append([]string{"train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "8", "--seeds", "1", "--epsilon", "1,5", "--seed", "1", "--eta", "1e-3", "--json", "--log-level", "disabled"}, extra...)
 		code, stdout, stderr := runCLI(t, args...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", extra, code, stderr)
@@ -714,7 +714,7 @@ func TestTrainLogLinearBatchFlags(t *testing.T) {
 // result.
 func TestTrainLogLinearDiag(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "trace.jsonl")
-	code, stdout, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "1500", "--seeds", "2", "--eps", "5", "--region", "l2", "--K", "4", "--seed", "1", "--diag", path, "--json", "--log-level", "disabled")
+	code, stdout, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "1500", "--seeds", "2", "--epsilon", "5", "--region", "l2", "--K", "4", "--seed", "1", "--diag", path, "--json", "--log-level", "disabled")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -754,7 +754,7 @@ func TestTrainLogLinearDiag(t *testing.T) {
 func TestTrainLogLinearInitRight(t *testing.T) {
 	first := func(gap string) float64 {
 		t.Helper()
-		code, out, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "1", "--seeds", "1", "--eps", "5", "--region", "l2", "--seed", "1", "--init-right", gap, "--json", "--log-level", "disabled")
+		code, out, stderr := runCLI(t, "train", "--algo", "dppg-loglinear", "--env", "riverswim", "--episodes", "1", "--seeds", "1", "--epsilon", "5", "--region", "l2", "--seed", "1", "--init-right", gap, "--json", "--log-level", "disabled")
 		if code != 0 {
 			t.Fatalf("--init-right %s: exit %d: %s", gap, code, stderr)
 		}
