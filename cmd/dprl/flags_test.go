@@ -2,11 +2,17 @@ package main
 
 import (
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	"dprl/policy"
+	"dprl/profile"
+	"dprl/sims"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -115,5 +121,99 @@ func TestTrainEpsilonOneFlag(t *testing.T) {
 	}
 	if _, out, _ := runCLI(t, "train", "--help"); strings.Contains(out, "--eps ") || !strings.Contains(out, "--epsilon float64Slice") {
 		t.Errorf("train --help: --eps shown or --epsilon missing")
+	}
+}
+
+// parseDefaultsHelp reads profile.TrainDefaultsHelp's text back: the flags
+// of every environment named in it (each line's over the first line's), and
+// those of the first line alone under "".
+func parseDefaultsHelp(t *testing.T, text string) map[string]map[string]string {
+	t.Helper()
+	var entries []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "      ") && len(entries) > 0 {
+			entries[len(entries)-1] += line
+		} else {
+			entries = append(entries, line)
+		}
+	}
+	flags := func(s string) map[string]string {
+		m := map[string]string{}
+		fields := strings.Fields(s)
+		for i := 0; i < len(fields); i++ {
+			name, v, ok := strings.Cut(strings.TrimPrefix(fields[i], "--"), "=")
+			if !ok {
+				v = "true"
+				if i+1 < len(fields) && !strings.HasPrefix(fields[i+1], "--") {
+					v, i = fields[i+1], i+1
+				}
+			}
+			m[name] = v
+		}
+		return m
+	}
+	out := map[string]map[string]string{}
+	for i, e := range entries {
+		label, list, ok := strings.Cut(e, ":")
+		if !ok {
+			t.Fatalf("defaults line %q has no label", e)
+		}
+		if i == 0 {
+			out[""] = flags(list)
+			continue
+		}
+		for _, env := range strings.Split(strings.TrimSpace(label), ", ") {
+			m := maps.Clone(out[""])
+			maps.Copy(m, flags(list))
+			out[env] = m
+		}
+	}
+	return out
+}
+
+// TestTrainHelpDefaults: dprl train --help lists the defaults that depend
+// on --env from the profiles (CartPole: K 8 with sqrt noise), its flags
+// print no generic default, and the values listed are those a run uses:
+// giving them all explicitly yields the same learner configuration as
+// giving none, for every environment.
+func TestTrainHelpDefaults(t *testing.T) {
+	code, help, _ := runCLI(t, "train", "--help")
+	text := profile.TrainDefaultsHelp(80)
+	if code != 0 || !strings.Contains(help, text) || !strings.Contains(text, "cartpole: --K 8 --noise sqrt --server-lr 0.5") {
+		t.Fatalf("train --help lacks the defaults by environment:\n%s", help)
+	}
+	for _, name := range profile.TrainFlagNames() {
+		line := regexp.MustCompile(`(?m)^\s+--` + name + ` .*$`).FindString(help[strings.Index(help, "\nFlags:"):])
+		if !strings.Contains(line, "default: by --env") || regexp.MustCompile(`\(default [^:]`).MatchString(line) {
+			t.Errorf("--%s's help %q: want no generic default, and the pointer to the list", name, line)
+		}
+	}
+	plan := func(args ...string) policy.Config {
+		t.Helper()
+		cmd, f := newTrainCommand(&app{})
+		if err := cmd.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		spec, perr := trainSpec(cmd, f)
+		p, err := spec.Plan()
+		if perr != nil || err != nil {
+			t.Fatalf("%v: %v %v", args, perr, err)
+		}
+		p.Config.PPO.ValueScale = max(p.Config.PPO.ValueScale, 1) // 0 means 1
+		return p.Config
+	}
+	listed := parseDefaultsHelp(t, text)
+	for _, env := range sims.Names() {
+		flags, ok := listed[env]
+		if !ok {
+			flags = listed[""]
+		}
+		args := []string{"--env", env}
+		for name, v := range flags {
+			args = append(args, "--"+name+"="+v)
+		}
+		if got, want := plan(args...), plan("--env", env); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: the listed defaults %v give\n%+v\nwant the default\n%+v", env, args, got, want)
+		}
 	}
 }

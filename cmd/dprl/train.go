@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -80,10 +81,10 @@ epsilon. The final policy is evaluated on --eval-episodes episodes with sampled
 actions. Progress goes to stderr, the result to stdout (text or --json), --plot
 writes the figure.
 
-Defaults depend on --env (flags override them; the table, the measurements and
-the flags that restore the paper's Table 3 are in policy/REPRODUCE.md): 16x16
-networks, K = 32, S = 0.2, E = 3, entropy 0.01; cartpole K = 8 with --noise
-sqrt --server-lr 0.5, --obs-scale 1,1,10,1 --value-scale 10 --gae-lambda 0.98.
+Defaults depend on --env: each environment's profile (a flag overrides it; the
+measurements and the flags that restore the paper's Table 3 are in
+policy/REPRODUCE.md). The first line holds for the environments not listed:
+` + profile.TrainDefaultsHelp(80) + `
 
 The noise comes from a seeded generator: this is a simulation, not a production
 release. --diag writes statistics of the simulated users' raw data and the exact
@@ -100,29 +101,29 @@ noise: simulation only, not covered by any epsilon printed (each record says so)
 	fl := c.Flags()
 	fl.StringVar(&f.env, "env", "cartpole", "environment: "+strings.Join(sims.Names(), ", "))
 	fl.StringVar(&f.algo, "algo", "dppg", "dppg (differentially private), ppo (non-private baseline), dppg-loglinear (RiverSwim, cumulative regret), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines)")
-	fl.Float64Var(&f.z, "z", 1, "noise multiplier z > 0 (dppg only; dosing: 0.1)")
+	fl.Float64Var(&f.z, "z", 0, "noise multiplier z > 0"+byEnv("")+"; dpsgd-*: default 1")
 	fl.Float64SliceVar(&f.epsilons, "epsilon", nil, "target per-episode epsilon at --delta: dppg: z is set to the smallest noise multiplier whose per-episode epsilon (analytic Gaussian) is at most this (instead of --z); dppg-loglinear: total epsilons per episode, policy and baseline composed, one configuration each (comma-separated; default 1,5)")
 	flagsrc.Alias(fl, "eps", "epsilon", a.stderr)
 	fl.Float64SliceVar(&f.sweepZ, "sweep-z", nil, "dppg: train at each of these noise multipliers (comma-separated; --seeds runs each) and report eval return against epsilon; --plot draws it (the paper's Fig. 2)")
-	fl.IntVar(&f.k, "K", 32, "users per update K >= 1 (Table 3 and dosing: 8; dppg-loglinear: episodes per update, default 1 as in App. C.2.2)")
-	fl.Float64Var(&f.clip, "clip", 0.2, "clipping norm S > 0 of the joint local update, policy and critic (dppg; Table 3: 0.05, dosing: 0.08); dppg-loglinear: choose each run's alpha so that its first update's trust-region S is this (instead of --alpha; KL needs --fisher-exact)")
+	fl.IntVar(&f.k, "K", 0, "users per update K >= 1"+byEnv("Table 3: 8")+"; dppg-loglinear: episodes per update, default 1 as in App. C.2.2")
+	fl.Float64Var(&f.clip, "clip", 0, "clipping norm S > 0 of the joint local update, policy and critic"+byEnv("Table 3: 0.05")+"; dpsgd-*: default 1; dppg-loglinear: choose each run's alpha so that its first update's trust-region S is this (instead of --alpha; KL needs --fisher-exact)")
 	fl.IntVar(&f.users, "users", 10000, "number of simulated users, >= 1")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "delta of the reported (epsilon, delta), in (0, 1)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of every random draw (default: from the OS; printed in the result)")
 	fl.IntVar(&f.evalEpisodes, "eval-episodes", 20, "evaluation episodes of the final policy, >= 1")
 	fl.IntVar(&f.workers, "workers", 0, "goroutines for the local updates (dppg-loglinear: for the seeds and configurations; default GOMAXPROCS; the result does not depend on it)")
-	fl.Float64Var(&f.lr, "lr", 7.26e-4, "local Adam learning rate > 0 (Table 3; dosing: 9.25e-4)")
-	fl.Float64Var(&f.ent, "ent-coef", 0.01, "entropy bonus coefficient >= 0 (Table 3: 0.36)")
-	fl.IntSliceVar(&f.hidden, "hidden", []int{16, 16}, "hidden layer widths of both networks (Table 3 and dosing: 64,64)")
-	fl.BoolVar(&f.advNorm, "adv-norm", false, "standardise each user's advantages (mean 0, std 1) before the local epochs (dosing default: true)")
-	fl.Float64Var(&f.share, "policy-share", 0.8, "share f of the squared clipping norm given to the policy block; the critic gets 1-f (dppg only)")
-	fl.IntVar(&f.epochs, "epochs", 3, "local epochs E >= 1 (Table 3: 8, dosing: 4)")
-	fl.Float64Var(&f.lambda, "gae-lambda", 0.85, "GAE lambda in [0, 1] (Table 3; cartpole: 0.98, dosing: 0.97)")
-	fl.Float64Var(&f.valueScale, "value-scale", 10, "public return scale c: the critic predicts V/c (cartpole, acrobot, dosing: 10, others 1)")
-	fl.StringVar(&f.momentReset, "moment-reset", "second", "local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected); dosing default: paper")
-	fl.StringVar(&f.obsScale, "obs-scale", "1,1,10,1", "public per-component observation scale seen by both networks, comma-separated, or none (cartpole: 1,1,10,1; dosing: 0.01,0.05,0.05,0.1,0.1,0.01,0.001,0.01,0.001; others: none)")
-	fl.Float64Var(&f.serverLR, "server-lr", 1, "server step size eta of theta <- theta + eta g~, > 0 (Algorithm 2; cartpole default: 0.5)")
-	fl.StringVar(&f.noise, "noise", "independent", "noise of the releases: independent (Algorithm 2), tree (binary tree mechanism, DP-FTRL) or sqrt (square-root factorization); the epsilon per segment of z is the same, the epsilon per episode is not (dppg only; cartpole default: sqrt, with K 8 and --server-lr 0.5)")
+	fl.Float64Var(&f.lr, "lr", 0, "local Adam learning rate > 0"+byEnv(""))
+	fl.Float64Var(&f.ent, "ent-coef", 0, "entropy bonus coefficient >= 0"+byEnv("Table 3: 0.36"))
+	fl.IntSliceVar(&f.hidden, "hidden", nil, "hidden layer widths of both networks"+byEnv("Table 3: 64,64"))
+	fl.BoolVar(&f.advNorm, "adv-norm", false, "standardise each user's advantages (mean 0, std 1) before the local epochs"+byEnv(""))
+	fl.Float64Var(&f.share, "policy-share", 0, "share f of the squared clipping norm given to the policy block; the critic gets 1-f"+byEnv(""))
+	fl.IntVar(&f.epochs, "epochs", 0, "local epochs E >= 1"+byEnv("Table 3: 8"))
+	fl.Float64Var(&f.lambda, "gae-lambda", 0, "GAE lambda in [0, 1]"+byEnv("Table 3: 0.85"))
+	fl.Float64Var(&f.valueScale, "value-scale", 0, "public return scale c: the critic predicts V/c"+byEnv(""))
+	fl.StringVar(&f.momentReset, "moment-reset", "", "local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected)"+byEnv(""))
+	fl.StringVar(&f.obsScale, "obs-scale", "", "public per-component observation scale seen by both networks, comma-separated, or none"+byEnv(""))
+	fl.Float64Var(&f.serverLR, "server-lr", 0, "server step size eta of theta <- theta + eta g~, > 0"+byEnv(""))
+	fl.StringVar(&f.noise, "noise", "", "noise of the releases: independent (Algorithm 2), tree (binary tree mechanism, DP-FTRL) or sqrt (square-root factorization); the epsilon per segment of z is the same, the epsilon per episode is not"+byEnv(""))
 	fl.StringVar(&f.horizon, "horizon", "run", "releases over which --noise tree or sqrt correlates the noise before restarting: run (all ceil(users/K) releases) or N >= 1 (dppg only)")
 	fl.BoolVar(&f.anneal, "anneal", false, "decay the server step size linearly to 0 over the run (public schedule)")
 	fl.Float64Var(&f.average, "average", 0, "release the exponential moving average of the parameters with this decay in [0, 1) instead of the last iterate (post-processing; 0: off)")
@@ -141,6 +142,15 @@ noise: simulation only, not covered by any epsilon printed (each record says so)
 	fl.BoolVar(&f.clipAtLR0, "clip-at-lr0", false, "dppg-loglinear: compute the trust-region clipping norm at eta_0 instead of the current eta")
 	fl.StringVar(&f.diag, "diag", "", "SIMULATION ONLY, not covered by the privacy guarantee: write per-update diagnostics computed from the simulated users' raw data and the exact noise (entropy, value loss, returns, un-noised clipped fractions, signal and noise norms) as JSON Lines to this file, every record labelled so; dppg-loglinear: each seed's released policy (value and per-state logit gaps right - left; post-processing of the releases) at every regret-curve point")
 	return c, f
+}
+
+// byEnv is the usage note of a flag whose default profile.TrainDefaultsHelp
+// lists, with note (e.g. the paper's value) if not "".
+func byEnv(note string) string {
+	if note != "" {
+		note = "; " + note
+	}
+	return " (default: by --env, listed above" + note + ")"
 }
 
 // Algorithm groups of trainFlagTable.
@@ -346,10 +356,8 @@ func runTrainSweep(cmd *cobra.Command, a *app, f *trainFlags, plan *experiment.T
 // --delta, --clip (default 1) and --eval-episodes apply; the configuration
 // fixes episodes and steps.
 func runTrainDPSGD(cmd *cobra.Command, a *app, f *trainFlags) error {
-	c := experiment.DPSGD{Env: f.env, Algo: f.algo, Z: f.z, Clip: 1, Delta: f.delta, EvalEpisodes: f.evalEpisodes}
-	if cmd.Flags().Changed("clip") {
-		c.Clip = f.clip
-	}
+	c := experiment.DPSGD{Env: f.env, Algo: f.algo, Z: 1, Clip: 1, Delta: f.delta, EvalEpisodes: f.evalEpisodes}
+	c.Z, c.Clip = *cmp.Or(ifSet(cmd.Flags(), "z", &f.z), &c.Z), *cmp.Or(ifSet(cmd.Flags(), "clip", &f.clip), &c.Clip)
 	if err := trainUsage(c.Validate()); err != nil {
 		return err
 	}
