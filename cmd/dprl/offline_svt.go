@@ -19,7 +19,7 @@ type offlineSVTFlags struct {
 }
 
 // svtFlagNames are the flags of svt.ReleaseConfig's fields.
-var svtFlagNames = map[string]string{"Data": "--data", "Experts": "--experts", "OutStable": "--out-stable", "OutUnstable": "--out-unstable",
+var svtFlagNames = map[string]string{"Data": "--data", "Experts": "--experts", "OutStable": "--out-stable", "OutUnstable": "--out-unstable", "Force": "--force",
 	"Delta": "--delta", "CapDelta": "--dataset-delta", "Queries": "--queries", "MaxLen": "--max-len"}
 
 func newOfflineSVTCmd(a *app) *cobra.Command {
@@ -75,7 +75,8 @@ The dataset's cap delta at unit expert must be at least --delta (fixed costs
 compose by adding their deltas). The outputs are dprl.sessions.v1, registered
 in the ledger as derived from the dataset before they are written (so a later
 run on either is charged to it), then written to temporary files and renamed
-into place. --max-len L is a public bound on trajectory length (the
+into place; an existing output is refused (before any charge) without
+--force. --max-len L is a public bound on trajectory length (the
 environment's step limit), not read from the data.
 
 The log is read once as a stream, each record checked (format, expert id,
@@ -97,6 +98,7 @@ bad line; DataRelease then holds the log's sessions (the README's "Memory").`,
 	fl.IntVar(&r.MaxLen, "max-len", 500, "L, public bound on trajectory length (the environment's step limit; a longer trajectory is an error)")
 	fl.StringVar(&r.OutStable, "out-stable", "", "file for the release: the stable prefixes, without ids or behaviour probabilities (dprl.sessions.v1)")
 	fl.StringVar(&r.OutUnstable, "out-unstable", "", "file for the tails and unqueried trajectories, NOT released and not DP: for the data owner's expert-level DP learner only (dprl.sessions.v1; default: not written)")
+	fl.BoolVar(&r.Force, "force", false, "overwrite --out-stable and --out-unstable if they exist")
 	fl.Uint64Var(&r.Seed, "seed", 0, "seed the noise and the shuffle (simulation only; recorded in the ledger). Default: a secure generator seeded from the OS")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
 	f.budget.register(fl)

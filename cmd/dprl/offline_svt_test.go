@@ -164,8 +164,8 @@ func TestOfflineSVT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Seeded runs repeat.
-	code, out2, _ := runCLI(t, args(filepath.Join(dir, "ledger2"))...)
+	// Seeded runs repeat (--force: over the first run's outputs).
+	code, out2, _ := runCLI(t, append(args(filepath.Join(dir, "ledger2")), "--force")...)
 	var r2 svt.Report
 	_ = json.Unmarshal([]byte(out2), &r2)
 	if code != 0 || r2.StableTransitions != r.StableTransitions || len(r2.PrefixHistogram) != len(r.PrefixHistogram) {
@@ -177,7 +177,7 @@ func TestOfflineSVT(t *testing.T) {
 	st3, un3 := filepath.Join(dir, "stable3.jsonl"), filepath.Join(dir, "unstable3.jsonl")
 	prod := []string{"offline", "svt", "--data", data, "--experts", experts, "--epsilon", "200", "--delta", "0.1",
 		"--pmin", "0.5", "--queries", "10", "--max-len", "500", "--out-stable", st3,
-		"--ledger", filepath.Join(dir, "ledger3"), "--dataset-epsilon", "1000", "--dataset-delta", "0.5"}
+		"--ledger", filepath.Join(dir, "ledger3"), "--dataset-epsilon", "1000", "--dataset-delta", "0.5", "--force"}
 	for _, asJSON := range []bool{true, false} {
 		code, out3, stderr := runCLI(t, append(prod, "--json="+strconv.FormatBool(asJSON))...)
 		if code != 0 {

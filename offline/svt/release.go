@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sort"
 
@@ -37,6 +38,10 @@ type ReleaseConfig struct {
 	// OutUnstable, if set, receives the unstable set (Result.Unstable): NOT
 	// released and not DP, for the data owner's expert-level DP learner.
 	OutUnstable string
+	// Force lets OutStable and OutUnstable replace existing files; without
+	// it NewRelease refuses an existing one, before anything is read or
+	// charged.
+	Force bool
 	// CapDelta is the dataset's cap delta when it was given explicitly (0:
 	// not given). The release's delta is added to the dataset's (basic
 	// composition), so a larger Delta is refused before anything is read.
@@ -48,7 +53,7 @@ type ReleaseConfig struct {
 }
 
 // releaseFields are the ReleaseConfig fields an error may name.
-var releaseFields = fielderr.Fields{"Data", "Experts", "OutStable", "OutUnstable", "Delta", "CapDelta", "Queries", "MaxLen"}
+var releaseFields = fielderr.Fields{"Data", "Experts", "OutStable", "OutUnstable", "Force", "Delta", "CapDelta", "Queries", "MaxLen"}
 
 // Validate reports every invalid field, as errors naming the fields
 // (*fielderr.Error, or DataRelease's own Config errors), joined. It reads
@@ -113,11 +118,21 @@ type Release struct {
 	stableOut, unstableOut *atomicfile.File
 }
 
-// NewRelease validates c and returns its mechanism, drawing all noise and
-// shuffles from rng (NewNoiseRand).
+// NewRelease validates c, refuses outputs that exist unless c.Force, and
+// returns its mechanism, drawing all noise and shuffles from rng
+// (NewNoiseRand).
 func NewRelease(c ReleaseConfig, rng *rand.Rand) (*Release, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
+	}
+	var errs []error
+	for _, out := range [][2]string{{"OutStable", c.OutStable}, {"OutUnstable", c.OutUnstable}} {
+		if _, err := os.Lstat(out[1]); out[1] != "" && err == nil && !c.Force {
+			errs = append(errs, releaseFields.Errorf("{%s} %s exists ({Force} overwrites it)", out[0], out[1]))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return &Release{c: c, rng: rng, index: map[string]int{}, maxAction: -1}, nil
 }

@@ -157,6 +157,25 @@ func TestReleaseConfigValidate(t *testing.T) {
 	}
 }
 
+// TestNewReleaseRefusesExistingOutputs: an existing output is refused
+// without Force, naming it and the field that allows it; Force allows it.
+func TestNewReleaseRefusesExistingOutputs(t *testing.T) {
+	dir := t.TempDir()
+	st, un := filepath.Join(dir, "s.jsonl"), filepath.Join(dir, "u.jsonl")
+	if err := os.WriteFile(un, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := ReleaseConfig{Config: Config{Epsilon: 5, Delta: 1e-3, Queries: 1, MaxLen: 10, PMin: 0.02}, Data: "d.jsonl", Experts: "ex", OutStable: st, OutUnstable: un}
+	_, err := NewRelease(c, rand.New(rand.NewPCG(1, 1)))
+	if err == nil || err.Error() != "OutUnstable "+un+" exists (Force overwrites it)" {
+		t.Errorf("existing --out-unstable: %v", err)
+	}
+	c.Force = true
+	if _, err := NewRelease(c, rand.New(rand.NewPCG(1, 1))); err != nil {
+		t.Errorf("Force: %v", err)
+	}
+}
+
 // TestRelease runs a release through the budget protocol on a real ledger
 // and checks the files, the charge and the report: the report's released
 // values match the release file, the non-private section appears only for

@@ -43,7 +43,7 @@ for m in $ms; do
 		for seed in 1 2 3; do
 			nice "$dprl" --log-level warn offline svt --data "$data" --experts "$out/$env-experts" \
 				--epsilon "$eps" --delta "$delta" --pmin 0.02 --queries 25 --max-len 500 \
-				--out-stable "$out/stable.jsonl" --out-unstable "$out/unstable.jsonl" \
+				--out-stable "$out/stable.jsonl" --out-unstable "$out/unstable.jsonl" --force \
 				--ledger "$out/ledger" --dataset-epsilon 1000 --dataset-delta 0.5 --seed "$seed" --json |
 				jq -r --arg env "$env" --arg m "$m" --arg eps "$eps" --arg seed "$seed" \
 					'[$env, $m, $eps, $seed, .queried, .non_private.queried_transitions, .stable_trajectories, .stable_transitions, .non_private.stable_fraction, .non_private.queried_stable_fraction] | @tsv' >>"$runs"
