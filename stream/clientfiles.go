@@ -34,12 +34,19 @@ type ClientFiles struct {
 }
 
 // ClientFilesFields are the fields the errors of ClientFiles may name.
-var ClientFilesFields = fielderr.Fields{"User", "PasswordFile"}
+var ClientFilesFields = fielderr.Fields{"User", "PasswordFile", "NKey", "Creds", "TLSCA", "TLSCert", "TLSKey"}
 
 // Options returns the connection options of f. It reads the password file
 // now (its trailing line break removed); the other files are read by
 // Connect.
 func (f ClientFiles) Options() ([]Option, error) {
+	// A file that is not there is the settings' mistake: say so before
+	// connecting, naming the field, as for the password file.
+	for _, file := range [][2]string{{"NKey", f.NKey}, {"Creds", f.Creds}, {"TLSCA", f.TLSCA}, {"TLSCert", f.TLSCert}, {"TLSKey", f.TLSKey}} {
+		if _, err := os.Stat(file[1]); file[1] != "" && err != nil {
+			return nil, ClientFilesFields.Errorf("{%s}: %w", file[0], err)
+		}
+	}
 	var opts []Option
 	if f.Identity != "" {
 		opts = append(opts, WithInbox(f.Identity))

@@ -23,7 +23,7 @@ func TestClientFilesOptions(t *testing.T) {
 	if err := os.WriteFile(pw, []byte("bob-secret\r\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	flags := map[string]string{"User": "--nats-user", "PasswordFile": "--nats-password-file"}
+	flags := map[string]string{"User": "--nats-user", "PasswordFile": "--nats-password-file", "Creds": "--creds", "TLSCA": "--tls-ca"}
 	for _, c := range []struct {
 		name        string
 		f           ClientFiles
@@ -32,6 +32,8 @@ func TestClientFilesOptions(t *testing.T) {
 		{"user without password file", ClientFiles{User: "bob"}, "User and PasswordFile go together", "--nats-user and --nats-password-file go together"},
 		{"password file without user", ClientFiles{PasswordFile: pw}, "User and PasswordFile go together", "--nats-user and --nats-password-file go together"},
 		{"missing password file", ClientFiles{User: "bob", PasswordFile: filepath.Join(dir, "nope")}, "PasswordFile: open ", "--nats-password-file: open "},
+		{"missing credentials file", ClientFiles{Creds: filepath.Join(dir, "nope")}, "Creds: stat ", "--creds: stat "},
+		{"missing CA file", ClientFiles{TLSCA: filepath.Join(dir, "nope")}, "TLSCA: stat ", "--tls-ca: stat "},
 	} {
 		_, err := c.f.Options()
 		if err == nil || !strings.HasPrefix(err.Error(), c.plain) {

@@ -163,9 +163,8 @@ func runAgent(ctx context.Context, a *app, sc agent.ServiceConfig) error {
 // configSources fills the flags the command line did not set from DPRL_*
 // variables, then from the --config file (internal/flagsrc).
 func configSources(c *cobra.Command, file string) error {
-	err := flagsrc.Apply(c.Flags(), file, os.Environ(), "DPRL_", "config", "help")
-	if fe := (*flagsrc.Error)(nil); errors.As(err, &fe) {
-		return usageError{err}
+	if err := flagsrc.Apply(c.Flags(), file, os.Environ(), "DPRL_", "config", "help"); err != nil {
+		return usageError{err} // a bad DPRL_* value, or a --config file that is missing or wrong
 	}
-	return err
+	return nil
 }

@@ -33,8 +33,8 @@ this run, so the ratios compare like with like. No updates run during the
 agent phase (K is set above the number of sessions), so it measures serving.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if concurrency < 1 || dur <= 0 {
-				return usagef("--concurrency >= 1 and --duration > 0")
+			if concurrency < 1 || dur <= 0 || actWorkers < 0 {
+				return usagef("want --concurrency >= 1, --duration > 0 and --act-workers >= 0")
 			}
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"time"
@@ -19,14 +18,14 @@ import (
 // demoFlagNames are the flags of dprl demo's and dprl replay's fields that
 // their errors name (demo.Fields, stream.ClientFilesFields).
 var demoFlagNames = map[string]string{"Users": "--users", "Concurrency": "--concurrency", "EvalEvery": "--eval-every", "EvalEpisodes": "--eval-episodes",
-	"Pace": "--pace", "Returning": "--returning", "Z": "--z", "User": "--nats-user", "PasswordFile": "--nats-password-file"}
+	"Pace": "--pace", "Returning": "--returning", "Clip": "--clip", "LR": "--server-lr", "MaxDuration": "--max-duration", "Z": "--z", "User": "--nats-user", "PasswordFile": "--nats-password-file",
+	"NKey": "--nkey", "Creds": "--creds", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert", "TLSKey": "--tls-key"}
 
 func newDemoCmd(a *app) *cobra.Command {
 	var (
 		cfg               demo.Config
 		data, logSessions string
 		asJSON            bool
-		maxDuration       time.Duration
 	)
 	c := &cobra.Command{
 		Use:   "demo [--env cartpole] [--users N] [--z Z] [--K K]",
@@ -77,15 +76,13 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 			}
 			fmt.Fprintf(a.stderr, "dprl demo: %s, %d users, K = %d, z = %g: per-session epsilon %.4g at delta %g (analytic Gaussian); data in %s\n",
 				cfg.Env, cfg.Users, cfg.K, cfg.Z, eps, ac.Delta, data)
-			ctx, cancel := context.WithTimeout(c.Context(), maxDuration)
-			defer cancel()
 			if !c.Flags().Changed("target-return") && prof.DemoTargetReturn > 0 {
 				cfg.Target = prof.DemoTargetReturn
 			}
 			cfg.StartProgress = func(p func() demo.Progress) func() {
 				return a.task("demo").Every(func() progress.Report { return p().Report() })
 			}
-			res, err := demo.Run(ctx, agent.ServiceConfig{Agent: ac, DataDir: data, NATS: "embedded", NATSListen: "127.0.0.1:0", SessionLogDir: logSessions, Logger: a.log}, cfg)
+			res, err := demo.Run(c.Context(), agent.ServiceConfig{Agent: ac, DataDir: data, NATS: "embedded", NATSListen: "127.0.0.1:0", SessionLogDir: logSessions, Logger: a.log}, cfg)
 			return emit(a, asJSON, res, err)
 		},
 	}
@@ -105,7 +102,7 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 	fl.StringVar(&data, "data", "", "data directory (default: a new temporary directory)")
 	fl.StringVar(&logSessions, "log-sessions", "", "write every closed session to rotating dprl.sessions.v1 files in this directory (as dprl agent --log-sessions), for the offline modes")
 	fl.Uint64Var(&cfg.Seed, "seed", 0, "seed the users, the evaluations and the agent (the ledger records a seeded run); 0: secure")
-	fl.DurationVar(&maxDuration, "max-duration", 10*time.Minute, "stop the demo after this long")
+	fl.DurationVar(&cfg.MaxDuration, "max-duration", 10*time.Minute, "stop the demo after this long (0: no limit)")
 	fl.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
 	fl.StringVar(&cfg.Pace, "pace", demo.PaceLockstep, "lockstep: users arrive as fast as the learner consumes them (K per release); free: as fast as they can play (most sessions then go stale and are not learned from)")
 	return c

@@ -217,3 +217,112 @@ func TestTrainHelpDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestOfflineSVTForce: offline svt refuses an existing output without
+// --force, as sims generate and ledger snapshot do, before anything is
+// charged or written; with --force it replaces it.
+func TestOfflineSVTForce(t *testing.T) {
+	data, experts := svtFixture(t, 3, "0.02")
+	dir := t.TempDir()
+	st, led := filepath.Join(dir, "s.jsonl"), filepath.Join(dir, "ledger")
+	args := []string{"offline", "svt", "--data", data, "--experts", experts, "--epsilon", "5", "--delta", "1e-3",
+		"--dataset-delta", "1e-2", "--queries", "1", "--out-stable", st, "--ledger", led}
+	if code, _, stderr := runCLI(t, args...); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, stderr)
+	}
+	if err := os.WriteFile(st, []byte("kept\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := ledgerEntries(t, led)
+	code, _, stderr := runCLI(t, args...)
+	if code != exitUsage || !strings.Contains(stderr, "--out-stable "+st+" exists (--force overwrites it)") {
+		t.Errorf("second run: exit %d %q, want a usage error naming --force", code, stderr)
+	}
+	if b, _ := os.ReadFile(st); string(b) != "kept\n" || ledgerEntries(t, led) != n {
+		t.Errorf("the refused run wrote %q or charged the ledger (%d entries, %d before)", b, ledgerEntries(t, led), n)
+	}
+	if code, _, stderr := runCLI(t, append(args, "--force")...); code != 0 || ledgerEntries(t, led) <= n {
+		t.Errorf("--force: exit %d %q", code, stderr)
+	}
+	if b, _ := os.ReadFile(st); string(b) == "kept\n" {
+		t.Error("--force did not replace the output")
+	}
+}
+
+// TestConfigErrorsExitTwo: in every command a bad flag value, a bad
+// combination, a missing required flag, an unreadable configuration or
+// credentials file, or an existing output without --force is a usage error
+// (exit 2, one line naming the flag) and nothing runs; every runnable
+// command has a case here.
+func TestConfigErrorsExitTwo(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	exists := filepath.Join(dir, "exists")
+	if err := os.WriteFile(exists, []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		cmd  string // the command path after "dprl"
+		args []string
+		want string
+	}{
+		{"accountant epsilon", []string{"--z", "-1", "--delta", "1e-5"}, "z = -1"},
+		{"accountant noise", []string{"--epsilon", "1"}, "delta"},
+		{"accountant svt", []string{"--epsilon", "1", "--delta", "1e-3", "--queries", "0", "--max-len", "5", "--pmin", "0.1"}, "queries"},
+		{"audit", []string{"--runs", "1"}, "--runs"},
+		{"audit", []string{"--mechanism", "nope"}, "mechanism"},
+		{"ledger show", nil, "--data"},
+		{"ledger verify", []string{"--data", dir, "x"}, "unexpected argument"},
+		{"ledger head", nil, "--data"},
+		{"ledger export", []string{"--data", dir, "--bogus"}, "unknown flag"},
+		{"ledger snapshot", []string{"--data", dir, "--out", exists}, "exists (--force"},
+		{"ledger set-cap", []string{"--data", dir, "--dataset", "x", "--epsilon", "-1", "--delta", "1e-5", "--reason", "r"}, "--epsilon -1"},
+		{"sims list", []string{"x"}, "unexpected argument"},
+		{"sims rollout", []string{"--env", "nope"}, "--env"},
+		{"sims generate", []string{"--env", "cartpole", "--behavior", "random", "--episodes", "1", "--out", exists}, "exists"},
+		{"sims generate", []string{"--env", "cartpole", "--behavior", "policy:" + missing, "--episodes", "1", "--out", missing}, "--behavior"},
+		{"sims experts", []string{"--m", "0", "--out-dir", dir, "--log", missing}, "--m 0"},
+		{"agent", []string{"--data", dir, "--env", "cartpole", "--z", "-1", "--check-config"}, "--z -1"},
+		{"agent", []string{"--data", dir, "--env", "cartpole", "--config", missing, "--check-config"}, "missing"},
+		{"agent nkey", []string{"--seed-file", exists}, "--seed-file"},
+		{"agent nkey", nil, "--seed-file"},
+		{"demo", []string{"--users", "0"}, "--users"},
+		{"demo", []string{"--clip", "-1"}, "--clip -1"},
+		{"demo", []string{"--server-lr", "NaN"}, "--server-lr NaN"},
+		{"demo", []string{"--max-duration", "-1s"}, "--max-duration -1s"},
+		{"replay", []string{"--returning", "1"}, "--returning"},
+		{"replay", []string{"--creds", missing}, "--creds"},
+		{"replay", []string{"--tls-ca", missing}, "--tls-ca"},
+		{"bench serve", []string{"--concurrency", "0"}, "--concurrency"},
+		{"bench serve", []string{"--act-workers", "-1"}, "--act-workers"},
+		{"train", []string{"--noise", "nope"}, "--noise"},
+		{"train", []string{"--algo", "dppg", "--epsilon", "1,2"}, "--epsilon"},
+		{"offline gtd2", []string{"--data", missing, "--method", "nope"}, "--method"},
+		{"offline svt", []string{"--data", missing, "--experts", dir, "--epsilon", "1", "--delta", "1e-3", "--queries", "1", "--out-stable", exists}, "--out-stable " + exists + " exists"},
+		{"plot regret", []string{"--out", filepath.Join(dir, "r.png"), missing}, "missing"},
+		{"version", []string{"x"}, "unexpected argument"},
+	}
+	covered := map[string]bool{}
+	for _, c := range cases {
+		covered[c.cmd] = true
+		t.Run(c.cmd+" "+strings.Join(c.args, " "), func(t *testing.T) {
+			code, out, stderr := runCLI(t, append(strings.Fields(c.cmd), c.args...)...)
+			if code != exitUsage || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || out != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and one line naming %q", code, out, stderr, c.want)
+			}
+		})
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if path := strings.TrimPrefix(c.CommandPath(), "dprl "); c.Runnable() && !c.HasSubCommands() && !covered[path] && c.Name() != "help" {
+			t.Errorf("no bad invocation of dprl %s", path)
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRootCmd(&app{stdout: io.Discard, stderr: io.Discard}))
+	if _, err := os.Stat(missing); err == nil {
+		t.Errorf("a refused command created %s", missing)
+	}
+}

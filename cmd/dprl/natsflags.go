@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 
 	"dprl/stream"
 
@@ -29,7 +31,9 @@ public key is printed; with --name, as the entry to add to the agent's
 				return usagef("--name %q: want 1 to 64 letters, digits, '-' or '_'", name)
 			}
 			pub, err := stream.NewIdentityKey(seedFile)
-			if err != nil {
+			if errors.Is(err, fs.ErrExist) { // a seed is never overwritten
+				return usageError{fmt.Errorf("--seed-file: %w", err)}
+			} else if err != nil {
 				return err
 			}
 			if pub, err = stream.IdentityEntry(pub, name); err == nil {

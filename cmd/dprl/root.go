@@ -93,7 +93,10 @@ differential privacy guarantee, and evaluates or learns offline from stored
 session logs. Every privacy cost it incurs is written to a verifiable ledger.
 
 Results print human-readable by default and as JSON with --json.
-Exit status: 0 success, 1 failure, 2 usage error.`,
+Exit status: 0 success; 1 the run failed (the data it reads included: a
+session log, a ledger); 2 usage error: an invalid flag, DPRL_* or config
+value, an unreadable configuration, credentials or policy file, or an
+output that exists without --force.`,
 		Version:           buildinfo.Get().String(),
 		SilenceUsage:      true,
 		SilenceErrors:     true,

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,9 @@ type Config struct {
 	// profile's). AgentConfig applies them.
 	Z, Clip, LR float64
 	K           int
+	// MaxDuration, if > 0, ends the run after this long (Run's context
+	// times out: the users stop, the summary covers what was played).
+	MaxDuration time.Duration
 	// StartProgress, if not nil, is called when the users start with a
 	// function returning the run's progress at any moment; Run calls the
 	// function it returns once the users have finished.
@@ -75,13 +79,14 @@ const (
 
 // Fields are the fields the errors of Config and ReplayConfig may name
 // (fielderr).
-var Fields = fielderr.Fields{"Users", "Concurrency", "EvalEvery", "EvalEpisodes", "Pace", "Returning", "Z"}
+var Fields = fielderr.Fields{"Users", "Concurrency", "EvalEvery", "EvalEpisodes", "Pace", "Returning", "Clip", "LR", "MaxDuration", "Z"}
 
 // Validate reports the first problem of the run, in the order dprl demo
 // has always checked them: the counts, the pace, the returning
-// probability, the environment (it must have a profile: profile.Get's
-// error) and the noise multiplier (the demo is private). The learner's
-// other settings are checked by AgentConfig.
+// probability, the clipping norm, server step and duration (0: the
+// profile's, no limit), the environment (it must have a profile:
+// profile.Get's error) and the noise multiplier (the demo is private). The
+// learner's other settings are checked by AgentConfig.
 func (c Config) Validate() error {
 	if c.Users < 1 || c.Concurrency < 1 {
 		return Fields.Errorf("{Users} and {Concurrency} must be >= 1")
@@ -94,6 +99,15 @@ func (c Config) Validate() error {
 	}
 	if err := validReturning(c.Returning); err != nil {
 		return err
+	}
+	if !(c.Clip >= 0) || math.IsInf(c.Clip, 1) {
+		return Fields.Errorf("{Clip} %v: want a finite clipping norm > 0 (0: the profile's)", c.Clip)
+	}
+	if !(c.LR >= 0) || math.IsInf(c.LR, 1) {
+		return Fields.Errorf("{LR} %v: want a finite server step > 0 (0: the profile's)", c.LR)
+	}
+	if c.MaxDuration < 0 {
+		return Fields.Errorf("{MaxDuration} %v: want > 0 (0: no limit)", c.MaxDuration)
 	}
 	if _, err := profile.Get(c.Env); err != nil {
 		return err
@@ -242,6 +256,11 @@ func (p Progress) String() string {
 func Run(ctx context.Context, sc agent.ServiceConfig, cfg Config) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
+	}
+	if cfg.MaxDuration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.MaxDuration)
+		defer cancel()
 	}
 	eps, err := sc.Agent.SessionEpsilon()
 	if err != nil {

@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -123,7 +124,7 @@ func TestRunStopsAtTarget(t *testing.T) {
 
 // flags are dprl demo's and dprl replay's names of the fields.
 var flags = map[string]string{"Users": "--users", "Concurrency": "--concurrency", "EvalEvery": "--eval-every", "EvalEpisodes": "--eval-episodes",
-	"Pace": "--pace", "Returning": "--returning", "Z": "--z"}
+	"Pace": "--pace", "Returning": "--returning", "Clip": "--clip", "LR": "--server-lr", "MaxDuration": "--max-duration", "Z": "--z"}
 
 // asFlags renders err as the commands print it.
 func asFlags(err error) string {
@@ -152,6 +153,9 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Pace = "sometimes"; c.Returning = 2 }, `Pace "sometimes": want lockstep or free`, `--pace "sometimes": want lockstep or free`},
 		{func(c *Config) { c.Returning = 1 }, "Returning 1: want 0 <= p < 1", "--returning 1: want 0 <= p < 1"},
 		{func(c *Config) { c.Returning = -0.1; c.Env = "nope" }, "Returning -0.1: want 0 <= p < 1", "--returning -0.1: want 0 <= p < 1"},
+		{func(c *Config) { c.Clip = -1; c.Env = "nope" }, "Clip -1: want a finite clipping norm > 0", "--clip -1: want a finite clipping norm > 0"},
+		{func(c *Config) { c.LR = math.NaN() }, "LR NaN: want a finite server step > 0", "--server-lr NaN: want a finite server step > 0"},
+		{func(c *Config) { c.MaxDuration = -time.Second }, "MaxDuration -1s: want > 0", "--max-duration -1s: want > 0"},
 		{func(c *Config) { c.Env = "nope"; c.Z = 0 }, `sims: unknown environment "nope"`, `sims: unknown environment "nope"`},
 		{func(c *Config) { c.Z = 0 }, "Z 0: the demo is private, want z > 0", "--z 0: the demo is private, want z > 0"},
 		{func(c *Config) { c.Z = -1 }, "Z -1: the demo is private, want z > 0", "--z -1: the demo is private, want z > 0"},
