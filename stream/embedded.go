@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -160,16 +161,34 @@ type fatalError struct {
 	err error
 }
 
-// natsLogger adapts zerolog to server.Logger. Fatalf is logged at error
-// level and sent to fatal (if there is room): the library never exits the
-// process.
+// natsLogger adapts zerolog to server.Logger. The server's start banner and
+// its shutdown notices, printed on every start and stop, are logged at debug
+// level (the agent logs its own start and stop); its other notices (slow
+// consumers, connections closed for a reason, subscriptions refused) at
+// info, warnings and errors as such. Fatalf is logged at error level and
+// sent to fatal (if there is room): the library never exits the process.
 type natsLogger struct {
 	l     zerolog.Logger
 	fatal chan<- fatalError
 }
 
-func (n natsLogger) Noticef(format string, v ...any) { n.l.Info().Msgf(format, v...) }
-func (n natsLogger) Warnf(format string, v ...any)   { n.l.Warn().Msgf(format, v...) }
+// lifecycleNotices are the formats, or their beginnings, of nats-server's
+// start banner and shutdown notices (server.Start, Shutdown); the
+// banner's indented lines (version, name, id, ...) all begin with two
+// spaces.
+var lifecycleNotices = []string{"  ", "Starting nats-server", "Server is ready", "Listening for client connections on ",
+	"TLS available for client connections", "TLS required for client connections", "Initiating Shutdown", "Server Exiting"}
+
+func (n natsLogger) Noticef(format string, v ...any) {
+	for _, p := range lifecycleNotices {
+		if strings.HasPrefix(format, p) {
+			n.l.Debug().Msgf(format, v...)
+			return
+		}
+	}
+	n.l.Info().Msgf(format, v...)
+}
+func (n natsLogger) Warnf(format string, v ...any) { n.l.Warn().Msgf(format, v...) }
 func (n natsLogger) Fatalf(format string, v ...any) {
 	n.l.Error().Bool("fatal", true).Msgf(format, v...)
 	f := fatalError{msg: fmt.Sprintf(format, v...)}

@@ -31,6 +31,37 @@ func TestEmbeddedLogsThroughZerolog(t *testing.T) {
 	}
 }
 
+// TestEmbeddedBannerAtDebug: at the info level the server's start banner
+// and shutdown notices are not logged (they are at debug level); its other
+// notices, warnings and errors are.
+func TestEmbeddedBannerAtDebug(t *testing.T) {
+	var buf testutil.LockedBuffer
+	log := zerolog.New(&buf).Level(zerolog.InfoLevel)
+	s, err := StartEmbedded(EmbeddedOptions{Port: -1, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Shutdown()
+	s.WaitForShutdown()
+	if got := buf.String(); got != "" {
+		t.Errorf("start and stop logged at info:\n%s", got)
+	}
+	n := natsLogger{l: log}
+	n.Noticef("Slow Consumer Detected: MaxPending of %d Exceeded", 10)
+	n.Warnf("warned")
+	n.Errorf("failed")
+	for _, want := range []string{`"level":"info","message":"Slow Consumer Detected: MaxPending of 10 Exceeded"`, `"level":"warn","message":"warned"`, `"level":"error","message":"failed"`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, buf.String())
+		}
+	}
+	var debug testutil.LockedBuffer
+	natsLogger{l: zerolog.New(&debug).Level(zerolog.DebugLevel)}.Noticef("  Version:  %s", "2")
+	if !strings.Contains(debug.String(), `"level":"debug","message":"  Version:  2"`) {
+		t.Errorf("the banner at debug level: %q", debug.String())
+	}
+}
+
 func TestMaxPayload(t *testing.T) {
 	s := runServer(t, 512)
 	c, _ := NewClient(connect(t, s))
