@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"io"
 	"maps"
 	"os"
@@ -324,5 +327,25 @@ func TestConfigErrorsExitTwo(t *testing.T) {
 	walk(newRootCmd(&app{stdout: io.Discard, stderr: io.Discard}))
 	if _, err := os.Stat(missing); err == nil {
 		t.Errorf("a refused command created %s", missing)
+	}
+}
+
+// TestNoColoursOffTerminal: console logs written to a file or pipe (here a
+// buffer) carry no ANSI escape sequences, with --log-format console as
+// with auto; JSON stays JSON.
+func TestNoColoursOffTerminal(t *testing.T) {
+	for _, format := range []string{"console", "auto", "json"} {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), []string{"--log-level", "debug", "--log-format", format, "sims", "generate", "--env", "cartpole",
+			"--behavior", "random", "--episodes", "1", "--out", filepath.Join(t.TempDir(), "g.jsonl")}, strings.NewReader(""), &out, &errb)
+		if code != 0 || errb.Len() == 0 {
+			t.Fatalf("%s: exit %d, stderr %q: want a log line", format, code, errb.String())
+		}
+		if strings.Contains(errb.String(), "\x1b") {
+			t.Errorf("--log-format %s: ANSI escapes written to a buffer: %q", format, errb.String())
+		}
+		if json.Valid(errb.Bytes()[:bytes.IndexByte(errb.Bytes(), '\n')]) != (format != "console") {
+			t.Errorf("--log-format %s: first line %q", format, errb.String())
+		}
 	}
 }

@@ -165,24 +165,17 @@ func groupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
 }
 
 // setupLogging builds the zerolog logger from --log-level and --log-format.
-// Logs go to stderr; results go to stdout.
+// Logs go to stderr; results go to stdout. ANSI colours are written to a
+// terminal only, never to a file or pipe.
 func (a *app) setupLogging() error {
 	lvl, err := zerolog.ParseLevel(strings.ToLower(a.logLevel))
 	if err != nil || a.logLevel == "" {
 		return usagef("--log-level %q: want trace, debug, info, warn, error or disabled", a.logLevel)
 	}
-	var w io.Writer
-	switch a.logFormat {
-	case "json":
-		w = a.stderr
-	case "console":
-		w = zerolog.ConsoleWriter{Out: a.stderr, TimeFormat: "15:04:05"}
-	case "auto":
-		w = a.stderr
-		if isTerminal(a.stderr) {
-			w = zerolog.ConsoleWriter{Out: a.stderr, TimeFormat: "15:04:05"}
-		}
-	default:
+	var w io.Writer = a.stderr
+	if tty := isTerminal(a.stderr); a.logFormat == "console" || a.logFormat == "auto" && tty {
+		w = zerolog.ConsoleWriter{Out: a.stderr, TimeFormat: "15:04:05", NoColor: !tty} // colours on a terminal only
+	} else if a.logFormat != "json" && a.logFormat != "auto" {
 		return usagef("--log-format %q: want auto, console or json", a.logFormat)
 	}
 	a.log = zerolog.New(w).Level(lvl).With().Timestamp().Logger()
