@@ -15,7 +15,7 @@ import (
 // band of one standard deviation over the curve's episodes) to path, in
 // the format its extension names (chart.FormatOf).
 func (r TrainResult) Plot(path string) error {
-	c, err := curveChart(r.Env, r.Method, r.Epsilon, r.Z, r.Delta, r.Curve)
+	c, err := curveChart(r.Env, r.Method, r.Epsilon, r.Z, r.Delta, r.Curve, "± 1 std over the episodes")
 	if err != nil {
 		return err
 	}
@@ -29,16 +29,16 @@ func (r TrainSeedsResult) Plot(path string) error {
 	if r.Epsilon != nil {
 		eps = *r.Epsilon
 	}
-	c, err := curveChart(r.Env, fmt.Sprintf("%s, mean of %d seeds", r.Method, len(r.Runs)), eps, r.Z, r.Delta, r.Curve)
+	c, err := curveChart(r.Env, fmt.Sprintf("%s, mean of %d seeds", r.Method, len(r.Runs)), eps, r.Z, r.Delta, r.Curve, "± 1 std over seeds")
 	if err != nil {
 		return err
 	}
 	return c.Save(path)
 }
 
-// curveChart is the learning-curve figure; eps is +Inf for the non-private
-// baseline (no privacy in the title).
-func curveChart(env, method string, eps, z, delta float64, curve []policy.CurvePoint) (chart.Chart, error) {
+// curveChart is the learning-curve figure, its band labelled spread; eps is
+// +Inf for the non-private baseline (no privacy in the title).
+func curveChart(env, method string, eps, z, delta float64, curve []policy.CurvePoint, spread string) (chart.Chart, error) {
 	if len(curve) == 0 {
 		return chart.Chart{}, errors.New("no learning-curve points")
 	}
@@ -46,7 +46,7 @@ func curveChart(env, method string, eps, z, delta float64, curve []policy.CurveP
 	if !math.IsInf(eps, 1) {
 		title += fmt.Sprintf(" (z = %g, ε = %.3g per episode, δ = %g)", z, eps, delta)
 	}
-	s := chart.Series{}
+	s := chart.Series{Label: "mean return", SpreadLabel: spread}
 	for _, c := range curve {
 		s.X, s.Y = append(s.X, float64(c.Users)), append(s.Y, c.Mean)
 		s.Low, s.High = append(s.Low, c.Mean-c.Std), append(s.High, c.Mean+c.Std)
@@ -57,7 +57,7 @@ func curveChart(env, method string, eps, z, delta float64, curve []policy.CurveP
 // Plot writes the mean eval return against the per-episode epsilon (log
 // scale), with error bars of one standard deviation over seeds, to path.
 func (r TrainSweepResult) Plot(path string) error {
-	s := chart.Series{Points: true}
+	s := chart.Series{Label: "mean eval return", SpreadLabel: "± 1 std over seeds", Points: true}
 	for _, pt := range r.Points {
 		s.X, s.Y, s.YErr = append(s.X, pt.Epsilon), append(s.Y, pt.Mean), append(s.YErr, pt.Std)
 	}

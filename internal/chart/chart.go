@@ -23,6 +23,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // Color is a non-premultiplied RGBA colour (color.Color premultiplies it).
@@ -49,11 +50,14 @@ const bandAlpha = 0x40
 // point), and YErr, if not nil, draws a vertical error bar of plus or minus
 // YErr[i] at point i.
 type Series struct {
-	// Label is the legend entry; "" adds none.
-	Label     string
-	X, Y      []float64
-	Low, High []float64
-	YErr      []float64
+	// Label is the legend entry of the line; "" adds none.
+	Label string
+	// SpreadLabel is the legend entry of the band or the error bars (what
+	// they show, e.g. "± 1 std over seeds"); "" adds none.
+	SpreadLabel string
+	X, Y        []float64
+	Low, High   []float64
+	YErr        []float64
 	// Color is the colour of the line, its band (translucent), error bars
 	// and markers; the zero value takes Palette(i) for the i-th series
 	// drawn.
@@ -61,6 +65,14 @@ type Series struct {
 	// Dashed draws the line dashed; Points marks every point.
 	Dashed, Points bool
 }
+
+// margin is the blank space around a figure, and titlePad the space
+// between its title and the plot, so that neither the title nor the axis
+// labels touch the image's edge.
+const (
+	margin   = vg.Length(8)
+	titlePad = vg.Length(6)
+)
 
 // Chart is a figure of line series.
 type Chart struct {
@@ -111,11 +123,15 @@ func (c Chart) Write(w io.Writer, format string) error {
 	if width <= 0 || height <= 0 {
 		width, height = 6, 4
 	}
-	wt, err := p.WriterTo(vg.Length(width)*vg.Inch, vg.Length(height)*vg.Inch, format)
+	cv, err := draw.NewFormattedCanvas(vg.Length(width)*vg.Inch, vg.Length(height)*vg.Inch, format)
 	if err != nil {
 		return err
 	}
-	_, err = wt.WriteTo(w)
+	dc := draw.New(cv)
+	dc.SetColor(p.BackgroundColor) // the margin in the figure's background
+	dc.Fill(dc.Rectangle.Path())
+	p.Draw(draw.Crop(dc, margin, -margin, margin, -margin))
+	_, err = cv.WriteTo(w)
 	return err
 }
 
@@ -124,6 +140,7 @@ func (c Chart) Write(w io.Writer, format string) error {
 func (c Chart) plot() (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = c.Title, c.XLabel, c.YLabel
+	p.Title.Padding = titlePad
 	if c.LogX {
 		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	}
@@ -151,6 +168,7 @@ func (c Chart) plot() (*plot.Plot, error) {
 		for j, i := range keep {
 			xy[j] = plotter.XY{X: s.X[i], Y: s.Y[i]}
 		}
+		var spread plot.Thumbnailer // the band's or error bars' legend mark
 		if s.Low != nil {
 			band := make(plotter.XYs, 0, 2*len(keep))
 			for _, i := range keep {
@@ -166,6 +184,7 @@ func (c Chart) plot() (*plot.Plot, error) {
 			poly.Color = Color{col.R, col.G, col.B, bandAlpha}
 			poly.LineStyle.Width = 0
 			p.Add(poly)
+			spread = poly
 		}
 		if s.YErr != nil {
 			errs := make(plotter.YErrors, len(keep))
@@ -181,6 +200,7 @@ func (c Chart) plot() (*plot.Plot, error) {
 			}
 			bars.Color = col
 			p.Add(bars)
+			spread = errorBarMark{bars.LineStyle}
 		}
 		line, err := plotter.NewLine(xy)
 		if err != nil {
@@ -203,11 +223,23 @@ func (c Chart) plot() (*plot.Plot, error) {
 		if s.Label != "" {
 			p.Legend.Add(s.Label, line)
 		}
+		if s.SpreadLabel != "" && spread != nil {
+			p.Legend.Add(s.SpreadLabel, spread)
+		}
 	}
 	if drawn == 0 {
 		return nil, errors.New("chart: no points to draw")
 	}
 	return p, nil
+}
+
+// errorBarMark is the legend mark of error bars: a vertical bar with caps.
+type errorBarMark struct{ style draw.LineStyle }
+
+// Thumbnail draws the mark in c.
+func (m errorBarMark) Thumbnail(c *draw.Canvas) {
+	x, lo, hi, w := c.Center().X, c.Min.Y, c.Max.Y, (c.Max.X-c.Min.X)/6
+	c.StrokeLines(m.style, []vg.Point{{X: x, Y: lo}, {X: x, Y: hi}}, []vg.Point{{X: x - w, Y: lo}, {X: x + w, Y: lo}}, []vg.Point{{X: x - w, Y: hi}, {X: x + w, Y: hi}})
 }
 
 // check reports a series whose slices differ in length or hold non-finite

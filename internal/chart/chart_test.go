@@ -14,8 +14,8 @@ import (
 // markers, a dashed line.
 func sample() Chart {
 	return Chart{Title: "t", XLabel: "x", YLabel: "y", Series: []Series{
-		{Label: "band", X: []float64{1, 2, 3}, Y: []float64{1, 2, 1.5}, Low: []float64{0.5, 1.5, 1}, High: []float64{1.5, 2.5, 2}},
-		{Label: "bars", X: []float64{1, 2, 3}, Y: []float64{2, 3, 2.5}, YErr: []float64{0.1, 0.2, 0.3}, Points: true},
+		{Label: "band", SpreadLabel: "band spread", X: []float64{1, 2, 3}, Y: []float64{1, 2, 1.5}, Low: []float64{0.5, 1.5, 1}, High: []float64{1.5, 2.5, 2}},
+		{Label: "bars", SpreadLabel: "bars spread", X: []float64{1, 2, 3}, Y: []float64{2, 3, 2.5}, YErr: []float64{0.1, 0.2, 0.3}, Points: true},
 		{X: []float64{1, 3}, Y: []float64{0, 4}, Dashed: true, Color: Color{1, 2, 3, 255}},
 	}}
 }
@@ -45,6 +45,43 @@ func TestWritePNG(t *testing.T) {
 	}
 	if img, err := png.Decode(&a); err != nil || img.Bounds().Dx() != 288 || img.Bounds().Dy() != 192 {
 		t.Errorf("3 by 2 inches: %v", err)
+	}
+}
+
+// TestMarginsAndLegend: nothing is drawn in a margin along the image's
+// edges (the title and the axis labels stay clear of it: the PNG's outer
+// rows and columns are all background), and the legend has an entry for
+// each line and for each series' band or error bars (SVG keeps the text).
+func TestMarginsAndLegend(t *testing.T) {
+	var b bytes.Buffer
+	c := sample()
+	c.Title = "a title as long as the figure is wide, which must not touch the image's top edge at all"
+	if err := c.Write(&b, "png"); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, edge := img.Bounds(), 8 // pixels: 6 points at 96 dpi
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			if x >= r.Min.X+edge && x < r.Max.X-edge && y >= r.Min.Y+edge && y < r.Max.Y-edge {
+				continue
+			}
+			if cr, cg, cb, _ := img.At(x, y).RGBA(); cr != 0xffff || cg != 0xffff || cb != 0xffff {
+				t.Fatalf("pixel (%d, %d) in the margin is drawn: %v", x, y, img.At(x, y))
+			}
+		}
+	}
+	b.Reset()
+	if err := sample().Write(&b, "svg"); err != nil {
+		t.Fatal(err)
+	}
+	for _, entry := range []string{">band<", ">band spread<", ">bars<", ">bars spread<"} {
+		if !strings.Contains(b.String(), entry) {
+			t.Errorf("the legend lacks %s", entry)
+		}
 	}
 }
 

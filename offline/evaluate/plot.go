@@ -7,9 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
+	"dprl/internal/chart"
 )
 
 // WritePlot writes gpope's MSPBE against the iteration (Result.Curve, on a
@@ -23,28 +21,17 @@ func (o *Result) WritePlot(path, data string) error {
 	return writeMSPBEPNG(path, o.Curve, o.CurveKind, title)
 }
 
-// writeMSPBEPNG plots MSPBE against the iteration on a log scale.
+// writeMSPBEPNG plots MSPBE against the iteration on a log scale (a zero
+// MSPBE is drawn at 1e-300), in the format path's extension names
+// (chart.FormatOf).
 func writeMSPBEPNG(path string, points []CurvePoint, kind, title string) error {
-	curve := make(plotter.XYs, len(points))
-	for i, pt := range points {
-		curve[i] = plotter.XY{X: float64(pt.Iter), Y: pt.MSPBE}
-	}
-	if len(curve) == 0 {
+	if len(points) == 0 {
 		return errors.New("no MSPBE values to plot")
 	}
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "iteration"
-	p.Y.Label.Text = "MSPBE, " + strings.SplitN(kind, ":", 2)[0]
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	for i := range curve {
-		curve[i].Y = math.Max(curve[i].Y, 1e-300)
+	s := chart.Series{}
+	for _, pt := range points {
+		s.X, s.Y = append(s.X, float64(pt.Iter)), append(s.Y, math.Max(pt.MSPBE, 1e-300))
 	}
-	l, err := plotter.NewLine(curve)
-	if err != nil {
-		return err
-	}
-	p.Add(l, plotter.NewGrid())
-	return p.Save(6*vg.Inch, 4*vg.Inch, path)
+	return chart.Chart{Title: title, XLabel: "iteration", YLabel: "MSPBE, " + strings.SplitN(kind, ":", 2)[0], LogY: true,
+		Series: []chart.Series{s}}.Save(path)
 }
