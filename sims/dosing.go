@@ -8,9 +8,10 @@ import (
 	"math/rand/v2"
 )
 
-// dosingMealsJSON is a copy of /work/shared/papers/data/dosing_meals_v0.json:
-// strongio/dosing-rl-gym Diabetic-v0's meal disturbance vector d[k],
-// k = 0..144, on the 10-minute grid over 24 h.
+// dosingMealsJSON (dosing_meals_v0.json, beside this file) is the meal
+// disturbance vector d[k], k = 0..144, on the 10-minute grid over 24 h, of
+// the Diabetic-v0 environment of the strongio/dosing-rl-gym repository (the
+// Dosing task of "Differentially Private Policy Gradient").
 //
 //go:embed dosing_meals_v0.json
 var dosingMealsJSON []byte
