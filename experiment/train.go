@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"dprl/internal/progress"
 	"dprl/policy"
 	"dprl/profile"
 	"dprl/sims"
@@ -310,4 +311,21 @@ func WriteDiagnostics(w io.Writer, diag []policy.UpdateDiag) error {
 		}
 	}
 	return nil
+}
+
+// TrainProgress returns the progress callback of a training run
+// (TrainPlan.Run's) reporting to t: the users done, after offset users of
+// the earlier runs of a multi-seed or sweep run, of total; the releases; the
+// simulated users' recent return (simulation only); the per-episode epsilon
+// eps; the steps per second.
+func TrainProgress(t *progress.Task, offset, total int, eps float64) func(policy.Progress) {
+	return func(pr policy.Progress) {
+		sps := 0.0
+		if s := pr.Elapsed.Seconds(); s > 0 {
+			sps = float64(pr.Steps) / s
+		}
+		t.Update(progress.Report{Done: int64(offset + pr.Users), Total: int64(total), Unit: "users", Fields: []progress.Field{
+			progress.F("updates", pr.Updates), progress.Ff("sim_return", "%.1f", pr.RecentReturn),
+			progress.Ff("epsilon_per_episode", "%.3g", eps), progress.Ff("steps_per_s", "%.0f", math.Round(sps))}})
+	}
 }

@@ -52,6 +52,15 @@ func TrainFlagNames() []string {
 	return names
 }
 
+// ByEnv is the usage note of a dprl train flag whose default
+// TrainDefaultsHelp lists, with note (e.g. the paper's value) if not "".
+func ByEnv(note string) string {
+	if note != "" {
+		note = "; " + note
+	}
+	return " (default: by --env, listed above" + note + ")"
+}
+
 // TrainDefaultsHelp returns the text of dprl train's help that gives the
 // defaults of TrainFlagNames for every registered environment, read from
 // the profiles (TrainLearner): one line of the values most environments

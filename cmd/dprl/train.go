@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"dprl/internal/chart"
 	"dprl/internal/flagsrc"
 	"dprl/internal/flagtable"
-	"dprl/internal/progress"
 	"dprl/policy"
 	"dprl/profile"
 	"dprl/sims"
@@ -101,29 +99,29 @@ noise: simulation only, not covered by any epsilon printed (each record says so)
 	fl := c.Flags()
 	fl.StringVar(&f.env, "env", "cartpole", "environment: "+strings.Join(sims.Names(), ", "))
 	fl.StringVar(&f.algo, "algo", "dppg", "dppg (differentially private), ppo (non-private baseline), dppg-loglinear (RiverSwim, cumulative regret), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines)")
-	fl.Float64Var(&f.z, "z", 0, "noise multiplier z > 0"+byEnv("")+"; dpsgd-*: default 1")
+	fl.Float64Var(&f.z, "z", 0, "noise multiplier z > 0"+profile.ByEnv("")+"; dpsgd-*: default 1")
 	fl.Float64SliceVar(&f.epsilons, "epsilon", nil, "target per-episode epsilon at --delta: dppg: z is set to the smallest noise multiplier whose per-episode epsilon (analytic Gaussian) is at most this (instead of --z); dppg-loglinear: total epsilons per episode, policy and baseline composed, one configuration each (comma-separated; default 1,5)")
 	flagsrc.Alias(fl, "eps", "epsilon", a.stderr)
 	fl.Float64SliceVar(&f.sweepZ, "sweep-z", nil, "dppg: train at each of these noise multipliers (comma-separated; --seeds runs each) and report eval return against epsilon; --plot draws it (the paper's Fig. 2)")
-	fl.IntVar(&f.k, "K", 0, "users per update K >= 1"+byEnv("Table 3: 8")+"; dppg-loglinear: episodes per update, default 1 as in App. C.2.2")
-	fl.Float64Var(&f.clip, "clip", 0, "clipping norm S > 0 of the joint local update, policy and critic"+byEnv("Table 3: 0.05")+"; dpsgd-*: default 1; dppg-loglinear: choose each run's alpha so that its first update's trust-region S is this (instead of --alpha; KL needs --fisher-exact)")
+	fl.IntVar(&f.k, "K", 0, "users per update K >= 1"+profile.ByEnv("Table 3: 8")+"; dppg-loglinear: episodes per update, default 1 as in App. C.2.2")
+	fl.Float64Var(&f.clip, "clip", 0, "clipping norm S > 0 of the joint local update, policy and critic"+profile.ByEnv("Table 3: 0.05")+"; dpsgd-*: default 1; dppg-loglinear: choose each run's alpha so that its first update's trust-region S is this (instead of --alpha; KL needs --fisher-exact)")
 	fl.IntVar(&f.users, "users", 10000, "number of simulated users, >= 1")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "delta of the reported (epsilon, delta), in (0, 1)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of every random draw (default: from the OS; printed in the result)")
 	fl.IntVar(&f.evalEpisodes, "eval-episodes", 20, "evaluation episodes of the final policy, >= 1")
 	fl.IntVar(&f.workers, "workers", 0, "goroutines for the local updates (dppg-loglinear: for the seeds and configurations; default GOMAXPROCS; the result does not depend on it)")
-	fl.Float64Var(&f.lr, "lr", 0, "local Adam learning rate > 0"+byEnv(""))
-	fl.Float64Var(&f.ent, "ent-coef", 0, "entropy bonus coefficient >= 0"+byEnv("Table 3: 0.36"))
-	fl.IntSliceVar(&f.hidden, "hidden", nil, "hidden layer widths of both networks"+byEnv("Table 3: 64,64"))
-	fl.BoolVar(&f.advNorm, "adv-norm", false, "standardise each user's advantages (mean 0, std 1) before the local epochs"+byEnv(""))
-	fl.Float64Var(&f.share, "policy-share", 0, "share f of the squared clipping norm given to the policy block; the critic gets 1-f"+byEnv(""))
-	fl.IntVar(&f.epochs, "epochs", 0, "local epochs E >= 1"+byEnv("Table 3: 8"))
-	fl.Float64Var(&f.lambda, "gae-lambda", 0, "GAE lambda in [0, 1]"+byEnv("Table 3: 0.85"))
-	fl.Float64Var(&f.valueScale, "value-scale", 0, "public return scale c: the critic predicts V/c"+byEnv(""))
-	fl.StringVar(&f.momentReset, "moment-reset", "", "local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected)"+byEnv(""))
-	fl.StringVar(&f.obsScale, "obs-scale", "", "public per-component observation scale seen by both networks, comma-separated, or none"+byEnv(""))
-	fl.Float64Var(&f.serverLR, "server-lr", 0, "server step size eta of theta <- theta + eta g~, > 0"+byEnv(""))
-	fl.StringVar(&f.noise, "noise", "", "noise of the releases: independent (Algorithm 2), tree (binary tree mechanism, DP-FTRL) or sqrt (square-root factorization); the epsilon per segment of z is the same, the epsilon per episode is not"+byEnv(""))
+	fl.Float64Var(&f.lr, "lr", 0, "local Adam learning rate > 0"+profile.ByEnv(""))
+	fl.Float64Var(&f.ent, "ent-coef", 0, "entropy bonus coefficient >= 0"+profile.ByEnv("Table 3: 0.36"))
+	fl.IntSliceVar(&f.hidden, "hidden", nil, "hidden layer widths of both networks"+profile.ByEnv("Table 3: 64,64"))
+	fl.BoolVar(&f.advNorm, "adv-norm", false, "standardise each user's advantages (mean 0, std 1) before the local epochs"+profile.ByEnv(""))
+	fl.Float64Var(&f.share, "policy-share", 0, "share f of the squared clipping norm given to the policy block; the critic gets 1-f"+profile.ByEnv(""))
+	fl.IntVar(&f.epochs, "epochs", 0, "local epochs E >= 1"+profile.ByEnv("Table 3: 8"))
+	fl.Float64Var(&f.lambda, "gae-lambda", 0, "GAE lambda in [0, 1]"+profile.ByEnv("Table 3: 0.85"))
+	fl.Float64Var(&f.valueScale, "value-scale", 0, "public return scale c: the critic predicts V/c"+profile.ByEnv(""))
+	fl.StringVar(&f.momentReset, "moment-reset", "", "local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected)"+profile.ByEnv(""))
+	fl.StringVar(&f.obsScale, "obs-scale", "", "public per-component observation scale seen by both networks, comma-separated, or none"+profile.ByEnv(""))
+	fl.Float64Var(&f.serverLR, "server-lr", 0, "server step size eta of theta <- theta + eta g~, > 0"+profile.ByEnv(""))
+	fl.StringVar(&f.noise, "noise", "", "noise of the releases: independent (Algorithm 2), tree (binary tree mechanism, DP-FTRL) or sqrt (square-root factorization); the epsilon per segment of z is the same, the epsilon per episode is not"+profile.ByEnv(""))
 	fl.StringVar(&f.horizon, "horizon", "run", "releases over which --noise tree or sqrt correlates the noise before restarting: run (all ceil(users/K) releases) or N >= 1 (dppg only)")
 	fl.BoolVar(&f.anneal, "anneal", false, "decay the server step size linearly to 0 over the run (public schedule)")
 	fl.Float64Var(&f.average, "average", 0, "release the exponential moving average of the parameters with this decay in [0, 1) instead of the last iterate (post-processing; 0: off)")
@@ -142,15 +140,6 @@ noise: simulation only, not covered by any epsilon printed (each record says so)
 	fl.BoolVar(&f.clipAtLR0, "clip-at-lr0", false, "dppg-loglinear: compute the trust-region clipping norm at eta_0 instead of the current eta")
 	fl.StringVar(&f.diag, "diag", "", "SIMULATION ONLY, not covered by the privacy guarantee: write per-update diagnostics computed from the simulated users' raw data and the exact noise (entropy, value loss, returns, un-noised clipped fractions, signal and noise norms) as JSON Lines to this file, every record labelled so; dppg-loglinear: each seed's released policy (value and per-state logit gaps right - left; post-processing of the releases) at every regret-curve point")
 	return c, f
-}
-
-// byEnv is the usage note of a flag whose default profile.TrainDefaultsHelp
-// lists, with note (e.g. the paper's value) if not "".
-func byEnv(note string) string {
-	if note != "" {
-		note = "; " + note
-	}
-	return " (default: by --env, listed above" + note + ")"
 }
 
 // Algorithm groups of trainFlagTable.
@@ -298,7 +287,7 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 	prog := a.task("training")
 	runs := make([]experiment.TrainResult, n)
 	for i := range runs {
-		if runs[i], err = plan.Run(cmd.Context(), seed+uint64(i), trainReport(prog, i*f.users, n*f.users, plan.Epsilon)); err != nil {
+		if runs[i], err = plan.Run(cmd.Context(), seed+uint64(i), experiment.TrainProgress(prog, i*f.users, n*f.users, plan.Epsilon)); err != nil {
 			prog.Finish()
 			return fmt.Errorf("train: %w", err)
 		}
@@ -339,7 +328,7 @@ func runTrainSweep(cmd *cobra.Command, a *app, f *trainFlags, plan *experiment.T
 	prog, total := a.task("training"), len(slices.Compact(slices.Sorted(slices.Values(f.sweepZ))))*n*f.users
 	res, err := plan.Sweep(cmd.Context(), f.sweepZ, seeds, experiment.SweepHooks{
 		Progress: func(point, run int, eps float64) func(policy.Progress) {
-			return trainReport(prog, (point*n+run)*f.users, total, eps)
+			return experiment.TrainProgress(prog, (point*n+run)*f.users, total, eps)
 		},
 		Point: func(pt experiment.SweepPoint) {
 			a.log.Info().Float64("z", pt.Z).Float64("epsilon", pt.Epsilon).Float64("epsilon_per_segment", pt.EpsilonPerSegment).Float64("mean", pt.Mean).Float64("std", pt.Std).Msg("sweep point")
@@ -395,19 +384,4 @@ func emitTrain(a *app, f *trainFlags, res trainOutput) error {
 		}
 	}
 	return emit(a, f.json, res, nil)
-}
-
-// trainReport is the progress callback of a training run: users offset
-// earlier users of a --seeds or --sweep-z run, of total; the return is the
-// simulated users' (simulation only).
-func trainReport(t *progress.Task, offset, total int, eps float64) func(policy.Progress) {
-	return func(pr policy.Progress) {
-		sps := 0.0
-		if s := pr.Elapsed.Seconds(); s > 0 {
-			sps = float64(pr.Steps) / s
-		}
-		t.Update(progress.Report{Done: int64(offset + pr.Users), Total: int64(total), Unit: "users", Fields: []progress.Field{
-			progress.F("updates", pr.Updates), progress.Ff("sim_return", "%.1f", pr.RecentReturn),
-			progress.Ff("epsilon_per_episode", "%.3g", eps), progress.Ff("steps_per_s", "%.0f", math.Round(sps))}})
-	}
 }
