@@ -260,7 +260,7 @@ func TestRelease(t *testing.T) {
 
 	// Unseeded: no statistic of the private log in the report.
 	c3 := c2
-	c3.Seeded, c3.Seed, c3.OutUnstable = false, 0, ""
+	c3.Seeded, c3.Seed, c3.OutUnstable, c3.Force = false, 0, "", true // over c2's stable file
 	r3, _, err := runRelease(t, c3, filepath.Join(dir2, "ledger"))
 	if err != nil {
 		t.Fatal(err)
