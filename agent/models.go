@@ -78,7 +78,7 @@ type ModelEntry struct {
 	// Name names the model (ValidModelName).
 	Name string
 	// Values are the model's settings by key, each key one of ModelKeys
-	// (the flag name of the setting in dprl agent, e.g. "env-spec", "K"),
+	// (the flag name of the setting in dprl agent, e.g. "env", "K"),
 	// each value in the text its flag takes.
 	Values map[string]string
 }
@@ -88,7 +88,7 @@ type ModelEntry struct {
 // NAME:key=value,key=value (e.g. "tiny:obs-dim=3,actions=2,K=4"), or
 // models in JSON: one object or an array of objects, each with a "name"
 // and its settings as string, number or boolean values
-// ([{"name":"cartpole","env-spec":"cartpole"}], as a config file's
+// ([{"name":"cartpole","env":"cartpole"}], as a config file's
 // "models" key holds them).
 type ModelEntries []ModelEntry
 
@@ -198,7 +198,7 @@ type modelKey struct {
 // others (NATS, TLS, the ops server, act workers, the prefix, the data
 // directory) are the process's, shared by every model.
 var modelKeys = map[string]modelKey{
-	"env-spec":                    {"EnvSpec", func(s *Settings) any { return &s.EnvSpec }},
+	"env":                         {"EnvSpec", func(s *Settings) any { return &s.EnvSpec }},
 	"obs-dim":                     {"ObsDim", func(s *Settings) any { return &s.ObsDim }},
 	"actions":                     {"Actions", func(s *Settings) any { return &s.Actions }},
 	"z":                           {"Z", func(s *Settings) any { return &s.Z }},
@@ -224,6 +224,10 @@ var modelKeys = map[string]modelKey{
 	"expect-head":                 {"ExpectHead", func(s *Settings) any { return &s.ExpectHead }},
 	"log-sessions":                {"SessionLogDir", func(s *Settings) any { return &s.SessionLogDir }},
 }
+
+// deprecatedModelKeys are former names of model keys (as of dprl agent's
+// deprecated flag names) and the keys they are now; ForModel takes them.
+var deprecatedModelKeys = map[string]string{"env-spec": "env"}
 
 // ModelKeys are the keys a model entry may give (flag names of dprl
 // agent), sorted.
@@ -265,8 +269,8 @@ func setValue(p any, v string) error {
 // ForModel returns the settings of model e: s with e's values over it.
 // A value e does not give is inherited from s, except that
 //   - the policy spec is inherited whole or not at all: a model giving
-//     env-spec does not inherit obs-dim and actions, nor one giving either
-//     of those env-spec; likewise z and session-epsilon, the two ways of
+//     env does not inherit obs-dim and actions, nor one giving either
+//     of those env; likewise z and session-epsilon, the two ways of
 //     setting the noise;
 //   - the ledger is DataDir/models/NAME and expect-head is never
 //     inherited (it names one ledger's head);
@@ -274,8 +278,9 @@ func setValue(p any, v string) error {
 //   - an inherited non-zero seed becomes one derived from it and the name,
 //     so that no two models draw the same noise.
 //
-// A key that is not one of ModelKeys is refused, naming the key; so is a
-// value its flag would refuse. ServiceConfig then checks the result.
+// A key that is not one of ModelKeys (or a deprecated name of one) is
+// refused, naming the key; so is a value its flag would refuse, and a
+// setting given under both its name and its deprecated name. ServiceConfig then checks the result.
 func (s Settings) ForModel(e ModelEntry) (Settings, error) {
 	m := s
 	m.Models = nil
@@ -295,6 +300,12 @@ func (s Settings) ForModel(e ModelEntry) (Settings, error) {
 	set := map[string]bool{}
 	for _, k := range keys {
 		mk, ok := modelKeys[k]
+		if now, old := deprecatedModelKeys[k]; old {
+			mk, ok = modelKeys[now]
+			if _, both := e.Values[now]; both {
+				return m, fmt.Errorf("keys %q and %q both given: %q is the deprecated name of %q", now, k, k, now)
+			}
+		}
 		if !ok {
 			if _, shared := sharedKeys[k]; shared {
 				return m, fmt.Errorf("key %q is the process's, shared by every model: set it at the top level", k)

@@ -59,12 +59,21 @@ func TestAgentEnvFlag(t *testing.T) {
 	if code, _, stderr := runCLI(t, "agent", "--data", dir, "--env", "cartpole", "--env-spec", "pendulum", "--check-config"); code != exitUsage || !strings.Contains(stderr, "give only --env") {
 		t.Errorf("--env and --env-spec: exit %d %q, want a usage error", code, stderr)
 	}
-	for _, ex := range []string{"agent.json", "agent-secure.json"} { // the examples use the new name
+	// A model's key is env too; env-spec, its deprecated name, still works,
+	// but not beside env.
+	code, out, stderr := runCLI(t, "agent", "--data", dir, "--model", "a:env=pendulum", "--model", "b:env-spec=acrobot", "--check-config")
+	if code != 0 || !strings.Contains(out, "model a (subjects dprl.a.v1.*): obs dim 3") || !strings.Contains(out, "model b (subjects dprl.b.v1.*): obs dim 6") {
+		t.Errorf("--model a:env=pendulum b:env-spec=acrobot: exit %d %q %q", code, out, stderr)
+	}
+	if code, _, stderr := runCLI(t, "agent", "--data", dir, "--model", "a:env=pendulum,env-spec=acrobot", "--check-config"); code != exitUsage || !strings.Contains(stderr, `"env-spec" is the deprecated name of "env"`) {
+		t.Errorf("a model with env and env-spec: exit %d %q", code, stderr)
+	}
+	for _, ex := range []string{"agent.json", "agent-secure.json", "agent-models.json"} { // the examples use the new name
 		if b, err := os.ReadFile(filepath.Join("..", "..", "examples", ex)); err != nil || strings.Contains(string(b), "env-spec") {
 			t.Errorf("examples/%s uses env-spec (%v)", ex, err)
 		}
 	}
-	code, out, _ := runCLI(t, "agent", "--help")
+	code, out, _ = runCLI(t, "agent", "--help")
 	if code != 0 || strings.Contains(out, "--env-spec ") || !strings.Contains(out, "--env string") {
 		t.Errorf("agent --help shows --env-spec or lacks --env:\n%s", out)
 	}
