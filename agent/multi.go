@@ -33,7 +33,7 @@ type Policy struct {
 	logDir       string
 	logWriter    io.Writer
 	log          zerolog.Logger
-	env          string // the simulator named by --env-spec, if any
+	env          string // the simulator named by --env, if any
 
 	store      *ledger.Store
 	agent      *Agent

@@ -82,7 +82,7 @@ type ServiceConfig struct {
 	// means DefaultShutdownGrace, a negative value none.
 	ShutdownGrace time.Duration
 	// EnvSpec names the simulator the policy's spaces came from (dprl
-	// agent --env-spec), if any: the status page then shows the
+	// agent --env), if any: the status page then shows the
 	// simulated learning curve of the released versions (with Models,
 	// ModelConfig.EnvSpec).
 	EnvSpec string

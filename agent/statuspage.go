@@ -14,7 +14,7 @@ import (
 
 // statusPage serves the status page at the ops server's root (package
 // internal/statuspage): for each policy, its version, releases and users'
-// epsilons from its ledger and, when its --env-spec names a simulator, the
+// epsilons from its ledger and, when its --env names a simulator, the
 // simulated learning curve of its released versions, evaluated by one
 // background goroutine per policy while the page is viewed; and the
 // service's metrics from its registry (all models together).
@@ -42,7 +42,7 @@ func newStatusPage(s *Service) *statusPage {
 	for _, p := range s.policies {
 		pp := &pagePolicy{p: p}
 		if p.env == "" {
-			pp.noCurve = "no simulator: the agent runs without --env-spec"
+			pp.noCurve = "no simulator: the agent runs without --env"
 		} else if c, err := statuspage.NewSimCurve(p.env, p.cfg.Spec, p.cfg.Policy.PPO, p.store.Snapshot); err != nil {
 			pp.noCurve = "no learning curve on the " + p.env + " simulator: " + err.Error()
 		} else {

@@ -147,16 +147,16 @@ func TestStatusPage(t *testing.T) {
 	}
 }
 
-// TestStatusPageWithoutSimulator: without --env-spec, or with a simulator
+// TestStatusPageWithoutSimulator: without --env, or with a simulator
 // whose spaces are not the policy's, the curve panel says why there is no
 // learning curve and carries no release label.
 func TestStatusPageWithoutSimulator(t *testing.T) {
-	for env, why := range map[string]string{"": "no simulator: the agent runs without --env-spec", "pendulum": "no learning curve on the pendulum simulator"} {
+	for env, why := range map[string]string{"": "no simulator: the agent runs without --env", "pendulum": "no learning curve on the pendulum simulator"} {
 		svc := startService(t, cartpoleConfig(2), func(sc *ServiceConfig) { sc.HTTPAddr, sc.EnvSpec = "127.0.0.1:0", env })
 		page, _ := getPage(t, svc.OpsAddr())
 		m := regexp.MustCompile(`id="policy-curve">\s*<h3>[^<]*</h3>\s*<span class="badge operational">`).FindString(page)
 		if m == "" || !strings.Contains(page, why) || !strings.Contains(page, "releases no noised return") {
-			t.Errorf("curve panel with --env-spec %q:\n%s", env, page)
+			t.Errorf("curve panel with --env %q:\n%s", env, page)
 		}
 	}
 }

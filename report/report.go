@@ -51,7 +51,7 @@ type Options struct {
 	DataDir string
 	// OutDir receives HTMLFile and one PNG per figure; created if missing.
 	OutDir string
-	// EnvSpec names the simulator of the agent's policy (its --env-spec):
+	// EnvSpec names the simulator of the agent's policy (its --env):
 	// the report then evaluates the released versions on it.
 	EnvSpec string
 	// Force overwrites existing output files.
@@ -260,19 +260,19 @@ func policyView(o Options, name, dir string, tolerant bool) (statuspage.PolicyVi
 // curve evaluates the released versions on simulator env ("": none).
 func curve(store *ledger.Store, env string, latest uint64) (statuspage.CurveView, error) {
 	if env == "" {
-		return statuspage.CurveView{Reason: "no --env-spec: give the agent's --env-spec to evaluate the released versions on its simulator"}, nil
+		return statuspage.CurveView{Reason: "no --env: give the agent's --env to evaluate the released versions on its simulator"}, nil
 	}
 	spec, pc, err := profile.AgentDefaults(env)
 	if err != nil {
-		return statuspage.CurveView{}, fmt.Errorf("--env-spec: %w", err)
+		return statuspage.CurveView{}, fmt.Errorf("--env: %w", err)
 	}
 	c, err := statuspage.NewSimCurve(env, spec, pc.PPO, store.Snapshot)
 	if err != nil {
-		return statuspage.CurveView{}, fmt.Errorf("--env-spec: %w", err)
+		return statuspage.CurveView{}, fmt.Errorf("--env: %w", err)
 	}
 	v, err := c.Compute(latest)
 	if err != nil {
-		return statuspage.CurveView{}, fmt.Errorf("--env-spec %s does not fit the ledger's policy: %w", env, err)
+		return statuspage.CurveView{}, fmt.Errorf("--env %s does not fit the ledger's policy: %w", env, err)
 	}
 	return v, nil
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // agentConfig is the agent's configuration for cartpole, as dprl agent
-// --env-spec cartpole makes it, with K = 2.
+// --env cartpole makes it, with K = 2.
 func agentConfig(t *testing.T) agent.Config {
 	t.Helper()
 	spec, pc, err := profile.AgentDefaults("cartpole")
@@ -129,8 +129,8 @@ func TestReportFromAgentLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	html, _ = os.ReadFile(res.HTML)
-	if !strings.Contains(string(html), "no --env-spec") || len(res.PNGs) != 2 {
-		t.Errorf("forced report without --env-spec: %d PNGs; curve note present: %v", len(res.PNGs), strings.Contains(string(html), "no --env-spec"))
+	if !strings.Contains(string(html), "no --env") || len(res.PNGs) != 2 {
+		t.Errorf("forced report without --env: %d PNGs; curve note present: %v", len(res.PNGs), strings.Contains(string(html), "no --env"))
 	}
 }
 
@@ -160,7 +160,7 @@ func TestReportErrors(t *testing.T) {
 }
 
 // TestReportModels reports on a multi-policy agent's data directory: one
-// section per model, each from its own ledger; --env-spec gives a curve to
+// section per model, each from its own ledger; --env gives a curve to
 // the model whose policy fits the simulator and says why the other has
 // none.
 func TestReportModels(t *testing.T) {

@@ -68,6 +68,10 @@ func TestAgentEnvFlag(t *testing.T) {
 	if code, _, stderr := runCLI(t, "agent", "--data", dir, "--model", "a:env=pendulum,env-spec=acrobot", "--check-config"); code != exitUsage || !strings.Contains(stderr, `"env-spec" is the deprecated name of "env"`) {
 		t.Errorf("a model with env and env-spec: exit %d %q", code, stderr)
 	}
+	// dprl report names the agent's simulator the same way.
+	if code, _, stderr := runCLI(t, "report", "--env-spec", "cartpole"); code != exitUsage || !strings.Contains(stderr, "--env-spec is deprecated: use --env") {
+		t.Errorf("report --env-spec: exit %d %q", code, stderr)
+	}
 	for _, ex := range []string{"agent.json", "agent-secure.json", "agent-models.json"} { // the examples use the new name
 		if b, err := os.ReadFile(filepath.Join("..", "..", "examples", ex)); err != nil || strings.Contains(string(b), "env-spec") {
 			t.Errorf("examples/%s uses env-spec (%v)", ex, err)
@@ -314,6 +318,7 @@ func TestConfigErrorsExitTwo(t *testing.T) {
 		{"offline svt", []string{"--data", missing, "--experts", dir, "--epsilon", "1", "--delta", "1e-3", "--queries", "1", "--out-stable", exists}, "--out-stable " + exists + " exists"},
 		{"plot regret", []string{"--out", filepath.Join(dir, "r.png"), missing}, "missing"},
 		{"version", []string{"x"}, "unexpected argument"},
+		{"report", []string{"--out", dir}, "--data"},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {

@@ -203,7 +203,7 @@ func (v PolicyView) curvePanel(id string, rel Privacy) Panel {
 	if c.Env == "" {
 		p.Privacy = Privacy{}
 		p.Note = cmpOr(c.Reason, "no simulator: there is no learning curve") +
-			". The agent releases no noised return, so a learning curve can only evaluate the released policies on a public simulator (run the agent, or dprl report, with --env-spec naming one)."
+			". The agent releases no noised return, so a learning curve can only evaluate the released policies on a public simulator (run the agent, or dprl report, with --env naming one)."
 		return p
 	}
 	p.Facts = []Fact{{"simulator", c.Env}, {"evaluation", fmt.Sprintf("mean return over %d simulated episodes per version, a fixed seed per version", c.Episodes)}}
