@@ -54,9 +54,9 @@ func writeClientFiles(t *testing.T) clientFiles {
 
 // TestSettingsRanges: every integer, size, duration and float setting of
 // dprl agent has a range, checked before anything starts, and a value
-// outside it is refused naming its flag; the spaces of --env-spec cannot be
+// outside it is refused naming its flag; the spaces of --env cannot be
 // overridden; the addresses and files are checked without dialling.
-// (Before: --K 100000000000, --env-spec cartpole --obs-dim 3, --nats
+// (Before: --K 100000000000, --env cartpole --obs-dim 3, --nats
 // bogus://x, --http not-an-addr and --tls-cert /nonexistent all passed.)
 func TestSettingsRanges(t *testing.T) {
 	explicit := func(names ...string) func(string) bool {
@@ -70,8 +70,8 @@ func TestSettingsRanges(t *testing.T) {
 		mod  func(*agent.Settings)
 		want string
 	}{
-		{"env spec and obs dim", func(s *agent.Settings) { s.ObsDim = 3 }, "--env-spec cartpole and --obs-dim/--actions both given"},
-		{"env spec and explicit zero actions", func(s *agent.Settings) { s.Explicit = explicit("Actions") }, "--env-spec cartpole and --obs-dim/--actions both given"},
+		{"env spec and obs dim", func(s *agent.Settings) { s.ObsDim = 3 }, "--env cartpole and --obs-dim/--actions both given"},
+		{"env spec and explicit zero actions", func(s *agent.Settings) { s.Explicit = explicit("Actions") }, "--env cartpole and --obs-dim/--actions both given"},
 		{"obs dim 0", func(s *agent.Settings) { s.EnvSpec, s.Actions = "", 2 }, "--obs-dim 0: want 1 to 2048"},
 		{"obs dim too large", func(s *agent.Settings) { s.EnvSpec, s.ObsDim, s.Actions = "", 2049, 2 }, "--obs-dim 2049: want 1 to 2048"},
 		{"actions too many", func(s *agent.Settings) { s.EnvSpec, s.ObsDim, s.Actions = "", 3, 4097 }, "--actions 4097: want 2 to 4096"},

@@ -92,8 +92,8 @@ func TestAgentDataDirInUse(t *testing.T) {
 	defer ln.Close()
 	want := "data directory " + dir + " is in use by another process (its lock is held)"
 	for _, args := range [][]string{
-		{"agent", "--data", dir, "--env-spec", "cartpole", "--nats-listen", "127.0.0.1:0"},
-		{"agent", "--data", dir, "--env-spec", "cartpole", "--nats-listen", ln.Addr().String()},
+		{"agent", "--data", dir, "--env", "cartpole", "--nats-listen", "127.0.0.1:0"},
+		{"agent", "--data", dir, "--env", "cartpole", "--nats-listen", ln.Addr().String()},
 		{"ledger", "show", "--data", dir},
 	} {
 		code, _, stderr := runCLI(t, args...)
@@ -163,7 +163,7 @@ func TestAgentAddressTaken(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		start := time.Now()
-		code, _, stderr := runCLI(t, append([]string{"agent", "--data", dir, "--env-spec", "cartpole"}, c.flags...)...)
+		code, _, stderr := runCLI(t, append([]string{"agent", "--data", dir, "--env", "cartpole"}, c.flags...)...)
 		if took := time.Since(start); code != 1 || !strings.Contains(stderr, c.want) || took > 4*time.Second {
 			t.Errorf("%v: exit %d after %v, %q; want 1 and %q", c.flags, code, took, stderr, c.want)
 		}
@@ -174,8 +174,8 @@ func TestAgentAddressTaken(t *testing.T) {
 }
 
 // TestAgentCheckConfigRefuses: --check-config refuses, naming the flag, a
-// value outside its range, --env-spec with --obs-dim, a bad address and a
-// missing or malformed file, and creates nothing. (Before: --env-spec
+// value outside its range, --env with --obs-dim, a bad address and a
+// missing or malformed file, and creates nothing. (Before: --env
 // cartpole --obs-dim 3, --K 100000000000, --nats bogus://x, --http
 // not-an-addr and --tls-cert /nonexistent all passed.)
 func TestAgentCheckConfigRefuses(t *testing.T) {
@@ -191,7 +191,7 @@ func TestAgentCheckConfigRefuses(t *testing.T) {
 		env  string // NAME=VALUE, or ""
 		want string
 	}{
-		{[]string{"--obs-dim", "3"}, "", "--env-spec cartpole and --obs-dim/--actions both given"},
+		{[]string{"--obs-dim", "3"}, "", "--env cartpole and --obs-dim/--actions both given"},
 		{[]string{"--K", "100000000000"}, "", "--K 100000000000: want 1 to 1048576"},
 		{[]string{"--K", "1000", "--session-memory-mib", "1"}, "", "do not fit the session memory budget --session-memory-mib of 1 MiB"},
 		{[]string{"--z", "0"}, "", "--z 0: want > 0"},
@@ -223,7 +223,7 @@ func TestAgentCheckConfigRefuses(t *testing.T) {
 			name, value, _ := strings.Cut(c.env, "=")
 			t.Setenv(name, value)
 		}
-		args := append([]string{"agent", "--data", data, "--env-spec", "cartpole", "--check-config"}, c.args...)
+		args := append([]string{"agent", "--data", data, "--env", "cartpole", "--check-config"}, c.args...)
 		if code, _, stderr := runCLI(t, args...); code != exitUsage || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v %s: exit %d %q, want %d and %q", c.args, c.env, code, stderr, exitUsage, c.want)
 		}
