@@ -77,6 +77,9 @@ func TestFirstStepSendsNoReward(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil { // the server knows the subscription before the request
+		t.Fatal(err)
+	}
 	c, _ := NewClient(connect(t, s))
 	if _, err := c.Act(context.Background(), "s", "u", []float64{1}, 9, true); err != nil {
 		t.Fatal(err)
