@@ -15,8 +15,18 @@ import (
 // describe is one policy's configuration as --check-config reports it.
 func describe(c Config) string {
 	eps, _ := c.SessionEpsilon()
-	return fmt.Sprintf("%s, K = %d, z = %g, S = %g, per-session epsilon %.4g at delta %g; rewards clipped to [%g, %g]",
-		c.Spec.Describe(), c.Policy.DP.UsersPerUpdate, c.Policy.DP.NoiseMultiplier, c.Policy.DP.ClipNorm, eps, c.Delta, c.RewardLow, c.RewardHigh)
+	return fmt.Sprintf("%s, K = %d, z = %.6g, S = %g, %s, per-session epsilon %.4g at delta %g; rewards clipped to [%g, %g]",
+		c.Spec.Describe(), c.Policy.DP.UsersPerUpdate, c.Policy.DP.NoiseMultiplier, c.Policy.DP.ClipNorm, userBound(c), ceil4(eps), c.Delta, c.RewardLow, c.RewardHigh)
+}
+
+// userBound describes the per-user guarantee (the headline: the user is
+// the unit personalization protects), rounded up.
+func userBound(c Config) string {
+	ue, ok, err := c.UserEpsilonBound()
+	if err != nil || !ok {
+		return "per-user epsilon unbounded (no per-user cap)"
+	}
+	return fmt.Sprintf("per-user epsilon at most %.4g at delta %g (%s)", ceil4(ue), c.Delta, c.UserCaps())
 }
 
 // CheckSummary is the report of a configuration that checked out (dprl
@@ -93,17 +103,17 @@ func (s *Service) Announce(w io.Writer) error {
 		if multi {
 			where = fmt.Sprintf("dprl agent: model %s on %s.v1.*", p.name, p.prefix)
 		}
-		fmt.Fprintf(w, "%s; per-session epsilon %.4g at delta %g (analytic Gaussian, z = %g)\n", where, eps, c.Delta, c.Policy.DP.NoiseMultiplier)
 		switch ue, ok, err := c.UserEpsilonBound(); {
 		case err != nil:
 			return p.wrap(err)
 		case ok && multi:
-			fmt.Fprintf(w, "dprl agent: model %s: per-user epsilon at most %.4g at delta %g (%s)\n", p.name, ue, c.Delta, c.UserCaps())
+			fmt.Fprintf(w, "dprl agent: model %s: per-user epsilon at most %.4g at delta %g (%s)\n", p.name, ceil4(ue), c.Delta, c.UserCaps())
 		case ok:
-			fmt.Fprintf(w, "dprl agent: per-user epsilon at most %.4g at delta %g (%s)\n", ue, c.Delta, c.UserCaps())
+			fmt.Fprintf(w, "dprl agent: per-user epsilon at most %.4g at delta %g (%s)\n", ceil4(ue), c.Delta, c.UserCaps())
 		default:
 			p.log.Warn().Msg("no per-user cap (--user-epsilon 0 --max-updates-per-user 0): a returning user's epsilon grows with every update they take part in")
 		}
+		fmt.Fprintf(w, "%s; per-session epsilon %.4g at delta %g (analytic Gaussian, z = %.6g)\n", where, ceil4(eps), c.Delta, c.Policy.DP.NoiseMultiplier)
 	}
 	if multi {
 		fmt.Fprintf(w, "dprl agent: %s\n", Composed(s.cfg.Models))

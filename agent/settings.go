@@ -215,6 +215,11 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	if s.UserEpsilon == 0 && s.MaxUpdatesPerUser == 0 && (s.Explicit == nil || !s.Explicit("UserEpsilon") && !s.Explicit("MaxUpdatesPerUser")) {
 		ac.MaxUpdatesPerUser = DefaultMaxUpdatesPerUser
 	}
+	if z, ok, err := s.userNoise(ac.MaxUpdatesPerUser); err != nil {
+		return ServiceConfig{}, err
+	} else if ok {
+		ac.Policy.DP.NoiseMultiplier = z
+	}
 	ac.MaxOpenSessions, ac.MaxStepsPerSession, ac.IdleTimeout, ac.FlushTimeout = s.MaxOpenSessions, s.MaxStepsPerSession, s.IdleTimeout, s.FlushTimeout
 	ac.MaxSessionsPerUser, ac.MaxSessionsPerConnection, ac.MaxQueuedPerUser = s.MaxSessionsPerUser, s.MaxSessionsPerConnection, s.MaxQueuedPerUser
 	ac.MaxSessionLifetime = s.MaxSessionLifetime
@@ -342,6 +347,29 @@ func (f NATSSecurityFiles) Load(embedded bool, listen string) (NATSSecurity, err
 // Theorem 8), the epsilon the agent charges each session.
 func (c Config) SessionEpsilon() (float64, error) {
 	return accountant.GaussianEpsilon(c.Policy.DP.NoiseMultiplier, c.Delta)
+}
+
+// userNoise derives the noise multiplier from UserEpsilon, the primary
+// privacy setting, when neither Z nor SessionEpsilon is given: the smallest
+// z (rounded up) at which k = max(maxUpdates, 1) updates compose to at most
+// UserEpsilon at Delta. A user's updates are Gaussian mechanisms of
+// multiplier z on the same data, whose k-fold composition is exactly the
+// Gaussian mechanism of multiplier z / sqrt(k) (Dong, Roth and Su 2022,
+// "Gaussian Differential Privacy", Corollary 3.3), evaluated with the
+// analytic Gaussian mechanism (Balle and Wang 2018, Theorem 8); so a user
+// who takes part in every update the caps allow reaches UserEpsilon and no
+// more. With UserEpsilon alone (no update cap) k is 1: each user is
+// learned from once at that epsilon. ok is false when the noise is given
+// otherwise (or UserEpsilon is 0).
+func (s Settings) userNoise(maxUpdates int) (z float64, ok bool, err error) {
+	if !(s.UserEpsilon > 0) || math.IsInf(s.UserEpsilon, 0) || s.Z != 0 || s.SessionEpsilon != 0 { // an infinite cap is refused by the range checks
+		return 0, false, nil
+	}
+	k := max(maxUpdates, 1)
+	if z, err = accountant.Calibrate(accountant.Analytic{}, s.UserEpsilon, s.Delta, 1, k); err != nil {
+		return 0, false, SettingsFields.Errorf("{UserEpsilon} %v over %d updates at {Delta} %v: %w", s.UserEpsilon, k, s.Delta, err)
+	}
+	return z, true, nil
 }
 
 // UserEpsilonBound is the largest epsilon at Delta any one user can reach

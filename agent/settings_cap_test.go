@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"dprl/agent"
+	"dprl/ledger/accountant"
 )
 
 // TestSettingsDefaultUserCap: with neither per-user cap set, a user takes
@@ -65,5 +66,56 @@ func TestUserCaps(t *testing.T) {
 		if got := c.cfg.UserCaps(); got != c.want {
 			t.Errorf("UserCaps(%+v) = %q, want %q", c.cfg, got, c.want)
 		}
+	}
+}
+
+// TestUserEpsilonDerivesNoise: --user-epsilon without --z or
+// --session-epsilon sets z so that a user in every update the caps allow
+// reaches the target and no more; with --z it is only a cap.
+func TestUserEpsilonDerivesNoise(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		userEps    float64
+		maxUpdates int
+		z          float64
+	}{
+		{"one update", 5, 0, 0},
+		{"ten updates", 5, 10, 0},
+		{"hundred updates, epsilon 1", 1, 100, 0},
+		{"explicit z stays", 5, 10, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := baseSettings(t)
+			s.UserEpsilon, s.MaxUpdatesPerUser, s.Z = c.userEps, c.maxUpdates, c.z
+			s.Explicit = func(f string) bool {
+				return f == "UserEpsilon" || f == "MaxUpdatesPerUser" && c.maxUpdates > 0 || f == "Z" && c.z > 0
+			}
+			sc, err := s.ServiceConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			z := sc.Agent.Policy.DP.NoiseMultiplier
+			if c.z > 0 {
+				if z != c.z {
+					t.Fatalf("z = %v, want the explicit %v", z, c.z)
+				}
+				return
+			}
+			k := max(c.maxUpdates, 1)
+			eps, err := accountant.GaussianEpsilon(z/math.Sqrt(float64(k)), sc.Agent.Delta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// At most the target, and tight: 0.1% less noise would exceed it.
+			if eps > c.userEps {
+				t.Fatalf("z = %v: %d updates compose to epsilon %v > %v", z, k, eps, c.userEps)
+			}
+			if e2, _ := accountant.GaussianEpsilon(0.999*z/math.Sqrt(float64(k)), sc.Agent.Delta); e2 <= c.userEps {
+				t.Fatalf("z = %v is not the smallest: 0.999 z gives %v <= %v", z, e2, c.userEps)
+			}
+			if b, ok, err := sc.Agent.UserEpsilonBound(); err != nil || !ok || b > c.userEps {
+				t.Fatalf("UserEpsilonBound = %v, %v, %v", b, ok, err)
+			}
+		})
 	}
 }

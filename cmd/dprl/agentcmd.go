@@ -56,7 +56,7 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.Float64Var(&s.Clip, "clip", 0, "clipping norm S of a user's local update (default: the profile's)")
 	fl.IntVar(&s.K, "K", 0, "sessions per update K (default: the profile's), 1 to 2^20; an update holds its K sessions until it is released, so K sessions of the smallest size must fit --session-memory-mib")
 	fl.Float64Var(&s.Delta, "delta", 1e-5, "delta of the per-session and per-user guarantees, 0 < delta < 1")
-	fl.Float64Var(&s.UserEpsilon, "user-epsilon", 0, "cap on a user's composed epsilon at --delta, finite (0 given explicitly, with --max-updates-per-user 0: no per-user cap)")
+	fl.Float64Var(&s.UserEpsilon, "user-epsilon", 0, "the per-user epsilon at --delta, the primary privacy setting: without --z or --session-epsilon, z is derived so that a user in --max-updates-per-user updates (1 if unset) reaches it; always enforced as a cap (0 given explicitly, with --max-updates-per-user 0: no per-user cap)")
 	fl.IntVar(&s.MaxUpdatesPerUser, "max-updates-per-user", 0, "cap on the updates a user takes part in, up to 2^20 (default 1 when neither cap is given; 0 given explicitly, with --user-epsilon 0: no per-user cap)")
 	fl.IntVar(&s.MaxOpenSessions, "max-open-sessions", 100000, "limit of concurrently open sessions, 1 to 2^24")
 	fl.IntVar(&s.MaxStepsPerSession, "max-steps", 10000, "limit of steps per session, 2 to 2^24")

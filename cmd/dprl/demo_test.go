@@ -53,8 +53,14 @@ func TestDemoEndToEnd(t *testing.T) {
 func TestAgentCheckConfig(t *testing.T) {
 	dir := t.TempDir()
 	code, out, stderr := runCLI(t, "agent", "--data", dir, "--env", "cartpole", "--check-config")
-	if code != 0 || !strings.Contains(out, "configuration OK") || !strings.Contains(out, "epsilon 4.377") {
+	if code != 0 || !strings.Contains(out, "configuration OK") || !strings.Contains(out, "per-user epsilon at most 4.378 at delta 1e-05 (at most 1 updates per user)") || !strings.Contains(out, "per-session epsilon 4.378") {
 		t.Errorf("check-config: %d %q %q", code, out, stderr)
+	}
+	// --user-epsilon alone derives z from the update cap: a user in all 10
+	// updates reaches 5 (z = sqrt(10) x the one-release multiplier).
+	code, out, stderr = runCLI(t, "agent", "--data", dir, "--env", "cartpole", "--user-epsilon", "5", "--max-updates-per-user", "10", "--check-config")
+	if code != 0 || !strings.Contains(out, "z = 2.82034") || !strings.Contains(out, "per-user epsilon at most 5 at delta 1e-05 (at most 10 updates per user, user epsilon 5)") {
+		t.Errorf("check-config --user-epsilon: %d %q %q", code, out, stderr)
 	}
 	// A target epsilon sets z (dprl accountant noise --epsilon 5 --delta
 	// 1e-5: z = 0.891869), from a flag or from the environment.
