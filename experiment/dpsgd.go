@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"dprl/ledger/accountant"
 	"dprl/policy"
 	"dprl/sims"
 )
@@ -94,6 +95,6 @@ func (r DPSGDResult) WriteText(w io.Writer) error {
 		note = " (" + r.UnitNote + ")"
 	}
 	_, err := fmt.Fprintf(w, "%s on %s: eval return %.1f +- %.1f over %d episodes; epsilon %.4g at delta %g per %s%s (%s, z = %g); %d updates, %d episodes, %.1f s, seed %d\n",
-		r.Algo, r.Env, r.EvalMean, r.EvalStd, r.EvalEpisodes, r.Epsilon, r.Delta, r.PrivacyUnit, note, r.Accountant, r.NoiseMultiplier, r.Updates, r.Episodes, r.Seconds, r.Seed)
+		r.Algo, r.Env, r.EvalMean, r.EvalStd, r.EvalEpisodes, accountant.Ceil(r.Epsilon, 4), r.Delta, r.PrivacyUnit, note, r.Accountant, r.NoiseMultiplier, r.Updates, r.Episodes, r.Seconds, r.Seed)
 	return err
 }

@@ -42,7 +42,7 @@ func TestDPSGDResultText(t *testing.T) {
 	if err := r.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	want := "dpsgd-dqn on cartpole: eval return 68.8 +- 5.7 over 20 episodes; epsilon 9.944 at delta 1e-05 per transition (not per episode: an episode is up to 500 transitions, covered only by group privacy, not computed) (rdp, z = 1); 49001 updates, 570 episodes, 46.1 s, seed 1\n"
+	want := "dpsgd-dqn on cartpole: eval return 68.8 +- 5.7 over 20 episodes; epsilon 9.945 at delta 1e-05 per transition (not per episode: an episode is up to 500 transitions, covered only by group privacy, not computed) (rdp, z = 1); 49001 updates, 570 episodes, 46.1 s, seed 1\n"
 	if b.String() != want {
 		t.Errorf("text\n%q\nwant\n%q", b.String(), want)
 	}

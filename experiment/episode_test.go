@@ -27,7 +27,7 @@ func TestEpisodeAccount(t *testing.T) {
 	if err != nil || math.Abs(ep.Epsilon-53.21) > 0.01 || math.Abs(seg.Epsilon-4.377) > 1e-3 || a.EpsilonPerSegment != seg.Epsilon {
 		t.Errorf("at z = 1: %v per episode, %v per segment (%v recorded), %v", ep.Epsilon, seg.Epsilon, a.EpsilonPerSegment, err)
 	}
-	if want := "an episode of at most 500 steps is up to 8 segments (users) of at most 64 steps in 8 consecutive releases, sensitivity 6.968 segments'; per segment: epsilon = 4.377"; a.Text() != want {
+	if want := "an episode of at most 500 steps is up to 8 segments (users) of at most 64 steps in 8 consecutive releases, sensitivity 6.968 segments'; per segment: epsilon = 4.378"; a.Text() != want {
 		t.Errorf("text %q", a.Text())
 	}
 	if z, err := a.Calibrate(ep.Epsilon, 1e-5); err != nil || math.Abs(z-1) > 1e-6 {

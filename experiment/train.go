@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"dprl/internal/progress"
+	"dprl/ledger/accountant"
 	"dprl/policy"
 	"dprl/profile"
 	"dprl/sims"
@@ -283,7 +284,7 @@ func (r TrainResult) WriteText(w io.Writer) error {
 // first, then the episode structure and the per-segment epsilon (acct may
 // be nil only for results without one).
 func privacyText(eps, delta, z, clip float64, k int, noise string, horizon int, method string, acct *EpisodeAccount) string {
-	s := fmt.Sprintf("epsilon = %.4g at delta = %g per episode (z = %g, S = %g, K = %d%s, %s)", eps, delta, z, clip, k, noiseText(noise, horizon), method)
+	s := fmt.Sprintf("epsilon = %.4g at delta = %g per episode (z = %g, S = %g, K = %d%s, %s)", accountant.Ceil(eps, 4), delta, z, clip, k, noiseText(noise, horizon), method)
 	if acct != nil {
 		s += "\n  " + acct.Text()
 	}

@@ -205,7 +205,7 @@ func TestTrainResultText(t *testing.T) {
 	r := TrainResult{Env: "cartpole", Method: "dppg", EvalMean: 29.5, EvalStd: 4.5, EvalEpisodes: 2, Epsilon: p.Epsilon, Delta: 1e-5, Accountant: p.Accountant,
 		EpisodeAccount: p.Account, Z: 1, Clip: 0.2, K: 8, Noise: "sqrt", Horizon: 3, Users: 24, Updates: 3, Steps: 498, Seconds: 0.5, StepsPerSecond: 996, Seed: 3}
 	privacy := "epsilon = 11.29 at delta = 1e-05 per episode (z = 1, S = 0.2, K = 8, sqrt noise over 3 releases, analytic)\n" +
-		"  an episode of at most 500 steps is up to 8 segments (users) of at most 64 steps in 3 consecutive releases (the run has only 3), sensitivity 2.206 segments'; per segment: epsilon = 4.377\n"
+		"  an episode of at most 500 steps is up to 8 segments (users) of at most 64 steps in 3 consecutive releases (the run has only 3), sensitivity 2.206 segments'; per segment: epsilon = 4.378\n"
 	for _, c := range []struct {
 		name string
 		w    func(*bytes.Buffer) error
@@ -232,8 +232,8 @@ func TestTrainResultText(t *testing.T) {
 			return s.WriteText(b)
 		}, "cartpole dppg: eval return against per-episode epsilon at delta 1e-05 (24 users per run; mean ± std over seeds 3-4)\n" +
 			"  (an episode of at most 500 steps is up to 8 segments (users) of at most 64 steps in 3 consecutive releases (the run has only 3), sensitivity 2.206 segments')\n" +
-			"  z 1      epsilon 11.29    per episode (4.377    per segment)    36.25 ±   6.75  (min 29.50, max 43.00)\n" +
-			"  z 3      epsilon 3.076    per episode (1.271    per segment)    38.00 ±  16.00  (min 22.00, max 54.00)\n"},
+			"  z 1      epsilon 11.29    per episode (4.378    per segment)    36.25 ±   6.75  (min 29.50, max 43.00)\n" +
+			"  z 3      epsilon 3.077    per episode (1.271    per segment)    38.00 ±  16.00  (min 22.00, max 54.00)\n"},
 	} {
 		var b bytes.Buffer
 		if err := c.w(&b); err != nil || b.String() != c.want {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"dprl/internal/atomicfile"
+	"dprl/ledger/accountant"
 )
 
 // Verification is the outcome of VerifyDir ("dprl ledger verify"): the
@@ -65,7 +66,7 @@ func (v Verification) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "dataset %s unit %s: %d runs, no cap\n", b.Dataset, b.Unit, b.Runs)
 			continue
 		}
-		fmt.Fprintf(w, "dataset %s unit %s: %d runs, epsilon %.4g of cap %g at delta %g\n", b.Dataset, b.Unit, b.Runs, b.Epsilon, b.Cap.Epsilon, b.Cap.Delta)
+		fmt.Fprintf(w, "dataset %s unit %s: %d runs, epsilon %.4g of cap %g at delta %g\n", b.Dataset, b.Unit, b.Runs, accountant.Ceil(b.Epsilon, 4), b.Cap.Epsilon, b.Cap.Delta)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)
@@ -217,7 +218,7 @@ func (s *Store) ChangeCap(c CapChange) (CapChangeResult, error) {
 // WriteText writes the change as one line.
 func (r CapChangeResult) WriteText(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "dataset %s unit %s: cap (epsilon %g, delta %g) -> (epsilon %g, delta %g), ledger entry %d; spent epsilon %.4g in %d runs\n",
-		r.Dataset, r.Unit, r.Old.Epsilon, r.Old.Delta, r.Cap.Epsilon, r.Cap.Delta, r.Seq, r.Spent, r.Runs)
+		r.Dataset, r.Unit, r.Old.Epsilon, r.Old.Delta, r.Cap.Epsilon, r.Cap.Delta, r.Seq, accountant.Ceil(r.Spent, 4), r.Runs)
 	return err
 }
 

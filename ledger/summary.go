@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"text/tabwriter"
+
+	"dprl/ledger/accountant"
 )
 
 // Summary is the ledger at a glance ("dprl ledger show"): every entry,
@@ -148,7 +150,7 @@ func (m Summary) WriteText(w io.Writer) error {
 		if e.Seeded {
 			noise = "seeded"
 		}
-		eps, del := fmt.Sprintf("%.4g", e.Epsilon), fmt.Sprint(e.Delta)
+		eps, del := fmt.Sprintf("%.4g", accountant.Ceil(e.Epsilon, 4)), fmt.Sprint(e.Delta)
 		switch e.Kind {
 		case KindCap:
 			eps, del = fmt.Sprintf("cap %g", e.Cap.Epsilon), fmt.Sprint(e.Cap.Delta)
@@ -174,7 +176,7 @@ func (m Summary) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "users: %d", m.Users)
 	if m.MaxUser != nil {
-		fmt.Fprintf(w, "; most used: %d updates, epsilon %.4g at delta %g", m.MaxUser.Updates, m.MaxUser.Epsilon, m.MaxUser.Delta)
+		fmt.Fprintf(w, "; most used: %d updates, epsilon %.4g at delta %g", m.MaxUser.Updates, accountant.Ceil(m.MaxUser.Epsilon, 4), m.MaxUser.Delta)
 	}
 	_, err := fmt.Fprintln(w)
 	return err
@@ -194,7 +196,7 @@ func (d DatasetSummary) writeText(w io.Writer, id string) {
 			fmt.Fprintf(w, "  unit %s: %d runs, epsilon not computable for cap %g at delta %g: %s\n", u, x.Runs, x.CapEpsilon, x.Delta, x.Error)
 			continue
 		}
-		fmt.Fprintf(w, "  unit %s: %d runs, epsilon %.4g of cap %g at delta %g\n", u, x.Runs, *x.Epsilon, x.CapEpsilon, x.Delta)
+		fmt.Fprintf(w, "  unit %s: %d runs, epsilon %.4g of cap %g at delta %g\n", u, x.Runs, accountant.Ceil(*x.Epsilon, 4), x.CapEpsilon, x.Delta)
 	}
 	for _, f := range d.DerivedFiles {
 		fmt.Fprintf(w, "  derived file %s (%s, entry %d)\n", f.File, f.Note, f.From)

@@ -139,7 +139,7 @@ func TestSummaryWriteText(t *testing.T) {
 	}
 	want := `head: 4 entries, policy version 1, hash 0123456789abcdef
 SEQ  TIME                 KIND            UNIT        EPSILON  DELTA  METHOD    Z  PARTICIPANTS  VERSION/DATASET  NOISE
-1    2024-03-01 12:01:00  policy_release  session     4.377    1e-05  analytic  1  2             1                seeded
+1    2024-03-01 12:01:00  policy_release  session     4.378    1e-05  analytic  1  2             1                seeded
 2    2024-03-01 12:01:00  offline_run     trajectory  1.214    1e-05  rdp       -  100           A                secure
 3    2024-03-01 12:01:00  derived_file                -        -      -         -  0             A                secure
 4    2024-03-01 12:01:00  dataset_cap     trajectory  cap 12   1e-05  -         -  0             A                secure
@@ -148,7 +148,7 @@ dataset A:
   unit trajectory: 1 runs, epsilon 1.214 of cap 12 at delta 1e-05
   derived file S (svt, entry 2)
 (` + UnitsNote + `)
-users: 2; most used: 1 updates, epsilon 4.377 at delta 1e-05
+users: 2; most used: 1 updates, epsilon 4.378 at delta 1e-05
 `
 	if buf.String() != want {
 		t.Errorf("text:\n%s\nwant\n%s", buf.String(), want)

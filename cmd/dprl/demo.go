@@ -10,6 +10,7 @@ import (
 	"dprl/internal/fielderr"
 	"dprl/internal/flagsrc"
 	"dprl/internal/progress"
+	"dprl/ledger/accountant"
 	"dprl/profile"
 
 	"github.com/spf13/cobra"
@@ -75,7 +76,7 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 				return usageError{err}
 			}
 			fmt.Fprintf(a.stderr, "dprl demo: %s, %d users, K = %d, z = %g: per-session epsilon %.4g at delta %g (analytic Gaussian); data in %s\n",
-				cfg.Env, cfg.Users, cfg.K, cfg.Z, eps, ac.Delta, data)
+				cfg.Env, cfg.Users, cfg.K, cfg.Z, accountant.Ceil(eps, 4), ac.Delta, data)
 			if !c.Flags().Changed("target-return") && prof.DemoTargetReturn > 0 {
 				cfg.Target = prof.DemoTargetReturn
 			}

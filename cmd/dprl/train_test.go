@@ -201,7 +201,7 @@ func TestTrainSeeds(t *testing.T) {
 	// Text output lists every seed.
 	code, out, _ = runCLI(t, "train", "--users", "16", "--K", "8", "--eval-episodes", "1", "--seed", "9", "--seeds", "2", "--log-level", "disabled")
 	if code != 0 || !strings.Contains(out, "over 2 seeds (9-10)") || !strings.Contains(out, "seed 10:") ||
-		!strings.Contains(out, "per episode") || !strings.Contains(out, "per segment: epsilon = 4.377") {
+		!strings.Contains(out, "per episode") || !strings.Contains(out, "per segment: epsilon = 4.378") {
 		t.Errorf("text: %q", out)
 	}
 }
@@ -993,8 +993,8 @@ func TestTrainEpisodeEpsilonDefaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		text := b.String()
-		if !strings.Contains(text, fmt.Sprintf("epsilon = %.4g at delta = 1e-05 per episode", eps)) || !strings.Contains(text, "per ") ||
-			(!acct.FreshEpisodes && !strings.Contains(text, fmt.Sprintf("per segment: epsilon = %.4g", seg))) {
+		if !strings.Contains(text, fmt.Sprintf("epsilon = %.4g at delta = 1e-05 per episode", accountant.Ceil(eps, 4))) || !strings.Contains(text, "per ") ||
+			(!acct.FreshEpisodes && !strings.Contains(text, fmt.Sprintf("per segment: epsilon = %.4g", accountant.Ceil(seg, 4)))) {
 			t.Errorf("%v: privacy text %q", c.args, text)
 		}
 	}

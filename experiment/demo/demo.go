@@ -26,6 +26,7 @@ import (
 	"dprl/internal/fielderr"
 	"dprl/internal/progress"
 	"dprl/ledger"
+	"dprl/ledger/accountant"
 	"dprl/profile"
 	"dprl/sims"
 	"dprl/stream"
@@ -200,9 +201,9 @@ type Result struct {
 func (r Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "%d users, %d updates (policy version %d) in %.1f s\n", r.Users, r.Updates, r.Version, r.Seconds)
 	fmt.Fprintf(w, "privacy: each release (epsilon %.4g, delta %g)-DP per session, analytic Gaussian, z = %g, K = %d\n",
-		r.Epsilon, r.Delta, r.Z, r.K)
+		accountant.Ceil(r.Epsilon, 4), r.Delta, r.Z, r.K)
 	fmt.Fprintf(w, "privacy per user: the most-used user took part in %d updates: epsilon %.4g at delta %g (composition; the demo sets no per-user cap, dprl agent --max-updates-per-user does)\n",
-		r.UserMaxUpdates, r.UserEpsilon, r.Delta)
+		r.UserMaxUpdates, accountant.Ceil(r.UserEpsilon, 4), r.Delta)
 	fmt.Fprintf(w, "simulation only: released policy version %d returns %.1f on average over %d fresh simulator episodes (post-processing of the release)\n",
 		r.SimFinalEval.Version, r.SimFinalEval.MeanReturn, r.EvalEpisodes)
 	fmt.Fprintf(w, "simulation only: the simulated users' own mean return over their last %d sessions %.1f (measured by the users, not served by the agent)\n",
@@ -245,7 +246,7 @@ func (p Progress) String() string {
 		evs = fmt.Sprintf("%.1f (v%d)", p.LastEval.MeanReturn, p.LastEval.Version)
 	}
 	return fmt.Sprintf("users %d/%d  releases %d  eval return %s [simulation-only]  epsilon %.3g/session  act p99 %.2f ms",
-		p.Users, p.MaxUsers, p.Releases, evs, p.Epsilon, p.ActP99Ms)
+		p.Users, p.MaxUsers, p.Releases, evs, accountant.Ceil(p.Epsilon, 3), p.ActP99Ms)
 }
 
 // Run starts the agent service sc (NATS embedded, on a loopback port, and a

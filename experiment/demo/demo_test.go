@@ -217,7 +217,7 @@ func TestResultWriteText(t *testing.T) {
 		UserMaxUpdates: 2, UserEpsilon: 6.57297, SimFinalEval: Eval{Version: 6, MeanReturn: 18.25}, EvalEpisodes: 10,
 		SimUsersSessions: 48, SimUsersMeanReturn: 23.29, ActP50Ms: 0.101, ActP99Ms: 3.582, ActsPerSec: 440.2, DataDir: "/d", LedgerOK: true}
 	const want = `48 users, 6 updates (policy version 6) in 2.5 s
-privacy: each release (epsilon 4.377, delta 1e-05)-DP per session, analytic Gaussian, z = 1, K = 8
+privacy: each release (epsilon 4.378, delta 1e-05)-DP per session, analytic Gaussian, z = 1, K = 8
 privacy per user: the most-used user took part in 2 updates: epsilon 6.573 at delta 1e-05 (composition; the demo sets no per-user cap, dprl agent --max-updates-per-user does)
 simulation only: released policy version 6 returns 18.2 on average over 10 fresh simulator episodes (post-processing of the release)
 simulation only: the simulated users' own mean return over their last 48 sessions 23.3 (measured by the users, not served by the agent)

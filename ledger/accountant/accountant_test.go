@@ -550,3 +550,19 @@ func TestEffectiveZExtremes(t *testing.T) {
 		t.Errorf("epsilon at z = 1e300: %v, %v; want 0", g, err)
 	}
 }
+
+// TestCeil: rounding for print is never below the value.
+func TestCeil(t *testing.T) {
+	for _, c := range []struct {
+		x      float64
+		digits int
+		want   float64
+	}{
+		{4.377178100058402, 4, 4.378}, {4.377, 4, 4.377}, {53.2101, 3, 53.3}, {9.99949, 4, 10}, {9.9995, 4, 10},
+		{1e-5 + 2e-5, 4, 3e-5}, {0.00123449, 3, 0.00124}, {0, 4, 0}, {math.Inf(1), 4, math.Inf(1)}, {123456, 2, 130000},
+	} {
+		if got := Ceil(c.x, c.digits); got != c.want || got < c.x*(1-1e-12) {
+			t.Errorf("Ceil(%v, %d) = %v, want %v", c.x, c.digits, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package accountant
 import (
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // GaussianDelta returns the exact delta(eps) of the Gaussian mechanism with
@@ -146,4 +147,21 @@ func ZhaoEpsilon(z, delta float64) (float64, error) {
 	c := math.Sqrt(math.Log(2 * (math.Sqrt(16*delta+1) + 1) / (16 * delta)))
 	eps := (1 + 2*math.Sqrt2*c*z) / (2 * z * z)
 	return eps * (1 + safetyPad), nil
+}
+
+// Ceil rounds x > 0 up to digits significant digits, for printing an
+// epsilon or a delta: a printed guarantee must never be below the one
+// computed (fmt's %.4g rounds to nearest, which can understate it). A
+// relative 1e-12 below x is accepted as x (so that 1e-5 + 2e-5 prints as
+// 3e-05, not 3.001e-05). Zero, negative, infinite and NaN values are
+// returned unchanged.
+func Ceil(x float64, digits int) float64 {
+	if !(x > 0) || math.IsInf(x, 0) || digits < 1 {
+		return x
+	}
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', digits, 64), 64)
+	if v < x*(1-1e-12) {
+		v, _ = strconv.ParseFloat(strconv.FormatFloat(v+math.Pow(10, math.Floor(math.Log10(v))-float64(digits-1)), 'g', digits, 64), 64)
+	}
+	return v
 }

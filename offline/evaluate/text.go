@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"dprl/ledger/accountant"
 )
 
 // WriteText writes the result as "dprl offline gtd2" prints it: the
@@ -39,7 +41,7 @@ func (o *Result) WriteText(w io.Writer) error {
 		} else {
 			fmt.Fprintf(&b, "noise:       Gaussian on a smooth sensitivity bound, from public reward bounds [%g, %g] (return range %.4g); its scale depends on the data and is not released\n", o.RewardBounds[0], o.RewardBounds[1], o.ReturnRange)
 		}
-		fmt.Fprintf(&b, "ledger:      entry %d; dataset spent epsilon %.4g", o.LedgerSeq, o.DatasetSpent)
+		fmt.Fprintf(&b, "ledger:      entry %d; dataset spent epsilon %.4g", o.LedgerSeq, accountant.Ceil(o.DatasetSpent, 4))
 		if o.Seeded {
 			fmt.Fprint(&b, " (seeded run)")
 		}
