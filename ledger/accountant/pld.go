@@ -525,14 +525,21 @@ func discretise(m mechanism, h float64) (*lossPMF, error) {
 	return out, nil
 }
 
-// pldProfileTol is the relative accuracy assumed of the exact profile as
-// evaluated by mechanism.delta (testdata/gen_pld_reference.py checks it
-// against 50-digit values, TestPLDProfileAgainstMultiprecision): the
-// discretised profile must exceed every evaluated delta_i by this margin.
-const pldProfileTol = 1e-14
+// profileTol is the relative accuracy assumed of the exact profile as
+// evaluated by mechanism.delta: 1e-14 (1 + |ln delta|), the error of its
+// exponentials and log-normal CDFs growing with the magnitude of their
+// logarithms (testdata/gen_pld_reference.py gives 50-digit values,
+// TestPLDProfileAgainstMultiprecision checks them). The discretised profile
+// must exceed every evaluated delta_i by this margin.
+func profileTol(delta float64) float64 {
+	if !(delta > 0) {
+		return 0
+	}
+	return 1e-14 * (1 + math.Abs(math.Log(delta)))
+}
 
 // certify makes the masses a probability distribution whose profile is at
-// least want_i (1 + pldProfileTol) at every grid point and whose exponential
+// least want_i (1 + profileTol(want_i)) at every grid point and whose exponential
 // moment is at most 1 (see discretise). Every correction moves mass from the
 // lowest bins to +infinity, which raises the profile at each grid point at
 // or above those bins by the mass moved and lowers E[e^-L]. The profile and
@@ -598,7 +605,7 @@ func (d *lossPMF) certify(want []float64) error {
 }
 
 // shortfall returns the largest amount by which the profile of the stored
-// masses falls below want_i (1 + pldProfileTol), and the lowest grid index
+// masses falls below want_i (1 + profileTol(want_i)), and the lowest grid index
 // where it does (profile recurrence of discretise, in double-double).
 func (d *lossPMF) shortfall(want []float64) (short float64, first int) {
 	p := d.p
@@ -609,7 +616,7 @@ func (d *lossPMF) shortfall(want []float64) (short float64, first int) {
 	var s dd
 	first = -1
 	check := func(i int, prof dd) {
-		if gap := want[i]*(1+pldProfileTol) - prof.float(); gap > 0 {
+		if gap := want[i]*(1+profileTol(want[i])) - prof.float(); gap > 0 {
 			if first < 0 || i < first {
 				first = i
 			}
@@ -709,17 +716,20 @@ func (d *lossPMF) truncate() {
 // outputs. A computed FFT has relative 2-norm error at most kappa (Higham
 // 2002, "Accuracy and Stability of Numerical Algorithms", Theorem 24.2:
 // log2(n) eta/(1 - log2(n) eta), eta = mu + gamma_4 (sqrt2 + mu) ~ 6.7u for
-// accurate twiddle factors; kappa = 10 u ceil(log2 n) leaves a margin for
-// FFTPACK's mixed radices). With Parseval (||F v||_2 = sqrt(n) ||v||_2) and
-// ||F v||_inf <= ||v||_1, the errors of the two forward transforms, of their
-// product and of the inverse transform give a 2-norm error of the result of
-// at most kappa (||a||_2 ||b||_1 + ||a||_1 ||b||_2 + ||a*b||_2) to first
-// order, ||a*b||_2 <= ||a||_2 ||b||_1; the l1 error is at most sqrt(m) times
-// that (Cauchy-Schwarz). A factor 2 covers the second-order terms.
+// accurate twiddle factors; kappa = 8 u ceil(log2 n) leaves a margin for
+// FFTPACK's twiddles). With Parseval (||F v||_2 = sqrt(n) ||v||_2) and
+// ||F v||_inf <= ||v||_1, the errors of the two forward transforms (each
+// multiplied by the other transform, at most the other's l1 norm), of the
+// product (3u relative) and of the inverse transform (kappa ||a*b||_2 <=
+// kappa ||a||_2 ||b||_1) give a 2-norm error of the result of at most
+// kappa (2 ||a||_2 ||b||_1 + ||a||_1 ||b||_2) + 3u ||a||_2 ||b||_1, plus
+// second-order terms of relative size kappa sqrt(n) (covered by the factor
+// 1.25); the l1 error over the m outputs is at most sqrt(m) times that
+// (Cauchy-Schwarz).
 func fftErr(n, m int, a, b []float64, ea, eb float64) float64 {
-	kappa := 10 * unitRound * math.Ceil(math.Log2(float64(n)))
+	kappa := 8 * unitRound * math.Ceil(math.Log2(float64(n)))
 	na, nb := l2(a), l2(b)
-	return 2 * kappa * math.Sqrt(float64(m)) * (2*na*(1+eb) + nb*(1+ea))
+	return 1.25 * math.Sqrt(float64(m)) * ((2*kappa+3*unitRound)*na*(1+eb) + kappa*nb*(1+ea))
 }
 
 func l2(v []float64) float64 {
@@ -828,47 +838,40 @@ func (d *lossPMF) delta(eps float64) float64 {
 // The result is checked with delta and moved up to the next grid point if
 // rounding made it fail.
 func (d *lossPMF) epsilon(target float64) (float64, error) {
-	want := (target - d.err) / (1 + 1e-12)
+	// Solve for a slightly smaller delta than delta() will check against,
+	// so that the check's own rounding does not reject the solution.
+	want := (target - d.err) / (1 + 4e-12)
 	if !(want > 0) || d.inf >= want {
 		return 0, fmt.Errorf("%w: the composed privacy loss is infinite with probability %.3g (plus rounding bound %.3g), above delta %g", ErrUnreachable, d.inf, d.err, target)
 	}
 	emh, om := math.Exp(-d.h), -math.Expm1(-d.h)
 	prof, s := d.inf, 0.0
-	n := len(d.p)
-	k := n - 1 // grid index: the profile at l_k is prof
-	for k >= 0 {
-		if prof > want {
-			break
-		}
-		// step to k-1
+	k := len(d.p) - 1 // grid index: the profile at l_k is prof
+	for k >= 0 && prof <= want {
 		prof, s = prof+om*(d.p[k]+s), emh*(d.p[k]+s)
 		k--
 	}
-	// Now the profile at l_k exceeds want (k = -1 means at l_{-1} = (lo-1)h,
-	// below every mass), and at l_{k+1} it does not.
+	// The profile at l_k exceeds want (k = -1: at l_{-1} = (lo-1)h, below
+	// every mass, unless the profile never exceeds want), at l_{k+1} not.
 	lk := float64(d.lo+k) * d.h
-	var eps float64
+	eps := lk + d.h
 	if s > 0 {
-		eps = lk + math.Log1p((prof-want)/s)
-	} else {
-		eps = lk + d.h
+		eps = math.Min(eps, lk+math.Log1p((prof-want)/s))
 	}
-	eps = math.Min(eps, lk+d.h)
-	if eps <= 0 {
+	if !(eps > 0) {
 		if d.delta(0) <= target {
 			return 0, nil
 		}
-		eps = math.Max(eps, 0)
+		eps = 0
 	}
 	for i := 0; d.delta(eps) > target; i++ {
-		if i > 64 {
+		switch {
+		case i < 8:
+			eps += 1e-12 * math.Max(1, eps)
+		case i < 16:
+			eps = math.Max(eps, lk+d.h) + d.h*float64(i-8)
+		default:
 			return 0, fmt.Errorf("accountant: epsilon search did not converge at delta %g", target)
-		}
-		next := float64(d.lo+k+1) * d.h
-		if eps < next {
-			eps = next
-		} else {
-			eps = math.Nextafter(eps, math.Inf(1)) + d.h
 		}
 	}
 	return eps, nil
