@@ -32,7 +32,7 @@
 //     Ghazi, Kamath, Kumar & Manurangsi 2022), FFT composition (Koskela,
 //     Jälkö & Honkela 2020) and epsilon(delta) read off the composed
 //     distribution, with every truncation and floating-point error moved to
-//     the unsafe side's opposite. It is tighter than RDP for subsampled
+//     the safe direction. It is tighter than RDP for subsampled
 //     Gaussians (q = 0.01, z = 1, 10,000 steps, delta 1e-5: 6.19 vs 6.71)
 //     and within 0.5% of Google's dp_accounting (testdata/gen_pld_reference.py).
 //   - Classic (Dwork & Roth 2014, Theorem A.1) and Zhao (Zhao et al. 2019) are
