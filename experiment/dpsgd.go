@@ -15,7 +15,8 @@ import (
 // DPSGD configures one run of a DP-SGD baseline (policy.TrainDPSGD) with
 // the network and schedule of policy.DefaultDPSGDConfig: REINFORCE with one
 // episode as the privacy unit (analytic Gaussian accountant), or DQN with
-// one transition as the unit (Poisson-sampled replay, RDP accountant).
+// one transition as the unit (Poisson-sampled replay, PLD accountant with
+// RDP as the cross-check).
 type DPSGD struct {
 	Env  string // a registered environment
 	Algo string // policy.AlgoDPSGDReinforce or policy.AlgoDPSGDDQN
@@ -93,7 +94,11 @@ func (r DPSGDResult) WriteText(w io.Writer) error {
 	if r.UnitNote != "" {
 		note = " (" + r.UnitNote + ")"
 	}
-	_, err := fmt.Fprintf(w, "%s on %s: eval return %.1f +- %.1f over %d episodes; epsilon %.4g at delta %g per %s%s (%s, z = %g); %d updates, %d episodes, %.1f s, seed %d\n",
-		r.Algo, r.Env, r.EvalMean, r.EvalStd, r.EvalEpisodes, r.Epsilon, r.Delta, r.PrivacyUnit, note, r.Accountant, r.NoiseMultiplier, r.Updates, r.Episodes, r.Seconds, r.Seed)
+	cross := ""
+	if r.RDPEpsilon > 0 {
+		cross = fmt.Sprintf("; rdp cross-check %.4g", r.RDPEpsilon)
+	}
+	_, err := fmt.Fprintf(w, "%s on %s: eval return %.1f +- %.1f over %d episodes; epsilon %.4g at delta %g per %s%s (%s, z = %g%s); %d updates, %d episodes, %.1f s, seed %d\n",
+		r.Algo, r.Env, r.EvalMean, r.EvalStd, r.EvalEpisodes, r.Epsilon, r.Delta, r.PrivacyUnit, note, r.Accountant, r.NoiseMultiplier, cross, r.Updates, r.Episodes, r.Seconds, r.Seed)
 	return err
 }
