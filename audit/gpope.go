@@ -27,7 +27,7 @@ const (
 
 // GPOPE returns the audit of GPOPE (offline/gtd2) at the noise multiplier
 // that "dprl offline gtd2" calibrates for (eps, delta): the smallest z whose
-// subsampled Gaussian, here with q = 1 over gpopeIters steps, the RDP
+// subsampled Gaussian, here with q = 1 over gpopeIters steps, the PLD
 // accountant prices at eps or less. The claim is the accountant's epsilon at
 // z, what the command prints, for the addition or removal of one
 // trajectory.
@@ -41,7 +41,7 @@ const (
 // gradient is NaN and infinite unless the clip zeroes it). The float-lattice
 // test does not apply: the noisy sum is divided and scaled before release.
 func GPOPE(eps, delta float64) (Target, error) {
-	acc := accountant.RDP{}
+	acc := accountant.PLD{}
 	z, err := accountant.Calibrate(acc, eps, delta, 1, gpopeIters)
 	if err != nil {
 		return Target{}, fmt.Errorf("audit: calibrating z: %w", err)

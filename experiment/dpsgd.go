@@ -16,7 +16,8 @@ import (
 // DPSGD configures one run of a DP-SGD baseline (policy.TrainDPSGD) with
 // the network and schedule of policy.DefaultDPSGDConfig: REINFORCE with one
 // episode as the privacy unit (analytic Gaussian accountant), or DQN with
-// one transition as the unit (Poisson-sampled replay, RDP accountant).
+// one transition as the unit (Poisson-sampled replay, PLD accountant with
+// RDP as the cross-check).
 type DPSGD struct {
 	Env  string // a registered environment
 	Algo string // policy.AlgoDPSGDReinforce or policy.AlgoDPSGDDQN
@@ -94,7 +95,11 @@ func (r DPSGDResult) WriteText(w io.Writer) error {
 	if r.UnitNote != "" {
 		note = " (" + r.UnitNote + ")"
 	}
-	_, err := fmt.Fprintf(w, "%s on %s: eval return %.1f +- %.1f over %d episodes; epsilon %.4g at delta %g per %s%s (%s, z = %g); %d updates, %d episodes, %.1f s, seed %d\n",
-		r.Algo, r.Env, r.EvalMean, r.EvalStd, r.EvalEpisodes, accountant.Ceil(r.Epsilon, 4), r.Delta, r.PrivacyUnit, note, r.Accountant, r.NoiseMultiplier, r.Updates, r.Episodes, r.Seconds, r.Seed)
+	cross := ""
+	if r.RDPEpsilon > 0 {
+		cross = fmt.Sprintf("; rdp cross-check %.4g", accountant.Ceil(r.RDPEpsilon, 4))
+	}
+	_, err := fmt.Fprintf(w, "%s on %s: eval return %.1f +- %.1f over %d episodes; epsilon %.4g at delta %g per %s%s (%s, z = %g%s); %d updates, %d episodes, %.1f s, seed %d\n",
+		r.Algo, r.Env, r.EvalMean, r.EvalStd, r.EvalEpisodes, accountant.Ceil(r.Epsilon, 4), r.Delta, r.PrivacyUnit, note, r.Accountant, r.NoiseMultiplier, cross, r.Updates, r.Episodes, r.Seconds, r.Seed)
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"dprl/policy"
@@ -45,6 +46,16 @@ func TestDPSGDResultText(t *testing.T) {
 	want := "dpsgd-dqn on cartpole: eval return 68.8 +- 5.7 over 20 episodes; epsilon 9.945 at delta 1e-05 per transition (not per episode: an episode is up to 500 transitions, covered only by group privacy, not computed) (rdp, z = 1); 49001 updates, 570 episodes, 46.1 s, seed 1\n"
 	if b.String() != want {
 		t.Errorf("text\n%q\nwant\n%q", b.String(), want)
+	}
+	// A pld result prints the rdp cross-check beside its accountant.
+	p := r
+	p.Accountant, p.Epsilon, p.RDPEpsilon = "pld", 9.1, 9.9444
+	b.Reset()
+	if err := p.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "epsilon 9.1 at delta 1e-05") || !strings.Contains(b.String(), "(pld, z = 1; rdp cross-check 9.945)") {
+		t.Errorf("pld text %q", b.String())
 	}
 	var m map[string]any
 	js, _ := json.Marshal(r)

@@ -327,6 +327,6 @@ func TrainProgress(t *progress.Task, offset, total int, eps float64) func(policy
 		}
 		t.Update(progress.Report{Done: int64(offset + pr.Users), Total: int64(total), Unit: "users", Fields: []progress.Field{
 			progress.F("updates", pr.Updates), progress.Ff("sim_return", "%.1f", pr.RecentReturn),
-			progress.Ff("epsilon_per_episode", "%.3g", eps), progress.Ff("steps_per_s", "%.0f", math.Round(sps))}})
+			progress.Ff("epsilon_per_episode", "%.3g", accountant.Ceil(eps, 3)), progress.Ff("steps_per_s", "%.0f", math.Round(sps))}})
 	}
 }

@@ -61,24 +61,51 @@ type UnitBudget struct {
 	Runs   int                `json:"runs"`
 	Events []accountant.Event `json:"events,omitempty"`
 	Fixed  []FixedCost        `json:"fixed,omitempty"`
+	// Method is the accountant of the total: "" (RDP, as every budget
+	// before the PLD accountant existed) until a run charged with pld
+	// composes into it, "pld" from then on (see addRun and SpentAt).
+	Method accountant.Method `json:"method,omitempty"`
 }
 
-// Spent returns the unit's composed epsilon at the cap's delta: the RDP
-// accountant for the runs' noise events at the delta left after the fixed
+// Spent returns the unit's composed epsilon at the cap's delta: the
+// accountant of the runs' noise events at the delta left after the fixed
 // costs' deltas, plus the fixed costs' epsilons (basic composition). It is
 // 0 before the first run.
 func (u UnitBudget) Spent() (float64, error) { return u.SpentAt(u.Cap.Delta) }
 
-// SpentAt returns the unit's composed epsilon at delta.
+// SpentAt returns the unit's composed epsilon at delta. The events compose
+// with the RDP accountant, and, once a run charged with the PLD accountant
+// is among them (Method pld), with both, the smaller total counting: each is
+// an upper bound on the same composition's epsilon, so their minimum is
+// one too, and a run calibrated with pld to the cap still fits under it
+// where RDP alone would refuse it.
 func (u UnitBudget) SpentAt(delta float64) (float64, error) {
 	if u.Runs == 0 {
 		return 0, nil
 	}
-	return totalEpsilon(accountant.MethodRDP, delta, u.Events, u.Fixed)
+	rdp, err := totalEpsilon(accountant.MethodRDP, delta, u.Events, u.Fixed)
+	if err != nil || u.Method != accountant.MethodPLD || len(u.Events) == 0 {
+		return rdp, err
+	}
+	pld, err := totalEpsilon(accountant.MethodPLD, delta, u.Events, u.Fixed)
+	if err != nil {
+		return 0, err
+	}
+	return math.Min(rdp, pld), nil
+}
+
+// addRun composes an offline run's entry into the budget.
+func (u *UnitBudget) addRun(e Entry) {
+	u.Runs++
+	u.Events = append(slices.Clip(u.Events), e.Events...)
+	u.Fixed = append(slices.Clip(u.Fixed), e.Fixed...)
+	if e.Method == accountant.MethodPLD && len(e.Events) > 0 {
+		u.Method = accountant.MethodPLD
+	}
 }
 
 func (u UnitBudget) equal(v UnitBudget) bool {
-	return u.Cap == v.Cap && u.Runs == v.Runs && slices.Equal(u.Events, v.Events) && slices.Equal(u.Fixed, v.Fixed)
+	return u.Cap == v.Cap && u.Runs == v.Runs && u.Method == v.Method && slices.Equal(u.Events, v.Events) && slices.Equal(u.Fixed, v.Fixed)
 }
 
 // DatasetState is a dataset's budgets, one per protected unit.
@@ -275,9 +302,7 @@ func (s *Store) planOffline(r *OfflineRun) (offlinePlan, error) {
 	case r.CapGiven && r.Cap != u.Cap:
 		return offlinePlan{}, fmt.Errorf("%w: the dataset has the cap (epsilon %g, delta %g) at unit %s, stored with it; a run cannot change it (given: epsilon %g, delta %g)", ErrCapMismatch, u.Cap.Epsilon, u.Cap.Delta, e.Unit, r.Cap.Epsilon, r.Cap.Delta)
 	}
-	u.Runs++
-	u.Events = append(slices.Clip(u.Events), e.Events...)
-	u.Fixed = append(slices.Clip(u.Fixed), e.Fixed...)
+	u.addRun(*e)
 	var fd float64
 	for _, f := range u.Fixed {
 		fd += f.Delta

@@ -42,6 +42,11 @@ type UnitSummary struct {
 	CapEpsilon float64  `json:"cap_epsilon"`
 	// Error says why the total cannot be computed, and what to change.
 	Error string `json:"error,omitempty"`
+	// Method is "pld" when a run charged with the PLD accountant is among
+	// the unit's runs: Epsilon is then the smaller of the PLD and RDP
+	// totals and RDPEpsilon the RDP one (the cross-check). Empty: RDP.
+	Method     accountant.Method `json:"method,omitempty"`
+	RDPEpsilon *float64          `json:"rdp_epsilon,omitempty"`
 }
 
 // DerivedSummary is a file registered as derived from a dataset by the
@@ -101,9 +106,16 @@ func (s *Store) Summary(userDelta float64) (Summary, error) {
 		d := res.Datasets[id]
 		d.Units = map[Unit]UnitSummary{}
 		for u, b := range st.Units {
-			x := UnitSummary{Runs: b.Runs, Delta: b.Cap.Delta, CapEpsilon: b.Cap.Epsilon}
+			x := UnitSummary{Runs: b.Runs, Delta: b.Cap.Delta, CapEpsilon: b.Cap.Epsilon, Method: b.Method}
 			if eps, err := b.Spent(); err == nil {
 				x.Epsilon = &eps
+				if b.Method == accountant.MethodPLD {
+					rb := b
+					rb.Method = ""
+					if r, err := rb.Spent(); err == nil {
+						x.RDPEpsilon = &r
+					}
+				}
 			} else {
 				x.Error = err.Error()
 				if errors.As(err, new(*DeltaError)) {
@@ -196,7 +208,11 @@ func (d DatasetSummary) writeText(w io.Writer, id string) {
 			fmt.Fprintf(w, "  unit %s: %d runs, epsilon not computable for cap %g at delta %g: %s\n", u, x.Runs, x.CapEpsilon, x.Delta, x.Error)
 			continue
 		}
-		fmt.Fprintf(w, "  unit %s: %d runs, epsilon %.4g of cap %g at delta %g\n", u, x.Runs, accountant.Ceil(*x.Epsilon, 4), x.CapEpsilon, x.Delta)
+		how := ""
+		if x.Method == accountant.MethodPLD && x.RDPEpsilon != nil {
+			how = fmt.Sprintf(" (pld; rdp %.4g)", accountant.Ceil(*x.RDPEpsilon, 4))
+		}
+		fmt.Fprintf(w, "  unit %s: %d runs, epsilon %.4g of cap %g at delta %g%s\n", u, x.Runs, accountant.Ceil(*x.Epsilon, 4), x.CapEpsilon, x.Delta, how)
 	}
 	for _, f := range d.DerivedFiles {
 		fmt.Fprintf(w, "  derived file %s (%s, entry %d)\n", f.File, f.Note, f.From)

@@ -289,9 +289,7 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 			case !has:
 				problem("entry %d: offline run on dataset %s at unit %s, which has no cap", e.Seq, e.DatasetID, e.Unit)
 			}
-			u.Runs++
-			u.Events = append(slices.Clip(u.Events), e.Events...)
-			u.Fixed = append(slices.Clip(u.Fixed), e.Fixed...)
+			u.addRun(e)
 			d.Units[e.Unit] = u
 			if u.Cap.Epsilon > 0 {
 				spent, err := u.Spent()

@@ -23,7 +23,8 @@
 // 2023, "Differential privacy in reinforcement learning"): REINFORCE
 // (privacy unit: one episode, each used once, so one analytic Gaussian
 // mechanism per episode) and DQN (privacy unit: one transition, Poisson
-// minibatches from the replay buffer, composed with the RDP accountant).
+// minibatches from the replay buffer, composed with the PLD accountant, the
+// RDP accountant kept as a cross-check).
 // Per-unit gradients are clipped by GhostClipper, which computes per-unit
 // norms from layer activations and back-propagated signals (Goodfellow 2015)
 // and the clipped sum in a second, scaled pass, never materialising per-unit

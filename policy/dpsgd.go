@@ -113,7 +113,7 @@ type DPSGDProgress struct {
 	Episodes int     // training episodes finished so far
 	Steps    int     // environment steps so far
 	Return   float64 // mean undiscounted return of the latest training episodes
-	Epsilon  float64 // privacy spent so far (at the configured delta)
+	Epsilon  float64 // privacy spent so far (at the configured delta; DQN: by the RDP accountant, see DQNConfig.EpsilonRDP)
 }
 
 // DPSGDResult is the outcome of TrainDPSGD.
@@ -126,14 +126,17 @@ type DPSGDResult struct {
 	EvalMean float64 `json:"eval_mean"`
 	EvalStd  float64 `json:"eval_std"`
 	// Epsilon and Delta: the run is (Epsilon, Delta)-DP for one PrivacyUnit
-	// ("episode" or "transition"), by the Accountant method ("analytic" or
-	// "rdp"), with noise multiplier NoiseMultiplier and clip norm ClipNorm.
+	// ("episode" or "transition"), by the Accountant method ("analytic" for
+	// REINFORCE, "pld" for DQN), with noise multiplier NoiseMultiplier and
+	// clip norm ClipNorm. RDPEpsilon is DQN's cross-check: the RDP
+	// accountant's epsilon for the same run (looser; 0 for REINFORCE).
 	Epsilon         float64 `json:"epsilon"`
 	Delta           float64 `json:"delta"`
 	NoiseMultiplier float64 `json:"z"`
 	ClipNorm        float64 `json:"clip_norm"`
 	PrivacyUnit     string  `json:"privacy_unit"`
 	Accountant      string  `json:"accountant"`
+	RDPEpsilon      float64 `json:"rdp_epsilon,omitempty"`
 	// SampleRate is the Poisson rate q of the DQN minibatches (1 for
 	// REINFORCE, whose episodes are each used once).
 	SampleRate float64 `json:"q"`

@@ -165,6 +165,14 @@ func TestDPSGDEpsilon(t *testing.T) {
 	if e0, _ := c.DQN.Epsilon(0); e0 != 0 || !(e1 > 0 && e2 > e1) {
 		t.Errorf("dqn epsilon 0, 1000, 2000 updates: %v, %v, %v", 0, e1, e2)
 	}
+	// DQN is charged with the PLD accountant; RDP, the cross-check, is
+	// looser for the subsampled Gaussian.
+	ev := accountant.Event{Q: c.DQN.SampleRate(), Z: c.DQN.Privacy.NoiseMultiplier, Steps: 2000}
+	p, _ := accountant.PLD{}.Epsilon(c.DQN.Privacy.Delta, ev)
+	r, _ := accountant.RDP{}.Epsilon(c.DQN.Privacy.Delta, ev)
+	if rdp, _ := c.DQN.EpsilonRDP(2000); e2 != p.Epsilon || rdp != r.Epsilon || !(rdp > e2) {
+		t.Errorf("dqn 2000 updates: epsilon %v (pld %v), rdp cross-check %v (rdp %v)", e2, p.Epsilon, rdp, r.Epsilon)
+	}
 }
 
 // TestDPSGDSmoke trains each algorithm briefly on CartPole and checks the
@@ -187,6 +195,9 @@ func TestDPSGDSmoke(t *testing.T) {
 			}
 			if !(res.Epsilon > 0) || res.Delta != 1e-5 || res.NoiseMultiplier != 1 {
 				t.Errorf("privacy fields %+v", res)
+			}
+			if algo == AlgoDPSGDDQN && (res.Accountant != "pld" || !(res.RDPEpsilon > res.Epsilon)) {
+				t.Errorf("dqn accountant %q, epsilon %v, rdp cross-check %v", res.Accountant, res.Epsilon, res.RDPEpsilon)
 			}
 			if res.EvalMean < 1.5*random {
 				t.Errorf("eval return %.1f, not above 1.5 x random %.1f", res.EvalMean, random)

@@ -25,7 +25,7 @@ func (f *mechanismFlags) register(c *cobra.Command) {
 	c.Flags().Float64Var(&f.delta, "delta", 0, "target delta, 0 < delta < 1 (required)")
 	c.Flags().Float64Var(&f.m.Q, "q", 1, "Poisson sampling rate, 0 < q <= 1 (1: no subsampling)")
 	c.Flags().IntVar(&f.m.Steps, "steps", 1, "number of compositions of the mechanism, >= 1")
-	c.Flags().StringVar(&f.m.Method, "method", "", "analytic, rdp, zhao or classic (default analytic for one Gaussian, rdp with --q/--steps)")
+	c.Flags().StringVar(&f.m.Method, "method", "", "analytic, rdp, pld, zhao or classic (default analytic for one Gaussian, rdp with --q/--steps)")
 	c.Flags().BoolVar(&f.asJSON, "json", false, "print the result as JSON")
 	_ = c.MarkFlagRequired("delta")
 }
@@ -65,10 +65,14 @@ where it is not valid.
 
 With --q/--steps: the Poisson-subsampled Gaussian with rate q composed over
 steps, by default with the Rényi DP accountant (Mironov et al. 2019), whose
-optimal order is printed. --method analytic composes plain Gaussians (q = 1)
-exactly.`,
+optimal order is printed. --method pld uses the privacy loss distribution
+instead (pessimistic connect-the-dots discretisation, Doroshenko et al. 2022;
+FFT composition, Koskela et al. 2020), tighter than RDP (q = 0.01, z = 1,
+10,000 steps, delta 1e-5: 6.19 vs 6.71); its discretisation interval is
+printed. --method analytic composes plain Gaussians (q = 1) exactly.`,
 		Example: `  dprl accountant epsilon --z 1.0 --delta 1e-5
   dprl accountant epsilon --z 1.1 --delta 1e-5 --q 0.00427 --steps 14063 --json
+  dprl accountant epsilon --z 1.0 --delta 1e-5 --q 0.01 --steps 10000 --method pld
   dprl accountant epsilon --z 1.0 --delta 1e-5 --method zhao`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -92,7 +96,8 @@ func newAccountantNoiseCmd(a *app) *cobra.Command {
 rounded up) whose epsilon under the chosen accountant is at or below the
 target. The achieved epsilon is printed beside it.`,
 		Example: `  dprl accountant noise --epsilon 1 --delta 1e-5
-  dprl accountant noise --epsilon 3 --delta 1e-5 --q 0.01 --steps 10000 --json`,
+  dprl accountant noise --epsilon 3 --delta 1e-5 --q 0.01 --steps 10000 --json
+  dprl accountant noise --epsilon 3 --delta 1e-5 --q 0.01 --steps 10000 --method pld`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			res, err := accountant.CalibrateNoise(accountant.NoiseConfig{Mechanism: f.mechanism(c), Epsilon: eps, Delta: f.delta})

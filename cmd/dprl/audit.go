@@ -30,7 +30,7 @@ Mechanisms (--mechanism):
   gpope  offline GPOPE (dprl offline gtd2): a fixed log of 32 trajectories
          with and without a canary trajectory (reward 1e6, or a behaviour
          log-probability of -800, whose importance ratio overflows to +Inf),
-         2 full-batch steps, at the z the RDP accountant calibrates to.
+         2 full-batch steps, at the z the PLD accountant calibrates to.
   all    both (default).
 --mutants also audits deliberately broken copies of the aggregation step
 (no noise, noise / 10, unclipped, NaN pass-through, float lattice noise) and

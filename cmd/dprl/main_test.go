@@ -38,8 +38,8 @@ func TestExitCodes(t *testing.T) {
 		{"q outside", []string{"accountant", "epsilon", "--z", "1", "--delta", "1e-5", "--q", "1.5"}, 2, "sampling rate q = 1.5"},
 		{"steps zero", []string{"accountant", "epsilon", "--z", "1", "--delta", "1e-5", "--steps", "0"}, 2, "steps = 0"},
 		{"classic out of range", []string{"accountant", "epsilon", "--z", "1", "--delta", "1e-5", "--method", "classic"}, 2, "validity range"},
-		{"analytic subsampled", []string{"accountant", "epsilon", "--z", "1", "--delta", "1e-5", "--q", "0.1", "--method", "analytic"}, 2, "--method rdp"},
-		{"unknown method", []string{"accountant", "epsilon", "--z", "1", "--delta", "1e-5", "--method", "pld"}, 2, "method"},
+		{"analytic subsampled", []string{"accountant", "epsilon", "--z", "1", "--delta", "1e-5", "--q", "0.1", "--method", "analytic"}, 2, "--method pld or rdp"},
+		{"unknown method", []string{"accountant", "epsilon", "--z", "1", "--delta", "1e-5", "--method", "prv"}, 2, "method"},
 		{"bad log level", []string{"--log-level", "loud", "accountant", "epsilon", "--z", "1", "--delta", "1e-5"}, 2, "--log-level"},
 		{"positional", []string{"accountant", "epsilon", "x", "--z", "1", "--delta", "1e-5"}, 2, "unexpected argument"},
 	}
@@ -84,6 +84,50 @@ func TestAccountantEpsilonJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &g); err != nil || g.Method != "analytic" || g.Epsilon < 4.37 || g.Epsilon > 4.39 {
 		t.Errorf("analytic default: %+v %v", g, err)
+	}
+}
+
+// TestAccountantPLD: --method pld works for epsilon and noise, reproduces
+// the issue's figures (q = 0.01, z = 1, delta 1e-5: about 1.83 after 1,000
+// steps and 6.19 after 10,000, vs RDP 2.10 and 6.71) and prints its
+// discretisation interval.
+func TestAccountantPLD(t *testing.T) {
+	for _, c := range []struct {
+		steps    string
+		lo, hi   float64
+		rdpAbove float64
+	}{{"1000", 1.828, 1.832, 2.1}, {"10000", 6.187, 6.22, 6.7}} {
+		code, out, stderr := runCLI(t, "accountant", "epsilon", "--z", "1", "--delta", "1e-5", "--q", "0.01", "--steps", c.steps, "--method", "pld", "--json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var r struct {
+			Epsilon, Interval float64
+			Method            string
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil || r.Method != "pld" || r.Epsilon < c.lo || r.Epsilon > c.hi || !(r.Interval > 0) {
+			t.Errorf("%s steps: %+v %v", c.steps, r, err)
+		}
+		_, out, _ = runCLI(t, "accountant", "epsilon", "--z", "1", "--delta", "1e-5", "--q", "0.01", "--steps", c.steps, "--method", "rdp", "--json")
+		if err := json.Unmarshal([]byte(out), &r); err != nil || r.Epsilon < c.rdpAbove {
+			t.Errorf("%s steps rdp: %+v %v", c.steps, r, err)
+		}
+	}
+	code, out, stderr := runCLI(t, "accountant", "epsilon", "--z", "1", "--delta", "1e-5", "--q", "0.01", "--steps", "100", "--method", "pld")
+	if code != 0 || !strings.Contains(out, "method pld, discretisation interval") {
+		t.Errorf("text: exit %d %q %q", code, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "accountant", "noise", "--epsilon", "2", "--delta", "1e-5", "--q", "0.01", "--steps", "1000", "--method", "pld", "--json")
+	if code != 0 {
+		t.Fatalf("noise: exit %d: %s", code, stderr)
+	}
+	var n struct {
+		Z        float64
+		Achieved float64 `json:"achieved_epsilon"`
+		Method   string
+	}
+	if err := json.Unmarshal([]byte(out), &n); err != nil || n.Method != "pld" || n.Achieved > 2 || n.Achieved < 1.99 || n.Z > 1 || n.Z < 0.85 {
+		t.Errorf("noise: %+v %v", n, err)
 	}
 }
 

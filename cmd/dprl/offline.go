@@ -33,7 +33,7 @@ func (b *offlineBudget) register(fl *pflag.FlagSet) {
 	b.flags = fl
 	fl.StringVar(&b.ledgerDir, "ledger", "", "ledger directory the run is charged to (default "+budget.DefaultLedger()+"; an agent's --data directory works too)")
 	fl.Float64Var(&b.cap.Epsilon, "dataset-epsilon", 10, "the dataset's privacy budget at this run's unit, stored with the dataset by its first private run at that unit; later runs use the stored cap, a different value is refused (change it with dprl ledger set-cap)")
-	fl.Float64Var(&b.cap.Delta, "dataset-delta", 1e-5, "delta of the dataset's budget at this run's unit (RDP accountant), stored like --dataset-epsilon")
+	fl.Float64Var(&b.cap.Delta, "dataset-delta", 1e-5, "delta of the dataset's budget at this run's unit (runs compose with the RDP accountant, and with PLD too once a run was charged with it, the smaller total counting), stored like --dataset-epsilon")
 }
 
 // changed reports whether a flag was given on the command line.

@@ -38,9 +38,10 @@ Methods (--method):
             sample of expected --batch trajectories (the paper: one), their
             primal-dual gradients clipped to --clip and summed, Gaussian noise
             z*clip added, the sum divided by --batch. z is the smallest noise
-            multiplier for which the RDP accountant of the subsampled Gaussian
-            (rate q = batch/n, T steps) gives (--epsilon, --delta). On- and
-            off-policy.
+            multiplier for which the PLD accountant of the subsampled Gaussian
+            (rate q = batch/n, T steps) gives (--epsilon, --delta); the RDP
+            accountant's epsilon is printed beside it as a cross-check. On-
+            and off-policy.
   dp-lsw    output perturbation (Balle, Gomrokchi & Precup 2016): first-visit
             Monte Carlo values of a finite state set (the one-hot states with
             tabular features, else a public --lsw-grid over the observation

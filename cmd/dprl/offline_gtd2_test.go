@@ -131,6 +131,14 @@ func TestOfflineGTD2Runs(t *testing.T) {
 		!strings.Contains(o["n_source"].(string), "assumed public") {
 		t.Errorf("output %s", out)
 	}
+	// Charged with the PLD accountant, RDP printed beside it as the
+	// cross-check (looser: above the charged epsilon).
+	if acc, _ := o["accountant"].(string); !strings.HasPrefix(acc, "pld") || !strings.Contains(acc, "rdp cross-check") {
+		t.Errorf("accountant %q, want pld with the rdp cross-check", acc)
+	}
+	if r, _ := o["rdp_epsilon"].(float64); !(r > o["epsilon"].(float64)) {
+		t.Errorf("rdp_epsilon %v not above the pld epsilon %v", o["rdp_epsilon"], o["epsilon"])
+	}
 	// MSPBE(theta = 0) is 0.025 on this chain: GPOPE must do better.
 	if m := o["mspbe"].(float64); !(m < 0.02) {
 		t.Errorf("gpope MSPBE %v", m)

@@ -18,15 +18,16 @@ const (
 	MethodRDP      Method = "rdp"      // Rényi DP, every event
 	MethodClassic  Method = "classic"  // Dwork & Roth Thm A.1, single mechanism, eps < 1
 	MethodZhao     Method = "zhao"     // Zhao et al. 2019, single mechanism
+	MethodPLD      Method = "pld"      // privacy loss distribution, every event
 )
 
 // ParseMethod parses a method name.
 func ParseMethod(s string) (Method, error) {
 	switch m := Method(strings.ToLower(strings.TrimSpace(s))); m {
-	case MethodAnalytic, MethodRDP, MethodClassic, MethodZhao:
+	case MethodAnalytic, MethodRDP, MethodClassic, MethodZhao, MethodPLD:
 		return m, nil
 	}
-	return "", fmt.Errorf("%w: method %q, want analytic, rdp, classic or zhao", ErrInvalid, s)
+	return "", fmt.Errorf("%w: method %q, want analytic, rdp, pld, classic or zhao", ErrInvalid, s)
 }
 
 // New returns the accountant for a method.
@@ -40,6 +41,8 @@ func New(m Method) (Accountant, error) {
 		return Classic{}, nil
 	case MethodZhao:
 		return Zhao{}, nil
+	case MethodPLD:
+		return PLD{}, nil
 	}
 	return nil, fmt.Errorf("%w: method %q", ErrInvalid, string(m))
 }
@@ -96,6 +99,9 @@ type Guarantee struct {
 	Method  Method  `json:"method"`
 	// Order is the optimal Rényi order (RDP only; 0 otherwise).
 	Order float64 `json:"order,omitempty"`
+	// Interval is the discretisation interval of the privacy loss (PLD
+	// only; 0 otherwise).
+	Interval float64 `json:"interval,omitempty"`
 }
 
 // Accountant bounds the privacy loss of a composition of events. The

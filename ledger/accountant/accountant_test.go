@@ -455,13 +455,13 @@ func TestSVTSplit(t *testing.T) {
 }
 
 func TestParseMethodAndEvent(t *testing.T) {
-	for _, s := range []string{"analytic", "RDP", " zhao ", "classic"} {
+	for _, s := range []string{"analytic", "RDP", " zhao ", "classic", "PLD"} {
 		if _, err := ParseMethod(s); err != nil {
 			t.Errorf("ParseMethod(%q): %v", s, err)
 		}
 	}
-	if _, err := ParseMethod("pld"); !errors.Is(err, ErrInvalid) {
-		t.Errorf("ParseMethod(pld): %v", err)
+	if _, err := ParseMethod("prv"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("ParseMethod(prv): %v", err)
 	}
 	e, err := ParseEvent([]byte(`{"q":0.01,"z":1.1,"steps":100}`))
 	if err != nil || e != (Event{Q: 0.01, Z: 1.1, Steps: 100}) {

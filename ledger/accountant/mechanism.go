@@ -49,8 +49,8 @@ func asConfig(err error) error {
 // subsample with rate Q and composed over Steps runs, with the accounting
 // method by name.
 type Mechanism struct {
-	// Method is "analytic", "rdp", "zhao" or "classic"; "" picks the
-	// default: analytic for one plain Gaussian, rdp when Composed.
+	// Method is "analytic", "rdp", "pld", "zhao" or "classic"; "" picks
+	// the default: analytic for one plain Gaussian, rdp when Composed.
 	Method string
 	// Q is the Poisson sampling rate, 0 < Q <= 1 (1: no subsampling).
 	Q float64
@@ -78,10 +78,10 @@ func (m Mechanism) Accountant() (Accountant, error) {
 		}
 	}
 	if meth == MethodAnalytic && m.Q != 1 {
-		return nil, configErrorf("{Method} analytic is exact only without subsampling ({Q} 1); use {Method} rdp for q = %v", m.Q)
+		return nil, configErrorf("{Method} analytic is exact only without subsampling ({Q} 1); use {Method} pld or rdp for q = %v", m.Q)
 	}
 	if (meth == MethodClassic || meth == MethodZhao) && (m.Q != 1 || m.Steps != 1) {
-		return nil, configErrorf("{Method} %s covers one Gaussian mechanism ({Q} 1 {Steps} 1); use analytic or rdp", meth)
+		return nil, configErrorf("{Method} %s covers one Gaussian mechanism ({Q} 1 {Steps} 1); use analytic, pld or rdp", meth)
 	}
 	return New(meth)
 }
@@ -119,6 +119,8 @@ type EpsilonResult struct {
 	Method  Method  `json:"method"`
 	// Order is the optimal Rényi order (rdp only).
 	Order float64 `json:"order,omitempty"`
+	// Interval is the privacy loss discretisation interval (pld only).
+	Interval float64 `json:"interval,omitempty"`
 }
 
 // ComputeEpsilon returns the epsilon of c's mechanism. Errors of the
@@ -136,7 +138,7 @@ func ComputeEpsilon(c EpsilonConfig) (EpsilonResult, error) {
 	if err != nil {
 		return EpsilonResult{}, asConfig(err)
 	}
-	return EpsilonResult{Epsilon: g.Epsilon, Delta: g.Delta, Z: c.Z, Q: c.Q, Steps: c.Steps, Method: g.Method, Order: g.Order}, nil
+	return EpsilonResult{Epsilon: g.Epsilon, Delta: g.Delta, Z: c.Z, Q: c.Q, Steps: c.Steps, Method: g.Method, Order: g.Order, Interval: g.Interval}, nil
 }
 
 // WriteText writes the result as one line.
@@ -145,7 +147,10 @@ func (r EpsilonResult) WriteText(w io.Writer) error {
 	if r.Order != 0 {
 		order = fmt.Sprintf(", optimal order %g", r.Order)
 	}
-	_, err := fmt.Fprintf(w, "epsilon = %.6g at delta = %g  (z = %g, q = %g, steps = %d, method %s%s)\n", r.Epsilon, r.Delta, r.Z, r.Q, r.Steps, r.Method, order)
+	if r.Interval != 0 {
+		order = fmt.Sprintf(", discretisation interval %.3g", r.Interval)
+	}
+	_, err := fmt.Fprintf(w, "epsilon = %.6g at delta = %g  (z = %g, q = %g, steps = %d, method %s%s)\n", Ceil(r.Epsilon, 6), r.Delta, r.Z, r.Q, r.Steps, r.Method, order)
 	return err
 }
 
@@ -207,7 +212,7 @@ func CalibrateNoise(c NoiseConfig) (NoiseResult, error) {
 
 // WriteText writes the result as one line.
 func (r NoiseResult) WriteText(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "z = %.6g  (epsilon %.6g <= %g at delta = %g, q = %g, steps = %d, method %s)\n", r.Z, r.Achieved, r.Epsilon, r.Delta, r.Q, r.Steps, r.Method)
+	_, err := fmt.Fprintf(w, "z = %.6g  (epsilon %.6g <= %g at delta = %g, q = %g, steps = %d, method %s)\n", r.Z, Ceil(r.Achieved, 6), r.Epsilon, r.Delta, r.Q, r.Steps, r.Method)
 	return err
 }
 

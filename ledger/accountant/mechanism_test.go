@@ -23,10 +23,12 @@ func TestMechanismAccountant(t *testing.T) {
 		{"analytic composes plain Gaussians", Mechanism{Method: "analytic", Q: 1, Steps: 10}, MethodAnalytic, ""},
 		{"zhao", Mechanism{Method: " Zhao ", Q: 1, Steps: 1}, MethodZhao, ""},
 		{"rdp", Mechanism{Method: "rdp", Q: 0.1, Steps: 5}, MethodRDP, ""},
-		{"unknown", Mechanism{Method: "pld", Q: 1, Steps: 1}, "", `--method: accountant: invalid parameter: method "pld", want analytic, rdp, classic or zhao`},
-		{"analytic subsampled", Mechanism{Method: "analytic", Q: 0.5, Steps: 1}, "", "--method analytic is exact only without subsampling (--q 1); use --method rdp for q = 0.5"},
+		{"pld", Mechanism{Method: "pld", Q: 0.01, Steps: 100}, MethodPLD, ""},
+		{"pld plain", Mechanism{Method: "PLD", Q: 1, Steps: 1}, MethodPLD, ""},
+		{"unknown", Mechanism{Method: "prv", Q: 1, Steps: 1}, "", `--method: accountant: invalid parameter: method "prv", want analytic, rdp, pld, classic or zhao`},
+		{"analytic subsampled", Mechanism{Method: "analytic", Q: 0.5, Steps: 1}, "", "--method analytic is exact only without subsampling (--q 1); use --method pld or rdp for q = 0.5"},
 		{"default with q < 1 but not composed", Mechanism{Q: 0.5, Steps: 1}, "", "--method analytic is exact only without subsampling"},
-		{"classic composed", Mechanism{Method: "classic", Q: 1, Steps: 2}, "", "--method classic covers one Gaussian mechanism (--q 1 --steps 1); use analytic or rdp"},
+		{"classic composed", Mechanism{Method: "classic", Q: 1, Steps: 2}, "", "--method classic covers one Gaussian mechanism (--q 1 --steps 1); use analytic, pld or rdp"},
 		{"zhao subsampled", Mechanism{Method: "zhao", Q: 0.5, Steps: 1}, "", "--method zhao covers one Gaussian mechanism"},
 	}
 	for _, c := range cases {

@@ -153,6 +153,10 @@ type Result struct {
 	Epsilon    float64 `json:"epsilon,omitempty"`
 	Delta      float64 `json:"delta,omitempty"`
 	Accountant string  `json:"accountant"`
+	// RDPEpsilon is, for gpope, the RDP accountant's epsilon for the same
+	// noise: a cross-check of the PLD accountant's Epsilon, which is the
+	// one charged (a function of the public z, q and steps only).
+	RDPEpsilon float64 `json:"rdp_epsilon,omitempty"`
 	// gpope: the noise multiplier, steps, clip, the configured expected
 	// batch and the public number of trajectories the sampling rate
 	// batch/n is computed from, with where n came from.
@@ -504,7 +508,10 @@ func (c *Config) Validate() error {
 
 // entry builds the ledger entry of a private run on a log of counted
 // records. gpope's sampling rate is batch/n for the public n: --n, else the
-// log's record count, which the user then vouches is public.
+// log's record count, which the user then vouches is public. gpope's noise
+// is calibrated, and its cost charged, with the PLD accountant (tighter
+// than RDP for the Poisson-subsampled Gaussian; fillGuarantee prints the
+// RDP figure beside it as a cross-check).
 func entry(c *Config, counted int, capFor func(ledger.Unit) (ledger.Cap, error)) (ledger.Entry, error) {
 	e := ledger.Entry{Unit: ledger.UnitTrajectory, Method: accountant.MethodRDP, Participants: counted}
 	switch c.Method {
@@ -518,7 +525,8 @@ func entry(c *Config, counted int, capFor func(ledger.Unit) (ledger.Cap, error))
 		if q > 1 {
 			return e, configErrorf("{Batch} %v exceeds the n = %d trajectories", c.Batch, n)
 		}
-		acc := accountant.RDP{}
+		e.Method = accountant.MethodPLD
+		acc := accountant.PLD{}
 		z, err := accountant.Calibrate(acc, c.Epsilon, c.Delta, q, c.Iters)
 		if err != nil {
 			return e, configError(fmt.Errorf("calibrating the noise: %w", err))
@@ -560,7 +568,16 @@ func fillGuarantee(c *Config, e ledger.Entry, out *Result) error {
 			return fmt.Errorf("ledger entry %d: %d events, want gpope's one", e.Seq, len(e.Events))
 		}
 		ev := e.Events[0]
-		out.Accountant = "rdp (subsampled Gaussian, Mironov, Talwar & Zhang 2019)"
+		rdp, err := accountant.RDP{}.Epsilon(e.Delta, ev)
+		if err != nil {
+			return err
+		}
+		out.RDPEpsilon = rdp.Epsilon
+		if e.Method == accountant.MethodPLD {
+			out.Accountant = fmt.Sprintf("pld (Poisson-subsampled Gaussian: privacy loss distribution, Koskela et al. 2020, Doroshenko et al. 2022); rdp cross-check %.4g", rdp.Epsilon)
+		} else {
+			out.Accountant = "rdp (subsampled Gaussian, Mironov, Talwar & Zhang 2019)"
+		}
 		out.NoiseMultiplier, out.Iters, out.Clip, out.Batch, out.rate = ev.Z, ev.Steps, c.Clip, c.Batch, ev.Q
 		out.NTrajectories = e.Participants
 		if c.PublicN > 0 {

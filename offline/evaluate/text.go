@@ -34,7 +34,7 @@ func (o *Result) WriteText(w io.Writer) error {
 	if !o.Private {
 		fmt.Fprintln(&b, "privacy:     NONE: this estimate is not differentially private (not charged)")
 	} else {
-		fmt.Fprintf(&b, "privacy:     (%.4g, %g)-DP per trajectory (added or removed), %s\n", o.Epsilon, o.Delta, o.Accountant)
+		fmt.Fprintf(&b, "privacy:     (%.4g, %g)-DP per trajectory (added or removed), %s\n", accountant.Ceil(o.Epsilon, 4), o.Delta, o.Accountant)
 		if o.Method == string(GPOPE) {
 			fmt.Fprintf(&b, "noise:       z = %.4g on clip %g, %d steps, Poisson sampling of expected batch %g of n = %d trajectories\n", o.NoiseMultiplier, o.Clip, o.Iters, o.Batch, o.NTrajectories)
 			fmt.Fprintf(&b, "public n:    %s\n", o.NSource)
