@@ -58,6 +58,9 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 			if err := cfg.Validate(); err != nil {
 				return usageError{fielderr.Rename(err, func(f string) string { return demoFlagNames[f] })}
 			}
+			if cfg.UserEpsilon > 0 && !c.Flags().Changed("z") {
+				cfg.Z = 0 // derived from --user-epsilon
+			}
 			prof, err := profile.Get(cfg.Env) // checked by Validate
 			if err != nil {
 				return err
@@ -75,8 +78,8 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 			if err != nil {
 				return usageError{err}
 			}
-			fmt.Fprintf(a.stderr, "dprl demo: %s, %d users, K = %d, z = %g: per-session epsilon %.4g at delta %g (analytic Gaussian); data in %s\n",
-				cfg.Env, cfg.Users, cfg.K, cfg.Z, accountant.Ceil(eps, 4), ac.Delta, data)
+			fmt.Fprintf(a.stderr, "dprl demo: %s, %d users, K = %d, z = %.6g: per-session epsilon %.4g at delta %g (analytic Gaussian); data in %s\n",
+				cfg.Env, cfg.Users, cfg.K, ac.Policy.DP.NoiseMultiplier, accountant.Ceil(eps, 4), ac.Delta, data)
 			if !c.Flags().Changed("target-return") && prof.DemoTargetReturn > 0 {
 				cfg.Target = prof.DemoTargetReturn
 			}
@@ -94,7 +97,9 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 	fl.IntVar(&cfg.EvalEvery, "eval-every", 4, "evaluate every this many releases (simulation-only)")
 	fl.IntVar(&cfg.EvalEpisodes, "eval-episodes", 10, "simulator episodes per evaluation of a released policy")
 	fl.IntVar(&cfg.Concurrency, "concurrency", 16, "users playing at the same time")
-	fl.Float64Var(&cfg.Z, "z", 1.0, "noise multiplier z")
+	fl.Float64Var(&cfg.Z, "z", 1.0, "noise multiplier z (with --user-epsilon and without --z: derived from it)")
+	fl.Float64Var(&cfg.UserEpsilon, "user-epsilon", 0, "per-user epsilon at delta 1e-5, the primary privacy setting as in dprl agent: z is derived so that a user in --max-updates-per-user updates reaches it, and it caps every user")
+	fl.IntVar(&cfg.MaxUpdatesPerUser, "max-updates-per-user", agent.DefaultMaxUpdatesPerUser, "cap on the updates a user takes part in (0: none; returning users beyond it are served, not learned from)")
 	fl.IntVar(&cfg.K, "K", 32, "sessions per update K")
 	fl.Float64Var(&cfg.Clip, "clip", 0, "clipping norm S of a local update (default: the environment profile's)")
 	fl.Float64Var(&cfg.LR, "server-lr", 0, "server step size eta of theta <- theta + eta g~, as dprl train --server-lr (default: the environment profile's)")

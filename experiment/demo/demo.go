@@ -58,6 +58,12 @@ type Config struct {
 	// profile's). AgentConfig applies them.
 	Z, Clip, LR float64
 	K           int
+	// UserEpsilon and MaxUpdatesPerUser are the agent's per-user caps
+	// (agent.Config). UserEpsilon is the primary privacy setting: with Z
+	// 0, AgentConfig derives z from it so that a user in
+	// max(MaxUpdatesPerUser, 1) updates reaches it (as dprl agent does).
+	UserEpsilon       float64
+	MaxUpdatesPerUser int
 	// MaxDuration, if > 0, ends the run after this long (Run's context
 	// times out: the users stop, the summary covers what was played).
 	MaxDuration time.Duration
@@ -137,11 +143,18 @@ func validZ(z float64) error {
 // (and Clip and LR when > 0), seeded with c.Seed, and partial batches
 // released after 2 s. The demo is private: Z must be > 0.
 func (c Config) AgentConfig(p profile.Profile) (agent.Config, error) {
-	if err := validZ(c.Z); err != nil {
+	z := c.Z
+	if c.UserEpsilon > 0 && z == 0 {
+		var err error
+		if z, err = accountant.Calibrate(accountant.Analytic{}, c.UserEpsilon, agent.DefaultConfig(p.Spec, p.Learner).Delta, 1, max(c.MaxUpdatesPerUser, 1)); err != nil {
+			return agent.Config{}, Fields.Errorf("{UserEpsilon} %v: %w", c.UserEpsilon, err)
+		}
+	}
+	if err := validZ(z); err != nil {
 		return agent.Config{}, err
 	}
 	pc := p.Learner
-	pc.DP.NoiseMultiplier = c.Z
+	pc.DP.NoiseMultiplier = z
 	if c.Clip > 0 {
 		pc.DP.ClipNorm = c.Clip
 	}
@@ -151,6 +164,7 @@ func (c Config) AgentConfig(p profile.Profile) (agent.Config, error) {
 	pc.DP.UsersPerUpdate = c.K
 	ac := agent.DefaultConfig(p.Spec, pc)
 	ac.RewardLow, ac.RewardHigh = p.RewardLow, p.RewardHigh
+	ac.UserEpsilon, ac.MaxUpdatesPerUser = c.UserEpsilon, c.MaxUpdatesPerUser
 	ac.Seed = c.Seed
 	ac.FlushTimeout = 2 * time.Second
 	return ac, ac.Validate()
@@ -190,6 +204,11 @@ type Result struct {
 	// not the per-session one.
 	UserMaxUpdates int     `json:"user_max_updates"`
 	UserEpsilon    float64 `json:"user_epsilon"`
+	// UserBound is the per-user guarantee the caps give any user (the
+	// headline: agent.Config.UserEpsilonBound), and UserCaps names the
+	// caps; nil and "" without a per-user cap.
+	UserBound *float64 `json:"user_epsilon_bound"`
+	UserCaps  string   `json:"user_caps,omitempty"`
 	NATSURL        string  `json:"nats_url"`
 	ActsPerSec     float64 `json:"acts_per_second"`
 	ReturningPct   float64 `json:"returning"`
@@ -200,10 +219,15 @@ type Result struct {
 // and the ledger verification.
 func (r Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "%d users, %d updates (policy version %d) in %.1f s\n", r.Users, r.Updates, r.Version, r.Seconds)
-	fmt.Fprintf(w, "privacy: each release (epsilon %.4g, delta %g)-DP per session, analytic Gaussian, z = %g, K = %d\n",
+	if r.UserBound != nil {
+		fmt.Fprintf(w, "privacy per user: epsilon at most %.4g at delta %g for any user (%s); the most-used user took part in %d updates (epsilon %.4g)\n",
+			accountant.Ceil(*r.UserBound, 4), r.Delta, r.UserCaps, r.UserMaxUpdates, accountant.Ceil(r.UserEpsilon, 4))
+	} else {
+		fmt.Fprintf(w, "privacy per user: no per-user cap (--max-updates-per-user 0): the most-used user took part in %d updates: epsilon %.4g at delta %g (composition)\n",
+			r.UserMaxUpdates, accountant.Ceil(r.UserEpsilon, 4), r.Delta)
+	}
+	fmt.Fprintf(w, "privacy per session: each release (epsilon %.4g, delta %g)-DP per session, analytic Gaussian, z = %.6g, K = %d\n",
 		accountant.Ceil(r.Epsilon, 4), r.Delta, r.Z, r.K)
-	fmt.Fprintf(w, "privacy per user: the most-used user took part in %d updates: epsilon %.4g at delta %g (composition; the demo sets no per-user cap, dprl agent --max-updates-per-user does)\n",
-		r.UserMaxUpdates, accountant.Ceil(r.UserEpsilon, 4), r.Delta)
 	fmt.Fprintf(w, "simulation only: released policy version %d returns %.1f on average over %d fresh simulator episodes (post-processing of the release)\n",
 		r.SimFinalEval.Version, r.SimFinalEval.MeanReturn, r.EvalEpisodes)
 	fmt.Fprintf(w, "simulation only: the simulated users' own mean return over their last %d sessions %.1f (measured by the users, not served by the agent)\n",
@@ -280,6 +304,11 @@ func Run(ctx context.Context, sc agent.ServiceConfig, cfg Config) (Result, error
 		return Result{}, closeErr
 	}
 	res.Epsilon, res.Delta, res.Z, res.K, res.DataDir = eps, sc.Agent.Delta, sc.Agent.Policy.DP.NoiseMultiplier, sc.Agent.Policy.DP.UsersPerUpdate, sc.DataDir
+	if ub, ok, err := sc.Agent.UserEpsilonBound(); err != nil {
+		return Result{}, err
+	} else if ok {
+		res.UserBound, res.UserCaps = &ub, sc.Agent.UserCaps()
+	}
 	s, err := ledger.Open(sc.DataDir, ledger.Options{MustExist: true, ReadOnly: true, Logger: sc.Logger})
 	if err != nil {
 		return Result{}, err

@@ -213,12 +213,13 @@ func TestAgentConfig(t *testing.T) {
 // TestResultWriteText pins the text summary, its simulation-only labels
 // and the failed-verification wording.
 func TestResultWriteText(t *testing.T) {
-	r := Result{Env: "cartpole", Users: 48, Updates: 6, Version: 6, Seconds: 2.54, Epsilon: 4.377178, Delta: 1e-5, Z: 1, K: 8,
+	bound := 6.5730001
+	r := Result{Env: "cartpole", Users: 48, Updates: 6, Version: 6, Seconds: 2.54, Epsilon: 4.377178, Delta: 1e-5, Z: 1, K: 8, UserBound: &bound, UserCaps: "at most 2 updates per user",
 		UserMaxUpdates: 2, UserEpsilon: 6.57297, SimFinalEval: Eval{Version: 6, MeanReturn: 18.25}, EvalEpisodes: 10,
 		SimUsersSessions: 48, SimUsersMeanReturn: 23.29, ActP50Ms: 0.101, ActP99Ms: 3.582, ActsPerSec: 440.2, DataDir: "/d", LedgerOK: true}
 	const want = `48 users, 6 updates (policy version 6) in 2.5 s
-privacy: each release (epsilon 4.378, delta 1e-05)-DP per session, analytic Gaussian, z = 1, K = 8
-privacy per user: the most-used user took part in 2 updates: epsilon 6.573 at delta 1e-05 (composition; the demo sets no per-user cap, dprl agent --max-updates-per-user does)
+privacy per user: epsilon at most 6.574 at delta 1e-05 for any user (at most 2 updates per user); the most-used user took part in 2 updates (epsilon 6.573)
+privacy per session: each release (epsilon 4.378, delta 1e-05)-DP per session, analytic Gaussian, z = 1, K = 8
 simulation only: released policy version 6 returns 18.2 on average over 10 fresh simulator episodes (post-processing of the release)
 simulation only: the simulated users' own mean return over their last 48 sessions 23.3 (measured by the users, not served by the agent)
 act latency seen by clients over NATS: p50 0.101 ms, p99 3.582 ms (440 acts/s)
@@ -248,5 +249,24 @@ func TestProgressString(t *testing.T) {
 	const withEval = "users 16/400  releases 2  eval return 21.2 (v2) [simulation-only]  epsilon 4.38/session  act p99 1.23 ms"
 	if p.String() != withEval {
 		t.Errorf("got  %q\nwant %q", p.String(), withEval)
+	}
+}
+
+// TestAgentConfigUserEpsilon: the demo's --user-epsilon derives z as dprl
+// agent does (a user in every capped update reaches it) and caps users.
+func TestAgentConfigUserEpsilon(t *testing.T) {
+	cfg := demoConfig()
+	cfg.Z, cfg.UserEpsilon, cfg.MaxUpdatesPerUser = 0, 5, 10
+	prof, err := profile.Get(cfg.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := cfg.AgentConfig(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ok, err := ac.UserEpsilonBound()
+	if err != nil || !ok || b > 5 || b < 4.99 || ac.UserEpsilon != 5 || ac.MaxUpdatesPerUser != 10 {
+		t.Fatalf("z %v: per-user bound %v %v %v, caps %v %d", ac.Policy.DP.NoiseMultiplier, b, ok, err, ac.UserEpsilon, ac.MaxUpdatesPerUser)
 	}
 }
