@@ -207,11 +207,11 @@ type Result struct {
 	// UserBound is the per-user guarantee the caps give any user (the
 	// headline: agent.Config.UserEpsilonBound), and UserCaps names the
 	// caps; nil and "" without a per-user cap.
-	UserBound *float64 `json:"user_epsilon_bound"`
-	UserCaps  string   `json:"user_caps,omitempty"`
-	NATSURL        string  `json:"nats_url"`
-	ActsPerSec     float64 `json:"acts_per_second"`
-	ReturningPct   float64 `json:"returning"`
+	UserBound    *float64 `json:"user_epsilon_bound"`
+	UserCaps     string   `json:"user_caps,omitempty"`
+	NATSURL      string   `json:"nats_url"`
+	ActsPerSec   float64  `json:"acts_per_second"`
+	ReturningPct float64  `json:"returning"`
 }
 
 // WriteText writes the summary for people: the run, both privacy
