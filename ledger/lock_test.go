@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"dprl/internal/testutil"
 )
 
 // TestOpenLockedInProcess: a second Open of a data directory whose store
@@ -75,38 +76,15 @@ func TestOpenLockedByAnotherProcess(t *testing.T) {
 // dir (TestHoldLedgerChild) and holds it until stop is called.
 func holdInChild(t *testing.T, dir string) (stop func()) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHoldLedgerChild$")
-	cmd.Env = append(os.Environ(), "DPRL_TEST_HOLD_LEDGER="+dir)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
+	c := testutil.StartChild(t, "TestHoldLedgerChild", "DPRL_TEST_HOLD_LEDGER="+dir)
+	if c.Line != "held" {
+		t.Fatalf("child: %q", c.Line)
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || line != "held\n" {
-		in.Close()
-		cmd.Wait()
-		t.Fatalf("child: %q, %v", line, err)
-	}
-	done := false
-	stop = func() {
-		if !done {
-			done = true
-			in.Close()
-			if err := cmd.Wait(); err != nil {
-				t.Errorf("child: %v", err)
-			}
+	return func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("child: %v", err)
 		}
 	}
-	t.Cleanup(stop)
-	return stop
 }
 
 // TestHoldLedgerChild is the child of holdInChild: it opens the ledger in

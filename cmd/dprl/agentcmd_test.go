@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"dprl/agent"
+	"dprl/internal/testutil"
 	"dprl/ledger"
 )
 
@@ -107,22 +107,8 @@ func TestAgentDataDirInUse(t *testing.T) {
 // the ledger in dir (TestHoldLedgerChild) and holds it until the test ends.
 func holdLedgerInChild(t *testing.T, dir string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHoldLedgerChild$")
-	cmd.Env = append(os.Environ(), "DPRL_TEST_HOLD_LEDGER="+dir)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { in.Close(); cmd.Wait() })
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "held\n" {
-		t.Fatalf("child: %q, %v", line, err)
+	if c := testutil.StartChild(t, "TestHoldLedgerChild", "DPRL_TEST_HOLD_LEDGER="+dir); c.Line != "held" {
+		t.Fatalf("child: %q", c.Line)
 	}
 }
 

@@ -7,10 +7,14 @@
 package testutil
 
 import (
+	"bufio"
 	"bytes"
+	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,4 +130,56 @@ func MustCopyTree(tb testing.TB, src, dst string) {
 	if err := CopyTree(src, dst); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// Child is a copy of the test binary running one test as a child process
+// (the child side reads its instructions from an environment variable).
+type Child struct {
+	Cmd *exec.Cmd
+	// Line is the first line the child wrote to stdout, without "\n".
+	Line string
+	in   io.WriteCloser
+	done bool
+}
+
+// StartChild runs the test binary with -test.run=^test$ and env added,
+// waits for the child's first stdout line and returns. Stop (also called
+// at cleanup) closes the child's stdin, which tells it to finish, and
+// waits for it. The child's stderr is the test's.
+func StartChild(tb testing.TB, test string, env ...string) *Child {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	c := &Child{Cmd: cmd, in: in}
+	tb.Cleanup(func() { c.Stop() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		c.Stop()
+		tb.Fatalf("child %s: first line %q: %v", test, line, err)
+	}
+	c.Line = strings.TrimSuffix(line, "\n")
+	return c
+}
+
+// Stop closes the child's stdin and waits for it to exit; it returns the
+// child's exit error the first time and nil afterwards.
+func (c *Child) Stop() error {
+	if c.done {
+		return nil
+	}
+	c.done = true
+	c.in.Close()
+	return c.Cmd.Wait()
 }
