@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -308,23 +309,10 @@ func TestSensitivityArguments(t *testing.T) {
 		{[]float64{1}, 1, 0, "separation"},
 	} {
 		_, err := StreamSensitivitySq(tc.coef, tc.k, tc.sep)
-		if err == nil || !contains(err.Error(), tc.wantErr) {
+		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%v k=%d sep=%d: %v, want an error naming %q", tc.coef, tc.k, tc.sep, err, tc.wantErr)
 		}
 	}
-}
-
-func contains(s, sub string) bool {
-	return len(sub) == 0 || len(s) >= len(sub) && (s == sub || indexOf(s, sub) >= 0)
-}
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
 }
 
 // TestCheckRounding checks the rounding condition's boundary.
