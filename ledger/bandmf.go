@@ -189,6 +189,8 @@ type noiseHeader struct {
 	Version     uint64  `json:"version"`
 	StreamStart uint64  `json:"stream_start"`
 	Band        int     `json:"band"`
+	MinSep      int     `json:"min_separation"`
+	MaxPart     int     `json:"max_participations"`
 	Params      int     `json:"params"`
 	Z           float64 `json:"z"`
 	S           float64 `json:"s"`
@@ -290,7 +292,7 @@ func checkChain(recs []noiseRecord) error {
 		switch {
 		case b.Version != a.Version+1:
 			return fmt.Errorf("noise records of versions %d and %d are not consecutive", a.Version, b.Version)
-		case b.StreamStart != a.StreamStart || b.Band != a.Band || b.Params != a.Params || b.Z != a.Z || b.S != a.S || b.K != a.K:
+		case b.StreamStart != a.StreamStart || b.Band != a.Band || b.MinSep != a.MinSep || b.MaxPart != a.MaxPart || b.Params != a.Params || b.Z != a.Z || b.S != a.S || b.K != a.K:
 			return fmt.Errorf("noise records of versions %d and %d belong to different streams", a.Version, b.Version)
 		case b.Prev != a.Sum:
 			return fmt.Errorf("noise record of version %d does not chain to the record of version %d", b.Version, a.Version)
@@ -306,11 +308,14 @@ type NoiseState struct {
 	// Version is the version of the last record (0: no stream state).
 	Version     uint64
 	StreamStart uint64
-	Band        int
-	Params      int
-	Z, S        float64
-	K           int
-	X, G        [][]float64
+	// Band, MinSeparation and MaxParticipations are the stream's
+	// Correlation's; Params the length of each vector; Z, S and K its
+	// releases'.
+	Band, MinSeparation, MaxParticipations int
+	Params                                 int
+	Z, S                                   float64
+	K                                      int
+	X, G                                   [][]float64
 }
 
 // NoiseState returns the stream state the records hold (the zero state
@@ -338,7 +343,8 @@ func (s *Store) NoiseState() (NoiseState, error) {
 	if want := min(uint64(last.Band-1), last.Version-last.StreamStart+1); uint64(len(recs)) != want {
 		return NoiseState{}, fmt.Errorf("%w: %d noise records, the stream needs the last %d", ErrCorrupt, len(recs), want)
 	}
-	st := NoiseState{Version: last.Version, StreamStart: last.StreamStart, Band: last.Band, Params: last.Params, Z: last.Z, S: last.S, K: last.K}
+	st := NoiseState{Version: last.Version, StreamStart: last.StreamStart, Band: last.Band, MinSeparation: last.MinSep, MaxParticipations: last.MaxPart,
+		Params: last.Params, Z: last.Z, S: last.S, K: last.K}
 	for _, r := range recs {
 		st.X = append(st.X, r.X[0])
 		st.G = append(st.G, r.G[0])
@@ -395,7 +401,8 @@ func (s *Store) putNoise(b *pebble.Batch, r Release, e Entry) error {
 		// One band: independent noise, no state to keep.
 		return s.putNoise(b, Release{}, Entry{})
 	}
-	h := noiseHeader{Version: r.Version, StreamStart: c.StreamStart, Band: c.Band, Params: len(x), Z: e.Z, S: e.S, K: e.K, Entry: e.Hash}
+	h := noiseHeader{Version: r.Version, StreamStart: c.StreamStart, Band: c.Band, MinSep: c.MinSeparation, MaxPart: c.MaxParticipations,
+		Params: len(x), Z: e.Z, S: e.S, K: e.K, Entry: e.Hash}
 	if c.StreamStart < r.Version {
 		prevRaw, err := s.get(noiseKey(r.Version - 1))
 		if err != nil {
@@ -408,7 +415,7 @@ func (s *Store) putNoise(b *pebble.Batch, r Release, e Entry) error {
 		if err != nil {
 			return fmt.Errorf("%w: noise record of version %d: %v", ErrCorrupt, r.Version-1, err)
 		}
-		if prev.StreamStart != h.StreamStart || prev.Band != h.Band || prev.Params != h.Params || prev.Z != h.Z || prev.S != h.S || prev.K != h.K {
+		if prev.StreamStart != h.StreamStart || prev.Band != h.Band || prev.MinSep != h.MinSep || prev.MaxPart != h.MaxPart || prev.Params != h.Params || prev.Z != h.Z || prev.S != h.S || prev.K != h.K {
 			return fmt.Errorf("%w: release %d continues the stream of version %d with other parameters", ErrInvalid, r.Version, r.Version-1)
 		}
 		h.Prev = prev.Sum

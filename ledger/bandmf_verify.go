@@ -104,7 +104,8 @@ func (s *Store) verifyNoise(last *Entry, tail streamTail, problem func(string, .
 			problem("noise record of version %d: no release of that version in the stream", r.Version)
 		case r.Entry != e.Hash:
 			problem("noise record of version %d names another entry than the release's", r.Version)
-		case e.Correlation == nil || r.StreamStart != e.Correlation.StreamStart || r.Band != e.Correlation.Band || r.Z != e.Z || r.S != e.S || r.K != e.K:
+		case e.Correlation == nil || r.StreamStart != e.Correlation.StreamStart || r.Band != e.Correlation.Band || r.MinSep != e.Correlation.MinSeparation ||
+			r.MaxPart != e.Correlation.MaxParticipations || r.Z != e.Z || r.S != e.S || r.K != e.K:
 			problem("noise record of version %d: parameters differ from its release's", r.Version)
 		case r.Version == r.StreamStart && r.Prev != "":
 			problem("noise record of version %d starts the stream but chains to a predecessor", r.Version)
