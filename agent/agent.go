@@ -590,7 +590,7 @@ func (a *Agent) capCheck(s *session) *capResult {
 	if !s.hasUser {
 		return nil
 	}
-	ok, why := a.userEligible(s.userKey)
+	ok, why := a.userEligible(s.userKey, a.current.Load().num+1)
 	return &capResult{ok, why}
 }
 
@@ -730,10 +730,14 @@ func (a *Agent) discard(reason discardReason) (bool, string) {
 	return false, reason.text()
 }
 
-// userEligible checks a user's caps against the ledger; when the user is
-// not eligible it says why.
-func (a *Agent) userEligible(k ledger.UserKey) (bool, discardReason) {
-	if a.cfg.MaxUpdatesPerUser == 0 && a.cfg.UserEpsilon == 0 {
+// userEligible checks a user's caps against the ledger for the release of
+// version next; when the user is not eligible it says why. With bandmf
+// noise a user also waits Band releases between two of theirs (the
+// participation pattern its sensitivity is computed for; the ledger
+// refuses a release that breaks it).
+func (a *Agent) userEligible(k ledger.UserKey, next uint64) (bool, discardReason) {
+	band := uint64(a.cfg.Policy.DP.Band)
+	if a.cfg.MaxUpdatesPerUser == 0 && a.cfg.UserEpsilon == 0 && band <= 1 {
 		return true, 0
 	}
 	st, err := a.store.UserState(k)
@@ -743,6 +747,9 @@ func (a *Agent) userEligible(k ledger.UserKey) (bool, discardReason) {
 	}
 	if a.cfg.MaxUpdatesPerUser > 0 && st.Updates >= a.cfg.MaxUpdatesPerUser {
 		return false, reasonUserUpdateCap
+	}
+	if band > 1 && st.Updates > 0 && (next <= st.LastVersion || next-st.LastVersion < band) {
+		return false, reasonUserSeparation
 	}
 	if a.cfg.UserEpsilon > 0 {
 		eps, err := st.EpsilonAfter(a.cfg.Policy.DP.NoiseMultiplier, a.cfg.Delta)

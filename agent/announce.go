@@ -9,14 +9,15 @@ import (
 	"strings"
 
 	"dprl/internal/buildinfo"
+	"dprl/policy"
 	"dprl/stream"
 )
 
 // describe is one policy's configuration as --check-config reports it.
 func describe(c Config) string {
 	eps, _ := c.SessionEpsilon()
-	return fmt.Sprintf("%s, K = %d, z = %.6g, S = %g, %s, per-session epsilon %.4g at delta %g; rewards clipped to [%g, %g]",
-		c.Spec.Describe(), c.Policy.DP.UsersPerUpdate, c.Policy.DP.NoiseMultiplier, c.Policy.DP.ClipNorm, userBound(c), ceil4(eps), c.Delta, c.RewardLow, c.RewardHigh)
+	return fmt.Sprintf("%s, K = %d, z = %.6g, S = %g, %s, per-session epsilon %.4g at delta %g%s; rewards clipped to [%g, %g]",
+		c.Spec.Describe(), c.Policy.DP.UsersPerUpdate, c.Policy.DP.NoiseMultiplier, c.Policy.DP.ClipNorm, userBound(c), ceil4(eps), c.Delta, noiseNote(c), c.RewardLow, c.RewardHigh)
 }
 
 // userBound describes the per-user guarantee (the headline: the user is
@@ -27,6 +28,20 @@ func userBound(c Config) string {
 		return "per-user epsilon unbounded (no per-user cap)"
 	}
 	return fmt.Sprintf("per-user epsilon at most %.4g at delta %g (%s)", ceil4(ue), c.Delta, c.UserCaps())
+}
+
+// noiseNote describes bandmf noise ("" for independent noise): its bands,
+// the pattern and the sensitivity behind the per-user bound.
+func noiseNote(c Config) string {
+	dp := c.Policy.DP
+	if dp.Noise != policy.NoiseBandedSqrt {
+		return ""
+	}
+	rho, err := c.UserSensitivity()
+	if err != nil {
+		return fmt.Sprintf(", bandmf noise (%d bands): %v", dp.Band, err)
+	}
+	return fmt.Sprintf(", bandmf noise (%d bands: a user's updates at least %d apart, at most %d; their sensitivity %.6g x one update's)", dp.Band, dp.Band, c.MaxUpdatesPerUser, rho)
 }
 
 // CheckSummary is the report of a configuration that checked out (dprl
@@ -113,7 +128,7 @@ func (s *Service) Announce(w io.Writer) error {
 		default:
 			p.log.Warn().Msg("no per-user cap (--user-epsilon 0 --max-updates-per-user 0): a returning user's epsilon grows with every update they take part in")
 		}
-		fmt.Fprintf(w, "%s; per-session epsilon %.4g at delta %g (analytic Gaussian, z = %.6g)\n", where, ceil4(eps), c.Delta, c.Policy.DP.NoiseMultiplier)
+		fmt.Fprintf(w, "%s; per-session epsilon %.4g at delta %g (analytic Gaussian, z = %.6g%s)\n", where, ceil4(eps), c.Delta, c.Policy.DP.NoiseMultiplier, noiseNote(c))
 	}
 	if multi {
 		fmt.Fprintf(w, "dprl agent: %s\n", Composed(s.cfg.Models))

@@ -170,8 +170,17 @@ func (c Config) Validate() error {
 	if c.Policy.DP.Mode == policy.ModePPO || c.Policy.DP.Mode == policy.ModeClipOnly {
 		bad("DP mode %v is not private; the agent runs mode dp only", c.Policy.DP.Mode)
 	}
-	if c.Policy.DP.Noise != policy.NoiseIndependent {
-		bad("%v noise is for in-process training only: its accounting assumes each user enters one release, and the agent's users may return; its state is not persisted", c.Policy.DP.Noise)
+	switch c.Policy.DP.Noise {
+	case policy.NoiseIndependent:
+	case policy.NoiseBandedSqrt:
+		// Its sensitivity is that of the participation pattern the ledger
+		// enforces: at most MaxUpdatesPerUser updates per user, any two at
+		// least Band apart.
+		if c.MaxUpdatesPerUser < 1 {
+			field("{MaxUpdatesPerUser} %d: bandmf noise needs a cap on the updates a user takes part in (its sensitivity is that of at most k participations, any two at least the band apart)", c.MaxUpdatesPerUser)
+		}
+	default:
+		bad("%v noise is for in-process training only: its accounting assumes each user enters one release, and the agent's users may return; use bandmf, whose participation pattern the ledger enforces", c.Policy.DP.Noise)
 	}
 	k := c.Policy.DP.UsersPerUpdate
 	if k > MaxUsersPerUpdate {

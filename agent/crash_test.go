@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,9 +33,24 @@ func TestMain(m *testing.M) {
 }
 
 // runCrashChild serves an agent on a random loopback port, prints its URL
-// and serves until killed.
+// and serves until killed. With DPRL_CRASH_BANDMF set it runs bandmf
+// noise (3 bands, 1000 updates per user); with DPRL_CRASH_AT_DRAW=N it
+// kills itself (SIGKILL) at its N-th release, after the noise is drawn
+// and before the release is written.
 func runCrashChild(dir string) {
 	cfg := cartpoleConfig(2)
+	if os.Getenv("DPRL_CRASH_BANDMF") != "" {
+		cfg = bandedConfig(2, crashBand, 1000)
+	}
+	if n, err := strconv.Atoi(os.Getenv("DPRL_CRASH_AT_DRAW")); err == nil {
+		draws := 0
+		testHookBeforeRelease = func() {
+			if draws++; draws == n {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+		}
+	}
 	cfg.Seed = 0 // secure noise, as in production
 	svc, err := StartService(context.Background(), ServiceConfig{Agent: cfg, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0"})
 	if err != nil {
@@ -45,10 +61,13 @@ func runCrashChild(dir string) {
 	select {}
 }
 
-func startChild(t *testing.T, dir string) (*exec.Cmd, string, uint64) {
+// crashBand is the band of the bandmf crash test's agent.
+const crashBand = 3
+
+func startChild(t *testing.T, dir string, env ...string) (*exec.Cmd, string, uint64) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "DPRL_CRASH_CHILD="+dir)
+	cmd.Env = append(append(os.Environ(), "DPRL_CRASH_CHILD="+dir), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +91,11 @@ func startChild(t *testing.T, dir string) (*exec.Cmd, string, uint64) {
 // driveUsers plays CartPole sessions against the agent at url until ctx
 // ends (five users, sessions of at most 31 steps).
 func driveUsers(ctx context.Context, t *testing.T, url string, seed, round uint64) (stop func()) {
+	return driveNUsers(ctx, t, url, seed, round, 5)
+}
+
+// driveNUsers is driveUsers with users users.
+func driveNUsers(ctx context.Context, t *testing.T, url string, seed, round uint64, users int) (stop func()) {
 	t.Helper()
 	nc, err := stream.Connect(url, stream.WithReconnect(0, time.Millisecond, time.Millisecond))
 	if err != nil {
@@ -90,7 +114,7 @@ func driveUsers(ctx context.Context, t *testing.T, url string, seed, round uint6
 			id := fmt.Sprintf("r%d-s%d", round, i)
 			var reward float64
 			for step := 0; ; step++ {
-				a, err := client.Act(ctx, id, fmt.Sprintf("u%d", i%5), obs, reward, step == 0)
+				a, err := client.Act(ctx, id, fmt.Sprintf("u%d", i%users), obs, reward, step == 0)
 				if err != nil {
 					return
 				}
@@ -164,6 +188,94 @@ func TestKill9(t *testing.T) {
 	cmd.Wait()
 	if ver != last {
 		t.Errorf("restart serves version %d, ledger head %d", ver, last)
+	}
+}
+
+// TestKill9BandedNoise extends TestKill9 to bandmf noise, whose stream
+// state (the last band-1 releases' means and released values) is written
+// in each release's batch. The first child kills itself (SIGKILL) at its
+// third release, between the noise draw and the ledger write; later
+// children are killed at random points. After each kill the ledger
+// verifies (factor, sensitivity, every user's pattern, the noise records'
+// shape, checksums and chaining) and its noise state ends at the head, not
+// beyond it (the drawn row that was never written is not in it); each
+// restarted agent continues the stream from the persisted state: the
+// stream keeps its first version across restarts while releases go on,
+// and its records chain across them.
+func TestKill9BandedNoise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill -9 test starts child processes")
+	}
+	dir := t.TempDir()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 5))
+	var last, start uint64
+	check := func(round int) ledger.NoiseState {
+		t.Helper()
+		s, err := ledger.Open(dir, ledger.Options{})
+		if err != nil {
+			t.Fatalf("round %d: reopen after kill -9: %v", round, err)
+		}
+		defer s.Close()
+		r, err := s.Verify()
+		if err != nil || !r.OK() {
+			t.Fatalf("round %d: ledger after kill -9: %+v %v", round, r, err)
+		}
+		ns, err := s.NoiseState()
+		if err != nil {
+			t.Fatalf("round %d: noise state: %v", round, err)
+		}
+		if ns.Version != r.Head.Version || r.Head.Version > 0 && len(ns.X) != int(min(crashBand-1, ns.Version-ns.StreamStart+1)) {
+			t.Fatalf("round %d: noise state ends at version %d with %d vectors, head version %d", round, ns.Version, len(ns.X), r.Head.Version)
+		}
+		if start != 0 && ns.StreamStart != start {
+			t.Fatalf("round %d: the stream restarted at version %d (it started at %d)", round, ns.StreamStart, start)
+		}
+		if r.Head.Version < last {
+			t.Fatalf("round %d: head version %d < %d", round, r.Head.Version, last)
+		}
+		last, start = r.Head.Version, ns.StreamStart
+		t.Logf("round %d: head version %d, stream from version %d", round, last, start)
+		return ns
+	}
+	// Round 0: the child dies at its third draw, before writing it.
+	cmd, url, _ := startChild(t, dir, "DPRL_CRASH_BANDMF=1", "DPRL_CRASH_AT_DRAW=3")
+	stop := driveNUsers(context.Background(), t, url, seed, 0, 40)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatal("the child did not reach its third release")
+	}
+	stop()
+	if ns := check(0); ns.Version != 2 || ns.StreamStart != 1 {
+		t.Fatalf("after the crash at the third draw: noise state at version %d (stream from %d), want 2 (from 1)", ns.Version, ns.StreamStart)
+	}
+	for round := 1; round <= 4; round++ {
+		cmd, url, ver := startChild(t, dir, "DPRL_CRASH_BANDMF=1")
+		if ver != last {
+			t.Fatalf("round %d: restarted at version %d, ledger head %d", round, ver, last)
+		}
+		stop := driveNUsers(context.Background(), t, url, seed, uint64(round), 40)
+		// Let it release at least once past the restart before the kill.
+		want := countHeads(dir) + 1
+		_ = testutil.Wait(time.Minute, func() error {
+			if n := countHeads(dir); n < want {
+				return fmt.Errorf("%d heads, want %d", n, want)
+			}
+			return nil
+		})
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		stop()
+		check(round)
+	}
+	if last <= 2 {
+		t.Errorf("no release after the restarts (head version %d)", last)
 	}
 }
 

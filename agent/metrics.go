@@ -101,6 +101,7 @@ const (
 	reasonUserUpdateCap
 	reasonUserEpsilonCap
 	reasonLedgerUnavailable
+	reasonUserSeparation
 	numDiscardReasons
 )
 
@@ -113,6 +114,7 @@ var discardReasons = [numDiscardReasons]struct{ label, text string }{
 	reasonUserUpdateCap:       {"user_update_cap", "user reached max_updates_per_user"},
 	reasonUserEpsilonCap:      {"user_epsilon_cap", "user reached the epsilon cap"},
 	reasonLedgerUnavailable:   {"ledger_unavailable", "ledger unavailable"},
+	reasonUserSeparation:      {"user_min_separation", "user took part in one of the last band updates (bandmf noise)"},
 }
 
 func (r discardReason) label() string { return discardReasons[r].label }
@@ -158,7 +160,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		SessionsIdle:      prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_sessions_idle_total", Help: "Sessions closed by the idle timeout." + opsHelp}),
 		SessionsQueued:    prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_sessions_queued_total", Help: "Closed sessions queued for learning." + opsHelp}),
 		SessionsUsed:      prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_sessions_used_total", Help: "Sessions that took part in a released update." + opsHelp}),
-		SessionsDiscarded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_sessions_discarded_total", Help: "Sessions not learned from, by scheduling reason (stale, learner_queue_full, user_queue_full, connection_queue_full, user_update_cap, user_epsilon_cap, ledger_unavailable)." + opsHelp}, []string{"reason"}),
+		SessionsDiscarded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_sessions_discarded_total", Help: "Sessions not learned from, by scheduling reason (stale, learner_queue_full, user_queue_full, connection_queue_full, user_update_cap, user_epsilon_cap, ledger_unavailable, user_min_separation)." + opsHelp}, []string{"reason"}),
 		Releases:          prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_releases_total", Help: "Policy versions released." + opsHelp}),
 		ReleaseErrors:     prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_release_errors_total", Help: "Releases that failed to write." + opsHelp}),
 		SessionLogDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_session_log_dropped_total", Help: "Closed sessions not written to the session log, by reason (queue_full, write_failed, closed)." + opsHelp}, []string{"reason"}),

@@ -11,6 +11,7 @@ import (
 	"dprl/ledger"
 	"dprl/ledger/accountant"
 	"dprl/policy"
+	"dprl/policy/bandmf"
 	"dprl/profile"
 	"dprl/stream"
 )
@@ -55,6 +56,13 @@ type Settings struct {
 	// size (Config.MinSessionBytes) fit SessionMemoryMiB.
 	Z, Clip float64
 	K       int
+	// Noise (noise) is the noise of the releases: "" or "independent"
+	// (fresh noise each release), or "bandmf", the banded square-root
+	// correlated noise with Band (band) bands, 1 to bandmf.MaxBand (given
+	// only with bandmf): a user's updates are then at least Band releases
+	// apart and at most MaxUpdatesPerUser (policy.NoiseBandedSqrt).
+	Noise string
+	Band  int
 	// SessionEpsilon (session-epsilon), if not 0, sets the noise multiplier
 	// to the smallest one whose release is SessionEpsilon-DP per session at
 	// Delta (analytic Gaussian), instead of Z.
@@ -130,7 +138,7 @@ const DefaultMaxUpdatesPerUser = 1
 // NATSSecurityFiles' fields (Config's limits have the same names), and
 // ServerTLS and Caps for NATSSecurityFiles' TLS files and its two caps as
 // groups.
-var SettingsFields = fielderr.Fields{"DataDir", "Init", "UserEpsilon", "MaxUpdatesPerUser", "ExpectHead", "EnvSpec", "ObsDim", "Actions", "Z", "Clip", "K", "SessionEpsilon", "Delta",
+var SettingsFields = fielderr.Fields{"DataDir", "Init", "UserEpsilon", "MaxUpdatesPerUser", "ExpectHead", "EnvSpec", "ObsDim", "Actions", "Z", "Clip", "K", "SessionEpsilon", "Delta", "Noise", "Band",
 	"ActWorkers", "SessionMemoryMiB", "NATS", "TLSCA", "TLSCert", "TLSKey", "Creds", "NKey",
 	"Clients", "ServerTLS", "ServerCert", "ServerKey", "ClientCA", "Caps", "Insecure", "NATSListen", "HTTPAddr",
 	"MaxOpenSessions", "MaxStepsPerSession", "MaxSessionsPerUser", "MaxSessionsPerConnection", "MaxQueuedPerUser",
@@ -200,6 +208,19 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	}
 	if s.Clip != 0 {
 		pc.DP.ClipNorm = s.Clip
+	}
+	switch s.Noise {
+	case "", policy.NoiseIndependent.String():
+		if s.Band != 0 {
+			return ServiceConfig{}, SettingsFields.Errorf("{Band} %d: bands are a setting of {Noise} bandmf", s.Band)
+		}
+	case policy.NoiseBandedSqrt.String():
+		if s.Band < 1 || s.Band > bandmf.MaxBand {
+			return ServiceConfig{}, SettingsFields.Errorf("{Band} %d: {Noise} bandmf needs 1 to %d bands", s.Band, bandmf.MaxBand)
+		}
+		pc.DP.Noise, pc.DP.Band = policy.NoiseBandedSqrt, s.Band
+	default:
+		return ServiceConfig{}, SettingsFields.Errorf("{Noise} %q: want independent or bandmf", s.Noise)
 	}
 	if s.K != 0 {
 		pc.DP.UsersPerUpdate = s.K
@@ -358,7 +379,8 @@ func (c Config) SessionEpsilon() (float64, error) {
 // "Gaussian Differential Privacy", Corollary 3.3), evaluated with the
 // analytic Gaussian mechanism (Balle and Wang 2018, Theorem 8); so a user
 // who takes part in every update the caps allow reaches UserEpsilon and no
-// more. With UserEpsilon alone (no update cap) k is 1: each user is
+// more (with bandmf noise as well: UserSensitivity is sqrt(k) there too).
+// With UserEpsilon alone (no update cap) k is 1: each user is
 // learned from once at that epsilon. ok is false when the noise is given
 // otherwise (or UserEpsilon is 0).
 func (s Settings) userNoise(maxUpdates int) (z float64, ok bool, err error) {
@@ -376,12 +398,18 @@ func (s Settings) userNoise(maxUpdates int) (z float64, ok bool, err error) {
 // under the per-user caps: MaxUpdatesPerUser updates of multiplier z
 // compose into one Gaussian mechanism of multiplier z/sqrt(k) (Dong, Roth
 // & Su, "Gaussian Differential Privacy", Corollary 3.3; exact analytic
-// Gaussian), and UserEpsilon caps it directly. ok is false when neither cap
-// is set: a user's epsilon then grows without bound.
+// Gaussian); with bandmf noise into one of multiplier z/rho(k), rho(k) the
+// sensitivity of k participations at least Band apart (UserSensitivity,
+// sqrt(k) within rounding); and UserEpsilon caps it directly. ok is false
+// when neither cap is set: a user's epsilon then grows without bound.
 func (c Config) UserEpsilonBound() (eps float64, ok bool, err error) {
 	eps = math.Inf(1)
 	if k := c.MaxUpdatesPerUser; k > 0 {
-		if eps, err = accountant.GaussianEpsilon(c.Policy.DP.NoiseMultiplier/math.Sqrt(float64(k)), c.Delta); err != nil {
+		rho, err := c.UserSensitivity()
+		if err != nil {
+			return 0, false, err
+		}
+		if eps, err = accountant.GaussianEpsilon(c.Policy.DP.NoiseMultiplier/rho, c.Delta); err != nil {
 			return 0, false, err
 		}
 		ok = true
@@ -390,6 +418,35 @@ func (c Config) UserEpsilonBound() (eps float64, ok bool, err error) {
 		eps, ok = math.Min(eps, c.UserEpsilon), true
 	}
 	return eps, ok, nil
+}
+
+// UserSensitivity is the L2 sensitivity of a user with MaxUpdatesPerUser
+// updates in units of one update's: sqrt(k) for independent noise (k
+// compositions), and sqrt(k) for bandmf noise too: the maximum over the
+// participation sets the ledger allows (at most k, any two at least Band
+// apart) of the norm of the sum of the factor's columns is exactly sqrt(k)
+// column norms, the columns of such a set having disjoint supports
+// (package bandmf). The exact program (bandmf.Sensitivities) computes it,
+// and an answer that differs by more than its rounding slack is an error.
+// So userNoise's k-fold composition is exact for bandmf as well. 0
+// without an update cap.
+func (c Config) UserSensitivity() (float64, error) {
+	k := c.MaxUpdatesPerUser
+	if k < 1 {
+		return 0, nil
+	}
+	dp := c.Policy.DP
+	if dp.Noise != policy.NoiseBandedSqrt {
+		return math.Sqrt(float64(k)), nil
+	}
+	rho, err := bandmf.Sensitivities(bandmf.SqrtCoefficients(dp.Band), k, dp.Band)
+	if err != nil {
+		return 0, err
+	}
+	if r := math.Sqrt(float64(k)); !(rho[k] >= r*(1-1e-9) && rho[k] <= r*bandmf.Slack*(1+1e-9)) {
+		return 0, fmt.Errorf("agent: bandmf sensitivity of %d updates %v, want sqrt(k) = %v", k, rho[k], r)
+	}
+	return math.Sqrt(float64(k)), nil
 }
 
 // UserCaps names the per-user caps in force ("" for none), e.g. "at most 1

@@ -23,7 +23,14 @@ type updater struct {
 	// only this goroutine releases versions, and a release empties it.
 	batch []finished
 	held  []*learnerQueue // the user queues with a session in batch
+	// streamStart is the version that started the bandmf noise stream the
+	// releases continue (0: the next release starts one).
+	streamStart uint64
 }
+
+// testHookBeforeRelease, when set (tests), runs after a round's noise is
+// drawn and before its release is written to the ledger.
+var testHookBeforeRelease func()
 
 func newUpdater(a *Agent, workers int) (*updater, error) {
 	cfg := a.cfg
@@ -42,7 +49,43 @@ func newUpdater(a *Agent, workers int) (*updater, error) {
 		return nil, err
 	}
 	u.round = round
+	if err := u.resumeStream(learners[0].NumParams()); err != nil {
+		return nil, err
+	}
 	return u, nil
+}
+
+// resumeStream continues the bandmf noise stream the ledger's noise records
+// hold, if its parameters are this agent's (band, z, S, K, the parameter
+// count, the per-user cap): the stream's state (the last Band-1 releases'
+// means and released values, written with each release) is restored, so
+// the next release is the stream's next row. Otherwise the next release
+// starts a new stream, whose batch deletes the old records. Damaged records
+// fail the start (ErrCorrupt), as dprl ledger verify fails.
+func (u *updater) resumeStream(params int) error {
+	st := u.round.BandedStream()
+	if st == nil {
+		return nil
+	}
+	a := u.a
+	ns, err := a.store.NoiseState()
+	if err != nil {
+		return fmt.Errorf("agent: the ledger's noise state: %w", err)
+	}
+	dp := a.cfg.Policy.DP
+	if ns.Version == 0 || ns.Version != a.current.Load().num || ns.Band != dp.Band || ns.MinSeparation != dp.Band ||
+		ns.MaxParticipations != a.cfg.MaxUpdatesPerUser || ns.Params != params || ns.Z != dp.NoiseMultiplier || ns.S != dp.ClipNorm || ns.K != dp.UsersPerUpdate {
+		if ns.Version != 0 {
+			a.log.Warn().Uint64("stream_start", ns.StreamStart).Msg("bandmf noise: the ledger's stream has other parameters; the next release starts a new stream")
+		}
+		return nil
+	}
+	if err := st.Restore(ns.X, ns.G, ns.Version-ns.StreamStart+1); err != nil {
+		return fmt.Errorf("agent: restore the noise stream: %w", err)
+	}
+	u.streamStart = ns.StreamStart
+	a.log.Info().Uint64("stream_start", ns.StreamStart).Uint64("version", ns.Version).Msg("bandmf noise: continuing the ledger's stream")
+	return nil
 }
 
 // local is the round's LocalFunc: session i's local update on worker w. An
@@ -162,7 +205,7 @@ func (u *updater) fill(cur *version) {
 			a.setAside(&f, reasonStale)
 			ok = false
 		} else if f.key.hasUser {
-			if eligible, why := a.userEligible(f.key.user); !eligible {
+			if eligible, why := a.userEligible(f.key.user, cur.num+1); !eligible {
 				a.setAside(&f, why)
 				ok = false
 			}
@@ -329,7 +372,28 @@ func (u *updater) update(cur *version) error {
 		Method:    accountant.MethodAnalytic, Epsilon: a.epsilon, Delta: a.cfg.Delta,
 		Z: dp.NoiseMultiplier, S: dp.ClipNorm, K: dp.UsersPerUpdate, Participants: participants, Seeded: a.seeded,
 	}
-	if _, err := a.store.Release(ledger.Release{Version: newVer, Snapshot: snap, Entry: entry, Users: users}); err != nil {
+	rel := ledger.Release{Version: newVer, Snapshot: snap, Entry: entry, Users: users}
+	start := u.streamStart
+	if st := u.round.BandedStream(); st != nil {
+		x, g, ok := st.Pending()
+		if !ok {
+			return errors.New("agent: bandmf noise: no pending release after a round")
+		}
+		if start == 0 {
+			start = newVer
+		}
+		corr, err := ledger.BandedCorrelation(dp.Band, dp.Band, a.cfg.MaxUpdatesPerUser, start)
+		if err != nil {
+			return fmt.Errorf("agent: bandmf noise: %w", err)
+		}
+		rel.Entry.Correlation = corr
+		rel.Entry.Mechanism = fmt.Sprintf("dppg: mean of K clipped local PPO updates (policy and value) + banded square-root correlated Gaussian noise (%d bands, z f S / K, f = %.6g)", dp.Band, corr.Factor)
+		rel.Noise = &ledger.NoiseStep{X: x, G: g}
+	}
+	if testHookBeforeRelease != nil {
+		testHookBeforeRelease()
+	}
+	if _, err := a.store.Release(rel); err != nil {
 		a.m.ReleaseErrors.Inc()
 		if errors.Is(err, ledger.ErrClosed) {
 			return err
@@ -344,7 +408,10 @@ func (u *updater) update(cur *version) error {
 		a.log.Error().Err(err).Uint64("version", newVer).Msg("release failed; serving the previous version")
 		return nil
 	}
-	u.round.Commit() // published: the next round's local updates start from g~
+	u.round.Commit() // published: the next round's local updates start from g~, the noise stream moves on
+	if rel.Noise != nil {
+		u.streamStart = start
+	}
 	a.current.Store(&version{num: newVer, theta: theta})
 	a.updates.Add(1)
 	a.m.Releases.Inc()

@@ -25,6 +25,13 @@
 // 1/z^2 over those updates, from which their epsilon is exact (Gaussian
 // mechanisms compose exactly as Gaussian DP; see package accountant).
 //
+// A release with correlated noise (a banded matrix-factorization stream,
+// Entry.Correlation) also writes its share of the stream's state in that
+// batch, and Release refuses a user whose participation would break the
+// stream's pattern (at most MaxParticipations, any two at least
+// MinSeparation releases apart); see bandmf.go. That state is secret: the
+// data directory then holds the exact means of the last Band-1 releases.
+//
 // Offline runs are charged against the dataset their records belong to.
 // A dataset is identified by its records, not its bytes: callers pass each
 // record's hash (sessionlog.HashRecord), and a record index maps every record a

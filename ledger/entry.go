@@ -71,6 +71,10 @@ type Entry struct {
 	Z float64 `json:"z,omitempty"`
 	S float64 `json:"s,omitempty"`
 	K int     `json:"k,omitempty"`
+	// Correlation, for a release whose noise is correlated with earlier
+	// releases' (a banded matrix-factorization stream), describes the
+	// stream and the participation pattern it enforces (bandmf.go).
+	Correlation *Correlation `json:"correlation,omitempty"`
 	// Participants is the number of units the entry's mechanism used.
 	Participants int `json:"participants"`
 	// Users are the participating users' keys (online, when ids are given).

@@ -301,10 +301,18 @@ type Release struct {
 	Entry Entry
 	// Users are the participating users (at most one session each).
 	Users []UserKey
+	// Noise is the release's share of the state of its correlated-noise
+	// stream (with Entry.Correlation; nil without), written in the same
+	// batch (bandmf.go).
+	Noise *NoiseStep
 }
 
-// Release writes the snapshot, its ledger entry, the users' counters and the
-// head pointer in one synced batch, and returns the entry as written.
+// Release writes the snapshot, its ledger entry, the users' counters, the
+// noise record of a correlated-noise stream and the head pointer in one
+// synced batch, and returns the entry as written. A release with
+// Entry.Correlation is refused (ErrParticipation) if a user in it took part
+// in MaxParticipations releases already or in one of the last
+// MinSeparation - 1 versions.
 func (s *Store) Release(r Release) (Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -332,6 +340,11 @@ func (s *Store) Release(r Release) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
+	if e.Correlation != nil {
+		if err := e.Correlation.check(r.Version, 0); err != nil {
+			return Entry{}, err
+		}
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	seen := make(map[UserKey]bool, len(r.Users))
@@ -342,6 +355,9 @@ func (s *Store) Release(r Release) (Entry, error) {
 		seen[u] = true
 		st, err := s.UserState(u)
 		if err != nil {
+			return Entry{}, err
+		}
+		if err := e.checkParticipation(st, u, r.Version); err != nil {
 			return Entry{}, err
 		}
 		st.Updates++
@@ -356,6 +372,9 @@ func (s *Store) Release(r Release) (Entry, error) {
 	}
 	e, err = s.appendEntry(b, h, e)
 	if err != nil {
+		return Entry{}, err
+	}
+	if err := s.putNoise(b, r, e); err != nil {
 		return Entry{}, err
 	}
 	if err := s.commit(b, h, Head{Seq: e.Seq, Hash: e.Hash, Version: r.Version}); err != nil {

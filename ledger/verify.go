@@ -53,7 +53,9 @@ const epsTolerance = 1e-9
 
 // Verify recomputes the hash chain, every entry's epsilon from its recorded
 // parameters, the head pointer, the snapshots the releases pay for, the user
-// counters, the datasets' caps and per-unit totals (and that no run was
+// counters, the correlated-noise streams (each release's factor and
+// sensitivity, every user's participation pattern, the noise records'
+// shape, checksums and chaining: verifyCorrelation), the datasets' caps and per-unit totals (and that no run was
 // charged above the cap in force), and the record index; checks the user
 // key against the fingerprint the store was created with, and every record
 // of the head file against the entry it names (so a store that lost
@@ -89,6 +91,8 @@ func (s *Store) Verify() (Report, error) {
 	var offline []Entry
 	var prev Entry
 	var version uint64
+	var lastRelease *Entry // the latest release, for its stream's continuity
+	var tail streamTail    // the current stream's last releases, for its noise records
 	err = s.Entries(func(e Entry) error {
 		r.Entries++
 		if e.Seq != prev.Seq+1 {
@@ -115,6 +119,9 @@ func (s *Store) Verify() (Report, error) {
 			if !snaps[e.PolicyVersion] {
 				problem("entry %d: %v: snapshot of version %d", e.Seq, ErrNotFound, e.PolicyVersion)
 			}
+			verifyCorrelation(e, lastRelease, users, problem)
+			lastRelease = &e
+			tail.note(e)
 			z, err := e.userZ()
 			if err != nil {
 				problem("entry %d: %v", e.Seq, err)
@@ -151,6 +158,9 @@ func (s *Store) Verify() (Report, error) {
 		problem("head (seq %d, hash %.12s) does not point at the last entry (seq %d, hash %.12s)", head.Seq, head.Hash, prev.Seq, prev.Hash)
 	}
 	s.verifyHeadsEnd(recs, hi, head, &r, problem)
+	if err := s.verifyNoise(lastRelease, tail, problem); err != nil {
+		return r, err
+	}
 	if head.Version != version {
 		problem("head version %d, last released version %d", head.Version, version)
 	}

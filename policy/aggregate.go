@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"dprl/noise"
+	"dprl/policy/bandmf"
 )
 
 // ErrBatchFull is returned by Aggregator.Add when K updates are already held.
@@ -53,6 +54,9 @@ type Aggregator struct {
 	// c_k - c_{k-1}, the coefficients of C^{-1}.
 	xs, ys  [][]float64
 	c, coef []float64
+	// NoiseBandedSqrt: the stream of the banded factor (its state is the
+	// last Band-1 releases; a release is pending until Commit).
+	band *bandmf.Stream
 }
 
 // NewAggregator returns an aggregator for a joint vector of nPolicy + nValue
@@ -101,6 +105,16 @@ func NewAggregator(cfg DPConfig, nPolicy, nValue int, rng *rand.Rand) (*Aggregat
 				a.coef[k] -= c[k-1]
 			}
 		}
+	case NoiseBandedSqrt:
+		var noiseRNG *rand.Rand
+		if a.std > 0 {
+			noiseRNG = rng
+		}
+		st, err := bandmf.NewStream(bandmf.SqrtCoefficients(cfg.Band), n, a.std, noiseRNG)
+		if err != nil {
+			return nil, fmt.Errorf("policy: aggregator: %w", err)
+		}
+		a.band = st
 	}
 	return a, nil
 }
@@ -184,6 +198,14 @@ func (a *Aggregator) Release(gTilde []float64) error {
 		return nil
 	case NoiseSqrt:
 		a.releaseSqrt(gTilde, invK, std)
+		return nil
+	case NoiseBandedSqrt:
+		for i, v := range a.sum {
+			a.tmp[i] = v * invK
+		}
+		a.band.Release(a.tmp, gTilde) // exact sampler on (C x)_t; see bandmf.Stream
+		clear(a.sum)
+		a.count = 0
 		return nil
 	}
 	for i, v := range a.sum {
@@ -271,6 +293,20 @@ func (a *Aggregator) releaseSqrt(gTilde []float64, invK, std float64) {
 		a.t = 0
 	}
 }
+
+// Commit commits the last release to the noise state of NoiseBandedSqrt
+// (bandmf.Stream.Commit: call it once the release is published; a release
+// never committed is discarded by the next Release). Other noises keep no
+// pending release: it does nothing.
+func (a *Aggregator) Commit() {
+	if a.band != nil {
+		a.band.Commit()
+	}
+}
+
+// BandedStream returns the stream of NoiseBandedSqrt (nil for other
+// noises), for callers that persist or restore its state.
+func (a *Aggregator) BandedStream() *bandmf.Stream { return a.band }
 
 // ApplyUpdate performs theta <- theta + eta * gTilde in place.
 func ApplyUpdate(theta, gTilde []float64, eta float64) {

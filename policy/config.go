@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+
+	"dprl/policy/bandmf"
 )
 
 // Mode selects the mechanism applied to the local updates.
@@ -63,19 +65,25 @@ type DPConfig struct {
 	// the squared norm (S_pi = 0.894 S).
 	PolicyClipShare float64
 	// Noise selects how the noise of successive releases is correlated:
-	// NoiseIndependent (the zero value) is Algorithm 2; NoiseTree and
-	// NoiseSqrt release the same averaged updates with correlated noise
-	// whose sum over releases stays small (see Aggregator). Every choice
-	// gives each user the Gaussian mechanism of multiplier z, so the epsilon
-	// of z is the same. Only for in-process training (Train): the agent
-	// refuses correlated noise.
+	// NoiseIndependent (the zero value) is Algorithm 2; NoiseTree,
+	// NoiseSqrt and NoiseBandedSqrt release the same averaged updates with
+	// correlated noise whose sum over releases stays small (see
+	// Aggregator). Every choice gives each user the Gaussian mechanism of
+	// multiplier z in one release, so the epsilon of z is the same. The
+	// agent refuses NoiseTree and NoiseSqrt (in-process training only: their
+	// accounting assumes each user enters one release); it runs
+	// NoiseBandedSqrt with the participation pattern its ledger enforces
+	// (at least Band releases between two of a user's).
 	Noise Noise
 	// Horizon N is the number of releases over which NoiseTree or NoiseSqrt
 	// correlates the noise; the correlation restarts after N releases (each
 	// user's update enters one of them). It sets the noise of each draw
-	// (NoiseFactor). Must be >= 1 with correlated noise and 0 with
-	// NoiseIndependent.
+	// (NoiseFactor). Must be >= 1 with NoiseTree and NoiseSqrt, and 0 with
+	// NoiseIndependent and NoiseBandedSqrt (an unbounded stream).
 	Horizon int
+	// Band b is the number of bands of NoiseBandedSqrt's factor, 1 to
+	// bandmf.MaxBand (1 is independent noise); 0 with every other noise.
+	Band int
 }
 
 // Noise is the correlation of the noise across releases (DPConfig.Noise).
@@ -96,9 +104,18 @@ const (
 	// sum_k c_k w_{t-k} with c_k = binom(2k, k) / 4^k, the coefficients of
 	// (1 - x)^(-1/2), and fresh draws w of std z sqrt(sum_{k<N} c_k^2) S / K.
 	NoiseSqrt
+	// NoiseBandedSqrt is the banded square root (Kalinin and Lampert 2024,
+	// "Banded Square Root Matrix Factorization for Differentially Private
+	// Model Training"): the square root's first Band coefficients, in an
+	// unbounded stream (package bandmf). The noise of the parameters after t
+	// releases is row t of A C^{-1} applied to fresh draws of std z f S / K,
+	// f = sqrt(sum_{k<Band} c_k^2). A user whose participations are at least
+	// Band releases apart gets, for m of them, exactly the Gaussian
+	// mechanism of multiplier z / sqrt(m), as with independent noise.
+	NoiseBandedSqrt
 )
 
-// String returns "independent", "tree" or "sqrt".
+// String returns "independent", "tree", "sqrt" or "bandmf".
 func (n Noise) String() string {
 	switch n {
 	case NoiseIndependent:
@@ -107,27 +124,32 @@ func (n Noise) String() string {
 		return "tree"
 	case NoiseSqrt:
 		return "sqrt"
+	case NoiseBandedSqrt:
+		return "bandmf"
 	}
 	return fmt.Sprintf("Noise(%d)", int(n))
 }
 
 // ParseNoise returns the Noise named by String.
 func ParseNoise(s string) (Noise, error) {
-	for _, n := range []Noise{NoiseIndependent, NoiseTree, NoiseSqrt} {
+	for _, n := range []Noise{NoiseIndependent, NoiseTree, NoiseSqrt, NoiseBandedSqrt} {
 		if s == n.String() {
 			return n, nil
 		}
 	}
-	return 0, fmt.Errorf("policy: noise %q: want independent, tree or sqrt", s)
+	return 0, fmt.Errorf("policy: noise %q: want independent, tree, sqrt or bandmf", s)
 }
 
 // NoiseFactor returns f such that every fresh noise draw has std z f S / K
 // per coordinate: 1 for NoiseIndependent; sqrt(L), L = floor(log2 N) + 1,
 // the most tree nodes one release enters, for NoiseTree; sqrt(sum_{k<N}
-// c_k^2), the largest column norm of the factor C, for NoiseSqrt. With it
-// each user's update is exactly the Gaussian mechanism of multiplier z.
+// c_k^2), the largest column norm of the factor C, for NoiseSqrt;
+// sqrt(sum_{k<Band} c_k^2), every column's norm, for NoiseBandedSqrt. With
+// it each user's update is exactly the Gaussian mechanism of multiplier z.
 func (c DPConfig) NoiseFactor() float64 {
 	switch c.Noise {
+	case NoiseBandedSqrt:
+		return bandmf.ColumnNorm(bandmf.SqrtCoefficients(c.Band))
 	case NoiseTree:
 		return math.Sqrt(float64(treeLevels(c.Horizon)))
 	case NoiseSqrt:
@@ -202,8 +224,22 @@ func (c DPConfig) Validate() error {
 		if c.Horizon < 1 || c.Horizon > maxHorizon {
 			bad("horizon = %d with %v noise, must be in [1, %d]", c.Horizon, c.Noise, maxHorizon)
 		}
+	case NoiseBandedSqrt:
+		if c.Horizon != 0 {
+			bad("horizon = %d with bandmf noise, must be 0 (the stream is unbounded; its band sets the correlation)", c.Horizon)
+		}
+		if c.Band < 1 || c.Band > bandmf.MaxBand {
+			bad("band = %d with bandmf noise, must be in [1, %d]", c.Band, bandmf.MaxBand)
+		} else if c.UsersPerUpdate >= 1 {
+			if err := bandmf.CheckRounding(bandmf.SqrtCoefficients(c.Band), c.UsersPerUpdate); err != nil {
+				errs = append(errs, fmt.Errorf("policy: dp: %w", err))
+			}
+		}
 	default:
-		bad("noise %v, must be independent, tree or sqrt", c.Noise)
+		bad("noise %v, must be independent, tree, sqrt or bandmf", c.Noise)
+	}
+	if c.Noise != NoiseBandedSqrt && c.Band != 0 {
+		bad("band = %d with %v noise, must be 0 (bandmf only)", c.Band, c.Noise)
 	}
 	return errors.Join(errs...)
 }

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"math"
 	"slices"
+
+	"dprl/policy/bandmf"
 )
 
 // Sensitivity of several participations (one episode in several releases).
@@ -75,7 +77,9 @@ const sensitivitySlack = 1 + 1e-9
 // missing rows are never released), so the result is then an upper bound,
 // and exact otherwise. Floating-point rounding can only overstate it
 // (sensitivitySlack). Cost: O(N min(m, N)) for NoiseSqrt, O(N (m + log N))
-// for NoiseTree.
+// for NoiseTree. For NoiseBandedSqrt the stream is unbounded: every window
+// is the same, with whole columns (an upper bound when the run ends before
+// the window's last columns are complete), O(m + Band).
 func (c DPConfig) WindowSensitivity(m, releases int) (float64, error) {
 	if m < 1 || releases < 1 {
 		return 0, fmt.Errorf("policy: window sensitivity: %d releases per contributor in a run of %d, want both >= 1", m, releases)
@@ -84,6 +88,8 @@ func (c DPConfig) WindowSensitivity(m, releases int) (float64, error) {
 	switch c.Noise {
 	case NoiseIndependent:
 		return math.Sqrt(float64(M)), nil
+	case NoiseBandedSqrt:
+		return bandedWindowSensitivity(c.Band, M)
 	case NoiseTree, NoiseSqrt:
 	default:
 		return 0, fmt.Errorf("policy: window sensitivity: noise %v", c.Noise)
@@ -201,4 +207,38 @@ func sqrtWindowNormsSq(N, M, starts int) []float64 {
 		}
 	}
 	return out
+}
+
+// bandedWindowSensitivity is WindowSensitivity for the banded square root
+// of b bands in an unbounded stream: the sum of M consecutive columns of C
+// has entry P(d) - P(d-M) in its d-th row, d = 0 .. M+b-2, where P(d) =
+// c_0 + ... + c_min(d, b-1) (P(d) = 0 for d < 0); rho = its norm over the
+// column norm f, inflated by sensitivitySlack.
+func bandedWindowSensitivity(b, M int) (float64, error) {
+	if b < 1 || b > bandmf.MaxBand {
+		return 0, fmt.Errorf("policy: window sensitivity: band %d, want 1 to %d", b, bandmf.MaxBand)
+	}
+	if M == 1 {
+		return 1, nil
+	}
+	c := bandmf.SqrtCoefficients(b)
+	pre := make([]float64, b)
+	for j, v := range c {
+		pre[j] = v
+		if j > 0 {
+			pre[j] += pre[j-1]
+		}
+	}
+	P := func(d int) float64 {
+		if d < 0 {
+			return 0
+		}
+		return pre[min(d, b-1)]
+	}
+	ss := 0.0
+	for d := range M + b - 1 {
+		v := P(d) - P(d-M)
+		ss += v * v
+	}
+	return math.Sqrt(ss) / bandmf.ColumnNorm(c) * sensitivitySlack, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+
+	"dprl/policy/bandmf"
 )
 
 // LocalFunc computes local update i of a round (Algorithm 3) into gu (len
@@ -77,6 +79,11 @@ func (r *Round) Workers() int { return len(r.learners) }
 // Learner returns worker w's Learner.
 func (r *Round) Learner(w int) *Learner { return r.learners[w] }
 
+// BandedStream returns the Aggregator's NoiseBandedSqrt stream (nil for
+// other noises): its pending release after Run, to persist with the
+// release, and its state, to restore after a restart.
+func (r *Round) BandedStream() *bandmf.Stream { return r.agg.BandedStream() }
+
 // NoiseStd returns the Aggregator's noise standard deviation per coordinate.
 func (r *Round) NoiseStd() float64 { return r.agg.NoiseStd() }
 
@@ -132,12 +139,14 @@ func (r *Round) Run(n int, local LocalFunc) ([]float64, error) {
 }
 
 // Commit resets every learner's Adam moments from the last Run's g~
-// (Learner.ResetMoments): call it once g~ is published. It does nothing if
+// (Learner.ResetMoments) and commits the release to the noise state
+// (Aggregator.Commit): call it once g~ is published. It does nothing if
 // that g~ was already committed or no Run succeeded.
 func (r *Round) Commit() {
 	if !r.released {
 		return
 	}
+	r.agg.Commit()
 	for _, l := range r.learners {
 		l.ResetMoments(r.gTilde)
 	}

@@ -137,6 +137,10 @@ func ConfigHash(cfg Config) [32]byte {
 		u(uint64(d.Noise))
 		u(uint64(d.Horizon))
 	}
+	if d.Band != 0 {
+		b = append(b, "band"...)
+		u(uint64(d.Band))
+	}
 	return sha256.Sum256(append([]byte("dprl.policy.config.v1\x00"), b...))
 }
 

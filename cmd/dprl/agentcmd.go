@@ -23,7 +23,7 @@ import (
 // agentFlagNames are the flags of the fields that agent.Settings' errors
 // name (agent.SettingsFields).
 var agentFlagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-head", "EnvSpec": "--env", "ObsDim": "--obs-dim", "MaxOpenSessions": "--max-open-sessions", "MaxStepsPerSession": "--max-steps", "RewardLow": "--reward-low",
-	"Actions": "--actions", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta", "UserEpsilon": "--user-epsilon", "MaxUpdatesPerUser": "--max-updates-per-user", "Init": "--init", "BackupEvery": "--backup-every", "BackupKeep": "--backup-keep", "BackupDir": "--backup-dir",
+	"Actions": "--actions", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta", "UserEpsilon": "--user-epsilon", "MaxUpdatesPerUser": "--max-updates-per-user", "Noise": "--noise", "Band": "--band", "Init": "--init", "BackupEvery": "--backup-every", "BackupKeep": "--backup-keep", "BackupDir": "--backup-dir",
 	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert", "MaxSessionsPerUser": "--max-sessions-per-user", "MaxQueuedPerUser": "--max-queued-per-user", "RewardHigh": "--reward-high",
 	"TLSKey": "--tls-key", "Creds": "--creds", "NKey": "--nkey", "Clients": "--nats-clients", "ServerTLS": "--nats-tls-*", "MaxSessionsPerConnection": "--max-sessions-per-connection", "IdleTimeout": "--idle-timeout", "MaxSessionLifetime": "--max-session-lifetime",
 	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats", "NATSListen": "--nats-listen", "HTTPAddr": "--http", "FlushTimeout": "--flush-timeout"}
@@ -57,6 +57,8 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.IntVar(&s.K, "K", 0, "sessions per update K (default: the profile's), 1 to 2^20; an update holds its K sessions until it is released, so K sessions of the smallest size must fit --session-memory-mib")
 	fl.Float64Var(&s.Delta, "delta", 1e-5, "delta of the per-session and per-user guarantees, 0 < delta < 1")
 	fl.Float64Var(&s.UserEpsilon, "user-epsilon", 0, "the per-user epsilon at --delta, the primary privacy setting: without --z or --session-epsilon, z is derived so that a user in --max-updates-per-user updates (1 if unset) reaches it; always enforced as a cap (0 given explicitly, with --max-updates-per-user 0: no per-user cap)")
+	fl.StringVar(&s.Noise, "noise", "independent", "noise of the releases: independent, or bandmf (banded square-root correlated noise: less noise in the policy at the same per-user epsilon; a user's updates at least --band apart, at most --max-updates-per-user of them)")
+	fl.IntVar(&s.Band, "band", 0, "bands of --noise bandmf, 1 to 4096: its noise state is the last band-1 updates, and a user's sessions within band updates of their last update are set aside")
 	fl.IntVar(&s.MaxUpdatesPerUser, "max-updates-per-user", 0, "cap on the updates a user takes part in, up to 2^20 (default 1 when neither cap is given; 0 given explicitly, with --user-epsilon 0: no per-user cap)")
 	fl.IntVar(&s.MaxOpenSessions, "max-open-sessions", 100000, "limit of concurrently open sessions, 1 to 2^24")
 	fl.IntVar(&s.MaxStepsPerSession, "max-steps", 10000, "limit of steps per session, 2 to 2^24")

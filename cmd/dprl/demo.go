@@ -99,6 +99,8 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 	fl.IntVar(&cfg.Concurrency, "concurrency", 16, "users playing at the same time")
 	fl.Float64Var(&cfg.Z, "z", 1.0, "noise multiplier z (with --user-epsilon and without --z: derived from it)")
 	fl.Float64Var(&cfg.UserEpsilon, "user-epsilon", 0, "per-user epsilon at delta 1e-5, the primary privacy setting as in dprl agent: z is derived so that a user in --max-updates-per-user updates reaches it, and it caps every user")
+	fl.StringVar(&cfg.Noise, "noise", "independent", "noise of the releases, as dprl agent: independent, or bandmf (banded square-root correlated noise; a user's updates at least --band apart)")
+	fl.IntVar(&cfg.Band, "band", 0, "bands of --noise bandmf, 1 to 4096")
 	fl.IntVar(&cfg.MaxUpdatesPerUser, "max-updates-per-user", agent.DefaultMaxUpdatesPerUser, "cap on the updates a user takes part in (0: none; returning users beyond it are served, not learned from)")
 	fl.IntVar(&cfg.K, "K", 32, "sessions per update K")
 	fl.Float64Var(&cfg.Clip, "clip", 0, "clipping norm S of a local update (default: the environment profile's)")

@@ -27,6 +27,7 @@ import (
 	"dprl/internal/progress"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
+	"dprl/policy"
 	"dprl/profile"
 	"dprl/sims"
 	"dprl/stream"
@@ -64,6 +65,11 @@ type Config struct {
 	// max(MaxUpdatesPerUser, 1) updates reaches it (as dprl agent does).
 	UserEpsilon       float64
 	MaxUpdatesPerUser int
+	// Noise is the agent's noise, "" or "independent", or "bandmf" with
+	// Band bands (agent.Settings' Noise and Band): a user's updates then
+	// at least Band apart, at most MaxUpdatesPerUser (>= 1) of them.
+	Noise string
+	Band  int
 	// MaxDuration, if > 0, ends the run after this long (Run's context
 	// times out: the users stop, the summary covers what was played).
 	MaxDuration time.Duration
@@ -162,6 +168,16 @@ func (c Config) AgentConfig(p profile.Profile) (agent.Config, error) {
 		pc.PPO.ServerLR = c.LR
 	}
 	pc.DP.UsersPerUpdate = c.K
+	switch c.Noise {
+	case "", policy.NoiseIndependent.String():
+		if c.Band != 0 {
+			return agent.Config{}, fmt.Errorf("demo: %d bands: bands are a setting of bandmf noise", c.Band)
+		}
+	case policy.NoiseBandedSqrt.String():
+		pc.DP.Noise, pc.DP.Band = policy.NoiseBandedSqrt, c.Band
+	default:
+		return agent.Config{}, fmt.Errorf("demo: noise %q: want independent or bandmf", c.Noise)
+	}
 	ac := agent.DefaultConfig(p.Spec, pc)
 	ac.RewardLow, ac.RewardHigh = p.RewardLow, p.RewardHigh
 	ac.UserEpsilon, ac.MaxUpdatesPerUser = c.UserEpsilon, c.MaxUpdatesPerUser

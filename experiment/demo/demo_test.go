@@ -12,6 +12,7 @@ import (
 	"dprl/agent"
 	"dprl/internal/fielderr"
 	"dprl/ledger"
+	"dprl/policy"
 	"dprl/profile"
 )
 
@@ -268,5 +269,60 @@ func TestAgentConfigUserEpsilon(t *testing.T) {
 	b, ok, err := ac.UserEpsilonBound()
 	if err != nil || !ok || b > 5 || b < 4.99 || ac.UserEpsilon != 5 || ac.MaxUpdatesPerUser != 10 {
 		t.Fatalf("z %v: per-user bound %v %v %v, caps %v %d", ac.Policy.DP.NoiseMultiplier, b, ok, err, ac.UserEpsilon, ac.MaxUpdatesPerUser)
+	}
+}
+
+// TestRunBanded runs the demo with bandmf noise end to end: the agent's
+// config carries the noise, every release records its stream and the
+// ledger (patterns, noise records) verifies; a band without bandmf and an
+// unknown noise are refused.
+func TestRunBanded(t *testing.T) {
+	cfg := demoConfig()
+	cfg.Users, cfg.Returning, cfg.Noise, cfg.Band, cfg.MaxUpdatesPerUser = 32, 0, "bandmf", 3, 2
+	prof, err := profile.Get(cfg.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := cfg.AgentConfig(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ac.Policy.DP.Noise != policy.NoiseBandedSqrt || ac.Policy.DP.Band != 3 {
+		t.Fatalf("agent DP config %+v", ac.Policy.DP)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := Run(ctx, agent.ServiceConfig{Agent: ac, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0"}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Updates != 4 || !res.LedgerOK {
+		t.Fatalf("result %+v", res)
+	}
+	s, err := ledger.Open(dir, ledger.Options{ReadOnly: true, MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	n := 0
+	if err := s.Entries(func(e ledger.Entry) error {
+		if e.Kind == ledger.KindRelease && (e.Correlation == nil || e.Correlation.Band != 3 || e.Correlation.StreamStart != 1) {
+			t.Errorf("release %d: correlation %+v", e.PolicyVersion, e.Correlation)
+		}
+		n++
+		return nil
+	}); err != nil || n != 4 {
+		t.Fatalf("%d entries, %v", n, err)
+	}
+	if ns, err := s.NoiseState(); err != nil || ns.Version != 4 || len(ns.X) != 2 {
+		t.Fatalf("noise state version %d, %d vectors, %v", ns.Version, len(ns.X), err)
+	}
+	for _, bad := range []Config{{Noise: "independent", Band: 3}, {Noise: "tree"}} {
+		c := demoConfig()
+		c.Noise, c.Band = bad.Noise, bad.Band
+		if _, err := c.AgentConfig(prof); err == nil {
+			t.Errorf("noise %q band %d accepted", bad.Noise, bad.Band)
+		}
 	}
 }

@@ -1,0 +1,224 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"dprl/internal/testutil"
+	"dprl/ledger"
+	"dprl/ledger/accountant"
+	"dprl/policy"
+)
+
+// bandedConfig is cartpoleConfig(K) with bandmf noise of band bands and a
+// cap of k updates per user.
+func bandedConfig(K, band, k int) Config {
+	cfg := cartpoleConfig(K)
+	cfg.Policy.DP.Noise, cfg.Policy.DP.Band = policy.NoiseBandedSqrt, band
+	cfg.MaxUpdatesPerUser = k
+	return cfg
+}
+
+// lastEntry returns the ledger's last entry.
+func lastEntry(t *testing.T, s *ledger.Store) ledger.Entry {
+	t.Helper()
+	var last ledger.Entry
+	if err := s.Entries(func(e ledger.Entry) error { last = e; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return last
+}
+
+// TestBandedAgent runs an agent with bandmf noise: a returning user's
+// session within the band of their last update is set aside (reason
+// user_min_separation), one at the cap as before; every release records
+// the stream and its noise state; the ledger verifies; a restart with the
+// same settings continues the stream from the persisted state, one with
+// another band starts a new stream.
+func TestBandedAgent(t *testing.T) {
+	dir := t.TempDir()
+	const band, k = 3, 2
+	cfg := bandedConfig(2, band, k)
+	a, store, stop := startAgent(t, cfg, dir)
+	rng := rand.New(rand.NewPCG(1, 2))
+	play := func(id, user string) EndResult {
+		t.Helper()
+		_, end := playEpisode(t, a, id, user, rng, 16)
+		return end
+	}
+	waitVersion := func(a *Agent, v uint64) {
+		t.Helper()
+		testutil.EventuallyTrue(t, 20*time.Second, fmt.Sprintf("version %d", v), func() bool { return a.Version() >= v })
+	}
+	used := func(id, user string) {
+		t.Helper()
+		if end := play(id, user); !end.Used {
+			t.Fatalf("%s of %s set aside: %s", id, user, end.Reason)
+		}
+	}
+	used("s1", "u0")
+	used("s2", "u1")
+	waitVersion(a, 1)
+	// u0 took part in version 1: the next release is 2, closer than 3.
+	if end := play("s3", "u0"); end.Used || end.Reason != reasonUserSeparation.text() {
+		t.Fatalf("u0 within the band: used %v, reason %q", end.Used, end.Reason)
+	}
+	used("s4", "u2")
+	used("s5", "u3")
+	waitVersion(a, 2)
+	used("s6", "u4")
+	used("s7", "u5")
+	waitVersion(a, 3)
+	used("s8", "u0") // version 4, 3 after version 1
+	used("s9", "u6")
+	waitVersion(a, 4)
+	used("s10", "u7")
+	used("s11", "u8")
+	waitVersion(a, 5)
+	used("s12", "u9")
+	used("s13", "u10")
+	waitVersion(a, 6)
+	used("s14", "u11")
+	used("s15", "u12")
+	waitVersion(a, 7)
+	// u0: two updates, the cap.
+	if end := play("s16", "u0"); end.Used || end.Reason != reasonUserUpdateCap.text() {
+		t.Fatalf("u0 at the cap: used %v, reason %q", end.Used, end.Reason)
+	}
+	r, err := store.Verify()
+	if err != nil || !r.OK() || r.Releases != 7 {
+		t.Fatalf("verify: %+v %v", r, err)
+	}
+	ns, err := store.NoiseState()
+	if err != nil || ns.Version != 7 || ns.StreamStart != 1 || len(ns.X) != band-1 || ns.Band != band || ns.MaxParticipations != k {
+		t.Fatalf("noise state: version %d start %d, %d vectors, %v", ns.Version, ns.StreamStart, len(ns.X), err)
+	}
+	e := lastEntry(t, store)
+	if c := e.Correlation; c == nil || c.Band != band || c.MinSeparation != band || c.MaxParticipations != k || c.StreamStart != 1 ||
+		math.Abs(c.Sensitivity-math.Sqrt(k)) > 1e-5 || !strings.Contains(e.Mechanism, "banded square-root") {
+		t.Fatalf("last entry: %+v %+v", e, e.Correlation)
+	}
+	u0, _ := store.UserState(store.User("u0"))
+	if u0.Updates != 2 || u0.LastVersion != 4 {
+		t.Fatalf("u0: %+v", u0)
+	}
+	stop()
+
+	// Restart with the same settings: the stream goes on.
+	a, store, stop = startAgent(t, cfg, dir)
+	used("s17", "u13")
+	used("s18", "u14")
+	waitVersion(a, 8)
+	if e := lastEntry(t, store); e.Correlation == nil || e.Correlation.StreamStart != 1 {
+		t.Fatalf("after a restart: %+v", e.Correlation)
+	}
+	if r, err := store.Verify(); err != nil || !r.OK() {
+		t.Fatalf("verify after the restart: %+v %v", r, err)
+	}
+	stop()
+
+	// Another band: a new stream from version 9.
+	cfg4 := bandedConfig(2, 4, k)
+	a, store, stop = startAgent(t, cfg4, dir)
+	defer stop()
+	used("s19", "u15")
+	used("s20", "u16")
+	waitVersion(a, 9)
+	if e := lastEntry(t, store); e.Correlation == nil || e.Correlation.StreamStart != 9 || e.Correlation.Band != 4 {
+		t.Fatalf("another band: %+v", e.Correlation)
+	}
+	ns, err = store.NoiseState()
+	if err != nil || ns.StreamStart != 9 || len(ns.X) != 1 {
+		t.Fatalf("new stream's state: start %d, %d vectors, %v", ns.StreamStart, len(ns.X), err)
+	}
+	if r, err := store.Verify(); err != nil || !r.OK() {
+		t.Fatalf("verify after the new stream: %+v %v", r, err)
+	}
+}
+
+// TestBandedConfigAndBound checks the agent's bandmf settings: a cap on
+// updates per user is required; the per-user bound is the Gaussian
+// mechanism of z / rho(k), rho(k) = sqrt(k) within rounding; the
+// description names the pattern; Settings parse --noise and --band.
+func TestBandedConfigAndBound(t *testing.T) {
+	cfg := bandedConfig(8, 16, 0)
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "MaxUpdatesPerUser") {
+		t.Fatalf("bandmf without a cap: %v", err)
+	}
+	cfg.MaxUpdatesPerUser = 10
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	rho, err := cfg.UserSensitivity()
+	if err != nil || rho < math.Sqrt(10) || rho > math.Sqrt(10)*(1+2e-6) {
+		t.Fatalf("sensitivity %v %v, want sqrt(10)", rho, err)
+	}
+	eps, ok, err := cfg.UserEpsilonBound()
+	want, _ := accountant.GaussianEpsilon(cfg.Policy.DP.NoiseMultiplier/math.Sqrt(10), cfg.Delta)
+	if err != nil || !ok || eps < want || eps > want*(1+1e-4) {
+		t.Fatalf("user bound %v %v %v, want %v", eps, ok, err, want)
+	}
+	if d := describe(cfg); !strings.Contains(d, "bandmf noise (16 bands: a user's updates at least 16 apart, at most 10") {
+		t.Fatalf("description %q", d)
+	}
+	tree := cartpoleConfig(8)
+	tree.Policy.DP.Noise, tree.Policy.DP.Horizon = policy.NoiseTree, 8
+	if err := tree.Validate(); err == nil || !strings.Contains(err.Error(), "in-process training only") {
+		t.Fatalf("tree noise: %v", err)
+	}
+	base := Settings{DataDir: t.TempDir(), EnvSpec: "cartpole", Delta: 1e-5, MaxUpdatesPerUser: 10, SessionMemoryMiB: 1024,
+		MaxOpenSessions: 100, MaxStepsPerSession: 100, MaxSessionsPerUser: 1, MaxSessionsPerConnection: 100, MaxQueuedPerUser: 1,
+		IdleTimeout: time.Minute, FlushTimeout: time.Minute, MaxSessionLifetime: time.Hour, RewardLow: math.NaN(), RewardHigh: math.NaN(), NATS: "embedded"}
+	for _, tc := range []struct {
+		noise string
+		band  int
+		want  string // "" for valid
+	}{
+		{"bandmf", 32, ""},
+		{"", 0, ""},
+		{"independent", 0, ""},
+		{"bandmf", 0, "Band 0"},
+		{"independent", 4, "Band 4"},
+		{"tree", 0, `Noise "tree"`},
+	} {
+		s := base
+		s.Noise, s.Band = tc.noise, tc.band
+		sc, err := s.ServiceConfig()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q %d: %v", tc.noise, tc.band, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%q %d: %v, want %q", tc.noise, tc.band, err, tc.want)
+		case tc.want == "" && tc.noise == "bandmf" && (sc.Agent.Policy.DP.Noise != policy.NoiseBandedSqrt || sc.Agent.Policy.DP.Band != tc.band):
+			t.Errorf("%q %d: DP config %+v", tc.noise, tc.band, sc.Agent.Policy.DP)
+		}
+	}
+}
+
+// TestBandedReleaseRefusedByLedger checks the ledger as the backstop of the
+// pattern: a release the agent would have formed without its check is
+// refused with ErrParticipation.
+func TestBandedReleaseRefusedByLedger(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	defer s.Close()
+	c, err := ledger.BandedCorrelation(3, 3, 5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := ledger.Entry{Unit: ledger.UnitSession, Mechanism: "m", Events: []accountant.Event{accountant.Gaussian(1)}, Method: accountant.MethodAnalytic,
+		Delta: 1e-5, Z: 1, S: 1, K: 1, Participants: 1, Correlation: c}
+	e.Epsilon, _ = accountant.GaussianEpsilon(1, 1e-5)
+	step := &ledger.NoiseStep{X: []float64{0}, G: []float64{0}}
+	u := s.User("u")
+	if _, err := s.Release(ledger.Release{Version: 1, Snapshot: []byte("a"), Entry: e, Users: []ledger.UserKey{u}, Noise: step}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Release(ledger.Release{Version: 2, Snapshot: []byte("b"), Entry: e, Users: []ledger.UserKey{u}, Noise: step}); !errors.Is(err, ledger.ErrParticipation) {
+		t.Fatalf("second participation one release later: %v", err)
+	}
+}

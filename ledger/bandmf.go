@@ -1,0 +1,439 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	"dprl/policy/bandmf"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Correlated noise across releases (the banded matrix-factorization
+// mechanism, package bandmf).
+//
+// A release whose noise is correlated with the noise of earlier releases
+// records the stream's parameters in Entry.Correlation and its share of the
+// stream's state in a noise record, written in the same synced batch as the
+// entry, the snapshot and the users' counters: a crash leaves either the
+// release with its state or neither, so the stream can neither replay a
+// row's noise nor skip one.
+//
+// The participation pattern. A user may take part in a release of such a
+// stream only if they took part in fewer than MaxParticipations releases
+// and their last one is at least MinSeparation releases (versions) back;
+// Release refuses anything else (ErrParticipation) and Verify checks it for
+// every entry. MinSeparation must be at least Band: the columns of C of two
+// participations then have disjoint supports, and a user with m
+// participations has sensitivity exactly sqrt(m) times one participation's
+// (bandmf: Choquette-Choo et al. 2023, "(Amplified) Banded Matrix
+// Factorization: A unified approach to private training", b-min-sep
+// participation). With the noise normalised to one participation (sigma =
+// z ||c|| S/K), the user's releases are together the Gaussian mechanism of
+// multiplier z / sqrt(m) (Choquette-Choo et al. 2023, "Multi-Epoch Matrix
+// Factorization Mechanisms for Private Machine Learning", Corollary 2.1 and
+// Theorem 2.2 for adaptively chosen contributions, after Denisov et al.
+// 2022) - what the user counters already compose: 1/z^2 per release
+// (UserState.SumInvZ2). A stream keeps its z, S, K and parameters: a
+// change starts a new stream (whose first release has StreamStart equal to
+// its version), and separate streams, like releases with independent
+// noise, are separate mechanisms whose Gaussian guarantees compose (Dong,
+// Roth and Su 2022, "Gaussian Differential Privacy", Corollary 3.3).
+//
+// The noise records hold secret material. Record v holds x_v, the exact
+// (non-private) mean of the clipped updates of release v, and g~_v, its
+// released value: their difference is the noise of row v, and with the
+// public releases either gives the other. Only the records of the last
+// Band-1 releases of the current stream are kept (older ones are deleted
+// in the batch that makes them unnecessary, and every record when a
+// release without correlated noise follows), so the data directory and
+// its backups hold at most Band-1 such averages: protect them like the
+// sessions they come from. No command prints a record's content or a
+// value computed from it; Verify reports only versions and shapes.
+
+// ErrParticipation is returned by Release when a user's participation
+// would break the pattern of a correlated-noise stream (too soon after
+// their last release, or beyond the most participations). It wraps
+// ErrInvalid.
+var ErrParticipation = fmt.Errorf("%w: participation outside the stream's pattern", ErrInvalid)
+
+// NoiseBandedSqrt names the banded square-root factor in
+// Correlation.Noise.
+const NoiseBandedSqrt = "banded_sqrt"
+
+// Correlation describes the correlated noise of a release
+// (Entry.Correlation): public parameters, recomputed by Verify.
+type Correlation struct {
+	// Noise names the factor: NoiseBandedSqrt.
+	Noise string `json:"noise"`
+	// Band is the number of bands b of the factor C.
+	Band int `json:"band"`
+	// MinSeparation: two participations of one user are at least this many
+	// releases apart; at least Band.
+	MinSeparation int `json:"min_separation"`
+	// MaxParticipations is the most releases one user takes part in
+	// (counting every release of the ledger).
+	MaxParticipations int `json:"max_participations"`
+	// StreamStart is the version of the stream's first release.
+	StreamStart uint64 `json:"stream_start"`
+	// Factor is ||c||, the column norm the noise is normalised by (sigma
+	// = z Factor S / K).
+	Factor float64 `json:"factor"`
+	// Sensitivity is rho(MaxParticipations), the sensitivity of a user
+	// with the most participations in units of one participation's
+	// (bandmf.Sensitivities): such a user gets the Gaussian mechanism of
+	// multiplier Z / Sensitivity.
+	Sensitivity float64 `json:"sensitivity"`
+}
+
+// BandedCorrelation returns the Correlation of a banded square-root
+// stream of band bands started at version streamStart, whose users take
+// part at most k times, any two at least minSep releases apart, with its
+// factor and sensitivity computed; it fails for parameters Release would
+// refuse.
+func BandedCorrelation(band, minSep, k int, streamStart uint64) (*Correlation, error) {
+	c := &Correlation{Noise: NoiseBandedSqrt, Band: band, MinSeparation: minSep, MaxParticipations: k, StreamStart: streamStart}
+	if band < 1 || band > bandmf.MaxBand || k < 1 || k > maxCorrelatedParticipations || minSep < band {
+		return nil, c.check(max(streamStart, 1), 0)
+	}
+	coef := bandmf.SqrtCoefficients(band)
+	rho, err := bandmf.Sensitivities(coef, k, minSep)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	c.Factor, c.Sensitivity = bandmf.ColumnNorm(coef), rho[k]
+	if err := c.check(max(streamStart, 1), 0); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// maxCorrelatedParticipations bounds MaxParticipations.
+const maxCorrelatedParticipations = 1 << 20
+
+// check validates the parameters and recomputes Factor and Sensitivity
+// (tol 0: exactly as this code computes them).
+func (c *Correlation) check(version uint64, tol float64) error {
+	switch {
+	case c.Noise != NoiseBandedSqrt:
+		return fmt.Errorf("%w: correlated noise %q, want %q", ErrInvalid, c.Noise, NoiseBandedSqrt)
+	case c.Band < 1 || c.Band > bandmf.MaxBand:
+		return fmt.Errorf("%w: %d bands, want 1 to %d", ErrInvalid, c.Band, bandmf.MaxBand)
+	case c.MinSeparation < c.Band:
+		return fmt.Errorf("%w: minimum separation %d below the %d bands: a user's participations would share rows of the factor, and the charge of 1/z^2 per release would understate their sensitivity", ErrInvalid, c.MinSeparation, c.Band)
+	case c.MaxParticipations < 1 || c.MaxParticipations > maxCorrelatedParticipations:
+		return fmt.Errorf("%w: at most %d participations, want 1 to %d", ErrInvalid, c.MaxParticipations, maxCorrelatedParticipations)
+	case c.StreamStart < 1 || c.StreamStart > version:
+		return fmt.Errorf("%w: stream start %d for version %d", ErrInvalid, c.StreamStart, version)
+	}
+	coef := bandmf.SqrtCoefficients(c.Band)
+	f := bandmf.ColumnNorm(coef)
+	rho, err := bandmf.Sensitivities(coef, c.MaxParticipations, c.MinSeparation)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	far := func(got, want float64) bool { return !(math.Abs(got-want) <= tol*want) }
+	if far(c.Factor, f) || far(c.Sensitivity, rho[c.MaxParticipations]) {
+		return fmt.Errorf("%w: factor %v and sensitivity %v recorded, %v and %v recomputed", ErrInvalid, c.Factor, c.Sensitivity, f, rho[c.MaxParticipations])
+	}
+	// With MinSeparation >= Band the sensitivity is sqrt(k): the users'
+	// counters compose 1/z^2 per release.
+	if k := float64(c.MaxParticipations); !(math.Abs(rho[c.MaxParticipations]-math.Sqrt(k)) <= 1e-5*math.Sqrt(k)) {
+		return fmt.Errorf("%w: sensitivity %v of %d participations at separation %d, want sqrt(k)", ErrInvalid, rho[c.MaxParticipations], c.MaxParticipations, c.MinSeparation)
+	}
+	return nil
+}
+
+// sameStream reports whether two releases' correlation parameters belong to
+// one stream.
+func (c *Correlation) sameStream(o *Correlation) bool {
+	return o != nil && c.Noise == o.Noise && c.Band == o.Band && c.MinSeparation == o.MinSeparation &&
+		c.MaxParticipations == o.MaxParticipations && c.StreamStart == o.StreamStart
+}
+
+// allows reports whether a user in state st may take part in release
+// version of the stream, and why not.
+func (c *Correlation) allows(st UserState, version uint64) error {
+	if st.Updates >= c.MaxParticipations {
+		return fmt.Errorf("%w: the user took part in %d releases, at most %d", ErrParticipation, st.Updates, c.MaxParticipations)
+	}
+	if st.Updates > 0 && (st.LastVersion >= version || version-st.LastVersion < uint64(c.MinSeparation)) {
+		return fmt.Errorf("%w: the user's last release was version %d, version %d is less than %d releases later", ErrParticipation, st.LastVersion, version, c.MinSeparation)
+	}
+	return nil
+}
+
+// NoiseStep is a release's share of the stream's state (Release.Noise): x,
+// the exact mean of the clipped updates the release noised, and g, the
+// released value. Secret: see the package's correlated-noise section.
+type NoiseStep struct {
+	X, G []float64
+}
+
+// prefNoise keys the noise records by version.
+var prefNoise = []byte("n/")
+
+func noiseKey(version uint64) []byte { return be64(prefNoise, version) }
+
+// noiseMagic starts every noise record.
+const noiseMagic = "dprl noise record v1\n"
+
+// noiseHeader is a noise record's public part.
+type noiseHeader struct {
+	Version     uint64  `json:"version"`
+	StreamStart uint64  `json:"stream_start"`
+	Band        int     `json:"band"`
+	MinSep      int     `json:"min_separation"`
+	MaxPart     int     `json:"max_participations"`
+	Params      int     `json:"params"`
+	Z           float64 `json:"z"`
+	S           float64 `json:"s"`
+	K           int     `json:"k"`
+	// Prev is the checksum of the stream's previous record ("" for the
+	// stream's first); Entry the hash of the entry of this release.
+	Prev  string `json:"prev"`
+	Entry string `json:"entry"`
+}
+
+// noiseRecord is a decoded noise record.
+type noiseRecord struct {
+	noiseHeader
+	X, G [][]float64 // one vector each (slices for NoiseState)
+	Sum  string      // the record's checksum: hex SHA-256 of its bytes before it
+}
+
+// encodeNoise returns the record's bytes and checksum: the magic, the
+// header's length (4 bytes, big-endian) and JSON, x and g (little-endian
+// float64s), and SHA-256 of all of it.
+func encodeNoise(h noiseHeader, x, g []float64) ([]byte, string, error) {
+	hb, err := json.Marshal(h)
+	if err != nil {
+		return nil, "", err
+	}
+	var buf bytes.Buffer
+	buf.WriteString(noiseMagic)
+	binary.Write(&buf, binary.BigEndian, uint32(len(hb)))
+	buf.Write(hb)
+	binary.Write(&buf, binary.LittleEndian, x)
+	binary.Write(&buf, binary.LittleEndian, g)
+	sum := sha256.Sum256(buf.Bytes())
+	buf.Write(sum[:])
+	return buf.Bytes(), hex.EncodeToString(sum[:]), nil
+}
+
+// decodeNoise parses a record, checking its checksum and shape.
+func decodeNoise(v []byte) (noiseRecord, error) {
+	var r noiseRecord
+	n := len(v)
+	if n < len(noiseMagic)+4+sha256.Size || string(v[:len(noiseMagic)]) != noiseMagic {
+		return r, errors.New("not a noise record")
+	}
+	sum := sha256.Sum256(v[:n-sha256.Size])
+	if !bytes.Equal(sum[:], v[n-sha256.Size:]) {
+		return r, errors.New("checksum mismatch")
+	}
+	r.Sum = hex.EncodeToString(sum[:])
+	p := v[len(noiseMagic) : n-sha256.Size]
+	hl := int(binary.BigEndian.Uint32(p))
+	p = p[4:]
+	if hl > len(p) {
+		return r, errors.New("header past the record")
+	}
+	if err := decodeStrict(p[:hl], &r.noiseHeader); err != nil {
+		return r, fmt.Errorf("header: %v", err)
+	}
+	p = p[hl:]
+	if r.Params < 1 || len(p) != 16*r.Params {
+		return r, fmt.Errorf("%d bytes of vectors for %d parameters", len(p), r.Params)
+	}
+	x, g := make([]float64, r.Params), make([]float64, r.Params)
+	for i := range x {
+		x[i] = math.Float64frombits(binary.LittleEndian.Uint64(p[8*i:]))
+		g[i] = math.Float64frombits(binary.LittleEndian.Uint64(p[8*(r.Params+i):]))
+	}
+	r.X, r.G = [][]float64{x}, [][]float64{g}
+	return r, nil
+}
+
+// noiseRecords reads every noise record, in version order, decoding each
+// (a damaged one wraps ErrCorrupt).
+func (s *Store) noiseRecords() ([]noiseRecord, error) {
+	var out []noiseRecord
+	err := s.scan(prefNoise, prefixEnd(prefNoise), func(k, v []byte) error {
+		if len(k) != len(prefNoise)+8 {
+			return fmt.Errorf("%w: noise record key of %d bytes", ErrCorrupt, len(k))
+		}
+		ver := be64Value(k[len(prefNoise):])
+		r, err := decodeNoise(v)
+		if err != nil {
+			return fmt.Errorf("%w: noise record of version %d: %v", ErrCorrupt, ver, err)
+		}
+		if r.Version != ver {
+			return fmt.Errorf("%w: noise record under version %d says version %d", ErrCorrupt, ver, r.Version)
+		}
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// checkChain reports the first problem of a stream's records (version
+// order): consecutive versions of one stream, one shape and parameters,
+// each record's Prev the checksum of the one before it.
+func checkChain(recs []noiseRecord) error {
+	for i := 1; i < len(recs); i++ {
+		a, b := recs[i-1], recs[i]
+		switch {
+		case b.Version != a.Version+1:
+			return fmt.Errorf("noise records of versions %d and %d are not consecutive", a.Version, b.Version)
+		case b.StreamStart != a.StreamStart || b.Band != a.Band || b.MinSep != a.MinSep || b.MaxPart != a.MaxPart || b.Params != a.Params || b.Z != a.Z || b.S != a.S || b.K != a.K:
+			return fmt.Errorf("noise records of versions %d and %d belong to different streams", a.Version, b.Version)
+		case b.Prev != a.Sum:
+			return fmt.Errorf("noise record of version %d does not chain to the record of version %d", b.Version, a.Version)
+		}
+	}
+	return nil
+}
+
+// NoiseState is the persisted state of a correlated-noise stream: the last
+// min(Band-1, releases) releases' exact means X and released values G,
+// oldest first, ending at Version. It is secret (see Store.Release).
+type NoiseState struct {
+	// Version is the version of the last record (0: no stream state).
+	Version     uint64
+	StreamStart uint64
+	// Band, MinSeparation and MaxParticipations are the stream's
+	// Correlation's; Params the length of each vector; Z, S and K its
+	// releases'.
+	Band, MinSeparation, MaxParticipations int
+	Params                                 int
+	Z, S                                   float64
+	K                                      int
+	X, G                                   [][]float64
+}
+
+// NoiseState returns the stream state the records hold (the zero state
+// when there is none): the records must be consecutive versions of one
+// stream, chained, and end at the head version, else ErrCorrupt. A caller
+// continues the stream only if its parameters match; otherwise its next
+// release starts a new stream (and that release's batch deletes these
+// records).
+func (s *Store) NoiseState() (NoiseState, error) {
+	recs, err := s.noiseRecords()
+	if err != nil || len(recs) == 0 {
+		return NoiseState{}, err
+	}
+	if err := checkChain(recs); err != nil {
+		return NoiseState{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	h, err := s.Head()
+	if err != nil {
+		return NoiseState{}, err
+	}
+	last := recs[len(recs)-1]
+	if last.Version != h.Version {
+		return NoiseState{}, fmt.Errorf("%w: the noise state ends at version %d, the head is version %d", ErrCorrupt, last.Version, h.Version)
+	}
+	if want := min(uint64(last.Band-1), last.Version-last.StreamStart+1); uint64(len(recs)) != want {
+		return NoiseState{}, fmt.Errorf("%w: %d noise records, the stream needs the last %d", ErrCorrupt, len(recs), want)
+	}
+	st := NoiseState{Version: last.Version, StreamStart: last.StreamStart, Band: last.Band, MinSeparation: last.MinSep, MaxParticipations: last.MaxPart,
+		Params: last.Params, Z: last.Z, S: last.S, K: last.K}
+	for _, r := range recs {
+		st.X = append(st.X, r.X[0])
+		st.G = append(st.G, r.G[0])
+	}
+	return st, nil
+}
+
+// checkParticipation refuses a release that would break its stream's
+// pattern for a user of state st (nil Correlation: no pattern).
+func (e *Entry) checkParticipation(st UserState, u UserKey, version uint64) error {
+	if e.Correlation == nil {
+		return nil
+	}
+	if err := e.Correlation.allows(st, version); err != nil {
+		return fmt.Errorf("user %s: %w", u, err)
+	}
+	return nil
+}
+
+// putNoise adds the release's noise record to the batch (e is the entry as
+// appended: its hash is set) and deletes the records the stream no longer
+// needs: the record Band-1 releases back, or every earlier record when the
+// release starts a stream; every record when the release has no
+// correlated noise. It checks the step against its entry and the previous
+// record.
+func (s *Store) putNoise(b *pebble.Batch, r Release, e Entry) error {
+	c := e.Correlation
+	if r.Noise == nil {
+		if c != nil {
+			return fmt.Errorf("%w: a correlated-noise release without its noise step", ErrInvalid)
+		}
+		any := false
+		if err := s.scan(prefNoise, prefixEnd(prefNoise), func(_, _ []byte) error { any = true; return errStop }); err != nil && !errors.Is(err, errStop) {
+			return err
+		}
+		if any {
+			return b.DeleteRange(prefNoise, prefixEnd(prefNoise), nil)
+		}
+		return nil
+	}
+	if c == nil {
+		return fmt.Errorf("%w: a noise step without the entry's correlation", ErrInvalid)
+	}
+	x, g := r.Noise.X, r.Noise.G
+	if len(x) == 0 || len(x) != len(g) || 2*len(x) > bandmf.MaxStateFloats {
+		return fmt.Errorf("%w: noise step of %d and %d values", ErrInvalid, len(x), len(g))
+	}
+	for i := range x {
+		if math.IsNaN(x[i]) || math.IsInf(x[i], 0) || math.IsNaN(g[i]) || math.IsInf(g[i], 0) {
+			return fmt.Errorf("%w: noise step with a non-finite value", ErrInvalid)
+		}
+	}
+	if c.Band == 1 {
+		// One band: independent noise, no state to keep.
+		return s.putNoise(b, Release{}, Entry{})
+	}
+	h := noiseHeader{Version: r.Version, StreamStart: c.StreamStart, Band: c.Band, MinSep: c.MinSeparation, MaxPart: c.MaxParticipations,
+		Params: len(x), Z: e.Z, S: e.S, K: e.K, Entry: e.Hash}
+	if c.StreamStart < r.Version {
+		prevRaw, err := s.get(noiseKey(r.Version - 1))
+		if err != nil {
+			return err
+		}
+		if prevRaw == nil {
+			return fmt.Errorf("%w: release %d continues a stream from version %d, but version %d has no noise record", ErrInvalid, r.Version, c.StreamStart, r.Version-1)
+		}
+		prev, err := decodeNoise(prevRaw)
+		if err != nil {
+			return fmt.Errorf("%w: noise record of version %d: %v", ErrCorrupt, r.Version-1, err)
+		}
+		if prev.StreamStart != h.StreamStart || prev.Band != h.Band || prev.MinSep != h.MinSep || prev.MaxPart != h.MaxPart || prev.Params != h.Params || prev.Z != h.Z || prev.S != h.S || prev.K != h.K {
+			return fmt.Errorf("%w: release %d continues the stream of version %d with other parameters", ErrInvalid, r.Version, r.Version-1)
+		}
+		h.Prev = prev.Sum
+	}
+	rec, _, err := encodeNoise(h, x, g)
+	if err != nil {
+		return err
+	}
+	if err := b.Set(noiseKey(r.Version), rec, nil); err != nil {
+		return err
+	}
+	// Keep versions max(StreamStart, v-Band+2) .. v: a new stream deletes
+	// every earlier record, a continuing one the record that falls out.
+	if c.StreamStart == r.Version {
+		return b.DeleteRange(prefNoise, noiseKey(r.Version), nil)
+	}
+	if back := uint64(c.Band - 1); r.Version >= back && r.Version-back >= c.StreamStart {
+		return b.Delete(noiseKey(r.Version-back), nil)
+	}
+	return nil
+}
