@@ -34,6 +34,7 @@ func registry() []Info {
 		{"dosing-0", "Dosing-0: expanded Bergman model, fixed meals, insulin in [0, 10] (DPPG paper; dosing-rl-gym)", func() Env { return NewDosing(0) }},
 		{"dosing-1", "Dosing-1: expanded Bergman model, random meals per patient (DPPG paper; dosing-rl-gym)", func() Env { return NewDosing(1) }},
 		{"recsys", "recommendation users with RecSim interest-evolution mechanics; action = topic, observation = interaction history", func() Env { return mustRecSys() }},
+		{"bandit", "contextual-bandit personalization: one decision per session, 8 user features (segment, device, 3 continuous), 10 items, logistic click model", func() Env { return mustBandit() }},
 		{"chain", "chain walk to an absorbing rewarding end, 2 actions with different advance probabilities (GPOPE experiments)", func() Env { return mustChain(DefaultChainConfig()) }},
 	}
 }
