@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 )
 
@@ -81,6 +82,21 @@ func (a *Actor) ActDiscrete(rng *rand.Rand, theta, obs []float64) (action int, l
 	c := Categorical{N: a.spec.NumActions}
 	action = c.Sample(rng, a.out)
 	return action, c.LogProb(a.out, action)
+}
+
+// Probs writes the action probabilities of a discrete policy at obs into
+// dst (len NumActions): the softmax of the logits. It allocates nothing.
+// Exact evaluation of one-step tasks uses it (the expected reward of the
+// policy is sum_a Probs[a] E[r | obs, a]).
+func (a *Actor) Probs(dst, theta, obs []float64) {
+	if a.spec.Kind != ActionDiscrete || len(dst) != a.spec.NumActions {
+		panic(fmt.Sprintf("policy: Probs needs a discrete policy and %d slots, got %d", a.spec.NumActions, len(dst)))
+	}
+	a.net.Forward(a.out, theta[:a.nActor], a.input(theta, obs))
+	lse := logSumExp(a.out)
+	for i, z := range a.out {
+		dst[i] = math.Exp(z - lse)
+	}
 }
 
 // ActContinuous samples an action for obs from a Gaussian policy into dst

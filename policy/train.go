@@ -93,6 +93,12 @@ type TrainOptions struct {
 	// Progress, if non-nil, is called on the calling goroutine after every
 	// update. It must be quick; throttle output in it.
 	Progress func(Progress)
+	// OnRelease, if non-nil, is called on the calling goroutine after
+	// every update with the number of updates and users so far and the
+	// parameters now released (read only, valid during the call): the
+	// policy that serves the next batch (post-processing of the releases;
+	// an evaluation in it is simulation only).
+	OnRelease func(updates, users int, theta []float64)
 }
 
 // Progress is a snapshot of a running Train, passed to TrainOptions.Progress.
@@ -392,6 +398,9 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 		}
 		if res.Users%curveEvery == 0 || res.Users == opts.Users {
 			addPoint()
+		}
+		if opts.OnRelease != nil {
+			opts.OnRelease(res.Updates, res.Users, theta)
 		}
 		if opts.Progress != nil {
 			opts.Progress(Progress{Users: res.Users, Updates: res.Updates, Steps: res.Steps, Elapsed: time.Since(start), RecentReturn: recent})

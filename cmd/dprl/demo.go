@@ -19,7 +19,7 @@ import (
 // demoFlagNames are the flags of dprl demo's and dprl replay's fields that
 // their errors name (demo.Fields, stream.ClientFilesFields).
 var demoFlagNames = map[string]string{"Users": "--users", "Concurrency": "--concurrency", "EvalEvery": "--eval-every", "EvalEpisodes": "--eval-episodes",
-	"Pace": "--pace", "Returning": "--returning", "Clip": "--clip", "LR": "--server-lr", "MaxDuration": "--max-duration", "Z": "--z", "User": "--nats-user", "PasswordFile": "--nats-password-file",
+	"Pace": "--pace", "Returning": "--returning", "Clip": "--clip", "LR": "--server-lr", "MaxDuration": "--max-duration", "Z": "--z", "K": "--K", "User": "--nats-user", "PasswordFile": "--nats-password-file",
 	"NKey": "--nkey", "Creds": "--creds", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert", "TLSKey": "--tls-key"}
 
 func newDemoCmd(a *app) *cobra.Command {
@@ -52,7 +52,8 @@ ledger show|verify can read afterwards. The simulated users' own mean return
 over their last 100 sessions is printed too, labelled simulation-only: the
 users measure it themselves; the agent serves no statistic of sessions.`,
 		Example: `  dprl demo
-  dprl demo --env cartpole --users 3000 --z 1 --K 8 --json`,
+  dprl demo --env cartpole --users 3000 --z 1 --K 8 --json
+  dprl demo --env bandit --users 50000 --user-epsilon 1 --returning 0`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := cfg.Validate(); err != nil {
@@ -79,7 +80,7 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 				return usageError{err}
 			}
 			fmt.Fprintf(a.stderr, "dprl demo: %s, %d users, K = %d, z = %.6g: per-session epsilon %.4g at delta %g (analytic Gaussian); data in %s\n",
-				cfg.Env, cfg.Users, cfg.K, ac.Policy.DP.NoiseMultiplier, accountant.Ceil(eps, 4), ac.Delta, data)
+				cfg.Env, cfg.Users, ac.Policy.DP.UsersPerUpdate, ac.Policy.DP.NoiseMultiplier, accountant.Ceil(eps, 4), ac.Delta, data)
 			if !c.Flags().Changed("target-return") && prof.DemoTargetReturn > 0 {
 				cfg.Target = prof.DemoTargetReturn
 			}
@@ -102,7 +103,7 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 	fl.StringVar(&cfg.Noise, "noise", "independent", "noise of the releases, as dprl agent: independent, or bandmf (banded square-root correlated noise; a user's updates at least --band apart)")
 	fl.IntVar(&cfg.Band, "band", 0, "bands of --noise bandmf, 1 to 4096")
 	fl.IntVar(&cfg.MaxUpdatesPerUser, "max-updates-per-user", agent.DefaultMaxUpdatesPerUser, "cap on the updates a user takes part in (0: none; returning users beyond it are served, not learned from)")
-	fl.IntVar(&cfg.K, "K", 32, "sessions per update K")
+	fl.IntVar(&cfg.K, "K", 0, "sessions per update K (default: the environment profile's, as dprl agent: 32 for cartpole, 1000 for bandit)")
 	fl.Float64Var(&cfg.Clip, "clip", 0, "clipping norm S of a local update (default: the environment profile's)")
 	fl.Float64Var(&cfg.LR, "server-lr", 0, "server step size eta of theta <- theta + eta g~, as dprl train --server-lr (default: the environment profile's)")
 	flagsrc.Alias(fl, "lr", "server-lr", a.stderr) // --lr is dprl train's local Adam rate

@@ -54,8 +54,8 @@ type Config struct {
 	// once an evaluation reaches Target (0: never stop early).
 	Target                  float64
 	EvalEvery, EvalEpisodes int
-	// Z and K are the noise multiplier and the sessions per update; Clip
-	// and LR, when > 0, the clipping norm and the server step (else the
+	// Z is the noise multiplier; K, Clip and LR, when > 0, the sessions
+	// per update, the clipping norm and the server step (else the
 	// profile's). AgentConfig applies them.
 	Z, Clip, LR float64
 	K           int
@@ -92,13 +92,14 @@ const (
 
 // Fields are the fields the errors of Config and ReplayConfig may name
 // (fielderr).
-var Fields = fielderr.Fields{"Users", "Concurrency", "EvalEvery", "EvalEpisodes", "Pace", "Returning", "Clip", "LR", "MaxDuration", "Z"}
+var Fields = fielderr.Fields{"Users", "Concurrency", "EvalEvery", "EvalEpisodes", "Pace", "Returning", "Clip", "LR", "MaxDuration", "Z", "K"}
 
 // Validate reports the first problem of the run, in the order dprl demo
 // has always checked them: the counts, the pace, the returning
 // probability, the clipping norm, server step and duration (0: the
 // profile's, no limit), the environment (it must have a profile:
-// profile.Get's error) and the noise multiplier (the demo is private). The
+// profile.Get's error), K (0: the profile's) and the noise multiplier (the
+// demo is private; 0 with UserEpsilon > 0: derived from it). The
 // learner's other settings are checked by AgentConfig.
 func (c Config) Validate() error {
 	if c.Users < 1 || c.Concurrency < 1 {
@@ -125,6 +126,12 @@ func (c Config) Validate() error {
 	if _, err := profile.Get(c.Env); err != nil {
 		return err
 	}
+	if c.K < 0 {
+		return Fields.Errorf("{K} %d: want sessions per update >= 1 (0: the profile's)", c.K)
+	}
+	if c.UserEpsilon > 0 && c.Z == 0 {
+		return nil // z is derived from UserEpsilon (AgentConfig)
+	}
 	return validZ(c.Z)
 }
 
@@ -145,8 +152,8 @@ func validZ(z float64) error {
 }
 
 // AgentConfig returns the demo's agent configuration for profile p (that
-// of c.Env): p's spec, learner and public reward range, with c's Z and K
-// (and Clip and LR when > 0), seeded with c.Seed, and partial batches
+// of c.Env): p's spec, learner and public reward range, with c's Z (and K,
+// Clip and LR when > 0), seeded with c.Seed, and partial batches
 // released after 2 s. The demo is private: Z must be > 0.
 func (c Config) AgentConfig(p profile.Profile) (agent.Config, error) {
 	z := c.Z
@@ -159,6 +166,9 @@ func (c Config) AgentConfig(p profile.Profile) (agent.Config, error) {
 	if err := validZ(z); err != nil {
 		return agent.Config{}, err
 	}
+	if c.K < 0 {
+		return agent.Config{}, Fields.Errorf("{K} %d: want sessions per update >= 1 (0: the profile's)", c.K)
+	}
 	pc := p.Learner
 	pc.DP.NoiseMultiplier = z
 	if c.Clip > 0 {
@@ -167,7 +177,9 @@ func (c Config) AgentConfig(p profile.Profile) (agent.Config, error) {
 	if c.LR > 0 {
 		pc.PPO.ServerLR = c.LR
 	}
-	pc.DP.UsersPerUpdate = c.K
+	if c.K > 0 {
+		pc.DP.UsersPerUpdate = c.K
+	}
 	switch c.Noise {
 	case "", policy.NoiseIndependent.String():
 		if c.Band != 0 {

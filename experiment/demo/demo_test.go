@@ -206,8 +206,11 @@ func TestAgentConfig(t *testing.T) {
 			t.Errorf("z = %v: %v", z, err)
 		}
 	}
-	if _, err := (Config{Z: 1, K: 0}).AgentConfig(prof); err == nil {
-		t.Error("K = 0 accepted")
+	if _, err := (Config{Z: 1, K: -1}).AgentConfig(prof); err == nil {
+		t.Error("K = -1 accepted")
+	}
+	if ac, err := (Config{Z: 1}).AgentConfig(prof); err != nil || ac.Policy.DP.UsersPerUpdate != prof.Learner.DP.UsersPerUpdate {
+		t.Errorf("K = 0: %d, %v; want the profile's", ac.Policy.DP.UsersPerUpdate, err)
 	}
 }
 
@@ -324,5 +327,37 @@ func TestRunBanded(t *testing.T) {
 		if _, err := c.AgentConfig(prof); err == nil {
 			t.Errorf("noise %q band %d accepted", bad.Noise, bad.Band)
 		}
+	}
+}
+
+// TestValidateUserEpsilonWithoutZ: with --user-epsilon and no --z (Z 0),
+// z is derived from the per-user epsilon, so Run must not reject Z 0 (it
+// did: dprl demo --user-epsilon E failed with "the demo is private"); Z 0
+// without a user epsilon and a negative K are still refused, and K 0 takes
+// the profile's.
+func TestValidateUserEpsilonWithoutZ(t *testing.T) {
+	cfg := demoConfig()
+	cfg.Z, cfg.UserEpsilon = 0, 1
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("user epsilon without z: %v", err)
+	}
+	cfg.UserEpsilon = 0
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "Z") {
+		t.Errorf("z 0 without a user epsilon: %v", err)
+	}
+	cfg = demoConfig()
+	cfg.K = -1
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "K") {
+		t.Errorf("K -1: %v", err)
+	}
+	cfg.K = 0
+	prof, err := profile.Get("bandit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Env = "bandit"
+	ac, err := cfg.AgentConfig(prof)
+	if err != nil || ac.Policy.DP.UsersPerUpdate != prof.Learner.DP.UsersPerUpdate {
+		t.Errorf("K 0: %d, %v; want the profile's %d", ac.Policy.DP.UsersPerUpdate, err, prof.Learner.DP.UsersPerUpdate)
 	}
 }
