@@ -50,8 +50,8 @@ func TestActorProbs(t *testing.T) {
 	}
 }
 
-// TestTrainOnRelease: OnRelease sees every release in order, with the
-// parameters Train returns at the last one.
+// TestTrainOnRelease: OnRelease sees the initial parameters and every
+// release in order, with the parameters Train returns at the last one.
 func TestTrainOnRelease(t *testing.T) {
 	cfg := DefaultControlConfig()
 	cfg.PPO.Hidden, cfg.PPO.StepsPerUser, cfg.PPO.Minibatches, cfg.PPO.NormalizeAdvantages = []int{4}, 1, 1, false
@@ -60,7 +60,7 @@ func TestTrainOnRelease(t *testing.T) {
 	var last []float64
 	res, err := Train(context.Background(), func() sims.Env { e, _ := sims.New("bandit"); return e }, cfg, TrainOptions{Users: 35,
 		OnRelease: func(updates, u int, theta []float64) {
-			if updates != len(users)+1 {
+			if updates != len(users) {
 				t.Errorf("update %d after %d calls", updates, len(users))
 			}
 			users, last = append(users, u), append(last[:0], theta...)
@@ -68,7 +68,7 @@ func TestTrainOnRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(users, []int{10, 20, 30, 35}) || !slices.Equal(last, res.Theta) {
+	if !slices.Equal(users, []int{0, 10, 20, 30, 35}) || !slices.Equal(last, res.Theta) {
 		t.Fatalf("OnRelease users %v; last parameters equal the result's: %v", users, slices.Equal(last, res.Theta))
 	}
 }

@@ -93,11 +93,12 @@ type TrainOptions struct {
 	// Progress, if non-nil, is called on the calling goroutine after every
 	// update. It must be quick; throttle output in it.
 	Progress func(Progress)
-	// OnRelease, if non-nil, is called on the calling goroutine after
-	// every update with the number of updates and users so far and the
-	// parameters now released (read only, valid during the call): the
-	// policy that serves the next batch (post-processing of the releases;
-	// an evaluation in it is simulation only).
+	// OnRelease, if non-nil, is called on the calling goroutine once
+	// before the first update (0 updates, 0 users, the initial parameters)
+	// and after every update, with the number of updates and users so far
+	// and the parameters that serve the next batch (read only, valid
+	// during the call): post-processing of the releases; an evaluation in
+	// it is simulation only.
 	OnRelease func(updates, users int, theta []float64)
 }
 
@@ -338,6 +339,9 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 		recent = m
 	}
 	addPoint()
+	if opts.OnRelease != nil {
+		opts.OnRelease(0, 0, theta)
+	}
 	totalUpdates := (opts.Users + K - 1) / K
 	var ctxErr error
 	for res.Users < opts.Users {

@@ -14,7 +14,7 @@ import (
 // newSimsCmd returns "dprl sims": listing environments and scripted rollouts.
 func newSimsCmd(a *app) *cobra.Command {
 	return groupCmd("sims", "Simulated environments: list them, run scripted rollouts",
-		newSimsListCmd(a), newSimsRolloutCmd(a), newSimsGenerateCmd(a), newSimsExpertsCmd(a))
+		newSimsListCmd(a), newSimsRolloutCmd(a), newSimsGenerateCmd(a), newSimsExpertsCmd(a), newSimsBanditCmd(a))
 }
 
 func newSimsListCmd(a *app) *cobra.Command {
