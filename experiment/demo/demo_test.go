@@ -125,7 +125,7 @@ func TestRunStopsAtTarget(t *testing.T) {
 
 // flags are dprl demo's and dprl replay's names of the fields.
 var flags = map[string]string{"Users": "--users", "Concurrency": "--concurrency", "EvalEvery": "--eval-every", "EvalEpisodes": "--eval-episodes",
-	"Pace": "--pace", "Returning": "--returning", "Clip": "--clip", "LR": "--server-lr", "MaxDuration": "--max-duration", "Z": "--z"}
+	"Pace": "--pace", "Returning": "--returning", "Clip": "--clip", "LR": "--server-lr", "MaxDuration": "--max-duration", "Z": "--z", "K": "--K"}
 
 // asFlags renders err as the commands print it.
 func asFlags(err error) string {
@@ -158,6 +158,7 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.LR = math.NaN() }, "LR NaN: want a finite server step > 0", "--server-lr NaN: want a finite server step > 0"},
 		{func(c *Config) { c.MaxDuration = -time.Second }, "MaxDuration -1s: want > 0", "--max-duration -1s: want > 0"},
 		{func(c *Config) { c.Env = "nope"; c.Z = 0 }, `sims: unknown environment "nope"`, `sims: unknown environment "nope"`},
+		{func(c *Config) { c.K = -1; c.Z = 0 }, "K -1: want sessions per update >= 1", "--K -1: want sessions per update >= 1"},
 		{func(c *Config) { c.Z = 0 }, "Z 0: the demo is private, want z > 0", "--z 0: the demo is private, want z > 0"},
 		{func(c *Config) { c.Z = -1 }, "Z -1: the demo is private, want z > 0", "--z -1: the demo is private, want z > 0"},
 	} {
