@@ -216,13 +216,14 @@ func baselineReturn(env Env, cfg BaselineConfig, a *Action) (BaselineReturn, err
 }
 
 // WriteText writes the result as dprl sims baselines prints it: the uniform
-// policy, the best constant policy, then every constant policy.
+// policy, the best constant policy, then every constant policy (4
+// significant digits: returns range from clicks in [0, 1] to watch minutes).
 func (r BaselineResult) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "%s: mean return over %d episodes per policy, seed %d (simulation only)\n", r.Env, r.Episodes, r.Seed)
 	fmt.Fprintln(tw, "POLICY\tMEAN\tSTD\tSTD ERR")
 	row := func(prefix string, b BaselineReturn) {
-		fmt.Fprintf(tw, "%s%s\t%.1f\t%.1f\t%.1f\n", prefix, b.Name(), b.Mean, b.Std, b.StdErr)
+		fmt.Fprintf(tw, "%s%s\t%.4g\t%.4g\t%.4g\n", prefix, b.Name(), b.Mean, b.Std, b.StdErr)
 	}
 	row("", r.Uniform)
 	row("best: ", r.BestConstant)

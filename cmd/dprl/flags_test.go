@@ -299,6 +299,7 @@ func TestConfigErrorsExitTwo(t *testing.T) {
 		{"sims generate", []string{"--env", "cartpole", "--behavior", "random", "--episodes", "1", "--out", exists}, "exists"},
 		{"sims generate", []string{"--env", "cartpole", "--behavior", "policy:" + missing, "--episodes", "1", "--out", missing}, "--behavior"},
 		{"sims bandit", []string{"--seeds", "0"}, "--seeds 0"},
+		{"sims baselines", []string{"--env", "recsys", "--episodes", "0"}, "0 episodes"},
 		{"sims experts", []string{"--m", "0", "--out-dir", dir, "--log", missing}, "--m 0"},
 		{"agent", []string{"--data", dir, "--env", "cartpole", "--z", "-1", "--check-config"}, "--z -1"},
 		{"agent", []string{"--data", dir, "--env", "cartpole", "--config", missing, "--check-config"}, "missing"},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"dprl/internal/cliflags"
 	"dprl/sims"
 	"dprl/space"
 )
@@ -14,7 +15,7 @@ import (
 // newSimsCmd returns "dprl sims": listing environments and scripted rollouts.
 func newSimsCmd(a *app) *cobra.Command {
 	return groupCmd("sims", "Simulated environments: list them, run scripted rollouts",
-		newSimsListCmd(a), newSimsRolloutCmd(a), newSimsGenerateCmd(a), newSimsExpertsCmd(a), newSimsBanditCmd(a))
+		newSimsListCmd(a), newSimsRolloutCmd(a), newSimsGenerateCmd(a), newSimsExpertsCmd(a), newSimsBanditCmd(a), newSimsBaselinesCmd(a))
 }
 
 func newSimsListCmd(a *app) *cobra.Command {
@@ -119,6 +120,34 @@ can be repeated.`,
 	fl.StringVar(&policy, "policy", "", "action policy instead of --actions: random")
 	fl.IntVar(&sc.Steps, "steps", 0, "stop after this many steps (default: no limit beyond the episode and action list)")
 	fl.BoolVar(&asJSON, "json", false, "print a JSON array of steps")
+	return c
+}
+
+func newSimsBaselinesCmd(a *app) *cobra.Command {
+	cfg, asJSON := sims.BaselineConfig{}, false
+	c := &cobra.Command{
+		Use:   "baselines --env E [--episodes N] [--seed S]",
+		Short: "Mean return of the uniformly random policy and of every constant policy",
+		Long: `Runs the uniformly random policy and every constant policy (each discrete
+action, or --grid evenly spaced values per dimension of a box) for --episodes
+episodes each, on the same simulated users (episode i runs the environment on
+PCG(seed, 2i)), and prints the mean, std and standard error of the return of
+each and the best constant policy: the reference lines a learner must beat.
+Give a --seed no training run evaluates on (held out). Simulation only.`,
+		Example: `  dprl sims baselines --env recsys --episodes 2000 --seed 1000
+  dprl sims baselines --env pendulum --grid 9 --episodes 200 --seed 1 --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Seed, _ = seedFlag(cmd, "seed", cfg.Seed)
+			res, err := sims.Baselines(cfg)
+			if err != nil && !errors.As(err, new(*sims.NonFiniteError)) {
+				return usageError{err}
+			}
+			return emit(a, asJSON, res, err)
+		},
+	}
+	cliflags.Baselines(c.Flags(), &cfg)
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
 

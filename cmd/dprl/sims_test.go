@@ -194,3 +194,35 @@ func TestSimsRolloutUsageErrors(t *testing.T) {
 		t.Errorf("dprl sims bogus: exit %d", code)
 	}
 }
+
+// TestSimsBaselines: dprl sims baselines prints the uniform and every
+// constant policy's return (recsys: the best constant is topic 19, far above
+// uniform), in text on the one-step bandit, and rejects bad invocations as
+// usage errors.
+func TestSimsBaselines(t *testing.T) {
+	code, out, _ := runCLI(t, "sims", "baselines", "--env", "recsys", "--episodes", "100", "--seed", "3", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var r sims.BaselineResult
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Env != "recsys" || r.Episodes != 100 || r.Seed != 3 || len(r.Constants) != 20 || r.BestConstant.Action != float64(19) {
+		t.Errorf("result %+v", r)
+	}
+	if !(r.BestConstant.Mean > 2*r.Uniform.Mean) {
+		t.Errorf("best constant %.1f, uniform %.1f", r.BestConstant.Mean, r.Uniform.Mean)
+	}
+	code, out, _ = runCLI(t, "sims", "baselines", "--env", "bandit", "--episodes", "50", "--seed", "1")
+	if code != 0 || !strings.Contains(out, "bandit: mean return over 50 episodes per policy, seed 1 (simulation only)") || strings.Count(out, "constant ") != 11 {
+		t.Errorf("bandit: exit %d\n%s", code, out)
+	}
+	for _, args := range [][]string{{"--env", "nope"}, {}, {"--env", "recsys", "--episodes", "0"}, {"--env", "pendulum", "--grid", "1"}} {
+		if code, _, _ := runCLI(t, append([]string{"sims", "baselines"}, args...)...); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+}

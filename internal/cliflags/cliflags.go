@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"dprl/agent"
+	"dprl/sims"
 	"dprl/stream"
 
 	"github.com/spf13/pflag"
@@ -36,4 +37,12 @@ func ClientFiles(fl *pflag.FlagSet, f *stream.ClientFiles) {
 	fl.StringVar(&f.TLSCA, "tls-ca", "", "CA file to verify the NATS server")
 	fl.StringVar(&f.TLSCert, "tls-cert", "", "client certificate (mutual TLS)")
 	fl.StringVar(&f.TLSKey, "tls-key", "", "client key (mutual TLS)")
+}
+
+// Baselines binds the flags of dprl sims baselines to the fields of c.
+func Baselines(fl *pflag.FlagSet, c *sims.BaselineConfig) {
+	fl.StringVar(&c.Env, "env", "", "environment name (see dprl sims list)")
+	fl.IntVar(&c.Episodes, "episodes", 1000, "episodes per policy, >= 1")
+	fl.Uint64Var(&c.Seed, "seed", 0, "seed of the episodes (default: drawn from the OS and printed in the result)")
+	fl.IntVar(&c.Grid, "grid", 5, "constant values per dimension of a box action space, >= 2")
 }
