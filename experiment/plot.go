@@ -9,6 +9,7 @@ import (
 
 	"dprl/internal/chart"
 	"dprl/policy"
+	"dprl/sims"
 )
 
 // Plot writes the run's learning curve (mean return against users, with a
@@ -36,8 +37,20 @@ func (r TrainSeedsResult) Plot(path string) error {
 	return c.Save(path)
 }
 
-// curveChart is the learning-curve figure, its band labelled spread; eps is
-// +Inf for the non-private baseline (no privacy in the title).
+// The reference lines of a learning-curve figure: the uniformly random
+// policy's and the best constant policy's mean return (sims.Baselines) over
+// PlotBaselineEpisodes episodes from PlotBaselineSeed, a seed no training
+// run evaluates on. 2,000 episodes: recsys's best constant policy has a
+// return std of ~350, so its line is drawn within a standard error of ~8.
+const (
+	PlotBaselineEpisodes = 2000
+	PlotBaselineSeed     = 0x62617365 // "base"
+)
+
+// curveChart is the learning-curve figure, its band labelled spread, with
+// the environment's reference lines (dashed: the uniformly random and the
+// best constant policy, simulated users only); eps is +Inf for the
+// non-private baseline (no privacy in the title).
 func curveChart(env, method string, eps, z, delta float64, curve []policy.CurvePoint, spread string) (chart.Chart, error) {
 	if len(curve) == 0 {
 		return chart.Chart{}, errors.New("no learning-curve points")
@@ -51,7 +64,28 @@ func curveChart(env, method string, eps, z, delta float64, curve []policy.CurveP
 		s.X, s.Y = append(s.X, float64(c.Users)), append(s.Y, c.Mean)
 		s.Low, s.High = append(s.Low, c.Mean-c.Std), append(s.High, c.Mean+c.Std)
 	}
-	return chart.Chart{Title: title, XLabel: "users", YLabel: "return", Series: []chart.Series{s}}, nil
+	c := chart.Chart{Title: title, XLabel: "users", YLabel: "return", Series: []chart.Series{s}}
+	b, err := sims.Baselines(sims.BaselineConfig{Env: env, Episodes: PlotBaselineEpisodes, Seed: PlotBaselineSeed})
+	if err != nil {
+		return chart.Chart{}, fmt.Errorf("reference lines: %w", err)
+	}
+	return withReferenceLines(c, b), nil
+}
+
+// withReferenceLines adds b's uniform and best constant policies' mean
+// returns to the learning curve c (its first series) as dashed horizontal
+// lines over the curve's users, labelled with their values.
+func withReferenceLines(c chart.Chart, b sims.BaselineResult) chart.Chart {
+	s := c.Series[0]
+	x := []float64{s.X[0], s.X[len(s.X)-1]}
+	for _, r := range []sims.BaselineReturn{b.Uniform, b.BestConstant} {
+		name := r.Name()
+		if r.Policy != "uniform" {
+			name = "best " + name
+		}
+		c.Series = append(c.Series, chart.Series{Label: fmt.Sprintf("%s: %.4g", name, r.Mean), X: x, Y: []float64{r.Mean, r.Mean}, Dashed: true})
+	}
+	return c
 }
 
 // Plot writes the mean eval return against the per-episode epsilon (log

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"dprl/internal/chart"
 	"dprl/policy"
+	"dprl/sims"
 )
 
 // checkPNG fails unless path holds a PNG image.
@@ -114,5 +116,48 @@ func TestRegretLabel(t *testing.T) {
 				t.Errorf("labels\n%q\nwant\n%q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestCurveChartBaselines: a learning curve carries the environment's
+// reference lines, the uniform and the best constant policy (dashed, over
+// the curve's users), on the one-step bandit (returns are clicks in [0, 1])
+// and on recsys (its reference lines from fewer episodes than a figure
+// uses, to keep the test fast: the best constant policy is topic 19, far
+// above the uniform policy).
+func TestCurveChartBaselines(t *testing.T) {
+	curve := []policy.CurvePoint{{Users: 0, Mean: 1}, {Users: 500, Mean: 2}}
+	bandit, err := curveChart("bandit", "ppo", math.Inf(1), 0, 1e-5, curve, "± 1 std over the episodes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := curveChart("nope", "ppo", math.Inf(1), 0, 1e-5, curve, ""); err == nil || !strings.Contains(err.Error(), "reference lines") {
+		t.Errorf("unknown environment: error %v", err)
+	}
+	b, err := sims.Baselines(sims.BaselineConfig{Env: "recsys", Episodes: 200, Seed: PlotBaselineSeed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recsys := withReferenceLines(chart.Chart{Series: []chart.Series{{X: []float64{0, 500}, Y: []float64{1, 2}}}}, b)
+	for _, c := range []struct {
+		env                     string
+		chart                   chart.Chart
+		best                    string
+		uniformLow, uniformHigh float64
+		bestLow                 float64
+	}{
+		{"bandit", bandit, "best constant ", 0.05, 0.5, 0.1},
+		{"recsys", recsys, "best constant 19: ", 130, 175, 300},
+	} {
+		if len(c.chart.Series) != 3 {
+			t.Fatalf("%s: %d series, want the curve and two reference lines", c.env, len(c.chart.Series))
+		}
+		u, b := c.chart.Series[1], c.chart.Series[2]
+		if !strings.HasPrefix(u.Label, "uniform random: ") || !strings.HasPrefix(b.Label, c.best) {
+			t.Errorf("%s: labels %q, %q", c.env, u.Label, b.Label)
+		}
+		if u.X[0] != 0 || u.X[1] != 500 || !(u.Y[0] > c.uniformLow && u.Y[0] < c.uniformHigh) || !(b.Y[0] > c.bestLow && b.Y[0] > u.Y[0]) || !u.Dashed || !b.Dashed || c.chart.Series[0].Dashed {
+			t.Errorf("%s: uniform %v %v, best constant %v", c.env, u.X, u.Y, b.Y)
+		}
 	}
 }
