@@ -90,7 +90,7 @@ var fields = fielderr.Fields{
 	"P", "Episodes", "Seeds", "Delta", "InitRight", "Alpha", "Clip", "K", "Eta", "Workers", "FisherRidge", "BaselineLR", "Regions", "Epsilons",
 	// Control, Sweep, Train and its Overrides, DPSGD
 	"NewEnv", "Users", "EvalEpisodes", "Average", "Zs", "Env", "Method", "Z", "Epsilon", "PolicyShare", "Noise", "Horizon", "LR", "ServerLR",
-	"EntropyCoef", "Hidden", "Epochs", "Lambda", "ValueScale", "ObsScale", "Algo",
+	"EntropyCoef", "Hidden", "Epochs", "StepsPerUser", "Gamma", "Lambda", "ValueScale", "ObsScale", "Algo",
 }
 
 // bad appends the field error of format and args to *errs if cond holds.

@@ -107,6 +107,8 @@ func (t Train) Validate() error {
 	bad(&errs, o.EntropyCoef != nil && !(val(o.EntropyCoef) >= 0 && !math.IsInf(val(o.EntropyCoef), 0)), "{EntropyCoef} %v: must be finite and >= 0", val(o.EntropyCoef))
 	bad(&errs, slices.ContainsFunc(o.Hidden, func(h int) bool { return h < 1 }), "{Hidden} %v: widths must be >= 1", o.Hidden)
 	bad(&errs, o.Epochs != nil && val(o.Epochs) < 1, "{Epochs} %d: must be >= 1", val(o.Epochs))
+	bad(&errs, o.StepsPerUser != nil && val(o.StepsPerUser) < 1, "{StepsPerUser} %d: must be >= 1", val(o.StepsPerUser))
+	bad(&errs, o.Gamma != nil && !(val(o.Gamma) >= 0 && val(o.Gamma) <= 1), "{Gamma} %v: must be in [0, 1]", val(o.Gamma))
 	bad(&errs, o.Lambda != nil && !(val(o.Lambda) >= 0 && val(o.Lambda) <= 1), "{Lambda} %v: must be in [0, 1]", val(o.Lambda))
 	bad(&errs, o.ValueScale != nil && !positive(val(o.ValueScale)), "{ValueScale} %v: must be finite and > 0", val(o.ValueScale))
 	d, n := profile.ObsDim(t.Env), len(val(o.ObsScale))

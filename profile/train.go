@@ -50,14 +50,15 @@ type TrainOverrides struct {
 	// whole run of ceil(users / K) releases.
 	Horizon *int
 	// LR, ServerLR, EntropyCoef, Hidden, NormalizeAdvantages, Epochs,
-	// Lambda, MomentReset, ValueScale and ObsScale set the PPO fields of
-	// the same names (Adam.LR for LR). ObsScale may point to an empty
-	// slice: no observation scaling.
+	// StepsPerUser (the segment length T), Gamma, Lambda, MomentReset,
+	// ValueScale and ObsScale set the PPO fields of the same names (Adam.LR
+	// for LR). ObsScale may point to an empty slice: no observation
+	// scaling.
 	LR, ServerLR, EntropyCoef *float64
 	Hidden                    []int
 	NormalizeAdvantages       *bool
-	Epochs                    *int
-	Lambda                    *float64
+	Epochs, StepsPerUser      *int
+	Gamma, Lambda             *float64
 	MomentReset               *policy.MomentReset
 	ValueScale                *float64
 	ObsScale                  *[]float64
@@ -99,6 +100,8 @@ func TrainConfig(name string, private bool, users int, o TrainOverrides) (policy
 	}
 	set(&cfg.PPO.NormalizeAdvantages, o.NormalizeAdvantages)
 	set(&cfg.PPO.Epochs, o.Epochs)
+	set(&cfg.PPO.StepsPerUser, o.StepsPerUser)
+	set(&cfg.PPO.Gamma, o.Gamma)
 	set(&cfg.PPO.Lambda, o.Lambda)
 	set(&cfg.PPO.MomentReset, o.MomentReset)
 	set(&cfg.PPO.ValueScale, o.ValueScale)

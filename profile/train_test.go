@@ -62,9 +62,10 @@ func TestTrainConfig(t *testing.T) {
 		{"dosing", "dosing-0", true, 100, TrainOverrides{Z: f(0.5)}, 0.5, 8, policy.NoiseIndependent, 0, 1, policy.ModeDP, nil},
 		{"ppo ignores DP settings", "cartpole", false, 100, TrainOverrides{Z: f(3), Clip: f(1), Noise: &tree}, 0, 8, policy.NoiseIndependent, 0, 0.5, policy.ModePPO,
 			func(c policy.Config) bool { return c.DP.ClipNorm == 0 }},
-		{"learner overrides", "acrobot", true, 10, TrainOverrides{LR: f(1e-3), EntropyCoef: f(0), Hidden: []int{8}, Lambda: f(0.5), MomentReset: &zero, ObsScale: &[]float64{}}, 1, 32, policy.NoiseIndependent, 0, 1, policy.ModeDP,
+		{"learner overrides", "acrobot", true, 10, TrainOverrides{LR: f(1e-3), EntropyCoef: f(0), Hidden: []int{8}, Lambda: f(0.5), MomentReset: &zero, ObsScale: &[]float64{}, StepsPerUser: &k4, Gamma: f(0.9)}, 1, 32, policy.NoiseIndependent, 0, 1, policy.ModeDP,
 			func(c policy.Config) bool {
-				return c.PPO.Adam.LR == 1e-3 && c.PPO.EntropyCoef == 0 && reflect.DeepEqual(c.PPO.Hidden, []int{8}) && c.PPO.Lambda == 0.5 && c.PPO.MomentReset == policy.ResetZero && len(c.PPO.ObsScale) == 0
+				return c.PPO.Adam.LR == 1e-3 && c.PPO.EntropyCoef == 0 && reflect.DeepEqual(c.PPO.Hidden, []int{8}) && c.PPO.Lambda == 0.5 && c.PPO.MomentReset == policy.ResetZero && len(c.PPO.ObsScale) == 0 &&
+					c.PPO.StepsPerUser == 4 && c.PPO.Gamma == 0.9
 			}},
 	} {
 		cfg, err := TrainConfig(c.env, c.private, c.users, c.o)

@@ -28,7 +28,8 @@ type trainFlags struct {
 	z, clip, delta, lr, ent, share, lambda, serverLR             float64
 	average, valueScale                                          float64
 	sweepZ                                                       []float64
-	k, users, evalEpisodes, workers, epochs                      int
+	k, users, evalEpisodes, workers, epochs, stepsPerUser        int
+	gamma                                                        float64
 	seed                                                         uint64
 	hidden                                                       []int
 	advNorm, anneal, fresh, json                                 bool
@@ -55,9 +56,9 @@ func newTrainCommand(a *app) (*cobra.Command, *trainFlags) {
 		Use:   "train --env E --algo dppg|ppo|dppg-loglinear|dpsgd-reinforce|dpsgd-dqn [flags]",
 		Short: "Train a policy in process against simulated users (DPPG or the PPO baseline)",
 		Long: `Runs DPPG (Rio et al., Algorithm 2) in process: each simulated user runs the
-current policy for at most T = 64 steps (slot i of a batch continues the episode
-slot i's previous user left running; --fresh-episodes starts each user on a new
-one), computes its PPO local update clipped to norm S, and every K users the
+current policy for at most T steps (--steps-per-user; slot i of a batch
+continues the episode slot i's previous user left running; --fresh-episodes
+starts each user on a new one), computes its PPO local update clipped to norm S, and every K users the
 average is released with Gaussian noise N(0, (zS/K)^2 I). --algo ppo is the
 non-private baseline; dppg-loglinear and dpsgd-* are described with their flags.
 
@@ -116,6 +117,8 @@ noise: simulation only, not covered by any epsilon printed (each record says so)
 	fl.BoolVar(&f.advNorm, "adv-norm", false, "standardise each user's advantages (mean 0, std 1) before the local epochs"+profile.ByEnv(""))
 	fl.Float64Var(&f.share, "policy-share", 0, "share f of the squared clipping norm given to the policy block; the critic gets 1-f"+profile.ByEnv(""))
 	fl.IntVar(&f.epochs, "epochs", 0, "local epochs E >= 1"+profile.ByEnv("Table 3: 8"))
+	fl.IntVar(&f.stepsPerUser, "steps-per-user", 0, "segment length T >= 1: the most steps one simulated user plays"+profile.ByEnv("Table 3: 64"))
+	fl.Float64Var(&f.gamma, "gamma", 0, "discount in [0, 1]"+profile.ByEnv("Table 3: 0.99"))
 	fl.Float64Var(&f.lambda, "gae-lambda", 0, "GAE lambda in [0, 1]"+profile.ByEnv("Table 3: 0.85"))
 	fl.Float64Var(&f.valueScale, "value-scale", 0, "public return scale c: the critic predicts V/c"+profile.ByEnv(""))
 	fl.StringVar(&f.momentReset, "moment-reset", "", "local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected)"+profile.ByEnv(""))
@@ -157,7 +160,7 @@ var trainFlagTable = flagtable.Table{{"env", "Env P", ""}, {"z", "Z", ppoFamily 
 	{"clip", "Clip", ppoFamily + " " + dpsgdAlgo + " " + algoLogLinear}, {"policy-share", "PolicyShare", ppoFamily}, {"algo", "Algo Method", ""},
 	{"K", "K", ppoFamily + " " + algoLogLinear}, {"noise", "Noise", "dppg"}, {"horizon", "Horizon", "dppg"}, {"lr", "LR", ppoFamily},
 	{"server-lr", "ServerLR", ppoFamily}, {"ent-coef", "EntropyCoef", ppoFamily}, {"hidden", "Hidden", ppoFamily}, {"epochs", "Epochs", ppoFamily},
-	{"gae-lambda", "Lambda", ppoFamily}, {"moment-reset", "MomentReset", ppoFamily}, {"value-scale", "ValueScale", ppoFamily},
+	{"steps-per-user", "StepsPerUser", ppoFamily}, {"gamma", "Gamma", ppoFamily}, {"gae-lambda", "Lambda", ppoFamily}, {"moment-reset", "MomentReset", ppoFamily}, {"value-scale", "ValueScale", ppoFamily},
 	{"obs-scale", "ObsScale", ppoFamily}, {"users", "Users", ppoFamily}, {"delta", "Delta", ""}, {"average", "Average", ppoFamily},
 	{"eval-episodes", "EvalEpisodes", ppoFamily + " " + dpsgdAlgo}, {"workers", "Workers", ppoFamily + " " + algoLogLinear},
 	{"sweep-z", "Zs", "dppg"}, {"seeds", "Seeds", ppoFamily + " " + algoLogLinear}, {"diag", "", ppoFamily + " " + algoLogLinear},
@@ -223,6 +226,7 @@ func trainSpec(cmd *cobra.Command, f *trainFlags) (t experiment.Train, err error
 	}
 	o.K, o.LR, o.ServerLR, o.EntropyCoef = ifSet(fl, "K", &f.k), ifSet(fl, "lr", &f.lr), ifSet(fl, "server-lr", &f.serverLR), ifSet(fl, "ent-coef", &f.ent)
 	o.NormalizeAdvantages, o.Epochs, o.Lambda, o.ValueScale = ifSet(fl, "adv-norm", &f.advNorm), ifSet(fl, "epochs", &f.epochs), ifSet(fl, "gae-lambda", &f.lambda), ifSet(fl, "value-scale", &f.valueScale)
+	o.StepsPerUser, o.Gamma = ifSet(fl, "steps-per-user", &f.stepsPerUser), ifSet(fl, "gamma", &f.gamma)
 	if fl.Changed("hidden") {
 		o.Hidden = f.hidden
 	}
