@@ -129,7 +129,7 @@ func table() map[string]entry {
 		"dosing-0": {low: -1, high: 1, learner: dosingLearner},
 		"dosing-1": {low: -1, high: 1, learner: dosingLearner},
 		// The watch time of one video.
-		"recsys": {low: 0, high: sims.DefaultRecSysConfig().VideoLength, learner: controlLearner},
+		"recsys": {low: 0, high: sims.DefaultRecSysConfig().VideoLength, learner: recsysLearner},
 		// 1 on reaching the absorbing end, else 0.
 		"chain": {low: 0, high: 1, learner: controlLearner},
 		// A click (1) or not (0).
@@ -194,6 +194,26 @@ func cartPoleLearner() policy.Config {
 	// states otherwise steer the policy down late in a run (seeds 1-120,
 	// z = 1: 492.0 against 466.7; policy/REPRODUCE.md).
 	cfg.PPO.Lambda = 0.98
+	return cfg
+}
+
+// recsysLearner is controlLearner for the recommendation simulator's
+// sessions: one simulated user is one whole session (T = the simulator's
+// 400-step limit, so in dprl train an episode is one user and one release),
+// undiscounted Monte Carlo returns (gamma 1, GAE lambda 1), the critic
+// predicting V/30 (returns reach ~1,000 watch minutes) and no entropy
+// bonus. A topic's quality never changes the immediate reward: it refunds
+// the user's hidden time budget, so its value appears only as a longer
+// session, hundreds of steps later; a discount of 0.99 or a GAE lambda
+// below 1 (bootstrapping from a critic that cannot see the budget) loses
+// it, and 64-step segments cut sessions where the critic must fill in the
+// rest.
+func recsysLearner() policy.Config {
+	cfg := controlLearner()
+	cfg.PPO.StepsPerUser = sims.DefaultRecSysConfig().MaxSteps
+	cfg.PPO.Gamma, cfg.PPO.Lambda = 1, 1
+	cfg.PPO.ValueScale = 30
+	cfg.PPO.EntropyCoef = 0
 	return cfg
 }
 

@@ -21,6 +21,11 @@ func TestTrainDefaults(t *testing.T) {
 	if cfg := TrainDefaults("dosing-0"); cfg.PPO.MomentReset != policy.ResetPaper || cfg.DP.NoiseMultiplier != 0.1 || cfg.PPO.ValueScale != 10 {
 		t.Errorf("dosing: moment reset %v, z %v, value scale %v", cfg.PPO.MomentReset, cfg.DP.NoiseMultiplier, cfg.PPO.ValueScale)
 	}
+	// recsys: whole sessions (T = the 400-step limit), undiscounted Monte
+	// Carlo returns.
+	if cfg, limit := TrainDefaults("recsys"), sims.DefaultRecSysConfig().MaxSteps; cfg.PPO.StepsPerUser != limit || limit != 400 || cfg.PPO.Gamma != 1 || cfg.PPO.Lambda != 1 || cfg.PPO.ValueScale != 30 || cfg.PPO.EntropyCoef != 0 {
+		t.Errorf("recsys: T %d (step limit %d), gamma %v, lambda %v, value scale %v, entropy %v", cfg.PPO.StepsPerUser, limit, cfg.PPO.Gamma, cfg.PPO.Lambda, cfg.PPO.ValueScale, cfg.PPO.EntropyCoef)
+	}
 	if cfg := TrainDefaults("pong"); !reflect.DeepEqual(cfg, policy.DefaultControlConfig()) {
 		t.Errorf("unknown environment: %+v, want Table 3's control column", cfg)
 	}

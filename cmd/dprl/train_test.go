@@ -973,6 +973,10 @@ func TestTrainEpisodeEpsilonDefaults(t *testing.T) {
 		{[]string{"--env", "cartpole", "--fresh-episodes"}, 4.377, 4.377, 1, 1, 1, 0.001},
 		{[]string{"--env", "acrobot"}, 15.46, 4.377, 8, 8, math.Sqrt(8), 0.01},    // K = 32, independent, 500 steps
 		{[]string{"--env", "cartpole", "--z", "3"}, 0, 1.271, 8, 8, 6.968, 0.001}, // episode: checked below
+		// recsys: a user is a whole session (T = 400, the step limit), so
+		// an episode is one user in one release.
+		{[]string{"--env", "recsys"}, 4.377, 4.377, 1, 1, 1, 0.001},
+		{[]string{"--env", "recsys", "--steps-per-user", "64"}, 14.19, 4.377, 7, 7, math.Sqrt(7), 0.01},
 	} {
 		_, cfg, acct, eps, seg := account(c.args...)
 		if c.episode > 0 && math.Abs(eps-c.episode) > c.within {
