@@ -320,15 +320,21 @@ func WriteDiagnostics(w io.Writer, diag []policy.UpdateDiag) error {
 // (TrainPlan.Run's) reporting to t: the users done, after offset users of
 // the earlier runs of a multi-seed or sweep run, of total; the releases; the
 // simulated users' recent return (simulation only); the per-episode epsilon
-// eps; the steps per second.
+// eps (+Inf: labelled non-private); the steps per second.
 func TrainProgress(t *progress.Task, offset, total int, eps float64) func(policy.Progress) {
 	return func(pr policy.Progress) {
 		sps := 0.0
 		if s := pr.Elapsed.Seconds(); s > 0 {
 			sps = float64(pr.Steps) / s
 		}
+		// A non-private run has no epsilon (+Inf, which JSON cannot carry):
+		// it is labelled instead.
+		privacy := progress.Ff("epsilon_per_episode", "%.3g", accountant.Ceil(eps, 3))
+		if math.IsInf(eps, 1) {
+			privacy = progress.F("privacy", "none (non-private)")
+		}
 		t.Update(progress.Report{Done: int64(offset + pr.Users), Total: int64(total), Unit: "users", Fields: []progress.Field{
 			progress.F("updates", pr.Updates), progress.Ff("sim_return", "%.1f", pr.RecentReturn),
-			progress.Ff("epsilon_per_episode", "%.3g", accountant.Ceil(eps, 3)), progress.Ff("steps_per_s", "%.0f", math.Round(sps))}})
+			privacy, progress.Ff("steps_per_s", "%.0f", math.Round(sps))}})
 	}
 }

@@ -296,6 +296,11 @@ func TestTrainProgressLog(t *testing.T) {
 	if !strings.Contains(stderr, `"message":"training"`) || !strings.Contains(stderr, `"epsilon_per_episode"`) || !strings.Contains(stderr, `"elapsed_s"`) {
 		t.Errorf("no progress line on stderr: %q", stderr)
 	}
+	// A non-private run's progress has no epsilon to marshal (+Inf).
+	code, _, stderr = runCLI(t, "train", "--algo", "ppo", "--users", "16", "--eval-episodes", "1", "--log-format", "json", "--log-level", "info")
+	if code != 0 || strings.Contains(stderr, "marshaling error") || !strings.Contains(stderr, `"privacy":"none (non-private)"`) {
+		t.Errorf("non-private progress line: exit %d, stderr %q", code, stderr)
+	}
 }
 
 func TestTrainPlot(t *testing.T) {
