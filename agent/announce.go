@@ -2,6 +2,7 @@ package agent
 
 import (
 	"cmp"
+	"dprl/ledger/accountant"
 	"fmt"
 	"io"
 	"math"
@@ -113,7 +114,7 @@ func (s *Service) Announce(w io.Writer) error {
 		c := p.cfg
 		eps, _ := c.SessionEpsilon()
 		p.log.Info().Str("build", buildinfo.Get().String()).Str("nats", s.NATSURL()).Str("http", s.OpsAddr()).Uint64("version", p.agent.Version()).
-			Float64("epsilon_per_session", eps).Float64("delta", c.Delta).Msg("agent serving")
+			Float64("epsilon_per_session", accountant.Ceil(eps, 4)).Float64("delta", c.Delta).Msg("agent serving")
 		where := "dprl agent: serving on " + s.NATSURL()
 		if multi {
 			where = fmt.Sprintf("dprl agent: model %s on %s.v1.*", p.name, p.prefix)

@@ -287,7 +287,8 @@ func (p Progress) Report() progress.Report {
 	if p.LastEval != nil {
 		fs = append(fs, progress.Ff("sim_eval_return", "%.1f", p.LastEval.MeanReturn), progress.F("eval_version", p.LastEval.Version))
 	}
-	fs = append(fs, progress.Ff("epsilon_per_session", "%.3g", p.Epsilon), progress.Ff("act_p99_ms", "%.2f", p.ActP99Ms))
+	// The epsilon is rounded up (4 significant digits), never to nearest.
+	fs = append(fs, progress.Ff("epsilon_per_session", "%.4g", accountant.Ceil(p.Epsilon, 4)), progress.Ff("act_p99_ms", "%.2f", p.ActP99Ms))
 	return progress.Report{Done: p.Users, Total: p.MaxUsers, Unit: "users", Fields: fs}
 }
 

@@ -362,3 +362,19 @@ func TestValidateUserEpsilonWithoutZ(t *testing.T) {
 		t.Errorf("K 0: %d, %v; want the profile's %d", ac.Policy.DP.UsersPerUpdate, err, prof.Learner.DP.UsersPerUpdate)
 	}
 }
+
+// TestProgressEpsilonRoundedUp: the progress line's epsilon is rounded up,
+// never to nearest (a %.3g of 4.3718 would print 4.37, below the bound).
+func TestProgressEpsilonRoundedUp(t *testing.T) {
+	for _, c := range []struct{ eps, want float64 }{{4.37181, 4.372}, {4.999997869, 5}, {0.123401, 0.1235}} {
+		var got any
+		for _, f := range (Progress{Epsilon: c.eps, MaxUsers: 10}).Report().Fields {
+			if f.Key == "epsilon_per_session" {
+				got = f.Value
+			}
+		}
+		if got != c.want {
+			t.Errorf("epsilon %v: progress field %v, want %v", c.eps, got, c.want)
+		}
+	}
+}
