@@ -200,20 +200,24 @@ func cartPoleLearner() policy.Config {
 // recsysLearner is controlLearner for the recommendation simulator's
 // sessions: one simulated user is one whole session (T = the simulator's
 // 400-step limit, so in dprl train an episode is one user and one release),
-// undiscounted Monte Carlo returns (gamma 1, GAE lambda 1), the critic
-// predicting V/30 (returns reach ~1,000 watch minutes) and no entropy
-// bonus. A topic's quality never changes the immediate reward: it refunds
-// the user's hidden time budget, so its value appears only as a longer
-// session, hundreds of steps later; a discount of 0.99 or a GAE lambda
-// below 1 (bootstrapping from a critic that cannot see the budget) loses
-// it, and 64-step segments cut sessions where the critic must fill in the
-// rest.
+// undiscounted returns (gamma 1) with GAE lambda 0.9, each user's
+// advantages standardised, an entropy bonus of 0.01 and the critic
+// predicting V/30 (returns reach ~1,000 watch minutes). A topic's quality
+// never changes the immediate reward: it refunds the user's time budget, so
+// its value appears only as a longer session, hundreds of steps later; the
+// critic bootstraps it from the remaining session time in the observation
+// (sims.RecSys), a discount below 1 would lose it, and 64-step segments
+// would cut sessions where the critic must fill in the rest. The entropy
+// bonus (it matters against standardised advantages) keeps topics other
+// than the best constant one explored, which is where personalization is
+// found.
 func recsysLearner() policy.Config {
 	cfg := controlLearner()
 	cfg.PPO.StepsPerUser = sims.DefaultRecSysConfig().MaxSteps
-	cfg.PPO.Gamma, cfg.PPO.Lambda = 1, 1
+	cfg.PPO.Gamma, cfg.PPO.Lambda = 1, 0.9
+	cfg.PPO.NormalizeAdvantages = true
 	cfg.PPO.ValueScale = 30
-	cfg.PPO.EntropyCoef = 0
+	cfg.PPO.EntropyCoef = 0.01
 	return cfg
 }
 

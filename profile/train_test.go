@@ -21,9 +21,9 @@ func TestTrainDefaults(t *testing.T) {
 	if cfg := TrainDefaults("dosing-0"); cfg.PPO.MomentReset != policy.ResetPaper || cfg.DP.NoiseMultiplier != 0.1 || cfg.PPO.ValueScale != 10 {
 		t.Errorf("dosing: moment reset %v, z %v, value scale %v", cfg.PPO.MomentReset, cfg.DP.NoiseMultiplier, cfg.PPO.ValueScale)
 	}
-	// recsys: whole sessions (T = the 400-step limit), undiscounted Monte
-	// Carlo returns.
-	if cfg, limit := TrainDefaults("recsys"), sims.DefaultRecSysConfig().MaxSteps; cfg.PPO.StepsPerUser != limit || limit != 400 || cfg.PPO.Gamma != 1 || cfg.PPO.Lambda != 1 || cfg.PPO.ValueScale != 30 || cfg.PPO.EntropyCoef != 0 {
+	// recsys: whole sessions (T = the 400-step limit), undiscounted, GAE
+	// lambda 0.9, standardised advantages, entropy 0.01.
+	if cfg, limit := TrainDefaults("recsys"), sims.DefaultRecSysConfig().MaxSteps; cfg.PPO.StepsPerUser != limit || limit != 400 || cfg.PPO.Gamma != 1 || cfg.PPO.Lambda != 0.9 || !cfg.PPO.NormalizeAdvantages || cfg.PPO.ValueScale != 30 || cfg.PPO.EntropyCoef != 0.01 {
 		t.Errorf("recsys: T %d (step limit %d), gamma %v, lambda %v, value scale %v, entropy %v", cfg.PPO.StepsPerUser, limit, cfg.PPO.Gamma, cfg.PPO.Lambda, cfg.PPO.ValueScale, cfg.PPO.EntropyCoef)
 	}
 	if cfg := TrainDefaults("pong"); !reflect.DeepEqual(cfg, policy.DefaultControlConfig()) {

@@ -98,11 +98,22 @@ func (c RecSysConfig) Validate() error {
 // StepPenalty and rewards 0. The episode terminates when the budget is <= 0
 // and is truncated at MaxSteps.
 //
-// The observation is what a production recommender sees, never u or the
-// budget (dimension 2T + 3): per topic, the decayed count of clicks
-// (h_c <- Decay h_c + clicked_c) and of impressions (slates shown), then
-// the elapsed fraction of the step limit, whether the last step was a click
-// (0/1) and the last watch time divided by VideoLength.
+// The observation is what a production recommender logs, never u
+// (dimension 2T + 4). Per topic c, from the decayed counts of clicks and of
+// impressions (slates shown), h <- Decay h + (1 if this step): the smoothed
+// click rate (clicks_c + 1) / (impressions_c + 2), and the impressions
+// scaled by 1 - Decay into [0, 1]. Then the session context: the elapsed
+// fraction of the step limit, whether the last step was a click (0/1), the
+// last watch time divided by VideoLength, and the remaining session time
+// predicted from the responses, divided by TimeBudget: TimeBudget minus the
+// session's minutes (watch time, plus StepPenalty per slate without a
+// click) plus BudgetAlpha times the quality-weighted watch minutes (RecSim's
+// responses report each watch time and the clicked document's quality; the
+// refund rule is the user model's, public). Under this simulator the
+// prediction is the user's remaining time budget exactly. The learner needs
+// it: a topic's quality never changes the immediate reward, its value shows
+// only as a longer session hundreds of steps later, and a critic that
+// cannot see the remaining time cannot bootstrap it.
 type RecSys struct {
 	cfg     RecSysConfig
 	means   []float64
@@ -126,12 +137,19 @@ func NewRecSys(cfg RecSysConfig) (*RecSys, error) {
 	T := cfg.Topics
 	e := &RecSys{cfg: cfg, means: recsysTopicMeans(T, cfg.MaxQuality),
 		u: make([]float64, T), clicks: make([]float64, T), imps: make([]float64, T)}
-	n := 2*T + 3
+	n := 2*T + 4
 	e.oLow, e.oHigh = make([]float64, n), make([]float64, n)
-	for i := range n {
-		e.oHigh[i] = 1 / (1 - cfg.Decay)
+	for i := range 2*T + 3 {
+		e.oHigh[i] = 1
 	}
-	e.oHigh[2*T], e.oHigh[2*T+1], e.oHigh[2*T+2] = 1, 1, 1
+	// The remaining time: a click on a document of quality q changes it by
+	// wt (BudgetAlpha q - 1), wt <= VideoLength; q is within 8 standard
+	// deviations of MaxQuality but for a probability below 1e-15 per
+	// document (the box is only what the agent clips to).
+	qHi := cfg.MaxQuality + 8*cfg.QualityStd
+	up := max(0, cfg.VideoLength*(cfg.BudgetAlpha*qHi-1))
+	e.oLow[2*T+3] = -(cfg.StepPenalty + cfg.VideoLength*(1+cfg.BudgetAlpha*qHi)) / cfg.TimeBudget
+	e.oHigh[2*T+3] = 1 + float64(cfg.MaxSteps)*up/cfg.TimeBudget
 	return e, nil
 }
 
@@ -166,7 +184,7 @@ func (e *RecSys) Interests() []float64 { return e.u }
 // Budget returns the user's remaining time budget.
 func (e *RecSys) Budget() float64 { return e.budget }
 
-// ObservationSpace is the box of dimension 2T+3 described on RecSys.
+// ObservationSpace is the box of dimension 2T+4 described on RecSys.
 func (e *RecSys) ObservationSpace() Space { return Space{Kind: Box, Low: e.oLow, High: e.oHigh} }
 
 // ActionSpace is discrete over the T topics.
@@ -257,12 +275,15 @@ func (e *RecSys) updateInterest(c int, flip float64) {
 
 func (e *RecSys) observe(obs []float64) {
 	T := e.cfg.Topics
-	if len(obs) != 2*T+3 {
-		panic(fmt.Sprintf("sims: RecSys observation needs length %d, got %d", 2*T+3, len(obs)))
+	if len(obs) != 2*T+4 {
+		panic(fmt.Sprintf("sims: RecSys observation needs length %d, got %d", 2*T+4, len(obs)))
 	}
-	copy(obs[:T], e.clicks)
-	copy(obs[T:2*T], e.imps)
+	for c := range T {
+		obs[c] = (e.clicks[c] + 1) / (e.imps[c] + 2)
+		obs[T+c] = e.imps[c] * (1 - e.cfg.Decay)
+	}
 	obs[2*T] = float64(e.steps) / float64(e.cfg.MaxSteps)
 	obs[2*T+1] = e.lastClk
 	obs[2*T+2] = e.lastWT / e.cfg.VideoLength
+	obs[2*T+3] = e.budget / e.cfg.TimeBudget
 }

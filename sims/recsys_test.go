@@ -61,13 +61,13 @@ func TestRecSysInterestUpdate(t *testing.T) {
 
 func TestRecSysBudgetAccounting(t *testing.T) {
 	e := newTestRecSys(t, func(c *RecSysConfig) { c.QualityStd = 0 })
-	obs := make([]float64, 2*20+3)
+	obs := make([]float64, 2*20+4)
 	rng := rand.New(rand.NewPCG(3, 4))
 	e.Reset(rng, obs)
 	for i := range e.u {
 		e.u[i] = 1 // weight 2 per doc: click prob 4/6
 	}
-	clicks, noClicks := 0, 0
+	clicks, noClicks, predicted := 0, 0, 200.0
 	for k := range 300 {
 		c := k % 20
 		before := e.budget
@@ -76,7 +76,7 @@ func TestRecSysBudgetAccounting(t *testing.T) {
 			clicks++
 			wt := math.Min(before, 4)
 			want := before - wt + 0.9/3.4*wt*e.means[c]
-			if r != wt || math.Abs(e.budget-want) > 1e-12 || obs[2*20+1] != 1 || obs[c] < 1 {
+			if r != wt || math.Abs(e.budget-want) > 1e-12 || obs[2*20+1] != 1 || obs[c] <= 0.5 {
 				t.Fatalf("click: reward %v budget %v, want %v and %v", r, e.budget, wt, want)
 			}
 		} else {
@@ -85,8 +85,18 @@ func TestRecSysBudgetAccounting(t *testing.T) {
 				t.Fatalf("no click: budget %v, want %v", e.budget, before-0.5)
 			}
 		}
-		if obs[20+c] < 1 {
+		if obs[20+c] < 0.2-1e-12 {
 			t.Fatalf("impression of topic %d not recorded: %v", c, obs[20+c])
+		}
+		// The remaining time predicted from the responses (QualityStd 0:
+		// a clicked document's quality is its topic's mean).
+		if r > 0 {
+			predicted += -r + 0.9/3.4*r*e.means[c]
+		} else {
+			predicted -= 0.5
+		}
+		if got := 200 * obs[2*20+3]; math.Abs(got-predicted) > 1e-9 || math.Abs(got-e.budget) > 1e-9 {
+			t.Fatalf("remaining time in the observation %v, want %v (budget %v)", got, predicted, e.budget)
 		}
 		if term != (e.budget <= 0) {
 			t.Fatalf("terminated %v with budget %v", term, e.budget)
@@ -102,7 +112,7 @@ func TestRecSysBudgetAccounting(t *testing.T) {
 
 func TestRecSysChoiceProbability(t *testing.T) {
 	e := newTestRecSys(t, nil)
-	obs := make([]float64, 43)
+	obs := make([]float64, 44)
 	rng := rand.New(rand.NewPCG(5, 6))
 	e.Reset(rng, obs)
 	e.u[7] = 0.5
@@ -131,7 +141,7 @@ func TestRecSysEpisodeFixedPolicies(t *testing.T) {
 	// last longer and earn more than the trashy one (mean -3).
 	ret := func(topic int) float64 {
 		e := newTestRecSys(t, nil)
-		obs := make([]float64, 43)
+		obs := make([]float64, 44)
 		rng := rand.New(rand.NewPCG(9, 9))
 		var sum float64
 		for range 50 {
@@ -167,7 +177,7 @@ func TestRecSysStepAllocs(t *testing.T) {
 		t.Skip("allocation counts are meaningless under -race")
 	}
 	e := newTestRecSys(t, nil)
-	obs := make([]float64, 43)
+	obs := make([]float64, 44)
 	rng := rand.New(rand.NewPCG(1, 2))
 	e.Reset(rng, obs)
 	k := 0
@@ -184,7 +194,7 @@ func TestRecSysStepAllocs(t *testing.T) {
 
 func BenchmarkStepRecSys(b *testing.B) {
 	e := newTestRecSys(b, nil)
-	obs := make([]float64, 43)
+	obs := make([]float64, 44)
 	rng := rand.New(rand.NewPCG(1, 2))
 	e.Reset(rng, obs)
 	k := 0
