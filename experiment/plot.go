@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"dprl/ledger/accountant"
 	"errors"
 	"fmt"
 	"math"
@@ -57,7 +58,8 @@ func curveChart(env, method string, eps, z, delta float64, curve []policy.CurveP
 	}
 	title := fmt.Sprintf("%s %s", env, method)
 	if !math.IsInf(eps, 1) {
-		title += fmt.Sprintf(" (z = %g, ε = %.3g per episode, δ = %g)", z, eps, delta)
+		// The epsilon is rounded up, never to nearest.
+		title += fmt.Sprintf(" (z = %g, ε = %.3g per episode, δ = %g)", z, accountant.Ceil(eps, 3), delta)
 	}
 	s := chart.Series{Label: "mean return", SpreadLabel: spread}
 	for _, c := range curve {
