@@ -8,7 +8,6 @@ import (
 	"dprl/agent"
 	"dprl/internal/testutil"
 	"dprl/ledger"
-	"dprl/profile"
 )
 
 // TestResumesEarlierLedger resumes an agent from the data directory an
@@ -24,14 +23,7 @@ func TestResumesEarlierLedger(t *testing.T) {
 		}
 	}
 	cfg := Config{Env: "cartpole", Users: 120, Concurrency: 16, Returning: 0.2, Seed: 7, Pace: PaceLockstep, EvalEvery: 1, EvalEpisodes: 10, Z: 1, K: 32}
-	prof, err := profile.Get(cfg.Env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ac, err := cfg.AgentConfig(prof)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ac := agentConfigOf(t, cfg)
 	store, err := ledger.Open(dir, ledger.Options{MustExist: true})
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +36,7 @@ func TestResumesEarlierLedger(t *testing.T) {
 	if a.Version() != 3 {
 		t.Fatalf("serving version %d, want 3", a.Version())
 	}
-	res, err := a.Act("s1", "u1", make([]float64, prof.Spec.ObsDim), 0, false)
+	res, err := a.Act("s1", "u1", make([]float64, ac.Spec.ObsDim), 0, false)
 	if err != nil || res.Version != 3 {
 		t.Fatalf("act: %+v %v", res, err)
 	}

@@ -30,14 +30,7 @@ func demoConfig() Config {
 // the progress callback is started and stopped once.
 func TestRun(t *testing.T) {
 	cfg := demoConfig()
-	prof, err := profile.Get(cfg.Env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ac, err := cfg.AgentConfig(prof)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ac := agentConfigOf(t, cfg)
 	var started, stopped atomic.Int32
 	var last atomic.Value
 	cfg.StartProgress = func(p func() Progress) func() {
@@ -262,14 +255,7 @@ func TestProgressString(t *testing.T) {
 func TestAgentConfigUserEpsilon(t *testing.T) {
 	cfg := demoConfig()
 	cfg.Z, cfg.UserEpsilon, cfg.MaxUpdatesPerUser = 0, 5, 10
-	prof, err := profile.Get(cfg.Env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ac, err := cfg.AgentConfig(prof)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ac := agentConfigOf(t, cfg)
 	b, ok, err := ac.UserEpsilonBound()
 	if err != nil || !ok || b > 5 || b < 4.99 || ac.UserEpsilon != 5 || ac.MaxUpdatesPerUser != 10 {
 		t.Fatalf("z %v: per-user bound %v %v %v, caps %v %d", ac.Policy.DP.NoiseMultiplier, b, ok, err, ac.UserEpsilon, ac.MaxUpdatesPerUser)
@@ -283,14 +269,7 @@ func TestAgentConfigUserEpsilon(t *testing.T) {
 func TestRunBanded(t *testing.T) {
 	cfg := demoConfig()
 	cfg.Users, cfg.Returning, cfg.Noise, cfg.Band, cfg.MaxUpdatesPerUser = 32, 0, "bandmf", 3, 2
-	prof, err := profile.Get(cfg.Env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ac, err := cfg.AgentConfig(prof)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ac := agentConfigOf(t, cfg)
 	if ac.Policy.DP.Noise != policy.NoiseBandedSqrt || ac.Policy.DP.Band != 3 {
 		t.Fatalf("agent DP config %+v", ac.Policy.DP)
 	}
@@ -325,6 +304,7 @@ func TestRunBanded(t *testing.T) {
 	for _, bad := range []Config{{Noise: "independent", Band: 3}, {Noise: "tree"}} {
 		c := demoConfig()
 		c.Noise, c.Band = bad.Noise, bad.Band
+		prof, _ := profile.Get(c.Env)
 		if _, err := c.AgentConfig(prof); err == nil {
 			t.Errorf("noise %q band %d accepted", bad.Noise, bad.Band)
 		}
@@ -377,4 +357,19 @@ func TestProgressEpsilonRoundedUp(t *testing.T) {
 			t.Errorf("epsilon %v: progress field %v, want %v", c.eps, got, c.want)
 		}
 	}
+}
+
+// agentConfigOf is cfg.AgentConfig with cfg.Env's profile; it fails the
+// test on an error.
+func agentConfigOf(t *testing.T, cfg Config) agent.Config {
+	t.Helper()
+	prof, err := profile.Get(cfg.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := cfg.AgentConfig(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ac
 }
