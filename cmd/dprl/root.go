@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
-	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
@@ -165,33 +163,18 @@ func groupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
 }
 
 // setupLogging builds the zerolog logger from --log-level and --log-format.
-// Logs go to stderr; results go to stdout. ANSI colours are written to a
-// terminal only, never to a file or pipe.
-func (a *app) setupLogging() error {
-	lvl, err := zerolog.ParseLevel(strings.ToLower(a.logLevel))
-	if err != nil || a.logLevel == "" {
-		return usagef("--log-level %q: want trace, debug, info, warn, error or disabled", a.logLevel)
+// Logs go to stderr; results go to stdout.
+func (a *app) setupLogging() (err error) {
+	if a.log, err = progress.NewLogger(a.stderr, a.logLevel, a.logFormat); err != nil {
+		return usageError{err}
 	}
-	var w io.Writer = a.stderr
-	if tty := isTerminal(a.stderr); a.logFormat == "console" || a.logFormat == "auto" && tty {
-		w = zerolog.ConsoleWriter{Out: a.stderr, TimeFormat: "15:04:05", NoColor: !tty} // colours on a terminal only
-	} else if a.logFormat != "json" && a.logFormat != "auto" {
-		return usagef("--log-format %q: want auto, console or json", a.logFormat)
-	}
-	a.log = zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 	return nil
 }
 
 // task returns a progress task of the command named what: a live line on
 // a terminal stderr, log lines otherwise, nothing above --log-level info.
 func (a *app) task(what string) *progress.Task {
-	return progress.NewTask(a.stderr, isTerminal(a.stderr), a.log, what)
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+	return progress.NewTask(a.stderr, progress.IsTerminal(a.stderr), a.log, what)
 }
 
 // texter is a result with a human-readable form.
