@@ -1,0 +1,3 @@
+package gemm
+
+func setAsm(on bool) { useAsm = on }

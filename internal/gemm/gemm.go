@@ -1,0 +1,308 @@
+package gemm
+
+import (
+	"sync"
+
+	"gonum.org/v1/gonum/blas"
+)
+
+// Register tile of the micro-kernel (rows of A by columns of B) and cache
+// blocking. kc x nr of B (16 KiB) stays in L1 while a panel of A streams past
+// it; mc x kc of A (192 KiB) stays in L2; kc x nc of B (2 MiB) in L3.
+const (
+	mr = 6
+	nr = 8
+	kc = 256
+	mc = 96 // a multiple of mr
+	nc = 1024
+)
+
+// workspace holds the packed panels of one call.
+type workspace struct {
+	a []float64 // mc x kc, mr-row panels
+	b []float64 // kc x nc, nr-column panels
+}
+
+var pool = sync.Pool{New: func() any { return new(workspace) }}
+
+func grow(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n)
+	}
+	return s[:n]
+}
+
+// Dgemm computes C = alpha op(A) op(B) + beta C, where op(X) is X or X^T as
+// tA and tB say, op(A) is m x k, op(B) is k x n and C is m x n, all row-major
+// with leading dimensions lda, ldb and ldc. It has the semantics of the BLAS
+// (and of gonum's Dgemm, including its panics on bad arguments): when beta is
+// zero C is not read, so NaNs in it do not propagate; when alpha is zero or k
+// is zero A and B are not read. It runs on the calling goroutine and
+// allocates nothing in steady state.
+func Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	checkArgs(tA, tB, m, n, k, a, lda, b, ldb, c, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if alpha == 0 || k == 0 {
+		scale(m, n, beta, c, ldc)
+		return
+	}
+	ws := pool.Get().(*workspace)
+	gemm(ws, tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	pool.Put(ws)
+}
+
+// scale sets C = beta C (C = 0 when beta is zero, whatever C held).
+func scale(m, n int, beta float64, c []float64, ldc int) {
+	if beta == 1 {
+		return
+	}
+	for i := 0; i < m; i++ {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+			continue
+		}
+		for j := range row {
+			row[j] *= beta
+		}
+	}
+}
+
+func gemm(ws *workspace, transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	ws.a = grow(ws.a, min(mc, roundUp(m, mr))*min(kc, k))
+	ws.b = grow(ws.b, min(kc, k)*min(nc, roundUp(n, nr)))
+	var tile [mr * nr]float64
+	for j0 := 0; j0 < n; j0 += nc {
+		nb := min(nc, n-j0)
+		for p0 := 0; p0 < k; p0 += kc {
+			kb := min(kc, k-p0)
+			// The first block of k applies the caller's beta; later ones add.
+			bet := beta
+			if p0 > 0 {
+				bet = 1
+			}
+			packB(ws.b, transB, b, ldb, p0, kb, j0, nb)
+			for i0 := 0; i0 < m; i0 += mc {
+				mb := min(mc, m-i0)
+				packA(ws.a, transA, a, lda, i0, mb, p0, kb)
+				for jr := 0; jr < nb; jr += nr {
+					nrr := min(nr, nb-jr)
+					bp := ws.b[jr*kb : jr*kb+nr*kb]
+					for ir := 0; ir < mb; ir += mr {
+						mrr := min(mr, mb-ir)
+						ap := ws.a[ir*kb : ir*kb+mr*kb]
+						off := (i0+ir)*ldc + j0 + jr
+						if mrr == mr && nrr == nr {
+							kernel(kb, ap, bp, c[off:], ldc, alpha, bet)
+							continue
+						}
+						kernel(kb, ap, bp, tile[:], nr, 1, 0)
+						for i := 0; i < mrr; i++ {
+							row := c[off+i*ldc : off+i*ldc+nrr]
+							t := tile[i*nr : i*nr+nrr]
+							if bet == 0 {
+								for j := range row {
+									row[j] = alpha * t[j]
+								}
+							} else {
+								for j := range row {
+									row[j] = alpha*t[j] + bet*row[j]
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func roundUp(x, r int) int { return (x + r - 1) / r * r }
+
+// packA copies rows i0:i0+mb, columns p0:p0+kb of op(A) into dst as panels
+// of mr rows: panel q holds, for each p, the mr values op(A)[i0+q mr+i][p0+p]
+// (zero past row mb).
+func packA(dst []float64, trans bool, a []float64, lda, i0, mb, p0, kb int) {
+	for q := 0; q < mb; q += mr {
+		rows := min(mr, mb-q)
+		d := dst[q*kb : q*kb+mr*kb]
+		if !trans {
+			if rows == mr {
+				r0 := a[(i0+q)*lda+p0:]
+				r1 := a[(i0+q+1)*lda+p0:]
+				r2 := a[(i0+q+2)*lda+p0:]
+				r3 := a[(i0+q+3)*lda+p0:]
+				r4 := a[(i0+q+4)*lda+p0:]
+				r5 := a[(i0+q+5)*lda+p0:]
+				r0, r1, r2, r3, r4, r5 = r0[:kb], r1[:kb], r2[:kb], r3[:kb], r4[:kb], r5[:kb]
+				for p := range kb {
+					e := d[p*mr : p*mr+mr : p*mr+mr]
+					e[0], e[1], e[2], e[3], e[4], e[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
+				}
+				continue
+			}
+			for p := range kb {
+				e := d[p*mr : p*mr+mr]
+				for i := range rows {
+					e[i] = a[(i0+q+i)*lda+p0+p]
+				}
+				clear(e[rows:])
+			}
+			continue
+		}
+		// op(A) = A^T: A is k x m, row p0+p of A holds op(A)'s column.
+		for p := range kb {
+			e := d[p*mr : p*mr+mr]
+			src := a[(p0+p)*lda+i0+q:]
+			copy(e[:rows], src[:rows])
+			clear(e[rows:])
+		}
+	}
+}
+
+// packB copies rows p0:p0+kb, columns j0:j0+nb of op(B) into dst as panels
+// of nr columns: panel q holds, for each p, the nr values op(B)[p0+p][j0+q nr+j]
+// (zero past column nb).
+func packB(dst []float64, trans bool, b []float64, ldb, p0, kb, j0, nb int) {
+	for q := 0; q < nb; q += nr {
+		cols := min(nr, nb-q)
+		d := dst[q*kb : q*kb+nr*kb]
+		if !trans {
+			for p := range kb {
+				e := d[p*nr : p*nr+nr]
+				src := b[(p0+p)*ldb+j0+q:]
+				copy(e[:cols], src[:cols])
+				clear(e[cols:])
+			}
+			continue
+		}
+		// op(B) = B^T: B is n x k, row j0+q+j of B holds op(B)'s column.
+		for j := range cols {
+			src := b[(j0+q+j)*ldb+p0:]
+			src = src[:kb]
+			for p, v := range src {
+				d[p*nr+j] = v
+			}
+		}
+		if cols < nr {
+			for p := range kb {
+				clear(d[p*nr+cols : p*nr+nr])
+			}
+		}
+	}
+}
+
+// kernelGo is the portable micro-kernel: with ap an mr x kb panel and bp a
+// kb x nr panel as packed above, it sets the mr x nr tile at c (leading
+// dimension ldc) to alpha ap bp + beta c, not reading c when beta is zero.
+func kernelGo(kb int, ap, bp, c []float64, ldc int, alpha, beta float64) {
+	var acc [mr * nr]float64
+	ap = ap[:kb*mr]
+	bp = bp[:kb*nr]
+	for p := range kb {
+		bv := bp[p*nr : p*nr+nr : p*nr+nr]
+		av := ap[p*mr : p*mr+mr : p*mr+mr]
+		for i, ai := range av {
+			r := acc[i*nr : i*nr+nr : i*nr+nr]
+			r[0] += ai * bv[0]
+			r[1] += ai * bv[1]
+			r[2] += ai * bv[2]
+			r[3] += ai * bv[3]
+			r[4] += ai * bv[4]
+			r[5] += ai * bv[5]
+			r[6] += ai * bv[6]
+			r[7] += ai * bv[7]
+		}
+	}
+	for i := range mr {
+		row := c[i*ldc : i*ldc+nr]
+		t := acc[i*nr : i*nr+nr]
+		if beta == 0 {
+			for j := range row {
+				row[j] = alpha * t[j]
+			}
+		} else {
+			for j := range row {
+				row[j] = alpha*t[j] + beta*row[j]
+			}
+		}
+	}
+}
+
+// checkArgs panics as gonum's Dgemm does on an invalid call.
+func checkArgs(tA, tB blas.Transpose, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	switch tA {
+	case blas.NoTrans, blas.Trans, blas.ConjTrans:
+	default:
+		panic(badTranspose)
+	}
+	switch tB {
+	case blas.NoTrans, blas.Trans, blas.ConjTrans:
+	default:
+		panic(badTranspose)
+	}
+	if m < 0 {
+		panic(mLT0)
+	}
+	if n < 0 {
+		panic(nLT0)
+	}
+	if k < 0 {
+		panic(kLT0)
+	}
+	aTrans := tA == blas.Trans || tA == blas.ConjTrans
+	if aTrans {
+		if lda < max(1, m) {
+			panic(badLdA)
+		}
+	} else if lda < max(1, k) {
+		panic(badLdA)
+	}
+	bTrans := tB == blas.Trans || tB == blas.ConjTrans
+	if bTrans {
+		if ldb < max(1, k) {
+			panic(badLdB)
+		}
+	} else if ldb < max(1, n) {
+		panic(badLdB)
+	}
+	if ldc < max(1, n) {
+		panic(badLdC)
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if aTrans {
+		if len(a) < (k-1)*lda+m {
+			panic(shortA)
+		}
+	} else if len(a) < (m-1)*lda+k {
+		panic(shortA)
+	}
+	if bTrans {
+		if len(b) < (n-1)*ldb+k {
+			panic(shortB)
+		}
+	} else if len(b) < (k-1)*ldb+n {
+		panic(shortB)
+	}
+	if len(c) < (m-1)*ldc+n {
+		panic(shortC)
+	}
+}
+
+// The panic messages of gonum's BLAS (blas/gonum/errors.go).
+const (
+	badTranspose = "blas: illegal transpose"
+	mLT0         = "blas: m < 0"
+	nLT0         = "blas: n < 0"
+	kLT0         = "blas: k < 0"
+	badLdA       = "blas: bad leading dimension of A"
+	badLdB       = "blas: bad leading dimension of B"
+	badLdC       = "blas: bad leading dimension of C"
+	shortA       = "blas: insufficient length of a"
+	shortB       = "blas: insufficient length of b"
+	shortC       = "blas: insufficient length of c"
+)

@@ -1,0 +1,228 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// naive is the textbook triple loop, the reference for every case.
+func naive(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	for i := range m {
+		for j := range n {
+			var s float64
+			for p := range k {
+				ai, bi := i*lda+p, p*ldb+j
+				if tA != blas.NoTrans {
+					ai = p*lda + i
+				}
+				if tB != blas.NoTrans {
+					bi = j*ldb + p
+				}
+				av, bv := a[ai], b[bi]
+				s += av * bv
+			}
+			if beta == 0 {
+				c[i*ldc+j] = alpha * s
+			} else {
+				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+			}
+		}
+	}
+}
+
+func randSlice(rng *rand.Rand, n int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = rng.NormFloat64()
+	}
+	return s
+}
+
+// kernels runs f once per micro-kernel this machine can run.
+func kernels(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	saved := useAsm
+	t.Cleanup(func() { setAsm(saved) })
+	for _, asm := range []bool{false, true} {
+		if asm && !saved {
+			continue
+		}
+		setAsm(asm)
+		name := "go"
+		if asm {
+			name = "asm"
+		}
+		t.Run(name, f)
+	}
+}
+
+// TestDgemmAgainstReference compares every transpose combination, odd and
+// blocked sizes (across mc, kc and nc), padded leading dimensions and the
+// alpha/beta special cases with the triple loop and with gonum.
+func TestDgemmAgainstReference(t *testing.T) {
+	kernels(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		sizes := [][3]int{
+			{1, 1, 1}, {6, 8, 1}, {6, 8, 4}, {5, 7, 3}, {7, 9, 5}, {13, 17, 11},
+			{16, 64, 4}, {64, 64, 64}, {65, 63, 67}, {97, 33, 257}, {100, 1030, 20},
+			{128, 3, 300}, {3, 128, 513}, {1, 200, 9}, {200, 1, 9},
+		}
+		if !testing.Short() && !raceEnabled {
+			sizes = append(sizes, [3]int{193, 1031, 517})
+		}
+		trans := []blas.Transpose{blas.NoTrans, blas.Trans}
+		for _, sz := range sizes {
+			m, n, k := sz[0], sz[1], sz[2]
+			for _, tA := range trans {
+				for _, tB := range trans {
+					scalars := [][2]float64{{1, 0}, {1, 1}, {-0.5, 2}, {2, -0.75}}
+					if m*n*k > 20000 { // large: one pair of scalars each, in turn
+						i := rng.IntN(len(scalars))
+						scalars = scalars[i : i+1]
+					}
+					for _, ab := range scalars {
+						alpha, beta := ab[0], ab[1]
+						pad := rng.IntN(3)
+						ar, ac := m, k
+						if tA != blas.NoTrans {
+							ar, ac = k, m
+						}
+						br, bc := k, n
+						if tB != blas.NoTrans {
+							br, bc = n, k
+						}
+						lda, ldb, ldc := ac+pad, bc+rng.IntN(3), n+rng.IntN(3)
+						a := randSlice(rng, (ar-1)*lda+ac)
+						b := randSlice(rng, (br-1)*ldb+bc)
+						c0 := randSlice(rng, (m-1)*ldc+n)
+						if beta == 0 {
+							for i := range c0 {
+								c0[i] = math.NaN() // must not be read
+							}
+						}
+						got := append([]float64(nil), c0...)
+						want := append([]float64(nil), c0...)
+						ref := append([]float64(nil), c0...)
+						Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, got, ldc)
+						naive(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, want, ldc)
+						gonum.Implementation{}.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, ref, ldc)
+						name := fmt.Sprintf("%dx%dx%d tA=%c tB=%c alpha=%g beta=%g ld=%d,%d,%d", m, n, k, tA, tB, alpha, beta, lda, ldb, ldc)
+						for i := range m {
+							for j := 0; j < ldc && i*ldc+j < len(got); j++ {
+								g, w, r := got[i*ldc+j], want[i*ldc+j], ref[i*ldc+j]
+								if j >= n { // padding between rows: untouched
+									if math.Float64bits(g) != math.Float64bits(c0[i*ldc+j]) {
+										t.Fatalf("%s: padding C[%d][%d] changed to %v", name, i, j, g)
+									}
+									continue
+								}
+								tol := 1e-12 * float64(k+1) * (1 + math.Abs(w))
+								if !(math.Abs(g-w) <= tol) || !(math.Abs(g-r) <= tol) {
+									t.Fatalf("%s: C[%d][%d] = %v, triple loop %v, gonum %v", name, i, j, g, w, r)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestDgemmQuickReturns covers alpha = 0, k = 0, empty C and beta scaling
+// without touching A or B.
+func TestDgemmQuickReturns(t *testing.T) {
+	c := []float64{1, 2, 3, 4}
+	Dgemm(blas.NoTrans, blas.NoTrans, 2, 2, 0, 1, make([]float64, 2), 1, nil, 2, 3, c, 2)
+	if want := []float64{3, 6, 9, 12}; fmt.Sprint(c) != fmt.Sprint(want) {
+		t.Fatalf("k = 0, beta 3: got %v, want %v", c, want)
+	}
+	nan := math.NaN()
+	a := []float64{nan, nan, nan, nan}
+	Dgemm(blas.NoTrans, blas.NoTrans, 2, 2, 2, 0, a, 2, a, 2, 0, c, 2)
+	if want := []float64{0, 0, 0, 0}; fmt.Sprint(c) != fmt.Sprint(want) {
+		t.Fatalf("alpha = 0, beta 0: got %v, want %v", c, want)
+	}
+	Dgemm(blas.NoTrans, blas.NoTrans, 0, 2, 2, 1, nil, 2, a, 2, 0, nil, 2) // m = 0: nothing to do
+}
+
+// TestDgemmPanics checks the argument checks panic with gonum's messages.
+func TestDgemmPanics(t *testing.T) {
+	a := make([]float64, 16)
+	cases := []struct {
+		name string
+		f    func(f func(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int))
+	}{
+		{"transpose", func(f func(blas.Transpose, blas.Transpose, int, int, int, float64, []float64, int, []float64, int, float64, []float64, int)) {
+			f('x', blas.NoTrans, 2, 2, 2, 1, a, 2, a, 2, 0, a, 2)
+		}},
+		{"m < 0", func(f func(blas.Transpose, blas.Transpose, int, int, int, float64, []float64, int, []float64, int, float64, []float64, int)) {
+			f(blas.NoTrans, blas.NoTrans, -1, 2, 2, 1, a, 2, a, 2, 0, a, 2)
+		}},
+		{"lda", func(f func(blas.Transpose, blas.Transpose, int, int, int, float64, []float64, int, []float64, int, float64, []float64, int)) {
+			f(blas.NoTrans, blas.NoTrans, 2, 2, 3, 1, a, 2, a, 2, 0, a, 2)
+		}},
+		{"short c", func(f func(blas.Transpose, blas.Transpose, int, int, int, float64, []float64, int, []float64, int, float64, []float64, int)) {
+			f(blas.NoTrans, blas.NoTrans, 5, 4, 2, 1, a, 2, a, 4, 0, a, 4)
+		}},
+		{"short b (trans)", func(f func(blas.Transpose, blas.Transpose, int, int, int, float64, []float64, int, []float64, int, float64, []float64, int)) {
+			f(blas.NoTrans, blas.Trans, 2, 5, 4, 1, a, 4, a, 4, 0, a, 5)
+		}},
+	}
+	recovered := func(f func()) (v any) {
+		defer func() { v = recover() }()
+		f()
+		return nil
+	}
+	for _, tc := range cases {
+		got := recovered(func() { tc.f(Dgemm) })
+		want := recovered(func() { tc.f(gonum.Implementation{}.Dgemm) })
+		if got == nil || got != want {
+			t.Errorf("%s: panic %v, gonum panics %v", tc.name, got, want)
+		}
+	}
+}
+
+// TestImplementation routes blas64 through the package and checks a product.
+func TestImplementation(t *testing.T) {
+	var impl blas.Float64 = Implementation{}
+	blas64.Use(impl)
+	defer blas64.Use(gonum.Implementation{})
+	a := []float64{1, 2, 3, 4, 5, 6}
+	b := []float64{7, 8, 9, 10, 11, 12}
+	c := make([]float64, 4)
+	blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, blas64.General{Rows: 2, Cols: 3, Stride: 3, Data: a}, blas64.General{Rows: 3, Cols: 2, Stride: 2, Data: b}, 0, blas64.General{Rows: 2, Cols: 2, Stride: 2, Data: c})
+	if want := []float64{58, 64, 139, 154}; fmt.Sprint(c) != fmt.Sprint(want) {
+		t.Fatalf("got %v, want %v", c, want)
+	}
+}
+
+// TestDgemmAllocs asserts the steady state allocates nothing.
+func TestDgemmAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop buffers and AllocsPerRun count them")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	a, b, c := randSlice(rng, 128*64), randSlice(rng, 64*256), make([]float64, 128*256)
+	allocs := testing.AllocsPerRun(20, func() {
+		Dgemm(blas.NoTrans, blas.Trans, 128, 256/4, 64, 1, a, 64, b, 64, 0, c, 256/4)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per call, want 0", allocs)
+	}
+}
+
+// TestKernelName logs the micro-kernel in use (the performance script reads it).
+func TestKernelName(t *testing.T) {
+	k := Kernel()
+	if k != "avx2-fma 6x8" && k != "go 6x8" {
+		t.Fatalf("Kernel() = %q", k)
+	}
+	t.Logf("kernel: %s", k)
+}
