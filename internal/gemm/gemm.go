@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/floats"
 )
 
 // Register tile of the micro-kernel (rows of A by columns of B) and cache
@@ -48,9 +49,57 @@ func Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda i
 		scale(m, n, beta, c, ldc)
 		return
 	}
+	if small(m, n, k) {
+		direct(tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
 	ws := pool.Get().(*workspace)
 	gemm(ws, tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	pool.Put(ws)
+}
+
+// small reports whether a product is too thin for packing to pay: a
+// dimension of at most 2 (a single observation, a value head, two actions)
+// leaves most of a 6 x 8 tile empty, and a tiny product is all overhead.
+func small(m, n, k int) bool {
+	return m <= 2 || n <= 2 || k <= 2 || m*n*k <= 512
+}
+
+// direct computes C = alpha op(A) op(B) + beta C without packing, as rows of
+// C updated by axpys of rows of op(B) (B not transposed) or as dot products
+// of rows (B transposed), both on gonum's assembly level-1 kernels.
+func direct(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	scale(m, n, beta, c, ldc)
+	for i := range m {
+		crow := c[i*ldc : i*ldc+n]
+		if !transB {
+			for p := range k {
+				ai := i*lda + p
+				if transA {
+					ai = p*lda + i
+				}
+				if av := a[ai]; av != 0 {
+					floats.AddScaled(crow, alpha*av, b[p*ldb:p*ldb+n])
+				}
+			}
+			continue
+		}
+		if !transA {
+			arow := a[i*lda : i*lda+k]
+			for j := range crow {
+				crow[j] += alpha * floats.Dot(arow, b[j*ldb:j*ldb+k])
+			}
+			continue
+		}
+		for j := range crow {
+			brow := b[j*ldb : j*ldb+k]
+			var s float64
+			for p, bv := range brow {
+				s += a[p*lda+i] * bv
+			}
+			crow[j] += alpha * s
+		}
+	}
 }
 
 // scale sets C = beta C (C = 0 when beta is zero, whatever C held).
