@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"dprl/internal/vecmath"
 )
 
 // AdamConfig holds Adam's settings (Kingma & Ba 2015).
@@ -138,17 +140,9 @@ func (a *Adam) Step(params, grad []float64) {
 		c1 = 1 - math.Pow(c.Beta1, float64(a.t))
 		c2 = 1 - math.Pow(c.Beta2, float64(a.t))
 	}
-	// params -= lr * (m/c1) / (sqrt(v/c2) + eps)
-	step := c.LR / c1
-	sc2 := math.Sqrt(c2)
-	b1, b2 := c.Beta1, c.Beta2
-	m := a.m
-	v := a.v[:len(m)]
-	params, grad = params[:len(m)], grad[:len(m)]
-	for i, g := range grad {
-		mi := b1*m[i] + (1-b1)*g
-		vi := b2*v[i] + (1-b2)*g*g
-		m[i], v[i] = mi, vi
-		params[i] -= step * mi / (math.Sqrt(vi)/sc2 + c.Eps)
-	}
+	// params -= lr * (m/c1) / (sqrt(v/c2) + eps), sqrt(v/c2) taken as
+	// sqrt(v)/sqrt(c2) (internal/vecmath: four lanes at a time with AVX2).
+	vecmath.Adam(params, grad, a.m, a.v, vecmath.AdamParams{
+		Beta1: c.Beta1, Beta2: c.Beta2, Step: c.LR / c1, InvSqrtC2: 1 / math.Sqrt(c2), Eps: c.Eps,
+	})
 }

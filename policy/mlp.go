@@ -8,6 +8,8 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
+
+	"dprl/internal/vecmath"
 )
 
 // Orthogonal initialisation gains, the usual PPO choices (Engstrom et al. 2020,
@@ -291,8 +293,6 @@ func (m *MLP) FLOPs(n int) (forward, backward float64) {
 	return forward, backward
 }
 
-func tanhInPlace(y []float64) {
-	for i, v := range y {
-		y[i] = math.Tanh(v)
-	}
-}
+// tanhInPlace applies the hidden activation (internal/vecmath: within 2
+// ulp of math.Tanh, four lanes at a time where the CPU has AVX2).
+func tanhInPlace(y []float64) { vecmath.Tanh(y) }

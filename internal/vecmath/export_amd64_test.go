@@ -1,0 +1,3 @@
+package vecmath
+
+func setAsm(on bool) { useAsm = on }

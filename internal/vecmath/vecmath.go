@@ -1,0 +1,65 @@
+package vecmath
+
+import "math"
+
+// Tanh sets x[i] = tanh(x[i]) for every i, within 2 ulp of math.Tanh
+// (NaN stays NaN, +-Inf gives +-1, -0 stays -0).
+func Tanh(x []float64) {
+	n := len(x) &^ 3
+	if useAsm && n > 0 {
+		tanhAVX2(&x[0], n)
+	} else {
+		n = 0
+	}
+	if n == len(x) {
+		return
+	}
+	if useAsm {
+		// The tail through the same vector code, so a value's tanh does not
+		// depend on its position.
+		var buf [4]float64
+		copy(buf[:], x[n:])
+		tanhAVX2(&buf[0], 4)
+		copy(x[n:], buf[:])
+		return
+	}
+	for i := n; i < len(x); i++ {
+		x[i] = math.Tanh(x[i])
+	}
+}
+
+// AdamParams are the per-step scalars of an Adam update: the decay rates,
+// the step size (the learning rate over the first moment's bias correction),
+// the reciprocal square root of the second moment's bias correction, and eps.
+type AdamParams struct {
+	Beta1, Beta2, Step, InvSqrtC2, Eps float64
+}
+
+// Adam applies, for every i,
+//
+//	m[i] = b1 m[i] + (1-b1) g[i],  v[i] = b2 v[i] + (1-b2) g[i]^2,
+//	p[i] -= step m[i] / (sqrt(v[i]) InvSqrtC2 + eps).
+//
+// All four slices must have the same length.
+func Adam(p, g, m, v []float64, c AdamParams) {
+	n := len(p)
+	if len(g) != n || len(m) != n || len(v) != n {
+		panic("vecmath: adam slices of different lengths")
+	}
+	k := 0
+	if useAsm {
+		k = n &^ 3
+		if k > 0 {
+			cs := [7]float64{c.Beta1, 1 - c.Beta1, c.Beta2, 1 - c.Beta2, c.Step, c.InvSqrtC2, c.Eps}
+			adamAVX2(k, &p[0], &g[0], &m[0], &v[0], &cs)
+		}
+	}
+	b1, b2 := c.Beta1, c.Beta2
+	for i := k; i < n; i++ {
+		gi := g[i]
+		mi := b1*m[i] + (1-b1)*gi
+		vi := b2*v[i] + (1-b2)*gi*gi
+		m[i], v[i] = mi, vi
+		p[i] -= c.Step * mi / (math.Sqrt(vi)*c.InvSqrtC2 + c.Eps)
+	}
+}

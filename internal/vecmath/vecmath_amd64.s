@@ -1,0 +1,238 @@
+#include "textflag.h"
+
+// Constants, each replicated four times (one YMM register's worth).
+DATA tanhc<>+0(SB)/8, $0x7fffffffffffffff // absmask
+DATA tanhc<>+8(SB)/8, $0x7fffffffffffffff // absmask
+DATA tanhc<>+16(SB)/8, $0x7fffffffffffffff // absmask
+DATA tanhc<>+24(SB)/8, $0x7fffffffffffffff // absmask
+DATA tanhc<>+32(SB)/8, $0x8000000000000000 // signmask
+DATA tanhc<>+40(SB)/8, $0x8000000000000000 // signmask
+DATA tanhc<>+48(SB)/8, $0x8000000000000000 // signmask
+DATA tanhc<>+56(SB)/8, $0x8000000000000000 // signmask
+DATA tanhc<>+64(SB)/8, $0x3ff0000000000000 // one
+DATA tanhc<>+72(SB)/8, $0x3ff0000000000000 // one
+DATA tanhc<>+80(SB)/8, $0x3ff0000000000000 // one
+DATA tanhc<>+88(SB)/8, $0x3ff0000000000000 // one
+DATA tanhc<>+96(SB)/8, $0x4000000000000000 // two
+DATA tanhc<>+104(SB)/8, $0x4000000000000000 // two
+DATA tanhc<>+112(SB)/8, $0x4000000000000000 // two
+DATA tanhc<>+120(SB)/8, $0x4000000000000000 // two
+DATA tanhc<>+128(SB)/8, $0x3fe4000000000000 // small
+DATA tanhc<>+136(SB)/8, $0x3fe4000000000000 // small
+DATA tanhc<>+144(SB)/8, $0x3fe4000000000000 // small
+DATA tanhc<>+152(SB)/8, $0x3fe4000000000000 // small
+DATA tanhc<>+160(SB)/8, $0x4036000000000000 // zmax
+DATA tanhc<>+168(SB)/8, $0x4036000000000000 // zmax
+DATA tanhc<>+176(SB)/8, $0x4036000000000000 // zmax
+DATA tanhc<>+184(SB)/8, $0x4036000000000000 // zmax
+DATA tanhc<>+192(SB)/8, $0x3ff71547652b82fe // log2e
+DATA tanhc<>+200(SB)/8, $0x3ff71547652b82fe // log2e
+DATA tanhc<>+208(SB)/8, $0x3ff71547652b82fe // log2e
+DATA tanhc<>+216(SB)/8, $0x3ff71547652b82fe // log2e
+DATA tanhc<>+224(SB)/8, $0x3fe62e42fee00000 // ln2hi
+DATA tanhc<>+232(SB)/8, $0x3fe62e42fee00000 // ln2hi
+DATA tanhc<>+240(SB)/8, $0x3fe62e42fee00000 // ln2hi
+DATA tanhc<>+248(SB)/8, $0x3fe62e42fee00000 // ln2hi
+DATA tanhc<>+256(SB)/8, $0x3dea39ef35793c76 // ln2lo
+DATA tanhc<>+264(SB)/8, $0x3dea39ef35793c76 // ln2lo
+DATA tanhc<>+272(SB)/8, $0x3dea39ef35793c76 // ln2lo
+DATA tanhc<>+280(SB)/8, $0x3dea39ef35793c76 // ln2lo
+DATA tanhc<>+288(SB)/8, $0x3de6124613a86d09 // e13
+DATA tanhc<>+296(SB)/8, $0x3de6124613a86d09 // e13
+DATA tanhc<>+304(SB)/8, $0x3de6124613a86d09 // e13
+DATA tanhc<>+312(SB)/8, $0x3de6124613a86d09 // e13
+DATA tanhc<>+320(SB)/8, $0x3e21eed8eff8d898 // e12
+DATA tanhc<>+328(SB)/8, $0x3e21eed8eff8d898 // e12
+DATA tanhc<>+336(SB)/8, $0x3e21eed8eff8d898 // e12
+DATA tanhc<>+344(SB)/8, $0x3e21eed8eff8d898 // e12
+DATA tanhc<>+352(SB)/8, $0x3e5ae64567f544e4 // e11
+DATA tanhc<>+360(SB)/8, $0x3e5ae64567f544e4 // e11
+DATA tanhc<>+368(SB)/8, $0x3e5ae64567f544e4 // e11
+DATA tanhc<>+376(SB)/8, $0x3e5ae64567f544e4 // e11
+DATA tanhc<>+384(SB)/8, $0x3e927e4fb7789f5c // e10
+DATA tanhc<>+392(SB)/8, $0x3e927e4fb7789f5c // e10
+DATA tanhc<>+400(SB)/8, $0x3e927e4fb7789f5c // e10
+DATA tanhc<>+408(SB)/8, $0x3e927e4fb7789f5c // e10
+DATA tanhc<>+416(SB)/8, $0x3ec71de3a556c734 // e9
+DATA tanhc<>+424(SB)/8, $0x3ec71de3a556c734 // e9
+DATA tanhc<>+432(SB)/8, $0x3ec71de3a556c734 // e9
+DATA tanhc<>+440(SB)/8, $0x3ec71de3a556c734 // e9
+DATA tanhc<>+448(SB)/8, $0x3efa01a01a01a01a // e8
+DATA tanhc<>+456(SB)/8, $0x3efa01a01a01a01a // e8
+DATA tanhc<>+464(SB)/8, $0x3efa01a01a01a01a // e8
+DATA tanhc<>+472(SB)/8, $0x3efa01a01a01a01a // e8
+DATA tanhc<>+480(SB)/8, $0x3f2a01a01a01a01a // e7
+DATA tanhc<>+488(SB)/8, $0x3f2a01a01a01a01a // e7
+DATA tanhc<>+496(SB)/8, $0x3f2a01a01a01a01a // e7
+DATA tanhc<>+504(SB)/8, $0x3f2a01a01a01a01a // e7
+DATA tanhc<>+512(SB)/8, $0x3f56c16c16c16c17 // e6
+DATA tanhc<>+520(SB)/8, $0x3f56c16c16c16c17 // e6
+DATA tanhc<>+528(SB)/8, $0x3f56c16c16c16c17 // e6
+DATA tanhc<>+536(SB)/8, $0x3f56c16c16c16c17 // e6
+DATA tanhc<>+544(SB)/8, $0x3f81111111111111 // e5
+DATA tanhc<>+552(SB)/8, $0x3f81111111111111 // e5
+DATA tanhc<>+560(SB)/8, $0x3f81111111111111 // e5
+DATA tanhc<>+568(SB)/8, $0x3f81111111111111 // e5
+DATA tanhc<>+576(SB)/8, $0x3fa5555555555555 // e4
+DATA tanhc<>+584(SB)/8, $0x3fa5555555555555 // e4
+DATA tanhc<>+592(SB)/8, $0x3fa5555555555555 // e4
+DATA tanhc<>+600(SB)/8, $0x3fa5555555555555 // e4
+DATA tanhc<>+608(SB)/8, $0x3fc5555555555555 // e3
+DATA tanhc<>+616(SB)/8, $0x3fc5555555555555 // e3
+DATA tanhc<>+624(SB)/8, $0x3fc5555555555555 // e3
+DATA tanhc<>+632(SB)/8, $0x3fc5555555555555 // e3
+DATA tanhc<>+640(SB)/8, $0x3fe0000000000000 // e2
+DATA tanhc<>+648(SB)/8, $0x3fe0000000000000 // e2
+DATA tanhc<>+656(SB)/8, $0x3fe0000000000000 // e2
+DATA tanhc<>+664(SB)/8, $0x3fe0000000000000 // e2
+DATA tanhc<>+672(SB)/8, $0xbfeedc5baafd6f4b // p0
+DATA tanhc<>+680(SB)/8, $0xbfeedc5baafd6f4b // p0
+DATA tanhc<>+688(SB)/8, $0xbfeedc5baafd6f4b // p0
+DATA tanhc<>+696(SB)/8, $0xbfeedc5baafd6f4b // p0
+DATA tanhc<>+704(SB)/8, $0xc058d26a0e26682d // p1
+DATA tanhc<>+712(SB)/8, $0xc058d26a0e26682d // p1
+DATA tanhc<>+720(SB)/8, $0xc058d26a0e26682d // p1
+DATA tanhc<>+728(SB)/8, $0xc058d26a0e26682d // p1
+DATA tanhc<>+736(SB)/8, $0xc0993ac030580563 // p2
+DATA tanhc<>+744(SB)/8, $0xc0993ac030580563 // p2
+DATA tanhc<>+752(SB)/8, $0xc0993ac030580563 // p2
+DATA tanhc<>+760(SB)/8, $0xc0993ac030580563 // p2
+DATA tanhc<>+768(SB)/8, $0x405c33f28a581b86 // q0
+DATA tanhc<>+776(SB)/8, $0x405c33f28a581b86 // q0
+DATA tanhc<>+784(SB)/8, $0x405c33f28a581b86 // q0
+DATA tanhc<>+792(SB)/8, $0x405c33f28a581b86 // q0
+DATA tanhc<>+800(SB)/8, $0x40a176fa0e5535fa // q1
+DATA tanhc<>+808(SB)/8, $0x40a176fa0e5535fa // q1
+DATA tanhc<>+816(SB)/8, $0x40a176fa0e5535fa // q1
+DATA tanhc<>+824(SB)/8, $0x40a176fa0e5535fa // q1
+DATA tanhc<>+832(SB)/8, $0x40b2ec102442040c // q2
+DATA tanhc<>+840(SB)/8, $0x40b2ec102442040c // q2
+DATA tanhc<>+848(SB)/8, $0x40b2ec102442040c // q2
+DATA tanhc<>+856(SB)/8, $0x40b2ec102442040c // q2
+GLOBL tanhc<>(SB), RODATA|NOPTR, $864
+
+// func tanhAVX2(x *float64, n int)
+//
+// x[0:n] = tanh(x[0:n]) in place, n a multiple of 4. Per lane, as Go's
+// math.Tanh (Cephes): |x| >= 0.625 gives sign(x) (1 - 2/(exp(2|x|) + 1)) with
+// |x| capped at 22 (tanh(22) rounds to 1), and exp(w) = 2^k exp(r),
+// k = round(w log2 e), r = w - k ln2 (Cody-Waite, two parts), exp(r) by its
+// Taylor polynomial of degree 13 (|r| <= ln2/2: truncation below 1e-17);
+// smaller |x| gives x + x s P(s)/Q(s), s = x^2. Both branches are computed
+// and one division serves the lane's branch. The result takes the sign
+// of x, which also keeps tanh(-0) = -0.
+TEXT ·tanhAVX2(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+	SHRQ $2, CX
+	JZ   done
+	VMOVUPD tanhc<>+64(SB), Y15
+	VMOVUPD tanhc<>+96(SB), Y14
+
+loop:
+	VMOVUPD (DI), Y0
+	VANDPD  tanhc<>+0(SB), Y0, Y1 // |x|
+	VANDPD  tanhc<>+32(SB), Y0, Y2 // sign bit
+	// exp(2 min(|x|, 22))
+	VMINPD  tanhc<>+160(SB), Y1, Y3
+	VADDPD  Y3, Y3, Y3 // w
+	VMULPD  tanhc<>+192(SB), Y3, Y4
+	VROUNDPD $0, Y4, Y4 // k, to nearest
+	VMOVAPD Y3, Y5
+	VFNMADD231PD tanhc<>+224(SB), Y4, Y5 // r = w - k ln2hi
+	VFNMADD231PD tanhc<>+256(SB), Y4, Y5 // r -= k ln2lo
+	VMOVUPD tanhc<>+288(SB), Y6
+	VFMADD213PD tanhc<>+320(SB), Y5, Y6 // p = p r + 1/12!
+	VFMADD213PD tanhc<>+352(SB), Y5, Y6 // p = p r + 1/11!
+	VFMADD213PD tanhc<>+384(SB), Y5, Y6 // p = p r + 1/10!
+	VFMADD213PD tanhc<>+416(SB), Y5, Y6 // p = p r + 1/9!
+	VFMADD213PD tanhc<>+448(SB), Y5, Y6 // p = p r + 1/8!
+	VFMADD213PD tanhc<>+480(SB), Y5, Y6 // p = p r + 1/7!
+	VFMADD213PD tanhc<>+512(SB), Y5, Y6 // p = p r + 1/6!
+	VFMADD213PD tanhc<>+544(SB), Y5, Y6 // p = p r + 1/5!
+	VFMADD213PD tanhc<>+576(SB), Y5, Y6 // p = p r + 1/4!
+	VFMADD213PD tanhc<>+608(SB), Y5, Y6 // p = p r + 1/3!
+	VFMADD213PD tanhc<>+640(SB), Y5, Y6 // p = p r + 1/2!
+	VFMADD213PD Y15, Y5, Y6 // p = p r + 1
+	VFMADD213PD Y15, Y5, Y6 // p = p r + 1: exp(r)
+	VCVTPD2DQY Y4, X7
+	VPMOVSXDQ X7, Y7
+	VPSLLQ  $52, Y7, Y7
+	VPADDQ  Y7, Y6, Y6 // e = exp(r) 2^k
+	VADDPD  Y15, Y6, Y8 // e + 1
+	// the rational branch
+	VMULPD  Y0, Y0, Y9 // s
+	VMULPD  tanhc<>+672(SB), Y9, Y10
+	VADDPD  tanhc<>+704(SB), Y10, Y10
+	VFMADD213PD tanhc<>+736(SB), Y9, Y10 // P(s)
+	VADDPD  tanhc<>+768(SB), Y9, Y11
+	VFMADD213PD tanhc<>+800(SB), Y9, Y11
+	VFMADD213PD tanhc<>+832(SB), Y9, Y11 // Q(s)
+	VMULPD  Y9, Y10, Y10
+	VMULPD  Y0, Y10, Y10 // x s P(s)
+	VCMPPD  $0x1d, tanhc<>+128(SB), Y1, Y12 // |x| >= 0.625
+	VBLENDVPD Y12, Y14, Y10, Y13 // numerator: 2 or x s P(s)
+	VBLENDVPD Y12, Y8, Y11, Y11 // denominator: e + 1 or Q(s)
+	VDIVPD  Y11, Y13, Y13 // q
+	VADDPD  Y0, Y13, Y10 // x + q
+	VSUBPD  Y13, Y15, Y11 // 1 - q
+	VBLENDVPD Y12, Y11, Y10, Y0
+	VANDPD  tanhc<>+0(SB), Y0, Y0
+	VORPD   Y2, Y0, Y0 // |result| with the sign of x (tanh(-0) = -0)
+	VMOVUPD Y0, (DI)
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     loop
+	VZEROUPPER
+
+done:
+	RET
+
+// func adamAVX2(n int, p, grad, m, v *float64, c *[7]float64)
+//
+// For i < n (a multiple of 4): m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2,
+// p -= step m / (sqrt(v) isc2 + eps), with c = {b1, 1-b1, b2, 1-b2, step,
+// isc2, eps}.
+TEXT ·adamAVX2(SB), NOSPLIT, $0-48
+	MOVQ n+0(FP), CX
+	MOVQ p+8(FP), DI
+	MOVQ grad+16(FP), SI
+	MOVQ m+24(FP), R8
+	MOVQ v+32(FP), R9
+	MOVQ c+40(FP), AX
+	SHRQ $2, CX
+	JZ   adone
+	VBROADCASTSD 0(AX), Y8  // b1
+	VBROADCASTSD 8(AX), Y9  // 1-b1
+	VBROADCASTSD 16(AX), Y10 // b2
+	VBROADCASTSD 24(AX), Y11 // 1-b2
+	VBROADCASTSD 32(AX), Y12 // step
+	VBROADCASTSD 40(AX), Y13 // isc2
+	VBROADCASTSD 48(AX), Y14 // eps
+
+aloop:
+	VMOVUPD (SI), Y0 // g
+	VMULPD  (R8), Y8, Y1
+	VFMADD231PD Y9, Y0, Y1 // m
+	VMULPD  Y0, Y0, Y2
+	VMULPD  (R9), Y10, Y3
+	VFMADD231PD Y11, Y2, Y3 // v
+	VMOVUPD Y1, (R8)
+	VMOVUPD Y3, (R9)
+	VSQRTPD Y3, Y4
+	VFMADD213PD Y14, Y13, Y4 // sqrt(v) isc2 + eps
+	VMULPD  Y12, Y1, Y5
+	VDIVPD  Y4, Y5, Y5
+	VMOVUPD (DI), Y6
+	VSUBPD  Y5, Y6, Y6
+	VMOVUPD Y6, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, R8
+	ADDQ    $32, R9
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     aloop
+	VZEROUPPER
+
+adone:
+	RET
