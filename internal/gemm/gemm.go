@@ -119,7 +119,18 @@ func scale(m, n int, beta float64, c []float64, ldc int) {
 	}
 }
 
+// directMax bounds the elements (rows times leading dimension) of an
+// operand read in place instead of packed: A^T and B already hold the
+// kernel's panels as rows (6 or 8 consecutive values per step of k), and
+// for operands this small, which stay in L1 and L2, the copy costs more than
+// the strided reads it saves (measured by BenchmarkDgemmShapes).
+var directMax = 1 << 14
+
 func gemm(ws *workspace, transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	// A is read in place when stored transposed (k x m: row p holds column p
+	// of op(A)); B when not transposed (row p of B is row p of op(B)).
+	directA := transA && k*lda <= directMax
+	directB := !transB && k*ldb <= directMax
 	ws.a = grow(ws.a, min(mc, roundUp(m, mr))*min(kc, k))
 	ws.b = grow(ws.b, min(kc, k)*min(nc, roundUp(n, nr)))
 	var tile [mr * nr]float64
@@ -132,22 +143,28 @@ func gemm(ws *workspace, transA, transB bool, m, n, k int, alpha float64, a []fl
 			if p0 > 0 {
 				bet = 1
 			}
-			packB(ws.b, transB, b, ldb, p0, kb, j0, nb)
+			packB(ws.b, transB, directB, b, ldb, p0, kb, j0, nb)
 			for i0 := 0; i0 < m; i0 += mc {
 				mb := min(mc, m-i0)
-				packA(ws.a, transA, a, lda, i0, mb, p0, kb)
+				packA(ws.a, transA, directA, a, lda, i0, mb, p0, kb)
 				for jr := 0; jr < nb; jr += nr {
 					nrr := min(nr, nb-jr)
-					bp := ws.b[jr*kb : jr*kb+nr*kb]
+					bp, sb := ws.b[jr*kb:jr*kb+nr*kb], nr
+					if directB && nrr == nr {
+						bp, sb = b[p0*ldb+j0+jr:], ldb
+					}
 					for ir := 0; ir < mb; ir += mr {
 						mrr := min(mr, mb-ir)
-						ap := ws.a[ir*kb : ir*kb+mr*kb]
+						ap, sa := ws.a[ir*kb:ir*kb+mr*kb], mr
+						if directA && mrr == mr {
+							ap, sa = a[p0*lda+i0+ir:], lda
+						}
 						off := (i0+ir)*ldc + j0 + jr
 						if mrr == mr && nrr == nr {
-							kernel(kb, ap, bp, c[off:], ldc, alpha, bet)
+							kernel(kb, ap, sa, bp, sb, c[off:], ldc, alpha, bet)
 							continue
 						}
-						kernel(kb, ap, bp, tile[:], nr, 1, 0)
+						kernel(kb, ap, sa, bp, sb, tile[:], nr, 1, 0)
 						for i := 0; i < mrr; i++ {
 							row := c[off+i*ldc : off+i*ldc+nrr]
 							t := tile[i*nr : i*nr+nrr]
@@ -172,10 +189,14 @@ func roundUp(x, r int) int { return (x + r - 1) / r * r }
 
 // packA copies rows i0:i0+mb, columns p0:p0+kb of op(A) into dst as panels
 // of mr rows: panel q holds, for each p, the mr values op(A)[i0+q mr+i][p0+p]
-// (zero past row mb).
-func packA(dst []float64, trans bool, a []float64, lda, i0, mb, p0, kb int) {
+// (zero past row mb). With direct (A^T read in place) only a partial last
+// panel is packed.
+func packA(dst []float64, trans, direct bool, a []float64, lda, i0, mb, p0, kb int) {
 	for q := 0; q < mb; q += mr {
 		rows := min(mr, mb-q)
+		if direct && rows == mr {
+			continue
+		}
 		d := dst[q*kb : q*kb+mr*kb]
 		if !trans {
 			if rows == mr {
@@ -187,7 +208,7 @@ func packA(dst []float64, trans bool, a []float64, lda, i0, mb, p0, kb int) {
 				r5 := a[(i0+q+5)*lda+p0:]
 				r0, r1, r2, r3, r4, r5 = r0[:kb], r1[:kb], r2[:kb], r3[:kb], r4[:kb], r5[:kb]
 				for p := range kb {
-					e := d[p*mr : p*mr+mr : p*mr+mr]
+					e := (*[mr]float64)(d[p*mr:])
 					e[0], e[1], e[2], e[3], e[4], e[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
 				}
 				continue
@@ -202,6 +223,12 @@ func packA(dst []float64, trans bool, a []float64, lda, i0, mb, p0, kb int) {
 			continue
 		}
 		// op(A) = A^T: A is k x m, row p0+p of A holds op(A)'s column.
+		if rows == mr {
+			for p := range kb {
+				*(*[mr]float64)(d[p*mr:]) = *(*[mr]float64)(a[(p0+p)*lda+i0+q:])
+			}
+			continue
+		}
 		for p := range kb {
 			e := d[p*mr : p*mr+mr]
 			src := a[(p0+p)*lda+i0+q:]
@@ -213,12 +240,22 @@ func packA(dst []float64, trans bool, a []float64, lda, i0, mb, p0, kb int) {
 
 // packB copies rows p0:p0+kb, columns j0:j0+nb of op(B) into dst as panels
 // of nr columns: panel q holds, for each p, the nr values op(B)[p0+p][j0+q nr+j]
-// (zero past column nb).
-func packB(dst []float64, trans bool, b []float64, ldb, p0, kb, j0, nb int) {
+// (zero past column nb). With direct (B read in place) only a partial last
+// panel is packed.
+func packB(dst []float64, trans, direct bool, b []float64, ldb, p0, kb, j0, nb int) {
 	for q := 0; q < nb; q += nr {
 		cols := min(nr, nb-q)
+		if direct && cols == nr {
+			continue
+		}
 		d := dst[q*kb : q*kb+nr*kb]
 		if !trans {
+			if cols == nr {
+				for p := range kb {
+					*(*[nr]float64)(d[p*nr:]) = *(*[nr]float64)(b[(p0+p)*ldb+j0+q:])
+				}
+				continue
+			}
 			for p := range kb {
 				e := d[p*nr : p*nr+nr]
 				src := b[(p0+p)*ldb+j0+q:]
@@ -228,6 +265,22 @@ func packB(dst []float64, trans bool, b []float64, ldb, p0, kb, j0, nb int) {
 			continue
 		}
 		// op(B) = B^T: B is n x k, row j0+q+j of B holds op(B)'s column.
+		if cols == nr {
+			r0 := b[(j0+q)*ldb+p0:]
+			r1 := b[(j0+q+1)*ldb+p0:]
+			r2 := b[(j0+q+2)*ldb+p0:]
+			r3 := b[(j0+q+3)*ldb+p0:]
+			r4 := b[(j0+q+4)*ldb+p0:]
+			r5 := b[(j0+q+5)*ldb+p0:]
+			r6 := b[(j0+q+6)*ldb+p0:]
+			r7 := b[(j0+q+7)*ldb+p0:]
+			r0, r1, r2, r3, r4, r5, r6, r7 = r0[:kb], r1[:kb], r2[:kb], r3[:kb], r4[:kb], r5[:kb], r6[:kb], r7[:kb]
+			for p := range kb {
+				e := (*[nr]float64)(d[p*nr:])
+				e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p], r6[p], r7[p]
+			}
+			continue
+		}
 		for j := range cols {
 			src := b[(j0+q+j)*ldb+p0:]
 			src = src[:kb]
@@ -235,24 +288,22 @@ func packB(dst []float64, trans bool, b []float64, ldb, p0, kb, j0, nb int) {
 				d[p*nr+j] = v
 			}
 		}
-		if cols < nr {
-			for p := range kb {
-				clear(d[p*nr+cols : p*nr+nr])
-			}
+		for p := range kb {
+			clear(d[p*nr+cols : p*nr+nr])
 		}
 	}
 }
 
-// kernelGo is the portable micro-kernel: with ap an mr x kb panel and bp a
-// kb x nr panel as packed above, it sets the mr x nr tile at c (leading
-// dimension ldc) to alpha ap bp + beta c, not reading c when beta is zero.
-func kernelGo(kb int, ap, bp, c []float64, ldc int, alpha, beta float64) {
+// kernelGo is the portable micro-kernel: with ap holding, at p sa, the mr
+// values of column p of an A panel and bp, at p sb, the nr values of row p
+// of a B panel (sa = mr and sb = nr when packed as above), it sets the
+// mr x nr tile at c (leading dimension ldc) to alpha ap bp + beta c, not
+// reading c when beta is zero.
+func kernelGo(kb int, ap []float64, sa int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64) {
 	var acc [mr * nr]float64
-	ap = ap[:kb*mr]
-	bp = bp[:kb*nr]
 	for p := range kb {
-		bv := bp[p*nr : p*nr+nr : p*nr+nr]
-		av := ap[p*mr : p*mr+mr : p*mr+mr]
+		bv := bp[p*sb : p*sb+nr : p*sb+nr]
+		av := ap[p*sa : p*sa+mr : p*sa+mr]
 		for i, ai := range av {
 			r := acc[i*nr : i*nr+nr : i*nr+nr]
 			r[0] += ai * bv[0]

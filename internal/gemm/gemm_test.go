@@ -44,21 +44,28 @@ func randSlice(rng *rand.Rand, n int) []float64 {
 	return s
 }
 
-// kernels runs f once per micro-kernel this machine can run.
+// kernels runs f once per micro-kernel this machine can run, each with
+// operands read in place where allowed and with everything packed.
 func kernels(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
-	saved := useAsm
-	t.Cleanup(func() { setAsm(saved) })
+	saved, savedMax := useAsm, directMax
+	t.Cleanup(func() { setAsm(saved); directMax = savedMax })
 	for _, asm := range []bool{false, true} {
 		if asm && !saved {
 			continue
 		}
-		setAsm(asm)
-		name := "go"
-		if asm {
-			name = "asm"
+		for _, dm := range []int{savedMax, 0} {
+			setAsm(asm)
+			directMax = dm
+			name := "go"
+			if asm {
+				name = "asm"
+			}
+			if dm == 0 {
+				name += "/packed"
+			}
+			t.Run(name, f)
 		}
-		t.Run(name, f)
 	}
 }
 

@@ -1,16 +1,21 @@
 #include "textflag.h"
 
-// func kernel6x8(kb int, a, b, c *float64, ldc int, alpha, beta float64)
+// func kernel6x8(kb int, a *float64, sa int, b *float64, sb int, c *float64, ldc int, alpha, beta float64)
 //
-// C[0:6][0:8] = alpha * sum_p a[p][0:6]^T b[p][0:8] + beta * C, C not read
-// when beta is +-0. Row i of the tile accumulates in Y(2i) (columns 0-3) and
+// C[0:6][0:8] = alpha * sum_p a[p sa : p sa+6]^T b[p sb : p sb+8] + beta * C,
+// C not read when beta is +-0 (strides in elements: 6 and 8 for packed
+// panels, the leading dimension when A^T or B is read in place). Row i of the tile accumulates in Y(2i) (columns 0-3) and
 // Y(2i+1) (columns 4-7); Y12, Y13 hold a row of B, Y14, Y15 broadcasts of A.
-TEXT ·kernel6x8(SB), NOSPLIT, $0-56
+TEXT ·kernel6x8(SB), NOSPLIT, $0-72
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), AX
-	MOVQ b+16(FP), BX
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ sa+16(FP), R10
+	SHLQ $3, R10
+	MOVQ b+24(FP), BX
+	MOVQ sb+32(FP), R11
+	SHLQ $3, R11
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
 	SHLQ $3, R8
 
 	VXORPD Y0, Y0, Y0
@@ -32,35 +37,35 @@ TEXT ·kernel6x8(SB), NOSPLIT, $0-56
 	TESTQ R9, R9
 	JZ   tail
 
-#define STEP(aoff, boff) \
-	VMOVUPD boff(BX), Y12 \
-	VMOVUPD (boff+32)(BX), Y13 \
-	VBROADCASTSD (aoff)(AX), Y14 \
+#define STEP \
+	VMOVUPD (BX), Y12 \
+	VMOVUPD 32(BX), Y13 \
+	VBROADCASTSD (AX), Y14 \
 	VFMADD231PD Y12, Y14, Y0 \
 	VFMADD231PD Y13, Y14, Y1 \
-	VBROADCASTSD (aoff+8)(AX), Y15 \
+	VBROADCASTSD 8(AX), Y15 \
 	VFMADD231PD Y12, Y15, Y2 \
 	VFMADD231PD Y13, Y15, Y3 \
-	VBROADCASTSD (aoff+16)(AX), Y14 \
+	VBROADCASTSD 16(AX), Y14 \
 	VFMADD231PD Y12, Y14, Y4 \
 	VFMADD231PD Y13, Y14, Y5 \
-	VBROADCASTSD (aoff+24)(AX), Y15 \
+	VBROADCASTSD 24(AX), Y15 \
 	VFMADD231PD Y12, Y15, Y6 \
 	VFMADD231PD Y13, Y15, Y7 \
-	VBROADCASTSD (aoff+32)(AX), Y14 \
+	VBROADCASTSD 32(AX), Y14 \
 	VFMADD231PD Y12, Y14, Y8 \
 	VFMADD231PD Y13, Y14, Y9 \
-	VBROADCASTSD (aoff+40)(AX), Y15 \
+	VBROADCASTSD 40(AX), Y15 \
 	VFMADD231PD Y12, Y15, Y10 \
-	VFMADD231PD Y13, Y15, Y11
+	VFMADD231PD Y13, Y15, Y11 \
+	ADDQ R10, AX \
+	ADDQ R11, BX
 
 loop4:
-	STEP(0, 0)
-	STEP(48, 64)
-	STEP(96, 128)
-	STEP(144, 192)
-	ADDQ $192, AX
-	ADDQ $256, BX
+	STEP
+	STEP
+	STEP
+	STEP
 	DECQ R9
 	JNZ  loop4
 
@@ -69,18 +74,16 @@ tail:
 	JZ    store
 
 loop1:
-	STEP(0, 0)
-	ADDQ $48, AX
-	ADDQ $64, BX
+	STEP
 	DECQ CX
 	JNZ  loop1
 
 store:
-	VBROADCASTSD alpha+40(FP), Y14
-	MOVQ beta+48(FP), R10
+	VBROADCASTSD alpha+56(FP), Y14
+	MOVQ beta+64(FP), R10
 	SHLQ $1, R10 // drop the sign: +-0 both mean "do not read C"
 	JZ   storezero
-	VBROADCASTSD beta+48(FP), Y15
+	VBROADCASTSD beta+64(FP), Y15
 
 #define ROWBETA(r0, r1) \
 	VMULPD Y14, r0, r0 \
