@@ -22,8 +22,29 @@ const (
 	GainValueOut  = 1.0
 )
 
-// MLP is a fully connected network with tanh hidden layers and a linear output
-// layer, on float64. It owns no parameters: every method takes the flat
+// Activation is the nonlinearity of an MLP's hidden layers.
+type Activation int
+
+const (
+	// Tanh, the default (the policy and value networks of PPO and DPPG).
+	Tanh Activation = iota
+	// ReLU, max(0, x), with derivative 0 at 0 (the convention of PyTorch).
+	ReLU
+)
+
+// String returns "tanh" or "relu".
+func (a Activation) String() string {
+	switch a {
+	case Tanh:
+		return "tanh"
+	case ReLU:
+		return "relu"
+	}
+	return fmt.Sprintf("Activation(%d)", int(a))
+}
+
+// MLP is a fully connected network with tanh (or ReLU: NewMLPActivation)
+// hidden layers and a linear output layer, on float64. It owns no parameters: every method takes the flat
 // parameter vector, laid out layer by layer as W_0 (Sizes[1] x Sizes[0],
 // row-major), b_0, W_1, b_1, ..., so that a policy snapshot is one slice and
 // the DP mechanism clips and noises one vector. Batched layers run gonum's
@@ -32,6 +53,7 @@ const (
 // kernel choice is measured in policy/REPRODUCE.md). An MLP keeps reusable
 // workspaces, so it is not safe for concurrent use; NewMLP is cheap.
 type MLP struct {
+	act   Activation
 	sizes []int // layer widths: input, hidden..., output
 	wOff  []int // offset of W_l in the flat vector
 	bOff  []int // offset of b_l
@@ -51,7 +73,13 @@ type MLP struct {
 // NewMLP returns a network with the given layer widths: sizes[0] is the input
 // dimension, sizes[len-1] the output dimension, the others tanh hidden layers.
 // It returns an error unless there are at least two sizes, all positive.
-func NewMLP(sizes ...int) (*MLP, error) {
+func NewMLP(sizes ...int) (*MLP, error) { return NewMLPActivation(Tanh, sizes...) }
+
+// NewMLPActivation is NewMLP with the given hidden activation.
+func NewMLPActivation(act Activation, sizes ...int) (*MLP, error) {
+	if act != Tanh && act != ReLU {
+		return nil, fmt.Errorf("policy: mlp activation %v unknown", act)
+	}
 	if len(sizes) < 2 {
 		return nil, fmt.Errorf("policy: mlp needs at least input and output sizes, got %v", sizes)
 	}
@@ -60,7 +88,7 @@ func NewMLP(sizes ...int) (*MLP, error) {
 			return nil, fmt.Errorf("policy: mlp sizes[%d] = %d, must be >= 1", i, s)
 		}
 	}
-	m := &MLP{sizes: append([]int(nil), sizes...)}
+	m := &MLP{act: act, sizes: append([]int(nil), sizes...)}
 	L := len(sizes) - 1
 	m.wOff = make([]int, L)
 	m.bOff = make([]int, L)
@@ -83,6 +111,9 @@ func NewMLP(sizes ...int) (*MLP, error) {
 
 // NumParams returns the length of the flat parameter vector.
 func (m *MLP) NumParams() int { return m.n }
+
+// Activation returns the hidden layers' activation.
+func (m *MLP) Activation() Activation { return m.act }
 
 // In returns the input dimension.
 func (m *MLP) In() int { return m.sizes[0] }
@@ -181,7 +212,7 @@ func (m *MLP) Forward(dst, params, x []float64) {
 			blas64.Vector{N: len(cur), Inc: 1, Data: cur}, 1,
 			blas64.Vector{N: out, Inc: 1, Data: y})
 		if l < L-1 {
-			tanhInPlace(y)
+			m.activate(y)
 		}
 		cur = y
 	}
@@ -228,7 +259,7 @@ func (m *MLP) ForwardBatch(dst, params, x []float64, n int) {
 			m.weights(params, l), 1,
 			blas64.General{Rows: n, Cols: out, Stride: out, Data: y})
 		if l < L-1 {
-			tanhInPlace(y)
+			m.activate(y)
 		}
 	}
 	copy(dst, m.acts[L][:n*m.Out()])
@@ -251,10 +282,7 @@ func (m *MLP) Backward(grad, params, dOut []float64) {
 		in, out := m.sizes[l], m.sizes[l+1]
 		d := m.deltas[l+1][:n*out] // dL/d(pre-activation of layer l output)
 		if l < L-1 {
-			y := m.acts[l+1][:n*out]
-			for i, v := range y {
-				d[i] *= 1 - v*v
-			}
+			m.activationGrad(d, m.acts[l+1][:n*out])
 		}
 		dG := blas64.General{Rows: n, Cols: out, Stride: out, Data: d}
 		// dW = d^T a
@@ -293,6 +321,33 @@ func (m *MLP) FLOPs(n int) (forward, backward float64) {
 	return forward, backward
 }
 
-// tanhInPlace applies the hidden activation (internal/vecmath: within 2
-// ulp of math.Tanh, four lanes at a time where the CPU has AVX2).
-func tanhInPlace(y []float64) { vecmath.Tanh(y) }
+// activate applies the hidden activation to y in place (tanh through
+// internal/vecmath: within 2 ulp of math.Tanh, four lanes at a time where the
+// CPU has AVX2).
+func (m *MLP) activate(y []float64) {
+	if m.act == ReLU {
+		for i, v := range y {
+			y[i] = max(v, 0)
+		}
+		return
+	}
+	vecmath.Tanh(y)
+}
+
+// activationGrad multiplies d, the gradient with respect to a hidden
+// layer's outputs y, by the activation's derivative, written in terms of y:
+// 1 - y^2 for tanh, 1 where y > 0 (else 0) for ReLU.
+func (m *MLP) activationGrad(d, y []float64) {
+	y = y[:len(d)]
+	if m.act == ReLU {
+		for i, v := range y {
+			if !(v > 0) {
+				d[i] = 0
+			}
+		}
+		return
+	}
+	for i, v := range y {
+		d[i] *= 1 - v*v
+	}
+}

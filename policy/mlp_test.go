@@ -234,8 +234,17 @@ func fdCheck(t *testing.T, name string, f func([]float64) float64, x, grad []flo
 }
 
 func TestMLPBackwardFiniteDifference(t *testing.T) {
+	for _, act := range []Activation{Tanh, ReLU} {
+		t.Run(act.String(), func(t *testing.T) { testMLPBackwardFiniteDifference(t, act) })
+	}
+}
+
+func testMLPBackwardFiniteDifference(t *testing.T, act Activation) {
 	rng := testRNG(t)
-	m := mustMLP(t, 3, 8, 5, 2)
+	m, err := NewMLPActivation(act, 3, 8, 5, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	p := randSlice(rng, m.NumParams(), 0.7)
 	n := 4
 	x := randSlice(rng, n*3, 1)
@@ -249,6 +258,26 @@ func TestMLPBackwardFiniteDifference(t *testing.T) {
 	loss(p)
 	m.Backward(grad, p, c)
 	fdCheck(t, "mlp", loss, p, grad, 1e-6)
+}
+
+// TestMLPReLUForward checks a ReLU network against a hand computation.
+func TestMLPReLUForward(t *testing.T) {
+	m, err := NewMLPActivation(ReLU, 2, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// W0 = [[1, -1], [2, 1]], b0 = [0, -5], W1 = [[3, 4]], b1 = [0.5]
+	p := []float64{1, -1, 2, 1, 0, -5, 3, 4, 0.5}
+	out := make([]float64, 2)
+	m.ForwardBatch(out, p, []float64{2, 1, 1, 3}, 2)
+	// x = (2, 1): h = (relu(1), relu(5-5=0)) = (1, 0): 3 + 0.5 = 3.5
+	// x = (1, 3): h = (relu(-2), relu(5-5)) = (0, 0): 0.5
+	if out[0] != 3.5 || out[1] != 0.5 {
+		t.Fatalf("relu forward = %v, want [3.5 0.5]", out)
+	}
+	if _, err := NewMLPActivation(Activation(7), 2, 1); err == nil {
+		t.Fatal("unknown activation accepted")
+	}
 }
 
 func TestMLPAllocs(t *testing.T) {

@@ -71,10 +71,7 @@ func (m *MLP) backpropDeltas(params, dOut []float64) {
 		in, out := m.sizes[l], m.sizes[l+1]
 		d := m.deltas[l+1][:n*out]
 		if l < L-1 {
-			y := m.acts[l+1][:n*out]
-			for i, v := range y {
-				d[i] *= 1 - v*v
-			}
+			m.activationGrad(d, m.acts[l+1][:n*out])
 		}
 		if l > 0 {
 			gemmSerial(blas.NoTrans, blas.NoTrans, 1,

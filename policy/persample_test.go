@@ -41,14 +41,20 @@ func TestGhostClipperMatchesPerUnitGradients(t *testing.T) {
 		sizes  []int
 		n      int
 		bounds []int
+		act    Activation
 	}{
-		{"rows", []int{4, 16, 8, 3}, 9, nil},
-		{"units", []int{4, 16, 8, 3}, 10, []int{0, 1, 4, 10}},
-		{"wide-gram", []int{6, 64, 64, 3}, 12, []int{0, 2, 5, 12}},
-		{"long-materialise", []int{3, 5, 2}, 40, []int{0, 1, 39, 40}},
+		{"rows", []int{4, 16, 8, 3}, 9, nil, Tanh},
+		{"units", []int{4, 16, 8, 3}, 10, []int{0, 1, 4, 10}, Tanh},
+		{"wide-gram", []int{6, 64, 64, 3}, 12, []int{0, 2, 5, 12}, Tanh},
+		{"long-materialise", []int{3, 5, 2}, 40, []int{0, 1, 39, 40}, Tanh},
+		{"relu-rows", []int{6, 32, 32, 3}, 9, nil, ReLU},
+		{"relu-units", []int{4, 16, 8, 3}, 10, []int{0, 1, 4, 10}, ReLU},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := mustMLP(t, tc.sizes...)
+			m, err := NewMLPActivation(tc.act, tc.sizes...)
+			if err != nil {
+				t.Fatal(err)
+			}
 			p := make([]float64, m.NumParams())
 			m.Init(p, rng, 1)
 			x := randSlice(rng, tc.n*m.In(), 1)
