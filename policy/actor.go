@@ -17,6 +17,10 @@ type Actor struct {
 	out    []float64
 	scale  []float64 // PPOConfig.ObsScale, empty if none
 	in     []float64 // scaled observation
+
+	// Batch workspaces (ActDiscreteBatch, ActContinuousBatch), grown to the
+	// largest batch seen.
+	inBatch, outBatch []float64
 }
 
 // NewActorFor returns an actor for spec with cfg's hidden widths and
@@ -110,4 +114,74 @@ func (a *Actor) ActContinuous(dst []float64, rng *rand.Rand, theta, obs []float6
 	logStd := theta[a.nActor:a.nPi]
 	g.Sample(dst, rng, a.out, logStd)
 	return g.LogProb(a.out, logStd, dst)
+}
+
+// batchForward computes the network outputs for n observations (row-major
+// in obs) into a.outBatch, scaling them first if the actor scales
+// observations. A row's outputs do not depend on n or on the other rows
+// (MLP.ForwardBatch), so a batched rollout is the same as one user at a
+// time with ForwardBatch.
+func (a *Actor) batchForward(theta, obs []float64, n int) []float64 {
+	od, no := a.spec.ObsDim, a.spec.netOut()
+	if len(theta) < a.nPi || n < 1 || len(obs) != n*od {
+		panic(fmt.Sprintf("policy: actor batch theta %d obs %d n %d, want >= %d and n*%d", len(theta), len(obs), n, a.nPi, od))
+	}
+	if cap(a.outBatch) < n*no {
+		a.outBatch = make([]float64, n*no)
+		a.inBatch = make([]float64, n*od)
+		a.net.Reserve(n)
+	}
+	x := obs
+	if len(a.scale) > 0 {
+		x = a.inBatch[:n*od]
+		for i, v := range obs {
+			x[i] = v * a.scale[i%od]
+		}
+	}
+	out := a.outBatch[:n*no]
+	a.net.ForwardBatch(out, theta[:a.nActor], x, n)
+	return out
+}
+
+// ActDiscreteBatch samples one action for each of the len(rngs)
+// observations in obs (row-major), row i with rngs[i], into actions and
+// their log-probabilities into logps: one batched forward for all rows.
+// Row i gets what ActDiscrete would with a network forward computed by
+// MLP.ForwardBatch (the same values whatever the batch). It allocates
+// nothing once its workspaces have grown to the batch size.
+func (a *Actor) ActDiscreteBatch(rngs []*rand.Rand, theta, obs []float64, actions []int, logps []float64) {
+	if a.spec.Kind != ActionDiscrete {
+		panic("policy: ActDiscreteBatch on a continuous policy")
+	}
+	n, k := len(rngs), a.spec.NumActions
+	if len(actions) != n || len(logps) != n {
+		panic(fmt.Sprintf("policy: actor batch of %d rngs, %d actions, %d logps", n, len(actions), len(logps)))
+	}
+	out := a.batchForward(theta, obs, n)
+	c := Categorical{N: k}
+	for i, rng := range rngs {
+		row := out[i*k : (i+1)*k]
+		actions[i] = c.Sample(rng, row)
+		logps[i] = c.LogProb(row, actions[i])
+	}
+}
+
+// ActContinuousBatch is ActDiscreteBatch for a Gaussian policy: row i's
+// action goes to dst[i*ActionDim:(i+1)*ActionDim].
+func (a *Actor) ActContinuousBatch(dst []float64, rngs []*rand.Rand, theta, obs []float64, logps []float64) {
+	if a.spec.Kind != ActionContinuous {
+		panic("policy: ActContinuousBatch on a discrete policy")
+	}
+	n, d := len(rngs), a.spec.ActionDim
+	if len(dst) != n*d || len(logps) != n {
+		panic(fmt.Sprintf("policy: actor batch of %d rngs, dst %d, %d logps", n, len(dst), len(logps)))
+	}
+	out := a.batchForward(theta, obs, n)
+	g := DiagGaussian{Dim: d}
+	logStd := theta[a.nActor:a.nPi]
+	for i, rng := range rngs {
+		mean, act := out[i*d:(i+1)*d], dst[i*d:(i+1)*d]
+		g.Sample(act, rng, mean, logStd)
+		logps[i] = g.LogProb(mean, logStd, act)
+	}
 }

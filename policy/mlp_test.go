@@ -260,6 +260,30 @@ func testMLPBackwardFiniteDifference(t *testing.T, act Activation) {
 	fdCheck(t, "mlp", loss, p, grad, 1e-6)
 }
 
+// TestMLPRowsIndependent: a row of ForwardBatch is the same, bit for bit,
+// whatever the batch size (lockstep rollouts rely on it).
+func TestMLPRowsIndependent(t *testing.T) {
+	rng := testRNG(t)
+	for _, sizes := range [][]int{{4, 32, 32, 2}, {4, 16, 16, 2}, {60, 64, 64, 20}, {3, 8, 1}} {
+		m := mustMLP(t, sizes...)
+		p := randSlice(rng, m.NumParams(), 0.5)
+		in, out := sizes[0], sizes[len(sizes)-1]
+		const rows = 20
+		x := randSlice(rng, rows*in, 1)
+		ref := make([]float64, rows*out)
+		m.ForwardBatch(ref, p, x, rows)
+		for n := 1; n <= rows; n++ {
+			got := make([]float64, n*out)
+			m.ForwardBatch(got, p, x[:n*in], n)
+			for i := range got {
+				if got[i] != ref[i] {
+					t.Fatalf("%v, batch %d: output %d = %v, with 20 rows %v", sizes, n, i, got[i], ref[i])
+				}
+			}
+		}
+	}
+}
+
 // TestMLPReLUForward checks a ReLU network against a hand computation.
 func TestMLPReLUForward(t *testing.T) {
 	m, err := NewMLPActivation(ReLU, 2, 2, 1)

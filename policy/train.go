@@ -179,21 +179,56 @@ type UpdateDiag struct {
 	NoiseValue    float64 `json:"noise_value"`
 }
 
-// trainWorker owns everything one goroutine needs for a user.
+// lockstepUsers is the most users a worker rolls out side by side, with one
+// batched forward of the policy per step (trainWorker.rollout): enough rows
+// to fill the GEMM's register tiles, few enough that the trajectories stay
+// small (16 sessions of recsys's 400 steps hold about 3 MB).
+const lockstepUsers = 16
+
+// trainWorker owns everything one goroutine needs for its users: a learner,
+// an actor, and one lane (environment, generator, trajectory) per user it
+// rolls out side by side.
 type trainWorker struct {
 	learner *Learner
 	actor   *Actor
-	env     sims.Env
-	pcg     *rand.PCG
-	rng     *rand.Rand
-	tr      Trajectory
-	act     sims.Action
+	newEnv  func() sims.Env
+	spec    Spec
+	lanes   []*lane
 	T       int
 	steps   int64
 	err     error
+	// The chunk of slots rolled out last (lanes[i] holds slots[i]'s
+	// trajectory) and how many of them have had their local update.
+	slots []int
+	done  int
+	// Step buffers of the active lanes: observations, actions, log-probs.
+	obs    []float64
+	acts   []int
+	cacts  []float64
+	logps  []float64
+	rngs   []*rand.Rand
+	active []int
 	// sums of the LocalStats fields since the last diagnose
 	statSum [5]float64
 	statN   int
+}
+
+// lane is one user of a lockstep rollout: its generator PCG(seed, u) (the
+// environment's transitions, the actions, then its local update's
+// minibatch shuffles, in that order as if it ran alone), its environment
+// (or its slot's, with ContinueEpisodes) and its trajectory.
+type lane struct {
+	pcg *rand.PCG
+	rng *rand.Rand
+	own sims.Env     // the lane's environment for fresh episodes
+	env sims.Env     // the one stepped: own, or the slot's
+	es  *episodeSlot // the slot of ContinueEpisodes, or nil
+	tr  Trajectory   // full-length buffers
+	act sims.Action
+	// the rollout's outcome: steps taken, whether the episode terminated or
+	// ended (terminated, truncated or at the slot's limit)
+	t               int
+	terminal, ended bool
 }
 
 // episodeSlot is one running episode of ContinueEpisodes: its own
@@ -285,14 +320,7 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 		if err != nil {
 			return Result{}, err
 		}
-		env := env0
-		if i > 0 {
-			env = newEnv()
-		}
-		pcg := rand.NewPCG(userSeed, 0)
-		w := &trainWorker{learner: l, actor: a, env: env, pcg: pcg, rng: rand.New(pcg), T: cfg.PPO.StepsPerUser}
-		w.allocTrajectory(spec, cfg.PPO.StepsPerUser)
-		workers[i] = w
+		workers[i] = &trainWorker{learner: l, actor: a, newEnv: newEnv, spec: spec, T: cfg.PPO.StepsPerUser}
 	}
 	l0 := workers[0].learner
 	n, nPi := l0.NumParams(), l0.NumPolicyParams()
@@ -353,12 +381,20 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 		// A failed local update (not finite) contributes the zero vector
 		// and keeps its place among the K (Round); an error that is not a
 		// function of the user's data (w.err) stops the run.
+		stride := min(W, batch) // Round.Run's workers for this batch
 		gTilde, err := round.Run(batch, func(wi, slot int, gu []float64) error {
-			var es *episodeSlot
-			if slots != nil {
-				es = slots[slot]
+			w := workers[wi]
+			if w.done == len(w.slots) || w.slots[w.done] != slot {
+				// Round.Run hands worker wi the slots wi, wi+stride,
+				// ... in order: roll out its next lockstepUsers of them.
+				w.slots = w.slots[:0]
+				for s := slot; s < batch && len(w.slots) < lockstepUsers; s += stride {
+					w.slots = append(w.slots, s)
+				}
+				w.rollout(theta, uint64(first), userSeed, slots)
 			}
-			if !workers[wi].user(gu, theta, uint64(first+slot), userSeed, es) {
+			ok := w.update(gu, theta)
+			if !ok {
 				return ErrNonFinite
 			}
 			return nil
@@ -477,85 +513,146 @@ func diagnose(workers []*trainWorker, round *Round, batch int, gTilde []float64,
 	return d
 }
 
-func (w *trainWorker) allocTrajectory(spec Spec, T int) {
-	w.tr = Trajectory{
-		Obs:      make([]float64, (T+1)*spec.ObsDim),
-		Rewards:  make([]float64, T),
-		LogProbs: make([]float64, T),
+// lane returns lane i, creating it (an environment from newEnv and
+// full-length trajectory buffers) on first use.
+func (w *trainWorker) lane(i int) *lane {
+	for len(w.lanes) <= i {
+		spec, T := w.spec, w.T
+		pcg := rand.NewPCG(0, 0)
+		l := &lane{pcg: pcg, rng: rand.New(pcg), own: w.newEnv()}
+		l.tr = Trajectory{
+			Obs:      make([]float64, (T+1)*spec.ObsDim),
+			Rewards:  make([]float64, T),
+			LogProbs: make([]float64, T),
+		}
+		if spec.Kind == ActionDiscrete {
+			l.tr.Actions = make([]int, T)
+		} else {
+			l.tr.ContActions = make([]float64, T*spec.ActionDim)
+			l.act.Vec = make([]float64, spec.ActionDim)
+		}
+		w.lanes = append(w.lanes, l)
 	}
-	if spec.Kind == ActionDiscrete {
-		w.tr.Actions = make([]int, T)
-	} else {
-		w.tr.ContActions = make([]float64, T*spec.ActionDim)
-		w.act.Vec = make([]float64, spec.ActionDim)
+	return w.lanes[i]
+}
+
+// rollout runs the users of w.slots (user first+slot, generator
+// PCG(seed, user)) side by side under theta: each for at most T steps of a
+// fresh episode or, with slots (ContinueEpisodes), of its slot's running
+// episode, with one batched forward of the policy per step over the users
+// still running. Each user draws from its own generator in the order it
+// would alone, and a row of the batched forward does not depend on the
+// others, so every trajectory is the one the user would have on its own:
+// the run does not depend on how users are grouped (Workers).
+func (w *trainWorker) rollout(theta []float64, first, seed uint64, slots []*episodeSlot) {
+	spec, T := w.spec, w.T
+	od := spec.ObsDim
+	n := len(w.slots)
+	w.done = 0
+	if cap(w.rngs) < n {
+		w.obs = make([]float64, n*od)
+		w.acts = make([]int, n)
+		w.cacts = make([]float64, n*max(spec.ActionDim, 1))
+		w.logps = make([]float64, n)
+		w.rngs = make([]*rand.Rand, n)
+		w.active = make([]int, n)
+	}
+	active := w.active[:0]
+	for i, slot := range w.slots {
+		l := w.lane(i)
+		l.pcg.Seed(seed, first+uint64(slot))
+		l.t, l.terminal, l.ended, l.es = 0, false, false, nil
+		obs := l.tr.Obs[:od]
+		l.env = l.own
+		if slots == nil {
+			l.env.Reset(l.rng, obs)
+		} else {
+			es := slots[slot]
+			l.es, l.env = es, es.env
+			if !es.running {
+				es.env.Reset(es.rng, es.obs)
+				es.running, es.steps = true, 0
+			}
+			copy(obs, es.obs)
+		}
+		active = append(active, i)
+	}
+	for t := 0; t < T && len(active) > 0; t++ {
+		na := len(active)
+		for r, i := range active {
+			copy(w.obs[r*od:(r+1)*od], w.lanes[i].tr.Obs[t*od:(t+1)*od])
+			w.rngs[r] = w.lanes[i].rng
+		}
+		if spec.Kind == ActionDiscrete {
+			w.actor.ActDiscreteBatch(w.rngs[:na], theta, w.obs[:na*od], w.acts[:na], w.logps[:na])
+		} else {
+			w.actor.ActContinuousBatch(w.cacts[:na*spec.ActionDim], w.rngs[:na], theta, w.obs[:na*od], w.logps[:na])
+		}
+		still := active[:0]
+		for r, i := range active {
+			l := w.lanes[i]
+			full := l.tr
+			if spec.Kind == ActionDiscrete {
+				full.Actions[t] = w.acts[r]
+				l.act.Index = w.acts[r]
+			} else {
+				a := full.ContActions[t*spec.ActionDim : (t+1)*spec.ActionDim]
+				copy(a, w.cacts[r*spec.ActionDim:(r+1)*spec.ActionDim])
+				copy(l.act.Vec, a)
+			}
+			full.LogProbs[t] = w.logps[r]
+			cur, next := full.Obs[t*od:(t+1)*od], full.Obs[(t+1)*od:(t+2)*od]
+			copy(next, cur)
+			rew, term, trunc := l.env.Step(l.act, next)
+			full.Rewards[t] = rew
+			l.t = t + 1
+			if es := l.es; es != nil {
+				// The episode ends at MaxSteps whatever the environment
+				// says: EpisodeSegments relies on it.
+				es.steps++
+				trunc = trunc || (es.limit > 0 && es.steps >= es.limit)
+			}
+			if term || trunc {
+				l.terminal, l.ended = term, true
+				continue
+			}
+			still = append(still, i)
+		}
+		active = still
+	}
+	for i := range w.slots {
+		l := w.lanes[i]
+		w.steps += int64(l.t)
+		if es := l.es; es != nil {
+			es.running = !l.ended
+			copy(es.obs, l.tr.Obs[l.t*od:(l.t+1)*od])
+		}
 	}
 }
 
-// user runs user u: at most T steps under theta of a fresh episode (es nil)
-// or of the slot's running episode, then the local update into gu. It
-// reports false if the update was not finite; other errors are kept in w.err.
-func (w *trainWorker) user(gu, theta []float64, u, seed uint64, es *episodeSlot) bool {
-	w.pcg.Seed(seed, u)
-	spec := w.learner.Spec()
-	T := w.T
+// update computes the local update of the next rolled-out user of the
+// chunk into gu. It reports false if the update was not finite; other
+// errors are kept in w.err.
+func (w *trainWorker) update(gu, theta []float64) bool {
+	l := w.lanes[w.done]
+	w.done++
+	spec := w.spec
 	od := spec.ObsDim
-	full := w.tr
-	obs := full.Obs
-	env := w.env
-	if es == nil {
-		env.Reset(w.rng, obs[:od])
-	} else {
-		env = es.env
-		if !es.running {
-			env.Reset(es.rng, es.obs)
-			es.running, es.steps = true, 0
-		}
-		copy(obs[:od], es.obs)
-	}
-	t, terminal, ended := 0, false, false
-	for t < T {
-		cur, next := obs[t*od:(t+1)*od], obs[(t+1)*od:(t+2)*od]
-		if spec.Kind == ActionDiscrete {
-			full.Actions[t], full.LogProbs[t] = w.actor.ActDiscrete(w.rng, theta, cur)
-			w.act.Index = full.Actions[t]
-		} else {
-			a := full.ContActions[t*spec.ActionDim : (t+1)*spec.ActionDim]
-			full.LogProbs[t] = w.actor.ActContinuous(a, w.rng, theta, cur)
-			copy(w.act.Vec, a)
-		}
-		copy(next, cur)
-		r, term, trunc := env.Step(w.act, next)
-		full.Rewards[t] = r
-		t++
-		if es != nil {
-			// The episode ends at MaxSteps whatever the environment says:
-			// EpisodeSegments relies on it.
-			es.steps++
-			trunc = trunc || (es.limit > 0 && es.steps >= es.limit)
-		}
-		if term || trunc {
-			terminal, ended = term, true
-			break
-		}
-	}
-	w.steps += int64(t)
-	if es != nil {
-		es.running = !ended
-		copy(es.obs, obs[t*od:(t+1)*od])
-	}
+	t := l.t
+	full := l.tr
 	tr := Trajectory{
-		Obs:      obs[:t*od],
+		Obs:      full.Obs[:t*od],
 		Rewards:  full.Rewards[:t],
 		LogProbs: full.LogProbs[:t],
-		FinalObs: obs[t*od : (t+1)*od],
-		Terminal: terminal,
+		FinalObs: full.Obs[t*od : (t+1)*od],
+		Terminal: l.terminal,
 	}
 	if spec.Kind == ActionDiscrete {
 		tr.Actions = full.Actions[:t]
 	} else {
 		tr.ContActions = full.ContActions[:t*spec.ActionDim]
 	}
-	err := w.learner.LocalUpdate(gu, theta, &tr, w.rng)
+	err := w.learner.LocalUpdate(gu, theta, &tr, l.rng)
 	st := &w.learner.stats
 	w.statSum[0] += st.AdvMean
 	w.statSum[1] += st.AdvAbs

@@ -51,10 +51,21 @@ func TestTrainDeterministic(t *testing.T) {
 	cfg := DefaultControlConfig() // mode dp: noise included
 	cfg.PPO.Hidden = []int{8}
 	cfg.DP.UsersPerUpdate = 5
+	testTrainDeterministic(t, cfg, 23, 5)
+	// Lockstep rollouts: 1 worker rolls out 16 users side by side, 3 workers
+	// 7, 7 and 6, and users drop out of the batched forward as their
+	// episodes end; the trajectories must not depend on it.
+	cfg.PPO.Hidden = []int{32, 32}
+	cfg.DP.UsersPerUpdate = 20
+	testTrainDeterministic(t, cfg, 45, 3)
+}
+
+func testTrainDeterministic(t *testing.T, cfg Config, users, updates int) {
+	t.Helper()
 	for _, cont := range []bool{false, true} {
 		run := func(workers int) Result {
 			res, err := Train(context.Background(), cartpole, cfg,
-				TrainOptions{Users: 23, Workers: workers, ContinueEpisodes: cont, CurveEvery: 10},
+				TrainOptions{Users: users, Workers: workers, ContinueEpisodes: cont, CurveEvery: 10},
 				rand.New(rand.NewPCG(9, 9)))
 			if err != nil {
 				t.Fatal(err)
@@ -65,10 +76,10 @@ func TestTrainDeterministic(t *testing.T) {
 		if !slices.Equal(a.Theta, b.Theta) || a.Steps != b.Steps || !slices.Equal(a.Curve, b.Curve) {
 			t.Fatalf("continue %v: runs with the same seed differ (steps %d vs %d)", cont, a.Steps, b.Steps)
 		}
-		if a.Users != 23 || a.Updates != 5 {
-			t.Fatalf("%d users %d updates, want 23 and 5 (last batch flushed early)", a.Users, a.Updates)
+		if a.Users != users || a.Updates != updates {
+			t.Fatalf("%d users %d updates, want %d and %d (last batch flushed early)", a.Users, a.Updates, users, updates)
 		}
-		c, err := Train(context.Background(), cartpole, cfg, TrainOptions{Users: 23, ContinueEpisodes: cont}, rand.New(rand.NewPCG(9, 10)))
+		c, err := Train(context.Background(), cartpole, cfg, TrainOptions{Users: users, ContinueEpisodes: cont}, rand.New(rand.NewPCG(9, 10)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -49,7 +49,7 @@ func Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda i
 		scale(m, n, beta, c, ldc)
 		return
 	}
-	if small(m, n, k) {
+	if small(n, k) {
 		direct(tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
@@ -58,11 +58,13 @@ func Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda i
 	pool.Put(ws)
 }
 
-// small reports whether a product is too thin for packing to pay: a
-// dimension of at most 2 (a single observation, a value head, two actions)
-// leaves most of a 6 x 8 tile empty, and a tiny product is all overhead.
-func small(m, n, k int) bool {
-	return m <= 2 || n <= 2 || k <= 2 || m*n*k <= 512
+// small reports whether a product is too thin for packing to pay: an inner
+// or output dimension of at most 2 (a value head, two actions) or a tiny
+// layer leaves most of a 6 x 8 tile empty. It does not look at m, so that a
+// row of C is computed the same way whatever the number of rows (see
+// Dgemm).
+func small(n, k int) bool {
+	return n <= 2 || k <= 2 || n*k <= 32
 }
 
 // direct computes C = alpha op(A) op(B) + beta C without packing, as rows of

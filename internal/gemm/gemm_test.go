@@ -233,3 +233,35 @@ func TestKernelName(t *testing.T) {
 	}
 	t.Logf("kernel: %s", k)
 }
+
+// TestDgemmRowsIndependent: with A not transposed, a row of C does not
+// depend on how many rows the product has.
+func TestDgemmRowsIndependent(t *testing.T) {
+	kernels(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(5, 6))
+		for _, nk := range [][2]int{{2, 64}, {64, 4}, {32, 4}, {16, 16}, {64, 64}, {9, 300}, {300, 9}} {
+			n, k := nk[0], nk[1]
+			for _, tB := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+				const rows = 13
+				a := randSlice(rng, rows*k)
+				b := randSlice(rng, k*n)
+				ldb := n
+				if tB == blas.Trans {
+					ldb = k
+				}
+				c0 := randSlice(rng, rows*n)
+				ref := append([]float64(nil), c0...)
+				Dgemm(blas.NoTrans, tB, rows, n, k, 1, a, k, b, ldb, 1, ref, n)
+				for m := 1; m < rows; m++ {
+					got := append([]float64(nil), c0[:m*n]...)
+					Dgemm(blas.NoTrans, tB, m, n, k, 1, a, k, b, ldb, 1, got, n)
+					for i := range got {
+						if math.Float64bits(got[i]) != math.Float64bits(ref[i]) {
+							t.Fatalf("n %d k %d tB %c: with %d rows C[%d] = %v, with %d rows %v", n, k, tB, m, i, got[i], rows, ref[i])
+						}
+					}
+				}
+			}
+		}
+	})
+}

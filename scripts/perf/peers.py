@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""dprl against its peers on this machine: same-run ratios, one thread each.
+
+    python3 scripts/perf/peers.py gemm  [--rounds 5]   # internal/gemm vs numpy/OpenBLAS, n = 64 and 512
+    python3 scripts/perf/peers.py ppo   [--rounds 3]   # dprl PPO vs CleanRL ppo.py, CartPole env steps/s
+    python3 scripts/perf/peers.py dpsgd [--rounds 3]   # dprl DP-SGD vs Opacus 1.4 (glibc defaults and tuned)
+    add --json for machine-readable output, --peers DIR for the exported peer sources
+
+The two sides run alternately (A B A B ...), each round after waiting for the
+machine to be idle (/proc/stat); the result is the median of each side, the
+range, and the median of the per-round ratios. The Go side is a `go test
+-bench` binary built once, run with -test.cpu 1; the peers run on Debian's
+python3 with OMP/OpenBLAS limited to one thread (torch.set_num_threads(1)).
+Peer setup: README, "Performance against peers".
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PY = "/usr/bin/python3"
+TUNED = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967296:glibc.malloc.top_pad=268435456"
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def busy_fraction(interval=0.5):
+    def read():
+        with open("/proc/stat") as f:
+            v = list(map(int, f.readline().split()[1:]))
+        return v[3] + v[4], sum(v)
+    i0, t0 = read()
+    time.sleep(interval)
+    i1, t1 = read()
+    return 1 - (i1 - i0) / max(t1 - t0, 1)
+
+
+def wait_idle(limit=0.1, patience=30):
+    for _ in range(patience):
+        b = busy_fraction()
+        if b < limit:
+            return b
+    log("warning: machine still %.0f%% busy; measuring anyway" % (100 * b))
+    return b
+
+
+def peer_env(peers):
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               PYTHONPATH=peers)
+    # Older OpenBLAS builds need these on some CPUs; they slow a current one.
+    env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("OPENBLAS_L2_SIZE", None)
+    return env
+
+
+def go_bench(binary, pattern, metric, benchtime="1s"):
+    out = subprocess.run([binary, "-test.run", "^$", "-test.bench", pattern, "-test.cpu", "1",
+                          "-test.benchtime", benchtime], check=True, capture_output=True, text=True).stdout
+    res = {}
+    for line in out.splitlines():
+        m = re.match(r"Benchmark(\S+)\s.*?([\d.]+) " + re.escape(metric), line)
+        if m:
+            res[m.group(1)] = float(m.group(2))
+    if not res:
+        raise SystemExit("no %s in benchmark output:\n%s" % (metric, out))
+    return res
+
+
+def build(pkg, tmp):
+    binary = os.path.join(tmp, os.path.basename(pkg) + ".test")
+    subprocess.run(["go", "test", "-c", "-o", binary, "./" + pkg], cwd=ROOT, check=True)
+    return binary
+
+
+NUMPY_GEMM = r"""
+import sys, time, numpy as np
+for n in map(int, sys.argv[1].split(",")):
+    rng = np.random.default_rng(n)
+    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    c = np.empty((n, n))
+    np.matmul(a, b, out=c)
+    reps = 1
+    while True:  # grow the repetitions until a timing lasts >= 1 s, as go test -bench does
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            np.matmul(a, b, out=c)
+        t = time.perf_counter() - t0
+        if t >= 1.0:
+            break
+        reps = max(reps * 2, int(reps * 1.2 / max(t, 1e-9)))
+    print(n, 2.0 * n**3 * reps / t / 1e9)
+"""
+
+PEER_INFO = r"""
+import threadpoolctl, numpy
+i = threadpoolctl.threadpool_info()[0]
+print("numpy %s on %s %s (%s kernels), %s thread(s)" % (numpy.__version__, i["internal_api"], i["version"], i.get("architecture"), i["num_threads"]))
+"""
+
+
+def gemm(args, tmp):
+    sizes = [64, 512]
+    binary = build("internal/gemm", tmp)
+    kernel = subprocess.run([binary, "-test.run", "TestKernelName", "-test.v"], capture_output=True, text=True).stdout
+    m = re.search(r"kernel: (.*)", kernel)
+    env = peer_env(args.peers)
+    info = subprocess.run([PY, "-c", PEER_INFO], env=env, capture_output=True, text=True).stdout.strip()
+    rounds = []
+    for r in range(args.rounds):
+        wait_idle()
+        g = go_bench(binary, "Dgemm/n=(64|512)/dprl$", "GFLOP/s")
+        dprl = {n: g["Dgemm/n=%d/dprl" % n] for n in sizes}
+        out = subprocess.run([PY, "-c", NUMPY_GEMM, ",".join(map(str, sizes))], env=env, check=True,
+                             capture_output=True, text=True).stdout
+        peer = {int(l.split()[0]): float(l.split()[1]) for l in out.splitlines()}
+        rounds.append({"n=%d" % n: (dprl[n], peer[n]) for n in sizes})
+        log("round %d: %s" % (r + 1, rounds[-1]))
+    return {"what": "float64 GEMM, GFLOP/s (C = A B, n x n)", "dprl": "internal/gemm, kernel " + (m.group(1) if m else "?"),
+            "peer": info, "rounds": rounds}
+
+
+def ppo(args, tmp):
+    binary = build("policy", tmp)
+    script = os.path.join(args.peers, "cleanrl", "ppo.py")
+    runner = os.path.join(ROOT, "scripts", "perf", "peers", "run_cleanrl_ppo.py")
+    env = peer_env(args.peers)
+    rounds = []
+    for r in range(args.rounds):
+        wait_idle()
+        g = go_bench(binary, "TrainPPO/", "env-steps/s", "3x")
+        out = subprocess.run([PY, runner, script, "--env-id", "CartPole-v1", "--total-timesteps", str(args.timesteps),
+                              "--cuda", "false"], env=env, check=True, capture_output=True, text=True).stdout
+        sps = [int(x) for x in re.findall(r"SPS: (\d+)", out)]
+        peer = float(sps[-1])
+        rounds.append({"64x64-E4": (g["TrainPPO/64x64-E4"], peer), "16x16-E3 (dprl default) vs 64x64-E4": (g["TrainPPO/16x16-E3"], peer)})
+        log("round %d: %s" % (r + 1, rounds[-1]))
+    return {"what": "PPO on CartPole, environment steps/s end to end",
+            "dprl": "policy BenchmarkTrainPPO (800 users of 64 steps, K = 8, one worker)",
+            "peer": "CleanRL ppo.py (unmodified; 4 envs x 128 steps, 4 epochs, 4 minibatches, 64x64 tanh), "
+                    "float64, %d timesteps, its final SPS" % args.timesteps, "rounds": rounds}
+
+
+def dpsgd(args, tmp):
+    binary = build("policy", tmp)
+    script = os.path.join(ROOT, "scripts", "perf", "peers", "opacus_dpsgd.py")
+    rounds = []
+    for r in range(args.rounds):
+        wait_idle()
+        g = go_bench(binary, "DPSGDPeer/", "steps/s")
+        peers = {}
+        for label, extra in (("default", {}), ("tuned", {"GLIBC_TUNABLES": TUNED})):
+            env = dict(peer_env(args.peers), **extra)
+            out = subprocess.run([PY, script, "--seconds", "3"], env=env, check=True, capture_output=True, text=True).stdout
+            peers[label] = {l.split()[0]: float(l.split()[1]) for l in out.splitlines()}
+        row = {}
+        for name, v in g.items():
+            shape = name.split("/", 1)[1]
+            best = max(peers["default"][shape], peers["tuned"][shape])
+            row[shape] = (v, best)
+        rounds.append(row)
+        log("round %d: %s (Opacus default allocator: %s)" % (r + 1, row, peers["default"]))
+    return {"what": "DP-SGD steps/s (forward, backward, per-sample clip, noise, SGD)",
+            "dprl": "policy BenchmarkDPSGDPeer (ghost clipping)",
+            "peer": "Opacus 1.4.0 on torch %s, float64, the faster of glibc's default allocator and the tuned one (%s)"
+                    % (torch_version(args.peers), TUNED), "rounds": rounds}
+
+
+def torch_version(peers):
+    return subprocess.run([PY, "-c", "import torch; print(torch.__version__)"], env=peer_env(peers),
+                          capture_output=True, text=True).stdout.strip()
+
+
+def summarise(res):
+    rows = {}
+    for rd in res["rounds"]:
+        for k, (d, p) in rd.items():
+            rows.setdefault(k, []).append((d, p))
+    res["summary"] = {}
+    for k, v in rows.items():
+        d, p = [x[0] for x in v], [x[1] for x in v]
+        ratios = [x[0] / x[1] for x in v]
+        res["summary"][k] = {"dprl_median": statistics.median(d), "dprl_range": [min(d), max(d)],
+                             "peer_median": statistics.median(p), "peer_range": [min(p), max(p)],
+                             "ratio_median": statistics.median(ratios), "ratio_range": [min(ratios), max(ratios)]}
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=["gemm", "ppo", "dpsgd"])
+    ap.add_argument("--rounds", type=int, default=0, help="alternating rounds (default: 5 for gemm, 3 otherwise)")
+    ap.add_argument("--peers", default=os.environ.get("DPRL_PEERS", "/work/peers"),
+                    help="folder holding the exported cleanrl/, gymnasium/, opacus/ and opt_einsum/ (env DPRL_PEERS)")
+    ap.add_argument("--timesteps", type=int, default=50000, help="CleanRL's --total-timesteps (ppo)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    if args.rounds <= 0:
+        args.rounds = 5 if args.what == "gemm" else 3
+    with tempfile.TemporaryDirectory() as tmp:
+        res = summarise({"gemm": gemm, "ppo": ppo, "dpsgd": dpsgd}[args.what](args, tmp))
+    res["cpu"] = cpu_model()
+    if args.json:
+        print(json.dumps(res, indent=1))
+        return
+    print("%s; %s rounds, alternating; CPU: %s" % (res["what"], len(res["rounds"]), res["cpu"]))
+    print("dprl: %s\npeer: %s" % (res["dprl"], res["peer"]))
+    print("%-40s %12s %12s %7s %13s" % ("", "dprl", "peer", "ratio", "ratio range"))
+    for k, s in res["summary"].items():
+        print("%-40s %12.1f %12.1f %7.2f %6.2f-%.2f" % (k, s["dprl_median"], s["peer_median"], s["ratio_median"],
+                                                       s["ratio_range"][0], s["ratio_range"][1]))
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "?"
+
+
+if __name__ == "__main__":
+    main()
