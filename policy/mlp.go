@@ -47,11 +47,11 @@ func (a Activation) String() string {
 // hidden layers and a linear output layer, on float64. It owns no parameters: every method takes the flat
 // parameter vector, laid out layer by layer as W_0 (Sizes[1] x Sizes[0],
 // row-major), b_0, W_1, b_1, ..., so that a policy snapshot is one slice and
-// the DP mechanism clips and noises one vector. Batched layers run gonum's
-// blas64.Gemm over views of the flat storage in tiles that keep it
-// single-threaded (gemmSerial: allocation-free and deterministic; the
-// kernel choice is measured in policy/REPRODUCE.md). An MLP keeps reusable
-// workspaces, so it is not safe for concurrent use; NewMLP is cheap.
+// the DP mechanism clips and noises one vector. Batched layers run dprl's
+// packed GEMM (internal/gemm: single-threaded, deterministic, allocation-free,
+// an AVX2/FMA kernel where the CPU has one) over views of the flat storage;
+// a row of a batched forward does not depend on the batch. An MLP keeps
+// reusable workspaces, so it is not safe for concurrent use; NewMLP is cheap.
 type MLP struct {
 	act   Activation
 	sizes []int // layer widths: input, hidden..., output

@@ -265,9 +265,9 @@ func TestNaiveBaselineAgrees(t *testing.T) {
 
 // BenchmarkDPSGDStep measures optimiser steps/s of the DP-SGD update
 // (forward, per-sample clip, noise, Adam) with ghost clipping and, in the same
-// run, with the naive materialising baseline. Compare with Opacus on this
-// machine type: ~10 steps/s (6-256-256-3, batch 128), ~270 steps/s (4-64-64-2,
-// batch 64).
+// run, with the naive materialising baseline. The comparison with Opacus is
+// BenchmarkDPSGDPeer (Opacus's losses, SGD and activations; README,
+// "Performance against peers").
 func BenchmarkDPSGDStep(b *testing.B) {
 	for _, c := range []struct {
 		sizes []int
