@@ -271,10 +271,32 @@ func (m *MLP) ForwardBatch(dst, params, x []float64, n int) {
 // been called with the same params and n). grad is overwritten, not
 // accumulated. It allocates nothing.
 func (m *MLP) Backward(grad, params, dOut []float64) {
+	if len(grad) != m.n {
+		panic(fmt.Sprintf("policy: mlp backward grad %d, want %d", len(grad), m.n))
+	}
+	m.backward(grad, nil, params, dOut)
+}
+
+// BackwardInput is Backward that also writes into dx (n*In(), row-major)
+// the gradient of the loss with respect to the inputs of the last
+// ForwardBatch (an actor's gradient through a critic, say). With grad nil
+// it computes dx alone, skipping the parameter gradient. It allocates
+// nothing.
+func (m *MLP) BackwardInput(grad, dx, params, dOut []float64) {
+	if grad != nil && len(grad) != m.n {
+		panic(fmt.Sprintf("policy: mlp backward grad %d, want %d", len(grad), m.n))
+	}
+	if len(dx) != m.batchN*m.In() {
+		panic(fmt.Sprintf("policy: mlp backward dx %d, want %d", len(dx), m.batchN*m.In()))
+	}
+	m.backward(grad, dx, params, dOut)
+}
+
+func (m *MLP) backward(grad, dx, params, dOut []float64) {
 	m.checkParams(params)
 	n := m.batchN
-	if len(grad) != m.n || len(dOut) != n*m.Out() {
-		panic(fmt.Sprintf("policy: mlp backward grad %d dOut %d, want %d and %d", len(grad), len(dOut), m.n, n*m.Out()))
+	if len(dOut) != n*m.Out() {
+		panic(fmt.Sprintf("policy: mlp backward dOut %d, want %d", len(dOut), n*m.Out()))
 	}
 	L := len(m.sizes) - 1
 	copy(m.deltas[L][:n*m.Out()], dOut)
@@ -285,22 +307,28 @@ func (m *MLP) Backward(grad, params, dOut []float64) {
 			m.activationGrad(d, m.acts[l+1][:n*out])
 		}
 		dG := blas64.General{Rows: n, Cols: out, Stride: out, Data: d}
-		// dW = d^T a
-		gemmSerial(blas.Trans, blas.NoTrans, 1, dG,
-			blas64.General{Rows: n, Cols: in, Stride: in, Data: m.acts[l][:n*in]}, 0,
-			blas64.General{Rows: out, Cols: in, Stride: in, Data: grad[m.wOff[l] : m.wOff[l]+out*in]})
-		db := grad[m.bOff[l] : m.bOff[l]+out]
-		clear(db)
-		for i := 0; i < n; i++ {
-			row := d[i*out : (i+1)*out]
-			for o, v := range row {
-				db[o] += v
+		if grad != nil {
+			// dW = d^T a
+			gemmSerial(blas.Trans, blas.NoTrans, 1, dG,
+				blas64.General{Rows: n, Cols: in, Stride: in, Data: m.acts[l][:n*in]}, 0,
+				blas64.General{Rows: out, Cols: in, Stride: in, Data: grad[m.wOff[l] : m.wOff[l]+out*in]})
+			db := grad[m.bOff[l] : m.bOff[l]+out]
+			clear(db)
+			for i := 0; i < n; i++ {
+				row := d[i*out : (i+1)*out]
+				for o, v := range row {
+					db[o] += v
+				}
 			}
 		}
-		if l > 0 {
+		if l > 0 || dx != nil {
 			// d_in = d W
+			dst := dx
+			if l > 0 {
+				dst = m.deltas[l][:n*in]
+			}
 			gemmSerial(blas.NoTrans, blas.NoTrans, 1, dG, m.weights(params, l), 0,
-				blas64.General{Rows: n, Cols: in, Stride: in, Data: m.deltas[l][:n*in]})
+				blas64.General{Rows: n, Cols: in, Stride: in, Data: dst})
 		}
 	}
 }

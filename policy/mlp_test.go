@@ -260,6 +260,44 @@ func testMLPBackwardFiniteDifference(t *testing.T, act Activation) {
 	fdCheck(t, "mlp", loss, p, grad, 1e-6)
 }
 
+// TestMLPBackwardInput checks the input gradient against finite
+// differences, with and without the parameter gradient.
+func TestMLPBackwardInput(t *testing.T) {
+	rng := testRNG(t)
+	for _, act := range []Activation{Tanh, ReLU} {
+		m, err := NewMLPActivation(act, 3, 8, 5, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := randSlice(rng, m.NumParams(), 0.7)
+		n := 4
+		x := randSlice(rng, n*3, 1)
+		c := randSlice(rng, n*2, 1)
+		out := make([]float64, n*2)
+		loss := func(q []float64) float64 {
+			m.ForwardBatch(out, p, q, n)
+			return floats.Dot(c, out)
+		}
+		loss(x)
+		dx := make([]float64, len(x))
+		grad := make([]float64, m.NumParams())
+		m.BackwardInput(grad, dx, p, c)
+		fdCheck(t, act.String()+" input", loss, x, dx, 1e-6)
+		want := make([]float64, m.NumParams())
+		loss(x)
+		m.Backward(want, p, c)
+		if !floats.Equal(grad, want) {
+			t.Fatalf("%v: BackwardInput's parameter gradient differs from Backward's", act)
+		}
+		dx2 := make([]float64, len(x))
+		loss(x)
+		m.BackwardInput(nil, dx2, p, c)
+		if !floats.Equal(dx, dx2) {
+			t.Fatalf("%v: input gradient without the parameter gradient differs", act)
+		}
+	}
+}
+
 // TestMLPRowsIndependent: a row of ForwardBatch is the same, bit for bit,
 // whatever the batch size (lockstep rollouts rely on it).
 func TestMLPRowsIndependent(t *testing.T) {

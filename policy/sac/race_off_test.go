@@ -1,0 +1,5 @@
+//go:build !race
+
+package sac
+
+const raceEnabled = false

@@ -1,0 +1,207 @@
+package sac
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"dprl/sims"
+)
+
+// TrainOptions configures an online SAC run (Train).
+type TrainOptions struct {
+	// Steps is the number of environment steps, >= 1.
+	Steps int
+	// LearningStarts is the number of first steps taken with uniformly random
+	// actions before updates begin, >= 0 (the first update needs at least one
+	// transition). Spinning Up: 10,000; CleanRL: 5,000.
+	LearningStarts int
+	// BufferSize is the replay buffer's capacity; 0 means Steps.
+	BufferSize int
+	// EvalEvery is the number of steps between evaluations of the
+	// deterministic policy on EvalEpisodes fresh episodes (0: Steps/20).
+	EvalEvery, EvalEpisodes int
+	// Progress, if set, is called after each evaluation.
+	Progress func(Progress)
+	// OnEpisode, if set, receives every training episode as it ends (the
+	// observations, actions and rewards are the run's buffers: copy what is
+	// kept).
+	OnEpisode func(Episode)
+}
+
+// Episode is one training episode: T steps, Obs (T+1) x ObsDim, Actions
+// T x ActDim (the environment's scale), Rewards T.
+type Episode struct {
+	Obs, Actions, Rewards []float64
+	Terminated            bool
+	Return                float64
+}
+
+// Progress reports a run in progress.
+type Progress struct {
+	Steps, Updates int
+	EvalReturn     float64
+	Elapsed        time.Duration
+}
+
+// CurvePoint is one evaluation: the mean and standard deviation of the
+// deterministic policy's return over the evaluation episodes after Steps
+// environment steps.
+type CurvePoint struct {
+	Steps int     `json:"steps"`
+	Mean  float64 `json:"mean"`
+	Std   float64 `json:"std"`
+}
+
+// Result is what Train returns.
+type Result struct {
+	Agent    *Agent
+	Curve    []CurvePoint
+	Episodes int
+	Updates  int
+	// UpdateTime is the time spent in Agent.Update.
+	UpdateTime time.Duration
+	Elapsed    time.Duration
+}
+
+// Train runs SAC online for opts.Steps steps of environments from newEnv
+// (continuous actions in a finite box): uniformly random actions for
+// LearningStarts steps, then one sampled action and one Update per step.
+// Every random draw comes from rng. On cancellation it returns what it has
+// with the context's error.
+func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOptions, rng *rand.Rand) (Result, error) {
+	start := time.Now()
+	if newEnv == nil || rng == nil {
+		return Result{}, errors.New("sac: train: nil environment factory or rng")
+	}
+	if opts.Steps < 1 || opts.LearningStarts < 0 || opts.BufferSize < 0 || opts.EvalEvery < 0 || opts.EvalEpisodes < 0 {
+		return Result{}, fmt.Errorf("sac: train: steps %d, learning starts %d, buffer %d, eval every %d, eval episodes %d: want steps >= 1 and the rest >= 0",
+			opts.Steps, opts.LearningStarts, opts.BufferSize, opts.EvalEvery, opts.EvalEpisodes)
+	}
+	env, evalEnv := newEnv(), newEnv()
+	as := env.ActionSpace()
+	if as.Kind != sims.Box {
+		return Result{}, errors.New("sac: train: the environment's actions are not continuous")
+	}
+	od, ad := env.ObservationSpace().Dim(), as.Dim()
+	agent, err := New(cfg, od, as.Low, as.High, rng)
+	if err != nil {
+		return Result{}, err
+	}
+	bufSize := opts.BufferSize
+	if bufSize == 0 {
+		bufSize = opts.Steps
+	}
+	buf, err := NewBuffer(bufSize, od, ad)
+	if err != nil {
+		return Result{}, err
+	}
+	evalEvery := opts.EvalEvery
+	if evalEvery == 0 {
+		evalEvery = max(1, opts.Steps/20)
+	}
+	evalEpisodes := opts.EvalEpisodes
+	if evalEpisodes == 0 {
+		evalEpisodes = 10
+	}
+	evalSeed := rng.Uint64()
+	batch := NewBatch(cfg.Batch, od, ad)
+	limit := env.MaxSteps()
+	if limit < 1 {
+		limit = opts.Steps
+	}
+	epObs := make([]float64, (limit+1)*od)
+	epAct := make([]float64, limit*ad)
+	epRew := make([]float64, limit)
+	act := sims.Action{Vec: make([]float64, ad)}
+	res := Result{Agent: agent}
+	evaluate := func(steps int) {
+		m, s := Evaluate(evalEnv, agent, evalEpisodes, rand.New(rand.NewPCG(evalSeed, uint64(steps))))
+		res.Curve = append(res.Curve, CurvePoint{Steps: steps, Mean: m, Std: s})
+		if opts.Progress != nil {
+			opts.Progress(Progress{Steps: steps, Updates: res.Updates, EvalReturn: m, Elapsed: time.Since(start)})
+		}
+	}
+	env.Reset(rng, epObs[:od])
+	t := 0
+	for step := 0; step < opts.Steps; step++ {
+		if step%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				res.Elapsed = time.Since(start)
+				return res, err
+			}
+		}
+		cur, next := epObs[t*od:(t+1)*od], epObs[(t+1)*od:(t+2)*od]
+		if step < opts.LearningStarts {
+			for j := range act.Vec {
+				act.Vec[j] = as.Low[j] + (as.High[j]-as.Low[j])*rng.Float64()
+			}
+		} else {
+			agent.Act(act.Vec, rng, cur)
+		}
+		copy(epAct[t*ad:(t+1)*ad], act.Vec)
+		copy(next, cur)
+		r, term, trunc := env.Step(act, next)
+		epRew[t] = r
+		t++
+		buf.Add(cur, act.Vec, r, next, term)
+		if term || trunc || t == limit {
+			res.Episodes++
+			if opts.OnEpisode != nil {
+				var ret float64
+				for _, v := range epRew[:t] {
+					ret += v
+				}
+				opts.OnEpisode(Episode{Obs: epObs[:(t+1)*od], Actions: epAct[:t*ad], Rewards: epRew[:t], Terminated: term, Return: ret})
+			}
+			env.Reset(rng, epObs[:od])
+			t = 0
+		}
+		if step >= opts.LearningStarts {
+			u0 := time.Now()
+			buf.Sample(batch, rng)
+			agent.Update(batch, rng)
+			res.UpdateTime += time.Since(u0)
+			res.Updates++
+		}
+		if (step+1)%evalEvery == 0 || step+1 == opts.Steps {
+			evaluate(step + 1)
+		}
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// Evaluate returns the mean and standard deviation of the deterministic
+// policy's return over episodes fresh episodes of env, reset from rng.
+func Evaluate(env sims.Env, agent *Agent, episodes int, rng *rand.Rand) (mean, std float64) {
+	od, ad := env.ObservationSpace().Dim(), env.ActionSpace().Dim()
+	obs := make([]float64, od)
+	act := sims.Action{Vec: make([]float64, ad)}
+	rets := make([]float64, episodes)
+	limit := env.MaxSteps()
+	if limit < 1 {
+		limit = 1_000_000 // an environment without a step limit: stop somewhere
+	}
+	for e := range episodes {
+		env.Reset(rng, obs)
+		for range limit {
+			agent.ActDeterministic(act.Vec, obs)
+			r, term, trunc := env.Step(act, obs)
+			rets[e] += r
+			if term || trunc {
+				break
+			}
+		}
+	}
+	for _, r := range rets {
+		mean += r / float64(episodes)
+	}
+	for _, r := range rets {
+		std += (r - mean) * (r - mean) / float64(episodes)
+	}
+	return mean, math.Sqrt(std)
+}
