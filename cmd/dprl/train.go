@@ -37,6 +37,8 @@ type trainFlags struct {
 	epsilons                             []float64
 	regions                              []string
 	episodes, seeds                      int
+	// sac
+	steps, learningStarts, batch int
 	clipAtLR0, fisherEx                  bool
 	initRight, eta, baseLR, alpha, ridge float64
 }
@@ -53,7 +55,7 @@ func newTrainCmd(a *app) *cobra.Command {
 func newTrainCommand(a *app) (*cobra.Command, *trainFlags) {
 	f := new(trainFlags)
 	c := &cobra.Command{
-		Use:   "train --env E --algo dppg|ppo|dppg-loglinear|dpsgd-reinforce|dpsgd-dqn [flags]",
+		Use:   "train --env E --algo dppg|ppo|dppg-loglinear|dpsgd-reinforce|dpsgd-dqn|sac [flags]",
 		Short: "Train a policy in process against simulated users (DPPG or the PPO baseline)",
 		Long: `Runs DPPG (Rio et al., Algorithm 2) in process: each simulated user runs the
 current policy for at most T steps (--steps-per-user; slot i of a batch
@@ -61,6 +63,10 @@ continues the episode slot i's previous user left running; --fresh-episodes
 starts each user on a new one), computes its PPO local update clipped to norm S, and every K users the
 average is released with Gaussian noise N(0, (zS/K)^2 I). --algo ppo is the
 non-private baseline; dppg-loglinear and dpsgd-* are described with their flags.
+--algo sac is non-private Soft Actor-Critic for continuous actions (--env pendulum,
+dosing-*): --steps environment steps, the first --learning-starts with random
+actions, one update of --batch transitions per step after them; it prints no
+epsilon, and says so.
 
 Privacy. The unit is the episode: one spans up to m = ceil(L/T) users (L the
 environment's public step limit) in consecutive releases, so its epsilon is the
@@ -92,6 +98,7 @@ noise: simulation only, not covered by any epsilon printed (each record says so)
   dprl train --env cartpole --algo dppg --z 3 --seed 7 --json
   dprl train --env cartpole --algo dppg --epsilon 2 --delta 1e-6
   dprl train --env cartpole --algo dppg --seed 1 --seeds 30 --json
+  dprl train --env pendulum --algo sac --hidden 64,64 --seed 1 --plot sac.png
   dprl train --env cartpole --sweep-z 0.5,1,2,4 --seed 1 --seeds 5 --plot eps.png
   dprl train --env acrobot --algo ppo --users 4000 --plot curve.png`,
 		Args: noArgs,
@@ -99,7 +106,10 @@ noise: simulation only, not covered by any epsilon printed (each record says so)
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.env, "env", "cartpole", "environment: "+strings.Join(sims.Names(), ", "))
-	fl.StringVar(&f.algo, "algo", "dppg", "dppg (differentially private), ppo (non-private baseline), dppg-loglinear (RiverSwim, cumulative regret), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines)")
+	fl.StringVar(&f.algo, "algo", "dppg", "dppg (differentially private), ppo (non-private baseline), dppg-loglinear (RiverSwim, cumulative regret), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines), sac (non-private Soft Actor-Critic, continuous actions)")
+	fl.IntVar(&f.steps, "steps", experiment.DefaultSAC("").Steps, "sac: environment steps per run, >= 1")
+	fl.IntVar(&f.learningStarts, "learning-starts", experiment.DefaultSAC("").LearningStarts, "sac: first steps with uniformly random actions, before the first update")
+	fl.IntVar(&f.batch, "batch", experiment.DefaultSAC("").Batch, "sac: minibatch size >= 1")
 	fl.Float64Var(&f.z, "z", 0, "noise multiplier z > 0"+profile.ByEnv("")+"; dpsgd-*: default 1")
 	fl.Float64SliceVar(&f.epsilons, "epsilon", nil, "target per-episode epsilon at --delta: dppg: z is set to the smallest noise multiplier whose per-episode epsilon (analytic Gaussian) is at most this (instead of --z); dppg-loglinear: total epsilons per episode, policy and baseline composed, one configuration each (comma-separated; default 1,5)")
 	flagsrc.Alias(fl, "eps", "epsilon", a.stderr)
@@ -149,6 +159,7 @@ noise: simulation only, not covered by any epsilon printed (each record says so)
 const (
 	ppoFamily = "dppg ppo"
 	dpsgdAlgo = "dpsgd-reinforce dpsgd-dqn"
+	algoSAC   = experiment.MethodSAC
 )
 
 // trainFlagTable lists dprl train's flags in the order it reports their
@@ -158,13 +169,14 @@ const (
 // setting a flag the algorithm would ignore is a usage error).
 var trainFlagTable = flagtable.Table{{"env", "Env P", ""}, {"z", "Z", ppoFamily + " " + dpsgdAlgo}, {"epsilon", "Epsilon Epsilons", "dppg " + algoLogLinear},
 	{"clip", "Clip", ppoFamily + " " + dpsgdAlgo + " " + algoLogLinear}, {"policy-share", "PolicyShare", ppoFamily}, {"algo", "Algo Method", ""},
-	{"K", "K", ppoFamily + " " + algoLogLinear}, {"noise", "Noise", "dppg"}, {"horizon", "Horizon", "dppg"}, {"lr", "LR", ppoFamily},
-	{"server-lr", "ServerLR", ppoFamily}, {"ent-coef", "EntropyCoef", ppoFamily}, {"hidden", "Hidden", ppoFamily}, {"epochs", "Epochs", ppoFamily},
-	{"steps-per-user", "StepsPerUser", ppoFamily}, {"gamma", "Gamma", ppoFamily}, {"gae-lambda", "Lambda", ppoFamily}, {"moment-reset", "MomentReset", ppoFamily}, {"value-scale", "ValueScale", ppoFamily},
-	{"obs-scale", "ObsScale", ppoFamily}, {"users", "Users", ppoFamily}, {"delta", "Delta", ""}, {"average", "Average", ppoFamily},
-	{"eval-episodes", "EvalEpisodes", ppoFamily + " " + dpsgdAlgo}, {"workers", "Workers", ppoFamily + " " + algoLogLinear},
-	{"sweep-z", "Zs", "dppg"}, {"seeds", "Seeds", ppoFamily + " " + algoLogLinear}, {"diag", "", ppoFamily + " " + algoLogLinear},
-	{"plot", "", ppoFamily + " " + algoLogLinear}, {"adv-norm", "", ppoFamily}, {"anneal", "", ppoFamily}, {"fresh-episodes", "", ppoFamily},
+	{"K", "K", ppoFamily + " " + algoLogLinear}, {"noise", "Noise", "dppg"}, {"horizon", "Horizon", "dppg"}, {"lr", "LR", ppoFamily + " " + algoSAC},
+	{"server-lr", "ServerLR", ppoFamily}, {"ent-coef", "EntropyCoef", ppoFamily}, {"hidden", "Hidden", ppoFamily + " " + algoSAC}, {"epochs", "Epochs", ppoFamily},
+	{"steps-per-user", "StepsPerUser", ppoFamily}, {"gamma", "Gamma", ppoFamily + " " + algoSAC}, {"gae-lambda", "Lambda", ppoFamily}, {"moment-reset", "MomentReset", ppoFamily}, {"value-scale", "ValueScale", ppoFamily},
+	{"obs-scale", "ObsScale", ppoFamily}, {"users", "Users", ppoFamily}, {"steps", "Steps", algoSAC}, {"learning-starts", "LearningStarts", algoSAC},
+	{"batch", "Batch", algoSAC}, {"delta", "Delta", ppoFamily + " " + dpsgdAlgo + " " + algoLogLinear}, {"average", "Average", ppoFamily},
+	{"eval-episodes", "EvalEpisodes", ppoFamily + " " + dpsgdAlgo + " " + algoSAC}, {"workers", "Workers", ppoFamily + " " + algoLogLinear},
+	{"sweep-z", "Zs", "dppg"}, {"seeds", "Seeds", ppoFamily + " " + algoLogLinear + " " + algoSAC}, {"diag", "", ppoFamily + " " + algoLogLinear},
+	{"plot", "", ppoFamily + " " + algoLogLinear + " " + algoSAC}, {"adv-norm", "", ppoFamily}, {"anneal", "", ppoFamily}, {"fresh-episodes", "", ppoFamily},
 	{"episodes", "Episodes", algoLogLinear}, {"region", "Regions", algoLogLinear},
 	{"init-right", "InitRight", algoLogLinear}, {"alpha", "Alpha", algoLogLinear}, {"eta", "Eta", algoLogLinear},
 	{"baseline-lr", "BaselineLR", algoLogLinear}, {"fisher-ridge", "FisherRidge", algoLogLinear}, {"fisher-exact", "", algoLogLinear},
@@ -173,7 +185,7 @@ var trainFlagTable = flagtable.Table{{"env", "Env P", ""}, {"z", "Z", ppoFamily 
 // checkTrainFlagsApply rejects a flag set on the command line that algo
 // would silently ignore. An unknown algo is left to trainSpec.
 func checkTrainFlagsApply(cmd *cobra.Command, algo string) error {
-	if !strings.Contains(" "+ppoFamily+" "+dpsgdAlgo+" "+algoLogLinear+" ", " "+algo+" ") {
+	if !strings.Contains(" "+ppoFamily+" "+dpsgdAlgo+" "+algoLogLinear+" "+algoSAC+" ", " "+algo+" ") {
 		return nil
 	}
 	if errs := trainFlagTable.Inapplicable(cmd.Flags().Changed, "algo", algo); len(errs) > 0 {
@@ -214,7 +226,7 @@ func trainSpec(cmd *cobra.Command, f *trainFlags) (t experiment.Train, err error
 		FreshEpisodes: f.fresh, AnnealServerLR: f.anneal, Average: f.average, Diagnostics: f.diag != "", Seeded: fl.Changed("seed")}
 	o := &t.Overrides
 	if f.algo != experiment.MethodDPPG && f.algo != experiment.MethodPPO {
-		errs = append(errs, fmt.Errorf("--algo %q: want dppg, ppo, dppg-loglinear, dpsgd-reinforce or dpsgd-dqn", f.algo))
+		errs = append(errs, fmt.Errorf("--algo %q: want dppg, ppo, dppg-loglinear, dpsgd-reinforce, dpsgd-dqn or sac", f.algo))
 		t.Method = experiment.MethodDPPG // to check the other flags
 	} else {
 		o.Z, o.Clip, o.PolicyShare = ifSet(fl, "z", &f.z), ifSet(fl, "clip", &f.clip), ifSet(fl, "policy-share", &f.share)
@@ -259,6 +271,8 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 		return runTrainDPSGD(cmd, a, f)
 	} else if f.algo == algoLogLinear {
 		return runTrainLogLinear(cmd, a, f)
+	} else if f.algo == algoSAC {
+		return runTrainSAC(cmd, a, f)
 	}
 	t, perr := trainSpec(cmd, f)
 	plan, err := t.Plan()

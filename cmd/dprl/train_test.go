@@ -340,7 +340,7 @@ func TestTrainBadFlags(t *testing.T) {
 		{"steps per user", []string{"--steps-per-user", "0"}, "--steps-per-user 0: must be >= 1"},
 		{"gamma with loglinear", []string{"--algo", "dppg-loglinear", "--env", "riverswim", "--gamma", "0.9"}, "--gamma"},
 		{"moment reset", []string{"--moment-reset", "adam"}, "want paper, second or zero"},
-		{"unknown algo", []string{"--algo", "sac"}, "want dppg, ppo"},
+		{"unknown algo", []string{"--algo", "td3"}, "want dppg, ppo, dppg-loglinear, dpsgd-reinforce, dpsgd-dqn or sac"},
 		{"users zero", []string{"--users", "0"}, "--users 0"},
 		{"delta", []string{"--delta", "1"}, "--delta 1"},
 		{"clip", []string{"--clip", "0"}, "--clip 0"},
@@ -355,7 +355,7 @@ func TestTrainBadFlags(t *testing.T) {
 		{"sweep not a number", []string{"--sweep-z", "1,x"}, "invalid argument"},
 		{"sweep with ppo", []string{"--algo", "ppo", "--sweep-z", "1"}, "--sweep-z does not apply to --algo ppo (only to dppg)"},
 		{"seeds with diag", []string{"--seeds", "2", "--diag", "d.jsonl"}, "--diag writes the diagnostics of one run"},
-		{"seeds with dpsgd", []string{"--algo", "dpsgd-dqn", "--seeds", "2"}, "--seeds does not apply to --algo dpsgd-dqn (only to dppg, ppo, dppg-loglinear)"},
+		{"seeds with dpsgd", []string{"--algo", "dpsgd-dqn", "--seeds", "2"}, "--seeds does not apply to --algo dpsgd-dqn (only to dppg, ppo, dppg-loglinear, sac)"},
 		{"epsilon zero", []string{"--epsilon", "0"}, "--epsilon 0: the target epsilon must be finite and > 0"},
 		{"epsilon inf", []string{"--epsilon", "+Inf"}, "--epsilon +Inf"},
 		{"epsilon with ppo", []string{"--algo", "ppo", "--epsilon", "5"}, "--epsilon does not apply to --algo ppo (only to dppg, dppg-loglinear)"},
@@ -1071,4 +1071,45 @@ func TestTrainDiagSimulationOnly(t *testing.T) {
 		}
 	}
 	walk(newRootCmd(&app{}))
+}
+
+// TestTrainSAC runs a short non-private SAC on Pendulum (JSON, labels,
+// plot) and checks its usage errors.
+func TestTrainSAC(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sac.png")
+	code, out, stderr := runCLI(t, "train", "--algo", "sac", "--env", "pendulum", "--steps", "400", "--learning-starts", "200",
+		"--hidden", "16,16", "--batch", "32", "--seeds", "2", "--seed", "3", "--eval-episodes", "2", "--plot", path, "--json", "--log-level", "disabled")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r experiment.SACResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Algo != "sac" || r.Privacy != experiment.SACPrivacy || len(r.Runs) != 2 || r.Runs[1].Seed != 4 || r.Runs[0].Updates != 200 || len(r.Runs[0].Curve) == 0 {
+		t.Fatalf("result %+v", r)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+		t.Fatalf("plot: %v", err)
+	}
+	code, out, _ = runCLI(t, "train", "--algo", "sac", "--env", "pendulum", "--steps", "300", "--learning-starts", "200", "--hidden", "8", "--batch", "16", "--seed", "1", "--eval-episodes", "1", "--log-level", "disabled")
+	if code != 0 || !strings.Contains(out, "privacy: none (non-private SAC") {
+		t.Fatalf("text output (exit %d): %q", code, out)
+	}
+	for _, args := range [][]string{
+		{"--env", "cartpole"},                    // discrete actions
+		{"--env", "pendulum", "--z", "1"},        // does not apply
+		{"--env", "pendulum", "--delta", "1e-6"}, // no privacy to state
+		{"--env", "pendulum", "--steps", "0"},
+		{"--env", "pendulum", "--learning-starts", "20000"},
+		{"--env", "pendulum", "--batch", "0", "--hidden", "0"},
+	} {
+		args = append([]string{"train", "--algo", "sac"}, args...)
+		if code, _, stderr := runCLI(t, args...); code != 2 {
+			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr)
+		}
+	}
+	if code, _, stderr := runCLI(t, "train", "--algo", "dppg", "--steps", "10"); code != 2 || !strings.Contains(stderr, "--steps does not apply") {
+		t.Errorf("dppg --steps: exit %d (%s), want 2", code, stderr)
+	}
 }

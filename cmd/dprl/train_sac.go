@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"dprl/experiment"
+	"dprl/internal/progress"
+	"dprl/policy/sac"
+)
+
+// runTrainSAC runs non-private online SAC (experiment.RunSAC): --env (a
+// continuous-action simulator), --steps, --learning-starts, --hidden,
+// --batch, --lr (actor, critics and temperature), --gamma,
+// --eval-episodes, --seed, --seeds, --json and --plot apply.
+func runTrainSAC(cmd *cobra.Command, a *app, f *trainFlags) error {
+	fl := cmd.Flags()
+	c := experiment.DefaultSAC(f.env)
+	c.Steps, c.LearningStarts, c.Batch, c.EvalEpisodes = f.steps, f.learningStarts, f.batch, f.evalEpisodes
+	if fl.Changed("hidden") {
+		c.Hidden = f.hidden
+	}
+	if fl.Changed("lr") {
+		c.LR = f.lr
+	}
+	if fl.Changed("gamma") {
+		c.Gamma = f.gamma
+	}
+	if fl.Changed("seeds") {
+		c.Seeds = f.seeds
+	}
+	if err := trainUsage(c.Validate()); err != nil {
+		return err
+	}
+	seed, err := seedFlag(cmd, "seed", f.seed)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	c.Seed = seed
+	prog := a.task("sac")
+	total := int64(c.Seeds * c.Steps)
+	res, err := experiment.RunSAC(cmd.Context(), c, func(run int, p sac.Progress) {
+		prog.Update(progress.Report{Done: int64(run*c.Steps + p.Steps), Total: total, Unit: "steps", Fields: []progress.Field{
+			progress.F("run", run+1), progress.Ff("eval_return", "%.1f", p.EvalReturn), progress.F("updates", p.Updates),
+			progress.F("privacy", "none (non-private)")}})
+	})
+	prog.Finish()
+	if err := runError(err); err != nil {
+		return err
+	}
+	return emitTrain(a, f, res)
+}
