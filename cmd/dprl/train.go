@@ -34,11 +34,11 @@ type trainFlags struct {
 	hidden                                                       []int
 	advNorm, anneal, fresh, json                                 bool
 	// dppg-loglinear
-	epsilons                             []float64
-	regions                              []string
-	episodes, seeds                      int
+	epsilons        []float64
+	regions         []string
+	episodes, seeds int
 	// sac
-	steps, learningStarts, batch int
+	steps, learningStarts, batch         int
 	clipAtLR0, fisherEx                  bool
 	initRight, eta, baseLR, alpha, ridge float64
 }
