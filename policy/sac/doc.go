@@ -23,7 +23,9 @@
 //	L_alpha = mean (-alpha (log pi(a~|s) + H_target)), a gradient step on log alpha,
 //	theta'_i <- tau theta_i + (1 - tau) theta'_i.
 //
-// log pi of the squashed action uses log(1 - tanh(u)^2) = 2 (log 2 - u -
+// log pi is the density of the squashed action tanh(u) in [-1, 1]^A, before
+// its affine map to the action box (Spinning Up's convention: the target
+// entropy is measured there), with log(1 - tanh(u)^2) = 2 (log 2 - u -
 // softplus(-2u)); the actor's log standard deviation is squashed into
 // [LogStdMin, LogStdMax] by tanh (as CleanRL's SAC). Every random draw comes
 // from a *rand.Rand passed in; updates allocate nothing.

@@ -4,6 +4,7 @@
     python3 scripts/perf/peers.py gemm  [--rounds 5]   # internal/gemm vs numpy/OpenBLAS, n = 64 and 512
     python3 scripts/perf/peers.py ppo   [--rounds 3]   # dprl PPO vs CleanRL ppo.py, CartPole env steps/s
     python3 scripts/perf/peers.py dpsgd [--rounds 3]   # dprl DP-SGD vs Opacus 1.4 (glibc defaults and tuned)
+    python3 scripts/perf/peers.py sac   [--rounds 3]   # dprl SAC updates/s vs the same update in PyTorch
     add --json for machine-readable output, --peers DIR for the exported peer sources
 
 The two sides run alternately (A B A B ...), each round after waiting for the
@@ -173,6 +174,25 @@ def dpsgd(args, tmp):
                     % (torch_version(args.peers), TUNED), "rounds": rounds}
 
 
+def sac_peer(args, tmp):
+    binary = build("policy/sac", tmp)
+    script = os.path.join(ROOT, "scripts", "perf", "peers", "torch_sac.py")
+    rounds = []
+    for r in range(args.rounds):
+        wait_idle()
+        g = go_bench(binary, "Update/", "updates/s", "3s")
+        out = subprocess.run([PY, script, "--seconds", "5"], env=peer_env(args.peers), check=True, capture_output=True,
+                             text=True).stdout
+        peer = {l.split()[0]: float(l.split()[1]) for l in out.splitlines()}
+        rounds.append({k: (g["Update/" + k], peer[k]) for k in peer})
+        log("round %d: %s" % (r + 1, rounds[-1]))
+    return {"what": "SAC updates/s (minibatch of 256 from a replay buffer, twin critics, actor, temperature, Polyak), "
+                    "Pendulum's dimensions",
+            "dprl": "policy/sac BenchmarkUpdate",
+            "peer": "scripts/perf/peers/torch_sac.py (CleanRL's SAC update written out) on torch %s, float64"
+                    % torch_version(args.peers), "rounds": rounds}
+
+
 def torch_version(peers):
     return subprocess.run([PY, "-c", "import torch; print(torch.__version__)"], env=peer_env(peers),
                           capture_output=True, text=True).stdout.strip()
@@ -195,7 +215,7 @@ def summarise(res):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["gemm", "ppo", "dpsgd"])
+    ap.add_argument("what", choices=["gemm", "ppo", "dpsgd", "sac"])
     ap.add_argument("--rounds", type=int, default=0, help="alternating rounds (default: 5 for gemm, 3 otherwise)")
     ap.add_argument("--peers", default=os.environ.get("DPRL_PEERS", "/work/peers"),
                     help="folder holding the exported cleanrl/, gymnasium/, opacus/ and opt_einsum/ (env DPRL_PEERS)")
@@ -205,7 +225,7 @@ def main():
     if args.rounds <= 0:
         args.rounds = 5 if args.what == "gemm" else 3
     with tempfile.TemporaryDirectory() as tmp:
-        res = summarise({"gemm": gemm, "ppo": ppo, "dpsgd": dpsgd}[args.what](args, tmp))
+        res = summarise({"gemm": gemm, "ppo": ppo, "dpsgd": dpsgd, "sac": sac_peer}[args.what](args, tmp))
     res["cpu"] = cpu_model()
     if args.json:
         print(json.dumps(res, indent=1))
