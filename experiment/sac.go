@@ -204,7 +204,10 @@ func (r SACResult) Plot(path string) error {
 		s.X, s.Y = append(s.X, float64(pt.Steps)), append(s.Y, mean)
 		s.Low, s.High = append(s.Low, mean-sd), append(s.High, mean+sd)
 	}
-	title := fmt.Sprintf("%s sac (non-private), %d seed(s)", r.Env, len(r.Runs))
+	title := fmt.Sprintf("%s sac (non-private), 1 seed", r.Env)
+	if len(r.Runs) > 1 {
+		title = fmt.Sprintf("%s sac (non-private), mean of %d seeds", r.Env, len(r.Runs))
+	}
 	c := chart.Chart{Title: title, XLabel: "environment steps", YLabel: "return", Series: []chart.Series{s}}
 	if b, err := sims.Baselines(sims.BaselineConfig{Env: r.Env, Episodes: 200, Seed: PlotBaselineSeed}); err == nil {
 		c = withReferenceLines(c, b)

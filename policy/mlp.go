@@ -349,14 +349,12 @@ func (m *MLP) FLOPs(n int) (forward, backward float64) {
 	return forward, backward
 }
 
-// activate applies the hidden activation to y in place (tanh through
-// internal/vecmath: within 2 ulp of math.Tanh, four lanes at a time where the
-// CPU has AVX2).
+// activate applies the hidden activation to y in place (internal/vecmath:
+// tanh within 2 ulp of math.Tanh, four lanes at a time where the CPU has
+// AVX2, and branch-free ReLU).
 func (m *MLP) activate(y []float64) {
 	if m.act == ReLU {
-		for i, v := range y {
-			y[i] = max(v, 0)
-		}
+		vecmath.ReLU(y)
 		return
 	}
 	vecmath.Tanh(y)
@@ -368,11 +366,7 @@ func (m *MLP) activate(y []float64) {
 func (m *MLP) activationGrad(d, y []float64) {
 	y = y[:len(d)]
 	if m.act == ReLU {
-		for i, v := range y {
-			if !(v > 0) {
-				d[i] = 0
-			}
-		}
+		vecmath.ReLUGrad(d, y)
 		return
 	}
 	for i, v := range y {

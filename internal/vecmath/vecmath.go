@@ -63,3 +63,39 @@ func Adam(p, g, m, v []float64, c AdamParams) {
 		p[i] -= c.Step * mi / (math.Sqrt(vi)*c.InvSqrtC2 + c.Eps)
 	}
 }
+
+// ReLU sets x[i] = max(x[i], 0) for every i (NaN stays NaN; -0 may stay
+// -0).
+func ReLU(x []float64) {
+	n := 0
+	if useAsm {
+		n = len(x) &^ 3
+		if n > 0 {
+			reluAVX2(&x[0], n)
+		}
+	}
+	for i := n; i < len(x); i++ {
+		if v := x[i]; v < 0 {
+			x[i] = 0
+		}
+	}
+}
+
+// ReLUGrad sets d[i] = 0 wherever y[i] is not > 0 (y the ReLU's outputs,
+// d the gradient with respect to them: the derivative is 1 where the unit
+// is active, 0 elsewhere, at 0 included). len(y) must be >= len(d).
+func ReLUGrad(d, y []float64) {
+	y = y[:len(d)]
+	n := 0
+	if useAsm {
+		n = len(d) &^ 3
+		if n > 0 {
+			reluGradAVX2(&d[0], &y[0], n)
+		}
+	}
+	for i := n; i < len(d); i++ {
+		if !(y[i] > 0) {
+			d[i] = 0
+		}
+	}
+}

@@ -11,3 +11,9 @@ func tanhAVX2(x *float64, n int)
 
 //go:noescape
 func adamAVX2(n int, p, grad, m, v *float64, c *[7]float64)
+
+//go:noescape
+func reluAVX2(x *float64, n int)
+
+//go:noescape
+func reluGradAVX2(d, y *float64, n int)

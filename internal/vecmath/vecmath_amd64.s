@@ -236,3 +236,50 @@ aloop:
 
 adone:
 	RET
+
+// func reluAVX2(x *float64, n int)
+//
+// x[i] = max(x[i], 0) for i < n (a multiple of 4); NaN stays NaN.
+TEXT ·reluAVX2(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+	SHRQ $2, CX
+	JZ   rdone
+	VXORPD Y1, Y1, Y1
+
+rloop:
+	VMOVUPD (DI), Y0
+	VMAXPD  Y0, Y1, Y0 // (0 > x) ? 0 : x, which is x when x is NaN
+	VMOVUPD Y0, (DI)
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     rloop
+	VZEROUPPER
+
+rdone:
+	RET
+
+// func reluGradAVX2(d, y *float64, n int)
+//
+// d[i] = 0 where !(y[i] > 0), for i < n (a multiple of 4).
+TEXT ·reluGradAVX2(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ y+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $2, CX
+	JZ   gdone
+	VXORPD Y1, Y1, Y1
+
+gloop:
+	VMOVUPD (SI), Y0
+	VCMPPD  $0x1e, Y1, Y0, Y2 // y > 0 (GT_OQ: false for NaN)
+	VANDPD  (DI), Y2, Y3
+	VMOVUPD Y3, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	DECQ    CX
+	JNZ     gloop
+	VZEROUPPER
+
+gdone:
+	RET

@@ -189,3 +189,40 @@ func BenchmarkAdam(b *testing.B) {
 		})
 	}
 }
+
+func TestReLU(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		for n := range 11 {
+			x := make([]float64, n)
+			want := make([]float64, n)
+			for i := range x {
+				x[i] = float64(i%3) - 1 + 0.5*float64(i%2)
+				want[i] = max(x[i], 0)
+			}
+			if n > 2 {
+				x[2], want[2] = math.NaN(), math.NaN()
+			}
+			ReLU(x)
+			for i := range x {
+				if !(x[i] == want[i] || math.IsNaN(x[i]) && math.IsNaN(want[i])) {
+					t.Fatalf("n = %d: relu %v, want %v", n, x, want)
+				}
+			}
+			d := make([]float64, n)
+			y := append([]float64(nil), want...)
+			for i := range d {
+				d[i] = float64(i + 1)
+			}
+			ReLUGrad(d, y)
+			for i := range d {
+				w := float64(i + 1)
+				if !(y[i] > 0) {
+					w = 0
+				}
+				if d[i] != w {
+					t.Fatalf("n = %d: relu grad %v at y %v", n, d, y)
+				}
+			}
+		}
+	})
+}
