@@ -30,6 +30,9 @@ const (
 	Tanh Activation = iota
 	// ReLU, max(0, x), with derivative 0 at 0 (the convention of PyTorch).
 	ReLU
+	// Swish, x sigmoid(x) (Ramachandran, Zoph and Le, "Searching for
+	// Activation Functions", 2017; SiLU), the dynamics models' activation.
+	Swish
 )
 
 // String returns "tanh" or "relu".
@@ -39,6 +42,8 @@ func (a Activation) String() string {
 		return "tanh"
 	case ReLU:
 		return "relu"
+	case Swish:
+		return "swish"
 	}
 	return fmt.Sprintf("Activation(%d)", int(a))
 }
@@ -65,6 +70,7 @@ type MLP struct {
 	batchN   int
 	acts     [][]float64
 	deltas   [][]float64 // gradient with respect to pre-activations / inputs, per layer
+	pre      [][]float64 // Swish only: the hidden layers' pre-activations
 
 	// Single-observation workspaces (Forward), separate from the batch cache.
 	one [2][]float64
@@ -77,7 +83,7 @@ func NewMLP(sizes ...int) (*MLP, error) { return NewMLPActivation(Tanh, sizes...
 
 // NewMLPActivation is NewMLP with the given hidden activation.
 func NewMLPActivation(act Activation, sizes ...int) (*MLP, error) {
-	if act != Tanh && act != ReLU {
+	if act != Tanh && act != ReLU && act != Swish {
 		return nil, fmt.Errorf("policy: mlp activation %v unknown", act)
 	}
 	if len(sizes) < 2 {
@@ -228,6 +234,12 @@ func (m *MLP) grow(n int) {
 		m.acts[l] = make([]float64, n*m.sizes[l])
 		m.deltas[l] = make([]float64, n*m.sizes[l])
 	}
+	if m.act == Swish {
+		m.pre = make([][]float64, len(m.acts))
+		for l := 1; l < len(m.acts)-1; l++ {
+			m.pre[l] = make([]float64, n*m.sizes[l])
+		}
+	}
 	m.batchCap = n
 }
 
@@ -259,6 +271,9 @@ func (m *MLP) ForwardBatch(dst, params, x []float64, n int) {
 			m.weights(params, l), 1,
 			blas64.General{Rows: n, Cols: out, Stride: out, Data: y})
 		if l < L-1 {
+			if m.act == Swish {
+				copy(m.pre[l+1][:n*out], y)
+			}
 			m.activate(y)
 		}
 	}
@@ -304,7 +319,7 @@ func (m *MLP) backward(grad, dx, params, dOut []float64) {
 		in, out := m.sizes[l], m.sizes[l+1]
 		d := m.deltas[l+1][:n*out] // dL/d(pre-activation of layer l output)
 		if l < L-1 {
-			m.activationGrad(d, m.acts[l+1][:n*out])
+			m.activationGrad(d, l+1, n)
 		}
 		dG := blas64.General{Rows: n, Cols: out, Stride: out, Data: d}
 		if grad != nil {
@@ -353,23 +368,37 @@ func (m *MLP) FLOPs(n int) (forward, backward float64) {
 // tanh within 2 ulp of math.Tanh, four lanes at a time where the CPU has
 // AVX2, and branch-free ReLU).
 func (m *MLP) activate(y []float64) {
-	if m.act == ReLU {
+	switch m.act {
+	case ReLU:
 		vecmath.ReLU(y)
-		return
+	case Swish:
+		for i, v := range y {
+			y[i] = v / (1 + math.Exp(-v))
+		}
+	default:
+		vecmath.Tanh(y)
 	}
-	vecmath.Tanh(y)
 }
 
-// activationGrad multiplies d, the gradient with respect to a hidden
-// layer's outputs y, by the activation's derivative, written in terms of y:
-// 1 - y^2 for tanh, 1 where y > 0 (else 0) for ReLU.
-func (m *MLP) activationGrad(d, y []float64) {
-	y = y[:len(d)]
-	if m.act == ReLU {
+// activationGrad multiplies d, the gradient with respect to the outputs of
+// hidden layer l (its n rows of the last ForwardBatch), by the activation's
+// derivative: 1 - y^2 for tanh, 1 where y > 0 (else 0) for ReLU (y the
+// outputs), s (1 + x (1 - s)) with s = sigmoid(x) for Swish (x the cached
+// pre-activations).
+func (m *MLP) activationGrad(d []float64, l, n int) {
+	y := m.acts[l][:len(d)]
+	switch m.act {
+	case ReLU:
 		vecmath.ReLUGrad(d, y)
-		return
-	}
-	for i, v := range y {
-		d[i] *= 1 - v*v
+	case Swish:
+		x := m.pre[l][:len(d)]
+		for i, v := range x {
+			s := 1 / (1 + math.Exp(-v))
+			d[i] *= s * (1 + v*(1-s))
+		}
+	default:
+		for i, v := range y {
+			d[i] *= 1 - v*v
+		}
 	}
 }

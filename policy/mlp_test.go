@@ -234,7 +234,7 @@ func fdCheck(t *testing.T, name string, f func([]float64) float64, x, grad []flo
 }
 
 func TestMLPBackwardFiniteDifference(t *testing.T) {
-	for _, act := range []Activation{Tanh, ReLU} {
+	for _, act := range []Activation{Tanh, ReLU, Swish} {
 		t.Run(act.String(), func(t *testing.T) { testMLPBackwardFiniteDifference(t, act) })
 	}
 }
@@ -264,7 +264,7 @@ func testMLPBackwardFiniteDifference(t *testing.T, act Activation) {
 // differences, with and without the parameter gradient.
 func TestMLPBackwardInput(t *testing.T) {
 	rng := testRNG(t)
-	for _, act := range []Activation{Tanh, ReLU} {
+	for _, act := range []Activation{Tanh, ReLU, Swish} {
 		m, err := NewMLPActivation(act, 3, 8, 5, 2)
 		if err != nil {
 			t.Fatal(err)

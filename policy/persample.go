@@ -71,7 +71,7 @@ func (m *MLP) backpropDeltas(params, dOut []float64) {
 		in, out := m.sizes[l], m.sizes[l+1]
 		d := m.deltas[l+1][:n*out]
 		if l < L-1 {
-			m.activationGrad(d, m.acts[l+1][:n*out])
+			m.activationGrad(d, l+1, n)
 		}
 		if l > 0 {
 			gemmSerial(blas.NoTrans, blas.NoTrans, 1,
