@@ -1,0 +1,5 @@
+//go:build !race
+
+package primorl
+
+const raceEnabled = false

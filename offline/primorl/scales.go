@@ -1,0 +1,53 @@
+package primorl
+
+import (
+	"fmt"
+	"math"
+)
+
+// Scales are the public per-component scales of the models' inputs and
+// targets: In for (s, a) (len ObsDim + ActDim), Out for (s' - s, r) (len
+// ObsDim + 1). They come from public knowledge of the environment (its
+// observation and action bounds, its public reward range), never from the
+// private data, so scaling releases nothing.
+type Scales struct {
+	In, Out []float64
+}
+
+// Validate checks every scale is finite and > 0 and the lengths match obs
+// and act dimensions.
+func (s Scales) Validate(obsDim, actDim int) error {
+	if len(s.In) != obsDim+actDim || len(s.Out) != obsDim+1 {
+		return fmt.Errorf("primorl: scales of %d inputs and %d targets, want %d and %d", len(s.In), len(s.Out), obsDim+actDim, obsDim+1)
+	}
+	for _, v := range append(append([]float64(nil), s.In...), s.Out...) {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("primorl: scale %v, want finite and > 0", v)
+		}
+	}
+	return nil
+}
+
+// Encode appends one transition, scaled, to x (inputs) and y (targets) and
+// returns them.
+func (s Scales) Encode(x, y, obs, act, next []float64, reward float64) ([]float64, []float64) {
+	for i, v := range obs {
+		x = append(x, v/s.In[i])
+	}
+	for j, v := range act {
+		x = append(x, v/s.In[len(obs)+j])
+	}
+	for i, v := range next {
+		y = append(y, (v-obs[i])/s.Out[i])
+	}
+	return x, append(y, reward/s.Out[len(obs)])
+}
+
+// Decode turns a scaled prediction of (s' - s, r) at obs back into the
+// next observation (written into next) and the reward.
+func (s Scales) Decode(next, obs, pred []float64) (reward float64) {
+	for i, v := range obs {
+		next[i] = v + pred[i]*s.Out[i]
+	}
+	return pred[len(obs)] * s.Out[len(obs)]
+}

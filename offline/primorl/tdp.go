@@ -1,0 +1,224 @@
+package primorl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"dprl/ledger/accountant"
+	"dprl/noise"
+)
+
+// Trajectory is one training trajectory's transitions: N rows of scaled
+// inputs X (N x In) and targets Y (N x Out).
+type Trajectory struct {
+	X, Y []float64
+	N    int
+}
+
+// TDPConfig is TDP Model Ensemble Training's settings (the paper's Table 5
+// for Pendulum: q = 1e-3, E = 1, B = 16, lr 1e-3, per-layer clipping).
+type TDPConfig struct {
+	// Q is the Poisson sampling rate of trajectories, in (0, 1].
+	Q float64
+	// Z is the noise multiplier, >= 0 (0: no noise, no privacy).
+	Z float64
+	// C is the clipping norm of a trajectory's ensemble delta, > 0.
+	C float64
+	// Rounds is T >= 1, fixed before the run.
+	Rounds int
+	// LocalEpochs E >= 1, Batch B >= 1 and LR > 0 are the local gradient
+	// descent's.
+	LocalEpochs, Batch int
+	LR                 float64
+	Clip               ClipMode
+}
+
+// Validate reports every invalid field.
+func (c TDPConfig) Validate() error {
+	var errs []error
+	bad := func(f string, a ...any) { errs = append(errs, fmt.Errorf("primorl: "+f, a...)) }
+	if !(c.Q > 0 && c.Q <= 1) {
+		bad("sampling rate q %v, must be in (0, 1]", c.Q)
+	}
+	if !(c.Z >= 0) || math.IsInf(c.Z, 0) {
+		bad("noise multiplier z %v, must be finite and >= 0", c.Z)
+	}
+	if !(c.C > 0) || math.IsInf(c.C, 0) {
+		bad("clipping norm C %v, must be finite and > 0", c.C)
+	}
+	if c.Rounds < 1 {
+		bad("rounds T = %d, must be >= 1", c.Rounds)
+	}
+	if c.LocalEpochs < 1 || c.Batch < 1 {
+		bad("local epochs %d and batch %d, must be >= 1", c.LocalEpochs, c.Batch)
+	}
+	if !(c.LR > 0) || math.IsInf(c.LR, 0) {
+		bad("learning rate %v, must be finite and > 0", c.LR)
+	}
+	if c.Clip != ClipFlat && c.Clip != ClipPerLayer {
+		bad("clip mode %d unknown", int(c.Clip))
+	}
+	return errors.Join(errs...)
+}
+
+// NoiseStd returns the standard deviation z C / (q K) of the noise added to
+// every coordinate of the averaged delta, for K training trajectories.
+func (c TDPConfig) NoiseStd(K int) float64 { return c.Z * c.C / (c.Q * float64(K)) }
+
+// Privacy returns the trajectory-level guarantee at delta of a run with
+// cfg: the PLD accountant's epsilon for the Poisson-subsampled Gaussian
+// (Q, Z, Rounds), and the RDP accountant's as the cross-check. With Z = 0
+// there is none (an error).
+func (c TDPConfig) Privacy(delta float64) (pld, rdp accountant.Guarantee, err error) {
+	if c.Z == 0 {
+		return pld, rdp, errors.New("primorl: z = 0 trains without noise: no privacy guarantee")
+	}
+	ev := accountant.Event{Q: c.Q, Z: c.Z, Steps: c.Rounds}
+	if pld, err = (accountant.PLD{}).Epsilon(delta, ev); err != nil {
+		return pld, rdp, err
+	}
+	rdp, err = (accountant.RDP{}).Epsilon(delta, ev)
+	return pld, rdp, err
+}
+
+// RoundStats describes one round: how many trajectories it sampled (the
+// private data's: diagnostics only, never to be released) and their mean
+// local loss.
+type RoundStats struct {
+	Round, Sampled int
+	MeanLoss       float64
+}
+
+// Trainer runs TDP Model Ensemble Training. It holds workspaces: not safe
+// for concurrent use.
+type Trainer struct {
+	e     *Ensemble
+	cfg   TDPConfig
+	gauss *noise.Gaussian
+	// workspaces
+	sum, local, cur, grad []float64
+	order            []int
+	bx, by           []float64
+}
+
+// NewTrainer returns a trainer of e with cfg, drawing the noise from
+// noiseRNG (the secure generator in production).
+func NewTrainer(e *Ensemble, cfg TDPConfig, noiseRNG *rand.Rand) (*Trainer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if noiseRNG == nil {
+		return nil, errors.New("primorl: nil noise generator")
+	}
+	n := e.NumParams()
+	return &Trainer{e: e, cfg: cfg, gauss: noise.NewGaussian(noiseRNG), sum: make([]float64, n), local: make([]float64, n), cur: make([]float64, n),
+		grad: make([]float64, e.per), bx: make([]float64, cfg.Batch*e.in), by: make([]float64, cfg.Batch*e.out)}, nil
+}
+
+// Train runs cfg.Rounds rounds on data (K = len(data) trajectories, each
+// with at least one transition), updating params in place; sample draws
+// the Poisson subsets and the minibatch shuffles. progress, if not nil, is
+// called after each round. On cancellation it returns with the context's
+// error after the current round.
+func (t *Trainer) Train(ctx context.Context, params []float64, data []Trajectory, sample *rand.Rand, progress func(RoundStats)) error {
+	if len(params) != t.e.NumParams() {
+		return fmt.Errorf("primorl: params %d, want %d", len(params), t.e.NumParams())
+	}
+	if len(data) == 0 {
+		return errors.New("primorl: no training trajectories")
+	}
+	for k, d := range data {
+		if d.N < 1 || len(d.X) != d.N*t.e.in || len(d.Y) != d.N*t.e.out {
+			return fmt.Errorf("primorl: trajectory %d: %d transitions, X %d, Y %d values (want N >= 1, N x %d and N x %d)", k, d.N, len(d.X), len(d.Y), t.e.in, t.e.out)
+		}
+	}
+	for r := range t.cfg.Rounds {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		st := t.Round(params, data, sample)
+		st.Round = r + 1
+		if progress != nil {
+			progress(st)
+		}
+	}
+	return nil
+}
+
+// Round runs one round of Algorithm 2 on params: Poisson sampling, the
+// clipped local training of each sampled trajectory, and the noised
+// average with the fixed denominator q K.
+func (t *Trainer) Round(params []float64, data []Trajectory, sample *rand.Rand) RoundStats {
+	clear(t.sum)
+	var st RoundStats
+	for k := range data {
+		if !noise.Bernoulli(sample, t.cfg.Q) {
+			continue
+		}
+		st.Sampled++
+		st.MeanLoss += t.localTrain(params, data[k], sample)
+		for i, v := range t.local {
+			t.sum[i] += v
+		}
+	}
+	if st.Sampled > 0 {
+		st.MeanLoss /= float64(st.Sampled)
+	}
+	inv := 1 / (t.cfg.Q * float64(len(data)))
+	for i := range t.sum {
+		t.sum[i] *= inv
+	}
+	if t.cfg.Z > 0 {
+		t.gauss.Add(t.sum, t.cfg.NoiseStd(len(data)))
+	}
+	for i, v := range t.sum {
+		params[i] += v
+	}
+	return st
+}
+
+// localTrain runs EnsClipGD on one trajectory from params: E epochs of
+// minibatch gradient descent on every model, the whole delta projected by
+// EnsembleClip after each step. The clipped delta is left in t.local; it
+// returns the mean minibatch loss over models and steps.
+func (t *Trainer) localTrain(params []float64, d Trajectory, rng *rand.Rand) float64 {
+	e, cfg := t.e, t.cfg
+	clear(t.local) // the delta theta - theta_start
+	if cap(t.order) < d.N {
+		t.order = make([]int, d.N)
+	}
+	order := t.order[:d.N]
+	for i := range order {
+		order[i] = i
+	}
+	cur := t.cur // theta = params + local, rebuilt before each step
+	var loss float64
+	steps := 0
+	for range cfg.LocalEpochs {
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for b0 := 0; b0 < d.N; b0 += cfg.Batch {
+			n := min(cfg.Batch, d.N-b0)
+			for r := range n {
+				row := order[b0+r]
+				copy(t.bx[r*e.in:(r+1)*e.in], d.X[row*e.in:(row+1)*e.in])
+				copy(t.by[r*e.out:(r+1)*e.out], d.Y[row*e.out:(row+1)*e.out])
+			}
+			for i, v := range params {
+				cur[i] = v + t.local[i]
+			}
+			for m := range e.Models() {
+				loss += e.LossGrad(cur, m, t.bx[:n*e.in], t.by[:n*e.out], n, t.grad)
+				lm := e.Model(t.local, m)
+				for i, g := range t.grad {
+					lm[i] -= cfg.LR * g
+				}
+			}
+			e.Clip(t.local, cfg.C, cfg.Clip)
+			steps++
+		}
+	}
+	return loss / float64(steps*e.Models())
+}
