@@ -100,8 +100,8 @@ type Trainer struct {
 	gauss *noise.Gaussian
 	// workspaces
 	sum, local, cur, grad []float64
-	order            []int
-	bx, by           []float64
+	order                 []int
+	bx, by                []float64
 }
 
 // NewTrainer returns a trainer of e with cfg, drawing the noise from
