@@ -26,6 +26,10 @@ type TrainOptions struct {
 	EvalEvery, EvalEpisodes int
 	// Progress, if set, is called after each evaluation.
 	Progress func(Progress)
+	// NewEvalEnv, if set, makes the environments the evaluations run on
+	// (default: newEnv's). PriMORL trains in a model and evaluates on the
+	// real simulator.
+	NewEvalEnv func() sims.Env
 	// OnEpisode, if set, receives every training episode as it ends (the
 	// observations, actions and rewards are the run's buffers: copy what is
 	// kept).
@@ -82,6 +86,9 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 			opts.Steps, opts.LearningStarts, opts.BufferSize, opts.EvalEvery, opts.EvalEpisodes)
 	}
 	env, evalEnv := newEnv(), newEnv()
+	if opts.NewEvalEnv != nil {
+		evalEnv = opts.NewEvalEnv()
+	}
 	as := env.ActionSpace()
 	if as.Kind != sims.Box {
 		return Result{}, errors.New("sac: train: the environment's actions are not continuous")

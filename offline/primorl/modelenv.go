@@ -1,0 +1,154 @@
+package primorl
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"dprl/sims"
+)
+
+// Uncertainty is the penalty's estimator u(s, a) (the paper's Section 4.3).
+type Uncertainty int
+
+const (
+	// MPD is u_MPD = max_{i,j} ||mu_i - mu_j||_2, the largest disagreement
+	// between two models' means.
+	MPD Uncertainty = iota
+	// MA is u_MA = max_i ||Sigma_i||_F, the largest predicted covariance
+	// (diagonal: the Frobenius norm is the norm of the variances).
+	MA
+)
+
+// String returns "mpd" or "ma".
+func (u Uncertainty) String() string {
+	if u == MA {
+		return "ma"
+	}
+	return "mpd"
+}
+
+// ModelEnv is the pessimistic MDP in which PriMORL's policy is trained
+// (Algorithm 4): a sims.Env whose start states come from the real
+// environment's public reset distribution and whose transitions are the
+// released ensemble's. At each step one model i is drawn uniformly, the
+// scaled (s' - s, r) is sampled from N(mu_i, diag exp(v_i)), and the reward
+// is r - Lambda u(s, a), u computed on the scaled targets. Next
+// observations are clipped to the real observation box (public), and an
+// episode is truncated after Horizon steps. Only the ensemble's released
+// parameters and public knowledge enter it, so whatever is trained on it
+// is post-processing of the release. Not safe for concurrent use.
+type ModelEnv struct {
+	real    sims.Env
+	e       *Ensemble
+	params  []float64
+	scales  Scales
+	u       Uncertainty
+	lambda  float64
+	horizon int
+
+	rng        *rand.Rand
+	steps      int
+	x          []float64 // the scaled input
+	mean, lv   []float64 // N x Out
+	pred       []float64 // the sampled scaled target
+	obs        []float64
+	low, high  []float64
+	obsD, actD int
+}
+
+// NewModelEnv returns the pessimistic MDP of the released ensemble (e,
+// params) over real's spaces and start states.
+func NewModelEnv(real sims.Env, e *Ensemble, params []float64, scales Scales, u Uncertainty, lambda float64, horizon int) (*ModelEnv, error) {
+	os, as := real.ObservationSpace(), real.ActionSpace()
+	if as.Kind != sims.Box {
+		return nil, errors.New("primorl: the model environment needs continuous actions")
+	}
+	od, ad := os.Dim(), as.Dim()
+	if err := scales.Validate(od, ad); err != nil {
+		return nil, err
+	}
+	if e.In() != od+ad || e.Out() != od+1 || len(params) != e.NumParams() {
+		return nil, fmt.Errorf("primorl: ensemble of %d inputs, %d targets and %d parameters for %d observations and %d actions", e.In(), e.Out(), len(params), od, ad)
+	}
+	if !(lambda >= 0) || math.IsInf(lambda, 0) || horizon < 1 || (u != MPD && u != MA) {
+		return nil, fmt.Errorf("primorl: penalty %v (want finite >= 0), horizon %d (want >= 1), uncertainty %d", lambda, horizon, int(u))
+	}
+	N := e.Models()
+	return &ModelEnv{real: real, e: e, params: params, scales: scales, u: u, lambda: lambda, horizon: horizon,
+		x: make([]float64, od+ad), mean: make([]float64, N*(od+1)), lv: make([]float64, N*(od+1)), pred: make([]float64, od+1),
+		obs: make([]float64, od), low: os.Low, high: os.High, obsD: od, actD: ad}, nil
+}
+
+// ObservationSpace is the real environment's.
+func (m *ModelEnv) ObservationSpace() sims.Space { return m.real.ObservationSpace() }
+
+// ActionSpace is the real environment's.
+func (m *ModelEnv) ActionSpace() sims.Space { return m.real.ActionSpace() }
+
+// MaxSteps is the rollout horizon h.
+func (m *ModelEnv) MaxSteps() int { return m.horizon }
+
+// Reset draws a start state from the real environment's reset distribution
+// with rng, which the model keeps for its transitions.
+func (m *ModelEnv) Reset(rng *rand.Rand, obs []float64) {
+	m.rng, m.steps = rng, 0
+	m.real.Reset(rng, obs)
+	copy(m.obs, obs)
+}
+
+// Step samples the model's transition from the current observation under
+// a and returns the penalised reward; it never terminates, and truncates
+// at the horizon.
+func (m *ModelEnv) Step(a sims.Action, obs []float64) (float64, bool, bool) {
+	od, O, N := m.obsD, m.obsD+1, m.e.Models()
+	for i, v := range m.obs {
+		m.x[i] = v / m.scales.In[i]
+	}
+	for j, v := range a.Vec[:m.actD] {
+		m.x[od+j] = v / m.scales.In[od+j]
+	}
+	for i := range N {
+		m.e.Predict(m.params, i, m.x, 1, m.mean[i*O:(i+1)*O], m.lv[i*O:(i+1)*O])
+	}
+	u := m.uncertainty()
+	k := m.rng.IntN(N)
+	for j := range O {
+		m.pred[j] = m.mean[k*O+j] + math.Exp(0.5*m.lv[k*O+j])*m.rng.NormFloat64()
+	}
+	r := m.scales.Decode(obs, m.obs, m.pred)
+	for i := range obs {
+		obs[i] = min(max(obs[i], m.low[i]), m.high[i])
+	}
+	copy(m.obs, obs)
+	m.steps++
+	return r - m.lambda*u, false, m.steps >= m.horizon
+}
+
+// uncertainty computes u from the N models' predictions in m.mean, m.lv.
+func (m *ModelEnv) uncertainty() float64 {
+	O, N := m.obsD+1, m.e.Models()
+	var u float64
+	if m.u == MA {
+		for i := range N {
+			var s float64
+			for _, v := range m.lv[i*O : (i+1)*O] {
+				s += math.Exp(2 * v) // (variance)^2
+			}
+			u = max(u, math.Sqrt(s))
+		}
+		return u
+	}
+	for i := range N {
+		for j := i + 1; j < N; j++ {
+			var s float64
+			for c := range O {
+				d := m.mean[i*O+c] - m.mean[j*O+c]
+				s += d * d
+			}
+			u = max(u, math.Sqrt(s))
+		}
+	}
+	return u
+}

@@ -1,0 +1,99 @@
+package primorl
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"dprl/sims"
+)
+
+// constEnsemble returns a 2-model ensemble for Pendulum whose models predict
+// constant scaled targets means[i] with log-variances at their minimum.
+func constEnsemble(t *testing.T, means [2][4]float64) (*Ensemble, []float64) {
+	t.Helper()
+	cfg := DefaultModelConfig()
+	cfg.Ensemble, cfg.Hidden = 2, []int{4}
+	e, err := NewEnsemble(cfg, 4, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]float64, e.NumParams())
+	last := e.layers[len(e.layers)-1]
+	wEnd := e.weights[len(e.weights)-1][1]
+	for i := range 2 {
+		m := e.Model(p, i)
+		b := m[wEnd:last[1]] // the output biases: 4 means, then 4 raw log-variances
+		for j := range 4 {
+			b[j] = means[i][j]
+			b[4+j] = -1e3
+		}
+	}
+	return e, p
+}
+
+func TestModelEnvStep(t *testing.T) {
+	means := [2][4]float64{{0.1, -0.2, 0.05, -0.5}, {0.1, -0.2, 0.05, -0.5}}
+	e, p := constEnsemble(t, means)
+	sc := Scales{In: []float64{1, 1, 8, 2}, Out: []float64{1, 1, 8, 16}}
+	m, err := NewModelEnv(sims.NewPendulum(), e, p, sc, MPD, 2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := make([]float64, 3)
+	m.Reset(rand.New(rand.NewPCG(1, 2)), obs)
+	start := append([]float64(nil), obs...)
+	a := sims.Action{Vec: []float64{0.5}}
+	sd := math.Exp(-5) // the minimum log-variance's standard deviation
+	for step := 1; step <= 3; step++ {
+		prev := append([]float64(nil), obs...)
+		r, term, trunc := m.Step(a, obs)
+		for i := range 3 {
+			want := min(max(prev[i]+means[0][i]*sc.Out[i], m.low[i]), m.high[i])
+			if math.Abs(obs[i]-want) > 5*sd*sc.Out[i] {
+				t.Fatalf("step %d: obs[%d] = %v, want %v", step, i, obs[i], want)
+			}
+		}
+		// Identical models: u_MPD = 0, so the reward is the model's.
+		if math.Abs(r-(-0.5*16)) > 5*sd*16 || term || trunc != (step == 3) {
+			t.Fatalf("step %d: reward %v terminated %v truncated %v", step, r, term, trunc)
+		}
+	}
+	if start[0]*start[0]+start[1]*start[1] < 0.99 {
+		t.Fatalf("start state %v is not Pendulum's (cos, sin, velocity)", start)
+	}
+}
+
+func TestUncertainty(t *testing.T) {
+	means := [2][4]float64{{0, 0, 0, 0}, {0.3, 0, 0.4, 0}}
+	e, p := constEnsemble(t, means)
+	sc := Scales{In: []float64{1, 1, 8, 2}, Out: []float64{1, 1, 8, 16}}
+	for _, u := range []Uncertainty{MPD, MA} {
+		m, err := NewModelEnv(sims.NewPendulum(), e, p, sc, u, 2, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs := make([]float64, 3)
+		m.Reset(rand.New(rand.NewPCG(3, 4)), obs)
+		r, _, _ := m.Step(sims.Action{Vec: []float64{0}}, obs)
+		var want float64
+		if u == MPD {
+			want = 0.5 // ||(0.3, 0, 0.4, 0)||
+		} else {
+			lo, _ := e.logVar(-1e3)
+			want = math.Sqrt(4 * math.Exp(2*lo)) // sqrt(sum of 4 variances squared)
+		}
+		if got := m.uncertainty(); math.Abs(got-want) > 1e-12 {
+			t.Fatalf("%v: u = %v, want %v", u, got, want)
+		}
+		if math.Abs(r-(0-2*want)) > 5*math.Exp(-5)*16 {
+			t.Fatalf("%v: reward %v, want %v (a zero reward less lambda u)", u, r, -2*want)
+		}
+	}
+	if _, err := NewModelEnv(sims.NewCartPole(), e, p, sc, MPD, 2, 10); err == nil {
+		t.Fatal("a discrete-action environment was accepted")
+	}
+	if _, err := NewModelEnv(sims.NewPendulum(), e, p, sc, MPD, -1, 10); err == nil {
+		t.Fatal("a negative penalty was accepted")
+	}
+}
