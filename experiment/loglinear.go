@@ -91,6 +91,8 @@ var fields = fielderr.Fields{
 	// Control, Sweep, Train and its Overrides, DPSGD
 	"NewEnv", "Users", "EvalEpisodes", "Average", "Zs", "Env", "Method", "Z", "Epsilon", "PolicyShare", "Noise", "Horizon", "LR", "ServerLR",
 	"EntropyCoef", "Hidden", "Epochs", "StepsPerUser", "Gamma", "Lambda", "ValueScale", "ObsScale", "Algo",
+	// SAC
+	"Steps", "LearningStarts", "Batch", "EpisodeLog",
 }
 
 // bad appends the field error of format and args to *errs if cond holds.

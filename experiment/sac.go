@@ -7,12 +7,16 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 
+	"dprl/internal/atomicfile"
 	"dprl/internal/chart"
 	"dprl/policy/sac"
+	"dprl/sessionlog"
 	"dprl/sims"
+	"dprl/space"
 )
 
 // MethodSAC names online Soft Actor-Critic (policy/sac) in dprl train.
@@ -38,6 +42,13 @@ type SAC struct {
 	EvalEpisodes int // final deterministic evaluation episodes, >= 1
 	Seed         uint64
 	Seeds        int // >= 1
+	// EpisodeLog, if set, is a new file to which every training episode of
+	// every seed is written as a dprl.sessions.v1 session ("sac-SEED-I",
+	// with the behaviour's log-density of each action as "logp"): a log
+	// mixing random, improving and expert behaviour, the offline modes'
+	// input. It is written atomically (nothing on failure) and must not
+	// exist.
+	EpisodeLog string
 }
 
 // DefaultSAC returns the settings of dprl train --algo sac: 20,000 steps,
@@ -66,6 +77,10 @@ func (c SAC) Validate() error {
 	bad(&errs, c.Batch < 1, "{Batch} %d: must be >= 1", c.Batch)
 	bad(&errs, !positive(c.LR), "{LR} %v: must be finite and > 0", c.LR)
 	bad(&errs, !(c.Gamma >= 0 && c.Gamma < 1), "{Gamma} %v: must be in [0, 1)", c.Gamma)
+	if c.EpisodeLog != "" {
+		_, err := os.Stat(c.EpisodeLog)
+		bad(&errs, err == nil, "{EpisodeLog} %q exists: choose a new file", c.EpisodeLog)
+	}
 	if err := c.config().Validate(); len(errs) == 0 && err != nil {
 		errs = append(errs, &ConfigError{err})
 	}
@@ -119,6 +134,10 @@ type SACResult struct {
 	Mean         float64 `json:"mean"`
 	Std          float64 `json:"std"`
 	EvalEpisodes int     `json:"eval_episodes"`
+	// EpisodeLog and LoggedEpisodes name the training-episode log and how
+	// many sessions it holds (SAC.EpisodeLog).
+	EpisodeLog     string `json:"episode_log,omitempty"`
+	LoggedEpisodes int    `json:"logged_episodes,omitempty"`
 }
 
 // RunSAC validates c and runs its seeds in turn; progress, if not nil,
@@ -129,6 +148,15 @@ func RunSAC(ctx context.Context, c SAC, progress func(run int, p sac.Progress)) 
 	}
 	info, _ := sims.Lookup(c.Env)
 	res := SACResult{Env: c.Env, Algo: MethodSAC, Privacy: SACPrivacy, Steps: c.Steps, Hidden: c.Hidden, EvalEpisodes: c.EvalEpisodes}
+	var log *episodeLog
+	if c.EpisodeLog != "" {
+		f, err := atomicfile.Create(c.EpisodeLog, 0o644)
+		if err != nil {
+			return res, err
+		}
+		defer f.Abort() // a no-op after Commit
+		log = &episodeLog{f: f, w: sessionlog.NewWriter(f), od: info.New().ObservationSpace().Dim()}
+	}
 	for i := range c.Seeds {
 		seed := c.Seed + uint64(i)
 		rng := rand.New(rand.NewPCG(seed, 0x736163)) // "sac"
@@ -136,7 +164,13 @@ func RunSAC(ctx context.Context, c SAC, progress func(run int, p sac.Progress)) 
 		if progress != nil {
 			opts.Progress = func(p sac.Progress) { progress(i, p) }
 		}
+		if log != nil {
+			opts.OnEpisode = func(ep sac.Episode) { log.add(seed, ep) }
+		}
 		out, err := sac.Train(ctx, info.New, c.config(), opts, rng)
+		if err == nil && log != nil {
+			err = log.err
+		}
 		if err != nil {
 			return res, err
 		}
@@ -156,7 +190,48 @@ func RunSAC(ctx context.Context, c SAC, progress func(run int, p sac.Progress)) 
 		res.Std += (r.EvalMean - res.Mean) * (r.EvalMean - res.Mean) / float64(len(res.Runs))
 	}
 	res.Std = math.Sqrt(res.Std)
+	if log != nil {
+		if err := log.w.Flush(); err != nil {
+			return res, err
+		}
+		if err := log.f.Commit(); err != nil {
+			return res, err
+		}
+		res.EpisodeLog, res.LoggedEpisodes = c.EpisodeLog, log.n
+	}
 	return res, nil
+}
+
+// episodeLog writes SAC's training episodes as sessions.
+type episodeLog struct {
+	f   *atomicfile.File
+	w   *sessionlog.Writer
+	od  int
+	n   int
+	err error
+	k   map[uint64]int // episodes per seed
+}
+
+func (l *episodeLog) add(seed uint64, ep sac.Episode) {
+	if l.err != nil {
+		return
+	}
+	if l.k == nil {
+		l.k = map[uint64]int{}
+	}
+	T := len(ep.Rewards)
+	ad := len(ep.Actions) / max(T, 1)
+	s := sessionlog.Session{Session: fmt.Sprintf("sac-%d-%d", seed, l.k[seed]), Steps: make([]sessionlog.Step, T), Terminal: ep.Terminated}
+	for t := range T {
+		s.Steps[t] = sessionlog.Step{Obs: slices.Clone(ep.Obs[t*l.od : (t+1)*l.od]), Action: space.Action{Vec: slices.Clone(ep.Actions[t*ad : (t+1)*ad])},
+			Reward: ep.Rewards[t], LogP: ep.LogP[t]}
+	}
+	if !ep.Terminated {
+		s.FinalObs = slices.Clone(ep.Obs[T*l.od : (T+1)*l.od])
+	}
+	l.k[seed]++
+	l.n++
+	l.err = l.w.Write(&s)
 }
 
 // WriteText writes the result as dprl train prints it.
@@ -168,6 +243,9 @@ func (r SACResult) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, " ± %.1f over %d episodes", r.Runs[0].EvalStd, r.EvalEpisodes)
 	}
 	fmt.Fprintf(w, "\nprivacy: %s\n", r.Privacy)
+	if r.EpisodeLog != "" {
+		fmt.Fprintf(w, "training episodes: %d sessions in %s\n", r.LoggedEpisodes, r.EpisodeLog)
+	}
 	for _, run := range r.Runs {
 		if _, err := fmt.Fprintf(w, "seed %d: %.1f ± %.1f, %d steps, %d updates (%.0f updates/s), %d episodes in %.1fs\n",
 			run.Seed, run.EvalMean, run.EvalStd, r.Steps, run.Updates, run.UpdatesPerSecond, run.Episodes, run.Seconds); err != nil {

@@ -13,11 +13,12 @@ import (
 // runTrainSAC runs non-private online SAC (experiment.RunSAC): --env (a
 // continuous-action simulator), --steps, --learning-starts, --hidden,
 // --batch, --lr (actor, critics and temperature), --gamma,
-// --eval-episodes, --seed, --seeds, --json and --plot apply.
+// --eval-episodes, --seed, --seeds, --log-episodes, --json and --plot
+// apply.
 func runTrainSAC(cmd *cobra.Command, a *app, f *trainFlags) error {
 	fl := cmd.Flags()
 	c := experiment.DefaultSAC(f.env)
-	c.Steps, c.LearningStarts, c.Batch, c.EvalEpisodes = f.steps, f.learningStarts, f.batch, f.evalEpisodes
+	c.Steps, c.LearningStarts, c.Batch, c.EvalEpisodes, c.EpisodeLog = f.steps, f.learningStarts, f.batch, f.evalEpisodes, f.logEpisodes
 	if fl.Changed("hidden") {
 		c.Hidden = f.hidden
 	}

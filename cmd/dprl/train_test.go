@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"dprl/experiment"
 	"dprl/ledger/accountant"
 	"dprl/policy"
+	"dprl/sessionlog"
 
 	"github.com/spf13/cobra"
 )
@@ -1108,6 +1110,49 @@ func TestTrainSAC(t *testing.T) {
 		if code, _, stderr := runCLI(t, args...); code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr)
 		}
+	}
+	// The training episodes as a session log: every episode of both seeds,
+	// read back by the strict reader with their behaviour densities.
+	logPath := filepath.Join(t.TempDir(), "sac.jsonl")
+	code, out, stderr = runCLI(t, "train", "--algo", "sac", "--env", "pendulum", "--steps", "1000", "--learning-starts", "500", "--hidden", "8",
+		"--batch", "16", "--seeds", "2", "--seed", "1", "--eval-episodes", "1", "--log-episodes", logPath, "--json", "--log-level", "disabled")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var lr experiment.SACResult
+	if err := json.Unmarshal([]byte(out), &lr); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd := sessionlog.NewReader(f, sessionlog.ReaderOptions{})
+	n, uniform := 0, 0
+	for {
+		s, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if len(s.Steps) != 200 || s.Terminal || len(s.FinalObs) != 3 {
+			t.Fatalf("session %s: %d steps, terminal %v, final obs %v", s.Session, len(s.Steps), s.Terminal, s.FinalObs)
+		}
+		for _, st := range s.Steps {
+			if st.LogP == -math.Log(4) { // the uniform density on [-2, 2]
+				uniform++
+			}
+		}
+	}
+	if n != 10 || lr.LoggedEpisodes != 10 || uniform != 2*500 {
+		t.Fatalf("%d sessions (result says %d), %d uniform steps; want 10 and 1,000", n, lr.LoggedEpisodes, uniform)
+	}
+	if code, _, stderr := runCLI(t, "train", "--algo", "sac", "--env", "pendulum", "--log-episodes", logPath); code != 2 || !strings.Contains(stderr, "--log-episodes") {
+		t.Fatalf("an existing log: exit %d (%s), want 2", code, stderr)
 	}
 	if code, _, stderr := runCLI(t, "train", "--algo", "dppg", "--steps", "10"); code != 2 || !strings.Contains(stderr, "--steps does not apply") {
 		t.Errorf("dppg --steps: exit %d (%s), want 2", code, stderr)

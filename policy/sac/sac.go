@@ -131,6 +131,16 @@ func (a *Agent) ObsDim() int { return a.obsDim }
 // ActDim returns the action dimension.
 func (a *Agent) ActDim() int { return a.actDim }
 
+// LogScale returns sum_j log Scale_j: the log-density of an action in the
+// box is Act's log-probability (of tanh(u)) less this.
+func (a *Agent) LogScale() float64 {
+	var s float64
+	for _, v := range a.scale {
+		s += math.Log(v)
+	}
+	return s
+}
+
 // Alpha returns the current temperature.
 func (a *Agent) Alpha() float64 { return math.Exp(a.logAlpha[0]) }
 

@@ -37,11 +37,13 @@ type TrainOptions struct {
 }
 
 // Episode is one training episode: T steps, Obs (T+1) x ObsDim, Actions
-// T x ActDim (the environment's scale), Rewards T.
+// T x ActDim (the environment's scale), Rewards T, and LogP T, the log of
+// the behaviour's density of each action in the action box (uniform during
+// the random start, the squashed Gaussian after it).
 type Episode struct {
-	Obs, Actions, Rewards []float64
-	Terminated            bool
-	Return                float64
+	Obs, Actions, Rewards, LogP []float64
+	Terminated                  bool
+	Return                      float64
 }
 
 // Progress reports a run in progress.
@@ -123,7 +125,15 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 	epObs := make([]float64, (limit+1)*od)
 	epAct := make([]float64, limit*ad)
 	epRew := make([]float64, limit)
+	epLogP := make([]float64, limit)
 	act := sims.Action{Vec: make([]float64, ad)}
+	// The uniform density on the box, and the change of variables from
+	// tanh(u) in [-1, 1]^A to the box.
+	var uniformLogP float64
+	for j := range as.Low {
+		uniformLogP -= math.Log(as.High[j] - as.Low[j])
+	}
+	logScale := agent.LogScale()
 	res := Result{Agent: agent}
 	evaluate := func(steps int) {
 		m, s := Evaluate(evalEnv, agent, evalEpisodes, rand.New(rand.NewPCG(evalSeed, uint64(steps))))
@@ -146,8 +156,9 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 			for j := range act.Vec {
 				act.Vec[j] = as.Low[j] + (as.High[j]-as.Low[j])*rng.Float64()
 			}
+			epLogP[t] = uniformLogP
 		} else {
-			agent.Act(act.Vec, rng, cur)
+			epLogP[t] = agent.Act(act.Vec, rng, cur) - logScale
 		}
 		copy(epAct[t*ad:(t+1)*ad], act.Vec)
 		copy(next, cur)
@@ -162,7 +173,7 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 				for _, v := range epRew[:t] {
 					ret += v
 				}
-				opts.OnEpisode(Episode{Obs: epObs[:(t+1)*od], Actions: epAct[:t*ad], Rewards: epRew[:t], Terminated: term, Return: ret})
+				opts.OnEpisode(Episode{Obs: epObs[:(t+1)*od], Actions: epAct[:t*ad], Rewards: epRew[:t], LogP: epLogP[:t], Terminated: term, Return: ret})
 			}
 			env.Reset(rng, epObs[:od])
 			t = 0
