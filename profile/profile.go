@@ -118,6 +118,9 @@ func table() map[string]entry {
 		"acrobot": {low: -1, high: 0, learner: acrobotLearner},
 		// -(angle^2 + 0.1 speed^2 + 0.001 torque^2).
 		"pendulum": {low: pendulumRewardLow, high: 0, learner: controlLearner},
+		// The suite's smooth reward, a product of factors in [0, 1].
+		"cartpole-balance": {low: 0, high: 1, learner: controlLearner},
+		"cartpole-swingup": {low: 0, high: 1, learner: controlLearner},
 		// -1 per step.
 		"mountaincar":   {low: -1, high: 0, learner: controlLearner},
 		"riverswim":     {low: 0, high: 1, learner: controlLearner, riverSwimP: 0.6},

@@ -484,7 +484,7 @@ func withValue(n int, v float64) []float64 {
 func stateNames(t *testing.T, env Env) []string {
 	t.Helper()
 	switch env.(type) {
-	case *CartPole, *Acrobot:
+	case *CartPole, *Acrobot, *DMCCartPole:
 		return make([]string, 4)
 	case *Pendulum, *MountainCar:
 		return make([]string, 2)

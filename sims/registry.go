@@ -27,6 +27,8 @@ func registry() []Info {
 		{"cartpole", "Gymnasium CartPole-v1: balance a pole on a cart (Barto, Sutton & Anderson 1983)", func() Env { return NewCartPole() }},
 		{"acrobot", "Gymnasium Acrobot-v1: swing a two-link arm above a line, book dynamics, RK4 (Sutton 1996)", func() Env { return NewAcrobot() }},
 		{"pendulum", "Gymnasium Pendulum-v1: swing up an inverted pendulum, continuous torque", func() Env { return NewPendulum() }},
+		{"cartpole-balance", "DeepMind Control Suite cart-pole, Balance: continuous force, smooth reward, 1,000 steps (Tassa et al. 2018; not MuJoCo-exact)", func() Env { return NewDMCCartPole(false) }},
+		{"cartpole-swingup", "DeepMind Control Suite cart-pole, Swing-up: the pole starts down (Tassa et al. 2018; not MuJoCo-exact)", func() Env { return NewDMCCartPole(true) }},
 		{"mountaincar", "Gymnasium MountainCar-v0: drive an underpowered car up a hill (Moore 1990)", func() Env { return NewMountainCar() }},
 		{"riverswim", "RiverSwim, 6 states, horizon 20, p = 0.6 (Osband et al. 2013; DPPG App. C.1)", func() Env { return mustRiverSwim(0.6) }},
 		{"riverswim-0.9", "RiverSwim, 6 states, horizon 20, p = 0.9 (DPPG App. C.1)", func() Env { return mustRiverSwim(0.9) }},

@@ -11,7 +11,7 @@ import (
 
 func TestRegistry(t *testing.T) {
 	names := Names()
-	want := []string{"cartpole", "acrobot", "pendulum", "mountaincar", "riverswim", "riverswim-0.9", "hiv", "dosing-0", "dosing-1", "recsys", "bandit", "chain"}
+	want := []string{"cartpole", "acrobot", "pendulum", "cartpole-balance", "cartpole-swingup", "mountaincar", "riverswim", "riverswim-0.9", "hiv", "dosing-0", "dosing-1", "recsys", "bandit", "chain"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("Names() = %v, want %v", names, want)
 	}
