@@ -318,6 +318,7 @@ func TestConfigErrorsExitTwo(t *testing.T) {
 		{"train", []string{"--algo", "dppg", "--epsilon", "1,2"}, "--epsilon"},
 		{"offline gtd2", []string{"--data", missing, "--method", "nope"}, "--method"},
 		{"offline svt", []string{"--data", missing, "--experts", dir, "--epsilon", "1", "--delta", "1e-3", "--queries", "1", "--out-stable", exists}, "--out-stable " + exists + " exists"},
+		{"offline primorl", []string{"--data", missing, "--rounds", "0"}, "--rounds 0"},
 		{"plot regret", []string{"--out", filepath.Join(dir, "r.png"), missing}, "missing"},
 		{"version", []string{"x"}, "unexpected argument"},
 		{"report", []string{"--out", dir}, "--data"},

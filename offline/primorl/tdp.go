@@ -34,6 +34,9 @@ type TDPConfig struct {
 	LocalEpochs, Batch int
 	LR                 float64
 	Clip               ClipMode
+	// Denominator is the fixed denominator of the averaged delta, q n with
+	// a public n; 0 means q K with K the number of training trajectories.
+	Denominator float64
 }
 
 // Validate reports every invalid field.
@@ -61,12 +64,25 @@ func (c TDPConfig) Validate() error {
 	if c.Clip != ClipFlat && c.Clip != ClipPerLayer {
 		bad("clip mode %d unknown", int(c.Clip))
 	}
+	if !(c.Denominator >= 0) || math.IsInf(c.Denominator, 0) {
+		bad("denominator %v, must be finite and >= 0", c.Denominator)
+	}
 	return errors.Join(errs...)
 }
 
-// NoiseStd returns the standard deviation z C / (q K) of the noise added to
-// every coordinate of the averaged delta, for K training trajectories.
-func (c TDPConfig) NoiseStd(K int) float64 { return c.Z * c.C / (c.Q * float64(K)) }
+// denominator returns the averaged delta's denominator for K training
+// trajectories: Denominator, or q K.
+func (c TDPConfig) denominator(K int) float64 {
+	if c.Denominator > 0 {
+		return c.Denominator
+	}
+	return c.Q * float64(K)
+}
+
+// NoiseStd returns the standard deviation z C / (q K) (or z C /
+// Denominator) of the noise added to every coordinate of the averaged
+// delta, for K training trajectories.
+func (c TDPConfig) NoiseStd(K int) float64 { return c.Z * c.C / c.denominator(K) }
 
 // Privacy returns the trajectory-level guarantee at delta of a run with
 // cfg: the PLD accountant's epsilon for the Poisson-subsampled Gaussian
@@ -167,7 +183,7 @@ func (t *Trainer) Round(params []float64, data []Trajectory, sample *rand.Rand) 
 	if st.Sampled > 0 {
 		st.MeanLoss /= float64(st.Sampled)
 	}
-	inv := 1 / (t.cfg.Q * float64(len(data)))
+	inv := 1 / t.cfg.denominator(len(data))
 	for i := range t.sum {
 		t.sum[i] *= inv
 	}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"dprl/internal/fielderr"
+	"dprl/internal/progress"
+	"dprl/offline/budget"
+	"dprl/offline/primorl"
+)
+
+// primorlFlags are the flags of "dprl offline primorl".
+type primorlFlags struct {
+	cfg         primorl.Config
+	clip, u     string
+	asJSON      bool
+	budget      offlineBudget
+	ensemble    int
+	modelHidden []int
+	weightDecay float64
+}
+
+func newOfflinePriMORLCmd(a *app) *cobra.Command {
+	f := &primorlFlags{cfg: primorl.DefaultConfig()}
+	c := &f.cfg
+	cmd := &cobra.Command{
+		Use:   "primorl --data LOG --env pendulum --epsilon E",
+		Short: "Learn a policy from a session log with a trajectory-level DP dynamics model (PriMORL)",
+		Long: `primorl trains an ensemble of Gaussian dynamics models on a dprl.sessions.v1 log
+with trajectory-level differential privacy (TDP Model Ensemble Training, "Private
+Model-based Offline RL", Algorithms 1-3), then SAC only on rollouts of that model
+(Algorithm 4), and evaluates the policy on the simulator.
+
+Each of --rounds rounds samples every trajectory with probability q = --batch/n
+(n: --n, or the log's record count, taken as public), runs --local-epochs of
+minibatch (--minibatch) gradient descent on its transitions from the current
+ensemble, projects the ensemble's change to norm --clip after every step
+(--clip-mode per-layer or flat), and adds the sampled changes, divided by --batch,
+with Gaussian noise z*clip/batch. z is the smallest noise multiplier for which
+the PLD accountant of the Poisson-subsampled Gaussian (q, z, T) gives (--epsilon,
+--delta) per trajectory; the RDP accountant's epsilon is printed beside it. The
+run is charged to the dataset in the ledger before the log is read for training
+(refused over the dataset's cap). The model's inputs and targets are scaled by
+public constants of --env (never statistics of the log), the policy only sees
+the released model and the simulator's public start states, and its evaluation
+uses the simulator: all post-processing.
+
+--non-private runs the paper's "no privacy" ablation (clipped, no noise): not
+charged, and labelled NOT private.`,
+		Example: `  dprl sims ... (a log of continuous-control sessions: dprl train --algo sac --log-episodes LOG)
+  dprl offline primorl --data pendulum.jsonl --env pendulum --epsilon 5 --delta 1e-5`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runOfflinePriMORL(a, cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&c.Data, "data", "", "the dprl.sessions.v1 log (continuous actions)")
+	fl.StringVar(&c.Env, "env", c.Env, "the public simulator: pendulum, cartpole-balance or cartpole-swingup")
+	fl.Float64Var(&c.Epsilon, "epsilon", c.Epsilon, "target epsilon per trajectory")
+	fl.Float64Var(&c.Delta, "delta", c.Delta, "delta of the guarantee")
+	fl.BoolVar(&c.NonPrivate, "non-private", false, "the no-privacy ablation: clipped, no noise, not charged, NOT private")
+	fl.IntVar(&c.PublicN, "n", 0, "the public number of trajectories (default: the log's record count)")
+	fl.Float64Var(&c.Batch, "batch", c.Batch, "expected trajectories per round (q = batch/n)")
+	fl.IntVar(&c.Rounds, "rounds", c.Rounds, "rounds T, fixed before the run")
+	fl.Float64Var(&c.Clip, "clip", c.Clip, "clipping norm C of a trajectory's ensemble change")
+	fl.StringVar(&f.clip, "clip-mode", "per-layer", "EnsembleClip: per-layer (C/sqrt(N L) per layer) or flat (C/sqrt(N) per model)")
+	fl.IntVar(&c.LocalEpochs, "local-epochs", c.LocalEpochs, "local epochs E per sampled trajectory")
+	fl.IntVar(&c.MiniBatch, "minibatch", c.MiniBatch, "local minibatch size B")
+	fl.Float64Var(&c.LR, "model-lr", c.LR, "the models' local gradient-descent step size")
+	fl.IntVar(&f.ensemble, "ensemble", c.Model.Ensemble, "models in the ensemble N")
+	fl.IntSliceVar(&f.modelHidden, "model-hidden", c.Model.Hidden, "hidden widths of each model (Swish)")
+	fl.Float64Var(&f.weightDecay, "weight-decay", c.Model.WeightDecay, "L2 coefficient on the models' weights")
+	fl.StringVar(&f.u, "uncertainty", "mpd", "penalty's estimator: mpd (max mean disagreement) or ma (max covariance norm)")
+	fl.Float64Var(&c.Lambda, "lambda", c.Lambda, "penalty coefficient of the pessimistic reward r - lambda u")
+	fl.IntVar(&c.Horizon, "horizon", c.Horizon, "model rollout length h")
+	fl.IntVar(&c.SACSteps, "sac-steps", c.SACSteps, "SAC steps in the model")
+	fl.IntSliceVar(&c.SACHidden, "sac-hidden", c.SACHidden, "SAC's hidden widths")
+	fl.IntVar(&c.EvalEpisodes, "eval-episodes", c.EvalEpisodes, "simulator episodes of the policy's evaluation")
+	fl.Uint64Var(&c.Seed, "seed", 0, "seed every generator (a repeatable simulation, recorded as seeded in the ledger; default: the secure generator)")
+	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
+	f.budget.register(fl)
+	return cmd
+}
+
+// primorlFlagNames are the flags of primorl.Config's fields.
+var primorlFlagNames = map[string]string{"Data": "--data", "Env": "--env", "Epsilon": "--epsilon", "Delta": "--delta",
+	"NonPrivate": "--non-private", "PublicN": "--n", "Batch": "--batch", "Rounds": "--rounds", "Clip": "--clip",
+	"LocalEpochs": "--local-epochs", "MiniBatch": "--minibatch", "LR": "--model-lr", "Ensemble": "--ensemble", "Hidden": "--model-hidden",
+	"Lambda": "--lambda", "Horizon": "--horizon", "SACSteps": "--sac-steps", "SACHidden": "--sac-hidden", "EvalEpisodes": "--eval-episodes"}
+
+func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
+	c := f.cfg
+	c.Seeded = cmd.Flags().Changed("seed")
+	c.Model.Ensemble, c.Model.Hidden, c.Model.WeightDecay = f.ensemble, f.modelHidden, f.weightDecay
+	switch f.clip {
+	case "per-layer":
+		c.ClipMode = primorl.ClipPerLayer
+	case "flat":
+		c.ClipMode = primorl.ClipFlat
+	default:
+		return usagef("offline primorl: --clip-mode %q: want per-layer or flat", f.clip)
+	}
+	switch f.u {
+	case "mpd":
+		c.Uncertainty = primorl.MPD
+	case "ma":
+		c.Uncertainty = primorl.MA
+	default:
+		return usagef("offline primorl: --uncertainty %q: want mpd or ma", f.u)
+	}
+	if c.NonPrivate && (cmd.Flags().Changed("epsilon") || cmd.Flags().Changed("delta")) {
+		return usagef("offline primorl: --non-private trains without noise: --epsilon and --delta do not apply")
+	}
+	var prog *progress.Task
+	c.Progress = func(phase string, done, total int) {
+		if prog == nil || done == 1 && phase == "model" {
+			prog = a.task("primorl " + phase)
+		}
+		prog.Update(progress.Report{Done: int64(done), Total: int64(total), Unit: map[string]string{"model": "rounds", "policy": "steps"}[phase]})
+	}
+	m, opt, err := primorl.New(c)
+	if err != nil {
+		return primorlUsage(err)
+	}
+	cfg, err := f.budget.config(a, !c.NonPrivate)
+	if err != nil {
+		return err
+	}
+	out, _, err := budget.Run(cmd.Context(), cfg, budget.Input{Path: c.Data, Reader: opt}, m)
+	if prog != nil {
+		prog.Finish()
+	}
+	if err != nil {
+		return primorlUsage(budget.Explain(err))
+	}
+	return emit(a, f.asJSON, out, nil)
+}
+
+// primorlUsage makes an error naming primorl.Config's fields a usage error
+// naming flags.
+func primorlUsage(err error) error {
+	if ce := (*primorl.ConfigError)(nil); errors.As(err, &ce) {
+		return usageError{fielderr.Rename(err, func(f string) string {
+			if n, ok := primorlFlagNames[f]; ok {
+				return n
+			}
+			return f
+		})}
+	}
+	return fmt.Errorf("offline primorl: %w", err)
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"dprl/ledger"
+	"dprl/offline/primorl"
+	"dprl/sessionlog"
+	"dprl/sims"
+)
+
+// pendulumLog writes n random-torque Pendulum episodes of 50 steps as a
+// session log and returns its path.
+func pendulumLog(t *testing.T, dir string, n int) string {
+	t.Helper()
+	path := filepath.Join(dir, "pendulum.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sessionlog.NewWriter(f)
+	rng := rand.New(rand.NewPCG(1, 2))
+	env := sims.NewPendulum()
+	for i := range n {
+		obs := make([]float64, 3)
+		env.Reset(rng, obs)
+		s := sessionlog.Session{Session: "p" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)}
+		for range 50 {
+			a := sims.Action{Vec: []float64{4*rng.Float64() - 2}}
+			next := append([]float64(nil), obs...)
+			r, _, _ := env.Step(a, next)
+			s.Steps = append(s.Steps, sessionlog.Step{Obs: obs, Action: a, Reward: r, LogP: -1.3862943611198906})
+			obs = next
+		}
+		s.FinalObs = obs
+		if err := w.Write(&s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestOfflinePriMORL runs a small private PriMORL, checks the printed and
+// charged guarantee (the ledger entry names q, z, T and the PLD
+// accountant), that a run over the dataset's cap is refused without an
+// entry, the non-private ablation's label, and the usage errors.
+func TestOfflinePriMORL(t *testing.T) {
+	dir := t.TempDir()
+	data := pendulumLog(t, dir, 40)
+	led := filepath.Join(dir, "ledger")
+	small := []string{"--batch", "8", "--rounds", "20", "--sac-steps", "300", "--sac-hidden", "8", "--model-hidden", "8,8", "--eval-episodes", "1"}
+	code, out, stderr := runCLI(t, append([]string{"offline", "primorl", "--data", data, "--env", "pendulum", "--epsilon", "4", "--delta", "1e-5",
+		"--ledger", led, "--seed", "7", "--json", "--log-level", "disabled"}, small...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r primorl.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Private || r.Epsilon > 4 || r.Epsilon < 3.99 || r.Q != 0.2 || r.Rounds != 20 || r.N != 40 || !(r.Z > 0) || !r.Seeded || r.Accountant != "pld" || !(r.RDPEpsilon >= r.Epsilon) {
+		t.Fatalf("result %+v", r)
+	}
+	s, err := ledger.Open(led, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []ledger.Entry
+	err = s.Entries(func(e ledger.Entry) error { entries = append(entries, e); return nil })
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		t.Fatalf("%d entries, want 1", len(entries))
+	}
+	e := entries[0]
+	if e.Unit != ledger.UnitTrajectory || e.Method != "pld" || len(e.Events) != 1 || e.Events[0].Q != 0.2 || e.Events[0].Z != r.Z ||
+		e.Events[0].Steps != 20 || e.Epsilon != r.Epsilon || !strings.Contains(e.Mechanism, "primorl") || !e.Seeded {
+		t.Fatalf("ledger entry %+v", e)
+	}
+	// Over the dataset's cap: refused before anything is written.
+	fresh := filepath.Join(dir, "fresh")
+	code, _, stderr = runCLI(t, append([]string{"offline", "primorl", "--data", data, "--env", "pendulum", "--epsilon", "12",
+		"--dataset-epsilon", "10", "--ledger", fresh, "--log-level", "disabled"}, small...)...)
+	if code == 0 || !strings.Contains(stderr, "budget exceeded") || ledgerEntries(t, fresh) != 0 {
+		t.Fatalf("over the cap: exit %d (%s), %d entries", code, stderr, ledgerEntries(t, fresh))
+	}
+	// The ablation is labelled and not charged.
+	code, out, stderr = runCLI(t, append([]string{"offline", "primorl", "--data", data, "--env", "pendulum", "--non-private",
+		"--ledger", fresh, "--seed", "1", "--log-level", "disabled"}, small...)...)
+	if code != 0 || !strings.Contains(out, "NOT differentially private") || ledgerEntries(t, fresh) != 0 {
+		t.Fatalf("non-private: exit %d (%s), output %q", code, stderr, out)
+	}
+	for _, args := range [][]string{
+		{"--env", "cartpole"},               // no public scales (discrete)
+		{"--clip-mode", "sideways"},         // unknown mode
+		{"--non-private", "--epsilon", "3"}, // no epsilon without noise
+		{"--rounds", "0"},                   // range
+		{"--batch", "100"},                  // q > 1 for n = 40
+	} {
+		full := append([]string{"offline", "primorl", "--data", data, "--ledger", filepath.Join(dir, "u"), "--log-level", "disabled"}, args...)
+		if code, _, stderr := runCLI(t, full...); code != 2 {
+			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr)
+		}
+	}
+}

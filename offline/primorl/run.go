@@ -1,0 +1,413 @@
+package primorl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"dprl/internal/fielderr"
+	"dprl/internal/rng"
+	"dprl/ledger"
+	"dprl/ledger/accountant"
+	"dprl/offline/budget"
+	"dprl/policy/sac"
+	"dprl/sessionlog"
+	"dprl/sims"
+)
+
+// fieldNames are Config's fields that errors name (fielderr renders them as
+// flags in the command).
+var fieldNames = fielderr.Fields{"Data", "Env", "Epsilon", "Delta", "NonPrivate", "PublicN", "Batch", "Rounds", "Clip", "LocalEpochs",
+	"MiniBatch", "LR", "Ensemble", "Hidden", "Lambda", "Horizon", "SACSteps", "SACHidden", "EvalEpisodes"}
+
+// ConfigError is an invalid configuration, naming its fields.
+type ConfigError = fielderr.Error
+
+// PublicScales returns the public scales of env's model inputs and
+// targets: design constants from the environment's definition (its
+// observation and action bounds, the size of one step's change, its reward
+// range), never from data.
+func PublicScales(env string) (Scales, error) {
+	switch env {
+	case "pendulum":
+		// cos, sin in [-1, 1], speed in [-8, 8], torque in [-2, 2]; a step
+		// changes the speed by at most 16 and the reward is >= -16.3.
+		return Scales{In: []float64{1, 1, 8, 2}, Out: []float64{1, 1, 8, 16.3}}, nil
+	case "cartpole-balance", "cartpole-swingup":
+		// x on the rail [-1.8, 1.8], cos and sin, speeds of a few m/s and
+		// rad/s, the control in [-1, 1]; one 0.01 s step moves x by
+		// about 0.01 x_dot and the angle by 0.01 theta_dot; reward in [0, 1].
+		return Scales{In: []float64{1.8, 1, 1, 5, 10, 1}, Out: []float64{0.05, 0.1, 0.1, 1, 2, 1}}, nil
+	}
+	return Scales{}, fmt.Errorf("primorl: no public scales for %q (pendulum, cartpole-balance, cartpole-swingup)", env)
+}
+
+// Config is one PriMORL run on a session log: the private model, then the
+// policy trained in it.
+type Config struct {
+	// Data is the dprl.sessions.v1 log (continuous actions).
+	Data string
+	// Env is the public simulator: its spaces, start states and scales,
+	// and the policy's evaluation (which the simulator, not the private
+	// data, provides).
+	Env string
+	// Epsilon and Delta are the trajectory-level guarantee the model is
+	// trained to; z is calibrated to them (PLD).
+	Epsilon, Delta float64
+	// NonPrivate runs the paper's "no privacy" ablation instead: clipped,
+	// without noise, not charged, labelled NOT private.
+	NonPrivate bool
+	// PublicN is the public number of trajectories n (0: the log's record
+	// count, taken as public, as dprl offline gtd2 does); Batch is the
+	// expected number of trajectories per round, so q = Batch/n and the
+	// averaged delta's denominator is q n = Batch.
+	PublicN int
+	Batch   float64
+	// Rounds is T, fixed before the run.
+	Rounds int
+	// Clip is C; ClipMode flat or per layer.
+	Clip     float64
+	ClipMode ClipMode
+	// LocalEpochs, MiniBatch and LR are the local gradient descent's.
+	LocalEpochs, MiniBatch int
+	LR                     float64
+	// Model is the ensemble.
+	Model ModelConfig
+	// Uncertainty, Lambda and Horizon define the pessimistic MDP.
+	Uncertainty Uncertainty
+	Lambda      float64
+	Horizon     int
+	// SACSteps and SACHidden configure the policy's training in the model.
+	SACSteps  int
+	SACHidden []int
+	// EvalEpisodes is the number of simulator episodes of the evaluation.
+	EvalEpisodes int
+	// Seed keys every generator when Seeded (a repeatable simulation, so
+	// labelled in the result and the ledger); otherwise the noise and
+	// sampling come from the secure generator.
+	Seed   uint64
+	Seeded bool
+	// Progress, if set, receives each phase's progress.
+	Progress func(phase string, done, total int)
+}
+
+// DefaultConfig returns the paper's Pendulum settings (Tables 4-5: q n = 30
+// trajectories a round, C = 1 per layer, E = 1, B = 16, lr 1e-3, 3 models of
+// 2 x 64, u_MPD, lambda 2, h 30) with T = 1,000 rounds and 30,000 SAC steps.
+func DefaultConfig() Config {
+	return Config{Env: "pendulum", Epsilon: 5, Delta: 1e-5, Batch: 30, Rounds: 1000, Clip: 1, ClipMode: ClipPerLayer, LocalEpochs: 1,
+		MiniBatch: 16, LR: 1e-3, Model: DefaultModelConfig(), Uncertainty: MPD, Lambda: 2, Horizon: 30, SACSteps: 30000,
+		SACHidden: []int{64, 64}, EvalEpisodes: 10}
+}
+
+// Validate reports every invalid field.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(cond bool, f string, a ...any) {
+		if cond {
+			errs = append(errs, fieldNames.Errorf(f, a...))
+		}
+	}
+	bad(c.Data == "", "{Data} missing: the session log to learn from")
+	_, scErr := PublicScales(c.Env)
+	bad(scErr != nil, "{Env} %q: %v", c.Env, scErr)
+	if !c.NonPrivate {
+		bad(!(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0), "{Epsilon} %v: must be finite and > 0", c.Epsilon)
+		bad(!(c.Delta > 0 && c.Delta < 1), "{Delta} %v: must be in (0, 1)", c.Delta)
+	}
+	bad(c.PublicN < 0, "{PublicN} %d: must be >= 0 (0: the record count)", c.PublicN)
+	bad(!(c.Batch > 0) || math.IsInf(c.Batch, 0), "{Batch} %v: must be finite and > 0", c.Batch)
+	bad(c.Rounds < 1, "{Rounds} %d: must be >= 1", c.Rounds)
+	bad(!(c.Clip > 0) || math.IsInf(c.Clip, 0), "{Clip} %v: must be finite and > 0", c.Clip)
+	bad(c.LocalEpochs < 1 || c.MiniBatch < 1, "{LocalEpochs} %d and {MiniBatch} %d: must be >= 1", c.LocalEpochs, c.MiniBatch)
+	bad(!(c.LR > 0) || math.IsInf(c.LR, 0), "{LR} %v: must be finite and > 0", c.LR)
+	if err := c.Model.Validate(); err != nil {
+		errs = append(errs, fieldNames.Errorf("{Ensemble}/{Hidden}: %v", err))
+	}
+	bad(!(c.Lambda >= 0) || math.IsInf(c.Lambda, 0), "{Lambda} %v: must be finite and >= 0", c.Lambda)
+	bad(c.Horizon < 1, "{Horizon} %d: must be >= 1", c.Horizon)
+	bad(c.SACSteps < 2, "{SACSteps} %d: must be >= 2", c.SACSteps)
+	bad(len(c.SACHidden) == 0 || slices.ContainsFunc(c.SACHidden, func(h int) bool { return h < 1 }), "{SACHidden} %v: want widths >= 1", c.SACHidden)
+	bad(c.EvalEpisodes < 1, "{EvalEpisodes} %d: must be >= 1", c.EvalEpisodes)
+	return errors.Join(errs...)
+}
+
+// NotPrivate labels a non-private run's result.
+const NotPrivate = "NOT differentially private: the no-privacy ablation (clipped, no noise), not charged"
+
+// Result is a run's outcome. Everything in it is covered by the printed
+// guarantee (the model is the release; the policy, its evaluation on the
+// simulator and the model's error on simulator transitions are
+// post-processing) or, for a non-private run, labelled.
+type Result struct {
+	Env     string  `json:"env"`
+	Private bool    `json:"private"`
+	Warning string  `json:"warning,omitempty"`
+	Epsilon float64 `json:"epsilon,omitempty"`
+	Delta   float64 `json:"delta,omitempty"`
+	// RDPEpsilon is the RDP accountant's epsilon for the same events, a
+	// cross-check (>= Epsilon).
+	RDPEpsilon float64 `json:"rdp_epsilon,omitempty"`
+	Accountant string  `json:"accountant,omitempty"`
+	Z          float64 `json:"z"`
+	Q          float64 `json:"q"`
+	Rounds     int     `json:"rounds"`
+	N          int     `json:"n"`
+	Seeded     bool    `json:"seeded"`
+	LedgerSeq  uint64  `json:"ledger_seq,omitempty"`
+	// ModelError is the released ensemble's mean squared error of the
+	// scaled (s' - s, r) on 20 simulator episodes of uniformly random
+	// actions (public data).
+	ModelError float64 `json:"model_error"`
+	// Return is the policy's mean return on EvalEpisodes simulator
+	// episodes, with its standard deviation; Score normalises Pendulum's
+	// as 1000 (R + 1500) / 1500 (the paper's), and is the return for the
+	// others.
+	Return, ReturnStd, Score float64
+	ModelSeconds, SACSeconds float64
+	Agent                    *sac.Agent `json:"-"`
+}
+
+// WriteText writes the result as the command prints it.
+func (r *Result) WriteText(w io.Writer) error {
+	if r.Private {
+		fmt.Fprintf(w, "primorl on %s: epsilon %.4g at delta %g per trajectory (%s; rdp cross-check %.4g), z = %.4g, q = %.4g, T = %d, n = %d",
+			r.Env, accountant.Ceil(r.Epsilon, 4), r.Delta, r.Accountant, accountant.Ceil(r.RDPEpsilon, 4), r.Z, r.Q, r.Rounds, r.N)
+		if r.Seeded {
+			fmt.Fprint(w, " (seeded: a simulation, not a production release)")
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintf(w, "primorl on %s: %s (q = %.4g, T = %d)\n", r.Env, r.Warning, r.Q, r.Rounds)
+	}
+	_, err := fmt.Fprintf(w, "model error %.4g (scaled mse on simulator transitions); policy return on the simulator %.1f ± %.1f (score %.1f); model %.1f s, policy %.1f s\n",
+		r.ModelError, r.Return, r.ReturnStd, r.Score, r.ModelSeconds, r.SACSeconds)
+	return err
+}
+
+// Mechanism is a PriMORL run as the budget protocol sees it.
+type Mechanism struct {
+	c       Config
+	spec    sims.Env
+	scales  Scales
+	od, ad  int
+	q, z    float64
+	n       int
+	entry   ledger.Entry
+	rdp     float64
+	results *Result
+}
+
+// New validates c and returns its mechanism and the log's reader options.
+func New(c Config) (*Mechanism, sessionlog.ReaderOptions, error) {
+	if err := c.Validate(); err != nil {
+		return nil, sessionlog.ReaderOptions{}, err
+	}
+	env, err := sims.New(c.Env)
+	if err != nil {
+		return nil, sessionlog.ReaderOptions{}, fieldNames.Errorf("{Env}: %v", err)
+	}
+	sc, _ := PublicScales(c.Env)
+	m := &Mechanism{c: c, spec: env, scales: sc, od: env.ObservationSpace().Dim(), ad: env.ActionSpace().Dim()}
+	return m, sessionlog.ReaderOptions{Spec: sessionlog.Spec{ObsDim: m.od, Discrete: -1, ActDim: m.ad}}, nil
+}
+
+// Check checks a record: the environment's dimensions (the reader holds
+// the log to them) and at least one step.
+func (m *Mechanism) Check(s *sessionlog.Session) error {
+	if len(s.Steps) == 0 {
+		return errors.New("a session without steps")
+	}
+	return nil
+}
+
+// Entry is the run's cost from public inputs and the record count: the
+// Poisson-subsampled Gaussian (q = Batch/n, z, T) at the target epsilon.
+func (m *Mechanism) Entry(ix *sessionlog.Index, _ budget.Dataset) (ledger.Entry, error) {
+	c := m.c
+	m.n = ix.Len()
+	if c.PublicN > 0 {
+		m.n = c.PublicN
+	}
+	m.q = c.Batch / float64(m.n)
+	if m.q > 1 {
+		return ledger.Entry{}, fieldNames.Errorf("{Batch} %v exceeds the n = %d trajectories", c.Batch, m.n)
+	}
+	z, err := accountant.Calibrate(accountant.PLD{}, c.Epsilon, c.Delta, m.q, c.Rounds)
+	if err != nil {
+		return ledger.Entry{}, fieldNames.Errorf("{Epsilon}: calibrating the noise: %v", err)
+	}
+	m.z = z
+	ev := accountant.Event{Q: m.q, Z: z, Steps: c.Rounds}
+	g, err := (accountant.PLD{}).Epsilon(c.Delta, ev)
+	if err != nil {
+		return ledger.Entry{}, err
+	}
+	if r, err := (accountant.RDP{}).Epsilon(c.Delta, ev); err == nil {
+		m.rdp = r.Epsilon
+	}
+	return ledger.Entry{Unit: ledger.UnitTrajectory, Method: accountant.MethodPLD, Participants: m.n, Events: []accountant.Event{ev},
+		Epsilon: g.Epsilon, Delta: c.Delta, Seeded: c.Seeded,
+		Mechanism: fmt.Sprintf("primorl: %d rounds of TDP model ensemble training (Poisson q=%.4g = batch %g / n %d, EnsembleClip %s C=%g, noise z=%.4g C/(q n))",
+			c.Rounds, m.q, c.Batch, m.n, c.ClipMode, c.Clip, z)}, nil
+}
+
+// Validate has nothing left to check: the scan checked every record.
+func (m *Mechanism) Validate(*sessionlog.Index, *ledger.Entry) error { return nil }
+
+// gen returns the generator of purpose: seeded when the run is, else
+// secure.
+func (m *Mechanism) gen(purpose string) *rand.Rand {
+	if m.c.Seeded {
+		return rng.Seeded(m.c.Seed, "dprl offline primorl "+purpose)
+	}
+	return rng.Secure()
+}
+
+// Compute trains the model (the release), then the policy in it, and
+// evaluates both on the simulator.
+func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budget.Charge) (*Result, error) {
+	c := m.c
+	res := &Result{Env: c.Env, Private: !c.NonPrivate, Rounds: c.Rounds, Seeded: c.Seeded}
+	if ch.Charged() {
+		e := ch.Entry
+		res.Epsilon, res.Delta, res.Accountant, res.LedgerSeq = e.Epsilon, e.Delta, string(e.Method), e.Seq
+		res.Z, res.Q, res.N, res.RDPEpsilon = e.Events[0].Z, e.Events[0].Q, e.Participants, m.rdp
+	} else {
+		res.Warning = NotPrivate
+		m.n = ix.Len()
+		if c.PublicN > 0 {
+			m.n = c.PublicN
+		}
+		res.Q, res.N = min(c.Batch/float64(m.n), 1), m.n
+	}
+	// The log's transitions, scaled by the public scales.
+	var data []Trajectory
+	obs, act := make([]float64, m.od), make([]float64, m.ad)
+	if err := ix.Each(func(_ int, s *sessionlog.Session) error {
+		var d Trajectory
+		for t, st := range s.Steps {
+			var next []float64
+			switch {
+			case t+1 < len(s.Steps):
+				next = s.Steps[t+1].Obs
+			case !s.Terminal && s.FinalObs != nil:
+				next = s.FinalObs
+			default:
+				continue // a terminal last step: no next observation
+			}
+			copy(obs, st.Obs)
+			copy(act, st.Action.Vec)
+			d.X, d.Y = m.scales.Encode(d.X, d.Y, obs, act, next, st.Reward)
+			d.N++
+		}
+		if d.N > 0 {
+			data = append(data, d)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if len(data) == 0 {
+		return nil, errors.New("primorl: the log holds no transition")
+	}
+	// The release: TDP Model Ensemble Training.
+	t0 := time.Now()
+	e, err := NewEnsemble(c.Model, m.od+m.ad, m.od+1)
+	if err != nil {
+		return nil, err
+	}
+	params := make([]float64, e.NumParams())
+	e.Init(params, m.gen("init"))
+	// The denominator is q n = Batch with the public n, whatever the log's
+	// length.
+	tdp := TDPConfig{Q: res.Q, Z: res.Z, C: c.Clip, Rounds: c.Rounds, LocalEpochs: c.LocalEpochs, Batch: c.MiniBatch, LR: c.LR, Clip: c.ClipMode,
+		Denominator: res.Q * float64(m.n)}
+	tr, err := NewTrainer(e, tdp, m.gen("noise"))
+	if err != nil {
+		return nil, err
+	}
+	if err := tr.Train(ctx, params, data, m.gen("sampling"), func(st RoundStats) {
+		if c.Progress != nil {
+			c.Progress("model", st.Round, c.Rounds)
+		}
+	}); err != nil {
+		return nil, err
+	}
+	res.ModelSeconds = time.Since(t0).Seconds()
+	res.ModelError = m.modelError(e, params)
+	// Post-processing: SAC in the pessimistic model, evaluated on the
+	// simulator.
+	t1 := time.Now()
+	info, _ := sims.Lookup(c.Env)
+	newModel := func() sims.Env {
+		me, err := NewModelEnv(info.New(), e, params, m.scales, c.Uncertainty, c.Lambda, c.Horizon)
+		if err != nil {
+			panic(err) // validated above: the same arguments
+		}
+		return me
+	}
+	scfg := sac.DefaultConfig()
+	scfg.Hidden = c.SACHidden
+	out, err := sac.Train(ctx, newModel, scfg, sac.TrainOptions{Steps: c.SACSteps, LearningStarts: min(5000, c.SACSteps/2), EvalEpisodes: 3,
+		NewEvalEnv: info.New, Progress: func(p sac.Progress) {
+			if c.Progress != nil {
+				c.Progress("policy", p.Steps, c.SACSteps)
+			}
+		}}, m.gen("sac"))
+	if err != nil {
+		return nil, err
+	}
+	res.SACSeconds = time.Since(t1).Seconds()
+	res.Agent = out.Agent
+	res.Return, res.ReturnStd = sac.Evaluate(info.New(), out.Agent, c.EvalEpisodes, m.gen("eval"))
+	res.Score = res.Return
+	if c.Env == "pendulum" {
+		res.Score = 1000 * (res.Return + 1500) / 1500
+	}
+	return res, nil
+}
+
+// modelError is the ensemble's mean squared error (over models, targets
+// and transitions) on 20 simulator episodes of uniformly random actions.
+func (m *Mechanism) modelError(e *Ensemble, params []float64) float64 {
+	info, _ := sims.Lookup(m.c.Env)
+	env := info.New()
+	r := m.gen("model error")
+	as := env.ActionSpace()
+	obs, next := make([]float64, m.od), make([]float64, m.od)
+	a := sims.Action{Vec: make([]float64, m.ad)}
+	var x, y []float64
+	n := 0
+	for range 20 {
+		env.Reset(r, obs)
+		for {
+			for j := range a.Vec {
+				a.Vec[j] = as.Low[j] + (as.High[j]-as.Low[j])*r.Float64()
+			}
+			copy(next, obs)
+			rew, term, trunc := env.Step(a, next)
+			x, y = m.scales.Encode(x, y, obs, a.Vec, next, rew)
+			n++
+			copy(obs, next)
+			if term || trunc {
+				break
+			}
+		}
+	}
+	O := m.od + 1
+	mean, lv := make([]float64, n*O), make([]float64, n*O)
+	var se float64
+	for i := range e.Models() {
+		e.Predict(params, i, x, n, mean, lv)
+		for k, v := range y {
+			se += (v - mean[k]) * (v - mean[k])
+		}
+	}
+	return se / float64(e.Models()*n*O)
+}
