@@ -214,7 +214,9 @@ func New(c Config) (*Mechanism, sessionlog.ReaderOptions, error) {
 	}
 	sc, _ := PublicScales(c.Env)
 	m := &Mechanism{c: c, spec: env, scales: sc, od: env.ObservationSpace().Dim(), ad: env.ActionSpace().Dim()}
-	return m, sessionlog.ReaderOptions{Spec: sessionlog.Spec{ObsDim: m.od, Discrete: -1, ActDim: m.ad}}, nil
+	// Behaviour probabilities are not used: logs without them (an SVT
+	// release) are accepted.
+	return m, sessionlog.ReaderOptions{Name: c.Data, Spec: sessionlog.Spec{ObsDim: m.od, Discrete: -1, ActDim: m.ad}, OptionalProb: true}, nil
 }
 
 // Check checks a record: the environment's dimensions (the reader holds
