@@ -35,7 +35,8 @@ func (u Uncertainty) String() string {
 // released ensemble's. At each step one model i is drawn uniformly, the
 // scaled (s' - s, r) is sampled from N(mu_i, diag exp(v_i)), and the reward
 // is r - Lambda u(s, a), u computed on the scaled targets. Next
-// observations are clipped to the real observation box (public), and an
+// observations are clipped to the real observation box and their cosine
+// and sine pairs put back on the unit circle (Scales.Circle: public), and an
 // episode is truncated after Horizon steps. Only the ensemble's released
 // parameters and public knowledge enter it, so whatever is trained on it
 // is post-processing of the release. Not safe for concurrent use.
@@ -121,6 +122,7 @@ func (m *ModelEnv) Step(a sims.Action, obs []float64) (float64, bool, bool) {
 	for i := range obs {
 		obs[i] = min(max(obs[i], m.low[i]), m.high[i])
 	}
+	m.scales.project(obs)
 	copy(m.obs, obs)
 	m.steps++
 	return r - m.lambda*u, false, m.steps >= m.horizon

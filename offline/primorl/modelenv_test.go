@@ -97,3 +97,25 @@ func TestUncertainty(t *testing.T) {
 		t.Fatal("a negative penalty was accepted")
 	}
 }
+
+// TestModelEnvCircle: with a Circle pair the predicted cosine and sine are
+// put back on the unit circle.
+func TestModelEnvCircle(t *testing.T) {
+	e, p := constEnsemble(t, [2][4]float64{{0.3, 0.3, 0, 0}, {0.3, 0.3, 0, 0}})
+	sc := Scales{In: []float64{1, 1, 8, 2}, Out: []float64{1, 1, 8, 16}, Circle: [][2]int{{0, 1}}}
+	m, err := NewModelEnv(sims.NewPendulum(), e, p, sc, MPD, 0, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := make([]float64, 3)
+	m.Reset(rand.New(rand.NewPCG(5, 6)), obs)
+	for range 5 {
+		m.Step(sims.Action{Vec: []float64{0}}, obs)
+		if r := math.Hypot(obs[0], obs[1]); math.Abs(r-1) > 1e-12 {
+			t.Fatalf("cos, sin = %v, %v: radius %v", obs[0], obs[1], r)
+		}
+	}
+	if (Scales{In: sc.In, Out: sc.Out, Circle: [][2]int{{0, 3}}}).Validate(3, 1) == nil {
+		t.Fatal("a circle pair outside the observation was accepted")
+	}
+}

@@ -31,18 +31,18 @@ type ConfigError = fielderr.Error
 // PublicScales returns the public scales of env's model inputs and
 // targets: design constants from the environment's definition (its
 // observation and action bounds, the size of one step's change, its reward
-// range), never from data.
+// range, which components are a cosine and a sine), never from data.
 func PublicScales(env string) (Scales, error) {
 	switch env {
 	case "pendulum":
 		// cos, sin in [-1, 1], speed in [-8, 8], torque in [-2, 2]; a step
 		// changes the speed by at most 16 and the reward is >= -16.3.
-		return Scales{In: []float64{1, 1, 8, 2}, Out: []float64{1, 1, 8, 16.3}}, nil
+		return Scales{In: []float64{1, 1, 8, 2}, Out: []float64{1, 1, 8, 16.3}, Circle: [][2]int{{0, 1}}}, nil
 	case "cartpole-balance", "cartpole-swingup":
 		// x on the rail [-1.8, 1.8], cos and sin, speeds of a few m/s and
 		// rad/s, the control in [-1, 1]; one 0.01 s step moves x by
 		// about 0.01 x_dot and the angle by 0.01 theta_dot; reward in [0, 1].
-		return Scales{In: []float64{1.8, 1, 1, 5, 10, 1}, Out: []float64{0.05, 0.1, 0.1, 1, 2, 1}}, nil
+		return Scales{In: []float64{1.8, 1, 1, 5, 10, 1}, Out: []float64{0.05, 0.1, 0.1, 1, 2, 1}, Circle: [][2]int{{1, 2}}}, nil
 	}
 	return Scales{}, fmt.Errorf("primorl: no public scales for %q (pendulum, cartpole-balance, cartpole-swingup)", env)
 }

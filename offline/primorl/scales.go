@@ -12,6 +12,11 @@ import (
 // private data, so scaling releases nothing.
 type Scales struct {
 	In, Out []float64
+	// Circle lists pairs of observation components that are a cosine and a
+	// sine (public knowledge of the observation's definition): the model
+	// environment puts each predicted pair back on the unit circle, which
+	// keeps its rollouts among observations the real system can produce.
+	Circle [][2]int
 }
 
 // Validate checks every scale is finite and > 0 and the lengths match obs
@@ -23,6 +28,11 @@ func (s Scales) Validate(obsDim, actDim int) error {
 	for _, v := range append(append([]float64(nil), s.In...), s.Out...) {
 		if !(v > 0) || math.IsInf(v, 0) {
 			return fmt.Errorf("primorl: scale %v, want finite and > 0", v)
+		}
+	}
+	for _, p := range s.Circle {
+		if p[0] < 0 || p[1] < 0 || p[0] >= obsDim || p[1] >= obsDim || p[0] == p[1] {
+			return fmt.Errorf("primorl: circle pair %v outside the %d observation components", p, obsDim)
 		}
 	}
 	return nil
@@ -41,6 +51,20 @@ func (s Scales) Encode(x, y, obs, act, next []float64, reward float64) ([]float6
 		y = append(y, (v-obs[i])/s.Out[i])
 	}
 	return x, append(y, reward/s.Out[len(obs)])
+}
+
+// project puts each Circle pair of obs back on the unit circle (a zero pair
+// becomes (1, 0)).
+func (s Scales) project(obs []float64) {
+	for _, p := range s.Circle {
+		c, v := obs[p[0]], obs[p[1]]
+		n := math.Hypot(c, v)
+		if !(n > 0) || math.IsInf(n, 0) {
+			obs[p[0]], obs[p[1]] = 1, 0
+			continue
+		}
+		obs[p[0]], obs[p[1]] = c/n, v/n
+	}
 }
 
 // Decode turns a scaled prediction of (s' - s, r) at obs back into the
