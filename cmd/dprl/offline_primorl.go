@@ -57,6 +57,7 @@ charged, and labelled NOT private.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&c.Data, "data", "", "the dprl.sessions.v1 log (continuous actions)")
+	fl.StringVar(&c.Out, "out", "", "write the released policy to this new file (a SAC actor snapshot: versioned, CRC-32C checked)")
 	fl.StringVar(&c.Env, "env", c.Env, "the public simulator: pendulum, cartpole-balance or cartpole-swingup")
 	fl.Float64Var(&c.Epsilon, "epsilon", c.Epsilon, "target epsilon per trajectory")
 	fl.Float64Var(&c.Delta, "delta", c.Delta, "delta of the guarantee")
@@ -85,7 +86,7 @@ charged, and labelled NOT private.`,
 }
 
 // primorlFlagNames are the flags of primorl.Config's fields.
-var primorlFlagNames = map[string]string{"Data": "--data", "Env": "--env", "Epsilon": "--epsilon", "Delta": "--delta",
+var primorlFlagNames = map[string]string{"Out": "--out", "Data": "--data", "Env": "--env", "Epsilon": "--epsilon", "Delta": "--delta",
 	"NonPrivate": "--non-private", "PublicN": "--n", "Batch": "--batch", "Rounds": "--rounds", "Clip": "--clip",
 	"LocalEpochs": "--local-epochs", "MiniBatch": "--minibatch", "LR": "--model-lr", "Ensemble": "--ensemble", "Hidden": "--model-hidden",
 	"Lambda": "--lambda", "Horizon": "--horizon", "SACSteps": "--sac-steps", "SACHidden": "--sac-hidden", "EvalEpisodes": "--eval-episodes"}

@@ -10,6 +10,7 @@ import (
 
 	"dprl/ledger"
 	"dprl/offline/primorl"
+	"dprl/policy/sac"
 	"dprl/sessionlog"
 	"dprl/sims"
 )
@@ -60,8 +61,9 @@ func TestOfflinePriMORL(t *testing.T) {
 	data := pendulumLog(t, dir, 40)
 	led := filepath.Join(dir, "ledger")
 	small := []string{"--batch", "8", "--rounds", "20", "--sac-steps", "300", "--sac-hidden", "8", "--model-hidden", "8,8", "--eval-episodes", "1"}
+	snap := filepath.Join(dir, "policy.snap")
 	code, out, stderr := runCLI(t, append([]string{"offline", "primorl", "--data", data, "--env", "pendulum", "--epsilon", "4", "--delta", "1e-5",
-		"--ledger", led, "--seed", "7", "--json", "--log-level", "disabled"}, small...)...)
+		"--ledger", led, "--seed", "7", "--out", snap, "--json", "--log-level", "disabled"}, small...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -71,6 +73,17 @@ func TestOfflinePriMORL(t *testing.T) {
 	}
 	if !r.Private || r.Epsilon > 4 || r.Epsilon < 3.99 || r.Q != 0.2 || r.Rounds != 20 || r.N != 40 || !(r.Z > 0) || !r.Seeded || r.Accountant != "pld" || !(r.RDPEpsilon >= r.Epsilon) {
 		t.Fatalf("result %+v", r)
+	}
+	b, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := sac.LoadActor(b); err != nil || a.ObsDim() != 3 || a.ActDim() != 1 || r.Out != snap {
+		t.Fatalf("released policy: %v (out %q)", err, r.Out)
+	}
+	// An existing --out is refused before anything is charged.
+	if code, _, stderr := runCLI(t, append([]string{"offline", "primorl", "--data", data, "--epsilon", "1", "--ledger", led, "--out", snap}, small...)...); code != 2 || !strings.Contains(stderr, "--out") {
+		t.Fatalf("existing --out: exit %d (%s)", code, stderr)
 	}
 	s, err := ledger.Open(led, ledger.Options{})
 	if err != nil {

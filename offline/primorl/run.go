@@ -7,9 +7,11 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"time"
 
+	"dprl/internal/atomicfile"
 	"dprl/internal/fielderr"
 	"dprl/internal/rng"
 	"dprl/ledger"
@@ -22,7 +24,7 @@ import (
 
 // fieldNames are Config's fields that errors name (fielderr renders them as
 // flags in the command).
-var fieldNames = fielderr.Fields{"Data", "Env", "Epsilon", "Delta", "NonPrivate", "PublicN", "Batch", "Rounds", "Clip", "LocalEpochs",
+var fieldNames = fielderr.Fields{"Out", "Data", "Env", "Epsilon", "Delta", "NonPrivate", "PublicN", "Batch", "Rounds", "Clip", "LocalEpochs",
 	"MiniBatch", "LR", "Ensemble", "Hidden", "Lambda", "Horizon", "SACSteps", "SACHidden", "EvalEpisodes"}
 
 // ConfigError is an invalid configuration, naming its fields.
@@ -92,6 +94,9 @@ type Config struct {
 	// sampling come from the secure generator.
 	Seed   uint64
 	Seeded bool
+	// Out, if set, is a new file the released policy is written to (a
+	// policy/sac actor snapshot, atomically, after the run).
+	Out string
 	// Progress, if set, receives each phase's progress.
 	Progress func(phase string, done, total int)
 }
@@ -134,6 +139,10 @@ func (c Config) Validate() error {
 	bad(c.SACSteps < 2, "{SACSteps} %d: must be >= 2", c.SACSteps)
 	bad(len(c.SACHidden) == 0 || slices.ContainsFunc(c.SACHidden, func(h int) bool { return h < 1 }), "{SACHidden} %v: want widths >= 1", c.SACHidden)
 	bad(c.EvalEpisodes < 1, "{EvalEpisodes} %d: must be >= 1", c.EvalEpisodes)
+	if c.Out != "" {
+		_, err := os.Stat(c.Out)
+		bad(err == nil, "{Out} %q exists: choose a new file", c.Out)
+	}
 	return errors.Join(errs...)
 }
 
@@ -168,9 +177,14 @@ type Result struct {
 	// episodes, with its standard deviation; Score normalises Pendulum's
 	// as 1000 (R + 1500) / 1500 (the paper's), and is the return for the
 	// others.
-	Return, ReturnStd, Score float64
-	ModelSeconds, SACSeconds float64
-	Agent                    *sac.Agent `json:"-"`
+	Return       float64    `json:"return"`
+	ReturnStd    float64    `json:"return_std"`
+	Score        float64    `json:"score"`
+	ModelSeconds float64    `json:"model_seconds"`
+	SACSeconds   float64    `json:"sac_seconds"`
+	Agent        *sac.Agent `json:"-"`
+	// Out is the released policy's snapshot file, if written.
+	Out string `json:"out,omitempty"`
 }
 
 // WriteText writes the result as the command prints it.
@@ -187,6 +201,9 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "model error %.4g (scaled mse on simulator transitions); policy return on the simulator %.1f ± %.1f (score %.1f); model %.1f s, policy %.1f s\n",
 		r.ModelError, r.Return, r.ReturnStd, r.Score, r.ModelSeconds, r.SACSeconds)
+	if err == nil && r.Out != "" {
+		_, err = fmt.Fprintf(w, "policy written to %s\n", r.Out)
+	}
 	return err
 }
 
@@ -371,6 +388,12 @@ func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budge
 	res.Score = res.Return
 	if c.Env == "pendulum" {
 		res.Score = 1000 * (res.Return + 1500) / 1500
+	}
+	if c.Out != "" {
+		if err := atomicfile.WriteFile(c.Out, out.Agent.MarshalActor(), 0o644); err != nil {
+			return nil, err
+		}
+		res.Out = c.Out
 	}
 	return res, nil
 }

@@ -1,0 +1,169 @@
+package sac
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"math/rand/v2"
+
+	"dprl/policy"
+)
+
+// ErrSnapshot marks every error of LoadActor: truncated, wrong magic or
+// version, checksum mismatch, inconsistent or non-finite fields.
+var ErrSnapshot = errors.New("sac: bad actor snapshot")
+
+// snapshotMagic starts every actor snapshot; the byte after it is the
+// format version.
+const (
+	snapshotMagic   = "DPRLSACA"
+	snapshotVersion = 1
+	maxDim          = 1 << 16
+)
+
+// MarshalActor returns the agent's actor as a self-contained snapshot:
+// magic, version, the observation and action dimensions, the hidden
+// widths, the action box's scale and bias, the parameters (float64,
+// little-endian), and a CRC-32C of everything before it. LoadActor reads
+// it back.
+func (a *Agent) MarshalActor() []byte {
+	b := []byte(snapshotMagic)
+	b = append(b, snapshotVersion)
+	u32 := func(v int) { b = binary.LittleEndian.AppendUint32(b, uint32(v)) }
+	f64 := func(v float64) { b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v)) }
+	u32(a.obsDim)
+	u32(a.actDim)
+	u32(len(a.cfg.Hidden))
+	for _, h := range a.cfg.Hidden {
+		u32(h)
+	}
+	for j := range a.actDim {
+		f64(a.scale[j])
+		f64(a.bias[j])
+	}
+	u32(len(a.actorP))
+	for _, v := range a.actorP {
+		f64(v)
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+}
+
+// Actor is a released SAC policy: it serves actions and nothing else. Not
+// safe for concurrent use (one per goroutine: Clone).
+type Actor struct {
+	obsDim, actDim int
+	hidden         []int
+	scale, bias    []float64
+	params         []float64
+	net            *policy.MLP
+	out            []float64
+}
+
+// LoadActor parses and checks a snapshot written by MarshalActor. Every
+// error wraps ErrSnapshot.
+func LoadActor(data []byte) (*Actor, error) {
+	bad := func(f string, a ...any) (*Actor, error) {
+		return nil, fmt.Errorf("%w: "+f, append([]any{ErrSnapshot}, a...)...)
+	}
+	if len(data) < len(snapshotMagic)+1+4 {
+		return bad("%d bytes, too short", len(data))
+	}
+	if string(data[:len(snapshotMagic)]) != snapshotMagic {
+		return bad("not an actor snapshot (magic %q)", data[:len(snapshotMagic)])
+	}
+	if v := data[len(snapshotMagic)]; v != snapshotVersion {
+		return bad("format version %d, this build reads %d", v, snapshotVersion)
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if got := crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)); got != sum {
+		return bad("checksum %08x, stored %08x", got, sum)
+	}
+	p := body[len(snapshotMagic)+1:]
+	u32 := func() (int, bool) {
+		if len(p) < 4 {
+			return 0, false
+		}
+		v := binary.LittleEndian.Uint32(p)
+		p = p[4:]
+		return int(v), true
+	}
+	f64 := func() (float64, bool) {
+		if len(p) < 8 {
+			return 0, false
+		}
+		v := math.Float64frombits(binary.LittleEndian.Uint64(p))
+		p = p[8:]
+		return v, true
+	}
+	od, ok1 := u32()
+	ad, ok2 := u32()
+	nh, ok3 := u32()
+	if !ok1 || !ok2 || !ok3 || od < 1 || ad < 1 || od > maxDim || ad > maxDim || nh < 1 || nh > 64 {
+		return bad("dimensions obs %d, actions %d, %d hidden layers", od, ad, nh)
+	}
+	a := &Actor{obsDim: od, actDim: ad}
+	for range nh {
+		h, ok := u32()
+		if !ok || h < 1 || h > maxDim {
+			return bad("hidden width %d", h)
+		}
+		a.hidden = append(a.hidden, h)
+	}
+	for range ad {
+		s, ok1 := f64()
+		c, ok2 := f64()
+		if !ok1 || !ok2 || !(s > 0) || math.IsInf(s, 0) || math.IsNaN(c) || math.IsInf(c, 0) {
+			return bad("action scale %v and bias %v", s, c)
+		}
+		a.scale, a.bias = append(a.scale, s), append(a.bias, c)
+	}
+	net, err := policy.NewMLPActivation(policy.ReLU, append(append([]int{od}, a.hidden...), 2*ad)...)
+	if err != nil {
+		return bad("%v", err)
+	}
+	n, ok := u32()
+	if !ok || n != net.NumParams() || len(p) != 8*n {
+		return bad("%d parameters in %d bytes, the network has %d", n, len(p), net.NumParams())
+	}
+	a.params = make([]float64, n)
+	for i := range a.params {
+		v, _ := f64()
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return bad("parameter %d is %v", i, v)
+		}
+		a.params[i] = v
+	}
+	a.net, a.out = net, make([]float64, 2*ad)
+	return a, nil
+}
+
+// ObsDim and ActDim return the actor's dimensions.
+func (a *Actor) ObsDim() int { return a.obsDim }
+
+// ActDim returns the action dimension.
+func (a *Actor) ActDim() int { return a.actDim }
+
+// ActDeterministic writes the policy's mean action for obs into dst.
+func (a *Actor) ActDeterministic(dst, obs []float64) {
+	a.net.Forward(a.out, a.params, obs)
+	for j := range a.actDim {
+		dst[j] = a.scale[j]*math.Tanh(a.out[j]) + a.bias[j]
+	}
+}
+
+// Act writes an action sampled with rng into dst and returns its log
+// density in the action box.
+func (a *Actor) Act(dst []float64, rng *rand.Rand, obs []float64) float64 {
+	a.net.Forward(a.out, a.params, obs)
+	var logp float64
+	for j := range a.actDim {
+		ls := logStd(a.out[a.actDim+j])
+		e := rng.NormFloat64()
+		u := a.out[j] + math.Exp(ls)*e
+		dst[j] = a.scale[j]*math.Tanh(u) + a.bias[j]
+		logp += -0.5*e*e - ls - halfLog2Pi - 2*(ln2-u-softplus(-2*u)) - math.Log(a.scale[j])
+	}
+	return logp
+}
