@@ -18,7 +18,8 @@ func TestNoFloatNoiseInMechanisms(t *testing.T) {
 		// SAC's action sampling and reparameterisation: a learner, not a
 		// mechanism (online it is non-private; in PriMORL it trains on a
 		// released model).
-		"policy/sac/sac.go": true,
+		"policy/sac/sac.go":      true,
+		"policy/sac/snapshot.go": true, // a released actor's actions
 		// PriMORL's model transitions: sampling from the released
 		// ensemble (post-processing).
 		"offline/primorl/modelenv.go": true,
