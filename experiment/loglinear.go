@@ -92,7 +92,7 @@ var fields = fielderr.Fields{
 	"NewEnv", "Users", "EvalEpisodes", "Average", "Zs", "Env", "Method", "Z", "Epsilon", "PolicyShare", "Noise", "Horizon", "LR", "ServerLR",
 	"EntropyCoef", "Hidden", "Epochs", "StepsPerUser", "Gamma", "Lambda", "ValueScale", "ObsScale", "Algo",
 	// SAC
-	"Steps", "LearningStarts", "Batch", "EpisodeLog",
+	"Steps", "LearningStarts", "Batch", "EpisodeLog", "Replays",
 }
 
 // bad appends the field error of format and args to *errs if cond holds.

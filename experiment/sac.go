@@ -49,6 +49,11 @@ type SAC struct {
 	// input. It is written atomically (nothing on failure) and must not
 	// exist.
 	EpisodeLog string
+	// Replays (>= 0, with EpisodeLog) is the number of extra episodes of the
+	// current policy logged after each training episode once learning has
+	// started (sac.TrainOptions.Replays): many more episodes of every stage
+	// of training for little more time.
+	Replays int
 }
 
 // DefaultSAC returns the settings of dprl train --algo sac: 20,000 steps,
@@ -77,6 +82,7 @@ func (c SAC) Validate() error {
 	bad(&errs, c.Batch < 1, "{Batch} %d: must be >= 1", c.Batch)
 	bad(&errs, !positive(c.LR), "{LR} %v: must be finite and > 0", c.LR)
 	bad(&errs, !(c.Gamma >= 0 && c.Gamma < 1), "{Gamma} %v: must be in [0, 1)", c.Gamma)
+	bad(&errs, c.Replays < 0 || (c.Replays > 0 && c.EpisodeLog == ""), "{Replays} %d: must be >= 0, and needs an episode log", c.Replays)
 	if c.EpisodeLog != "" {
 		_, err := os.Stat(c.EpisodeLog)
 		bad(&errs, err == nil, "{EpisodeLog} %q exists: choose a new file", c.EpisodeLog)
@@ -166,6 +172,7 @@ func RunSAC(ctx context.Context, c SAC, progress func(run int, p sac.Progress)) 
 		}
 		if log != nil {
 			opts.OnEpisode = func(ep sac.Episode) { log.add(seed, ep) }
+			opts.Replays = c.Replays
 		}
 		out, err := sac.Train(ctx, info.New, c.config(), opts, rng)
 		if err == nil && log != nil {

@@ -42,6 +42,7 @@ type trainFlags struct {
 	// sac
 	steps, learningStarts, batch int
 	logEpisodes                  string
+	logReplays                   int
 }
 
 // algoLogLinear names log-linear DPPG on RiverSwim (Rio et al., App. C.2.2).
@@ -111,6 +112,7 @@ noise: simulation only, not covered by any epsilon printed (each record says so)
 	fl.IntVar(&f.steps, "steps", experiment.DefaultSAC("").Steps, "sac: environment steps per run, >= 1")
 	fl.IntVar(&f.learningStarts, "learning-starts", experiment.DefaultSAC("").LearningStarts, "sac: first steps with uniformly random actions, before the first update")
 	fl.IntVar(&f.batch, "batch", experiment.DefaultSAC("").Batch, "sac: minibatch size >= 1")
+	fl.IntVar(&f.logReplays, "log-replays", 0, "sac, with --log-episodes: also log this many extra episodes of the current policy (sampled actions, no learning) after each training episode once learning has started: a large dataset of every stage of training at little extra time")
 	fl.StringVar(&f.logEpisodes, "log-episodes", "", "sac: write every training episode of every seed to this new file as a dprl.sessions.v1 log (with the behaviour's log-density of each action): a dataset mixing random, improving and expert episodes for the offline modes")
 	fl.Float64Var(&f.z, "z", 0, "noise multiplier z > 0"+profile.ByEnv("")+"; dpsgd-*: default 1")
 	fl.Float64SliceVar(&f.epsilons, "epsilon", nil, "target per-episode epsilon at --delta: dppg: z is set to the smallest noise multiplier whose per-episode epsilon (analytic Gaussian) is at most this (instead of --z); dppg-loglinear: total epsilons per episode, policy and baseline composed, one configuration each (comma-separated; default 1,5)")
@@ -175,7 +177,7 @@ var trainFlagTable = flagtable.Table{{"env", "Env P", ""}, {"z", "Z", ppoFamily 
 	{"server-lr", "ServerLR", ppoFamily}, {"ent-coef", "EntropyCoef", ppoFamily}, {"hidden", "Hidden", ppoFamily + " " + algoSAC}, {"epochs", "Epochs", ppoFamily},
 	{"steps-per-user", "StepsPerUser", ppoFamily}, {"gamma", "Gamma", ppoFamily + " " + algoSAC}, {"gae-lambda", "Lambda", ppoFamily}, {"moment-reset", "MomentReset", ppoFamily}, {"value-scale", "ValueScale", ppoFamily},
 	{"obs-scale", "ObsScale", ppoFamily}, {"users", "Users", ppoFamily}, {"steps", "Steps", algoSAC}, {"learning-starts", "LearningStarts", algoSAC},
-	{"batch", "Batch", algoSAC}, {"log-episodes", "EpisodeLog", algoSAC}, {"delta", "Delta", ppoFamily + " " + dpsgdAlgo + " " + algoLogLinear}, {"average", "Average", ppoFamily},
+	{"batch", "Batch", algoSAC}, {"log-episodes", "EpisodeLog", algoSAC}, {"log-replays", "Replays", algoSAC}, {"delta", "Delta", ppoFamily + " " + dpsgdAlgo + " " + algoLogLinear}, {"average", "Average", ppoFamily},
 	{"eval-episodes", "EvalEpisodes", ppoFamily + " " + dpsgdAlgo + " " + algoSAC}, {"workers", "Workers", ppoFamily + " " + algoLogLinear},
 	{"sweep-z", "Zs", "dppg"}, {"seeds", "Seeds", ppoFamily + " " + algoLogLinear + " " + algoSAC}, {"diag", "", ppoFamily + " " + algoLogLinear},
 	{"plot", "", ppoFamily + " " + algoLogLinear + " " + algoSAC}, {"adv-norm", "", ppoFamily}, {"anneal", "", ppoFamily}, {"fresh-episodes", "", ppoFamily},

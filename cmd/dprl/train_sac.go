@@ -18,7 +18,7 @@ import (
 func runTrainSAC(cmd *cobra.Command, a *app, f *trainFlags) error {
 	fl := cmd.Flags()
 	c := experiment.DefaultSAC(f.env)
-	c.Steps, c.LearningStarts, c.Batch, c.EvalEpisodes, c.EpisodeLog = f.steps, f.learningStarts, f.batch, f.evalEpisodes, f.logEpisodes
+	c.Steps, c.LearningStarts, c.Batch, c.EvalEpisodes, c.EpisodeLog, c.Replays = f.steps, f.learningStarts, f.batch, f.evalEpisodes, f.logEpisodes, f.logReplays
 	if fl.Changed("hidden") {
 		c.Hidden = f.hidden
 	}

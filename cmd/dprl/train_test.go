@@ -1111,11 +1111,12 @@ func TestTrainSAC(t *testing.T) {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr)
 		}
 	}
-	// The training episodes as a session log: every episode of both seeds,
-	// read back by the strict reader with their behaviour densities.
+	// The training episodes as a session log: every episode of both seeds
+	// and two replays after each once learning has started, read back by
+	// the strict reader with their behaviour densities.
 	logPath := filepath.Join(t.TempDir(), "sac.jsonl")
 	code, out, stderr = runCLI(t, "train", "--algo", "sac", "--env", "pendulum", "--steps", "1000", "--learning-starts", "500", "--hidden", "8",
-		"--batch", "16", "--seeds", "2", "--seed", "1", "--eval-episodes", "1", "--log-episodes", logPath, "--json", "--log-level", "disabled")
+		"--batch", "16", "--seeds", "2", "--seed", "1", "--eval-episodes", "1", "--log-episodes", logPath, "--log-replays", "2", "--json", "--log-level", "disabled")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -1148,8 +1149,13 @@ func TestTrainSAC(t *testing.T) {
 			}
 		}
 	}
-	if n != 10 || lr.LoggedEpisodes != 10 || uniform != 2*500 {
-		t.Fatalf("%d sessions (result says %d), %d uniform steps; want 10 and 1,000", n, lr.LoggedEpisodes, uniform)
+	// Per seed: 5 training episodes, and 2 replays after each of the 3 that
+	// end after step 500.
+	if n != 22 || lr.LoggedEpisodes != 22 || uniform != 2*500 {
+		t.Fatalf("%d sessions (result says %d), %d uniform steps; want 22 and 1,000", n, lr.LoggedEpisodes, uniform)
+	}
+	if code, _, stderr := runCLI(t, "train", "--algo", "sac", "--env", "pendulum", "--log-replays", "3"); code != 2 || !strings.Contains(stderr, "--log-replays") {
+		t.Fatalf("replays without a log: exit %d (%s), want 2", code, stderr)
 	}
 	if code, _, stderr := runCLI(t, "train", "--algo", "sac", "--env", "pendulum", "--log-episodes", logPath); code != 2 || !strings.Contains(stderr, "--log-episodes") {
 		t.Fatalf("an existing log: exit %d (%s), want 2", code, stderr)

@@ -238,3 +238,47 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal("an unbounded action box was accepted")
 	}
 }
+
+// TestTrainReplays: after each training episode once learning has started,
+// Replays extra episodes of the current policy reach OnEpisode, marked,
+// with full-length observations and finite behaviour log-densities; the
+// training itself (steps, updates, episodes) is unchanged.
+func TestTrainReplays(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Hidden = []int{8}
+	cfg.Batch = 16
+	var train, replays int
+	res, err := Train(context.Background(), func() sims.Env { return sims.NewPendulum() }, cfg,
+		TrainOptions{Steps: 1000, LearningStarts: 400, EvalEpisodes: 1, Replays: 3, OnEpisode: func(ep Episode) {
+			T := len(ep.Rewards)
+			if T != 200 || len(ep.Obs) != 3*(T+1) || len(ep.Actions) != T || len(ep.LogP) != T {
+				t.Fatalf("episode of %d steps, %d observations, %d actions, %d log-densities", T, len(ep.Obs), len(ep.Actions), len(ep.LogP))
+			}
+			var ret float64
+			for i, r := range ep.Rewards {
+				ret += r
+				if math.IsNaN(ep.LogP[i]) || math.IsInf(ep.LogP[i], 0) || ep.Actions[i] < -2 || ep.Actions[i] > 2 {
+					t.Fatalf("step %d: action %v, log-density %v", i, ep.Actions[i], ep.LogP[i])
+				}
+			}
+			if math.Abs(ret-ep.Return) > 1e-9 {
+				t.Fatalf("return %v, rewards sum to %v", ep.Return, ret)
+			}
+			if ep.Replay {
+				replays++
+			} else {
+				train++
+			}
+		}}, rand.New(rand.NewPCG(3, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Episodes end at steps 200, 400, ..., 1000; learning starts at step
+	// 400, so the episodes ending at 600, 800 and 1000 get replays.
+	if train != 5 || res.Episodes != 5 || replays != 9 || res.Updates != 600 {
+		t.Fatalf("%d training episodes (result %d), %d replays, %d updates; want 5, 9, 600", train, res.Episodes, replays, res.Updates)
+	}
+	if _, err := Train(context.Background(), func() sims.Env { return sims.NewPendulum() }, cfg, TrainOptions{Steps: 10, Replays: -1}, rand.New(rand.NewPCG(3, 1))); err == nil {
+		t.Fatal("negative replays accepted")
+	}
+}

@@ -34,6 +34,13 @@ type TrainOptions struct {
 	// observations, actions and rewards are the run's buffers: copy what is
 	// kept).
 	OnEpisode func(Episode)
+	// Replays is the number of extra episodes of the current policy (sampled
+	// actions, no learning, a separate environment) run after each training
+	// episode once learning has started, and passed to OnEpisode with Replay
+	// set: a cheap way to log many episodes of every stage of training, as
+	// offline datasets mixing random, medium and expert behaviour are made.
+	// They take no environment steps from Steps. >= 0.
+	Replays int
 }
 
 // Episode is one training episode: T steps, Obs (T+1) x ObsDim, Actions
@@ -44,6 +51,8 @@ type Episode struct {
 	Obs, Actions, Rewards, LogP []float64
 	Terminated                  bool
 	Return                      float64
+	// Replay marks an extra episode of the current policy (TrainOptions.Replays).
+	Replay bool
 }
 
 // Progress reports a run in progress.
@@ -83,9 +92,9 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 	if newEnv == nil || rng == nil {
 		return Result{}, errors.New("sac: train: nil environment factory or rng")
 	}
-	if opts.Steps < 1 || opts.LearningStarts < 0 || opts.BufferSize < 0 || opts.EvalEvery < 0 || opts.EvalEpisodes < 0 {
-		return Result{}, fmt.Errorf("sac: train: steps %d, learning starts %d, buffer %d, eval every %d, eval episodes %d: want steps >= 1 and the rest >= 0",
-			opts.Steps, opts.LearningStarts, opts.BufferSize, opts.EvalEvery, opts.EvalEpisodes)
+	if opts.Steps < 1 || opts.LearningStarts < 0 || opts.BufferSize < 0 || opts.EvalEvery < 0 || opts.EvalEpisodes < 0 || opts.Replays < 0 {
+		return Result{}, fmt.Errorf("sac: train: steps %d, learning starts %d, buffer %d, eval every %d, eval episodes %d, replays %d: want steps >= 1 and the rest >= 0",
+			opts.Steps, opts.LearningStarts, opts.BufferSize, opts.EvalEvery, opts.EvalEpisodes, opts.Replays)
 	}
 	env, evalEnv := newEnv(), newEnv()
 	if opts.NewEvalEnv != nil {
@@ -142,6 +151,10 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 			opts.Progress(Progress{Steps: steps, Updates: res.Updates, EvalReturn: m, Elapsed: time.Since(start)})
 		}
 	}
+	var replayEnv sims.Env
+	if opts.Replays > 0 && opts.OnEpisode != nil {
+		replayEnv = newEnv()
+	}
 	env.Reset(rng, epObs[:od])
 	t := 0
 	for step := 0; step < opts.Steps; step++ {
@@ -174,6 +187,11 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 					ret += v
 				}
 				opts.OnEpisode(Episode{Obs: epObs[:(t+1)*od], Actions: epAct[:t*ad], Rewards: epRew[:t], LogP: epLogP[:t], Terminated: term, Return: ret})
+				if step >= opts.LearningStarts {
+					for range opts.Replays {
+						opts.OnEpisode(replay(replayEnv, agent, limit, rng, epObs, epAct, epRew, epLogP))
+					}
+				}
 			}
 			env.Reset(rng, epObs[:od])
 			t = 0
@@ -191,6 +209,33 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// replay runs one episode of agent's sampled policy on env (at most limit
+// steps) in the given buffers, without learning, and returns it.
+func replay(env sims.Env, agent *Agent, limit int, rng *rand.Rand, obs, acts, rews, logp []float64) Episode {
+	od, ad := env.ObservationSpace().Dim(), env.ActionSpace().Dim()
+	act := sims.Action{Vec: acts[:ad]}
+	logScale := agent.LogScale()
+	env.Reset(rng, obs[:od])
+	ep := Episode{Replay: true}
+	t := 0
+	for t < limit {
+		cur, next := obs[t*od:(t+1)*od], obs[(t+1)*od:(t+2)*od]
+		act.Vec = acts[t*ad : (t+1)*ad]
+		logp[t] = agent.Act(act.Vec, rng, cur) - logScale
+		copy(next, cur)
+		r, term, trunc := env.Step(act, next)
+		rews[t] = r
+		ep.Return += r
+		t++
+		if term || trunc {
+			ep.Terminated = term
+			break
+		}
+	}
+	ep.Obs, ep.Actions, ep.Rewards, ep.LogP = obs[:(t+1)*od], acts[:t*ad], rews[:t], logp[:t]
+	return ep
 }
 
 // Evaluate returns the mean and standard deviation of the deterministic
