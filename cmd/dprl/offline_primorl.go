@@ -62,6 +62,12 @@ charged, and labelled NOT private.`,
 	fl.Float64Var(&c.Epsilon, "epsilon", c.Epsilon, "target epsilon per trajectory")
 	fl.Float64Var(&c.Delta, "delta", c.Delta, "delta of the guarantee")
 	fl.BoolVar(&c.NonPrivate, "non-private", false, "the no-privacy ablation: clipped, no noise, not charged, NOT private")
+	fl.StringVar(&c.PublicData, "public-data", "", "a log you declare public (never the private one): stop the model's training early when its error on it has not improved for --patience checks every --check-every rounds (all --rounds are still charged)")
+	fl.IntVar(&c.CheckEvery, "check-every", c.CheckEvery, "--public-data: rounds between checks")
+	fl.IntVar(&c.Patience, "patience", c.Patience, "--public-data: checks without improvement before stopping")
+	fl.BoolVar(&c.MOPO, "mopo", false, "the MOPO baseline: the ensemble trained on all transitions (Adam, no clipping, no noise), SAC's rollouts from logged states with --mopo-fraction of each batch logged transitions; not charged, NOT private")
+	fl.IntVar(&c.Plain.Epochs, "mopo-epochs", c.Plain.Epochs, "--mopo: passes over the log's transitions (Adam, batch 256, lr 1e-3)")
+	fl.Float64Var(&c.MOPOFraction, "mopo-fraction", c.MOPOFraction, "--mopo: share of logged transitions in each SAC batch")
 	fl.IntVar(&c.PublicN, "n", 0, "the public number of trajectories (default: the log's record count)")
 	fl.Float64Var(&c.Batch, "batch", c.Batch, "expected trajectories per round (q = batch/n)")
 	fl.IntVar(&c.Rounds, "rounds", c.Rounds, "rounds T, fixed before the run")
@@ -87,7 +93,7 @@ charged, and labelled NOT private.`,
 
 // primorlFlagNames are the flags of primorl.Config's fields.
 var primorlFlagNames = map[string]string{"Out": "--out", "Data": "--data", "Env": "--env", "Epsilon": "--epsilon", "Delta": "--delta",
-	"NonPrivate": "--non-private", "PublicN": "--n", "Batch": "--batch", "Rounds": "--rounds", "Clip": "--clip",
+	"NonPrivate": "--non-private", "PublicData": "--public-data", "CheckEvery": "--check-every", "Patience": "--patience", "MOPO": "--mopo", "Plain": "--mopo-epochs", "MOPOFraction": "--mopo-fraction", "PublicN": "--n", "Batch": "--batch", "Rounds": "--rounds", "Clip": "--clip",
 	"LocalEpochs": "--local-epochs", "MiniBatch": "--minibatch", "LR": "--model-lr", "Ensemble": "--ensemble", "Hidden": "--model-hidden",
 	"Lambda": "--lambda", "Horizon": "--horizon", "SACSteps": "--sac-steps", "SACHidden": "--sac-hidden", "EvalEpisodes": "--eval-episodes"}
 
@@ -111,21 +117,33 @@ func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
 	default:
 		return usagef("offline primorl: --uncertainty %q: want mpd or ma", f.u)
 	}
-	if c.NonPrivate && (cmd.Flags().Changed("epsilon") || cmd.Flags().Changed("delta")) {
-		return usagef("offline primorl: --non-private trains without noise: --epsilon and --delta do not apply")
+	fl := cmd.Flags()
+	if (c.NonPrivate || c.MOPO) && (fl.Changed("epsilon") || fl.Changed("delta")) {
+		return usagef("offline primorl: --non-private and --mopo train without noise: --epsilon and --delta do not apply")
+	}
+	if !c.MOPO && (fl.Changed("mopo-epochs") || fl.Changed("mopo-fraction")) {
+		return usagef("offline primorl: --mopo-epochs and --mopo-fraction apply only with --mopo")
 	}
 	var prog *progress.Task
+	var cur string
+	units := map[string]string{"model": "rounds", "policy": "steps"}
+	if c.MOPO {
+		units["model"] = "minibatches"
+	}
 	c.Progress = func(phase string, done, total int) {
-		if prog == nil || done == 1 && phase == "model" {
-			prog = a.task("primorl " + phase)
+		if phase != cur {
+			if prog != nil {
+				prog.Finish()
+			}
+			prog, cur = a.task("primorl "+phase), phase
 		}
-		prog.Update(progress.Report{Done: int64(done), Total: int64(total), Unit: map[string]string{"model": "rounds", "policy": "steps"}[phase]})
+		prog.Update(progress.Report{Done: int64(done), Total: int64(total), Unit: units[phase]})
 	}
 	m, opt, err := primorl.New(c)
 	if err != nil {
 		return primorlUsage(err)
 	}
-	cfg, err := f.budget.config(a, !c.NonPrivate)
+	cfg, err := f.budget.config(a, !c.NonPrivate && !c.MOPO)
 	if err != nil {
 		return err
 	}

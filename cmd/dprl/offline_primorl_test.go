@@ -19,13 +19,19 @@ import (
 // session log and returns its path.
 func pendulumLog(t *testing.T, dir string, n int) string {
 	t.Helper()
+	return pendulumLogSeed(t, dir, n, 1)
+}
+
+// pendulumLogSeed is pendulumLog with the episodes' seed.
+func pendulumLogSeed(t *testing.T, dir string, n int, seed uint64) string {
+	t.Helper()
 	path := filepath.Join(dir, "pendulum.jsonl")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := sessionlog.NewWriter(f)
-	rng := rand.New(rand.NewPCG(1, 2))
+	rng := rand.New(rand.NewPCG(seed, 2))
 	env := sims.NewPendulum()
 	for i := range n {
 		obs := make([]float64, 3)
@@ -127,5 +133,68 @@ func TestOfflinePriMORL(t *testing.T) {
 		if code, _, stderr := runCLI(t, full...); code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr)
 		}
+	}
+}
+
+// TestOfflinePriMORLPublicAndMOPO: early stopping on a public log stops
+// before T but charges T; the private log, or a malformed one, is refused as
+// public before anything is charged; the MOPO baseline is labelled and not
+// charged; the flags that do not combine are usage errors.
+func TestOfflinePriMORLPublicAndMOPO(t *testing.T) {
+	dir := t.TempDir()
+	data := pendulumLog(t, dir, 40)
+	pdir := filepath.Join(dir, "p")
+	if err := os.Mkdir(pdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pub := pendulumLogSeed(t, pdir, 4, 9) // other episodes than the private log's
+	bad := filepath.Join(dir, "bad.jsonl")
+	if err := os.WriteFile(bad, []byte("{\"session\":\"x\",\"steps\":[{\"obs\":[1,0],\"action\":[0],\"reward\":0}]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	led := filepath.Join(dir, "ledger")
+	small := []string{"--batch", "8", "--sac-steps", "300", "--sac-hidden", "8", "--model-hidden", "8,8", "--eval-episodes", "1", "--log-level", "disabled"}
+	code, out, stderr := runCLI(t, append([]string{"offline", "primorl", "--data", data, "--epsilon", "4", "--ledger", led, "--seed", "3",
+		"--rounds", "300", "--public-data", pub, "--check-every", "1", "--patience", "2", "--json"}, small...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r primorl.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Rounds != 300 || !(r.RoundsRun >= 2 && r.RoundsRun < 300) || r.PublicData != pub {
+		t.Fatalf("rounds %d, run %d, public %q: want an early stop of 300 rounds", r.Rounds, r.RoundsRun, r.PublicData)
+	}
+	s, err := ledger.Open(led, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var charged int
+	err = s.Entries(func(e ledger.Entry) error { charged += e.Events[0].Steps; return nil })
+	s.Close()
+	if err != nil || charged != 300 {
+		t.Fatalf("charged %d rounds (%v), want 300", charged, err)
+	}
+	fresh := filepath.Join(dir, "fresh")
+	for _, args := range [][]string{
+		{"--epsilon", "4", "--public-data", data},                      // the private log itself
+		{"--epsilon", "4", "--public-data", bad},                       // malformed
+		{"--mopo", "--public-data", pub},                               // MOPO has no rounds
+		{"--mopo", "--epsilon", "3"},                                   // no epsilon without noise
+		{"--epsilon", "4", "--mopo-epochs", "2"},                       // MOPO's flags without --mopo
+		{"--epsilon", "4", "--check-every", "0", "--public-data", pub}, // range
+	} {
+		full := append(append([]string{"offline", "primorl", "--data", data, "--ledger", fresh}, small...), args...)
+		if code, _, stderr := runCLI(t, full...); code != 2 {
+			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr)
+		}
+	}
+	if n := ledgerEntries(t, fresh); n != 0 {
+		t.Fatalf("refused runs left %d entries", n)
+	}
+	code, out, stderr = runCLI(t, append([]string{"offline", "primorl", "--data", data, "--mopo", "--mopo-epochs", "1", "--ledger", fresh, "--seed", "1"}, small...)...)
+	if code != 0 || !strings.Contains(out, "mopo on pendulum: NOT differentially private") || ledgerEntries(t, fresh) != 0 {
+		t.Fatalf("mopo: exit %d (%s), output %q", code, stderr, out)
 	}
 }

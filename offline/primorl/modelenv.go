@@ -49,6 +49,7 @@ type ModelEnv struct {
 	lambda  float64
 	horizon int
 
+	starts     []float64 // rows of start observations; nil: the reset distribution
 	rng        *rand.Rand
 	steps      int
 	x          []float64 // the scaled input
@@ -91,11 +92,29 @@ func (m *ModelEnv) ActionSpace() sims.Space { return m.real.ActionSpace() }
 // MaxSteps is the rollout horizon h.
 func (m *ModelEnv) MaxSteps() int { return m.horizon }
 
-// Reset draws a start state from the real environment's reset distribution
-// with rng, which the model keeps for its transitions.
+// SetStartStates makes Reset draw its start observations uniformly from the
+// rows of states (len a multiple of the observation dimension, >= 1 row)
+// instead of the reset distribution. MOPO starts its rollouts from logged
+// states; PriMORL must not (they are private data) unless they are public.
+func (m *ModelEnv) SetStartStates(states []float64) error {
+	if len(states) == 0 || len(states)%m.obsD != 0 {
+		return fmt.Errorf("primorl: %d start-state values for observations of %d", len(states), m.obsD)
+	}
+	m.starts = states
+	return nil
+}
+
+// Reset draws a start state with rng, which the model keeps for its
+// transitions: from the real environment's reset distribution, or from the
+// start states if set.
 func (m *ModelEnv) Reset(rng *rand.Rand, obs []float64) {
 	m.rng, m.steps = rng, 0
-	m.real.Reset(rng, obs)
+	if m.starts != nil {
+		i := rng.IntN(len(m.starts) / m.obsD)
+		copy(obs, m.starts[i*m.obsD:(i+1)*m.obsD])
+	} else {
+		m.real.Reset(rng, obs)
+	}
 	copy(m.obs, obs)
 }
 

@@ -24,7 +24,7 @@ import (
 
 // fieldNames are Config's fields that errors name (fielderr renders them as
 // flags in the command).
-var fieldNames = fielderr.Fields{"Out", "Data", "Env", "Epsilon", "Delta", "NonPrivate", "PublicN", "Batch", "Rounds", "Clip", "LocalEpochs",
+var fieldNames = fielderr.Fields{"Out", "Data", "Env", "Epsilon", "Delta", "NonPrivate", "PublicData", "CheckEvery", "Patience", "MOPO", "Plain", "MOPOFraction", "PublicN", "Batch", "Rounds", "Clip", "LocalEpochs",
 	"MiniBatch", "LR", "Ensemble", "Hidden", "Lambda", "Horizon", "SACSteps", "SACHidden", "EvalEpisodes"}
 
 // ConfigError is an invalid configuration, naming its fields.
@@ -70,14 +70,31 @@ type Config struct {
 	// NonPrivate runs the paper's "no privacy" ablation instead: clipped,
 	// without noise, not charged, labelled NOT private.
 	NonPrivate bool
+	// MOPO runs the MOPO baseline instead (implies NonPrivate): the
+	// ensemble trained on all transitions without clipping or noise
+	// (Plain), and SAC's rollouts started from logged states with
+	// MOPOFraction of every batch logged transitions. Not private, not
+	// charged, labelled.
+	MOPO         bool
+	Plain        PlainConfig
+	MOPOFraction float64
 	// PublicN is the public number of trajectories n (0: the log's record
 	// count, taken as public, as dprl offline gtd2 does); Batch is the
 	// expected number of trajectories per round, so q = Batch/n and the
 	// averaged delta's denominator is q n = Batch.
 	PublicN int
 	Batch   float64
-	// Rounds is T, fixed before the run.
+	// Rounds is T, fixed before the run and charged whatever happens.
 	Rounds int
+	// PublicData, if set, is a log the user declares public (never the
+	// private log): every CheckEvery rounds the ensemble's error on its
+	// transitions is measured, the best ensemble so far kept, and training
+	// stops after Patience checks without improvement, releasing the best.
+	// Stopping early saves time, not budget: T rounds are charged (the
+	// number actually run depends on the private data only through the
+	// released models, so it is post-processing).
+	PublicData           string
+	CheckEvery, Patience int
 	// Clip is C; ClipMode flat or per layer.
 	Clip     float64
 	ClipMode ClipMode
@@ -117,7 +134,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Env: "pendulum", Epsilon: 5, Delta: 1e-5, Batch: 30, Rounds: 1000, Clip: 1, ClipMode: ClipPerLayer, LocalEpochs: 1,
 		MiniBatch: 16, LR: 1e-2, Model: DefaultModelConfig(), Uncertainty: MPD, Lambda: 2, Horizon: 30, SACSteps: 30000,
-		SACHidden: []int{64, 64}, EvalEpisodes: 10}
+		SACHidden: []int{64, 64}, EvalEpisodes: 10, CheckEvery: 10, Patience: 10, Plain: DefaultPlainConfig(), MOPOFraction: 0.05}
 }
 
 // Validate reports every invalid field.
@@ -131,13 +148,26 @@ func (c Config) Validate() error {
 	bad(c.Data == "", "{Data} missing: the session log to learn from")
 	_, scErr := PublicScales(c.Env)
 	bad(scErr != nil, "{Env} %q: %v", c.Env, scErr)
-	if !c.NonPrivate {
+	if c.MOPO {
+		if err := c.Plain.Validate(); err != nil {
+			errs = append(errs, fieldNames.Errorf("{Plain}: %v", err))
+		}
+		bad(!(c.MOPOFraction >= 0 && c.MOPOFraction < 1), "{MOPOFraction} %v: must be in [0, 1)", c.MOPOFraction)
+	}
+	if !c.NonPrivate && !c.MOPO {
 		bad(!(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0), "{Epsilon} %v: must be finite and > 0", c.Epsilon)
 		bad(!(c.Delta > 0 && c.Delta < 1), "{Delta} %v: must be in (0, 1)", c.Delta)
 	}
 	bad(c.PublicN < 0, "{PublicN} %d: must be >= 0 (0: the record count)", c.PublicN)
 	bad(!(c.Batch > 0) || math.IsInf(c.Batch, 0), "{Batch} %v: must be finite and > 0", c.Batch)
 	bad(c.Rounds < 1, "{Rounds} %d: must be >= 1", c.Rounds)
+	bad(c.CheckEvery < 1 || c.Patience < 1, "{CheckEvery} %d and {Patience} %d: must be >= 1", c.CheckEvery, c.Patience)
+	bad(c.PublicData != "" && c.MOPO, "{PublicData} does not apply to {MOPO} (its model is not trained in rounds)")
+	if c.PublicData != "" && c.Data != "" {
+		a, errA := os.Stat(c.PublicData)
+		b, errB := os.Stat(c.Data)
+		bad(errA == nil && errB == nil && os.SameFile(a, b), "{PublicData} %q is the private log %q: a public log must be another file", c.PublicData, c.Data)
+	}
 	bad(!(c.Clip > 0) || math.IsInf(c.Clip, 0), "{Clip} %v: must be finite and > 0", c.Clip)
 	bad(c.LocalEpochs < 1 || c.MiniBatch < 1, "{LocalEpochs} %d and {MiniBatch} %d: must be >= 1", c.LocalEpochs, c.MiniBatch)
 	bad(!(c.LR > 0) || math.IsInf(c.LR, 0), "{LR} %v: must be finite and > 0", c.LR)
@@ -159,12 +189,17 @@ func (c Config) Validate() error {
 // NotPrivate labels a non-private run's result.
 const NotPrivate = "NOT differentially private: the no-privacy ablation (clipped, no noise), not charged"
 
+// NotPrivateMOPO labels a MOPO baseline run's result.
+const NotPrivateMOPO = "NOT differentially private: the MOPO baseline (no clipping, no noise, logged states and transitions in the policy's training), not charged"
+
 // Result is a run's outcome. Everything in it is covered by the printed
 // guarantee (the model is the release; the policy, its evaluation on the
 // simulator and the model's error on simulator transitions are
 // post-processing) or, for a non-private run, labelled.
 type Result struct {
-	Env     string  `json:"env"`
+	Env string `json:"env"`
+	// Method is "primorl" or "mopo".
+	Method  string  `json:"method"`
 	Private bool    `json:"private"`
 	Warning string  `json:"warning,omitempty"`
 	Epsilon float64 `json:"epsilon,omitempty"`
@@ -190,6 +225,10 @@ type Result struct {
 	Return       float64    `json:"return"`
 	ReturnStd    float64    `json:"return_std"`
 	Score        float64    `json:"score"`
+	// RoundsRun is the number of rounds run: Rounds, or fewer when the
+	// public log stopped training early (Rounds are charged either way).
+	RoundsRun    int        `json:"rounds_run"`
+	PublicData   string     `json:"public_data,omitempty"`
 	ModelSeconds float64    `json:"model_seconds"`
 	SACSeconds   float64    `json:"sac_seconds"`
 	Agent        *sac.Agent `json:"-"`
@@ -207,7 +246,14 @@ func (r *Result) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintln(w)
 	} else {
-		fmt.Fprintf(w, "primorl on %s: %s (q = %.4g, T = %d)\n", r.Env, r.Warning, r.Q, r.Rounds)
+		if r.Method == "mopo" {
+			fmt.Fprintf(w, "mopo on %s: %s\n", r.Env, r.Warning)
+		} else {
+			fmt.Fprintf(w, "primorl on %s: %s (q = %.4g, T = %d)\n", r.Env, r.Warning, r.Q, r.Rounds)
+		}
+	}
+	if r.PublicData != "" {
+		fmt.Fprintf(w, "early stopping on the public log %s: %d of %d rounds run (%d charged)\n", r.PublicData, r.RoundsRun, r.Rounds, r.Rounds)
 	}
 	_, err := fmt.Fprintf(w, "model error %.4g (scaled mse on simulator transitions); policy return on the simulator %.1f ± %.1f (score %.1f); model %.1f s, policy %.1f s\n",
 		r.ModelError, r.Return, r.ReturnStd, r.Score, r.ModelSeconds, r.SACSeconds)
@@ -220,6 +266,7 @@ func (r *Result) WriteText(w io.Writer) error {
 // Mechanism is a PriMORL run as the budget protocol sees it.
 type Mechanism struct {
 	c       Config
+	public  []Trajectory // the public log's transitions, scaled
 	spec    sims.Env
 	scales  Scales
 	od, ad  int
@@ -243,7 +290,20 @@ func New(c Config) (*Mechanism, sessionlog.ReaderOptions, error) {
 	m := &Mechanism{c: c, spec: env, scales: sc, od: env.ObservationSpace().Dim(), ad: env.ActionSpace().Dim()}
 	// Behaviour probabilities are not used: logs without them (an SVT
 	// release) are accepted.
-	return m, sessionlog.ReaderOptions{Name: c.Data, Spec: sessionlog.Spec{ObsDim: m.od, Discrete: -1, ActDim: m.ad}, OptionalProb: true}, nil
+	opt := sessionlog.ReaderOptions{Name: c.Data, Spec: sessionlog.Spec{ObsDim: m.od, Discrete: -1, ActDim: m.ad}, OptionalProb: true}
+	if c.PublicData != "" {
+		// Read and validated before anything is charged.
+		popt := opt
+		popt.Name = c.PublicData
+		ix, err := sessionlog.ScanLog(c.PublicData, popt, m.Check)
+		if err == nil {
+			m.public, err = m.trajectories(ix, nil)
+		}
+		if err != nil {
+			return nil, sessionlog.ReaderOptions{}, fieldNames.Errorf("{PublicData}: %v", err)
+		}
+	}
+	return m, opt, nil
 }
 
 // Check checks a record: the environment's dimensions (the reader holds
@@ -302,34 +362,48 @@ func (m *Mechanism) gen(purpose string) *rand.Rand {
 // evaluates both on the simulator.
 func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budget.Charge) (*Result, error) {
 	c := m.c
-	res := &Result{Env: c.Env, Private: !c.NonPrivate, Rounds: c.Rounds, Seeded: c.Seeded}
+	res := &Result{Env: c.Env, Method: "primorl", Private: !c.NonPrivate && !c.MOPO, Rounds: c.Rounds, Seeded: c.Seeded}
 	if ch.Charged() {
 		e := ch.Entry
 		res.Epsilon, res.Delta, res.Accountant, res.LedgerSeq = e.Epsilon, e.Delta, string(e.Method), e.Seq
 		res.Z, res.Q, res.N, res.RDPEpsilon = e.Events[0].Z, e.Events[0].Q, e.Participants, m.rdp
 	} else {
 		res.Warning = NotPrivate
+		if c.MOPO {
+			res.Warning, res.Method, res.Rounds = NotPrivateMOPO, "mopo", 0
+		}
 		m.n = ix.Len()
 		if c.PublicN > 0 {
 			m.n = c.PublicN
 		}
 		res.Q, res.N = min(c.Batch/float64(m.n), 1), m.n
 	}
-	data, err := m.trajectories(ix)
+	var logged *loggedTransitions
+	if c.MOPO {
+		logged = newLoggedTransitions(m.od, m.ad, maxLogged, m.gen("mopo reservoir"))
+	}
+	data, err := m.trajectories(ix, logged)
 	if err != nil {
 		return nil, err
 	}
 	t0 := time.Now()
-	e, params, err := m.trainModel(ctx, data, res)
+	var e *Ensemble
+	var params []float64
+	if c.MOPO {
+		e, params, err = m.trainPlain(ctx, data)
+	} else {
+		e, params, res.RoundsRun, err = m.trainModel(ctx, data, res)
+	}
 	if err != nil {
 		return nil, err
 	}
 	res.ModelSeconds = time.Since(t0).Seconds()
+	res.PublicData = c.PublicData
 	res.ModelError = m.modelError(e, params)
 	// Post-processing: SAC in the pessimistic model, evaluated on the
 	// simulator.
 	t1 := time.Now()
-	agent, err := m.trainPolicy(ctx, e, params)
+	agent, err := m.trainPolicy(ctx, e, params, logged)
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +426,7 @@ func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budge
 
 // trajectories reads the log's transitions, scaled by the public scales,
 // one Trajectory per record with at least one transition.
-func (m *Mechanism) trajectories(ix *sessionlog.Index) ([]Trajectory, error) {
+func (m *Mechanism) trajectories(ix *sessionlog.Index, logged *loggedTransitions) ([]Trajectory, error) {
 	var data []Trajectory
 	obs, act := make([]float64, m.od), make([]float64, m.ad)
 	if err := ix.Each(func(_ int, s *sessionlog.Session) error {
@@ -371,6 +445,9 @@ func (m *Mechanism) trajectories(ix *sessionlog.Index) ([]Trajectory, error) {
 			copy(act, st.Action.Vec)
 			d.X, d.Y = m.scales.Encode(d.X, d.Y, obs, act, next, st.Reward)
 			d.N++
+			if logged != nil {
+				logged.add(st.Obs, st.Action.Vec, st.Reward, next, s.Terminal && t+1 == len(s.Steps))
+			}
 		}
 		if d.N > 0 {
 			data = append(data, d)
@@ -386,12 +463,13 @@ func (m *Mechanism) trajectories(ix *sessionlog.Index) ([]Trajectory, error) {
 }
 
 // trainModel is the release: TDP Model Ensemble Training of a fresh
-// ensemble on data at res's q and z.
-func (m *Mechanism) trainModel(ctx context.Context, data []Trajectory, res *Result) (*Ensemble, []float64, error) {
+// ensemble on data at res's q and z, stopped early on the public log if
+// one was given. It returns the ensemble and the rounds run.
+func (m *Mechanism) trainModel(ctx context.Context, data []Trajectory, res *Result) (*Ensemble, []float64, int, error) {
 	c := m.c
 	e, err := NewEnsemble(c.Model, m.od+m.ad, m.od+1)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	params := make([]float64, e.NumParams())
 	e.Init(params, m.gen("init"))
@@ -401,25 +479,89 @@ func (m *Mechanism) trainModel(ctx context.Context, data []Trajectory, res *Resu
 		Denominator: res.Q * float64(m.n)}
 	tr, err := NewTrainer(e, tdp, m.gen("noise"))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
-	if err := tr.Train(ctx, params, data, m.gen("sampling"), func(st RoundStats) {
-		if c.Progress != nil {
-			c.Progress("model", st.Round, c.Rounds)
+	sample := m.gen("sampling")
+	var best []float64
+	bestErr, since := math.Inf(1), 0
+	for r := range c.Rounds {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, r, err
 		}
-	}); err != nil {
+		tr.Round(params, data, sample)
+		if c.Progress != nil {
+			c.Progress("model", r+1, c.Rounds)
+		}
+		if m.public == nil || (r+1)%c.CheckEvery != 0 {
+			continue
+		}
+		if pe := meanError(e, params, m.public); pe < bestErr {
+			bestErr, since, best = pe, 0, append(best[:0], params...)
+		} else if since++; since >= c.Patience {
+			return e, best, r + 1, nil
+		}
+	}
+	if best != nil {
+		params = best
+	}
+	return e, params, c.Rounds, nil
+}
+
+// meanError is the ensemble's mean squared error of the scaled targets'
+// means over models, targets and the transitions of data (a NaN, from a
+// diverged model, counts as +Inf).
+func meanError(e *Ensemble, params []float64, data []Trajectory) float64 {
+	var se float64
+	var n int
+	var mean, lv []float64
+	for _, d := range data {
+		if len(mean) < len(d.Y) {
+			mean, lv = make([]float64, len(d.Y)), make([]float64, len(d.Y))
+		}
+		for i := range e.Models() {
+			e.Predict(params, i, d.X, d.N, mean, lv)
+			for j, y := range d.Y {
+				se += (y - mean[j]) * (y - mean[j])
+			}
+			n += len(d.Y)
+		}
+	}
+	if n == 0 || math.IsNaN(se) {
+		return math.Inf(1)
+	}
+	return se / float64(n)
+}
+
+// trainPlain is the MOPO baseline's model: a fresh ensemble trained on all
+// transitions without clipping or noise.
+func (m *Mechanism) trainPlain(ctx context.Context, data []Trajectory) (*Ensemble, []float64, error) {
+	c := m.c
+	e, err := NewEnsemble(c.Model, m.od+m.ad, m.od+1)
+	if err != nil {
 		return nil, nil, err
 	}
-	return e, params, nil
+	params := make([]float64, e.NumParams())
+	e.Init(params, m.gen("init"))
+	err = TrainPlain(ctx, e, params, data, c.Plain, m.gen("plain"), func(done, total int) {
+		if c.Progress != nil {
+			c.Progress("model", done, total)
+		}
+	})
+	return e, params, err
 }
 
 // trainPolicy trains SAC in the pessimistic MDP of the released ensemble
-// (post-processing: no record enters it).
-func (m *Mechanism) trainPolicy(ctx context.Context, e *Ensemble, params []float64) (*sac.Agent, error) {
+// (post-processing: no record enters it), or, for MOPO (logged not nil),
+// with rollouts from the logged states and logged transitions mixed into
+// its batches.
+func (m *Mechanism) trainPolicy(ctx context.Context, e *Ensemble, params []float64, logged *loggedTransitions) (*sac.Agent, error) {
 	c := m.c
 	info, _ := sims.Lookup(c.Env)
 	newModel := func() sims.Env {
 		me, err := NewModelEnv(info.New(), e, params, m.scales, c.Uncertainty, c.Lambda, c.Horizon)
+		if err == nil && logged != nil {
+			err = me.SetStartStates(logged.buf.States())
+		}
 		if err != nil {
 			panic(err) // validated by New: the same arguments
 		}
@@ -427,12 +569,16 @@ func (m *Mechanism) trainPolicy(ctx context.Context, e *Ensemble, params []float
 	}
 	scfg := sac.DefaultConfig()
 	scfg.Hidden = c.SACHidden
-	out, err := sac.Train(ctx, newModel, scfg, sac.TrainOptions{Steps: c.SACSteps, LearningStarts: min(5000, c.SACSteps/2), EvalEpisodes: 3,
+	opts := sac.TrainOptions{Steps: c.SACSteps, LearningStarts: min(5000, c.SACSteps/2), EvalEpisodes: 3,
 		NewEvalEnv: info.New, Progress: func(p sac.Progress) {
 			if c.Progress != nil {
 				c.Progress("policy", p.Steps, c.SACSteps)
 			}
-		}}, m.gen("sac"))
+		}}
+	if logged != nil {
+		opts.Fixed, opts.FixedFraction = logged.buf, c.MOPOFraction
+	}
+	out, err := sac.Train(ctx, newModel, scfg, opts, m.gen("sac"))
 	if err != nil {
 		return nil, err
 	}

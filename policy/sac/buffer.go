@@ -28,7 +28,24 @@ func (b *Buffer) Len() int { return b.n }
 
 // Add stores a transition, overwriting the oldest when full.
 func (b *Buffer) Add(s, a []float64, r float64, s2 []float64, terminated bool) {
-	i := b.next
+	b.set(b.next, s, a, r, s2, terminated)
+	b.next = (b.next + 1) % b.capacity
+	b.n = min(b.n+1, b.capacity)
+}
+
+// Set overwrites the held transition i (0 <= i < Len()).
+func (b *Buffer) Set(i int, s, a []float64, r float64, s2 []float64, terminated bool) {
+	if i < 0 || i >= b.n {
+		panic(fmt.Sprintf("sac: set transition %d of %d", i, b.n))
+	}
+	b.set(i, s, a, r, s2, terminated)
+}
+
+// States returns the observations of the held transitions, Len() rows
+// (the buffer's own storage: do not modify).
+func (b *Buffer) States() []float64 { return b.s[:b.n*b.obsDim] }
+
+func (b *Buffer) set(i int, s, a []float64, r float64, s2 []float64, terminated bool) {
 	copy(b.s[i*b.obsDim:(i+1)*b.obsDim], s)
 	copy(b.a[i*b.actDim:(i+1)*b.actDim], a)
 	b.r[i] = r
@@ -37,8 +54,6 @@ func (b *Buffer) Add(s, a []float64, r float64, s2 []float64, terminated bool) {
 	if terminated {
 		b.d[i] = 1
 	}
-	b.next = (b.next + 1) % b.capacity
-	b.n = min(b.n+1, b.capacity)
 }
 
 // Sample fills dst (whose slices hold B rows) with B transitions drawn
@@ -56,6 +71,11 @@ func (b *Buffer) Sample(dst Batch, rng *rand.Rand) {
 		copy(dst.S2[k*od:(k+1)*od], b.s2[i*od:(i+1)*od])
 		dst.Terminated[k] = b.d[i]
 	}
+}
+
+// rows returns the view of rows [i, j) of b.
+func (b Batch) rows(i, j, od, ad int) Batch {
+	return Batch{S: b.S[i*od : j*od], A: b.A[i*ad : j*ad], R: b.R[i:j], S2: b.S2[i*od : j*od], Terminated: b.Terminated[i:j]}
 }
 
 // NewBatch returns a Batch of B rows for these dimensions.

@@ -282,3 +282,39 @@ func TestTrainReplays(t *testing.T) {
 		t.Fatal("negative replays accepted")
 	}
 }
+
+// TestTrainFixed: a fixed buffer's share of each batch must be in [0, 1),
+// the buffer non-empty and of the environment's dimensions; Batch.rows
+// views the batch's own storage.
+func TestTrainFixed(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Hidden = []int{8}
+	cfg.Batch = 20
+	env := func() sims.Env { return sims.NewPendulum() }
+	fixed, _ := NewBuffer(10, 3, 1)
+	wrong, _ := NewBuffer(10, 2, 1)
+	wrong.Add([]float64{0, 0}, []float64{0}, 0, []float64{0, 0}, false)
+	for _, opts := range []TrainOptions{
+		{Steps: 50, Fixed: fixed, FixedFraction: 0.05}, // empty
+		{Steps: 50, Fixed: wrong, FixedFraction: 0.05}, // dimensions
+		{Steps: 50, Fixed: fixed, FixedFraction: 1},    // share
+		{Steps: 50, Fixed: fixed, FixedFraction: -0.1}, // share
+	} {
+		if _, err := Train(context.Background(), env, cfg, opts, rand.New(rand.NewPCG(1, 1))); err == nil {
+			t.Errorf("%+v accepted", opts)
+		}
+	}
+	for range 10 {
+		fixed.Add([]float64{1, 0, 0}, []float64{0}, 7, []float64{1, 0, 0}, false)
+	}
+	res, err := Train(context.Background(), env, cfg, TrainOptions{Steps: 50, LearningStarts: 10, EvalEpisodes: 1, Fixed: fixed, FixedFraction: 0.25}, rand.New(rand.NewPCG(1, 1)))
+	if err != nil || res.Updates != 40 {
+		t.Fatalf("%d updates, %v", res.Updates, err)
+	}
+	b := NewBatch(4, 3, 1)
+	v := b.rows(3, 4, 3, 1)
+	v.R[0], v.S[2] = 5, 6
+	if b.R[3] != 5 || b.S[11] != 6 || len(v.S) != 3 || len(v.A) != 1 {
+		t.Fatal("rows is not a view of the batch's last row")
+	}
+}

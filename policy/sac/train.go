@@ -41,6 +41,12 @@ type TrainOptions struct {
 	// offline datasets mixing random, medium and expert behaviour are made.
 	// They take no environment steps from Steps. >= 0.
 	Replays int
+	// Fixed, if set, is a buffer of fixed transitions from which a fraction
+	// FixedFraction in [0, 1) of every update's batch is drawn, the rest
+	// from the run's own replay buffer: MOPO's mix of logged transitions
+	// into model rollouts (5%).
+	Fixed         *Buffer
+	FixedFraction float64
 }
 
 // Episode is one training episode: T steps, Obs (T+1) x ObsDim, Actions
@@ -92,9 +98,10 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 	if newEnv == nil || rng == nil {
 		return Result{}, errors.New("sac: train: nil environment factory or rng")
 	}
-	if opts.Steps < 1 || opts.LearningStarts < 0 || opts.BufferSize < 0 || opts.EvalEvery < 0 || opts.EvalEpisodes < 0 || opts.Replays < 0 {
-		return Result{}, fmt.Errorf("sac: train: steps %d, learning starts %d, buffer %d, eval every %d, eval episodes %d, replays %d: want steps >= 1 and the rest >= 0",
-			opts.Steps, opts.LearningStarts, opts.BufferSize, opts.EvalEvery, opts.EvalEpisodes, opts.Replays)
+	if opts.Steps < 1 || opts.LearningStarts < 0 || opts.BufferSize < 0 || opts.EvalEvery < 0 || opts.EvalEpisodes < 0 || opts.Replays < 0 ||
+		!(opts.FixedFraction >= 0 && opts.FixedFraction < 1) || (opts.Fixed != nil && opts.Fixed.Len() == 0) {
+		return Result{}, fmt.Errorf("sac: train: steps %d, learning starts %d, buffer %d, eval every %d, eval episodes %d, replays %d: want steps >= 1 and the rest >= 0; fixed fraction %v: want [0, 1) and a non-empty fixed buffer",
+			opts.Steps, opts.LearningStarts, opts.BufferSize, opts.EvalEvery, opts.EvalEpisodes, opts.Replays, opts.FixedFraction)
 	}
 	env, evalEnv := newEnv(), newEnv()
 	if opts.NewEvalEnv != nil {
@@ -127,6 +134,15 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 	}
 	evalSeed := rng.Uint64()
 	batch := NewBatch(cfg.Batch, od, ad)
+	// The rows drawn from the fixed buffer come last.
+	own, fixed := batch, Batch{}
+	if opts.Fixed != nil {
+		if opts.Fixed.obsDim != od || opts.Fixed.actDim != ad {
+			return Result{}, fmt.Errorf("sac: train: fixed buffer of %d observations and %d actions, want %d and %d", opts.Fixed.obsDim, opts.Fixed.actDim, od, ad)
+		}
+		k := int(math.Round(opts.FixedFraction * float64(cfg.Batch)))
+		own, fixed = batch.rows(0, cfg.Batch-k, od, ad), batch.rows(cfg.Batch-k, cfg.Batch, od, ad)
+	}
 	limit := env.MaxSteps()
 	if limit < 1 {
 		limit = opts.Steps
@@ -198,7 +214,10 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 		}
 		if step >= opts.LearningStarts {
 			u0 := time.Now()
-			buf.Sample(batch, rng)
+			buf.Sample(own, rng)
+			if len(fixed.R) > 0 {
+				opts.Fixed.Sample(fixed, rng)
+			}
 			agent.Update(batch, rng)
 			res.UpdateTime += time.Since(u0)
 			res.Updates++
