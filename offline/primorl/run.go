@@ -222,9 +222,9 @@ type Result struct {
 	// episodes, with its standard deviation; Score normalises Pendulum's
 	// as 1000 (R + 1500) / 1500 (the paper's), and is the return for the
 	// others.
-	Return       float64    `json:"return"`
-	ReturnStd    float64    `json:"return_std"`
-	Score        float64    `json:"score"`
+	Return    float64 `json:"return"`
+	ReturnStd float64 `json:"return_std"`
+	Score     float64 `json:"score"`
 	// RoundsRun is the number of rounds run: Rounds, or fewer when the
 	// public log stopped training early (Rounds are charged either way).
 	RoundsRun    int        `json:"rounds_run"`
