@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"dprl/internal/chart"
 	"dprl/internal/fielderr"
 	"dprl/internal/progress"
 	"dprl/offline/budget"
@@ -17,6 +18,7 @@ type primorlFlags struct {
 	cfg         primorl.Config
 	clip, u     string
 	asJSON      bool
+	plot        string
 	budget      offlineBudget
 	ensemble    int
 	modelHidden []int
@@ -87,6 +89,7 @@ charged, and labelled NOT private.`,
 	fl.IntVar(&c.EvalEpisodes, "eval-episodes", c.EvalEpisodes, "simulator episodes of the policy's evaluation")
 	fl.Uint64Var(&c.Seed, "seed", 0, "seed every generator (a repeatable simulation, recorded as seeded in the ledger; default: the secure generator)")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
+	fl.StringVar(&f.plot, "plot", "", "draw the policy's return on the simulator during its training in the model (PNG or SVG by extension)")
 	f.budget.register(fl)
 	return cmd
 }
@@ -139,6 +142,11 @@ func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
 		}
 		prog.Update(progress.Report{Done: int64(done), Total: int64(total), Unit: units[phase]})
 	}
+	if f.plot != "" {
+		if _, err := chart.FormatOf(f.plot); err != nil {
+			return usagef("offline primorl: --plot: %v", err)
+		}
+	}
 	m, opt, err := primorl.New(c)
 	if err != nil {
 		return primorlUsage(err)
@@ -153,6 +161,11 @@ func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
 	}
 	if err != nil {
 		return primorlUsage(budget.Explain(err))
+	}
+	if f.plot != "" {
+		if err := out.PlotCurve(f.plot); err != nil {
+			return fmt.Errorf("offline primorl: --plot: %w", err)
+		}
 	}
 	return emit(a, f.asJSON, out, nil)
 }

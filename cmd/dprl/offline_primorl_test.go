@@ -193,8 +193,29 @@ func TestOfflinePriMORLPublicAndMOPO(t *testing.T) {
 	if n := ledgerEntries(t, fresh); n != 0 {
 		t.Fatalf("refused runs left %d entries", n)
 	}
-	code, out, stderr = runCLI(t, append([]string{"offline", "primorl", "--data", data, "--mopo", "--mopo-epochs", "1", "--ledger", fresh, "--seed", "1"}, small...)...)
+	fig := filepath.Join(dir, "curve.png")
+	code, out, stderr = runCLI(t, append([]string{"offline", "primorl", "--data", data, "--mopo", "--mopo-epochs", "1", "--ledger", fresh, "--seed", "1", "--plot", fig}, small...)...)
 	if code != 0 || !strings.Contains(out, "mopo on pendulum: NOT differentially private") || ledgerEntries(t, fresh) != 0 {
 		t.Fatalf("mopo: exit %d (%s), output %q", code, stderr, out)
+	}
+	if st, err := os.Stat(fig); err != nil || st.Size() < 1000 {
+		t.Fatalf("--plot: %v", err)
+	}
+	if code, _, stderr := runCLI(t, "offline", "primorl", "--data", data, "--epsilon", "1", "--ledger", fresh, "--plot", "curve.bmp"); code != 2 || !strings.Contains(stderr, "--plot") || ledgerEntries(t, fresh) != 0 {
+		t.Fatalf("--plot curve.bmp: exit %d (%s)", code, stderr)
+	}
+	// dprl plot primorl: the summary table and the figure.
+	res := filepath.Join(dir, "r.json")
+	code, out, stderr = runCLI(t, append([]string{"offline", "primorl", "--data", data, "--epsilon", "3", "--ledger", filepath.Join(dir, "l3"), "--seed", "1", "--rounds", "5", "--json"}, small...)...)
+	if code != 0 || os.WriteFile(res, []byte(out), 0o644) != nil {
+		t.Fatalf("exit %d (%s)", code, stderr)
+	}
+	fig4 := filepath.Join(dir, "fig4.png")
+	code, out, stderr = runCLI(t, "plot", "primorl", "--out", fig4, res)
+	if code != 0 || !strings.Contains(out, "epsilon 3 ") || !strings.Contains(out, "1 runs") {
+		t.Fatalf("plot primorl: exit %d (%s), output %q", code, stderr, out)
+	}
+	if code, _, _ := runCLI(t, "plot", "primorl", data); code != 2 {
+		t.Fatalf("plot primorl on a session log: exit %d, want 2", code)
 	}
 }

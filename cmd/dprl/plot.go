@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"dprl/experiment"
+	"dprl/offline/primorl"
 
 	"github.com/spf13/cobra"
 )
@@ -53,5 +54,58 @@ a line of slope 1 and sublinear regret bends below it.`,
 	regret.Flags().StringVar(&out, "out", "", "the PNG file to write (required)")
 	regret.Flags().StringVar(&title, "title", "", "the figure's title (default: from the results)")
 	regret.Flags().BoolVar(&logLog, "log", false, "logarithmic axes: linear regret is a line of slope 1, sublinear regret bends below it")
-	return groupCmd("plot", "Draw figures from saved results", regret)
+	return groupCmd("plot", "Draw figures from saved results", regret, newPlotPriMORLCmd(a))
+}
+
+// newPlotPriMORLCmd draws score against epsilon from primorl results.
+func newPlotPriMORLCmd(a *app) *cobra.Command {
+	var out, title string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "primorl FILE.json...",
+		Short: "Score against epsilon of dprl offline primorl --json results (the paper's Figure 4)",
+		Long: `Reads results written by dprl offline primorl --json (private runs at
+several epsilons, --non-private and --mopo runs, one file per seed), prints
+each configuration's mean score with its standard deviation and 95%
+confidence interval over seeds, and with --out draws the private runs'
+mean score against epsilon with the no-privacy and MOPO means as dashed
+lines (and, for Pendulum, the paper's Table 1 points).`,
+		Example: `  dprl plot primorl --out docs/primorl-pendulum.png runs/*.json`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("plot primorl: give at least one result file")
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			results := make([]primorl.Result, len(args))
+			for i, path := range args {
+				r, err := primorl.ReadResult(path)
+				if err != nil {
+					return usageError{fmt.Errorf("plot primorl: %w", err)}
+				}
+				results[i] = r
+			}
+			sums := primorl.Summarize(results)
+			if out != "" {
+				if title == "" {
+					title = "PriMORL on " + results[0].Env
+				}
+				if err := primorl.PlotScores(out, title, sums, results[0].Env == "pendulum"); err != nil {
+					return fmt.Errorf("plot primorl: %w", err)
+				}
+			}
+			if err := emit(a, asJSON, sums, nil); err != nil {
+				return err
+			}
+			if out != "" && !asJSON {
+				fmt.Fprintf(a.stdout, "wrote %s\n", out)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "the figure to write (PNG or SVG by extension)")
+	cmd.Flags().StringVar(&title, "title", "", "the figure's title (default: PriMORL on ENV)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summaries as JSON")
+	return cmd
 }

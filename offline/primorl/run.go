@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"dprl/internal/atomicfile"
+	"dprl/internal/chart"
 	"dprl/internal/fielderr"
 	"dprl/internal/rng"
 	"dprl/ledger"
@@ -232,6 +233,9 @@ type Result struct {
 	ModelSeconds float64    `json:"model_seconds"`
 	SACSeconds   float64    `json:"sac_seconds"`
 	Agent        *sac.Agent `json:"-"`
+	// Curve is the policy's deterministic return on the simulator (3
+	// episodes) during its training in the model.
+	Curve []sac.CurvePoint `json:"policy_curve,omitempty"`
 	// Out is the released policy's snapshot file, if written.
 	Out string `json:"out,omitempty"`
 }
@@ -403,12 +407,12 @@ func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budge
 	// Post-processing: SAC in the pessimistic model, evaluated on the
 	// simulator.
 	t1 := time.Now()
-	agent, err := m.trainPolicy(ctx, e, params, logged)
+	agent, curve, err := m.trainPolicy(ctx, e, params, logged)
 	if err != nil {
 		return nil, err
 	}
 	res.SACSeconds = time.Since(t1).Seconds()
-	res.Agent = agent
+	res.Agent, res.Curve = agent, curve
 	info, _ := sims.Lookup(c.Env)
 	res.Return, res.ReturnStd = sac.Evaluate(info.New(), agent, c.EvalEpisodes, m.gen("eval"))
 	res.Score = res.Return
@@ -554,7 +558,7 @@ func (m *Mechanism) trainPlain(ctx context.Context, data []Trajectory) (*Ensembl
 // (post-processing: no record enters it), or, for MOPO (logged not nil),
 // with rollouts from the logged states and logged transitions mixed into
 // its batches.
-func (m *Mechanism) trainPolicy(ctx context.Context, e *Ensemble, params []float64, logged *loggedTransitions) (*sac.Agent, error) {
+func (m *Mechanism) trainPolicy(ctx context.Context, e *Ensemble, params []float64, logged *loggedTransitions) (*sac.Agent, []sac.CurvePoint, error) {
 	c := m.c
 	info, _ := sims.Lookup(c.Env)
 	newModel := func() sims.Env {
@@ -580,9 +584,27 @@ func (m *Mechanism) trainPolicy(ctx context.Context, e *Ensemble, params []float
 	}
 	out, err := sac.Train(ctx, newModel, scfg, opts, m.gen("sac"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out.Agent, nil
+	return out.Agent, out.Curve, nil
+}
+
+// PlotCurve draws the policy's return on the simulator against its SAC
+// steps in the model.
+func (r *Result) PlotCurve(path string) error {
+	if len(r.Curve) == 0 {
+		return errors.New("primorl: no policy curve to plot")
+	}
+	x, y, e := make([]float64, len(r.Curve)), make([]float64, len(r.Curve)), make([]float64, len(r.Curve))
+	for i, p := range r.Curve {
+		x[i], y[i], e[i] = float64(p.Steps), p.Mean, p.Std
+	}
+	title := fmt.Sprintf("%s on %s: epsilon %.4g", r.Method, r.Env, accountant.Ceil(r.Epsilon, 4))
+	if !r.Private {
+		title = fmt.Sprintf("%s on %s: NOT private", r.Method, r.Env)
+	}
+	return chart.Chart{Title: title, XLabel: "SAC steps in the model", YLabel: "return on the simulator", Width: 7, Height: 4.2,
+		Series: []chart.Series{{Label: "deterministic policy", SpreadLabel: "± 1 std over 3 episodes", X: x, Y: y, YErr: e, Points: true}}}.Save(path)
 }
 
 // modelError is the ensemble's mean squared error (over models, targets

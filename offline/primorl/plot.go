@@ -1,0 +1,186 @@
+package primorl
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+
+	"dprl/internal/chart"
+)
+
+// ReadResult reads a Result written by dprl offline primorl --json.
+func ReadResult(path string) (Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Result{}, err
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Result{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Env == "" || math.IsNaN(r.Score) {
+		return Result{}, fmt.Errorf("%s: not a dprl offline primorl result", path)
+	}
+	if r.Method == "" {
+		r.Method = "primorl" // results written before the MOPO baseline
+	}
+	return r, nil
+}
+
+// Summary is the mean and spread of one configuration's runs (seeds).
+type Summary struct {
+	// Label is "mopo", "no privacy" or "epsilon E".
+	Label   string  `json:"label"`
+	Epsilon float64 `json:"epsilon,omitempty"`
+	Runs    int     `json:"runs"`
+	Mean    float64 `json:"mean_score"`
+	Std     float64 `json:"std_score"`
+	// CI95 is the half-width of the t 95% confidence interval of the mean
+	// (0 for one run).
+	CI95 float64 `json:"ci95"`
+}
+
+// Summaries are the configurations of a set of results (Summarize).
+type Summaries []Summary
+
+// WriteText writes one line per configuration.
+func (ss Summaries) WriteText(w io.Writer) error {
+	for _, s := range ss {
+		if _, err := fmt.Fprintf(w, "%-16s %d runs: score %.1f ± %.1f (95%% CI ± %.1f)\n", s.Label, s.Runs, s.Mean, s.Std, s.CI95); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Summarize groups results by configuration - MOPO, no privacy, and each
+// epsilon (rounded to 4 significant digits, as printed) - and returns each
+// group's score statistics: the baselines first, then by epsilon.
+func Summarize(results []Result) Summaries {
+	type key struct {
+		label string
+		eps   float64
+	}
+	groups := map[key][]float64{}
+	var keys []key
+	for _, r := range results {
+		k := key{label: "no privacy"}
+		switch {
+		case r.Method == "mopo":
+			k.label = "mopo"
+		case r.Private:
+			e, _ := ceil4(r.Epsilon)
+			k = key{label: fmt.Sprintf("epsilon %.4g", e), eps: e}
+		}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r.Score)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		rank := func(k key) int {
+			switch k.label {
+			case "mopo":
+				return 0
+			case "no privacy":
+				return 1
+			}
+			return 2
+		}
+		if d := rank(a) - rank(b); d != 0 {
+			return d
+		}
+		switch {
+		case a.eps < b.eps:
+			return -1
+		case a.eps > b.eps:
+			return 1
+		}
+		return 0
+	})
+	out := make(Summaries, 0, len(keys))
+	for _, k := range keys {
+		s := groups[k]
+		var mean, v float64
+		for _, x := range s {
+			mean += x / float64(len(s))
+		}
+		for _, x := range s {
+			v += (x - mean) * (x - mean)
+		}
+		sum := Summary{Label: k.label, Epsilon: k.eps, Runs: len(s), Mean: mean}
+		if len(s) > 1 {
+			sum.Std = math.Sqrt(v / float64(len(s)-1))
+			sum.CI95 = tQuantile975(len(s)-1) * sum.Std / math.Sqrt(float64(len(s)))
+		}
+		out = append(out, sum)
+	}
+	return out
+}
+
+// ceil4 rounds an epsilon up to 4 significant digits (never down).
+func ceil4(e float64) (float64, error) {
+	if !(e > 0) || math.IsInf(e, 0) {
+		return e, errors.New("not a positive epsilon")
+	}
+	p := math.Pow(10, 3-math.Floor(math.Log10(e)))
+	return math.Ceil(e*p-1e-9) / p, nil
+}
+
+// tQuantile975 is Student's t distribution's 97.5% quantile for df degrees
+// of freedom (the table's values to 3 decimals for df <= 10, the normal's
+// 1.96 beyond 30, linear in 1/df between).
+func tQuantile975(df int) float64 {
+	table := []float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228}
+	if df >= 1 && df <= len(table) {
+		return table[df-1]
+	}
+	if df > 30 {
+		return 1.96
+	}
+	// Between df 10 (2.228) and 30 (2.042), interpolated in 1/df.
+	f := (1/float64(df) - 1.0/30) / (1.0/10 - 1.0/30)
+	return 2.042 + f*(2.228-2.042)
+}
+
+// PaperPendulum are the PriMORL paper's Pendulum results (Table 1, 5
+// seeds): the private runs' (epsilon, score), then the no-privacy and MOPO
+// scores.
+var PaperPendulum = struct {
+	Epsilon, Score   []float64
+	NoPrivacy, MOPO float64
+}{Epsilon: []float64{5.1, 22.3}, Score: []float64{778.9, 817.4}, NoPrivacy: 810.4, MOPO: 795.9}
+
+// PlotScores draws the paper's Figure 4 from summaries: the mean score
+// against epsilon with 95% confidence bars over seeds, and the no-privacy
+// and MOPO means as dashed horizontal lines across the epsilon range. With
+// paper set (Pendulum), the paper's Table 1 points are drawn too.
+func PlotScores(path, title string, sums Summaries, paper bool) error {
+	var x, y, ci []float64
+	for _, s := range sums {
+		if s.Epsilon > 0 {
+			x, y, ci = append(x, s.Epsilon), append(y, s.Mean), append(ci, s.CI95)
+		}
+	}
+	if len(x) == 0 {
+		return errors.New("primorl: no private result to plot against epsilon")
+	}
+	c := chart.Chart{Title: title, XLabel: "epsilon (trajectory level, delta 1e-5)", YLabel: "normalised score", LogX: true, Width: 7, Height: 4.2,
+		Series: []chart.Series{{Label: "PriMORL", SpreadLabel: "95% CI over seeds", X: x, Y: y, YErr: ci, Points: true}}}
+	lo, hi := slices.Min(x), slices.Max(x)
+	for _, s := range sums {
+		if s.Epsilon == 0 {
+			c.Series = append(c.Series, chart.Series{Label: fmt.Sprintf("%s (%.0f)", s.Label, s.Mean), X: []float64{lo, hi}, Y: []float64{s.Mean, s.Mean}, Dashed: true})
+		}
+	}
+	if paper {
+		p := PaperPendulum
+		c.Series = append(c.Series, chart.Series{Label: fmt.Sprintf("paper: PriMORL (no privacy %.0f, MOPO %.0f)", p.NoPrivacy, p.MOPO),
+			X: p.Epsilon, Y: p.Score, Points: true, Dashed: true})
+	}
+	return c.Save(path)
+}
