@@ -50,10 +50,19 @@ public constants of --env (never statistics of the log), the policy only sees
 the released model and the simulator's public start states, and its evaluation
 uses the simulator: all post-processing.
 
---non-private runs the paper's "no privacy" ablation (clipped, no noise): not
-charged, and labelled NOT private.`,
-		Example: `  dprl sims ... (a log of continuous-control sessions: dprl train --algo sac --log-episodes LOG)
-  dprl offline primorl --data pendulum.jsonl --env pendulum --epsilon 5 --delta 1e-5`,
+The defaults are the paper's Pendulum settings; with --env cartpole-balance or
+cartpole-swingup, --ensemble, --model-hidden, --clip-mode and --horizon default
+to the paper's cart-pole ones (5 models of 128,128, flat, 20), and Swing-up's
+--uncertainty to ma.
+
+--public-data stops the model's training early on a log you declare public;
+all --rounds are charged all the same. --non-private runs the paper's "no
+privacy" ablation (clipped, no noise) and --mopo the MOPO baseline: neither is
+charged, both are labelled NOT private. --out writes the released policy (a
+SAC actor snapshot), --plot its return during training.`,
+		Example: `  dprl train --algo sac --env pendulum --hidden 64,64 --seeds 5 --log-episodes pendulum.jsonl --log-replays 39
+  dprl offline primorl --data pendulum.jsonl --env pendulum --epsilon 5 --delta 1e-5 --out policy.snap
+  dprl offline primorl --data pendulum.jsonl --env pendulum --mopo`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runOfflinePriMORL(a, cmd, f) },
 	}
@@ -121,6 +130,9 @@ func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
 		return usagef("offline primorl: --uncertainty %q: want mpd or ma", f.u)
 	}
 	fl := cmd.Flags()
+	// The paper's per-task settings, where the user did not set them.
+	c = c.ForEnv(c.Env, map[string]bool{"Ensemble": fl.Changed("ensemble"), "Hidden": fl.Changed("model-hidden"),
+		"ClipMode": fl.Changed("clip-mode"), "Horizon": fl.Changed("horizon"), "Uncertainty": fl.Changed("uncertainty")})
 	if (c.NonPrivate || c.MOPO) && (fl.Changed("epsilon") || fl.Changed("delta")) {
 		return usagef("offline primorl: --non-private and --mopo train without noise: --epsilon and --delta do not apply")
 	}

@@ -81,3 +81,21 @@ func TestPlotScores(t *testing.T) {
 		t.Fatal("a file that is not a result accepted")
 	}
 }
+
+// TestForEnv: the cart-poles take the paper's settings unless kept;
+// Pendulum's are the defaults.
+func TestForEnv(t *testing.T) {
+	d := DefaultConfig()
+	p := d.ForEnv("pendulum", nil)
+	if p.Model.Ensemble != 3 || p.ClipMode != ClipPerLayer || p.Horizon != 30 || p.Uncertainty != MPD {
+		t.Fatalf("pendulum: %+v", p)
+	}
+	b := d.ForEnv("cartpole-balance", nil)
+	if b.Env != "cartpole-balance" || b.Model.Ensemble != 5 || b.Model.Hidden[0] != 128 || b.ClipMode != ClipFlat || b.Horizon != 20 || b.Uncertainty != MPD {
+		t.Fatalf("balance: %+v", b)
+	}
+	s := d.ForEnv("cartpole-swingup", map[string]bool{"Horizon": true})
+	if s.Uncertainty != MA || s.Horizon != 30 {
+		t.Fatalf("swing-up keeping the horizon: %+v", s)
+	}
+}
