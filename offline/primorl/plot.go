@@ -151,7 +151,7 @@ func tQuantile975(df int) float64 {
 // seeds): the private runs' (epsilon, score), then the no-privacy and MOPO
 // scores.
 var PaperPendulum = struct {
-	Epsilon, Score   []float64
+	Epsilon, Score  []float64
 	NoPrivacy, MOPO float64
 }{Epsilon: []float64{5.1, 22.3}, Score: []float64{778.9, 817.4}, NoPrivacy: 810.4, MOPO: 795.9}
 
