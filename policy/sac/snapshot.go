@@ -167,3 +167,25 @@ func (a *Actor) Act(dst []float64, rng *rand.Rand, obs []float64) float64 {
 	}
 	return logp
 }
+
+// Clone returns an actor that shares a's parameters (never modified after
+// LoadActor) with workspaces of its own, for another goroutine.
+func (a *Actor) Clone() *Actor {
+	net, err := policy.NewMLPActivation(policy.ReLU, append(append([]int{a.obsDim}, a.hidden...), 2*a.actDim)...)
+	if err != nil {
+		panic(err) // the sizes were checked by LoadActor
+	}
+	c := *a
+	c.net, c.out = net, make([]float64, 2*a.actDim)
+	return &c
+}
+
+// Box returns the action box the actor's actions lie in: low = bias -
+// scale and high = bias + scale in each dimension (new slices).
+func (a *Actor) Box() (low, high []float64) {
+	low, high = make([]float64, a.actDim), make([]float64, a.actDim)
+	for j := range a.actDim {
+		low[j], high[j] = a.bias[j]-a.scale[j], a.bias[j]+a.scale[j]
+	}
+	return low, high
+}
