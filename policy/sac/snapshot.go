@@ -189,3 +189,23 @@ func (a *Actor) Box() (low, high []float64) {
 	}
 	return low, high
 }
+
+// LogDensity returns the log-density in the action box of action act at
+// obs, the value Act returns with the action it samples: e.g. to check a
+// logged behaviour log-probability, or to reweight logged sessions. An
+// action on or outside the box's boundary has density 0 (-Inf).
+func (a *Actor) LogDensity(obs, act []float64) float64 {
+	a.net.Forward(a.out, a.params, obs)
+	var logp float64
+	for j := range a.actDim {
+		y := (act[j] - a.bias[j]) / a.scale[j]
+		if !(y > -1 && y < 1) {
+			return math.Inf(-1)
+		}
+		u := math.Atanh(y)
+		ls := logStd(a.out[a.actDim+j])
+		e := (u - a.out[j]) / math.Exp(ls)
+		logp += -0.5*e*e - ls - halfLog2Pi - 2*(ln2-u-softplus(-2*u)) - math.Log(a.scale[j])
+	}
+	return logp
+}

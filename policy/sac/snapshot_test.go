@@ -2,6 +2,7 @@ package sac
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -78,6 +79,17 @@ func TestActorClone(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	if n := testing.AllocsPerRun(100, func() { c.Act(got, rng, obs) }); n != 0 {
 		t.Fatalf("Act allocates %v times", n)
+	}
+	// LogDensity gives back the log-density Act returned.
+	for i := range 20 {
+		obs[0] = float64(i) / 10
+		lp := c.Act(got, rng, obs)
+		if d := act.LogDensity(obs, got); math.Abs(d-lp) > 1e-9*max(1, math.Abs(lp)) {
+			t.Fatalf("LogDensity %v, Act returned %v for %v", d, lp, got)
+		}
+	}
+	if d := act.LogDensity(obs, []float64{2, 0.5}); !math.IsInf(d, -1) {
+		t.Fatalf("an action on the box's boundary: log-density %v, want -Inf", d)
 	}
 	low, high := act.Box()
 	if low[0] != -2 || low[1] != 0 || high[0] != 2 || high[1] != 1 {
