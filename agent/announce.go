@@ -159,6 +159,6 @@ func (s *Service) announceFixed(w io.Writer, p *Policy) {
 	if p.name != "" {
 		where = fmt.Sprintf("dprl agent: model %s on %s.v1.*", p.name, p.prefix)
 	}
-	fmt.Fprintf(w, "%s the fixed policy %s (%s, %d observation values, %d action values): it never learns and spends no privacy budget (serving a DP release is post-processing; its guarantee is its training's)\n",
+	fmt.Fprintf(w, "%s the fixed policy %s (%s, obs dim %d, action dim %d): it never learns and spends no privacy budget (serving a DP release is post-processing; its guarantee is its training's)\n",
 		where, f.Source, f.ID(), f.Actor.ObsDim(), f.Actor.ActDim())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"dprl/policy"
 	"dprl/policy/sac"
+	"dprl/sims"
 )
 
 // FixedPolicy is a released policy the agent serves as it is (dprl agent
@@ -54,9 +56,18 @@ func LoadFixedPolicy(path string) (*FixedPolicy, error) {
 // ParseFixedPolicy is LoadFixedPolicy of a snapshot already read; source
 // names where it came from.
 func ParseFixedPolicy(b []byte, source string) (*FixedPolicy, error) {
-	act, err := sac.LoadActor(b)
+	f, err := parseFixed(b, source)
 	if err != nil {
 		return nil, fmt.Errorf("agent: fixed policy %s: %w", source, err)
+	}
+	return f, nil
+}
+
+// parseFixed is ParseFixedPolicy with sac.LoadActor's error as it is.
+func parseFixed(b []byte, source string) (*FixedPolicy, error) {
+	act, err := sac.LoadActor(b)
+	if err != nil {
+		return nil, err
 	}
 	return &FixedPolicy{Actor: act, Source: source, CRC: crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))}, nil
 }
@@ -112,11 +123,19 @@ func (s Settings) fixedPolicy() (*FixedPolicy, error) {
 		}
 	}
 	if len(given) > 0 {
-		return nil, SettingsFields.Errorf("%s: does not apply with {ServePolicy}: a fixed policy never learns, so the learner's settings have no effect (serving a DP release spends no budget)", strings.Join(given, ", "))
+		verb := "does"
+		if len(given) > 1 {
+			verb = "do"
+		}
+		return nil, SettingsFields.Errorf("%s: %s not apply with {ServePolicy}: a fixed policy never learns, so the learner's settings have no effect (serving a DP release spends no budget)", strings.Join(given, ", "), verb)
 	}
-	f, err := LoadFixedPolicy(s.ServePolicy)
+	b, err := os.ReadFile(s.ServePolicy)
 	if err != nil {
-		return nil, SettingsFields.Errorf("{ServePolicy} %w", err)
+		return nil, SettingsFields.Errorf("{ServePolicy}: %w", err)
+	}
+	f, err := parseFixed(b, s.ServePolicy)
+	if err != nil {
+		return nil, SettingsFields.Errorf("{ServePolicy} %s: %w", s.ServePolicy, err)
 	}
 	return f, nil
 }
@@ -137,6 +156,25 @@ func (s Settings) checkFixed(f *FixedPolicy, spec policy.Spec) error {
 	case f.Actor.ObsDim() != spec.ObsDim || f.Actor.ActDim() != spec.ActionDim:
 		return SettingsFields.Errorf("{ServePolicy} %s takes %d observation values and gives %d action values, %s has %d and %d: serve it with the simulator or {ObsDim} it was trained for",
 			f.Source, f.Actor.ObsDim(), f.Actor.ActDim(), from, spec.ObsDim, spec.ActionDim)
+	case s.EnvSpec != "":
+		// A SAC actor's box is its simulator's action space (sac.Train):
+		// another box means another simulator, whatever the dimensions.
+		env, err := sims.New(s.EnvSpec)
+		if err != nil {
+			return SettingsFields.Errorf("{EnvSpec}: %w", err)
+		}
+		as := env.ActionSpace()
+		low, high := f.Actor.Box()
+		for j := range low {
+			if !nearlyEqual(low[j], as.Low[j]) || !nearlyEqual(high[j], as.High[j]) {
+				return SettingsFields.Errorf("{ServePolicy} %s acts in the box %v to %v, %s's actions are in %v to %v: it was trained for another simulator",
+					f.Source, low, high, from, as.Low, as.High)
+			}
+		}
 	}
 	return nil
 }
+
+// nearlyEqual reports whether a and b agree to a relative 1e-9 (the box is
+// stored as its scale and centre, which round).
+func nearlyEqual(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(a), math.Abs(b)) }

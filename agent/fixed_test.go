@@ -234,6 +234,32 @@ func TestFixedPolicyRefused(t *testing.T) {
 	}
 }
 
+// TestLoadFixedPolicy: the library's loader reads a snapshot file, names
+// it and its CRC-32C, and refuses a missing or corrupt one with errors
+// that wrap the cause.
+func TestLoadFixedPolicy(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "policy.snap")
+	snap := sacSnapshot(t, 3, []float64{-2}, []float64{2})
+	if err := os.WriteFile(good, snap, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := LoadFixedPolicy(good)
+	if err != nil || f.Source != good || f.Actor.ObsDim() != 3 || f.Actor.ActDim() != 1 || !strings.HasPrefix(f.ID(), "sac-actor crc32c:") {
+		t.Fatalf("LoadFixedPolicy: %+v %v", f, err)
+	}
+	if _, err := LoadFixedPolicy(filepath.Join(dir, "nope")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := ParseFixedPolicy(snap[:len(snap)-1], "cut"); !errors.Is(err, sac.ErrSnapshot) || !strings.Contains(err.Error(), "cut") {
+		t.Errorf("truncated snapshot: %v", err)
+	}
+	g, err := ParseFixedPolicy(append([]byte(nil), snap...), "copy")
+	if err != nil || g.CRC != f.CRC {
+		t.Errorf("the same bytes: CRC %08x, want %08x (%v)", g.CRC, f.CRC, err)
+	}
+}
+
 // waitFor polls cond for up to 5 seconds.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
@@ -264,6 +290,10 @@ func TestServePolicySettings(t *testing.T) {
 	if err := os.WriteFile(corrupt, bad, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	unitBox := filepath.Join(dir, "unit.snap")
+	if err := os.WriteFile(unitBox, sacSnapshot(t, 3, []float64{-1}, []float64{1}), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	base := func() Settings {
 		return Settings{DataDir: t.TempDir(), EnvSpec: "pendulum", ServePolicy: good, Delta: 1e-5,
 			MaxOpenSessions: 100000, MaxStepsPerSession: 10000, IdleTimeout: 5 * time.Minute, FlushTimeout: time.Minute,
@@ -285,6 +315,8 @@ func TestServePolicySettings(t *testing.T) {
 		{"discrete actions", func(s *Settings) { s.EnvSpec, s.ObsDim, s.Actions = "", 3, 2 }, "Actions", "discrete actions", nil},
 		{"obs mismatch", func(s *Settings) { s.EnvSpec, s.ObsDim = "", 4 }, "ObsDim", "takes 3 observation values", nil},
 		{"env mismatch", func(s *Settings) { s.EnvSpec = "cartpole-swingup" }, "EnvSpec", "takes 3 observation values and gives 1 action values, <EnvSpec> cartpole-swingup has", nil},
+		{"env box", func(s *Settings) { s.ServePolicy = unitBox }, "EnvSpec", "acts in the box [-1] to [1], <EnvSpec> pendulum's actions are in [-2] to [2]", nil},
+		{"obs-dim, any box", func(s *Settings) { s.EnvSpec, s.ObsDim, s.ServePolicy = "", 3, unitBox }, "", "", nil},
 		{"K", func(s *Settings) { s.K = 8 }, "K", "does not apply", nil},
 		{"z", func(s *Settings) { s.Z = 1 }, "Z", "does not apply", nil},
 		{"user epsilon", func(s *Settings) { s.UserEpsilon = 4 }, "UserEpsilon", "does not apply", nil},
@@ -299,7 +331,7 @@ func TestServePolicySettings(t *testing.T) {
 				t.Errorf("%s: %v", c.name, err)
 				continue
 			}
-			if f := sc.Agent.Fixed; f == nil || f.Source != good || sc.Agent.Spec != (policy.Spec{ObsDim: 3, Kind: policy.ActionContinuous, ActionDim: 1}) {
+			if f := sc.Agent.Fixed; f == nil || f.Source != s.ServePolicy || sc.Agent.Spec != (policy.Spec{ObsDim: 3, Kind: policy.ActionContinuous, ActionDim: 1}) {
 				t.Errorf("%s: fixed policy %+v, spec %+v", c.name, f, sc.Agent.Spec)
 			}
 			if !strings.Contains(sc.CheckSummary(), "spends no privacy budget") {

@@ -123,8 +123,9 @@ type Settings struct {
 	// (dprl offline primorl --out) to serve instead of learning
 	// (Config.Fixed, FixedPolicy): read and parsed by ServiceConfig, its
 	// dimensions must match EnvSpec's spaces, which must be continuous,
-	// or ObsDim (the action dimension is then the snapshot's; Actions,
-	// discrete, is refused). The learner's settings (Z, Clip, K,
+	// and its action box the simulator's (the box SAC trained in), or
+	// ObsDim (the action dimension and box are then the snapshot's;
+	// Actions, discrete, is refused). The learner's settings (Z, Clip, K,
 	// SessionEpsilon, Noise, Band, Delta, UserEpsilon, MaxUpdatesPerUser,
 	// MaxQueuedPerUser, FlushTimeout) do not apply and are refused when
 	// given, as are Models.
