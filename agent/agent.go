@@ -19,6 +19,7 @@ import (
 	"dprl/ledger"
 	"dprl/ledger/accountant"
 	"dprl/policy"
+	"dprl/policy/sac"
 	"dprl/sessionlog"
 	"dprl/space"
 
@@ -118,9 +119,11 @@ type Agent struct {
 	worstUser float64
 }
 
-// servingCtx is a per-goroutine serving context.
+// servingCtx is a per-goroutine serving context: the learner's actor,
+// or the fixed policy's (Config.Fixed), and a generator.
 type servingCtx struct {
 	actor *policy.Actor
+	fixed *sac.Actor
 	rng   *rand.Rand
 	act   []float64
 }
@@ -150,6 +153,9 @@ func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: per-session epsilon: %w", err)
 	}
+	if cfg.Fixed != nil {
+		eps = 0 // a fixed policy is served, never learned: no update, no epsilon
+	}
 	a := &Agent{cfg: cfg, store: store, log: opt.Logger.With().Str("component", "agent").Logger(), opt: opt, now: opt.Now,
 		m: opt.Metrics, epsilon: eps,
 		lim: limits{open: cfg.MaxOpenSessions, perUser: cfg.MaxSessionsPerUser, perConn: cfg.MaxSessionsPerConnection}}
@@ -165,16 +171,25 @@ func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := store.InitSpec(specJSON, nil); err != nil {
-		return nil, err
-	}
-	if err := a.loadPolicy(); err != nil {
-		return nil, err
+	if cfg.Fixed != nil {
+		// Serving a release writes nothing to the ledger: no spec, no
+		// version 0 of a DP-PPO policy that is not served.
+		a.current.Store(&version{num: 0})
+	} else {
+		if err := store.InitSpec(specJSON, nil); err != nil {
+			return nil, err
+		}
+		if err := a.loadPolicy(); err != nil {
+			return nil, err
+		}
 	}
 	if err := a.initGauges(); err != nil {
 		return nil, err
 	}
 	a.serving.New = func() any {
+		if cfg.Fixed != nil {
+			return &servingCtx{fixed: cfg.Fixed.Actor.Clone(), rng: a.newRand("serve"), act: make([]float64, cfg.Spec.ActionDim)}
+		}
 		act, err := policy.NewActorFor(cfg.Spec, cfg.Policy.PPO)
 		if err != nil {
 			panic(err) // the spec was validated above
@@ -276,6 +291,16 @@ func (a *Agent) initGauges() error {
 	a.m.LedgerReleases.Set(float64(v)) // versions 1..v were released
 	a.m.SessionEpsilon.Set(a.epsilon)
 	a.m.SessionDelta.Set(a.cfg.Delta)
+	if a.cfg.Fixed != nil {
+		// No release is made: the served policy's guarantee is its
+		// training's. The ledger's releases and users are still shown.
+		h, err := a.store.Head()
+		if err != nil {
+			return fmt.Errorf("agent: read the ledger head: %w", err)
+		}
+		a.m.LedgerReleases.Set(float64(h.Version))
+		a.m.SessionDelta.Set(0)
+	}
 	err := a.store.Users(func(_ ledger.UserKey, st ledger.UserState) error {
 		a.worstUser = max(a.worstUser, st.SumInvZ2)
 		return nil
@@ -428,7 +453,12 @@ func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float6
 		s.logp = append(s.logp, logp)
 		res.Action.Index = act
 	} else {
-		logp := srv.actor.ActContinuous(srv.act, srv.rng, s.ver.theta, obs)
+		var logp float64
+		if srv.fixed != nil {
+			logp = srv.fixed.Act(srv.act, srv.rng, obs)
+		} else {
+			logp = srv.actor.ActContinuous(srv.act, srv.rng, s.ver.theta, obs)
+		}
 		n := len(s.cont)
 		s.cont = append(s.cont, srv.act[:a.cfg.Spec.ActionDim]...)
 		s.logp = append(s.logp, logp)
@@ -536,7 +566,7 @@ type EndResult struct {
 // public reward bound). user must be the user id the session was opened
 // with ("" for an anonymous session); otherwise the session is unknown.
 // Used reports whether the session was queued for learning, and Reason why
-// not.
+// not (with a fixed policy, never: reason fixed_policy).
 func (a *Agent) End(sessionID, user string, reward float64, terminal bool) (EndResult, error) {
 	return a.EndFrom("", sessionID, user, reward, terminal)
 }
@@ -587,7 +617,7 @@ type capResult struct {
 // authoritative, so a cap reached between this read and the batch still
 // sets the session aside.
 func (a *Agent) capCheck(s *session) *capResult {
-	if !s.hasUser {
+	if !s.hasUser || a.cfg.Fixed != nil {
 		return nil
 	}
 	ok, why := a.userEligible(s.userKey, a.current.Load().num+1)
@@ -621,6 +651,13 @@ func (a *Agent) closeLocked(s *session, terminal bool, caps *capResult) (bool, s
 	a.m.SessionsOpen.Dec()
 	if a.logq != nil {
 		a.logSession(s, terminal)
+	}
+	if a.cfg.Fixed != nil {
+		// A fixed policy learns nothing: the session's memory goes back
+		// to the budget at once (the log took a copy).
+		a.uncharge(s.bytes)
+		s.bytes = 0
+		return a.discard(reasonFixedPolicy)
 	}
 	od := a.cfg.Spec.ObsDim
 	tr := policy.Trajectory{Terminal: terminal}
@@ -704,8 +741,11 @@ func (a *Agent) logSession(s *session, terminal bool) {
 		cont = slices.Clone(s.cont[:T*a.cfg.Spec.ActionDim])
 		bytes += int64(8 * len(cont))
 	}
-	ver := s.ver.num
-	out := &sessionlog.Session{Session: s.id, User: s.user, PolicyVersion: &ver, Steps: make([]sessionlog.Step, T), Terminal: terminal}
+	out := &sessionlog.Session{Session: s.id, User: s.user, Steps: make([]sessionlog.Step, T), Terminal: terminal}
+	if a.cfg.Fixed == nil { // a fixed policy has no version of the agent's
+		ver := s.ver.num
+		out.PolicyVersion = &ver
+	}
 	for t := 0; t < T; t++ {
 		st := &out.Steps[t]
 		st.Obs, st.Reward, st.LogP = obs[t*od:(t+1)*od:(t+1)*od], rewards[t], logp[t]
@@ -772,20 +812,31 @@ type Stats struct {
 	// Updates is the number of releases made by this process.
 	Updates int64 `json:"updates"`
 	// Epsilon and Delta: each release is (Epsilon, Delta)-DP for one
-	// session (analytic Gaussian mechanism).
+	// session (analytic Gaussian mechanism); both 0 when a fixed policy
+	// is served (no release is made).
 	Epsilon float64 `json:"epsilon"`
 	Delta   float64 `json:"delta"`
+	// FixedPolicy identifies the fixed policy served (FixedPolicy.ID),
+	// "" when the agent learns; Version is then 0.
+	FixedPolicy string `json:"fixed_policy,omitempty"`
 }
 
 // Stats returns the current summary.
 func (a *Agent) Stats() Stats {
-	return Stats{Version: a.Version(), Updates: a.updates.Load(), Epsilon: a.epsilon, Delta: a.cfg.Delta}
+	st := Stats{Version: a.Version(), Updates: a.updates.Load(), Epsilon: a.epsilon, Delta: a.cfg.Delta}
+	if a.cfg.Fixed != nil {
+		st.Delta, st.FixedPolicy = 0, a.cfg.Fixed.ID()
+	}
+	return st
 }
 
 // Run runs the updater and the idle sweeper until ctx is done. An update in
 // flight when ctx ends is completed (its release is one atomic batch) before
-// Run returns.
+// Run returns. With a fixed policy (Config.Fixed) only the sweeper runs.
 func (a *Agent) Run(ctx context.Context) error {
+	if a.cfg.Fixed != nil {
+		return a.runFixed(ctx)
+	}
 	workers := a.cfg.Workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)

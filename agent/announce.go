@@ -16,6 +16,10 @@ import (
 
 // describe is one policy's configuration as --check-config reports it.
 func describe(c Config) string {
+	if c.Fixed != nil {
+		return fmt.Sprintf("%s, serving the fixed policy %s (%s): never learns, spends no privacy budget (serving a DP release is post-processing); rewards clipped to [%g, %g]",
+			c.Spec.Describe(), c.Fixed.Source, c.Fixed.ID(), c.RewardLow, c.RewardHigh)
+	}
 	eps, _ := c.SessionEpsilon()
 	return fmt.Sprintf("%s, K = %d, z = %.6g, S = %g, %s, per-session epsilon %.4g at delta %g%s; rewards clipped to [%g, %g]",
 		c.Spec.Describe(), c.Policy.DP.UsersPerUpdate, c.Policy.DP.NoiseMultiplier, c.Policy.DP.ClipNorm, userBound(c), ceil4(eps), c.Delta, noiseNote(c), c.RewardLow, c.RewardHigh)
@@ -112,6 +116,10 @@ func (s *Service) Announce(w io.Writer) error {
 	}
 	for _, p := range s.policies {
 		c := p.cfg
+		if c.Fixed != nil {
+			s.announceFixed(w, p)
+			continue
+		}
 		eps, _ := c.SessionEpsilon()
 		p.log.Info().Str("build", buildinfo.Get().String()).Str("nats", s.NATSURL()).Str("http", s.OpsAddr()).Uint64("version", p.agent.Version()).
 			Float64("epsilon_per_session", accountant.Ceil(eps, 4)).Float64("delta", c.Delta).Msg("agent serving")
@@ -138,4 +146,19 @@ func (s *Service) Announce(w io.Writer) error {
 		fmt.Fprintf(w, "dprl agent: embedded NATS %s\n", m)
 	}
 	return nil
+}
+
+// announceFixed is Announce for a policy serving a fixed policy: the
+// snapshot served (file and CRC), and that nothing is learned or spent.
+func (s *Service) announceFixed(w io.Writer, p *Policy) {
+	f := p.cfg.Fixed
+	p.log.Info().Str("build", buildinfo.Get().String()).Str("nats", s.NATSURL()).Str("http", s.OpsAddr()).Uint64("version", 0).
+		Str("fixed_policy", f.Source).Str("fixed_policy_id", f.ID()).Int("obs_dim", f.Actor.ObsDim()).Int("action_dim", f.Actor.ActDim()).
+		Msg("agent serving a fixed policy: no learning, no privacy budget spent, no ledger entries (serving a DP release is post-processing)")
+	where := "dprl agent: serving on " + s.NATSURL()
+	if p.name != "" {
+		where = fmt.Sprintf("dprl agent: model %s on %s.v1.*", p.name, p.prefix)
+	}
+	fmt.Fprintf(w, "%s the fixed policy %s (%s, obs dim %d, action dim %d): it never learns and spends no privacy budget (serving a DP release is post-processing; its guarantee is its training's)\n",
+		where, f.Source, f.ID(), f.Actor.ObsDim(), f.Actor.ActDim())
 }

@@ -8,7 +8,10 @@ import (
 // BenchmarkAct measures serving one action inside the agent (no transport):
 // sessions of 200 steps, whose storage grows by amortised appends.
 // The second case is the deployed CartPole learner (dprl agent --env
-// cartpole): 16x16 networks and public observation/value scales.
+// cartpole): 16x16 networks and public observation/value scales. The
+// third serves a fixed SAC actor (dprl agent --env pendulum
+// --serve-policy, 8x8 hidden layers): no learner, sessions not queued;
+// it allocates only a session's storage, as the others.
 func BenchmarkAct(b *testing.B) {
 	deployed := cartpoleConfig(1 << 12)
 	deployed.Policy.PPO.Hidden = []int{16, 16}
@@ -20,6 +23,7 @@ func BenchmarkAct(b *testing.B) {
 	}{
 		{"table3-64x64", cartpoleConfig(1 << 12)},
 		{"deployed-16x16-scaled", deployed},
+		{"fixed-sac-pendulum-8x8", pendulumFixed(b)},
 	} {
 		b.Run(c.name, func(b *testing.B) { benchmarkAct(b, c.cfg) })
 	}
@@ -32,7 +36,7 @@ func benchmarkAct(b *testing.B, cfg Config) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	obs := []float64{0.01, 0.02, -0.01, 0.03}
+	obs := []float64{0.01, 0.02, -0.01, 0.03}[:cfg.Spec.ObsDim]
 	ids := make([]string, 1024)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("bench-%d", i)

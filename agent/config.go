@@ -91,6 +91,14 @@ type Config struct {
 	// repeatable simulation; the ledger records the run as seeded. 0 uses
 	// the operating system's secure generator.
 	Seed uint64
+	// Fixed, when set, is a released policy to serve instead of learning
+	// (dprl agent --serve-policy; see FixedPolicy): the agent serves its
+	// actions, logs its sessions, and makes no update, spends no budget
+	// and writes nothing to the ledger. Spec must have continuous actions
+	// of the actor's dimensions. The learner's settings (Policy, Delta,
+	// the per-user caps, MaxQueuedPerUser, FlushTimeout, MaxStaleness)
+	// do not apply.
+	Fixed *FixedPolicy
 }
 
 // DefaultConfig returns the operational defaults around a policy config.
@@ -182,10 +190,17 @@ func (c Config) Validate() error {
 	default:
 		bad("%v noise is for in-process training only: its accounting assumes each user enters one release, and the agent's users may return; use bandmf, whose participation pattern the ledger enforces", c.Policy.DP.Noise)
 	}
+	if c.Fixed != nil {
+		if c.Fixed.Actor == nil {
+			bad("fixed policy without an actor")
+		} else if err := c.Fixed.check(c.Spec); err != nil {
+			bad("fixed policy %s: %w", c.Fixed.Source, err)
+		}
+	}
 	k := c.Policy.DP.UsersPerUpdate
 	if k > MaxUsersPerUpdate {
 		field("{K} %d: want 1 to %d", k, MaxUsersPerUpdate)
-	} else if b := c.MinSessionBytes(); k > 0 && c.SessionMemoryBytes >= minSessionMemory && int64(k) > c.SessionMemoryBytes/b {
+	} else if b := c.MinSessionBytes(); c.Fixed == nil && k > 0 && c.SessionMemoryBytes >= minSessionMemory && int64(k) > c.SessionMemoryBytes/b {
 		field("{K} %d: an update holds its K sessions until it is released, and %d sessions of at least %d bytes do not fit the session memory budget {SessionMemoryMiB} of %d MiB (at most %d sessions)",
 			k, k, b, c.SessionMemoryBytes>>20, c.SessionMemoryBytes/b)
 	}

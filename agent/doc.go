@@ -5,6 +5,12 @@
 // Gaussian noise N(0, (zS/K)^2 I)), writing the new policy and its privacy
 // cost to the ledger in one synced batch before serving it.
 //
+// With a fixed policy (Config.Fixed, dprl agent --serve-policy) it serves
+// a released SAC actor instead and never learns: sessions are served,
+// limited and logged as below, but none is queued, no update is made and
+// nothing is written to the ledger; serving a DP release is
+// post-processing and spends no budget (see FixedPolicy).
+//
 // # Sessions
 //
 // A session is pinned to the policy version it started with. Act records

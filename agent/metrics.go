@@ -102,6 +102,7 @@ const (
 	reasonUserEpsilonCap
 	reasonLedgerUnavailable
 	reasonUserSeparation
+	reasonFixedPolicy
 	numDiscardReasons
 )
 
@@ -115,6 +116,7 @@ var discardReasons = [numDiscardReasons]struct{ label, text string }{
 	reasonUserEpsilonCap:      {"user_epsilon_cap", "user reached the epsilon cap"},
 	reasonLedgerUnavailable:   {"ledger_unavailable", "ledger unavailable"},
 	reasonUserSeparation:      {"user_min_separation", "user took part in one of the last band updates (bandmf noise)"},
+	reasonFixedPolicy:         {"fixed_policy", "a fixed policy is served: sessions are not learned from"},
 }
 
 func (r discardReason) label() string { return discardReasons[r].label }

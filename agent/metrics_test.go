@@ -80,8 +80,8 @@ func TestMetricsSeriesAndGauges(t *testing.T) {
 		t.Errorf("dprl_session_delta %v, want %v", got, cfg.Delta)
 	}
 	snake := regexp.MustCompile(`^[a-z_]+$`)
-	if got := len(DiscardReasons()); got != 8 {
-		t.Errorf("%d discard reasons, want 8", got)
+	if got := len(DiscardReasons()); got != 9 {
+		t.Errorf("%d discard reasons, want 9", got)
 	}
 	for _, r := range DiscardReasons() {
 		if !snake.MatchString(r) {

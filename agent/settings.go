@@ -119,6 +119,17 @@ type Settings struct {
 	// Explicit, if not nil, reports whether the field named field was set
 	// explicitly (asked of Z, Clip, SessionEpsilon and K).
 	Explicit func(field string) bool
+	// ServePolicy (serve-policy), if not "", is a SAC actor snapshot file
+	// (dprl offline primorl --out) to serve instead of learning
+	// (Config.Fixed, FixedPolicy): read and parsed by ServiceConfig, its
+	// dimensions must match EnvSpec's spaces, which must be continuous,
+	// and its action box the simulator's (the box SAC trained in), or
+	// ObsDim (the action dimension and box are then the snapshot's;
+	// Actions, discrete, is refused). The learner's settings (Z, Clip, K,
+	// SessionEpsilon, Noise, Band, Delta, UserEpsilon, MaxUpdatesPerUser,
+	// MaxQueuedPerUser, FlushTimeout) do not apply and are refused when
+	// given, as are Models.
+	ServePolicy string
 	// Models (model, models), if not empty, serve one policy per model
 	// instead of one (multi-policy mode, see ModelEntry and ForModel): the
 	// fields above are then the models' defaults and the process's
@@ -142,7 +153,7 @@ var SettingsFields = fielderr.Fields{"DataDir", "Init", "UserEpsilon", "MaxUpdat
 	"ActWorkers", "SessionMemoryMiB", "NATS", "TLSCA", "TLSCert", "TLSKey", "Creds", "NKey",
 	"Clients", "ServerTLS", "ServerCert", "ServerKey", "ClientCA", "Caps", "Insecure", "NATSListen", "HTTPAddr",
 	"MaxOpenSessions", "MaxStepsPerSession", "MaxSessionsPerUser", "MaxSessionsPerConnection", "MaxQueuedPerUser",
-	"IdleTimeout", "FlushTimeout", "MaxSessionLifetime", "RewardLow", "RewardHigh"}
+	"IdleTimeout", "FlushTimeout", "MaxSessionLifetime", "RewardLow", "RewardHigh", "ServePolicy"}
 
 // Validate reports the first problem ServiceConfig finds.
 func (s Settings) Validate() error {
@@ -156,6 +167,13 @@ func (s Settings) Validate() error {
 // credential files for an external server. It creates, binds and dials
 // nothing.
 func (s Settings) ServiceConfig() (ServiceConfig, error) {
+	var fixed *FixedPolicy
+	if s.ServePolicy != "" {
+		var err error
+		if fixed, err = s.fixedPolicy(); err != nil {
+			return ServiceConfig{}, err
+		}
+	}
 	if len(s.Models) > 0 {
 		return s.multiServiceConfig()
 	}
@@ -169,6 +187,11 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 		if spec, pc, err = profile.AgentDefaults(s.EnvSpec); err != nil {
 			return ServiceConfig{}, err
 		}
+	case fixed != nil && s.ObsDim != 0 && !s.given("Actions", s.Actions != 0):
+		if s.ObsDim < 1 || s.ObsDim > MaxObsDim {
+			return ServiceConfig{}, SettingsFields.Errorf("{ObsDim} %d: want 1 to %d (an act request of that many values fits the wire protocol's 64 KiB)", s.ObsDim, MaxObsDim)
+		}
+		spec, pc = policy.Spec{ObsDim: s.ObsDim, Kind: policy.ActionContinuous, ActionDim: fixed.Actor.ActDim()}, policy.DefaultControlConfig()
 	case s.ObsDim != 0 || s.Actions != 0:
 		var err error
 		if spec, err = s.spaces(); err != nil {
@@ -258,6 +281,12 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 		ac.RewardHigh = s.RewardHigh
 	}
 	ac.Seed = s.Seed
+	if fixed != nil {
+		if err := s.checkFixed(fixed, spec); err != nil {
+			return ServiceConfig{}, err
+		}
+		ac.Fixed = fixed
+	}
 	if err := ac.Validate(); err != nil {
 		return ServiceConfig{}, err
 	}

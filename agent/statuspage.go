@@ -41,7 +41,9 @@ func newStatusPage(s *Service) *statusPage {
 	pg := &statusPage{s: s, stop: cancel}
 	for _, p := range s.policies {
 		pp := &pagePolicy{p: p}
-		if p.env == "" {
+		if p.cfg.Fixed != nil {
+			pp.noCurve = "a fixed policy is served (" + p.cfg.Fixed.ID() + "): it does not learn"
+		} else if p.env == "" {
 			pp.noCurve = "no simulator: the agent runs without --env"
 		} else if c, err := statuspage.NewSimCurve(p.env, p.cfg.Spec, p.cfg.Policy.PPO, p.store.Snapshot); err != nil {
 			pp.noCurve = "no learning curve on the " + p.env + " simulator: " + err.Error()

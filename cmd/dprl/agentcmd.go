@@ -26,7 +26,7 @@ var agentFlagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--exp
 	"Actions": "--actions", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta", "UserEpsilon": "--user-epsilon", "MaxUpdatesPerUser": "--max-updates-per-user", "Noise": "--noise", "Band": "--band", "Init": "--init", "BackupEvery": "--backup-every", "BackupKeep": "--backup-keep", "BackupDir": "--backup-dir",
 	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert", "MaxSessionsPerUser": "--max-sessions-per-user", "MaxQueuedPerUser": "--max-queued-per-user", "RewardHigh": "--reward-high",
 	"TLSKey": "--tls-key", "Creds": "--creds", "NKey": "--nkey", "Clients": "--nats-clients", "ServerTLS": "--nats-tls-*", "MaxSessionsPerConnection": "--max-sessions-per-connection", "IdleTimeout": "--idle-timeout", "MaxSessionLifetime": "--max-session-lifetime",
-	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats", "NATSListen": "--nats-listen", "HTTPAddr": "--http", "FlushTimeout": "--flush-timeout"}
+	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats", "NATSListen": "--nats-listen", "HTTPAddr": "--http", "FlushTimeout": "--flush-timeout", "ServePolicy": "--serve-policy"}
 
 // registerAgentSettings binds dprl agent's flags to the fields of s.
 func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
@@ -72,6 +72,7 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.Float64Var(&s.RewardLow, "reward-low", math.NaN(), "public lower bound of a reward: each reward is clipped to [--reward-low, --reward-high], finite, low < high (default: the --env simulator's, else -1e6)")
 	fl.Float64Var(&s.RewardHigh, "reward-high", math.NaN(), "public upper bound of a reward (default: the --env simulator's, else 1e6)")
 	fl.Uint64Var(&s.Seed, "seed", 0, "seed every random source for a repeatable simulation (recorded as seeded in the ledger), any 64-bit value; 0: secure")
+	fl.StringVar(&s.ServePolicy, "serve-policy", "", "serve this released SAC actor snapshot (dprl offline primorl --out) instead of learning: continuous actions on the wire, sessions logged with --log-sessions, no updates, no ledger entries, no privacy budget spent (serving a DP release is post-processing); its dimensions and action box must match --env (continuous), or its observation length --obs-dim; the learner's flags (--K, --z, --clip, --session-epsilon, --user-epsilon, ...) do not apply; warm-starting DP learning from it is not supported")
 	cliflags.NATSSecurity(fl, &s.Security)
 	fl.Var(&s.Models, "model", "a model to serve, NAME or NAME:key=value,... (repeatable; keys: the per-policy flags, e.g. env, K, user-epsilon): each has its ledger in --data/models/NAME and its subjects --prefix.NAME.v1.*, and takes unset values from the flags (README, Several policies in one agent)")
 	fl.Var(&s.Models, "models", "models as JSON, [{\"name\": NAME, KEY: VALUE, ...}, ...] (for the config file and DPRL_MODELS; combined with --model)")
@@ -93,6 +94,12 @@ in one synced batch with its privacy cost before it is served. With --model
 (or a config file's "models" list) it serves one policy per model, each with
 its own ledger in DIR/models/NAME and subjects <prefix>.NAME.v1.*.
 
+With --serve-policy FILE it serves a released SAC actor (dprl offline
+primorl --out) on the same subjects and never learns: sessions open, close,
+obey every limit and go to --log-sessions, but no update is made, nothing
+is written to the ledger and no privacy budget is spent (serving a DP
+release is post-processing).
+
 By default NATS runs embedded on 127.0.0.1:4222, open (no authentication:
 any process on this host can read observations and user ids), which is why
 it listens on loopback only. To serve other hosts give client identities
@@ -108,7 +115,8 @@ flags win over the environment, which wins over the file. SIGINT/SIGTERM stop it
 shutting_down (for up to --shutdown-grace), subscriptions drain, an update in flight is finished or not written at all.`,
 		Example: `  dprl agent --data ./dprl-data --env cartpole --http 127.0.0.1:9090
   dprl agent --config examples/agent.json --check-config
-  dprl agent --data ./dprl-data --model cartpole:env=cartpole --model tiny:obs-dim=3,actions=2`,
+  dprl agent --data ./dprl-data --model cartpole:env=cartpole --model tiny:obs-dim=3,actions=2
+  dprl agent --data ./serve-data --env pendulum --serve-policy policy.snap`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := configSources(c, config); err != nil {

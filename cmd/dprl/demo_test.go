@@ -161,7 +161,8 @@ func TestDemoStopsOnReleasedPolicies(t *testing.T) {
 	for f := range reflect.TypeFor[agent.Stats]().Fields() {
 		fields = append(fields, f.Name)
 	}
-	if !slices.Equal(fields, []string{"Version", "Updates", "Epsilon", "Delta"}) {
+	// FixedPolicy is configuration: the identity of the snapshot served.
+	if !slices.Equal(fields, []string{"Version", "Updates", "Epsilon", "Delta", "FixedPolicy"}) {
 		t.Fatalf("agent.Stats fields %v: the agent must serve no statistic of sessions", fields)
 	}
 

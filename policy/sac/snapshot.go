@@ -167,3 +167,45 @@ func (a *Actor) Act(dst []float64, rng *rand.Rand, obs []float64) float64 {
 	}
 	return logp
 }
+
+// Clone returns an actor that shares a's parameters (never modified after
+// LoadActor) with workspaces of its own, for another goroutine.
+func (a *Actor) Clone() *Actor {
+	net, err := policy.NewMLPActivation(policy.ReLU, append(append([]int{a.obsDim}, a.hidden...), 2*a.actDim)...)
+	if err != nil {
+		panic(err) // the sizes were checked by LoadActor
+	}
+	c := *a
+	c.net, c.out = net, make([]float64, 2*a.actDim)
+	return &c
+}
+
+// Box returns the action box the actor's actions lie in: low = bias -
+// scale and high = bias + scale in each dimension (new slices).
+func (a *Actor) Box() (low, high []float64) {
+	low, high = make([]float64, a.actDim), make([]float64, a.actDim)
+	for j := range a.actDim {
+		low[j], high[j] = a.bias[j]-a.scale[j], a.bias[j]+a.scale[j]
+	}
+	return low, high
+}
+
+// LogDensity returns the log-density in the action box of action act at
+// obs, the value Act returns with the action it samples: e.g. to check a
+// logged behaviour log-probability, or to reweight logged sessions. An
+// action on or outside the box's boundary has density 0 (-Inf).
+func (a *Actor) LogDensity(obs, act []float64) float64 {
+	a.net.Forward(a.out, a.params, obs)
+	var logp float64
+	for j := range a.actDim {
+		y := (act[j] - a.bias[j]) / a.scale[j]
+		if !(y > -1 && y < 1) {
+			return math.Inf(-1)
+		}
+		u := math.Atanh(y)
+		ls := logStd(a.out[a.actDim+j])
+		e := (u - a.out[j]) / math.Exp(ls)
+		logp += -0.5*e*e - ls - halfLog2Pi - 2*(ln2-u-softplus(-2*u)) - math.Log(a.scale[j])
+	}
+	return logp
+}

@@ -2,6 +2,7 @@ package sac
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -54,4 +55,44 @@ func FuzzLoadActor(f *testing.F) {
 		dst := make([]float64, a.ActDim())
 		a.ActDeterministic(dst, make([]float64, a.ObsDim()))
 	})
+}
+
+// TestActorClone checks that a clone acts as the original, on workspaces
+// of its own (so that two goroutines may act at once), allocating nothing,
+// and that Box is the box the agent was created with.
+func TestActorClone(t *testing.T) {
+	act, err := LoadActor(smallAgent(t, 4).MarshalActor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := act.Clone()
+	if c.net == act.net || &c.out[0] == &act.out[0] {
+		t.Fatal("the clone shares the actor's workspaces")
+	}
+	obs := []float64{0.3, 0.2, -0.7}
+	want, got := make([]float64, 2), make([]float64, 2)
+	act.ActDeterministic(want, obs)
+	c.ActDeterministic(got, obs)
+	if want[0] != got[0] || want[1] != got[1] {
+		t.Fatalf("clone acts %v, the actor %v", got, want)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	if n := testing.AllocsPerRun(100, func() { c.Act(got, rng, obs) }); n != 0 {
+		t.Fatalf("Act allocates %v times", n)
+	}
+	// LogDensity gives back the log-density Act returned.
+	for i := range 20 {
+		obs[0] = float64(i) / 10
+		lp := c.Act(got, rng, obs)
+		if d := act.LogDensity(obs, got); math.Abs(d-lp) > 1e-9*max(1, math.Abs(lp)) {
+			t.Fatalf("LogDensity %v, Act returned %v for %v", d, lp, got)
+		}
+	}
+	if d := act.LogDensity(obs, []float64{2, 0.5}); !math.IsInf(d, -1) {
+		t.Fatalf("an action on the box's boundary: log-density %v, want -Inf", d)
+	}
+	low, high := act.Box()
+	if low[0] != -2 || low[1] != 0 || high[0] != 2 || high[1] != 1 {
+		t.Fatalf("box [%v, %v], want [-2 0] to [2 1]", low, high)
+	}
 }

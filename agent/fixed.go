@@ -1,0 +1,180 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"dprl/policy"
+	"dprl/policy/sac"
+	"dprl/sims"
+)
+
+// FixedPolicy is a released policy the agent serves as it is (dprl agent
+// --serve-policy FILE), e.g. the SAC actor dprl offline primorl --out
+// writes: an agent configured with one (Config.Fixed) serves its actions
+// and never learns. Its sessions open, close and obey every admission,
+// size and idle limit as a learning agent's, and go to the session log
+// (with the log-density of each action, so that the log can feed offline
+// learning later), but none is queued for an update: no update is made,
+// no privacy budget is spent and nothing is written to the ledger.
+// Serving a differentially private release is post-processing, which
+// spends no budget: the release's guarantee is the one its training
+// stated. The ledger is still opened (its directory is locked, its user
+// key pseudonymises user ids), and the learner's settings (K, z, the
+// per-user caps) do not apply.
+//
+// Warm-starting online DP learning from a fixed policy is not supported:
+// the agent's learner is DP-PPO, another policy family.
+type FixedPolicy struct {
+	// Actor serves the actions; its dimensions must match Config.Spec,
+	// which must have continuous actions.
+	Actor *sac.Actor
+	// Source names where the policy came from (its file), for the log.
+	Source string
+	// CRC is the CRC-32C of the snapshot's bytes, for the log and
+	// /status: it identifies the release served.
+	CRC uint32
+}
+
+// LoadFixedPolicy reads the SAC actor snapshot in file path
+// (sac.LoadActor). A missing or unreadable file, or a snapshot that does
+// not parse (an error wrapping sac.ErrSnapshot), is an error.
+func LoadFixedPolicy(path string) (*FixedPolicy, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("agent: fixed policy: %w", err)
+	}
+	return ParseFixedPolicy(b, path)
+}
+
+// ParseFixedPolicy is LoadFixedPolicy of a snapshot already read; source
+// names where it came from.
+func ParseFixedPolicy(b []byte, source string) (*FixedPolicy, error) {
+	f, err := parseFixed(b, source)
+	if err != nil {
+		return nil, fmt.Errorf("agent: fixed policy %s: %w", source, err)
+	}
+	return f, nil
+}
+
+// parseFixed is ParseFixedPolicy with sac.LoadActor's error as it is.
+func parseFixed(b []byte, source string) (*FixedPolicy, error) {
+	act, err := sac.LoadActor(b)
+	if err != nil {
+		return nil, err
+	}
+	return &FixedPolicy{Actor: act, Source: source, CRC: crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))}, nil
+}
+
+// ID is the served snapshot's identity on /status and in the log:
+// "sac-actor crc32c:XXXXXXXX".
+func (f *FixedPolicy) ID() string { return fmt.Sprintf("sac-actor crc32c:%08x", f.CRC) }
+
+// check reports a fixed policy that cannot serve spec: discrete actions,
+// or other dimensions.
+func (f *FixedPolicy) check(spec policy.Spec) error {
+	if spec.Kind != policy.ActionContinuous {
+		return fmt.Errorf("a SAC actor serves continuous actions, the spec has %v actions", spec.Kind)
+	}
+	if f.Actor.ObsDim() != spec.ObsDim || f.Actor.ActDim() != spec.ActionDim {
+		return fmt.Errorf("the snapshot has %d observation values and %d action values, the spec %d and %d",
+			f.Actor.ObsDim(), f.Actor.ActDim(), spec.ObsDim, spec.ActionDim)
+	}
+	return nil
+}
+
+// runFixed is Run for a fixed policy: only the idle sweeper runs, there
+// is no updater.
+func (a *Agent) runFixed(ctx context.Context) error {
+	sweep := time.NewTicker(max(min(a.cfg.IdleTimeout, a.cfg.MaxSessionLifetime)/4, 10*time.Millisecond))
+	defer sweep.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-sweep.C:
+			a.sweep()
+		}
+	}
+}
+
+// learningSettings are the Settings fields that configure the learner,
+// which a fixed policy does not run (ServePolicy refuses them).
+var learningSettings = []string{"Z", "Clip", "K", "SessionEpsilon", "Noise", "Band", "Delta", "UserEpsilon", "MaxUpdatesPerUser", "MaxQueuedPerUser", "FlushTimeout"}
+
+// fixedPolicy reads ServePolicy, refusing the settings that do not apply
+// to a fixed policy (the learner's, and Models).
+func (s Settings) fixedPolicy() (*FixedPolicy, error) {
+	if len(s.Models) > 0 {
+		return nil, SettingsFields.Errorf("{ServePolicy} serves one fixed policy: it does not apply with models")
+	}
+	nonZero := map[string]bool{"Z": s.Z != 0, "Clip": s.Clip != 0, "K": s.K != 0, "SessionEpsilon": s.SessionEpsilon != 0,
+		"Noise": s.Noise != "" && s.Noise != policy.NoiseIndependent.String(), "Band": s.Band != 0, "UserEpsilon": s.UserEpsilon != 0, "MaxUpdatesPerUser": s.MaxUpdatesPerUser != 0}
+	var given []string
+	for _, f := range learningSettings {
+		if s.given(f, nonZero[f]) {
+			given = append(given, "{"+f+"}")
+		}
+	}
+	if len(given) > 0 {
+		verb := "does"
+		if len(given) > 1 {
+			verb = "do"
+		}
+		return nil, SettingsFields.Errorf("%s: %s not apply with {ServePolicy}: a fixed policy never learns, so the learner's settings have no effect (serving a DP release spends no budget)", strings.Join(given, ", "), verb)
+	}
+	b, err := os.ReadFile(s.ServePolicy)
+	if err != nil {
+		return nil, SettingsFields.Errorf("{ServePolicy}: %w", err)
+	}
+	f, err := parseFixed(b, s.ServePolicy)
+	if err != nil {
+		return nil, SettingsFields.Errorf("{ServePolicy} %s: %w", s.ServePolicy, err)
+	}
+	return f, nil
+}
+
+// checkFixed refuses a fixed policy that cannot serve spec, naming the
+// setting that gave the spec.
+func (s Settings) checkFixed(f *FixedPolicy, spec policy.Spec) error {
+	from := "{ObsDim} " + strconv.Itoa(s.ObsDim)
+	switch {
+	case s.EnvSpec != "":
+		from = "{EnvSpec} " + s.EnvSpec
+	case spec.Kind == policy.ActionDiscrete:
+		from = "{Actions} " + strconv.Itoa(s.Actions)
+	}
+	switch {
+	case spec.Kind != policy.ActionContinuous:
+		return SettingsFields.Errorf("{ServePolicy} %s is a SAC actor, whose actions are continuous: %s has %d discrete actions and cannot be served by it", f.Source, from, spec.NumActions)
+	case f.Actor.ObsDim() != spec.ObsDim || f.Actor.ActDim() != spec.ActionDim:
+		return SettingsFields.Errorf("{ServePolicy} %s takes %d observation values and gives %d action values, %s has %d and %d: serve it with the simulator or {ObsDim} it was trained for",
+			f.Source, f.Actor.ObsDim(), f.Actor.ActDim(), from, spec.ObsDim, spec.ActionDim)
+	case s.EnvSpec != "":
+		// A SAC actor's box is its simulator's action space (sac.Train):
+		// another box means another simulator, whatever the dimensions.
+		env, err := sims.New(s.EnvSpec)
+		if err != nil {
+			return SettingsFields.Errorf("{EnvSpec}: %w", err)
+		}
+		as := env.ActionSpace()
+		low, high := f.Actor.Box()
+		for j := range low {
+			if !nearlyEqual(low[j], as.Low[j]) || !nearlyEqual(high[j], as.High[j]) {
+				return SettingsFields.Errorf("{ServePolicy} %s acts in the box %v to %v, %s's actions are in %v to %v: it was trained for another simulator",
+					f.Source, low, high, from, as.Low, as.High)
+			}
+		}
+	}
+	return nil
+}
+
+// nearlyEqual reports whether a and b agree to a relative 1e-9 (the box is
+// stored as its scale and centre, which round).
+func nearlyEqual(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(a), math.Abs(b)) }
