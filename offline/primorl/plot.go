@@ -156,21 +156,22 @@ var PaperPendulum = struct {
 }{Epsilon: []float64{5.1, 22.3}, Score: []float64{778.9, 817.4}, NoPrivacy: 810.4, MOPO: 795.9}
 
 // PlotScores draws the paper's Figure 4 from summaries: the mean score
-// against epsilon with 95% confidence bars over seeds, and the no-privacy
+// against epsilon with bars of one standard deviation over seeds (the 95%
+// confidence intervals are in the summaries), and the no-privacy
 // and MOPO means as dashed horizontal lines across the epsilon range. With
 // paper set (Pendulum), the paper's Table 1 points are drawn too.
 func PlotScores(path, title string, sums Summaries, paper bool) error {
 	var x, y, ci []float64
 	for _, s := range sums {
 		if s.Epsilon > 0 {
-			x, y, ci = append(x, s.Epsilon), append(y, s.Mean), append(ci, s.CI95)
+			x, y, ci = append(x, s.Epsilon), append(y, s.Mean), append(ci, s.Std)
 		}
 	}
 	if len(x) == 0 {
 		return errors.New("primorl: no private result to plot against epsilon")
 	}
 	c := chart.Chart{Title: title, XLabel: "epsilon (trajectory level, delta 1e-5)", YLabel: "normalised score", LogX: true, Width: 7, Height: 4.2,
-		Series: []chart.Series{{Label: "PriMORL", SpreadLabel: "95% CI over seeds", X: x, Y: y, YErr: ci, Points: true}}}
+		Series: []chart.Series{{Label: "PriMORL", SpreadLabel: "± 1 std over seeds", X: x, Y: y, YErr: ci, Points: true}}}
 	lo, hi := slices.Min(x), slices.Max(x)
 	for _, s := range sums {
 		if s.Epsilon == 0 {
