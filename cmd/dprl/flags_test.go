@@ -320,6 +320,7 @@ func TestConfigErrorsExitTwo(t *testing.T) {
 		{"offline svt", []string{"--data", missing, "--experts", dir, "--epsilon", "1", "--delta", "1e-3", "--queries", "1", "--out-stable", exists}, "--out-stable " + exists + " exists"},
 		{"offline primorl", []string{"--data", missing, "--rounds", "0"}, "--rounds 0"},
 		{"plot regret", []string{"--out", filepath.Join(dir, "r.png"), missing}, "missing"},
+		{"plot primorl", []string{missing}, "missing"},
 		{"version", []string{"x"}, "unexpected argument"},
 		{"report", []string{"--out", dir}, "--data"},
 	}
