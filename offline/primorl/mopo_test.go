@@ -32,14 +32,7 @@ func heldOutMSE(e *Ensemble, p []float64, test []Trajectory) float64 {
 func TestTrainPlain(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	train, test := pendulumData(rng, 10), pendulumData(rng, 3)
-	cfg := DefaultModelConfig()
-	cfg.Hidden = []int{32, 32}
-	e, err := NewEnsemble(cfg, 4, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := make([]float64, e.NumParams())
-	e.Init(p, rng)
+	e, p := pendulumEnsemble(t, rng)
 	before := heldOutMSE(e, p, test)
 	var last, total int
 	epochs := 20

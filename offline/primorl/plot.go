@@ -10,6 +10,9 @@ import (
 	"slices"
 
 	"dprl/internal/chart"
+	"dprl/ledger/accountant"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // ReadResult reads a Result written by dprl offline primorl --json.
@@ -73,7 +76,7 @@ func Summarize(results []Result) Summaries {
 		case r.Method == "mopo":
 			k.label = "mopo"
 		case r.Private:
-			e, _ := ceil4(r.Epsilon)
+			e := accountant.Ceil(r.Epsilon, 4) // as the command prints it
 			k = key{label: fmt.Sprintf("epsilon %.4g", e), eps: e}
 		}
 		if _, ok := groups[k]; !ok {
@@ -115,36 +118,12 @@ func Summarize(results []Result) Summaries {
 		sum := Summary{Label: k.label, Epsilon: k.eps, Runs: len(s), Mean: mean}
 		if len(s) > 1 {
 			sum.Std = math.Sqrt(v / float64(len(s)-1))
-			sum.CI95 = tQuantile975(len(s)-1) * sum.Std / math.Sqrt(float64(len(s)))
+			t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(s) - 1)}
+			sum.CI95 = t.Quantile(0.975) * sum.Std / math.Sqrt(float64(len(s)))
 		}
 		out = append(out, sum)
 	}
 	return out
-}
-
-// ceil4 rounds an epsilon up to 4 significant digits (never down).
-func ceil4(e float64) (float64, error) {
-	if !(e > 0) || math.IsInf(e, 0) {
-		return e, errors.New("not a positive epsilon")
-	}
-	p := math.Pow(10, 3-math.Floor(math.Log10(e)))
-	return math.Ceil(e*p-1e-9) / p, nil
-}
-
-// tQuantile975 is Student's t distribution's 97.5% quantile for df degrees
-// of freedom (the table's values to 3 decimals for df <= 10, the normal's
-// 1.96 beyond 30, linear in 1/df between).
-func tQuantile975(df int) float64 {
-	table := []float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228}
-	if df >= 1 && df <= len(table) {
-		return table[df-1]
-	}
-	if df > 30 {
-		return 1.96
-	}
-	// Between df 10 (2.228) and 30 (2.042), interpolated in 1/df.
-	f := (1/float64(df) - 1.0/30) / (1.0/10 - 1.0/30)
-	return 2.042 + f*(2.228-2.042)
 }
 
 // PaperPendulum are the PriMORL paper's Pendulum results (Table 1, 5

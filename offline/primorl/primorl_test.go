@@ -244,13 +244,10 @@ func pendulumData(rng *rand.Rand, episodes int) []Trajectory {
 	return data
 }
 
-// TestLearnsPendulum: without noise (z = 0, clipped) the ensemble learns
-// Pendulum's dynamics from random-torque episodes: the held-out mean
-// squared error of every model's mean falls below a tenth of the targets'
-// variance.
-func TestLearnsPendulum(t *testing.T) {
-	rng := rand.New(rand.NewPCG(11, 12))
-	train, test := pendulumData(rng, 20), pendulumData(rng, 5)
+// pendulumEnsemble returns the default ensemble with 2 x 32 models for
+// Pendulum's scaled (s, a) -> (s' - s, r), initialised from rng.
+func pendulumEnsemble(t *testing.T, rng *rand.Rand) (*Ensemble, []float64) {
+	t.Helper()
 	cfg := DefaultModelConfig()
 	cfg.Hidden = []int{32, 32}
 	e, err := NewEnsemble(cfg, 4, 4)
@@ -259,6 +256,17 @@ func TestLearnsPendulum(t *testing.T) {
 	}
 	p := make([]float64, e.NumParams())
 	e.Init(p, rng)
+	return e, p
+}
+
+// TestLearnsPendulum: without noise (z = 0, clipped) the ensemble learns
+// Pendulum's dynamics from random-torque episodes: the held-out mean
+// squared error of every model's mean falls below a tenth of the targets'
+// variance.
+func TestLearnsPendulum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	train, test := pendulumData(rng, 20), pendulumData(rng, 5)
+	e, p := pendulumEnsemble(t, rng)
 	rounds := 30
 	if raceEnabled {
 		rounds = 5
