@@ -44,7 +44,10 @@
 // dataset_cap entry (Store.SetCap). Store.ChargeOffline refuses a run whose
 // composition with the unit's earlier runs would exceed the cap, before the
 // caller computes anything it releases; Store.RegisterDerived ties files a
-// run writes (SVT outputs) to its dataset.
+// run writes (SVT outputs) to its dataset, marking the output of a
+// differentially private release (an SVT stable release) as released, and
+// Store.Lineage tells whether a file's records are all known to the ledger
+// and all records of its dataset's released files (public data).
 //
 // # Integrity
 //

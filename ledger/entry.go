@@ -99,6 +99,13 @@ type Entry struct {
 	// DerivedFrom is the sequence number of the offline run whose output
 	// a derived file is.
 	DerivedFrom uint64 `json:"derived_from,omitempty"`
+	// Released says that a derived file is the output of a differentially
+	// private release (an SVT run's stable prefixes), already charged to
+	// the dataset by the run it is derived from, and may be read as public
+	// (Store.Lineage). Only a derived_file entry sets it. Omitted when
+	// false, so an entry written before the field existed keeps its JSON,
+	// and its hash, unchanged.
+	Released bool `json:"released,omitempty"`
 	// NewRecords is the number of records the entry added to the dataset's
 	// record index, NewRecordsDigest the hex SHA-256 of their sorted
 	// hashes (Verify recomputes both from the index).

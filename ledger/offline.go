@@ -191,60 +191,125 @@ func (s *Store) ResolveDataset(file string, records []RecordHash) (string, error
 	if s.closed {
 		return "", ErrClosed
 	}
-	id, _, err := s.resolve(file, records)
-	return id, err
+	r, err := s.resolve(file, records)
+	return r.dataset, err
 }
 
-// resolve returns the dataset of a file's records and its distinct records
-// that no dataset holds yet, sorted.
-func (s *Store) resolve(file string, records []RecordHash) (string, []RecordHash, error) {
+// Lineage is where a file's records come from, as the ledger knows them
+// (Store.Lineage). Counts are of distinct records.
+type Lineage struct {
+	// Dataset is the dataset a run on the file is charged to
+	// (ResolveDataset); the file's own id when no record is known.
+	Dataset string
+	// Records is the number of the file's distinct records.
+	Records int
+	// Fresh is the number of them no dataset holds yet: a run on the file
+	// would add them to Dataset.
+	Fresh int
+	// Released is the number of them that a released derived file of
+	// Dataset introduced (DerivedFile.Released): records of a
+	// differentially private release of Dataset, public once it is made.
+	// A record the dataset held before the derived file was registered
+	// (a whole trajectory of the source log copied into an SVT unstable
+	// set), or that another dataset introduced, is not counted.
+	Released int
+}
+
+// Known reports whether every record of the file is held by a dataset of
+// the ledger: a run on it adds nothing to any dataset.
+func (l Lineage) Known() bool { return l.Fresh == 0 }
+
+// AllReleased reports whether every record of the file is a record of a
+// released derived file of Dataset, so that the file may be read as public
+// data by a run charged to Dataset.
+func (l Lineage) AllReleased() bool { return l.Records > 0 && l.Released == l.Records }
+
+// Lineage returns the lineage of a file's records: the dataset they are
+// charged to (as ResolveDataset, with its errors), how many the ledger
+// does not know, and how many are records of released derived files of
+// that dataset. It writes nothing.
+func (s *Store) Lineage(file string, records []RecordHash) (Lineage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return Lineage{}, ErrClosed
+	}
+	r, err := s.resolve(file, records)
+	if err != nil {
+		return Lineage{}, err
+	}
+	l := Lineage{Dataset: r.dataset, Records: r.distinct, Fresh: len(r.fresh)}
+	for seq, n := range r.introduced {
+		if e := r.entries[seq]; e.Kind == KindDerived && e.Released && e.DatasetID == r.dataset {
+			l.Released += n
+		}
+	}
+	return l, nil
+}
+
+// resolution is where a file's records stand in the ledger.
+type resolution struct {
+	// dataset is the dataset the file is charged to.
+	dataset string
+	// distinct is the number of the file's distinct records; fresh those
+	// no dataset holds yet, sorted.
+	distinct int
+	fresh    []RecordHash
+	// introduced counts the known records by the entry that introduced
+	// them (the record index), entries holds those entries.
+	introduced map[uint64]int
+	entries    map[uint64]Entry
+}
+
+// resolve returns the dataset of a file's records and where each of its
+// distinct records stands in the record index.
+func (s *Store) resolve(file string, records []RecordHash) (resolution, error) {
 	if file == "" || len(records) == 0 {
-		return "", nil, fmt.Errorf("%w: a file id and at least one record are needed", ErrInvalid)
+		return resolution{}, fmt.Errorf("%w: a file id and at least one record are needed", ErrInvalid)
 	}
 	uniq := sortedUnique(records)
-	var fresh []RecordHash
-	owner := map[uint64]string{}
+	r := resolution{distinct: len(uniq), introduced: map[uint64]int{}, entries: map[uint64]Entry{}}
 	found := map[string]bool{}
 	for _, h := range uniq {
 		v, err := s.get(recordKey(h))
 		if err != nil {
-			return "", nil, err
+			return resolution{}, err
 		}
 		if v == nil {
-			fresh = append(fresh, h)
+			r.fresh = append(r.fresh, h)
 			continue
 		}
 		if len(v) != 8 {
-			return "", nil, fmt.Errorf("%w: record index value of %d bytes", ErrCorrupt, len(v))
+			return resolution{}, fmt.Errorf("%w: record index value of %d bytes", ErrCorrupt, len(v))
 		}
 		seq := binary.BigEndian.Uint64(v)
-		id, ok := owner[seq]
+		e, ok := r.entries[seq]
 		if !ok {
-			e, err := s.entry(seq)
-			if err != nil {
-				return "", nil, err
+			if e, err = s.entry(seq); err != nil {
+				return resolution{}, err
 			}
-			id = e.DatasetID
-			owner[seq] = id
+			r.entries[seq] = e
 		}
-		found[id] = true
+		r.introduced[seq]++
+		found[e.DatasetID] = true
 	}
 	known, err := s.get(fileKey(file))
 	if err != nil {
-		return "", nil, err
+		return resolution{}, err
 	}
-	if known != nil {
-		return string(known), fresh, nil
-	}
-	switch len(found) {
-	case 0:
-		return file, fresh, nil
-	case 1:
+	switch {
+	case known != nil:
+		r.dataset = string(known)
+	case len(found) == 0:
+		r.dataset = file
+	case len(found) == 1:
 		for id := range found {
-			return id, fresh, nil
+			r.dataset = id
 		}
+	default:
+		return resolution{}, fmt.Errorf("%w: its records belong to %d registered datasets, and a run on them would spend every one of their budgets: run on each dataset's records separately", ErrOverlap, len(found))
 	}
-	return "", nil, fmt.Errorf("%w: its records belong to %d registered datasets, and a run on them would spend every one of their budgets: run on each dataset's records separately", ErrOverlap, len(found))
+	return r, nil
 }
 
 // entry reads the entry with sequence number seq.
@@ -280,10 +345,11 @@ func (s *Store) planOffline(r *OfflineRun) (offlinePlan, error) {
 	if err := e.validate(); err != nil {
 		return offlinePlan{}, err
 	}
-	id, fresh, err := s.resolve(r.File, r.Records)
+	res, err := s.resolve(r.File, r.Records)
 	if err != nil {
 		return offlinePlan{}, err
 	}
+	id, fresh := res.dataset, res.fresh
 	st, _, err := s.Dataset(id)
 	if err != nil {
 		return offlinePlan{}, err
@@ -359,7 +425,7 @@ func (s *Store) ChargeOffline(r OfflineRun) (OfflineCharge, error) {
 	u := p.state.Units[r.Entry.Unit]
 	e := r.Entry
 	e.Kind, e.DatasetID, e.File = KindOffline, p.dataset, r.File
-	e.Cap, e.Reason, e.DerivedFrom, e.PolicyVersion, e.Users = nil, "", 0, 0, nil
+	e.Cap, e.Reason, e.DerivedFrom, e.Released, e.PolicyVersion, e.Users = nil, "", 0, false, 0, nil
 	if p.newCap {
 		c := u.Cap
 		e.Cap = &c
@@ -400,6 +466,11 @@ type DerivedFile struct {
 	Records []RecordHash
 	// Note says what the file is, e.g. "svt stable prefixes".
 	Note string
+	// Released says that the file is the output of a differentially
+	// private release, already charged to the dataset by the run it is
+	// derived from, and may be read as public (an SVT run's stable
+	// prefixes; not its unstable set). See Entry.Released and Lineage.
+	Released bool
 }
 
 // RegisterDerived records files that the offline run with sequence number
@@ -407,8 +478,10 @@ type DerivedFile struct {
 // dataset: one derived_file entry per file, and the files' records that no
 // dataset holds yet join the run's dataset in the record index, so that any
 // later run on them (or on a subset of them) is charged to it. A record some
-// dataset already holds stays with it. Call it before the files are written:
-// one synced batch, so a file on disk is never missing from the ledger.
+// dataset already holds stays with it, and a record two of the files share
+// goes with the first of them (list a released file first: its records are
+// public). Call it before the files are written: one synced batch, so a file
+// on disk is never missing from the ledger.
 func (s *Store) RegisterDerived(from uint64, files []DerivedFile) ([]Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -451,7 +524,7 @@ func (s *Store) RegisterDerived(from uint64, files []DerivedFile) ([]Entry, erro
 			}
 		}
 		e := Entry{Kind: KindDerived, Mechanism: f.Note, DatasetID: run.DatasetID, File: f.ID, DerivedFrom: from,
-			Seeded: run.Seeded, NewRecords: len(fresh)}
+			Released: f.Released, Seeded: run.Seeded, NewRecords: len(fresh)}
 		if len(fresh) > 0 {
 			e.NewRecordsDigest = recordsDigest(fresh)
 		}

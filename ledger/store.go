@@ -330,7 +330,7 @@ func (s *Store) Release(r Release) (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: empty snapshot", ErrInvalid)
 	}
 	e := r.Entry
-	e.Kind = KindRelease
+	e.Kind, e.Released = KindRelease, false
 	e.PolicyVersion = r.Version
 	e.Users = r.Users
 	if err := e.validate(); err != nil {

@@ -50,11 +50,14 @@ type UnitSummary struct {
 }
 
 // DerivedSummary is a file registered as derived from a dataset by the
-// offline run with sequence number From.
+// offline run with sequence number From. Released says it is the output of
+// a differentially private release, which may be read as public
+// (Entry.Released).
 type DerivedSummary struct {
-	File string `json:"file"`
-	Note string `json:"note"`
-	From uint64 `json:"from_entry"`
+	File     string `json:"file"`
+	Note     string `json:"note"`
+	From     uint64 `json:"from_entry"`
+	Released bool   `json:"released,omitempty"`
 }
 
 // UserSummary is one user's updates and epsilon at Delta.
@@ -94,7 +97,7 @@ func (s *Store) Summary(userDelta float64) (Summary, error) {
 		res.ByKind[e.Kind] = k
 		if e.Kind == KindDerived {
 			d := res.Datasets[e.DatasetID]
-			d.DerivedFiles = append(d.DerivedFiles, DerivedSummary{File: e.File, Note: e.Mechanism, From: e.DerivedFrom})
+			d.DerivedFiles = append(d.DerivedFiles, DerivedSummary{File: e.File, Note: e.Mechanism, From: e.DerivedFrom, Released: e.Released})
 			res.Datasets[e.DatasetID] = d
 		}
 		return nil
@@ -215,7 +218,11 @@ func (d DatasetSummary) writeText(w io.Writer, id string) {
 		fmt.Fprintf(w, "  unit %s: %d runs, epsilon %.4g of cap %g at delta %g%s\n", u, x.Runs, accountant.Ceil(*x.Epsilon, 4), x.CapEpsilon, x.Delta, how)
 	}
 	for _, f := range d.DerivedFiles {
-		fmt.Fprintf(w, "  derived file %s (%s, entry %d)\n", f.File, f.Note, f.From)
+		released := ""
+		if f.Released {
+			released = ", released"
+		}
+		fmt.Fprintf(w, "  derived file %s (%s, entry %d%s)\n", f.File, f.Note, f.From, released)
 	}
 }
 

@@ -27,7 +27,7 @@ func openClocked(t *testing.T) (*Store, string) {
 }
 
 // summaryLedger writes two releases and, on dataset "A", a trajectory-level
-// run, an expert-level run with a derived file, and a cap change.
+// run, an expert-level run with a released derived file, and a cap change.
 func summaryLedger(t *testing.T) (*Store, string) {
 	t.Helper()
 	s, dir := openClocked(t)
@@ -40,7 +40,7 @@ func summaryLedger(t *testing.T) (*Store, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RegisterDerived(c.Entry.Seq, []DerivedFile{{ID: "S", Records: recs("s", 2), Note: "svt stable prefixes"}}); err != nil {
+	if _, err := s.RegisterDerived(c.Entry.Seq, []DerivedFile{{ID: "S", Records: recs("s", 2), Note: "svt stable prefixes", Released: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.SetCap("A", UnitTrajectory, Cap{Epsilon: 12, Delta: 1e-5}, "owner agreed"); err != nil {
@@ -76,7 +76,7 @@ func TestSummary(t *testing.T) {
 	if ex.Epsilon == nil || *ex.Epsilon != 1 || ex.Runs != 1 || ex.CapEpsilon != 5 || ex.Delta != 1e-3 {
 		t.Errorf("expert unit %+v", ex)
 	}
-	if len(d.DerivedFiles) != 1 || d.DerivedFiles[0] != (DerivedSummary{File: "S", Note: "svt stable prefixes", From: 4}) {
+	if len(d.DerivedFiles) != 1 || d.DerivedFiles[0] != (DerivedSummary{File: "S", Note: "svt stable prefixes", From: 4, Released: true}) {
 		t.Errorf("derived files %+v", d.DerivedFiles)
 	}
 	// alice took part in both updates at z = 1: one Gaussian with z = 1/sqrt(2).
@@ -128,7 +128,7 @@ func TestSummaryWriteText(t *testing.T) {
 				UnitTrajectory: {Runs: 1, Epsilon: &eps, Delta: 1e-5, CapEpsilon: 12},
 				UnitExpert:     {Runs: 2, Delta: 1e-3, CapEpsilon: 5, Error: "no epsilon"},
 			},
-			DerivedFiles: []DerivedSummary{{File: "S", Note: "svt", From: 2}},
+			DerivedFiles: []DerivedSummary{{File: "S", Note: "svt", From: 2, Released: true}, {File: "U", Note: "svt unstable", From: 2}},
 		}},
 		Users:   2,
 		MaxUser: &UserSummary{Updates: 1, Epsilon: 4.37718, Delta: 1e-5},
@@ -146,7 +146,8 @@ SEQ  TIME                 KIND            UNIT        EPSILON  DELTA  METHOD    
 dataset A:
   unit expert: 2 runs, epsilon not computable for cap 5 at delta 0.001: no epsilon
   unit trajectory: 1 runs, epsilon 1.214 of cap 12 at delta 1e-05
-  derived file S (svt, entry 2)
+  derived file S (svt, entry 2, released)
+  derived file U (svt unstable, entry 2)
 (` + UnitsNote + `)
 users: 2; most used: 1 updates, epsilon 4.378 at delta 1e-05
 `

@@ -55,10 +55,11 @@ const epsTolerance = 1e-9
 // parameters, the head pointer, the snapshots the releases pay for, the user
 // counters, the correlated-noise streams (each release's factor and
 // sensitivity, every user's participation pattern, the noise records'
-// shape, checksums and chaining: verifyCorrelation), the datasets' caps and per-unit totals (and that no run was
-// charged above the cap in force), and the record index; checks the user
-// key against the fingerprint the store was created with, and every record
-// of the head file against the entry it names (so a store that lost
+// shape, checksums and chaining: verifyCorrelation), the datasets' caps and
+// per-unit totals (and that no run was charged above the cap in force), and
+// the record index; checks that only derived files are marked released, the
+// user key against the fingerprint the store was created with, and every
+// record of the head file against the entry it names (so a store that lost
 // committed entries fails); and lists every mismatch in the report. The
 // error is for failures to read the store (a damaged file), wrapping
 // ErrCorrupt.
@@ -108,6 +109,9 @@ func (s *Store) Verify() (Report, error) {
 			problem("entry %d: epsilon cannot be recomputed: %v", e.Seq, err)
 		} else if math.Abs(eps-e.Epsilon) > epsTolerance*math.Max(eps, 1e-300) {
 			problem("entry %d: recorded epsilon %.10g, recomputed %.10g from its parameters", e.Seq, e.Epsilon, eps)
+		}
+		if e.Released && e.Kind != KindDerived {
+			problem("entry %d: a %s marked released (only a derived file is a release's output)", e.Seq, e.Kind)
 		}
 		switch e.Kind {
 		case KindRelease:

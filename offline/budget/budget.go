@@ -33,6 +33,14 @@
 // explicitly given cap (Config.EpsilonGiven, Config.DeltaGiven) differs
 // from it is refused with ledger.ErrCapMismatch. Only ledger.Store.SetCap
 // changes a stored cap.
+//
+// Lineage: a run whose input is a file derived from a dataset (an SVT
+// release's unstable set) sets Config.Derived, and is refused before
+// anything is charged unless the ledger knows every one of its records; it
+// is charged to the source dataset. A mechanism that also reads a public
+// side input (an SVT stable release) checks it with Dataset.CheckReleased
+// before the charge: every record must come from a released derived file
+// of the run's own dataset.
 package budget
 
 import (
@@ -47,6 +55,18 @@ import (
 
 	"dprl/ledger"
 	"dprl/sessionlog"
+)
+
+// Errors of the protocol's lineage checks. Test with errors.Is.
+var (
+	// ErrUnknownSource refuses a run with Config.Derived whose input has
+	// records the ledger does not know: its source dataset was never
+	// registered in this ledger (or the file is not derived from it).
+	ErrUnknownSource = errors.New("budget: the input's source is unknown to the ledger")
+	// ErrNotReleased refuses a public side input (Dataset.CheckReleased)
+	// with a record that is not a record of a released derived file of the
+	// run's dataset.
+	ErrNotReleased = errors.New("budget: the file is not a released file of the run's dataset")
 )
 
 // Mechanism is an offline mechanism as the protocol sees it. R is its
@@ -110,6 +130,14 @@ type Config struct {
 	// the ledger (no open, check or charge; Entry is not called). Its
 	// caller must label the result as not differentially private.
 	Uncharged bool
+	// Derived says that the run's input is a file derived from a dataset
+	// this ledger knows (an SVT release's unstable set): every one of its
+	// records must be known to the ledger, and the run is charged to that
+	// dataset. An input with a record the ledger does not know, or a
+	// ledger that does not exist, is refused with ErrUnknownSource when the
+	// ledger is opened, before anything is charged (and no ledger is
+	// created).
+	Derived bool
 	// Logger receives the ledger's log lines and a panic's stack.
 	Logger zerolog.Logger
 }
@@ -149,9 +177,52 @@ func (r *Refusal) Error() string { return r.Err.Error() }
 func (r *Refusal) Unwrap() error { return r.Err }
 
 // Dataset is the run's dataset as the protocol knows it when it asks the
-// mechanism for its cost.
+// mechanism for its cost. Its methods read the ledger, which is open until
+// Run returns: a mechanism may keep it from Entry to call them in Validate.
 type Dataset struct {
 	p *protocol
+}
+
+// ID returns the id of the dataset the run is charged to: a function of
+// the data, so not covered by the run's guarantee.
+func (d Dataset) ID() string { return d.p.dataset }
+
+// CheckReleased checks a public side input of the run, the session log at
+// path read with opt (an SVT stable release carries no behaviour
+// probabilities: set opt.OptionalProb), and returns its index, through
+// which the mechanism reads it (each record checked against the hash that
+// was checked here). Every record of the file must be a record of a
+// released derived file of the run's own dataset (ledger.Lineage): a file
+// with a record the ledger does not know, with a record of another
+// dataset, or with a record that is not released (an SVT unstable set, or
+// the source log itself) is refused with an error wrapping ErrNotReleased.
+// Call it in Entry or Validate, so that a refused input costs nothing.
+func (d Dataset) CheckReleased(path string, opt sessionlog.ReaderOptions) (*sessionlog.Index, error) {
+	p := d.p
+	if p == nil || p.store == nil {
+		return nil, errors.New("budget: CheckReleased outside a charged run")
+	}
+	ix, err := sessionlog.ScanLog(path, opt, nil)
+	if err != nil {
+		return nil, fmt.Errorf("public input: %w", err)
+	}
+	if ix.Len() == 0 {
+		return nil, fmt.Errorf("public input %s: no sessions", path)
+	}
+	l, err := p.store.Lineage(ix.ID(), ix.Records())
+	switch {
+	case errors.Is(err, ledger.ErrOverlap):
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotReleased, path, err)
+	case err != nil:
+		return nil, fmt.Errorf("ledger %s: %w", p.cfg.Ledger, err)
+	case !l.Known():
+		return nil, fmt.Errorf("%w: %s: %d of its %d distinct records are unknown to ledger %s", ErrNotReleased, path, l.Fresh, l.Records, p.cfg.Ledger)
+	case l.Dataset != p.dataset:
+		return nil, fmt.Errorf("%w: %s belongs to another dataset than %s, the run's input", ErrNotReleased, path, p.in.Path)
+	case !l.AllReleased():
+		return nil, fmt.Errorf("%w: %s: %d of its %d distinct records are not records of a released file of the dataset of %s (an SVT unstable set is private: it is not released)", ErrNotReleased, path, l.Records-l.Released, l.Records, p.in.Path)
+	}
+	return ix, nil
 }
 
 // Cap returns the cap a run at unit is checked against: the dataset's
@@ -190,13 +261,19 @@ type Derived struct {
 	Note string
 	// Sessions are the file's records.
 	Sessions []sessionlog.Session
+	// Released says the file is the output of a differentially private
+	// release charged by the run (an SVT stable release), which later runs
+	// on the dataset may read as public (Dataset.CheckReleased); a file
+	// that is not released (an SVT unstable set) stays private.
+	Released bool
 }
 
 // RegisterDerived records the files the charged run is about to write from
 // its dataset (their records' content ids) in one synced batch, so that any
 // later run on them, or on part of them, is charged to the dataset. Call it
 // in Compute, before writing the files. Empty outputs are not registered
-// (no run can read them).
+// (no run can read them). List a released file before the others: a
+// record two files share goes with the first.
 func (c *Charge) RegisterDerived(outs ...Derived) error {
 	if !c.Charged() {
 		return errors.New("budget: derived files of an uncharged run")
@@ -210,7 +287,7 @@ func (c *Charge) RegisterDerived(outs ...Derived) error {
 			continue
 		}
 		id, recs := sessionlog.SessionsID(o.Sessions)
-		files = append(files, ledger.DerivedFile{ID: id, Records: recs, Note: o.Note})
+		files = append(files, ledger.DerivedFile{ID: id, Records: recs, Note: o.Note, Released: o.Released})
 	}
 	if len(files) == 0 {
 		return nil
@@ -346,22 +423,33 @@ func sameCost(checked, validated ledger.Entry) error {
 }
 
 // open opens the ledger and finds the dataset the scanned records belong
-// to.
+// to. A derived input (Config.Derived) needs an existing ledger that knows
+// every one of its records.
 func (p *protocol) open(ix *sessionlog.Index) error {
 	dir := p.cfg.Ledger
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("ledger: %w", err)
+	const unknown = "run dprl offline svt on the source log with this ledger first"
+	if !p.cfg.Derived {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("ledger: %w", err)
+		}
 	}
-	s, err := ledger.Open(dir, ledger.Options{Logger: p.cfg.Logger})
+	s, err := ledger.Open(dir, ledger.Options{Logger: p.cfg.Logger, MustExist: p.cfg.Derived})
+	if p.cfg.Derived && errors.Is(err, ledger.ErrNotFound) {
+		return fmt.Errorf("%w: %s is derived, and there is no ledger in %s: %s", ErrUnknownSource, p.in.Path, dir, unknown)
+	}
 	if err != nil {
 		return fmt.Errorf("ledger %s: %w", dir, err)
 	}
-	ds, err := s.ResolveDataset(ix.ID(), ix.Records())
+	l, err := s.Lineage(ix.ID(), ix.Records())
 	if err != nil {
 		s.Close()
 		return fmt.Errorf("ledger %s: %w", dir, err)
 	}
-	p.store, p.file, p.records, p.dataset = s, ix.ID(), ix.Records(), ds
+	if p.cfg.Derived && !l.Known() {
+		s.Close()
+		return fmt.Errorf("%w: %s: %d of its %d distinct records are unknown to ledger %s: %s", ErrUnknownSource, p.in.Path, l.Fresh, l.Records, dir, unknown)
+	}
+	p.store, p.file, p.records, p.dataset = s, ix.ID(), ix.Records(), l.Dataset
 	return nil
 }
 

@@ -235,7 +235,8 @@ func (m *Release) load(ix *sessionlog.Index) error {
 
 // Compute runs DataRelease, registers its outputs in the ledger as derived
 // from the dataset (before they exist, so any run on them is charged to
-// it), writes them and reports the release.
+// it; the stable prefixes as released, the unstable set not), writes them
+// and reports the release.
 func (m *Release) Compute(_ context.Context, _ *sessionlog.Index, ch *budget.Charge) (*Report, error) {
 	c := m.c
 	qs := make([]Expert, len(m.experts))
@@ -246,7 +247,10 @@ func (m *Release) Compute(_ context.Context, _ *sessionlog.Index, ch *budget.Cha
 	if err != nil {
 		return nil, fmt.Errorf("%w (the run was charged)", err)
 	}
-	if err := ch.RegisterDerived(budget.Derived{Note: "svt stable prefixes (" + filepath.Base(c.OutStable) + ")", Sessions: out.Stable},
+	// The stable prefixes are the release (eps1, delta1 at unit expert,
+	// charged above) and may be read as public; the unstable set is not
+	// released. The stable file comes first: a record both share is public.
+	if err := ch.RegisterDerived(budget.Derived{Note: "svt stable prefixes (" + filepath.Base(c.OutStable) + ")", Sessions: out.Stable, Released: true},
 		budget.Derived{Note: "svt unstable tails and unqueried trajectories (" + filepath.Base(c.OutUnstable) + ")", Sessions: out.Unstable}); err != nil {
 		return nil, fmt.Errorf("%w (the run was charged)", err)
 	}

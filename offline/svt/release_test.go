@@ -226,18 +226,29 @@ func TestRelease(t *testing.T) {
 		t.Errorf("charge %+v, report %+v", ch, r)
 	}
 	// Both outputs belong to the dataset: a run on them is charged to it.
+	// The stable file is the release, public; the unstable set is not.
 	s, err := ledger.Open(led, ledger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, out := range []string{c.OutStable, c.OutUnstable} {
-		ix, err := sessionlog.ScanLog(out, sessionlog.ReaderOptions{Name: out, OptionalProb: true}, nil)
+	for _, out := range []struct {
+		path     string
+		released bool
+	}{{c.OutStable, true}, {c.OutUnstable, false}} {
+		ix, err := sessionlog.ScanLog(out.path, sessionlog.ReaderOptions{Name: out.path, OptionalProb: true}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if ds, err := s.ResolveDataset(ix.ID(), ix.Records()); err != nil || ds != ch.Dataset {
-			t.Errorf("%s resolves to %q, %v; want the dataset %q", filepath.Base(out), ds, err, ch.Dataset)
+			t.Errorf("%s resolves to %q, %v; want the dataset %q", filepath.Base(out.path), ds, err, ch.Dataset)
 		}
+		l, err := s.Lineage(ix.ID(), ix.Records())
+		if err != nil || l.Dataset != ch.Dataset || !l.Known() || l.AllReleased() != out.released || (!out.released && l.Released != 0) {
+			t.Errorf("%s: lineage %+v, %v; want known, released %v", filepath.Base(out.path), l, err, out.released)
+		}
+	}
+	if r, err := s.Verify(); err != nil || !r.OK() || r.DerivedFiles != 2 {
+		t.Errorf("verify: %v, %+v", err, r)
 	}
 	s.Close()
 
