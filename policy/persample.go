@@ -197,19 +197,99 @@ func (g *GhostClipper) Norms(dst, params, dOut []float64, bounds []int) {
 // by Clip. The per-unit norms stay available through LastNorm until the next
 // call. It allocates nothing once its workspaces have grown.
 func (g *GhostClipper) ClippedSum(grad, params, dOut []float64, bounds []int, clip float64) (clipped int) {
+	checkClip(clip)
+	g.checkGrad(grad)
+	U := g.sqNorms(params, dOut, bounds)
+	g.markNonFinite(bounds, U)
+	clipped = clipFactors(g.fac[:U], g.bad[:U], g.sq[:U], clip)
+	g.countNonFinite(U)
+	g.scaledSum(grad, bounds, U)
+	return clipped
+}
+
+// JointPart is one network of a JointClippedSum: its clipper (after the
+// network's ForwardBatch), the gradient to write, its parameters and the
+// loss's gradient with respect to its outputs.
+type JointPart struct {
+	Clipper            *GhostClipper
+	Grad, Params, DOut []float64
+}
+
+// JointClippedSum is ClippedSum for a unit whose gradient spans several
+// networks (two networks trained on the same rows, such as discrete BCQ's
+// Q-network and imitation network): unit u's gradient is the concatenation
+// of its gradients in every part, clipped jointly, with one factor f_u =
+// min(1, clip/sqrt(sum_p ||g_u^p||^2)) (lowered by ulps as in ClippedSum)
+// applied in every part, so that the concatenated clipped gradient has
+// norm at most clip. Each part's Grad receives its share of the sum. Every
+// part must have been forwarded on the same number of rows, split into
+// the same units by bounds. A unit with a non-finite value in any part, or
+// a non-finite joint squared norm, is the zero vector in every part. It
+// returns the number of units clipped; each part's LastNonFinite counts
+// the units zeroed and LastNorm gives the unit's norm in that part alone.
+// It allocates nothing once the workspaces have grown.
+func JointClippedSum(parts []JointPart, bounds []int, clip float64) (clipped int) {
+	checkClip(clip)
+	if len(parts) == 0 {
+		panic("policy: joint clipped sum of no part")
+	}
+	U := -1
+	for i, p := range parts {
+		p.Clipper.checkGrad(p.Grad)
+		u := p.Clipper.sqNorms(p.Params, p.DOut, bounds)
+		if U >= 0 && u != U {
+			panic(fmt.Sprintf("policy: joint clipped sum: part %d has %d units, part 0 has %d", i, u, U))
+		}
+		U = u
+		p.Clipper.markNonFinite(bounds, U)
+	}
+	// The joint squared norms and flags go into the first part's
+	// workspaces (its own norms are kept for LastNorm in a copy: the
+	// factors need only the sums).
+	g0 := parts[0].Clipper
+	sum, bad := g0.fac[:U], g0.bad[:U]
+	copy(sum, g0.sq[:U])
+	for _, p := range parts[1:] {
+		for u, v := range p.Clipper.sq[:U] {
+			sum[u] += v
+			bad[u] = bad[u] || p.Clipper.bad[u]
+		}
+	}
+	clipped = clipFactors(sum, bad, sum, clip)
+	for _, p := range parts {
+		g := p.Clipper
+		if g != g0 {
+			copy(g.fac[:U], sum)
+			copy(g.bad[:U], bad)
+		}
+		g.countNonFinite(U)
+		g.scaledSum(p.Grad, bounds, U)
+	}
+	return clipped
+}
+
+// checkClip panics on a clip norm that is not finite and positive.
+func checkClip(clip float64) {
 	if !(clip > 0) || math.IsInf(clip, 0) {
 		panic(fmt.Sprintf("policy: ghost clipper clip norm %v, must be finite and > 0", clip))
 	}
-	m := g.m
-	if len(grad) != m.n {
-		panic(fmt.Sprintf("policy: ghost clipper grad %d, want %d", len(grad), m.n))
+}
+
+// checkGrad panics on a gradient of the wrong length.
+func (g *GhostClipper) checkGrad(grad []float64) {
+	if len(grad) != g.m.n {
+		panic(fmt.Sprintf("policy: ghost clipper grad %d, want %d", len(grad), g.m.n))
 	}
-	U := g.sqNorms(params, dOut, bounds)
+}
+
+// markNonFinite sets g.bad[u] for the units with a NaN or ±Inf in their
+// rows' inputs, activations or back-propagated gradients.
+func (g *GhostClipper) markNonFinite(bounds []int, U int) {
+	m := g.m
 	n := m.batchN
-	L := len(m.sizes) - 1
-	fac, bad := g.fac[:U], g.bad[:U]
+	bad := g.bad[:U]
 	clear(bad)
-	for l := 0; l < L; l++ {
+	for l := 0; l < len(m.sizes)-1; l++ {
 		in, out := m.sizes[l], m.sizes[l+1]
 		A, D := m.acts[l][:n*in], m.deltas[l+1][:n*out]
 		for u := 0; u < U; u++ {
@@ -217,12 +297,17 @@ func (g *GhostClipper) ClippedSum(grad, params, dOut []float64, bounds []int, cl
 			bad[u] = bad[u] || !allFinite(A[r0*in:r1*in]) || !allFinite(D[r0*out:r1*out])
 		}
 	}
-	g.nonFinite = 0
-	for u, s := range g.sq[:U] {
+}
+
+// clipFactors writes into fac the clip factor of each unit from its squared
+// norm sq (fac may be sq): 0 for a unit marked bad or whose squared norm is
+// not finite (then marked bad), 1 at or below clip, else clip/||g|| lowered
+// by ulps until f ||g|| <= clip. It returns the number of units clipped.
+func clipFactors(fac []float64, bad []bool, sq []float64, clip float64) (clipped int) {
+	for u, s := range sq {
 		if bad[u] || math.IsNaN(s) || math.IsInf(s, 0) {
 			bad[u] = true
 			fac[u] = 0
-			g.nonFinite++
 			continue
 		}
 		fac[u] = 1
@@ -235,6 +320,27 @@ func (g *GhostClipper) ClippedSum(grad, params, dOut []float64, bounds []int, cl
 			clipped++
 		}
 	}
+	return clipped
+}
+
+// countNonFinite records the number of units marked bad.
+func (g *GhostClipper) countNonFinite(U int) {
+	g.nonFinite = 0
+	for _, b := range g.bad[:U] {
+		if b {
+			g.nonFinite++
+		}
+	}
+}
+
+// scaledSum runs pass 2: grad = sum over the finite units of fac[u] times
+// their gradient, from the cached activations and deltas of the last
+// sqNorms.
+func (g *GhostClipper) scaledSum(grad []float64, bounds []int, U int) {
+	m := g.m
+	n := m.batchN
+	L := len(m.sizes) - 1
+	fac, bad := g.fac[:U], g.bad[:U]
 	// Row ranges of consecutive finite units: pass 2 sums over these only.
 	runs := g.runs[:0]
 	for u := 0; u < U; u++ {
@@ -283,7 +389,6 @@ func (g *GhostClipper) ClippedSum(grad, params, dOut []float64, bounds []int, cl
 			}
 		}
 	}
-	return clipped
 }
 
 // LastNonFinite returns the number of units that the last ClippedSum

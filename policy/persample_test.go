@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -384,4 +385,100 @@ func BenchmarkGhostClipEpisodes(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestJointClippedSum checks the joint clipping of two networks on the
+// same rows against materialised per-unit gradients: one factor per unit
+// from the concatenated norm, the clipped sum in each part, a non-finite
+// value in one part zeroing the unit in both, and one part agreeing with
+// ClippedSum bit for bit.
+func TestJointClippedSum(t *testing.T) {
+	rng := testRNG(t)
+	type net struct {
+		m       *MLP
+		p, x, y []float64
+		dOut    []float64
+	}
+	const n = 10
+	for _, bounds := range [][]int{nil, {0, 1, 4, 10}} {
+		var nets []*net
+		for _, tc := range []struct {
+			act   Activation
+			sizes []int
+		}{{Tanh, []int{3, 5, 2}}, {ReLU, []int{3, 4, 4, 2}}} {
+			m, err := NewMLPActivation(tc.act, tc.sizes...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nt := &net{m: m, p: make([]float64, m.NumParams()), x: randSlice(rng, n*3, 1), y: make([]float64, n*2)}
+			m.Init(nt.p, rng, 1)
+			m.ForwardBatch(nt.y, nt.p, nt.x, n)
+			nt.dOut = randSlice(rng, n*2, 1)
+			nets = append(nets, nt)
+		}
+		refs := [][][]float64{refUnitGrads(nets[0].m, nets[0].p, nets[0].dOut, bounds), refUnitGrads(nets[1].m, nets[1].p, nets[1].dOut, bounds)}
+		U := len(refs[0])
+		med := 0.0
+		for u := range U {
+			med += math.Hypot(floats.Norm(refs[0][u], 2), floats.Norm(refs[1][u], 2)) / float64(U)
+		}
+		clippers := []*GhostClipper{NewGhostClipper(nets[0].m), NewGhostClipper(nets[1].m)}
+		for _, clip := range []float64{med / 3, med, 10 * med} {
+			want := [][]float64{make([]float64, nets[0].m.NumParams()), make([]float64, nets[1].m.NumParams())}
+			nClip := 0
+			for u := range U {
+				f := 1.0
+				if nr := math.Hypot(floats.Norm(refs[0][u], 2), floats.Norm(refs[1][u], 2)); nr > clip {
+					f, nClip = clip/nr, nClip+1
+				}
+				floats.AddScaled(want[0], f, refs[0][u])
+				floats.AddScaled(want[1], f, refs[1][u])
+			}
+			parts := make([]JointPart, 2)
+			for i, nt := range nets {
+				nt.m.ForwardBatch(nt.y, nt.p, nt.x, n)
+				parts[i] = JointPart{Clipper: clippers[i], Grad: make([]float64, nt.m.NumParams()), Params: nt.p, DOut: nt.dOut}
+			}
+			if c := JointClippedSum(parts, bounds, clip); c != nClip {
+				t.Errorf("clip %g: %d clipped, want %d", clip, c, nClip)
+			}
+			for i := range parts {
+				if d := floats.Distance(parts[i].Grad, want[i], math.Inf(1)); d > 1e-10*(1+floats.Norm(want[i], math.Inf(1))) {
+					t.Errorf("bounds %v clip %g part %d: off by %g", bounds, clip, i, d)
+				}
+			}
+		}
+		// A NaN in the second network's output gradient of unit 0 zeroes
+		// unit 0 in both parts.
+		nets[1].dOut[0] = math.NaN()
+		parts := make([]JointPart, 2)
+		for i, nt := range nets {
+			nt.m.ForwardBatch(nt.y, nt.p, nt.x, n)
+			parts[i] = JointPart{Clipper: clippers[i], Grad: make([]float64, nt.m.NumParams()), Params: nt.p, DOut: nt.dOut}
+		}
+		JointClippedSum(parts, bounds, 1e9)
+		for i := range parts {
+			want := make([]float64, len(parts[i].Grad))
+			for u := 1; u < U; u++ {
+				floats.Add(want, refs[i][u])
+			}
+			if d := floats.Distance(parts[i].Grad, want, math.Inf(1)); d > 1e-10*(1+floats.Norm(want, math.Inf(1))) {
+				t.Errorf("bounds %v: part %d with unit 0 non-finite: off by %g", bounds, i, d)
+			}
+			if clippers[i].LastNonFinite() != 1 {
+				t.Errorf("part %d: %d non-finite units, want 1", i, clippers[i].LastNonFinite())
+			}
+		}
+		nets[1].dOut[0] = 0.5
+		// One part is ClippedSum exactly.
+		nt := nets[0]
+		a, b := make([]float64, nt.m.NumParams()), make([]float64, nt.m.NumParams())
+		nt.m.ForwardBatch(nt.y, nt.p, nt.x, n)
+		NewGhostClipper(nt.m).ClippedSum(a, nt.p, nt.dOut, bounds, med/2)
+		nt.m.ForwardBatch(nt.y, nt.p, nt.x, n)
+		JointClippedSum([]JointPart{{Clipper: NewGhostClipper(nt.m), Grad: b, Params: nt.p, DOut: nt.dOut}}, bounds, med/2)
+		if !slices.Equal(a, b) {
+			t.Errorf("bounds %v: one part differs from ClippedSum", bounds)
+		}
+	}
 }

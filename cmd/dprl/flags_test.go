@@ -321,6 +321,8 @@ func TestConfigErrorsExitTwo(t *testing.T) {
 		{"offline primorl", []string{"--data", missing, "--rounds", "0"}, "--rounds 0"},
 		{"plot regret", []string{"--out", filepath.Join(dir, "r.png"), missing}, "missing"},
 		{"plot primorl", []string{missing}, "missing"},
+		{"offline learn", []string{"--data", missing, "--non-private", "--steps", "0"}, "--steps 0"},
+		{"plot learn", []string{missing}, "missing"},
 		{"version", []string{"x"}, "unexpected argument"},
 		{"report", []string{"--out", dir}, "--data"},
 	}

@@ -5,6 +5,7 @@ import (
 
 	"dprl/experiment"
 	"dprl/offline/primorl"
+	"dprl/offline/qlearn"
 
 	"github.com/spf13/cobra"
 )
@@ -54,7 +55,7 @@ a line of slope 1 and sublinear regret bends below it.`,
 	regret.Flags().StringVar(&out, "out", "", "the PNG file to write (required)")
 	regret.Flags().StringVar(&title, "title", "", "the figure's title (default: from the results)")
 	regret.Flags().BoolVar(&logLog, "log", false, "logarithmic axes: linear regret is a line of slope 1, sublinear regret bends below it")
-	return groupCmd("plot", "Draw figures from saved results", regret, newPlotPriMORLCmd(a))
+	return groupCmd("plot", "Draw figures from saved results", regret, newPlotPriMORLCmd(a), newPlotLearnCmd(a))
 }
 
 // newPlotPriMORLCmd draws score against epsilon from primorl results.
@@ -107,5 +108,61 @@ lines (and, for Pendulum, the paper's Table 1 points).`,
 	cmd.Flags().StringVar(&out, "out", "", "the figure to write (PNG or SVG by extension)")
 	cmd.Flags().StringVar(&title, "title", "", "the figure's title (default: PriMORL on ENV)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summaries as JSON")
+	return cmd
+}
+
+// newPlotLearnCmd summarises and draws dprl offline learn results.
+func newPlotLearnCmd(a *app) *cobra.Command {
+	var out string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "learn FILE.json...",
+		Short: "Normalised return against epsilon of dprl offline learn --json results (the expert-level paper's Figure 3)",
+		Long: `Reads results written by dprl offline learn --json (one file per run), groups
+them by simulator, learner, mode (non-private, dp-sgd, selective) and the
+dataset's total epsilon (for a selective run, the SVT release's and the
+learner's), and prints each group's mean return and its normalised return:
+0 is the uniformly random policy (1,000 simulated episodes, seeded), 1 the
+mean of the non-private runs of the same simulator and learner. With --out it
+draws the normalised return against epsilon, ±1 std over seeds.`,
+		Example: `  dprl plot learn --out docs/expert-level.png runs/*.json`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("plot learn: give at least one result file")
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			results := make([]qlearn.Result, len(args))
+			random := map[string]float64{}
+			for i, path := range args {
+				r, err := qlearn.ReadResult(path)
+				if err != nil {
+					return usageError{fmt.Errorf("plot learn: %w", err)}
+				}
+				results[i] = r
+				if _, ok := random[r.Env]; !ok {
+					if random[r.Env], err = qlearn.RandomReturn(r.Env, 1000, 1); err != nil {
+						return usageError{fmt.Errorf("plot learn: %s: %w", path, err)}
+					}
+				}
+			}
+			groups := qlearn.Summarize(results, random)
+			if out != "" {
+				if err := groups.Plot(out); err != nil {
+					return fmt.Errorf("plot learn: %w", err)
+				}
+			}
+			if err := emit(a, asJSON, groups, nil); err != nil {
+				return err
+			}
+			if out != "" && !asJSON {
+				fmt.Fprintf(a.stdout, "wrote %s\n", out)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "the figure to write (PNG or SVG by extension)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the groups as JSON")
 	return cmd
 }

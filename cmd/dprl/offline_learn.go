@@ -1,0 +1,180 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"dprl/internal/chart"
+	"dprl/internal/fielderr"
+	"dprl/internal/progress"
+	"dprl/ledger"
+	"dprl/offline/budget"
+	"dprl/offline/qlearn"
+)
+
+// learnFlags are the flags of "dprl offline learn".
+type learnFlags struct {
+	cfg    qlearn.LearnConfig
+	algo   string
+	unit   string
+	asJSON bool
+	plot   string
+	budget offlineBudget
+}
+
+func newOfflineLearnCmd(a *app) *cobra.Command {
+	f := &learnFlags{cfg: qlearn.DefaultLearnConfig()}
+	c := &f.cfg
+	cmd := &cobra.Command{
+		Use:   "learn --algo cql|bcq --env ENV (--data LOG | --stable S --unstable U) --epsilon E --delta D",
+		Short: "Learn a discrete-action policy from a session log with expert-level DP-SGD (CQL or BCQ)",
+		Long: `learn trains discrete CQL or discrete BCQ (Q-networks of --hidden, ReLU, Adam at
+--lr) on a dprl.sessions.v1 log and evaluates the greedy policy on the simulator
+--env ("Preserving Expert-Level Privacy in Offline RL", Sharma et al.).
+
+With --data, every step is a DP-SGD step at --unit expert (Algorithm 4) or
+trajectory: each unit is sampled with probability q = --batch/m (m: the public
+number of experts --experts, or the log's record count at unit trajectory), one
+transition is drawn from each sampled unit, each transition's gradient (both
+networks of BCQ jointly) is clipped to --clip, Gaussian noise sigma*clip is added
+to the sum and the result divided by --batch.
+
+With --stable and --unstable (the two outputs of dprl offline svt, run on the
+source log with the same ledger), each step is, with probability --p, such a DP
+step on the unstable set, else a plain step on the stable release (Algorithm 3).
+The ledger must know both files: the unstable set is charged to the source
+dataset (at unit expert, beside the release's own cost) and the stable file must
+be that dataset's release; a file the ledger cannot trace is refused.
+
+The step kinds are drawn before the charge, and the run is charged exactly its
+K DP steps as the Poisson-subsampled Gaussian (q, sigma, K), PLD accountant: the
+paper's q = p*batch/m over all steps assumes an observer cannot tell the kinds
+apart, which a noiseless step on the public stable set does not allow. --sigma
+sets the noise multiplier (the run must then cost at most --epsilon); without it
+sigma is calibrated so that the K steps cost --epsilon.
+
+--non-private trains on --data without clipping or noise: the reference the paper
+normalises by, not charged, labelled NOT private.`,
+		Example: `  dprl sims experts --env cartpole --m 3000 --trajectories 3 --bases 30 --finetune-users 300 --out-dir experts --log data.jsonl
+  dprl offline learn --algo cql --env cartpole --data data.jsonl --non-private
+  dprl offline learn --algo cql --env cartpole --data data.jsonl --experts 3000 --epsilon 10 --delta 3.3e-4 --sigma 5
+  dprl offline svt --data data.jsonl --experts experts --epsilon 7.5 --delta 3e-4 --queries 25 --out-stable s.jsonl --out-unstable u.jsonl
+  dprl offline learn --algo cql --env cartpole --stable s.jsonl --unstable u.jsonl --experts 3000 --p 0.8 --epsilon 2.5 --delta 3.3e-5`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runOfflineLearn(a, cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.algo, "algo", string(c.Algo), "learner: cql or bcq")
+	fl.StringVar(&c.Env, "env", c.Env, "the public simulator (discrete actions) the policy is evaluated on")
+	fl.StringVar(&c.Data, "data", "", "the private dprl.sessions.v1 log (DP-SGD alone, or --non-private)")
+	fl.StringVar(&c.Stable, "stable", "", "the stable release of dprl offline svt (selective DP-SGD)")
+	fl.StringVar(&c.Unstable, "unstable", "", "the unstable set of dprl offline svt (selective DP-SGD)")
+	fl.StringVar(&f.unit, "unit", string(c.Unit), "protected unit: expert or trajectory (--data only)")
+	fl.IntVar(&c.Experts, "experts", 0, "the public number of experts m (unit expert): each expert is sampled with probability batch/m")
+	fl.Float64Var(&c.Epsilon, "epsilon", 0, "this run's epsilon per unit (after an SVT release: eps2)")
+	fl.Float64Var(&c.Delta, "delta", c.Delta, "this run's delta (after an SVT release: delta2)")
+	fl.Float64Var(&c.Sigma, "sigma", 0, "noise multiplier (default: calibrated to --epsilon)")
+	fl.Float64Var(&c.P, "p", c.P, "probability of a DP step on the unstable set (selective DP-SGD)")
+	fl.IntVar(&c.Steps, "steps", c.Steps, "gradient steps N")
+	fl.Float64Var(&c.Clip, "clip", c.Clip, "per-transition clipping norm C")
+	fl.IntVar(&c.Batch, "batch", c.Batch, "batch size b: a plain step's rows, a DP step's expected rows and fixed denominator")
+	fl.Float64Var(&c.Adam.LR, "lr", c.Adam.LR, "Adam's learning rate eta")
+	fl.IntSliceVar(&c.Hidden, "hidden", c.Hidden, "hidden widths of the Q-network (and of BCQ's imitation network)")
+	fl.Float64Var(&c.Gamma, "gamma", c.Gamma, "discount")
+	fl.Float64Var(&c.Alpha, "alpha", c.Alpha, "CQL's regulariser weight")
+	fl.Float64Var(&c.Threshold, "threshold", c.Threshold, "BCQ's action filter tau")
+	fl.BoolVar(&c.NonPrivate, "non-private", false, "train on --data without clipping or noise; not charged, NOT private")
+	fl.IntVar(&c.EvalEpisodes, "eval-episodes", c.EvalEpisodes, "simulator episodes of each evaluation")
+	fl.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "evaluate every this many steps for the curve (0: at the end only)")
+	fl.Uint64Var(&c.Seed, "seed", 0, "seed every generator (a repeatable simulation, recorded as seeded in the ledger; default: the secure generator)")
+	fl.StringVar(&c.Out, "out", "", "write the policy to this new file (dprl.qlearn.v1 JSON)")
+	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
+	fl.StringVar(&f.plot, "plot", "", "draw the evaluation return against steps (PNG or SVG by extension)")
+	f.budget.register(fl)
+	return cmd
+}
+
+// learnFlagNames are the flags of qlearn.LearnConfig's fields.
+var learnFlagNames = map[string]string{"Data": "--data", "Stable": "--stable", "Unstable": "--unstable", "Env": "--env", "Unit": "--unit",
+	"Experts": "--experts", "Epsilon": "--epsilon", "Delta": "--delta", "Sigma": "--sigma", "P": "--p", "Steps": "--steps", "Clip": "--clip",
+	"NonPrivate": "--non-private", "EvalEpisodes": "--eval-episodes", "EvalEvery": "--eval-every", "Out": "--out", "Batch": "--batch",
+	"LR": "--lr", "Hidden": "--hidden", "Algo": "--algo"}
+
+func runOfflineLearn(a *app, cmd *cobra.Command, f *learnFlags) error {
+	c := f.cfg
+	fl := cmd.Flags()
+	algo, err := qlearn.ParseAlgo(f.algo)
+	if err != nil {
+		return usagef("offline learn: --algo: %v", err)
+	}
+	c.Algo = algo
+	switch u := ledger.Unit(f.unit); u {
+	case ledger.UnitExpert, ledger.UnitTrajectory:
+		c.Unit = u
+	default:
+		return usagef("offline learn: --unit %q: want expert or trajectory", f.unit)
+	}
+	c.Seeded = fl.Changed("seed")
+	if c.NonPrivate {
+		for _, n := range []string{"epsilon", "delta", "sigma", "clip", "experts", "p"} {
+			if fl.Changed(n) {
+				return usagef("offline learn: --non-private trains without noise: --%s does not apply", n)
+			}
+		}
+	}
+	if f.plot != "" {
+		if _, err := chart.FormatOf(f.plot); err != nil {
+			return usagef("offline learn: --plot: %v", err)
+		}
+		if c.EvalEvery == 0 {
+			return usagef("offline learn: --plot needs --eval-every > 0")
+		}
+	}
+	var prog *progress.Task
+	c.Progress = func(done, total int) {
+		if prog == nil {
+			prog = a.task("offline learn " + string(c.Algo))
+		}
+		prog.Update(progress.Report{Done: int64(done), Total: int64(total), Unit: "steps"})
+	}
+	m, in, err := qlearn.NewLearn(c)
+	if err != nil {
+		return learnUsage(err)
+	}
+	cfg, err := f.budget.config(a, !c.NonPrivate)
+	if err != nil {
+		return err
+	}
+	// A selective run reads a derived file: the ledger must know its
+	// source.
+	cfg.Derived = c.Unstable != ""
+	out, _, err := budget.Run(cmd.Context(), cfg, in, m)
+	if prog != nil {
+		prog.Finish()
+	}
+	if err != nil {
+		return learnUsage(budget.Explain(err))
+	}
+	if f.plot != "" {
+		if err := out.PlotCurve(f.plot); err != nil {
+			return fmt.Errorf("offline learn: --plot: %w", err)
+		}
+	}
+	return emit(a, f.asJSON, out, nil)
+}
+
+// learnUsage makes an error naming qlearn.LearnConfig's fields a usage
+// error naming flags.
+func learnUsage(err error) error {
+	if ce := (*qlearn.ConfigError)(nil); errors.As(err, &ce) {
+		return usageError{fielderr.Rename(err, func(f string) string {
+			if n, ok := learnFlagNames[f]; ok {
+				return n
+			}
+			return f
+		})}
+	}
+	return fmt.Errorf("offline learn: %w", err)
+}
