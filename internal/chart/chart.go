@@ -84,6 +84,9 @@ type Chart struct {
 	Series     []Series
 	// Width and Height are the figure's size in inches (0: 6 by 4).
 	Width, Height float64
+	// YMin and YMax, unless both are 0, fix the y axis's range (room for
+	// the legend above the data, say).
+	YMin, YMax float64
 }
 
 // formats are the file formats Write and Save accept (gonum's).
@@ -148,6 +151,9 @@ func (c Chart) plot() (*plot.Plot, error) {
 		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	}
 	p.Add(plotter.NewGrid())
+	if c.YMin != 0 || c.YMax != 0 {
+		p.Y.Min, p.Y.Max = c.YMin, c.YMax
+	}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.YOffs = -vg.Points(6) // clear of the title
 	drawn := 0

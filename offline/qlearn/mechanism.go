@@ -193,11 +193,15 @@ type Result struct {
 	LedgerSeq    uint64  `json:"ledger_seq,omitempty"`
 	// Return is the greedy policy's mean return over EvalEpisodes
 	// simulator episodes, with its standard deviation.
-	Return    float64      `json:"return"`
-	ReturnStd float64      `json:"return_std"`
-	Curve     []CurvePoint `json:"curve,omitempty"`
-	Seconds   float64      `json:"seconds"`
-	Out       string       `json:"out,omitempty"`
+	Return    float64 `json:"return"`
+	ReturnStd float64 `json:"return_std"`
+	// LastReturn is the paper's metric (App. B.3): the mean of the
+	// evaluations in the last 10,000 steps (the curve's points there,
+	// the final one included).
+	LastReturn float64      `json:"last_10k_return"`
+	Curve      []CurvePoint `json:"curve,omitempty"`
+	Seconds    float64      `json:"seconds"`
+	Out        string       `json:"out,omitempty"`
 }
 
 // WriteText writes the result as the command prints it.
@@ -216,7 +220,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	} else {
 		fmt.Fprintf(w, "%s on %s: %s\n", r.Algo, r.Env, r.Warning)
 	}
-	_, err := fmt.Fprintf(w, "policy return on the simulator %.1f ± %.1f after %d steps (%.1f s)\n", r.Return, r.ReturnStd, r.Steps, r.Seconds)
+	_, err := fmt.Fprintf(w, "policy return on the simulator %.1f ± %.1f after %d steps, %.1f on average over the last 10,000 (%.1f s)\n", r.Return, r.ReturnStd, r.Steps, r.LastReturn, r.Seconds)
 	if err == nil && r.Out != "" {
 		_, err = fmt.Fprintf(w, "policy written to %s\n", r.Out)
 	}
@@ -436,6 +440,7 @@ func (m *Learn) Compute(ctx context.Context, _ *sessionlog.Index, ch *budget.Cha
 	res.Seconds = time.Since(t0).Seconds()
 	res.Return, res.ReturnStd = Evaluate(l, info.New(), c.EvalEpisodes, m.gen("eval"))
 	res.Curve = append(res.Curve, CurvePoint{Step: c.Steps, Return: res.Return})
+	res.LastReturn = lastReturn(res.Curve, c.Steps)
 	if c.Out != "" {
 		snap := l.Snapshot()
 		snap.Env, snap.Private, snap.Epsilon, snap.Delta, snap.Unit = c.Env, res.Private, res.Epsilon, res.Delta, res.Unit
@@ -449,6 +454,20 @@ func (m *Learn) Compute(ctx context.Context, _ *sessionlog.Index, ch *budget.Cha
 		res.Out = filepath.Clean(c.Out)
 	}
 	return res, nil
+}
+
+// lastReturn is the mean return of the curve's points in the last 10,000
+// of steps steps.
+func lastReturn(curve []CurvePoint, steps int) float64 {
+	var s float64
+	n := 0
+	for _, p := range curve {
+		if p.Step > steps-10000 {
+			s += p.Return
+			n++
+		}
+	}
+	return s / float64(n)
 }
 
 var _ budget.Mechanism[*Result] = (*Learn)(nil)

@@ -56,8 +56,8 @@ func RandomReturn(env string, episodes int, seed uint64) (float64, error) {
 
 // Group is one configuration's runs (seeds): env, learner, mode and the
 // dataset's total epsilon (the SVT release's and the learner's for a
-// selective run), with the mean and spread of the returns and of the
-// normalised returns (0: the random policy, 1: the mean of the
+// selective run), with the mean and spread of the runs' returns (the
+// paper's metric, Result.LastReturn) and of the normalised returns (0: the random policy, 1: the mean of the
 // non-private runs of the same env and learner).
 type Group struct {
 	Env     string  `json:"env"`
@@ -93,7 +93,11 @@ func Summarize(rs []Result, random map[string]float64) Groups {
 		if r.Private {
 			k.eps = math.Round(r.DatasetSpent*100) / 100
 		}
-		runs[k] = append(runs[k], r.Return)
+		v := r.Return
+		if len(r.Curve) > 0 {
+			v = lastReturn(r.Curve, r.Steps)
+		}
+		runs[k] = append(runs[k], v)
 	}
 	var gs Groups
 	for k, v := range runs {
@@ -181,6 +185,14 @@ func (gs Groups) Plot(path string) error {
 		c.Series = append(c.Series, s)
 	}
 	lo, hi := slices.Min(xs), slices.Max(xs)
+	// Room above the data for the legend (one line per series).
+	top := 1.0
+	for _, s := range c.Series {
+		for i, y := range s.Y {
+			top = max(top, y+s.YErr[i])
+		}
+	}
+	c.YMin, c.YMax = min(0, -0.05*top), top*(1.15+0.12*float64(len(c.Series)+2))
 	c.Series = append(c.Series, chart.Series{Label: "non-private", X: []float64{lo, hi}, Y: []float64{1, 1}, Color: chart.Color{R: 0x60, G: 0x60, B: 0x60, A: 0xff}, Dashed: true})
 	return c.Save(path)
 }
