@@ -364,3 +364,32 @@ func benchStep(b *testing.B, algo Algo, dp bool) {
 		step()
 	}
 }
+
+// FuzzParseSnapshot: any input is either refused with an error or yields
+// a learner that acts with the snapshot's networks, never a panic.
+func FuzzParseSnapshot(f *testing.F) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, algo := range []Algo{CQL, BCQ} {
+		cfg := DefaultConfig()
+		cfg.Algo, cfg.Hidden = algo, []int{3}
+		l, err := New(cfg, 2, 2, rng)
+		if err != nil {
+			f.Fatal(err)
+		}
+		b, err := l.Snapshot().Marshal()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"format":"dprl.qlearn.v1","algo":"cql","obs_dim":1,"actions":2,"hidden":[1],"q":[0,0,0,0,0,0,0],"private":false}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, l, err := ParseSnapshot(b)
+		if err != nil {
+			return
+		}
+		if a := l.Act(make([]float64, s.ObsDim)); a < 0 || a >= s.Actions {
+			t.Fatalf("action %d of %d", a, s.Actions)
+		}
+	})
+}
