@@ -5,6 +5,7 @@
     python3 scripts/perf/peers.py ppo   [--rounds 3]   # dprl PPO vs CleanRL ppo.py, CartPole env steps/s
     python3 scripts/perf/peers.py dpsgd [--rounds 3]   # dprl DP-SGD vs Opacus 1.4 (glibc defaults and tuned)
     python3 scripts/perf/peers.py sac   [--rounds 3]   # dprl SAC updates/s vs the same update in PyTorch
+    python3 scripts/perf/peers.py cql   [--rounds 3]   # dprl DP-SGD CQL step vs Opacus 1.4 (default and tuned)
     add --json for machine-readable output, --peers DIR for the exported peer sources
 
 The two sides run alternately (A B A B ...), each round after waiting for the
@@ -193,6 +194,55 @@ def sac_peer(args, tmp):
                     % torch_version(args.peers), "rounds": rounds}
 
 
+def cql(args, tmp):
+    binary = build("offline/qlearn", tmp)
+    noise_bin = build("noise", tmp)
+    script = os.path.join(ROOT, "scripts", "perf", "peers", "opacus_cql.py")
+    rounds, detail = [], []
+    skipped = set()
+    for r in range(args.rounds):
+        busy = wait_idle()
+        g = go_bench(binary, "^Benchmark(DPStepCQL|StepCQL)$", "ns/op", "3s")
+        dprl = {k: 1e9 / v for k, v in g.items()}
+        peers = {}
+        for label, extra in (("default", {}), ("tuned", {"GLIBC_TUNABLES": TUNED})):
+            env = dict(peer_env(args.peers), **extra)
+            out = subprocess.run([PY, script, "--seconds", "5"], env=env, check=True, capture_output=True,
+                                 text=True).stdout
+            peers[label] = {}
+            for l in out.splitlines():
+                if l.startswith("#"):
+                    skipped.add(l[1:].strip())
+                else:
+                    peers[label][l.split()[0]] = float(l.split()[1])
+        params = int(peers["default"].pop("params"))
+        peers["tuned"].pop("params")
+        best = {k: max(peers["default"][k], peers["tuned"][k]) for k in peers["default"]}
+        # The exact sampler's cost per coordinate in the same round, and what
+        # it comes to on the Q-network's parameters.
+        nz = go_bench(noise_bin, "^BenchmarkNoise$", "ns/op")
+        exact, flt = nz["Noise/exact"] / 1024, nz["Noise/float"] / 1024
+        row = {"DP step: dprl (exact noise) vs Opacus": (dprl["DPStepCQL"], best["dp"])}
+        if "dp-secure" in best:
+            row["DP step: dprl vs Opacus secure_mode"] = (dprl["DPStepCQL"], best["dp-secure"])
+        row["DP step: dprl vs Opacus, secure_mode's 4 normals, no CSPRNG"] = (dprl["DPStepCQL"], best["dp-4normal"])
+        row["plain step: dprl vs PyTorch"] = (dprl["StepCQL"], best["plain"])
+        rounds.append(row)
+        detail.append({"busy_before": round(busy, 3), "dprl_steps_per_s": dprl, "opacus_default_allocator": peers["default"],
+                       "opacus_tuned_allocator": peers["tuned"], "params": params,
+                       "noise_ns_per_coordinate": {"exact": exact, "float NormFloat64": flt},
+                       "exact_noise_ms_per_step": exact * params / 1e6,
+                       "exact_noise_share_of_dp_step": exact * params / g["DPStepCQL"]})
+        log("round %d: %s\n  %s" % (r + 1, row, detail[-1]))
+    return {"what": "discrete CQL steps/s, Q-network 4-256-256-2 ReLU, batch 128, target network, Adam, Polyak",
+            "dprl": "offline/qlearn BenchmarkDPStepCQL (Poisson sampling of 3,000 units at q = 128/3000, ghost "
+                    "clipping to 1, exact discrete Gaussian noise sigma 1, / 128) and BenchmarkStepCQL (no DP)",
+            "peer": "scripts/perf/peers/opacus_cql.py: Opacus 1.4.0 GradSampleModule + DPOptimizer (noise 1.0, clip "
+                    "1.0, expected batch 128, Adam) on torch %s, float64, fixed batches of 128, the faster of glibc's "
+                    "default allocator and the tuned one (%s)" % (torch_version(args.peers), TUNED),
+            "skipped": sorted(skipped), "rounds": rounds, "detail": detail}
+
+
 def torch_version(peers):
     return subprocess.run([PY, "-c", "import torch; print(torch.__version__)"], env=peer_env(peers),
                           capture_output=True, text=True).stdout.strip()
@@ -215,7 +265,7 @@ def summarise(res):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["gemm", "ppo", "dpsgd", "sac"])
+    ap.add_argument("what", choices=["gemm", "ppo", "dpsgd", "sac", "cql"])
     ap.add_argument("--rounds", type=int, default=0, help="alternating rounds (default: 5 for gemm, 3 otherwise)")
     ap.add_argument("--peers", default=os.environ.get("DPRL_PEERS", "/work/peers"),
                     help="folder holding the exported cleanrl/, gymnasium/, opacus/ and opt_einsum/ (env DPRL_PEERS)")
@@ -225,16 +275,17 @@ def main():
     if args.rounds <= 0:
         args.rounds = 5 if args.what == "gemm" else 3
     with tempfile.TemporaryDirectory() as tmp:
-        res = summarise({"gemm": gemm, "ppo": ppo, "dpsgd": dpsgd, "sac": sac_peer}[args.what](args, tmp))
+        res = summarise({"gemm": gemm, "ppo": ppo, "dpsgd": dpsgd, "sac": sac_peer, "cql": cql}[args.what](args, tmp))
     res["cpu"] = cpu_model()
     if args.json:
         print(json.dumps(res, indent=1))
         return
     print("%s; %s rounds, alternating; CPU: %s" % (res["what"], len(res["rounds"]), res["cpu"]))
     print("dprl: %s\npeer: %s" % (res["dprl"], res["peer"]))
-    print("%-40s %12s %12s %7s %13s" % ("", "dprl", "peer", "ratio", "ratio range"))
+    w = max(40, max(len(k) for k in res["summary"]))
+    print("%-*s %12s %12s %7s %13s" % (w, "", "dprl", "peer", "ratio", "ratio range"))
     for k, s in res["summary"].items():
-        print("%-40s %12.1f %12.1f %7.2f %6.2f-%.2f" % (k, s["dprl_median"], s["peer_median"], s["ratio_median"],
+        print("%-*s %12.1f %12.1f %7.2f %6.2f-%.2f" % (w, k, s["dprl_median"], s["peer_median"], s["ratio_median"],
                                                        s["ratio_range"][0], s["ratio_range"][1]))
 
 
