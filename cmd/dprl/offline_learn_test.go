@@ -27,9 +27,9 @@ func runLearn(t *testing.T, args ...string) (qlearn.Result, int, string) {
 	return r, code, stderr
 }
 
-// datasetSpent returns the composed epsilon at unit expert of the dataset
+// datasetSpent returns the composed epsilon at unit of the dataset
 // the records of file belong to.
-func datasetSpent(t *testing.T, led, file string) float64 {
+func datasetSpent(t *testing.T, led, file string, unit ledger.Unit) float64 {
 	t.Helper()
 	s, err := ledger.Open(led, ledger.Options{})
 	if err != nil {
@@ -44,7 +44,7 @@ func datasetSpent(t *testing.T, led, file string) float64 {
 	if err != nil || !ok {
 		t.Fatalf("dataset %s: %v %v", id, ok, err)
 	}
-	spent, err := d.Units[ledger.UnitExpert].Spent()
+	spent, err := d.Units[unit].Spent()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +99,14 @@ func TestOfflineLearn(t *testing.T) {
 	led3 := filepath.Join(dir, "ledger3")
 	st3, un3 := filepath.Join(dir, "stable3.jsonl"), filepath.Join(dir, "unstable3.jsonl")
 	release(led3, st3, un3, "201", "0.11")
-	before := datasetSpent(t, led2, data)
+	before := datasetSpent(t, led2, data, ledger.UnitExpert)
 	entries := ledgerEntries(t, led2)
 	sel, code, stderr := runLearn(t, "--algo", "bcq", "--stable", st, "--unstable", un, "--experts", "120", "--p", "0.5",
 		"--epsilon", "5", "--delta", "0.01", "--seed", "3", "--ledger", led2)
 	if code != 0 || sel.Mode != "selective" || !sel.Private || sel.DPSteps == 0 || sel.DPSteps == 60 || sel.P != 0.5 {
 		t.Fatalf("selective: exit %d %s %+v", code, stderr, sel)
 	}
-	after := datasetSpent(t, led2, data)
+	after := datasetSpent(t, led2, data, ledger.UnitExpert)
 	// The ledger composes the learner's events at the cap's delta less
 	// the release's (0.4 here), where they cost less than at 0.01.
 	if !(after > before) || !(after <= before+5) || sel.DatasetSpent != after {
@@ -114,6 +114,18 @@ func TestOfflineLearn(t *testing.T) {
 	}
 	if got := ledgerEntries(t, led2); got != entries+1 {
 		t.Errorf("%d entries after the selective run, want %d", got, entries+1)
+	}
+
+	// A run on the stable release itself (public, but the ledger cannot
+	// know what a run on it claims) is charged to the source dataset too.
+	if _, code, stderr := runLearn(t, "--algo", "cql", "--data", st, "--unit", "trajectory", "--batch", "2", "--epsilon", "1", "--delta", "1e-3",
+		"--seed", "4", "--ledger", led2); code != 0 {
+		t.Fatalf("dp-sgd on the stable release: exit %d %s", code, stderr)
+	}
+	// (Composed at the cap's delta, 1e-5 by default, so above the run's
+	// own epsilon at 1e-3.)
+	if spent := datasetSpent(t, led2, data, ledger.UnitTrajectory); !(spent > 0) {
+		t.Errorf("the source dataset's trajectory-level epsilon is %v after a run on its stable release, want > 0", spent)
 	}
 
 	// Refused runs write nothing.
