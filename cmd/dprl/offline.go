@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"dprl/internal/fielderr"
 	"dprl/ledger"
 	"dprl/offline/budget"
 )
@@ -48,4 +50,20 @@ func (b *offlineBudget) config(a *app, private bool) (budget.Config, error) {
 		return c, usagef("--dataset-%s %v: want %s", ce.Component, ce.Value, ce.Want)
 	}
 	return c, err
+}
+
+// fieldUsage makes an error naming a configuration's fields (a
+// *fielderr.Error) a usage error naming their flags (names; a field not
+// in names keeps its name); any other error is returned prefixed with the
+// command's name.
+func fieldUsage(cmd string, names map[string]string, err error) error {
+	if ce := (*fielderr.Error)(nil); errors.As(err, &ce) {
+		return usageError{fielderr.Rename(err, func(f string) string {
+			if n, ok := names[f]; ok {
+				return n
+			}
+			return f
+		})}
+	}
+	return fmt.Errorf("%s: %w", cmd, err)
 }

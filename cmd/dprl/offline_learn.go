@@ -1,13 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"dprl/internal/chart"
-	"dprl/internal/fielderr"
 	"dprl/internal/progress"
 	"dprl/ledger"
 	"dprl/offline/budget"
@@ -141,7 +139,7 @@ func runOfflineLearn(a *app, cmd *cobra.Command, f *learnFlags) error {
 	}
 	m, in, err := qlearn.NewLearn(c)
 	if err != nil {
-		return learnUsage(err)
+		return fieldUsage("offline learn", learnFlagNames, err)
 	}
 	cfg, err := f.budget.config(a, !c.NonPrivate)
 	if err != nil {
@@ -155,7 +153,7 @@ func runOfflineLearn(a *app, cmd *cobra.Command, f *learnFlags) error {
 		prog.Finish()
 	}
 	if err != nil {
-		return learnUsage(budget.Explain(err))
+		return fieldUsage("offline learn", learnFlagNames, budget.Explain(err))
 	}
 	if f.plot != "" {
 		if err := out.PlotCurve(f.plot); err != nil {
@@ -163,18 +161,4 @@ func runOfflineLearn(a *app, cmd *cobra.Command, f *learnFlags) error {
 		}
 	}
 	return emit(a, f.asJSON, out, nil)
-}
-
-// learnUsage makes an error naming qlearn.LearnConfig's fields a usage
-// error naming flags.
-func learnUsage(err error) error {
-	if ce := (*qlearn.ConfigError)(nil); errors.As(err, &ce) {
-		return usageError{fielderr.Rename(err, func(f string) string {
-			if n, ok := learnFlagNames[f]; ok {
-				return n
-			}
-			return f
-		})}
-	}
-	return fmt.Errorf("offline learn: %w", err)
 }

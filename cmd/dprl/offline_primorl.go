@@ -1,13 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"dprl/internal/chart"
-	"dprl/internal/fielderr"
 	"dprl/internal/progress"
 	"dprl/offline/budget"
 	"dprl/offline/primorl"
@@ -161,7 +159,7 @@ func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
 	}
 	m, opt, err := primorl.New(c)
 	if err != nil {
-		return primorlUsage(err)
+		return fieldUsage("offline primorl", primorlFlagNames, err)
 	}
 	cfg, err := f.budget.config(a, !c.NonPrivate && !c.MOPO)
 	if err != nil {
@@ -172,7 +170,7 @@ func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
 		prog.Finish()
 	}
 	if err != nil {
-		return primorlUsage(budget.Explain(err))
+		return fieldUsage("offline primorl", primorlFlagNames, budget.Explain(err))
 	}
 	if f.plot != "" {
 		if err := out.PlotCurve(f.plot); err != nil {
@@ -180,18 +178,4 @@ func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
 		}
 	}
 	return emit(a, f.asJSON, out, nil)
-}
-
-// primorlUsage makes an error naming primorl.Config's fields a usage error
-// naming flags.
-func primorlUsage(err error) error {
-	if ce := (*primorl.ConfigError)(nil); errors.As(err, &ce) {
-		return usageError{fielderr.Rename(err, func(f string) string {
-			if n, ok := primorlFlagNames[f]; ok {
-				return n
-			}
-			return f
-		})}
-	}
-	return fmt.Errorf("offline primorl: %w", err)
 }

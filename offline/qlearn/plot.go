@@ -10,6 +10,8 @@ import (
 	"os"
 	"slices"
 
+	"gonum.org/v1/gonum/stat"
+
 	"dprl/internal/chart"
 	"dprl/sims"
 )
@@ -122,16 +124,12 @@ func Summarize(rs []Result, random map[string]float64) Groups {
 	return gs
 }
 
+// meanStd returns the mean and sample standard deviation of v (0 for one
+// value).
 func meanStd(v []float64) (mean, std float64) {
-	for _, x := range v {
-		mean += x
-	}
-	mean /= float64(len(v))
-	if len(v) > 1 {
-		for _, x := range v {
-			std += (x - mean) * (x - mean)
-		}
-		std = math.Sqrt(std / float64(len(v)-1))
+	mean, std = stat.MeanStdDev(v, nil)
+	if len(v) == 1 {
+		std = 0
 	}
 	return mean, std
 }

@@ -124,23 +124,16 @@ func Evaluate(l *Learner, env sims.Env, episodes int, rng *rand.Rand) (mean, std
 		return math.NaN(), math.NaN()
 	}
 	obs := make([]float64, env.ObservationSpace().Dim())
-	var s, s2 float64
-	for range episodes {
+	rets := make([]float64, episodes)
+	for i := range rets {
 		env.Reset(rng, obs)
-		var ret float64
 		for {
 			r, term, trunc := env.Step(sims.Action{Index: l.Act(obs)}, obs)
-			ret += r
+			rets[i] += r
 			if term || trunc {
 				break
 			}
 		}
-		s += ret
-		s2 += ret * ret
 	}
-	mean = s / float64(episodes)
-	if episodes > 1 {
-		std = math.Sqrt(max(0, (s2-s*mean)/float64(episodes-1)))
-	}
-	return mean, std
+	return meanStd(rets)
 }

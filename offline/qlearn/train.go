@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"gonum.org/v1/gonum/floats"
+
 	"dprl/noise"
 	"dprl/policy"
 )
@@ -403,21 +405,11 @@ func (l *Learner) Act(obs []float64) int {
 	q := l.qOut[:l.nA]
 	l.q.Forward(q, l.theta, obs)
 	if l.g == nil {
-		return argmax(q)
+		return floats.MaxIdx(q)
 	}
 	g := l.actScratch
 	l.g.Forward(g, l.phi, obs)
 	return filteredArgmax(q, g, l.cfg.Threshold)
-}
-
-func argmax(x []float64) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // filteredArgmax returns argmax of q over the actions whose logit g is
