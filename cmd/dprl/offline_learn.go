@@ -78,7 +78,7 @@ normalises by, not charged, labelled NOT private.`,
 	fl.IntVar(&c.Steps, "steps", c.Steps, "gradient steps N")
 	fl.Float64Var(&c.Clip, "clip", c.Clip, "per-transition clipping norm C")
 	fl.IntVar(&c.Batch, "batch", c.Batch, "batch size b: a plain step's rows, a DP step's expected rows and fixed denominator")
-	fl.Float64Var(&c.Adam.LR, "lr", c.Adam.LR, "Adam's learning rate eta")
+	fl.Float64Var(&c.Adam.LR, "lr", c.Adam.LR, "the networks' local Adam learning rate eta")
 	fl.IntSliceVar(&c.Hidden, "hidden", c.Hidden, "hidden widths of the Q-network (and of BCQ's imitation network)")
 	fl.Float64Var(&c.Gamma, "gamma", c.Gamma, "discount")
 	fl.Float64Var(&c.Alpha, "alpha", c.Alpha, "CQL's regulariser weight")
