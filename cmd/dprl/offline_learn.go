@@ -57,9 +57,12 @@ sigma is calibrated so that the K steps cost --epsilon.
 normalises by, not charged, labelled NOT private.`,
 		Example: `  dprl sims experts --env cartpole --m 3000 --trajectories 3 --bases 30 --finetune-users 300 --out-dir experts --log data.jsonl
   dprl offline learn --algo cql --env cartpole --data data.jsonl --non-private
-  dprl offline learn --algo cql --env cartpole --data data.jsonl --experts 3000 --epsilon 10 --delta 3.3e-4 --sigma 5
-  dprl offline svt --data data.jsonl --experts experts --epsilon 7.5 --delta 3e-4 --queries 25 --out-stable s.jsonl --out-unstable u.jsonl
-  dprl offline learn --algo cql --env cartpole --stable s.jsonl --unstable u.jsonl --experts 3000 --p 0.8 --epsilon 2.5 --delta 3.3e-5`,
+  dprl offline learn --algo cql --env cartpole --data data.jsonl --experts 3000 --epsilon 10 --delta 3.3e-4 \
+      --ledger ledger-a --dataset-delta 3.3e-4
+  dprl offline svt --data data.jsonl --experts experts --epsilon 7.5 --delta 3e-4 --queries 25 \
+      --out-stable s.jsonl --out-unstable u.jsonl --ledger ledger-b --dataset-delta 3.34e-4
+  dprl offline learn --algo bcq --env cartpole --stable s.jsonl --unstable u.jsonl --experts 3000 --p 0.5 \
+      --epsilon 2.5 --delta 3.3e-5 --ledger ledger-b`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runOfflineLearn(a, cmd, f) },
 	}
