@@ -258,6 +258,7 @@ type Learn struct {
 	private    *Data
 	public     *Data
 	stable     *sessionlog.Index // the stable release, checked in the ledger
+	build      *Builder          // the private log's transitions
 }
 
 // NewLearn validates c and returns its mechanism and the input's reader
@@ -268,6 +269,14 @@ func NewLearn(c LearnConfig) (*Learn, budget.Input, error) {
 	}
 	env, _ := sims.New(c.Env)
 	m := &Learn{c: c, obsDim: env.ObservationSpace().Dim(), nA: env.ActionSpace().N}
+	var unit UnitOf
+	if c.Unit == ledger.UnitExpert && !c.NonPrivate {
+		unit = ByExpert
+	}
+	var err error
+	if m.build, err = NewBuilder(m.obsDim, m.nA, unit); err != nil {
+		return nil, budget.Input{}, err
+	}
 	path := c.Data
 	if c.selective() {
 		path = c.Unstable
@@ -277,13 +286,15 @@ func NewLearn(c LearnConfig) (*Learn, budget.Input, error) {
 	return m, budget.Input{Path: path, Reader: m.opt}, nil
 }
 
-// Check checks a record: the reader checked dimensions and values; at unit
-// expert every session must name its expert.
+// Check checks a record (the reader checked dimensions and values; at
+// unit expert every session must name its expert) and counts its
+// transitions in its unit: the first pass of the transitions' Builder,
+// which Validate completes.
 func (m *Learn) Check(s *sessionlog.Session) error {
 	if m.c.Unit == ledger.UnitExpert && !m.c.NonPrivate && s.Expert == "" {
 		return fmt.Errorf("session %q names no expert (unit expert samples by expert)", s.Session)
 	}
-	return nil
+	return m.build.Count(s)
 }
 
 // gen returns the generator of purpose: seeded when the run is, else
@@ -358,33 +369,21 @@ func (m *Learn) Entry(ix *sessionlog.Index, ds budget.Dataset) (ledger.Entry, er
 			c.Algo, mode, m.q, c.Batch, m.m, c.Clip, m.sigma)}, nil
 }
 
-// readData reads a log's transitions into a Data grouped by unit.
-func (m *Learn) readData(ix *sessionlog.Index, unit UnitOf) (*Data, error) {
-	ss := make([]sessionlog.Session, 0, ix.Len())
-	if err := ix.Each(func(_ int, s *sessionlog.Session) error {
-		ss = append(ss, *s)
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	return FromSessions(ss, m.obsDim, m.nA, unit)
-}
-
-// Validate reads the private log's transitions and, for a selective run,
-// the stable release's; it releases nothing.
+// Validate reads the private log's transitions (the Builder's second
+// pass: only the transitions are held) and, for a selective run, the
+// stable release's; it releases nothing.
 func (m *Learn) Validate(ix *sessionlog.Index, _ *ledger.Entry) error {
-	var unit UnitOf
-	if m.c.Unit == ledger.UnitExpert && !m.c.NonPrivate {
-		unit = ByExpert
+	if err := ix.Each(m.build.Add); err != nil {
+		return err
 	}
-	d, err := m.readData(ix, unit)
+	d, err := m.build.Data()
 	if err != nil {
 		return err
 	}
 	m.private = d
 	if m.c.selective() {
 		var err error
-		if m.public, err = m.readData(m.stable, nil); err != nil {
+		if m.public, err = FromIndex(m.stable, m.obsDim, m.nA, nil); err != nil {
 			return fieldNames.Errorf("{Stable}: %v", err)
 		}
 		if m.public.Len() == 0 && m.plan.DPSteps < m.c.Steps {
