@@ -54,6 +54,26 @@ func TestFromSessions(t *testing.T) {
 	if err != nil || d.Units() != 3 || !slices.Equal(d.Start, []int{0, 2, 2, 3}) {
 		t.Fatalf("per session: %v %v", err, d.Start)
 	}
+	// The two passes must see the same sessions.
+	b, err := NewBuilder(1, 2, ByExpert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Count(&ss[2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Add(0, &ss[0]); err == nil || !strings.Contains(err.Error(), "more transitions than were counted") {
+		t.Errorf("a longer session in pass 2: %v", err)
+	}
+	if err := b.Add(0, &ss[1]); err == nil || !strings.Contains(err.Error(), "not counted") {
+		t.Errorf("another unit in pass 2: %v", err)
+	}
+	if _, err := b.Data(); err == nil {
+		t.Error("Data before every session was added")
+	}
+	if err := b.Add(3, &ss[2]); err == nil || !strings.Contains(err.Error(), "out of order") {
+		t.Errorf("a session out of order: %v", err)
+	}
 	for _, c := range []struct {
 		name string
 		s    sessionlog.Session
