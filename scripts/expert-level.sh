@@ -58,7 +58,9 @@ for e in $EPS; do
 			--ledger "ledgers/$name" --dataset-epsilon "$e" --dataset-delta "$delta" --seed "$s" --json --log-level error >"sets/$name.json"
 		for a in $ALGOS; do
 			run=$ENV-$a-selective-e$e-s$s
-			rm -rf "ledgers/$run" && cp -r "ledgers/$name" "ledgers/$run"
+			# A fresh copy of the release's ledger, unless the run is done
+			# (its ledger then holds its own entry).
+			[ -s "runs/$run.json" ] || { rm -rf "ledgers/$run" && cp -r "ledgers/$name" "ledgers/$run"; }
 			e2=$(awk "BEGIN{printf \"%.15g\", $e/4}")
 			jobs+=("$run|$D offline learn $common --algo $a --stable sets/$name-stable.jsonl --unstable sets/$name-unstable.jsonl --p $(p_of "$a" "$e") --experts $M --epsilon $e2 --delta $d2 --seed $s --ledger ledgers/$run")
 		done
