@@ -18,6 +18,7 @@ import (
 	"dprl/internal/rng"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
+	"dprl/offline/qlearn"
 	"dprl/policy"
 	"dprl/policy/sac"
 	"dprl/sessionlog"
@@ -124,6 +125,7 @@ type Agent struct {
 type servingCtx struct {
 	actor *policy.Actor
 	fixed *sac.Actor
+	q     *qlearn.Learner
 	rng   *rand.Rand
 	act   []float64
 }
@@ -187,6 +189,13 @@ func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
 		return nil, err
 	}
 	a.serving.New = func() any {
+		if cfg.Fixed != nil && cfg.Fixed.Q != nil {
+			q, err := cfg.Fixed.Q.NewLearner()
+			if err != nil {
+				panic(err) // the snapshot was parsed, and its sizes checked, by the same code
+			}
+			return &servingCtx{q: q, rng: a.newRand("serve")}
+		}
 		if cfg.Fixed != nil {
 			return &servingCtx{fixed: cfg.Fixed.Actor.Clone(), rng: a.newRand("serve"), act: make([]float64, cfg.Spec.ActionDim)}
 		}
@@ -448,7 +457,13 @@ func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float6
 	s.obs = append(s.obs, obs...)
 	res := ActResult{Version: s.ver.num}
 	if a.cfg.Spec.Kind == policy.ActionDiscrete {
-		act, logp := srv.actor.ActDiscrete(srv.rng, s.ver.theta, obs)
+		var act int
+		var logp float64 // a greedy fixed policy takes its action with probability 1
+		if srv.q != nil {
+			act = srv.q.Act(obs)
+		} else {
+			act, logp = srv.actor.ActDiscrete(srv.rng, s.ver.theta, obs)
+		}
 		s.actions = append(s.actions, act)
 		s.logp = append(s.logp, logp)
 		res.Action.Index = act

@@ -152,13 +152,14 @@ func (s *Service) Announce(w io.Writer) error {
 // snapshot served (file and CRC), and that nothing is learned or spent.
 func (s *Service) announceFixed(w io.Writer, p *Policy) {
 	f := p.cfg.Fixed
+	od, ad, dims := f.dims()
 	p.log.Info().Str("build", buildinfo.Get().String()).Str("nats", s.NATSURL()).Str("http", s.OpsAddr()).Uint64("version", 0).
-		Str("fixed_policy", f.Source).Str("fixed_policy_id", f.ID()).Int("obs_dim", f.Actor.ObsDim()).Int("action_dim", f.Actor.ActDim()).
+		Str("fixed_policy", f.Source).Str("fixed_policy_id", f.ID()).Int("obs_dim", od).Int("action_dim", ad).
 		Msg("agent serving a fixed policy: no learning, no privacy budget spent, no ledger entries (serving a DP release is post-processing)")
 	where := "dprl agent: serving on " + s.NATSURL()
 	if p.name != "" {
 		where = fmt.Sprintf("dprl agent: model %s on %s.v1.*", p.name, p.prefix)
 	}
-	fmt.Fprintf(w, "%s the fixed policy %s (%s, obs dim %d, action dim %d): it never learns and spends no privacy budget (serving a DP release is post-processing; its guarantee is its training's)\n",
-		where, f.Source, f.ID(), f.Actor.ObsDim(), f.Actor.ActDim())
+	fmt.Fprintf(w, "%s the fixed policy %s (%s, %s, %s): it never learns and spends no privacy budget (serving a DP release is post-processing; its guarantee is its training's)\n",
+		where, f.Source, f.ID(), f.kind(), dims)
 }

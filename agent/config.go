@@ -191,8 +191,8 @@ func (c Config) Validate() error {
 		bad("%v noise is for in-process training only: its accounting assumes each user enters one release, and the agent's users may return; use bandmf, whose participation pattern the ledger enforces", c.Policy.DP.Noise)
 	}
 	if c.Fixed != nil {
-		if c.Fixed.Actor == nil {
-			bad("fixed policy without an actor")
+		if (c.Fixed.Actor == nil) == (c.Fixed.Q == nil) {
+			bad("fixed policy with neither or both of a SAC actor and a Q-network policy")
 		} else if err := c.Fixed.check(c.Spec); err != nil {
 			bad("fixed policy %s: %w", c.Fixed.Source, err)
 		}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"hash/crc32"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"dprl/offline/qlearn"
 	"dprl/policy"
 	"dprl/policy/sac"
 	"dprl/sims"
@@ -31,10 +33,20 @@ import (
 //
 // Warm-starting online DP learning from a fixed policy is not supported:
 // the agent's learner is DP-PPO, another policy family.
+//
+// Two kinds are served: a SAC actor (continuous actions, sampled from the
+// actor, logged with their log-density) and a Q-network policy of dprl
+// offline learn --out (discrete actions, the greedy action of the
+// Q-network, filtered by the imitation network for BCQ: deterministic, so
+// logged with probability 1).
 type FixedPolicy struct {
-	// Actor serves the actions; its dimensions must match Config.Spec,
-	// which must have continuous actions.
+	// Actor, for a SAC actor, serves the actions; its dimensions must
+	// match Config.Spec, which must have continuous actions.
 	Actor *sac.Actor
+	// Q, for a Q-network policy, serves the actions; its observation
+	// length and action count must match Config.Spec, which must have
+	// discrete actions. Exactly one of Actor and Q is set.
+	Q *qlearn.Snapshot
 	// Source names where the policy came from (its file), for the log.
 	Source string
 	// CRC is the CRC-32C of the snapshot's bytes, for the log and
@@ -42,9 +54,10 @@ type FixedPolicy struct {
 	CRC uint32
 }
 
-// LoadFixedPolicy reads the SAC actor snapshot in file path
+// LoadFixedPolicy reads the policy snapshot in file path: a Q-network
+// policy (qlearn.ParseSnapshot, JSON) or else a SAC actor
 // (sac.LoadActor). A missing or unreadable file, or a snapshot that does
-// not parse (an error wrapping sac.ErrSnapshot), is an error.
+// not parse, is an error.
 func LoadFixedPolicy(path string) (*FixedPolicy, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -63,22 +76,66 @@ func ParseFixedPolicy(b []byte, source string) (*FixedPolicy, error) {
 	return f, nil
 }
 
-// parseFixed is ParseFixedPolicy with sac.LoadActor's error as it is.
+// parseFixed is ParseFixedPolicy with the snapshot decoder's error as it
+// is. A snapshot that starts with "{" is a Q-network policy (JSON), any
+// other a SAC actor (binary).
 func parseFixed(b []byte, source string) (*FixedPolicy, error) {
+	f := &FixedPolicy{Source: source, CRC: crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))}
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		q, _, err := qlearn.ParseSnapshot(b)
+		if err != nil {
+			return nil, err
+		}
+		f.Q = q
+		return f, nil
+	}
 	act, err := sac.LoadActor(b)
 	if err != nil {
 		return nil, err
 	}
-	return &FixedPolicy{Actor: act, Source: source, CRC: crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))}, nil
+	f.Actor = act
+	return f, nil
 }
 
 // ID is the served snapshot's identity on /status and in the log:
-// "sac-actor crc32c:XXXXXXXX".
-func (f *FixedPolicy) ID() string { return fmt.Sprintf("sac-actor crc32c:%08x", f.CRC) }
+// "sac-actor crc32c:XXXXXXXX", or "qlearn-cql crc32c:XXXXXXXX" (bcq).
+func (f *FixedPolicy) ID() string {
+	if f.Q != nil {
+		return fmt.Sprintf("qlearn-%s crc32c:%08x", f.Q.Algo, f.CRC)
+	}
+	return fmt.Sprintf("sac-actor crc32c:%08x", f.CRC)
+}
 
-// check reports a fixed policy that cannot serve spec: discrete actions,
-// or other dimensions.
+// kind names the snapshot's policy for messages.
+func (f *FixedPolicy) kind() string {
+	if f.Q != nil {
+		return "a greedy " + strings.ToUpper(string(f.Q.Algo)) + " Q-network policy (discrete actions)"
+	}
+	return "a SAC actor (continuous actions)"
+}
+
+// dims returns the snapshot's observation length and its number of
+// discrete actions (Q) or action values (SAC), and says which in words.
+func (f *FixedPolicy) dims() (obs, act int, text string) {
+	if f.Q != nil {
+		return f.Q.ObsDim, f.Q.Actions, fmt.Sprintf("obs dim %d, %d actions", f.Q.ObsDim, f.Q.Actions)
+	}
+	return f.Actor.ObsDim(), f.Actor.ActDim(), fmt.Sprintf("obs dim %d, action dim %d", f.Actor.ObsDim(), f.Actor.ActDim())
+}
+
+// check reports a fixed policy that cannot serve spec: another kind of
+// actions, or other dimensions.
 func (f *FixedPolicy) check(spec policy.Spec) error {
+	if f.Q != nil {
+		if spec.Kind != policy.ActionDiscrete {
+			return fmt.Errorf("a Q-network policy serves discrete actions, the spec has %v actions", spec.Kind)
+		}
+		if f.Q.ObsDim != spec.ObsDim || f.Q.Actions != spec.NumActions {
+			return fmt.Errorf("the snapshot has %d observation values and %d actions, the spec %d and %d",
+				f.Q.ObsDim, f.Q.Actions, spec.ObsDim, spec.NumActions)
+		}
+		return nil
+	}
 	if spec.Kind != policy.ActionContinuous {
 		return fmt.Errorf("a SAC actor serves continuous actions, the spec has %v actions", spec.Kind)
 	}
@@ -149,6 +206,18 @@ func (s Settings) checkFixed(f *FixedPolicy, spec policy.Spec) error {
 		from = "{EnvSpec} " + s.EnvSpec
 	case spec.Kind == policy.ActionDiscrete:
 		from = "{Actions} " + strconv.Itoa(s.Actions)
+	}
+	if f.Q != nil {
+		switch {
+		case spec.Kind != policy.ActionDiscrete:
+			return SettingsFields.Errorf("{ServePolicy} %s is a Q-network policy, whose actions are discrete: %s has continuous actions and cannot be served by it", f.Source, from)
+		case f.Q.ObsDim != spec.ObsDim || f.Q.Actions != spec.NumActions:
+			return SettingsFields.Errorf("{ServePolicy} %s takes %d observation values and chooses among %d actions, %s has %d and %d: serve it with the simulator or {ObsDim} and {Actions} it was trained for",
+				f.Source, f.Q.ObsDim, f.Q.Actions, from, spec.ObsDim, spec.NumActions)
+		case s.EnvSpec != "" && f.Q.Env != "" && f.Q.Env != s.EnvSpec:
+			return SettingsFields.Errorf("{ServePolicy} %s was trained and evaluated on %s, not %s", f.Source, f.Q.Env, from)
+		}
+		return nil
 	}
 	switch {
 	case spec.Kind != policy.ActionContinuous:

@@ -191,7 +191,12 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 		if s.ObsDim < 1 || s.ObsDim > MaxObsDim {
 			return ServiceConfig{}, SettingsFields.Errorf("{ObsDim} %d: want 1 to %d (an act request of that many values fits the wire protocol's 64 KiB)", s.ObsDim, MaxObsDim)
 		}
-		spec, pc = policy.Spec{ObsDim: s.ObsDim, Kind: policy.ActionContinuous, ActionDim: fixed.Actor.ActDim()}, policy.DefaultControlConfig()
+		spec, pc = policy.Spec{ObsDim: s.ObsDim, Kind: policy.ActionContinuous, ActionDim: 1}, policy.DefaultControlConfig()
+		if fixed.Q != nil {
+			spec.Kind, spec.ActionDim, spec.NumActions = policy.ActionDiscrete, 0, fixed.Q.Actions
+		} else {
+			spec.ActionDim = fixed.Actor.ActDim()
+		}
 	case s.ObsDim != 0 || s.Actions != 0:
 		var err error
 		if spec, err = s.spaces(); err != nil {

@@ -72,7 +72,7 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.Float64Var(&s.RewardLow, "reward-low", math.NaN(), "public lower bound of a reward: each reward is clipped to [--reward-low, --reward-high], finite, low < high (default: the --env simulator's, else -1e6)")
 	fl.Float64Var(&s.RewardHigh, "reward-high", math.NaN(), "public upper bound of a reward (default: the --env simulator's, else 1e6)")
 	fl.Uint64Var(&s.Seed, "seed", 0, "seed every random source for a repeatable simulation (recorded as seeded in the ledger), any 64-bit value; 0: secure")
-	fl.StringVar(&s.ServePolicy, "serve-policy", "", "serve this released SAC actor snapshot (dprl offline primorl --out) instead of learning: continuous actions on the wire, sessions logged with --log-sessions, no updates, no ledger entries, no privacy budget spent (serving a DP release is post-processing); its dimensions and action box must match --env (continuous), or its observation length --obs-dim; the learner's flags (--K, --z, --clip, --session-epsilon, --user-epsilon, ...) do not apply; warm-starting DP learning from it is not supported")
+	fl.StringVar(&s.ServePolicy, "serve-policy", "", "serve this released policy instead of learning: a SAC actor snapshot (dprl offline primorl --out; continuous actions, sampled) or a Q-network policy (dprl offline learn --out; discrete actions, greedy, logged with probability 1); sessions logged with --log-sessions, no updates, no ledger entries, no privacy budget spent (serving a DP release is post-processing); its dimensions (and a SAC actor's action box) must match --env, or --obs-dim (and --actions for a Q-network policy); the learner's flags (--K, --z, --clip, --session-epsilon, --user-epsilon, ...) do not apply; warm-starting DP learning from it is not supported")
 	cliflags.NATSSecurity(fl, &s.Security)
 	fl.Var(&s.Models, "model", "a model to serve, NAME or NAME:key=value,... (repeatable; keys: the per-policy flags, e.g. env, K, user-epsilon): each has its ledger in --data/models/NAME and its subjects --prefix.NAME.v1.*, and takes unset values from the flags (README, Several policies in one agent)")
 	fl.Var(&s.Models, "models", "models as JSON, [{\"name\": NAME, KEY: VALUE, ...}, ...] (for the config file and DPRL_MODELS; combined with --model)")
@@ -94,8 +94,10 @@ in one synced batch with its privacy cost before it is served. With --model
 (or a config file's "models" list) it serves one policy per model, each with
 its own ledger in DIR/models/NAME and subjects <prefix>.NAME.v1.*.
 
-With --serve-policy FILE it serves a released SAC actor (dprl offline
-primorl --out) on the same subjects and never learns: sessions open, close,
+With --serve-policy FILE it serves a released policy on the same subjects
+and never learns: a SAC actor (dprl offline primorl --out, continuous
+actions) or a CQL or BCQ Q-network policy (dprl offline learn --out,
+discrete actions, greedy): sessions open, close,
 obey every limit and go to --log-sessions, but no update is made, nothing
 is written to the ledger and no privacy budget is spent (serving a DP
 release is post-processing).

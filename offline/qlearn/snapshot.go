@@ -75,6 +75,16 @@ func ParseSnapshot(b []byte) (*Snapshot, *Learner, error) {
 	if s.Format != SnapshotFormat {
 		return nil, nil, fmt.Errorf("qlearn: snapshot format %q, want %q", s.Format, SnapshotFormat)
 	}
+	l, err := s.NewLearner()
+	if err != nil {
+		return nil, nil, err
+	}
+	return &s, l, nil
+}
+
+// NewLearner returns a learner that acts with the snapshot's networks (a
+// fresh one each call: a Learner is not safe for concurrent use).
+func (s *Snapshot) NewLearner() (*Learner, error) {
 	cfg := DefaultConfig()
 	cfg.Algo, cfg.Hidden = s.Algo, s.Hidden
 	if s.Algo == BCQ {
@@ -82,13 +92,13 @@ func ParseSnapshot(b []byte) (*Snapshot, *Learner, error) {
 	}
 	l, err := New(cfg, s.ObsDim, s.Actions, rand.New(rand.NewPCG(0, 0)))
 	if err != nil {
-		return nil, nil, fmt.Errorf("qlearn: snapshot: %w", err)
+		return nil, fmt.Errorf("qlearn: snapshot: %w", err)
 	}
 	if len(s.Q) != len(l.theta) || len(s.G) != len(l.phi) {
-		return nil, nil, fmt.Errorf("qlearn: snapshot: %d and %d parameters, want %d and %d for %s %v", len(s.Q), len(s.G), len(l.theta), len(l.phi), s.Algo, s.Hidden)
+		return nil, fmt.Errorf("qlearn: snapshot: %d and %d parameters, want %d and %d for %s %v", len(s.Q), len(s.G), len(l.theta), len(l.phi), s.Algo, s.Hidden)
 	}
 	copy(l.theta, s.Q)
 	copy(l.target, s.Q)
 	copy(l.phi, s.G)
-	return &s, l, nil
+	return l, nil
 }
