@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -673,19 +672,11 @@ func TestRewardClipping(t *testing.T) {
 	if err := svc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob(filepath.Join(logDir, "sessions-*.jsonl"))
-	if len(files) != 1 {
-		t.Fatalf("session logs %v", files)
+	ss := loggedSessions(t, logDir, sessionlog.Spec{ObsDim: 4, Discrete: 2})
+	if len(ss) == 0 {
+		t.Fatal("no session logged")
 	}
-	f, err := os.Open(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	s, err := sessionlog.NewReader(f, sessionlog.ReaderOptions{Spec: sessionlog.Spec{ObsDim: 4, Discrete: 2}}).Next()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := ss[0]
 	var got []float64
 	for _, st := range s.Steps {
 		got = append(got, st.Reward)

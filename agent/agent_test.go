@@ -265,29 +265,40 @@ func TestSessionLog(t *testing.T) {
 	if err := svc.Close(); err != nil {
 		t.Fatal(err)
 	}
+	ss := loggedSessions(t, dir, sessionlog.Spec{ObsDim: 4, Discrete: 2})
+	for _, s := range ss {
+		if s.User != "u" || len(s.Steps) == 0 || s.Steps[0].LogP > 0 {
+			t.Errorf("logged session %+v", s)
+		}
+	}
+	if len(ss) != 5 {
+		t.Errorf("%d sessions logged, want 5", len(ss))
+	}
+}
+
+// loggedSessions reads every session of the one session log file in dir.
+func loggedSessions(t *testing.T, dir string, spec sessionlog.Spec) []sessionlog.Session {
+	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, "sessions-*.jsonl"))
 	if len(files) != 1 {
-		t.Fatalf("files %v", files)
+		t.Fatalf("session log files %v, want one", files)
 	}
-	f, _ := os.Open(files[0])
+	f, err := os.Open(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer f.Close()
-	r := sessionlog.NewReader(f, sessionlog.ReaderOptions{Spec: sessionlog.Spec{ObsDim: 4, Discrete: 2}})
-	n := 0
+	r := sessionlog.NewReader(f, sessionlog.ReaderOptions{Spec: spec})
+	var ss []sessionlog.Session
 	for {
 		s, err := r.Next()
 		if err == io.EOF {
-			break
+			return ss
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.User != "u" || len(s.Steps) == 0 || s.Steps[0].LogP > 0 {
-			t.Errorf("logged session %+v", s)
-		}
-		n++
-	}
-	if n != 5 {
-		t.Errorf("%d sessions logged, want 5", n)
+		ss = append(ss, s)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -134,26 +133,10 @@ func TestFixedPolicyServes(t *testing.T) {
 		t.Errorf("%d users in the ledger (%v), want none", users, err)
 	}
 	// The session log: every session, with the actor's log-densities.
-	files, _ := filepath.Glob(filepath.Join(logs, "sessions-*.jsonl"))
-	if len(files) != 1 {
-		t.Fatalf("session log files %v", files)
-	}
-	f, err := os.Open(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	actor := cfg.Fixed.Actor.Clone()
-	r := sessionlog.NewReader(f, sessionlog.ReaderOptions{Spec: sessionlog.Spec{ObsDim: 3, Discrete: -1, ActDim: 1}})
-	n := 0
-	for ; ; n++ {
-		s, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	ss := loggedSessions(t, logs, sessionlog.Spec{ObsDim: 3, Discrete: -1, ActDim: 1})
+	n := len(ss)
+	for _, s := range ss {
 		if s.PolicyVersion != nil {
 			t.Errorf("session %s logged with policy version %d: a fixed policy has no version of the agent's", s.Session, *s.PolicyVersion)
 		}

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -109,25 +108,9 @@ func TestFixedQPolicyServes(t *testing.T) {
 	if h, err := st.Head(); err != nil || h.Seq != 0 {
 		t.Errorf("ledger head %+v (%v) after serving a fixed policy, want no entry", h, err)
 	}
-	files, _ := filepath.Glob(filepath.Join(logs, "sessions-*.jsonl"))
-	if len(files) != 1 {
-		t.Fatalf("session log files %v", files)
-	}
-	fh, err := os.Open(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	r := sessionlog.NewReader(fh, sessionlog.ReaderOptions{Spec: sessionlog.Spec{ObsDim: 4, Discrete: 2}})
-	n := 0
-	for ; ; n++ {
-		s, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	ss := loggedSessions(t, logs, sessionlog.Spec{ObsDim: 4, Discrete: 2})
+	n := len(ss)
+	for _, s := range ss {
 		for k, step := range s.Steps {
 			if step.LogP != 0 || step.Action.Index != ref.Act(step.Obs) {
 				t.Fatalf("session %s step %d: logged action %d with log-probability %v, want the greedy %d with 0", s.Session, k, step.Action.Index, step.LogP, ref.Act(step.Obs))
