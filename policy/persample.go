@@ -215,57 +215,73 @@ type JointPart struct {
 	Grad, Params, DOut []float64
 }
 
-// JointClippedSum is ClippedSum for a unit whose gradient spans several
-// networks (two networks trained on the same rows, such as discrete BCQ's
-// Q-network and imitation network): unit u's gradient is the concatenation
-// of its gradients in every part, clipped jointly, with one factor f_u =
-// min(1, clip/sqrt(sum_p ||g_u^p||^2)) (lowered by ulps as in ClippedSum)
-// applied in every part, so that the concatenated clipped gradient has
-// norm at most clip. Each part's Grad receives its share of the sum. Every
-// part must have been forwarded on the same number of rows, split into
-// the same units by bounds. A unit with a non-finite value in any part, or
-// a non-finite joint squared norm, is the zero vector in every part. It
-// returns the number of units clipped; each part's LastNonFinite counts
-// the units zeroed and LastNorm gives the unit's norm in that part alone.
-// It allocates nothing once the workspaces have grown.
+// JointClippedSum is ClippedSum for units whose gradient spans several
+// networks trained on the same rows (discrete BCQ's Q-network and imitation
+// network): unit u gets one factor f_u = min(1, clip/||g_u||), ||g_u|| the
+// norm of its gradients concatenated over the parts (f_u lowered by ulps as
+// in ClippedSum), applied in every part, and each part's Grad receives its
+// share of the clipped sum. A unit with a non-finite value in any part, or
+// a non-finite joint squared norm, is the zero vector in every part. The
+// parts must be distinct networks forwarded on the same rows, split into
+// units by bounds; it panics otherwise. It returns the number of units
+// clipped. Afterwards each clipper's LastNorm is the unit's norm in its own
+// network and LastNonFinite counts the units zeroed (the same in every
+// part). parts may be reused between calls; it allocates nothing once the
+// workspaces have grown.
 func JointClippedSum(parts []JointPart, bounds []int, clip float64) (clipped int) {
 	checkClip(clip)
-	if len(parts) == 0 {
-		panic("policy: joint clipped sum of no part")
-	}
-	U := -1
-	for i, p := range parts {
+	checkParts(parts)
+	var U int
+	for _, p := range parts {
 		p.Clipper.checkGrad(p.Grad)
-		u := p.Clipper.sqNorms(p.Params, p.DOut, bounds)
-		if U >= 0 && u != U {
-			panic(fmt.Sprintf("policy: joint clipped sum: part %d has %d units, part 0 has %d", i, u, U))
-		}
-		U = u
+		U = p.Clipper.sqNorms(p.Params, p.DOut, bounds)
 		p.Clipper.markNonFinite(bounds, U)
 	}
-	// The joint squared norms and flags go into the first part's
-	// workspaces (its own norms are kept for LastNorm in a copy: the
-	// factors need only the sums).
+	// The joint squared norms, then the factors, go into the first part's
+	// factor workspace and the joint flags into its flags; every part's
+	// own squared norms stay in its sq for LastNorm.
 	g0 := parts[0].Clipper
-	sum, bad := g0.fac[:U], g0.bad[:U]
-	copy(sum, g0.sq[:U])
+	joint, bad := g0.fac[:U], g0.bad[:U]
+	copy(joint, g0.sq[:U])
 	for _, p := range parts[1:] {
 		for u, v := range p.Clipper.sq[:U] {
-			sum[u] += v
+			joint[u] += v
 			bad[u] = bad[u] || p.Clipper.bad[u]
 		}
 	}
-	clipped = clipFactors(sum, bad, sum, clip)
+	clipped = clipFactors(joint, bad, joint, clip)
 	for _, p := range parts {
 		g := p.Clipper
 		if g != g0 {
-			copy(g.fac[:U], sum)
+			copy(g.fac[:U], joint)
 			copy(g.bad[:U], bad)
 		}
 		g.countNonFinite(U)
 		g.scaledSum(p.Grad, bounds, U)
 	}
 	return clipped
+}
+
+// checkParts panics unless parts is a non-empty list of distinct networks
+// forwarded on the same number of rows. Two parts on one network would
+// overwrite each other's cached back-propagation.
+func checkParts(parts []JointPart) {
+	if len(parts) == 0 {
+		panic("policy: joint clipped sum of no part")
+	}
+	for i, p := range parts {
+		if p.Clipper == nil {
+			panic(fmt.Sprintf("policy: joint clipped sum: part %d has no clipper", i))
+		}
+		if n, n0 := p.Clipper.m.batchN, parts[0].Clipper.m.batchN; n != n0 {
+			panic(fmt.Sprintf("policy: joint clipped sum: part %d has %d rows, part 0 has %d", i, n, n0))
+		}
+		for j := range i {
+			if parts[j].Clipper.m == p.Clipper.m {
+				panic(fmt.Sprintf("policy: joint clipped sum: parts %d and %d share a network", j, i))
+			}
+		}
+	}
 }
 
 // checkClip panics on a clip norm that is not finite and positive.
@@ -391,9 +407,10 @@ func (g *GhostClipper) scaledSum(grad []float64, bounds []int, U int) {
 	}
 }
 
-// LastNonFinite returns the number of units that the last ClippedSum
-// counted as the zero vector because of a NaN or ±Inf (a diagnostic of the
-// private data: never release it).
+// LastNonFinite returns the number of units that the last ClippedSum or
+// JointClippedSum counted as the zero vector because of a NaN or ±Inf (after
+// a joint call, in any part or in the joint norm: the same count in every
+// part). It is a diagnostic of the private data: never release it.
 func (g *GhostClipper) LastNonFinite() int { return g.nonFinite }
 
 // allFinite reports whether no element of x is NaN or ±Inf.
@@ -406,6 +423,7 @@ func allFinite(x []float64) bool {
 	return true
 }
 
-// LastNorm returns the gradient norm of unit u computed by the last Norms or
-// ClippedSum call (before clipping).
+// LastNorm returns the gradient norm of unit u computed by the last Norms,
+// ClippedSum or JointClippedSum call (before clipping; after a joint call,
+// the norm in this clipper's network alone).
 func (g *GhostClipper) LastNorm(u int) float64 { return math.Sqrt(g.sq[u]) }

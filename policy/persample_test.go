@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -387,98 +388,337 @@ func BenchmarkGhostClipEpisodes(b *testing.B) {
 	})
 }
 
-// TestJointClippedSum checks the joint clipping of two networks on the
-// same rows against materialised per-unit gradients: one factor per unit
-// from the concatenated norm, the clipped sum in each part, a non-finite
-// value in one part zeroing the unit in both, and one part agreeing with
-// ClippedSum bit for bit.
+// jointNet is one network of the joint clipping tests: its clipper,
+// parameters, a batch of n rows, the loss's output gradient and the
+// gradient JointClippedSum writes.
+type jointNet struct {
+	m          *MLP
+	g          *GhostClipper
+	n          int
+	p, x, y    []float64
+	dOut, grad []float64
+}
+
+func newJointNet(tb testing.TB, rng *rand.Rand, act Activation, n int, sizes ...int) *jointNet {
+	tb.Helper()
+	m, err := NewMLPActivation(act, sizes...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	nt := &jointNet{m: m, g: NewGhostClipper(m), n: n, p: make([]float64, m.NumParams()),
+		x: randSlice(rng, n*m.In(), 1), y: make([]float64, n*m.Out()),
+		dOut: randSlice(rng, n*m.Out(), 1), grad: make([]float64, m.NumParams())}
+	m.Init(nt.p, rng, 1)
+	return nt
+}
+
+// part runs the batch forward pass the clipper reads and returns the
+// network's JointPart.
+func (nt *jointNet) part() JointPart {
+	nt.m.ForwardBatch(nt.y, nt.p, nt.x, nt.n)
+	return JointPart{Clipper: nt.g, Grad: nt.grad, Params: nt.p, DOut: nt.dOut}
+}
+
+// unitGrads materialises each unit's gradient as the sum of its rows'
+// gradients, each from MLP.Backward after a one-row ForwardBatch (it
+// overwrites the batch cache: call part again before clipping).
+func (nt *jointNet) unitGrads(bounds []int) [][]float64 {
+	m := nt.m
+	in, out := m.In(), m.Out()
+	U := nt.g.units(bounds, nt.n)
+	y := make([]float64, out)
+	row := make([]float64, m.NumParams())
+	refs := make([][]float64, U)
+	for u := range U {
+		refs[u] = make([]float64, m.NumParams())
+		r0, r1 := unitRows(bounds, u)
+		for i := r0; i < r1; i++ {
+			m.ForwardBatch(y, nt.p, nt.x[i*in:(i+1)*in], 1)
+			m.Backward(row, nt.p, nt.dOut[i*out:(i+1)*out])
+			floats.Add(refs[u], row)
+		}
+	}
+	return refs
+}
+
+// jointNorm is the norm of unit u's materialised gradient concatenated
+// over the networks.
+func jointNorm(refs [][][]float64, u int) float64 {
+	s := 0.0
+	for _, r := range refs {
+		s += floats.Dot(r[u], r[u])
+	}
+	return math.Sqrt(s)
+}
+
+// closeRel reports whether got is within tol of want, relative to want's
+// largest element.
+func closeRel(got, want []float64, tol float64) bool {
+	return floats.Distance(got, want, math.Inf(1)) <= tol*floats.Norm(want, math.Inf(1))
+}
+
+// TestJointClippedSum checks the joint clipping of two networks of
+// different shapes and activations on the same rows against their
+// materialised per-unit gradients: one factor per unit from the norm of the
+// concatenated gradient, the clipped sum in each network, the certified
+// bound, a non-finite value in either network (or an overflowing joint
+// norm) zeroing the unit in both, and one part agreeing with ClippedSum bit
+// for bit.
 func TestJointClippedSum(t *testing.T) {
-	rng := testRNG(t)
-	type net struct {
-		m       *MLP
-		p, x, y []float64
-		dOut    []float64
-	}
 	const n = 10
-	for _, bounds := range [][]int{nil, {0, 1, 4, 10}} {
-		var nets []*net
-		for _, tc := range []struct {
-			act   Activation
-			sizes []int
-		}{{Tanh, []int{3, 5, 2}}, {ReLU, []int{3, 4, 4, 2}}} {
-			m, err := NewMLPActivation(tc.act, tc.sizes...)
-			if err != nil {
-				t.Fatal(err)
+	for _, tc := range []struct {
+		name   string
+		bounds []int
+	}{
+		{"rows", nil},
+		{"units", []int{0, 1, 4, 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := testRNG(t)
+			nets := []*jointNet{
+				newJointNet(t, rng, Tanh, n, 3, 5, 2),
+				newJointNet(t, rng, ReLU, n, 3, 4, 4, 2),
 			}
-			nt := &net{m: m, p: make([]float64, m.NumParams()), x: randSlice(rng, n*3, 1), y: make([]float64, n*2)}
-			m.Init(nt.p, rng, 1)
-			m.ForwardBatch(nt.y, nt.p, nt.x, n)
-			nt.dOut = randSlice(rng, n*2, 1)
-			nets = append(nets, nt)
-		}
-		refs := [][][]float64{refUnitGrads(nets[0].m, nets[0].p, nets[0].dOut, bounds), refUnitGrads(nets[1].m, nets[1].p, nets[1].dOut, bounds)}
-		U := len(refs[0])
-		med := 0.0
-		for u := range U {
-			med += math.Hypot(floats.Norm(refs[0][u], 2), floats.Norm(refs[1][u], 2)) / float64(U)
-		}
-		clippers := []*GhostClipper{NewGhostClipper(nets[0].m), NewGhostClipper(nets[1].m)}
-		for _, clip := range []float64{med / 3, med, 10 * med} {
-			want := [][]float64{make([]float64, nets[0].m.NumParams()), make([]float64, nets[1].m.NumParams())}
-			nClip := 0
+			refs := [][][]float64{nets[0].unitGrads(tc.bounds), nets[1].unitGrads(tc.bounds)}
+			U := len(refs[0])
+			med := 0.0
 			for u := range U {
-				f := 1.0
-				if nr := math.Hypot(floats.Norm(refs[0][u], 2), floats.Norm(refs[1][u], 2)); nr > clip {
-					f, nClip = clip/nr, nClip+1
+				med += jointNorm(refs, u) / float64(U)
+			}
+			parts := make([]JointPart, len(nets))
+			joint := func(clip float64) int {
+				for i, nt := range nets {
+					parts[i] = nt.part()
 				}
-				floats.AddScaled(want[0], f, refs[0][u])
-				floats.AddScaled(want[1], f, refs[1][u])
+				return JointClippedSum(parts, tc.bounds, clip)
 			}
-			parts := make([]JointPart, 2)
-			for i, nt := range nets {
-				nt.m.ForwardBatch(nt.y, nt.p, nt.x, n)
-				parts[i] = JointPart{Clipper: clippers[i], Grad: make([]float64, nt.m.NumParams()), Params: nt.p, DOut: nt.dOut}
-			}
-			if c := JointClippedSum(parts, bounds, clip); c != nClip {
-				t.Errorf("clip %g: %d clipped, want %d", clip, c, nClip)
-			}
-			for i := range parts {
-				if d := floats.Distance(parts[i].Grad, want[i], math.Inf(1)); d > 1e-10*(1+floats.Norm(want[i], math.Inf(1))) {
-					t.Errorf("bounds %v clip %g part %d: off by %g", bounds, clip, i, d)
+
+			t.Run("sums", func(t *testing.T) {
+				for _, clip := range []float64{med / 3, med, 10 * med} {
+					want := [][]float64{make([]float64, len(nets[0].grad)), make([]float64, len(nets[1].grad))}
+					nClip := 0
+					for u := range U {
+						f := 1.0
+						if nr := jointNorm(refs, u); nr > clip {
+							f, nClip = clip/nr, nClip+1
+						}
+						floats.AddScaled(want[0], f, refs[0][u])
+						floats.AddScaled(want[1], f, refs[1][u])
+					}
+					if c := joint(clip); c != nClip {
+						t.Errorf("clip %g: %d clipped, want %d", clip, c, nClip)
+					}
+					for i, nt := range nets {
+						if !closeRel(nt.grad, want[i], 1e-10) {
+							t.Errorf("clip %g network %d: off by %g", clip, i, floats.Distance(nt.grad, want[i], math.Inf(1)))
+						}
+						for u := range U {
+							if got, want := nt.g.LastNorm(u), floats.Norm(refs[i][u], 2); math.Abs(got-want) > 1e-10*want {
+								t.Errorf("clip %g network %d unit %d: LastNorm %g, want %g", clip, i, u, got, want)
+							}
+						}
+						if nf := nt.g.LastNonFinite(); nf != 0 {
+							t.Errorf("clip %g network %d: %d non-finite units", clip, i, nf)
+						}
+					}
 				}
+			})
+
+			t.Run("bound", func(t *testing.T) {
+				for _, clip := range []float64{med / 3, med} {
+					joint(clip)
+					for u := range U {
+						f := nets[0].g.fac[u]
+						if f1 := nets[1].g.fac[u]; f1 != f {
+							t.Fatalf("clip %g unit %d: factors %v and %v differ", clip, u, f, f1)
+						}
+						// Certified: the factor times the joint norm it was
+						// computed from, in floating point.
+						if nr := math.Sqrt(nets[0].g.sq[u] + nets[1].g.sq[u]); f*nr > clip {
+							t.Errorf("clip %g unit %d: f %v * joint norm %v > clip", clip, u, f, nr)
+						}
+						// Recomputed from the materialised gradients.
+						nr := jointNorm(refs, u)
+						if f*nr > clip*(1+1e-12) {
+							t.Errorf("clip %g unit %d: clipped joint norm %v > clip", clip, u, f*nr)
+						}
+						if nr > clip*(1+1e-12) && f == 1 {
+							t.Errorf("clip %g unit %d: joint norm %v not clipped", clip, u, nr)
+						}
+					}
+				}
+			})
+
+			// Each case makes unit 1 non-finite (rows [r0, r1)); with a clip
+			// that clips nothing, every network's sum is that of the other
+			// units.
+			const bad = 1
+			r0, r1 := unitRows(tc.bounds, bad)
+			for _, nf := range []struct {
+				name   string
+				inject func()
+			}{
+				{"nan-dout-second", func() { nets[1].dOut[r0*2] = math.NaN() }},
+				{"inf-input-first", func() { nets[0].x[r0*3+1] = math.Inf(-1) }},
+				// With several rows, the second network's squared norm is
+				// finite (zero): only the flag zeroes the unit in the first.
+				{"nan-input-zero-dout-second", func() {
+					nets[1].x[(r1-1)*3] = math.NaN()
+					clear(nets[1].dOut[r0*2 : r1*2])
+				}},
+				{"joint-overflow", func() {
+					// Each network's squared norm about 1e308, finite;
+					// their sum overflows.
+					for i, nt := range nets {
+						floats.Scale(1e154/floats.Norm(refs[i][bad], 2), nt.dOut[r0*2:r1*2])
+					}
+				}},
+			} {
+				t.Run(nf.name, func(t *testing.T) {
+					saved := make([][2][]float64, len(nets))
+					for i, nt := range nets {
+						saved[i] = [2][]float64{slices.Clone(nt.x), slices.Clone(nt.dOut)}
+					}
+					defer func() {
+						for i, nt := range nets {
+							copy(nt.x, saved[i][0])
+							copy(nt.dOut, saved[i][1])
+						}
+					}()
+					nf.inject()
+					joint(1e9)
+					for i, nt := range nets {
+						want := make([]float64, len(nt.grad))
+						for u := range U {
+							if u != bad {
+								floats.Add(want, refs[i][u])
+							}
+						}
+						if !closeRel(nt.grad, want, 1e-10) {
+							t.Errorf("network %d: off by %g", i, floats.Distance(nt.grad, want, math.Inf(1)))
+						}
+						if c := nt.g.LastNonFinite(); c != 1 {
+							t.Errorf("network %d: %d non-finite units, want 1", i, c)
+						}
+						if nf.name == "joint-overflow" && math.IsInf(nt.g.LastNorm(bad), 0) {
+							t.Errorf("network %d: own norm of unit %d overflowed: the case does not test the joint norm", i, bad)
+						}
+					}
+				})
 			}
-		}
-		// A NaN in the second network's output gradient of unit 0 zeroes
-		// unit 0 in both parts.
-		nets[1].dOut[0] = math.NaN()
-		parts := make([]JointPart, 2)
-		for i, nt := range nets {
-			nt.m.ForwardBatch(nt.y, nt.p, nt.x, n)
-			parts[i] = JointPart{Clipper: clippers[i], Grad: make([]float64, nt.m.NumParams()), Params: nt.p, DOut: nt.dOut}
-		}
-		JointClippedSum(parts, bounds, 1e9)
-		for i := range parts {
-			want := make([]float64, len(parts[i].Grad))
-			for u := 1; u < U; u++ {
-				floats.Add(want, refs[i][u])
-			}
-			if d := floats.Distance(parts[i].Grad, want, math.Inf(1)); d > 1e-10*(1+floats.Norm(want, math.Inf(1))) {
-				t.Errorf("bounds %v: part %d with unit 0 non-finite: off by %g", bounds, i, d)
-			}
-			if clippers[i].LastNonFinite() != 1 {
-				t.Errorf("part %d: %d non-finite units, want 1", i, clippers[i].LastNonFinite())
-			}
-		}
-		nets[1].dOut[0] = 0.5
-		// One part is ClippedSum exactly.
-		nt := nets[0]
-		a, b := make([]float64, nt.m.NumParams()), make([]float64, nt.m.NumParams())
-		nt.m.ForwardBatch(nt.y, nt.p, nt.x, n)
-		NewGhostClipper(nt.m).ClippedSum(a, nt.p, nt.dOut, bounds, med/2)
-		nt.m.ForwardBatch(nt.y, nt.p, nt.x, n)
-		JointClippedSum([]JointPart{{Clipper: NewGhostClipper(nt.m), Grad: b, Params: nt.p, DOut: nt.dOut}}, bounds, med/2)
-		if !slices.Equal(a, b) {
-			t.Errorf("bounds %v: one part differs from ClippedSum", bounds)
+
+			t.Run("one-part", func(t *testing.T) {
+				for i, nt := range nets {
+					for _, nan := range []bool{false, true} {
+						dOut := nt.dOut
+						if nan { // unit 0 non-finite
+							dOut = slices.Clone(nt.dOut)
+							dOut[0] = math.NaN()
+						}
+						for _, clip := range []float64{med / 3, med, 10 * med} {
+							a, b := make([]float64, len(nt.grad)), make([]float64, len(nt.grad))
+							ga, gb := NewGhostClipper(nt.m), NewGhostClipper(nt.m)
+							nt.m.ForwardBatch(nt.y, nt.p, nt.x, n)
+							ca := ga.ClippedSum(a, nt.p, dOut, tc.bounds, clip)
+							nt.m.ForwardBatch(nt.y, nt.p, nt.x, n)
+							cb := JointClippedSum([]JointPart{{Clipper: gb, Grad: b, Params: nt.p, DOut: dOut}}, tc.bounds, clip)
+							if ca != cb || !slices.Equal(a, b) {
+								t.Errorf("network %d nan %v clip %g: one part differs from ClippedSum", i, nan, clip)
+							}
+							if na, nb := ga.LastNonFinite(), gb.LastNonFinite(); na != nb || (na > 0) != nan {
+								t.Errorf("network %d nan %v clip %g: %d and %d non-finite units", i, nan, clip, na, nb)
+							}
+							for u := range U {
+								if x, y := ga.LastNorm(u), gb.LastNorm(u); x != y && !(math.IsNaN(x) && math.IsNaN(y)) {
+									t.Errorf("network %d nan %v clip %g unit %d: LastNorm %v and %v", i, nan, clip, u, x, y)
+								}
+							}
+						}
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestJointClippedSumPanics(t *testing.T) {
+	rng := testRNG(t)
+	a := newJointNet(t, rng, Tanh, 6, 3, 5, 2)
+	b := newJointNet(t, rng, ReLU, 6, 3, 4, 4, 2)
+	short := newJointNet(t, rng, ReLU, 5, 3, 4, 4, 2)
+	for _, tc := range []struct {
+		name  string
+		parts func() []JointPart
+		clip  float64
+		want  string
+	}{
+		{"no-part", func() []JointPart { return nil }, 1, "no part"},
+		{"no-clipper", func() []JointPart { return []JointPart{a.part(), {}} }, 1, "part 1 has no clipper"},
+		{"rows", func() []JointPart { return []JointPart{a.part(), short.part()} }, 1, "part 1 has 5 rows, part 0 has 6"},
+		{"same-clipper", func() []JointPart { return []JointPart{a.part(), b.part(), a.part()} }, 1, "parts 0 and 2 share a network"},
+		{"same-network", func() []JointPart {
+			p := b.part()
+			p.Clipper = NewGhostClipper(b.m)
+			return []JointPart{a.part(), b.part(), p}
+		}, 1, "parts 1 and 2 share a network"},
+		{"grad", func() []JointPart {
+			p := b.part()
+			p.Grad = p.Grad[1:]
+			return []JointPart{a.part(), p}
+		}, 1, "grad"},
+		{"clip", func() []JointPart { return []JointPart{a.part(), b.part()} }, math.NaN(), "clip norm"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parts := tc.parts()
+			defer func() {
+				r := recover()
+				if msg, _ := r.(string); !strings.Contains(msg, tc.want) {
+					t.Errorf("panic %v, want one containing %q", r, tc.want)
+				}
+			}()
+			JointClippedSum(parts, nil, tc.clip)
+		})
+	}
+}
+
+func TestJointClippedSumAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are unreliable under -race")
+	}
+	rng := testRNG(t)
+	for _, bounds := range [][]int{nil, {0, 3, 4, 16, 32}} {
+		nets := []*jointNet{newJointNet(t, rng, ReLU, 32, 4, 64, 64, 2), newJointNet(t, rng, Tanh, 32, 4, 32, 2)}
+		parts := []JointPart{nets[0].part(), nets[1].part()}
+		JointClippedSum(parts, bounds, 0.1)
+		if a := testing.AllocsPerRun(5, func() { JointClippedSum(parts, bounds, 0.1) }); a != 0 {
+			t.Errorf("bounds %v: %v allocs, want 0", bounds, a)
 		}
 	}
+}
+
+// BenchmarkJointClippedSum measures the joint clipped sum of two ReLU
+// 4-256-256-2 networks (discrete BCQ's Q and imitation networks) over 128
+// one-row units and, in the same run, two separate ClippedSum calls (the
+// same passes with a factor per network). The batch is forwarded once:
+// both sums recompute the back-propagation from the cached activations.
+func BenchmarkJointClippedSum(b *testing.B) {
+	const n = 128
+	rng := rand.New(rand.NewPCG(1, 2))
+	nets := []*jointNet{newJointNet(b, rng, ReLU, n, 4, 256, 256, 2), newJointNet(b, rng, ReLU, n, 4, 256, 256, 2)}
+	parts := []JointPart{nets[0].part(), nets[1].part()}
+	b.Run("joint", func(b *testing.B) {
+		JointClippedSum(parts, nil, 0.1)
+		b.ReportAllocs()
+		for b.Loop() {
+			JointClippedSum(parts, nil, 0.1)
+		}
+	})
+	b.Run("separate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, nt := range nets {
+				nt.g.ClippedSum(nt.grad, nt.p, nt.dOut, nil, 0.1)
+			}
+		}
+	})
 }
