@@ -97,9 +97,9 @@ func (r DPSGDResult) WriteText(w io.Writer) error {
 	}
 	cross := ""
 	if r.RDPEpsilon > 0 {
-		cross = fmt.Sprintf("; rdp cross-check %.4g", accountant.Ceil(r.RDPEpsilon, 4))
+		cross = fmt.Sprintf("; rdp cross-check %s", accountant.FormatEpsilon(r.RDPEpsilon))
 	}
-	_, err := fmt.Fprintf(w, "%s on %s: eval return %.1f +- %.1f over %d episodes; epsilon %.4g at delta %g per %s%s (%s, z = %g%s); %d updates, %d episodes, %.1f s, seed %d\n",
-		r.Algo, r.Env, r.EvalMean, r.EvalStd, r.EvalEpisodes, accountant.Ceil(r.Epsilon, 4), r.Delta, r.PrivacyUnit, note, r.Accountant, r.NoiseMultiplier, cross, r.Updates, r.Episodes, r.Seconds, r.Seed)
+	_, err := fmt.Fprintf(w, "%s on %s: eval return %.1f +- %.1f over %d episodes; epsilon %s at delta %g per %s%s (%s, z = %g%s); %d updates, %d episodes, %.1f s, seed %d\n",
+		r.Algo, r.Env, r.EvalMean, r.EvalStd, r.EvalEpisodes, accountant.FormatEpsilon(r.Epsilon), r.Delta, r.PrivacyUnit, note, r.Accountant, r.NoiseMultiplier, cross, r.Updates, r.Episodes, r.Seconds, r.Seed)
 	return err
 }

@@ -81,7 +81,7 @@ func (e *EpisodeAccount) Text() string {
 	if e.FreshEpisodes {
 		return e.Structure() + ": per episode = per user"
 	}
-	return fmt.Sprintf("%s; per segment: epsilon = %.4g", e.Structure(), accountant.Ceil(e.EpsilonPerSegment, 4))
+	return fmt.Sprintf("%s; per segment: epsilon = %s", e.Structure(), accountant.FormatEpsilon(e.EpsilonPerSegment))
 }
 
 // Structure describes how an episode is split over users and releases.

@@ -39,8 +39,8 @@ func (r LogLinearResult) WriteText(w io.Writer) error {
 	}
 	for _, run := range r.Runs {
 		mean, std := MeanStd(run.Final)
-		if _, err := fmt.Fprintf(w, "  epsilon %.3g per episode (z = %.3f) %-3s alpha %.4g: cumulative regret %.1f ± %.1f over %d seeds; regret per episode first 10%% %.4g, last 10%% %.4g; S %.3g to %.3g; final values %s\n",
-			accountant.Ceil(run.Epsilon, 3), run.Z, run.Region, run.Alpha, mean, std, len(run.Final), run.FirstSlope, run.LastSlope, run.ClipFirst, run.ClipLast, formatFloats(run.FinalValue)); err != nil {
+		if _, err := fmt.Fprintf(w, "  epsilon %s per episode (z = %.3f) %-3s alpha %.4g: cumulative regret %.1f ± %.1f over %d seeds; regret per episode first 10%% %.4g, last 10%% %.4g; S %.3g to %.3g; final values %s\n",
+			accountant.FormatEpsilon(run.Epsilon), run.Z, run.Region, run.Alpha, mean, std, len(run.Final), run.FirstSlope, run.LastSlope, run.ClipFirst, run.ClipLast, formatFloats(run.FinalValue)); err != nil {
 			return err
 		}
 	}

@@ -59,7 +59,7 @@ func curveChart(env, method string, eps, z, delta float64, curve []policy.CurveP
 	title := fmt.Sprintf("%s %s", env, method)
 	if !math.IsInf(eps, 1) {
 		// The epsilon is rounded up, never to nearest.
-		title += fmt.Sprintf(" (z = %g, ε = %.3g per episode, δ = %g)", z, accountant.Ceil(eps, 3), delta)
+		title += fmt.Sprintf(" (z = %g, ε = %s per episode, δ = %g)", z, accountant.FormatEpsilon(eps), delta)
 	}
 	s := chart.Series{Label: "mean return", SpreadLabel: spread}
 	for _, c := range curve {
@@ -167,7 +167,7 @@ func klFisherDiffers(results []LogLinearResult) (ridge, exact bool) {
 // then p, and for KL the Fisher ridge and estimate, when the figure's
 // results differ in them.
 func regretLabel(r LogLinearResult, run LogLinearRun, withP, withRidge, withExact bool) string {
-	label := fmt.Sprintf("DPPG-%s, ε = %.2g", strings.ToUpper(run.Region), run.Epsilon)
+	label := fmt.Sprintf("DPPG-%s, ε = %s", strings.ToUpper(run.Region), accountant.FormatEpsilon(run.Epsilon))
 	if withP {
 		label += fmt.Sprintf(", p = %g", r.P)
 	}

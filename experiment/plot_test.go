@@ -162,14 +162,15 @@ func TestCurveChartBaselines(t *testing.T) {
 	}
 }
 
-// TestCurveChartEpsilonRoundedUp: the title's epsilon is rounded up (a %.3g
-// of 4.3718 would print 4.37, below the guarantee).
+// TestCurveChartEpsilonRoundedUp: the title's epsilon is rounded up as
+// every epsilon shown (accountant.FormatEpsilon: a %.4g of 4.37141 would
+// print 4.371, below the guarantee).
 func TestCurveChartEpsilonRoundedUp(t *testing.T) {
-	c, err := curveChart("cartpole", "dppg", 4.3718, 1, 1e-5, []policy.CurvePoint{{Users: 1, Mean: 10}}, "")
+	c, err := curveChart("cartpole", "dppg", 4.37141, 1, 1e-5, []policy.CurvePoint{{Users: 1, Mean: 10}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(c.Title, "ε = 4.38 per episode") {
-		t.Errorf("title %q, want ε = 4.38", c.Title)
+	if !strings.Contains(c.Title, "ε = 4.372 per episode") {
+		t.Errorf("title %q, want ε = 4.372", c.Title)
 	}
 }

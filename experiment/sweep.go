@@ -155,7 +155,7 @@ func (r TrainSweepResult) WriteText(w io.Writer) error {
 		}
 	}
 	for _, p := range r.Points {
-		if _, err := fmt.Fprintf(w, "  z %-6g epsilon %-8.4g per episode (%-8.4g per segment) %8.2f ± %6.2f  (min %.2f, max %.2f)\n", p.Z, accountant.Ceil(p.Epsilon, 4), accountant.Ceil(p.EpsilonPerSegment, 4), p.Mean, p.Std, p.Min, p.Max); err != nil {
+		if _, err := fmt.Fprintf(w, "  z %-6g epsilon %-8s per episode (%-8s per segment) %8.2f ± %6.2f  (min %.2f, max %.2f)\n", p.Z, accountant.FormatEpsilon(p.Epsilon), accountant.FormatEpsilon(p.EpsilonPerSegment), p.Mean, p.Std, p.Min, p.Max); err != nil {
 			return err
 		}
 	}

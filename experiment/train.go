@@ -286,7 +286,7 @@ func (r TrainResult) WriteText(w io.Writer) error {
 // first, then the episode structure and the per-segment epsilon (acct may
 // be nil only for results without one).
 func privacyText(eps, delta, z, clip float64, k int, noise string, horizon int, method string, acct *EpisodeAccount) string {
-	s := fmt.Sprintf("epsilon = %.4g at delta = %g per episode (z = %g, S = %g, K = %d%s, %s)", accountant.Ceil(eps, 4), delta, z, clip, k, noiseText(noise, horizon), method)
+	s := fmt.Sprintf("epsilon = %s at delta = %g per episode (z = %g, S = %g, K = %d%s, %s)", accountant.FormatEpsilon(eps), delta, z, clip, k, noiseText(noise, horizon), method)
 	if acct != nil {
 		s += "\n  " + acct.Text()
 	}
@@ -329,7 +329,7 @@ func TrainProgress(t *progress.Task, offset, total int, eps float64) func(policy
 		}
 		// A non-private run has no epsilon (+Inf, which JSON cannot carry):
 		// it is labelled instead.
-		privacy := progress.Ff("epsilon_per_episode", "%.3g", accountant.Ceil(eps, 3))
+		privacy := progress.Ff("epsilon_per_episode", "%s", accountant.FormatEpsilon(eps))
 		if math.IsInf(eps, 1) {
 			privacy = progress.F("privacy", "none (non-private)")
 		}

@@ -66,7 +66,7 @@ func (v Verification) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "dataset %s unit %s: %d runs, no cap\n", b.Dataset, b.Unit, b.Runs)
 			continue
 		}
-		fmt.Fprintf(w, "dataset %s unit %s: %d runs, epsilon %.4g of cap %g at delta %g\n", b.Dataset, b.Unit, b.Runs, accountant.Ceil(b.Epsilon, 4), b.Cap.Epsilon, b.Cap.Delta)
+		fmt.Fprintf(w, "dataset %s unit %s: %d runs, epsilon %s of cap %g at delta %g\n", b.Dataset, b.Unit, b.Runs, accountant.FormatEpsilon(b.Epsilon), b.Cap.Epsilon, b.Cap.Delta)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)
@@ -217,8 +217,8 @@ func (s *Store) ChangeCap(c CapChange) (CapChangeResult, error) {
 
 // WriteText writes the change as one line.
 func (r CapChangeResult) WriteText(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "dataset %s unit %s: cap (epsilon %g, delta %g) -> (epsilon %g, delta %g), ledger entry %d; spent epsilon %.4g in %d runs\n",
-		r.Dataset, r.Unit, r.Old.Epsilon, r.Old.Delta, r.Cap.Epsilon, r.Cap.Delta, r.Seq, accountant.Ceil(r.Spent, 4), r.Runs)
+	_, err := fmt.Fprintf(w, "dataset %s unit %s: cap (epsilon %g, delta %g) -> (epsilon %g, delta %g), ledger entry %d; spent epsilon %s in %d runs\n",
+		r.Dataset, r.Unit, r.Old.Epsilon, r.Old.Delta, r.Cap.Epsilon, r.Cap.Delta, r.Seq, accountant.FormatEpsilon(r.Spent), r.Runs)
 	return err
 }
 

@@ -165,7 +165,7 @@ func (m Summary) WriteText(w io.Writer) error {
 		if e.Seeded {
 			noise = "seeded"
 		}
-		eps, del := fmt.Sprintf("%.4g", accountant.Ceil(e.Epsilon, 4)), fmt.Sprint(e.Delta)
+		eps, del := accountant.FormatEpsilon(e.Epsilon), fmt.Sprint(e.Delta)
 		switch e.Kind {
 		case KindCap:
 			eps, del = fmt.Sprintf("cap %g", e.Cap.Epsilon), fmt.Sprint(e.Cap.Delta)
@@ -191,7 +191,7 @@ func (m Summary) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "users: %d", m.Users)
 	if m.MaxUser != nil {
-		fmt.Fprintf(w, "; most used: %d updates, epsilon %.4g at delta %g", m.MaxUser.Updates, accountant.Ceil(m.MaxUser.Epsilon, 4), m.MaxUser.Delta)
+		fmt.Fprintf(w, "; most used: %d updates, epsilon %s at delta %g", m.MaxUser.Updates, accountant.FormatEpsilon(m.MaxUser.Epsilon), m.MaxUser.Delta)
 	}
 	_, err := fmt.Fprintln(w)
 	return err
@@ -213,9 +213,9 @@ func (d DatasetSummary) writeText(w io.Writer, id string) {
 		}
 		how := ""
 		if x.Method == accountant.MethodPLD && x.RDPEpsilon != nil {
-			how = fmt.Sprintf(" (pld; rdp %.4g)", accountant.Ceil(*x.RDPEpsilon, 4))
+			how = fmt.Sprintf(" (pld; rdp %s)", accountant.FormatEpsilon(*x.RDPEpsilon))
 		}
-		fmt.Fprintf(w, "  unit %s: %d runs, epsilon %.4g of cap %g at delta %g%s\n", u, x.Runs, accountant.Ceil(*x.Epsilon, 4), x.CapEpsilon, x.Delta, how)
+		fmt.Fprintf(w, "  unit %s: %d runs, epsilon %s of cap %g at delta %g%s\n", u, x.Runs, accountant.FormatEpsilon(*x.Epsilon), x.CapEpsilon, x.Delta, how)
 	}
 	for _, f := range d.DerivedFiles {
 		released := ""

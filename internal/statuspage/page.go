@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"dprl/internal/buildinfo"
+	"dprl/ledger/accountant"
 )
 
 // OperationalLabel labels a panel of values that are not differentially
@@ -53,7 +54,7 @@ func (p Privacy) Label() string {
 		return OperationalLabel
 	}
 	return fmt.Sprintf("release covered by the guarantee: each policy version is (ε = %s, δ = %s)-differentially private per %s",
-		formatNum(p.Epsilon), formatNum(p.Delta), cmpOr(p.Unit, "session"))
+		accountant.FormatEpsilon(p.Epsilon), formatNum(p.Delta), cmpOr(p.Unit, "session"))
 }
 
 // Short is the label in a few words, for a figure's caption: "release:
@@ -63,7 +64,7 @@ func (p Privacy) Short() string {
 	if !p.Release {
 		return "operational, not DP: for the operator only"
 	}
-	return fmt.Sprintf("release: (ε = %s, δ = %s)-DP per %s", formatNum(p.Epsilon), formatNum(p.Delta), cmpOr(p.Unit, "session"))
+	return fmt.Sprintf("release: (ε = %s, δ = %s)-DP per %s", accountant.FormatEpsilon(p.Epsilon), formatNum(p.Delta), cmpOr(p.Unit, "session"))
 }
 
 // Class is the panel's CSS class: "release" or "operational".

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"dprl/ledger"
+	"dprl/ledger/accountant"
 )
 
 // PolicyView is one policy's part of the page, from the ledger it is
@@ -160,7 +161,7 @@ func (v PolicyView) Panels(id string, now time.Time) []Panel {
 	rel := Privacy{Release: true, Epsilon: v.Epsilon, Delta: v.Delta, Unit: "session"}
 	policy := Panel{ID: id + "-version", Title: "Policy version", Privacy: rel, Facts: []Fact{
 		{"version served", fmt.Sprint(v.Version)},
-		{"per-session guarantee", fmt.Sprintf("ε = %s at δ = %s (analytic Gaussian mechanism)", formatNum(v.Epsilon), formatNum(v.Delta))},
+		{"per-session guarantee", fmt.Sprintf("ε = %s at δ = %s (analytic Gaussian mechanism)", accountant.FormatEpsilon(v.Epsilon), formatNum(v.Delta))},
 	}}
 	if len(v.Releases) == 0 {
 		policy.Note = "no release yet: version 0 is the initial policy, drawn before any session"
@@ -231,12 +232,12 @@ func (v PolicyView) usersPanel(id string) Panel {
 		p.Note = "no user has taken part in an update (or the sessions were anonymous)"
 		return p
 	}
-	p.Facts = append(p.Facts, Fact{"worst user", fmt.Sprintf("ε = %s at δ = %s (composed over their updates)", formatNum(u.Worst), formatNum(u.Delta))})
+	p.Facts = append(p.Facts, Fact{"worst user", fmt.Sprintf("ε = %s at δ = %s (composed over their updates)", accountant.FormatEpsilon(u.Worst), formatNum(u.Delta))})
 	f := Figure{ID: id + "-users", Title: "Users by composed epsilon", XLabel: fmt.Sprintf("composed epsilon at δ = %s", formatNum(u.Delta)), YLabel: "users", IntY: true, Bins: u.Bins,
 		Marks: []Mark{{X: u.Worst, Label: "worst user " + formatNum(u.Worst)}}}
 	switch {
 	case u.Cap > 0:
-		p.Facts = append(p.Facts, Fact{"cap", fmt.Sprintf("ε ≤ %s (%s); worst user at %.0f%% of it", formatNum(u.Cap), u.CapNote, 100*u.Worst/u.Cap)})
+		p.Facts = append(p.Facts, Fact{"cap", fmt.Sprintf("ε ≤ %s (%s); worst user at %.0f%% of it", formatNum(u.Cap), u.CapNote, math.Ceil(100*u.Worst/u.Cap))})
 		f.Marks = append(f.Marks, Mark{X: u.Cap, Label: "cap " + formatNum(u.Cap)})
 	case u.CapNote != "":
 		p.Facts = append(p.Facts, Fact{"cap", u.CapNote})

@@ -183,3 +183,32 @@ func TestFigureLayout(t *testing.T) {
 		t.Error("a figure without data is not empty")
 	}
 }
+
+// TestEpsilonsRoundedUp: the page shows an epsilon as every command does
+// (accountant.FormatEpsilon, rounded up), never rounded to nearest: the
+// analytic Gaussian's 4.37717... at z = 1 is 4.378 here as on the command
+// line, not 4.377; and a worst user at 99.1% of the cap is not shown at 99%.
+func TestEpsilonsRoundedUp(t *testing.T) {
+	const eps = 4.377178100058402
+	p := statuspage.Privacy{Release: true, Epsilon: eps, Delta: 1e-5}
+	for _, s := range []string{p.Label(), p.Short()} {
+		if !strings.Contains(s, "ε = 4.378") {
+			t.Errorf("privacy label %q: want ε = 4.378", s)
+		}
+	}
+	page := samplePage()
+	page.Policies[0].Epsilon = eps
+	page.Policies[0].Releases[1].Epsilon = eps
+	page.Policies[0].Users.Worst = 1.982
+	var b bytes.Buffer
+	if err := statuspage.Render(&b, page); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	if strings.Contains(html, "4.377") || !strings.Contains(html, "4.378") {
+		t.Errorf("the page shows epsilon %v rounded down, or not at all", eps)
+	}
+	if !strings.Contains(html, "worst user at 100% of it") {
+		t.Errorf("the worst user at 99.1%% of the cap is not shown rounded up to 100%%")
+	}
+}

@@ -566,3 +566,17 @@ func TestCeil(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatEpsilon(t *testing.T) {
+	for _, c := range []struct {
+		x    float64
+		want string
+	}{
+		{4.377178100058402, "4.378"}, {4.377, "4.377"}, {9.99949, "10"}, {9.9989, "9.999"}, {0.5, "0.5"},
+		{1e-5 + 2e-5, "3e-05"}, {0, "0"}, {123456.7, "1.235e+05"}, {math.Inf(1), "+Inf"},
+	} {
+		if got := FormatEpsilon(c.x); got != c.want {
+			t.Errorf("FormatEpsilon(%v) = %q, want %q", c.x, got, c.want)
+		}
+	}
+}

@@ -149,6 +149,19 @@ func ZhaoEpsilon(z, delta float64) (float64, error) {
 	return eps * (1 + safetyPad), nil
 }
 
+// FormatEpsilon is how dprl shows an epsilon anywhere (a command's output,
+// a log line, the status page, a report, a plot's title): x rounded up to
+// 4 significant digits (Ceil) and written in the shortest form, so that
+// every place that shows the same epsilon shows the same text, and none
+// shows less than the bound computed. Zero is "0"; a non-finite value is
+// written as Go does ("+Inf", "NaN").
+func FormatEpsilon(x float64) string {
+	return strconv.FormatFloat(Ceil(x, EpsilonDigits), 'g', EpsilonDigits, 64)
+}
+
+// EpsilonDigits is the number of significant digits FormatEpsilon shows.
+const EpsilonDigits = 4
+
 // Ceil rounds x > 0 up to digits significant digits, for printing an
 // epsilon or a delta: a printed guarantee must never be below the one
 // computed (fmt's %.4g rounds to nearest, which can understate it). A

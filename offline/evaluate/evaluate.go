@@ -574,7 +574,7 @@ func fillGuarantee(c *Config, e ledger.Entry, out *Result) error {
 		}
 		out.RDPEpsilon = rdp.Epsilon
 		if e.Method == accountant.MethodPLD {
-			out.Accountant = fmt.Sprintf("pld (Poisson-subsampled Gaussian: privacy loss distribution, Koskela et al. 2020, Doroshenko et al. 2022); rdp cross-check %.4g", rdp.Epsilon)
+			out.Accountant = fmt.Sprintf("pld (Poisson-subsampled Gaussian: privacy loss distribution, Koskela et al. 2020, Doroshenko et al. 2022); rdp cross-check %s", accountant.FormatEpsilon(rdp.Epsilon))
 		} else {
 			out.Accountant = "rdp (subsampled Gaussian, Mironov, Talwar & Zhang 2019)"
 		}

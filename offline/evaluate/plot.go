@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"dprl/internal/chart"
+	"dprl/ledger/accountant"
 )
 
 // WritePlot writes gpope's MSPBE against the iteration (Result.Curve, on a
@@ -17,7 +18,7 @@ import (
 // --non-private, with the private log's, which CurveKind and the axis
 // label say.
 func (o *Result) WritePlot(path, data string) error {
-	title := fmt.Sprintf("GPOPE on %s: (%.3g, %g)-DP", filepath.Base(data), o.Epsilon, o.Delta)
+	title := fmt.Sprintf("GPOPE on %s: (%s, %g)-DP", filepath.Base(data), accountant.FormatEpsilon(o.Epsilon), o.Delta)
 	return writeMSPBEPNG(path, o.Curve, o.CurveKind, title)
 }
 

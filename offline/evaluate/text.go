@@ -34,14 +34,14 @@ func (o *Result) WriteText(w io.Writer) error {
 	if !o.Private {
 		fmt.Fprintln(&b, "privacy:     NONE: this estimate is not differentially private (not charged)")
 	} else {
-		fmt.Fprintf(&b, "privacy:     (%.4g, %g)-DP per trajectory (added or removed), %s\n", accountant.Ceil(o.Epsilon, 4), o.Delta, o.Accountant)
+		fmt.Fprintf(&b, "privacy:     (%s, %g)-DP per trajectory (added or removed), %s\n", accountant.FormatEpsilon(o.Epsilon), o.Delta, o.Accountant)
 		if o.Method == string(GPOPE) {
 			fmt.Fprintf(&b, "noise:       z = %.4g on clip %g, %d steps, Poisson sampling of expected batch %g of n = %d trajectories\n", o.NoiseMultiplier, o.Clip, o.Iters, o.Batch, o.NTrajectories)
 			fmt.Fprintf(&b, "public n:    %s\n", o.NSource)
 		} else {
 			fmt.Fprintf(&b, "noise:       Gaussian on a smooth sensitivity bound, from public reward bounds [%g, %g] (return range %.4g); its scale depends on the data and is not released\n", o.RewardBounds[0], o.RewardBounds[1], o.ReturnRange)
 		}
-		fmt.Fprintf(&b, "ledger:      entry %d; dataset spent epsilon %.4g", o.LedgerSeq, accountant.Ceil(o.DatasetSpent, 4))
+		fmt.Fprintf(&b, "ledger:      entry %d; dataset spent epsilon %s", o.LedgerSeq, accountant.FormatEpsilon(o.DatasetSpent))
 		if o.Seeded {
 			fmt.Fprint(&b, " (seeded run)")
 		}

@@ -76,8 +76,8 @@ func Summarize(results []Result) Summaries {
 		case r.Method == "mopo":
 			k.label = "mopo"
 		case r.Private:
-			e := accountant.Ceil(r.Epsilon, 4) // as the command prints it
-			k = key{label: fmt.Sprintf("epsilon %.4g", e), eps: e}
+			e := accountant.Ceil(r.Epsilon, accountant.EpsilonDigits) // as the command prints it
+			k = key{label: "epsilon " + accountant.FormatEpsilon(e), eps: e}
 		}
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)

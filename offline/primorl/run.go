@@ -275,8 +275,8 @@ type Result struct {
 // WriteText writes the result as the command prints it.
 func (r *Result) WriteText(w io.Writer) error {
 	if r.Private {
-		fmt.Fprintf(w, "primorl on %s: epsilon %.4g at delta %g per trajectory (%s; rdp cross-check %.4g), z = %.4g, q = %.4g, T = %d, n = %d",
-			r.Env, accountant.Ceil(r.Epsilon, 4), r.Delta, r.Accountant, accountant.Ceil(r.RDPEpsilon, 4), r.Z, r.Q, r.Rounds, r.N)
+		fmt.Fprintf(w, "primorl on %s: epsilon %s at delta %g per trajectory (%s; rdp cross-check %s), z = %.4g, q = %.4g, T = %d, n = %d",
+			r.Env, accountant.FormatEpsilon(r.Epsilon), r.Delta, r.Accountant, accountant.FormatEpsilon(r.RDPEpsilon), r.Z, r.Q, r.Rounds, r.N)
 		if r.Seeded {
 			fmt.Fprint(w, " (seeded: a simulation, not a production release)")
 		}
@@ -631,7 +631,7 @@ func (r *Result) PlotCurve(path string) error {
 	for i, p := range r.Curve {
 		x[i], y[i], e[i] = float64(p.Steps), p.Mean, p.Std
 	}
-	title := fmt.Sprintf("%s on %s: epsilon %.4g", r.Method, r.Env, accountant.Ceil(r.Epsilon, 4))
+	title := fmt.Sprintf("%s on %s: epsilon %s", r.Method, r.Env, accountant.FormatEpsilon(r.Epsilon))
 	if !r.Private {
 		title = fmt.Sprintf("%s on %s: NOT private", r.Method, r.Env)
 	}

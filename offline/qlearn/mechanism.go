@@ -207,12 +207,12 @@ type Result struct {
 // WriteText writes the result as the command prints it.
 func (r *Result) WriteText(w io.Writer) error {
 	if r.Private {
-		fmt.Fprintf(w, "%s %s on %s: epsilon %.4g at delta %g per %s (%s; rdp cross-check %.4g); sigma %.4g, q %.4g, %d DP steps of %d",
-			r.Algo, r.Mode, r.Env, accountant.Ceil(r.Epsilon, 4), r.Delta, r.Unit, r.Accountant, accountant.Ceil(r.RDPEpsilon, 4), r.Sigma, r.Q, r.DPSteps, r.Steps)
+		fmt.Fprintf(w, "%s %s on %s: epsilon %s at delta %g per %s (%s; rdp cross-check %s); sigma %.4g, q %.4g, %d DP steps of %d",
+			r.Algo, r.Mode, r.Env, accountant.FormatEpsilon(r.Epsilon), r.Delta, r.Unit, r.Accountant, accountant.FormatEpsilon(r.RDPEpsilon), r.Sigma, r.Q, r.DPSteps, r.Steps)
 		if r.Mode == "selective" {
 			fmt.Fprintf(w, " (p %g)", r.P)
 		}
-		fmt.Fprintf(w, "; the dataset has spent %.4g", accountant.Ceil(r.DatasetSpent, 4))
+		fmt.Fprintf(w, "; the dataset has spent %s", accountant.FormatEpsilon(r.DatasetSpent))
 		if r.Seeded {
 			fmt.Fprint(w, " (seeded: a simulation, not a production release)")
 		}
@@ -238,7 +238,7 @@ func (r *Result) PlotCurve(path string) error {
 	}
 	title := fmt.Sprintf("%s on %s: %s", r.Algo, r.Env, r.Warning)
 	if r.Private {
-		title = fmt.Sprintf("%s on %s, %s: epsilon %.3g per %s", r.Algo, r.Env, r.Mode, accountant.Ceil(r.Epsilon, 3), r.Unit)
+		title = fmt.Sprintf("%s on %s, %s: epsilon %s per %s", r.Algo, r.Env, r.Mode, accountant.FormatEpsilon(r.Epsilon), r.Unit)
 	}
 	return chart.Chart{Title: title, XLabel: "gradient steps", YLabel: "greedy return on the simulator", Series: []chart.Series{s}}.Save(path)
 }

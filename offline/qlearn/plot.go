@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"dprl/internal/chart"
+	"dprl/ledger/accountant"
 	"dprl/sims"
 )
 
@@ -93,7 +94,7 @@ func Summarize(rs []Result, random map[string]float64) Groups {
 	for _, r := range rs {
 		k := key{r.Env, r.Algo, r.Mode, 0}
 		if r.Private {
-			k.eps = math.Round(r.DatasetSpent*100) / 100
+			k.eps = accountant.Ceil(r.DatasetSpent, 3) // grouped rounded up, as printed
 		}
 		v := r.Return
 		if len(r.Curve) > 0 {
@@ -139,7 +140,7 @@ func (gs Groups) WriteText(w io.Writer) error {
 	for _, g := range gs {
 		eps := "-"
 		if g.Epsilon > 0 {
-			eps = fmt.Sprintf("%g", g.Epsilon)
+			eps = accountant.FormatEpsilon(g.Epsilon)
 		}
 		if _, err := fmt.Fprintf(w, "%-9s %-4s %-12s epsilon %-5s %d runs: return %8.1f ± %6.1f  normalised %.2f ± %.2f (random %.1f)\n",
 			g.Env, g.Algo, g.Mode, eps, g.Runs, g.Return, g.Std, g.Normalised, g.NormStd, g.Random); err != nil {

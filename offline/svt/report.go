@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"dprl/ledger"
+	"dprl/ledger/accountant"
 	"dprl/offline/budget"
 	"dprl/sessionlog"
 )
@@ -147,8 +148,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Seeded {
 		seeded = fmt.Sprintf(" (seeded %d: simulation, not a production release)", r.Seed)
 	}
-	fmt.Fprintf(&b, "charged (eps1 %g, delta1 %g) at unit %s, ledger entry %d%s; dataset spent %.4g of %g\n",
-		r.Epsilon, r.Delta, r.Unit, r.LedgerSeq, seeded, r.DatasetSpent, r.DatasetCap)
+	fmt.Fprintf(&b, "charged (eps1 %g, delta1 %g) at unit %s, ledger entry %d%s; dataset spent %s of %g\n",
+		r.Epsilon, r.Delta, r.Unit, r.LedgerSeq, seeded, accountant.FormatEpsilon(r.DatasetSpent), r.DatasetCap)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
