@@ -74,8 +74,18 @@ type LocalDP struct {
 }
 
 // LocalDPGuarantee is the local differential privacy of WithLocalDP: the
-// protection of a user's values against everything downstream of the
-// client (the transport, the agent, its operator and its releases).
+// protection of a user's observation and reward values against everything
+// downstream of the client (the transport, the agent, its operator and its
+// releases), for a session of a given shape.
+//
+// What it does not cover: the client sends the session's shape as it is.
+// The number of act requests (the session's length), the terminal flag of
+// End, the session and user ids and the requests' timing reach the agent
+// unnoised, and so does every action (the agent's own choice). Neighbouring
+// sessions under this guarantee have the same length and end the same way;
+// a session whose length or ending is itself sensitive is not protected by
+// it (the agent's central guarantee, which covers whole sessions, still
+// holds for what the agent releases).
 //
 // One value x clipped to [low, high] and released as x + N(0, (Z w)^2), w =
 // high - low, is the Gaussian mechanism with L2 sensitivity w (two values
