@@ -356,9 +356,10 @@ func scores(score func([]float64) float64, vs [][]float64) []float64 {
 
 // fitRule returns the rule "D iff score >= thr" (above) or "D iff score <=
 // thr" that maximises objective (of the upper bounds on the false positive
-// and false negative rates) on the given releases of D (s1) and D' (s0). The candidate thresholds are the midpoints between
-// consecutive distinct scores, so that a rule separating the two samples
-// leaves the same margin to both.
+// and false negative rates) on the given releases of D (s1) and D' (s0).
+// The candidate thresholds are the midpoints between consecutive distinct
+// scores, so that a rule separating the two samples leaves the same margin
+// to both.
 func fitRule(s1, s0 []float64, objective func(fpU, fnU float64) float64, cp *cpTable) (thr float64, above bool, err error) {
 	best := math.Inf(-1)
 	for _, sign := range []float64{1, -1} {

@@ -70,7 +70,8 @@ it is drawn from the operating system. Each target's time is printed.
 Progress goes to the log (stderr). Exit status 1 if a mechanism or the
 control is flagged, or a mutant missed.`,
 		Example: `  dprl audit
-  dprl audit --mechanism dppg --runs 20000 --mutants --json`,
+  dprl audit --mechanism dppg --runs 20000 --mutants --json
+  dprl audit --mechanism learn --epsilon 4 --runs 600 --mutants`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.Validate(); err != nil {
