@@ -265,3 +265,32 @@ func TestRunGaussianMu(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultSensitivityDoubles checks the sensitivity x 2 harnesses white
+// box: the canary's un-noised shift (Canary.Shift, the real code run
+// without noise) is twice the real mechanism's, to 10%, for every
+// mechanism, so that the fault is what its name says.
+func TestFaultSensitivityDoubles(t *testing.T) {
+	norm := func(v []float64) float64 {
+		s := 0.0
+		for _, x := range v {
+			s += x * x
+		}
+		return math.Sqrt(s)
+	}
+	for _, m := range Mechanisms {
+		var n [2]float64
+		for i, f := range []Fault{FaultNone, FaultSensitivityDouble} {
+			ts, err := harness(m, f, testEpsilon, testDelta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n[i] = norm(ts[0].Canaries[0].Shift)
+		}
+		if r := n[1] / n[0]; !(r > 1.9 && r < 2.1) {
+			t.Errorf("%s: shift %v with the fault, %v without: ratio %v, want 2", m, n[1], n[0], r)
+		} else {
+			t.Logf("%s: shift ratio %.4f", m, r)
+		}
+	}
+}
