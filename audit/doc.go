@@ -98,9 +98,13 @@
 // defects the real code once had or could regress to (no noise, unclipped,
 // NaN pass-through, float-lattice noise).
 //
-// Not audited: the sparse vector technique (offline/svt: its release is
-// discrete and its claim composes many Laplace queries, which needs its own
-// harness), DP-LSW (offline/lsw), Poisson subsampling (q < 1: the audits
+// Not audited: the sparse vector technique (offline/svt: one trajectory's
+// release is AboveThreshold at eps' = eps1 / sqrt(32 T ln(2 / delta1)),
+// composed over T trajectories by advanced composition, so even at T = 1
+// and delta1 = 1e-5 one run reveals at most eps1 / 20 of the eps1 printed,
+// and a 2x error in its noise stays far below the claim; an audit with the
+// power to see it must target eps' and the discrete stable-length release,
+// a harness of its own not written yet), DP-LSW (offline/lsw), Poisson subsampling (q < 1: the audits
 // run every mechanism at q = 1, whose guarantee is the Gaussian one),
 // several steps of learn and primorl, and the agent end to end (sessions
 // through the HTTP or NATS transport, local PPO updates and the ledger);
