@@ -13,6 +13,15 @@ import (
 type Claim struct {
 	Epsilon float64 `json:"epsilon"`
 	Delta   float64 `json:"delta"`
+	// Mu, when positive, is the Gaussian-DP guarantee the mechanism's
+	// accounting rests on for one canary's participation (Dong, Roth & Su
+	// 2022, "Gaussian differential privacy"): 1 / z for one Gaussian
+	// mechanism of multiplier z, sqrt(k) / z for k of them at q = 1. The
+	// accountant's (Epsilon, Delta) is a point of that curve. With Mu the
+	// audit also bounds mu from below (MuLowerBound), which has the power
+	// to refute a 2x error in the noise at a few thousand releases, where
+	// the (epsilon, delta) bound at a small delta has not.
+	Mu float64 `json:"mu,omitempty"`
 }
 
 // Canary is one pair of neighbouring inputs of a mechanism: D, which holds the
@@ -28,6 +37,15 @@ type Canary struct {
 	// holds what a white-box auditor knows of the first coordinates of the
 	// release (see Lattice).
 	Lattice *Lattice
+	// Shift, when not nil, enables the white-box projection test: the
+	// un-noised release on D minus that on D' (computed by the mechanism's
+	// own code without noise) is the direction the release is projected
+	// on. The projection test's direction, the difference of the
+	// calibration half's means, carries the noise of those means, which
+	// costs power when the release has many coordinates; the white-box
+	// one does not. A Shift that is zero or not finite everywhere is
+	// ignored (the mechanism's noiseless run saw no difference).
+	Shift []float64
 }
 
 // Lattice is the white-box knowledge the floating-point lattice test uses:
@@ -73,6 +91,9 @@ const (
 	// TestLattice: which side's un-noised value the release fits on the
 	// lattice of Go's ziggurat normal sampler (canaries with a Lattice).
 	TestLattice = "float-lattice"
+	// TestShift: the release projected on the canary's un-noised shift
+	// (canaries with a Shift).
+	TestShift = "white-box projection"
 )
 
 // TestResult is one test on one canary: the decision rule chosen on the
@@ -80,6 +101,10 @@ const (
 type TestResult struct {
 	Canary string `json:"canary"`
 	Test   string `json:"test"`
+	// Criterion is what the rule was fitted to maximise on the
+	// calibration half: CriterionDP (the epsilon lower bound) or
+	// CriterionGDP (the mu lower bound).
+	Criterion string `json:"criterion"`
 	// The rule says "D" (canary in) iff score >= Threshold (Above) or
 	// score <= Threshold (!Above).
 	Threshold float64 `json:"threshold"`
@@ -97,7 +122,20 @@ type TestResult struct {
 	Alpha    float64 `json:"alpha"`
 	// EpsilonLB is the lower bound on epsilon the bounds imply (>= 0).
 	EpsilonLB float64 `json:"epsilon_lb"`
+	// MuLB is the lower bound on mu they imply if the mechanism is
+	// mu-Gaussian-DP (MuLowerBound; >= 0).
+	MuLB float64 `json:"mu_lb"`
 }
+
+// The criteria a test's rule is fitted to.
+const (
+	// CriterionDP: the rule maximises the (epsilon, delta) lower bound
+	// (EpsilonLowerBound), which assumes nothing of the mechanism.
+	CriterionDP = "dp"
+	// CriterionGDP: the rule maximises the Gaussian-DP lower bound
+	// (MuLowerBound), for targets whose claim has a Mu.
+	CriterionGDP = "gdp"
+)
 
 // Report is the audit of one target.
 type Report struct {
@@ -109,11 +147,21 @@ type Report struct {
 	EpsilonLB float64 `json:"epsilon_lb"`
 	// Best names the canary and test that achieved EpsilonLB ("" when it
 	// is 0).
-	Best       string  `json:"best"`
-	Confidence float64 `json:"confidence"`
-	Runs       int     `json:"runs"`
-	// Violation reports EpsilonLB > Claim.Epsilon: the claim is false,
-	// with probability at least Confidence.
+	Best string `json:"best"`
+	// MuLB is the largest Gaussian-DP lower bound over the tests and
+	// canaries (only when Claim.Mu > 0): with probability at least
+	// Confidence the mechanism is not mu-GDP for any mu below it.
+	// GDPEpsilonLB is the epsilon at Claim.Delta of MuLB-GDP, the
+	// (epsilon, delta) the claim's own Gaussian accounting would print at
+	// that mu; BestGDP names the canary and test of MuLB.
+	MuLB         float64 `json:"mu_lb,omitempty"`
+	GDPEpsilonLB float64 `json:"gdp_epsilon_lb,omitempty"`
+	BestGDP      string  `json:"best_gdp,omitempty"`
+	Confidence   float64 `json:"confidence"`
+	Runs         int     `json:"runs"`
+	// Violation reports EpsilonLB > Claim.Epsilon, or MuLB > Claim.Mu for
+	// a claim with a Mu: the claim (or the Gaussian accounting it rests
+	// on) is false, with probability at least Confidence.
 	Violation bool         `json:"violation"`
 	Tests     []TestResult `json:"tests"`
 }
@@ -127,15 +175,24 @@ func Run(t Target, opt Options, rng *rand.Rand) (Report, error) {
 	if err := validate(t, opt); err != nil {
 		return Report{}, err
 	}
+	criteria := []string{CriterionDP}
+	if t.Claim.Mu > 0 {
+		criteria = append(criteria, CriterionGDP)
+	}
 	nTests := 0
 	for _, c := range t.Canaries {
 		nTests += 2
 		if c.Lattice != nil {
 			nTests++
 		}
+		if hasShift(c) {
+			nTests++
+		}
 	}
-	// Bonferroni: two one-sided bounds (FPR and FNR) per test, all of them
-	// holding together with probability >= Confidence.
+	nTests *= len(criteria)
+	// Bonferroni: two one-sided bounds (FPR and FNR) per test and
+	// criterion, all of them holding together with probability >=
+	// Confidence.
 	alpha := (1 - opt.Confidence) / float64(2*nTests)
 	rep := Report{Target: t.Name, Claim: t.Claim, Confidence: opt.Confidence, Runs: opt.Runs}
 	cp := newCPTable(alpha)
@@ -171,19 +228,28 @@ func Run(t Target, opt Options, rng *rand.Rand) (Report, error) {
 		if c.Lattice != nil {
 			tests = append(tests, test{TestLattice, lat.score(c.Lattice)})
 		}
+		if hasShift(c) {
+			tests = append(tests, test{TestShift, projectOn(c.Shift)})
+		}
 		for _, ts := range tests {
-			r, err := evaluate(ts.score, in, out, h, t.Claim.Delta, cp)
-			if err != nil {
-				return Report{}, fmt.Errorf("audit: %s, canary %s, test %s: %w", t.Name, c.Name, ts.name, err)
-			}
-			r.Canary, r.Test = c.Name, ts.name
-			rep.Tests = append(rep.Tests, r)
-			if r.EpsilonLB > rep.EpsilonLB {
-				rep.EpsilonLB, rep.Best = r.EpsilonLB, fmt.Sprintf("%s (canary: %s)", ts.name, c.Name)
+			for _, crit := range criteria {
+				r, err := evaluate(ts.score, in, out, h, t.Claim.Delta, crit, cp)
+				if err != nil {
+					return Report{}, fmt.Errorf("audit: %s, canary %s, test %s: %w", t.Name, c.Name, ts.name, err)
+				}
+				r.Canary, r.Test = c.Name, ts.name
+				rep.Tests = append(rep.Tests, r)
+				if r.EpsilonLB > rep.EpsilonLB {
+					rep.EpsilonLB, rep.Best = r.EpsilonLB, fmt.Sprintf("%s (canary: %s)", ts.name, c.Name)
+				}
+				if t.Claim.Mu > 0 && r.MuLB > rep.MuLB {
+					rep.MuLB, rep.BestGDP = r.MuLB, fmt.Sprintf("%s (canary: %s)", ts.name, c.Name)
+				}
 			}
 		}
 	}
-	rep.Violation = rep.EpsilonLB > t.Claim.Epsilon
+	rep.GDPEpsilonLB = GDPEpsilon(rep.MuLB, t.Claim.Delta)
+	rep.Violation = rep.EpsilonLB > t.Claim.Epsilon || (t.Claim.Mu > 0 && rep.MuLB > t.Claim.Mu)
 	return rep, nil
 }
 
@@ -197,6 +263,9 @@ func validate(t Target, opt Options) error {
 	}
 	if !(t.Claim.Epsilon >= 0) || math.IsInf(t.Claim.Epsilon, 0) || !(t.Claim.Delta >= 0 && t.Claim.Delta < 1) {
 		errs = append(errs, fmt.Errorf("audit: %s claims (%v, %v)-DP, want epsilon >= 0 finite and 0 <= delta < 1", t.Name, t.Claim.Epsilon, t.Claim.Delta))
+	}
+	if !(t.Claim.Mu >= 0) || math.IsInf(t.Claim.Mu, 0) {
+		errs = append(errs, fmt.Errorf("audit: %s claims mu = %v, want finite and >= 0 (0: no Gaussian-DP claim)", t.Name, t.Claim.Mu))
 	}
 	if len(t.Canaries) == 0 {
 		errs = append(errs, fmt.Errorf("audit: %s has no canary", t.Name))
@@ -238,10 +307,14 @@ func EpsilonLowerBound(fpr, fnr, delta float64) float64 {
 }
 
 // evaluate fits the rule of one score on the calibration releases
-// (in[:h], out[:h]) and measures it on the rest.
-func evaluate(score func([]float64) float64, in, out [][]float64, h int, delta float64, cp *cpTable) (TestResult, error) {
+// (in[:h], out[:h]) to the criterion and measures it on the rest.
+func evaluate(score func([]float64) float64, in, out [][]float64, h int, delta float64, criterion string, cp *cpTable) (TestResult, error) {
 	s1, s0 := scores(score, in), scores(score, out)
-	thr, above, err := fitRule(s1[:h], s0[:h], delta, cp)
+	objective := func(fpU, fnU float64) float64 { return EpsilonLowerBound(fpU, fnU, delta) }
+	if criterion == CriterionGDP {
+		objective = MuLowerBound
+	}
+	thr, above, err := fitRule(s1[:h], s0[:h], objective, cp)
 	if err != nil {
 		return TestResult{}, err
 	}
@@ -251,7 +324,7 @@ func evaluate(score func([]float64) float64, in, out [][]float64, h int, delta f
 		}
 		return s <= thr
 	}
-	r := TestResult{Threshold: thr, Above: above, NOut: len(s0) - h, NIn: len(s1) - h, Alpha: cp.alpha}
+	r := TestResult{Criterion: criterion, Threshold: thr, Above: above, NOut: len(s0) - h, NIn: len(s1) - h, Alpha: cp.alpha}
 	for _, s := range s0[h:] {
 		if says(s) {
 			r.FP++
@@ -269,6 +342,7 @@ func evaluate(score func([]float64) float64, in, out [][]float64, h int, delta f
 		return TestResult{}, err
 	}
 	r.EpsilonLB = EpsilonLowerBound(r.FPRUpper, r.FNRUpper, delta)
+	r.MuLB = MuLowerBound(r.FPRUpper, r.FNRUpper)
 	return r, nil
 }
 
@@ -281,11 +355,12 @@ func scores(score func([]float64) float64, vs [][]float64) []float64 {
 }
 
 // fitRule returns the rule "D iff score >= thr" (above) or "D iff score <=
-// thr" that maximises the epsilon lower bound on the given releases of D
-// (s1) and D' (s0). The candidate thresholds are the midpoints between
-// consecutive distinct scores, so that a rule separating the two samples
-// leaves the same margin to both.
-func fitRule(s1, s0 []float64, delta float64, cp *cpTable) (thr float64, above bool, err error) {
+// thr" that maximises objective (of the upper bounds on the false positive
+// and false negative rates) on the given releases of D (s1) and D' (s0).
+// The candidate thresholds are the midpoints between consecutive distinct
+// scores, so that a rule separating the two samples leaves the same margin
+// to both.
+func fitRule(s1, s0 []float64, objective func(fpU, fnU float64) float64, cp *cpTable) (thr float64, above bool, err error) {
 	best := math.Inf(-1)
 	for _, sign := range []float64{1, -1} {
 		a1, a0 := signed(s1, sign), signed(s0, sign)
@@ -309,7 +384,7 @@ func fitRule(s1, s0 []float64, delta float64, cp *cpTable) (thr float64, above b
 			if err != nil {
 				return 0, false, err
 			}
-			if e := EpsilonLowerBound(fpU, fnU, delta); e > best {
+			if e := objective(fpU, fnU); e > best {
 				best, thr, above = e, sign*t, sign > 0
 			}
 		}
@@ -354,6 +429,30 @@ func projection(in, out [][]float64) func([]float64) float64 {
 	return func(o []float64) float64 {
 		s := 0.0
 		for j := range min(n, len(o)) {
+			s += w[j] * sanitize(o[j])
+		}
+		return s
+	}
+}
+
+// hasShift reports whether c has a usable white-box direction: a finite,
+// non-zero Shift.
+func hasShift(c Canary) bool {
+	nonzero := false
+	for _, x := range c.Shift {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+		nonzero = nonzero || x != 0
+	}
+	return nonzero
+}
+
+// projectOn returns the score o . w for the white-box direction w (Canary.Shift).
+func projectOn(w []float64) func([]float64) float64 {
+	return func(o []float64) float64 {
+		s := 0.0
+		for j := range min(len(w), len(o)) {
 			s += w[j] * sanitize(o[j])
 		}
 		return s

@@ -45,7 +45,7 @@ func TestEpsilonLowerBound(t *testing.T) {
 // and noise multiplier z (exact sampler), claiming eps at delta.
 func gaussianTarget(z, eps, delta float64) Target {
 	buf := make([]float64, 1)
-	return Target{Name: "gaussian", Claim: Claim{eps, delta}, Canaries: []Canary{{
+	return Target{Name: "gaussian", Claim: Claim{Epsilon: eps, Delta: delta}, Canaries: []Canary{{
 		Name: "shift 1",
 		Release: func(in bool, rng *rand.Rand) ([]float64, error) {
 			buf[0] = 0
@@ -92,7 +92,7 @@ func TestRunGaussianKnownEpsilon(t *testing.T) {
 // (the projection sees nothing: NaN reads as 0).
 func TestRunNonFiniteLeak(t *testing.T) {
 	buf := make([]float64, 2)
-	tg := Target{Name: "nan leak", Claim: Claim{1, testDelta}, Canaries: []Canary{{
+	tg := Target{Name: "nan leak", Claim: Claim{Epsilon: 1, Delta: testDelta}, Canaries: []Canary{{
 		Name: "nan",
 		Release: func(in bool, rng *rand.Rand) ([]float64, error) {
 			buf[0], buf[1] = 0, 0
@@ -122,16 +122,16 @@ func TestRunValidation(t *testing.T) {
 	}{
 		{"runs", good, Options{Runs: 3, Confidence: 0.95}, "runs"},
 		{"confidence", good, Options{Runs: 10, Confidence: 1}, "confidence"},
-		{"claim", Target{Name: "x", Claim: Claim{math.NaN(), 0}, Canaries: good.Canaries}, Options{Runs: 10, Confidence: 0.9}, "claims"},
-		{"no canary", Target{Name: "x", Claim: Claim{1, 0}}, Options{Runs: 10, Confidence: 0.9}, "no canary"},
-		{"lattice", Target{Name: "x", Claim: Claim{1, 0}, Canaries: []Canary{{Name: "c", Release: good.Canaries[0].Release, Lattice: &Lattice{Sigma: 1, In: []float64{1}}}}}, Options{Runs: 10, Confidence: 0.9}, "lattice"},
+		{"claim", Target{Name: "x", Claim: Claim{Epsilon: math.NaN()}, Canaries: good.Canaries}, Options{Runs: 10, Confidence: 0.9}, "claims"},
+		{"no canary", Target{Name: "x", Claim: Claim{Epsilon: 1}}, Options{Runs: 10, Confidence: 0.9}, "no canary"},
+		{"lattice", Target{Name: "x", Claim: Claim{Epsilon: 1}, Canaries: []Canary{{Name: "c", Release: good.Canaries[0].Release, Lattice: &Lattice{Sigma: 1, In: []float64{1}}}}}, Options{Runs: 10, Confidence: 0.9}, "lattice"},
 	} {
 		if _, err := Run(tc.t, tc.o, testRNG(3)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one naming %q", tc.name, err, tc.want)
 		}
 	}
 	boom := errors.New("boom")
-	bad := Target{Name: "x", Claim: Claim{1, 0}, Canaries: []Canary{{Name: "c", Release: func(bool, *rand.Rand) ([]float64, error) { return nil, boom }}}}
+	bad := Target{Name: "x", Claim: Claim{Epsilon: 1}, Canaries: []Canary{{Name: "c", Release: func(bool, *rand.Rand) ([]float64, error) { return nil, boom }}}}
 	if _, err := Run(bad, Options{Runs: 10, Confidence: 0.9}, testRNG(3)); !errors.Is(err, boom) {
 		t.Errorf("a failing release: error %v, want it wrapped", err)
 	}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"dprl/ledger/accountant"
 	"dprl/policy"
+	"dprl/policy/bandmf"
 )
 
 // The DPPG audit's public setting: K local updates per release, each a joint
@@ -84,104 +86,95 @@ func gaussianClaim(eps, delta float64) (float64, Claim, error) {
 	return z, Claim{Epsilon: g.Epsilon, Delta: delta}, nil
 }
 
+// dppgBand is the number of bands of the banded audit (and the releases
+// it audits: the canary's whole column).
+const dppgBand = 4
+
 // DPPG returns the audit of DPPG's server step through the real
 // policy.Aggregator with the given noise shape, at the smallest noise
 // multiplier z that the analytic accountant prices at (eps, delta): the
-// claim is the accountant's epsilon at z, what the agent prints per session.
+// claim is the accountant's epsilon at z, what the agent prints per session,
+// and mu = 1 / z, the Gaussian-DP guarantee of one participation that the
+// accounting rests on (docs/privacy.md: one release is exactly the Gaussian
+// mechanism of multiplier z, whatever the noise's shape).
 //
 // D holds K - 1 fixed background local updates and the canary, D' the
 // background only; both are divided by the fixed K (the canary replaced by
 // nothing, which the fixed denominator makes the same as a zero update).
-// With independent noise the release is g~ of one Release. With tree or
-// sqrt noise the canary joins the first of dppgHorizon releases (the
-// background joins every one), and the release audited is the whole
-// horizon, post-processed into the values whose noise is independent (so
-// that the projection test is the optimal one): for the tree, the prefix
-// sums at releases 1, 2, 4, 8 (each a single noisy tree node holding the
-// first release); for sqrt, y = C g~, the factorization's noisy releases.
+// With independent noise the release is g~ of one Release. With tree, sqrt
+// or bandmf noise the canary joins the first of several releases (the
+// background joins every one), and the release audited is all of them,
+// post-processed into the values whose noise is independent (so that the
+// projection test is the optimal one): for the tree (dppgHorizon
+// releases), the prefix sums at releases 1, 2, 4, 8 (each a single noisy
+// tree node holding the first release); for sqrt (dppgHorizon releases),
+// y = C g~, the factorization's noisy releases; for bandmf (dppgBand
+// bands, as many releases, each committed as the agent commits it), y =
+// C g~ likewise, the rows of the stream that hold the canary's column.
 // Canaries: "large update" (norm 100 S) and "NaN update", which Add
-// refuses (ErrNonFinite) and the harness then leaves out, as the agent does.
-// The first len(g~) coordinates are the first release, the un-noised value
-// plus the sampler's noise, so the float-lattice test gets the exact
-// un-noised values on both sides (from the same Aggregator in mode
-// clip-only).
+// counts as zero. The first len(g~) coordinates are the first release, the
+// un-noised value plus the sampler's noise, so the float-lattice test gets
+// the exact un-noised values on both sides (from the same Aggregator in
+// mode clip-only), and the projection test gets the exact un-noised
+// difference (Canary.Shift, likewise).
 func DPPG(noise policy.Noise, eps, delta float64) (Target, error) {
+	return dppgTarget(noise, eps, delta, FaultNone)
+}
+
+// dppgTarget is DPPG with the fault applied to the aggregator's
+// configuration (Fault; the claim stays the correct one's).
+func dppgTarget(noise policy.Noise, eps, delta float64, fault Fault) (Target, error) {
+	ns, cs, err := fault.scales()
+	if err != nil {
+		return Target{}, err
+	}
 	z, claim, err := gaussianClaim(eps, delta)
 	if err != nil {
 		return Target{}, err
 	}
-	cfg := policy.DPConfig{Mode: policy.ModeDP, NoiseMultiplier: z, ClipNorm: dppgClip, UsersPerUpdate: dppgK, PolicyClipShare: dppgShare, Noise: noise}
+	claim.Mu = 1 / z
+	cfg := policy.DPConfig{Mode: policy.ModeDP, NoiseMultiplier: z * ns, ClipNorm: dppgClip * cs, UsersPerUpdate: dppgK, PolicyClipShare: dppgShare, Noise: noise}
 	releases := 1
-	if noise != policy.NoiseIndependent {
+	switch noise {
+	case policy.NoiseTree, policy.NoiseSqrt:
 		cfg.Horizon, releases = dppgHorizon, dppgHorizon
+	case policy.NoiseBandedSqrt:
+		cfg.Band, releases = dppgBand, dppgBand
 	}
 	if err := cfg.Validate(); err != nil {
 		return Target{}, fmt.Errorf("audit: %w", err)
 	}
+	clipOnly := cfg
+	clipOnly.Mode, clipOnly.NoiseMultiplier = policy.ModeClipOnly, 0
 	sc := newAggScenario()
-	n := dppgPolicy + dppgValue
-	t := Target{Name: "dppg/" + noise.String(), Claim: claim}
-	if releases > 1 {
-		t.Name += fmt.Sprintf(" (%d releases)", releases)
+	name := "dppg/" + noise.String()
+	switch {
+	case noise == policy.NoiseBandedSqrt:
+		name = fmt.Sprintf("bandmf (b = %d, %d releases)", dppgBand, releases)
+	case releases > 1:
+		name += fmt.Sprintf(" (%d releases)", releases)
 	}
-	var sqrtC []float64
-	if noise == policy.NoiseSqrt {
-		sqrtC = make([]float64, releases)
-		for k := range sqrtC {
-			sqrtC[k] = 1
-			if k > 0 {
-				sqrtC[k] = sqrtC[k-1] * float64(2*k-1) / float64(2*k)
-			}
-		}
-	}
-	for _, cn := range []struct {
+	t := Target{Name: fault.name(name), Claim: claim}
+	canaries := []struct {
 		name   string
 		update []float64
-	}{{"large update", sc.large}, {"NaN update", sc.nan}} {
-		gs := make([]float64, releases*n) // the releases g~_1 .. g~_H
-		outv := make([]float64, releases*n)
+	}{{"large update", sc.large}, {"NaN update", sc.nan}}
+	if fault != FaultNone {
+		canaries = canaries[:1] // the faults scale the noise and the clip: the NaN canary does not see them
+	}
+	for _, cn := range canaries {
+		h := newDPPGHarness(sc, cn.update, releases)
 		c := Canary{Name: cn.name}
-		c.Release = func(in bool, rng *rand.Rand) ([]float64, error) {
-			agg, err := policy.NewAggregator(cfg, dppgPolicy, dppgValue, rng)
+		c.Release = func(in bool, rng *rand.Rand) ([]float64, error) { return h.release(cfg, in, rng) }
+		var vs [2][]float64
+		for i, in := range []bool{true, false} {
+			v, err := h.release(clipOnly, in, nil)
 			if err != nil {
-				return nil, err
+				return Target{}, err
 			}
-			for r := range releases {
-				if err := addAll(agg, sc.background, cn.update, in && r == 0); err != nil {
-					return nil, err
-				}
-				if err := agg.Release(gs[r*n : (r+1)*n]); err != nil {
-					return nil, err
-				}
-			}
-			switch noise {
-			case policy.NoiseTree: // prefix sums at 1, 2, 4, ..., H
-				clear(outv)
-				p := make([]float64, n)
-				j := 0
-				for r := range releases {
-					for i := range p {
-						p[i] += gs[r*n+i]
-					}
-					if (r+1)&r == 0 { // r + 1 a power of two
-						copy(outv[j*n:(j+1)*n], p)
-						j++
-					}
-				}
-				return outv[:j*n], nil
-			case policy.NoiseSqrt: // y_t = sum_k c_k g~_{t-k}
-				clear(outv)
-				for r := range releases {
-					for k := range r + 1 {
-						for i := range n {
-							outv[r*n+i] += sqrtC[k] * gs[(r-k)*n+i]
-						}
-					}
-				}
-				return outv, nil
-			}
-			return gs, nil
+			vs[i] = slices.Clone(v)
 		}
+		c.Shift = shift(vs[0], vs[1])
 		lat, err := dppgLattice(cfg, sc, cn.update)
 		if err != nil {
 			return Target{}, err
@@ -190,6 +183,88 @@ func DPPG(noise policy.Noise, eps, delta float64) (Target, error) {
 		t.Canaries = append(t.Canaries, c)
 	}
 	return t, nil
+}
+
+// dppgHarness runs one canary's releases through a fresh Aggregator and
+// post-processes them (DPPG); its buffers are reused across calls.
+type dppgHarness struct {
+	sc       aggScenario
+	update   []float64
+	releases int
+	gs, outv []float64
+}
+
+func newDPPGHarness(sc aggScenario, update []float64, releases int) *dppgHarness {
+	n := len(sc.large)
+	return &dppgHarness{sc: sc, update: update, releases: releases, gs: make([]float64, releases*n), outv: make([]float64, releases*n)}
+}
+
+// release runs the releases with cfg (rng nil in mode clip-only) on D (in)
+// or D' and returns the post-processed release.
+func (h *dppgHarness) release(cfg policy.DPConfig, in bool, rng *rand.Rand) ([]float64, error) {
+	n := len(h.sc.large)
+	agg, err := policy.NewAggregator(cfg, dppgPolicy, dppgValue, rng)
+	if err != nil {
+		return nil, err
+	}
+	gs, outv := h.gs, h.outv
+	for r := range h.releases {
+		if err := addAll(agg, h.sc.background, h.update, in && r == 0); err != nil {
+			return nil, err
+		}
+		if err := agg.Release(gs[r*n : (r+1)*n]); err != nil {
+			return nil, err
+		}
+		agg.Commit()
+	}
+	// y_t = sum_k c_k g~_{t-k}: undoes g~ = C^{-1} y (post-processing).
+	factor := func(c []float64) []float64 {
+		clear(outv)
+		for r := range h.releases {
+			for k := range min(r+1, len(c)) {
+				for i := range n {
+					outv[r*n+i] += c[k] * gs[(r-k)*n+i]
+				}
+			}
+		}
+		return outv
+	}
+	switch cfg.Noise {
+	case policy.NoiseTree: // prefix sums at 1, 2, 4, ..., H
+		clear(outv)
+		p := make([]float64, n)
+		j := 0
+		for r := range h.releases {
+			for i := range p {
+				p[i] += gs[r*n+i]
+			}
+			if (r+1)&r == 0 { // r + 1 a power of two
+				copy(outv[j*n:(j+1)*n], p)
+				j++
+			}
+		}
+		return outv[:j*n], nil
+	case policy.NoiseSqrt:
+		return factor(sqrtCoefficients(h.releases)), nil
+	case policy.NoiseBandedSqrt:
+		return factor(bandmf.SqrtCoefficients(cfg.Band)), nil
+	}
+	return gs, nil
+}
+
+// sqrtCoefficients returns c_0 .. c_{n-1} of the square root of the
+// prefix-sum matrix, c_k = binom(2k, k) / 4^k (Fichtenberger, Henzinger &
+// Upadhyay 2023, "Constant matters: fine-grained error bound on
+// differentially private continual observation").
+func sqrtCoefficients(n int) []float64 {
+	c := make([]float64, n)
+	for k := range c {
+		c[k] = 1
+		if k > 0 {
+			c[k] = c[k-1] * float64(2*k-1) / float64(2*k)
+		}
+	}
+	return c
 }
 
 // addAll adds the background updates, and the canary if in, to agg; an
@@ -214,7 +289,7 @@ func addAll(agg *policy.Aggregator, background [][]float64, canary []float64, in
 // returns nil when the two are the same (the canary had no effect).
 func dppgLattice(cfg policy.DPConfig, sc aggScenario, canary []float64) (*Lattice, error) {
 	clipOnly := cfg
-	clipOnly.Mode, clipOnly.NoiseMultiplier, clipOnly.Noise, clipOnly.Horizon = policy.ModeClipOnly, 0, policy.NoiseIndependent, 0
+	clipOnly.Mode, clipOnly.NoiseMultiplier, clipOnly.Noise, clipOnly.Horizon, clipOnly.Band = policy.ModeClipOnly, 0, policy.NoiseIndependent, 0, 0
 	n := dppgPolicy + dppgValue
 	l := &Lattice{Out: make([]float64, n), In: make([]float64, n)}
 	for _, side := range []struct {

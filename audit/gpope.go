@@ -40,7 +40,21 @@ const (
 // makes the importance ratio pi / exp(logp) overflow to +Inf, so the
 // gradient is NaN and infinite unless the clip zeroes it). The float-lattice
 // test does not apply: the noisy sum is divided and scaled before release.
+// The claim's mu is sqrt(gpopeIters) / z: gpopeIters Gaussian mechanisms of
+// multiplier z at q = 1 (Dong, Roth & Su 2022, "Gaussian differential
+// privacy", Corollary 3.3), which the PLD accountant prices. The
+// projection's direction is the un-noised difference (Z = 0, the same
+// code), Canary.Shift.
 func GPOPE(eps, delta float64) (Target, error) {
+	return gpopeTarget(eps, delta, FaultNone)
+}
+
+// gpopeTarget is GPOPE with the fault applied to gtd2.Config's Z and Clip.
+func gpopeTarget(eps, delta float64, fault Fault) (Target, error) {
+	ns, cs, err := fault.scales()
+	if err != nil {
+		return Target{}, err
+	}
 	acc := accountant.PLD{}
 	z, err := accountant.Calibrate(acc, eps, delta, 1, gpopeIters)
 	if err != nil {
@@ -50,13 +64,20 @@ func GPOPE(eps, delta float64) (Target, error) {
 	if err != nil {
 		return Target{}, fmt.Errorf("audit: %w", err)
 	}
-	cfg := gpopeConfig(z)
-	t := Target{Name: fmt.Sprintf("gpope (%d steps, q = 1)", gpopeIters), Claim: Claim{Epsilon: g.Epsilon, Delta: delta}}
+	cfg := gpopeConfig(z * ns)
+	cfg.Clip *= cs
+	plain := cfg
+	plain.Z = 0
+	t := Target{Name: fault.name(fmt.Sprintf("gpope (%d steps, q = 1)", gpopeIters)), Claim: Claim{Epsilon: g.Epsilon, Delta: delta, Mu: math.Sqrt(gpopeIters) / z}}
 	background := gpopeBackground()
+	canaries := 2
+	if fault != FaultNone {
+		canaries = 1 // the faults scale the noise and the clip: the second canary adds nothing
+	}
 	for _, cn := range []struct {
 		name         string
 		reward, logp float64
-	}{{"large reward", 1e6, math.Log(0.5)}, {"rho = +Inf", 1, -800}} {
+	}{{"large reward", 1e6, math.Log(0.5)}, {"rho = +Inf", 1, -800}}[:canaries] {
 		canary := gpopeTrajectory("canary", cn.reward, cn.logp)
 		out, err := gpopePrepare(background)
 		if err != nil {
@@ -66,7 +87,7 @@ func GPOPE(eps, delta float64) (Target, error) {
 		if err != nil {
 			return Target{}, err
 		}
-		t.Canaries = append(t.Canaries, Canary{Name: cn.name, Release: func(withCanary bool, rng *rand.Rand) ([]float64, error) {
+		release := func(cfg gtd2.Config, withCanary bool, rng *rand.Rand) ([]float64, error) {
 			ds := out
 			if withCanary {
 				ds = in
@@ -76,7 +97,18 @@ func GPOPE(eps, delta float64) (Target, error) {
 				return nil, err
 			}
 			return append(append([]float64(nil), res.Theta...), res.Y...), nil
-		}})
+		}
+		c := Canary{Name: cn.name, Release: func(withCanary bool, rng *rand.Rand) ([]float64, error) { return release(cfg, withCanary, rng) }}
+		vin, err := release(plain, true, rand.New(rand.NewPCG(0, 0)))
+		if err != nil {
+			return Target{}, err
+		}
+		vout, err := release(plain, false, rand.New(rand.NewPCG(0, 0)))
+		if err != nil {
+			return Target{}, err
+		}
+		c.Shift = shift(vin, vout)
+		t.Canaries = append(t.Canaries, c)
 	}
 	return t, nil
 }

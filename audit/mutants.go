@@ -67,7 +67,7 @@ func (d Defect) String() string {
 // same neighbouring inputs as DPPG's independent-noise audit (K - 1
 // background contributions; canaries "large update" and "NaN update"),
 // claiming what the correct step claims: the analytic accountant's epsilon
-// at the noise multiplier z calibrated to (eps, delta).
+// at the noise multiplier z calibrated to (eps, delta), and mu = 1 / z.
 func Mutant(d Defect, eps, delta float64) (Target, error) {
 	if d < DefectNone || d > DefectFloatLattice {
 		return Target{}, fmt.Errorf("audit: unknown defect %d", int(d))
@@ -76,6 +76,7 @@ func Mutant(d Defect, eps, delta float64) (Target, error) {
 	if err != nil {
 		return Target{}, err
 	}
+	claim.Mu = 1 / z
 	sc := newAggScenario()
 	sigma := z * dppgClip / dppgK
 	t := Target{Name: "mutant: " + d.String(), Claim: claim}

@@ -2,6 +2,8 @@ package audit
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"dprl/policy"
 )
@@ -28,37 +30,81 @@ type Entry struct {
 
 // The mechanisms Suite knows.
 const (
-	MechanismDPPG  = "dppg"
-	MechanismGPOPE = "gpope"
-	MechanismAll   = "all"
+	MechanismDPPG    = "dppg"
+	MechanismBandMF  = "bandmf"
+	MechanismGPOPE   = "gpope"
+	MechanismLearn   = "learn"
+	MechanismPriMORL = "primorl"
+	MechanismAll     = "all"
 )
 
-// Suite returns the targets of "dprl audit": DPPG's aggregator with every
-// noise shape (mechanism "dppg"), GPOPE ("gpope"), or both ("all"), each
-// calibrated to the claim (eps, delta); with mutants, also every Mutant
-// (the control first).
-func Suite(mechanism string, mutants bool, eps, delta float64) ([]Entry, error) {
-	var out []Entry
-	if mechanism != MechanismDPPG && mechanism != MechanismGPOPE && mechanism != MechanismAll {
-		return nil, fmt.Errorf("audit: mechanism %q, want dppg, gpope or all", mechanism)
-	}
-	if mechanism != MechanismGPOPE {
-		for _, n := range []policy.Noise{policy.NoiseIndependent, policy.NoiseTree, policy.NoiseSqrt} {
-			t, err := DPPG(n, eps, delta)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, Entry{t, KindMechanism})
-		}
-	}
-	if mechanism != MechanismDPPG {
-		t, err := GPOPE(eps, delta)
+// Mechanisms lists the mechanisms "all" audits, in suite order.
+var Mechanisms = []string{MechanismDPPG, MechanismBandMF, MechanismGPOPE, MechanismLearn, MechanismPriMORL}
+
+// harness returns the target of a mechanism's real code path with the
+// fault (FaultNone: the mechanism itself). For dppg with a fault it is
+// the independent-noise aggregator (the correlated shapes share its clip
+// and its sampler).
+func harness(mechanism string, fault Fault, eps, delta float64) ([]Target, error) {
+	one := func(t Target, err error) ([]Target, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Entry{t, KindMechanism})
+		return []Target{t}, nil
 	}
-	if mutants {
+	switch mechanism {
+	case MechanismDPPG:
+		if fault != FaultNone {
+			return one(dppgTarget(policy.NoiseIndependent, eps, delta, fault))
+		}
+		var out []Target
+		for _, n := range []policy.Noise{policy.NoiseIndependent, policy.NoiseTree, policy.NoiseSqrt} {
+			t, err := dppgTarget(n, eps, delta, fault)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, t)
+		}
+		return out, nil
+	case MechanismBandMF:
+		return one(dppgTarget(policy.NoiseBandedSqrt, eps, delta, fault))
+	case MechanismGPOPE:
+		return one(gpopeTarget(eps, delta, fault))
+	case MechanismLearn:
+		return one(learnTarget(eps, delta, fault))
+	case MechanismPriMORL:
+		return one(primorlTarget(eps, delta, fault))
+	}
+	return nil, fmt.Errorf("audit: mechanism %q, want %s or %s", mechanism, strings.Join(Mechanisms, ", "), MechanismAll)
+}
+
+// Suite returns the targets of "dprl audit" for a mechanism (one of
+// Mechanisms, or MechanismAll for every one), each calibrated to the claim
+// (eps, delta): "dppg" is DPPG's aggregator with independent, tree and
+// sqrt noise, "bandmf" the aggregator with banded noise, "gpope", "learn"
+// and "primorl" the offline commands' DP steps. With mutants, also each
+// mechanism's real code path with every Fault (noise / 2, sensitivity x
+// 2), and, with dppg, the copy of the aggregation step without a defect
+// (the control) and with every Defect.
+func Suite(mechanism string, mutants bool, eps, delta float64) ([]Entry, error) {
+	mechs := []string{mechanism}
+	if mechanism == MechanismAll {
+		mechs = Mechanisms
+	}
+	var out []Entry
+	for _, m := range mechs {
+		ts, err := harness(m, FaultNone, eps, delta)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range ts {
+			out = append(out, Entry{t, KindMechanism})
+		}
+	}
+	if !mutants {
+		return out, nil
+	}
+	if slices.Contains(mechs, MechanismDPPG) {
 		for _, d := range Defects {
 			t, err := Mutant(d, eps, delta)
 			if err != nil {
@@ -69,6 +115,17 @@ func Suite(mechanism string, mutants bool, eps, delta float64) ([]Entry, error) 
 				k = KindControl
 			}
 			out = append(out, Entry{t, k})
+		}
+	}
+	for _, m := range mechs {
+		for _, f := range Faults {
+			ts, err := harness(m, f, eps, delta)
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range ts {
+				out = append(out, Entry{t, KindMutant})
+			}
 		}
 	}
 	return out, nil

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // ConfigError is an error of a SuiteConfig. Its message may name fields of
@@ -38,10 +39,11 @@ func (e *ConfigError) Unwrap() error { return e.err }
 
 // SuiteConfig configures RunSuite ("dprl audit").
 type SuiteConfig struct {
-	// Mechanism is MechanismDPPG, MechanismGPOPE or MechanismAll.
+	// Mechanism is one of Mechanisms, or MechanismAll.
 	Mechanism string
-	// Mutants adds the broken copies of the aggregation step and the
-	// control (Suite).
+	// Mutants adds each mechanism's miscalibrated runs (Fault) and, with
+	// dppg, the broken copies of the aggregation step and the control
+	// (Suite).
 	Mutants bool
 	// Runs is the number of releases per side per canary, >= 4.
 	Runs int
@@ -101,12 +103,17 @@ type SuiteResult struct {
 	// Failed is true when a mechanism or the control is flagged or a
 	// mutant is missed.
 	Failed bool `json:"failed"`
+	// Seconds is the wall time of the whole suite (operational, not a
+	// statistic of any private data: the data are synthetic).
+	Seconds float64 `json:"seconds"`
 }
 
 // SuiteReport is one target's report with its kind and verdict.
 type SuiteReport struct {
 	Kind    Kind   `json:"kind"`
 	Verdict string `json:"verdict"`
+	// Seconds is the wall time of the target's audit.
+	Seconds float64 `json:"seconds"`
 	Report
 }
 
@@ -119,7 +126,9 @@ func RunSuite(c SuiteConfig) (SuiteResult, error) {
 		return SuiteResult{}, err
 	}
 	out := SuiteResult{Runs: c.Runs, Confidence: c.Confidence, Seed: c.Seed}
+	start := time.Now()
 	for _, e := range entries {
+		t0 := time.Now()
 		opt := Options{Runs: c.Runs, Confidence: c.Confidence}
 		if c.Progress != nil {
 			name := e.Target.Name
@@ -131,8 +140,9 @@ func RunSuite(c SuiteConfig) (SuiteResult, error) {
 		}
 		v, bad := Verdict(e.Kind, rep)
 		out.Failed = out.Failed || bad
-		out.Results = append(out.Results, SuiteReport{Kind: e.Kind, Verdict: v, Report: rep})
+		out.Results = append(out.Results, SuiteReport{Kind: e.Kind, Verdict: v, Seconds: time.Since(t0).Seconds(), Report: rep})
 	}
+	out.Seconds = time.Since(start).Seconds()
 	return out, nil
 }
 
@@ -151,18 +161,30 @@ func (r SuiteResult) Err() error {
 	return errors.New("audit: " + strings.Join(failed, "; "))
 }
 
-// WriteText writes the settings and a table of the targets: claim, bound,
-// the test that achieved it and the verdict.
+// WriteText writes the settings and a table of the targets: the claimed
+// (epsilon, delta) and mu, the (epsilon, delta) lower bound, the
+// Gaussian-DP lower bound on mu, the test that decided the verdict, the
+// verdict and the target's time; then the suite's time.
 func (r SuiteResult) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "%d releases per side per canary, confidence %g, seed %d\n", r.Runs, r.Confidence, r.Seed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "target\tclaimed (eps, delta)\teps_lb\ttest\tverdict")
+	fmt.Fprintln(tw, "target\tclaimed (eps, delta)\tmu\teps_lb\tmu_lb\ttest\tverdict\ttime")
 	for _, x := range r.Results {
-		best := x.Best
+		best, mu, muLB := x.Best, "-", "-"
+		if x.Claim.Mu > 0 {
+			mu, muLB = fmt.Sprintf("%.3f", x.Claim.Mu), fmt.Sprintf("%.3f", x.MuLB)
+			if !(x.EpsilonLB > x.Claim.Epsilon) {
+				best = x.BestGDP
+			}
+		}
 		if best == "" {
 			best = "-"
 		}
-		fmt.Fprintf(tw, "%s\t(%.4g, %g)\t%.3f\t%s\t%s\n", x.Target, x.Claim.Epsilon, x.Claim.Delta, x.EpsilonLB, best, x.Verdict)
+		fmt.Fprintf(tw, "%s\t(%.4g, %g)\t%s\t%.3f\t%s\t%s\t%s\t%.1f s\n", x.Target, x.Claim.Epsilon, x.Claim.Delta, mu, x.EpsilonLB, muLB, best, x.Verdict, x.Seconds)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d targets in %.1f s\n", len(r.Results), r.Seconds)
+	return err
 }

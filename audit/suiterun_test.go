@@ -25,7 +25,7 @@ func TestSuiteConfigValidate(t *testing.T) {
 		{"runs", func(c *SuiteConfig) { c.Runs = 3 }, "--runs 3: want >= 4"},
 		{"confidence", func(c *SuiteConfig) { c.Confidence = 1 }, "--confidence 1: want 0 < confidence < 1"},
 		{"runs before the claim", func(c *SuiteConfig) { c.Runs, c.Epsilon = 0, -1 }, "--runs 0: want >= 4"},
-		{"mechanism", func(c *SuiteConfig) { c.Mechanism = "svt" }, `audit: mechanism "svt", want dppg, gpope or all`},
+		{"mechanism", func(c *SuiteConfig) { c.Mechanism = "svt" }, `audit: mechanism "svt", want dppg, bandmf, gpope, learn, primorl or all`},
 		{"epsilon", func(c *SuiteConfig) { c.Epsilon = -1 }, "audit: calibrating z: accountant: invalid parameter: epsilon = -1"},
 		{"delta", func(c *SuiteConfig) { c.Delta = 2 }, "audit: calibrating z: accountant: invalid parameter: delta = 2"},
 	}
@@ -71,14 +71,14 @@ func TestRunSuiteTargetsIndependent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dppg.Results) != 3 || len(all.Results) != 4 || all.Runs != 40 || all.Seed != 7 || all.Confidence != 0.95 {
+	if len(dppg.Results) != 3 || len(all.Results) != 7 || all.Runs != 40 || all.Seed != 7 || all.Confidence != 0.95 {
 		t.Fatalf("%d and %d results, header %+v", len(dppg.Results), len(all.Results), all)
 	}
 	for i, r := range dppg.Results {
-		a, _ := json.Marshal(r)
-		b, _ := json.Marshal(all.Results[i])
-		if string(a) != string(b) {
-			t.Errorf("%s differs when GPOPE runs too:\n%s\n%s", r.Target, a, b)
+		a, _ := json.Marshal(r.Report) // Seconds differ
+		b, _ := json.Marshal(all.Results[i].Report)
+		if string(a) != string(b) || r.Verdict != all.Results[i].Verdict {
+			t.Errorf("%s differs when the other mechanisms run too:\n%s\n%s", r.Target, a, b)
 		}
 		if r.Kind != KindMechanism || pairs[r.Target] == 0 {
 			t.Errorf("%s: kind %s, %d pairs reported", r.Target, r.Kind, pairs[r.Target])
@@ -90,8 +90,8 @@ func TestRunSuiteTargetsIndependent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := json.Marshal(o.Results)
-	b, _ := json.Marshal(dppg.Results)
+	a, _ := json.Marshal(o.Results[0].Report)
+	b, _ := json.Marshal(dppg.Results[0].Report)
 	if string(a) == string(b) {
 		t.Error("seeds 7 and 8 gave the same releases")
 	}
@@ -102,19 +102,22 @@ func TestRunSuiteTargetsIndependent(t *testing.T) {
 
 func TestSuiteResultTextAndErr(t *testing.T) {
 	r := SuiteResult{Runs: 40, Confidence: 0.95, Seed: 3, Results: []SuiteReport{
-		{Kind: KindMechanism, Verdict: "ok", Report: Report{Target: "dppg/independent", Claim: Claim{0.99999966, 1e-5}}},
-		{Kind: KindMutant, Verdict: "MISSED", Report: Report{Target: "mutant: no noise", Claim: Claim{1, 1e-5}}},
-		{Kind: KindMutant, Verdict: "flagged", Report: Report{Target: "mutant: unclipped", Claim: Claim{1, 1e-5}, EpsilonLB: 2.5, Best: "projection (canary: large update)", Violation: true}},
-	}, Failed: true}
+		{Kind: KindMechanism, Verdict: "ok", Seconds: 1.26, Report: Report{Target: "dppg/independent", Claim: Claim{Epsilon: 0.99999966, Delta: 1e-5, Mu: 0.268}, EpsilonLB: 0.1, MuLB: 0.12, Best: "projection (canary: NaN update)", BestGDP: "projection (canary: large update)"}},
+		{Kind: KindMutant, Verdict: "MISSED", Report: Report{Target: "mutant: no noise", Claim: Claim{Epsilon: 1, Delta: 1e-5}}},
+		{Kind: KindMutant, Verdict: "flagged", Report: Report{Target: "mutant: unclipped", Claim: Claim{Epsilon: 1, Delta: 1e-5, Mu: 0.268}, EpsilonLB: 2.5, MuLB: 3, Best: "projection (canary: large update)", BestGDP: "white-box projection (canary: large update)", Violation: true}},
+		{Kind: KindMutant, Verdict: "flagged", Report: Report{Target: "mutant: noise / 2", Claim: Claim{Epsilon: 1, Delta: 1e-5, Mu: 0.268}, EpsilonLB: 0.7, MuLB: 0.41, Best: "projection (canary: large update)", BestGDP: "white-box projection (canary: large update)", Violation: true}},
+	}, Failed: true, Seconds: 2.04}
 	var buf bytes.Buffer
 	if err := r.WriteText(&buf); err != nil {
 		t.Fatal(err)
 	}
 	want := `40 releases per side per canary, confidence 0.95, seed 3
-target             claimed (eps, delta)  eps_lb  test                               verdict
-dppg/independent   (1, 1e-05)            0.000   -                                  ok
-mutant: no noise   (1, 1e-05)            0.000   -                                  MISSED
-mutant: unclipped  (1, 1e-05)            2.500   projection (canary: large update)  flagged
+target             claimed (eps, delta)  mu     eps_lb  mu_lb  test                                         verdict  time
+dppg/independent   (1, 1e-05)            0.268  0.100   0.120  projection (canary: large update)            ok       1.3 s
+mutant: no noise   (1, 1e-05)            -      0.000   -      -                                            MISSED   0.0 s
+mutant: unclipped  (1, 1e-05)            0.268  2.500   3.000  projection (canary: large update)            flagged  0.0 s
+mutant: noise / 2  (1, 1e-05)            0.268  0.700   0.410  white-box projection (canary: large update)  flagged  0.0 s
+4 targets in 2.0 s
 `
 	if buf.String() != want {
 		t.Errorf("text:\n%s\nwant\n%s", buf.String(), want)
