@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"dprl/internal/jsonstrict"
 	"dprl/internal/rng"
 	"dprl/ledger"
 )
@@ -121,6 +122,9 @@ func (m *ModelEntries) Set(v string) error {
 }
 
 func (m *ModelEntries) setJSON(v string) error {
+	if err := jsonstrict.Check([]byte(v)); err != nil {
+		return fmt.Errorf("models: %w", err)
+	}
 	dec := json.NewDecoder(strings.NewReader(v))
 	dec.UseNumber()
 	var objs []map[string]any

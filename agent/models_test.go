@@ -36,7 +36,8 @@ func TestModelEntriesSet(t *testing.T) {
 	if compact.String() != js.String() || compact.String() != "cartpole:K=8,env-spec=cartpole tiny:actions=2,init=true,obs-dim=3 bare" {
 		t.Errorf("compact %q, JSON %q", compact.String(), js.String())
 	}
-	for _, bad := range []string{"a:K", "a:=3", `[{"env-spec":"cartpole"}]`, `[{"name":"a","K":[8]}]`, `{"name":"a"} x`, "a:K=1,K=2", "[1]"} {
+	for _, bad := range []string{"a:K", "a:=3", `[{"env-spec":"cartpole"}]`, `[{"name":"a","K":[8]}]`, `{"name":"a"} x`, "a:K=1,K=2", "[1]",
+		`[{"name":"a","user-epsilon":1,"user-epsilon":100}]`, `{"name":"a","name":"b"}`} {
 		var m ModelEntries
 		if err := m.Set(bad); err == nil {
 			t.Errorf("Set(%q) accepted: %v", bad, m)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"dprl/internal/jsonstrict"
 	"dprl/ledger/accountant"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -504,17 +505,9 @@ func setJSON(b *pebble.Batch, key []byte, v any) error {
 	return b.Set(key, data, nil)
 }
 
-func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data")
-	}
-	return nil
-}
+// decodeStrict decodes a stored value: a repeated key, an unknown field or
+// trailing data is an error (jsonstrict.Decode).
+func decodeStrict(data []byte, v any) error { return jsonstrict.Decode(data, v) }
 
 func be64(prefix []byte, n uint64) []byte {
 	k := make([]byte, len(prefix)+8)

@@ -1,13 +1,13 @@
 package stream
 
 import (
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+
+	"dprl/internal/jsonstrict"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -165,14 +165,9 @@ func LoadClients(path string) ([]ClientIdentity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stream: clients file: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var f ClientsFile
-	if err := dec.Decode(&f); err != nil {
+	if err := jsonstrict.Decode(b, &f); err != nil {
 		return nil, fmt.Errorf("stream: clients file %s: %w", path, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("stream: clients file %s: trailing data", path)
 	}
 	if len(f.Clients) == 0 {
 		return nil, fmt.Errorf("stream: clients file %s: no clients", path)

@@ -562,6 +562,7 @@ func TestAccountsAndClientsFile(t *testing.T) {
 		"ok":       `{"clients":[{"name":"web","nkey":"` + k1 + `"},{"name":"ops","user":"ops","password":"pw"}]}`,
 		"unknown":  `{"clients":[{"name":"web","nkey":"` + k1 + `","perms":">"}]}`,
 		"trailing": `{"clients":[{"name":"web","nkey":"` + k1 + `"}]} {}`,
+		"dupkey":   `{"clients":[{"name":"web","nkey":"` + k1 + `","name":"ops"}]}`,
 		"empty":    `{"clients":[]}`,
 		"invalid":  `{"clients":[{"name":"web"}]}`,
 	}

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 
+	"dprl/internal/jsonstrict"
+
 	"github.com/spf13/pflag"
 )
 
@@ -62,6 +64,9 @@ func Apply(fs *pflag.FlagSet, file string, environ []string, prefix string, skip
 			return fmt.Errorf("config %s: %w", file, err)
 		}
 		var raw map[string]json.RawMessage
+		if err := jsonstrict.Check(b); err != nil {
+			return &Error{[]string{fmt.Sprintf("config %s: %v", file, err)}}
+		}
 		if err := json.NewDecoder(bytes.NewReader(b)).Decode(&raw); err != nil {
 			return &Error{[]string{fmt.Sprintf("config %s: not a JSON object of flag names to values: %v", file, err)}}
 		}

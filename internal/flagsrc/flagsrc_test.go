@@ -60,6 +60,13 @@ func TestApplyProblems(t *testing.T) {
 	if err := Apply(fs, file, nil, "DPRL_"); !errors.As(err, &e) || !strings.Contains(err.Error(), "not a JSON object") {
 		t.Fatalf("array config: %v", err)
 	}
+	// A key given twice is refused, not last-wins.
+	if err := os.WriteFile(file, []byte(`{"K": 1, "K": 100}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Apply(fs, file, nil, "DPRL_"); !errors.As(err, &e) || !strings.Contains(err.Error(), `duplicate key "K"`) {
+		t.Fatalf("duplicate key: %v", err)
+	}
 	if err := Apply(fs, filepath.Join(dir, "missing.json"), nil, "DPRL_"); err == nil || errors.As(err, &e) {
 		t.Fatalf("missing file: %v, want a plain error", err)
 	}

@@ -1,12 +1,13 @@
 package accountant
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
+
+	"dprl/internal/jsonstrict"
 )
 
 // Method names an accounting method.
@@ -77,14 +78,9 @@ func (e Event) Validate() error {
 // ParseEvent decodes an event from JSON ({"q":..,"z":..,"steps":..}),
 // strictly: unknown fields, trailing data and invalid parameters are errors.
 func ParseEvent(data []byte) (Event, error) {
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
 	var e Event
-	if err := dec.Decode(&e); err != nil {
+	if err := jsonstrict.Decode(data, &e); err != nil {
 		return Event{}, fmt.Errorf("%w: event: %v", ErrInvalid, err)
-	}
-	if dec.More() {
-		return Event{}, fmt.Errorf("%w: event: trailing data", ErrInvalid)
 	}
 	if err := e.Validate(); err != nil {
 		return Event{}, fmt.Errorf("event: %w", err)
