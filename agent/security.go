@@ -206,12 +206,25 @@ func (c NATSSecurity) caps(actWorkers int) (maxConn, maxSubs int, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("agent: nats: %w", err)
 	}
+	return c.capsFor(actWorkers, limit)
+}
+
+// minDefaultConn is the smallest cap the default is lowered to: below it
+// the agent refuses to start rather than serve a handful of clients.
+const minDefaultConn = 16
+
+// capsFor is caps under the open-file limit limit (0: unlimited).
+func (c NATSSecurity) capsFor(actWorkers, limit int) (maxConn, maxSubs int, err error) {
 	maxConn = c.MaxConn
 	switch {
 	case maxConn == 0:
 		maxConn = DefaultNATSMaxConn
 		if !fitsFDs(maxConn, limit) {
-			maxConn = max((limit-fdReserve)/2, 16)
+			maxConn = (limit - fdReserve) / 2
+		}
+		if maxConn < minDefaultConn {
+			return 0, 0, fmt.Errorf("agent: nats: the open-file limit is %d, below the %d the agent needs for its smallest default cap of %d connections (twice the cap, for connections being refused, plus %d for the agent's files): raise the limit (ulimit -n)",
+				limit, 2*minDefaultConn+fdReserve, minDefaultConn, fdReserve)
 		}
 	case !fitsFDs(maxConn, limit):
 		return 0, 0, fmt.Errorf("agent: nats: a cap of %d connections needs an open-file limit of at least %d (twice the cap, for connections being refused, plus %d for the agent's files), the limit is %d: lower the cap or raise the limit",

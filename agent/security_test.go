@@ -210,3 +210,21 @@ func TestFitsFDs(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultCapFitsOrRefuses: the default connection cap is lowered to fit
+// the open-file limit, and below the smallest cap that fits the agent
+// refuses to start, as the README says (with ulimit -n 1000 it used to
+// start with a cap of 16 that did not fit).
+func TestDefaultCapFitsOrRefuses(t *testing.T) {
+	for _, c := range []struct {
+		limit, want int // want 0: refused
+	}{{0, DefaultNATSMaxConn}, {20000, DefaultNATSMaxConn}, {2024, 500}, {1056, 16}, {1055, 0}, {1000, 0}} {
+		got, _, err := NATSSecurity{}.capsFor(4, c.limit)
+		switch {
+		case c.want == 0 && (err == nil || !strings.Contains(err.Error(), "raise the limit")):
+			t.Errorf("limit %d: cap %d, %v; want refused", c.limit, got, err)
+		case c.want != 0 && (err != nil || got != c.want || !fitsFDs(got, c.limit)):
+			t.Errorf("limit %d: cap %d, %v; want %d", c.limit, got, err, c.want)
+		}
+	}
+}
