@@ -13,6 +13,7 @@ import (
 	"dprl/sims"
 	"dprl/stream"
 
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 )
 
@@ -89,6 +90,18 @@ const (
 	sessionLogBurst  = 10
 	sessionLogPeriod = 10 * time.Second
 )
+
+// refusedHint names the likely cause of an agent that never answers when
+// the server refused the client's requests: a secured server answers a
+// publish the client's identity may not make with a permissions violation
+// (logged on the server, delivered to the client only as its connection's
+// last error), so the requests simply time out.
+func refusedHint(last error) string {
+	if !errors.Is(last, nats.ErrPermissionViolation) {
+		return ""
+	}
+	return fmt.Sprintf("the server refused this client's requests: %v; likely --nats-identity is missing or is not this client's entry in the agent's --nats-clients (a client's replies come to its own inbox _INBOX.NAME)", last)
+}
 
 // probeEvery paces the sessions started while the agent answers nothing.
 const probeEvery = time.Second
@@ -198,6 +211,13 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayResult, error) {
 	if err != nil {
 		return ReplayResult{}, err
 	}
+	// The server's asynchronous errors (a permissions violation on every
+	// request of a client the server refuses) go to the log, sampled, not
+	// to stderr once each; the give-up reason names the last one.
+	srvWarn := cfg.Logger.Sample(&zerolog.BurstSampler{Burst: sessionLogBurst, Period: sessionLogPeriod})
+	opts = append([]stream.Option{stream.WithNATSOption(nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		srvWarn.Warn().Err(err).Msg("nats: the server reported an error")
+	}))}, opts...)
 	nc, err := stream.Connect(cfg.URL, opts...)
 	if err != nil {
 		return ReplayResult{}, err
@@ -255,7 +275,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayResult, error) {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if cfg.GiveUp > 0 {
-		go reach.giveUp(runCtx, cfg.GiveUp, cancel)
+		go reach.giveUp(runCtx, cfg.GiveUp, cancel, func() string { return refusedHint(nc.LastError()) })
 	}
 	start := time.Now()
 	stop := func() {}
@@ -357,11 +377,18 @@ func (r *reachability) admit(ctx context.Context) {
 
 // giveUp cancels the run with ErrAgentUnreachable once no reply has come
 // for d; it returns when ctx ends.
-func (r *reachability) giveUp(ctx context.Context, d time.Duration, cancel context.CancelCauseFunc) {
+//
+// hint, when it returns a non-empty text, is added to the reason: what the
+// connection last heard from the server that explains the silence.
+func (r *reachability) giveUp(ctx context.Context, d time.Duration, cancel context.CancelCauseFunc, hint func() string) {
 	for {
 		wait := d - (time.Since(r.start) - time.Duration(r.last.Load()))
 		if wait <= 0 {
-			cancel(&StoppedError{Reason: fmt.Sprintf("%v: no reply for %v", ErrAgentUnreachable, d), Err: ErrAgentUnreachable})
+			reason := fmt.Sprintf("%v: no reply for %v", ErrAgentUnreachable, d)
+			if h := hint(); h != "" {
+				reason += " (" + h + ")"
+			}
+			cancel(&StoppedError{Reason: reason, Err: ErrAgentUnreachable})
 			return
 		}
 		t := time.NewTimer(wait)

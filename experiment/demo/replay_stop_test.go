@@ -13,6 +13,7 @@ import (
 	"dprl/profile"
 	"dprl/stream"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
 
@@ -225,4 +226,25 @@ func TestReplayInterrupted(t *testing.T) {
 		t.Errorf("text %q", text)
 	}
 	w.checkCount(t, res, cfg.Users)
+}
+
+// TestReplayNamesRefusedClient: against a secured server whose identity
+// may not make the replay's requests (as dprl replay without
+// --nats-identity against a secured agent), the replay gives up naming the
+// permissions violation and its likely cause, where it said only "agent
+// unreachable" while the server logged the violation.
+func TestReplayNamesRefusedClient(t *testing.T) {
+	ns, err := stream.StartEmbedded(stream.EmbeddedOptions{Port: -1, Users: []*server.User{{Username: "web", Password: "pw",
+		Permissions: &server.Permissions{Publish: &server.SubjectPermission{Allow: []string{"elsewhere.>"}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	cfg := replayConfig(ns.ClientURL())
+	cfg.Users, cfg.Concurrency, cfg.GiveUp = 100, 2, 400*time.Millisecond
+	cfg.Options = append(cfg.Options, stream.WithNATSOption(nats.UserInfo("web", "pw")))
+	_, err = Replay(context.Background(), cfg)
+	if !errors.Is(err, ErrAgentUnreachable) || !strings.Contains(err.Error(), "permissions violation") || !strings.Contains(err.Error(), "--nats-identity") {
+		t.Errorf("err %v: want agent unreachable naming the permissions violation and --nats-identity", err)
+	}
 }
