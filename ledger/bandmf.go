@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -501,4 +502,57 @@ func (s *Store) putNoise(b *pebble.Batch, r Release, e Entry) error {
 		return b.Delete(noiseKey(r.Version-back), nil)
 	}
 	return nil
+}
+
+// EndNoiseStream ends the ledger's correlated-noise stream: it deletes the
+// noise records and writes the stream's end marker in one synced batch
+// that moves no head (no entry is written), so the next release starts a
+// new stream. It reports the version the stream ended at (0: there was no
+// stream state, nothing written).
+//
+// It is for a data directory restored from a plain copy (cp -a, a file
+// system snapshot) rather than from Backup, which leaves the records out
+// itself: nothing inside a directory tells a restored copy from a restart,
+// so the operator says so before the agent starts on it. The deleted
+// records' bytes may stay in the store's files until Pebble compacts them
+// (it is asked to, for their key range); the copy they came from holds
+// them anyway.
+func (s *Store) EndNoiseStream() (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	if s.heads == nil {
+		return 0, fmt.Errorf("%w: the store is open read-only", ErrInvalid)
+	}
+	if _, err := s.NoiseState(); err != nil {
+		return 0, err
+	}
+	recs, err := s.noiseRecords()
+	if err != nil || len(recs) == 0 {
+		return 0, err
+	}
+	last := recs[len(recs)-1]
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange(prefNoise, prefixEnd(prefNoise), nil); err != nil {
+		return 0, err
+	}
+	if err := setJSON(b, keyNoiseEnd, noiseEndOf(last, "restore")); err != nil {
+		return 0, err
+	}
+	if err := s.commitBatch(b); err != nil {
+		return 0, err
+	}
+	if err := s.compactNoise(); err != nil {
+		s.log.Warn().Err(err).Msg("ledger: compacting the deleted noise records failed; they stay deleted")
+	}
+	return last.Version, nil
+}
+
+// compactNoise asks Pebble to compact the noise records' key range.
+func (s *Store) compactNoise() (err error) {
+	defer s.recoverInto(&err)
+	return s.db.Compact(context.Background(), prefNoise, prefixEnd(prefNoise), false)
 }

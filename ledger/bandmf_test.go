@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"dprl/internal/testutil"
 	"dprl/policy/bandmf"
 )
 
@@ -424,4 +425,54 @@ func lastHash(t *testing.T, s *Store) string {
 		t.Fatal(err)
 	}
 	return h.Hash
+}
+
+// TestEndNoiseStreamAfterPlainCopy: a plain copy of a data directory in the
+// middle of a stream holds its noise records, and opens like a restart (the
+// stream would continue). EndNoiseStream ends it without moving the head:
+// the ledger verifies, has no noise state, refuses to continue the stream
+// and accepts a new one; a second call has nothing to end.
+func TestEndNoiseStreamAfterPlainCopy(t *testing.T) {
+	s, dir := openTemp(t)
+	for v := uint64(1); v <= 4; v++ {
+		if err := bandedRelease(t, s, v, 3, 10, 1, 2, 1, fmt.Sprintf("u%d", v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	cp := filepath.Join(t.TempDir(), "copy")
+	testutil.MustCopyTree(t, dir, cp)
+	c, err := Open(cp, Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if ns, err := c.NoiseState(); err != nil || ns.Version != 4 || ns.StreamStart != 1 {
+		t.Fatalf("the plain copy's state %+v %v: want the live stream", ns, err)
+	}
+	before, _ := c.Head()
+	v, err := c.EndNoiseStream()
+	if err != nil || v != 4 {
+		t.Fatalf("end stream: %d %v, want 4", v, err)
+	}
+	if after, _ := c.Head(); after != before {
+		t.Fatalf("the head moved: %+v -> %+v", before, after)
+	}
+	if ns, err := c.NoiseState(); err != nil || ns.Version != 0 || ns.EndedAt != 4 {
+		t.Fatalf("state after the end %+v %v", ns, err)
+	}
+	rep := mustVerify(t, c)
+	if !strings.Contains(strings.Join(rep.Notes, "; "), "ended at version 4 (restore)") {
+		t.Fatalf("notes %v", rep.Notes)
+	}
+	if v, err := c.EndNoiseStream(); err != nil || v != 0 {
+		t.Fatalf("second end: %d %v, want nothing to end", v, err)
+	}
+	if err := bandedRelease(t, c, 5, 3, 10, 1, 2, 1, "u5"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("continuing the ended stream: %v", err)
+	}
+	if err := bandedRelease(t, c, 5, 3, 10, 5, 2, 1, "u5"); err != nil {
+		t.Fatal(err)
+	}
+	mustVerify(t, c)
 }
