@@ -273,8 +273,10 @@ func newLedgerBackupCmd(a *app) *cobra.Command {
 		Use:   "backup --data DIR --out DEST",
 		Short: "Copy a ledger not in use to DEST, consistently, and verify the copy",
 		Long: `Writes a consistent copy of the data directory's ledger (the Pebble store's
-checkpoint, user.key and ledger.heads) to DEST, which must not exist, and
-verifies it. For a running agent use dprl agent --backup-dir instead (the
+keys as of one moment, user.key and ledger.heads) to DEST, which must not exist,
+and verifies it. The copy leaves out the noise records of a banded noise
+stream and records that the stream ended there: an agent restored from it
+starts a new stream, never drawing again a row published after the backup. For a running agent use dprl agent --backup-dir instead (the
 agent holds the ledger's lock). The copy holds user.key: protect it like the
 data directory. Restoring a backup forgets every release made after it: see
 the README (Operating the agent, Backup and restore) before serving on one.`,
