@@ -162,25 +162,20 @@ func (r *replay) add(obs []float64, a int, rew float64, obs2 []float64, terminat
 }
 
 // poissonSample appends to idx the indices of the stored transitions, each
-// included independently with probability q (0 < q < 1), drawing geometric
-// gaps from rng: P(gap = g) = (1-q)^g q.
+// included independently by noise.Bernoulli(rng, q), in index order: with
+// probability floor(q 2^64)/2^64, which is at most q, so the accountant's
+// rate q covers the rate used (docs/privacy.md, section 2). It draws one
+// word per stored transition (geometric gaps from a float logarithm would
+// draw fewer, but their rounding can put the inclusion probability above
+// q).
 func (r *replay) poissonSample(idx []int, q float64, rng *rand.Rand) []int {
 	idx = idx[:0]
-	if q >= 1 {
-		for i := 0; i < r.size; i++ {
+	for i := 0; i < r.size; i++ {
+		if noise.Bernoulli(rng, q) {
 			idx = append(idx, i)
 		}
-		return idx
 	}
-	l1q := math.Log1p(-q)
-	for i := -1; ; {
-		u := 1 - rng.Float64() // (0, 1]
-		i += 1 + int(math.Floor(math.Log(u)/l1q))
-		if i >= r.size || i < 0 {
-			return idx
-		}
-		idx = append(idx, i)
-	}
+	return idx
 }
 
 // dqnUpdater takes DP-SGD steps on the Huber TD loss; its workspaces are
