@@ -81,6 +81,9 @@ func (c DQNConfig) Validate() error {
 	if c.BufferSize < c.BatchSize || c.BufferSize < 1 {
 		bad("buffer size %d, must be >= batch size %d", c.BufferSize, c.BatchSize)
 	}
+	if n := min(c.BufferSize, c.Steps); n > MaxUsersPerUpdate {
+		bad("buffer size %d over %d steps: a Poisson minibatch may hold %d transitions, at most %d (2^15: the exact sampler's floating-point precondition on the clipped sum, docs/privacy.md, section 2)", c.BufferSize, c.Steps, n, MaxUsersPerUpdate)
+	}
 	if c.LearningStarts < 0 {
 		bad("learning starts %d, must be >= 0", c.LearningStarts)
 	}

@@ -50,8 +50,8 @@ func (c ReinforceConfig) Validate() error {
 	if c.Updates < 1 {
 		errs = append(errs, fmt.Errorf("policy: reinforce: updates %d, must be >= 1", c.Updates))
 	}
-	if c.EpisodesPerUpdate < 1 {
-		errs = append(errs, fmt.Errorf("policy: reinforce: episodes per update %d, must be >= 1", c.EpisodesPerUpdate))
+	if c.EpisodesPerUpdate < 1 || c.EpisodesPerUpdate > MaxUsersPerUpdate {
+		errs = append(errs, fmt.Errorf("policy: reinforce: episodes per update %d, must be 1 to %d (2^15: the exact sampler's floating-point precondition on the clipped sum, docs/privacy.md, section 2)", c.EpisodesPerUpdate, MaxUsersPerUpdate))
 	}
 	if !(c.Gamma > 0 && c.Gamma <= 1) {
 		errs = append(errs, fmt.Errorf("policy: reinforce: gamma %v, must be in (0, 1]", c.Gamma))
