@@ -146,6 +146,7 @@ func (s *Store) copySnapshot(snap *pebble.Snapshot, dir string) (err error) {
 		return fmt.Errorf("%w: %s", ErrCorrupt, firstLine(err.Error()))
 	}
 	b := db.NewBatch()
+	defer func() { b.Close() }()
 	var last []byte // the last noise record
 	var end []byte  // the end marker of a stream that had already ended
 	for it.First(); it.Valid(); it.Next() {
@@ -163,11 +164,13 @@ func (s *Store) copySnapshot(snap *pebble.Snapshot, dir string) (err error) {
 			return err
 		}
 		if b.Len() >= 4<<20 {
-			if err := b.Commit(pebble.NoSync); err != nil {
+			err := b.Commit(pebble.NoSync)
+			b.Close()
+			b = db.NewBatch()
+			if err != nil {
 				it.Close()
 				return err
 			}
-			b = db.NewBatch()
 		}
 	}
 	if err := it.Close(); err != nil {
