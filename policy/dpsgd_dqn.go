@@ -25,8 +25,9 @@ import (
 type DQNConfig struct {
 	// Steps is the number of environment steps, >= 1. Default 50000.
 	Steps int
-	// BufferSize is the replay capacity in transitions, >= BatchSize.
-	// Default 10000.
+	// BufferSize is the replay capacity in transitions, >= BatchSize;
+	// min(BufferSize, Steps), the largest possible Poisson minibatch, is at
+	// most MaxUsersPerUpdate (2^15). Default 10000.
 	BufferSize int
 	// BatchSize is the expected minibatch size; q = BatchSize/BufferSize.
 	// >= 1. Default 64.

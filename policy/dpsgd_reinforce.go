@@ -21,7 +21,8 @@ import (
 type ReinforceConfig struct {
 	// Updates is the number of DP-SGD steps, >= 1. Default 300.
 	Updates int
-	// EpisodesPerUpdate is the batch size B (episodes per step), >= 1.
+	// EpisodesPerUpdate is the batch size B (episodes per step), 1 to
+	// MaxUsersPerUpdate (2^15).
 	// Default 32.
 	EpisodesPerUpdate int
 	// Gamma is the discount factor, in (0, 1]. Default 0.99.
