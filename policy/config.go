@@ -55,7 +55,8 @@ type DPConfig struct {
 	// ModeDP and ModeClipOnly: finite and > 0. ModePPO: must be 0.
 	// Table 3: 0.05 (control), 0.08 (dosing).
 	ClipNorm float64
-	// UsersPerUpdate K, the fixed denominator of the average, >= 1. Table 3: 8.
+	// UsersPerUpdate K, the fixed denominator of the average, >= 1 (at most
+	// MaxUsersPerUpdate in mode dp). Table 3: 8.
 	UsersPerUpdate int
 	// PolicyClipShare f in (0, 1): the policy block is clipped to
 	// S_pi = S sqrt(f) and the value block to S_v = S sqrt(1-f), so
