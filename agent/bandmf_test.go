@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -220,5 +222,74 @@ func TestBandedReleaseRefusedByLedger(t *testing.T) {
 	}
 	if _, err := s.Release(ledger.Release{Version: 2, Snapshot: []byte("b"), Entry: e, Users: []ledger.UserKey{u}, Noise: step}); !errors.Is(err, ledger.ErrParticipation) {
 		t.Fatalf("second participation one release later: %v", err)
+	}
+}
+
+// TestBandedRestoreStartsNewStream: an agent with bandmf noise releases,
+// is backed up, releases more (published rows of its stream that the
+// backup does not know), and is restored from the backup. The restored
+// agent's next release must start a new noise stream (StreamStart its own
+// version, fresh noise): continuing the old one would draw the rows after
+// the backup's head a second time over the same last Band-1 means, whose
+// first draws were published. The backup holds no noise record, the
+// restored ledger verifies before and after, and the live ledger's stream
+// goes on.
+func TestBandedRestoreStartsNewStream(t *testing.T) {
+	dir := t.TempDir()
+	const band, k = 4, 2
+	cfg := bandedConfig(2, band, k)
+	a, store, stop := startAgent(t, cfg, dir)
+	rng := rand.New(rand.NewPCG(3, 4))
+	n := 0
+	release := func(a *Agent, v uint64) {
+		t.Helper()
+		for i := 0; i < 2; i++ {
+			n++
+			if _, end := playEpisode(t, a, fmt.Sprintf("s%d", n), fmt.Sprintf("u%d", n), rng, 16); !end.Used {
+				t.Fatalf("s%d set aside: %s", n, end.Reason)
+			}
+		}
+		testutil.EventuallyTrue(t, 20*time.Second, fmt.Sprintf("version %d", v), func() bool { return a.Version() >= v })
+	}
+	for v := uint64(1); v <= 3; v++ {
+		release(a, v)
+	}
+	b := Backups{Dir: filepath.Join(t.TempDir(), "backups"), Every: time.Hour, Keep: 4}
+	res, err := backupOnce(store, b, time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC))
+	if err != nil || res == nil || res.Head.Version != 3 {
+		t.Fatalf("backup: %+v %v", res, err)
+	}
+	// Published after the backup: rows 4 and 5 of the stream from version 1.
+	release(a, 4)
+	release(a, 5)
+	if e := lastEntry(t, store); e.Correlation == nil || e.Correlation.StreamStart != 1 {
+		t.Fatalf("the live stream: %+v", e.Correlation)
+	}
+	stop()
+
+	// Restore: the backup replaces the data directory.
+	restored := filepath.Join(t.TempDir(), "restored")
+	if err := os.Rename(res.Dir, restored); err != nil {
+		t.Fatal(err)
+	}
+	a, store, stop = startAgent(t, cfg, restored)
+	defer stop()
+	if ns, err := store.NoiseState(); err != nil || ns.Version != 0 || len(ns.X) != 0 {
+		t.Fatalf("the restored ledger holds a noise state: version %d, %d vectors, %v", ns.Version, len(ns.X), err)
+	}
+	release(a, 4)
+	e := lastEntry(t, store)
+	if e.PolicyVersion != 4 || e.Correlation == nil || e.Correlation.StreamStart != 4 {
+		t.Fatalf("the restored agent's release %d continues the stream of version %+v; want a new stream from version 4", e.PolicyVersion, e.Correlation)
+	}
+	release(a, 5)
+	if e := lastEntry(t, store); e.Correlation == nil || e.Correlation.StreamStart != 4 {
+		t.Fatalf("the new stream does not go on: %+v", e.Correlation)
+	}
+	if ns, err := store.NoiseState(); err != nil || ns.StreamStart != 4 || ns.Version != 5 || len(ns.X) != 2 {
+		t.Fatalf("the new stream's state: start %d version %d, %d vectors, %v", ns.StreamStart, ns.Version, len(ns.X), err)
+	}
+	if r, err := store.Verify(); err != nil || !r.OK() {
+		t.Fatalf("verify after the restore: %+v %v", r, err)
 	}
 }

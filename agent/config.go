@@ -124,13 +124,15 @@ const maxRewardTimesSteps = 1e150
 // Upper bounds are what the agent can hold, or values past which a limit
 // cannot bind and a typo is likelier than intent.
 const (
-	// MaxUsersPerUpdate bounds K (Policy.DP.UsersPerUpdate): a million
-	// sessions per update. K is also bounded by the session memory: the K
+	// MaxUsersPerUpdate bounds K (Policy.DP.UsersPerUpdate): 32,768
+	// sessions per update, the exact sampler's floating-point
+	// precondition for every noise (policy.MaxUsersPerUpdate;
+	// docs/privacy.md, section 2). K is also bounded by the session memory: the K
 	// sessions of an update are held, with their steps, until it is
 	// released, so K sessions of the smallest size (MinSessionBytes) must
 	// fit SessionMemoryBytes, or no update could ever fill and every
 	// release would be a flush of a partial batch.
-	MaxUsersPerUpdate = 1 << 20
+	MaxUsersPerUpdate = policy.MaxUsersPerUpdate
 	// MaxSessions bounds MaxOpenSessions, MaxSessionsPerUser and
 	// MaxSessionsPerConnection (16,777,216): at about a kilobyte a session
 	// at the least, more open sessions than that need a memory budget of

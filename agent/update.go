@@ -60,7 +60,10 @@ func newUpdater(a *Agent, workers int) (*updater, error) {
 // count, the per-user cap): the stream's state (the last Band-1 releases'
 // means and released values, written with each release) is restored, so
 // the next release is the stream's next row. Otherwise the next release
-// starts a new stream, whose batch deletes the old records. Damaged records
+// starts a new stream, whose batch deletes the old records. A ledger whose
+// stream ended (restored from a backup, which leaves the records out, or
+// marked by dprl ledger end-stream) has no state: its next release starts
+// a new stream, never a row of the old one a second time. Damaged records
 // fail the start (ErrCorrupt), as dprl ledger verify fails.
 func (u *updater) resumeStream(params int) error {
 	st := u.round.BandedStream()
@@ -71,6 +74,10 @@ func (u *updater) resumeStream(params int) error {
 	ns, err := a.store.NoiseState()
 	if err != nil {
 		return fmt.Errorf("agent: the ledger's noise state: %w", err)
+	}
+	if ns.EndedAt != 0 {
+		a.log.Info().Uint64("ended_at", ns.EndedAt).Msg("bandmf noise: the ledger's stream ended (a backup or a restore); the next release starts a new stream")
+		return nil
 	}
 	dp := a.cfg.Policy.DP
 	if ns.Version == 0 || ns.Version != a.current.Load().num || ns.Band != dp.Band || ns.MinSeparation != dp.Band ||

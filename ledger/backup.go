@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -21,14 +23,21 @@ type BackupResult struct {
 
 // Backup writes a consistent copy of the ledger to dest, a directory that
 // must not exist, while the store stays open (and, for a writable store,
-// in use): the Pebble store's checkpoint (tables hard-linked where the
-// file system allows, else copied), the user key and the head file, all
-// as of one moment between two commits, so the copy is a data directory
-// the agent and the dprl ledger commands open like the original. Commits
-// wait while it runs (a checkpoint links files: milliseconds). The copy is
-// assembled in a temporary directory beside dest, synced, renamed into
-// place and then verified read-only (the full Verify); a copy that fails
-// verification is removed and reported.
+// in use): every key of the Pebble store as of one moment between two
+// commits (a Pebble snapshot, copied key by key into a new store), the
+// user key and the head file of that moment, so the copy is a data
+// directory the agent and the dprl ledger commands open like the original.
+// Commits wait only while the snapshot is taken and the two files are
+// copied. The copy is assembled in a temporary directory beside dest,
+// synced, renamed into place and then verified read-only (the full
+// Verify); a copy that fails verification is removed and reported.
+//
+// The copy leaves out the noise records of a correlated-noise stream and
+// holds the stream's end marker instead (see the package's
+// correlated-noise section): a ledger restored from it starts a new
+// stream at its next release, and never draws a second time a row the
+// original may have published after the backup. None of the exact means
+// those records hold is in the copy's files.
 //
 // A backup is an older ledger as soon as the next commit lands: restoring
 // it loses every later entry, and with them the counters of the users
@@ -77,42 +86,115 @@ func (s *Store) Backup(dest string) (BackupResult, error) {
 	return BackupResult{Dir: dest, Head: head}, nil
 }
 
-// backupTo writes the copy into tmp under the store's mutex, so that no
-// commit falls between the checkpoint and the head file's copy.
+// backupTo writes the copy into tmp: under the store's mutex (so that no
+// commit falls between them) it takes a Pebble snapshot and copies the
+// user key and the head file; then it copies the snapshot's keys.
 func (s *Store) backupTo(tmp string) (Head, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return Head{}, ErrClosed
-	}
-	if err := s.health.get(); err != nil {
-		return Head{}, fmt.Errorf("the store refuses writes after an earlier failure: %w", err)
-	}
-	h, err := s.Head()
+	snap, h, err := s.backupFiles(tmp)
 	if err != nil {
 		return Head{}, err
 	}
-	if err := mkdirAllSync(s.fs, tmp); err != nil {
+	defer snap.Close()
+	if err := s.copySnapshot(snap, filepath.Join(tmp, pebbleDir)); err != nil {
 		return Head{}, err
-	}
-	if err := s.checkpoint(filepath.Join(tmp, pebbleDir)); err != nil {
-		return Head{}, err
-	}
-	for _, f := range []string{userKeyFile, headsFile} {
-		if err := copyFileSync(s.fs, filepath.Join(s.dir, f), filepath.Join(tmp, f)); err != nil {
-			return Head{}, err
-		}
 	}
 	return h, syncDir(s.fs, tmp)
 }
 
-// checkpoint runs Pebble's checkpoint, turning its panics into errors.
-func (s *Store) checkpoint(dir string) (err error) {
-	defer s.recoverInto(&err)
-	if err := s.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
+// backupFiles takes the snapshot and copies the two files, under the mutex.
+func (s *Store) backupFiles(tmp string) (_ *pebble.Snapshot, _ Head, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, Head{}, ErrClosed
 	}
-	return nil
+	if err := s.health.get(); err != nil {
+		return nil, Head{}, fmt.Errorf("the store refuses writes after an earlier failure: %w", err)
+	}
+	h, err := s.Head()
+	if err != nil {
+		return nil, Head{}, err
+	}
+	if err := mkdirAllSync(s.fs, tmp); err != nil {
+		return nil, Head{}, err
+	}
+	for _, f := range []string{userKeyFile, headsFile} {
+		if err := copyFileSync(s.fs, filepath.Join(s.dir, f), filepath.Join(tmp, f)); err != nil {
+			return nil, Head{}, err
+		}
+	}
+	defer s.recoverInto(&err)
+	return s.db.NewSnapshot(), h, nil
+}
+
+// copySnapshot writes every key of snap into a new Pebble store in dir,
+// except the noise records, for which it writes the stream's end marker
+// (from the last record's header). It syncs the store and closes it.
+func (s *Store) copySnapshot(snap *pebble.Snapshot, dir string) (err error) {
+	defer s.recoverInto(&err)
+	db, err := pebble.Open(dir, &pebble.Options{FS: s.fs, FormatMajorVersion: ledgerFormat, ErrorIfExists: true, Logger: pebbleLogger{s.log}})
+	if err != nil {
+		return fmt.Errorf("create the copy's store: %w", err)
+	}
+	defer func() {
+		if cerr := db.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	it, err := snap.NewIter(nil)
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrCorrupt, firstLine(err.Error()))
+	}
+	b := db.NewBatch()
+	defer func() { b.Close() }()
+	var last []byte // the last noise record
+	var end []byte  // the end marker of a stream that had already ended
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		if bytes.HasPrefix(k, prefNoise) {
+			last = append(last[:0], it.Value()...)
+			continue
+		}
+		if bytes.Equal(k, keyNoiseEnd) {
+			end = append(end[:0], it.Value()...) // written below
+			continue
+		}
+		if err := b.Set(k, it.Value(), nil); err != nil {
+			it.Close()
+			return err
+		}
+		if b.Len() >= 4<<20 {
+			err := b.Commit(pebble.NoSync)
+			b.Close()
+			b = db.NewBatch()
+			if err != nil {
+				it.Close()
+				return err
+			}
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("%w: %s", ErrCorrupt, firstLine(err.Error()))
+	}
+	if last != nil {
+		r, err := decodeNoise(last)
+		if err != nil {
+			return fmt.Errorf("%w: noise record: %v", ErrCorrupt, err)
+		}
+		end, err = json.Marshal(noiseEndOf(r, "backup"))
+		if err != nil {
+			return err
+		}
+	}
+	if end != nil {
+		if err := b.Set(keyNoiseEnd, end, nil); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	return db.Flush()
 }
 
 // copyFileSync copies src to a new file dst with mode 0600, synced.

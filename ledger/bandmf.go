@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -56,6 +57,24 @@ import (
 // its backups hold at most Band-1 such averages: protect them like the
 // sessions they come from. No command prints a record's content or a
 // value computed from it; Verify reports only versions and shapes.
+//
+// A stream never continues past a point that may have been published. A
+// backup (Backup) is an older ledger as soon as the next release lands,
+// and that release's row was drawn over the same last Band-1 means the
+// backup's records hold: continuing the stream from a restored backup
+// would draw those rows a second time with fresh noise, and a mean in two
+// independent rows is charged for one. So a backup never holds a stream's
+// live state: its copy leaves the noise records out and holds instead the
+// stream's end marker (key m/noise-end), which names the last release's
+// version, stream start and entry hash. On a ledger whose stream has
+// ended, NoiseState is empty, a release that continues the stream is
+// refused (its predecessor has no record) and the next release starts a
+// new stream, whose noise is fresh and whose rows hold no mean of the old
+// one; its batch deletes the marker. Verify accepts a stream without its
+// records only with a marker that names the latest release. The same
+// marker is what EndNoiseStream writes into a data directory restored from
+// a plain copy, which nothing inside the directory can tell from a
+// restart (see docs/privacy.md, section 3).
 
 // ErrParticipation is returned by Release when a user's participation
 // would break the pattern of a correlated-noise stream (too soon after
@@ -261,6 +280,26 @@ func decodeNoise(v []byte) (noiseRecord, error) {
 	return r, nil
 }
 
+// keyNoiseEnd holds the end marker of the stream whose noise records a
+// backup left out (noiseEnd).
+var keyNoiseEnd = []byte("m/noise-end")
+
+// noiseEnd is the end marker of a correlated-noise stream: the stream that
+// started at StreamStart ended at the release of Version, whose entry has
+// hash Entry; the next release starts a new stream. Reason says what ended
+// it ("backup" or "restore").
+type noiseEnd struct {
+	Version     uint64 `json:"version"`
+	StreamStart uint64 `json:"stream_start"`
+	Entry       string `json:"entry"`
+	Reason      string `json:"reason"`
+}
+
+// noiseEndOf is the end marker of the stream whose last record is r.
+func noiseEndOf(r noiseRecord, reason string) noiseEnd {
+	return noiseEnd{Version: r.Version, StreamStart: r.StreamStart, Entry: r.Entry, Reason: reason}
+}
+
 // noiseRecords reads every noise record, in version order, decoding each
 // (a damaged one wraps ErrCorrupt).
 func (s *Store) noiseRecords() ([]noiseRecord, error) {
@@ -316,6 +355,10 @@ type NoiseState struct {
 	Z, S                                   float64
 	K                                      int
 	X, G                                   [][]float64
+	// EndedAt is the version at which the ledger's stream ended (a backup
+	// left its records out, or EndNoiseStream): the state is empty and the
+	// next release starts a new stream. 0 when no stream ended there.
+	EndedAt uint64
 }
 
 // NoiseState returns the stream state the records hold (the zero state
@@ -324,17 +367,35 @@ type NoiseState struct {
 // continues the stream only if its parameters match; otherwise its next
 // release starts a new stream (and that release's batch deletes these
 // records).
+//
+// A stream that ended (its end marker, see the package's correlated-noise
+// section) has no state: NoiseState returns the zero state with EndedAt
+// set, and the next release starts a new stream.
 func (s *Store) NoiseState() (NoiseState, error) {
 	recs, err := s.noiseRecords()
-	if err != nil || len(recs) == 0 {
+	if err != nil {
 		return NoiseState{}, err
-	}
-	if err := checkChain(recs); err != nil {
-		return NoiseState{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	h, err := s.Head()
 	if err != nil {
 		return NoiseState{}, err
+	}
+	var end noiseEnd
+	ended, err := s.getJSON(keyNoiseEnd, &end)
+	switch {
+	case err != nil:
+		return NoiseState{}, err
+	case ended && len(recs) > 0:
+		return NoiseState{}, fmt.Errorf("%w: the noise stream ended at version %d, but %d noise records remain", ErrCorrupt, end.Version, len(recs))
+	case ended && end.Version != h.Version:
+		return NoiseState{}, fmt.Errorf("%w: the noise stream ended at version %d, the head is version %d", ErrCorrupt, end.Version, h.Version)
+	case ended:
+		return NoiseState{EndedAt: end.Version}, nil
+	case len(recs) == 0:
+		return NoiseState{}, nil
+	}
+	if err := checkChain(recs); err != nil {
+		return NoiseState{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	last := recs[len(recs)-1]
 	if last.Version != h.Version {
@@ -371,6 +432,11 @@ func (e *Entry) checkParticipation(st UserState, u UserKey, version uint64) erro
 // correlated noise. It checks the step against its entry and the previous
 // record.
 func (s *Store) putNoise(b *pebble.Batch, r Release, e Entry) error {
+	// Whatever the release, an ended stream's marker has served: the
+	// release starts a new stream or has no correlated noise.
+	if err := b.Delete(keyNoiseEnd, nil); err != nil {
+		return err
+	}
 	c := e.Correlation
 	if r.Noise == nil {
 		if c != nil {
@@ -409,7 +475,7 @@ func (s *Store) putNoise(b *pebble.Batch, r Release, e Entry) error {
 			return err
 		}
 		if prevRaw == nil {
-			return fmt.Errorf("%w: release %d continues a stream from version %d, but version %d has no noise record", ErrInvalid, r.Version, c.StreamStart, r.Version-1)
+			return fmt.Errorf("%w: release %d continues a stream from version %d, but version %d has no noise record (the stream ended there, or never reached it): start a new stream", ErrInvalid, r.Version, c.StreamStart, r.Version-1)
 		}
 		prev, err := decodeNoise(prevRaw)
 		if err != nil {
@@ -436,4 +502,57 @@ func (s *Store) putNoise(b *pebble.Batch, r Release, e Entry) error {
 		return b.Delete(noiseKey(r.Version-back), nil)
 	}
 	return nil
+}
+
+// EndNoiseStream ends the ledger's correlated-noise stream: it deletes the
+// noise records and writes the stream's end marker in one synced batch
+// that moves no head (no entry is written), so the next release starts a
+// new stream. It reports the version the stream ended at (0: there was no
+// stream state, nothing written).
+//
+// It is for a data directory restored from a plain copy (cp -a, a file
+// system snapshot) rather than from Backup, which leaves the records out
+// itself: nothing inside a directory tells a restored copy from a restart,
+// so the operator says so before the agent starts on it. The deleted
+// records' bytes may stay in the store's files until Pebble compacts them
+// (it is asked to, for their key range); the copy they came from holds
+// them anyway.
+func (s *Store) EndNoiseStream() (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	if s.heads == nil {
+		return 0, fmt.Errorf("%w: the store is open read-only", ErrInvalid)
+	}
+	if _, err := s.NoiseState(); err != nil {
+		return 0, err
+	}
+	recs, err := s.noiseRecords()
+	if err != nil || len(recs) == 0 {
+		return 0, err
+	}
+	last := recs[len(recs)-1]
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange(prefNoise, prefixEnd(prefNoise), nil); err != nil {
+		return 0, err
+	}
+	if err := setJSON(b, keyNoiseEnd, noiseEndOf(last, "restore")); err != nil {
+		return 0, err
+	}
+	if err := s.commitBatch(b); err != nil {
+		return 0, err
+	}
+	if err := s.compactNoise(); err != nil {
+		s.log.Warn().Err(err).Msg("ledger: compacting the deleted noise records failed; they stay deleted")
+	}
+	return last.Version, nil
+}
+
+// compactNoise asks Pebble to compact the noise records' key range.
+func (s *Store) compactNoise() (err error) {
+	defer s.recoverInto(&err)
+	return s.db.Compact(context.Background(), prefNoise, prefixEnd(prefNoise), false)
 }

@@ -1,13 +1,19 @@
 package ledger
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"dprl/internal/testutil"
 	"dprl/policy/bandmf"
 )
 
@@ -290,4 +296,183 @@ func TestBandedCorrelationSensitivity(t *testing.T) {
 			t.Errorf("band %d: factor %v, want %v", tc.band, c.Factor, f)
 		}
 	}
+}
+
+// filesHolding returns the files under dir whose bytes contain needle.
+func filesHolding(t *testing.T, dir string, needle []byte) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(b, needle) {
+			out = append(out, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestBackupEndsNoiseStream: a backup of a ledger in the middle of a 4-band
+// stream holds no noise record (no file of the copy contains one, while the
+// original's do) and the stream's end marker instead; the restored ledger
+// verifies (noting the end), has no noise state, refuses a release that
+// continues the old stream past the backup's head and accepts one that
+// starts a new stream, whose batch removes the marker. A backup of the
+// restored ledger before that release keeps the marker. Damage to the
+// marker is caught.
+func TestBackupEndsNoiseStream(t *testing.T) {
+	s, dir := openTemp(t)
+	const band, k, n = 4, 10, 3
+	for v := uint64(1); v <= 5; v++ {
+		if err := bandedRelease(t, s, v, band, k, 1, n, 1, fmt.Sprintf("u%d", v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := filesHolding(t, dir, []byte(noiseMagic)); len(got) == 0 {
+		t.Fatal("the original's files hold no noise record: the check below would prove nothing")
+	}
+	res, err := s.Backup(filepath.Join(t.TempDir(), "b"))
+	if err != nil || res.Head.Version != 5 {
+		t.Fatalf("backup: %+v %v", res, err)
+	}
+	if got := filesHolding(t, res.Dir, []byte(noiseMagic)); len(got) > 0 {
+		t.Fatalf("the backup holds noise records in %v", got)
+	}
+	// The original goes on: row 6 of the stream from version 1 is published.
+	if err := bandedRelease(t, s, 6, band, k, 1, n, 1, "u6"); err != nil {
+		t.Fatal(err)
+	}
+	mustVerify(t, s)
+
+	r, err := Open(res.Dir, Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rep := mustVerify(t, r)
+	if !strings.Contains(strings.Join(rep.Notes, "; "), "from version 1 ended at version 5 (backup)") {
+		t.Fatalf("verify notes %v", rep.Notes)
+	}
+	ns, err := r.NoiseState()
+	if err != nil || ns.Version != 0 || len(ns.X) != 0 || ns.EndedAt != 5 {
+		t.Fatalf("restored noise state %+v %v, want none, ended at 5", ns, err)
+	}
+	// A backup of the restored ledger keeps the marker.
+	res2, err := r.Backup(filepath.Join(t.TempDir(), "b2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := Open(res2.Dir, Options{MustExist: true, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns, err := r2.NoiseState(); err != nil || ns.EndedAt != 5 {
+		t.Fatalf("backup of the restored ledger: %+v %v", ns, err)
+	}
+	r2.Close()
+	// Row 6 of the old stream again: refused.
+	if err := bandedRelease(t, r, 6, band, k, 1, n, 1, "u6"); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "no noise record") {
+		t.Fatalf("continuing the ended stream: %v, want refused", err)
+	}
+	if err := bandedRelease(t, r, 6, band, k, 6, n, 1, "u6"); err != nil {
+		t.Fatalf("a new stream from version 6: %v", err)
+	}
+	if v, err := r.get(keyNoiseEnd); err != nil || v != nil {
+		t.Fatalf("the end marker after the new stream's first release: %q %v", v, err)
+	}
+	ns, err = r.NoiseState()
+	if err != nil || ns.StreamStart != 6 || ns.Version != 6 || len(ns.X) != 1 || ns.EndedAt != 0 {
+		t.Fatalf("new stream's state %+v %v", ns, err)
+	}
+	mustVerify(t, r)
+
+	// Damage: a marker naming another version, or left beside records.
+	for _, tc := range []struct {
+		name string
+		end  noiseEnd
+		want string
+	}{
+		{"stale marker beside records", noiseEnd{Version: 6, StreamStart: 6, Entry: lastHash(t, r), Reason: "backup"}, "records remain"},
+		{"marker of another version", noiseEnd{Version: 5, StreamStart: 1, Entry: lastHash(t, r), Reason: "backup"}, "end marker names version 5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, _ := json.Marshal(tc.end)
+			if err := r.setRawSync(keyNoiseEnd, b); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := r.Verify()
+			if err != nil || rep.OK() || !strings.Contains(strings.Join(rep.Problems, "; "), tc.want) {
+				t.Fatalf("verify: %v %v, want %q", err, rep.Problems, tc.want)
+			}
+			if _, err := r.NoiseState(); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("noise state: %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}
+
+// lastHash is the hash of the store's last entry.
+func lastHash(t *testing.T, s *Store) string {
+	t.Helper()
+	h, err := s.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.Hash
+}
+
+// TestEndNoiseStreamAfterPlainCopy: a plain copy of a data directory in the
+// middle of a stream holds its noise records, and opens like a restart (the
+// stream would continue). EndNoiseStream ends it without moving the head:
+// the ledger verifies, has no noise state, refuses to continue the stream
+// and accepts a new one; a second call has nothing to end.
+func TestEndNoiseStreamAfterPlainCopy(t *testing.T) {
+	s, dir := openTemp(t)
+	for v := uint64(1); v <= 4; v++ {
+		if err := bandedRelease(t, s, v, 3, 10, 1, 2, 1, fmt.Sprintf("u%d", v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	cp := filepath.Join(t.TempDir(), "copy")
+	testutil.MustCopyTree(t, dir, cp)
+	c, err := Open(cp, Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if ns, err := c.NoiseState(); err != nil || ns.Version != 4 || ns.StreamStart != 1 {
+		t.Fatalf("the plain copy's state %+v %v: want the live stream", ns, err)
+	}
+	before, _ := c.Head()
+	v, err := c.EndNoiseStream()
+	if err != nil || v != 4 {
+		t.Fatalf("end stream: %d %v, want 4", v, err)
+	}
+	if after, _ := c.Head(); after != before {
+		t.Fatalf("the head moved: %+v -> %+v", before, after)
+	}
+	if ns, err := c.NoiseState(); err != nil || ns.Version != 0 || ns.EndedAt != 4 {
+		t.Fatalf("state after the end %+v %v", ns, err)
+	}
+	rep := mustVerify(t, c)
+	if !strings.Contains(strings.Join(rep.Notes, "; "), "ended at version 4 (restore)") {
+		t.Fatalf("notes %v", rep.Notes)
+	}
+	if v, err := c.EndNoiseStream(); err != nil || v != 0 {
+		t.Fatalf("second end: %d %v, want nothing to end", v, err)
+	}
+	if err := bandedRelease(t, c, 5, 3, 10, 1, 2, 1, "u5"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("continuing the ended stream: %v", err)
+	}
+	if err := bandedRelease(t, c, 5, 3, 10, 5, 2, 1, "u5"); err != nil {
+		t.Fatal(err)
+	}
+	mustVerify(t, c)
 }

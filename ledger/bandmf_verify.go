@@ -56,8 +56,11 @@ func (t *streamTail) note(e Entry) {
 // start, head - Band + 2) .. head must have a record, each with an intact
 // checksum, the stream's parameters, the hash of its version's entry, one
 // shape, and chained to the record before it; otherwise there must be
-// none. It reports versions and shapes only, never a record's content.
-func (s *Store) verifyNoise(last *Entry, tail streamTail, problem func(string, ...any)) error {
+// none. A stream may instead have ended (a backup left its records out):
+// then there is no record and the end marker names the latest release, its
+// version, stream start and entry hash (noted). It reports versions and
+// shapes only, never a record's content.
+func (s *Store) verifyNoise(last *Entry, tail streamTail, problem, note func(string, ...any)) error {
 	var recs []noiseRecord
 	err := s.scan(prefNoise, prefixEnd(prefNoise), func(k, v []byte) error {
 		if len(k) != len(prefNoise)+8 {
@@ -78,6 +81,25 @@ func (s *Store) verifyNoise(last *Entry, tail streamTail, problem func(string, .
 	})
 	if err != nil {
 		return err
+	}
+	var end noiseEnd
+	ended, err := s.getJSON(keyNoiseEnd, &end)
+	if err != nil {
+		problem("the noise stream's end marker: %v", err)
+		ended = false
+	}
+	if ended {
+		switch c := last.correlation(); {
+		case c == nil || c.Band == 1:
+			problem("an end marker for the noise stream of version %d, but the latest release keeps no correlated-noise state", end.Version)
+		case end.Version != last.PolicyVersion || end.StreamStart != c.StreamStart || end.Entry != last.Hash:
+			problem("the noise stream's end marker names version %d of the stream from version %d, but the latest release is version %d of the stream from version %d, or another entry", end.Version, end.StreamStart, last.PolicyVersion, c.StreamStart)
+		case len(recs) > 0:
+			problem("the noise stream ended at version %d, but %d noise records remain", end.Version, len(recs))
+		default:
+			note("the correlated-noise stream from version %d ended at version %d (%s): its records are gone and the next release starts a new stream", end.StreamStart, end.Version, end.Reason)
+		}
+		return nil
 	}
 	if last == nil || last.Correlation == nil || last.Correlation.Band == 1 {
 		if len(recs) > 0 {
@@ -115,4 +137,12 @@ func (s *Store) verifyNoise(last *Entry, tail streamTail, problem func(string, .
 		problem("%v", err)
 	}
 	return nil
+}
+
+// correlation is the entry's Correlation (nil for a nil entry).
+func (e *Entry) correlation() *Correlation {
+	if e == nil {
+		return nil
+	}
+	return e.Correlation
 }

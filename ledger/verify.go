@@ -162,7 +162,8 @@ func (s *Store) Verify() (Report, error) {
 		problem("head (seq %d, hash %.12s) does not point at the last entry (seq %d, hash %.12s)", head.Seq, head.Hash, prev.Seq, prev.Hash)
 	}
 	s.verifyHeadsEnd(recs, hi, head, &r, problem)
-	if err := s.verifyNoise(lastRelease, tail, problem); err != nil {
+	note := func(format string, args ...any) { r.Notes = append(r.Notes, fmt.Sprintf(format, args...)) }
+	if err := s.verifyNoise(lastRelease, tail, problem, note); err != nil {
 		return r, err
 	}
 	if head.Version != version {

@@ -69,6 +69,9 @@ func NewAggregator(cfg DPConfig, nPolicy, nValue int, rng *rand.Rand) (*Aggregat
 	if nPolicy < 1 || nValue < 0 {
 		errs = append(errs, fmt.Errorf("policy: aggregator: %d policy and %d value parameters", nPolicy, nValue))
 	}
+	if err := cfg.CheckGrid(nPolicy + nValue); err != nil {
+		errs = append(errs, err)
+	}
 	if cfg.Mode == ModeDP && rng == nil {
 		errs = append(errs, errors.New("policy: aggregator: nil noise source in mode dp"))
 	}

@@ -55,7 +55,8 @@ type DPConfig struct {
 	// ModeDP and ModeClipOnly: finite and > 0. ModePPO: must be 0.
 	// Table 3: 0.05 (control), 0.08 (dosing).
 	ClipNorm float64
-	// UsersPerUpdate K, the fixed denominator of the average, >= 1. Table 3: 8.
+	// UsersPerUpdate K, the fixed denominator of the average, >= 1 (at most
+	// MaxUsersPerUpdate in mode dp). Table 3: 8.
 	UsersPerUpdate int
 	// PolicyClipShare f in (0, 1): the policy block is clipped to
 	// S_pi = S sqrt(f) and the value block to S_v = S sqrt(1-f), so
@@ -179,6 +180,73 @@ func sqrtFactorCoefficients(n int) []float64 {
 // dyadic nodes [k 2^h + 1, (k+1) 2^h] with end <= n that contain one leaf.
 func treeLevels(n int) int { return bits.Len(uint(max(n, 1))) }
 
+// MaxUsersPerUpdate bounds K (DPConfig.UsersPerUpdate) in mode dp, for
+// every noise: the exact sampler's guarantee assumes the computed mean of
+// the K clipped updates is within 2^-23 of its sensitivity S/K of the exact
+// one (package noise, condition 1), and a float64 sum of K contributions of
+// norm at most S has error below K^2 2^-53 S (Higham 2002, "Accuracy and
+// Stability of Numerical Algorithms", Eq. (4.4)): K <= 2^15
+// (docs/privacy.md, section 2).
+const MaxUsersPerUpdate = 1 << 15
+
+// checkRounding reports a configuration whose floating-point rounding could
+// pass the part of the exact sampler's margin reserved for it
+// (docs/privacy.md, section 2): in units of the sensitivity S/K, the mean
+// of K contributions errs by at most K^2 2^-53; a tree node adds the sum of
+// at most 2^(L-1) means in at most L additions each, (L+1) 2^L 2^-53; a
+// square-root row sums at most N scaled means, (N+1) C1 2^-53 per row with
+// C1 = sum_k c_k, over the N rows one mean enters, against the column
+// norm f (sqrt(N) (N+1) C1 / f in all). Two neighbours differ in one mean
+// and every other term is computed identically, so their computed values
+// differ by at most twice these errors beyond the sensitivity: a total
+// below 2^30 (times 2^-53: 2^-23) keeps the difference within the 2^-22
+// the proof allows. Bandmf's own bound is bandmf.CheckRounding.
+func (c DPConfig) checkRounding() error {
+	k2 := float64(c.UsersPerUpdate) * float64(c.UsersPerUpdate)
+	extra := 0.0
+	switch c.Noise {
+	case NoiseTree:
+		L := float64(treeLevels(c.Horizon))
+		extra = (L + 1) * math.Exp2(L)
+	case NoiseSqrt:
+		c1, ss := 0.0, 0.0
+		for _, ck := range sqrtFactorCoefficients(c.Horizon) {
+			c1 += ck
+			ss += ck * ck
+		}
+		N := float64(c.Horizon)
+		extra = math.Ceil(math.Sqrt(N)) * (N + 1) * c1 * (1 + 1e-9) / math.Sqrt(ss)
+	}
+	if v := k2 + extra; !(v <= 1<<30) {
+		return fmt.Errorf("policy: dp: %v noise with K = %d and horizon %d: the rounding error of the released sums could pass the exact sampler's margin (K^2 + %.3g = %.3g, at most 2^30; docs/privacy.md, section 2): use a shorter horizon or a smaller K", c.Noise, c.UsersPerUpdate, c.Horizon, extra, v)
+	}
+	return nil
+}
+
+// CheckGrid reports whether the exact sampler's condition (2), z sqrt(d) <=
+// 2^38 (package noise), holds over every release one update enters: d = n
+// values in each of rows releases drawn with the same noise (rows = 1 for
+// independent and tree noise, whose every node is its own Gaussian
+// mechanism; the horizon for the square-root factorization; the band for
+// bandmf), so that the grid rounding of all of them together stays within
+// 2^-21 of the sensitivity (docs/privacy.md, section 2).
+func (c DPConfig) CheckGrid(n int) error {
+	if c.Mode != ModeDP {
+		return nil
+	}
+	rows := 1
+	switch c.Noise {
+	case NoiseSqrt:
+		rows = c.Horizon
+	case NoiseBandedSqrt:
+		rows = c.Band
+	}
+	if v := c.NoiseMultiplier * math.Sqrt(float64(n)*float64(rows)); !(v <= 1<<38) {
+		return fmt.Errorf("policy: dp: noise multiplier %v over %d values in %d releases: z sqrt(d x rows) = %.3g, at most 2^38 for the exact sampler's grid (docs/privacy.md, section 2)", c.NoiseMultiplier, n, rows, v)
+	}
+	return nil
+}
+
 // maxHorizon bounds DPConfig.Horizon: NoiseSqrt keeps every draw of a
 // horizon (Horizon x parameters floats).
 const maxHorizon = 1 << 20
@@ -214,6 +282,8 @@ func (c DPConfig) Validate() error {
 	}
 	if c.UsersPerUpdate < 1 {
 		bad("users per update K = %d, must be >= 1", c.UsersPerUpdate)
+	} else if c.Mode == ModeDP && c.UsersPerUpdate > MaxUsersPerUpdate {
+		bad("users per update K = %d, at most %d (2^15) with noise: the exact sampler's floating-point precondition (docs/privacy.md, section 2)", c.UsersPerUpdate, MaxUsersPerUpdate)
 	}
 	switch c.Noise {
 	case NoiseIndependent:
@@ -240,6 +310,11 @@ func (c DPConfig) Validate() error {
 	}
 	if c.Noise != NoiseBandedSqrt && c.Band != 0 {
 		bad("band = %d with %v noise, must be 0 (bandmf only)", c.Band, c.Noise)
+	}
+	if len(errs) == 0 && c.Mode == ModeDP {
+		if err := c.checkRounding(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

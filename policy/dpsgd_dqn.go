@@ -25,8 +25,9 @@ import (
 type DQNConfig struct {
 	// Steps is the number of environment steps, >= 1. Default 50000.
 	Steps int
-	// BufferSize is the replay capacity in transitions, >= BatchSize.
-	// Default 10000.
+	// BufferSize is the replay capacity in transitions, >= BatchSize;
+	// min(BufferSize, Steps), the largest possible Poisson minibatch, is at
+	// most MaxUsersPerUpdate (2^15). Default 10000.
 	BufferSize int
 	// BatchSize is the expected minibatch size; q = BatchSize/BufferSize.
 	// >= 1. Default 64.
@@ -80,6 +81,9 @@ func (c DQNConfig) Validate() error {
 	}
 	if c.BufferSize < c.BatchSize || c.BufferSize < 1 {
 		bad("buffer size %d, must be >= batch size %d", c.BufferSize, c.BatchSize)
+	}
+	if n := min(c.BufferSize, c.Steps); n > MaxUsersPerUpdate {
+		bad("buffer size %d over %d steps: a Poisson minibatch may hold %d transitions, at most %d (2^15: the exact sampler's floating-point precondition on the clipped sum, docs/privacy.md, section 2)", c.BufferSize, c.Steps, n, MaxUsersPerUpdate)
 	}
 	if c.LearningStarts < 0 {
 		bad("learning starts %d, must be >= 0", c.LearningStarts)
@@ -162,25 +166,20 @@ func (r *replay) add(obs []float64, a int, rew float64, obs2 []float64, terminat
 }
 
 // poissonSample appends to idx the indices of the stored transitions, each
-// included independently with probability q (0 < q < 1), drawing geometric
-// gaps from rng: P(gap = g) = (1-q)^g q.
+// included independently by noise.Bernoulli(rng, q), in index order: with
+// probability floor(q 2^64)/2^64, which is at most q, so the accountant's
+// rate q covers the rate used (docs/privacy.md, section 2). It draws one
+// word per stored transition (geometric gaps from a float logarithm would
+// draw fewer, but their rounding can put the inclusion probability above
+// q).
 func (r *replay) poissonSample(idx []int, q float64, rng *rand.Rand) []int {
 	idx = idx[:0]
-	if q >= 1 {
-		for i := 0; i < r.size; i++ {
+	for i := 0; i < r.size; i++ {
+		if noise.Bernoulli(rng, q) {
 			idx = append(idx, i)
 		}
-		return idx
 	}
-	l1q := math.Log1p(-q)
-	for i := -1; ; {
-		u := 1 - rng.Float64() // (0, 1]
-		i += 1 + int(math.Floor(math.Log(u)/l1q))
-		if i >= r.size || i < 0 {
-			return idx
-		}
-		idx = append(idx, i)
-	}
+	return idx
 }
 
 // dqnUpdater takes DP-SGD steps on the Huber TD loss; its workspaces are

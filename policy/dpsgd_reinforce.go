@@ -21,7 +21,8 @@ import (
 type ReinforceConfig struct {
 	// Updates is the number of DP-SGD steps, >= 1. Default 300.
 	Updates int
-	// EpisodesPerUpdate is the batch size B (episodes per step), >= 1.
+	// EpisodesPerUpdate is the batch size B (episodes per step), 1 to
+	// MaxUsersPerUpdate (2^15).
 	// Default 32.
 	EpisodesPerUpdate int
 	// Gamma is the discount factor, in (0, 1]. Default 0.99.
@@ -50,8 +51,8 @@ func (c ReinforceConfig) Validate() error {
 	if c.Updates < 1 {
 		errs = append(errs, fmt.Errorf("policy: reinforce: updates %d, must be >= 1", c.Updates))
 	}
-	if c.EpisodesPerUpdate < 1 {
-		errs = append(errs, fmt.Errorf("policy: reinforce: episodes per update %d, must be >= 1", c.EpisodesPerUpdate))
+	if c.EpisodesPerUpdate < 1 || c.EpisodesPerUpdate > MaxUsersPerUpdate {
+		errs = append(errs, fmt.Errorf("policy: reinforce: episodes per update %d, must be 1 to %d (2^15: the exact sampler's floating-point precondition on the clipped sum, docs/privacy.md, section 2)", c.EpisodesPerUpdate, MaxUsersPerUpdate))
 	}
 	if !(c.Gamma > 0 && c.Gamma <= 1) {
 		errs = append(errs, fmt.Errorf("policy: reinforce: gamma %v, must be in (0, 1]", c.Gamma))

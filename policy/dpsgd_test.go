@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"dprl/ledger/accountant"
+	"dprl/noise"
 	"dprl/sims"
 )
 
@@ -280,5 +281,34 @@ func TestDQNStepAllocs(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(50, func() { u.step(params, target, buf, rng) }); a != 0 {
 		t.Errorf("DP-SGD DQN step: %v allocs, want 0", a)
+	}
+}
+
+// TestReplayPoissonSampleIsBernoulli: the DQN baseline's Poisson sample
+// includes each stored transition exactly when noise.Bernoulli(rng, q),
+// drawn in index order from the same generator, says so: its inclusion
+// probability is floor(q 2^64)/2^64 <= q (noise.Bernoulli), never above
+// the q the accountant charges. Float geometric gaps, which this replaces,
+// include a transition with a probability that rounding can put above q.
+func TestReplayPoissonSampleIsBernoulli(t *testing.T) {
+	r := newReplay(1, 300)
+	x := []float64{0}
+	for i := 0; i < 300; i++ {
+		r.add(x, 0, 0, x, false)
+	}
+	for _, q := range []float64{1e-3, 0.01, 0.05, 1.0 / 3, 0.5, 0.9, 1 - 1e-9, 1} {
+		for seed := uint64(0); seed < 5; seed++ {
+			got := r.poissonSample(nil, q, rand.New(rand.NewPCG(seed, 7)))
+			ref := rand.New(rand.NewPCG(seed, 7))
+			var want []int
+			for i := 0; i < r.size; i++ {
+				if noise.Bernoulli(ref, q) {
+					want = append(want, i)
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("q %v seed %d: sample %v, want the Bernoulli draws %v", q, seed, got, want)
+			}
+		}
 	}
 }

@@ -54,7 +54,7 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.Float64Var(&s.Z, "z", 0, "noise multiplier z (default: the profile's)")
 	fl.Float64Var(&s.SessionEpsilon, "session-epsilon", 0, "target per-session epsilon at --delta: z is set to the smallest noise multiplier reaching it (analytic Gaussian; instead of --z); 0: off")
 	fl.Float64Var(&s.Clip, "clip", 0, "clipping norm S of a user's local update (default: the profile's)")
-	fl.IntVar(&s.K, "K", 0, "sessions per update K (default: the profile's), 1 to 2^20; an update holds its K sessions until it is released, so K sessions of the smallest size must fit --session-memory-mib")
+	fl.IntVar(&s.K, "K", 0, "sessions per update K (default: the profile's), 1 to 2^15 (the exact sampler's floating-point precondition); an update holds its K sessions until it is released, so K sessions of the smallest size must fit --session-memory-mib")
 	fl.Float64Var(&s.Delta, "delta", 1e-5, "delta of the per-session and per-user guarantees, 0 < delta < 1")
 	fl.Float64Var(&s.UserEpsilon, "user-epsilon", 0, "the per-user epsilon at --delta, the primary privacy setting: without --z or --session-epsilon, z is derived so that a user in --max-updates-per-user updates (1 if unset) reaches it; always enforced as a cap (0 given explicitly, with --max-updates-per-user 0: no per-user cap)")
 	fl.StringVar(&s.Noise, "noise", "independent", "noise of the releases: independent, or bandmf (banded square-root correlated noise: less noise in the policy at the same per-user epsilon; a user's updates at least --band apart, at most --max-updates-per-user of them)")

@@ -178,7 +178,7 @@ func TestAgentCheckConfigRefuses(t *testing.T) {
 		want string
 	}{
 		{[]string{"--obs-dim", "3"}, "", "--env cartpole and --obs-dim/--actions both given"},
-		{[]string{"--K", "100000000000"}, "", "--K 100000000000: want 1 to 1048576"},
+		{[]string{"--K", "100000000000"}, "", "--K 100000000000: want 1 to 32768"},
 		{[]string{"--K", "1000", "--session-memory-mib", "1"}, "", "do not fit the session memory budget --session-memory-mib of 1 MiB"},
 		{[]string{"--z", "0"}, "", "--z 0: want > 0"},
 		{[]string{"--K", "0"}, "", "--K 0: want > 0"},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"dprl/ledger"
@@ -15,7 +16,7 @@ import (
 
 func newLedgerCmd(a *app) *cobra.Command {
 	return groupCmd("ledger", "Inspect, verify and export the privacy ledger of a data directory",
-		newLedgerShowCmd(a), newLedgerVerifyCmd(a), newLedgerHeadCmd(a), newLedgerExportCmd(a), newLedgerSnapshotCmd(a), newLedgerSetCapCmd(a), newLedgerBackupCmd(a))
+		newLedgerShowCmd(a), newLedgerVerifyCmd(a), newLedgerHeadCmd(a), newLedgerExportCmd(a), newLedgerSnapshotCmd(a), newLedgerSetCapCmd(a), newLedgerBackupCmd(a), newLedgerEndStreamCmd(a))
 }
 
 // openLedger opens an existing ledger read-only.
@@ -272,8 +273,10 @@ func newLedgerBackupCmd(a *app) *cobra.Command {
 		Use:   "backup --data DIR --out DEST",
 		Short: "Copy a ledger not in use to DEST, consistently, and verify the copy",
 		Long: `Writes a consistent copy of the data directory's ledger (the Pebble store's
-checkpoint, user.key and ledger.heads) to DEST, which must not exist, and
-verifies it. For a running agent use dprl agent --backup-dir instead (the
+keys as of one moment, user.key and ledger.heads) to DEST, which must not exist,
+and verifies it. The copy leaves out the noise records of a banded noise
+stream and records that the stream ended there: an agent restored from it
+starts a new stream, never drawing again a row published after the backup. For a running agent use dprl agent --backup-dir instead (the
 agent holds the ledger's lock). The copy holds user.key: protect it like the
 data directory. Restoring a backup forgets every release made after it: see
 the README (Operating the agent, Backup and restore) before serving on one.`,
@@ -297,5 +300,58 @@ the README (Operating the agent, Backup and restore) before serving on one.`,
 	}
 	ledgerFlags(c, &dir, &asJSON)
 	c.Flags().StringVar(&out, "out", "", "the backup's directory, which must not exist (required)")
+	return c
+}
+
+// endStreamResult is what dprl ledger end-stream did.
+type endStreamResult struct {
+	Dir string `json:"dir"`
+	// EndedAt is the version the noise stream ended at; 0: there was no
+	// stream state to end.
+	EndedAt uint64 `json:"ended_at"`
+}
+
+// WriteText says whether a stream ended.
+func (r endStreamResult) WriteText(w io.Writer) error {
+	if r.EndedAt == 0 {
+		_, err := fmt.Fprintf(w, "%s: no banded noise stream to end (the next release starts a new stream, or has none)\n", r.Dir)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%s: the banded noise stream ended at version %d; the next release starts a new stream\n", r.Dir, r.EndedAt)
+	return err
+}
+
+func newLedgerEndStreamCmd(a *app) *cobra.Command {
+	var dir string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "end-stream --data DIR",
+		Short: "End the banded noise stream of a data directory restored from a plain copy, so that the next release starts a new one",
+		Long: `Deletes the noise records of the ledger's banded (bandmf) noise stream and
+records that the stream ended, so that the agent's next release starts a new
+stream instead of continuing the old one. Run it, with the agent stopped, on a
+data directory restored from a plain copy (cp -a, a file-system snapshot):
+the releases made after the copy were drawn over the means its records hold,
+and continuing the stream would draw those rows a second time. Nothing inside
+the directory tells a restored copy from a restart, so the agent cannot do it
+by itself. A backup written by dprl ledger backup or dprl agent --backup-dir
+holds no noise records and needs no end-stream. Writes no ledger entry and
+does not move the head.`,
+		Example: `  dprl ledger end-stream --data ./dprl-data`,
+		Args:    noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if dir == "" {
+				return usagef("--data is required")
+			}
+			s, err := ledger.Open(dir, ledger.Options{MustExist: true, Logger: a.log})
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			v, err := s.EndNoiseStream()
+			return emit(a, asJSON, endStreamResult{Dir: dir, EndedAt: v}, err)
+		},
+	}
+	ledgerFlags(c, &dir, &asJSON)
 	return c
 }

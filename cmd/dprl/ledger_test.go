@@ -392,3 +392,40 @@ func TestLedgerBackupCommand(t *testing.T) {
 		t.Fatalf("existing destination: code %d, stderr %q; want 2 and 'exists'", code, errOut)
 	}
 }
+
+// TestLedgerEndStreamCommand: dprl ledger end-stream ends the banded noise
+// stream of a data directory (as restored from a plain copy): the next
+// release must start a new stream; a second run has nothing to end.
+func TestLedgerEndStreamCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	s, err := ledger.Open(dir, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, err := accountant.GaussianEpsilon(1, 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ledger.BandedCorrelation(3, 3, 4, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := uint64(1); v <= 2; v++ {
+		e := ledger.Entry{Unit: ledger.UnitSession, Mechanism: "m", Events: []accountant.Event{accountant.Gaussian(1)}, Method: accountant.MethodAnalytic,
+			Epsilon: eps, Delta: 1e-5, Z: 1, S: 1, K: 1, Participants: 1, Correlation: c}
+		step := &ledger.NoiseStep{X: []float64{float64(v)}, G: []float64{float64(-v)}}
+		if _, err := s.Release(ledger.Release{Version: v, Snapshot: []byte{byte(v)}, Entry: e, Users: []ledger.UserKey{s.User(fmt.Sprint(v))}, Noise: step}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	if code, out, errOut := runCLI(t, "ledger", "end-stream", "--data", dir); code != 0 || !strings.Contains(out, "ended at version 2; the next release starts a new stream") {
+		t.Fatalf("end-stream: code %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, _ := runCLI(t, "ledger", "end-stream", "--data", dir, "--json"); code != 0 || !strings.Contains(out, `"ended_at": 0`) {
+		t.Fatalf("second end-stream: code %d, %s", code, out)
+	}
+	if code, out, _ := runCLI(t, "ledger", "verify", "--data", dir); code != 0 || !strings.Contains(out, "ledger OK") {
+		t.Fatalf("verify: code %d, %s", code, out)
+	}
+}

@@ -330,12 +330,58 @@ type mechanism struct {
 // underflows; the difference of the two terms is a relative 1/(z t) apart
 // at worst, so no precision is lost to cancellation.
 func (m mechanism) delta(eps float64) float64 {
+	d, _ := m.deltaTol(eps)
+	return d
+}
+
+// deltaTol returns delta(eps) and a bound on its relative error as
+// evaluated. delta = e^l1 (1 - e^(l2-l1)) from the logarithms l1 > l2 of its
+// two terms, and absolute errors e_j in l_j move it by a relative e_1 +
+// (e_1 + e_2) w, w = e^(l2-l1) / (1 - e^(l2-l1)): the cancellation of the
+// two terms, which agree to a relative 1/t at large z (t the threshold
+// below, about z^2 eps). Each e_j has two parts: the log-normal CDF and the
+// exponentials themselves, 8u (1 + |l_j|); and the rounding of the CDF's
+// argument y_j, which grows with z (t = z^2 (ln A - ln q) + 1/2 carries an
+// absolute error of about u (z^2 (|ln A| + |ln q|) + |t|), so y_j = +-t/z
+// about u (z (|ln A| + |ln q|) + |y_j| + 1)) times the slope of ln Phi
+// there (at most |y| + 1 below 0, 2 phi(y) above). With profileTol, the
+// accuracy assumed of the whole evaluation at small z, kept as a floor:
+//
+//	tol = profileTol(delta) + e_1 + (e_1 + e_2) w,
+//	e_j = 8u ((1 + |l_j|) + slope(y_j) (z (|ln A| + |ln q|) + |y_j| + 1)),
+//
+// a factor 8 for the few roundings of each quantity.
+// TestPLDProfileAgainstMultiprecision and TestPLDProfileLargeZ check it
+// against 50-digit values, up to z = 50.
+func (m mechanism) deltaTol(eps float64) (float64, float64) {
 	q, z := m.q, m.z
 	logq := math.Log(q)
+	// tol assembles the bound from the two logarithms l1 > l2, the
+	// arguments y1, y2 of their log-normal CDFs and the log argument logA
+	// (or logB).
+	tol := func(l1, l2, y1, y2, logA float64) (float64, float64) {
+		if l2 >= l1 {
+			return 0, 0
+		}
+		d := math.Exp(l1) * -math.Expm1(l2-l1)
+		w := math.Exp(l2-l1) / -math.Expm1(l2-l1)
+		e := func(l, y float64) float64 {
+			// d/dy ln Phi(y) = phi(y)/Phi(y): at most |y| + 1 below 0,
+			// at most 2 phi(y) above (Phi(y) >= 1/2).
+			slope := math.Abs(y) + 1
+			if y >= 0 {
+				slope = 2 * math.Exp(-y*y/2) / math.Sqrt(2*math.Pi)
+			}
+			return 8 * unitRound * ((1 + math.Abs(l)) + slope*(z*(math.Abs(logA)+math.Abs(logq))+math.Abs(y)+1))
+		}
+		e1, e2 := e(l1, y1), e(l2, y2)
+		return d, profileTol(d) + e1 + (e1+e2)*w
+	}
 	switch m.dir {
 	case remove:
 		if q < 1 && eps <= math.Log1p(-q) {
-			return -math.Expm1(eps)
+			d := -math.Expm1(eps)
+			return d, profileTol(d)
 		}
 		// logA = ln(e^eps - (1-q)).
 		var logA float64
@@ -347,13 +393,10 @@ func (m mechanism) delta(eps float64) float64 {
 		t := z*z*(logA-logq) + 0.5
 		l1 := logq + logNormCDF(-(t-1)/z)
 		l2 := logA + logNormCDF(-t/z)
-		if l2 >= l1 {
-			return 0
-		}
-		return math.Exp(l1) * -math.Expm1(l2-l1)
+		return tol(l1, l2, -(t-1)/z, -t/z, logA)
 	default:
 		if q < 1 && eps >= -math.Log1p(-q) {
-			return 0
+			return 0, 0
 		}
 		// logB = ln(e^-eps - (1-q)); logC = ln(1 - (1-q) e^eps).
 		var logB, logC float64
@@ -370,10 +413,7 @@ func (m mechanism) delta(eps float64) float64 {
 		s := z*z*(logB-logq) + 0.5
 		l1 := logC + logNormCDF(s/z)
 		l2 := logq + eps + logNormCDF((s-1)/z)
-		if l2 >= l1 {
-			return 0
-		}
-		return math.Exp(l1) * -math.Expm1(l2-l1)
+		return tol(l1, l2, s/z, (s-1)/z, logB)
 	}
 }
 
@@ -509,14 +549,17 @@ func discretise(m mechanism, h float64) (*lossPMF, error) {
 		return nil, fmt.Errorf("%w: the privacy loss of q = %v, z = %v spans [%.4g, %.4g]: %.4g bins of %.4g, above the accountant's limit %d", ErrUnsupported, m.q, m.z, lo, hi, iHi-iLo+1, h, pldMaxBins)
 	}
 	n := int(iHi - iLo)
-	d := make([]float64, n+1)
+	d, tol := make([]float64, n+1), make([]float64, n+1)
 	for i := range d {
-		d[i] = m.delta((iLo + float64(i)) * h)
+		d[i], tol[i] = m.deltaTol((iLo + float64(i)) * h)
 	}
 	// delta is nonincreasing; enforce it against rounding (raising values
-	// only makes the interpolation more pessimistic).
+	// only makes the interpolation more pessimistic; a raised value keeps
+	// the tolerance of the point it came from).
 	for i := n - 1; i >= 0; i-- {
-		d[i] = math.Max(d[i], d[i+1])
+		if d[i+1] > d[i] {
+			d[i], tol[i] = d[i+1], max(tol[i], tol[i+1])
+		}
 	}
 	p := make([]float64, n+1)
 	eh, em1 := math.Exp(h), math.Expm1(h)
@@ -530,18 +573,19 @@ func discretise(m mechanism, h float64) (*lossPMF, error) {
 		p[n] = (d[n] - d[n-1]) / math.Expm1(-h)
 	}
 	out := &lossPMF{h: h, lo: int(iLo), p: p, inf: d[n]}
-	if err := out.certify(d); err != nil {
+	if err := out.certify(d, tol); err != nil {
 		return nil, fmt.Errorf("discretising q = %v, z = %v: %w", m.q, m.z, err)
 	}
 	return out, nil
 }
 
-// profileTol is the relative accuracy assumed of the exact profile as
-// evaluated by mechanism.delta: 1e-14 (1 + |ln delta|), the error of its
-// exponentials and log-normal CDFs growing with the magnitude of their
-// logarithms (testdata/gen_pld_reference.py gives 50-digit values,
-// TestPLDProfileAgainstMultiprecision checks them). The discretised profile
-// must exceed every evaluated delta_i by this margin.
+// profileTol is the relative accuracy assumed of each term of the exact
+// profile as evaluated by mechanism.deltaTol, from its exponentials and
+// log-normal CDFs: 1e-14 (1 + |ln delta|), their error growing with the
+// magnitude of their logarithms (testdata/gen_pld_reference.py gives
+// 50-digit values, TestPLDProfileAgainstMultiprecision checks them).
+// deltaTol adds the rounding of the arguments and the cancellation of the
+// two terms, which dominate at large z.
 func profileTol(delta float64) float64 {
 	if !(delta > 0) {
 		return 0
@@ -550,13 +594,14 @@ func profileTol(delta float64) float64 {
 }
 
 // certify makes the masses a probability distribution whose profile is at
-// least want_i (1 + profileTol(want_i)) at every grid point and whose exponential
+// least want_i (1 + tol_i) at every grid point (tol_i: the relative error
+// bound of want_i, mechanism.deltaTol) and whose exponential
 // moment is at most 1 (see discretise). Every correction moves mass from the
 // lowest bins to +infinity, which raises the profile at each grid point at
 // or above those bins by the mass moved and lowers E[e^-L]. The profile and
 // the moment are recomputed in double-double arithmetic, so their rounding
 // (a few units in 1e-32) is far inside the margin.
-func (d *lossPMF) certify(want []float64) error {
+func (d *lossPMF) certify(want, tol []float64) error {
 	p := d.p
 	for i, v := range p {
 		if !(v > 0) { // negative or NaN
@@ -577,7 +622,7 @@ func (d *lossPMF) certify(want []float64) error {
 	}
 	p[0] = p0
 	for k := 0; ; k++ {
-		short, first := d.shortfall(want)
+		short, first := d.shortfall(want, tol)
 		if short == 0 {
 			break
 		}
@@ -616,9 +661,9 @@ func (d *lossPMF) certify(want []float64) error {
 }
 
 // shortfall returns the largest amount by which the profile of the stored
-// masses falls below want_i (1 + profileTol(want_i)), and the lowest grid index
+// masses falls below want_i (1 + tol_i), and the lowest grid index
 // where it does (profile recurrence of discretise, in double-double).
-func (d *lossPMF) shortfall(want []float64) (short float64, first int) {
+func (d *lossPMF) shortfall(want, tol []float64) (short float64, first int) {
 	p := d.p
 	n := len(p) - 1
 	emh := dd{hi: 1}.addF(math.Expm1(-d.h)) // e^-h to ~u h relative
@@ -627,7 +672,7 @@ func (d *lossPMF) shortfall(want []float64) (short float64, first int) {
 	var s dd
 	first = -1
 	check := func(i int, prof dd) {
-		if gap := want[i]*(1+profileTol(want[i])) - prof.float(); gap > 0 {
+		if gap := want[i]*(1+tol[i]) - prof.float(); gap > 0 {
 			if first < 0 || i < first {
 				first = i
 			}
