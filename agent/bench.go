@@ -31,7 +31,10 @@ func BenchServe(ctx context.Context, cfg BenchServeConfig) (loadgen.Result, erro
 	if err != nil {
 		return loadgen.Result{}, err
 	}
-	pc.DP.UsersPerUpdate = 1 << 19 // no update: K is above the sessions of a run, and K sessions fit the session memory (Config.Validate)
+	// No update: K, the largest the exact sampler allows (2^15), is above
+	// the sessions of a run (3.3 M acts in sessions of 100), and K
+	// sessions fit the session memory (Config.Validate).
+	pc.DP.UsersPerUpdate = 1 << 15
 	dir, err := os.MkdirTemp("", "dprl-bench-")
 	if err != nil {
 		return loadgen.Result{}, err
