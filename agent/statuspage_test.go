@@ -13,6 +13,7 @@ import (
 
 	"dprl/internal/statuspage"
 	"dprl/internal/testutil"
+	"dprl/ledger/accountant"
 	"dprl/stream"
 )
 
@@ -100,7 +101,7 @@ func TestStatusPage(t *testing.T) {
 		switch p[2] {
 		case "release":
 			release[p[1]] = true
-			if !strings.Contains(p[3], fmt.Sprintf("ε = %.4g", svc.Agent().Epsilon())) || !strings.Contains(p[3], "δ = 1e-05") {
+			if !strings.Contains(p[3], "ε = "+accountant.FormatEpsilon(svc.Agent().Epsilon())) || !strings.Contains(p[3], "δ = 1e-05") {
 				t.Errorf("panel %s: release label %q without the epsilon and delta", p[1], p[3])
 			}
 		case "operational":
