@@ -106,6 +106,7 @@ type Agent struct {
 	serving sync.Pool    // *servingCtx
 
 	queue   fairQueue
+	blocked atomic.Pointer[error] // why releases are paused (diskfull.go)
 	closing atomic.Bool
 	notice  shutdownNotice
 	logq    *logQueue // nil without a session log
@@ -864,6 +865,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer flush.Stop()
 	sweep := time.NewTicker(max(min(a.cfg.IdleTimeout, a.cfg.MaxSessionLifetime)/4, 10*time.Millisecond))
 	defer sweep.Stop()
+	probe := time.NewTicker(probeMin) // while releases are paused (diskfull.go)
+	defer probe.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -878,6 +881,12 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		case <-sweep.C:
 			a.sweep()
+		case <-probe.C:
+			if a.blocked.Load() != nil {
+				if err := u.step(); err != nil {
+					return err
+				}
+			}
 		}
 	}
 }

@@ -23,6 +23,11 @@ import (
 // themselves once space is back (Store.Writable tells).
 var ErrDiskFull = errors.New("ledger: the disk is full")
 
+// ErrNeedsRestart marks an ErrDiskFull after which this process cannot
+// write to the store again (a failed write-ahead-log write stops Pebble's
+// commit pipeline; a failed open): free space and open the ledger again.
+var ErrNeedsRestart = errors.New("ledger: the store must be reopened")
+
 // spaceHeadroom is the free space a write needs beyond the unflushed
 // write-ahead log: room for Pebble to flush that log into a table and
 // record it in its MANIFEST. A commit is refused (ErrDiskFull) below it,
@@ -62,7 +67,10 @@ func (e *diskFullError) Error() string {
 }
 
 // Is makes the error ErrDiskFull for errors.Is.
-func (e *diskFullError) Is(target error) bool { return target == ErrDiskFull }
+// With restart it is also ErrNeedsRestart.
+func (e *diskFullError) Is(target error) bool {
+	return target == ErrDiskFull || (e.restart && target == ErrNeedsRestart)
+}
 
 func (s *Store) diskFull(what string, restart bool, cause error) error {
 	return &diskFullError{dir: s.dir, what: what, restart: restart, cause: causeText(cause)}
