@@ -167,3 +167,232 @@ func TestDiskFullOpenDoesNotHang(t *testing.T) {
 		})
 	}
 }
+
+// fullCase is one disk-full case of the matrix: the error of the write
+// the full disk failed, and what followed.
+type fullCase struct {
+	err      error
+	inProc   bool // writes resumed in the same process once space was freed
+	restart  bool // writes resumed after a reopen once space was freed
+	verified bool // the ledger verified afterwards, at the acknowledged head or one commit later
+	hung     bool
+}
+
+// resumeAfterRestart closes s, frees fs, reopens dir (waiting out an
+// abandoned open's lock), checks the ledger and one more release.
+func resumeAfterRestart(t *testing.T, fs *testutil.FullFS, s *Store, dir string, acked uint64) (verified, resumed bool) {
+	t.Helper()
+	if s != nil {
+		s.Close()
+	}
+	fs.Free()
+	var r *Store
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if r, err = Open(dir, Options{FS: fs}); err == nil || !errors.Is(err, ErrLocked) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Errorf("reopen with space: %v", err)
+		return false, false
+	}
+	defer r.Close()
+	rep, err := r.Verify()
+	h, _ := r.Head()
+	verified = err == nil && rep.OK() && (h.Version == acked || h.Version == acked+1)
+	if !verified {
+		t.Errorf("after a full disk: verify %v %v, head %d, acknowledged %d", rep.Problems, err, h.Version, acked)
+	}
+	_, err = r.Release(Release{Version: h.Version + 1, Snapshot: []byte("next"), Entry: releaseEntry(t, 1, 1, true), Users: []UserKey{r.User("next")}})
+	return verified, err == nil
+}
+
+// resumeInProcess frees fs and waits for s to take writes again.
+func resumeInProcess(t *testing.T, fs *testutil.FullFS, s *Store) bool {
+	t.Helper()
+	fs.Free()
+	if testutil.Wait(10*time.Second, s.Writable) != nil {
+		return false
+	}
+	h, _ := s.Head()
+	_, err := s.Release(Release{Version: h.Version + 1, Snapshot: []byte("next"), Entry: releaseEntry(t, 1, 1, true), Users: []UserKey{s.User("next")}})
+	return err == nil
+}
+
+// releaseUntilFull releases versions from h+1 on until one fails, and
+// returns that error and the last acknowledged version.
+func releaseUntilFull(t *testing.T, s *Store, size int) (error, uint64) {
+	h, _ := s.Head()
+	for v := h.Version + 1; v < h.Version+2000; v++ {
+		_, err := s.Release(Release{Version: v, Snapshot: []byte(strings.Repeat("p", size)), Entry: releaseEntry(t, 1, 2, true), Users: []UserKey{s.User(fmt.Sprintf("a%d", v)), s.User(fmt.Sprintf("b%d", v))}})
+		if err != nil {
+			return err, v - 1
+		}
+	}
+	return nil, h.Version + 2000
+}
+
+// TestDiskFullMatrix fills the disk at every write the ledger makes — the
+// write-ahead log, the head file, a table flushed at run time and at open,
+// a backup, a new ledger, and after N bytes of releases (with the file
+// system's free space reported, as when the ledger fills the disk itself,
+// and without, as when another process does) — and checks every case:
+// the error says the disk is full and is never ErrCorrupt, nothing hangs,
+// the ledger verifies, and writes resume in the process or after a
+// restart once space is freed. The counts are in the README (The ledger,
+// Integrity).
+func TestDiskFullMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	type row struct {
+		name  string
+		cases int
+		run   func(t *testing.T, i int) fullCase
+	}
+	rows := []row{
+		{"write-ahead log (a release)", 3, func(t *testing.T, i int) (c fullCase) {
+			fs, dir, s := fullLedger(t, i)
+			fs.Fill(isWAL)
+			c.err, _ = releaseUntilFull(t, s, 64)
+			c.verified, c.restart = resumeAfterRestart(t, fs, s, dir, uint64(i))
+			return c
+		}},
+		{"head file (a release)", 3, func(t *testing.T, i int) (c fullCase) {
+			fs, dir, s := fullLedger(t, i)
+			fs.Fill(isHeads)
+			c.err, _ = releaseUntilFull(t, s, 64)
+			c.inProc = resumeInProcess(t, fs, s)
+			c.verified, c.restart = resumeAfterRestart(t, fs, s, dir, uint64(i+2))
+			return c
+		}},
+		{"table flushed at run time", 3, func(t *testing.T, i int) (c fullCase) {
+			fs, dir, s := fullLedger(t, i)
+			fs.Fill(isSST)
+			if _, err := s.db.AsyncFlush(); err != nil {
+				t.Fatal(err)
+			}
+			if testutil.Wait(5*time.Second, func() error {
+				if s.Writable() == nil {
+					return errors.New("still writable")
+				}
+				return nil
+			}) != nil {
+				c.hung = true
+			}
+			c.err, _ = releaseUntilFull(t, s, 64)
+			c.inProc = resumeInProcess(t, fs, s)
+			c.verified, c.restart = resumeAfterRestart(t, fs, s, dir, uint64(i+1))
+			return c
+		}},
+		{"table flushed at open", 3, func(t *testing.T, i int) (c fullCase) {
+			fs, dir, s := fullLedger(t, 5*i)
+			s.Close()
+			fs.Fill(isSST)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				var s2 *Store
+				if s2, c.err = Open(dir, Options{FS: fs}); c.err == nil {
+					s2.Close()
+				}
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				c.hung = true
+				return c
+			}
+			c.verified, c.restart = resumeAfterRestart(t, fs, nil, dir, uint64(5*i))
+			return c
+		}},
+		{"backup", 3, func(t *testing.T, i int) (c fullCase) {
+			fs, dir, s := fullLedger(t, i)
+			dest := filepath.Join(t.TempDir(), "backup")
+			fs.Fill(func(p string) bool { return strings.HasPrefix(p, filepath.Dir(dest)) })
+			_, c.err = s.Backup(dest)
+			c.inProc = resumeInProcess(t, fs, s)
+			if _, err := s.Backup(dest); err != nil {
+				t.Errorf("backup with space: %v", err)
+				c.inProc = false
+			}
+			c.verified, c.restart = resumeAfterRestart(t, fs, s, dir, uint64(i+1))
+			return c
+		}},
+		{"new ledger", 1, func(t *testing.T, i int) (c fullCase) {
+			fs := testutil.NewFullFS(vfs.Default)
+			dir := t.TempDir()
+			fs.Fill(nil)
+			var s *Store
+			if s, c.err = Open(dir, Options{FS: fs}); c.err == nil {
+				s.Close()
+			}
+			fs.Free()
+			s, err := Open(dir, Options{FS: fs})
+			if err != nil {
+				t.Errorf("create with space: %v", err)
+				return c
+			}
+			c.verified, c.restart = resumeAfterRestart(t, fs, s, dir, 0)
+			return c
+		}},
+	}
+	// Releases filling the disk after N bytes: the free space reported
+	// (the reserve refuses the write before Pebble fails), and not (the
+	// write-ahead log or the head file fails part-way through a record).
+	for _, honest := range []bool{true, false} {
+		name, budgets := "after N bytes, free space reported", []int64{1 << 20, 1<<20 + 3000, 1<<20 + 40_000, 1<<20 + 200_000}
+		if !honest {
+			name, budgets = "after N bytes, free space not reported", nil
+			for n := int64(0); n < 24_000; n += 2411 {
+				budgets = append(budgets, n)
+			}
+		}
+		rows = append(rows, row{name, len(budgets), func(t *testing.T, i int) (c fullCase) {
+			fs, dir, s := fullLedger(t, 2)
+			fs.FillAfter(budgets[i-1], honest)
+			var acked uint64
+			c.err, acked = releaseUntilFull(t, s, 1000)
+			if !errors.Is(c.err, ErrNeedsRestart) {
+				if c.inProc = resumeInProcess(t, fs, s); c.inProc {
+					h, _ := s.Head()
+					acked = h.Version // acknowledged by resumeInProcess
+				}
+			}
+			c.verified, c.restart = resumeAfterRestart(t, fs, s, dir, acked)
+			return c
+		}})
+	}
+	var table strings.Builder
+	fmt.Fprintf(&table, "| write point | cases | disk full, not corruption | resumed in process | resumed after restart | verify passes |\n|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		var full, inProc, restart, verified int
+		for i := 1; i <= r.cases; i++ {
+			c := r.run(t, i)
+			switch {
+			case c.hung:
+				t.Errorf("%s, case %d: hung", r.name, i)
+			case errors.Is(c.err, ErrCorrupt), !errors.Is(c.err, ErrDiskFull):
+				t.Errorf("%s, case %d: want ErrDiskFull, got %v", r.name, i, c.err)
+			default:
+				full++
+			}
+			if !c.verified {
+				t.Errorf("%s, case %d: verify failed after the disk was freed", r.name, i)
+			} else {
+				verified++
+			}
+			if !c.restart {
+				t.Errorf("%s, case %d: no write after a restart with space", r.name, i)
+			} else {
+				restart++
+			}
+			if c.inProc {
+				inProc++
+			}
+		}
+		fmt.Fprintf(&table, "| %s | %d | %d | %d | %d | %d |\n", r.name, r.cases, full, inProc, restart, verified)
+	}
+	t.Logf("\n%s", table.String())
+}

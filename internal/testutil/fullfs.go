@@ -12,7 +12,8 @@ import (
 // FullFS is a Pebble file system whose writes fail with ENOSPC, as on a
 // full disk, while it is filled: writes, positioned writes and
 // preallocations of the files its match selects fail, and GetDiskUsage
-// reports no space left when every file is selected. Creating, renaming
+// reports no space left when every file is selected; FillAfter fills it
+// after a number of bytes instead. Creating, renaming
 // and reading files keep working, as they do on a real full disk (a new
 // file needs no data block). It needs no root, unlike a small tmpfs.
 type FullFS struct {
@@ -20,6 +21,9 @@ type FullFS struct {
 	mu      sync.Mutex
 	match   func(path string) bool // nil: not full
 	all     bool
+	budget  int64 // with limited: the bytes writes may still take
+	limited bool
+	honest  bool // GetDiskUsage reports the budget
 	refused atomic.Int64
 }
 
@@ -38,11 +42,44 @@ func (f *FullFS) Fill(match func(path string) bool) {
 	f.match = match
 }
 
+// FillAfter lets writes take n more bytes: the write that crosses the
+// limit writes what fits and fails with ENOSPC, and so does every later
+// one. With honest, GetDiskUsage reports what is left, as when the
+// writer itself fills the disk; without, it reports the inner file
+// system's space, as when another process fills it between a check and
+// a write.
+func (f *FullFS) FillAfter(n int64, honest bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.budget, f.limited, f.honest = n, true, honest
+}
+
 // Free makes every write succeed again.
 func (f *FullFS) Free() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.match, f.all = nil, false
+	f.match, f.all, f.limited = nil, false, false
+}
+
+// take returns how many of n bytes a write to path may write, and
+// whether it fails with ENOSPC (also when it writes part of them).
+func (f *FullFS) take(path string, n int) (int, bool) {
+	if f.full(path) {
+		return 0, true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.limited {
+		return n, false
+	}
+	if int64(n) <= f.budget {
+		f.budget -= int64(n)
+		return n, false
+	}
+	k := int(f.budget)
+	f.budget = 0
+	f.refused.Add(1)
+	return k, true
 }
 
 // Refused is the number of writes refused so far.
@@ -93,9 +130,13 @@ func (f *FullFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory)
 // selected.
 func (f *FullFS) GetDiskUsage(path string) (vfs.DiskUsage, error) {
 	f.mu.Lock()
-	all := f.all
+	all, limited, budget := f.all, f.limited && f.honest, f.budget
 	f.mu.Unlock()
 	u, err := f.FS.GetDiskUsage(path)
+	if limited && err == nil && uint64(budget) < u.AvailBytes {
+		u.UsedBytes += u.AvailBytes - uint64(budget)
+		u.AvailBytes = uint64(budget)
+	}
 	if all {
 		if err != nil {
 			u, err = vfs.DiskUsage{TotalBytes: 8 << 20, UsedBytes: 8 << 20}, nil
@@ -116,19 +157,33 @@ type fullFile struct {
 }
 
 func (f *fullFile) Write(p []byte) (int, error) {
-	if f.fs.full(f.path) {
-		return 0, noSpace("write", f.path)
+	k, full := f.fs.take(f.path, len(p))
+	if !full {
+		return f.File.Write(p)
 	}
-	return f.File.Write(p)
+	if k > 0 {
+		if n, err := f.File.Write(p[:k]); err != nil {
+			return n, err
+		}
+	}
+	return k, noSpace("write", f.path)
 }
 
 func (f *fullFile) WriteAt(p []byte, off int64) (int, error) {
-	if f.fs.full(f.path) {
-		return 0, noSpace("write", f.path)
+	k, full := f.fs.take(f.path, len(p))
+	if !full {
+		return f.File.WriteAt(p, off)
 	}
-	return f.File.WriteAt(p, off)
+	if k > 0 {
+		if n, err := f.File.WriteAt(p[:k], off); err != nil {
+			return n, err
+		}
+	}
+	return k, noSpace("write", f.path)
 }
 
+// Preallocate fails only where a write would fail: it reserves blocks a
+// later write takes from the budget.
 func (f *fullFile) Preallocate(off, n int64) error {
 	if f.fs.full(f.path) {
 		return noSpace("fallocate", f.path)
