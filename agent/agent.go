@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -224,7 +225,11 @@ func (a *Agent) writeSessionLog() {
 		}
 		if err := a.opt.SessionLog.Write(it.rec); err != nil {
 			a.m.SessionLogDropped.WithLabelValues("write_failed").Inc()
-			a.noisy.Error().Err(err).Msg("session log write failed: session not logged")
+			if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+				a.noisy.Error().Err(err).Msg("session log write failed: the disk is full; session not logged (the log goes on once space is freed; releases are not affected unless the ledger's disk is full too)")
+			} else {
+				a.noisy.Error().Err(err).Msg("session log write failed: session not logged")
+			}
 		}
 		a.logq.written(it)
 	}
