@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -85,8 +86,13 @@ func causeText(err error) string {
 	return t
 }
 
-// fmtBytes prints a size in MiB.
-func fmtBytes(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+// fmtBytes prints a size in KiB or MiB.
+func fmtBytes(n uint64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d KiB", (n+1023)>>10)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
 
 // Writable reports whether the store can take a write now: nil, or the
 // error a write would fail with. A store waiting for space (ErrDiskFull
@@ -171,6 +177,20 @@ func (s *Store) checkOpenSpace(pdir string) error {
 			if st, err := s.fs.Stat(filepath.Join(pdir, n)); err == nil {
 				wal += uint64(st.Size())
 			}
+		}
+	}
+	if need := wal + spaceHeadroom; u.AvailBytes < need && len(s.strayTables) > 0 {
+		// A flush cut short (a full disk, then SIGKILL) leaves its
+		// partial table, which Pebble deletes only after the flush it has
+		// no room for: delete it first.
+		for _, p := range s.strayTables {
+			if err := s.fs.Remove(p); err == nil {
+				s.log.Warn().Str("file", p).Msg("ledger: removed a table file the store does not reference (a flush cut short), to make room for the flush at open")
+			}
+		}
+		s.strayTables = nil
+		if u, err = s.fs.GetDiskUsage(pdir); err != nil {
+			return nil
 		}
 	}
 	if need := wal + spaceHeadroom; u.AvailBytes < need {
@@ -282,4 +302,41 @@ func (s *Store) openWatched(pdir string, opts *pebble.Options) (*pebble.DB, erro
 		mu.Unlock()
 		return nil, s.diskFull(fmt.Sprintf("opening the ledger must flush its write-ahead log into a table in %s, and that write failed", pdir), true, err)
 	}
+}
+
+// unreferencedTables lists the table files in the store's directory that
+// the open store's current version does not reference: what a flush or a
+// compaction cut short leaves (Pebble deletes them at a writable open,
+// after the flush that replays the write-ahead log). Nil on any doubt.
+func (s *Store) unreferencedTables() []string {
+	pdir := filepath.Join(s.dir, pebbleDir)
+	levels, err := s.db.SSTables()
+	if err != nil {
+		return nil
+	}
+	live := make(map[uint64]bool)
+	for _, l := range levels {
+		for _, t := range l {
+			live[uint64(t.BackingSSTNum)] = true
+		}
+	}
+	names, err := s.fs.List(pdir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, n := range names {
+		num, ok := strings.CutSuffix(n, ".sst")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseUint(num, 10, 64)
+		if err != nil {
+			return nil
+		}
+		if !live[v] {
+			out = append(out, filepath.Join(pdir, n))
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -395,4 +396,35 @@ func TestDiskFullMatrix(t *testing.T) {
 		fmt.Fprintf(&table, "| %s | %d | %d | %d | %d | %d |\n", r.name, r.cases, full, inProc, restart, verified)
 	}
 	t.Logf("\n%s", table.String())
+}
+
+// A table file left by a flush cut short (a full disk, then SIGKILL) no
+// longer blocks the next start: when the flush at open has no room, the
+// store removes the table files its MANIFEST does not reference, then
+// opens. Before, the partial table held the space the flush needed.
+func TestDiskFullStrayTableRemoved(t *testing.T) {
+	fs, dir, s := fullLedger(t, 20)
+	s.Close()
+	stray := filepath.Join(dir, pebbleDir, "000999.sst")
+	if err := os.WriteFile(stray, make([]byte, 512<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var wal int64
+	names, _ := os.ReadDir(filepath.Join(dir, pebbleDir))
+	for _, n := range names {
+		if strings.HasSuffix(n.Name(), ".log") {
+			st, _ := n.Info()
+			wal += st.Size()
+		}
+	}
+	fs.FillAfter(wal+spaceHeadroom-100<<10, true) // enough only without the stray table
+	s, err := openWithin(t, 10*time.Second, dir, Options{FS: fs})
+	if err != nil {
+		t.Fatalf("open with a stray table on a nearly full disk: %v", err)
+	}
+	defer s.Close()
+	mustVerify(t, s)
+	if _, err := os.Stat(stray); !os.IsNotExist(err) {
+		t.Fatalf("stray table still there: %v", err)
+	}
 }

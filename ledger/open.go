@@ -62,6 +62,9 @@ type Store struct {
 	// the head file (diskfull.go); the next write writes it first.
 	pendingHead *Head
 	bg          *bgState
+	// strayTables are the table files the store's MANIFEST does not
+	// reference (a flush cut short), found by the read-only open.
+	strayTables []string
 	// notes are what Open found that is not damage (Verify reports them).
 	notes []string
 	// afterCommit, when set (tests), runs between a commit and its head
@@ -253,6 +256,7 @@ func (s *Store) open(exists, hasFiles bool, o Options) (err error) {
 			return nil
 		}
 		// Checked: now let Pebble recover for writing.
+		s.strayTables = s.unreferencedTables()
 		if err := s.closeDB(); err != nil {
 			return err
 		}

@@ -147,6 +147,24 @@ func (f *FullFS) GetDiskUsage(path string) (vfs.DiskUsage, error) {
 	return u, err
 }
 
+// Remove implements vfs.FS: after FillAfter, a removed file's bytes are
+// free space again.
+func (f *FullFS) Remove(name string) error {
+	var size int64
+	if st, err := f.FS.Stat(name); err == nil {
+		size = st.Size()
+	}
+	if err := f.FS.Remove(name); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.limited {
+		f.budget += size
+	}
+	return nil
+}
+
 // Unwrap implements vfs.FS.
 func (f *FullFS) Unwrap() vfs.FS { return f.FS }
 
