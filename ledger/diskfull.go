@@ -29,12 +29,21 @@ var ErrDiskFull = errors.New("ledger: the disk is full")
 // commit pipeline; a failed open): free space and open the ledger again.
 var ErrNeedsRestart = errors.New("ledger: the store must be reopened")
 
-// spaceHeadroom is the free space a write needs beyond the unflushed
-// write-ahead log: room for Pebble to flush that log into a table and
-// record it in its MANIFEST. A commit is refused (ErrDiskFull) below it,
-// so that a disk filling up stops the ledger at a clean point, before
-// Pebble's own writes fail (a failed MANIFEST write ends the process).
+// spaceHeadroom is the free space Pebble needs beyond the tables it
+// flushes: its MANIFEST and OPTIONS files. Commits are refused
+// (ErrDiskFull) below writeReserve, so that a disk filling up stops the
+// ledger at a clean point, before Pebble's own writes fail (a failed
+// MANIFEST write ends the process).
 const spaceHeadroom = 1 << 20
+
+// memTableSize is Pebble's memtable size (its default, set explicitly so
+// that the reserve below knows it). Pebble preallocates a new write-ahead
+// log in blocks of 110% of it, so a commit needs that much room too.
+const memTableSize = 4 << 20
+
+// writeReserve is the free space a commit needs beyond its batch and the
+// unflushed write-ahead log: a new log's preallocation and the headroom.
+const writeReserve = memTableSize*11/10 + spaceHeadroom
 
 // isDiskFull reports whether err is a full disk or a spent quota.
 func isDiskFull(err error) bool {
@@ -148,12 +157,12 @@ func (s *Store) checkSpace(n uint64) error {
 	if err != nil {
 		return nil
 	}
-	need := n + spaceHeadroom
+	need := n + writeReserve
 	if s.db != nil {
 		need += s.db.Metrics().WAL.Size
 	}
 	if u.AvailBytes < need {
-		return s.diskFull(fmt.Sprintf("%s free, below the %s a write needs (its batch, the unflushed write-ahead log, and room to flush it)", fmtBytes(u.AvailBytes), fmtBytes(need)), false, syscall.ENOSPC)
+		return s.diskFull(fmt.Sprintf("%s free, below the %s a write needs (its batch, room to flush the unflushed write-ahead log and to start a new one)", fmtBytes(u.AvailBytes), fmtBytes(need)), false, syscall.ENOSPC)
 	}
 	return nil
 }

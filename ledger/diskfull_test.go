@@ -343,7 +343,7 @@ func TestDiskFullMatrix(t *testing.T) {
 	// (the reserve refuses the write before Pebble fails), and not (the
 	// write-ahead log or the head file fails part-way through a record).
 	for _, honest := range []bool{true, false} {
-		name, budgets := "after N bytes, free space reported", []int64{1 << 20, 1<<20 + 3000, 1<<20 + 40_000, 1<<20 + 200_000}
+		name, budgets := "after N bytes, free space reported", []int64{writeReserve, writeReserve + 3000, writeReserve + 40_000, writeReserve + 200_000}
 		if !honest {
 			name, budgets = "after N bytes, free space not reported", nil
 			for n := int64(0); n < 24_000; n += 2411 {

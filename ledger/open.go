@@ -323,6 +323,7 @@ func (s *Store) openPebble(o Options, readOnly, create bool) error {
 		// is pinned (ledgerFormat), not FormatNewest, so that a newer
 		// Pebble never ratchets a ledger's format by merely opening it.
 		FormatMajorVersion: ledgerFormat,
+		MemTableSize:       memTableSize,
 		Logger:             lg,
 		EventListener: &pebble.EventListener{
 			// Pebble's default calls Fatalf (a panic); a damaged block is
