@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"dprl/internal/testutil"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rs/zerolog"
 )
 
 // Selectors of the files a full disk fails, by kind.
@@ -426,5 +428,47 @@ func TestDiskFullStrayTableRemoved(t *testing.T) {
 	mustVerify(t, s)
 	if _, err := os.Stat(stray); !os.IsNotExist(err) {
 		t.Fatalf("stray table still there: %v", err)
+	}
+}
+
+// TestDiskFullManifestChild is the child of TestDiskFullManifest: it
+// opens the ledger in $DPRL_DISKFULL_MANIFEST, fails every MANIFEST write
+// and flushes, which ends the process from Pebble's flush goroutine.
+func TestDiskFullManifestChild(t *testing.T) {
+	dir := os.Getenv("DPRL_DISKFULL_MANIFEST")
+	if dir == "" {
+		t.Skip("child of TestDiskFullManifest")
+	}
+	fs := testutil.NewFullFS(vfs.Default)
+	s, err := Open(dir, Options{FS: fs, Logger: zerolog.New(os.Stderr)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doRelease(t, s, 4, 1, "u4")
+	fs.Fill(isManifest)
+	if _, err := s.db.AsyncFlush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Second)
+	t.Fatal("still running")
+}
+
+// A MANIFEST write that fails on a full disk in Pebble's flush goroutine
+// ends the process (Pebble allows no other outcome; the write reserve is
+// what keeps the ledger's own writes from getting there): the last lines
+// say the disk is full, the ledger verifies afterwards with every
+// acknowledged release, and a restart with space resumes.
+func TestDiskFullManifest(t *testing.T) {
+	fs, dir, s := fullLedger(t, 3)
+	s.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDiskFullManifestChild$")
+	cmd.Env = append(os.Environ(), "DPRL_DISKFULL_MANIFEST="+dir)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "the disk is full") || strings.Contains(string(out), "still running") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	verified, resumed := resumeAfterRestart(t, fs, nil, dir, 4)
+	if !verified || !resumed {
+		t.Fatalf("after the child ended: verified %v, resumed %v", verified, resumed)
 	}
 }
