@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"errors"
 	"time"
+
+	"dprl/ledger"
 )
 
 // Probes of a paused updater: the first after probeMin, doubling up to
@@ -40,6 +43,23 @@ func (u *updater) pauseDiskFull(err error, ver uint64) (committed bool) {
 	a.log.Error().Err(err).Uint64("version", ver).Bool("committed", committed).Uint64("serving", serving).
 		Msg("release failed: the disk is full; releases are paused (the last released version is still served, /readyz says not ready) and resume by themselves once space is freed")
 	return committed
+}
+
+// canRelease checks, before a batch's round runs, that the ledger can
+// take its release: on a full disk that this process can wait out, it
+// pauses releases and keeps the batch for when space is back, so that no
+// session is spent on a release the ledger would refuse.
+func (u *updater) canRelease(ver uint64) bool {
+	a := u.a
+	err := a.store.Writable()
+	if err == nil || !errors.Is(err, ledger.ErrDiskFull) || errors.Is(err, ledger.ErrNeedsRestart) {
+		return true // Release says what is wrong
+	}
+	a.blocked.Store(&err)
+	u.probe, u.probeAt = probeMin, time.Now().Add(probeMin)
+	a.log.Error().Err(err).Uint64("version", ver).Uint64("serving", a.current.Load().num).
+		Msg("the disk is full; releases are paused (the batch waits, the last released version is still served, /readyz says not ready) and resume by themselves once space is freed")
+	return false
 }
 
 // resumeIfWritable reports whether releases may go on: always when not

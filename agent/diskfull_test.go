@@ -35,61 +35,76 @@ func playFullUsers(t *testing.T, a *Agent, rng *rand.Rand, n0, n int) {
 }
 
 // A full disk under a running agent, at the head record (the commit went
-// through): the release is published, releases pause (no batch is formed,
-// so no session is used, and the failure is logged once, not in a loop),
-// /readyz turns 503 saying the disk is full, the last version is served,
-// and everything resumes by itself once space is freed. Before, the agent
-// retried "release version N after head version N" ~45 times a second,
-// each time spending a batch, while /readyz stayed 200.
+// through) or below the ledger's free-space reserve (nothing written):
+// releases pause (a batch waits, and no other is formed, so no session
+// is spent on a refused release; the pause is logged once, not in a
+// loop), /readyz turns 503 saying the
+// disk is full, the last version is served, and everything resumes by
+// itself once space is freed. Before, a failed head record made the agent
+// retry "release version N after head version N" ~45 times a second, each
+// time spending a batch, while /readyz stayed 200.
 func TestDiskFullPausesReleases(t *testing.T) {
-	fs := testutil.NewFullFS(vfs.Default)
-	dir := t.TempDir()
-	var logs testutil.LockedBuffer
-	svc, err := startFullService(t, fs, dir, &logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
-	a := svc.Agent()
-	rng := rand.New(rand.NewPCG(3, 3))
-	playFullUsers(t, a, rng, 0, 4)
-	testutil.EventuallyTrue(t, 10*time.Second, "version 1", func() bool { return a.Version() == 1 })
+	for _, c := range []struct {
+		name   string
+		match  func(string) bool // nil: the whole file system
+		paused uint64            // the version served while paused
+		used   float64           // sessions used by then
+		after  uint64            // the version once the 16 sessions are used
+	}{
+		// The release is committed, and published; 8 sessions wait.
+		{"head record", func(p string) bool { return filepath.Base(p) == "ledger.heads" }, 2, 8, 4},
+		// The batch waits for space, with the 8 sessions after it (played
+		// at version 1: the last 4 are too stale for version 4).
+		{"below the reserve", nil, 1, 4, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fs := testutil.NewFullFS(vfs.Default)
+			dir := t.TempDir()
+			var logs testutil.LockedBuffer
+			svc, err := startFullService(t, fs, dir, &logs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer svc.Close()
+			a := svc.Agent()
+			rng := rand.New(rand.NewPCG(3, 3))
+			playFullUsers(t, a, rng, 0, 4)
+			testutil.EventuallyTrue(t, 10*time.Second, "version 1", func() bool { return a.Version() == 1 })
 
-	fs.Fill(func(p string) bool { return filepath.Base(p) == "ledger.heads" })
-	playFullUsers(t, a, rng, 4, 4)
-	testutil.EventuallyTrue(t, 10*time.Second, "/readyz 503 saying the disk is full", func() bool {
-		code, body, err := readyz(svc.OpsAddr())
-		return err == nil && code == http.StatusServiceUnavailable && strings.Contains(body, "disk is full") && !strings.Contains(body, "corrupt") && a.Version() == 2
-	})
-	if v := a.Version(); v != 2 {
-		t.Fatalf("serving version %d, want 2 (committed before its head record failed)", v)
-	}
-	if err := a.Blocked(); !errors.Is(err, ledger.ErrDiskFull) || errors.Is(err, ledger.ErrCorrupt) {
-		t.Fatalf("Blocked() = %v", err)
-	}
-	// Sessions wait; none is spent while the disk stays full.
-	playFullUsers(t, a, rng, 8, 8)
-	time.Sleep(300 * time.Millisecond)
-	if v := a.Version(); v != 2 {
-		t.Fatalf("version %d while the disk is full", v)
-	}
-	if n := strings.Count(logs.String(), "release failed"); n != 1 {
-		t.Fatalf("%d release failures logged, want 1:\n%s", n, logs.String())
-	}
-	if strings.Contains(logs.String(), "after head version") {
-		t.Fatalf("the agent retried a committed version:\n%s", logs.String())
-	}
-	if got := metricValue(t, a.m.SessionsUsed); got != 8 {
-		t.Fatalf("%v sessions used, want 8 (versions 1 and 2)", got)
-	}
+			fs.Fill(c.match)
+			playFullUsers(t, a, rng, 4, 4)
+			testutil.EventuallyTrue(t, 10*time.Second, "/readyz 503 saying the disk is full", func() bool {
+				code, body, err := readyz(svc.OpsAddr())
+				return err == nil && code == http.StatusServiceUnavailable && strings.Contains(body, "disk is full") && !strings.Contains(body, "corrupt") && a.Version() == c.paused
+			})
+			if err := a.Blocked(); !errors.Is(err, ledger.ErrDiskFull) || errors.Is(err, ledger.ErrCorrupt) {
+				t.Fatalf("Blocked() = %v", err)
+			}
+			// Sessions wait; none is spent while the disk stays full.
+			playFullUsers(t, a, rng, 8, 8)
+			time.Sleep(300 * time.Millisecond)
+			if v := a.Version(); v != c.paused {
+				t.Fatalf("version %d while the disk is full, want %d", v, c.paused)
+			}
+			if n := strings.Count(logs.String(), "releases are paused"); n != 1 {
+				t.Fatalf("the pause logged %d times, want 1:\n%s", n, logs.String())
+			}
+			if strings.Contains(logs.String(), "after head version") {
+				t.Fatalf("the agent retried a committed version:\n%s", logs.String())
+			}
+			if got := metricValue(t, a.m.SessionsUsed); got != c.used {
+				t.Fatalf("%v sessions used, want %v", got, c.used)
+			}
 
-	fs.Free()
-	testutil.EventuallyTrue(t, 10*time.Second, "releases resumed (version 4) and /readyz 200", func() bool {
-		code, _, err := readyz(svc.OpsAddr())
-		return a.Version() == 4 && err == nil && code == http.StatusOK
-	})
-	if r, err := svc.Store().Verify(); err != nil || !r.OK() {
-		t.Fatalf("verify after resuming: %+v %v", r, err)
+			fs.Free()
+			testutil.EventuallyTrue(t, 10*time.Second, "releases resumed and /readyz 200", func() bool {
+				code, _, err := readyz(svc.OpsAddr())
+				return a.Version() == c.after && err == nil && code == http.StatusOK
+			})
+			if r, err := svc.Store().Verify(); err != nil || !r.OK() {
+				t.Fatalf("verify after resuming: %+v %v", r, err)
+			}
+		})
 	}
 }
 

@@ -242,7 +242,7 @@ func (u *updater) step() error {
 	}
 	cur := u.a.current.Load()
 	u.fill(cur)
-	if len(u.batch) < u.a.K() {
+	if len(u.batch) < u.a.K() || !u.canRelease(cur.num+1) {
 		return nil
 	}
 	return u.release(cur)
@@ -266,7 +266,7 @@ func (u *updater) flush() error {
 			oldest = f.at
 		}
 	}
-	if len(u.batch) < a.K() && a.now().Sub(oldest) < a.cfg.FlushTimeout {
+	if len(u.batch) < a.K() && a.now().Sub(oldest) < a.cfg.FlushTimeout || !u.canRelease(cur.num+1) {
 		return nil
 	}
 	return u.release(cur)
