@@ -734,10 +734,20 @@ func (s *Store) closeDB() (err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
+			if isDiskFullText(fmt.Sprint(r)) {
+				err = s.diskFull("closing the store", true, fmt.Errorf("%v", r))
+				return
+			}
 			err = fmt.Errorf("%w: closing the store panicked: %v", ErrCorrupt, r)
 		}
 	}()
-	return s.db.Close()
+	if err := s.db.Close(); err != nil {
+		if isDiskFull(err) {
+			return s.diskFull("closing the store, its last writes failed", true, err)
+		}
+		return err
+	}
+	return nil
 }
 
 // recoverInto turns a panic inside Pebble (its Fatalf, or a damaged file
