@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -106,6 +107,7 @@ type Agent struct {
 	serving sync.Pool    // *servingCtx
 
 	queue   fairQueue
+	blocked atomic.Pointer[error] // why releases are paused (diskfull.go)
 	closing atomic.Bool
 	notice  shutdownNotice
 	logq    *logQueue // nil without a session log
@@ -223,7 +225,11 @@ func (a *Agent) writeSessionLog() {
 		}
 		if err := a.opt.SessionLog.Write(it.rec); err != nil {
 			a.m.SessionLogDropped.WithLabelValues("write_failed").Inc()
-			a.noisy.Error().Err(err).Msg("session log write failed: session not logged")
+			if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+				a.noisy.Error().Err(err).Msg("session log write failed: the disk is full; session not logged (the log goes on once space is freed; releases are not affected unless the ledger's disk is full too)")
+			} else {
+				a.noisy.Error().Err(err).Msg("session log write failed: session not logged")
+			}
 		}
 		a.logq.written(it)
 	}
@@ -864,6 +870,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer flush.Stop()
 	sweep := time.NewTicker(max(min(a.cfg.IdleTimeout, a.cfg.MaxSessionLifetime)/4, 10*time.Millisecond))
 	defer sweep.Stop()
+	probe := time.NewTicker(probeMin) // while releases are paused (diskfull.go)
+	defer probe.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -878,6 +886,12 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		case <-sweep.C:
 			a.sweep()
+		case <-probe.C:
+			if a.blocked.Load() != nil {
+				if err := u.step(); err != nil {
+					return err
+				}
+			}
 		}
 	}
 }

@@ -191,7 +191,11 @@ func (s *Service) openPolicy(p *Policy) error {
 	}
 	// Open refuses a damaged ledger (ErrCorrupt, with what it found): it
 	// checks the store against its head file and user key and verifies it.
-	if p.store, err = ledger.Open(p.dir, ledger.Options{Logger: p.log, ExpectHead: p.head, Init: p.init}); err != nil {
+	lo := ledger.Options{Logger: p.log, ExpectHead: p.head, Init: p.init}
+	if s.cfg.ledgerOptions != nil {
+		s.cfg.ledgerOptions(&lo)
+	}
+	if p.store, err = ledger.Open(p.dir, lo); err != nil {
 		return err
 	}
 	var slog SessionLog
@@ -229,7 +233,8 @@ func (s *Service) subscriptions(prefix string, actWorkers int) (string, int) {
 	return prefix + ".*", len(s.policies)*(actWorkers+1) - 1
 }
 
-// updatersRunning reports an updater that stopped (readiness).
+// updatersRunning reports an updater that stopped, or whose releases are
+// paused on a full disk (readiness).
 func (s *Service) updatersRunning() error {
 	for _, p := range s.policies {
 		select {
@@ -239,6 +244,12 @@ func (s *Service) updatersRunning() error {
 			}
 			return fmt.Errorf("the updater of model %q stopped", p.name)
 		default:
+		}
+		if err := p.agent.Blocked(); err != nil {
+			if p.name == "" {
+				return fmt.Errorf("releases are paused: %w", err)
+			}
+			return fmt.Errorf("releases of model %q are paused: %w", p.name, err)
 		}
 	}
 	return nil

@@ -93,6 +93,10 @@ type ServiceConfig struct {
 	// and its subjects under Prefix.NAME; Agent, InitLedger, ExpectHead,
 	// SessionLogDir and SessionLogWriter must then be zero.
 	Models []ModelConfig
+
+	// ledgerOptions, when set (tests), adjusts the ledgers' options: a
+	// testutil.FullFS as their file system injects a full disk.
+	ledgerOptions func(*ledger.Options)
 }
 
 // Service is a running agent service.

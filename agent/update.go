@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"dprl/ledger"
 	"dprl/ledger/accountant"
@@ -26,6 +27,10 @@ type updater struct {
 	// streamStart is the version that started the bandmf noise stream the
 	// releases continue (0: the next release starts one).
 	streamStart uint64
+	// probe and probeAt space out the store probes while releases are
+	// paused on a full disk (diskfull.go).
+	probe   time.Duration
+	probeAt time.Time
 }
 
 // testHookBeforeRelease, when set (tests), runs after a round's noise is
@@ -239,9 +244,12 @@ func (u *updater) fill(cur *version) {
 
 // step takes what is queued and releases the batch if it is full.
 func (u *updater) step() error {
+	if !u.resumeIfWritable() {
+		return nil
+	}
 	cur := u.a.current.Load()
 	u.fill(cur)
-	if len(u.batch) < u.a.K() {
+	if len(u.batch) < u.a.K() || !u.canRelease(cur.num+1) {
 		return nil
 	}
 	return u.release(cur)
@@ -251,6 +259,9 @@ func (u *updater) step() error {
 // still divided by K), once its oldest session has waited FlushTimeout.
 func (u *updater) flush() error {
 	a := u.a
+	if !u.resumeIfWritable() {
+		return nil
+	}
 	cur := a.current.Load()
 	u.fill(cur)
 	if len(u.batch) == 0 {
@@ -262,7 +273,7 @@ func (u *updater) flush() error {
 			oldest = f.at
 		}
 	}
-	if len(u.batch) < a.K() && a.now().Sub(oldest) < a.cfg.FlushTimeout {
+	if len(u.batch) < a.K() && a.now().Sub(oldest) < a.cfg.FlushTimeout || !u.canRelease(cur.num+1) {
 		return nil
 	}
 	return u.release(cur)
@@ -402,18 +413,30 @@ func (u *updater) update(cur *version) error {
 	}
 	if _, err := a.store.Release(rel); err != nil {
 		a.m.ReleaseErrors.Inc()
-		if errors.Is(err, ledger.ErrClosed) {
+		switch {
+		case errors.Is(err, ledger.ErrClosed):
 			return err
-		}
-		if errors.Is(err, ledger.ErrCorrupt) {
+		case errors.Is(err, ledger.ErrNeedsRestart):
+			// A full disk stopped the store's writes for this process:
+			// stop, as for damage; the ledger is intact and a restart
+			// with space resumes.
+			a.log.Error().Err(err).Uint64("version", newVer).Msg("release failed: the disk is full; stopping (the ledger is intact: free space and restart)")
+			return fmt.Errorf("agent: release of version %d: %w", newVer, err)
+		case errors.Is(err, ledger.ErrDiskFull):
+			if !u.pauseDiskFull(err, newVer) {
+				return nil
+			}
+			// Committed before its head record failed: publish it.
+		case errors.Is(err, ledger.ErrCorrupt):
 			// The store found damage and refuses writes: no later release
 			// can be recorded, so stop (Run returns the error) rather than
 			// retry and serve on without a durable ledger.
 			a.log.Error().Err(err).Uint64("version", newVer).Msg("release failed: the ledger is damaged; stopping")
 			return fmt.Errorf("agent: release of version %d: %w", newVer, err)
+		default:
+			a.log.Error().Err(err).Uint64("version", newVer).Msg("release failed; serving the previous version")
+			return nil
 		}
-		a.log.Error().Err(err).Uint64("version", newVer).Msg("release failed; serving the previous version")
-		return nil
 	}
 	u.round.Commit() // published: the next round's local updates start from g~, the noise stream moves on
 	if rel.Noise != nil {

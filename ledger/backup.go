@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -62,6 +63,9 @@ func (s *Store) Backup(dest string) (BackupResult, error) {
 	head, err := s.backupTo(tmp)
 	if err != nil {
 		_ = s.fs.RemoveAll(tmp)
+		if isDiskFull(err) && !errors.Is(err, ErrDiskFull) {
+			return BackupResult{}, &diskFullError{dir: parent, what: "the backup to " + dest + " could not be written and was removed; the ledger is unchanged", cause: causeText(err)}
+		}
 		return BackupResult{}, fmt.Errorf("ledger: backup to %s: %w", dest, err)
 	}
 	if err := s.fs.Rename(tmp, dest); err != nil {

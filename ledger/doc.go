@@ -67,6 +67,15 @@
 // become ErrCorrupt errors, and a store that saw one refuses every later
 // write.
 //
+// A full disk is not damage: a write that fails with ENOSPC or EDQUOT,
+// or is refused because the free space fell below what Pebble needs to
+// flush and start a new log, returns ErrDiskFull, whose text says the
+// ledger is intact and what to do; Open fails with it within seconds
+// instead of waiting for a flush Pebble retries without end. A head
+// record a full disk kept out is written by the next write (Writable
+// retries it), so the store resumes once space is freed; after a failed
+// write-ahead-log write (ErrNeedsRestart) it must be reopened (diskfull.go).
+//
 // Verify recomputes the hash chain, every epsilon from the recorded events,
 // the head pointer, the snapshots the entries pay for, the user counters,
 // each dataset's caps and per-unit totals (replaying its runs and cap

@@ -58,6 +58,13 @@ type Store struct {
 	now     func() time.Time
 	heads   *headsWriter // nil when read-only
 	health  *health
+	// pendingHead is a committed head whose record a full disk kept out of
+	// the head file (diskfull.go); the next write writes it first.
+	pendingHead *Head
+	bg          *bgState
+	// strayTables are the table files the store's MANIFEST does not
+	// reference (a flush cut short), found by the read-only open.
+	strayTables []string
 	// notes are what Open found that is not damage (Verify reports them).
 	notes []string
 	// afterCommit, when set (tests), runs between a commit and its head
@@ -136,7 +143,7 @@ func Open(dir string, o Options) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{fs: fs, dir: dir, log: o.Logger, now: now, health: &health{}}
+	s := &Store{fs: fs, dir: dir, log: o.Logger, now: now, health: &health{}, bg: newBGState()}
 	pdir := filepath.Join(dir, pebbleDir)
 	_, statErr := fs.Stat(pdir)
 	exists := statErr == nil
@@ -249,6 +256,7 @@ func (s *Store) open(exists, hasFiles bool, o Options) (err error) {
 			return nil
 		}
 		// Checked: now let Pebble recover for writing.
+		s.strayTables = s.unreferencedTables()
 		if err := s.closeDB(); err != nil {
 			return err
 		}
@@ -295,8 +303,13 @@ const ledgerFormat = pebble.FormatValueSeparation
 func (s *Store) openPebble(o Options, readOnly, create bool) error {
 	pdir := filepath.Join(s.dir, pebbleDir)
 	lg := pebbleLogger{o.Logger}
-	h := s.health
-	db, err := pebble.Open(pdir, &pebble.Options{
+	h, bg := s.health, s.bg
+	if !readOnly && !create {
+		if err := s.checkOpenSpace(pdir); err != nil {
+			return err
+		}
+	}
+	opts := &pebble.Options{
 		FS:               s.fs,
 		Lock:             s.lock,
 		ErrorIfNotExists: !create,
@@ -310,6 +323,7 @@ func (s *Store) openPebble(o Options, readOnly, create bool) error {
 		// is pinned (ledgerFormat), not FormatNewest, so that a newer
 		// Pebble never ratchets a ledger's format by merely opening it.
 		FormatMajorVersion: ledgerFormat,
+		MemTableSize:       memTableSize,
 		Logger:             lg,
 		EventListener: &pebble.EventListener{
 			// Pebble's default calls Fatalf (a panic); a damaged block is
@@ -320,15 +334,33 @@ func (s *Store) openPebble(o Options, readOnly, create bool) error {
 				h.fail(fmt.Errorf("%w: %s", ErrCorrupt, firstLine(info.String())))
 			},
 			BackgroundError: func(err error) {
+				if isDiskFull(err) {
+					// Not damage: Pebble retries (a flush at once and
+					// without end), so log it and slow the retries down.
+					lg.Errorf("background write failed, the disk is full (the ledger is intact; free space): %v", err)
+					bg.backgroundFull(err)
+					return
+				}
 				lg.Errorf("background error: %v", err)
 				if pebble.IsCorruptionError(err) {
 					h.fail(fmt.Errorf("%w: %s", ErrCorrupt, firstLine(err.Error())))
 				}
 			},
+			FlushEnd: func(info pebble.FlushInfo) { bg.flushEnd(info.Err) },
 		},
-	})
-	if err != nil && errors.Is(err, pebble.ErrDBDoesNotExist) {
+	}
+	var db *pebble.DB
+	var err error
+	if readOnly {
+		db, err = pebble.Open(pdir, opts)
+	} else {
+		db, err = s.openWatched(pdir, opts)
+	}
+	if err != nil && (errors.Is(err, pebble.ErrDBDoesNotExist) || errors.Is(err, ErrDiskFull)) {
 		return err
+	}
+	if isDiskFull(err) {
+		return s.diskFull("opening the ledger failed to write "+pdir, true, err)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: open %s: %s", ErrCorrupt, pdir, firstLine(err.Error()))
@@ -702,20 +734,46 @@ func (s *Store) closeDB() (err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
+			if isDiskFullText(fmt.Sprint(r)) {
+				err = s.diskFull("closing the store", true, fmt.Errorf("%v", r))
+				return
+			}
 			err = fmt.Errorf("%w: closing the store panicked: %v", ErrCorrupt, r)
 		}
 	}()
-	return s.db.Close()
+	if err := s.db.Close(); err != nil {
+		if isDiskFull(err) {
+			return s.diskFull("closing the store, its last writes failed", true, err)
+		}
+		return err
+	}
+	return nil
 }
 
 // recoverInto turns a panic inside Pebble (its Fatalf, or a damaged file
 // that broke an invariant) into an ErrCorrupt error, and fails the store.
+//
+// A panic that says the disk is full (Pebble's fatal commit error after a
+// write-ahead-log write failed) is not damage: it becomes an ErrDiskFull
+// error that says to free space and restart, since Pebble's commit
+// pipeline takes no write after it.
 func (s *Store) recoverInto(err *error) {
 	if r := recover(); r != nil {
-		e := fmt.Errorf("%w: the store panicked: %s", ErrCorrupt, firstLine(fmt.Sprint(r)))
-		s.health.fail(e)
-		*err = e
+		*err = s.panicError(r)
 	}
+}
+
+// panicError is the error of a recovered Pebble panic; it fails the store.
+func (s *Store) panicError(r any) error {
+	msg := firstLine(fmt.Sprint(r))
+	var e error
+	if isDiskFullText(msg) {
+		e = s.diskFull("a write to the store failed, and the store takes no more writes; the write in progress may or may not have been committed", true, errors.New(msg))
+	} else {
+		e = fmt.Errorf("%w: the store panicked: %s", ErrCorrupt, msg)
+	}
+	s.health.fail(e)
+	return e
 }
 
 // pebbleFatal is the panic value of Pebble's Fatalf.
@@ -735,7 +793,15 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	p.l.Error().Str("component", "pebble").Msg(msg)
-	panic(pebbleFatal("pebble: " + msg))
+	if isDiskFullText(msg) {
+		// In Pebble's own goroutines (a flush's MANIFEST write) this panic
+		// ends the process: say why first.
+		p.l.Error().Str("component", "pebble").Msg("the disk is full: Pebble stops on this failed write; the ledger is intact (dprl ledger verify passes): free space and restart")
+	}
+	if !strings.HasPrefix(msg, "pebble: ") {
+		msg = "pebble: " + msg
+	}
+	panic(pebbleFatal(msg))
 }
 
 // firstLine returns s up to its first newline (Pebble's errors can carry
@@ -757,11 +823,14 @@ func (s *Store) setSync(key []byte, v any) error {
 
 // commitBatch commits a batch, synced; a Pebble panic fails the store.
 func (s *Store) commitBatch(b *pebble.Batch) (err error) {
-	if err := s.health.get(); err != nil {
-		return fmt.Errorf("ledger: refusing to write after an earlier failure: %w", err)
+	if err := s.writable(len(b.Repr())); err != nil {
+		return err
 	}
 	defer s.recoverInto(&err)
 	if err := b.Commit(pebble.Sync); err != nil {
+		if isDiskFull(err) {
+			return s.diskFull("the commit could not be written", false, err)
+		}
 		return fmt.Errorf("ledger: commit: %w", err)
 	}
 	return nil
@@ -791,6 +860,13 @@ func (s *Store) commit(b *pebble.Batch, prev, h Head) error {
 		return nil
 	}
 	if err := s.heads.append(h); err != nil {
+		if isDiskFull(err) {
+			// Committed: the store is one commit ahead of the head file,
+			// which a restart accepts. Hold every later write back until
+			// the record is written (writable retries it).
+			s.pendingHead = &h
+			return s.diskFull(fmt.Sprintf("entry %d is committed but its head record could not be written to %s; no write is accepted before it is", h.Seq, headsFile), false, err)
+		}
 		err = fmt.Errorf("ledger: entry %d is committed but its head record could not be written to %s (the store refuses further writes; reopening writes the record): %w", h.Seq, headsFile, err)
 		s.health.fail(err)
 		return err

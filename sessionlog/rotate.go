@@ -3,6 +3,7 @@ package sessionlog
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -89,10 +90,32 @@ func (r *RotatingWriter) Write(s *Session) error {
 			return err
 		}
 	}
-	if err := r.w.Write(s); err != nil {
-		return err
+	start := r.counter.n
+	err := r.w.Write(s)
+	if err == nil {
+		err = r.w.Flush()
 	}
-	return r.w.Flush()
+	if err != nil {
+		r.cutBack(start)
+	}
+	return err
+}
+
+// cutBack drops what a failed write (a full disk) left of its record: the
+// file is cut back to its last whole record and a fresh buffer replaces
+// the failed one (a bufio.Writer keeps its first error), so the log goes
+// on with whole records once space is back. A file that cannot be cut is
+// closed; the next write opens a new one.
+func (r *RotatingWriter) cutBack(start int64) {
+	if err := r.f.Truncate(start); err == nil {
+		if _, err := r.f.Seek(start, io.SeekStart); err == nil {
+			r.counter.n = start
+			r.w = NewWriter(r.counter)
+			return
+		}
+	}
+	r.f.Close()
+	r.f, r.w = nil, nil
 }
 
 func (r *RotatingWriter) open(now time.Time) error {

@@ -1,9 +1,11 @@
 package sessionlog
 
 import (
+	"errors"
 	"io"
 	"math/rand/v2"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -72,5 +74,63 @@ func TestRotatingWriter(t *testing.T) {
 	w2.Close()
 	if f, _ := w2.Files(); len(f) != 2 {
 		t.Errorf("age rotation: %d files", len(f))
+	}
+}
+
+// TestRotatingWriterFullDisk: a write that fails on a full disk (the
+// current file is /dev/full) does not poison the writer: the next write,
+// once space is back, lands whole in a new file. Before, the writer's
+// buffer kept the error and every write failed until the file rotated
+// (an hour by default).
+func TestRotatingWriterFullDisk(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip("no /dev/full")
+	}
+	dir := t.TempDir()
+	w, err := NewRotatingWriter(dir, RotatingOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := randomSessions(rand.New(rand.NewPCG(2, 2)), 3, 200, 4)
+	if err := w.Write(&in[0]); err != nil {
+		t.Fatal(err)
+	}
+	// The disk fills: the current file now fails every write.
+	w.mu.Lock()
+	w.f.Close()
+	w.f, w.counter.f = full, full
+	w.mu.Unlock()
+	if err := w.Write(&in[1]); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write on a full disk: %v", err)
+	}
+	if err := w.Write(&in[2]); err != nil {
+		t.Fatalf("write after the failed one: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := w.Files()
+	var got []string
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := NewReader(fh, ReaderOptions{Name: f})
+		for {
+			s, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, s.Session)
+		}
+		fh.Close()
+	}
+	if len(got) != 2 || got[0] != in[0].Session || got[1] != in[2].Session {
+		t.Fatalf("logged %v, want %s and %s", got, in[0].Session, in[2].Session)
 	}
 }
