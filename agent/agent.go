@@ -438,7 +438,7 @@ func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float6
 		if s.steps() >= a.cfg.MaxStepsPerSession {
 			// Close as truncated, bootstrapping from this observation.
 			s.obs = append(s.obs, obs...)
-			a.closeLocked(s, false, nil)
+			a.closeLocked(s, false)
 			return ActResult{}, fmt.Errorf("%w: %d steps", ErrStepLimit, a.cfg.MaxStepsPerSession)
 		}
 		if s.steps() == s.capSteps {
@@ -447,7 +447,7 @@ func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float6
 				// for capSteps rewards and capSteps+1 observations): close
 				// as truncated, as at the step limit.
 				s.obs = append(s.obs, obs...)
-				a.closeLocked(s, false, nil)
+				a.closeLocked(s, false)
 				return ActResult{}, err
 			}
 		}
@@ -581,7 +581,10 @@ type EndResult struct {
 // public reward bound). user must be the user id the session was opened
 // with ("" for an anonymous session); otherwise the session is unknown.
 // Used reports whether the session was queued for learning, and Reason why
-// not (with a fixed policy, never: reason fixed_policy).
+// not (with a fixed policy, never: reason fixed_policy). Neither depends on
+// the user's history: a queued session of a user at a per-user cap is set
+// aside later, when a batch is formed, and only the operator's metric
+// (dprl_sessions_discarded_total) says so (see closeLocked).
 func (a *Agent) End(sessionID, user string, reward float64, terminal bool) (EndResult, error) {
 	return a.EndFrom("", sessionID, user, reward, terminal)
 }
@@ -604,39 +607,14 @@ func (a *Agent) EndFrom(origin, sessionID, user string, reward float64, terminal
 	if s == nil {
 		return EndResult{}, unknownSession(sessionID)
 	}
-	// The user's caps are read from the ledger before the session's mutex
-	// is taken (userKey and hasUser are fixed at creation): no ledger read
-	// happens under a session lock.
-	caps := a.capCheck(s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return EndResult{}, unknownSession(sessionID)
 	}
 	s.rewards = append(s.rewards, reward)
-	used, reason := a.closeLocked(s, terminal, caps)
+	used, reason := a.closeLocked(s, terminal)
 	return EndResult{Used: used, Reason: reason}, nil
-}
-
-// capResult is a user's caps as read from the ledger before a session
-// closes (see capCheck).
-type capResult struct {
-	ok     bool
-	reason discardReason
-}
-
-// capCheck reads the caps of a session's user from the ledger, outside
-// any lock; nil for an anonymous session. The read is advisory: it lets
-// End say at once that a capped user's session will not be learned from.
-// Batch formation (updater.fill) checks the caps again and is
-// authoritative, so a cap reached between this read and the batch still
-// sets the session aside.
-func (a *Agent) capCheck(s *session) *capResult {
-	if !s.hasUser || a.cfg.Fixed != nil {
-		return nil
-	}
-	ok, why := a.userEligible(s.userKey, a.current.Load().num+1)
-	return &capResult{ok, why}
 }
 
 // closeLocked closes a session (s.mu held) and queues its trajectory. A
@@ -652,14 +630,17 @@ func (a *Agent) capCheck(s *session) *capResult {
 // than dropped, so that its length decides neither which sessions share
 // its update nor what the agent counts or reports.
 //
-// caps is the user's caps read before s.mu was taken (capCheck), or nil
-// when they were not read: closeLocked does no I/O (no ledger read, no
-// log write) under the session's mutex. A session closed without a cap
-// read (at the step limit or for want of memory, on an act request, whose
-// reply is an error that carries no Used or Reason) is queued if the
-// queues have room, and batch formation sets it aside if its user is at a
-// cap then; the sweeper reads the caps before it locks.
-func (a *Agent) closeLocked(s *session, terminal bool, caps *capResult) (bool, string) {
+// Nor does it depend on the user's history: the per-user caps (update
+// cap, epsilon cap, bandmf separation) are applied by batch formation
+// (updater.fill) alone, which sets a capped user's session aside and
+// counts it by reason in dprl_sessions_discarded_total, for the operator.
+// End's reply ("queued" or a scheduling reason) is therefore the same for
+// a user who took part in earlier updates as for one never seen; were
+// the caps checked here, the reply would tell any client that names a
+// user id whether that user took part (a membership oracle).
+// closeLocked does no I/O (no ledger read, no log write) under the
+// session's mutex.
+func (a *Agent) closeLocked(s *session, terminal bool) (bool, string) {
 	s.closed = true
 	a.table.remove(s)
 	a.m.SessionsClosed.Inc()
@@ -700,9 +681,6 @@ func (a *Agent) closeLocked(s *session, terminal bool, caps *capResult) (bool, s
 	}
 	if cur := a.current.Load().num; cur-s.ver.num > a.cfg.MaxStaleness {
 		return a.setAside(&f, reasonStale)
-	}
-	if caps != nil && !caps.ok {
-		return a.setAside(&f, caps.reason)
 	}
 	if ok, why := a.queue.push(f); !ok {
 		return a.setAside(&f, why)
@@ -888,16 +866,15 @@ func (a *Agent) sweep() {
 	now := a.now()
 	idleCut, lifeCut := now.Add(-a.cfg.IdleTimeout).UnixNano(), now.Add(-a.cfg.MaxSessionLifetime).UnixNano()
 	for _, s := range a.table.expired(idleCut, lifeCut) {
-		caps := a.capCheck(s) // before the lock, as in EndFrom
 		s.mu.Lock()
 		if !s.closed {
 			switch {
 			case s.opened < lifeCut:
 				a.m.SessionsExpired.Inc()
-				a.closeLocked(s, false, caps)
+				a.closeLocked(s, false)
 			case s.lastSeen.Load() < idleCut:
 				a.m.SessionsIdle.Inc()
-				a.closeLocked(s, false, caps)
+				a.closeLocked(s, false)
 			}
 		}
 		s.mu.Unlock()

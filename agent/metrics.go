@@ -90,7 +90,10 @@ type Metrics struct {
 
 // Discard reasons: the label values of dprl_sessions_discarded_total, a
 // fixed set, each with the text End returns to the client (EndResult.Reason,
-// the wire's reason field).
+// the wire's reason field) for the reasons decided when a session closes.
+// The per-user reasons (user_update_cap, user_epsilon_cap,
+// user_min_separation) are decided by batch formation, after the reply, and
+// are never sent to a client: they tell of the user's history.
 type discardReason int
 
 const (
