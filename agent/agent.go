@@ -114,10 +114,10 @@ type Agent struct {
 	seeded    bool
 	randCount atomic.Uint64 // distinguishes generators made for one purpose
 	updates   atomic.Int64
-	// worstUser is the largest SumInvZ2 of any user in the ledger (the
-	// user with the largest composed epsilon); New and the updater
-	// goroutine only.
-	worstUser float64
+	// guar is the guarantee read from the ledger (LedgerGuarantee): set
+	// by New, replaced by the updater goroutine after each release, read
+	// by Stats and the status page.
+	guar atomic.Pointer[Guarantee]
 }
 
 // servingCtx is a per-goroutine serving context: the learner's actor,
@@ -298,8 +298,11 @@ func (a *Agent) initGauges() error {
 	v := a.current.Load().num
 	a.m.PolicyVersion.Set(float64(v))
 	a.m.LedgerReleases.Set(float64(v)) // versions 1..v were released
-	a.m.SessionEpsilon.Set(a.epsilon)
-	a.m.SessionDelta.Set(a.cfg.Delta)
+	g, err := a.cfg.LedgerGuarantee(a.store)
+	if err != nil {
+		return err
+	}
+	a.setGuarantee(&g)
 	if a.cfg.Fixed != nil {
 		// No release is made: the served policy's guarantee is its
 		// training's. The ledger's releases and users are still shown.
@@ -308,54 +311,54 @@ func (a *Agent) initGauges() error {
 			return fmt.Errorf("agent: read the ledger head: %w", err)
 		}
 		a.m.LedgerReleases.Set(float64(h.Version))
+		a.m.SessionEpsilon.Set(0)
 		a.m.SessionDelta.Set(0)
 	}
-	err := a.store.Users(func(_ ledger.UserKey, st ledger.UserState) error {
-		a.worstUser = max(a.worstUser, st.SumInvZ2)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("agent: read the users' states: %w", err)
-	}
-	a.setWorstUser()
 	return nil
 }
 
-// noteUsers raises the worst user's epsilon after a release to the
-// largest of the released users' (read back from the ledger; a user's
-// epsilon only grows, so the worst user is one of them or unchanged).
+// setGuarantee publishes g: Guarantee and Stats read it, and the gauges
+// dprl_session_epsilon and dprl_session_delta (the worst release, the
+// ledger's or one made now) and dprl_user_epsilon_max (the ledger's worst
+// user) show it.
+func (a *Agent) setGuarantee(g *Guarantee) {
+	a.guar.Store(g)
+	a.m.SessionEpsilon.Set(g.Epsilon)
+	a.m.SessionDelta.Set(g.Delta)
+	a.m.UserEpsilonMax.Set(g.WorstUser)
+}
+
+// noteUsers adds a release to the guarantee after it was written: its
+// per-session epsilon and its users' counters, read back from the ledger
+// (a user's epsilon only grows, so the worst user is one of them or
+// unchanged).
 func (a *Agent) noteUsers(users []ledger.UserKey) {
-	before := a.worstUser
+	g := *a.guar.Load()
+	g.addRelease(a.epsilon, a.cfg.Delta)
 	for _, u := range users {
 		st, err := a.store.UserState(u)
 		if err != nil {
-			a.log.Warn().Err(err).Msg("user state after a release: dprl_user_epsilon_max not updated")
+			a.log.Warn().Err(err).Msg("user state after a release: the guarantee shown (dprl_user_epsilon_max, the per-user bound) not updated")
 			return
 		}
-		a.worstUser = max(a.worstUser, st.SumInvZ2)
+		a.cfg.addUser(&g, st)
 	}
-	if a.worstUser != before {
-		a.setWorstUser()
-	}
-}
-
-// setWorstUser sets dprl_user_epsilon_max from worstUser: the composed
-// Gaussian mechanism of multiplier SumInvZ2^(-1/2) (UserState.Epsilon).
-func (a *Agent) setWorstUser() {
-	if a.worstUser == 0 {
-		a.m.UserEpsilonMax.Set(0)
-		return
-	}
-	eps, err := ledger.UserState{Updates: 1, SumInvZ2: a.worstUser}.Epsilon(a.cfg.Delta)
+	ng, err := a.cfg.finish(g)
 	if err != nil {
-		a.log.Warn().Err(err).Msg("worst user's epsilon: dprl_user_epsilon_max not updated")
+		a.log.Warn().Err(err).Msg("guarantee after a release: not updated")
 		return
 	}
-	a.m.UserEpsilonMax.Set(eps)
+	a.setGuarantee(&ng)
 }
 
-// Epsilon is the per-session epsilon at Delta of one update.
+// Epsilon is the per-session epsilon at Delta of one update made now, at
+// the current noise multiplier: what each release is charged. What the
+// agent prints is Guarantee's, which also covers the ledger's releases.
 func (a *Agent) Epsilon() float64 { return a.epsilon }
+
+// Guarantee is the agent's guarantee as read from its ledger and kept up
+// to date after each release (see Guarantee).
+func (a *Agent) Guarantee() Guarantee { return *a.guar.Load() }
 
 // Version is the version being served to new sessions.
 func (a *Agent) Version() uint64 { return a.current.Load().num }
@@ -804,11 +807,18 @@ type Stats struct {
 	Version uint64 `json:"version"`
 	// Updates is the number of releases made by this process.
 	Updates int64 `json:"updates"`
-	// Epsilon and Delta: each release is (Epsilon, Delta)-DP for one
-	// session (analytic Gaussian mechanism); both 0 when a fixed policy
-	// is served (no release is made).
+	// Epsilon and Delta: each release, those in the ledger (at the
+	// settings they were made with) and those made now, is (Epsilon,
+	// Delta)-DP for one session (analytic Gaussian mechanism): the worst
+	// of them (Guarantee). Both 0 when a fixed policy is served (no
+	// release is made).
 	Epsilon float64 `json:"epsilon"`
 	Delta   float64 `json:"delta"`
+	// NextEpsilon is the per-session epsilon, at the agent's delta, of a
+	// release made now (the current noise multiplier); below Epsilon when
+	// the ledger holds releases made at a smaller one. 0 with a fixed
+	// policy.
+	NextEpsilon float64 `json:"next_release_epsilon,omitempty"`
 	// FixedPolicy identifies the fixed policy served (FixedPolicy.ID),
 	// "" when the agent learns; Version is then 0.
 	FixedPolicy string `json:"fixed_policy,omitempty"`
@@ -816,9 +826,10 @@ type Stats struct {
 
 // Stats returns the current summary.
 func (a *Agent) Stats() Stats {
-	st := Stats{Version: a.Version(), Updates: a.updates.Load(), Epsilon: a.epsilon, Delta: a.cfg.Delta}
+	g := a.Guarantee()
+	st := Stats{Version: a.Version(), Updates: a.updates.Load(), Epsilon: g.Epsilon, Delta: g.Delta, NextEpsilon: a.epsilon}
 	if a.cfg.Fixed != nil {
-		st.Delta, st.FixedPolicy = 0, a.cfg.Fixed.ID()
+		st.Epsilon, st.Delta, st.NextEpsilon, st.FixedPolicy = 0, 0, 0, a.cfg.Fixed.ID()
 	}
 	return st
 }

@@ -74,16 +74,37 @@ func (c ServiceConfig) prefix() string { return cmp.Or(c.Prefix, stream.DefaultP
 // are (sum epsilon_i, sum delta_i)-DP (basic composition, Dwork & Roth,
 // "The Algorithmic Foundations of Differential Privacy", Theorem 3.16).
 // Without a per-user cap in some model there is no such bound.
+//
+// Composed is of the settings alone (--check-config reads no ledger); the
+// running service composes the bounds read from each model's ledger
+// (Guarantee.UserBound), which a restart with another noise multiplier can
+// raise.
 func Composed(models []ModelConfig) string {
+	parts := make([]userBoundPart, len(models))
+	for i, m := range models {
+		ue, ok, err := m.Agent.UserEpsilonBound()
+		parts[i] = userBoundPart{name: m.Name, eps: ue, delta: m.Agent.Delta, ok: ok && err == nil}
+	}
+	return composed(parts)
+}
+
+// userBoundPart is one model's per-user bound, for composed.
+type userBoundPart struct {
+	name       string
+	eps, delta float64
+	ok         bool
+}
+
+// composed is Composed of the models' bounds.
+func composed(parts []userBoundPart) string {
 	var eps, delta float64
 	var uncapped []string
-	for _, m := range models {
-		ue, ok, err := m.Agent.UserEpsilonBound()
-		if err != nil || !ok {
-			uncapped = append(uncapped, m.Name)
+	for _, m := range parts {
+		if !m.ok {
+			uncapped = append(uncapped, m.name)
 			continue
 		}
-		eps, delta = eps+ue, delta+m.Agent.Delta
+		eps, delta = eps+m.eps, delta+m.delta
 	}
 	if len(uncapped) > 0 {
 		return fmt.Sprintf("a user of every model: no bound (no per-user cap in %s)", strings.Join(uncapped, ", "))
@@ -111,6 +132,7 @@ func ceil4(x float64) float64 {
 // cap); with models, also Composed; and the embedded server's security.
 func (s *Service) Announce(w io.Writer) error {
 	multi := len(s.cfg.Models) > 0
+	var bounds []userBoundPart
 	if multi {
 		fmt.Fprintf(w, "dprl agent: serving %d models on %s\n", len(s.policies), s.NATSURL())
 	}
@@ -120,27 +142,38 @@ func (s *Service) Announce(w io.Writer) error {
 			s.announceFixed(w, p)
 			continue
 		}
-		eps, _ := c.SessionEpsilon()
+		// Every number is the ledger's guarantee (Guarantee): releases
+		// made before a restart at other settings count at their own.
+		g := p.agent.Guarantee()
+		bounds = append(bounds, userBoundPart{name: p.name, eps: g.UserBound, delta: c.Delta, ok: g.UserBounded})
 		p.log.Info().Str("build", buildinfo.Get().String()).Str("nats", s.NATSURL()).Str("http", s.OpsAddr()).Uint64("version", p.agent.Version()).
-			Float64("epsilon_per_session", accountant.Ceil(eps, 4)).Float64("delta", c.Delta).Msg("agent serving")
+			Float64("epsilon_per_session", accountant.Ceil(g.Epsilon, 4)).Float64("delta", g.Delta).Msg("agent serving")
 		where := "dprl agent: serving on " + s.NATSURL()
 		if multi {
 			where = fmt.Sprintf("dprl agent: model %s on %s.v1.*", p.name, p.prefix)
 		}
-		switch ue, ok, err := c.UserEpsilonBound(); {
-		case err != nil:
-			return p.wrap(err)
-		case ok && multi:
-			fmt.Fprintf(w, "dprl agent: model %s: per-user epsilon at most %.4g at delta %g (%s)\n", p.name, ceil4(ue), c.Delta, c.UserCaps())
-		case ok:
-			fmt.Fprintf(w, "dprl agent: per-user epsilon at most %.4g at delta %g (%s)\n", ceil4(ue), c.Delta, c.UserCaps())
+		sessionRaised, userRaised := g.historyRaises(c)
+		caps := c.UserCaps()
+		if userRaised {
+			caps += "; counting the ledger's updates at the noise multipliers they were made with"
+		}
+		switch {
+		case g.UserBounded && multi:
+			fmt.Fprintf(w, "dprl agent: model %s: per-user epsilon at most %.4g at delta %g (%s)\n", p.name, ceil4(g.UserBound), c.Delta, caps)
+		case g.UserBounded:
+			fmt.Fprintf(w, "dprl agent: per-user epsilon at most %.4g at delta %g (%s)\n", ceil4(g.UserBound), c.Delta, caps)
 		default:
 			p.log.Warn().Msg("no per-user cap (--user-epsilon 0 --max-updates-per-user 0): a returning user's epsilon grows with every update they take part in")
 		}
-		fmt.Fprintf(w, "%s; per-session epsilon %.4g at delta %g (analytic Gaussian, z = %.6g%s)\n", where, ceil4(eps), c.Delta, c.Policy.DP.NoiseMultiplier, noiseNote(c))
+		if sessionRaised {
+			fmt.Fprintf(w, "%s; per-session epsilon %.4g at delta %g (the worst of the ledger's %d releases; a release made now: %.4g at delta %g, analytic Gaussian, z = %.6g%s)\n",
+				where, ceil4(g.Epsilon), g.Delta, g.Releases, ceil4(g.Next), c.Delta, c.Policy.DP.NoiseMultiplier, noiseNote(c))
+		} else {
+			fmt.Fprintf(w, "%s; per-session epsilon %.4g at delta %g (analytic Gaussian, z = %.6g%s)\n", where, ceil4(g.Epsilon), g.Delta, c.Policy.DP.NoiseMultiplier, noiseNote(c))
+		}
 	}
 	if multi {
-		fmt.Fprintf(w, "dprl agent: %s\n", Composed(s.cfg.Models))
+		fmt.Fprintf(w, "dprl agent: %s\n", composed(bounds))
 	}
 	if m := s.NATSSecurityMode(); m != "" {
 		fmt.Fprintf(w, "dprl agent: embedded NATS %s\n", m)
