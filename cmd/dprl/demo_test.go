@@ -162,7 +162,9 @@ func TestDemoStopsOnReleasedPolicies(t *testing.T) {
 		fields = append(fields, f.Name)
 	}
 	// FixedPolicy is configuration: the identity of the snapshot served.
-	if !slices.Equal(fields, []string{"Version", "Updates", "Epsilon", "Delta", "FixedPolicy"}) {
+	// NextEpsilon is of the settings; Epsilon and Delta of the ledger's
+	// releases.
+	if !slices.Equal(fields, []string{"Version", "Updates", "Epsilon", "Delta", "NextEpsilon", "FixedPolicy"}) {
 		t.Fatalf("agent.Stats fields %v: the agent must serve no statistic of sessions", fields)
 	}
 
