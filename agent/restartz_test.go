@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"regexp"
 	"strconv"
 	"strings"
@@ -101,5 +102,51 @@ func TestRestartWithAnotherZ(t *testing.T) {
 	}
 	if n, _ := strconv.Atoi(pct[1]); n > 100 {
 		t.Errorf("the page puts the worst user at %d%% of the bound it shows", n)
+	}
+}
+
+// TestRestartWithAnotherZModels: the models' composed per-user bound on
+// the start lines is composed from each model's ledger: a restart with z
+// = 4 for a model whose users took part in an update at z = 1 keeps that
+// update in the sum. (Before: the sum took each model's bound at its new
+// z.)
+func TestRestartWithAnotherZModels(t *testing.T) {
+	dir := t.TempDir()
+	models := twoModels() // cartpole: 1 update per user; tiny: 2
+	start := func() *Service {
+		t.Helper()
+		svc, err := StartService(context.Background(), ServiceConfig{Models: models, DataDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return svc
+	}
+	svc := start()
+	a := svc.Policies()[0].agent
+	rng := rand.New(rand.NewPCG(5, 6))
+	playEpisode(t, a, "s1", "alice", rng, 10)
+	playEpisode(t, a, "s2", "bob", rng, 10)
+	testutil.EventuallyTrue(t, 20*time.Second, "cartpole version 1", func() bool { return a.Version() == 1 })
+	if err := svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	models[0].Agent.Policy.DP.NoiseMultiplier = 4
+	svc = start()
+	defer svc.Close()
+	d := models[0].Agent.Delta
+	cp, err := accountant.GaussianEpsilon(1, d) // alice's update at z = 1: cartpole's cap of 1 is reached
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiny, _, err := models[1].Agent.UserEpsilonBound()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	if err := svc.Announce(&sb); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("a user of every model: epsilon at most %.4g at delta", ceil4(cp+tiny)); !strings.Contains(sb.String(), want) {
+		t.Errorf("start lines lack %q:\n%s", want, sb.String())
 	}
 }
