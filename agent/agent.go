@@ -822,6 +822,33 @@ type Stats struct {
 	// FixedPolicy identifies the fixed policy served (FixedPolicy.ID),
 	// "" when the agent learns; Version is then 0.
 	FixedPolicy string `json:"fixed_policy,omitempty"`
+	// FixedProvenance is the fixed policy's guarantee, as its snapshot
+	// records it (nil when the agent learns).
+	FixedProvenance *FixedProvenance `json:"fixed_policy_provenance,omitempty"`
+}
+
+// FixedProvenance is a served snapshot's provenance on /status: a
+// private offline release at (Epsilon, Delta) per Unit, charged by the
+// ledger entry LedgerSeq of the ledger its run wrote, or not private.
+// Label says it in words (FixedPolicy.Label).
+type FixedProvenance struct {
+	Private bool `json:"private"`
+	// Epsilon is rounded up to 4 significant digits.
+	Epsilon   float64 `json:"epsilon,omitempty"`
+	Delta     float64 `json:"delta,omitempty"`
+	Unit      string  `json:"unit,omitempty"`
+	LedgerSeq uint64  `json:"ledger_seq,omitempty"`
+	Label     string  `json:"label"`
+}
+
+// provenance is f's FixedProvenance.
+func (f *FixedPolicy) provenance() *FixedProvenance {
+	p := &FixedProvenance{Private: f.Private(), Label: f.Label()}
+	if p.Private {
+		pr := f.Provenance
+		p.Epsilon, p.Delta, p.Unit, p.LedgerSeq = accountant.Ceil(pr.Epsilon, 4), pr.Delta, string(pr.Unit), pr.LedgerSeq
+	}
+	return p
 }
 
 // Stats returns the current summary.
@@ -829,7 +856,7 @@ func (a *Agent) Stats() Stats {
 	g := a.Guarantee()
 	st := Stats{Version: a.Version(), Updates: a.updates.Load(), Epsilon: g.Epsilon, Delta: g.Delta, NextEpsilon: a.epsilon}
 	if a.cfg.Fixed != nil {
-		st.Epsilon, st.Delta, st.NextEpsilon, st.FixedPolicy = 0, 0, 0, a.cfg.Fixed.ID()
+		st.Epsilon, st.Delta, st.NextEpsilon, st.FixedPolicy, st.FixedProvenance = 0, 0, 0, a.cfg.Fixed.ID(), a.cfg.Fixed.provenance()
 	}
 	return st
 }

@@ -17,8 +17,8 @@ import (
 // describe is one policy's configuration as --check-config reports it.
 func describe(c Config) string {
 	if c.Fixed != nil {
-		return fmt.Sprintf("%s, serving the fixed policy %s (%s): never learns, spends no privacy budget (serving a DP release is post-processing); rewards clipped to [%g, %g]",
-			c.Spec.Describe(), c.Fixed.Source, c.Fixed.ID(), c.RewardLow, c.RewardHigh)
+		return fmt.Sprintf("%s, serving the fixed policy %s (%s): %s; %s; rewards clipped to [%g, %g]",
+			c.Spec.Describe(), c.Fixed.Source, c.Fixed.ID(), c.Fixed.Label(), c.Fixed.servingNote(), c.RewardLow, c.RewardHigh)
 	}
 	eps, _ := c.SessionEpsilon()
 	return fmt.Sprintf("%s, K = %d, z = %.6g, S = %g, %s, per-session epsilon %.4g at delta %g%s; rewards clipped to [%g, %g]",
@@ -186,13 +186,21 @@ func (s *Service) Announce(w io.Writer) error {
 func (s *Service) announceFixed(w io.Writer, p *Policy) {
 	f := p.cfg.Fixed
 	od, ad, dims := f.dims()
-	p.log.Info().Str("build", buildinfo.Get().String()).Str("nats", s.NATSURL()).Str("http", s.OpsAddr()).Uint64("version", 0).
+	ev := p.log.Info()
+	if !f.Private() {
+		ev = p.log.Warn()
+	}
+	ev = ev.Str("build", buildinfo.Get().String()).Str("nats", s.NATSURL()).Str("http", s.OpsAddr()).Uint64("version", 0).
 		Str("fixed_policy", f.Source).Str("fixed_policy_id", f.ID()).Int("obs_dim", od).Int("action_dim", ad).
-		Msg("agent serving a fixed policy: no learning, no privacy budget spent, no ledger entries (serving a DP release is post-processing)")
+		Bool("private", f.Private()).Str("guarantee", f.Label())
+	if f.Private() {
+		ev = ev.Float64("epsilon", accountant.Ceil(f.Provenance.Epsilon, 4)).Float64("delta", f.Provenance.Delta).
+			Str("unit", string(f.Provenance.Unit)).Uint64("ledger_entry", f.Provenance.LedgerSeq)
+	}
+	ev.Msg("agent serving a fixed policy: no learning, no privacy budget spent, no ledger entries")
 	where := "dprl agent: serving on " + s.NATSURL()
 	if p.name != "" {
 		where = fmt.Sprintf("dprl agent: model %s on %s.v1.*", p.name, p.prefix)
 	}
-	fmt.Fprintf(w, "%s the fixed policy %s (%s, %s, %s): it never learns and spends no privacy budget (serving a DP release is post-processing; its guarantee is its training's)\n",
-		where, f.Source, f.ID(), f.kind(), dims)
+	fmt.Fprintf(w, "%s the fixed policy %s (%s, %s, %s): %s; %s\n", where, f.Source, f.ID(), f.kind(), dims, f.Label(), f.servingNote())
 }

@@ -92,6 +92,11 @@ func (pp *pagePolicy) view() (statuspage.PolicyView, error) {
 		if err != nil {
 			return statuspage.PolicyView{}, p.wrap(err)
 		}
+		if f := p.cfg.Fixed; f != nil { // its own guarantee, not the ledger's
+			pr := f.provenance()
+			v.Fixed = &statuspage.FixedView{ID: f.ID(), Source: f.Source, Private: pr.Private, Epsilon: pr.Epsilon, Delta: pr.Delta,
+				Unit: pr.Unit, LedgerSeq: pr.LedgerSeq, Label: pr.Label}
+		}
 		pp.cached, pp.cachedAt, pp.cachedG = &v, h, gp
 	}
 	v := *pp.cached

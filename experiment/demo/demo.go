@@ -259,7 +259,7 @@ func (r Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "privacy per user: no per-user cap (--max-updates-per-user 0): the most-used user took part in %d updates: epsilon %.4g at delta %g (composition)\n",
 			r.UserMaxUpdates, accountant.Ceil(r.UserEpsilon, 4), r.Delta)
 	}
-	if r.Epsilon > r.NextEpsilon {
+	if r.NextEpsilon > 0 && r.Epsilon > r.NextEpsilon {
 		fmt.Fprintf(w, "privacy per session: each release (epsilon %.4g, delta %g)-DP per session at worst (the ledger holds releases made at other settings; one at z = %.6g, K = %d: epsilon %.4g), analytic Gaussian\n",
 			accountant.Ceil(r.Epsilon, 4), r.Delta, r.Z, r.K, accountant.Ceil(r.NextEpsilon, 4))
 	} else {
