@@ -116,10 +116,10 @@ type Agent struct {
 	seeded    bool
 	randCount atomic.Uint64 // distinguishes generators made for one purpose
 	updates   atomic.Int64
-	// worstUser is the largest SumInvZ2 of any user in the ledger (the
-	// user with the largest composed epsilon); New and the updater
-	// goroutine only.
-	worstUser float64
+	// guar is the guarantee read from the ledger (LedgerGuarantee): set
+	// by New, replaced by the updater goroutine after each release, read
+	// by Stats and the status page.
+	guar atomic.Pointer[Guarantee]
 }
 
 // servingCtx is a per-goroutine serving context: the learner's actor,
@@ -304,8 +304,11 @@ func (a *Agent) initGauges() error {
 	v := a.current.Load().num
 	a.m.PolicyVersion.Set(float64(v))
 	a.m.LedgerReleases.Set(float64(v)) // versions 1..v were released
-	a.m.SessionEpsilon.Set(a.epsilon)
-	a.m.SessionDelta.Set(a.cfg.Delta)
+	g, err := a.cfg.LedgerGuarantee(a.store)
+	if err != nil {
+		return err
+	}
+	a.setGuarantee(&g)
 	if a.cfg.Fixed != nil {
 		// No release is made: the served policy's guarantee is its
 		// training's. The ledger's releases and users are still shown.
@@ -314,54 +317,54 @@ func (a *Agent) initGauges() error {
 			return fmt.Errorf("agent: read the ledger head: %w", err)
 		}
 		a.m.LedgerReleases.Set(float64(h.Version))
+		a.m.SessionEpsilon.Set(0)
 		a.m.SessionDelta.Set(0)
 	}
-	err := a.store.Users(func(_ ledger.UserKey, st ledger.UserState) error {
-		a.worstUser = max(a.worstUser, st.SumInvZ2)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("agent: read the users' states: %w", err)
-	}
-	a.setWorstUser()
 	return nil
 }
 
-// noteUsers raises the worst user's epsilon after a release to the
-// largest of the released users' (read back from the ledger; a user's
-// epsilon only grows, so the worst user is one of them or unchanged).
+// setGuarantee publishes g: Guarantee and Stats read it, and the gauges
+// dprl_session_epsilon and dprl_session_delta (the worst release, the
+// ledger's or one made now) and dprl_user_epsilon_max (the ledger's worst
+// user) show it.
+func (a *Agent) setGuarantee(g *Guarantee) {
+	a.guar.Store(g)
+	a.m.SessionEpsilon.Set(g.Epsilon)
+	a.m.SessionDelta.Set(g.Delta)
+	a.m.UserEpsilonMax.Set(g.WorstUser)
+}
+
+// noteUsers adds a release to the guarantee after it was written: its
+// per-session epsilon and its users' counters, read back from the ledger
+// (a user's epsilon only grows, so the worst user is one of them or
+// unchanged).
 func (a *Agent) noteUsers(users []ledger.UserKey) {
-	before := a.worstUser
+	g := *a.guar.Load()
+	g.addRelease(a.epsilon, a.cfg.Delta)
 	for _, u := range users {
 		st, err := a.store.UserState(u)
 		if err != nil {
-			a.log.Warn().Err(err).Msg("user state after a release: dprl_user_epsilon_max not updated")
+			a.log.Warn().Err(err).Msg("user state after a release: the guarantee shown (dprl_user_epsilon_max, the per-user bound) not updated")
 			return
 		}
-		a.worstUser = max(a.worstUser, st.SumInvZ2)
+		a.cfg.addUser(&g, st)
 	}
-	if a.worstUser != before {
-		a.setWorstUser()
-	}
-}
-
-// setWorstUser sets dprl_user_epsilon_max from worstUser: the composed
-// Gaussian mechanism of multiplier SumInvZ2^(-1/2) (UserState.Epsilon).
-func (a *Agent) setWorstUser() {
-	if a.worstUser == 0 {
-		a.m.UserEpsilonMax.Set(0)
-		return
-	}
-	eps, err := ledger.UserState{Updates: 1, SumInvZ2: a.worstUser}.Epsilon(a.cfg.Delta)
+	ng, err := a.cfg.finish(g)
 	if err != nil {
-		a.log.Warn().Err(err).Msg("worst user's epsilon: dprl_user_epsilon_max not updated")
+		a.log.Warn().Err(err).Msg("guarantee after a release: not updated")
 		return
 	}
-	a.m.UserEpsilonMax.Set(eps)
+	a.setGuarantee(&ng)
 }
 
-// Epsilon is the per-session epsilon at Delta of one update.
+// Epsilon is the per-session epsilon at Delta of one update made now, at
+// the current noise multiplier: what each release is charged. What the
+// agent prints is Guarantee's, which also covers the ledger's releases.
 func (a *Agent) Epsilon() float64 { return a.epsilon }
+
+// Guarantee is the agent's guarantee as read from its ledger and kept up
+// to date after each release (see Guarantee).
+func (a *Agent) Guarantee() Guarantee { return *a.guar.Load() }
 
 // Version is the version being served to new sessions.
 func (a *Agent) Version() uint64 { return a.current.Load().num }
@@ -444,7 +447,7 @@ func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float6
 		if s.steps() >= a.cfg.MaxStepsPerSession {
 			// Close as truncated, bootstrapping from this observation.
 			s.obs = append(s.obs, obs...)
-			a.closeLocked(s, false, nil)
+			a.closeLocked(s, false)
 			return ActResult{}, fmt.Errorf("%w: %d steps", ErrStepLimit, a.cfg.MaxStepsPerSession)
 		}
 		if s.steps() == s.capSteps {
@@ -453,7 +456,7 @@ func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float6
 				// for capSteps rewards and capSteps+1 observations): close
 				// as truncated, as at the step limit.
 				s.obs = append(s.obs, obs...)
-				a.closeLocked(s, false, nil)
+				a.closeLocked(s, false)
 				return ActResult{}, err
 			}
 		}
@@ -587,7 +590,10 @@ type EndResult struct {
 // public reward bound). user must be the user id the session was opened
 // with ("" for an anonymous session); otherwise the session is unknown.
 // Used reports whether the session was queued for learning, and Reason why
-// not (with a fixed policy, never: reason fixed_policy).
+// not (with a fixed policy, never: reason fixed_policy). Neither depends on
+// the user's history: a queued session of a user at a per-user cap is set
+// aside later, when a batch is formed, and only the operator's metric
+// (dprl_sessions_discarded_total) says so (see closeLocked).
 func (a *Agent) End(sessionID, user string, reward float64, terminal bool) (EndResult, error) {
 	return a.EndFrom("", sessionID, user, reward, terminal)
 }
@@ -610,39 +616,14 @@ func (a *Agent) EndFrom(origin, sessionID, user string, reward float64, terminal
 	if s == nil {
 		return EndResult{}, unknownSession(sessionID)
 	}
-	// The user's caps are read from the ledger before the session's mutex
-	// is taken (userKey and hasUser are fixed at creation): no ledger read
-	// happens under a session lock.
-	caps := a.capCheck(s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return EndResult{}, unknownSession(sessionID)
 	}
 	s.rewards = append(s.rewards, reward)
-	used, reason := a.closeLocked(s, terminal, caps)
+	used, reason := a.closeLocked(s, terminal)
 	return EndResult{Used: used, Reason: reason}, nil
-}
-
-// capResult is a user's caps as read from the ledger before a session
-// closes (see capCheck).
-type capResult struct {
-	ok     bool
-	reason discardReason
-}
-
-// capCheck reads the caps of a session's user from the ledger, outside
-// any lock; nil for an anonymous session. The read is advisory: it lets
-// End say at once that a capped user's session will not be learned from.
-// Batch formation (updater.fill) checks the caps again and is
-// authoritative, so a cap reached between this read and the batch still
-// sets the session aside.
-func (a *Agent) capCheck(s *session) *capResult {
-	if !s.hasUser || a.cfg.Fixed != nil {
-		return nil
-	}
-	ok, why := a.userEligible(s.userKey, a.current.Load().num+1)
-	return &capResult{ok, why}
 }
 
 // closeLocked closes a session (s.mu held) and queues its trajectory. A
@@ -658,14 +639,17 @@ func (a *Agent) capCheck(s *session) *capResult {
 // than dropped, so that its length decides neither which sessions share
 // its update nor what the agent counts or reports.
 //
-// caps is the user's caps read before s.mu was taken (capCheck), or nil
-// when they were not read: closeLocked does no I/O (no ledger read, no
-// log write) under the session's mutex. A session closed without a cap
-// read (at the step limit or for want of memory, on an act request, whose
-// reply is an error that carries no Used or Reason) is queued if the
-// queues have room, and batch formation sets it aside if its user is at a
-// cap then; the sweeper reads the caps before it locks.
-func (a *Agent) closeLocked(s *session, terminal bool, caps *capResult) (bool, string) {
+// Nor does it depend on the user's history: the per-user caps (update
+// cap, epsilon cap, bandmf separation) are applied by batch formation
+// (updater.fill) alone, which sets a capped user's session aside and
+// counts it by reason in dprl_sessions_discarded_total, for the operator.
+// End's reply ("queued" or a scheduling reason) is therefore the same for
+// a user who took part in earlier updates as for one never seen; were
+// the caps checked here, the reply would tell any client that names a
+// user id whether that user took part (a membership oracle).
+// closeLocked does no I/O (no ledger read, no log write) under the
+// session's mutex.
+func (a *Agent) closeLocked(s *session, terminal bool) (bool, string) {
 	s.closed = true
 	a.table.remove(s)
 	a.m.SessionsClosed.Inc()
@@ -706,9 +690,6 @@ func (a *Agent) closeLocked(s *session, terminal bool, caps *capResult) (bool, s
 	}
 	if cur := a.current.Load().num; cur-s.ver.num > a.cfg.MaxStaleness {
 		return a.setAside(&f, reasonStale)
-	}
-	if caps != nil && !caps.ok {
-		return a.setAside(&f, caps.reason)
 	}
 	if ok, why := a.queue.push(f); !ok {
 		return a.setAside(&f, why)
@@ -832,21 +813,56 @@ type Stats struct {
 	Version uint64 `json:"version"`
 	// Updates is the number of releases made by this process.
 	Updates int64 `json:"updates"`
-	// Epsilon and Delta: each release is (Epsilon, Delta)-DP for one
-	// session (analytic Gaussian mechanism); both 0 when a fixed policy
-	// is served (no release is made).
+	// Epsilon and Delta: each release, those in the ledger (at the
+	// settings they were made with) and those made now, is (Epsilon,
+	// Delta)-DP for one session (analytic Gaussian mechanism): the worst
+	// of them (Guarantee). Both 0 when a fixed policy is served (no
+	// release is made).
 	Epsilon float64 `json:"epsilon"`
 	Delta   float64 `json:"delta"`
+	// NextEpsilon is the per-session epsilon, at the agent's delta, of a
+	// release made now (the current noise multiplier); below Epsilon when
+	// the ledger holds releases made at a smaller one. 0 with a fixed
+	// policy.
+	NextEpsilon float64 `json:"next_release_epsilon,omitempty"`
 	// FixedPolicy identifies the fixed policy served (FixedPolicy.ID),
 	// "" when the agent learns; Version is then 0.
 	FixedPolicy string `json:"fixed_policy,omitempty"`
+	// FixedProvenance is the fixed policy's guarantee, as its snapshot
+	// records it (nil when the agent learns).
+	FixedProvenance *FixedProvenance `json:"fixed_policy_provenance,omitempty"`
+}
+
+// FixedProvenance is a served snapshot's provenance on /status: a
+// private offline release at (Epsilon, Delta) per Unit, charged by the
+// ledger entry LedgerSeq of the ledger its run wrote, or not private.
+// Label says it in words (FixedPolicy.Label).
+type FixedProvenance struct {
+	Private bool `json:"private"`
+	// Epsilon is rounded up to 4 significant digits.
+	Epsilon   float64 `json:"epsilon,omitempty"`
+	Delta     float64 `json:"delta,omitempty"`
+	Unit      string  `json:"unit,omitempty"`
+	LedgerSeq uint64  `json:"ledger_seq,omitempty"`
+	Label     string  `json:"label"`
+}
+
+// provenance is f's FixedProvenance.
+func (f *FixedPolicy) provenance() *FixedProvenance {
+	p := &FixedProvenance{Private: f.Private(), Label: f.Label()}
+	if p.Private {
+		pr := f.Provenance
+		p.Epsilon, p.Delta, p.Unit, p.LedgerSeq = accountant.Ceil(pr.Epsilon, 4), pr.Delta, string(pr.Unit), pr.LedgerSeq
+	}
+	return p
 }
 
 // Stats returns the current summary.
 func (a *Agent) Stats() Stats {
-	st := Stats{Version: a.Version(), Updates: a.updates.Load(), Epsilon: a.epsilon, Delta: a.cfg.Delta}
+	g := a.Guarantee()
+	st := Stats{Version: a.Version(), Updates: a.updates.Load(), Epsilon: g.Epsilon, Delta: g.Delta, NextEpsilon: a.epsilon}
 	if a.cfg.Fixed != nil {
-		st.Delta, st.FixedPolicy = 0, a.cfg.Fixed.ID()
+		st.Epsilon, st.Delta, st.NextEpsilon, st.FixedPolicy, st.FixedProvenance = 0, 0, 0, a.cfg.Fixed.ID(), a.cfg.Fixed.provenance()
 	}
 	return st
 }
@@ -902,16 +918,15 @@ func (a *Agent) sweep() {
 	now := a.now()
 	idleCut, lifeCut := now.Add(-a.cfg.IdleTimeout).UnixNano(), now.Add(-a.cfg.MaxSessionLifetime).UnixNano()
 	for _, s := range a.table.expired(idleCut, lifeCut) {
-		caps := a.capCheck(s) // before the lock, as in EndFrom
 		s.mu.Lock()
 		if !s.closed {
 			switch {
 			case s.opened < lifeCut:
 				a.m.SessionsExpired.Inc()
-				a.closeLocked(s, false, caps)
+				a.closeLocked(s, false)
 			case s.lastSeen.Load() < idleCut:
 				a.m.SessionsIdle.Inc()
-				a.closeLocked(s, false, caps)
+				a.closeLocked(s, false)
 			}
 		}
 		s.mu.Unlock()

@@ -5,8 +5,6 @@ import (
 	"dprl/ledger/accountant"
 	"fmt"
 	"io"
-	"math"
-	"strconv"
 	"strings"
 
 	"dprl/internal/buildinfo"
@@ -17,12 +15,12 @@ import (
 // describe is one policy's configuration as --check-config reports it.
 func describe(c Config) string {
 	if c.Fixed != nil {
-		return fmt.Sprintf("%s, serving the fixed policy %s (%s): never learns, spends no privacy budget (serving a DP release is post-processing); rewards clipped to [%g, %g]",
-			c.Spec.Describe(), c.Fixed.Source, c.Fixed.ID(), c.RewardLow, c.RewardHigh)
+		return fmt.Sprintf("%s, serving the fixed policy %s (%s): %s; %s; rewards clipped to [%g, %g]",
+			c.Spec.Describe(), c.Fixed.Source, c.Fixed.ID(), c.Fixed.Label(), c.Fixed.servingNote(), c.RewardLow, c.RewardHigh)
 	}
 	eps, _ := c.SessionEpsilon()
-	return fmt.Sprintf("%s, K = %d, z = %.6g, S = %g, %s, per-session epsilon %.4g at delta %g%s; rewards clipped to [%g, %g]",
-		c.Spec.Describe(), c.Policy.DP.UsersPerUpdate, c.Policy.DP.NoiseMultiplier, c.Policy.DP.ClipNorm, userBound(c), ceil4(eps), c.Delta, noiseNote(c), c.RewardLow, c.RewardHigh)
+	return fmt.Sprintf("%s, K = %d, z = %.6g, S = %g, %s, per-session epsilon %s at delta %g%s; rewards clipped to [%g, %g]",
+		c.Spec.Describe(), c.Policy.DP.UsersPerUpdate, c.Policy.DP.NoiseMultiplier, c.Policy.DP.ClipNorm, userBound(c), accountant.FormatEpsilon(eps), c.Delta, noiseNote(c), c.RewardLow, c.RewardHigh)
 }
 
 // userBound describes the per-user guarantee (the headline: the user is
@@ -32,7 +30,7 @@ func userBound(c Config) string {
 	if err != nil || !ok {
 		return "per-user epsilon unbounded (no per-user cap)"
 	}
-	return fmt.Sprintf("per-user epsilon at most %.4g at delta %g (%s)", ceil4(ue), c.Delta, c.UserCaps())
+	return fmt.Sprintf("per-user epsilon at most %s at delta %g (%s)", accountant.FormatEpsilon(ue), c.Delta, c.UserCaps())
 }
 
 // noiseNote describes bandmf noise ("" for independent noise): its bands,
@@ -74,35 +72,42 @@ func (c ServiceConfig) prefix() string { return cmp.Or(c.Prefix, stream.DefaultP
 // are (sum epsilon_i, sum delta_i)-DP (basic composition, Dwork & Roth,
 // "The Algorithmic Foundations of Differential Privacy", Theorem 3.16).
 // Without a per-user cap in some model there is no such bound.
+//
+// Composed is of the settings alone (--check-config reads no ledger); the
+// running service composes the bounds read from each model's ledger
+// (Guarantee.UserBound), which a restart with another noise multiplier can
+// raise.
 func Composed(models []ModelConfig) string {
+	parts := make([]userBoundPart, len(models))
+	for i, m := range models {
+		ue, ok, err := m.Agent.UserEpsilonBound()
+		parts[i] = userBoundPart{name: m.Name, eps: ue, delta: m.Agent.Delta, ok: ok && err == nil}
+	}
+	return composed(parts)
+}
+
+// userBoundPart is one model's per-user bound, for composed.
+type userBoundPart struct {
+	name       string
+	eps, delta float64
+	ok         bool
+}
+
+// composed is Composed of the models' bounds.
+func composed(parts []userBoundPart) string {
 	var eps, delta float64
 	var uncapped []string
-	for _, m := range models {
-		ue, ok, err := m.Agent.UserEpsilonBound()
-		if err != nil || !ok {
-			uncapped = append(uncapped, m.Name)
+	for _, m := range parts {
+		if !m.ok {
+			uncapped = append(uncapped, m.name)
 			continue
 		}
-		eps, delta = eps+ue, delta+m.Agent.Delta
+		eps, delta = eps+m.eps, delta+m.delta
 	}
 	if len(uncapped) > 0 {
 		return fmt.Sprintf("a user of every model: no bound (no per-user cap in %s)", strings.Join(uncapped, ", "))
 	}
-	return fmt.Sprintf("a user of every model: epsilon at most %.4g at delta %.4g (the sum of the models' per-user bounds: basic composition)", ceil4(eps), ceil4(delta))
-}
-
-// ceil4 rounds x > 0 to 4 significant digits, up: the printed bound is
-// never below x by more than the floating-point error of summing it
-// (a relative 1e-12 is allowed, so that 1e-5 + 2e-5 prints as 3e-05).
-func ceil4(x float64) float64 {
-	if !(x > 0) || math.IsInf(x, 0) {
-		return x
-	}
-	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 4, 64), 64)
-	if v < x*(1-1e-12) {
-		v += math.Pow(10, math.Floor(math.Log10(v))-3)
-	}
-	return v
+	return fmt.Sprintf("a user of every model: epsilon at most %s at delta %s (the sum of the models' per-user bounds: basic composition)", accountant.FormatEpsilon(eps), accountant.FormatEpsilon(delta))
 }
 
 // Announce logs that the service is serving and prints to w, for the
@@ -111,6 +116,7 @@ func ceil4(x float64) float64 {
 // cap); with models, also Composed; and the embedded server's security.
 func (s *Service) Announce(w io.Writer) error {
 	multi := len(s.cfg.Models) > 0
+	var bounds []userBoundPart
 	if multi {
 		fmt.Fprintf(w, "dprl agent: serving %d models on %s\n", len(s.policies), s.NATSURL())
 	}
@@ -120,27 +126,38 @@ func (s *Service) Announce(w io.Writer) error {
 			s.announceFixed(w, p)
 			continue
 		}
-		eps, _ := c.SessionEpsilon()
+		// Every number is the ledger's guarantee (Guarantee): releases
+		// made before a restart at other settings count at their own.
+		g := p.agent.Guarantee()
+		bounds = append(bounds, userBoundPart{name: p.name, eps: g.UserBound, delta: c.Delta, ok: g.UserBounded})
 		p.log.Info().Str("build", buildinfo.Get().String()).Str("nats", s.NATSURL()).Str("http", s.OpsAddr()).Uint64("version", p.agent.Version()).
-			Float64("epsilon_per_session", accountant.Ceil(eps, 4)).Float64("delta", c.Delta).Msg("agent serving")
+			Float64("epsilon_per_session", accountant.Ceil(g.Epsilon, 4)).Float64("delta", g.Delta).Msg("agent serving")
 		where := "dprl agent: serving on " + s.NATSURL()
 		if multi {
 			where = fmt.Sprintf("dprl agent: model %s on %s.v1.*", p.name, p.prefix)
 		}
-		switch ue, ok, err := c.UserEpsilonBound(); {
-		case err != nil:
-			return p.wrap(err)
-		case ok && multi:
-			fmt.Fprintf(w, "dprl agent: model %s: per-user epsilon at most %.4g at delta %g (%s)\n", p.name, ceil4(ue), c.Delta, c.UserCaps())
-		case ok:
-			fmt.Fprintf(w, "dprl agent: per-user epsilon at most %.4g at delta %g (%s)\n", ceil4(ue), c.Delta, c.UserCaps())
+		sessionRaised, userRaised := g.historyRaises(c)
+		caps := c.UserCaps()
+		if userRaised {
+			caps += "; counting the ledger's updates at the noise multipliers they were made with"
+		}
+		switch {
+		case g.UserBounded && multi:
+			fmt.Fprintf(w, "dprl agent: model %s: per-user epsilon at most %s at delta %g (%s)\n", p.name, accountant.FormatEpsilon(g.UserBound), c.Delta, caps)
+		case g.UserBounded:
+			fmt.Fprintf(w, "dprl agent: per-user epsilon at most %s at delta %g (%s)\n", accountant.FormatEpsilon(g.UserBound), c.Delta, caps)
 		default:
 			p.log.Warn().Msg("no per-user cap (--user-epsilon 0 --max-updates-per-user 0): a returning user's epsilon grows with every update they take part in")
 		}
-		fmt.Fprintf(w, "%s; per-session epsilon %.4g at delta %g (analytic Gaussian, z = %.6g%s)\n", where, ceil4(eps), c.Delta, c.Policy.DP.NoiseMultiplier, noiseNote(c))
+		if sessionRaised {
+			fmt.Fprintf(w, "%s; per-session epsilon %s at delta %g (the worst of the ledger's %d releases; a release made now: %s at delta %g, analytic Gaussian, z = %.6g%s)\n",
+				where, accountant.FormatEpsilon(g.Epsilon), g.Delta, g.Releases, accountant.FormatEpsilon(g.Next), c.Delta, c.Policy.DP.NoiseMultiplier, noiseNote(c))
+		} else {
+			fmt.Fprintf(w, "%s; per-session epsilon %s at delta %g (analytic Gaussian, z = %.6g%s)\n", where, accountant.FormatEpsilon(g.Epsilon), g.Delta, c.Policy.DP.NoiseMultiplier, noiseNote(c))
+		}
 	}
 	if multi {
-		fmt.Fprintf(w, "dprl agent: %s\n", Composed(s.cfg.Models))
+		fmt.Fprintf(w, "dprl agent: %s\n", composed(bounds))
 	}
 	if m := s.NATSSecurityMode(); m != "" {
 		fmt.Fprintf(w, "dprl agent: embedded NATS %s\n", m)
@@ -153,13 +170,21 @@ func (s *Service) Announce(w io.Writer) error {
 func (s *Service) announceFixed(w io.Writer, p *Policy) {
 	f := p.cfg.Fixed
 	od, ad, dims := f.dims()
-	p.log.Info().Str("build", buildinfo.Get().String()).Str("nats", s.NATSURL()).Str("http", s.OpsAddr()).Uint64("version", 0).
+	ev := p.log.Info()
+	if !f.Private() {
+		ev = p.log.Warn()
+	}
+	ev = ev.Str("build", buildinfo.Get().String()).Str("nats", s.NATSURL()).Str("http", s.OpsAddr()).Uint64("version", 0).
 		Str("fixed_policy", f.Source).Str("fixed_policy_id", f.ID()).Int("obs_dim", od).Int("action_dim", ad).
-		Msg("agent serving a fixed policy: no learning, no privacy budget spent, no ledger entries (serving a DP release is post-processing)")
+		Bool("private", f.Private()).Str("guarantee", f.Label())
+	if f.Private() {
+		ev = ev.Float64("epsilon", accountant.Ceil(f.Provenance.Epsilon, 4)).Float64("delta", f.Provenance.Delta).
+			Str("unit", string(f.Provenance.Unit)).Uint64("ledger_entry", f.Provenance.LedgerSeq)
+	}
+	ev.Msg("agent serving a fixed policy: no learning, no privacy budget spent, no ledger entries")
 	where := "dprl agent: serving on " + s.NATSURL()
 	if p.name != "" {
 		where = fmt.Sprintf("dprl agent: model %s on %s.v1.*", p.name, p.prefix)
 	}
-	fmt.Fprintf(w, "%s the fixed policy %s (%s, %s, %s): it never learns and spends no privacy budget (serving a DP release is post-processing; its guarantee is its training's)\n",
-		where, f.Source, f.ID(), f.kind(), dims)
+	fmt.Fprintf(w, "%s the fixed policy %s (%s, %s, %s): %s; %s\n", where, f.Source, f.ID(), f.kind(), dims, f.Label(), f.servingNote())
 }

@@ -197,6 +197,8 @@ func (c Config) Validate() error {
 			bad("fixed policy with neither or both of a SAC actor and a Q-network policy")
 		} else if err := c.Fixed.check(c.Spec); err != nil {
 			bad("fixed policy %s: %w", c.Fixed.Source, err)
+		} else if !c.Fixed.Private() && !c.Fixed.ServeNonPrivate {
+			bad("fixed policy %s is %s: refused without ServeNonPrivate", c.Fixed.Source, c.Fixed.Label())
 		}
 	}
 	k := c.Policy.DP.UsersPerUpdate

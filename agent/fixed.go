@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"dprl/ledger"
 	"dprl/offline/qlearn"
 	"dprl/policy"
 	"dprl/policy/sac"
@@ -27,9 +30,13 @@ import (
 // no privacy budget is spent and nothing is written to the ledger.
 // Serving a differentially private release is post-processing, which
 // spends no budget: the release's guarantee is the one its training
-// stated. The ledger is still opened (its directory is locked, its user
-// key pseudonymises user ids), and the learner's settings (K, z, the
-// per-user caps) do not apply.
+// stated, which the snapshot records (Provenance) and the agent shows on
+// its start line, /status, the status page and its metrics. A snapshot
+// that is not private, or records no provenance (written before snapshots
+// did), is served only when the operator says so (ServeNonPrivate), and
+// the agent then labels it NOT private everywhere. The ledger is still
+// opened (its directory is locked, its user key pseudonymises user ids),
+// and the learner's settings (K, z, the per-user caps) do not apply.
 //
 // Warm-starting online DP learning from a fixed policy is not supported:
 // the agent's learner is DP-PPO, another policy family.
@@ -52,6 +59,36 @@ type FixedPolicy struct {
 	// CRC is the CRC-32C of the snapshot's bytes, for the log and
 	// /status: it identifies the release served.
 	CRC uint32
+	// Provenance is the snapshot's provenance, as it records it; Known is
+	// false for a snapshot written before snapshots recorded it (a
+	// dprl.qlearn.v1 file, a version 1 SAC actor), whose guarantee is
+	// unknown.
+	Provenance ledger.Provenance
+	Known      bool
+	// ServeNonPrivate is the operator's explicit consent to serve a
+	// snapshot that is not private or has no provenance (dprl agent
+	// --serve-non-private); Config.Validate refuses such a snapshot
+	// without it.
+	ServeNonPrivate bool
+}
+
+// Private reports whether the snapshot records that it is a
+// differentially private release.
+func (f *FixedPolicy) Private() bool { return f.Known && f.Provenance.Private }
+
+// Label describes the snapshot's guarantee for people (start line,
+// /status, the status page): "a fixed offline release, (epsilon 10, delta
+// 1e-05)-DP per expert (ledger entry 3)", or "NOT private: ..." with the
+// reason.
+func (f *FixedPolicy) Label() string {
+	switch {
+	case f.Private():
+		return "a fixed offline release, " + f.Provenance.String()
+	case f.Known:
+		return "NOT private: trained without differential privacy (--non-private or --mopo)"
+	default:
+		return "NOT private: the snapshot records no provenance (written before snapshots recorded their guarantee)"
+	}
 }
 
 // LoadFixedPolicy reads the policy snapshot in file path: a Q-network
@@ -87,6 +124,7 @@ func parseFixed(b []byte, source string) (*FixedPolicy, error) {
 			return nil, err
 		}
 		f.Q = q
+		f.Provenance, f.Known = q.Provenance()
 		return f, nil
 	}
 	act, err := sac.LoadActor(b)
@@ -94,7 +132,39 @@ func parseFixed(b []byte, source string) (*FixedPolicy, error) {
 		return nil, err
 	}
 	f.Actor = act
+	f.Provenance, f.Known = act.Provenance()
 	return f, nil
+}
+
+// collectors are the gauges of the snapshot's provenance:
+// dprl_fixed_policy_private (1 for a private snapshot, 0 for one that is
+// NOT private or records no provenance) and, for a private one,
+// dprl_fixed_policy_epsilon and dprl_fixed_policy_delta, labelled with
+// the unit and the ledger entry that charged it.
+func (f *FixedPolicy) collectors() []prometheus.Collector {
+	priv := prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_fixed_policy_private",
+		Help: "1 when the fixed policy served (--serve-policy) records that it is a differentially private release, 0 when it is NOT private (--serve-non-private)."})
+	if !f.Private() {
+		return []prometheus.Collector{priv}
+	}
+	priv.Set(1)
+	p := f.Provenance
+	labels := prometheus.Labels{"unit": string(p.Unit), "ledger_entry": strconv.FormatUint(p.LedgerSeq, 10)}
+	eps := prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_fixed_policy_epsilon", ConstLabels: labels,
+		Help: "Epsilon per unit of the fixed policy served, as its snapshot records it (the offline run's charge, ledger entry ledger_entry)."})
+	delta := prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_fixed_policy_delta", ConstLabels: labels,
+		Help: "Delta of the fixed policy served, as its snapshot records it."})
+	eps.Set(p.Epsilon)
+	delta.Set(p.Delta)
+	return []prometheus.Collector{priv, eps, delta}
+}
+
+// servingNote says what serving the snapshot spends and covers.
+func (f *FixedPolicy) servingNote() string {
+	if f.Private() {
+		return "it never learns and spends no privacy budget (serving a DP release is post-processing: what is served is covered by the release's guarantee)"
+	}
+	return "served because the operator gave --serve-non-private: it never learns, and what it serves is covered by no privacy guarantee"
 }
 
 // ID is the served snapshot's identity on /status and in the log:
@@ -184,7 +254,7 @@ func (s Settings) fixedPolicy() (*FixedPolicy, error) {
 		if len(given) > 1 {
 			verb = "do"
 		}
-		return nil, SettingsFields.Errorf("%s: %s not apply with {ServePolicy}: a fixed policy never learns, so the learner's settings have no effect (serving a DP release spends no budget)", strings.Join(given, ", "), verb)
+		return nil, SettingsFields.Errorf("%s: %s not apply with {ServePolicy}: a fixed policy never learns, so the learner's settings have no effect (serving a policy spends no budget)", strings.Join(given, ", "), verb)
 	}
 	b, err := os.ReadFile(s.ServePolicy)
 	if err != nil {
@@ -194,6 +264,13 @@ func (s Settings) fixedPolicy() (*FixedPolicy, error) {
 	if err != nil {
 		return nil, SettingsFields.Errorf("{ServePolicy} %s: %w", s.ServePolicy, err)
 	}
+	switch {
+	case !f.Private() && !s.ServeNonPrivate:
+		return nil, SettingsFields.Errorf("{ServePolicy} %s is %s: refused; give {ServeNonPrivate} to serve it anyway, labelled NOT private", s.ServePolicy, f.Label())
+	case f.Private() && s.ServeNonPrivate:
+		return nil, SettingsFields.Errorf("{ServeNonPrivate}: {ServePolicy} %s is %s: the flag is for a snapshot that is not private", s.ServePolicy, f.Label())
+	}
+	f.ServeNonPrivate = s.ServeNonPrivate
 	return f, nil
 }
 

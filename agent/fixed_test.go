@@ -26,6 +26,12 @@ import (
 // initialisation's), as dprl offline primorl --out writes one.
 func sacSnapshot(t testing.TB, obsDim int, low, high []float64) []byte {
 	t.Helper()
+	return sacSnapshotWith(t, obsDim, low, high, privateProv)
+}
+
+// sacSnapshotWith is sacSnapshot with the provenance p.
+func sacSnapshotWith(t testing.TB, obsDim int, low, high []float64, p ledger.Provenance) []byte {
+	t.Helper()
 	cfg := sac.DefaultConfig()
 	cfg.Hidden, cfg.Batch = []int{8, 8}, 4
 	rng := rand.New(rand.NewPCG(11, 12))
@@ -47,7 +53,11 @@ func sacSnapshot(t testing.TB, obsDim int, low, high []float64) []byte {
 		}
 		a.Update(b, rng)
 	}
-	return a.MarshalActor()
+	snap, err := a.MarshalActor(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
 }
 
 // pendulumFixed is the configuration of an agent serving a SAC actor for

@@ -21,7 +21,10 @@ import (
 // observation values, 2 actions), as dprl offline learn --out writes one,
 // after a few plain steps on random transitions so that its parameters
 // are not the initialisation's.
-func qSnapshot(t testing.TB) []byte {
+func qSnapshot(t testing.TB) []byte { return qSnapshotWith(t, privateProv) }
+
+// qSnapshotWith is qSnapshot with the provenance p.
+func qSnapshotWith(t testing.TB, p ledger.Provenance) []byte {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(7, 8))
 	cfg := qlearn.DefaultConfig()
@@ -42,6 +45,7 @@ func qSnapshot(t testing.TB) []byte {
 	}
 	snap := l.Snapshot()
 	snap.Env = "cartpole"
+	snap.SetProvenance(p)
 	b, err := snap.Marshal()
 	if err != nil {
 		t.Fatal(err)

@@ -78,8 +78,10 @@ type Metrics struct {
 	// process's). Both are public: every release is announced.
 	PolicyVersion  prometheus.Gauge
 	LedgerReleases prometheus.Gauge
-	// SessionEpsilon is the per-session epsilon of one release at the
-	// agent's delta (SessionDelta): a public parameter of the guarantee.
+	// SessionEpsilon is the per-session epsilon of a release at
+	// SessionDelta: the worst over the ledger's releases (at the settings
+	// each was made with) and one made now (Guarantee): a public
+	// parameter of the guarantee. Both 0 with a fixed policy.
 	SessionEpsilon prometheus.Gauge
 	SessionDelta   prometheus.Gauge
 	// UserEpsilonMax is the largest composed epsilon of any user in the
@@ -90,7 +92,10 @@ type Metrics struct {
 
 // Discard reasons: the label values of dprl_sessions_discarded_total, a
 // fixed set, each with the text End returns to the client (EndResult.Reason,
-// the wire's reason field).
+// the wire's reason field) for the reasons decided when a session closes.
+// The per-user reasons (user_update_cap, user_epsilon_cap,
+// user_min_separation) are decided by batch formation, after the reply, and
+// are never sent to a client: they tell of the user's history.
 type discardReason int
 
 const (
@@ -170,7 +175,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		NATSConnected:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_nats_connected", Help: "1 while the agent's NATS connection is up, else 0." + opsHelp}),
 		PolicyVersion:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_policy_version", Help: "Policy version served to new sessions." + opsHelp}),
 		LedgerReleases:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_releases", Help: "Policy versions released in the ledger, by every run on this data directory." + opsHelp}),
-		SessionEpsilon:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_session_epsilon", Help: "Per-session epsilon of one release at dprl_session_delta (analytic Gaussian mechanism)." + opsHelp}),
+		SessionEpsilon:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_session_epsilon", Help: "Per-session epsilon of a release at dprl_session_delta (analytic Gaussian mechanism): the worst over the ledger's releases and one made now at the current settings." + opsHelp}),
 		SessionDelta:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_session_delta", Help: "Delta of the per-session and per-user guarantees." + opsHelp}),
 		UserEpsilonMax:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_user_epsilon_max", Help: "Largest composed epsilon of any user in the ledger at dprl_session_delta (the worst user against the cap)." + opsHelp}),
 	}

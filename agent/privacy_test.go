@@ -183,7 +183,7 @@ func TestServedValuesIndependentOfSessionContent(t *testing.T) {
 	for k := range last {
 		keys = append(keys, k)
 	}
-	want := []string{"build", "delta", "epsilon", "ledger_head", "updates", "version"}
+	want := []string{"build", "delta", "epsilon", "ledger_head", "next_release_epsilon", "updates", "version"}
 	if !sameSet(keys, want) {
 		t.Fatalf("/status fields %v, want exactly %v", keys, want)
 	}

@@ -167,6 +167,9 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 			return s, p.wrap(err)
 		}
 		p.metrics = NewMetrics(p.registerer(s.reg)) // before the connection's events can use them
+		if f := p.cfg.Fixed; f != nil {
+			p.registerer(s.reg).MustRegister(f.collectors()...)
+		}
 	}
 	var opsLn net.Listener
 	if cfg.HTTPAddr != "" {

@@ -128,8 +128,14 @@ type Settings struct {
 	// Actions, discrete, is refused). The learner's settings (Z, Clip, K,
 	// SessionEpsilon, Noise, Band, Delta, UserEpsilon, MaxUpdatesPerUser,
 	// MaxQueuedPerUser, FlushTimeout) do not apply and are refused when
-	// given, as are Models.
+	// given, as are Models. The snapshot must record that it is private
+	// (its provenance): one that is not, or records none, is refused
+	// unless ServeNonPrivate.
 	ServePolicy string
+	// ServeNonPrivate (serve-non-private) serves a ServePolicy snapshot
+	// that is not private or records no provenance, labelled NOT private
+	// everywhere; refused without ServePolicy and with a private one.
+	ServeNonPrivate bool
 	// Models (model, models), if not empty, serve one policy per model
 	// instead of one (multi-policy mode, see ModelEntry and ForModel): the
 	// fields above are then the models' defaults and the process's
@@ -153,7 +159,7 @@ var SettingsFields = fielderr.Fields{"DataDir", "Init", "UserEpsilon", "MaxUpdat
 	"ActWorkers", "SessionMemoryMiB", "NATS", "TLSCA", "TLSCert", "TLSKey", "Creds", "NKey",
 	"Clients", "ServerTLS", "ServerCert", "ServerKey", "ClientCA", "Caps", "Insecure", "NATSListen", "HTTPAddr",
 	"MaxOpenSessions", "MaxStepsPerSession", "MaxSessionsPerUser", "MaxSessionsPerConnection", "MaxQueuedPerUser",
-	"IdleTimeout", "FlushTimeout", "MaxSessionLifetime", "RewardLow", "RewardHigh", "ServePolicy"}
+	"IdleTimeout", "FlushTimeout", "MaxSessionLifetime", "RewardLow", "RewardHigh", "ServePolicy", "ServeNonPrivate"}
 
 // Validate reports the first problem ServiceConfig finds.
 func (s Settings) Validate() error {
@@ -168,6 +174,9 @@ func (s Settings) Validate() error {
 // nothing.
 func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	var fixed *FixedPolicy
+	if s.ServeNonPrivate && s.ServePolicy == "" {
+		return ServiceConfig{}, SettingsFields.Errorf("{ServeNonPrivate} applies with {ServePolicy} only")
+	}
 	if s.ServePolicy != "" {
 		var err error
 		if fixed, err = s.fixedPolicy(); err != nil {

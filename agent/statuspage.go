@@ -32,6 +32,7 @@ type pagePolicy struct {
 	noCurve  string
 	mu       sync.Mutex
 	cachedAt ledger.Head // the head the cached ledger view was read at
+	cachedG  *Guarantee  // and the agent's guarantee (replaced after each release)
 	cached   *statuspage.PolicyView
 }
 
@@ -73,13 +74,17 @@ func (pp *pagePolicy) view() (statuspage.PolicyView, error) {
 	}
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
-	if pp.cached == nil || h != pp.cachedAt {
-		o := statuspage.LedgerOptions{Name: p.name, Epsilon: p.agent.Epsilon(), Delta: p.cfg.Delta}
-		switch bound, ok, err := p.cfg.UserEpsilonBound(); {
-		case err != nil:
-			o.CapNote = "the cap's epsilon could not be computed: " + err.Error()
-		case ok:
-			o.UserCap, o.CapNote = bound, p.cfg.UserCaps()
+	if gp := p.agent.guar.Load(); pp.cached == nil || h != pp.cachedAt || gp != pp.cachedG {
+		// The ledger's guarantee (Guarantee), not the current settings'
+		// alone: a restart with another noise multiplier leaves releases
+		// and users' updates at the old one in the ledger.
+		g := *gp
+		o := statuspage.LedgerOptions{Name: p.name, Epsilon: g.Epsilon, Delta: g.Delta}
+		switch _, userRaised := g.historyRaises(p.cfg); {
+		case g.UserBounded && userRaised:
+			o.UserCap, o.CapNote = g.UserBound, p.cfg.UserCaps()+"; counting the ledger's updates at the noise multipliers they were made with"
+		case g.UserBounded:
+			o.UserCap, o.CapNote = g.UserBound, p.cfg.UserCaps()
 		default:
 			o.CapNote = "none: a returning user's epsilon grows with every update they take part in"
 		}
@@ -87,7 +92,12 @@ func (pp *pagePolicy) view() (statuspage.PolicyView, error) {
 		if err != nil {
 			return statuspage.PolicyView{}, p.wrap(err)
 		}
-		pp.cached, pp.cachedAt = &v, h
+		if f := p.cfg.Fixed; f != nil { // its own guarantee, not the ledger's
+			pr := f.provenance()
+			v.Fixed = &statuspage.FixedView{ID: f.ID(), Source: f.Source, Private: pr.Private, Epsilon: pr.Epsilon, Delta: pr.Delta,
+				Unit: pr.Unit, LedgerSeq: pr.LedgerSeq, Label: pr.Label}
+		}
+		pp.cached, pp.cachedAt, pp.cachedG = &v, h, gp
 	}
 	v := *pp.cached
 	if pp.curve != nil {

@@ -320,3 +320,34 @@ func FuzzDecodeEntry(f *testing.F) {
 		}
 	})
 }
+
+// TestProvenance: Validate accepts a private provenance with a finite
+// epsilon > 0, a delta in (0, 1), an offline unit and a ledger entry, and
+// a non-private one with none of these; String rounds the epsilon up.
+func TestProvenance(t *testing.T) {
+	ok := Provenance{Private: true, Epsilon: 4.3771, Delta: 1e-5, Unit: UnitTrajectory, LedgerSeq: 7}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ok.String(), "(epsilon 4.378, delta 1e-05)-DP per trajectory (ledger entry 7)"; got != want {
+		t.Errorf("String %q, want %q", got, want)
+	}
+	if err := (Provenance{}).Validate(); err != nil || (Provenance{}).String() != "NOT private" {
+		t.Errorf("non-private: %v, %q", err, Provenance{}.String())
+	}
+	for name, p := range map[string]Provenance{
+		"epsilon 0":   {Private: true, Delta: 1e-5, Unit: UnitExpert, LedgerSeq: 1},
+		"epsilon Inf": {Private: true, Epsilon: math.Inf(1), Delta: 1e-5, Unit: UnitExpert, LedgerSeq: 1},
+		"epsilon NaN": {Private: true, Epsilon: math.NaN(), Delta: 1e-5, Unit: UnitExpert, LedgerSeq: 1},
+		"delta 0":     {Private: true, Epsilon: 1, Unit: UnitExpert, LedgerSeq: 1},
+		"delta 1":     {Private: true, Epsilon: 1, Delta: 1, Unit: UnitExpert, LedgerSeq: 1},
+		"unit":        {Private: true, Epsilon: 1, Delta: 1e-5, Unit: "household", LedgerSeq: 1},
+		"online unit": {Private: true, Epsilon: 1, Delta: 1e-5, Unit: UnitSession, LedgerSeq: 1},
+		"no entry":    {Private: true, Epsilon: 1, Delta: 1e-5, Unit: UnitExpert},
+		"non-private": {Epsilon: 1},
+	} {
+		if err := p.Validate(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+}

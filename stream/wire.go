@@ -78,7 +78,10 @@ type EndRequest struct {
 }
 
 // EndReply is the reply to an end request. Used says whether the session's
-// trajectory will be used in an update; Reason says why not, if not.
+// trajectory was queued for an update; Reason says why not, if not. Neither
+// depends on the user's history: a queued session of a user at a per-user
+// cap is set aside later, which the reply does not say (it would tell any
+// client naming a user id whether that user took part in updates).
 type EndReply struct {
 	OK     bool   `json:"ok"`
 	Used   bool   `json:"used"`

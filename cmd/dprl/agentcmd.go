@@ -26,7 +26,7 @@ var agentFlagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--exp
 	"Actions": "--actions", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta", "UserEpsilon": "--user-epsilon", "MaxUpdatesPerUser": "--max-updates-per-user", "Noise": "--noise", "Band": "--band", "Init": "--init", "BackupEvery": "--backup-every", "BackupKeep": "--backup-keep", "BackupDir": "--backup-dir",
 	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert", "MaxSessionsPerUser": "--max-sessions-per-user", "MaxQueuedPerUser": "--max-queued-per-user", "RewardHigh": "--reward-high",
 	"TLSKey": "--tls-key", "Creds": "--creds", "NKey": "--nkey", "Clients": "--nats-clients", "ServerTLS": "--nats-tls-*", "MaxSessionsPerConnection": "--max-sessions-per-connection", "IdleTimeout": "--idle-timeout", "MaxSessionLifetime": "--max-session-lifetime",
-	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats", "NATSListen": "--nats-listen", "HTTPAddr": "--http", "FlushTimeout": "--flush-timeout", "ServePolicy": "--serve-policy"}
+	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats", "NATSListen": "--nats-listen", "HTTPAddr": "--http", "FlushTimeout": "--flush-timeout", "ServePolicy": "--serve-policy", "ServeNonPrivate": "--serve-non-private"}
 
 // registerAgentSettings binds dprl agent's flags to the fields of s.
 func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
@@ -72,7 +72,8 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.Float64Var(&s.RewardLow, "reward-low", math.NaN(), "public lower bound of a reward: each reward is clipped to [--reward-low, --reward-high], finite, low < high (default: the --env simulator's, else -1e6)")
 	fl.Float64Var(&s.RewardHigh, "reward-high", math.NaN(), "public upper bound of a reward (default: the --env simulator's, else 1e6)")
 	fl.Uint64Var(&s.Seed, "seed", 0, "seed every random source for a repeatable simulation (recorded as seeded in the ledger), any 64-bit value; 0: secure")
-	fl.StringVar(&s.ServePolicy, "serve-policy", "", "serve this released policy instead of learning: a SAC actor snapshot (dprl offline primorl --out; continuous actions, sampled) or a Q-network policy (dprl offline learn --out; discrete actions, greedy, logged with probability 1); sessions logged with --log-sessions, no updates, no ledger entries, no privacy budget spent (serving a DP release is post-processing); its dimensions (and a SAC actor's action box) must match --env, or --obs-dim (and --actions for a Q-network policy); the learner's flags (--K, --z, --clip, --session-epsilon, --user-epsilon, ...) do not apply; warm-starting DP learning from it is not supported")
+	fl.BoolVar(&s.ServeNonPrivate, "serve-non-private", false, "with --serve-policy: serve a snapshot that is NOT private (offline learn --non-private, primorl --non-private or --mopo) or records no provenance (written by an older dprl), labelled NOT private at start, on /status, the status page and /metrics")
+	fl.StringVar(&s.ServePolicy, "serve-policy", "", "serve this released policy instead of learning: a SAC actor snapshot (dprl offline primorl --out; continuous actions, sampled) or a Q-network policy (dprl offline learn --out; discrete actions, greedy, logged with probability 1); sessions logged with --log-sessions, no updates, no ledger entries, no privacy budget spent (serving a DP release is post-processing); the snapshot must record that it is private (its epsilon, delta, unit and ledger entry, shown at start, on /status, the status page and /metrics): a non-private one, or one written before snapshots recorded it, is refused without --serve-non-private; its dimensions (and a SAC actor's action box) must match --env, or --obs-dim (and --actions for a Q-network policy); the learner's flags (--K, --z, --clip, --session-epsilon, --user-epsilon, ...) do not apply; warm-starting DP learning from it is not supported")
 	cliflags.NATSSecurity(fl, &s.Security)
 	fl.Var(&s.Models, "model", "a model to serve, NAME or NAME:key=value,... (repeatable; keys: the per-policy flags, e.g. env, K, user-epsilon): each has its ledger in --data/models/NAME and its subjects --prefix.NAME.v1.*, and takes unset values from the flags (README, Several policies in one agent)")
 	fl.Var(&s.Models, "models", "models as JSON, [{\"name\": NAME, KEY: VALUE, ...}, ...] (for the config file and DPRL_MODELS; combined with --model)")
@@ -100,7 +101,11 @@ actions) or a CQL or BCQ Q-network policy (dprl offline learn --out,
 discrete actions, greedy): sessions open, close,
 obey every limit and go to --log-sessions, but no update is made, nothing
 is written to the ledger and no privacy budget is spent (serving a DP
-release is post-processing).
+release is post-processing). The snapshot's own guarantee, as it records
+it (epsilon, delta, unit, ledger entry), is shown at start, on /status, the
+status page and /metrics; a snapshot that is not private, or written before
+snapshots recorded their guarantee, is refused unless --serve-non-private,
+and then labelled NOT private everywhere.
 
 By default NATS runs embedded on 127.0.0.1:4222, open (no authentication:
 any process on this host can read observations and user ids), which is why

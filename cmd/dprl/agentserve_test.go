@@ -29,7 +29,11 @@ func writeSACSnapshot(t *testing.T, obsDim int, low, high []float64) string {
 		t.Fatal(err)
 	}
 	f := filepath.Join(t.TempDir(), "policy.snap")
-	if err := os.WriteFile(f, a.MarshalActor(), 0o600); err != nil {
+	b, err := a.MarshalActor(ledger.Provenance{Private: true, Epsilon: 5, Delta: 1e-5, Unit: ledger.UnitTrajectory, LedgerSeq: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -154,5 +158,43 @@ func TestAgentServePolicyRefused(t *testing.T) {
 	code, out, stderr := runCLI(t, "agent", "--data", dir, "--env", "pendulum", "--serve-policy", snap, "--check-config")
 	if code != 0 || !strings.Contains(out, "serving the fixed policy "+snap) || !strings.Contains(out, "spends no privacy budget") {
 		t.Errorf("check-config: exit %d %q %q", code, out, stderr)
+	}
+}
+
+// TestAgentServeNonPrivate: dprl agent --serve-policy refuses a snapshot
+// that records it is NOT private (primorl --non-private) unless
+// --serve-non-private is given, and --check-config then says it is NOT
+// private; the flag is refused with a private snapshot. (Before: the
+// non-private snapshot was accepted as "a DP release".)
+func TestAgentServeNonPrivate(t *testing.T) {
+	cfg := sac.DefaultConfig()
+	cfg.Hidden = []int{8, 8}
+	a, err := sac.New(cfg, 3, []float64{-2}, []float64{2}, rand.New(rand.NewPCG(3, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := a.MarshalActor(ledger.Provenance{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	np := filepath.Join(t.TempDir(), "np.snap")
+	if err := os.WriteFile(np, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	private := writeSACSnapshot(t, 3, []float64{-2}, []float64{2})
+	args := func(snap string, extra ...string) []string {
+		return append([]string{"agent", "--data", t.TempDir(), "--env", "pendulum", "--serve-policy", snap, "--check-config"}, extra...)
+	}
+	if code, _, stderr := runCLI(t, args(np)...); code != 2 || !strings.Contains(stderr, "NOT private") || !strings.Contains(stderr, "--serve-non-private") {
+		t.Errorf("non-private snapshot without the flag: exit %d, %s", code, stderr)
+	}
+	if code, out, stderr := runCLI(t, args(np, "--serve-non-private")...); code != 0 || !strings.Contains(out, "NOT private") || strings.Contains(out, "post-processing") {
+		t.Errorf("non-private snapshot with the flag: exit %d, %s %s", code, out, stderr)
+	}
+	if code, out, stderr := runCLI(t, args(private)...); code != 0 || !strings.Contains(out, "(epsilon 5, delta 1e-05)-DP per trajectory (ledger entry 2)") {
+		t.Errorf("private snapshot: exit %d, %s %s", code, out, stderr)
+	}
+	if code, _, stderr := runCLI(t, args(private, "--serve-non-private")...); code != 2 || !strings.Contains(stderr, "--serve-non-private") {
+		t.Errorf("the flag with a private snapshot: exit %d, %s", code, stderr)
 	}
 }

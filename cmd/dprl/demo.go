@@ -79,7 +79,7 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 			if err != nil {
 				return usageError{err}
 			}
-			fmt.Fprintf(a.stderr, "dprl demo: %s, %d users, K = %d, z = %.6g: per-session epsilon %s at delta %g (analytic Gaussian); data in %s\n",
+			fmt.Fprintf(a.stderr, "dprl demo: %s, %d users, K = %d, z = %.6g: per-session epsilon %s at delta %g for a release at this z (analytic Gaussian; the summary reads the ledger); data in %s\n",
 				cfg.Env, cfg.Users, ac.Policy.DP.UsersPerUpdate, ac.Policy.DP.NoiseMultiplier, accountant.FormatEpsilon(eps), ac.Delta, data)
 			if !c.Flags().Changed("target-return") && prof.DemoTargetReturn > 0 {
 				cfg.Target = prof.DemoTargetReturn

@@ -161,8 +161,10 @@ func TestDemoStopsOnReleasedPolicies(t *testing.T) {
 	for f := range reflect.TypeFor[agent.Stats]().Fields() {
 		fields = append(fields, f.Name)
 	}
-	// FixedPolicy is configuration: the identity of the snapshot served.
-	if !slices.Equal(fields, []string{"Version", "Updates", "Epsilon", "Delta", "FixedPolicy"}) {
+	// FixedPolicy and FixedProvenance are configuration: the identity of
+	// the snapshot served and the guarantee it records. NextEpsilon is of
+	// the settings; Epsilon and Delta of the ledger's releases.
+	if !slices.Equal(fields, []string{"Version", "Updates", "Epsilon", "Delta", "NextEpsilon", "FixedPolicy", "FixedProvenance"}) {
 		t.Fatalf("agent.Stats fields %v: the agent must serve no statistic of sessions", fields)
 	}
 

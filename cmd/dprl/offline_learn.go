@@ -90,7 +90,7 @@ normalises by, not charged, labelled NOT private.`,
 	fl.IntVar(&c.EvalEpisodes, "eval-episodes", c.EvalEpisodes, "simulator episodes of each evaluation")
 	fl.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "evaluate every this many steps for the curve (0: at the end only)")
 	fl.Uint64Var(&c.Seed, "seed", 0, "seed every generator (a repeatable simulation, recorded as seeded in the ledger; default: the secure generator)")
-	fl.StringVar(&c.Out, "out", "", "write the policy to this new file (dprl.qlearn.v1 JSON)")
+	fl.StringVar(&c.Out, "out", "", "write the policy to this new file (dprl.qlearn.v2 JSON, recording its provenance: private or not, epsilon, delta, unit, ledger entry)")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
 	fl.StringVar(&f.plot, "plot", "", "draw the evaluation return against steps (PNG or SVG by extension)")
 	f.budget.register(fl)

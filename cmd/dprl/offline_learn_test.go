@@ -74,12 +74,24 @@ func TestOfflineLearn(t *testing.T) {
 	}
 	if s, _, err := qlearn.ParseSnapshot(b); err != nil || s.Private || s.Algo != qlearn.BCQ {
 		t.Fatalf("snapshot: %v %+v", err, s)
+	} else if p, ok := s.Provenance(); !ok || p != (ledger.Provenance{}) {
+		t.Fatalf("non-private snapshot's provenance %+v (recorded %v), want NOT private", p, ok)
 	}
 
 	budgetFlags := []string{"--ledger", led, "--dataset-epsilon", "1000", "--dataset-delta", "0.5"}
-	dp, code, stderr := runLearn(t, append([]string{"--algo", "cql", "--data", data, "--experts", "120", "--epsilon", "4", "--delta", "1e-3", "--seed", "2"}, budgetFlags...)...)
+	dpSnap := filepath.Join(dir, "dp.snap")
+	dp, code, stderr := runLearn(t, append([]string{"--algo", "cql", "--data", data, "--experts", "120", "--epsilon", "4", "--delta", "1e-3", "--seed", "2", "--out", dpSnap}, budgetFlags...)...)
 	if code != 0 || !dp.Private || dp.Mode != "dp-sgd" || dp.Epsilon > 4 || dp.Epsilon < 3.9 || dp.Q != 0.1 || dp.DPSteps != 60 || dp.M != 120 || dp.LedgerSeq != 1 {
 		t.Fatalf("dp-sgd: exit %d %s %+v", code, stderr, dp)
+	}
+	// The snapshot records the run's charge: its provenance.
+	if b, err = os.ReadFile(dpSnap); err != nil {
+		t.Fatal(err)
+	}
+	if s, _, err := qlearn.ParseSnapshot(b); err != nil {
+		t.Fatal(err)
+	} else if p, ok := s.Provenance(); !ok || p != (ledger.Provenance{Private: true, Epsilon: dp.Epsilon, Delta: dp.Delta, Unit: ledger.UnitExpert, LedgerSeq: dp.LedgerSeq}) {
+		t.Fatalf("dp-sgd snapshot's provenance %+v (recorded %v), run %+v", p, ok, dp)
 	}
 
 	// The release, on its own ledger.

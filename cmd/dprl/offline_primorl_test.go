@@ -84,8 +84,13 @@ func TestOfflinePriMORL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, err := sac.LoadActor(b); err != nil || a.ObsDim() != 3 || a.ActDim() != 1 || r.Out != snap {
+	a, err := sac.LoadActor(b)
+	if err != nil || a.ObsDim() != 3 || a.ActDim() != 1 || r.Out != snap {
 		t.Fatalf("released policy: %v (out %q)", err, r.Out)
+	}
+	// The snapshot records the run's charge: its provenance.
+	if p, ok := a.Provenance(); !ok || p != (ledger.Provenance{Private: true, Epsilon: r.Epsilon, Delta: r.Delta, Unit: ledger.UnitTrajectory, LedgerSeq: r.LedgerSeq}) || r.LedgerSeq == 0 {
+		t.Fatalf("released policy's provenance %+v (recorded %v), run %+v", p, ok, r)
 	}
 	// An existing --out is refused before anything is charged.
 	if code, _, stderr := runCLI(t, append([]string{"offline", "primorl", "--data", data, "--epsilon", "1", "--ledger", led, "--out", snap}, small...)...); code != 2 || !strings.Contains(stderr, "--out") {
@@ -117,10 +122,19 @@ func TestOfflinePriMORL(t *testing.T) {
 		t.Fatalf("over the cap: exit %d (%s), %d entries", code, stderr, ledgerEntries(t, fresh))
 	}
 	// The ablation is labelled and not charged.
+	npSnap := filepath.Join(dir, "np.snap")
 	code, out, stderr = runCLI(t, append([]string{"offline", "primorl", "--data", data, "--env", "pendulum", "--non-private",
-		"--ledger", fresh, "--seed", "1", "--log-level", "disabled"}, small...)...)
+		"--ledger", fresh, "--seed", "1", "--log-level", "disabled", "--out", npSnap}, small...)...)
 	if code != 0 || !strings.Contains(out, "NOT differentially private") || ledgerEntries(t, fresh) != 0 {
 		t.Fatalf("non-private: exit %d (%s), output %q", code, stderr, out)
+	}
+	// Its snapshot records that it is not private.
+	if b, err := os.ReadFile(npSnap); err != nil {
+		t.Fatal(err)
+	} else if a, err := sac.LoadActor(b); err != nil {
+		t.Fatal(err)
+	} else if p, ok := a.Provenance(); !ok || p != (ledger.Provenance{}) {
+		t.Fatalf("non-private snapshot's provenance %+v (recorded %v), want NOT private", p, ok)
 	}
 	for _, args := range [][]string{
 		{"--env", "cartpole"},               // no public scales (discrete)

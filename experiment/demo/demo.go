@@ -219,21 +219,26 @@ type Result struct {
 	SimUsersSessions   int     `json:"sim_users_sessions"`
 	Epsilon            float64 `json:"epsilon"`
 	Delta              float64 `json:"delta"`
-	Z                  float64 `json:"z"`
-	K                  int     `json:"k"`
-	ActP50Ms           float64 `json:"act_p50_ms"`
-	ActP99Ms           float64 `json:"act_p99_ms"`
-	Seconds            float64 `json:"seconds"`
-	DataDir            string  `json:"data_dir"`
-	LedgerOK           bool    `json:"ledger_ok"`
+	// NextEpsilon is the per-session epsilon of a release at Z; Epsilon,
+	// the worst release in the ledger, is larger when the data directory
+	// held releases made at a smaller z.
+	NextEpsilon float64 `json:"next_release_epsilon"`
+	Z           float64 `json:"z"`
+	K           int     `json:"k"`
+	ActP50Ms    float64 `json:"act_p50_ms"`
+	ActP99Ms    float64 `json:"act_p99_ms"`
+	Seconds     float64 `json:"seconds"`
+	DataDir     string  `json:"data_dir"`
+	LedgerOK    bool    `json:"ledger_ok"`
 	// UserMaxUpdates and UserEpsilon are the most-used user's number of
 	// updates and composed epsilon at Delta (from the ledger): with
 	// returning users and no per-user cap, the per-user guarantee is this,
 	// not the per-session one.
 	UserMaxUpdates int     `json:"user_max_updates"`
 	UserEpsilon    float64 `json:"user_epsilon"`
-	// UserBound is the per-user guarantee the caps give any user (the
-	// headline: agent.Config.UserEpsilonBound), and UserCaps names the
+	// UserBound is the per-user guarantee the caps give any user, counting
+	// the updates the ledger holds at their own z (the headline:
+	// agent.Guarantee.UserBound), and UserCaps names the
 	// caps; nil and "" without a per-user cap.
 	UserBound    *float64 `json:"user_epsilon_bound"`
 	UserCaps     string   `json:"user_caps,omitempty"`
@@ -248,14 +253,19 @@ type Result struct {
 func (r Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "%d users, %d updates (policy version %d) in %.1f s\n", r.Users, r.Updates, r.Version, r.Seconds)
 	if r.UserBound != nil {
-		fmt.Fprintf(w, "privacy per user: epsilon at most %.4g at delta %g for any user (%s); the most-used user took part in %d updates (epsilon %.4g)\n",
-			accountant.Ceil(*r.UserBound, 4), r.Delta, r.UserCaps, r.UserMaxUpdates, accountant.Ceil(r.UserEpsilon, 4))
+		fmt.Fprintf(w, "privacy per user: epsilon at most %s at delta %g for any user (%s); the most-used user took part in %d updates (epsilon %s)\n",
+			accountant.FormatEpsilon(*r.UserBound), r.Delta, r.UserCaps, r.UserMaxUpdates, accountant.FormatEpsilon(r.UserEpsilon))
 	} else {
-		fmt.Fprintf(w, "privacy per user: no per-user cap (--max-updates-per-user 0): the most-used user took part in %d updates: epsilon %.4g at delta %g (composition)\n",
-			r.UserMaxUpdates, accountant.Ceil(r.UserEpsilon, 4), r.Delta)
+		fmt.Fprintf(w, "privacy per user: no per-user cap (--max-updates-per-user 0): the most-used user took part in %d updates: epsilon %s at delta %g (composition)\n",
+			r.UserMaxUpdates, accountant.FormatEpsilon(r.UserEpsilon), r.Delta)
 	}
-	fmt.Fprintf(w, "privacy per session: each release (epsilon %.4g, delta %g)-DP per session, analytic Gaussian, z = %.6g, K = %d\n",
-		accountant.Ceil(r.Epsilon, 4), r.Delta, r.Z, r.K)
+	if r.NextEpsilon > 0 && r.Epsilon > r.NextEpsilon {
+		fmt.Fprintf(w, "privacy per session: each release (epsilon %s, delta %g)-DP per session at worst (the ledger holds releases made at other settings; one at z = %.6g, K = %d: epsilon %s), analytic Gaussian\n",
+			accountant.FormatEpsilon(r.Epsilon), r.Delta, r.Z, r.K, accountant.FormatEpsilon(r.NextEpsilon))
+	} else {
+		fmt.Fprintf(w, "privacy per session: each release (epsilon %s, delta %g)-DP per session, analytic Gaussian, z = %.6g, K = %d\n",
+			accountant.FormatEpsilon(r.Epsilon), r.Delta, r.Z, r.K)
+	}
 	fmt.Fprintf(w, "simulation only: released policy version %d returns %.1f on average over %d fresh simulator episodes (post-processing of the release)\n",
 		r.SimFinalEval.Version, r.SimFinalEval.MeanReturn, r.EvalEpisodes)
 	fmt.Fprintf(w, "simulation only: the simulated users' own mean return over their last %d sessions %.1f (measured by the users, not served by the agent)\n",
@@ -288,7 +298,7 @@ func (p Progress) Report() progress.Report {
 		fs = append(fs, progress.Ff("sim_eval_return", "%.1f", p.LastEval.MeanReturn), progress.F("eval_version", p.LastEval.Version))
 	}
 	// The epsilon is rounded up (4 significant digits), never to nearest.
-	fs = append(fs, progress.Ff("epsilon_per_session", "%.4g", accountant.Ceil(p.Epsilon, 4)), progress.Ff("act_p99_ms", "%.2f", p.ActP99Ms))
+	fs = append(fs, progress.Ff("epsilon_per_session", "%s", accountant.FormatEpsilon(p.Epsilon)), progress.Ff("act_p99_ms", "%.2f", p.ActP99Ms))
 	return progress.Report{Done: p.Users, Total: p.MaxUsers, Unit: "users", Fields: fs}
 }
 
@@ -298,14 +308,15 @@ func (p Progress) String() string {
 	if p.LastEval != nil {
 		evs = fmt.Sprintf("%.1f (v%d)", p.LastEval.MeanReturn, p.LastEval.Version)
 	}
-	return fmt.Sprintf("users %d/%d  releases %d  eval return %s [simulation-only]  epsilon %.3g/session  act p99 %.2f ms",
-		p.Users, p.MaxUsers, p.Releases, evs, accountant.Ceil(p.Epsilon, 3), p.ActP99Ms)
+	return fmt.Sprintf("users %d/%d  releases %d  eval return %s [simulation-only]  epsilon %s/session  act p99 %.2f ms",
+		p.Users, p.MaxUsers, p.Releases, evs, accountant.FormatEpsilon(p.Epsilon), p.ActP99Ms)
 }
 
 // Run starts the agent service sc (NATS embedded, on a loopback port, and a
 // fresh ledger in sc.DataDir), drives cfg's simulated users against it
 // over NATS, stops it, then reopens its ledger read-only and verifies it.
-// The result's privacy fields are sc.Agent's; a ledger that fails
+// The result's privacy fields are read from the ledger with sc.Agent's
+// settings (agent.Config.LedgerGuarantee); a ledger that fails
 // verification is an error.
 func Run(ctx context.Context, sc agent.ServiceConfig, cfg Config) (Result, error) {
 	if err := cfg.Validate(); err != nil {
@@ -315,10 +326,6 @@ func Run(ctx context.Context, sc agent.ServiceConfig, cfg Config) (Result, error
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.MaxDuration)
 		defer cancel()
-	}
-	eps, err := sc.Agent.SessionEpsilon()
-	if err != nil {
-		return Result{}, err
 	}
 	svc, err := agent.StartService(ctx, sc)
 	if err != nil {
@@ -332,12 +339,7 @@ func Run(ctx context.Context, sc agent.ServiceConfig, cfg Config) (Result, error
 	if closeErr != nil {
 		return Result{}, closeErr
 	}
-	res.Epsilon, res.Delta, res.Z, res.K, res.DataDir = eps, sc.Agent.Delta, sc.Agent.Policy.DP.NoiseMultiplier, sc.Agent.Policy.DP.UsersPerUpdate, sc.DataDir
-	if ub, ok, err := sc.Agent.UserEpsilonBound(); err != nil {
-		return Result{}, err
-	} else if ok {
-		res.UserBound, res.UserCaps = &ub, sc.Agent.UserCaps()
-	}
+	res.Delta, res.Z, res.K, res.DataDir = sc.Agent.Delta, sc.Agent.Policy.DP.NoiseMultiplier, sc.Agent.Policy.DP.UsersPerUpdate, sc.DataDir
 	s, err := ledger.Open(sc.DataDir, ledger.Options{MustExist: true, ReadOnly: true, Logger: sc.Logger})
 	if err != nil {
 		return Result{}, err
@@ -345,6 +347,17 @@ func Run(ctx context.Context, sc agent.ServiceConfig, cfg Config) (Result, error
 	defer s.Close()
 	if err := res.verifyLedger(s); err != nil {
 		return Result{}, err
+	}
+	// The guarantee is the ledger's: a data directory that already held
+	// releases at another z keeps them (agent.Guarantee).
+	g, err := sc.Agent.LedgerGuarantee(s)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Epsilon, res.Delta, res.NextEpsilon = g.Epsilon, g.Delta, g.Next
+	if g.UserBounded {
+		ub := g.UserBound
+		res.UserBound, res.UserCaps = &ub, sc.Agent.UserCaps()
 	}
 	return res, nil
 }

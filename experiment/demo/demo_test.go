@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"dprl/agent"
 	"dprl/internal/fielderr"
 	"dprl/ledger"
+	"dprl/ledger/accountant"
 	"dprl/policy"
 	"dprl/profile"
 )
@@ -372,4 +374,47 @@ func agentConfigOf(t *testing.T, cfg Config) agent.Config {
 		t.Fatal(err)
 	}
 	return ac
+}
+
+// TestRunAgainWithAnotherZ: a second demo on the data directory of a
+// first one, with z = 4 where the first had z = 1, reports the ledger's
+// guarantee: per session the worst release recorded (z = 1), per user a
+// bound that covers the most-used user's composed epsilon. (Before: the
+// summary printed the per-session epsilon and the per-user bound of z = 4
+// alone.)
+func TestRunAgainWithAnotherZ(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run := func(z float64) (Result, agent.Config) {
+		t.Helper()
+		cfg := demoConfig()
+		cfg.Users, cfg.Z, cfg.MaxUpdatesPerUser = 16, z, 3
+		ac := agentConfigOf(t, cfg)
+		res, err := Run(ctx, agent.ServiceConfig{Agent: ac, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0"}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, ac
+	}
+	first, ac1 := run(1)
+	second, ac2 := run(4)
+	eps1, _ := ac1.SessionEpsilon()
+	eps4, _ := ac2.SessionEpsilon()
+	if first.Epsilon != eps1 || first.NextEpsilon != eps1 {
+		t.Fatalf("first run: epsilon %v, next %v, want %v", first.Epsilon, first.NextEpsilon, eps1)
+	}
+	if second.Epsilon != eps1 || second.NextEpsilon != eps4 {
+		t.Errorf("second run: epsilon %v, next %v; want the ledger's worst release %v, and %v at z = 4", second.Epsilon, second.NextEpsilon, eps1, eps4)
+	}
+	if second.UserBound == nil || *second.UserBound < second.UserEpsilon || *second.UserBound < first.UserEpsilon {
+		t.Errorf("second run: per-user bound %v below the most-used user's %v (first run's %v)", second.UserBound, second.UserEpsilon, first.UserEpsilon)
+	}
+	var b strings.Builder
+	if err := second.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("(epsilon %.4g, delta %g)-DP per session at worst", accountant.Ceil(eps1, 4), second.Delta); !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
 }

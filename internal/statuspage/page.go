@@ -35,6 +35,10 @@ import (
 // private.
 const OperationalLabel = "operational, not differentially private: for the operator only"
 
+// NotPrivateLabel labels a panel of values covered by no privacy
+// guarantee: a policy served that is not private.
+const NotPrivateLabel = "NOT private: covered by no privacy guarantee"
+
 // SimulatedNote labels the learning curve.
 const SimulatedNote = "simulated users: post-processing of released policies"
 
@@ -46,12 +50,27 @@ type Privacy struct {
 	Release        bool
 	Epsilon, Delta float64
 	Unit           string
+	// Fixed, with Release, says the values are a fixed offline release
+	// (a policy dprl agent --serve-policy serves), charged by the ledger
+	// entry LedgerSeq of the run that trained it.
+	Fixed     bool
+	LedgerSeq uint64
+	// NotPrivate labels values covered by no guarantee that are not
+	// operational telemetry either: a policy served that is NOT private.
+	NotPrivate bool
 }
 
 // Label is the panel's privacy label.
 func (p Privacy) Label() string {
+	if p.NotPrivate {
+		return NotPrivateLabel
+	}
 	if !p.Release {
 		return OperationalLabel
+	}
+	if p.Fixed {
+		return fmt.Sprintf("fixed offline release: the policy served is (ε = %s, δ = %s)-differentially private per %s (ledger entry %d)",
+			formatNum(p.Epsilon), formatNum(p.Delta), cmpOr(p.Unit, "session"), p.LedgerSeq)
 	}
 	return fmt.Sprintf("release covered by the guarantee: each policy version is (ε = %s, δ = %s)-differentially private per %s",
 		accountant.FormatEpsilon(p.Epsilon), formatNum(p.Delta), cmpOr(p.Unit, "session"))
@@ -61,6 +80,12 @@ func (p Privacy) Label() string {
 // (ε = 0.9, δ = 1e-05)-DP per session" or "operational, not DP: for the
 // operator only".
 func (p Privacy) Short() string {
+	if p.NotPrivate {
+		return "NOT private"
+	}
+	if p.Fixed {
+		return fmt.Sprintf("fixed release: (ε = %s, δ = %s)-DP per %s", formatNum(p.Epsilon), formatNum(p.Delta), cmpOr(p.Unit, "session"))
+	}
 	if !p.Release {
 		return "operational, not DP: for the operator only"
 	}

@@ -26,6 +26,43 @@ type PolicyView struct {
 	OtherEntries int
 	Users        UserView
 	Curve        CurveView
+	// Fixed, when the agent serves a fixed policy (dprl agent
+	// --serve-policy), is that policy: the page shows its own guarantee
+	// instead of the ledger's releases'.
+	Fixed *FixedView
+}
+
+// FixedView is a fixed policy an agent serves, with the provenance its
+// snapshot records.
+type FixedView struct {
+	// ID and Source identify the snapshot (its kind and CRC, its file).
+	ID, Source string
+	// Private says the snapshot records that it is a differentially
+	// private offline release at (Epsilon, Delta) per Unit, charged by
+	// ledger entry LedgerSeq; Epsilon is rounded up by the caller.
+	Private        bool
+	Epsilon, Delta float64
+	Unit           string
+	LedgerSeq      uint64
+	// Label says the guarantee in words ("NOT private: ..." for one that
+	// is not).
+	Label string
+}
+
+// fixedPanel is the policy panel of an agent serving a fixed policy.
+func (f *FixedView) fixedPanel(id string) Panel {
+	p := Panel{ID: id + "-version", Title: "Policy served", Facts: []Fact{
+		{"fixed policy", f.ID + " from " + f.Source},
+		{"guarantee", f.Label},
+	}}
+	if f.Private {
+		p.Privacy = Privacy{Release: true, Epsilon: f.Epsilon, Delta: f.Delta, Unit: f.Unit, Fixed: true, LedgerSeq: f.LedgerSeq}
+		p.Note = "A fixed offline release is served: the agent never learns and spends no privacy budget; serving a differentially private release is post-processing, so what it serves is covered by the release's own guarantee."
+	} else {
+		p.Privacy = Privacy{NotPrivate: true}
+		p.Note = "The operator chose to serve a policy that is NOT private (--serve-non-private): the agent never learns, and what it serves is covered by no privacy guarantee."
+	}
+	return p
 }
 
 // ReleasePoint is one release: its version, when it was written, and its
@@ -159,6 +196,12 @@ func usersFromLedger(store *ledger.Store, o LedgerOptions, delta float64) (UserV
 // Panels are the policy's panels; now dates the policy's age.
 func (v PolicyView) Panels(id string, now time.Time) []Panel {
 	rel := Privacy{Release: true, Epsilon: v.Epsilon, Delta: v.Delta, Unit: "session"}
+	if v.Fixed != nil {
+		f := v.Fixed.fixedPanel(id)
+		releases := v.releasesPanel(id, now)
+		releases.Note += " A fixed policy is served: the ledger's releases, if any, are of earlier learning runs on this data directory, not of the policy served."
+		return []Panel{f, releases, v.curvePanel(id, Privacy{}), v.usersPanel(id)}
+	}
 	policy := Panel{ID: id + "-version", Title: "Policy version", Privacy: rel, Facts: []Fact{
 		{"version served", fmt.Sprint(v.Version)},
 		{"per-session guarantee", fmt.Sprintf("ε = %s at δ = %s (analytic Gaussian mechanism)", accountant.FormatEpsilon(v.Epsilon), formatNum(v.Delta))},
@@ -170,6 +213,11 @@ func (v PolicyView) Panels(id string, now time.Time) []Panel {
 		policy.Privacy = Privacy{}
 		policy.Facts = policy.Facts[:1]
 	}
+	return []Panel{policy, v.releasesPanel(id, now), v.curvePanel(id, rel), v.usersPanel(id)}
+}
+
+// releasesPanel is the ledger's releases over time.
+func (v PolicyView) releasesPanel(id string, now time.Time) Panel {
 	releases := Panel{ID: id + "-releases", Title: "Releases over time", Privacy: Privacy{},
 		Note: "Each release is announced when it is written; its time depends on when sessions ended, so it is scheduling data for the operator, not a private release."}
 	if n := len(v.Releases); n > 0 {
@@ -194,7 +242,7 @@ func (v PolicyView) Panels(id string, now time.Time) []Panel {
 	if v.OtherEntries > 0 {
 		releases.Facts = append(releases.Facts, Fact{"other ledger entries", fmt.Sprintf("%d (offline runs, caps: see dprl ledger show)", v.OtherEntries)})
 	}
-	return []Panel{policy, releases, v.curvePanel(id, rel), v.usersPanel(id)}
+	return releases
 }
 
 // curvePanel is the simulated learning curve, or why there is none.

@@ -212,3 +212,43 @@ func TestEpsilonsRoundedUp(t *testing.T) {
 		t.Errorf("the worst user at 99.1%% of the cap is not shown rounded up to 100%%")
 	}
 }
+
+// TestFixedPolicyPanels: an agent serving a fixed policy shows the
+// snapshot's own guarantee in the policy panel (a private release at its
+// epsilon, delta, unit and ledger entry; or NOT private), never the
+// agent's per-session parameters or "the initial policy".
+func TestFixedPolicyPanels(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fixed statuspage.FixedView
+		label string
+	}{
+		{"private", statuspage.FixedView{ID: "qlearn-cql crc32c:00000001", Source: "q.json", Private: true, Epsilon: 10, Delta: 1e-5, Unit: "expert", LedgerSeq: 3, Label: "a fixed offline release"},
+			"fixed offline release: the policy served is (ε = 10, δ = 1e-05)-differentially private per expert (ledger entry 3)"},
+		{"not private", statuspage.FixedView{ID: "sac-actor crc32c:00000002", Source: "p.snap", Label: "NOT private: trained without differential privacy"}, statuspage.NotPrivateLabel},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := statuspage.PolicyView{Delta: 1e-5, Fixed: &tc.fixed}
+			panels := v.Panels("p", time.Now())
+			if got := panels[0].Privacy.Label(); got != tc.label {
+				t.Errorf("policy panel label %q, want %q", got, tc.label)
+			}
+			for _, p := range panels {
+				for _, s := range append([]string{p.Note, p.Privacy.Label()}, factsText(p)...) {
+					if strings.Contains(s, "initial policy") || strings.Contains(s, "per session") {
+						t.Errorf("panel %s says %q", p.ID, s)
+					}
+				}
+			}
+		})
+	}
+}
+
+// factsText is a panel's facts as text.
+func factsText(p statuspage.Panel) []string {
+	var out []string
+	for _, f := range p.Facts {
+		out = append(out, f.Name+": "+f.Value)
+	}
+	return out
+}

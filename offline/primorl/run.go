@@ -468,7 +468,17 @@ func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budge
 		res.Score = 1000 * (res.Return + 1500) / 1500
 	}
 	if c.Out != "" {
-		if err := atomicfile.WriteFile(c.Out, agent.MarshalActor(), 0o644); err != nil {
+		// The file records its provenance: the run's charge, or that it
+		// is not private (--non-private, --mopo: no charge).
+		prov := ledger.Provenance{}
+		if ch.Charged() {
+			prov = ledger.ProvenanceOf(ch.Entry)
+		}
+		b, err := agent.MarshalActor(prov)
+		if err != nil {
+			return nil, err
+		}
+		if err := atomicfile.WriteFile(c.Out, b, 0o644); err != nil {
 			return nil, err
 		}
 		res.Out = c.Out

@@ -445,7 +445,12 @@ func (m *Learn) Compute(ctx context.Context, _ *sessionlog.Index, ch *budget.Cha
 	res.LastReturn = lastReturn(res.Curve, c.Steps)
 	if c.Out != "" {
 		snap := l.Snapshot()
-		snap.Env, snap.Private, snap.Epsilon, snap.Delta, snap.Unit = c.Env, res.Private, res.Epsilon, res.Delta, res.Unit
+		snap.Env = c.Env
+		if res.Private {
+			snap.SetProvenance(ledger.ProvenanceOf(ch.Entry))
+		} else {
+			snap.SetProvenance(ledger.Provenance{})
+		}
 		b, err := snap.Marshal()
 		if err != nil {
 			return nil, err

@@ -7,10 +7,18 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+
+	"dprl/ledger"
 )
 
-// SnapshotFormat names the policy file format of this package.
-const SnapshotFormat = "dprl.qlearn.v1"
+// SnapshotFormat names the policy file format this package writes: v2
+// carries the policy's provenance (LedgerSeq, validated). SnapshotFormatV1
+// files, written before, are read, but their provenance is unknown
+// (Snapshot.Provenance).
+const (
+	SnapshotFormat   = "dprl.qlearn.v2"
+	SnapshotFormatV1 = "dprl.qlearn.v1"
+)
 
 // maxSnapshotBytes bounds a snapshot file (a 2 x 4096 network is 140 MB of
 // text; far beyond any real one).
@@ -30,11 +38,30 @@ type Snapshot struct {
 	Q         []float64 `json:"q"`
 	G         []float64 `json:"g,omitempty"`
 	// Private says the networks were trained with DP-SGD at (Epsilon,
-	// Delta) per Unit; false marks a non-private reference.
-	Private bool    `json:"private"`
-	Epsilon float64 `json:"epsilon,omitempty"`
-	Delta   float64 `json:"delta,omitempty"`
-	Unit    string  `json:"unit,omitempty"`
+	// Delta) per Unit, charged by the ledger entry LedgerSeq; false marks
+	// a non-private reference. Together they are the snapshot's
+	// provenance (ledger.Provenance; SetProvenance, Provenance), checked
+	// by ParseSnapshot in a v2 file. A v1 file has no LedgerSeq.
+	Private   bool    `json:"private"`
+	Epsilon   float64 `json:"epsilon,omitempty"`
+	Delta     float64 `json:"delta,omitempty"`
+	Unit      string  `json:"unit,omitempty"`
+	LedgerSeq uint64  `json:"ledger_seq,omitempty"`
+}
+
+// SetProvenance records p in the snapshot.
+func (s *Snapshot) SetProvenance(p ledger.Provenance) {
+	s.Private, s.Epsilon, s.Delta, s.Unit, s.LedgerSeq = p.Private, p.Epsilon, p.Delta, string(p.Unit), p.LedgerSeq
+}
+
+// Provenance returns the snapshot's provenance; ok is false for a v1
+// file, whose fields were written before provenance was recorded and
+// checked (it may lack them, or claim them without a ledger entry).
+func (s *Snapshot) Provenance() (p ledger.Provenance, ok bool) {
+	if s.Format != SnapshotFormat {
+		return ledger.Provenance{}, false
+	}
+	return ledger.Provenance{Private: s.Private, Epsilon: s.Epsilon, Delta: s.Delta, Unit: ledger.Unit(s.Unit), LedgerSeq: s.LedgerSeq}, true
 }
 
 // Snapshot returns the learner's networks (copies) as a snapshot.
@@ -57,8 +84,9 @@ func (s Snapshot) Marshal() ([]byte, error) {
 }
 
 // ParseSnapshot decodes a snapshot strictly (unknown fields, trailing data,
-// another format, inconsistent sizes are errors) and returns a learner that
-// acts with its networks (Learner.Act).
+// another format, inconsistent sizes, an invalid provenance in a v2 file,
+// a ledger entry in a v1 file are errors) and returns a learner that acts
+// with its networks (Learner.Act).
 func ParseSnapshot(b []byte) (*Snapshot, *Learner, error) {
 	if len(b) > maxSnapshotBytes {
 		return nil, nil, fmt.Errorf("qlearn: snapshot of %d bytes, limit %d", len(b), maxSnapshotBytes)
@@ -72,8 +100,18 @@ func ParseSnapshot(b []byte) (*Snapshot, *Learner, error) {
 	if dec.More() {
 		return nil, nil, errors.New("qlearn: snapshot: trailing data")
 	}
-	if s.Format != SnapshotFormat {
-		return nil, nil, fmt.Errorf("qlearn: snapshot format %q, want %q", s.Format, SnapshotFormat)
+	switch s.Format {
+	case SnapshotFormat:
+		p, _ := s.Provenance()
+		if err := p.Validate(); err != nil {
+			return nil, nil, fmt.Errorf("qlearn: snapshot: %w", err)
+		}
+	case SnapshotFormatV1:
+		if s.LedgerSeq != 0 {
+			return nil, nil, fmt.Errorf("qlearn: snapshot: a %s file has no ledger_seq", SnapshotFormatV1)
+		}
+	default:
+		return nil, nil, fmt.Errorf("qlearn: snapshot format %q, want %q (or %q)", s.Format, SnapshotFormat, SnapshotFormatV1)
 	}
 	l, err := s.NewLearner()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"dprl/ledger"
 	"dprl/noise"
 	"dprl/sessionlog"
 	"dprl/space"
@@ -403,13 +404,65 @@ func FuzzParseSnapshot(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(`{"format":"dprl.qlearn.v1","algo":"cql","obs_dim":1,"actions":2,"hidden":[1],"q":[0,0,0,0,0,0,0],"private":false}`))
+	f.Add([]byte(`{"format":"dprl.qlearn.v2","algo":"cql","obs_dim":1,"actions":2,"hidden":[1],"q":[0,0,0,0,0,0],"private":true,"epsilon":10,"delta":1e-5,"unit":"expert","ledger_seq":3}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, l, err := ParseSnapshot(b)
 		if err != nil {
 			return
 		}
+		if p, ok := s.Provenance(); ok {
+			if err := p.Validate(); err != nil {
+				t.Fatalf("parsed a snapshot whose provenance is invalid: %v", err)
+			}
+		} else if s.Format != SnapshotFormatV1 {
+			t.Fatalf("format %q without provenance", s.Format)
+		}
 		if a := l.Act(make([]float64, s.ObsDim)); a < 0 || a >= s.Actions {
 			t.Fatalf("action %d of %d", a, s.Actions)
 		}
 	})
+}
+
+// TestSnapshotProvenance: a v2 snapshot carries a validated provenance
+// (private: finite epsilon > 0, delta in (0, 1), an offline unit, a
+// ledger entry; non-private: none of these); a v1 snapshot is read with no
+// provenance, and one that names a ledger entry is refused.
+func TestSnapshotProvenance(t *testing.T) {
+	const head = `{"format":%q,"algo":"cql","obs_dim":1,"actions":2,"hidden":[1],"q":[0,0,0,0,0,0],%s}`
+	for _, tc := range []struct {
+		name, format, prov string
+		ok, known          bool
+		want               ledger.Provenance
+	}{
+		{"private", SnapshotFormat, `"private":true,"epsilon":10,"delta":1e-5,"unit":"expert","ledger_seq":3`, true, true,
+			ledger.Provenance{Private: true, Epsilon: 10, Delta: 1e-5, Unit: ledger.UnitExpert, LedgerSeq: 3}},
+		{"non-private", SnapshotFormat, `"private":false`, true, true, ledger.Provenance{}},
+		{"v1 private", SnapshotFormatV1, `"private":true,"epsilon":10,"delta":1e-5,"unit":"expert"`, true, false, ledger.Provenance{}},
+		{"v1 non-private", SnapshotFormatV1, `"private":false`, true, false, ledger.Provenance{}},
+		{"v1 with an entry", SnapshotFormatV1, `"private":true,"epsilon":10,"delta":1e-5,"unit":"expert","ledger_seq":3`, false, false, ledger.Provenance{}},
+		{"epsilon 0", SnapshotFormat, `"private":true,"epsilon":0,"delta":1e-5,"unit":"expert","ledger_seq":3`, false, false, ledger.Provenance{}},
+		{"epsilon negative", SnapshotFormat, `"private":true,"epsilon":-1,"delta":1e-5,"unit":"expert","ledger_seq":3`, false, false, ledger.Provenance{}},
+		{"epsilon overflows", SnapshotFormat, `"private":true,"epsilon":1e400,"delta":1e-5,"unit":"expert","ledger_seq":3`, false, false, ledger.Provenance{}},
+		{"delta 0", SnapshotFormat, `"private":true,"epsilon":10,"unit":"expert","ledger_seq":3`, false, false, ledger.Provenance{}},
+		{"delta 1", SnapshotFormat, `"private":true,"epsilon":10,"delta":1,"unit":"expert","ledger_seq":3`, false, false, ledger.Provenance{}},
+		{"unknown unit", SnapshotFormat, `"private":true,"epsilon":10,"delta":1e-5,"unit":"household","ledger_seq":3`, false, false, ledger.Provenance{}},
+		{"online unit", SnapshotFormat, `"private":true,"epsilon":10,"delta":1e-5,"unit":"session","ledger_seq":3`, false, false, ledger.Provenance{}},
+		{"no entry", SnapshotFormat, `"private":true,"epsilon":10,"delta":1e-5,"unit":"expert"`, false, false, ledger.Provenance{}},
+		{"non-private with a guarantee", SnapshotFormat, `"private":false,"epsilon":10`, false, false, ledger.Provenance{}},
+		{"non-private with an entry", SnapshotFormat, `"private":false,"ledger_seq":2`, false, false, ledger.Provenance{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _, err := ParseSnapshot(fmt.Appendf(nil, head, tc.format, tc.prov))
+			if (err == nil) != tc.ok {
+				t.Fatalf("parse: %v, want ok %v", err, tc.ok)
+			}
+			if err != nil {
+				return
+			}
+			p, known := s.Provenance()
+			if known != tc.known || p != tc.want {
+				t.Errorf("provenance %+v (known %v), want %+v (known %v)", p, known, tc.want, tc.known)
+			}
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package sac
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"dprl/ledger"
 	"dprl/policy"
 )
 
@@ -16,23 +18,50 @@ import (
 var ErrSnapshot = errors.New("sac: bad actor snapshot")
 
 // snapshotMagic starts every actor snapshot; the byte after it is the
-// format version.
+// format version: 2 (written) carries the actor's provenance, 1 (read
+// only, written before) does not.
 const (
 	snapshotMagic   = "DPRLSACA"
-	snapshotVersion = 1
+	snapshotVersion = 2
+	snapshotV1      = 1
 	maxDim          = 1 << 16
+	// unitBytes is the provenance's unit field: the unit's name, padded
+	// with zero bytes.
+	unitBytes = 16
+	// provenanceBytes is the size of version 2's provenance block.
+	provenanceBytes = 1 + 8 + 8 + unitBytes + 8
 )
 
-// MarshalActor returns the agent's actor as a self-contained snapshot:
-// magic, version, the observation and action dimensions, the hidden
-// widths, the action box's scale and bias, the parameters (float64,
-// little-endian), and a CRC-32C of everything before it. LoadActor reads
-// it back.
-func (a *Agent) MarshalActor() []byte {
+// MarshalActor returns the agent's actor as a self-contained snapshot
+// with its provenance p (validated: ledger.Provenance.Validate): magic,
+// version, the provenance (private flag byte, epsilon and delta as
+// float64, the unit's name in 16 bytes padded with zeros, the ledger
+// entry's sequence number as uint64), the observation and action
+// dimensions, the hidden widths, the action box's scale and bias, the
+// parameters (float64; everything little-endian), and a CRC-32C of
+// everything before it. LoadActor reads it back.
+func (a *Agent) MarshalActor(p ledger.Provenance) ([]byte, error) {
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("sac: actor snapshot: %w", err)
+	}
+	if len(p.Unit) > unitBytes {
+		return nil, fmt.Errorf("sac: actor snapshot: unit %q longer than %d bytes", p.Unit, unitBytes)
+	}
 	b := []byte(snapshotMagic)
 	b = append(b, snapshotVersion)
 	u32 := func(v int) { b = binary.LittleEndian.AppendUint32(b, uint32(v)) }
 	f64 := func(v float64) { b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v)) }
+	var private byte
+	if p.Private {
+		private = 1
+	}
+	b = append(b, private)
+	f64(p.Epsilon)
+	f64(p.Delta)
+	var unit [unitBytes]byte
+	copy(unit[:], p.Unit)
+	b = append(b, unit[:]...)
+	b = binary.LittleEndian.AppendUint64(b, p.LedgerSeq)
 	u32(a.obsDim)
 	u32(a.actDim)
 	u32(len(a.cfg.Hidden))
@@ -47,7 +76,7 @@ func (a *Agent) MarshalActor() []byte {
 	for _, v := range a.actorP {
 		f64(v)
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))), nil
 }
 
 // Actor is a released SAC policy: it serves actions and nothing else. Not
@@ -59,10 +88,17 @@ type Actor struct {
 	params         []float64
 	net            *policy.MLP
 	out            []float64
+	prov           ledger.Provenance
+	provKnown      bool
 }
 
-// LoadActor parses and checks a snapshot written by MarshalActor. Every
-// error wraps ErrSnapshot.
+// Provenance returns the actor's provenance; ok is false for a version 1
+// snapshot, written before provenance was recorded.
+func (a *Actor) Provenance() (p ledger.Provenance, ok bool) { return a.prov, a.provKnown }
+
+// LoadActor parses and checks a snapshot written by MarshalActor, or a
+// version 1 snapshot (no provenance: Actor.Provenance says so). Every
+// error wraps ErrSnapshot; an invalid provenance is one.
 func LoadActor(data []byte) (*Actor, error) {
 	bad := func(f string, a ...any) (*Actor, error) {
 		return nil, fmt.Errorf("%w: "+f, append([]any{ErrSnapshot}, a...)...)
@@ -73,8 +109,9 @@ func LoadActor(data []byte) (*Actor, error) {
 	if string(data[:len(snapshotMagic)]) != snapshotMagic {
 		return bad("not an actor snapshot (magic %q)", data[:len(snapshotMagic)])
 	}
-	if v := data[len(snapshotMagic)]; v != snapshotVersion {
-		return bad("format version %d, this build reads %d", v, snapshotVersion)
+	v := data[len(snapshotMagic)]
+	if v != snapshotVersion && v != snapshotV1 {
+		return bad("format version %d, this build reads %d and %d", v, snapshotV1, snapshotVersion)
 	}
 	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
 	if got := crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)); got != sum {
@@ -97,13 +134,39 @@ func LoadActor(data []byte) (*Actor, error) {
 		p = p[8:]
 		return v, true
 	}
+	a := &Actor{}
+	if v == snapshotVersion {
+		if len(p) < provenanceBytes {
+			return bad("%d bytes, too short for the provenance", len(data))
+		}
+		flag := p[0]
+		p = p[1:]
+		eps, _ := f64()
+		delta, _ := f64()
+		unit := p[:unitBytes]
+		p = p[unitBytes:]
+		n := bytes.IndexByte(unit, 0)
+		if n < 0 {
+			n = unitBytes
+		}
+		if flag > 1 || !allZero(unit[n:]) {
+			return bad("provenance flag %d, unit %q", flag, unit)
+		}
+		seq := binary.LittleEndian.Uint64(p)
+		p = p[8:]
+		a.prov = ledger.Provenance{Private: flag == 1, Epsilon: eps, Delta: delta, Unit: ledger.Unit(unit[:n]), LedgerSeq: seq}
+		if err := a.prov.Validate(); err != nil {
+			return bad("%v", err)
+		}
+		a.provKnown = true
+	}
 	od, ok1 := u32()
 	ad, ok2 := u32()
 	nh, ok3 := u32()
 	if !ok1 || !ok2 || !ok3 || od < 1 || ad < 1 || od > maxDim || ad > maxDim || nh < 1 || nh > 64 {
 		return bad("dimensions obs %d, actions %d, %d hidden layers", od, ad, nh)
 	}
-	a := &Actor{obsDim: od, actDim: ad}
+	a.obsDim, a.actDim = od, ad
 	for range nh {
 		h, ok := u32()
 		if !ok || h < 1 || h > maxDim {
@@ -137,6 +200,16 @@ func LoadActor(data []byte) (*Actor, error) {
 	}
 	a.net, a.out = net, make([]float64, 2*ad)
 	return a, nil
+}
+
+// allZero reports whether every byte of b is 0.
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // ObsDim and ActDim return the actor's dimensions.

@@ -1,15 +1,102 @@
 package sac
 
 import (
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"dprl/ledger"
 )
+
+// testProvenance is a private run's provenance.
+var testProvenance = ledger.Provenance{Private: true, Epsilon: 5, Delta: 1e-5, Unit: ledger.UnitTrajectory, LedgerSeq: 4}
+
+// marshal is MarshalActor, failing the test on an error.
+func marshal(t testing.TB, a *Agent, p ledger.Provenance) []byte {
+	t.Helper()
+	b, err := a.MarshalActor(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// resum replaces b's checksum by that of its body.
+func resum(b []byte) []byte {
+	body := b[:len(b)-4]
+	return binary.LittleEndian.AppendUint32(append([]byte(nil), body...), crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+}
+
+// legacyV1 is a version 2 snapshot as version 1 wrote it: without the
+// provenance block.
+func legacyV1(b []byte) []byte {
+	h := len(snapshotMagic) + 1
+	v1 := append(append([]byte(nil), b[:h]...), b[h+provenanceBytes:]...)
+	v1[len(snapshotMagic)] = snapshotV1
+	return resum(v1)
+}
+
+// TestActorProvenance: a snapshot carries its provenance, validated when
+// written and when read (a private one needs a finite epsilon > 0, a
+// delta in (0, 1), an offline unit and a ledger entry; a non-private one
+// none of these); a version 1 snapshot is read without provenance.
+func TestActorProvenance(t *testing.T) {
+	a := smallAgent(t, 4)
+	for _, p := range []ledger.Provenance{testProvenance, {}} {
+		act, err := LoadActor(marshal(t, a, p))
+		if got, ok := act.Provenance(); err != nil || !ok || got != p {
+			t.Errorf("provenance %+v read back as %+v (%v, %v)", p, got, ok, err)
+		}
+	}
+	act, err := LoadActor(legacyV1(marshal(t, a, testProvenance)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := act.Provenance(); ok {
+		t.Errorf("a version 1 snapshot has provenance %+v", got)
+	}
+	h := len(snapshotMagic) + 1
+	for name, edit := range map[string]func(p *ledger.Provenance, b []byte){
+		"epsilon 0":       func(p *ledger.Provenance, b []byte) { p.Epsilon = 0 },
+		"epsilon NaN":     func(p *ledger.Provenance, b []byte) { p.Epsilon = math.NaN() },
+		"epsilon Inf":     func(p *ledger.Provenance, b []byte) { p.Epsilon = math.Inf(1) },
+		"delta 1":         func(p *ledger.Provenance, b []byte) { p.Delta = 1 },
+		"unknown unit":    func(p *ledger.Provenance, b []byte) { p.Unit = "household" },
+		"online unit":     func(p *ledger.Provenance, b []byte) { p.Unit = ledger.UnitSession },
+		"no entry":        func(p *ledger.Provenance, b []byte) { p.LedgerSeq = 0 },
+		"non-private eps": func(p *ledger.Provenance, b []byte) { p.Private = false },
+		"flag 2":          func(p *ledger.Provenance, b []byte) { b[h] = 2 },
+		"unit not padded": func(p *ledger.Provenance, b []byte) { b[h+17+len(p.Unit)+1] = 'x' },
+	} {
+		p := testProvenance
+		edit(&p, make([]byte, h+provenanceBytes))
+		if _, err := a.MarshalActor(p); err == nil && p != testProvenance {
+			t.Errorf("%s: MarshalActor wrote provenance %+v", name, p)
+		}
+		// The same provenance written over a valid snapshot's, with a
+		// valid checksum, is refused by LoadActor.
+		b := marshal(t, a, testProvenance)
+		binary.LittleEndian.PutUint64(b[h+1:], math.Float64bits(p.Epsilon))
+		binary.LittleEndian.PutUint64(b[h+9:], math.Float64bits(p.Delta))
+		copy(b[h+17:h+17+unitBytes], make([]byte, unitBytes))
+		copy(b[h+17:], p.Unit)
+		binary.LittleEndian.PutUint64(b[h+17+unitBytes:], p.LedgerSeq)
+		if !p.Private {
+			b[h] = 0
+		}
+		edit(&p, b)
+		if _, err := LoadActor(resum(b)); !errors.Is(err, ErrSnapshot) {
+			t.Errorf("%s: loaded (%v)", name, err)
+		}
+	}
+}
 
 func TestActorSnapshotRoundTrip(t *testing.T) {
 	a := smallAgent(t, 4)
-	b := a.MarshalActor()
+	b := marshal(t, a, testProvenance)
 	act, err := LoadActor(b)
 	if err != nil {
 		t.Fatal(err)
@@ -42,8 +129,11 @@ func TestActorSnapshotRoundTrip(t *testing.T) {
 }
 
 func FuzzLoadActor(f *testing.F) {
-	f.Add(smallAgent(f, 4).MarshalActor())
+	f.Add(marshal(f, smallAgent(f, 4), testProvenance))
+	f.Add(marshal(f, smallAgent(f, 4), ledger.Provenance{}))
+	f.Add(legacyV1(marshal(f, smallAgent(f, 4), ledger.Provenance{})))
 	f.Add([]byte("DPRLSACA\x01"))
+	f.Add([]byte("DPRLSACA\x02"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, err := LoadActor(data)
 		if err != nil {
@@ -54,6 +144,13 @@ func FuzzLoadActor(f *testing.F) {
 		}
 		dst := make([]float64, a.ActDim())
 		a.ActDeterministic(dst, make([]float64, a.ObsDim()))
+		if p, ok := a.Provenance(); ok {
+			if err := p.Validate(); err != nil {
+				t.Fatalf("loaded an actor whose provenance is invalid: %v", err)
+			}
+		} else if data[len(snapshotMagic)] != snapshotV1 {
+			t.Fatalf("a version %d snapshot without provenance", data[len(snapshotMagic)])
+		}
 	})
 }
 
@@ -61,7 +158,7 @@ func FuzzLoadActor(f *testing.F) {
 // of its own (so that two goroutines may act at once), allocating nothing,
 // and that Box is the box the agent was created with.
 func TestActorClone(t *testing.T) {
-	act, err := LoadActor(smallAgent(t, 4).MarshalActor())
+	act, err := LoadActor(marshal(t, smallAgent(t, 4), testProvenance))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,72 @@
+package ledger
+
+import (
+	"fmt"
+	"math"
+
+	"dprl/ledger/accountant"
+)
+
+// Provenance is the guarantee a released policy file (an offline run's
+// --out) was written under: private or not and, when private, the run's
+// (Epsilon, Delta) per Unit and LedgerSeq, the sequence number of the
+// ledger entry that charged the run. A file that carries it can be served
+// (dprl agent --serve-policy) with the guarantee it has.
+//
+// The dataset id the run was charged to is not part of it: the id is a
+// function of the dataset's records (not covered by the run's guarantee),
+// and a policy file is a release that may leave the operator's hands. The
+// entry's sequence number names the charge, and the ledger, which stays
+// with the operator, holds the dataset id beside it (dprl ledger show).
+type Provenance struct {
+	// Private says the file's content is the output of a differentially
+	// private run; false marks a non-private one (--non-private, --mopo).
+	Private bool `json:"private"`
+	// Epsilon and Delta are the run's guarantee per Unit (private only).
+	Epsilon float64 `json:"epsilon,omitempty"`
+	Delta   float64 `json:"delta,omitempty"`
+	Unit    Unit    `json:"unit,omitempty"`
+	// LedgerSeq is the sequence number of the run's ledger entry (private
+	// only; entries are numbered from 1).
+	LedgerSeq uint64 `json:"ledger_seq,omitempty"`
+}
+
+// ProvenanceOf is the provenance of a file written by the offline run
+// that entry e charged.
+func ProvenanceOf(e Entry) Provenance {
+	return Provenance{Private: true, Epsilon: e.Epsilon, Delta: e.Delta, Unit: e.Unit, LedgerSeq: e.Seq}
+}
+
+// Validate checks the provenance: a private one has a finite epsilon > 0,
+// a delta in (0, 1), an offline unit (trajectory, user or expert) and a
+// ledger entry; a non-private one has none of these.
+func (p Provenance) Validate() error {
+	if !p.Private {
+		if p.Epsilon != 0 || p.Delta != 0 || p.Unit != "" || p.LedgerSeq != 0 {
+			return fmt.Errorf("%w: a non-private provenance with a guarantee (%v, %v, %q, entry %d)", ErrInvalid, p.Epsilon, p.Delta, p.Unit, p.LedgerSeq)
+		}
+		return nil
+	}
+	switch {
+	case !(p.Epsilon > 0) || math.IsInf(p.Epsilon, 0):
+		return fmt.Errorf("%w: provenance epsilon %v: must be finite and > 0", ErrInvalid, p.Epsilon)
+	case !(p.Delta > 0 && p.Delta < 1):
+		return fmt.Errorf("%w: provenance delta %v: must be in (0, 1)", ErrInvalid, p.Delta)
+	case p.LedgerSeq == 0:
+		return fmt.Errorf("%w: a private provenance without its ledger entry", ErrInvalid)
+	}
+	if err := checkOfflineUnit(p.Unit); err != nil {
+		return fmt.Errorf("provenance: %w", err)
+	}
+	return nil
+}
+
+// String describes the provenance for people, the epsilon rounded up:
+// "(epsilon 10, delta 1e-05)-DP per expert (ledger entry 3)", or "NOT
+// private".
+func (p Provenance) String() string {
+	if !p.Private {
+		return "NOT private"
+	}
+	return fmt.Sprintf("(epsilon %s, delta %g)-DP per %s (ledger entry %d)", accountant.FormatEpsilon(p.Epsilon), p.Delta, p.Unit, p.LedgerSeq)
+}
