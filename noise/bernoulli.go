@@ -22,3 +22,14 @@ func Bernoulli(rng *rand.Rand, q float64) bool {
 	// scaling) and its floor fits in a uint64.
 	return rng.Uint64() < uint64(math.Ldexp(q, 64))
 }
+
+// MaxPoissonBatch bounds the expected batch q·n of a Poisson-subsampled
+// sum of clipped contributions whose noise this package draws. The exact
+// sampler's floating-point condition holds for sums of at most 2^15 terms
+// (docs/privacy.md, section 2); with an expected batch mu <= 2^14 a batch
+// of k = 2^15 or more has probability at most e^-mu (e mu / k)^k <= e^-6329
+// per step (the multiplicative Chernoff bound, Mitzenmacher & Upfal,
+// "Probability and Computing", Theorem 4.4), so over at most 2^26 steps the
+// event has probability below e^-6300, which the guarantee's delta absorbs
+// (docs/privacy.md, section 2). Offline modes refuse a larger expected batch.
+const MaxPoissonBatch = 1 << 14

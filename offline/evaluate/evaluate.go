@@ -10,6 +10,7 @@
 package evaluate
 
 import (
+	"dprl/noise"
 	"dprl/profile"
 
 	"context"
@@ -486,8 +487,8 @@ func (c *Config) Validate() error {
 		if !(c.Clip > 0) || math.IsInf(c.Clip, 0) {
 			add("{Clip} %v: want > 0", c.Clip)
 		}
-		if !(c.Batch > 0) || math.IsInf(c.Batch, 0) {
-			add("{Batch} %v: want > 0", c.Batch)
+		if !(c.Batch > 0) || math.IsInf(c.Batch, 0) || c.Batch > noise.MaxPoissonBatch {
+			add("{Batch} %v: want > 0 and at most %d (the exact noise's rounding condition)", c.Batch, noise.MaxPoissonBatch)
 		}
 		if c.PublicNGiven && c.PublicN < 1 {
 			add("{PublicN} %d: want the public number of trajectories, >= 1", c.PublicN)

@@ -22,6 +22,8 @@ func TestValidateCollectsEveryError(t *testing.T) {
 				"without Env needs Actions N", "Iters 0", "StepSize 0", "Clip 0", "Batch 0"}},
 		{"non-private without NonPrivate", Config{Data: "d", Target: "t", Features: "raw", Method: LSTD, EpsilonGiven: true, Ridge: -1, Curve: true},
 			[]string{"pass NonPrivate", "Epsilon/Delta have no meaning", "Ridge -1", "Curve draws the gpope iterations"}},
+		{"gpope batch above the exact noise's bound", Config{Data: "d", Target: "uniform", Features: "tabular", Method: GPOPE, Epsilon: 1, Delta: 1e-5,
+			Iters: 10, StepSize: 0.5, Clip: 1, Batch: 1<<14 + 1, Env: "chain", Gamma: 0.9}, []string{"Batch 16385: want > 0 and at most 16384"}},
 		{"dp-lsw epsilon", Config{Data: "d", Target: "t", Features: "raw", Method: DPLSW, Epsilon: 2, Delta: 1e-6, Actions: 2, PublicNGiven: true},
 			[]string{"PublicN is gpope's", "proved for epsilon <= 1"}},
 	}

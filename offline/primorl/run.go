@@ -17,6 +17,7 @@ import (
 	"dprl/internal/rng"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
+	"dprl/noise"
 	"dprl/offline/budget"
 	"dprl/policy/sac"
 	"dprl/sessionlog"
@@ -190,6 +191,7 @@ func (c Config) Validate() error {
 	if !c.NonPrivate && !c.MOPO {
 		bad(!(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0), "{Epsilon} %v: must be finite and > 0", c.Epsilon)
 		bad(!(c.Delta > 0 && c.Delta < 1), "{Delta} %v: must be in (0, 1)", c.Delta)
+		bad(c.Batch > noise.MaxPoissonBatch, "{Batch} %v: a round's expected batch is at most %d (the exact noise's rounding condition)", c.Batch, noise.MaxPoissonBatch)
 	}
 	bad(c.PublicN < 0, "{PublicN} %d: must be >= 0 (0: the record count)", c.PublicN)
 	bad(!(c.Batch > 0) || math.IsInf(c.Batch, 0), "{Batch} %v: must be finite and > 0", c.Batch)

@@ -36,3 +36,19 @@ func TestTimingLabelled(t *testing.T) {
 		t.Errorf("timing %v: want the operational note", m["timing"])
 	}
 }
+
+// TestBatchBound: a private run's expected batch is at most
+// noise.MaxPoissonBatch, where the exact noise's rounding condition holds
+// but for a probability the guarantee's delta absorbs (docs/privacy.md,
+// section 2); a non-private run has no such bound.
+func TestBatchBound(t *testing.T) {
+	c := DefaultConfig()
+	c.Data, c.Batch = "d.jsonl", 1<<14+1
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "expected batch is at most 16384") {
+		t.Errorf("batch 2^14+1: %v", err)
+	}
+	c.Batch = 1 << 14
+	if err := c.Validate(); err != nil && strings.Contains(err.Error(), "expected batch") {
+		t.Errorf("batch 2^14: %v", err)
+	}
+}

@@ -137,6 +137,7 @@ func (c LearnConfig) Validate() error {
 		bad(!(c.Delta > 0 && c.Delta < 1), "{Delta} %v: must be in (0, 1)", c.Delta)
 		bad(!(c.Sigma >= 0) || math.IsInf(c.Sigma, 0), "{Sigma} %v: must be finite and >= 0 (0: calibrated)", c.Sigma)
 		bad(!(c.Clip > 0) || math.IsInf(c.Clip, 0), "{Clip} %v: must be finite and > 0", c.Clip)
+		bad(c.Batch > noise.MaxPoissonBatch, "{Batch} %d: a DP step's expected batch is at most %d (the exact noise's rounding condition)", c.Batch, noise.MaxPoissonBatch)
 		if c.Unit == ledger.UnitExpert {
 			bad(c.Experts < 1, "{Experts} %d: the public number of experts m is needed at unit expert (q = batch/m)", c.Experts)
 			bad(c.Experts >= 1 && c.Batch > c.Experts, "{Batch} %d exceeds {Experts} %d", c.Batch, c.Experts)
