@@ -852,7 +852,7 @@ func (f *FixedPolicy) provenance() *FixedProvenance {
 	p := &FixedProvenance{Private: f.Private(), Label: f.Label()}
 	if p.Private {
 		pr := f.Provenance
-		p.Epsilon, p.Delta, p.Unit, p.LedgerSeq = accountant.Ceil(pr.Epsilon, 4), pr.Delta, string(pr.Unit), pr.LedgerSeq
+		p.Epsilon, p.Delta, p.Unit, p.LedgerSeq = accountant.CeilEpsilon(pr.Epsilon), pr.Delta, string(pr.Unit), pr.LedgerSeq
 	}
 	return p
 }

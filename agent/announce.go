@@ -131,7 +131,7 @@ func (s *Service) Announce(w io.Writer) error {
 		g := p.agent.Guarantee()
 		bounds = append(bounds, userBoundPart{name: p.name, eps: g.UserBound, delta: c.Delta, ok: g.UserBounded})
 		p.log.Info().Str("build", buildinfo.Get().String()).Str("nats", s.NATSURL()).Str("http", s.OpsAddr()).Uint64("version", p.agent.Version()).
-			Float64("epsilon_per_session", accountant.Ceil(g.Epsilon, 4)).Float64("delta", g.Delta).Msg("agent serving")
+			Float64("epsilon_per_session", accountant.CeilEpsilon(g.Epsilon)).Float64("delta", g.Delta).Msg("agent serving")
 		where := "dprl agent: serving on " + s.NATSURL()
 		if multi {
 			where = fmt.Sprintf("dprl agent: model %s on %s.v1.*", p.name, p.prefix)
@@ -178,7 +178,7 @@ func (s *Service) announceFixed(w io.Writer, p *Policy) {
 		Str("fixed_policy", f.Source).Str("fixed_policy_id", f.ID()).Int("obs_dim", od).Int("action_dim", ad).
 		Bool("private", f.Private()).Str("guarantee", f.Label())
 	if f.Private() {
-		ev = ev.Float64("epsilon", accountant.Ceil(f.Provenance.Epsilon, 4)).Float64("delta", f.Provenance.Delta).
+		ev = ev.Float64("epsilon", accountant.CeilEpsilon(f.Provenance.Epsilon)).Float64("delta", f.Provenance.Delta).
 			Str("unit", string(f.Provenance.Unit)).Uint64("ledger_entry", f.Provenance.LedgerSeq)
 	}
 	ev.Msg("agent serving a fixed policy: no learning, no privacy budget spent, no ledger entries")

@@ -329,7 +329,7 @@ func TrainProgress(t *progress.Task, offset, total int, eps float64) func(policy
 		}
 		// A non-private run has no epsilon (+Inf, which JSON cannot carry):
 		// it is labelled instead.
-		privacy := progress.Ff("epsilon_per_episode", "%s", accountant.FormatEpsilon(eps))
+		privacy := progress.Ff("epsilon_per_episode", "%.4g", accountant.CeilEpsilon(eps))
 		if math.IsInf(eps, 1) {
 			privacy = progress.F("privacy", "none (non-private)")
 		}

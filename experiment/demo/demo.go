@@ -298,7 +298,7 @@ func (p Progress) Report() progress.Report {
 		fs = append(fs, progress.Ff("sim_eval_return", "%.1f", p.LastEval.MeanReturn), progress.F("eval_version", p.LastEval.Version))
 	}
 	// The epsilon is rounded up (4 significant digits), never to nearest.
-	fs = append(fs, progress.Ff("epsilon_per_session", "%s", accountant.FormatEpsilon(p.Epsilon)), progress.Ff("act_p99_ms", "%.2f", p.ActP99Ms))
+	fs = append(fs, progress.Ff("epsilon_per_session", "%.4g", accountant.CeilEpsilon(p.Epsilon)), progress.Ff("act_p99_ms", "%.2f", p.ActP99Ms))
 	return progress.Report{Done: p.Users, Total: p.MaxUsers, Unit: "users", Fields: fs}
 }
 

@@ -241,12 +241,12 @@ ledger verified; data directory /d (try: dprl ledger show --data /d)
 
 func TestProgressString(t *testing.T) {
 	p := Progress{Users: 16, MaxUsers: 400, Releases: 2, Epsilon: 4.377178, ActP99Ms: 1.234}
-	const noEval = "users 16/400  releases 2  eval return - [simulation-only]  epsilon 4.38/session  act p99 1.23 ms"
+	const noEval = "users 16/400  releases 2  eval return - [simulation-only]  epsilon 4.378/session  act p99 1.23 ms"
 	if p.String() != noEval {
 		t.Errorf("got  %q\nwant %q", p.String(), noEval)
 	}
 	p.LastEval = &Eval{Version: 2, MeanReturn: 21.25}
-	const withEval = "users 16/400  releases 2  eval return 21.2 (v2) [simulation-only]  epsilon 4.38/session  act p99 1.23 ms"
+	const withEval = "users 16/400  releases 2  eval return 21.2 (v2) [simulation-only]  epsilon 4.378/session  act p99 1.23 ms"
 	if p.String() != withEval {
 		t.Errorf("got  %q\nwant %q", p.String(), withEval)
 	}

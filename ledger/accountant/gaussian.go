@@ -159,6 +159,10 @@ func FormatEpsilon(x float64) string {
 	return strconv.FormatFloat(Ceil(x, EpsilonDigits), 'g', EpsilonDigits, 64)
 }
 
+// CeilEpsilon is x rounded up as FormatEpsilon shows it, as a number (for
+// a structured log or progress field whose text is then FormatEpsilon's).
+func CeilEpsilon(x float64) float64 { return Ceil(x, EpsilonDigits) }
+
 // EpsilonDigits is the number of significant digits FormatEpsilon shows.
 const EpsilonDigits = 4
 
