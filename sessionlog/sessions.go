@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"math"
 	"os"
@@ -661,105 +662,158 @@ func appendFloats(b []byte, v []float64) ([]byte, error) {
 	return append(b, ']'), nil
 }
 
-// RecordHash is the SHA-256 of one record's canonical encoding (HashRecord):
-// the identity of a session in the ledger. It is an alias, so a
-// []RecordHash is the []ledger.RecordHash the ledger takes.
+// RecordHash is the SHA-256 of one record's canonical encoding: the
+// identity of a session in the ledger (ContentHash), or the exact record
+// (HashRecord). It is an alias, so a []RecordHash is the []ledger.RecordHash
+// the ledger takes.
 type RecordHash = [32]byte
 
-// recordTag and datasetTag separate the two hashes' domains.
+// recordTag, contentTag and datasetTag separate the hashes' domains.
 const (
 	recordTag  = "dprl.sessions.v1 record\x00"
+	contentTag = "dprl.sessions.v1 content\x00"
 	datasetTag = "dprl.sessions.v1 dataset\x00"
 )
 
-// HashRecord returns the hash of a session's canonical binary encoding: the
-// parsed values, not the text they were read from. Two lines that parse to
-// the same session hash the same, whatever their whitespace, key order or
-// number spelling (1, 1.0, 1e0); a step's behaviour probability is hashed as
-// the parsed log-probability, so "prob": p and "logp": log p (the float64
-// that Go's math.Log(p) returns) are the same record, and a step without one
-// (Step.NoProb) differs from every step with one; -0 and +0 are the same.
-// The ids (session, user, expert) are part of the record. The encoding is
-// length-prefixed (big-endian uint64 lengths, float64 bits), so distinct
-// sessions never share an encoding. A session written by Writer and read
-// back hashes as the session written.
-func HashRecord(s *Session) RecordHash {
-	h := sha256.New()
-	// The encoding is gathered in buf and written in blocks: the same
-	// bytes as one Write per field, without a call per value.
-	var buf [1024]byte
-	n := 0
-	flush := func() {
-		h.Write(buf[:n])
-		n = 0
+// recordHasher writes a record's canonical binary encoding into a hash: the
+// parsed values, not the text they were read from, length-prefixed
+// (big-endian uint64 lengths, float64 bits), so distinct values never share
+// an encoding. -0 and +0 are one value. The encoding is gathered in buf and
+// written in blocks: the same bytes as one Write per field, without a call
+// per value.
+type recordHasher struct {
+	h   hash.Hash
+	buf [1024]byte
+	n   int
+}
+
+func (w *recordHasher) flush() {
+	w.h.Write(w.buf[:w.n])
+	w.n = 0
+}
+
+func (w *recordHasher) u64(v uint64) {
+	if w.n+8 > len(w.buf) {
+		w.flush()
 	}
-	u64 := func(v uint64) {
-		if n+8 > len(buf) {
-			flush()
-		}
-		binary.BigEndian.PutUint64(buf[n:], v)
-		n += 8
+	binary.BigEndian.PutUint64(w.buf[w.n:], v)
+	w.n += 8
+}
+
+func (w *recordHasher) flag(b bool) {
+	if w.n+1 > len(w.buf) {
+		w.flush()
 	}
-	flag := func(b bool) {
-		if n+1 > len(buf) {
-			flush()
-		}
-		buf[n] = 0
-		if b {
-			buf[n] = 1
-		}
-		n++
+	w.buf[w.n] = 0
+	if b {
+		w.buf[w.n] = 1
 	}
-	str := func(v string) {
-		u64(uint64(len(v)))
-		flush()
-		h.Write([]byte(v))
+	w.n++
+}
+
+func (w *recordHasher) str(v string) {
+	w.u64(uint64(len(v)))
+	w.flush()
+	w.h.Write([]byte(v))
+}
+
+func (w *recordHasher) f64(x float64) {
+	if x == 0 {
+		x = 0 // -0 and +0 are one value
 	}
-	f64 := func(x float64) {
-		if x == 0 {
-			x = 0 // -0 and +0 are one value
-		}
-		u64(math.Float64bits(x))
+	w.u64(math.Float64bits(x))
+}
+
+func (w *recordHasher) vec(v []float64) {
+	w.u64(uint64(len(v)))
+	for _, x := range v {
+		w.f64(x)
 	}
-	vec := func(v []float64) {
-		u64(uint64(len(v)))
-		for _, x := range v {
-			f64(x)
-		}
+}
+
+// action writes a step's action: a vector or an index, flagged.
+func (w *recordHasher) action(a *space.Action) {
+	w.flag(a.Vec != nil)
+	if a.Vec != nil {
+		w.vec(a.Vec)
+	} else {
+		w.u64(uint64(int64(a.Index)))
 	}
-	h.Write([]byte(recordTag))
-	str(s.Session)
-	str(s.User)
-	str(s.Expert)
-	flag(s.PolicyVersion != nil)
-	if s.PolicyVersion != nil {
-		u64(*s.PolicyVersion)
-	}
-	u64(uint64(len(s.Steps)))
+}
+
+func (w *recordHasher) sum() RecordHash {
+	w.flush()
+	var out RecordHash
+	w.h.Sum(out[:0])
+	return out
+}
+
+// ContentHash returns a record's identity in the ledger: the hash of the
+// content every offline mechanism may read as its data, and nothing else -
+// each step's observation, action and reward, and the terminal flag. The
+// ids (session, user, expert), the policy version, the behaviour
+// probabilities and final_obs are not part of it, so a copy of a log with
+// ids renamed, probabilities or final_obs dropped (or changed), keys
+// reordered or numbers spelt otherwise (1, 1.0, 1e0) holds the same records
+// and is charged as the same dataset. Leaving a field out of the identity
+// only ever merges records: copies that differ in it share one budget,
+// which is the conservative side. Where a check needs the exact record (a
+// public input read as a release), it uses HashRecord.
+func ContentHash(s *Session) RecordHash {
+	w := &recordHasher{h: sha256.New()}
+	w.h.Write([]byte(contentTag))
+	w.u64(uint64(len(s.Steps)))
 	for i := range s.Steps {
 		st := &s.Steps[i]
-		vec(st.Obs)
-		flag(st.Action.Vec != nil)
-		if st.Action.Vec != nil {
-			vec(st.Action.Vec)
-		} else {
-			u64(uint64(int64(st.Action.Index)))
-		}
-		f64(st.Reward)
-		flag(st.NoProb)
+		w.vec(st.Obs)
+		w.action(&st.Action)
+		w.f64(st.Reward)
+	}
+	w.flag(s.Terminal)
+	return w.sum()
+}
+
+// HashRecord returns the hash of a session's exact canonical binary
+// encoding: every field the record carries, as parsed. Two lines that
+// parse to the same session hash the same, whatever their whitespace, key
+// order or number spelling; a step's behaviour probability is hashed as the
+// parsed log-probability, so "prob": p and "logp": log p (the float64 that
+// Go's math.Log(p) returns) are the same record, and a step without one
+// (Step.NoProb) differs from every step with one. The ids (session, user,
+// expert) and the policy version are part of it. A session written by
+// Writer and read back hashes as the session written.
+//
+// It was the records' identity in ledgers written before ContentHash (their
+// record index holds these hashes, which the ledger still looks up as a
+// record's legacy hash); it is what an Index checks a record read again
+// against, and what identifies the records of a released file exactly.
+func HashRecord(s *Session) RecordHash {
+	w := &recordHasher{h: sha256.New()}
+	w.h.Write([]byte(recordTag))
+	w.str(s.Session)
+	w.str(s.User)
+	w.str(s.Expert)
+	w.flag(s.PolicyVersion != nil)
+	if s.PolicyVersion != nil {
+		w.u64(*s.PolicyVersion)
+	}
+	w.u64(uint64(len(s.Steps)))
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		w.vec(st.Obs)
+		w.action(&st.Action)
+		w.f64(st.Reward)
+		w.flag(st.NoProb)
 		if !st.NoProb {
-			f64(st.LogP)
+			w.f64(st.LogP)
 		}
 	}
-	flag(s.FinalObs != nil)
+	w.flag(s.FinalObs != nil)
 	if s.FinalObs != nil {
-		vec(s.FinalObs)
+		w.vec(s.FinalObs)
 	}
-	flag(s.Terminal)
-	flush()
-	var out RecordHash
-	h.Sum(out[:0])
-	return out
+	w.flag(s.Terminal)
+	return w.sum()
 }
 
 // RecordsID returns the content id of a multiset of records:
@@ -780,20 +834,29 @@ func RecordsID(records []RecordHash) string {
 	return "records-sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// SessionsID returns the records' hashes of sessions (in order) and their
-// content id: the id of a file Writer writes them to.
+// SessionsID returns the records' identities of sessions (ContentHash, in
+// order) and their content id: the id of a file Writer writes them to.
 func SessionsID(ss []Session) (string, []RecordHash) {
+	hs := make([]RecordHash, len(ss))
+	for i := range ss {
+		hs[i] = ContentHash(&ss[i])
+	}
+	return RecordsID(hs), hs
+}
+
+// SessionsExact returns the exact hashes (HashRecord) of sessions, in order.
+func SessionsExact(ss []Session) []RecordHash {
 	hs := make([]RecordHash, len(ss))
 	for i := range ss {
 		hs[i] = HashRecord(&ss[i])
 	}
-	return RecordsID(hs), hs
+	return hs
 }
 
 // ScanRecords reads a session log with the strict reader (dimensions learned
 // from the first record; steps without a behaviour probability accepted, as
 // in an SVT stable release) and returns its content id and its records'
-// hashes in file order. A malformed log is an error naming its line, found
+// identities (ContentHash) in file order. A malformed log is an error naming its line, found
 // without reading further; an empty log has no records. It holds an Index
 // of the log (IndexBytesPerRecord bytes per record), whose hashes it
 // returns.
