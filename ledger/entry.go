@@ -111,6 +111,15 @@ type Entry struct {
 	// hashes (Verify recomputes both from the index).
 	NewRecords       int    `json:"new_records,omitempty"`
 	NewRecordsDigest string `json:"new_records_digest,omitempty"`
+	// LinkedRecords is the number of record hashes the entry linked to an
+	// entry whose records they join (FileRecords): an offline run links the
+	// identities of records an older ledger holds under their exact hashes
+	// to the entry that holds them; a released derived file links its
+	// records' exact hashes to itself. LinkedRecordsDigest is the hex
+	// SHA-256 of the links (Verify recomputes both). Omitted when zero, so
+	// an entry written before links existed keeps its JSON and hash.
+	LinkedRecords       int    `json:"linked_records,omitempty"`
+	LinkedRecordsDigest string `json:"linked_records_digest,omitempty"`
 	// PrevHash and Hash chain the entries.
 	PrevHash string `json:"prev_hash"`
 	Hash     string `json:"hash"`

@@ -40,9 +40,36 @@ func (c Cap) check() error {
 	return nil
 }
 
-// RecordHash is the SHA-256 of one record's canonical encoding (see
-// sessionlog.HashRecord).
+// RecordHash is the SHA-256 of one record's canonical encoding: its
+// identity (sessionlog.ContentHash) or its exact hash
+// (sessionlog.HashRecord).
 type RecordHash = [32]byte
+
+// FileRecords is a file's records as the ledger looks them up.
+//
+// A record's identity is its content hash: what every record index entry
+// written since sessionlog.ContentHash holds. Ledgers written before it
+// hold the records' exact hashes (sessionlog.HashRecord, which covers ids
+// and behaviour probabilities), and file ids computed from them; the
+// ledger looks a record up under both, so a file of a dataset registered
+// by an older dprl is still recognised, and a run charged on such a file
+// links its content hashes to the dataset (Entry.LinkedRecords), so that
+// a copy stripped of ids or probabilities made later is recognised too.
+// A released derived file's records are also linked under their exact
+// hashes: a public input is a record of a release only if it is that
+// record exactly (Lineage.Released).
+type FileRecords struct {
+	// ID is the file's content id (sessionlog.RecordsID of Records).
+	ID string
+	// Records are the records' identities, in any order.
+	Records []RecordHash
+	// LegacyID is the file's id computed from Exact, as ledgers before
+	// content hashes knew it ("" if unknown).
+	LegacyID string
+	// Exact are the records' exact hashes, parallel to Records (nil if
+	// unknown: then no record is looked up as a legacy or released one).
+	Exact []RecordHash
+}
 
 // offlineUnits are the protected units an offline run may charge.
 var offlineUnits = []Unit{UnitTrajectory, UnitUser, UnitExpert}
@@ -148,8 +175,12 @@ func (s *Store) Datasets(fn func(id string, d DatasetState) error) error {
 type OfflineRun struct {
 	// File is the content id of the file the run reads.
 	File string
-	// Records are the hashes of the file's records, in any order.
+	// Records are the identities of the file's records, in any order.
 	Records []RecordHash
+	// LegacyFile and Exact are the file's legacy id and its records' exact
+	// hashes, parallel to Records (see FileRecords); optional.
+	LegacyFile string
+	Exact      []RecordHash
 	// Entry is the run's cost: Unit, Mechanism, Events and Fixed, Method,
 	// Epsilon, Delta, Participants, Seeded. The ledger fills in the rest.
 	Entry Entry
@@ -186,12 +217,19 @@ type OfflineCharge struct {
 // release.) The errors of the offline budget do not name datasets: an id is
 // a function of the data, and the caller knows which file it asked about.
 func (s *Store) ResolveDataset(file string, records []RecordHash) (string, error) {
+	return s.ResolveFile(FileRecords{ID: file, Records: records})
+}
+
+// ResolveFile is ResolveDataset with the file's legacy id and exact hashes
+// (FileRecords), so that a file of a dataset an older dprl registered is
+// recognised.
+func (s *Store) ResolveFile(f FileRecords) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return "", ErrClosed
 	}
-	r, err := s.resolve(file, records)
+	r, err := s.resolve(f)
 	return r.dataset, err
 }
 
@@ -206,13 +244,17 @@ type Lineage struct {
 	// Fresh is the number of them no dataset holds yet: a run on the file
 	// would add them to Dataset.
 	Fresh int
-	// Released is the number of them that a released derived file of
-	// Dataset introduced (DerivedFile.Released): records of a
-	// differentially private release of Dataset, public once it is made.
-	// A record the dataset held before the derived file was registered
-	// (a whole trajectory of the source log copied into an SVT unstable
-	// set), or that another dataset introduced, is not counted.
+	// Released is the number of them that are, exactly (their exact hash,
+	// FileRecords.Exact), records of a released derived file of Dataset
+	// (DerivedFile.Released): records of a differentially private release
+	// of Dataset, public once it is made. A record with the content of a
+	// released one but other ids, behaviour probabilities or final_obs is
+	// not counted, nor a record of a derived file that is not released (an
+	// SVT unstable set) or of another dataset's release.
 	Released int
+	// NotReleased are the identities of the file's distinct records that
+	// are not counted in Released, sorted.
+	NotReleased []RecordHash
 }
 
 // Known reports whether every record of the file is held by a dataset of
@@ -228,20 +270,38 @@ func (l Lineage) AllReleased() bool { return l.Records > 0 && l.Released == l.Re
 // charged to (as ResolveDataset, with its errors), how many the ledger
 // does not know, and how many are records of released derived files of
 // that dataset. It writes nothing.
+//
+// Each record is looked up by one hash, taken as its identity and as its
+// exact hash (as in a ledger whose hashes are opaque); LineageOf takes both.
 func (s *Store) Lineage(file string, records []RecordHash) (Lineage, error) {
+	return s.LineageOf(FileRecords{ID: file, Records: records, Exact: records})
+}
+
+// LineageOf is Lineage with the file's legacy id and exact hashes
+// (FileRecords): without them no record counts as released.
+func (s *Store) LineageOf(f FileRecords) (Lineage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return Lineage{}, ErrClosed
 	}
-	r, err := s.resolve(file, records)
+	r, err := s.resolve(f)
 	if err != nil {
 		return Lineage{}, err
 	}
-	l := Lineage{Dataset: r.dataset, Records: r.distinct, Fresh: len(r.fresh)}
-	for seq, n := range r.introduced {
-		if e := r.entries[seq]; e.Kind == KindDerived && e.Released && e.DatasetID == r.dataset {
-			l.Released += n
+	l := Lineage{Dataset: r.dataset, Records: len(r.records), Fresh: len(r.fresh)}
+	for _, rec := range r.records {
+		released := false
+		for _, seq := range rec.exact {
+			if e := r.entries[seq]; e.Kind == KindDerived && e.Released && e.DatasetID == r.dataset {
+				released = true
+				break
+			}
+		}
+		if released {
+			l.Released++
+		} else {
+			l.NotReleased = append(l.NotReleased, rec.id)
 		}
 	}
 	return l, nil
@@ -251,57 +311,102 @@ func (s *Store) Lineage(file string, records []RecordHash) (Lineage, error) {
 type resolution struct {
 	// dataset is the dataset the file is charged to.
 	dataset string
-	// distinct is the number of the file's distinct records; fresh those
-	// no dataset holds yet, sorted.
-	distinct int
-	fresh    []RecordHash
-	// introduced counts the known records by the entry that introduced
-	// them (the record index), entries holds those entries.
-	introduced map[uint64]int
-	entries    map[uint64]Entry
+	// records are the file's distinct records, sorted by identity; fresh
+	// those no dataset holds yet, sorted.
+	records []recordState
+	fresh   []RecordHash
+	// links are the records known only by a legacy (exact) hash: a charge
+	// links their identities to the entry that holds them.
+	links []link
+	// entries holds the entries the records were found under.
+	entries map[uint64]Entry
+}
+
+// recordState is where one distinct record stands: the entries that hold
+// it under its identity (the record index, and links) and under its exact
+// hashes.
+type recordState struct {
+	id          RecordHash
+	byID, exact []uint64
+}
+
+// link ties a record hash to the entry whose records it joins (target).
+type link struct {
+	h      RecordHash
+	target uint64
 }
 
 // resolve returns the dataset of a file's records and where each of its
 // distinct records stands in the record index.
-func (s *Store) resolve(file string, records []RecordHash) (resolution, error) {
-	if file == "" || len(records) == 0 {
+func (s *Store) resolve(f FileRecords) (resolution, error) {
+	if f.ID == "" || len(f.Records) == 0 {
 		return resolution{}, fmt.Errorf("%w: a file id and at least one record are needed", ErrInvalid)
 	}
-	uniq := sortedUnique(records)
-	r := resolution{distinct: len(uniq), introduced: map[uint64]int{}, entries: map[uint64]Entry{}}
+	if f.Exact != nil && len(f.Exact) != len(f.Records) {
+		return resolution{}, fmt.Errorf("%w: %d exact hashes for %d records", ErrInvalid, len(f.Exact), len(f.Records))
+	}
+	exact := map[RecordHash][]RecordHash{}
+	for i, x := range f.Exact {
+		if xs := exact[f.Records[i]]; !slices.Contains(xs, x) {
+			exact[f.Records[i]] = append(xs, x)
+		}
+	}
+	uniq := sortedUnique(f.Records)
+	r := resolution{records: make([]recordState, len(uniq)), entries: map[uint64]Entry{}}
 	found := map[string]bool{}
-	for _, h := range uniq {
-		v, err := s.get(recordKey(h))
-		if err != nil {
+	note := func(seqs []uint64) error {
+		for _, seq := range seqs {
+			e, ok := r.entries[seq]
+			if !ok {
+				var err error
+				if e, err = s.entry(seq); err != nil {
+					return err
+				}
+				r.entries[seq] = e
+			}
+			found[e.DatasetID] = true
+		}
+		return nil
+	}
+	for i, h := range uniq {
+		rec := recordState{id: h}
+		var err error
+		if rec.byID, err = s.holders(h, nil); err != nil {
 			return resolution{}, err
 		}
-		if v == nil {
-			r.fresh = append(r.fresh, h)
-			continue
-		}
-		if len(v) != 8 {
-			return resolution{}, fmt.Errorf("%w: record index value of %d bytes", ErrCorrupt, len(v))
-		}
-		seq := binary.BigEndian.Uint64(v)
-		e, ok := r.entries[seq]
-		if !ok {
-			if e, err = s.entry(seq); err != nil {
+		for _, x := range exact[h] {
+			if rec.exact, err = s.holders(x, rec.exact); err != nil {
 				return resolution{}, err
 			}
-			r.entries[seq] = e
 		}
-		r.introduced[seq]++
-		found[e.DatasetID] = true
+		switch {
+		case len(rec.byID) == 0 && len(rec.exact) == 0:
+			r.fresh = append(r.fresh, h)
+		case len(rec.byID) == 0:
+			r.links = append(r.links, link{h: h, target: rec.exact[0]})
+		}
+		if err := note(rec.byID); err != nil {
+			return resolution{}, err
+		}
+		if err := note(rec.exact); err != nil {
+			return resolution{}, err
+		}
+		r.records[i] = rec
 	}
-	known, err := s.get(fileKey(file))
+	known, err := s.get(fileKey(f.ID))
 	if err != nil {
 		return resolution{}, err
+	}
+	if known == nil && f.LegacyID != "" {
+		if known, err = s.get(fileKey(f.LegacyID)); err != nil {
+			return resolution{}, err
+		}
 	}
 	switch {
 	case known != nil:
 		r.dataset = string(known)
 	case len(found) == 0:
-		r.dataset = file
+		r.dataset = f.ID
 	case len(found) == 1:
 		for id := range found {
 			r.dataset = id
@@ -310,6 +415,34 @@ func (s *Store) resolve(file string, records []RecordHash) (resolution, error) {
 		return resolution{}, fmt.Errorf("%w: its records belong to %d registered datasets, and a run on them would spend every one of their budgets: run on each dataset's records separately", ErrOverlap, len(found))
 	}
 	return r, nil
+}
+
+// holders appends to seqs the entries that hold the record hash h: the one
+// the record index maps it to, and the targets of its links.
+func (s *Store) holders(h RecordHash, seqs []uint64) ([]uint64, error) {
+	v, err := s.get(recordKey(h))
+	if err != nil {
+		return nil, err
+	}
+	if v != nil {
+		if len(v) != 8 {
+			return nil, fmt.Errorf("%w: record index value of %d bytes", ErrCorrupt, len(v))
+		}
+		if seq := binary.BigEndian.Uint64(v); !slices.Contains(seqs, seq) {
+			seqs = append(seqs, seq)
+		}
+	}
+	p := linkPrefix(h)
+	err = s.scan(p, prefixEnd(p), func(k, v []byte) error {
+		if len(k) != len(p)+8 || len(v) != 8 {
+			return fmt.Errorf("%w: link of %d bytes, value of %d bytes", ErrCorrupt, len(k), len(v))
+		}
+		if seq := binary.BigEndian.Uint64(v); !slices.Contains(seqs, seq) {
+			seqs = append(seqs, seq)
+		}
+		return nil
+	})
+	return seqs, err
 }
 
 // entry reads the entry with sequence number seq.
@@ -331,6 +464,7 @@ type offlinePlan struct {
 	state   DatasetState
 	newCap  bool
 	fresh   []RecordHash
+	links   []link
 	spent   float64
 }
 
@@ -345,7 +479,7 @@ func (s *Store) planOffline(r *OfflineRun) (offlinePlan, error) {
 	if err := e.validate(); err != nil {
 		return offlinePlan{}, err
 	}
-	res, err := s.resolve(r.File, r.Records)
+	res, err := s.resolve(FileRecords{ID: r.File, Records: r.Records, LegacyID: r.LegacyFile, Exact: r.Exact})
 	if err != nil {
 		return offlinePlan{}, err
 	}
@@ -358,7 +492,7 @@ func (s *Store) planOffline(r *OfflineRun) (offlinePlan, error) {
 		st.Units = map[Unit]UnitBudget{}
 	}
 	u, has := st.Units[e.Unit]
-	p := offlinePlan{dataset: id, fresh: fresh}
+	p := offlinePlan{dataset: id, fresh: fresh, links: res.links}
 	switch {
 	case !has:
 		if err := r.Cap.check(); err != nil {
@@ -408,8 +542,10 @@ func (s *Store) CheckOffline(r OfflineRun) (OfflineCharge, error) {
 // ChargeOffline records an offline run on the dataset its records belong
 // to, refusing it (and writing nothing) as CheckOffline does. In one synced
 // batch it writes the run's entry (which records the cap when the run
-// registers it, the file's id and its records new to the dataset), the
-// dataset's budgets, the record and file index entries, and the head.
+// registers it, the file's id, its records new to the dataset and its
+// records known only by their legacy hash, whose identities it links to
+// the entries that hold them), the dataset's budgets, the record, link and
+// file index entries, and the head.
 // A file whose records overlap a registered dataset is charged to that
 // dataset, and its other records join it.
 func (s *Store) ChargeOffline(r OfflineRun) (OfflineCharge, error) {
@@ -434,6 +570,10 @@ func (s *Store) ChargeOffline(r OfflineRun) (OfflineCharge, error) {
 	if len(p.fresh) > 0 {
 		e.NewRecordsDigest = recordsDigest(p.fresh)
 	}
+	e.LinkedRecords, e.LinkedRecordsDigest = len(p.links), ""
+	if len(p.links) > 0 {
+		e.LinkedRecordsDigest = linksDigest(p.links)
+	}
 	h, err := s.Head()
 	if err != nil {
 		return OfflineCharge{}, err
@@ -444,6 +584,9 @@ func (s *Store) ChargeOffline(r OfflineRun) (OfflineCharge, error) {
 		return OfflineCharge{}, err
 	}
 	if err := indexRecords(b, p.fresh, e.Seq); err != nil {
+		return OfflineCharge{}, err
+	}
+	if err := indexLinks(b, p.links, e.Seq); err != nil {
 		return OfflineCharge{}, err
 	}
 	if err := s.indexFile(b, r.File, p.dataset); err != nil {
@@ -462,8 +605,13 @@ func (s *Store) ChargeOffline(r OfflineRun) (OfflineCharge, error) {
 type DerivedFile struct {
 	// ID is the file's content id.
 	ID string
-	// Records are the hashes of its records.
+	// Records are the identities of its records.
 	Records []RecordHash
+	// Exact are its records' exact hashes (sessionlog.HashRecord), parallel
+	// to Records, for a released file: a record is read as released only if
+	// it is one of them exactly (Lineage.Released). Nil: Records are taken
+	// as the exact hashes too.
+	Exact []RecordHash
 	// Note says what the file is, e.g. "svt stable prefixes".
 	Note string
 	// Released says that the file is the output of a differentially
@@ -480,8 +628,10 @@ type DerivedFile struct {
 // later run on them (or on a subset of them) is charged to it. A record some
 // dataset already holds stays with it, and a record two of the files share
 // goes with the first of them (list a released file first: its records are
-// public). Call it before the files are written: one synced batch, so a file
-// on disk is never missing from the ledger.
+// public). A released file's exact hashes (DerivedFile.Exact) are linked to
+// its entry, whoever holds the records, so that the file and its subsets
+// read as released (Lineage). Call it before the files are written: one
+// synced batch, so a file on disk is never missing from the ledger.
 func (s *Store) RegisterDerived(from uint64, files []DerivedFile) ([]Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -514,24 +664,46 @@ func (s *Store) RegisterDerived(from uint64, files []DerivedFile) ([]Entry, erro
 			if claimed[r] {
 				continue
 			}
-			v, err := s.get(recordKey(r))
+			held, err := s.holders(r, nil)
 			if err != nil {
 				return nil, err
 			}
-			if v == nil {
+			if len(held) == 0 {
 				fresh = append(fresh, r)
 				claimed[r] = true
 			}
 		}
+		var exact []RecordHash
+		if f.Released {
+			if f.Exact == nil {
+				f.Exact = f.Records
+			}
+			if len(f.Exact) != len(f.Records) {
+				return nil, fmt.Errorf("%w: released derived file with %d exact hashes for %d records", ErrInvalid, len(f.Exact), len(f.Records))
+			}
+			exact = sortedUnique(f.Exact)
+		}
 		e := Entry{Kind: KindDerived, Mechanism: f.Note, DatasetID: run.DatasetID, File: f.ID, DerivedFrom: from,
-			Released: f.Released, Seeded: run.Seeded, NewRecords: len(fresh)}
+			Released: f.Released, Seeded: run.Seeded, NewRecords: len(fresh), LinkedRecords: len(exact)}
 		if len(fresh) > 0 {
 			e.NewRecordsDigest = recordsDigest(fresh)
+		}
+		// The links' target is the entry itself, whose seq appendEntry
+		// assigns: h.Seq + 1.
+		links := make([]link, len(exact))
+		for i, x := range exact {
+			links[i] = link{h: x, target: h.Seq + 1}
+		}
+		if len(links) > 0 {
+			e.LinkedRecordsDigest = linksDigest(links)
 		}
 		if e, err = s.appendEntry(b, h, e); err != nil {
 			return nil, err
 		}
 		if err := indexRecords(b, fresh, e.Seq); err != nil {
+			return nil, err
+		}
+		if err := indexLinks(b, links, e.Seq); err != nil {
 			return nil, err
 		}
 		if !registered[f.ID] {
@@ -615,6 +787,31 @@ func indexRecords(b *pebble.Batch, records []RecordHash, seq uint64) error {
 		}
 	}
 	return nil
+}
+
+// indexLinks links each record hash to its target entry, under the
+// linking entry seq.
+func indexLinks(b *pebble.Batch, links []link, seq uint64) error {
+	for _, l := range links {
+		if err := b.Set(linkKey(l.h, seq), be64(nil, l.target), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// linksDigest is the hex SHA-256 of links sorted by hash: each hash and its
+// target entry's seq (big-endian).
+func linksDigest(sorted []link) string {
+	h := sha256.New()
+	h.Write([]byte("dprl ledger links\x00"))
+	var n [8]byte
+	for i := range sorted {
+		h.Write(sorted[i].h[:])
+		binary.BigEndian.PutUint64(n[:], sorted[i].target)
+		h.Write(n[:])
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // indexFile maps a file's content id to the dataset it is registered in,
