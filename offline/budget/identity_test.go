@@ -1,14 +1,17 @@
 package budget
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"dprl/internal/testutil"
 	"dprl/ledger"
 	"dprl/sessionlog"
 )
@@ -211,5 +214,87 @@ func TestCopiesShareTheBudget(t *testing.T) {
 	}
 	if got := offlineEntries(t, cfg.Ledger); len(got) != 3 {
 		t.Fatalf("%d entries, want 3", len(got))
+	}
+}
+
+// compatLedger copies the offline ledger an earlier dprl wrote (see
+// ledger/testdata/compat/README.md) and writes its log, chain.jsonl, to a
+// new directory.
+func compatLedger(t *testing.T) (dir, log string) {
+	t.Helper()
+	const fixture = "../../ledger/testdata/compat/"
+	dir = t.TempDir()
+	led := filepath.Join(dir, "offline")
+	testutil.MustCopyTree(t, fixture+"2026-11-25/offline", led)
+	for _, f := range []string{"user.key", "ledger.heads"} {
+		if err := os.Chmod(filepath.Join(led, f), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gz, err := os.Open(fixture + "2026-11-25-chain.jsonl.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gz.Close()
+	zr, err := gzip.NewReader(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log = filepath.Join(dir, "chain.jsonl")
+	if err := os.WriteFile(log, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return led, log
+}
+
+// oldDataset is the dataset of chain.jsonl in the compat ledger: its id
+// was computed from the records' exact hashes.
+const oldDataset = "records-sha256:b0c5cc24d4322b3631c2bc2e105a8a44df4ecb60f7f2a990a7b3322ec9b72bce"
+
+// TestOldLedgerCarriesOver: a ledger an earlier dprl wrote, whose record
+// index holds the records' exact hashes, still verifies and still
+// recognises its dataset's log; a run charged on it links the records'
+// identities to the dataset, so that a copy stripped of behaviour
+// probabilities and ids made after it is charged to the same dataset, and
+// refused as a public input.
+func TestOldLedgerCarriesOver(t *testing.T) {
+	led, log := compatLedger(t)
+	s, err := ledger.Open(led, ledger.Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := DatasetOfFile(s, log)
+	if err != nil || id != oldDataset {
+		t.Fatalf("dataset of chain.jsonl: %s %v, want %s", id, err, oldDataset)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Ledger: led, Cap: ledger.Cap{Epsilon: 8, Delta: 1e-5}}
+	_, c, err := Run(context.Background(), cfg, Input{Path: log}, &toy{t: t, eps: 0.5})
+	if err != nil || c.Dataset != oldDataset || c.Entry.NewRecords != 0 || c.Entry.LinkedRecords == 0 || !(c.Spent > 3.021) {
+		t.Fatalf("a run on chain.jsonl: %+v, %v; want it charged to %s, its records linked", c, err, oldDataset)
+	}
+	copyOf := renamed(t, stripped(t, log, filepath.Join(filepath.Dir(log), "stripped.jsonl")), filepath.Join(filepath.Dir(log), "stripped-renamed.jsonl"))
+	_, c2, err := Run(context.Background(), cfg, Input{Path: copyOf, Reader: sessionlog.ReaderOptions{OptionalProb: true}}, &toy{t: t, eps: 0.5})
+	if err != nil || c2.Dataset != oldDataset || c2.Entry.NewRecords != 0 || c2.Entry.LinkedRecords != 0 || !(c2.Spent > c.Spent) {
+		t.Fatalf("a run on its stripped copy: %+v, %v; want it charged to %s after %v", c2, err, oldDataset, c.Spent)
+	}
+	m := &publicToy{toy: &toy{t: t, eps: 0.5}, public: copyOf}
+	if _, c3, err := Run(context.Background(), cfg, Input{Path: log}, m); !errors.Is(err, ErrNotPublic) || c3.Charged() {
+		t.Fatalf("the stripped copy as public input: %+v, %v", c3, err)
+	}
+	s, err = ledger.Open(led, ledger.Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := s.Verify()
+	if err != nil || !r.OK() || r.OfflineRuns != 4 {
+		t.Errorf("verify: %v, %+v", err, r)
 	}
 }
