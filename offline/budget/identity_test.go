@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -296,5 +298,58 @@ func TestOldLedgerCarriesOver(t *testing.T) {
 	r, err := s.Verify()
 	if err != nil || !r.OK() || r.OfflineRuns != 4 {
 		t.Errorf("verify: %v, %+v", err, r)
+	}
+}
+
+// wholeToy is an SVT-like release that releases every trajectory whole:
+// its released records have the content of the source log's records.
+type wholeToy struct {
+	*toy
+	stable string
+}
+
+func (m wholeToy) Compute(ctx context.Context, ix *sessionlog.Index, c *Charge) (int, error) {
+	var stable []sessionlog.Session
+	err := ix.Each(func(i int, s *sessionlog.Session) error {
+		r := sessionlog.Session{Session: "stable-" + s.Session, Steps: slices.Clone(s.Steps), Terminal: s.Terminal}
+		for j := range r.Steps {
+			r.Steps[j].LogP, r.Steps[j].NoProb = math.NaN(), true
+		}
+		stable = append(stable, r)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if err := c.RegisterDerived(Derived{Note: "stable", Sessions: stable, Released: true}); err != nil {
+		return 0, err
+	}
+	return len(stable), writeSessions(m.stable, stable)
+}
+
+// TestWholeTrajectoriesReleased: a released record with the content of a
+// source record (a trajectory released whole) is public: it reads as
+// released (CheckReleased) and as public (CheckPublic) although the
+// dataset held its content before the release, while the source log
+// itself stays private.
+func TestWholeTrajectoriesReleased(t *testing.T) {
+	dir := t.TempDir()
+	a := writeLogAt(t, filepath.Join(dir, "a.jsonl"), 0, 4)
+	stable := filepath.Join(dir, "stable.jsonl")
+	cfg := Config{Ledger: filepath.Join(dir, "ledger"), Cap: ledger.Cap{Epsilon: 10, Delta: 1e-5}}
+	if _, _, err := Run(context.Background(), cfg, Input{Path: a}, wholeToy{toy: &toy{t: t, eps: 1}, stable: stable}); err != nil {
+		t.Fatal(err)
+	}
+	m := &sideToy{toy: &toy{t: t, eps: 0.5}, public: stable}
+	if _, c, err := Run(context.Background(), cfg, Input{Path: a}, m); err != nil || !c.Charged() || m.checked.Len() != 4 {
+		t.Fatalf("the whole release as released input: %+v, %v", c, err)
+	}
+	p := &publicToy{toy: &toy{t: t, eps: 0.5}, public: stable}
+	if _, c, err := Run(context.Background(), cfg, Input{Path: a}, p); err != nil || !c.Charged() || p.checked.Len() != 4 {
+		t.Fatalf("the whole release as public input: %+v, %v", c, err)
+	}
+	p = &publicToy{toy: &toy{t: t, eps: 0.5}, public: stripped(t, a, filepath.Join(dir, "stripped.jsonl"))}
+	if _, c, err := Run(context.Background(), cfg, Input{Path: a}, p); !errors.Is(err, ErrNotPublic) || c.Charged() {
+		t.Fatalf("a stripped copy of the source with other ids: %+v, %v", c, err)
 	}
 }
