@@ -24,6 +24,11 @@ const (
 	// KindDerived registers a file an offline run wrote from a dataset (an
 	// SVT output) as part of that dataset; it costs nothing.
 	KindDerived Kind = "derived_file"
+	// KindLink links the identities (content hashes) of a file's records,
+	// which a ledger written before content hashes holds under their exact
+	// hashes only, to the entries that hold them (Store.LinkFile, dprl
+	// ledger link); it costs nothing.
+	KindLink Kind = "records_linked"
 )
 
 // Unit names the protected unit of an entry.

@@ -721,6 +721,62 @@ func (s *Store) RegisterDerived(from uint64, files []DerivedFile) ([]Entry, erro
 	return out, nil
 }
 
+// LinkFile links the identities of a file's records that the ledger holds
+// only under their exact hashes (records of a dataset registered before
+// content hashes, FileRecords) to the entries that hold them, in one
+// records_linked entry (KindLink) with the reason: afterwards a copy of the
+// file stripped of ids or behaviour probabilities, or reformatted, is
+// recognised as that dataset's, as after a run charged on the file. It
+// costs nothing and reads no data beyond the hashes. It returns the
+// dataset and the entry; with nothing to link (Entry.Seq 0) it writes
+// nothing. A file none of whose records the ledger holds is ErrNotFound; a
+// file of several datasets is ErrOverlap.
+func (s *Store) LinkFile(f FileRecords, reason string) (string, Entry, error) {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return "", Entry{}, fmt.Errorf("%w: a link needs a reason", ErrInvalid)
+	}
+	if f.Exact == nil {
+		return "", Entry{}, fmt.Errorf("%w: linking needs the records' exact hashes", ErrInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return "", Entry{}, ErrClosed
+	}
+	r, err := s.resolve(f)
+	if err != nil {
+		return "", Entry{}, err
+	}
+	if len(r.fresh) == len(r.records) {
+		return "", Entry{}, fmt.Errorf("%w: no record of the file is in the ledger", ErrNotFound)
+	}
+	if len(r.links) == 0 {
+		return r.dataset, Entry{}, nil
+	}
+	if _, ok, err := s.Dataset(r.dataset); err != nil || !ok {
+		return "", Entry{}, fmt.Errorf("%w: the file's dataset has no budget in this ledger (%v)", ErrNotFound, err)
+	}
+	e := Entry{Kind: KindLink, Mechanism: "link: records known by their exact hashes, linked by content", DatasetID: r.dataset, File: f.ID,
+		Reason: reason, LinkedRecords: len(r.links), LinkedRecordsDigest: linksDigest(r.links)}
+	h, err := s.Head()
+	if err != nil {
+		return "", Entry{}, err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if e, err = s.appendEntry(b, h, e); err != nil {
+		return "", Entry{}, err
+	}
+	if err := indexLinks(b, r.links, e.Seq); err != nil {
+		return "", Entry{}, err
+	}
+	if err := s.commit(b, h, Head{Seq: e.Seq, Hash: e.Hash, Version: h.Version}); err != nil {
+		return "", Entry{}, fmt.Errorf("ledger: link: %w", err)
+	}
+	return r.dataset, e, nil
+}
+
 // SetCap changes a dataset's cap at one unit (or sets it before the unit's
 // first run) and writes a dataset_cap entry with the reason, hash-chained
 // like every entry. A cap below what the unit has spent is allowed (it

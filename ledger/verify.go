@@ -141,7 +141,7 @@ func (s *Store) Verify() (Report, error) {
 				st.SumInvZ2 += 1 / (z * z)
 				st.LastVersion = e.PolicyVersion
 			}
-		case KindOffline, KindCap, KindDerived:
+		case KindOffline, KindCap, KindDerived, KindLink:
 			offline = append(offline, e)
 		default:
 			problem("entry %d: unknown kind %q", e.Seq, e.Kind)
@@ -331,6 +331,10 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 			u := d.Units[e.Unit]
 			u.Cap = *e.Cap
 			d.Units[e.Unit] = u
+		case KindLink:
+			if d == nil || e.LinkedRecords == 0 {
+				problem("entry %d: links %d records to dataset %s, which has no earlier run", e.Seq, e.LinkedRecords, e.DatasetID)
+			}
 		case KindDerived:
 			r.DerivedFiles++
 			if src, ok := runs[e.DerivedFrom]; !ok || src.DatasetID != e.DatasetID {

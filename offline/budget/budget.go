@@ -56,6 +56,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -608,4 +609,46 @@ func DatasetOfFile(s *ledger.Store, file string) (string, error) {
 		return "", fmt.Errorf("%s: no sessions", file)
 	}
 	return s.ResolveFile(fileRecords(ix))
+}
+
+// LinkResult is what LinkFile did.
+type LinkResult struct {
+	// File is the log; Dataset the dataset its records belong to.
+	File    string `json:"file"`
+	Dataset string `json:"dataset"`
+	// Linked is the number of record identities linked (0: all were
+	// already known by identity); Seq the records_linked entry (0: none).
+	Linked int    `json:"linked"`
+	Seq    uint64 `json:"seq,omitempty"`
+}
+
+// WriteText prints the result.
+func (r LinkResult) WriteText(w io.Writer) error {
+	if r.Linked == 0 {
+		_, err := fmt.Fprintf(w, "every record of %s is known by its content already (dataset %s): nothing to link\n", r.File, r.Dataset)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "linked the content of %d records of %s to dataset %s (ledger entry %d): copies of them stripped of ids or behaviour probabilities are charged to it\n", r.Linked, r.File, r.Dataset, r.Seq)
+	return err
+}
+
+// LinkFile links the identities (content hashes) of the records of the
+// session log file, which a ledger written before content hashes holds
+// only under their exact hashes, to the dataset that holds them
+// (ledger.Store.LinkFile): afterwards a copy of the log stripped of ids or
+// behaviour probabilities, or reformatted, is charged to that dataset, as
+// after a run on the log. It costs nothing.
+func LinkFile(s *ledger.Store, file, reason string) (LinkResult, error) {
+	ix, err := sessionlog.ScanLog(file, sessionlog.ReaderOptions{OptionalProb: true}, nil)
+	if err != nil {
+		return LinkResult{}, err
+	}
+	if ix.Len() == 0 {
+		return LinkResult{}, fmt.Errorf("%s: no sessions", file)
+	}
+	ds, e, err := s.LinkFile(fileRecords(ix), reason)
+	if err != nil {
+		return LinkResult{}, err
+	}
+	return LinkResult{File: file, Dataset: ds, Linked: e.LinkedRecords, Seq: e.Seq}, nil
 }

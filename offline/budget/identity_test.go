@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -351,5 +352,50 @@ func TestWholeTrajectoriesReleased(t *testing.T) {
 	p = &publicToy{toy: &toy{t: t, eps: 0.5}, public: stripped(t, a, filepath.Join(dir, "stripped.jsonl"))}
 	if _, c, err := Run(context.Background(), cfg, Input{Path: a}, p); !errors.Is(err, ErrNotPublic) || c.Charged() {
 		t.Fatalf("a stripped copy of the source with other ids: %+v, %v", c, err)
+	}
+}
+
+// TestLinkOldDataset: a stripped copy of a log of a dataset an earlier dprl
+// registered, made before any run since the upgrade, is not recognised
+// (the ledger holds none of its hashes); LinkFile on the log, which costs
+// nothing, links the records' identities so that it is.
+func TestLinkOldDataset(t *testing.T) {
+	led, log := compatLedger(t)
+	copyOf := stripped(t, log, filepath.Join(filepath.Dir(log), "stripped.jsonl"))
+	s, err := ledger.Open(led, ledger.Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if id, err := DatasetOfFile(s, copyOf); err != nil || id == oldDataset {
+		t.Fatalf("the stripped copy before linking: %s, %v (the documented gap)", id, err)
+	}
+	before, _, err := s.Dataset(oldDataset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LinkFile(s, log, " "); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("no reason: %v", err)
+	}
+	if _, err := LinkFile(s, copyOf, "r"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("linking the copy (the ledger holds none of it): %v", err)
+	}
+	r, err := LinkFile(s, log, "upgrade")
+	if err != nil || r.Dataset != oldDataset || r.Linked == 0 || r.Seq != 4 {
+		t.Fatalf("link: %+v, %v", r, err)
+	}
+	if id, err := DatasetOfFile(s, copyOf); err != nil || id != oldDataset {
+		t.Fatalf("the stripped copy after linking: %s, %v; want %s", id, err, oldDataset)
+	}
+	if again, err := LinkFile(s, log, "again"); err != nil || again.Linked != 0 || again.Seq != 0 {
+		t.Errorf("linking again: %+v, %v", again, err)
+	}
+	after, _, err := s.Dataset(oldDataset)
+	if err != nil || !reflect.DeepEqual(before, after) {
+		t.Errorf("the dataset's budget changed: %+v -> %+v (%v)", before, after, err)
+	}
+	v, err := s.Verify()
+	if err != nil || !v.OK() {
+		t.Errorf("verify: %v, %+v", err, v)
 	}
 }
