@@ -213,8 +213,11 @@ type OfflineCharge struct {
 // records, else the file's own id. An unregistered file with records of two
 // or more datasets is refused with ErrOverlap. (A registered file goes to
 // its dataset even if some of its records also equal records of another,
-// which happens by coincidence when records carry no unique id, as in an SVT
-// release.) The errors of the offline budget do not name datasets: an id is
+// which happens by coincidence: a record's identity is its content, without
+// ids, and short trajectories of small environments, or SVT prefixes, can
+// coincide. Coinciding content never makes a run cheaper: an unregistered
+// file holding it is refused, and a registered file is charged to the
+// dataset whose data it was read or derived from.) The errors of the offline budget do not name datasets: an id is
 // a function of the data, and the caller knows which file it asked about.
 func (s *Store) ResolveDataset(file string, records []RecordHash) (string, error) {
 	return s.ResolveFile(FileRecords{ID: file, Records: records})
