@@ -94,3 +94,27 @@ func BenchmarkOpen(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLineage measures looking a file of 20000 records up (each by its
+// identity and its exact hash, as offline runs do) in a ledger holding
+// them, per record.
+func BenchmarkLineage(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const n = 20000
+	content, exact := recs("c", n), recs("x", n)
+	if _, err := s.ChargeOffline(OfflineRun{File: "F", Records: content, Exact: exact, Entry: gpopeRun(&testing.T{}), Cap: Cap{Epsilon: 10, Delta: 1e-5}}); err != nil {
+		b.Fatal(err)
+	}
+	f := FileRecords{ID: "F", Records: content, Exact: exact}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := s.LineageOf(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+}

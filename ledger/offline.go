@@ -371,15 +371,21 @@ func (s *Store) resolve(f FileRecords) (resolution, error) {
 		}
 		return nil
 	}
+	byID, err := s.holdersOf(uniq)
+	if err != nil {
+		return resolution{}, err
+	}
+	byExact, err := s.holdersOf(sortedUnique(f.Exact))
+	if err != nil {
+		return resolution{}, err
+	}
 	for i, h := range uniq {
-		rec := recordState{id: h}
-		var err error
-		if rec.byID, err = s.holders(h, nil); err != nil {
-			return resolution{}, err
-		}
+		rec := recordState{id: h, byID: byID[h]}
 		for _, x := range exact[h] {
-			if rec.exact, err = s.holders(x, rec.exact); err != nil {
-				return resolution{}, err
+			for _, seq := range byExact[x] {
+				if !slices.Contains(rec.exact, seq) {
+					rec.exact = append(rec.exact, seq)
+				}
 			}
 		}
 		switch {
@@ -420,32 +426,46 @@ func (s *Store) resolve(f FileRecords) (resolution, error) {
 	return r, nil
 }
 
-// holders appends to seqs the entries that hold the record hash h: the one
-// the record index maps it to, and the targets of its links.
-func (s *Store) holders(h RecordHash, seqs []uint64) ([]uint64, error) {
-	v, err := s.get(recordKey(h))
-	if err != nil {
-		return nil, err
+// holdersOf returns, for each of the sorted record hashes hs that some
+// entry holds, those entries: the one the record index maps it to, and the
+// targets of its links. It reads both indexes with one iterator each,
+// seeking forward in hs's order.
+func (s *Store) holdersOf(hs []RecordHash) (_ map[RecordHash][]uint64, err error) {
+	if s.dbClosed.Load() {
+		return nil, ErrClosed
 	}
-	if v != nil {
-		if len(v) != 8 {
-			return nil, fmt.Errorf("%w: record index value of %d bytes", ErrCorrupt, len(v))
+	defer s.recoverInto(&err)
+	out := map[RecordHash][]uint64{}
+	for _, idx := range []struct {
+		prefix []byte
+		key    func(RecordHash) []byte
+		exact  bool
+	}{{prefRecord, recordKey, true}, {prefLink, linkPrefix, false}} {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: idx.prefix, UpperBound: prefixEnd(idx.prefix)})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s", ErrCorrupt, firstLine(err.Error()))
 		}
-		if seq := binary.BigEndian.Uint64(v); !slices.Contains(seqs, seq) {
-			seqs = append(seqs, seq)
+		for _, h := range hs {
+			p := idx.key(h)
+			for it.SeekGE(p); it.Valid() && bytes.HasPrefix(it.Key(), p); it.Next() {
+				k, v := it.Key(), it.Value()
+				if (idx.exact && len(k) != len(p)) || (!idx.exact && len(k) != len(p)+8) || len(v) != 8 {
+					it.Close()
+					return nil, fmt.Errorf("%w: index key of %d bytes, value of %d bytes", ErrCorrupt, len(k), len(v))
+				}
+				if seq := binary.BigEndian.Uint64(v); !slices.Contains(out[h], seq) {
+					out[h] = append(out[h], seq)
+				}
+				if idx.exact {
+					break
+				}
+			}
+		}
+		if err := it.Close(); err != nil {
+			return nil, fmt.Errorf("%w: %s", ErrCorrupt, firstLine(err.Error()))
 		}
 	}
-	p := linkPrefix(h)
-	err = s.scan(p, prefixEnd(p), func(k, v []byte) error {
-		if len(k) != len(p)+8 || len(v) != 8 {
-			return fmt.Errorf("%w: link of %d bytes, value of %d bytes", ErrCorrupt, len(k), len(v))
-		}
-		if seq := binary.BigEndian.Uint64(v); !slices.Contains(seqs, seq) {
-			seqs = append(seqs, seq)
-		}
-		return nil
-	})
-	return seqs, err
+	return out, nil
 }
 
 // entry reads the entry with sequence number seq.
@@ -657,21 +677,23 @@ func (s *Store) RegisterDerived(from uint64, files []DerivedFile) ([]Entry, erro
 	defer b.Close()
 	claimed := map[RecordHash]bool{}
 	registered := map[string]bool{}
+
 	var out []Entry
 	for _, f := range files {
 		if f.ID == "" || f.Note == "" {
 			return nil, fmt.Errorf("%w: derived file without id or note", ErrInvalid)
 		}
 		var fresh []RecordHash
-		for _, r := range sortedUnique(f.Records) {
+		uniq := sortedUnique(f.Records)
+		held, err := s.holdersOf(uniq)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range uniq {
 			if claimed[r] {
 				continue
 			}
-			held, err := s.holders(r, nil)
-			if err != nil {
-				return nil, err
-			}
-			if len(held) == 0 {
+			if len(held[r]) == 0 {
 				fresh = append(fresh, r)
 				claimed[r] = true
 			}
