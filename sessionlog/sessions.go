@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"math"
 	"os"
@@ -675,79 +674,6 @@ const (
 	datasetTag = "dprl.sessions.v1 dataset\x00"
 )
 
-// recordHasher writes a record's canonical binary encoding into a hash: the
-// parsed values, not the text they were read from, length-prefixed
-// (big-endian uint64 lengths, float64 bits), so distinct values never share
-// an encoding. -0 and +0 are one value. The encoding is gathered in buf and
-// written in blocks: the same bytes as one Write per field, without a call
-// per value.
-type recordHasher struct {
-	h   hash.Hash
-	buf [1024]byte
-	n   int
-}
-
-func (w *recordHasher) flush() {
-	w.h.Write(w.buf[:w.n])
-	w.n = 0
-}
-
-func (w *recordHasher) u64(v uint64) {
-	if w.n+8 > len(w.buf) {
-		w.flush()
-	}
-	binary.BigEndian.PutUint64(w.buf[w.n:], v)
-	w.n += 8
-}
-
-func (w *recordHasher) flag(b bool) {
-	if w.n+1 > len(w.buf) {
-		w.flush()
-	}
-	w.buf[w.n] = 0
-	if b {
-		w.buf[w.n] = 1
-	}
-	w.n++
-}
-
-func (w *recordHasher) str(v string) {
-	w.u64(uint64(len(v)))
-	w.flush()
-	w.h.Write([]byte(v))
-}
-
-func (w *recordHasher) f64(x float64) {
-	if x == 0 {
-		x = 0 // -0 and +0 are one value
-	}
-	w.u64(math.Float64bits(x))
-}
-
-func (w *recordHasher) vec(v []float64) {
-	w.u64(uint64(len(v)))
-	for _, x := range v {
-		w.f64(x)
-	}
-}
-
-// action writes a step's action: a vector or an index, flagged.
-func (w *recordHasher) action(a *space.Action) {
-	w.flag(a.Vec != nil)
-	if a.Vec != nil {
-		w.vec(a.Vec)
-	} else {
-		w.u64(uint64(int64(a.Index)))
-	}
-}
-
-func (w *recordHasher) sum() RecordHash {
-	w.flush()
-	var out RecordHash
-	w.h.Sum(out[:0])
-	return out
-}
-
 // ContentHash returns a record's identity in the ledger: the hash of the
 // content every offline mechanism may read as its data, and nothing else -
 // each step's observation, action and reward, and the terminal flag. The
@@ -759,19 +685,7 @@ func (w *recordHasher) sum() RecordHash {
 // only ever merges records: copies that differ in it share one budget,
 // which is the conservative side. Where a check needs the exact record (a
 // public input read as a release), it uses HashRecord.
-func ContentHash(s *Session) RecordHash {
-	w := &recordHasher{h: sha256.New()}
-	w.h.Write([]byte(contentTag))
-	w.u64(uint64(len(s.Steps)))
-	for i := range s.Steps {
-		st := &s.Steps[i]
-		w.vec(st.Obs)
-		w.action(&st.Action)
-		w.f64(st.Reward)
-	}
-	w.flag(s.Terminal)
-	return w.sum()
-}
+func ContentHash(s *Session) RecordHash { return hashSession(s, false) }
 
 // HashRecord returns the hash of a session's exact canonical binary
 // encoding: every field the record carries, as parsed. Two lines that
@@ -787,33 +701,99 @@ func ContentHash(s *Session) RecordHash {
 // record index holds these hashes, which the ledger still looks up as a
 // record's legacy hash); it is what an Index checks a record read again
 // against, and what identifies the records of a released file exactly.
-func HashRecord(s *Session) RecordHash {
-	w := &recordHasher{h: sha256.New()}
-	w.h.Write([]byte(recordTag))
-	w.str(s.Session)
-	w.str(s.User)
-	w.str(s.Expert)
-	w.flag(s.PolicyVersion != nil)
-	if s.PolicyVersion != nil {
-		w.u64(*s.PolicyVersion)
+func HashRecord(s *Session) RecordHash { return hashSession(s, true) }
+
+// hashSession returns the SHA-256 of a record's canonical binary encoding:
+// the parsed values, not the text they were read from, length-prefixed
+// (big-endian uint64 lengths, float64 bits), so distinct values never share
+// an encoding; -0 and +0 are one value. exact selects HashRecord's encoding
+// (every field), else ContentHash's (steps' observations, actions and
+// rewards, and the terminal flag), each under its own domain tag.
+func hashSession(s *Session, exact bool) RecordHash {
+	h := sha256.New()
+	// The encoding is gathered in buf and written in blocks: the same
+	// bytes as one Write per field, without a call per value.
+	var buf [1024]byte
+	n := 0
+	flush := func() {
+		h.Write(buf[:n])
+		n = 0
 	}
-	w.u64(uint64(len(s.Steps)))
-	for i := range s.Steps {
-		st := &s.Steps[i]
-		w.vec(st.Obs)
-		w.action(&st.Action)
-		w.f64(st.Reward)
-		w.flag(st.NoProb)
-		if !st.NoProb {
-			w.f64(st.LogP)
+	u64 := func(v uint64) {
+		if n+8 > len(buf) {
+			flush()
+		}
+		binary.BigEndian.PutUint64(buf[n:], v)
+		n += 8
+	}
+	flag := func(b bool) {
+		if n+1 > len(buf) {
+			flush()
+		}
+		buf[n] = 0
+		if b {
+			buf[n] = 1
+		}
+		n++
+	}
+	str := func(v string) {
+		u64(uint64(len(v)))
+		flush()
+		h.Write([]byte(v))
+	}
+	f64 := func(x float64) {
+		if x == 0 {
+			x = 0 // -0 and +0 are one value
+		}
+		u64(math.Float64bits(x))
+	}
+	vec := func(v []float64) {
+		u64(uint64(len(v)))
+		for _, x := range v {
+			f64(x)
 		}
 	}
-	w.flag(s.FinalObs != nil)
-	if s.FinalObs != nil {
-		w.vec(s.FinalObs)
+	if exact {
+		h.Write([]byte(recordTag))
+		str(s.Session)
+		str(s.User)
+		str(s.Expert)
+		flag(s.PolicyVersion != nil)
+		if s.PolicyVersion != nil {
+			u64(*s.PolicyVersion)
+		}
+	} else {
+		h.Write([]byte(contentTag))
 	}
-	w.flag(s.Terminal)
-	return w.sum()
+	u64(uint64(len(s.Steps)))
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		vec(st.Obs)
+		flag(st.Action.Vec != nil)
+		if st.Action.Vec != nil {
+			vec(st.Action.Vec)
+		} else {
+			u64(uint64(int64(st.Action.Index)))
+		}
+		f64(st.Reward)
+		if exact {
+			flag(st.NoProb)
+			if !st.NoProb {
+				f64(st.LogP)
+			}
+		}
+	}
+	if exact {
+		flag(s.FinalObs != nil)
+		if s.FinalObs != nil {
+			vec(s.FinalObs)
+		}
+	}
+	flag(s.Terminal)
+	flush()
+	var out RecordHash
+	h.Sum(out[:0])
+	return out
 }
 
 // RecordsID returns the content id of a multiset of records:
