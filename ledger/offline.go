@@ -292,19 +292,18 @@ func (s *Store) LineageOf(f FileRecords) (Lineage, error) {
 	if err != nil {
 		return Lineage{}, err
 	}
-	l := Lineage{Dataset: r.dataset, Records: len(r.records), Fresh: len(r.fresh)}
-	for _, rec := range r.records {
+	l := Lineage{Dataset: r.dataset, Records: len(r.ids), Fresh: len(r.fresh)}
+	for i, h := range r.ids {
 		released := false
-		for _, seq := range rec.exact {
+		r.byExact.each(i, func(seq uint64) {
 			if e := r.entries[seq]; e.Kind == KindDerived && e.Released && e.DatasetID == r.dataset {
 				released = true
-				break
 			}
-		}
+		})
 		if released {
 			l.Released++
 		} else {
-			l.NotReleased = append(l.NotReleased, rec.id)
+			l.NotReleased = append(l.NotReleased, h)
 		}
 	}
 	return l, nil
@@ -314,10 +313,13 @@ func (s *Store) LineageOf(f FileRecords) (Lineage, error) {
 type resolution struct {
 	// dataset is the dataset the file is charged to.
 	dataset string
-	// records are the file's distinct records, sorted by identity; fresh
-	// those no dataset holds yet, sorted.
-	records []recordState
-	fresh   []RecordHash
+	// ids are the file's distinct records, sorted by identity; byID the
+	// entries that hold each under its identity (the record index and
+	// links), byExact under its exact hashes; fresh those no entry holds,
+	// sorted.
+	ids           []RecordHash
+	byID, byExact holders
+	fresh         []RecordHash
 	// links are the records known only by a legacy (exact) hash: a charge
 	// links their identities to the entry that holds them.
 	links []link
@@ -325,18 +327,48 @@ type resolution struct {
 	entries map[uint64]Entry
 }
 
-// recordState is where one distinct record stands: the entries that hold
-// it under its identity (the record index, and links) and under its exact
-// hashes.
-type recordState struct {
-	id          RecordHash
-	byID, exact []uint64
+// holders are the entries that hold each of n records, compactly: the
+// first (0 for none: entries are numbered from 1) in a slice, any others
+// (a record in several datasets' releases) in a map.
+type holders struct {
+	first []uint64
+	more  map[int][]uint64
+}
+
+func newHolders(n int) holders { return holders{first: make([]uint64, n)} }
+
+func (h *holders) add(i int, seq uint64) {
+	switch {
+	case h.first[i] == 0:
+		h.first[i] = seq
+	case h.first[i] != seq && !slices.Contains(h.more[i], seq):
+		if h.more == nil {
+			h.more = map[int][]uint64{}
+		}
+		h.more[i] = append(h.more[i], seq)
+	}
+}
+
+func (h *holders) each(i int, fn func(seq uint64)) {
+	if h.first[i] == 0 {
+		return
+	}
+	fn(h.first[i])
+	for _, seq := range h.more[i] {
+		fn(seq)
+	}
 }
 
 // link ties a record hash to the entry whose records it joins (target).
 type link struct {
 	h      RecordHash
 	target uint64
+}
+
+// exactHash is a record's exact hash and the index of its identity.
+type exactHash struct {
+	x  RecordHash
+	id int
 }
 
 // resolve returns the dataset of a file's records and where each of its
@@ -348,59 +380,51 @@ func (s *Store) resolve(f FileRecords) (resolution, error) {
 	if f.Exact != nil && len(f.Exact) != len(f.Records) {
 		return resolution{}, fmt.Errorf("%w: %d exact hashes for %d records", ErrInvalid, len(f.Exact), len(f.Records))
 	}
-	exact := map[RecordHash][]RecordHash{}
-	for i, x := range f.Exact {
-		if xs := exact[f.Records[i]]; !slices.Contains(xs, x) {
-			exact[f.Records[i]] = append(xs, x)
-		}
-	}
 	uniq := sortedUnique(f.Records)
-	r := resolution{records: make([]recordState, len(uniq)), entries: map[uint64]Entry{}}
-	found := map[string]bool{}
-	note := func(seqs []uint64) error {
-		for _, seq := range seqs {
-			e, ok := r.entries[seq]
-			if !ok {
-				var err error
-				if e, err = s.entry(seq); err != nil {
-					return err
-				}
-				r.entries[seq] = e
-			}
-			found[e.DatasetID] = true
+	r := resolution{ids: uniq, byID: newHolders(len(uniq)), byExact: newHolders(len(uniq)), entries: map[uint64]Entry{}}
+	err := s.holdersOf(len(uniq), func(i int) RecordHash { return uniq[i] }, r.byID.add)
+	if err != nil {
+		return resolution{}, err
+	}
+	if f.Exact != nil {
+		xs := make([]exactHash, len(f.Exact))
+		for i, x := range f.Exact {
+			id, _ := slices.BinarySearchFunc(uniq, f.Records[i], func(a, b RecordHash) int { return bytes.Compare(a[:], b[:]) })
+			xs[i] = exactHash{x: x, id: id}
 		}
-		return nil
+		slices.SortFunc(xs, func(a, b exactHash) int { return bytes.Compare(a.x[:], b.x[:]) })
+		xs = slices.CompactFunc(xs, func(a, b exactHash) bool { return a.x == b.x })
+		err := s.holdersOf(len(xs), func(i int) RecordHash { return xs[i].x }, func(i int, seq uint64) { r.byExact.add(xs[i].id, seq) })
+		if err != nil {
+			return resolution{}, err
+		}
 	}
-	byID, err := s.holdersOf(uniq)
-	if err != nil {
-		return resolution{}, err
-	}
-	byExact, err := s.holdersOf(sortedUnique(f.Exact))
-	if err != nil {
-		return resolution{}, err
+	found := map[string]bool{}
+	var nerr error
+	note := func(seq uint64) {
+		e, ok := r.entries[seq]
+		if !ok {
+			var err error
+			if e, err = s.entry(seq); err != nil {
+				nerr = err
+				return
+			}
+			r.entries[seq] = e
+		}
+		found[e.DatasetID] = true
 	}
 	for i, h := range uniq {
-		rec := recordState{id: h, byID: byID[h]}
-		for _, x := range exact[h] {
-			for _, seq := range byExact[x] {
-				if !slices.Contains(rec.exact, seq) {
-					rec.exact = append(rec.exact, seq)
-				}
-			}
-		}
-		switch {
-		case len(rec.byID) == 0 && len(rec.exact) == 0:
+		switch id, x := r.byID.first[i], r.byExact.first[i]; {
+		case id == 0 && x == 0:
 			r.fresh = append(r.fresh, h)
-		case len(rec.byID) == 0:
-			r.links = append(r.links, link{h: h, target: rec.exact[0]})
+		case id == 0:
+			r.links = append(r.links, link{h: h, target: x})
 		}
-		if err := note(rec.byID); err != nil {
-			return resolution{}, err
+		r.byID.each(i, note)
+		r.byExact.each(i, note)
+		if nerr != nil {
+			return resolution{}, nerr
 		}
-		if err := note(rec.exact); err != nil {
-			return resolution{}, err
-		}
-		r.records[i] = rec
 	}
 	known, err := s.get(fileKey(f.ID))
 	if err != nil {
@@ -426,46 +450,44 @@ func (s *Store) resolve(f FileRecords) (resolution, error) {
 	return r, nil
 }
 
-// holdersOf returns, for each of the sorted record hashes hs that some
-// entry holds, those entries: the one the record index maps it to, and the
-// targets of its links. It reads both indexes with one iterator each,
-// seeking forward in hs's order.
-func (s *Store) holdersOf(hs []RecordHash) (_ map[RecordHash][]uint64, err error) {
+// holdersOf calls fn with i and each entry that holds record hash
+// hash(i), for i in [0, n) (the hashes in increasing order): the entry the
+// record index maps it to, and the targets of its links. It reads both
+// indexes with one iterator each, seeking forward.
+func (s *Store) holdersOf(n int, hash func(i int) RecordHash, fn func(i int, seq uint64)) (err error) {
 	if s.dbClosed.Load() {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	defer s.recoverInto(&err)
-	out := map[RecordHash][]uint64{}
+	var p []byte
 	for _, idx := range []struct {
 		prefix []byte
-		key    func(RecordHash) []byte
 		exact  bool
-	}{{prefRecord, recordKey, true}, {prefLink, linkPrefix, false}} {
+	}{{prefRecord, true}, {prefLink, false}} { // keys: prefix, hash[, seq]
 		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: idx.prefix, UpperBound: prefixEnd(idx.prefix)})
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s", ErrCorrupt, firstLine(err.Error()))
+			return fmt.Errorf("%w: %s", ErrCorrupt, firstLine(err.Error()))
 		}
-		for _, h := range hs {
-			p := idx.key(h)
+		for i := range n {
+			h := hash(i)
+			p = append(append(p[:0], idx.prefix...), h[:]...)
 			for it.SeekGE(p); it.Valid() && bytes.HasPrefix(it.Key(), p); it.Next() {
 				k, v := it.Key(), it.Value()
 				if (idx.exact && len(k) != len(p)) || (!idx.exact && len(k) != len(p)+8) || len(v) != 8 {
 					it.Close()
-					return nil, fmt.Errorf("%w: index key of %d bytes, value of %d bytes", ErrCorrupt, len(k), len(v))
+					return fmt.Errorf("%w: index key of %d bytes, value of %d bytes", ErrCorrupt, len(k), len(v))
 				}
-				if seq := binary.BigEndian.Uint64(v); !slices.Contains(out[h], seq) {
-					out[h] = append(out[h], seq)
-				}
+				fn(i, binary.BigEndian.Uint64(v))
 				if idx.exact {
 					break
 				}
 			}
 		}
 		if err := it.Close(); err != nil {
-			return nil, fmt.Errorf("%w: %s", ErrCorrupt, firstLine(err.Error()))
+			return fmt.Errorf("%w: %s", ErrCorrupt, firstLine(err.Error()))
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // entry reads the entry with sequence number seq.
@@ -685,15 +707,15 @@ func (s *Store) RegisterDerived(from uint64, files []DerivedFile) ([]Entry, erro
 		}
 		var fresh []RecordHash
 		uniq := sortedUnique(f.Records)
-		held, err := s.holdersOf(uniq)
-		if err != nil {
+		held := make([]bool, len(uniq))
+		if err := s.holdersOf(len(uniq), func(i int) RecordHash { return uniq[i] }, func(i int, _ uint64) { held[i] = true }); err != nil {
 			return nil, err
 		}
-		for _, r := range uniq {
+		for i, r := range uniq {
 			if claimed[r] {
 				continue
 			}
-			if len(held[r]) == 0 {
+			if !held[i] {
 				fresh = append(fresh, r)
 				claimed[r] = true
 			}
@@ -773,7 +795,7 @@ func (s *Store) LinkFile(f FileRecords, reason string) (string, Entry, error) {
 	if err != nil {
 		return "", Entry{}, err
 	}
-	if len(r.fresh) == len(r.records) {
+	if len(r.fresh) == len(r.ids) {
 		return "", Entry{}, fmt.Errorf("%w: no record of the file is in the ledger", ErrNotFound)
 	}
 	if len(r.links) == 0 {
