@@ -414,11 +414,8 @@ func (s *Store) resolve(f FileRecords) (resolution, error) {
 		found[e.DatasetID] = true
 	}
 	for i, h := range uniq {
-		switch id, x := r.byID.first[i], r.byExact.first[i]; {
-		case id == 0 && x == 0:
+		if r.byID.first[i] == 0 && r.byExact.first[i] == 0 {
 			r.fresh = append(r.fresh, h)
-		case id == 0:
-			r.links = append(r.links, link{h: h, target: x})
 		}
 		r.byID.each(i, note)
 		r.byExact.each(i, note)
@@ -446,6 +443,20 @@ func (s *Store) resolve(f FileRecords) (resolution, error) {
 		}
 	default:
 		return resolution{}, fmt.Errorf("%w: its records belong to %d registered datasets, and a run on them would spend every one of their budgets: run on each dataset's records separately", ErrOverlap, len(found))
+	}
+	// Records known only by an exact hash: their identities are linked to
+	// an entry that holds them, one of the file's dataset if there is one.
+	for i, h := range uniq {
+		if r.byID.first[i] != 0 || r.byExact.first[i] == 0 {
+			continue
+		}
+		target := r.byExact.first[i]
+		r.byExact.each(i, func(seq uint64) {
+			if r.entries[seq].DatasetID == r.dataset && r.entries[target].DatasetID != r.dataset {
+				target = seq
+			}
+		})
+		r.links = append(r.links, link{h: h, target: target})
 	}
 	return r, nil
 }
