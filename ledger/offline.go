@@ -69,6 +69,10 @@ type FileRecords struct {
 	// Exact are the records' exact hashes, parallel to Records (nil if
 	// unknown: then no record is looked up as a legacy or released one).
 	Exact []RecordHash
+	// ListNotReleased asks LineageOf to list Lineage.NotReleased (a public
+	// input's check); without it the list, as long as the file, is not
+	// built.
+	ListNotReleased bool
 }
 
 // offlineUnits are the protected units an offline run may charge.
@@ -256,7 +260,8 @@ type Lineage struct {
 	// SVT unstable set) or of another dataset's release.
 	Released int
 	// NotReleased are the identities of the file's distinct records that
-	// are not counted in Released, sorted.
+	// are not counted in Released, sorted (only with
+	// FileRecords.ListNotReleased).
 	NotReleased []RecordHash
 }
 
@@ -277,7 +282,7 @@ func (l Lineage) AllReleased() bool { return l.Records > 0 && l.Released == l.Re
 // Each record is looked up by one hash, taken as its identity and as its
 // exact hash (as in a ledger whose hashes are opaque); LineageOf takes both.
 func (s *Store) Lineage(file string, records []RecordHash) (Lineage, error) {
-	return s.LineageOf(FileRecords{ID: file, Records: records, Exact: records})
+	return s.LineageOf(FileRecords{ID: file, Records: records, Exact: records, ListNotReleased: true})
 }
 
 // LineageOf is Lineage with the file's legacy id and exact hashes
@@ -300,9 +305,10 @@ func (s *Store) LineageOf(f FileRecords) (Lineage, error) {
 				released = true
 			}
 		})
-		if released {
+		switch {
+		case released:
 			l.Released++
-		} else {
+		case f.ListNotReleased:
 			l.NotReleased = append(l.NotReleased, h)
 		}
 	}
@@ -413,6 +419,13 @@ func (s *Store) resolve(f FileRecords) (resolution, error) {
 		}
 		found[e.DatasetID] = true
 	}
+	nfresh := 0
+	for i := range uniq {
+		if r.byID.first[i] == 0 && r.byExact.first[i] == 0 {
+			nfresh++
+		}
+	}
+	r.fresh = make([]RecordHash, 0, nfresh)
 	for i, h := range uniq {
 		if r.byID.first[i] == 0 && r.byExact.first[i] == 0 {
 			r.fresh = append(r.fresh, h)

@@ -268,7 +268,9 @@ func (d Dataset) CheckPublic(path string, opt sessionlog.ReaderOptions) (*sessio
 	if ix.Len() == 0 {
 		return nil, fmt.Errorf("public input %s: no sessions", path)
 	}
-	l, err := p.store.LineageOf(fileRecords(ix))
+	f := fileRecords(ix)
+	f.ListNotReleased = true
+	l, err := p.store.LineageOf(f)
 	switch {
 	case errors.Is(err, ledger.ErrOverlap):
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotPublic, path, err)
