@@ -69,10 +69,13 @@ type FileRecords struct {
 	// Exact are the records' exact hashes, parallel to Records (nil if
 	// unknown: then no record is looked up as a legacy or released one).
 	Exact []RecordHash
-	// ListNotReleased asks LineageOf to list Lineage.NotReleased (a public
-	// input's check); without it the list, as long as the file, is not
+	// Public says the file is checked as a public input: LineageOf counts
+	// its released records (Lineage.Released) and lists the others
+	// (Lineage.NotReleased). Without it the exact hashes are looked up only
+	// in a ledger written before content identity (legacy records), no
+	// record counts as released, and no list, as long as the file, is
 	// built.
-	ListNotReleased bool
+	Public bool
 }
 
 // offlineUnits are the protected units an offline run may charge.
@@ -260,8 +263,7 @@ type Lineage struct {
 	// SVT unstable set) or of another dataset's release.
 	Released int
 	// NotReleased are the identities of the file's distinct records that
-	// are not counted in Released, sorted (only with
-	// FileRecords.ListNotReleased).
+	// are not counted in Released, sorted (only with FileRecords.Public).
 	NotReleased []RecordHash
 }
 
@@ -282,7 +284,7 @@ func (l Lineage) AllReleased() bool { return l.Records > 0 && l.Released == l.Re
 // Each record is looked up by one hash, taken as its identity and as its
 // exact hash (as in a ledger whose hashes are opaque); LineageOf takes both.
 func (s *Store) Lineage(file string, records []RecordHash) (Lineage, error) {
-	return s.LineageOf(FileRecords{ID: file, Records: records, Exact: records, ListNotReleased: true})
+	return s.LineageOf(FileRecords{ID: file, Records: records, Exact: records, Public: true})
 }
 
 // LineageOf is Lineage with the file's legacy id and exact hashes
@@ -308,7 +310,7 @@ func (s *Store) LineageOf(f FileRecords) (Lineage, error) {
 		switch {
 		case released:
 			l.Released++
-		case f.ListNotReleased:
+		case f.Public:
 			l.NotReleased = append(l.NotReleased, h)
 		}
 	}
@@ -343,6 +345,44 @@ type holders struct {
 
 func newHolders(n int) holders { return holders{first: make([]uint64, n)} }
 
+// get returns record i's first holder, 0 for none (or when nothing was
+// looked up).
+func (h *holders) get(i int) uint64 {
+	if h.first == nil {
+		return 0
+	}
+	return h.first[i]
+}
+
+// legacyRecords reports whether the store's record index may hold exact
+// hashes (records registered before content identity: records and no
+// identity mark), and whether it holds no record at all.
+func (s *Store) legacyRecords() (legacy, empty bool, err error) {
+	mark, err := s.get(keyIdentity)
+	if err != nil || mark != nil {
+		return false, false, err
+	}
+	empty = true
+	err = s.scan(prefRecord, prefixEnd(prefRecord), func(_, _ []byte) error {
+		empty = false
+		return errStop
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return !empty, empty, err
+}
+
+// markIdentity adds the identity mark to a batch that writes a store's
+// first records.
+func (s *Store) markIdentity(b *pebble.Batch) error {
+	_, empty, err := s.legacyRecords()
+	if err != nil || !empty {
+		return err
+	}
+	return b.Set(keyIdentity, []byte("content"), nil)
+}
+
 func (h *holders) add(i int, seq uint64) {
 	switch {
 	case h.first[i] == 0:
@@ -356,7 +396,7 @@ func (h *holders) add(i int, seq uint64) {
 }
 
 func (h *holders) each(i int, fn func(seq uint64)) {
-	if h.first[i] == 0 {
+	if h.first == nil || h.first[i] == 0 {
 		return
 	}
 	fn(h.first[i])
@@ -387,12 +427,17 @@ func (s *Store) resolve(f FileRecords) (resolution, error) {
 		return resolution{}, fmt.Errorf("%w: %d exact hashes for %d records", ErrInvalid, len(f.Exact), len(f.Records))
 	}
 	uniq := sortedUnique(f.Records)
-	r := resolution{ids: uniq, byID: newHolders(len(uniq)), byExact: newHolders(len(uniq)), entries: map[uint64]Entry{}}
+	r := resolution{ids: uniq, byID: newHolders(len(uniq)), entries: map[uint64]Entry{}}
 	err := s.holdersOf(len(uniq), func(i int) RecordHash { return uniq[i] }, r.byID.add)
 	if err != nil {
 		return resolution{}, err
 	}
-	if f.Exact != nil {
+	legacy, _, err := s.legacyRecords()
+	if err != nil {
+		return resolution{}, err
+	}
+	if f.Exact != nil && (legacy || f.Public) {
+		r.byExact = newHolders(len(uniq))
 		xs := make([]exactHash, len(f.Exact))
 		for i, x := range f.Exact {
 			id, _ := slices.BinarySearchFunc(uniq, f.Records[i], func(a, b RecordHash) int { return bytes.Compare(a[:], b[:]) })
@@ -421,13 +466,13 @@ func (s *Store) resolve(f FileRecords) (resolution, error) {
 	}
 	nfresh := 0
 	for i := range uniq {
-		if r.byID.first[i] == 0 && r.byExact.first[i] == 0 {
+		if r.byID.first[i] == 0 && r.byExact.get(i) == 0 {
 			nfresh++
 		}
 	}
 	r.fresh = make([]RecordHash, 0, nfresh)
 	for i, h := range uniq {
-		if r.byID.first[i] == 0 && r.byExact.first[i] == 0 {
+		if r.byID.first[i] == 0 && r.byExact.get(i) == 0 {
 			r.fresh = append(r.fresh, h)
 		}
 		r.byID.each(i, note)
@@ -460,7 +505,7 @@ func (s *Store) resolve(f FileRecords) (resolution, error) {
 	// Records known only by an exact hash: their identities are linked to
 	// an entry that holds them, one of the file's dataset if there is one.
 	for i, h := range uniq {
-		if r.byID.first[i] != 0 || r.byExact.first[i] == 0 {
+		if r.byID.first[i] != 0 || r.byExact.get(i) == 0 {
 			continue
 		}
 		target := r.byExact.first[i]
@@ -652,6 +697,9 @@ func (s *Store) ChargeOffline(r OfflineRun) (OfflineCharge, error) {
 	if e, err = s.appendEntry(b, h, e); err != nil {
 		return OfflineCharge{}, err
 	}
+	if err := s.markIdentity(b); err != nil {
+		return OfflineCharge{}, err
+	}
 	if err := indexRecords(b, p.fresh, e.Seq); err != nil {
 		return OfflineCharge{}, err
 	}
@@ -723,6 +771,9 @@ func (s *Store) RegisterDerived(from uint64, files []DerivedFile) ([]Entry, erro
 	defer b.Close()
 	claimed := map[RecordHash]bool{}
 	registered := map[string]bool{}
+	if err := s.markIdentity(b); err != nil {
+		return nil, err
+	}
 
 	var out []Entry
 	for _, f := range files {
@@ -810,6 +861,7 @@ func (s *Store) LinkFile(f FileRecords, reason string) (string, Entry, error) {
 	if f.Exact == nil {
 		return "", Entry{}, fmt.Errorf("%w: linking needs the records' exact hashes", ErrInvalid)
 	}
+	f.Public = false
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

@@ -439,8 +439,15 @@ func TestLinks(t *testing.T) {
 		s, _ := openTemp(t)
 		run := gpopeRun(t)
 		exact, content := recs("exact", 4), recs("content", 4)
-		// As an older dprl charged it: the exact hashes are the identities.
+		// As an older dprl charged it: the exact hashes are the identities,
+		// and the store has no identity mark.
 		if _, err := s.ChargeOffline(OfflineRun{File: "OLD", Records: exact, Entry: run, Cap: Cap{Epsilon: 10, Delta: 1e-5}}); err != nil {
+			t.Fatal(err)
+		}
+		if legacy, _, err := s.legacyRecords(); err != nil || legacy {
+			t.Fatalf("a store whose first records this dprl wrote: legacy %v, %v", legacy, err)
+		}
+		if err := s.db.Delete(keyIdentity, nil); err != nil {
 			t.Fatal(err)
 		}
 		ch, err := s.ChargeOffline(OfflineRun{File: "NEW", Records: content, LegacyFile: "OLD", Exact: exact, Entry: run})

@@ -56,6 +56,10 @@ var (
 	keyHead    = []byte("m/head")
 	keyPrev    = []byte("m/prev")   // the head seq before the last commit that moved it
 	keyAnchor  = []byte("m/anchor") // the store's format and user-key fingerprint
+	// keyIdentity marks a store whose record index holds record identities
+	// (content hashes) only: written with its first records. A store with
+	// records and no mark also holds exact hashes (FileRecords).
+	keyIdentity = []byte("m/identity")
 	prefEntry  = []byte("e/")
 	prefSnap   = []byte("s/")
 	prefUser   = []byte("u/")

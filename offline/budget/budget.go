@@ -227,7 +227,9 @@ func (d Dataset) CheckReleased(path string, opt sessionlog.ReaderOptions) (*sess
 	if ix.Len() == 0 {
 		return nil, fmt.Errorf("public input %s: no sessions", path)
 	}
-	l, err := p.store.LineageOf(fileRecords(ix))
+	f := fileRecords(ix)
+	f.Public = true
+	l, err := p.store.LineageOf(f)
 	switch {
 	case errors.Is(err, ledger.ErrOverlap):
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotReleased, path, err)
@@ -269,7 +271,7 @@ func (d Dataset) CheckPublic(path string, opt sessionlog.ReaderOptions) (*sessio
 		return nil, fmt.Errorf("public input %s: no sessions", path)
 	}
 	f := fileRecords(ix)
-	f.ListNotReleased = true
+	f.Public = true
 	l, err := p.store.LineageOf(f)
 	switch {
 	case errors.Is(err, ledger.ErrOverlap):
