@@ -94,3 +94,31 @@ func BenchmarkOpen(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLineage measures looking a file of 20000 records up in a ledger
+// holding them, per record: by identity, as a charge does in a ledger
+// written with content identity, and by identity and exact hash, as a
+// public input's check does.
+func BenchmarkLineage(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const n = 20000
+	content, exact := recs("c", n), recs("x", n)
+	if _, err := s.ChargeOffline(OfflineRun{File: "F", Records: content, Exact: exact, Entry: gpopeRun(&testing.T{}), Cap: Cap{Epsilon: 10, Delta: 1e-5}}); err != nil {
+		b.Fatal(err)
+	}
+	for _, public := range []bool{false, true} {
+		b.Run(fmt.Sprintf("public=%v", public), func(b *testing.B) {
+			f := FileRecords{ID: "F", Records: content, Exact: exact, Public: public}
+			for b.Loop() {
+				if _, err := s.LineageOf(f); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+		})
+	}
+}

@@ -33,9 +33,13 @@
 // data directory then holds the exact means of the last Band-1 releases.
 //
 // Offline runs are charged against the dataset their records belong to.
-// A dataset is identified by its records, not its bytes: callers pass each
-// record's hash (sessionlog.HashRecord), and a record index maps every record a
-// run or a derived file registered to the entry that registered it. A file
+// A dataset is identified by its records' content, not its bytes: callers
+// pass each record's identity (sessionlog.ContentHash) and exact hash
+// (sessionlog.HashRecord), a record index maps every record a run or a
+// derived file registered to the entry that registered it, and a link index
+// ties further hashes to such entries: the identities of records an older
+// ledger holds under their exact hashes (FileRecords), and the exact hashes
+// of a released file's records. A file
 // sharing any record with a registered dataset is charged to that dataset
 // (its other records join it); a file with records of two datasets is
 // refused. Budgets are kept per protected unit (trajectory, user, expert),

@@ -24,6 +24,11 @@ const (
 	// KindDerived registers a file an offline run wrote from a dataset (an
 	// SVT output) as part of that dataset; it costs nothing.
 	KindDerived Kind = "derived_file"
+	// KindLink links the identities (content hashes) of a file's records,
+	// which a ledger written before content hashes holds under their exact
+	// hashes only, to the entries that hold them (Store.LinkFile, dprl
+	// ledger link); it costs nothing.
+	KindLink Kind = "records_linked"
 )
 
 // Unit names the protected unit of an entry.
@@ -111,6 +116,15 @@ type Entry struct {
 	// hashes (Verify recomputes both from the index).
 	NewRecords       int    `json:"new_records,omitempty"`
 	NewRecordsDigest string `json:"new_records_digest,omitempty"`
+	// LinkedRecords is the number of record hashes the entry linked to an
+	// entry whose records they join (FileRecords): an offline run links the
+	// identities of records an older ledger holds under their exact hashes
+	// to the entry that holds them; a released derived file links its
+	// records' exact hashes to itself. LinkedRecordsDigest is the hex
+	// SHA-256 of the links (Verify recomputes both). Omitted when zero, so
+	// an entry written before links existed keeps its JSON and hash.
+	LinkedRecords       int    `json:"linked_records,omitempty"`
+	LinkedRecordsDigest string `json:"linked_records_digest,omitempty"`
 	// PrevHash and Hash chain the entries.
 	PrevHash string `json:"prev_hash"`
 	Hash     string `json:"hash"`

@@ -40,9 +40,43 @@ func (c Cap) check() error {
 	return nil
 }
 
-// RecordHash is the SHA-256 of one record's canonical encoding (see
-// sessionlog.HashRecord).
+// RecordHash is the SHA-256 of one record's canonical encoding: its
+// identity (sessionlog.ContentHash) or its exact hash
+// (sessionlog.HashRecord).
 type RecordHash = [32]byte
+
+// FileRecords is a file's records as the ledger looks them up.
+//
+// A record's identity is its content hash: what every record index entry
+// written since sessionlog.ContentHash holds. Ledgers written before it
+// hold the records' exact hashes (sessionlog.HashRecord, which covers ids
+// and behaviour probabilities), and file ids computed from them; the
+// ledger looks a record up under both, so a file of a dataset registered
+// by an older dprl is still recognised, and a run charged on such a file
+// links its content hashes to the dataset (Entry.LinkedRecords), so that
+// a copy stripped of ids or probabilities made later is recognised too.
+// A released derived file's records are also linked under their exact
+// hashes: a public input is a record of a release only if it is that
+// record exactly (Lineage.Released).
+type FileRecords struct {
+	// ID is the file's content id (sessionlog.RecordsID of Records).
+	ID string
+	// Records are the records' identities, in any order.
+	Records []RecordHash
+	// LegacyID is the file's id computed from Exact, as ledgers before
+	// content hashes knew it ("" if unknown).
+	LegacyID string
+	// Exact are the records' exact hashes, parallel to Records (nil if
+	// unknown: then no record is looked up as a legacy or released one).
+	Exact []RecordHash
+	// Public says the file is checked as a public input: LineageOf counts
+	// its released records (Lineage.Released) and lists the others
+	// (Lineage.NotReleased). Without it the exact hashes are looked up only
+	// in a ledger written before content identity (legacy records), no
+	// record counts as released, and no list, as long as the file, is
+	// built.
+	Public bool
+}
 
 // offlineUnits are the protected units an offline run may charge.
 var offlineUnits = []Unit{UnitTrajectory, UnitUser, UnitExpert}
@@ -148,8 +182,12 @@ func (s *Store) Datasets(fn func(id string, d DatasetState) error) error {
 type OfflineRun struct {
 	// File is the content id of the file the run reads.
 	File string
-	// Records are the hashes of the file's records, in any order.
+	// Records are the identities of the file's records, in any order.
 	Records []RecordHash
+	// LegacyFile and Exact are the file's legacy id and its records' exact
+	// hashes, parallel to Records (see FileRecords); optional.
+	LegacyFile string
+	Exact      []RecordHash
 	// Entry is the run's cost: Unit, Mechanism, Events and Fixed, Method,
 	// Epsilon, Delta, Participants, Seeded. The ledger fills in the rest.
 	Entry Entry
@@ -182,16 +220,26 @@ type OfflineCharge struct {
 // records, else the file's own id. An unregistered file with records of two
 // or more datasets is refused with ErrOverlap. (A registered file goes to
 // its dataset even if some of its records also equal records of another,
-// which happens by coincidence when records carry no unique id, as in an SVT
-// release.) The errors of the offline budget do not name datasets: an id is
+// which happens by coincidence: a record's identity is its content, without
+// ids, and short trajectories of small environments, or SVT prefixes, can
+// coincide. Coinciding content never makes a run cheaper: an unregistered
+// file holding it is refused, and a registered file is charged to the
+// dataset whose data it was read or derived from.) The errors of the offline budget do not name datasets: an id is
 // a function of the data, and the caller knows which file it asked about.
 func (s *Store) ResolveDataset(file string, records []RecordHash) (string, error) {
+	return s.ResolveFile(FileRecords{ID: file, Records: records})
+}
+
+// ResolveFile is ResolveDataset with the file's legacy id and exact hashes
+// (FileRecords), so that a file of a dataset an older dprl registered is
+// recognised.
+func (s *Store) ResolveFile(f FileRecords) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return "", ErrClosed
 	}
-	r, err := s.resolve(file, records)
+	r, err := s.resolve(f)
 	return r.dataset, err
 }
 
@@ -206,13 +254,17 @@ type Lineage struct {
 	// Fresh is the number of them no dataset holds yet: a run on the file
 	// would add them to Dataset.
 	Fresh int
-	// Released is the number of them that a released derived file of
-	// Dataset introduced (DerivedFile.Released): records of a
-	// differentially private release of Dataset, public once it is made.
-	// A record the dataset held before the derived file was registered
-	// (a whole trajectory of the source log copied into an SVT unstable
-	// set), or that another dataset introduced, is not counted.
+	// Released is the number of them that are, exactly (their exact hash,
+	// FileRecords.Exact), records of a released derived file of Dataset
+	// (DerivedFile.Released): records of a differentially private release
+	// of Dataset, public once it is made. A record with the content of a
+	// released one but other ids, behaviour probabilities or final_obs is
+	// not counted, nor a record of a derived file that is not released (an
+	// SVT unstable set) or of another dataset's release.
 	Released int
+	// NotReleased are the identities of the file's distinct records that
+	// are not counted in Released, sorted (only with FileRecords.Public).
+	NotReleased []RecordHash
 }
 
 // Known reports whether every record of the file is held by a dataset of
@@ -228,20 +280,38 @@ func (l Lineage) AllReleased() bool { return l.Records > 0 && l.Released == l.Re
 // charged to (as ResolveDataset, with its errors), how many the ledger
 // does not know, and how many are records of released derived files of
 // that dataset. It writes nothing.
+//
+// Each record is looked up by one hash, taken as its identity and as its
+// exact hash (as in a ledger whose hashes are opaque); LineageOf takes both.
 func (s *Store) Lineage(file string, records []RecordHash) (Lineage, error) {
+	return s.LineageOf(FileRecords{ID: file, Records: records, Exact: records, Public: true})
+}
+
+// LineageOf is Lineage with the file's legacy id and exact hashes
+// (FileRecords): without them no record counts as released.
+func (s *Store) LineageOf(f FileRecords) (Lineage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return Lineage{}, ErrClosed
 	}
-	r, err := s.resolve(file, records)
+	r, err := s.resolve(f)
 	if err != nil {
 		return Lineage{}, err
 	}
-	l := Lineage{Dataset: r.dataset, Records: r.distinct, Fresh: len(r.fresh)}
-	for seq, n := range r.introduced {
-		if e := r.entries[seq]; e.Kind == KindDerived && e.Released && e.DatasetID == r.dataset {
-			l.Released += n
+	l := Lineage{Dataset: r.dataset, Records: len(r.ids), Fresh: len(r.fresh)}
+	for i, h := range r.ids {
+		released := false
+		r.byExact.each(i, func(seq uint64) {
+			if e := r.entries[seq]; e.Kind == KindDerived && e.Released && e.DatasetID == r.dataset {
+				released = true
+			}
+		})
+		switch {
+		case released:
+			l.Released++
+		case f.Public:
+			l.NotReleased = append(l.NotReleased, h)
 		}
 	}
 	return l, nil
@@ -251,57 +321,180 @@ func (s *Store) Lineage(file string, records []RecordHash) (Lineage, error) {
 type resolution struct {
 	// dataset is the dataset the file is charged to.
 	dataset string
-	// distinct is the number of the file's distinct records; fresh those
-	// no dataset holds yet, sorted.
-	distinct int
-	fresh    []RecordHash
-	// introduced counts the known records by the entry that introduced
-	// them (the record index), entries holds those entries.
-	introduced map[uint64]int
-	entries    map[uint64]Entry
+	// ids are the file's distinct records, sorted by identity; byID the
+	// entries that hold each under its identity (the record index and
+	// links), byExact under its exact hashes; fresh those no entry holds,
+	// sorted.
+	ids           []RecordHash
+	byID, byExact holders
+	fresh         []RecordHash
+	// links are the records known only by a legacy (exact) hash: a charge
+	// links their identities to the entry that holds them.
+	links []link
+	// entries holds the entries the records were found under.
+	entries map[uint64]Entry
+}
+
+// holders are the entries that hold each of n records, compactly: the
+// first (0 for none: entries are numbered from 1) in a slice, any others
+// (a record in several datasets' releases) in a map.
+type holders struct {
+	first []uint64
+	more  map[int][]uint64
+}
+
+func newHolders(n int) holders { return holders{first: make([]uint64, n)} }
+
+// get returns record i's first holder, 0 for none (or when nothing was
+// looked up).
+func (h *holders) get(i int) uint64 {
+	if h.first == nil {
+		return 0
+	}
+	return h.first[i]
+}
+
+// legacyRecords reports whether the store's record index may hold exact
+// hashes (records registered before content identity: records and no
+// identity mark), and whether it holds no record at all.
+func (s *Store) legacyRecords() (legacy, empty bool, err error) {
+	mark, err := s.get(keyIdentity)
+	if err != nil || mark != nil {
+		return false, false, err
+	}
+	empty = true
+	err = s.scan(prefRecord, prefixEnd(prefRecord), func(_, _ []byte) error {
+		empty = false
+		return errStop
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return !empty, empty, err
+}
+
+// markIdentity adds the identity mark to a batch that writes a store's
+// first records.
+func (s *Store) markIdentity(b *pebble.Batch) error {
+	_, empty, err := s.legacyRecords()
+	if err != nil || !empty {
+		return err
+	}
+	return b.Set(keyIdentity, []byte("content"), nil)
+}
+
+func (h *holders) add(i int, seq uint64) {
+	switch {
+	case h.first[i] == 0:
+		h.first[i] = seq
+	case h.first[i] != seq && !slices.Contains(h.more[i], seq):
+		if h.more == nil {
+			h.more = map[int][]uint64{}
+		}
+		h.more[i] = append(h.more[i], seq)
+	}
+}
+
+func (h *holders) each(i int, fn func(seq uint64)) {
+	if h.first == nil || h.first[i] == 0 {
+		return
+	}
+	fn(h.first[i])
+	for _, seq := range h.more[i] {
+		fn(seq)
+	}
+}
+
+// link ties a record hash to the entry whose records it joins (target).
+type link struct {
+	h      RecordHash
+	target uint64
+}
+
+// exactHash is a record's exact hash and the index of its identity.
+type exactHash struct {
+	x  RecordHash
+	id int
 }
 
 // resolve returns the dataset of a file's records and where each of its
 // distinct records stands in the record index.
-func (s *Store) resolve(file string, records []RecordHash) (resolution, error) {
-	if file == "" || len(records) == 0 {
+func (s *Store) resolve(f FileRecords) (resolution, error) {
+	if f.ID == "" || len(f.Records) == 0 {
 		return resolution{}, fmt.Errorf("%w: a file id and at least one record are needed", ErrInvalid)
 	}
-	uniq := sortedUnique(records)
-	r := resolution{distinct: len(uniq), introduced: map[uint64]int{}, entries: map[uint64]Entry{}}
-	found := map[string]bool{}
-	for _, h := range uniq {
-		v, err := s.get(recordKey(h))
+	if f.Exact != nil && len(f.Exact) != len(f.Records) {
+		return resolution{}, fmt.Errorf("%w: %d exact hashes for %d records", ErrInvalid, len(f.Exact), len(f.Records))
+	}
+	uniq := sortedUnique(f.Records)
+	r := resolution{ids: uniq, byID: newHolders(len(uniq)), entries: map[uint64]Entry{}}
+	err := s.holdersOf(len(uniq), func(i int) RecordHash { return uniq[i] }, r.byID.add)
+	if err != nil {
+		return resolution{}, err
+	}
+	legacy, _, err := s.legacyRecords()
+	if err != nil {
+		return resolution{}, err
+	}
+	if f.Exact != nil && (legacy || f.Public) {
+		r.byExact = newHolders(len(uniq))
+		xs := make([]exactHash, len(f.Exact))
+		for i, x := range f.Exact {
+			id, _ := slices.BinarySearchFunc(uniq, f.Records[i], func(a, b RecordHash) int { return bytes.Compare(a[:], b[:]) })
+			xs[i] = exactHash{x: x, id: id}
+		}
+		slices.SortFunc(xs, func(a, b exactHash) int { return bytes.Compare(a.x[:], b.x[:]) })
+		xs = slices.CompactFunc(xs, func(a, b exactHash) bool { return a.x == b.x })
+		err := s.holdersOf(len(xs), func(i int) RecordHash { return xs[i].x }, func(i int, seq uint64) { r.byExact.add(xs[i].id, seq) })
 		if err != nil {
 			return resolution{}, err
 		}
-		if v == nil {
-			r.fresh = append(r.fresh, h)
-			continue
-		}
-		if len(v) != 8 {
-			return resolution{}, fmt.Errorf("%w: record index value of %d bytes", ErrCorrupt, len(v))
-		}
-		seq := binary.BigEndian.Uint64(v)
+	}
+	found := map[string]bool{}
+	var nerr error
+	note := func(seq uint64) {
 		e, ok := r.entries[seq]
 		if !ok {
+			var err error
 			if e, err = s.entry(seq); err != nil {
-				return resolution{}, err
+				nerr = err
+				return
 			}
 			r.entries[seq] = e
 		}
-		r.introduced[seq]++
 		found[e.DatasetID] = true
 	}
-	known, err := s.get(fileKey(file))
+	nfresh := 0
+	for i := range uniq {
+		if r.byID.first[i] == 0 && r.byExact.get(i) == 0 {
+			nfresh++
+		}
+	}
+	r.fresh = make([]RecordHash, 0, nfresh)
+	for i, h := range uniq {
+		if r.byID.first[i] == 0 && r.byExact.get(i) == 0 {
+			r.fresh = append(r.fresh, h)
+		}
+		r.byID.each(i, note)
+		r.byExact.each(i, note)
+		if nerr != nil {
+			return resolution{}, nerr
+		}
+	}
+	known, err := s.get(fileKey(f.ID))
 	if err != nil {
 		return resolution{}, err
+	}
+	if known == nil && f.LegacyID != "" {
+		if known, err = s.get(fileKey(f.LegacyID)); err != nil {
+			return resolution{}, err
+		}
 	}
 	switch {
 	case known != nil:
 		r.dataset = string(known)
 	case len(found) == 0:
-		r.dataset = file
+		r.dataset = f.ID
 	case len(found) == 1:
 		for id := range found {
 			r.dataset = id
@@ -309,7 +502,61 @@ func (s *Store) resolve(file string, records []RecordHash) (resolution, error) {
 	default:
 		return resolution{}, fmt.Errorf("%w: its records belong to %d registered datasets, and a run on them would spend every one of their budgets: run on each dataset's records separately", ErrOverlap, len(found))
 	}
+	// Records known only by an exact hash: their identities are linked to
+	// an entry that holds them, one of the file's dataset if there is one.
+	for i, h := range uniq {
+		if r.byID.first[i] != 0 || r.byExact.get(i) == 0 {
+			continue
+		}
+		target := r.byExact.first[i]
+		r.byExact.each(i, func(seq uint64) {
+			if r.entries[seq].DatasetID == r.dataset && r.entries[target].DatasetID != r.dataset {
+				target = seq
+			}
+		})
+		r.links = append(r.links, link{h: h, target: target})
+	}
 	return r, nil
+}
+
+// holdersOf calls fn with i and each entry that holds record hash
+// hash(i), for i in [0, n) (the hashes in increasing order): the entry the
+// record index maps it to, and the targets of its links. It reads both
+// indexes with one iterator each, seeking forward.
+func (s *Store) holdersOf(n int, hash func(i int) RecordHash, fn func(i int, seq uint64)) (err error) {
+	if s.dbClosed.Load() {
+		return ErrClosed
+	}
+	defer s.recoverInto(&err)
+	var p []byte
+	for _, idx := range []struct {
+		prefix []byte
+		exact  bool
+	}{{prefRecord, true}, {prefLink, false}} { // keys: prefix, hash[, seq]
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: idx.prefix, UpperBound: prefixEnd(idx.prefix)})
+		if err != nil {
+			return fmt.Errorf("%w: %s", ErrCorrupt, firstLine(err.Error()))
+		}
+		for i := range n {
+			h := hash(i)
+			p = append(append(p[:0], idx.prefix...), h[:]...)
+			for it.SeekGE(p); it.Valid() && bytes.HasPrefix(it.Key(), p); it.Next() {
+				k, v := it.Key(), it.Value()
+				if (idx.exact && len(k) != len(p)) || (!idx.exact && len(k) != len(p)+8) || len(v) != 8 {
+					it.Close()
+					return fmt.Errorf("%w: index key of %d bytes, value of %d bytes", ErrCorrupt, len(k), len(v))
+				}
+				fn(i, binary.BigEndian.Uint64(v))
+				if idx.exact {
+					break
+				}
+			}
+		}
+		if err := it.Close(); err != nil {
+			return fmt.Errorf("%w: %s", ErrCorrupt, firstLine(err.Error()))
+		}
+	}
+	return nil
 }
 
 // entry reads the entry with sequence number seq.
@@ -331,6 +578,7 @@ type offlinePlan struct {
 	state   DatasetState
 	newCap  bool
 	fresh   []RecordHash
+	links   []link
 	spent   float64
 }
 
@@ -345,7 +593,7 @@ func (s *Store) planOffline(r *OfflineRun) (offlinePlan, error) {
 	if err := e.validate(); err != nil {
 		return offlinePlan{}, err
 	}
-	res, err := s.resolve(r.File, r.Records)
+	res, err := s.resolve(FileRecords{ID: r.File, Records: r.Records, LegacyID: r.LegacyFile, Exact: r.Exact})
 	if err != nil {
 		return offlinePlan{}, err
 	}
@@ -358,7 +606,7 @@ func (s *Store) planOffline(r *OfflineRun) (offlinePlan, error) {
 		st.Units = map[Unit]UnitBudget{}
 	}
 	u, has := st.Units[e.Unit]
-	p := offlinePlan{dataset: id, fresh: fresh}
+	p := offlinePlan{dataset: id, fresh: fresh, links: res.links}
 	switch {
 	case !has:
 		if err := r.Cap.check(); err != nil {
@@ -408,8 +656,10 @@ func (s *Store) CheckOffline(r OfflineRun) (OfflineCharge, error) {
 // ChargeOffline records an offline run on the dataset its records belong
 // to, refusing it (and writing nothing) as CheckOffline does. In one synced
 // batch it writes the run's entry (which records the cap when the run
-// registers it, the file's id and its records new to the dataset), the
-// dataset's budgets, the record and file index entries, and the head.
+// registers it, the file's id, its records new to the dataset and its
+// records known only by their legacy hash, whose identities it links to
+// the entries that hold them), the dataset's budgets, the record, link and
+// file index entries, and the head.
 // A file whose records overlap a registered dataset is charged to that
 // dataset, and its other records join it.
 func (s *Store) ChargeOffline(r OfflineRun) (OfflineCharge, error) {
@@ -434,6 +684,10 @@ func (s *Store) ChargeOffline(r OfflineRun) (OfflineCharge, error) {
 	if len(p.fresh) > 0 {
 		e.NewRecordsDigest = recordsDigest(p.fresh)
 	}
+	e.LinkedRecords, e.LinkedRecordsDigest = len(p.links), ""
+	if len(p.links) > 0 {
+		e.LinkedRecordsDigest = linksDigest(p.links)
+	}
 	h, err := s.Head()
 	if err != nil {
 		return OfflineCharge{}, err
@@ -443,7 +697,13 @@ func (s *Store) ChargeOffline(r OfflineRun) (OfflineCharge, error) {
 	if e, err = s.appendEntry(b, h, e); err != nil {
 		return OfflineCharge{}, err
 	}
+	if err := s.markIdentity(b); err != nil {
+		return OfflineCharge{}, err
+	}
 	if err := indexRecords(b, p.fresh, e.Seq); err != nil {
+		return OfflineCharge{}, err
+	}
+	if err := indexLinks(b, p.links, e.Seq); err != nil {
 		return OfflineCharge{}, err
 	}
 	if err := s.indexFile(b, r.File, p.dataset); err != nil {
@@ -462,8 +722,13 @@ func (s *Store) ChargeOffline(r OfflineRun) (OfflineCharge, error) {
 type DerivedFile struct {
 	// ID is the file's content id.
 	ID string
-	// Records are the hashes of its records.
+	// Records are the identities of its records.
 	Records []RecordHash
+	// Exact are its records' exact hashes (sessionlog.HashRecord), parallel
+	// to Records, for a released file: a record is read as released only if
+	// it is one of them exactly (Lineage.Released). Nil: Records are taken
+	// as the exact hashes too.
+	Exact []RecordHash
 	// Note says what the file is, e.g. "svt stable prefixes".
 	Note string
 	// Released says that the file is the output of a differentially
@@ -480,8 +745,10 @@ type DerivedFile struct {
 // later run on them (or on a subset of them) is charged to it. A record some
 // dataset already holds stays with it, and a record two of the files share
 // goes with the first of them (list a released file first: its records are
-// public). Call it before the files are written: one synced batch, so a file
-// on disk is never missing from the ledger.
+// public). A released file's exact hashes (DerivedFile.Exact) are linked to
+// its entry, whoever holds the records, so that the file and its subsets
+// read as released (Lineage). Call it before the files are written: one
+// synced batch, so a file on disk is never missing from the ledger.
 func (s *Store) RegisterDerived(from uint64, files []DerivedFile) ([]Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -504,34 +771,61 @@ func (s *Store) RegisterDerived(from uint64, files []DerivedFile) ([]Entry, erro
 	defer b.Close()
 	claimed := map[RecordHash]bool{}
 	registered := map[string]bool{}
+	if err := s.markIdentity(b); err != nil {
+		return nil, err
+	}
+
 	var out []Entry
 	for _, f := range files {
 		if f.ID == "" || f.Note == "" {
 			return nil, fmt.Errorf("%w: derived file without id or note", ErrInvalid)
 		}
 		var fresh []RecordHash
-		for _, r := range sortedUnique(f.Records) {
+		uniq := sortedUnique(f.Records)
+		held := make([]bool, len(uniq))
+		if err := s.holdersOf(len(uniq), func(i int) RecordHash { return uniq[i] }, func(i int, _ uint64) { held[i] = true }); err != nil {
+			return nil, err
+		}
+		for i, r := range uniq {
 			if claimed[r] {
 				continue
 			}
-			v, err := s.get(recordKey(r))
-			if err != nil {
-				return nil, err
-			}
-			if v == nil {
+			if !held[i] {
 				fresh = append(fresh, r)
 				claimed[r] = true
 			}
 		}
+		var exact []RecordHash
+		if f.Released {
+			if f.Exact == nil {
+				f.Exact = f.Records
+			}
+			if len(f.Exact) != len(f.Records) {
+				return nil, fmt.Errorf("%w: released derived file with %d exact hashes for %d records", ErrInvalid, len(f.Exact), len(f.Records))
+			}
+			exact = sortedUnique(f.Exact)
+		}
 		e := Entry{Kind: KindDerived, Mechanism: f.Note, DatasetID: run.DatasetID, File: f.ID, DerivedFrom: from,
-			Released: f.Released, Seeded: run.Seeded, NewRecords: len(fresh)}
+			Released: f.Released, Seeded: run.Seeded, NewRecords: len(fresh), LinkedRecords: len(exact)}
 		if len(fresh) > 0 {
 			e.NewRecordsDigest = recordsDigest(fresh)
+		}
+		// The links' target is the entry itself, whose seq appendEntry
+		// assigns: h.Seq + 1.
+		links := make([]link, len(exact))
+		for i, x := range exact {
+			links[i] = link{h: x, target: h.Seq + 1}
+		}
+		if len(links) > 0 {
+			e.LinkedRecordsDigest = linksDigest(links)
 		}
 		if e, err = s.appendEntry(b, h, e); err != nil {
 			return nil, err
 		}
 		if err := indexRecords(b, fresh, e.Seq); err != nil {
+			return nil, err
+		}
+		if err := indexLinks(b, links, e.Seq); err != nil {
 			return nil, err
 		}
 		if !registered[f.ID] {
@@ -547,6 +841,63 @@ func (s *Store) RegisterDerived(from uint64, files []DerivedFile) ([]Entry, erro
 		return nil, fmt.Errorf("ledger: derived files: %w", err)
 	}
 	return out, nil
+}
+
+// LinkFile links the identities of a file's records that the ledger holds
+// only under their exact hashes (records of a dataset registered before
+// content hashes, FileRecords) to the entries that hold them, in one
+// records_linked entry (KindLink) with the reason: afterwards a copy of the
+// file stripped of ids or behaviour probabilities, or reformatted, is
+// recognised as that dataset's, as after a run charged on the file. It
+// costs nothing and reads no data beyond the hashes. It returns the
+// dataset and the entry; with nothing to link (Entry.Seq 0) it writes
+// nothing. A file none of whose records the ledger holds is ErrNotFound; a
+// file of several datasets is ErrOverlap.
+func (s *Store) LinkFile(f FileRecords, reason string) (string, Entry, error) {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return "", Entry{}, fmt.Errorf("%w: a link needs a reason", ErrInvalid)
+	}
+	if f.Exact == nil {
+		return "", Entry{}, fmt.Errorf("%w: linking needs the records' exact hashes", ErrInvalid)
+	}
+	f.Public = false
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return "", Entry{}, ErrClosed
+	}
+	r, err := s.resolve(f)
+	if err != nil {
+		return "", Entry{}, err
+	}
+	if len(r.fresh) == len(r.ids) {
+		return "", Entry{}, fmt.Errorf("%w: no record of the file is in the ledger", ErrNotFound)
+	}
+	if len(r.links) == 0 {
+		return r.dataset, Entry{}, nil
+	}
+	if _, ok, err := s.Dataset(r.dataset); err != nil || !ok {
+		return "", Entry{}, fmt.Errorf("%w: the file's dataset has no budget in this ledger (%v)", ErrNotFound, err)
+	}
+	e := Entry{Kind: KindLink, Mechanism: "link: records known by their exact hashes, linked by content", DatasetID: r.dataset, File: f.ID,
+		Reason: reason, LinkedRecords: len(r.links), LinkedRecordsDigest: linksDigest(r.links)}
+	h, err := s.Head()
+	if err != nil {
+		return "", Entry{}, err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if e, err = s.appendEntry(b, h, e); err != nil {
+		return "", Entry{}, err
+	}
+	if err := indexLinks(b, r.links, e.Seq); err != nil {
+		return "", Entry{}, err
+	}
+	if err := s.commit(b, h, Head{Seq: e.Seq, Hash: e.Hash, Version: h.Version}); err != nil {
+		return "", Entry{}, fmt.Errorf("ledger: link: %w", err)
+	}
+	return r.dataset, e, nil
 }
 
 // SetCap changes a dataset's cap at one unit (or sets it before the unit's
@@ -615,6 +966,31 @@ func indexRecords(b *pebble.Batch, records []RecordHash, seq uint64) error {
 		}
 	}
 	return nil
+}
+
+// indexLinks links each record hash to its target entry, under the
+// linking entry seq.
+func indexLinks(b *pebble.Batch, links []link, seq uint64) error {
+	for _, l := range links {
+		if err := b.Set(linkKey(l.h, seq), be64(nil, l.target), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// linksDigest is the hex SHA-256 of links sorted by hash: each hash and its
+// target entry's seq (big-endian).
+func linksDigest(sorted []link) string {
+	h := sha256.New()
+	h.Write([]byte("dprl ledger links\x00"))
+	var n [8]byte
+	for i := range sorted {
+		h.Write(sorted[i].h[:])
+		binary.BigEndian.PutUint64(n[:], sorted[i].target)
+		h.Write(n[:])
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // indexFile maps a file's content id to the dataset it is registered in,

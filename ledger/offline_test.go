@@ -357,7 +357,10 @@ func TestLineage(t *testing.T) {
 		{"stable with a fresh record", "SX", append(stableA[:3:3], recs("x", 1)...), Lineage{Dataset: "A", Records: 4, Fresh: 1, Released: 3}, false, false, nil},
 		{"all fresh", "X", recs("x", 2), Lineage{Dataset: "X", Records: 2, Fresh: 2}, false, false, nil},
 		{"another dataset's release", "SB", stableB, Lineage{Dataset: "B", Records: 3, Released: 3}, true, true, nil},
-		{"a record another release introduced first", "SA2", stableA, Lineage{Dataset: "A", Records: 4, Released: 3}, true, false, nil},
+		// A released record is linked to every release it is in exactly:
+		// public by A's release as by B's.
+		{"a record another release introduced first", "SA2", stableA, Lineage{Dataset: "A", Records: 4, Released: 4}, true, true, nil},
+		{"that record alone: in two datasets' releases", "SH", shared, Lineage{}, false, false, ErrOverlap},
 		{"records of two datasets", "AB", []RecordHash{stableA[0], stableB[0]}, Lineage{}, false, false, ErrOverlap},
 		{"no records", "E", nil, Lineage{}, false, false, ErrInvalid},
 	}
@@ -370,7 +373,8 @@ func TestLineage(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || l != tc.want || l.Known() != tc.known || l.AllReleased() != tc.pub {
+			same := l.Dataset == tc.want.Dataset && l.Records == tc.want.Records && l.Fresh == tc.want.Fresh && l.Released == tc.want.Released
+			if err != nil || !same || l.Known() != tc.known || l.AllReleased() != tc.pub || len(l.NotReleased) != l.Records-l.Released {
 				t.Fatalf("Lineage: %+v (known %v, released %v), %v; want %+v (%v, %v)", l, l.Known(), l.AllReleased(), err, tc.want, tc.known, tc.pub)
 			}
 			if id, err := s.ResolveDataset(tc.file, tc.records); err != nil || id != l.Dataset {
@@ -422,5 +426,75 @@ func TestOldDerivedEntry(t *testing.T) {
 	e.Released = true
 	if h, _ := e.computeHash(); h == e.Hash {
 		t.Error("the released field is not covered by the hash")
+	}
+}
+
+// TestLinks: records an older ledger holds under their exact hashes are
+// found by those; a run on them links their identities, so that a file
+// with the same identities and other exact hashes (a stripped copy) is
+// charged to the same dataset; Verify recomputes the links and finds them
+// tampered with.
+func TestLinks(t *testing.T) {
+	setup := func(t *testing.T) (*Store, []RecordHash) {
+		s, _ := openTemp(t)
+		run := gpopeRun(t)
+		exact, content := recs("exact", 4), recs("content", 4)
+		// As an older dprl charged it: the exact hashes are the identities,
+		// and the store has no identity mark.
+		if _, err := s.ChargeOffline(OfflineRun{File: "OLD", Records: exact, Entry: run, Cap: Cap{Epsilon: 10, Delta: 1e-5}}); err != nil {
+			t.Fatal(err)
+		}
+		if legacy, _, err := s.legacyRecords(); err != nil || legacy {
+			t.Fatalf("a store whose first records this dprl wrote: legacy %v, %v", legacy, err)
+		}
+		if err := s.db.Delete(keyIdentity, nil); err != nil {
+			t.Fatal(err)
+		}
+		ch, err := s.ChargeOffline(OfflineRun{File: "NEW", Records: content, LegacyFile: "OLD", Exact: exact, Entry: run})
+		if err != nil || ch.Dataset != "OLD" || ch.Entry.NewRecords != 0 || ch.Entry.LinkedRecords != 4 {
+			t.Fatalf("a run after the upgrade: %+v, %v", ch, err)
+		}
+		mustVerify(t, s)
+		return s, content
+	}
+	t.Run("stripped copy", func(t *testing.T) {
+		s, content := setup(t)
+		l, err := s.LineageOf(FileRecords{ID: "STRIPPED", Records: content[1:], Exact: recs("other", 3)})
+		if err != nil || l.Dataset != "OLD" || !l.Known() || l.Released != 0 {
+			t.Fatalf("lineage of a stripped copy: %+v, %v", l, err)
+		}
+		if ds, e, err := s.LinkFile(FileRecords{ID: "NEW", Records: content, Exact: recs("exact", 4)}, "r"); err != nil || ds != "OLD" || e.Seq != 0 {
+			t.Errorf("nothing left to link: %s %+v %v", ds, e, err)
+		}
+	})
+	for _, tc := range []struct {
+		name   string
+		tamper func(t *testing.T, s *Store, content []RecordHash)
+		want   string
+	}{
+		{"deleted link", func(t *testing.T, s *Store, content []RecordHash) {
+			if err := s.db.Delete(linkKey(content[0], 2), nil); err != nil {
+				t.Fatal(err)
+			}
+		}, "entry 2: linked 4 records"},
+		{"forged link", func(t *testing.T, s *Store, _ []RecordHash) {
+			if err := s.db.Set(linkKey(recs("x", 1)[0], 1), be64(nil, 1), nil); err != nil {
+				t.Fatal(err)
+			}
+		}, "records linked by entry 1, which links none"},
+		{"link to a later entry", func(t *testing.T, s *Store, content []RecordHash) {
+			if err := s.db.Set(linkKey(content[0], 2), be64(nil, 3), nil); err != nil {
+				t.Fatal(err)
+			}
+		}, "not an earlier offline run or derived file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, content := setup(t)
+			tc.tamper(t, s, content)
+			r, err := s.Verify()
+			if err != nil || r.OK() || !strings.Contains(strings.Join(r.Problems, "\n"), tc.want) {
+				t.Errorf("verify after tampering: %v, problems %q, want %q", err, r.Problems, tc.want)
+			}
+		})
 	}
 }

@@ -57,12 +57,17 @@ var (
 	keyHead    = []byte("m/head")
 	keyPrev    = []byte("m/prev")   // the head seq before the last commit that moved it
 	keyAnchor  = []byte("m/anchor") // the store's format and user-key fingerprint
+	// keyIdentity marks a store whose record index holds record identities
+	// (content hashes) only: written with its first records. A store with
+	// records and no mark also holds exact hashes (FileRecords).
+	keyIdentity = []byte("m/identity")
 	prefEntry  = []byte("e/")
 	prefSnap   = []byte("s/")
 	prefUser   = []byte("u/")
 	prefBudget = []byte("b/") // dataset budgets, by dataset id
 	prefRecord = []byte("r/") // record index: record hash -> seq of the entry that registered it
 	prefFile   = []byte("f/") // file index: file content id -> the dataset it was first registered in
+	prefLink   = []byte("l/") // links: record hash, seq of the linking entry -> seq of the entry whose records it joins
 	userKeyLen = 32
 )
 
@@ -518,12 +523,16 @@ func be64(prefix []byte, n uint64) []byte {
 
 func be64Value(v []byte) uint64 { return binary.BigEndian.Uint64(v) }
 
-func entryKey(seq uint64) []byte    { return be64(prefEntry, seq) }
-func snapKey(version uint64) []byte { return be64(prefSnap, version) }
-func userKey(k UserKey) []byte      { return append(append([]byte(nil), prefUser...), k[:]...) }
-func budgetKey(id string) []byte    { return append(append([]byte(nil), prefBudget...), id...) }
-func recordKey(h RecordHash) []byte { return append(append([]byte(nil), prefRecord...), h[:]...) }
-func fileKey(id string) []byte      { return append(append([]byte(nil), prefFile...), id...) }
+func entryKey(seq uint64) []byte     { return be64(prefEntry, seq) }
+func snapKey(version uint64) []byte  { return be64(prefSnap, version) }
+func userKey(k UserKey) []byte       { return append(append([]byte(nil), prefUser...), k[:]...) }
+func budgetKey(id string) []byte     { return append(append([]byte(nil), prefBudget...), id...) }
+func recordKey(h RecordHash) []byte  { return append(append([]byte(nil), prefRecord...), h[:]...) }
+func fileKey(id string) []byte       { return append(append([]byte(nil), prefFile...), id...) }
+func linkPrefix(h RecordHash) []byte { return append(append([]byte(nil), prefLink...), h[:]...) }
+func linkKey(h RecordHash, seq uint64) []byte {
+	return be64(linkPrefix(h), seq)
+}
 
 // prefixEnd returns the smallest key after every key with the prefix.
 func prefixEnd(p []byte) []byte {

@@ -169,7 +169,7 @@ func (m Summary) WriteText(w io.Writer) error {
 		switch e.Kind {
 		case KindCap:
 			eps, del = fmt.Sprintf("cap %g", e.Cap.Epsilon), fmt.Sprint(e.Cap.Delta)
-		case KindDerived:
+		case KindDerived, KindLink:
 			eps, del = "-", "-"
 		}
 		method, z := entryMethodZ(e)

@@ -141,7 +141,7 @@ func (s *Store) Verify() (Report, error) {
 				st.SumInvZ2 += 1 / (z * z)
 				st.LastVersion = e.PolicyVersion
 			}
-		case KindOffline, KindCap, KindDerived:
+		case KindOffline, KindCap, KindDerived, KindLink:
 			offline = append(offline, e)
 		default:
 			problem("entry %d: unknown kind %q", e.Seq, e.Kind)
@@ -332,6 +332,10 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 			u := d.Units[e.Unit]
 			u.Cap = *e.Cap
 			d.Units[e.Unit] = u
+		case KindLink:
+			if d == nil || e.LinkedRecords == 0 {
+				problem("entry %d: links %d records to dataset %s, which has no earlier run", e.Seq, e.LinkedRecords, e.DatasetID)
+			}
 		case KindDerived:
 			r.DerivedFiles++
 			if src, ok := runs[e.DerivedFrom]; !ok || src.DatasetID != e.DatasetID {
@@ -439,6 +443,74 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 	for seq, e := range registers {
 		if found[seq] == nil {
 			problem("entry %d: registered %d records, the index holds none of them", seq, e.NewRecords)
+		}
+	}
+	return s.verifyLinks(entries, problem)
+}
+
+// verifyLinks recomputes each entry's linked records (Entry.LinkedRecords)
+// from the link index, and checks every link's target: an earlier offline
+// run or derived file, or the linking entry itself when that is a released
+// derived file.
+func (s *Store) verifyLinks(entries []Entry, problem func(string, ...any)) error {
+	type digest struct {
+		n int
+		h hash.Hash
+	}
+	offline := map[uint64]Entry{}
+	linkers := map[uint64]Entry{}
+	for _, e := range entries {
+		if e.Kind == KindOffline || e.Kind == KindDerived {
+			offline[e.Seq] = e
+		}
+		if e.LinkedRecords > 0 || e.LinkedRecordsDigest != "" {
+			linkers[e.Seq] = e
+		}
+	}
+	found := map[uint64]*digest{}
+	var num [8]byte
+	err := s.scan(prefLink, prefixEnd(prefLink), func(key, v []byte) error {
+		k := key[len(prefLink):]
+		if len(k) != len(RecordHash{})+8 || len(v) != 8 {
+			problem("link index: key of %d bytes, value of %d bytes", len(k), len(v))
+			return nil
+		}
+		seq, target := binary.BigEndian.Uint64(k[len(RecordHash{}):]), binary.BigEndian.Uint64(v)
+		t, ok := offline[target]
+		switch {
+		case !ok || target > seq:
+			problem("link index: entry %d links a record to entry %d, not an earlier offline run or derived file", seq, target)
+		case target == seq && !(t.Kind == KindDerived && t.Released):
+			problem("link index: entry %d links a record to itself, and is not a released derived file", seq)
+		}
+		g := found[seq]
+		if g == nil {
+			g = &digest{h: sha256.New()}
+			g.h.Write([]byte("dprl ledger links\x00"))
+			found[seq] = g
+		}
+		g.n++
+		g.h.Write(k[:len(RecordHash{})]) // keys iterate in increasing hash order, as linksDigest sorts
+		binary.BigEndian.PutUint64(num[:], target)
+		g.h.Write(num[:])
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for seq, g := range found {
+		e, ok := linkers[seq]
+		if !ok {
+			problem("link index: %d records linked by entry %d, which links none", g.n, seq)
+			continue
+		}
+		if sum := hex.EncodeToString(g.h.Sum(nil)); g.n != e.LinkedRecords || sum != e.LinkedRecordsDigest {
+			problem("entry %d: linked %d records (digest %.12s), the index holds %d (digest %.12s)", seq, e.LinkedRecords, e.LinkedRecordsDigest, g.n, sum)
+		}
+	}
+	for seq, e := range linkers {
+		if found[seq] == nil {
+			problem("entry %d: linked %d records, the index holds none of them", seq, e.LinkedRecords)
 		}
 	}
 	return nil

@@ -13,13 +13,14 @@ import (
 // the file has more or fewer records.
 var ErrChanged = errors.New("sessionlog: the log changed since it was read")
 
-// IndexBytesPerRecord is what an Index holds per record: its hash (32
-// bytes), the offset of its line (8) and the line's length (4). An Index of
-// n records takes IndexBytesPerRecord * n bytes (plus at most one block of
-// indexBlock records), whatever the records hold; building it needs 32 * n
-// bytes more for a moment (the hashes are gathered into one slice at the
-// end) and RecordsID another 32 * n (its sorted copy).
-const IndexBytesPerRecord = 32 + 8 + 4
+// IndexBytesPerRecord is what an Index holds per record: its identity
+// (ContentHash, 32 bytes), its exact hash (HashRecord, 32), the offset of
+// its line (8) and the line's length (4). An Index of n records takes
+// IndexBytesPerRecord * n bytes (plus at most one block of indexBlock
+// records), whatever the records hold; building it needs 64 * n bytes more
+// for a moment (the hashes are gathered into slices at the end) and
+// RecordsID another 32 * n twice (its sorted copies).
+const IndexBytesPerRecord = 32 + 32 + 8 + 4
 
 // indexBlock is the number of records per block of an Index's storage:
 // blocks fill without the copying and slack of a growing slice. (A
@@ -28,31 +29,35 @@ var indexBlock = 1 << 14
 
 // block is indexBlock records' places and, while scanning, hashes.
 type block struct {
-	hashes []RecordHash
-	offs   []int64
-	lens   []uint32
+	content, exact []RecordHash
+	offs           []int64
+	lens           []uint32
 }
 
 func newBlock() *block {
-	return &block{hashes: make([]RecordHash, indexBlock), offs: make([]int64, indexBlock), lens: make([]uint32, indexBlock)}
+	return &block{content: make([]RecordHash, indexBlock), exact: make([]RecordHash, indexBlock),
+		offs: make([]int64, indexBlock), lens: make([]uint32, indexBlock)}
 }
 
 // Index is a session log read once, streaming, and what later passes need
-// to read it again: each record's hash (HashRecord, the dataset's identity
-// in the ledger) and where its line lies in the file. It holds
-// IndexBytesPerRecord bytes per record and nothing of the records
-// themselves. Each re-reads the log in order and Open reads single records;
-// both verify every record against its hash, so what a run computes on is
-// exactly the data whose hashes it was charged for (a log edited in the
+// to read it again: each record's identity (ContentHash, the dataset's
+// identity in the ledger), its exact hash (HashRecord) and where its line
+// lies in the file. It holds IndexBytesPerRecord bytes per record and
+// nothing of the records themselves. Each re-reads the log in order and
+// Open reads single records; both verify every record against its exact
+// hash, so what a run computes on is exactly the data it was checked and
+// charged for, behaviour probabilities and ids included (a log edited in the
 // meantime is ErrChanged).
 type Index struct {
 	path   string
 	opt    ReaderOptions // the options the log was scanned with
 	spec   Spec          // the dimensions in force after the scan
 	kind   int           // the action kind learned by the scan
-	hashes []RecordHash  // every record's hash, in file order
+	hashes []RecordHash  // every record's identity (ContentHash), in file order
+	exact  []RecordHash  // every record's exact hash (HashRecord), in file order
 	blocks []*block      // the records' places, indexBlock per block
 	id     string
+	legacy string
 }
 
 // place returns record i's line offset and length.
@@ -110,7 +115,7 @@ func scanIndex(r io.Reader, opt ReaderOptions, check func(s *Session) error) (*I
 		if err != nil {
 			return nil, err
 		}
-		h := HashRecord(&s) // the record as read, whatever check does
+		h, x := ContentHash(&s), HashRecord(&s) // the record as read, whatever check does
 		if check != nil {
 			if err := check(&s); err != nil {
 				return nil, lineError(rd, err)
@@ -121,16 +126,20 @@ func scanIndex(r io.Reader, opt ReaderOptions, check func(s *Session) error) (*I
 			ix.blocks = append(ix.blocks, newBlock())
 		}
 		b := ix.blocks[len(ix.blocks)-1]
-		b.hashes[k], b.offs[k], b.lens[k] = h, rd.recOff, uint32(rd.recLen)
+		b.content[k], b.exact[k], b.offs[k], b.lens[k] = h, x, rd.recOff, uint32(rd.recLen)
 		n++
 	}
 	ix.hashes = make([]RecordHash, 0, n)
+	ix.exact = make([]RecordHash, 0, n)
 	for _, b := range ix.blocks {
-		ix.hashes = append(ix.hashes, b.hashes[:min(indexBlock, n-len(ix.hashes))]...)
-		b.hashes = nil
+		k := min(indexBlock, n-len(ix.hashes))
+		ix.hashes = append(ix.hashes, b.content[:k]...)
+		ix.exact = append(ix.exact, b.exact[:k]...)
+		b.content, b.exact = nil, nil
 	}
 	ix.spec, ix.kind = rd.spec, rd.kind
 	ix.id = RecordsID(ix.hashes)
+	ix.legacy = RecordsID(ix.exact)
 	return ix, nil
 }
 
@@ -150,12 +159,20 @@ func (ix *Index) Path() string { return ix.path }
 // Len is the number of records.
 func (ix *Index) Len() int { return len(ix.hashes) }
 
-// ID is the log's content id (RecordsID of its records).
+// ID is the log's content id (RecordsID of its records' identities).
 func (ix *Index) ID() string { return ix.id }
 
-// Records are the records' hashes in file order. The slice is the index's
-// own: do not modify it.
+// LegacyID is the content id ledgers written before ContentHash gave the
+// log (RecordsID of its records' exact hashes).
+func (ix *Index) LegacyID() string { return ix.legacy }
+
+// Records are the records' identities (ContentHash) in file order. The
+// slice is the index's own: do not modify it.
 func (ix *Index) Records() []RecordHash { return ix.hashes }
+
+// Exact are the records' exact hashes (HashRecord) in file order, parallel
+// to Records. The slice is the index's own: do not modify it.
+func (ix *Index) Exact() []RecordHash { return ix.exact }
 
 // Spec is the dimensions in force after the scan: those given, completed
 // with those learned from the records.
@@ -184,7 +201,7 @@ func (ix *Index) Each(fn func(i int, s *Session) error) error {
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrChanged, err)
 		}
-		if i >= len(ix.hashes) || HashRecord(&s) != ix.hashes[i] {
+		if i >= len(ix.exact) || HashRecord(&s) != ix.exact[i] {
 			return fmt.Errorf("%w: %s:%d is not the record it was", ErrChanged, ix.path, rd.Line())
 		}
 		if err := fn(i, &s); err != nil {
@@ -236,7 +253,7 @@ func (rr *RecordReader) Read(i int) (Session, error) {
 	if err != nil {
 		return Session{}, fmt.Errorf("%w: record %d: %w", ErrChanged, i, err)
 	}
-	if HashRecord(&s) != ix.hashes[i] {
+	if HashRecord(&s) != ix.exact[i] {
 		return Session{}, fmt.Errorf("%w: record %d is not the record it was", ErrChanged, i)
 	}
 	return s, nil

@@ -101,7 +101,8 @@ func TestIndex(t *testing.T) {
 	indexBlock = 7 // 40 records: five full blocks and a partial one
 	rng := rand.New(rand.NewPCG(5, 6))
 	ss := randomSessions(rng, 40, 10, 3)
-	wantID, wantRecs := SessionsID(ss)
+	wantID, wantContent := SessionsID(ss)
+	wantRecs := SessionsExact(ss)
 	for _, sep := range []string{"\n", "\r\n\n"} {
 		path := filepath.Join(t.TempDir(), "log.jsonl")
 		writeLog(t, path, ss, sep)
@@ -113,7 +114,7 @@ func TestIndex(t *testing.T) {
 			t.Fatalf("id %s len %d spec %+v, want %s %d", ix.ID(), ix.Len(), ix.Spec(), wantID, len(ss))
 		}
 		for i := range wantRecs {
-			if ix.Records()[i] != wantRecs[i] {
+			if ix.Records()[i] != wantContent[i] || ix.Exact()[i] != wantRecs[i] {
 				t.Fatalf("record %d hash differs", i)
 			}
 		}
@@ -207,19 +208,29 @@ func BenchmarkHashRecord(b *testing.B) {
 	b.ReportMetric(float64(b.N*len(ss))/b.Elapsed().Seconds(), "records/s")
 }
 
-// TestRecordHashGolden pins the record hash and the dataset id to the
-// values the ledgers written so far hold: a change of the encoding (or of
-// what the reader parses) would give every dataset a fresh budget.
+// TestRecordHashGolden pins the records' identity and the dataset id, and
+// the exact hash and the legacy id that ledgers written before ContentHash
+// hold: a change of either encoding (or of what the reader parses) would
+// give every dataset a fresh budget.
 func TestRecordHashGolden(t *testing.T) {
-	id, err := DatasetID("testdata/good.jsonl")
-	if want := "records-sha256:a93287bc95e54d88338d60bef79546f424bc2ebf913aabc01ebefc67e1d9aa59"; err != nil || id != want {
-		t.Errorf("testdata/good.jsonl: %s (%v), want %s", id, err, want)
+	ix, err := ScanLog("testdata/good.jsonl", ReaderOptions{OptionalProb: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "records-sha256:a93287bc95e54d88338d60bef79546f424bc2ebf913aabc01ebefc67e1d9aa59"; ix.LegacyID() != want {
+		t.Errorf("testdata/good.jsonl: legacy id %s, want %s", ix.LegacyID(), want)
+	}
+	if want := "records-sha256:18de34244aaf27683551f5f8b7bb35818f2db92f40e4a6a7b499aad0d570495c"; ix.ID() != want {
+		t.Errorf("testdata/good.jsonl: id %s, want %s", ix.ID(), want)
 	}
 	ss := randomSessions(rand.New(rand.NewPCG(11, 12)), 20, 30, 3)
 	ss[3].Expert = "e1"
 	ss[4].Steps[0].NoProb = true
 	ss[5].Steps[1].Action.Vec = []float64{0.5, -1}
-	if id, _ := SessionsID(ss); id != "records-sha256:98c6fd626803ba944c4179c6a8085afc7f2fd40776a98bb78e4945afc9f73ea2" {
+	if id := RecordsID(SessionsExact(ss)); id != "records-sha256:98c6fd626803ba944c4179c6a8085afc7f2fd40776a98bb78e4945afc9f73ea2" {
+		t.Errorf("random sessions, legacy: %s", id)
+	}
+	if id, _ := SessionsID(ss); id != "records-sha256:243d1c0b4cfa47fc12625dbdf6f682c77c73c84168ad273d76fb72056f29cb8f" {
 		t.Errorf("random sessions: %s", id)
 	}
 }

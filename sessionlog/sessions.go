@@ -661,29 +661,55 @@ func appendFloats(b []byte, v []float64) ([]byte, error) {
 	return append(b, ']'), nil
 }
 
-// RecordHash is the SHA-256 of one record's canonical encoding (HashRecord):
-// the identity of a session in the ledger. It is an alias, so a
-// []RecordHash is the []ledger.RecordHash the ledger takes.
+// RecordHash is the SHA-256 of one record's canonical encoding: the
+// identity of a session in the ledger (ContentHash), or the exact record
+// (HashRecord). It is an alias, so a []RecordHash is the []ledger.RecordHash
+// the ledger takes.
 type RecordHash = [32]byte
 
-// recordTag and datasetTag separate the two hashes' domains.
+// recordTag, contentTag and datasetTag separate the hashes' domains.
 const (
 	recordTag  = "dprl.sessions.v1 record\x00"
+	contentTag = "dprl.sessions.v1 content\x00"
 	datasetTag = "dprl.sessions.v1 dataset\x00"
 )
 
-// HashRecord returns the hash of a session's canonical binary encoding: the
-// parsed values, not the text they were read from. Two lines that parse to
-// the same session hash the same, whatever their whitespace, key order or
-// number spelling (1, 1.0, 1e0); a step's behaviour probability is hashed as
-// the parsed log-probability, so "prob": p and "logp": log p (the float64
-// that Go's math.Log(p) returns) are the same record, and a step without one
-// (Step.NoProb) differs from every step with one; -0 and +0 are the same.
-// The ids (session, user, expert) are part of the record. The encoding is
-// length-prefixed (big-endian uint64 lengths, float64 bits), so distinct
-// sessions never share an encoding. A session written by Writer and read
-// back hashes as the session written.
-func HashRecord(s *Session) RecordHash {
+// ContentHash returns a record's identity in the ledger: the hash of the
+// content every offline mechanism may read as its data, and nothing else -
+// each step's observation, action and reward, and the terminal flag. The
+// ids (session, user, expert), the policy version, the behaviour
+// probabilities and final_obs are not part of it, so a copy of a log with
+// ids renamed, probabilities or final_obs dropped (or changed), keys
+// reordered or numbers spelt otherwise (1, 1.0, 1e0) holds the same records
+// and is charged as the same dataset. Leaving a field out of the identity
+// only ever merges records: copies that differ in it share one budget,
+// which is the conservative side. Where a check needs the exact record (a
+// public input read as a release), it uses HashRecord.
+func ContentHash(s *Session) RecordHash { return hashSession(s, false) }
+
+// HashRecord returns the hash of a session's exact canonical binary
+// encoding: every field the record carries, as parsed. Two lines that
+// parse to the same session hash the same, whatever their whitespace, key
+// order or number spelling; a step's behaviour probability is hashed as the
+// parsed log-probability, so "prob": p and "logp": log p (the float64 that
+// Go's math.Log(p) returns) are the same record, and a step without one
+// (Step.NoProb) differs from every step with one. The ids (session, user,
+// expert) and the policy version are part of it. A session written by
+// Writer and read back hashes as the session written.
+//
+// It was the records' identity in ledgers written before ContentHash (their
+// record index holds these hashes, which the ledger still looks up as a
+// record's legacy hash); it is what an Index checks a record read again
+// against, and what identifies the records of a released file exactly.
+func HashRecord(s *Session) RecordHash { return hashSession(s, true) }
+
+// hashSession returns the SHA-256 of a record's canonical binary encoding:
+// the parsed values, not the text they were read from, length-prefixed
+// (big-endian uint64 lengths, float64 bits), so distinct values never share
+// an encoding; -0 and +0 are one value. exact selects HashRecord's encoding
+// (every field), else ContentHash's (steps' observations, actions and
+// rewards, and the terminal flag), each under its own domain tag.
+func hashSession(s *Session, exact bool) RecordHash {
 	h := sha256.New()
 	// The encoding is gathered in buf and written in blocks: the same
 	// bytes as one Write per field, without a call per value.
@@ -727,13 +753,17 @@ func HashRecord(s *Session) RecordHash {
 			f64(x)
 		}
 	}
-	h.Write([]byte(recordTag))
-	str(s.Session)
-	str(s.User)
-	str(s.Expert)
-	flag(s.PolicyVersion != nil)
-	if s.PolicyVersion != nil {
-		u64(*s.PolicyVersion)
+	if exact {
+		h.Write([]byte(recordTag))
+		str(s.Session)
+		str(s.User)
+		str(s.Expert)
+		flag(s.PolicyVersion != nil)
+		if s.PolicyVersion != nil {
+			u64(*s.PolicyVersion)
+		}
+	} else {
+		h.Write([]byte(contentTag))
 	}
 	u64(uint64(len(s.Steps)))
 	for i := range s.Steps {
@@ -746,14 +776,18 @@ func HashRecord(s *Session) RecordHash {
 			u64(uint64(int64(st.Action.Index)))
 		}
 		f64(st.Reward)
-		flag(st.NoProb)
-		if !st.NoProb {
-			f64(st.LogP)
+		if exact {
+			flag(st.NoProb)
+			if !st.NoProb {
+				f64(st.LogP)
+			}
 		}
 	}
-	flag(s.FinalObs != nil)
-	if s.FinalObs != nil {
-		vec(s.FinalObs)
+	if exact {
+		flag(s.FinalObs != nil)
+		if s.FinalObs != nil {
+			vec(s.FinalObs)
+		}
 	}
 	flag(s.Terminal)
 	flush()
@@ -780,20 +814,29 @@ func RecordsID(records []RecordHash) string {
 	return "records-sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// SessionsID returns the records' hashes of sessions (in order) and their
-// content id: the id of a file Writer writes them to.
+// SessionsID returns the records' identities of sessions (ContentHash, in
+// order) and their content id: the id of a file Writer writes them to.
 func SessionsID(ss []Session) (string, []RecordHash) {
+	hs := make([]RecordHash, len(ss))
+	for i := range ss {
+		hs[i] = ContentHash(&ss[i])
+	}
+	return RecordsID(hs), hs
+}
+
+// SessionsExact returns the exact hashes (HashRecord) of sessions, in order.
+func SessionsExact(ss []Session) []RecordHash {
 	hs := make([]RecordHash, len(ss))
 	for i := range ss {
 		hs[i] = HashRecord(&ss[i])
 	}
-	return RecordsID(hs), hs
+	return hs
 }
 
 // ScanRecords reads a session log with the strict reader (dimensions learned
 // from the first record; steps without a behaviour probability accepted, as
 // in an SVT stable release) and returns its content id and its records'
-// hashes in file order. A malformed log is an error naming its line, found
+// identities (ContentHash) in file order. A malformed log is an error naming its line, found
 // without reading further; an empty log has no records. It holds an Index
 // of the log (IndexBytesPerRecord bytes per record), whose hashes it
 // returns.

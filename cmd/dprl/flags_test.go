@@ -295,6 +295,7 @@ func TestConfigErrorsExitTwo(t *testing.T) {
 		{"ledger set-cap", []string{"--data", dir, "--dataset", "x", "--epsilon", "-1", "--delta", "1e-5", "--reason", "r"}, "--epsilon"},
 		{"ledger backup", []string{"--data", dir}, "--out"},
 		{"ledger end-stream", nil, "--data"},
+		{"ledger link", []string{"--data", dir, "--file", exists}, "--reason"},
 		{"sims list", []string{"x"}, "unexpected argument"},
 		{"sims rollout", []string{"--env", "nope"}, "--env"},
 		{"sims generate", []string{"--env", "cartpole", "--behavior", "random", "--episodes", "1", "--out", exists}, "exists"},

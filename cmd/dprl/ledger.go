@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"dprl/ledger"
 	"dprl/offline/budget"
@@ -16,7 +17,7 @@ import (
 
 func newLedgerCmd(a *app) *cobra.Command {
 	return groupCmd("ledger", "Inspect, verify and export the privacy ledger of a data directory",
-		newLedgerShowCmd(a), newLedgerVerifyCmd(a), newLedgerHeadCmd(a), newLedgerExportCmd(a), newLedgerSnapshotCmd(a), newLedgerSetCapCmd(a), newLedgerBackupCmd(a), newLedgerEndStreamCmd(a))
+		newLedgerShowCmd(a), newLedgerVerifyCmd(a), newLedgerHeadCmd(a), newLedgerExportCmd(a), newLedgerSnapshotCmd(a), newLedgerSetCapCmd(a), newLedgerLinkCmd(a), newLedgerBackupCmd(a), newLedgerEndStreamCmd(a))
 }
 
 // openLedger opens an existing ledger read-only.
@@ -221,6 +222,51 @@ unit; a dataset with several needs it.`,
 	c.Flags().Float64Var(&eps, "epsilon", 0, "the new cap's epsilon (required)")
 	c.Flags().Float64Var(&delta, "delta", 0, "the new cap's delta (required)")
 	c.Flags().StringVar(&reason, "reason", "", "why the cap changes, recorded in the entry (required)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return c
+}
+
+func newLedgerLinkCmd(a *app) *cobra.Command {
+	var (
+		dir, file, reason string
+		asJSON            bool
+	)
+	c := &cobra.Command{
+		Use:   "link --data DIR --file LOG --reason TEXT",
+		Short: "Link a log's records to their dataset by content (ledgers written before content identity)",
+		Long: `A record's identity in the ledger is its content: observations, actions,
+rewards and the terminal flag, not its ids, behaviour probabilities or
+final_obs. Ledgers written before this hold the records of their datasets
+under hashes that also cover ids and probabilities. They keep their datasets
+and budgets: a log of such a dataset is still recognised, and the first
+private run on it after the upgrade links its records' content to the
+dataset, so that a copy stripped of ids or probabilities is charged to it.
+
+This command does that linking without a run, for a log of a dataset that
+has had no run since the upgrade. It writes a records_linked entry (with
+the reason), costs nothing and reads nothing of the log but its records'
+hashes. Run it on each log of a dataset registered before the upgrade.`,
+		Example: `  dprl ledger link --data ./offline-ledger --file sessions.jsonl --reason "upgrade: link by content"`,
+		Args:    noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if dir == "" || file == "" || strings.TrimSpace(reason) == "" {
+				return usagef("give --data, --file and --reason")
+			}
+			s, err := ledger.Open(dir, ledger.Options{MustExist: true, Logger: a.log})
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			res, err := budget.LinkFile(s, file, reason)
+			if errors.Is(err, ledger.ErrNotFound) {
+				return fmt.Errorf("--file %s: none of its records is in the ledger %s: %w", file, dir, err)
+			}
+			return emit(a, asJSON, res, err)
+		},
+	}
+	c.Flags().StringVar(&dir, "data", "", "the ledger's directory (an offline --ledger directory) (required)")
+	c.Flags().StringVar(&file, "file", "", "a session log of a dataset the ledger holds (required)")
+	c.Flags().StringVar(&reason, "reason", "", "why, recorded in the entry (required)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
 }

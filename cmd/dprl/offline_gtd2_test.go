@@ -207,8 +207,28 @@ func TestOfflineGTD2Runs(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &mc) != nil || mc.MSPBE != nil || mc.NonPrivate.MSPBE == nil || !strings.Contains(out, notCovered) {
 		t.Errorf("mountaincar wis-lstd: %d %s %s", code, out, stderr)
 	}
+	// --eval-data is a log declared public: other episodes than the
+	// private log's. The private log, or a copy of it stripped of its
+	// behaviour probabilities or ids, is refused before anything is charged.
+	mcPub := filepath.Join(fx.dir, "mc-public.jsonl")
+	if code, _, stderr := runCLI(t, "sims", "generate", "--seed", "4", "--env", "mountaincar", "--behavior", "epsilon-greedy:0.3", "--episodes", "5", "--out", mcPub); code != 0 {
+		t.Fatalf("generate: %s", stderr)
+	}
+	before := ledgerEntries(t, led)
+	cdir := filepath.Join(fx.dir, "mc-copies")
+	if err := os.Mkdir(cdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copies := publicCopies(t, cdir, fx.mc)
+	for _, pub := range []string{fx.mc, copies["renamed"], copies["subset"]} {
+		code, _, stderr = runCLI(t, "offline", "gtd2", "--data", fx.mc, "--env", "mountaincar", "--target", "epsilon-greedy:0.3", "--features", "fourier:2",
+			"--method", "dp-lsw", "--epsilon", "1", "--delta", "1e-6", "--eval-data", pub, "--ledger", led, "--json")
+		if code == 0 || !strings.Contains(stderr, "declared public holds private records") || ledgerEntries(t, led) != before {
+			t.Errorf("--eval-data %s: exit %d (%s), want a refusal before the charge", pub, code, stderr)
+		}
+	}
 	code, out, stderr = runCLI(t, "offline", "gtd2", "--data", fx.mc, "--env", "mountaincar", "--target", "epsilon-greedy:0.3", "--features", "fourier:2",
-		"--method", "dp-lsw", "--epsilon", "1", "--delta", "1e-6", "--eval-data", fx.mc, "--ledger", led, "--json")
+		"--method", "dp-lsw", "--epsilon", "1", "--delta", "1e-6", "--eval-data", mcPub, "--ledger", led, "--json")
 	if code != 0 || !strings.Contains(out, "empirical (eval data)") {
 		t.Errorf("mountaincar dp-lsw: %d %s %s", code, out, stderr)
 	}

@@ -233,3 +233,105 @@ func TestOfflinePriMORLPublicAndMOPO(t *testing.T) {
 		t.Fatalf("plot primorl on a session log: exit %d, want 2", code)
 	}
 }
+
+// publicCopies writes, in dir, copies of the log at src that hold its
+// records: an exact copy, a subset, an id-renamed copy, a copy without
+// behaviour probabilities and a reformatted copy (keys reordered, numbers
+// spelt by encoding/json, spaces, CRLF).
+func publicCopies(t *testing.T, dir, src string) map[string]string {
+	t.Helper()
+	ss := mustReadSessions(t, src)
+	write := func(name string, ss []sessionlog.Session) string {
+		p := filepath.Join(dir, name)
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := sessionlog.NewWriter(f)
+		for i := range ss {
+			if err := w.Write(&ss[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	out := map[string]string{"copy": write("copy.jsonl", ss), "subset": write("subset.jsonl", ss[3:7])}
+	renamed := make([]sessionlog.Session, len(ss))
+	noProb := make([]sessionlog.Session, len(ss))
+	for i, s := range ss {
+		r := s
+		r.Session, r.User, r.Expert = "renamed-"+s.Session, "u", "e"
+		renamed[i] = r
+		n := s
+		n.Steps = make([]sessionlog.Step, len(s.Steps))
+		for j, st := range s.Steps {
+			st.NoProb = true
+			n.Steps[j] = st
+		}
+		noProb[i] = n
+	}
+	out["renamed"], out["stripped"] = write("renamed.jsonl", renamed), write("stripped.jsonl", noProb)
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var re strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatal(err)
+		}
+		enc, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		re.WriteString(strings.ReplaceAll(string(enc), ",", " , ") + "\r\n")
+	}
+	out["reformatted"] = filepath.Join(dir, "reformatted.jsonl")
+	if err := os.WriteFile(out["reformatted"], []byte(re.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestOfflinePriMORLPublicCopies: a copy of the private log, a subset of it,
+// or an id-renamed, probability-stripped or reformatted copy is refused as
+// --public-data before anything is charged, on the dataset's first run (the
+// records are the run's own input) as after it (the ledger holds them).
+func TestOfflinePriMORLPublicCopies(t *testing.T) {
+	dir := t.TempDir()
+	data := pendulumLog(t, dir, 40)
+	cdir := filepath.Join(dir, "copies")
+	if err := os.Mkdir(cdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copies := publicCopies(t, cdir, data)
+	led := filepath.Join(dir, "ledger")
+	small := []string{"--batch", "8", "--rounds", "3", "--sac-steps", "50", "--sac-hidden", "8", "--model-hidden", "8,8", "--eval-episodes", "1", "--log-level", "disabled"}
+	refused := func(when string, entries uint64) {
+		t.Helper()
+		for name, pub := range copies {
+			full := append([]string{"offline", "primorl", "--data", data, "--env", "pendulum", "--epsilon", "4", "--ledger", led, "--seed", "1",
+				"--public-data", pub, "--check-every", "1"}, small...)
+			code, _, stderr := runCLI(t, full...)
+			if code == 0 || !strings.Contains(stderr, "declared public holds private records") {
+				t.Errorf("%s, the %s as --public-data: exit %d (%s), want a refusal", when, name, code, stderr)
+			}
+			if n := ledgerEntries(t, led); n != entries {
+				t.Fatalf("%s, the %s as --public-data: %d ledger entries, want %d", when, name, n, entries)
+			}
+		}
+	}
+	refused("first run", 0)
+	code, _, stderr := runCLI(t, append([]string{"offline", "primorl", "--data", data, "--env", "pendulum", "--epsilon", "4", "--ledger", led, "--seed", "1"}, small...)...)
+	if code != 0 || ledgerEntries(t, led) != 1 {
+		t.Fatalf("a private run: exit %d (%s)", code, stderr)
+	}
+	refused("after a run", 1)
+}

@@ -251,7 +251,7 @@ const memChildEnv = "DPRL_TEST_RUN_CLI"
 
 // TestOfflineGTD2MemoryLong runs GPOPE over 10^6 chain sessions (a 2 GB
 // log) in a process of its own and requires its peak resident set below
-// 300 MB (opt-in: DPRL_LONG=1; a few minutes: generating the log takes
+// 350 MB (opt-in: DPRL_LONG=1; a few minutes: generating the log takes
 // about a minute, the run half of one). Before the command streamed, it
 // held every session and its features: 1.6 GB for 10^5 sessions.
 func TestOfflineGTD2MemoryLong(t *testing.T) {
@@ -289,7 +289,7 @@ func TestOfflineGTD2MemoryLong(t *testing.T) {
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	rss := float64(ru.Maxrss) * 1024 // kilobytes on Linux
 	t.Logf("10^6 sessions: peak RSS %.0f MB, %v user, %v system", rss/1e6, cmd.ProcessState.UserTime(), cmd.ProcessState.SystemTime())
-	if rss >= 300e6 || math.IsNaN(rss) {
-		t.Errorf("peak RSS %.0f MB, want under 300 MB", rss/1e6)
+	if rss >= 350e6 || math.IsNaN(rss) {
+		t.Errorf("peak RSS %.0f MB, want under 350 MB", rss/1e6)
 	}
 }

@@ -40,13 +40,23 @@
 // is charged to the source dataset. A mechanism that also reads a public
 // side input (an SVT stable release) checks it with Dataset.CheckReleased
 // before the charge: every record must come from a released derived file
-// of the run's own dataset.
+// of the run's own dataset. A mechanism that reads a log the user declares
+// public (primorl's --public-data, gtd2's --eval-data) checks it with
+// Dataset.CheckPublic before the charge: no record of it may be a record of
+// the run's input or of a dataset the ledger knows, unless it is exactly a
+// record of a released file of the run's dataset.
+//
+// A record's identity is its content (sessionlog.ContentHash): a copy of a
+// log with ids renamed, behaviour probabilities or final_obs dropped, or
+// reformatted, is the same dataset, charged to the same budget, and refused
+// as a public input like the log itself.
 package budget
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -67,7 +77,15 @@ var (
 	// with a record that is not a record of a released derived file of the
 	// run's dataset.
 	ErrNotReleased = errors.New("budget: the file is not a released file of the run's dataset")
+	// ErrNotPublic refuses a log declared public (Dataset.CheckPublic) that
+	// holds a record of the run's input or of a dataset the ledger knows.
+	ErrNotPublic = errors.New("budget: the file declared public holds private records")
 )
+
+// fileRecords is what the ledger looks an indexed log up by.
+func fileRecords(ix *sessionlog.Index) ledger.FileRecords {
+	return ledger.FileRecords{ID: ix.ID(), Records: ix.Records(), LegacyID: ix.LegacyID(), Exact: ix.Exact()}
+}
 
 // Mechanism is an offline mechanism as the protocol sees it. R is its
 // result. Run calls its methods in this order, each at most once except
@@ -209,7 +227,9 @@ func (d Dataset) CheckReleased(path string, opt sessionlog.ReaderOptions) (*sess
 	if ix.Len() == 0 {
 		return nil, fmt.Errorf("public input %s: no sessions", path)
 	}
-	l, err := p.store.Lineage(ix.ID(), ix.Records())
+	f := fileRecords(ix)
+	f.Public = true
+	l, err := p.store.LineageOf(f)
 	switch {
 	case errors.Is(err, ledger.ErrOverlap):
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotReleased, path, err)
@@ -221,6 +241,63 @@ func (d Dataset) CheckReleased(path string, opt sessionlog.ReaderOptions) (*sess
 		return nil, fmt.Errorf("%w: %s belongs to another dataset than %s, the run's input", ErrNotReleased, path, p.in.Path)
 	case !l.AllReleased():
 		return nil, fmt.Errorf("%w: %s: %d of its %d distinct records are not records of a released file of the dataset of %s (an SVT unstable set is private: it is not released)", ErrNotReleased, path, l.Records-l.Released, l.Records, p.in.Path)
+	}
+	return ix, nil
+}
+
+// CheckPublic checks a log the user declares public, read by the run as a
+// side input (primorl's --public-data, gtd2's --eval-data), at path with
+// opt, and returns its index, through which the mechanism reads it (each
+// record checked against the hash that was checked here). Records are
+// compared by identity (sessionlog.ContentHash), so a copy, a subset, or a
+// reformatted, id-renamed or probability-stripped copy of private data is
+// found. It is refused with an error wrapping ErrNotPublic when any record
+// is a record of the run's own input, or of a dataset the ledger knows
+// (the run's or another), unless it is exactly (sessionlog.HashRecord) a
+// record of a released derived file of the run's dataset (an SVT stable
+// release: public). Records nobody registered are the user's declaration:
+// they are accepted. Call it in Entry or Validate, so that a refused input
+// costs nothing.
+func (d Dataset) CheckPublic(path string, opt sessionlog.ReaderOptions) (*sessionlog.Index, error) {
+	p := d.p
+	if p == nil || p.store == nil {
+		return nil, errors.New("budget: CheckPublic outside a charged run")
+	}
+	ix, err := sessionlog.ScanLog(path, opt, nil)
+	if err != nil {
+		return nil, fmt.Errorf("public input: %w", err)
+	}
+	if ix.Len() == 0 {
+		return nil, fmt.Errorf("public input %s: no sessions", path)
+	}
+	f := fileRecords(ix)
+	f.Public = true
+	l, err := p.store.LineageOf(f)
+	switch {
+	case errors.Is(err, ledger.ErrOverlap):
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotPublic, path, err)
+	case err != nil:
+		return nil, fmt.Errorf("ledger %s: %w", p.cfg.Ledger, err)
+	}
+	known := l.Records - l.Fresh
+	switch {
+	case known > 0 && l.Dataset != p.dataset:
+		return nil, fmt.Errorf("%w: %s: %d of its %d distinct records belong to a dataset of ledger %s other than that of %s, the run's input", ErrNotPublic, path, known, l.Records, p.cfg.Ledger, p.in.Path)
+	case known > l.Released:
+		return nil, fmt.Errorf("%w: %s: %d of its %d distinct records are records of the dataset of %s, the run's input, and not of a release of it", ErrNotPublic, path, known-l.Released, l.Records, p.in.Path)
+	}
+	input := make(map[ledger.RecordHash]bool, len(p.records))
+	for _, h := range p.records {
+		input[h] = true
+	}
+	n := 0
+	for _, h := range l.NotReleased {
+		if input[h] {
+			n++
+		}
+	}
+	if n > 0 {
+		return nil, fmt.Errorf("%w: %s: %d of its %d distinct records are records of %s, the run's private input (compared by content: ids, behaviour probabilities, final_obs and formatting aside)", ErrNotPublic, path, n, l.Records, p.in.Path)
 	}
 	return ix, nil
 }
@@ -287,7 +364,7 @@ func (c *Charge) RegisterDerived(outs ...Derived) error {
 			continue
 		}
 		id, recs := sessionlog.SessionsID(o.Sessions)
-		files = append(files, ledger.DerivedFile{ID: id, Records: recs, Note: o.Note, Released: o.Released})
+		files = append(files, ledger.DerivedFile{ID: id, Records: recs, Exact: sessionlog.SessionsExact(o.Sessions), Note: o.Note, Released: o.Released})
 	}
 	if len(files) == 0 {
 		return nil
@@ -305,6 +382,8 @@ type protocol struct {
 	store   *ledger.Store
 	file    string
 	records []ledger.RecordHash
+	legacy  string
+	exact   []ledger.RecordHash
 	dataset string
 }
 
@@ -440,7 +519,7 @@ func (p *protocol) open(ix *sessionlog.Index) error {
 	if err != nil {
 		return fmt.Errorf("ledger %s: %w", dir, err)
 	}
-	l, err := s.Lineage(ix.ID(), ix.Records())
+	l, err := s.LineageOf(fileRecords(ix))
 	if err != nil {
 		s.Close()
 		return fmt.Errorf("ledger %s: %w", dir, err)
@@ -450,6 +529,7 @@ func (p *protocol) open(ix *sessionlog.Index) error {
 		return fmt.Errorf("%w: %s: %d of its %d distinct records are unknown to ledger %s: %s", ErrUnknownSource, p.in.Path, l.Fresh, l.Records, dir, unknown)
 	}
 	p.store, p.file, p.records, p.dataset = s, ix.ID(), ix.Records(), l.Dataset
+	p.legacy, p.exact = ix.LegacyID(), ix.Exact()
 	return nil
 }
 
@@ -467,7 +547,7 @@ func (p *protocol) storedCap(unit ledger.Unit) (ledger.Cap, bool, error) {
 // was given is passed as given (the ledger refuses it if it differs from
 // the stored cap); one left at its default takes the stored value.
 func (p *protocol) run(e ledger.Entry) (ledger.OfflineRun, error) {
-	r := ledger.OfflineRun{File: p.file, Records: p.records, Entry: e, Cap: p.cfg.Cap}
+	r := ledger.OfflineRun{File: p.file, Records: p.records, LegacyFile: p.legacy, Exact: p.exact, Entry: e, Cap: p.cfg.Cap}
 	if p.cfg.EpsilonGiven || p.cfg.DeltaGiven {
 		r.CapGiven = true
 		stored, ok, err := p.storedCap(e.Unit)
@@ -525,12 +605,54 @@ func (p *protocol) refusal(unit ledger.Unit, err error) error {
 // log file belong to: the dataset a run on that log would be charged to
 // (nothing is registered). A log with no session is an error.
 func DatasetOfFile(s *ledger.Store, file string) (string, error) {
-	id, recs, err := sessionlog.ScanRecords(file)
+	ix, err := sessionlog.ScanLog(file, sessionlog.ReaderOptions{OptionalProb: true}, nil)
 	if err != nil {
 		return "", err
 	}
-	if len(recs) == 0 {
+	if ix.Len() == 0 {
 		return "", fmt.Errorf("%s: no sessions", file)
 	}
-	return s.ResolveDataset(id, recs)
+	return s.ResolveFile(fileRecords(ix))
+}
+
+// LinkResult is what LinkFile did.
+type LinkResult struct {
+	// File is the log; Dataset the dataset its records belong to.
+	File    string `json:"file"`
+	Dataset string `json:"dataset"`
+	// Linked is the number of record identities linked (0: all were
+	// already known by identity); Seq the records_linked entry (0: none).
+	Linked int    `json:"linked"`
+	Seq    uint64 `json:"seq,omitempty"`
+}
+
+// WriteText prints the result.
+func (r LinkResult) WriteText(w io.Writer) error {
+	if r.Linked == 0 {
+		_, err := fmt.Fprintf(w, "every record of %s is known by its content already (dataset %s): nothing to link\n", r.File, r.Dataset)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "linked the content of %d records of %s to dataset %s (ledger entry %d): copies of them stripped of ids or behaviour probabilities are charged to it\n", r.Linked, r.File, r.Dataset, r.Seq)
+	return err
+}
+
+// LinkFile links the identities (content hashes) of the records of the
+// session log file, which a ledger written before content hashes holds
+// only under their exact hashes, to the dataset that holds them
+// (ledger.Store.LinkFile): afterwards a copy of the log stripped of ids or
+// behaviour probabilities, or reformatted, is charged to that dataset, as
+// after a run on the log. It costs nothing.
+func LinkFile(s *ledger.Store, file, reason string) (LinkResult, error) {
+	ix, err := sessionlog.ScanLog(file, sessionlog.ReaderOptions{OptionalProb: true}, nil)
+	if err != nil {
+		return LinkResult{}, err
+	}
+	if ix.Len() == 0 {
+		return LinkResult{}, fmt.Errorf("%s: no sessions", file)
+	}
+	ds, e, err := s.LinkFile(fileRecords(ix), reason)
+	if err != nil {
+		return LinkResult{}, err
+	}
+	return LinkResult{File: file, Dataset: ds, Linked: e.LinkedRecords, Seq: e.Seq}, nil
 }

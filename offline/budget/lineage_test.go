@@ -265,6 +265,12 @@ func TestCheckReleased(t *testing.T) {
 	if err := os.WriteFile(unknown, []byte(lines[0]+`{"session":"new","steps":[{"obs":[7],"action":1,"reward":0.5}],"terminal":true}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The release with behaviour probabilities added holds the records'
+	// content, but not the released records themselves.
+	withProb := rewrite(t, f.stableA, filepath.Join(f.dir, "stable-with-prob.jsonl"), func(_ int, s *sessionlog.Session) bool {
+		s.Steps[0].NoProb, s.Steps[0].LogP = false, -0.5
+		return true
+	})
 	for _, tc := range []struct {
 		name       string
 		public     string
@@ -279,6 +285,7 @@ func TestCheckReleased(t *testing.T) {
 		{"the source log", f.a, false, 0, "10 of its 10 distinct records are not records of a released file"},
 		{"another dataset's stable file", f.stableB, true, 0, "belongs to another dataset than"},
 		{"unknown records", unknown, false, 0, "1 of its 2 distinct records are unknown to ledger"},
+		{"the stable file with probabilities added", withProb, false, 0, "5 of its 5 distinct records are not records of a released file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h0, spent0 := f.state(t, f.datasetA)

@@ -280,6 +280,7 @@ type Mechanism struct {
 	r       *run
 	out     *Result
 	restore func()
+	ds      *budget.Dataset // the run's dataset (a charged run: Entry was called)
 }
 
 // Check checks a record as the first pass reads it (run.scanRecord).
@@ -300,6 +301,7 @@ func (m *Mechanism) Close() {
 
 // Entry is the run's cost, from the flags and the record count.
 func (m *Mechanism) Entry(ix *sessionlog.Index, ds budget.Dataset) (ledger.Entry, error) {
+	m.ds = &ds
 	e, err := entry(m.r.c, ix.Len(), ds.Cap)
 	e.Seeded = m.out.Seeded
 	return e, err
@@ -325,7 +327,7 @@ func (m *Mechanism) Validate(ix *sessionlog.Index, _ *ledger.Entry) error {
 			return fmt.Errorf("dataset: %w", err)
 		}
 	}
-	if err := r.publicMoments(); err != nil {
+	if err := r.publicMoments(m.ds); err != nil {
 		return err
 	}
 	if c.Curve && r.mom == nil && !c.NonPrivate {
@@ -354,13 +356,14 @@ func (m *Mechanism) Compute(_ context.Context, ix *sessionlog.Index, ch *budget.
 	return out, nil
 }
 
-// gtd2HeapBytes bounds the Go heap a gtd2 run on n records needs: 44 bytes
-// per record for the log's index, about 130 more for a moment while the
-// ledger registers a private run's records (two sorted copies of their
-// hashes and a batch of index entries), and 48 MiB for the rest (one
-// record, the method's d x d state, the runtime). The measured live heap at
-// 10^6 records peaks at 164 MB, during the charge.
-func gtd2HeapBytes(n int) int64 { return 48<<20 + 176*int64(n) }
+// gtd2HeapBytes bounds the Go heap a gtd2 run on n records needs: 76 bytes
+// per record for the log's index (each record's identity, exact hash and
+// place), about 130 more for a moment while the ledger registers a private
+// run's records (a sorted copy of their identities, their holders, the new
+// ones and a batch of index entries), and 48 MiB for the rest (one record,
+// the method's d x d state, the runtime). The measured live heap at 10^6
+// records peaks at 194 MB, during the charge.
+func gtd2HeapBytes(n int) int64 { return 48<<20 + 208*int64(n) }
 
 // limitHeap asks the Go collector to keep the heap within gtd2HeapBytes(n)
 // (runtime/debug.SetMemoryLimit, a soft limit: the collector works harder
@@ -789,8 +792,12 @@ func NewNoiseRand(seeded bool, seed uint64) (*mrand.Rand, error) {
 // weights. With --env chain, the chain's exact model under --behavior, else
 // under the target (the on-policy MSPBE; whether the log is on-policy is not
 // consulted, as that is a property of the private data); else the moments of
-// a public --eval-data log; else none.
-func (r *run) publicMoments() error {
+// a public --eval-data log; else none. In a charged run (ds not nil) the
+// --eval-data log is checked first (budget.Dataset.CheckPublic): a log
+// holding a record of the private input or of a dataset the ledger knows is
+// refused, before the charge, and the moments are those of the log as
+// checked. An uncharged run claims nothing and checks nothing.
+func (r *run) publicMoments(ds *budget.Dataset) error {
 	if r.chain != nil && r.spec.ObsDim == r.chain.States {
 		k := r.chain.States - 1
 		pi, err := chainTable(r.target, r.chain.States)
@@ -820,7 +827,7 @@ func (r *run) publicMoments() error {
 		// log may still do.
 	}
 	if r.c.EvalData != "" {
-		m, err := r.evalMoments()
+		m, err := r.evalMoments(ds)
 		if err != nil {
 			return fmt.Errorf("--eval-data: %w", err)
 		}
@@ -833,14 +840,34 @@ func (r *run) publicMoments() error {
 
 // evalMoments streams the public --eval-data log into its moments: memory
 // O(d^2), whatever its size.
-func (r *run) evalMoments() (gtd2.Moments, error) {
+func (r *run) evalMoments(ds *budget.Dataset) (gtd2.Moments, error) {
+	opt := sessionlog.ReaderOptions{Name: r.c.EvalData, Spec: r.spec}
+	ms := gtd2.NewMomentsSum(r.feats.Dim(), r.c.Gamma, true)
+	if ds != nil {
+		ix, err := ds.CheckPublic(r.c.EvalData, opt)
+		if err != nil {
+			return gtd2.Moments{}, err
+		}
+		var tr gtd2.Trajectory
+		if err := ix.Each(func(_ int, s *sessionlog.Session) error {
+			if err := gtd2.PrepareSession(&tr, s, r.feats, r.tp); err != nil {
+				return err
+			}
+			ms.Add(&tr)
+			return nil
+		}); err != nil {
+			return gtd2.Moments{}, err
+		}
+		m := ms.Moments()
+		m.FillUnvisited()
+		return m, nil
+	}
 	file, err := os.Open(r.c.EvalData)
 	if err != nil {
 		return gtd2.Moments{}, err
 	}
 	defer file.Close()
-	rd := sessionlog.NewReader(file, sessionlog.ReaderOptions{Name: r.c.EvalData, Spec: r.spec})
-	ms := gtd2.NewMomentsSum(r.feats.Dim(), r.c.Gamma, true)
+	rd := sessionlog.NewReader(file, opt)
 	var tr gtd2.Trajectory
 	n := 0
 	for ; ; n++ {

@@ -321,6 +321,7 @@ func (r *Result) WriteText(w io.Writer) error {
 type Mechanism struct {
 	c       Config
 	public  []Trajectory // the public log's transitions, scaled
+	popt    sessionlog.ReaderOptions
 	spec    sims.Env
 	scales  Scales
 	od, ad  int
@@ -349,6 +350,7 @@ func New(c Config) (*Mechanism, sessionlog.ReaderOptions, error) {
 		// Read and validated before anything is charged.
 		popt := opt
 		popt.Name = c.PublicData
+		m.popt = popt
 		ix, err := sessionlog.ScanLog(c.PublicData, popt, m.Check)
 		if err == nil {
 			m.public, err = m.trajectories(ix, nil)
@@ -371,8 +373,23 @@ func (m *Mechanism) Check(s *sessionlog.Session) error {
 
 // Entry is the run's cost from public inputs and the record count: the
 // Poisson-subsampled Gaussian (q = Batch/n, z, T) at the target epsilon.
-func (m *Mechanism) Entry(ix *sessionlog.Index, _ budget.Dataset) (ledger.Entry, error) {
+//
+// The public log is checked here, before anything is charged
+// (budget.Dataset.CheckPublic): a log holding a record of the private
+// input or of a dataset the ledger knows (a copy, a subset, an id-renamed,
+// probability-stripped or reformatted copy) is refused, and the public
+// transitions early stopping reads are those of the log as checked.
+func (m *Mechanism) Entry(ix *sessionlog.Index, ds budget.Dataset) (ledger.Entry, error) {
 	c := m.c
+	if c.PublicData != "" {
+		pix, err := ds.CheckPublic(c.PublicData, m.popt)
+		if err == nil {
+			m.public, err = m.trajectories(pix, nil)
+		}
+		if err != nil {
+			return ledger.Entry{}, fieldNames.Errorf("{PublicData}: %w", err)
+		}
+	}
 	m.n = ix.Len()
 	if c.PublicN > 0 {
 		m.n = c.PublicN

@@ -242,7 +242,7 @@ func TestRelease(t *testing.T) {
 		if ds, err := s.ResolveDataset(ix.ID(), ix.Records()); err != nil || ds != ch.Dataset {
 			t.Errorf("%s resolves to %q, %v; want the dataset %q", filepath.Base(out.path), ds, err, ch.Dataset)
 		}
-		l, err := s.Lineage(ix.ID(), ix.Records())
+		l, err := s.LineageOf(ledger.FileRecords{ID: ix.ID(), Records: ix.Records(), LegacyID: ix.LegacyID(), Exact: ix.Exact(), Public: true})
 		if err != nil || l.Dataset != ch.Dataset || !l.Known() || l.AllReleased() != out.released || (!out.released && l.Released != 0) {
 			t.Errorf("%s: lineage %+v, %v; want known, released %v", filepath.Base(out.path), l, err, out.released)
 		}
