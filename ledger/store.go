@@ -53,22 +53,22 @@ const (
 
 // Key prefixes of the Pebble store.
 var (
-	keySpec    = []byte("m/spec")
-	keyHead    = []byte("m/head")
-	keyPrev    = []byte("m/prev")   // the head seq before the last commit that moved it
-	keyAnchor  = []byte("m/anchor") // the store's format and user-key fingerprint
+	keySpec   = []byte("m/spec")
+	keyHead   = []byte("m/head")
+	keyPrev   = []byte("m/prev")   // the head seq before the last commit that moved it
+	keyAnchor = []byte("m/anchor") // the store's format and user-key fingerprint
 	// keyIdentity marks a store whose record index holds record identities
 	// (content hashes) only: written with its first records. A store with
 	// records and no mark also holds exact hashes (FileRecords).
 	keyIdentity = []byte("m/identity")
-	prefEntry  = []byte("e/")
-	prefSnap   = []byte("s/")
-	prefUser   = []byte("u/")
-	prefBudget = []byte("b/") // dataset budgets, by dataset id
-	prefRecord = []byte("r/") // record index: record hash -> seq of the entry that registered it
-	prefFile   = []byte("f/") // file index: file content id -> the dataset it was first registered in
-	prefLink   = []byte("l/") // links: record hash, seq of the linking entry -> seq of the entry whose records it joins
-	userKeyLen = 32
+	prefEntry   = []byte("e/")
+	prefSnap    = []byte("s/")
+	prefUser    = []byte("u/")
+	prefBudget  = []byte("b/") // dataset budgets, by dataset id
+	prefRecord  = []byte("r/") // record index: record hash -> seq of the entry that registered it
+	prefFile    = []byte("f/") // file index: file content id -> the dataset it was first registered in
+	prefLink    = []byte("l/") // links: record hash, seq of the linking entry -> seq of the entry whose records it joins
+	userKeyLen  = 32
 )
 
 // mkdirAllSync creates dir and its missing parents, syncing each parent after
