@@ -81,6 +81,37 @@ type MLP struct {
 // It returns an error unless there are at least two sizes, all positive.
 func NewMLP(sizes ...int) (*MLP, error) { return NewMLPActivation(Tanh, sizes...) }
 
+// MaxMLPParams bounds the parameters of a network MLPParams accepts (2^31:
+// 16 GiB of float64, beyond any network this package trains or serves).
+const MaxMLPParams = 1 << 31
+
+// MLPParams returns the length of the flat parameter vector of a network
+// with the given layer widths (weights and biases of every layer), without
+// allocating anything: a decoder checks a file's sizes with it before it
+// builds the network. Fewer than two sizes, a size below 1, or a total
+// above MaxMLPParams (overflow included) is an error.
+func MLPParams(sizes ...int) (int, error) {
+	if len(sizes) < 2 {
+		return 0, fmt.Errorf("policy: mlp needs at least input and output sizes, got %d sizes", len(sizes))
+	}
+	n := 0
+	for i, s := range sizes {
+		if s < 1 || s > MaxMLPParams {
+			return 0, fmt.Errorf("policy: mlp sizes[%d] = %d, must be in 1..%d", i, s, MaxMLPParams)
+		}
+		if i == 0 {
+			continue
+		}
+		// (in + 1) * out, both at most 2^31: the product fits in 63 bits.
+		layer := (sizes[i-1] + 1) * s
+		if layer > MaxMLPParams-n {
+			return 0, fmt.Errorf("policy: mlp of sizes %v has more than %d parameters", sizes, MaxMLPParams)
+		}
+		n += layer
+	}
+	return n, nil
+}
+
 // NewMLPActivation is NewMLP with the given hidden activation.
 func NewMLPActivation(act Activation, sizes ...int) (*MLP, error) {
 	if act != Tanh && act != ReLU && act != Swish {
@@ -89,10 +120,8 @@ func NewMLPActivation(act Activation, sizes ...int) (*MLP, error) {
 	if len(sizes) < 2 {
 		return nil, fmt.Errorf("policy: mlp needs at least input and output sizes, got %v", sizes)
 	}
-	for i, s := range sizes {
-		if s < 1 {
-			return nil, fmt.Errorf("policy: mlp sizes[%d] = %d, must be >= 1", i, s)
-		}
+	if _, err := MLPParams(sizes...); err != nil {
+		return nil, err
 	}
 	m := &MLP{act: act, sizes: append([]int(nil), sizes...)}
 	L := len(sizes) - 1

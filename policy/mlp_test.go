@@ -445,3 +445,27 @@ func BenchmarkMLPBatch(b *testing.B) {
 		})
 	}
 }
+
+// TestMLPParams: the parameter count of a network from its widths, without
+// building it; overflowing or oversized networks are errors.
+func TestMLPParams(t *testing.T) {
+	for _, c := range []struct {
+		sizes []int
+		want  int // -1: error
+	}{
+		{[]int{4, 64, 64, 2}, 5*64 + 65*64 + 65*2}, {[]int{1, 2}, 4},
+		{[]int{1}, -1}, {[]int{3, 0, 2}, -1}, {[]int{1, 1 << 40}, -1},
+		{[]int{1, 16384, 16384, 2}, 2*16384 + 16385*16384 + 16385*2}, {[]int{1 << 31, 2}, -1},
+		{[]int{1 << 30, 1 << 30}, -1},
+	} {
+		n, err := MLPParams(c.sizes...)
+		if (c.want < 0) != (err != nil) || (c.want >= 0 && n != c.want) {
+			t.Errorf("MLPParams(%v) = %d, %v; want %d", c.sizes, n, err, c.want)
+		}
+		if c.want >= 0 && c.want < 1<<20 {
+			if m, err := NewMLP(c.sizes...); err != nil || m.NumParams() != n {
+				t.Errorf("NewMLP(%v): %v, %d parameters, MLPParams %d", c.sizes, err, m.NumParams(), n)
+			}
+		}
+	}
+}

@@ -1,14 +1,14 @@
 package qlearn
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 
+	"dprl/internal/jsonstrict"
 	"dprl/ledger"
+	"dprl/policy"
 )
 
 // SnapshotFormat names the policy file format this package writes: v2
@@ -83,6 +83,31 @@ func (s Snapshot) Marshal() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
+// maxSnapshotLayers bounds the hidden layers of a snapshot's networks.
+const maxSnapshotLayers = 64
+
+// checkSizes checks the snapshot's dimensions and that its parameter
+// vectors have the lengths its networks need, allocating nothing.
+func (s *Snapshot) checkSizes() error {
+	if s.ObsDim < 1 || s.Actions < 2 || len(s.Hidden) < 1 || len(s.Hidden) > maxSnapshotLayers {
+		return fmt.Errorf("qlearn: snapshot: observation length %d, %d actions, %d hidden layers: want >= 1, >= 2 and 1..%d",
+			s.ObsDim, s.Actions, len(s.Hidden), maxSnapshotLayers)
+	}
+	sizes := append(append([]int{s.ObsDim}, s.Hidden...), s.Actions)
+	n, err := policy.MLPParams(sizes...)
+	if err != nil {
+		return fmt.Errorf("qlearn: snapshot: %w", err)
+	}
+	g := 0
+	if s.Algo == BCQ {
+		g = n
+	}
+	if len(s.Q) != n || len(s.G) != g {
+		return fmt.Errorf("qlearn: snapshot: %d and %d parameters, want %d and %d for %s %v", len(s.Q), len(s.G), n, g, s.Algo, s.Hidden)
+	}
+	return nil
+}
+
 // ParseSnapshot decodes a snapshot strictly (unknown fields, trailing data,
 // another format, inconsistent sizes, an invalid provenance in a v2 file,
 // a ledger entry in a v1 file are errors) and returns a learner that acts
@@ -91,14 +116,9 @@ func ParseSnapshot(b []byte) (*Snapshot, *Learner, error) {
 	if len(b) > maxSnapshotBytes {
 		return nil, nil, fmt.Errorf("qlearn: snapshot of %d bytes, limit %d", len(b), maxSnapshotBytes)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var s Snapshot
-	if err := dec.Decode(&s); err != nil {
+	if err := jsonstrict.Decode(b, &s); err != nil {
 		return nil, nil, fmt.Errorf("qlearn: snapshot: %w", err)
-	}
-	if dec.More() {
-		return nil, nil, errors.New("qlearn: snapshot: trailing data")
 	}
 	switch s.Format {
 	case SnapshotFormat:
@@ -122,7 +142,14 @@ func ParseSnapshot(b []byte) (*Snapshot, *Learner, error) {
 
 // NewLearner returns a learner that acts with the snapshot's networks (a
 // fresh one each call: a Learner is not safe for concurrent use).
+//
+// The sizes are checked against the parameters the file holds before
+// anything is allocated: a file claiming 2^40 actions or 16384-wide
+// layers with a handful of parameters is refused, never built.
 func (s *Snapshot) NewLearner() (*Learner, error) {
+	if err := s.checkSizes(); err != nil {
+		return nil, err
+	}
 	cfg := DefaultConfig()
 	cfg.Algo, cfg.Hidden = s.Algo, s.Hidden
 	if s.Algo == BCQ {
@@ -138,5 +165,34 @@ func (s *Snapshot) NewLearner() (*Learner, error) {
 	copy(l.theta, s.Q)
 	copy(l.target, s.Q)
 	copy(l.phi, s.G)
+	if err := l.checkFinite(); err != nil {
+		return nil, err
+	}
 	return l, nil
+}
+
+// checkFinite refuses networks whose outputs are not finite at the
+// probe observations (zeros, all +1, all -1): finite but huge weights
+// (1e308) that overflow would otherwise load and fail every act.
+func (l *Learner) checkFinite() error {
+	obs := make([]float64, l.obsDim)
+	for _, v := range []float64{0, 1, -1} {
+		for i := range obs {
+			obs[i] = v
+		}
+		q := l.qOut[:l.nA]
+		l.q.Forward(q, l.theta, obs)
+		if allFinite(q) {
+			if l.g == nil {
+				continue
+			}
+			g := l.actScratch[:l.nA]
+			l.g.Forward(g, l.phi, obs)
+			if allFinite(g) {
+				continue
+			}
+		}
+		return fmt.Errorf("qlearn: snapshot: the networks' outputs at the observation of all %v are not finite (parameters too large)", v)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -405,6 +406,9 @@ func FuzzParseSnapshot(f *testing.F) {
 	}
 	f.Add([]byte(`{"format":"dprl.qlearn.v1","algo":"cql","obs_dim":1,"actions":2,"hidden":[1],"q":[0,0,0,0,0,0,0],"private":false}`))
 	f.Add([]byte(`{"format":"dprl.qlearn.v2","algo":"cql","obs_dim":1,"actions":2,"hidden":[1],"q":[0,0,0,0,0,0],"private":true,"epsilon":10,"delta":1e-5,"unit":"expert","ledger_seq":3}`))
+	// Size fields at their extremes: refused before anything is allocated.
+	f.Add([]byte(`{"format":"dprl.qlearn.v2","algo":"cql","obs_dim":1,"actions":1099511627776,"hidden":[1],"q":[0],"private":false}`))
+	f.Add([]byte(`{"format":"dprl.qlearn.v2","algo":"bcq","obs_dim":9223372036854775807,"actions":2,"hidden":[2147483647,2147483647],"q":[],"private":false}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, l, err := ParseSnapshot(b)
 		if err != nil {
@@ -464,5 +468,40 @@ func TestSnapshotProvenance(t *testing.T) {
 				t.Errorf("provenance %+v (known %v), want %+v (known %v)", p, known, tc.want, tc.known)
 			}
 		})
+	}
+}
+
+// TestSnapshotSizesBeforeAllocating: a small file whose sizes claim a huge
+// network (2^40 actions, a 10^9-long observation, two 16384-wide layers)
+// is refused without allocating for the sizes it claims (each of these
+// ended in "fatal error: out of memory"); a repeated key is refused; and
+// weights whose forward pass overflows are refused at load.
+func TestSnapshotSizesBeforeAllocating(t *testing.T) {
+	const tail = `,"q":[0,0,0,0,0,0],"private":false}`
+	for _, b := range []string{
+		`{"format":"dprl.qlearn.v2","algo":"cql","obs_dim":1,"actions":1099511627776,"hidden":[1]` + tail,
+		`{"format":"dprl.qlearn.v2","algo":"cql","obs_dim":1000000000,"actions":2,"hidden":[1]` + tail,
+		`{"format":"dprl.qlearn.v2","algo":"cql","obs_dim":1,"actions":2,"hidden":[16384,16384]` + tail,
+		`{"format":"dprl.qlearn.v2","algo":"bcq","obs_dim":1,"actions":2,"hidden":[1],"g":[]` + tail,
+		`{"format":"dprl.qlearn.v2","algo":"cql","obs_dim":1,"actions":2,"hidden":[1],"hidden":[1]` + tail,
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, _, err := ParseSnapshot([]byte(b))
+		runtime.ReadMemStats(&after)
+		if err == nil {
+			t.Errorf("%.80s: accepted", b)
+		}
+		if d := after.TotalAlloc - before.TotalAlloc; d > 1<<20 {
+			t.Errorf("%.80s: allocated %d bytes before refusing it", b, d)
+		}
+	}
+	ok := `{"format":"dprl.qlearn.v2","algo":"cql","obs_dim":1,"actions":2,"hidden":[1],"q":[1,0,1,0,1,0],"private":false}`
+	if _, _, err := ParseSnapshot([]byte(ok)); err != nil {
+		t.Fatalf("a valid snapshot: %v", err)
+	}
+	huge := strings.Replace(ok, `"q":[1,0,1,0,1,0]`, `"q":[1e308,0,1e308,0,1e308,0]`, 1)
+	if _, _, err := ParseSnapshot([]byte(huge)); err == nil || !strings.Contains(err.Error(), "not finite") {
+		t.Errorf("weights of 1e308: %v, want refused as not finite", err)
 	}
 }

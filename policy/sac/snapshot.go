@@ -199,7 +199,36 @@ func LoadActor(data []byte) (*Actor, error) {
 		a.params[i] = v
 	}
 	a.net, a.out = net, make([]float64, 2*ad)
+	if err := a.checkFinite(); err != nil {
+		return bad("%v", err)
+	}
 	return a, nil
+}
+
+// maxActorOutput bounds the network's outputs at the probe observations:
+// far beyond a trained actor's (a mean past 20 is already tanh's 1), and
+// small enough that the action and its log density (squares, exponentials
+// of the clamped log std) stay finite.
+const maxActorOutput = 1e100
+
+// checkFinite refuses an actor whose network outputs are not finite, or
+// beyond maxActorOutput, at the probe observations (zeros, all +1, all -1):
+// finite but huge weights (1e308) pass the parameter check and would then
+// fail every act with an internal error.
+func (a *Actor) checkFinite() error {
+	obs := make([]float64, a.obsDim)
+	for _, v := range []float64{0, 1, -1} {
+		for i := range obs {
+			obs[i] = v
+		}
+		a.net.Forward(a.out, a.params, obs)
+		for _, o := range a.out {
+			if !(math.Abs(o) <= maxActorOutput) {
+				return fmt.Errorf("the network's output at the observation of all %v is %v, not finite or beyond %g (parameters too large)", v, o, maxActorOutput)
+			}
+		}
+	}
+	return nil
 }
 
 // allZero reports whether every byte of b is 0.

@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"dprl/ledger"
@@ -191,5 +192,25 @@ func TestActorClone(t *testing.T) {
 	low, high := act.Box()
 	if low[0] != -2 || low[1] != 0 || high[0] != 2 || high[1] != 1 {
 		t.Fatalf("box [%v, %v], want [-2 0] to [2 1]", low, high)
+	}
+}
+
+// TestLoadActorRefusesOverflow: weights that are finite but so large that
+// the network's output overflows (or passes 1e100) are refused at load;
+// before, the actor loaded and every act answered internal.
+func TestLoadActorRefusesOverflow(t *testing.T) {
+	b := marshal(t, smallAgent(t, 4), testProvenance)
+	if _, err := LoadActor(b); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []float64{1e308, 1e150} {
+		c := append([]byte(nil), b...)
+		end := len(c) - 4 // the parameters end where the checksum starts
+		for i := end - 8*16; i < end; i += 8 {
+			binary.LittleEndian.PutUint64(c[i:], math.Float64bits(v))
+		}
+		if _, err := LoadActor(resum(c)); !errors.Is(err, ErrSnapshot) || !strings.Contains(err.Error(), "parameters too large") {
+			t.Errorf("the last 16 parameters %g: %v, want refused", v, err)
+		}
 	}
 }
