@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"dprl/internal/jsonstrict"
 	"dprl/ledger/accountant"
 	"dprl/policy"
 )
@@ -78,9 +79,11 @@ func ReadLogLinearResult(path string) (LogLinearResult, error) {
 		return r, err
 	}
 	defer f.Close()
-	dec := json.NewDecoder(io.LimitReader(f, 1<<30))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
+	b, err := io.ReadAll(io.LimitReader(f, 1<<30))
+	if err != nil {
+		return r, err
+	}
+	if err := jsonstrict.Decode(b, &r); err != nil {
 		return r, fmt.Errorf("%s: not a dprl train --algo %s --json result: %w", path, LogLinearMethod, err)
 	}
 	var errs []string

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"dprl/internal/chart"
+	"dprl/internal/jsonstrict"
 	"dprl/ledger/accountant"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -22,6 +23,9 @@ func ReadResult(path string) (Result, error) {
 		return Result{}, err
 	}
 	var r Result
+	if err := jsonstrict.Check(b); err != nil { // a repeated key is refused, not last-wins
+		return Result{}, fmt.Errorf("%s: %w", path, err)
+	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		return Result{}, fmt.Errorf("%s: %w", path, err)
 	}

@@ -2,6 +2,8 @@ package primorl
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -50,5 +52,17 @@ func TestBatchBound(t *testing.T) {
 	c.Batch = 1 << 14
 	if err := c.Validate(); err != nil && strings.Contains(err.Error(), "expected batch") {
 		t.Errorf("batch 2^14: %v", err)
+	}
+}
+
+// TestReadResultRefusesRepeatedKeys: a result whose key repeats (its last
+// value would win) is refused.
+func TestReadResultRefusesRepeatedKeys(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "r.json")
+	if err := os.WriteFile(p, []byte(`{"env":"pendulum","score":900,"epsilon":5,"epsilon":0.5}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadResult(p); err == nil || !strings.Contains(err.Error(), "duplicate key") {
+		t.Errorf("ReadResult: %v, want a duplicate key error", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"dprl/internal/chart"
+	"dprl/internal/jsonstrict"
 	"dprl/ledger/accountant"
 	"dprl/sims"
 )
@@ -24,6 +25,9 @@ func ReadResult(path string) (Result, error) {
 		return Result{}, err
 	}
 	var r Result
+	if err := jsonstrict.Check(b); err != nil { // a repeated key is refused, not last-wins
+		return Result{}, fmt.Errorf("%s: %w", path, err)
+	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		return Result{}, fmt.Errorf("%s: %w", path, err)
 	}
