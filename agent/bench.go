@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -45,5 +46,9 @@ func BenchServe(ctx context.Context, cfg BenchServeConfig) (loadgen.Result, erro
 		return loadgen.Result{}, err
 	}
 	defer svc.Close()
-	return loadgen.Compare(ctx, loadgen.Config{URL: svc.NATSURL(), Prefix: stream.DefaultPrefix, Concurrency: cfg.Concurrency, Duration: cfg.Duration, Rounds: 4})
+	res, err := loadgen.Compare(ctx, loadgen.Config{URL: svc.NATSURL(), Prefix: stream.DefaultPrefix, Concurrency: cfg.Concurrency, Duration: cfg.Duration, Rounds: 4})
+	if err == nil && svc.Agent().Version() > 0 {
+		err = fmt.Errorf("agent: bench serve: an update ran during the measurement (more than %d sessions finished), so the agent side measured more than serving: shorten --duration", pc.DP.UsersPerUpdate)
+	}
+	return res, err
 }
