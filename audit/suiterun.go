@@ -2,6 +2,7 @@ package audit
 
 import (
 	"crypto/sha256"
+	"dprl/internal/fielderr"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,30 +13,14 @@ import (
 	"time"
 )
 
-// ConfigError is an error of a SuiteConfig. Its message may name fields of
-// the configuration; Render names them as the caller exposes them (a
-// command line renders {Runs} as --runs).
-type ConfigError struct {
-	err error
-}
+// ConfigError is an error of a SuiteConfig. Its message names the
+// configuration's fields ({Runs}); Render names them as the caller exposes
+// them (a command line renders {Runs} as --runs). It is the one typed
+// configuration error of the module (fielderr.Error).
+type ConfigError = fielderr.Error
 
 // configFields are the SuiteConfig fields a ConfigError may name.
-var configFields = []string{"Mechanism", "Mutants", "Runs", "Confidence", "Epsilon", "Delta", "Seed"}
-
-// Render returns the message with each field named by name(field).
-func (e *ConfigError) Render(name func(field string) string) string {
-	pairs := make([]string, 0, 2*len(configFields))
-	for _, f := range configFields {
-		pairs = append(pairs, "{"+f+"}", name(f))
-	}
-	return strings.NewReplacer(pairs...).Replace(e.err.Error())
-}
-
-// Error returns the message with the fields named as in SuiteConfig.
-func (e *ConfigError) Error() string { return e.Render(func(f string) string { return f }) }
-
-// Unwrap returns the underlying error.
-func (e *ConfigError) Unwrap() error { return e.err }
+var configFields = fielderr.Fields{"Mechanism", "Mutants", "Runs", "Confidence", "Epsilon", "Delta", "Seed"}
 
 // SuiteConfig configures RunSuite ("dprl audit").
 type SuiteConfig struct {
@@ -71,13 +56,13 @@ func (c SuiteConfig) Validate() error {
 func (c SuiteConfig) targets() ([]Entry, error) {
 	switch {
 	case c.Runs < 4:
-		return nil, &ConfigError{fmt.Errorf("{Runs} %d: want >= 4", c.Runs)}
+		return nil, configFields.Errorf("{Runs} %d: want >= 4", c.Runs)
 	case !(c.Confidence > 0 && c.Confidence < 1):
-		return nil, &ConfigError{fmt.Errorf("{Confidence} %v: want 0 < confidence < 1", c.Confidence)}
+		return nil, configFields.Errorf("{Confidence} %v: want 0 < confidence < 1", c.Confidence)
 	}
 	entries, err := Suite(c.Mechanism, c.Mutants, c.Epsilon, c.Delta)
 	if err != nil {
-		return nil, &ConfigError{err}
+		return nil, configFields.Wrap(err)
 	}
 	return entries, nil
 }

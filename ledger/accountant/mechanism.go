@@ -1,48 +1,30 @@
 package accountant
 
 import (
+	"dprl/internal/fielderr"
 	"fmt"
 	"io"
-	"strings"
 )
 
 // ConfigError is an error of a configuration (Mechanism, EpsilonConfig,
 // NoiseConfig): parameters that cannot be accounted as given. Its message
-// may name fields of the configuration; Render names them as the caller
-// exposes them (a command line renders {Q} as --q).
-type ConfigError struct {
-	err error
-}
+// names the configuration's fields ({Q}); Render names them as the caller
+// exposes them (a command line renders {Q} as --q). It is the one typed
+// configuration error of the module (fielderr.Error).
+type ConfigError = fielderr.Error
 
 // configFields are the fields a ConfigError may name.
-var configFields = []string{"Method", "Q", "Steps"}
-
-// Render returns the message with each field named by name(field).
-func (e *ConfigError) Render(name func(field string) string) string {
-	pairs := make([]string, 0, 2*len(configFields))
-	for _, f := range configFields {
-		pairs = append(pairs, "{"+f+"}", name(f))
-	}
-	return strings.NewReplacer(pairs...).Replace(e.err.Error())
-}
-
-// Error returns the message with the fields named as in the configuration.
-func (e *ConfigError) Error() string { return e.Render(func(f string) string { return f }) }
-
-// Unwrap returns the underlying error.
-func (e *ConfigError) Unwrap() error { return e.err }
+var configFields = fielderr.Fields{"Method", "Q", "Steps"}
 
 // configErrorf returns a ConfigError; {Field} in format names a field.
-func configErrorf(format string, args ...any) error {
-	return &ConfigError{err: fmt.Errorf(format, args...)}
-}
+func configErrorf(format string, args ...any) error { return configFields.Errorf(format, args...) }
 
 // asConfig marks a non-nil err as an error of the configuration.
 func asConfig(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &ConfigError{err: err}
+	return configFields.Wrap(err)
 }
 
 // Mechanism is a Gaussian mechanism to account for: applied to a Poisson
