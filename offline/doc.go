@@ -7,6 +7,12 @@
 //     least-squares weighting in offline/lsw;
 //   - offline/svt: the expert-level data release (sparse vector technique
 //     over smoothed experts) and the expert data it is run on;
+//   - offline/qlearn: discrete CQL and BCQ, trained with expert-level (or
+//     trajectory-level) DP-SGD, or with selective DP-SGD on an SVT release
+//     and its unstable set;
+//   - offline/primorl: PriMORL, model-based offline RL whose dynamics
+//     ensemble is trained with trajectory-level DP and whose SAC policy is
+//     trained only in that released model;
 //   - offline/policies: the behaviour and target policies the evaluations
 //     read.
 //

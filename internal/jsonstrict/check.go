@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects Check accepts.
@@ -69,6 +70,24 @@ func Decode(data []byte, v any) error {
 	}
 	if dec.More() {
 		return errors.New("trailing data")
+	}
+	return nil
+}
+
+// ReadFile reads the JSON file at path into v as encoding/json does,
+// accepting fields v does not have (a result file written by an older or
+// newer build), after Check: a repeated key, invalid UTF-8 or trailing
+// data is refused. Errors name the file.
+func ReadFile(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := Check(b); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
 }

@@ -1,12 +1,10 @@
 package primorl
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 
 	"dprl/internal/chart"
@@ -18,16 +16,9 @@ import (
 
 // ReadResult reads a Result written by dprl offline primorl --json.
 func ReadResult(path string) (Result, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Result{}, err
-	}
 	var r Result
-	if err := jsonstrict.Check(b); err != nil { // a repeated key is refused, not last-wins
-		return Result{}, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return Result{}, fmt.Errorf("%s: %w", path, err)
+	if err := jsonstrict.ReadFile(path, &r); err != nil {
+		return Result{}, err
 	}
 	if r.Env == "" || math.IsNaN(r.Score) {
 		return Result{}, fmt.Errorf("%s: not a dprl offline primorl result", path)

@@ -2,12 +2,10 @@ package qlearn
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 
 	"gonum.org/v1/gonum/stat"
@@ -20,16 +18,9 @@ import (
 
 // ReadResult reads a Result written by dprl offline learn --json.
 func ReadResult(path string) (Result, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Result{}, err
-	}
 	var r Result
-	if err := jsonstrict.Check(b); err != nil { // a repeated key is refused, not last-wins
-		return Result{}, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return Result{}, fmt.Errorf("%s: %w", path, err)
+	if err := jsonstrict.ReadFile(path, &r); err != nil {
+		return Result{}, err
 	}
 	if r.Env == "" || r.Algo == "" || r.Mode == "" {
 		return Result{}, fmt.Errorf("%s: not a dprl offline learn result", path)
