@@ -217,20 +217,11 @@ func (d Dataset) ID() string { return d.p.dataset }
 // Call it in Entry or Validate, so that a refused input costs nothing.
 func (d Dataset) CheckReleased(path string, opt sessionlog.ReaderOptions) (*sessionlog.Index, error) {
 	p := d.p
-	if p == nil || p.store == nil {
-		return nil, errors.New("budget: CheckReleased outside a charged run")
-	}
-	ix, err := sessionlog.ScanLog(path, opt, nil)
+	ix, l, err, lerr := d.sideLineage("CheckReleased", path, opt)
 	if err != nil {
-		return nil, fmt.Errorf("public input: %w", err)
+		return nil, err
 	}
-	if ix.Len() == 0 {
-		return nil, fmt.Errorf("public input %s: no sessions", path)
-	}
-	f := fileRecords(ix)
-	f.Public = true
-	l, err := p.store.LineageOf(f)
-	switch {
+	switch err := lerr; {
 	case errors.Is(err, ledger.ErrOverlap):
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotReleased, path, err)
 	case err != nil:
@@ -243,6 +234,28 @@ func (d Dataset) CheckReleased(path string, opt sessionlog.ReaderOptions) (*sess
 		return nil, fmt.Errorf("%w: %s: %d of its %d distinct records are not records of a released file of the dataset of %s (an SVT unstable set is private: it is not released)", ErrNotReleased, path, l.Records-l.Released, l.Records, p.in.Path)
 	}
 	return ix, nil
+}
+
+// sideLineage reads a side input of the run (a public log) at path with
+// opt, and returns its index and its records' lineage, looked up as a
+// public input's (exact hashes too). err is a use outside a charged run,
+// a scan error or an empty log, to return as it is; lerr is the ledger's
+// (ledger.ErrOverlap among them), for the caller to explain.
+func (d Dataset) sideLineage(caller, path string, opt sessionlog.ReaderOptions) (ix *sessionlog.Index, l ledger.Lineage, err, lerr error) {
+	p := d.p
+	if p == nil || p.store == nil {
+		return nil, l, fmt.Errorf("budget: %s outside a charged run", caller), nil
+	}
+	if ix, err = sessionlog.ScanLog(path, opt, nil); err != nil {
+		return nil, l, fmt.Errorf("public input: %w", err), nil
+	}
+	if ix.Len() == 0 {
+		return nil, l, fmt.Errorf("public input %s: no sessions", path), nil
+	}
+	f := fileRecords(ix)
+	f.Public = true
+	l, lerr = p.store.LineageOf(f)
+	return ix, l, nil, lerr
 }
 
 // CheckPublic checks a log the user declares public, read by the run as a
@@ -260,20 +273,11 @@ func (d Dataset) CheckReleased(path string, opt sessionlog.ReaderOptions) (*sess
 // costs nothing.
 func (d Dataset) CheckPublic(path string, opt sessionlog.ReaderOptions) (*sessionlog.Index, error) {
 	p := d.p
-	if p == nil || p.store == nil {
-		return nil, errors.New("budget: CheckPublic outside a charged run")
-	}
-	ix, err := sessionlog.ScanLog(path, opt, nil)
+	ix, l, err, lerr := d.sideLineage("CheckPublic", path, opt)
 	if err != nil {
-		return nil, fmt.Errorf("public input: %w", err)
+		return nil, err
 	}
-	if ix.Len() == 0 {
-		return nil, fmt.Errorf("public input %s: no sessions", path)
-	}
-	f := fileRecords(ix)
-	f.Public = true
-	l, err := p.store.LineageOf(f)
-	switch {
+	switch err := lerr; {
 	case errors.Is(err, ledger.ErrOverlap):
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotPublic, path, err)
 	case err != nil:
