@@ -26,7 +26,8 @@ p50/p99 seen by the clients and, labelled simulation-only, the simulated users'
 own learning curve (their mean session return per tenth of the run, measured by
 the users: not something the agent releases). With --returning P a session comes from an earlier user with
 probability P, which exercises the agent's per-user contribution bounds. A run stopped early (interrupted, the
-agent answering shutting_down, or no reply for --give-up) prints its partial summary, says why, and exits 1.`,
+agent answering shutting_down, or no reply for --give-up) prints its partial summary, says why, and exits 1; so
+does a run in which any session failed, after its full summary.`,
 		Example: `  dprl replay --nats nats://127.0.0.1:4222 --env cartpole --users 2000 --concurrency 16`,
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {

@@ -80,3 +80,22 @@ func TestReplayGivesUp(t *testing.T) {
 		t.Errorf("exit %d, JSON %q (%v)", code, out, err)
 	}
 }
+
+// TestReplayExitsOneWhenSessionsFail: a replay that plays every session but
+// some fail (here all: no agent on the subjects, and --give-up longer than
+// the run) prints its summary, latencies as "-" when no act was answered,
+// and exits 1 naming the failures. (Before, "0 acts ... 4 errors" exited 0.)
+func TestReplayExitsOneWhenSessionsFail(t *testing.T) {
+	ns, err := stream.StartEmbedded(stream.EmbeddedOptions{Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	code, out, stderr := runCLI(t, "replay", "--nats", ns.ClientURL(), "--users", "4", "--concurrency", "4", "--give-up", "1m")
+	if code != 1 || !strings.Contains(stderr, "4 of 4 sessions failed") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	if !strings.Contains(out, "0 acts in") || !strings.Contains(out, "act p50 -, p99 -, 4 errors") {
+		t.Errorf("summary %q", out)
+	}
+}

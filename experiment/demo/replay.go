@@ -132,6 +132,19 @@ func (e *StoppedError) Error() string {
 // Unwrap returns the cause.
 func (e *StoppedError) Unwrap() error { return e.Err }
 
+// SessionsFailedError is the error of a replay that played every session
+// but some failed (refused by the agent, or unanswered): the summary is
+// complete, the run is not a success.
+type SessionsFailedError struct {
+	// Failed of Played sessions failed.
+	Failed, Played int64
+}
+
+// Error says how many sessions failed.
+func (e *SessionsFailedError) Error() string {
+	return fmt.Sprintf("%d of %d sessions failed (see the log for their errors)", e.Failed, e.Played)
+}
+
 // ReplayResult is the summary of a replay, complete or partial.
 type ReplayResult struct {
 	Env string `json:"env"`
@@ -164,8 +177,12 @@ func (r ReplayResult) WriteText(w io.Writer) error {
 	if r.Stopped != "" {
 		fmt.Fprintf(w, "%s: %d of %d sessions played\n", r.Stopped, r.Users, r.Planned)
 	}
-	fmt.Fprintf(w, "%d sessions, %d acts in %.1f s: %.0f acts/s, act p50 %.3f ms, p99 %.3f ms, %d errors, policy version %d\n",
-		r.Users, r.Acts, r.Seconds, r.ActsPerSec, r.P50Ms, r.P99Ms, r.Errors, r.LastVersion)
+	p50, p99 := "-", "-" // no act answered: no latency to show
+	if r.Acts > 0 {
+		p50, p99 = fmt.Sprintf("%.3f ms", r.P50Ms), fmt.Sprintf("%.3f ms", r.P99Ms)
+	}
+	fmt.Fprintf(w, "%d sessions, %d acts in %.1f s: %.0f acts/s, act p50 %s, p99 %s, %d errors, policy version %d\n",
+		r.Users, r.Acts, r.Seconds, r.ActsPerSec, p50, p99, r.Errors, r.LastVersion)
 	fmt.Fprint(w, "simulation only: the simulated users' own mean return per tenth of the run (measured by the users, not released by the agent; -: no session of that tenth completed):")
 	for _, v := range r.SimUsersCurve {
 		if v == nil {
@@ -304,6 +321,9 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayResult, error) {
 	res := ReplayResult{Env: cfg.Env, Users: played.Load(), Planned: int64(cfg.Users), Acts: n, Seconds: secs, ActsPerSec: float64(n) / secs,
 		P50Ms: q[0], P99Ms: q[1], Errors: errs.Load(), LastVersion: lastVer.Load(), SimUsersCurve: tenths(returns, completed)}
 	if stopped == nil {
+		if res.Errors > 0 {
+			return res, &SessionsFailedError{Failed: res.Errors, Played: res.Users}
+		}
 		return res, nil
 	}
 	stopped.Played, stopped.Users = res.Users, res.Planned

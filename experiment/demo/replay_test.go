@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -89,8 +90,9 @@ func TestReplayCountsFailedSessions(t *testing.T) {
 		mu.Unlock()
 	}
 	res, err := Replay(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
+	var sf *SessionsFailedError
+	if !errors.As(err, &sf) || sf.Failed != res.Errors || sf.Played != res.Users {
+		t.Fatalf("err %v: want a SessionsFailedError with the result's counts", err)
 	}
 	if res.Users != 12 || res.Errors == 0 || int(res.Errors) != len(failed) {
 		t.Errorf("result %+v, %d failures reported", res, len(failed))
