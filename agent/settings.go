@@ -493,11 +493,15 @@ func (c Config) UserSensitivity() (float64, error) {
 }
 
 // UserCaps names the per-user caps in force ("" for none), e.g. "at most 1
-// updates per user, user epsilon 8".
+// update per user, user epsilon 8".
 func (c Config) UserCaps() string {
 	var parts []string
 	if c.MaxUpdatesPerUser > 0 {
-		parts = append(parts, fmt.Sprintf("at most %d updates per user", c.MaxUpdatesPerUser))
+		unit := "updates"
+		if c.MaxUpdatesPerUser == 1 {
+			unit = "update"
+		}
+		parts = append(parts, fmt.Sprintf("at most %d %s per user", c.MaxUpdatesPerUser, unit))
 	}
 	if c.UserEpsilon > 0 {
 		parts = append(parts, fmt.Sprintf("user epsilon %g", c.UserEpsilon))

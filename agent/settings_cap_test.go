@@ -61,7 +61,7 @@ func TestUserCaps(t *testing.T) {
 	}{
 		{agent.Config{}, ""},
 		{agent.Config{MaxUpdatesPerUser: 3}, "at most 3 updates per user"},
-		{agent.Config{MaxUpdatesPerUser: 1, UserEpsilon: 8}, "at most 1 updates per user, user epsilon 8"},
+		{agent.Config{MaxUpdatesPerUser: 1, UserEpsilon: 8}, "at most 1 update per user, user epsilon 8"},
 	} {
 		if got := c.cfg.UserCaps(); got != c.want {
 			t.Errorf("UserCaps(%+v) = %q, want %q", c.cfg, got, c.want)

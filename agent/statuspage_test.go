@@ -116,7 +116,7 @@ func TestStatusPage(t *testing.T) {
 	for _, want := range []string{
 		"Released policies on the cartpole simulator", statuspage.SimulatedNote,
 		"<title>user_update_cap: 1</title>", // the set-aside reason, from the registry
-		"worst user", "at most 1 updates per user",
+		"worst user", "at most 1 update per user",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)

@@ -53,7 +53,7 @@ func TestDemoEndToEnd(t *testing.T) {
 func TestAgentCheckConfig(t *testing.T) {
 	dir := t.TempDir()
 	code, out, stderr := runCLI(t, "agent", "--data", dir, "--env", "cartpole", "--check-config")
-	if code != 0 || !strings.Contains(out, "configuration OK") || !strings.Contains(out, "per-user epsilon at most 4.378 at delta 1e-05 (at most 1 updates per user)") || !strings.Contains(out, "per-session epsilon 4.378") {
+	if code != 0 || !strings.Contains(out, "configuration OK") || !strings.Contains(out, "per-user epsilon at most 4.378 at delta 1e-05 (at most 1 update per user)") || !strings.Contains(out, "per-session epsilon 4.378") {
 		t.Errorf("check-config: %d %q %q", code, out, stderr)
 	}
 	// --user-epsilon alone derives z from the update cap: a user in all 10

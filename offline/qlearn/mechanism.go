@@ -224,7 +224,11 @@ func (r *Result) WriteText(w io.Writer) error {
 	} else {
 		fmt.Fprintf(w, "%s on %s: %s\n", r.Algo, r.Env, r.Warning)
 	}
-	_, err := fmt.Fprintf(w, "policy return on the simulator %.1f ± %.1f after %d steps, %.1f on average over the last 10,000; %.1f s (operational timing, NOT covered by the guarantee)\n", r.Return, r.ReturnStd, r.Steps, r.LastReturn, r.Seconds)
+	window := "the last 10,000"
+	if r.Steps <= lastWindow {
+		window = fmt.Sprintf("all %d", r.Steps) // the run is shorter than the paper's window
+	}
+	_, err := fmt.Fprintf(w, "policy return on the simulator %.1f ± %.1f after %d steps, %.1f on average over %s; %.1f s (operational timing, NOT covered by the guarantee)\n", r.Return, r.ReturnStd, r.Steps, r.LastReturn, window, r.Seconds)
 	if err == nil && r.Out != "" {
 		_, err = fmt.Fprintf(w, "policy written to %s\n", r.Out)
 	}
@@ -464,13 +468,17 @@ func (m *Learn) Compute(ctx context.Context, _ *sessionlog.Index, ch *budget.Cha
 	return res, nil
 }
 
-// lastReturn is the mean return of the curve's points in the last 10,000
-// of steps steps.
+// lastWindow is the span of steps the paper's metric averages over
+// (App. B.3): the last 10,000.
+const lastWindow = 10000
+
+// lastReturn is the mean return of the curve's points in the last
+// lastWindow of steps steps.
 func lastReturn(curve []CurvePoint, steps int) float64 {
 	var s float64
 	n := 0
 	for _, p := range curve {
-		if p.Step > steps-10000 {
+		if p.Step > steps-lastWindow {
 			s += p.Return
 			n++
 		}
