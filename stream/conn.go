@@ -171,7 +171,13 @@ func Connect(url string, opts ...Option) (*nats.Conn, error) {
 			}
 		}
 		nopts = append(nopts,
-			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			nats.DisconnectErrHandler(func(c *nats.Conn, err error) {
+				if c.IsClosed() || c.IsDraining() {
+					// A clean close also disconnects: it reconnects to
+					// nothing (ClosedHandler logs the close).
+					change(false)
+					return
+				}
 				e := ev.log.Warn()
 				if err != nil {
 					e = e.Str("cause", err.Error())

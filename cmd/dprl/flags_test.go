@@ -372,3 +372,15 @@ func TestNoColoursOffTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpShowsNoSentinelDefaults: a flag whose default is a sentinel (NaN:
+// "the simulator's bound"; an empty list) shows no "(default NaN)" or
+// "(default [])" in its help.
+func TestHelpShowsNoSentinelDefaults(t *testing.T) {
+	for _, cmd := range [][]string{{"agent"}, {"train"}, {"offline", "gtd2"}, {"demo"}} {
+		_, out, _ := runCLI(t, append(cmd, "--help")...)
+		if strings.Contains(out, "(default NaN)") || strings.Contains(out, "(default [])") {
+			t.Errorf("dprl %s --help shows a sentinel default", strings.Join(cmd, " "))
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"dprl/internal/buildinfo"
 	"dprl/internal/progress"
@@ -120,7 +121,29 @@ output that exists without --force.`,
 		newReportCmd(a),
 		newVersionCmd(a),
 	)
+	hideSentinelDefaults(root)
 	return root
+}
+
+// hideSentinelDefaults keeps the help from printing a default that is a
+// sentinel rather than a value: NaN ("unset: the --env simulator's, else
+// ...", which the flag's text explains) and an empty list. pflag prints
+// every default it does not recognise as a zero value ("(default NaN)",
+// "(default [])").
+func hideSentinelDefaults(c *cobra.Command) {
+	hide := func(f *pflag.Flag) {
+		switch f.DefValue {
+		case "NaN":
+			f.DefValue = "0" // pflag's zero for a float flag: not printed
+		case "[]":
+			f.DefValue = ""
+		}
+	}
+	c.LocalFlags().VisitAll(hide)
+	c.PersistentFlags().VisitAll(hide)
+	for _, s := range c.Commands() {
+		hideSentinelDefaults(s)
+	}
 }
 
 // newVersionCmd is dprl version: the build (as --version prints it).
