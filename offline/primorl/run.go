@@ -309,8 +309,12 @@ func (r *Result) WriteText(w io.Writer) error {
 	if r.PublicData != "" {
 		fmt.Fprintf(w, "early stopping on the public log %s: %d of %d rounds run (%d charged)\n", r.PublicData, r.RoundsRun, r.Rounds, r.Rounds)
 	}
-	_, err := fmt.Fprintf(w, "model error %.4g (scaled mse on simulator transitions); policy return on the simulator %.1f ± %.1f (score %.1f)\ntiming (%s): model %.1f s, policy %.1f s\n",
-		r.ModelError, r.Return, r.ReturnStd, r.Score, TimingNote, r.Timing.ModelSeconds, r.Timing.SACSeconds)
+	score := "" // the score is the return, except on Pendulum
+	if r.Score != r.Return {
+		score = fmt.Sprintf(" (score %.1f = 1000 (return + 1500) / 1500, the PriMORL paper's Pendulum score)", r.Score)
+	}
+	_, err := fmt.Fprintf(w, "model error %.4g (scaled mse on simulator transitions); policy return on the simulator %.1f ± %.1f%s\ntiming (%s): model %.1f s, policy %.1f s\n",
+		r.ModelError, r.Return, r.ReturnStd, score, TimingNote, r.Timing.ModelSeconds, r.Timing.SACSeconds)
 	if err == nil && r.Out != "" {
 		_, err = fmt.Fprintf(w, "policy written to %s\n", r.Out)
 	}

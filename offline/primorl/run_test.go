@@ -66,3 +66,23 @@ func TestReadResultRefusesRepeatedKeys(t *testing.T) {
 		t.Errorf("ReadResult: %v, want a duplicate key error", err)
 	}
 }
+
+// TestScoreDefined: the text defines the score where it differs from the
+// return (Pendulum's normalisation) and omits it where it is the return.
+func TestScoreDefined(t *testing.T) {
+	for _, c := range []struct {
+		r    Result
+		want string
+	}{
+		{Result{Env: "pendulum", Return: -150, Score: 900}, "(score 900.0 = 1000 (return + 1500) / 1500"},
+		{Result{Env: "cartpole-balance", Return: 583, Score: 583}, "583.0 ± 0.0\n"},
+	} {
+		var b strings.Builder
+		if err := c.r.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("%s: %q, want %q", c.r.Env, b.String(), c.want)
+		}
+	}
+}
