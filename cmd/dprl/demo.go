@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"dprl/internal/fielderr"
 	"dprl/internal/flagsrc"
 	"dprl/internal/progress"
+	"dprl/ledger"
 	"dprl/ledger/accountant"
 	"dprl/profile"
 
@@ -88,6 +90,9 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 				return a.task("demo").Every(func() progress.Report { return p().Report() })
 			}
 			res, err := demo.Run(c.Context(), agent.ServiceConfig{Agent: ac, DataDir: data, NATS: "embedded", NATSListen: "127.0.0.1:0", SessionLogDir: logSessions, Logger: a.log}, cfg)
+			if errors.Is(err, ledger.ErrNotEmpty) {
+				return usagef("--data %s holds files but no ledger (a mistyped path?): give a demo's or an agent's data directory, an empty one, or none for a new temporary one", data)
+			}
 			return emit(a, asJSON, res, err)
 		},
 	}

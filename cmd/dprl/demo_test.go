@@ -231,3 +231,17 @@ func TestDemoStopsOnReleasedPolicies(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoRefusesNonEmptyDirectory: a --data directory that holds files
+// but no ledger is a usage error that says what to give instead (it named
+// an "initialise it explicitly" the demo has no flag for).
+func TestDemoRefusesNonEmptyDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "demo", "--data", dir, "--users", "4")
+	if code != exitUsage || !strings.Contains(stderr, "holds files but no ledger") || strings.Contains(stderr, "initialise it explicitly") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
