@@ -219,7 +219,8 @@ func lockError(dir, pdir string, err error) error {
 type lockedError struct{ dir, by string }
 
 func (e *lockedError) Error() string {
-	return "ledger: data directory " + e.dir + " is in use by " + e.by + " (its lock is held)"
+	return "ledger: data directory " + e.dir + " is in use by " + e.by + " (its lock is held: a running agent or offline run; " +
+		"wait for it to end, or read a copy: the agent's --backup-dir backups are ledgers every dprl ledger command opens)"
 }
 
 // Is makes the error ErrLocked for errors.Is.
