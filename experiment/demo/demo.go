@@ -252,6 +252,15 @@ type Result struct {
 // and the ledger verification.
 func (r Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "%d users, %d updates (policy version %d) in %.1f s\n", r.Users, r.Updates, r.Version, r.Seconds)
+	if r.Updates == 0 && r.Users > 0 {
+		// Say why nothing was learned rather than leave a bare 0.
+		if r.Version > 0 && r.UserCaps != "" {
+			fmt.Fprintf(w, "no update in this run: an update needs K = %d sessions learned from, and a session whose user is at a cap (%s) is served, not learned from; this data directory already holds %d releases, and a demo resumed on it plays the same user ids (give a new --data to learn again)\n",
+				r.K, r.UserCaps, r.Version)
+		} else {
+			fmt.Fprintf(w, "no update in this run: an update needs K = %d sessions learned from, and %d users played\n", r.K, r.Users)
+		}
+	}
 	if r.UserBound != nil {
 		fmt.Fprintf(w, "privacy per user: epsilon at most %s at delta %g for any user (%s); the most-used user took part in %d updates (epsilon %s)\n",
 			accountant.FormatEpsilon(*r.UserBound), r.Delta, r.UserCaps, r.UserMaxUpdates, accountant.FormatEpsilon(r.UserEpsilon))

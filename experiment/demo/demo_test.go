@@ -418,3 +418,24 @@ func TestRunAgainWithAnotherZ(t *testing.T) {
 		t.Errorf("summary lacks %q:\n%s", want, b.String())
 	}
 }
+
+// TestResultSaysWhyNoUpdate: a run without an update says why (a demo
+// resumed on its data directory printed "64 users, 0 updates" and nothing
+// else).
+func TestResultSaysWhyNoUpdate(t *testing.T) {
+	for _, c := range []struct {
+		r    Result
+		want string
+	}{
+		{Result{Users: 64, Version: 40, K: 32, UserCaps: "at most 1 update per user"}, "a demo resumed on it plays the same user ids"},
+		{Result{Users: 8, K: 32}, "an update needs K = 32 sessions learned from, and 8 users played"},
+	} {
+		var b strings.Builder
+		if err := c.r.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("%q: want %q", b.String(), c.want)
+		}
+	}
+}
