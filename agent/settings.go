@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"time"
 
@@ -159,7 +160,7 @@ var SettingsFields = fielderr.Fields{"DataDir", "Init", "UserEpsilon", "MaxUpdat
 	"ActWorkers", "SessionMemoryMiB", "NATS", "TLSCA", "TLSCert", "TLSKey", "Creds", "NKey",
 	"Clients", "ServerTLS", "ServerCert", "ServerKey", "ClientCA", "Caps", "Insecure", "NATSListen", "HTTPAddr",
 	"MaxOpenSessions", "MaxStepsPerSession", "MaxSessionsPerUser", "MaxSessionsPerConnection", "MaxQueuedPerUser",
-	"IdleTimeout", "FlushTimeout", "MaxSessionLifetime", "RewardLow", "RewardHigh", "ServePolicy", "ServeNonPrivate"}
+	"IdleTimeout", "FlushTimeout", "MaxSessionLifetime", "RewardLow", "RewardHigh", "ServePolicy", "ServeNonPrivate", "SessionLogDir"}
 
 // Validate reports the first problem ServiceConfig finds.
 func (s Settings) Validate() error {
@@ -264,6 +265,11 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	}
 	if s.DataDir == "" {
 		return ServiceConfig{}, SettingsFields.Errorf("{DataDir} is required")
+	}
+	for _, d := range []struct{ field, path string }{{"DataDir", s.DataDir}, {"SessionLogDir", s.SessionLogDir}} {
+		if fi, err := os.Stat(d.path); d.path != "" && err == nil && !fi.IsDir() {
+			return ServiceConfig{}, SettingsFields.Errorf("{%s} %s is a file: want a directory (created if missing)", d.field, d.path)
+		}
 	}
 	if s.ActWorkers < 0 || s.ActWorkers > 1024 {
 		return ServiceConfig{}, SettingsFields.Errorf("{ActWorkers} %d: want 0 (twice the cores) to 1024", s.ActWorkers)

@@ -238,3 +238,20 @@ func TestAgentFlagNamesComplete(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckConfigRefusesFileAsDirectory: --check-config refuses a plain
+// file given as --log-sessions or --data (it accepted the file, and the
+// agent failed only when it first wrote a session).
+func TestCheckConfigRefusesFileAsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--data", dir, "--log-sessions", file}, {"--data", file}} {
+		code, _, stderr := runCLI(t, append([]string{"agent", "--env", "cartpole", "--check-config"}, args...)...)
+		if code != exitUsage || !strings.Contains(stderr, file+" is a file: want a directory") || !strings.Contains(stderr, "--") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}
