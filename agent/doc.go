@@ -57,7 +57,7 @@
 // gradient norms, whether a local update failed): polling /status around
 // each End recovers nothing of a session.
 //
-// The status page (GET / on the ops server; package internal/statuspage)
+// The status page (GET / on the ops server; package agent/statuspage)
 // shows these values and the operational ones below, each panel labelled
 // a release covered by the guarantee (with its epsilon and delta) or
 // operational: the policy version, releases over time and the users'
