@@ -28,11 +28,11 @@ type Algo string
 // The learners.
 const (
 	// CQL is discrete conservative Q-learning (Kumar et al. 2020, the DQN
-	// variant): one Q-network, loss CQLLoss.
+	// variant): one Q-network (trained by offline/qlearn, loss CQLLoss).
 	CQL Algo = "cql"
 	// BCQ is discrete batch-constrained Q-learning (Fujimoto et al. 2019):
-	// a Q-network and an imitation network, targets BCQTargets, loss
-	// BCQLoss.
+	// a Q-network and an imitation network (trained by offline/qlearn,
+	// targets BCQTargets, loss BCQLoss).
 	BCQ Algo = "bcq"
 )
 
