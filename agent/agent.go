@@ -19,8 +19,8 @@ import (
 	"dprl/internal/rng"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
-	"dprl/offline/qlearn"
 	"dprl/policy"
+	"dprl/policy/qnet"
 	"dprl/policy/sac"
 	"dprl/sessionlog"
 	"dprl/space"
@@ -127,7 +127,7 @@ type Agent struct {
 type servingCtx struct {
 	actor *policy.Actor
 	fixed *sac.Actor
-	q     *qlearn.Learner
+	q     *qnet.Policy
 	rng   *rand.Rand
 	act   []float64
 }
@@ -192,7 +192,7 @@ func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
 	}
 	a.serving.New = func() any {
 		if cfg.Fixed != nil && cfg.Fixed.Q != nil {
-			q, err := cfg.Fixed.Q.NewLearner()
+			q, err := cfg.Fixed.Q.NewPolicy()
 			if err != nil {
 				panic(err) // the snapshot was parsed, and its sizes checked, by the same code
 			}

@@ -57,7 +57,7 @@
 // gradient norms, whether a local update failed): polling /status around
 // each End recovers nothing of a session.
 //
-// The status page (GET / on the ops server; package internal/statuspage)
+// The status page (GET / on the ops server; package agent/statuspage)
 // shows these values and the operational ones below, each panel labelled
 // a release covered by the guarantee (with its epsilon and delta) or
 // operational: the policy version, releases over time and the users'
@@ -89,7 +89,7 @@
 // of standard deviation z times the range's width, so each value is
 // (epsilon, delta)-DP by the analytic Gaussian mechanism at multiplier z,
 // one step (d components and a reward) at multiplier z/sqrt(d+1), and a
-// session of T steps at z/sqrt(T(d+1)) (stream.LocalDPGuarantee). That
+// session of T steps at z/sqrt(T(d+1)) (accountant.LocalGaussian). That
 // protection holds against the agent itself; it composes with, and does not
 // replace, the agent's per-session guarantee on its releases, which the
 // agent computes from its own clipping and noise whatever the client did.

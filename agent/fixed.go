@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"dprl/ledger"
-	"dprl/offline/qlearn"
 	"dprl/policy"
+	"dprl/policy/qnet"
 	"dprl/policy/sac"
 	"dprl/sims"
 )
@@ -53,7 +53,7 @@ type FixedPolicy struct {
 	// Q, for a Q-network policy, serves the actions; its observation
 	// length and action count must match Config.Spec, which must have
 	// discrete actions. Exactly one of Actor and Q is set.
-	Q *qlearn.Snapshot
+	Q *qnet.Snapshot
 	// Source names where the policy came from (its file), for the log.
 	Source string
 	// CRC is the CRC-32C of the snapshot's bytes, for the log and
@@ -92,7 +92,7 @@ func (f *FixedPolicy) Label() string {
 }
 
 // LoadFixedPolicy reads the policy snapshot in file path: a Q-network
-// policy (qlearn.ParseSnapshot, JSON) or else a SAC actor
+// policy (qnet.ParseSnapshot, JSON) or else a SAC actor
 // (sac.LoadActor). A missing or unreadable file, or a snapshot that does
 // not parse, is an error.
 func LoadFixedPolicy(path string) (*FixedPolicy, error) {
@@ -119,7 +119,7 @@ func ParseFixedPolicy(b []byte, source string) (*FixedPolicy, error) {
 func parseFixed(b []byte, source string) (*FixedPolicy, error) {
 	f := &FixedPolicy{Source: source, CRC: crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))}
 	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] == '{' {
-		q, _, err := qlearn.ParseSnapshot(b)
+		q, _, err := qnet.ParseSnapshot(b)
 		if err != nil {
 			return nil, err
 		}

@@ -11,7 +11,7 @@ import (
 
 	"dprl/internal/fielderr"
 	"dprl/ledger"
-	"dprl/offline/qlearn"
+	"dprl/policy/qnet"
 )
 
 // privateProv is the provenance of a private offline run: (10, 1e-5)-DP
@@ -22,7 +22,7 @@ var privateProv = ledger.Provenance{Private: true, Epsilon: 10, Delta: 1e-5, Uni
 // networks and "private" fields, no ledger entry.
 func legacyQ(t *testing.T, b []byte) []byte {
 	t.Helper()
-	s := strings.Replace(string(b), `"format":"`+qlearn.SnapshotFormat+`"`, `"format":"`+qlearn.SnapshotFormatV1+`"`, 1)
+	s := strings.Replace(string(b), `"format":"`+qnet.SnapshotFormat+`"`, `"format":"`+qnet.SnapshotFormatV1+`"`, 1)
 	s = strings.Replace(s, `,"ledger_seq":3`, "", 1)
 	if s == string(b) || strings.Contains(s, "ledger_seq") {
 		t.Fatalf("could not make a v1 snapshot of %.200s", b)

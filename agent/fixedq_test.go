@@ -13,6 +13,7 @@ import (
 	"dprl/ledger"
 	"dprl/offline/qlearn"
 	"dprl/policy"
+	"dprl/policy/qnet"
 	"dprl/profile"
 	"dprl/sessionlog"
 )
@@ -70,7 +71,7 @@ func TestFixedQPolicyServes(t *testing.T) {
 	if f.Q == nil || f.Actor != nil || !strings.HasPrefix(f.ID(), "qlearn-bcq crc32c:") {
 		t.Fatalf("parsed %+v, id %s", f, f.ID())
 	}
-	_, ref, err := qlearn.ParseSnapshot(b)
+	_, ref, err := qnet.ParseSnapshot(b)
 	if err != nil {
 		t.Fatal(err)
 	}

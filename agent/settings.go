@@ -11,8 +11,8 @@ import (
 	"dprl/internal/fielderr"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
+	"dprl/ledger/accountant/bandsens"
 	"dprl/policy"
-	"dprl/policy/bandmf"
 	"dprl/profile"
 	"dprl/stream"
 )
@@ -59,7 +59,7 @@ type Settings struct {
 	K       int
 	// Noise (noise) is the noise of the releases: "" or "independent"
 	// (fresh noise each release), or "bandmf", the banded square-root
-	// correlated noise with Band (band) bands, 1 to bandmf.MaxBand (given
+	// correlated noise with Band (band) bands, 1 to bandsens.MaxBand (given
 	// only with bandmf): a user's updates are then at least Band releases
 	// apart and at most MaxUpdatesPerUser (policy.NoiseBandedSqrt).
 	Noise string
@@ -253,8 +253,8 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 			return ServiceConfig{}, SettingsFields.Errorf("{Band} %d: bands are a setting of {Noise} bandmf", s.Band)
 		}
 	case policy.NoiseBandedSqrt.String():
-		if s.Band < 1 || s.Band > bandmf.MaxBand {
-			return ServiceConfig{}, SettingsFields.Errorf("{Band} %d: {Noise} bandmf needs 1 to %d bands", s.Band, bandmf.MaxBand)
+		if s.Band < 1 || s.Band > bandsens.MaxBand {
+			return ServiceConfig{}, SettingsFields.Errorf("{Band} %d: {Noise} bandmf needs 1 to %d bands", s.Band, bandsens.MaxBand)
 		}
 		pc.DP.Noise, pc.DP.Band = policy.NoiseBandedSqrt, s.Band
 	default:
@@ -475,7 +475,7 @@ func (c Config) UserEpsilonBound() (eps float64, ok bool, err error) {
 // participation sets the ledger allows (at most k, any two at least Band
 // apart) of the norm of the sum of the factor's columns is exactly sqrt(k)
 // column norms, the columns of such a set having disjoint supports
-// (package bandmf). The exact program (bandmf.Sensitivities) computes it,
+// (package bandmf). The exact program (bandsens.Sensitivities) computes it,
 // and an answer that differs by more than its rounding slack is an error.
 // So userNoise's k-fold composition is exact for bandmf as well. 0
 // without an update cap.
@@ -488,11 +488,11 @@ func (c Config) UserSensitivity() (float64, error) {
 	if dp.Noise != policy.NoiseBandedSqrt {
 		return math.Sqrt(float64(k)), nil
 	}
-	rho, err := bandmf.Sensitivities(bandmf.SqrtCoefficients(dp.Band), k, dp.Band)
+	rho, err := bandsens.Sensitivities(bandsens.SqrtCoefficients(dp.Band), k, dp.Band)
 	if err != nil {
 		return 0, err
 	}
-	if r := math.Sqrt(float64(k)); !(rho[k] >= r*(1-1e-9) && rho[k] <= r*bandmf.Slack*(1+1e-9)) {
+	if r := math.Sqrt(float64(k)); !(rho[k] >= r*(1-1e-9) && rho[k] <= r*bandsens.Slack*(1+1e-9)) {
 		return 0, fmt.Errorf("agent: bandmf sensitivity of %d updates %v, want sqrt(k) = %v", k, rho[k], r)
 	}
 	return math.Sqrt(float64(k)), nil

@@ -7,13 +7,13 @@ import (
 	"sync"
 	"time"
 
+	"dprl/agent/statuspage"
 	"dprl/internal/buildinfo"
-	"dprl/internal/statuspage"
 	"dprl/ledger"
 )
 
 // statusPage serves the status page at the ops server's root (package
-// internal/statuspage): for each policy, its version, releases and users'
+// agent/statuspage): for each policy, its version, releases and users'
 // epsilons from its ledger and, when its --env names a simulator, the
 // simulated learning curve of its released versions, evaluated by one
 // background goroutine per policy while the page is viewed; and the

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"dprl/internal/statuspage"
+	"dprl/agent/statuspage"
 	"dprl/internal/testutil"
 	"dprl/ledger/accountant"
 	"dprl/stream"

@@ -8,8 +8,8 @@ import (
 	"slices"
 
 	"dprl/ledger/accountant"
+	"dprl/ledger/accountant/bandsens"
 	"dprl/policy"
-	"dprl/policy/bandmf"
 )
 
 // The DPPG audit's public setting: K local updates per release, each a joint
@@ -247,7 +247,7 @@ func (h *dppgHarness) release(cfg policy.DPConfig, in bool, rng *rand.Rand) ([]f
 	case policy.NoiseSqrt:
 		return factor(sqrtCoefficients(h.releases)), nil
 	case policy.NoiseBandedSqrt:
-		return factor(bandmf.SqrtCoefficients(cfg.Band)), nil
+		return factor(bandsens.SqrtCoefficients(cfg.Band)), nil
 	}
 	return gs, nil
 }

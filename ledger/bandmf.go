@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"math"
 
-	"dprl/policy/bandmf"
+	"dprl/ledger/accountant/bandsens"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -106,7 +106,7 @@ type Correlation struct {
 	Factor float64 `json:"factor"`
 	// Sensitivity is rho(MaxParticipations), the sensitivity of a user
 	// with the most participations in units of one participation's
-	// (bandmf.Sensitivities): such a user gets the Gaussian mechanism of
+	// (bandsens.Sensitivities): such a user gets the Gaussian mechanism of
 	// multiplier Z / Sensitivity.
 	Sensitivity float64 `json:"sensitivity"`
 }
@@ -118,15 +118,15 @@ type Correlation struct {
 // refuse.
 func BandedCorrelation(band, minSep, k int, streamStart uint64) (*Correlation, error) {
 	c := &Correlation{Noise: NoiseBandedSqrt, Band: band, MinSeparation: minSep, MaxParticipations: k, StreamStart: streamStart}
-	if band < 1 || band > bandmf.MaxBand || k < 1 || k > maxCorrelatedParticipations || minSep < band {
+	if band < 1 || band > bandsens.MaxBand || k < 1 || k > maxCorrelatedParticipations || minSep < band {
 		return nil, c.check(max(streamStart, 1), 0)
 	}
-	coef := bandmf.SqrtCoefficients(band)
-	rho, err := bandmf.Sensitivities(coef, k, minSep)
+	coef := bandsens.SqrtCoefficients(band)
+	rho, err := bandsens.Sensitivities(coef, k, minSep)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	c.Factor, c.Sensitivity = bandmf.ColumnNorm(coef), rho[k]
+	c.Factor, c.Sensitivity = bandsens.ColumnNorm(coef), rho[k]
 	if err := c.check(max(streamStart, 1), 0); err != nil {
 		return nil, err
 	}
@@ -142,8 +142,8 @@ func (c *Correlation) check(version uint64, tol float64) error {
 	switch {
 	case c.Noise != NoiseBandedSqrt:
 		return fmt.Errorf("%w: correlated noise %q, want %q", ErrInvalid, c.Noise, NoiseBandedSqrt)
-	case c.Band < 1 || c.Band > bandmf.MaxBand:
-		return fmt.Errorf("%w: %d bands, want 1 to %d", ErrInvalid, c.Band, bandmf.MaxBand)
+	case c.Band < 1 || c.Band > bandsens.MaxBand:
+		return fmt.Errorf("%w: %d bands, want 1 to %d", ErrInvalid, c.Band, bandsens.MaxBand)
 	case c.MinSeparation < c.Band:
 		return fmt.Errorf("%w: minimum separation %d below the %d bands: a user's participations would share rows of the factor, and the charge of 1/z^2 per release would understate their sensitivity", ErrInvalid, c.MinSeparation, c.Band)
 	case c.MaxParticipations < 1 || c.MaxParticipations > maxCorrelatedParticipations:
@@ -151,9 +151,9 @@ func (c *Correlation) check(version uint64, tol float64) error {
 	case c.StreamStart < 1 || c.StreamStart > version:
 		return fmt.Errorf("%w: stream start %d for version %d", ErrInvalid, c.StreamStart, version)
 	}
-	coef := bandmf.SqrtCoefficients(c.Band)
-	f := bandmf.ColumnNorm(coef)
-	rho, err := bandmf.Sensitivities(coef, c.MaxParticipations, c.MinSeparation)
+	coef := bandsens.SqrtCoefficients(c.Band)
+	f := bandsens.ColumnNorm(coef)
+	rho, err := bandsens.Sensitivities(coef, c.MaxParticipations, c.MinSeparation)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
@@ -455,7 +455,7 @@ func (s *Store) putNoise(b *pebble.Batch, r Release, e Entry) error {
 		return fmt.Errorf("%w: a noise step without the entry's correlation", ErrInvalid)
 	}
 	x, g := r.Noise.X, r.Noise.G
-	if len(x) == 0 || len(x) != len(g) || 2*len(x) > bandmf.MaxStateFloats {
+	if len(x) == 0 || len(x) != len(g) || 2*len(x) > bandsens.MaxStateFloats {
 		return fmt.Errorf("%w: noise step of %d and %d values", ErrInvalid, len(x), len(g))
 	}
 	for i := range x {

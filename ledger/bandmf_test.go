@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"dprl/internal/testutil"
-	"dprl/policy/bandmf"
+	"dprl/ledger/accountant/bandsens"
 )
 
 // bandedRelease releases version with correlated noise of the stream
@@ -292,7 +292,7 @@ func TestBandedCorrelationSensitivity(t *testing.T) {
 		if c.Sensitivity < want || c.Sensitivity > want*(1+2e-6) {
 			t.Errorf("band %d, k %d: sensitivity %v, want sqrt(k) %v", tc.band, tc.k, c.Sensitivity, want)
 		}
-		if f := bandmf.ColumnNorm(bandmf.SqrtCoefficients(tc.band)); c.Factor != f {
+		if f := bandsens.ColumnNorm(bandsens.SqrtCoefficients(tc.band)); c.Factor != f {
 			t.Errorf("band %d: factor %v, want %v", tc.band, c.Factor, f)
 		}
 	}

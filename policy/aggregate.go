@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 
+	"dprl/ledger/accountant/bandsens"
 	"dprl/noise"
 	"dprl/policy/bandmf"
 )
@@ -113,7 +114,7 @@ func NewAggregator(cfg DPConfig, nPolicy, nValue int, rng *rand.Rand) (*Aggregat
 		if a.std > 0 {
 			noiseRNG = rng
 		}
-		st, err := bandmf.NewStream(bandmf.SqrtCoefficients(cfg.Band), n, a.std, noiseRNG)
+		st, err := bandmf.NewStream(bandsens.SqrtCoefficients(cfg.Band), n, a.std, noiseRNG)
 		if err != nil {
 			return nil, fmt.Errorf("policy: aggregator: %w", err)
 		}

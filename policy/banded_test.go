@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"dprl/ledger/accountant/bandsens"
 	"dprl/noise"
 	"dprl/policy/bandmf"
 )
@@ -19,9 +20,9 @@ func TestBandedConfig(t *testing.T) {
 	}{
 		{NoiseBandedSqrt, 0, 1, ""},
 		{NoiseBandedSqrt, 0, 64, ""},
-		{NoiseBandedSqrt, 0, bandmf.MaxBand, ""},
+		{NoiseBandedSqrt, 0, bandsens.MaxBand, ""},
 		{NoiseBandedSqrt, 0, 0, "band = 0"},
-		{NoiseBandedSqrt, 0, bandmf.MaxBand + 1, "band = 4097"},
+		{NoiseBandedSqrt, 0, bandsens.MaxBand + 1, "band = 4097"},
 		{NoiseBandedSqrt, 10, 4, "horizon = 10"},
 		{NoiseIndependent, 0, 4, "band = 4 with independent"},
 		{NoiseSqrt, 10, 4, "band = 4 with sqrt"},
@@ -35,7 +36,7 @@ func TestBandedConfig(t *testing.T) {
 	}
 	// The rounding bound: many bands and a large K are refused.
 	big := base
-	big.Noise, big.Band, big.UsersPerUpdate = NoiseBandedSqrt, bandmf.MaxBand, 1<<15
+	big.Noise, big.Band, big.UsersPerUpdate = NoiseBandedSqrt, bandsens.MaxBand, 1<<15
 	if err := big.Validate(); err == nil || !strings.Contains(err.Error(), "rounding") {
 		t.Errorf("4096 bands, K = 2^15: %v", err)
 	}
@@ -44,7 +45,7 @@ func TestBandedConfig(t *testing.T) {
 	}
 	cfg := base
 	cfg.Noise, cfg.Band = NoiseBandedSqrt, 5
-	c := bandmf.SqrtCoefficients(5)
+	c := bandsens.SqrtCoefficients(5)
 	ss := 0.0
 	for _, v := range c {
 		ss += v * v
@@ -63,7 +64,7 @@ func TestBandedConfig(t *testing.T) {
 // limits: 1 for one release, sqrt(M) for one band.
 func TestBandedWindowSensitivity(t *testing.T) {
 	for _, b := range []int{1, 2, 5, 17} {
-		c := bandmf.SqrtCoefficients(b)
+		c := bandsens.SqrtCoefficients(b)
 		for _, M := range []int{1, 2, 3, 10, 40} {
 			cfg := DPConfig{Noise: NoiseBandedSqrt, Band: b}
 			got, err := cfg.WindowSensitivity(M, 1000)
@@ -80,7 +81,7 @@ func TestBandedWindowSensitivity(t *testing.T) {
 			for _, x := range v {
 				ss += x * x
 			}
-			want := math.Sqrt(ss) / bandmf.ColumnNorm(c)
+			want := math.Sqrt(ss) / bandsens.ColumnNorm(c)
 			if got < want || got > want*(1+1e-8) {
 				t.Errorf("b = %d, M = %d: %v, want %v", b, M, got, want)
 			}
@@ -150,7 +151,7 @@ func TestBandedAggregator(t *testing.T) {
 	}
 	v /= n
 	sp := noise.Std(a.NoiseStd())
-	pn := bandmf.PrefixNoise(bandmf.SqrtCoefficients(6), T)
+	pn := bandmf.PrefixNoise(bandsens.SqrtCoefficients(6), T)
 	if want := sp * sp * pn * pn; math.Abs(v/want-1) > 5*math.Sqrt(2.0/n) {
 		t.Errorf("parameters' noise variance after %d releases %v, want %v", T, v, want)
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 
+	"dprl/ledger/accountant/bandsens"
 	"dprl/policy/bandmf"
 )
 
@@ -83,7 +84,7 @@ type DPConfig struct {
 	// NoiseIndependent and NoiseBandedSqrt (an unbounded stream).
 	Horizon int
 	// Band b is the number of bands of NoiseBandedSqrt's factor, 1 to
-	// bandmf.MaxBand (1 is independent noise); 0 with every other noise.
+	// bandsens.MaxBand (1 is independent noise); 0 with every other noise.
 	Band int
 }
 
@@ -150,7 +151,7 @@ func ParseNoise(s string) (Noise, error) {
 func (c DPConfig) NoiseFactor() float64 {
 	switch c.Noise {
 	case NoiseBandedSqrt:
-		return bandmf.ColumnNorm(bandmf.SqrtCoefficients(c.Band))
+		return bandsens.ColumnNorm(bandsens.SqrtCoefficients(c.Band))
 	case NoiseTree:
 		return math.Sqrt(float64(treeLevels(c.Horizon)))
 	case NoiseSqrt:
@@ -298,10 +299,10 @@ func (c DPConfig) Validate() error {
 		if c.Horizon != 0 {
 			bad("horizon = %d with bandmf noise, must be 0 (the stream is unbounded; its band sets the correlation)", c.Horizon)
 		}
-		if c.Band < 1 || c.Band > bandmf.MaxBand {
-			bad("band = %d with bandmf noise, must be in [1, %d]", c.Band, bandmf.MaxBand)
+		if c.Band < 1 || c.Band > bandsens.MaxBand {
+			bad("band = %d with bandmf noise, must be in [1, %d]", c.Band, bandsens.MaxBand)
 		} else if c.UsersPerUpdate >= 1 {
-			if err := bandmf.CheckRounding(bandmf.SqrtCoefficients(c.Band), c.UsersPerUpdate); err != nil {
+			if err := bandmf.CheckRounding(bandsens.SqrtCoefficients(c.Band), c.UsersPerUpdate); err != nil {
 				errs = append(errs, fmt.Errorf("policy: dp: %w", err))
 			}
 		}

@@ -7,7 +7,7 @@ import (
 	"math"
 	"slices"
 
-	"dprl/policy/bandmf"
+	"dprl/ledger/accountant/bandsens"
 )
 
 // Sensitivity of several participations (one episode in several releases).
@@ -215,13 +215,13 @@ func sqrtWindowNormsSq(N, M, starts int) []float64 {
 // c_0 + ... + c_min(d, b-1) (P(d) = 0 for d < 0); rho = its norm over the
 // column norm f, inflated by sensitivitySlack.
 func bandedWindowSensitivity(b, M int) (float64, error) {
-	if b < 1 || b > bandmf.MaxBand {
-		return 0, fmt.Errorf("policy: window sensitivity: band %d, want 1 to %d", b, bandmf.MaxBand)
+	if b < 1 || b > bandsens.MaxBand {
+		return 0, fmt.Errorf("policy: window sensitivity: band %d, want 1 to %d", b, bandsens.MaxBand)
 	}
 	if M == 1 {
 		return 1, nil
 	}
-	c := bandmf.SqrtCoefficients(b)
+	c := bandsens.SqrtCoefficients(b)
 	pre := make([]float64, b)
 	for j, v := range c {
 		pre[j] = v
@@ -240,5 +240,5 @@ func bandedWindowSensitivity(b, M int) (float64, error) {
 		v := P(d) - P(d-M)
 		ss += v * v
 	}
-	return math.Sqrt(ss) / bandmf.ColumnNorm(c) * sensitivitySlack, nil
+	return math.Sqrt(ss) / bandsens.ColumnNorm(c) * sensitivitySlack, nil
 }

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"dprl/agent/statuspage"
 	"dprl/internal/chart"
-	"dprl/internal/statuspage"
 )
 
 // pngChart draws a line or histogram figure with internal/chart: its title

@@ -29,9 +29,9 @@ import (
 	"time"
 
 	"dprl/agent"
+	"dprl/agent/statuspage"
 	"dprl/internal/atomicfile"
 	"dprl/internal/buildinfo"
-	"dprl/internal/statuspage"
 	"dprl/ledger"
 	"dprl/profile"
 

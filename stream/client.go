@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"dprl/internal/rng"
-	"dprl/ledger/accountant"
 	"dprl/space"
 )
 
@@ -68,84 +67,27 @@ type LocalDP struct {
 	// Z is the noise multiplier: a value whose range has width w = high -
 	// low receives Gaussian noise of standard deviation Z w. Finite, > 0.
 	Z float64
-	// Delta is the delta at which LocalDPGuarantee reports epsilons, in
-	// (0, 1).
+	// Delta is the delta at which the guarantee is reported
+	// (accountant.NewLocalGaussian), in (0, 1).
 	Delta float64
-}
-
-// LocalDPGuarantee is the local differential privacy of WithLocalDP: the
-// protection of a user's observation and reward values against everything
-// downstream of the client (the transport, the agent, its operator and its
-// releases), for a session of a given shape.
-//
-// What it does not cover: the client sends the session's shape as it is.
-// The number of act requests (the session's length), the terminal flag of
-// End, the session and user ids and the requests' timing reach the agent
-// unnoised, and so does every action (the agent's own choice). Neighbouring
-// sessions under this guarantee have the same length and end the same way;
-// a session whose length or ending is itself sensitive is not protected by
-// it (the agent's central guarantee, which covers whole sessions, still
-// holds for what the agent releases).
-//
-// One value x clipped to [low, high] and released as x + N(0, (Z w)^2), w =
-// high - low, is the Gaussian mechanism with L2 sensitivity w (two values
-// in the range differ by at most w) and noise multiplier Z, whose exact
-// (epsilon, delta) curve is the analytic Gaussian mechanism's (Balle and
-// Wang 2018, "Improving the Gaussian mechanism for differential privacy",
-// Theorem 8). n such values, each with its own width and noise, compose to
-// the Gaussian mechanism of multiplier Z / sqrt(n) (Dong, Roth and Su 2022,
-// "Gaussian differential privacy", Corollary 3.3: mu-GDP adds in
-// quadrature, mu = 1/Z per value).
-type LocalDPGuarantee struct {
-	Z, Delta float64
-	// PerValueEpsilon protects one observation component or one reward.
-	PerValueEpsilon float64
-	// PerStepEpsilon protects one act request (the observation and the
-	// previous action's reward) or one step of a session.
-	PerStepEpsilon float64
-	// valuesPerStep is the number of noised values per step (components
-	// and reward of non-zero width).
-	valuesPerStep int
-}
-
-// SessionEpsilon returns the epsilon at Delta protecting a whole session of
-// steps actions (steps observations and steps rewards, the last one sent
-// with End): the composition of steps times the per-step values.
-func (g LocalDPGuarantee) SessionEpsilon(steps int) (float64, error) {
-	if steps < 1 {
-		return 0, fmt.Errorf("stream: local DP: session of %d steps, want >= 1", steps)
-	}
-	return localEpsilon(g.Z, steps*g.valuesPerStep, g.Delta)
-}
-
-// localEpsilon is the analytic-Gaussian epsilon of n values each noised
-// with multiplier z (0 values: 0).
-func localEpsilon(z float64, n int, delta float64) (float64, error) {
-	if n == 0 {
-		return 0, nil
-	}
-	eps, err := accountant.GaussianEpsilon(z/math.Sqrt(float64(n)), delta)
-	if err != nil {
-		return 0, fmt.Errorf("stream: local DP epsilon: %w", err)
-	}
-	return eps, nil
 }
 
 // localDP is the client-side Gaussian mechanism. rng is not safe for
 // concurrent use, hence mu.
 type localDP struct {
-	mu        sync.Mutex
-	obsLow    []float64
-	obsHigh   []float64
-	obsStd    []float64
-	rewLow    float64
-	rewHigh   float64
-	rewStd    float64
-	rng       *rand.Rand
-	gauss     *noise.Gaussian // draws from rng
-	one       [1]float64
-	obsNoisy  []float64
-	guarantee LocalDPGuarantee
+	mu       sync.Mutex
+	obsLow   []float64
+	obsHigh  []float64
+	obsStd   []float64
+	rewLow   float64
+	rewHigh  float64
+	rewStd   float64
+	rng      *rand.Rand
+	gauss    *noise.Gaussian // draws from rng
+	one      [1]float64
+	obsNoisy []float64
+	cfg      LocalDP // a copy, for Client.LocalDP
+	values   int     // noised values per step
 }
 
 // noisy returns x + N(0, std^2) from the exact sampler (package noise: the
@@ -169,8 +111,8 @@ func (d *localDP) reward(r float64) float64 {
 // LDP, bounded): before anything leaves the client, each observation
 // component and each reward is clipped to its public range and receives
 // Gaussian noise of standard deviation cfg.Z times the range's width, so
-// that each value is (epsilon, delta)-DP with the epsilon LocalDPGuarantee
-// reports. A NaN or ±Inf value is refused (CodeNonFinite), not clipped.
+// that each value is (epsilon, delta)-DP with the epsilon
+// accountant.NewLocalGaussian computes from Client.LocalDP. A NaN or ±Inf value is refused (CodeNonFinite), not clipped.
 // rng must not be nil — use NewSecureRand in production. The client copies
 // cfg's slices and owns rng from then on.
 func WithLocalDP(cfg LocalDP, rng *rand.Rand) ClientOption {
@@ -221,17 +163,9 @@ func WithLocalDP(cfg LocalDP, rng *rand.Rand) ClientOption {
 				return fmt.Errorf("stream: WithLocalDP: value %d: noise standard deviation z x width overflows", i)
 			}
 		}
-		g := LocalDPGuarantee{Z: cfg.Z, Delta: cfg.Delta, valuesPerStep: values}
-		var err error
-		if values > 0 {
-			if g.PerValueEpsilon, err = localEpsilon(cfg.Z, 1, cfg.Delta); err != nil {
-				return err
-			}
-		}
-		if g.PerStepEpsilon, err = localEpsilon(cfg.Z, values, cfg.Delta); err != nil {
-			return err
-		}
-		d.guarantee = g
+		d.cfg = LocalDP{ObsLow: append([]float64(nil), d.obsLow...), ObsHigh: append([]float64(nil), d.obsHigh...),
+			RewardLow: cfg.RewardLow, RewardHigh: cfg.RewardHigh, Z: cfg.Z, Delta: cfg.Delta}
+		d.values = values
 		c.ldp = d
 		return nil
 	}
@@ -241,13 +175,22 @@ func finiteRange(lo, hi float64) bool {
 	return !math.IsNaN(lo) && !math.IsNaN(hi) && !math.IsInf(lo, 0) && !math.IsInf(hi, 0) && lo <= hi
 }
 
-// LocalDPGuarantee returns the guarantee of the client's local DP, and
-// false when WithLocalDP is off.
-func (c *Client) LocalDPGuarantee() (LocalDPGuarantee, bool) {
+// LocalDP returns the client's local DP setting (a copy) and the number of
+// values it noises per step (observation components and reward of non-zero
+// width; zero-width ones are sent as their bound and leak nothing), and
+// false when WithLocalDP is off. Its guarantee is
+// accountant.NewLocalGaussian(cfg.Z, cfg.Delta, valuesPerStep), which also
+// says what the guarantee does not cover: the client sends the session's
+// shape (its length, the terminal flag of End, the ids, the requests'
+// timing and every action) as it is.
+func (c *Client) LocalDP() (cfg LocalDP, valuesPerStep int, ok bool) {
 	if c.ldp == nil {
-		return LocalDPGuarantee{}, false
+		return LocalDP{}, 0, false
 	}
-	return c.ldp.guarantee, true
+	d := c.ldp
+	cfg = d.cfg
+	cfg.ObsLow, cfg.ObsHigh = append([]float64(nil), d.cfg.ObsLow...), append([]float64(nil), d.cfg.ObsHigh...)
+	return cfg, d.values, true
 }
 
 // NewSecureRand returns a *rand.Rand drawing from ChaCha8 seeded with 32

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -59,48 +60,35 @@ func TestLocalDPNoise(t *testing.T) {
 	}
 }
 
-// TestLocalDPGuarantee checks the reported epsilons against the analytic
-// Gaussian mechanism: per value multiplier z, per step z/sqrt(values), per
-// session z/sqrt(steps x values); zero-width values do not count.
-func TestLocalDPGuarantee(t *testing.T) {
+// TestLocalDPSetting checks what the client reports for its guarantee: a
+// copy of its setting and the number of noised values per step (zero-width
+// values do not count), from which accountant.NewLocalGaussian computes the
+// epsilons (tested in package accountant).
+func TestLocalDPSetting(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	c := &Client{}
-	if _, ok := c.LocalDPGuarantee(); ok {
-		t.Fatal("guarantee without local DP")
+	if _, _, ok := c.LocalDP(); ok {
+		t.Fatal("local DP reported when off")
 	}
 	cfg := LocalDP{ObsLow: []float64{-1, -1, 0, -2}, ObsHigh: []float64{1, 1, 0, 2}, RewardLow: 0, RewardHigh: 1, Z: 4, Delta: 1e-5}
 	if err := WithLocalDP(cfg, rng)(c); err != nil {
 		t.Fatal(err)
 	}
-	g, ok := c.LocalDPGuarantee()
-	if !ok {
-		t.Fatal("no guarantee")
+	got, values, ok := c.LocalDP()
+	if !ok || !reflect.DeepEqual(got, cfg) || values != 4 {
+		t.Fatalf("LocalDP() = %+v, %d, %v, want %+v, 4 (3 observation components of non-zero width and the reward), true", got, values, ok, cfg)
 	}
-	eps := func(z float64) float64 {
-		e, err := accountant.GaussianEpsilon(z, 1e-5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
+	got.ObsLow[0] = 5
+	if again, _, _ := c.LocalDP(); again.ObsLow[0] != -1 {
+		t.Error("LocalDP returns the client's own slices")
 	}
-	// 3 observation components of non-zero width and the reward.
-	if g.PerValueEpsilon != eps(4) || g.PerStepEpsilon != eps(4/math.Sqrt(4)) {
-		t.Errorf("per value %v (want %v), per step %v (want %v)", g.PerValueEpsilon, eps(4), g.PerStepEpsilon, eps(2))
-	}
-	s, err := g.SessionEpsilon(25)
-	if err != nil || s != eps(4/math.Sqrt(100)) {
-		t.Errorf("session of 25 steps: %v %v, want %v", s, err, eps(0.4))
-	}
-	if _, err := g.SessionEpsilon(0); err == nil {
-		t.Error("session of 0 steps accepted")
-	}
-	// z = 1, delta = 1e-5: the agent's per-session epsilon 4.377.
-	c1 := &Client{}
-	if err := WithLocalDP(LocalDP{ObsLow: []float64{0}, ObsHigh: []float64{1}, RewardHigh: 1, Z: 1, Delta: 1e-5}, rng)(c1); err != nil {
+	g, err := accountant.NewLocalGaussian(got.Z, got.Delta, values)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if g1, _ := c1.LocalDPGuarantee(); math.Abs(g1.PerValueEpsilon-4.3772) > 1e-4 {
-		t.Errorf("per-value epsilon at z = 1: %v, want 4.3772", g1.PerValueEpsilon)
+	want, err := accountant.GaussianEpsilon(4/math.Sqrt(4), 1e-5)
+	if err != nil || g.PerStepEpsilon != want {
+		t.Errorf("per step %v, want %v (%v)", g.PerStepEpsilon, want, err)
 	}
 }
 

@@ -67,7 +67,7 @@
 // With WithLocalDP the client clips each observation component and each
 // reward to a public range and adds Gaussian noise scaled to the range's
 // width before they leave the process (local DP, the analytic Gaussian
-// mechanism per value; LocalDPGuarantee reports the epsilon per value, per
+// mechanism per value; accountant.NewLocalGaussian of Client.LocalDP reports the epsilon per value, per
 // step and per session), drawing from the *rand.Rand it is given;
 // NewSecureRand makes a ChaCha8 generator seeded from crypto/rand.
 // The server never logs ids, observations or rewards.

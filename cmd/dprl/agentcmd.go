@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"dprl/agent"
-	"dprl/internal/cliflags"
+	"dprl/cmd/dprl/cliflags"
 	"dprl/internal/fielderr"
 	"dprl/internal/flagsrc"
 	"dprl/ledger"

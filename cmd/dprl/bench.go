@@ -5,7 +5,7 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"dprl/agent"
+	"dprl/experiment/bench"
 
 	"github.com/spf13/cobra"
 )
@@ -47,7 +47,7 @@ agent phase (K is set above the number of sessions), so it measures serving.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			res, err := agent.BenchServe(c.Context(), agent.BenchServeConfig{Concurrency: concurrency, Duration: dur, ActWorkers: actWorkers, Logger: a.log})
+			res, err := bench.Serve(c.Context(), bench.ServeConfig{Concurrency: concurrency, Duration: dur, ActWorkers: actWorkers, Logger: a.log})
 			return emit(a, asJSON, res, err)
 		},
 	}

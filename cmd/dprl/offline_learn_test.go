@@ -10,6 +10,7 @@ import (
 	"dprl/ledger"
 	"dprl/offline/budget"
 	"dprl/offline/qlearn"
+	"dprl/policy/qnet"
 )
 
 // learnArgs are a small, fast learner's flags.
@@ -72,7 +73,7 @@ func TestOfflineLearn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, _, err := qlearn.ParseSnapshot(b); err != nil || s.Private || s.Algo != qlearn.BCQ {
+	if s, _, err := qnet.ParseSnapshot(b); err != nil || s.Private || s.Algo != qlearn.BCQ {
 		t.Fatalf("snapshot: %v %+v", err, s)
 	} else if p, ok := s.Provenance(); !ok || p != (ledger.Provenance{}) {
 		t.Fatalf("non-private snapshot's provenance %+v (recorded %v), want NOT private", p, ok)
@@ -88,7 +89,7 @@ func TestOfflineLearn(t *testing.T) {
 	if b, err = os.ReadFile(dpSnap); err != nil {
 		t.Fatal(err)
 	}
-	if s, _, err := qlearn.ParseSnapshot(b); err != nil {
+	if s, _, err := qnet.ParseSnapshot(b); err != nil {
 		t.Fatal(err)
 	} else if p, ok := s.Provenance(); !ok || p != (ledger.Provenance{Private: true, Epsilon: dp.Epsilon, Delta: dp.Delta, Unit: ledger.UnitExpert, LedgerSeq: dp.LedgerSeq}) {
 		t.Fatalf("dp-sgd snapshot's provenance %+v (recorded %v), run %+v", p, ok, dp)

@@ -3,8 +3,8 @@ package main
 import (
 	"errors"
 
+	"dprl/cmd/dprl/cliflags"
 	"dprl/experiment/demo"
-	"dprl/internal/cliflags"
 	"dprl/internal/fielderr"
 	"dprl/internal/progress"
 	"dprl/stream"

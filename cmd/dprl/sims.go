@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dprl/internal/cliflags"
+	"dprl/cmd/dprl/cliflags"
 	"dprl/sims"
 	"dprl/space"
 )

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"dprl/agent"
+	"dprl/ledger/accountant/bandsens"
 	"dprl/policy"
 	"dprl/policy/bandmf"
 	"dprl/profile"
@@ -115,7 +116,7 @@ func TestMeasureBandedPrefixNoise(t *testing.T) {
 	}
 	for _, T := range []int{64, 128, 256} {
 		for _, b := range []int{4, 16, 64} {
-			r, err := bandmf.NoiseRatio(bandmf.SqrtCoefficients(b), T, 1, b)
+			r, err := bandmf.NoiseRatio(bandsens.SqrtCoefficients(b), T, 1, b)
 			if err != nil {
 				t.Fatal(err)
 			}

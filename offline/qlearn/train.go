@@ -11,30 +11,25 @@ import (
 
 	"dprl/noise"
 	"dprl/policy"
+	"dprl/policy/qnet"
 )
 
-// Algo names a learner.
-type Algo string
+// Algo names a learner (qnet.Algo: the snapshot format names it too).
+type Algo = qnet.Algo
 
 // The learners.
 const (
 	// CQL is discrete conservative Q-learning (Kumar et al. 2020, the DQN
 	// variant): one Q-network, loss CQLLoss.
-	CQL Algo = "cql"
+	CQL = qnet.CQL
 	// BCQ is discrete batch-constrained Q-learning (Fujimoto et al. 2019):
 	// a Q-network and an imitation network, targets BCQTargets, loss
 	// BCQLoss.
-	BCQ Algo = "bcq"
+	BCQ = qnet.BCQ
 )
 
 // ParseAlgo returns the learner named s ("cql" or "bcq").
-func ParseAlgo(s string) (Algo, error) {
-	switch a := Algo(s); a {
-	case CQL, BCQ:
-		return a, nil
-	}
-	return "", fmt.Errorf("qlearn: unknown algorithm %q (want cql or bcq)", s)
-}
+func ParseAlgo(s string) (Algo, error) { return qnet.ParseAlgo(s) }
 
 // Config configures a learner. The zero value is not valid: start from
 // DefaultConfig.
@@ -90,7 +85,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("qlearn: no hidden layer"))
 	}
 	for _, h := range c.Hidden {
-		if h < 1 || h > 1<<14 {
+		if h < 1 || h > qnet.MaxWidth {
 			errs = append(errs, fmt.Errorf("qlearn: hidden width %d, want 1..16384", h))
 		}
 	}
@@ -399,8 +394,8 @@ func (l *Learner) polyak() {
 
 // Act returns the learner's greedy action at obs: argmax_a Q(obs, a) for
 // CQL; for BCQ the argmax over the actions the imitation network allows
-// (probability ratio to the most probable action above Threshold). It
-// allocates nothing.
+// (probability ratio to the most probable action above Threshold;
+// qnet.FilteredArgmax). It allocates nothing.
 func (l *Learner) Act(obs []float64) int {
 	q := l.qOut[:l.nA]
 	l.q.Forward(q, l.theta, obs)
@@ -409,24 +404,5 @@ func (l *Learner) Act(obs []float64) int {
 	}
 	g := l.actScratch
 	l.g.Forward(g, l.phi, obs)
-	return filteredArgmax(q, g, l.cfg.Threshold)
-}
-
-// filteredArgmax returns argmax of q over the actions whose logit g is
-// within log(tau) of the largest (the most probable always passes).
-func filteredArgmax(q, g []float64, tau float64) int {
-	gm := math.Inf(-1)
-	for _, v := range g {
-		gm = max(gm, v)
-	}
-	lt := math.Log(tau)
-	best := -1
-	for a, v := range g {
-		if v-gm > lt || v == gm {
-			if best < 0 || q[a] > q[best] {
-				best = a
-			}
-		}
-	}
-	return best
+	return qnet.FilteredArgmax(q, g, l.cfg.Threshold)
 }

@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
-	"dprl/ledger"
 	"dprl/noise"
+	"dprl/policy/qnet"
 	"dprl/sessionlog"
 	"dprl/space"
 )
@@ -307,7 +306,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, l2, err := ParseSnapshot(b)
+		_, l2, err := qnet.ParseSnapshot(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -321,11 +320,11 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		for name, bad := range map[string]string{
 			"unknown field": strings.Replace(s, `"format"`, `"extra":1,"format"`, 1),
 			"trailing":      s + "{}",
-			"format":        strings.Replace(s, SnapshotFormat, "dprl.qlearn.v0", 1),
+			"format":        strings.Replace(s, qnet.SnapshotFormat, "dprl.qlearn.v0", 1),
 			"sizes":         strings.Replace(s, `"hidden":[6,5]`, `"hidden":[6,6]`, 1),
 			"not json":      "{",
 		} {
-			if _, _, err := ParseSnapshot([]byte(bad)); err == nil {
+			if _, _, err := qnet.ParseSnapshot([]byte(bad)); err == nil {
 				t.Errorf("%s: %s snapshot parsed", algo, name)
 			}
 		}
@@ -384,124 +383,5 @@ func benchStep(b *testing.B, algo Algo, dp bool) {
 	b.ResetTimer()
 	for range b.N {
 		step()
-	}
-}
-
-// FuzzParseSnapshot: any input is either refused with an error or yields
-// a learner that acts with the snapshot's networks, never a panic.
-func FuzzParseSnapshot(f *testing.F) {
-	rng := rand.New(rand.NewPCG(9, 9))
-	for _, algo := range []Algo{CQL, BCQ} {
-		cfg := DefaultConfig()
-		cfg.Algo, cfg.Hidden = algo, []int{3}
-		l, err := New(cfg, 2, 2, rng)
-		if err != nil {
-			f.Fatal(err)
-		}
-		b, err := l.Snapshot().Marshal()
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte(`{"format":"dprl.qlearn.v1","algo":"cql","obs_dim":1,"actions":2,"hidden":[1],"q":[0,0,0,0,0,0,0],"private":false}`))
-	f.Add([]byte(`{"format":"dprl.qlearn.v2","algo":"cql","obs_dim":1,"actions":2,"hidden":[1],"q":[0,0,0,0,0,0],"private":true,"epsilon":10,"delta":1e-5,"unit":"expert","ledger_seq":3}`))
-	// Size fields at their extremes: refused before anything is allocated.
-	f.Add([]byte(`{"format":"dprl.qlearn.v2","algo":"cql","obs_dim":1,"actions":1099511627776,"hidden":[1],"q":[0],"private":false}`))
-	f.Add([]byte(`{"format":"dprl.qlearn.v2","algo":"bcq","obs_dim":9223372036854775807,"actions":2,"hidden":[2147483647,2147483647],"q":[],"private":false}`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		s, l, err := ParseSnapshot(b)
-		if err != nil {
-			return
-		}
-		if p, ok := s.Provenance(); ok {
-			if err := p.Validate(); err != nil {
-				t.Fatalf("parsed a snapshot whose provenance is invalid: %v", err)
-			}
-		} else if s.Format != SnapshotFormatV1 {
-			t.Fatalf("format %q without provenance", s.Format)
-		}
-		if a := l.Act(make([]float64, s.ObsDim)); a < 0 || a >= s.Actions {
-			t.Fatalf("action %d of %d", a, s.Actions)
-		}
-	})
-}
-
-// TestSnapshotProvenance: a v2 snapshot carries a validated provenance
-// (private: finite epsilon > 0, delta in (0, 1), an offline unit, a
-// ledger entry; non-private: none of these); a v1 snapshot is read with no
-// provenance, and one that names a ledger entry is refused.
-func TestSnapshotProvenance(t *testing.T) {
-	const head = `{"format":%q,"algo":"cql","obs_dim":1,"actions":2,"hidden":[1],"q":[0,0,0,0,0,0],%s}`
-	for _, tc := range []struct {
-		name, format, prov string
-		ok, known          bool
-		want               ledger.Provenance
-	}{
-		{"private", SnapshotFormat, `"private":true,"epsilon":10,"delta":1e-5,"unit":"expert","ledger_seq":3`, true, true,
-			ledger.Provenance{Private: true, Epsilon: 10, Delta: 1e-5, Unit: ledger.UnitExpert, LedgerSeq: 3}},
-		{"non-private", SnapshotFormat, `"private":false`, true, true, ledger.Provenance{}},
-		{"v1 private", SnapshotFormatV1, `"private":true,"epsilon":10,"delta":1e-5,"unit":"expert"`, true, false, ledger.Provenance{}},
-		{"v1 non-private", SnapshotFormatV1, `"private":false`, true, false, ledger.Provenance{}},
-		{"v1 with an entry", SnapshotFormatV1, `"private":true,"epsilon":10,"delta":1e-5,"unit":"expert","ledger_seq":3`, false, false, ledger.Provenance{}},
-		{"epsilon 0", SnapshotFormat, `"private":true,"epsilon":0,"delta":1e-5,"unit":"expert","ledger_seq":3`, false, false, ledger.Provenance{}},
-		{"epsilon negative", SnapshotFormat, `"private":true,"epsilon":-1,"delta":1e-5,"unit":"expert","ledger_seq":3`, false, false, ledger.Provenance{}},
-		{"epsilon overflows", SnapshotFormat, `"private":true,"epsilon":1e400,"delta":1e-5,"unit":"expert","ledger_seq":3`, false, false, ledger.Provenance{}},
-		{"delta 0", SnapshotFormat, `"private":true,"epsilon":10,"unit":"expert","ledger_seq":3`, false, false, ledger.Provenance{}},
-		{"delta 1", SnapshotFormat, `"private":true,"epsilon":10,"delta":1,"unit":"expert","ledger_seq":3`, false, false, ledger.Provenance{}},
-		{"unknown unit", SnapshotFormat, `"private":true,"epsilon":10,"delta":1e-5,"unit":"household","ledger_seq":3`, false, false, ledger.Provenance{}},
-		{"online unit", SnapshotFormat, `"private":true,"epsilon":10,"delta":1e-5,"unit":"session","ledger_seq":3`, false, false, ledger.Provenance{}},
-		{"no entry", SnapshotFormat, `"private":true,"epsilon":10,"delta":1e-5,"unit":"expert"`, false, false, ledger.Provenance{}},
-		{"non-private with a guarantee", SnapshotFormat, `"private":false,"epsilon":10`, false, false, ledger.Provenance{}},
-		{"non-private with an entry", SnapshotFormat, `"private":false,"ledger_seq":2`, false, false, ledger.Provenance{}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s, _, err := ParseSnapshot(fmt.Appendf(nil, head, tc.format, tc.prov))
-			if (err == nil) != tc.ok {
-				t.Fatalf("parse: %v, want ok %v", err, tc.ok)
-			}
-			if err != nil {
-				return
-			}
-			p, known := s.Provenance()
-			if known != tc.known || p != tc.want {
-				t.Errorf("provenance %+v (known %v), want %+v (known %v)", p, known, tc.want, tc.known)
-			}
-		})
-	}
-}
-
-// TestSnapshotSizesBeforeAllocating: a small file whose sizes claim a huge
-// network (2^40 actions, a 10^9-long observation, two 16384-wide layers)
-// is refused without allocating for the sizes it claims (each of these
-// ended in "fatal error: out of memory"); a repeated key is refused; and
-// weights whose forward pass overflows are refused at load.
-func TestSnapshotSizesBeforeAllocating(t *testing.T) {
-	const tail = `,"q":[0,0,0,0,0,0],"private":false}`
-	for _, b := range []string{
-		`{"format":"dprl.qlearn.v2","algo":"cql","obs_dim":1,"actions":1099511627776,"hidden":[1]` + tail,
-		`{"format":"dprl.qlearn.v2","algo":"cql","obs_dim":1000000000,"actions":2,"hidden":[1]` + tail,
-		`{"format":"dprl.qlearn.v2","algo":"cql","obs_dim":1,"actions":2,"hidden":[16384,16384]` + tail,
-		`{"format":"dprl.qlearn.v2","algo":"bcq","obs_dim":1,"actions":2,"hidden":[1],"g":[]` + tail,
-		`{"format":"dprl.qlearn.v2","algo":"cql","obs_dim":1,"actions":2,"hidden":[1],"hidden":[1]` + tail,
-	} {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		_, _, err := ParseSnapshot([]byte(b))
-		runtime.ReadMemStats(&after)
-		if err == nil {
-			t.Errorf("%.80s: accepted", b)
-		}
-		if d := after.TotalAlloc - before.TotalAlloc; d > 1<<20 {
-			t.Errorf("%.80s: allocated %d bytes before refusing it", b, d)
-		}
-	}
-	ok := `{"format":"dprl.qlearn.v2","algo":"cql","obs_dim":1,"actions":2,"hidden":[1],"q":[1,0,1,0,1,0],"private":false}`
-	if _, _, err := ParseSnapshot([]byte(ok)); err != nil {
-		t.Fatalf("a valid snapshot: %v", err)
-	}
-	huge := strings.Replace(ok, `"q":[1,0,1,0,1,0]`, `"q":[1e308,0,1e308,0,1e308,0]`, 1)
-	if _, _, err := ParseSnapshot([]byte(huge)); err == nil || !strings.Contains(err.Error(), "not finite") {
-		t.Errorf("weights of 1e308: %v, want refused as not finite", err)
 	}
 }

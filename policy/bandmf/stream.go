@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"dprl/ledger/accountant/bandsens"
 	"dprl/noise"
 )
-
-// MaxStateFloats bounds the values a Stream keeps: 2 (b - 1) vectors of n
-// values, 8 bytes each (1 GiB).
-const MaxStateFloats = 1 << 27
 
 // Stream generates the releases of the banded mechanism one at a time.
 // Release t (0-based within the stream) takes x_t and
@@ -60,12 +57,12 @@ type Stream struct {
 // with noise sigma per coordinate (sigma = 0: no noise, g~ = x; a
 // non-private mode), drawing from rng (non-nil when sigma > 0).
 func NewStream(coef []float64, n int, sigma float64, rng *rand.Rand) (*Stream, error) {
-	if err := checkCoef(coef); err != nil {
+	if err := bandsens.CheckCoefficients(coef); err != nil {
 		return nil, err
 	}
 	b := len(coef)
-	if n < 1 || 2*(b-1) > MaxStateFloats/n {
-		return nil, fmt.Errorf("bandmf: stream of %d bands over %d values keeps 2 x %d x %d values, at most %d", b, n, b-1, n, MaxStateFloats)
+	if n < 1 || 2*(b-1) > bandsens.MaxStateFloats/n {
+		return nil, fmt.Errorf("bandmf: stream of %d bands over %d values keeps 2 x %d x %d values, at most %d", b, n, b-1, n, bandsens.MaxStateFloats)
 	}
 	if !(sigma >= 0) {
 		return nil, fmt.Errorf("bandmf: noise %v, want >= 0", sigma)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"dprl/ledger/accountant/bandsens"
 	"dprl/noise"
 )
 
@@ -24,7 +25,7 @@ func TestStreamNoiseStructure(t *testing.T) {
 		sigma = 0.7
 	)
 	for _, b := range []int{1, 3, 8} {
-		c := SqrtCoefficients(b)
+		c := bandsens.SqrtCoefficients(b)
 		s, err := NewStream(c, n, sigma, seeded(1, uint64(b)))
 		if err != nil {
 			t.Fatal(err)
@@ -87,7 +88,7 @@ func TestStreamNoiseStructure(t *testing.T) {
 // coordinates of one constant input is the input; without noise (sigma =
 // 0) g~ = x up to rounding.
 func TestStreamSignal(t *testing.T) {
-	c := SqrtCoefficients(5)
+	c := bandsens.SqrtCoefficients(5)
 	s, err := NewStream(c, 3, 0, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +140,7 @@ func TestStreamSignal(t *testing.T) {
 func TestStreamRestore(t *testing.T) {
 	const T = 30
 	for _, b := range []int{1, 2, 6} {
-		c := SqrtCoefficients(b)
+		c := bandsens.SqrtCoefficients(b)
 		for _, sigma := range []float64{0, 0.3} {
 			n := 7
 			if sigma > 0 {
@@ -208,7 +209,7 @@ func TestStreamRestore(t *testing.T) {
 // what releasing x1, x3 gives (without noise, deterministic); and that
 // Pending returns the pending pair.
 func TestStreamUncommitted(t *testing.T) {
-	c := SqrtCoefficients(4)
+	c := bandsens.SqrtCoefficients(4)
 	x1, x2, x3 := []float64{1, 2}, []float64{50, -7}, []float64{0.5, 0.25}
 	a, _ := NewStream(c, 2, 0, nil)
 	b, _ := NewStream(c, 2, 0, nil)
@@ -242,15 +243,15 @@ func TestStreamUncommitted(t *testing.T) {
 
 // TestStreamArguments checks the refused constructions and restores.
 func TestStreamArguments(t *testing.T) {
-	c := SqrtCoefficients(3)
+	c := bandsens.SqrtCoefficients(3)
 	if _, err := NewStream(c, 2, 1, nil); err == nil {
 		t.Error("noise without a generator accepted")
 	}
 	if _, err := NewStream(c, 0, 1, seeded(1, 1)); err == nil {
 		t.Error("zero values accepted")
 	}
-	if _, err := NewStream(SqrtCoefficients(MaxBand), MaxStateFloats/1000, 1, seeded(1, 1)); err == nil {
-		t.Error("a state past MaxStateFloats accepted")
+	if _, err := NewStream(bandsens.SqrtCoefficients(bandsens.MaxBand), bandsens.MaxStateFloats/1000, 1, seeded(1, 1)); err == nil {
+		t.Error("a state past bandsens.MaxStateFloats accepted")
 	}
 	s, _ := NewStream(c, 2, 1, seeded(1, 1))
 	v := []float64{0, 0}
@@ -272,7 +273,7 @@ func TestStreamArguments(t *testing.T) {
 
 // TestStreamAllocs checks that Release and Commit allocate nothing.
 func TestStreamAllocs(t *testing.T) {
-	s, _ := NewStream(SqrtCoefficients(6), 100, 1, seeded(2, 2))
+	s, _ := NewStream(bandsens.SqrtCoefficients(6), 100, 1, seeded(2, 2))
 	x, out := make([]float64, 100), make([]float64, 100)
 	if a := testing.AllocsPerRun(50, func() { s.Release(x, out); s.Commit() }); a != 0 {
 		t.Fatalf("%v allocations per release", a)

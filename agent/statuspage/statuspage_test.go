@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"dprl/agent"
+	"dprl/agent/statuspage"
 	"dprl/internal/buildinfo"
-	"dprl/internal/statuspage"
 
 	"github.com/prometheus/client_golang/prometheus"
 )

@@ -1,4 +1,8 @@
-package agent
+// Package bench holds dprl bench serve's measurement: the agent served on an
+// embedded NATS server against the load generator (stream/loadgen). It
+// lives outside package agent so that the agent does not import the load
+// generator.
+package bench
 
 import (
 	"context"
@@ -6,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"dprl/agent"
 	"dprl/profile"
 	"dprl/stream"
 	"dprl/stream/loadgen"
@@ -13,35 +18,35 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// BenchServeConfig configures BenchServe (dprl bench serve).
-type BenchServeConfig struct {
+// ServeConfig configures Serve (dprl bench serve).
+type ServeConfig struct {
 	// Concurrency client goroutines send act requests for Duration.
 	Concurrency int
 	Duration    time.Duration
-	// ActWorkers is the agent's (ServiceConfig.ActWorkers).
+	// ActWorkers is the agent's (agent.ServiceConfig.ActWorkers).
 	ActWorkers int
 	Logger     zerolog.Logger
 }
 
-// BenchServe measures serving: it starts the agent (CartPole spec, a fresh
+// Serve measures serving: it starts the agent (CartPole spec, a fresh
 // temporary ledger, K above the number of sessions so that no update
 // runs) on an embedded NATS server and compares it with a bare echo
 // responder on the same server (loadgen.Compare, 4 rounds).
-func BenchServe(ctx context.Context, cfg BenchServeConfig) (loadgen.Result, error) {
+func Serve(ctx context.Context, cfg ServeConfig) (loadgen.Result, error) {
 	spec, pc, err := profile.AgentDefaults("cartpole")
 	if err != nil {
 		return loadgen.Result{}, err
 	}
 	// No update: K, the largest the exact sampler allows (2^15), is above
 	// the sessions of a run (3.3 M acts in sessions of 100), and K
-	// sessions fit the session memory (Config.Validate).
+	// sessions fit the session memory (agent.Config.Validate).
 	pc.DP.UsersPerUpdate = 1 << 15
 	dir, err := os.MkdirTemp("", "dprl-bench-")
 	if err != nil {
 		return loadgen.Result{}, err
 	}
 	defer os.RemoveAll(dir)
-	svc, err := StartService(ctx, ServiceConfig{Agent: DefaultConfig(spec, pc), DataDir: dir, NATSListen: "127.0.0.1:0", ActWorkers: cfg.ActWorkers, Logger: cfg.Logger})
+	svc, err := agent.StartService(ctx, agent.ServiceConfig{Agent: agent.DefaultConfig(spec, pc), DataDir: dir, NATSListen: "127.0.0.1:0", ActWorkers: cfg.ActWorkers, Logger: cfg.Logger})
 	if err != nil {
 		return loadgen.Result{}, err
 	}
