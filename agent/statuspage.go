@@ -108,13 +108,16 @@ func (pp *pagePolicy) view() (statuspage.PolicyView, error) {
 	return v, nil
 }
 
+// statusRefresh is how often the status page reloads itself, in seconds.
+const statusRefresh = 15
+
 // StatusPage returns the status page's data now; nil without an ops
 // server.
 func (s *Service) StatusPage() (*statuspage.Page, error) {
 	if s.page == nil {
 		return nil, nil
 	}
-	page := &statuspage.Page{Title: "dprl agent status", Source: "the running agent", Build: buildinfo.Get(), Generated: time.Now()}
+	page := &statuspage.Page{Title: "dprl agent status", Source: "the running agent", Build: buildinfo.Get(), Generated: time.Now(), Refresh: statusRefresh}
 	for _, pp := range s.page.policies {
 		v, err := pp.view()
 		if err != nil {

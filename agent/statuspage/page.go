@@ -134,6 +134,10 @@ type Page struct {
 	// e.g. "all models together").
 	Ops     *OpsView
 	OpsNote string
+	// Refresh, when positive, makes the browser reload the page every
+	// Refresh seconds (an HTML meta refresh: no script, so the strict
+	// content security policy stands); 0 for a static page (a report).
+	Refresh int
 }
 
 // Sections are the page's sections: one per policy, then the agent's

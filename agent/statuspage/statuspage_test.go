@@ -252,3 +252,20 @@ func factsText(p statuspage.Panel) []string {
 	}
 	return out
 }
+
+// TestPageRefreshes: the agent's page reloads itself with a meta refresh
+// (no script); a report's page (Refresh 0) does not.
+func TestPageRefreshes(t *testing.T) {
+	for _, n := range []int{15, 0} {
+		p := samplePage()
+		p.Refresh = n
+		var b bytes.Buffer
+		if err := statuspage.Render(&b, p); err != nil {
+			t.Fatal(err)
+		}
+		has := strings.Contains(b.String(), `<meta http-equiv="refresh" content="15">`)
+		if has != (n > 0) || strings.Contains(strings.ToLower(b.String()), "<script") {
+			t.Errorf("Refresh %d: meta refresh %v", n, has)
+		}
+	}
+}
