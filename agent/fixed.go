@@ -103,12 +103,15 @@ func LoadFixedPolicy(path string) (*FixedPolicy, error) {
 	return ParseFixedPolicy(b, path)
 }
 
+// FixedPolicyKinds says which snapshots a fixed policy may be, for errors.
+const FixedPolicyKinds = "a fixed policy is a Q-network policy (JSON, dprl.qlearn.v2, written by dprl offline learn --out) or a SAC actor (binary, written by dprl offline primorl --out)"
+
 // ParseFixedPolicy is LoadFixedPolicy of a snapshot already read; source
 // names where it came from.
 func ParseFixedPolicy(b []byte, source string) (*FixedPolicy, error) {
 	f, err := parseFixed(b, source)
 	if err != nil {
-		return nil, fmt.Errorf("agent: fixed policy %s: %w", source, err)
+		return nil, fmt.Errorf("agent: fixed policy %s: %w (%s)", source, err, FixedPolicyKinds)
 	}
 	return f, nil
 }
