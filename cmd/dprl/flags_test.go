@@ -377,9 +377,10 @@ func TestNoColoursOffTerminal(t *testing.T) {
 // "the simulator's bound"; an empty list) shows no "(default NaN)" or
 // "(default [])" in its help.
 func TestHelpShowsNoSentinelDefaults(t *testing.T) {
-	for _, cmd := range [][]string{{"agent"}, {"train"}, {"offline", "gtd2"}, {"demo"}} {
+	for _, cmd := range [][]string{{"agent"}, {"train"}, {"offline", "gtd2"}, {"offline", "learn"}, {"offline", "primorl"}, {"offline", "svt"},
+		{"demo"}, {"replay"}, {"report"}, {"audit"}, {"accountant", "epsilon"}, {"sims", "generate"}, {"bench", "serve"}} {
 		_, out, _ := runCLI(t, append(cmd, "--help")...)
-		if strings.Contains(out, "(default NaN)") || strings.Contains(out, "(default [])") {
+		if strings.Contains(out, "(default NaN)") || strings.Contains(out, "(default [])") || strings.Contains(out, "(default )") {
 			t.Errorf("dprl %s --help shows a sentinel default", strings.Join(cmd, " "))
 		}
 	}

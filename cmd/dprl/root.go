@@ -136,7 +136,11 @@ func hideSentinelDefaults(c *cobra.Command) {
 		case "NaN":
 			f.DefValue = "0" // pflag's zero for a float flag: not printed
 		case "[]":
-			f.DefValue = ""
+			// pflag hides "[]" itself for int, string and string-array
+			// lists (and would print "" for them); not for the others.
+			if t := f.Value.Type(); t != "intSlice" && t != "stringSlice" && t != "stringArray" {
+				f.DefValue = ""
+			}
 		}
 	}
 	c.LocalFlags().VisitAll(hide)

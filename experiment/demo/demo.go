@@ -261,12 +261,16 @@ func (r Result) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "no update in this run: an update needs K = %d sessions learned from, and %d users played\n", r.K, r.Users)
 		}
 	}
+	updates := fmt.Sprintf("%d updates", r.UserMaxUpdates)
+	if r.UserMaxUpdates == 1 {
+		updates = "1 update"
+	}
 	if r.UserBound != nil {
-		fmt.Fprintf(w, "privacy per user: epsilon at most %s at delta %g for any user (%s); the most-used user took part in %d updates (epsilon %s)\n",
-			accountant.FormatEpsilon(*r.UserBound), r.Delta, r.UserCaps, r.UserMaxUpdates, accountant.FormatEpsilon(r.UserEpsilon))
+		fmt.Fprintf(w, "privacy per user: epsilon at most %s at delta %g for any user (%s); the most-used user took part in %s (epsilon %s)\n",
+			accountant.FormatEpsilon(*r.UserBound), r.Delta, r.UserCaps, updates, accountant.FormatEpsilon(r.UserEpsilon))
 	} else {
-		fmt.Fprintf(w, "privacy per user: no per-user cap (--max-updates-per-user 0): the most-used user took part in %d updates: epsilon %s at delta %g (composition)\n",
-			r.UserMaxUpdates, accountant.FormatEpsilon(r.UserEpsilon), r.Delta)
+		fmt.Fprintf(w, "privacy per user: no per-user cap (--max-updates-per-user 0): the most-used user took part in %s: epsilon %s at delta %g (composition)\n",
+			updates, accountant.FormatEpsilon(r.UserEpsilon), r.Delta)
 	}
 	if r.NextEpsilon > 0 && r.Epsilon > r.NextEpsilon {
 		fmt.Fprintf(w, "privacy per session: each release (epsilon %s, delta %g)-DP per session at worst (the ledger holds releases made at other settings; one at z = %.6g, K = %d: epsilon %s), analytic Gaussian\n",
