@@ -261,24 +261,42 @@ func (s *Store) verifyHeadsEnd(unmatched map[uint64]headRec, hi headsInfo, head 
 // the stored budgets, checks the file index, and recomputes each entry's
 // new-record digest from the record index.
 func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, ...any)) error {
-	want := map[string]*DatasetState{}
-	runs := map[uint64]Entry{}
-	type digest struct {
-		n int
-		h hash.Hash
+	p := replayOffline(entries, r, problem)
+	if err := s.verifyBudgets(p.budgets, problem); err != nil {
+		return err
 	}
-	registers := map[uint64]Entry{}
-	files := map[string]string{}
+	r.Datasets, r.Budgets = reportBudgets(p.budgets)
+	if err := s.verifyFileIndex(p.files, problem); err != nil {
+		return err
+	}
+	if err := s.verifyRecordIndex(p.registers, problem); err != nil {
+		return err
+	}
+	return s.verifyLinks(entries, problem)
+}
+
+// offlineReplay is the offline entries replayed in order: each dataset's
+// per-unit budgets, the runs by sequence number, the entries that register
+// new records, and each file's dataset (that of its first entry).
+type offlineReplay struct {
+	budgets   map[string]*DatasetState
+	runs      map[uint64]Entry
+	registers map[uint64]Entry
+	files     map[string]string
+}
+
+// replayOffline replays the offline entries in order, counting runs, cap
+// changes and derived files into r and reporting every entry that does not
+// follow from the ones before it.
+func replayOffline(entries []Entry, r *Report, problem func(string, ...any)) offlineReplay {
+	p := offlineReplay{
+		budgets:   map[string]*DatasetState{},
+		runs:      map[uint64]Entry{},
+		registers: map[uint64]Entry{},
+		files:     map[string]string{},
+	}
 	for _, e := range entries {
-		if (e.Kind == KindOffline || e.Kind == KindDerived) && e.File != "" && e.DatasetID != "" {
-			if _, ok := files[e.File]; !ok {
-				files[e.File] = e.DatasetID
-			}
-		}
-		if e.NewRecords > 0 || e.NewRecordsDigest != "" {
-			registers[e.Seq] = e
-		}
-		d := want[e.DatasetID]
+		p.index(e)
 		if e.DatasetID == "" {
 			problem("entry %d: %s without a dataset", e.Seq, e.Kind)
 			continue
@@ -286,64 +304,108 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 		switch e.Kind {
 		case KindOffline:
 			r.OfflineRuns++
-			runs[e.Seq] = e
-			if d == nil {
-				d = &DatasetState{Units: map[Unit]UnitBudget{}}
-				want[e.DatasetID] = d
-			}
-			u, has := d.Units[e.Unit]
-			switch {
-			case e.Cap != nil && has:
-				problem("entry %d registers a cap for dataset %s at unit %s, which already has one", e.Seq, e.DatasetID, e.Unit)
-				u.Cap = *e.Cap
-			case e.Cap != nil:
-				if err := e.Cap.check(); err != nil {
-					problem("entry %d: %v", e.Seq, err)
-				}
-				u.Cap = *e.Cap
-			case !has:
-				problem("entry %d: offline run on dataset %s at unit %s, which has no cap", e.Seq, e.DatasetID, e.Unit)
-			}
-			u.addRun(e)
-			d.Units[e.Unit] = u
-			if u.Cap.Epsilon > 0 {
-				spent, err := u.Spent()
-				switch {
-				case err != nil:
-					problem("entry %d: dataset %s at unit %s does not compose at its cap's delta %g: %v", e.Seq, e.DatasetID, e.Unit, u.Cap.Delta, err)
-				case spent > u.Cap.Epsilon*(1+epsTolerance):
-					problem("entry %d: dataset %s at unit %s reached epsilon %.10g, above its cap %g at delta %g", e.Seq, e.DatasetID, e.Unit, spent, u.Cap.Epsilon, u.Cap.Delta)
-				}
-			}
+			p.run(e, problem)
 		case KindCap:
 			r.CapChanges++
-			if d == nil {
-				problem("entry %d sets a cap on dataset %s before any run registered it", e.Seq, e.DatasetID)
-				d = &DatasetState{Units: map[Unit]UnitBudget{}}
-				want[e.DatasetID] = d
-			}
-			if e.Cap == nil || strings.TrimSpace(e.Reason) == "" {
-				problem("entry %d: a cap change without a cap or a reason", e.Seq)
-				continue
-			}
-			if err := e.Cap.check(); err != nil {
-				problem("entry %d: %v", e.Seq, err)
-			}
-			u := d.Units[e.Unit]
-			u.Cap = *e.Cap
-			d.Units[e.Unit] = u
+			p.capChange(e, problem)
 		case KindLink:
-			if d == nil || e.LinkedRecords == 0 {
+			if p.budgets[e.DatasetID] == nil || e.LinkedRecords == 0 {
 				problem("entry %d: links %d records to dataset %s, which has no earlier run", e.Seq, e.LinkedRecords, e.DatasetID)
 			}
 		case KindDerived:
 			r.DerivedFiles++
-			if src, ok := runs[e.DerivedFrom]; !ok || src.DatasetID != e.DatasetID {
+			if src, ok := p.runs[e.DerivedFrom]; !ok || src.DatasetID != e.DatasetID {
 				problem("entry %d: derived file %s of dataset %s names entry %d, not an earlier run on that dataset", e.Seq, e.File, e.DatasetID, e.DerivedFrom)
 			}
 		}
 	}
-	// The stored budgets.
+	return p
+}
+
+// index notes the entry's file (in the dataset of its first entry) and
+// whether it registers new records.
+func (p *offlineReplay) index(e Entry) {
+	if (e.Kind == KindOffline || e.Kind == KindDerived) && e.File != "" && e.DatasetID != "" {
+		if _, ok := p.files[e.File]; !ok {
+			p.files[e.File] = e.DatasetID
+		}
+	}
+	if e.NewRecords > 0 || e.NewRecordsDigest != "" {
+		p.registers[e.Seq] = e
+	}
+}
+
+// dataset returns the replayed state of a dataset, adding it if new.
+func (p *offlineReplay) dataset(id string) *DatasetState {
+	d := p.budgets[id]
+	if d == nil {
+		d = &DatasetState{Units: map[Unit]UnitBudget{}}
+		p.budgets[id] = d
+	}
+	return d
+}
+
+// run replays an offline run: the cap it registers (if any, and only for a
+// unit without one), its charge, and the check against the cap in force.
+func (p *offlineReplay) run(e Entry, problem func(string, ...any)) {
+	p.runs[e.Seq] = e
+	d := p.dataset(e.DatasetID)
+	u, has := d.Units[e.Unit]
+	switch {
+	case e.Cap != nil && has:
+		problem("entry %d registers a cap for dataset %s at unit %s, which already has one", e.Seq, e.DatasetID, e.Unit)
+		u.Cap = *e.Cap
+	case e.Cap != nil:
+		if err := e.Cap.check(); err != nil {
+			problem("entry %d: %v", e.Seq, err)
+		}
+		u.Cap = *e.Cap
+	case !has:
+		problem("entry %d: offline run on dataset %s at unit %s, which has no cap", e.Seq, e.DatasetID, e.Unit)
+	}
+	u.addRun(e)
+	d.Units[e.Unit] = u
+	checkRunCap(e, u, problem)
+}
+
+// checkRunCap reports a run that left its unit's total above the unit's
+// cap, or that does not compose at the cap's delta (a unit without a cap
+// has nothing to check).
+func checkRunCap(e Entry, u UnitBudget, problem func(string, ...any)) {
+	if u.Cap.Epsilon <= 0 {
+		return
+	}
+	spent, err := u.Spent()
+	switch {
+	case err != nil:
+		problem("entry %d: dataset %s at unit %s does not compose at its cap's delta %g: %v", e.Seq, e.DatasetID, e.Unit, u.Cap.Delta, err)
+	case spent > u.Cap.Epsilon*(1+epsTolerance):
+		problem("entry %d: dataset %s at unit %s reached epsilon %.10g, above its cap %g at delta %g", e.Seq, e.DatasetID, e.Unit, spent, u.Cap.Epsilon, u.Cap.Delta)
+	}
+}
+
+// capChange replays a cap change: it needs a cap and a reason, and sets the
+// unit's cap.
+func (p *offlineReplay) capChange(e Entry, problem func(string, ...any)) {
+	if p.budgets[e.DatasetID] == nil {
+		problem("entry %d sets a cap on dataset %s before any run registered it", e.Seq, e.DatasetID)
+	}
+	d := p.dataset(e.DatasetID)
+	if e.Cap == nil || strings.TrimSpace(e.Reason) == "" {
+		problem("entry %d: a cap change without a cap or a reason", e.Seq)
+		return
+	}
+	if err := e.Cap.check(); err != nil {
+		problem("entry %d: %v", e.Seq, err)
+	}
+	u := d.Units[e.Unit]
+	u.Cap = *e.Cap
+	d.Units[e.Unit] = u
+}
+
+// verifyBudgets compares the stored budgets with the replayed ones (want),
+// dataset by dataset and unit by unit.
+func (s *Store) verifyBudgets(want map[string]*DatasetState, problem func(string, ...any)) error {
 	stored := map[string]bool{}
 	err := s.Datasets(func(id string, got DatasetState) error {
 		stored[id] = true
@@ -369,16 +431,23 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 	if err != nil {
 		return err
 	}
-	ids := make([]string, 0, len(want))
 	for id := range want {
-		ids = append(ids, id)
 		if !stored[id] {
 			problem("dataset %s has entries but no stored budget", id)
 		}
 	}
+	return nil
+}
+
+// reportBudgets returns the number of datasets and their replayed totals,
+// by dataset and unit, for the report.
+func reportBudgets(want map[string]*DatasetState) (int, []DatasetBudget) {
+	ids := make([]string, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
 	slices.Sort(ids)
-	r.Datasets = len(ids)
-	r.Budgets = []DatasetBudget{}
+	budgets := []DatasetBudget{}
 	for _, id := range ids {
 		d := want[id]
 		for _, unit := range unitsOf(*d) {
@@ -387,12 +456,17 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 			if u.Cap.Delta > 0 {
 				b.Epsilon, _ = u.Spent()
 			}
-			r.Budgets = append(r.Budgets, b)
+			budgets = append(budgets, b)
 		}
 	}
-	// The file index: each file in the dataset of its first entry.
+	return len(ids), budgets
+}
+
+// verifyFileIndex checks the file index against the entries: each file in
+// the dataset of its first entry (files).
+func (s *Store) verifyFileIndex(files map[string]string, problem func(string, ...any)) error {
 	indexed := map[string]bool{}
-	err = s.scan(prefFile, prefixEnd(prefFile), func(k, v []byte) error {
+	err := s.scan(prefFile, prefixEnd(prefFile), func(k, v []byte) error {
 		f, d := string(k[len(prefFile):]), string(v)
 		indexed[f] = true
 		if w, ok := files[f]; !ok || w != d {
@@ -408,9 +482,18 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 			problem("file %s of dataset %s is missing from the file index", f, d)
 		}
 	}
-	// The record index: each entry's new records, recomputed.
+	return nil
+}
+
+// verifyRecordIndex recomputes each registering entry's new-record count
+// and digest from the record index and compares them with the entry's.
+func (s *Store) verifyRecordIndex(registers map[uint64]Entry, problem func(string, ...any)) error {
+	type digest struct {
+		n int
+		h hash.Hash
+	}
 	found := map[uint64]*digest{}
-	err = s.scan(prefRecord, prefixEnd(prefRecord), func(key, v []byte) error {
+	err := s.scan(prefRecord, prefixEnd(prefRecord), func(key, v []byte) error {
 		k := key[len(prefRecord):]
 		if len(k) != len(RecordHash{}) || len(v) != 8 {
 			problem("record index: key of %d bytes, value of %d bytes", len(k), len(v))
@@ -445,7 +528,7 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 			problem("entry %d: registered %d records, the index holds none of them", seq, e.NewRecords)
 		}
 	}
-	return s.verifyLinks(entries, problem)
+	return nil
 }
 
 // verifyLinks recomputes each entry's linked records (Entry.LinkedRecords)
