@@ -76,101 +76,148 @@ func (s *Store) Verify() (Report, error) {
 	if err != nil {
 		return r, err
 	}
-	// The versions that have a non-empty snapshot (one sequential scan
-	// rather than a lookup per release).
+	snaps, err := s.snapshotVersions()
+	if err != nil {
+		return r, err
+	}
+	v := entryReplay{recs: recs, snaps: snaps, users: map[UserKey]*UserState{}}
+	err = s.Entries(func(e Entry) error {
+		v.entry(e, &r, problem)
+		return nil
+	})
+	if err != nil {
+		return r, err
+	}
+	if head.Seq != v.prev.Seq || head.Hash != v.prev.Hash {
+		problem("head (seq %d, hash %.12s) does not point at the last entry (seq %d, hash %.12s)", head.Seq, head.Hash, v.prev.Seq, v.prev.Hash)
+	}
+	s.verifyHeadsEnd(v.recs, hi, head, &r, problem)
+	note := func(format string, args ...any) { r.Notes = append(r.Notes, fmt.Sprintf(format, args...)) }
+	if err := s.verifyNoise(v.lastRelease, v.tail, problem, note); err != nil {
+		return r, err
+	}
+	if head.Version != v.version {
+		problem("head version %d, last released version %d", head.Version, v.version)
+	}
+	if err := s.verifyUsers(v.users, &r, problem); err != nil {
+		return r, err
+	}
+	err = s.verifyOffline(v.offline, &r, problem)
+	return r, err
+}
+
+// snapshotVersions returns the versions that have a non-empty snapshot
+// (one sequential scan rather than a lookup per release).
+func (s *Store) snapshotVersions() (map[uint64]bool, error) {
 	snaps := map[uint64]bool{}
-	err = s.scan(prefSnap, prefixEnd(prefSnap), func(k, v []byte) error {
+	err := s.scan(prefSnap, prefixEnd(prefSnap), func(k, v []byte) error {
 		if len(k) == len(prefSnap)+8 && len(v) > 0 {
 			snaps[be64Value(k[len(prefSnap):])] = true
 		}
 		return nil
 	})
+	return snaps, err
+}
+
+// entryReplay is what Verify carries from entry to entry: the head file's
+// records not yet matched, the versions with a snapshot, the user counters
+// replayed from the releases, the offline entries (checked afterwards by
+// verifyOffline), the previous entry, the last released version, the
+// latest release (for its stream's continuity) and the current stream's
+// last releases (for its noise records).
+type entryReplay struct {
+	recs        map[uint64]headRec
+	snaps       map[uint64]bool
+	users       map[UserKey]*UserState
+	offline     []Entry
+	prev        Entry
+	version     uint64
+	lastRelease *Entry
+	tail        streamTail
+}
+
+// entry checks the next entry against the chain, its kind's rules and its
+// record in the head file, and replays it.
+func (v *entryReplay) entry(e Entry, r *Report, problem func(string, ...any)) {
+	r.Entries++
+	checkChained(e, v.prev, problem)
+	switch e.Kind {
+	case KindRelease:
+		r.Releases++
+		v.release(e, problem)
+	case KindOffline, KindCap, KindDerived, KindLink:
+		v.offline = append(v.offline, e)
+	default:
+		problem("entry %d: unknown kind %q", e.Seq, e.Kind)
+	}
+	if h, ok := v.recs[e.Seq]; ok {
+		delete(v.recs, e.Seq)
+		if h.hash() != e.Hash || h.Version != v.version {
+			problem("entry %d (hash %.12s, version %d) differs from its record in %s (hash %.12s, version %d)", e.Seq, e.Hash, v.version, headsFile, h.hash(), h.Version)
+		}
+	}
+	v.prev = e
+}
+
+// checkChained checks an entry against the one before it (its sequence number
+// and previous hash), its own hash and epsilon, and that only a derived
+// file is marked released.
+func checkChained(e, prev Entry, problem func(string, ...any)) {
+	if e.Seq != prev.Seq+1 {
+		problem("entry %d follows entry %d", e.Seq, prev.Seq)
+	}
+	if e.PrevHash != prev.Hash {
+		problem("entry %d: prev_hash %.12s does not match entry %d's hash %.12s", e.Seq, e.PrevHash, prev.Seq, prev.Hash)
+	}
+	if h, err := e.computeHash(); err != nil || h != e.Hash {
+		problem("entry %d: hash %.12s does not match its contents (%.12s)", e.Seq, e.Hash, h)
+	}
+	if eps, err := e.recompute(); err != nil {
+		problem("entry %d: epsilon cannot be recomputed: %v", e.Seq, err)
+	} else if math.Abs(eps-e.Epsilon) > epsTolerance*math.Max(eps, 1e-300) {
+		problem("entry %d: recorded epsilon %.10g, recomputed %.10g from its parameters", e.Seq, e.Epsilon, eps)
+	}
+	if e.Released && e.Kind != KindDerived {
+		problem("entry %d: a %s marked released (only a derived file is a release's output)", e.Seq, e.Kind)
+	}
+}
+
+// release replays a release: its version follows the last one and has a
+// snapshot, its correlated noise continues its stream, and each of its
+// users' counters advances.
+func (v *entryReplay) release(e Entry, problem func(string, ...any)) {
+	if e.PolicyVersion != v.version+1 {
+		problem("entry %d: releases version %d after version %d", e.Seq, e.PolicyVersion, v.version)
+	}
+	v.version = e.PolicyVersion
+	if !v.snaps[e.PolicyVersion] {
+		problem("entry %d: %v: snapshot of version %d", e.Seq, ErrNotFound, e.PolicyVersion)
+	}
+	verifyCorrelation(e, v.lastRelease, v.users, problem)
+	v.lastRelease = &e
+	v.tail.note(e)
+	z, err := e.userZ()
 	if err != nil {
-		return r, err
+		problem("entry %d: %v", e.Seq, err)
+		return
 	}
-	users := map[UserKey]*UserState{}
-	var offline []Entry
-	var prev Entry
-	var version uint64
-	var lastRelease *Entry // the latest release, for its stream's continuity
-	var tail streamTail    // the current stream's last releases, for its noise records
-	err = s.Entries(func(e Entry) error {
-		r.Entries++
-		if e.Seq != prev.Seq+1 {
-			problem("entry %d follows entry %d", e.Seq, prev.Seq)
+	for _, u := range e.Users {
+		st := v.users[u]
+		if st == nil {
+			st = &UserState{}
+			v.users[u] = st
 		}
-		if e.PrevHash != prev.Hash {
-			problem("entry %d: prev_hash %.12s does not match entry %d's hash %.12s", e.Seq, e.PrevHash, prev.Seq, prev.Hash)
-		}
-		if h, err := e.computeHash(); err != nil || h != e.Hash {
-			problem("entry %d: hash %.12s does not match its contents (%.12s)", e.Seq, e.Hash, h)
-		}
-		if eps, err := e.recompute(); err != nil {
-			problem("entry %d: epsilon cannot be recomputed: %v", e.Seq, err)
-		} else if math.Abs(eps-e.Epsilon) > epsTolerance*math.Max(eps, 1e-300) {
-			problem("entry %d: recorded epsilon %.10g, recomputed %.10g from its parameters", e.Seq, e.Epsilon, eps)
-		}
-		if e.Released && e.Kind != KindDerived {
-			problem("entry %d: a %s marked released (only a derived file is a release's output)", e.Seq, e.Kind)
-		}
-		switch e.Kind {
-		case KindRelease:
-			r.Releases++
-			if e.PolicyVersion != version+1 {
-				problem("entry %d: releases version %d after version %d", e.Seq, e.PolicyVersion, version)
-			}
-			version = e.PolicyVersion
-			if !snaps[e.PolicyVersion] {
-				problem("entry %d: %v: snapshot of version %d", e.Seq, ErrNotFound, e.PolicyVersion)
-			}
-			verifyCorrelation(e, lastRelease, users, problem)
-			lastRelease = &e
-			tail.note(e)
-			z, err := e.userZ()
-			if err != nil {
-				problem("entry %d: %v", e.Seq, err)
-				break
-			}
-			for _, u := range e.Users {
-				st := users[u]
-				if st == nil {
-					st = &UserState{}
-					users[u] = st
-				}
-				st.Updates++
-				st.SumInvZ2 += 1 / (z * z)
-				st.LastVersion = e.PolicyVersion
-			}
-		case KindOffline, KindCap, KindDerived, KindLink:
-			offline = append(offline, e)
-		default:
-			problem("entry %d: unknown kind %q", e.Seq, e.Kind)
-		}
-		if h, ok := recs[e.Seq]; ok {
-			delete(recs, e.Seq)
-			if h.hash() != e.Hash || h.Version != version {
-				problem("entry %d (hash %.12s, version %d) differs from its record in %s (hash %.12s, version %d)", e.Seq, e.Hash, version, headsFile, h.hash(), h.Version)
-			}
-		}
-		prev = e
-		return nil
-	})
-	if err != nil {
-		return r, err
+		st.Updates++
+		st.SumInvZ2 += 1 / (z * z)
+		st.LastVersion = e.PolicyVersion
 	}
-	if head.Seq != prev.Seq || head.Hash != prev.Hash {
-		problem("head (seq %d, hash %.12s) does not point at the last entry (seq %d, hash %.12s)", head.Seq, head.Hash, prev.Seq, prev.Hash)
-	}
-	s.verifyHeadsEnd(recs, hi, head, &r, problem)
-	note := func(format string, args ...any) { r.Notes = append(r.Notes, fmt.Sprintf(format, args...)) }
-	if err := s.verifyNoise(lastRelease, tail, problem, note); err != nil {
-		return r, err
-	}
-	if head.Version != version {
-		problem("head version %d, last released version %d", head.Version, version)
-	}
+}
+
+// verifyUsers compares the stored user counters with those the releases
+// give (users), counting the stored ones into r.
+func (s *Store) verifyUsers(users map[UserKey]*UserState, r *Report, problem func(string, ...any)) error {
 	stored := map[UserKey]bool{}
-	err = s.Users(func(k UserKey, st UserState) error {
+	err := s.Users(func(k UserKey, st UserState) error {
 		r.Users++
 		stored[k] = true
 		want := users[k]
@@ -185,15 +232,14 @@ func (s *Store) Verify() (Report, error) {
 		return nil
 	})
 	if err != nil {
-		return r, err
+		return err
 	}
 	for k := range users {
 		if !stored[k] {
 			problem("user %s took part in releases but has no counter", k)
 		}
 	}
-	err = s.verifyOffline(offline, &r, problem)
-	return r, err
+	return nil
 }
 
 // verifyAnchor checks the user key against the store's anchor record and
