@@ -442,49 +442,25 @@ func (s *Store) putNoise(b *pebble.Batch, r Release, e Entry) error {
 		if c != nil {
 			return fmt.Errorf("%w: a correlated-noise release without its noise step", ErrInvalid)
 		}
-		any := false
-		if err := s.scan(prefNoise, prefixEnd(prefNoise), func(_, _ []byte) error { any = true; return errStop }); err != nil && !errors.Is(err, errStop) {
-			return err
-		}
-		if any {
-			return b.DeleteRange(prefNoise, prefixEnd(prefNoise), nil)
-		}
-		return nil
+		return s.clearNoise(b)
 	}
 	if c == nil {
 		return fmt.Errorf("%w: a noise step without the entry's correlation", ErrInvalid)
 	}
 	x, g := r.Noise.X, r.Noise.G
-	if len(x) == 0 || len(x) != len(g) || 2*len(x) > bandsens.MaxStateFloats {
-		return fmt.Errorf("%w: noise step of %d and %d values", ErrInvalid, len(x), len(g))
-	}
-	for i := range x {
-		if math.IsNaN(x[i]) || math.IsInf(x[i], 0) || math.IsNaN(g[i]) || math.IsInf(g[i], 0) {
-			return fmt.Errorf("%w: noise step with a non-finite value", ErrInvalid)
-		}
+	if err := checkNoiseStep(x, g); err != nil {
+		return err
 	}
 	if c.Band == 1 {
 		// One band: independent noise, no state to keep.
-		return s.putNoise(b, Release{}, Entry{})
+		return s.clearNoise(b)
 	}
 	h := noiseHeader{Version: r.Version, StreamStart: c.StreamStart, Band: c.Band, MinSep: c.MinSeparation, MaxPart: c.MaxParticipations,
 		Params: len(x), Z: e.Z, S: e.S, K: e.K, Entry: e.Hash}
 	if c.StreamStart < r.Version {
-		prevRaw, err := s.get(noiseKey(r.Version - 1))
-		if err != nil {
+		if err := s.chainNoise(&h); err != nil {
 			return err
 		}
-		if prevRaw == nil {
-			return fmt.Errorf("%w: release %d continues a stream from version %d, but version %d has no noise record (the stream ended there, or never reached it): start a new stream", ErrInvalid, r.Version, c.StreamStart, r.Version-1)
-		}
-		prev, err := decodeNoise(prevRaw)
-		if err != nil {
-			return fmt.Errorf("%w: noise record of version %d: %v", ErrCorrupt, r.Version-1, err)
-		}
-		if prev.StreamStart != h.StreamStart || prev.Band != h.Band || prev.MinSep != h.MinSep || prev.MaxPart != h.MaxPart || prev.Params != h.Params || prev.Z != h.Z || prev.S != h.S || prev.K != h.K {
-			return fmt.Errorf("%w: release %d continues the stream of version %d with other parameters", ErrInvalid, r.Version, r.Version-1)
-		}
-		h.Prev = prev.Sum
 	}
 	rec, _, err := encodeNoise(h, x, g)
 	if err != nil {
@@ -493,13 +469,68 @@ func (s *Store) putNoise(b *pebble.Batch, r Release, e Entry) error {
 	if err := b.Set(noiseKey(r.Version), rec, nil); err != nil {
 		return err
 	}
-	// Keep versions max(StreamStart, v-Band+2) .. v: a new stream deletes
-	// every earlier record, a continuing one the record that falls out.
-	if c.StreamStart == r.Version {
-		return b.DeleteRange(prefNoise, noiseKey(r.Version), nil)
+	return pruneNoise(b, c, r.Version)
+}
+
+// clearNoise adds to the batch the deletion of every noise record, if the
+// store holds any.
+func (s *Store) clearNoise(b *pebble.Batch) error {
+	any := false
+	if err := s.scan(prefNoise, prefixEnd(prefNoise), func(_, _ []byte) error { any = true; return errStop }); err != nil && !errors.Is(err, errStop) {
+		return err
 	}
-	if back := uint64(c.Band - 1); r.Version >= back && r.Version-back >= c.StreamStart {
-		return b.Delete(noiseKey(r.Version-back), nil)
+	if any {
+		return b.DeleteRange(prefNoise, prefixEnd(prefNoise), nil)
+	}
+	return nil
+}
+
+// checkNoiseStep checks a noise step's vectors: as many values in each,
+// at least one, within the state size a record may hold, all finite.
+func checkNoiseStep(x, g []float64) error {
+	if len(x) == 0 || len(x) != len(g) || 2*len(x) > bandsens.MaxStateFloats {
+		return fmt.Errorf("%w: noise step of %d and %d values", ErrInvalid, len(x), len(g))
+	}
+	for i := range x {
+		if math.IsNaN(x[i]) || math.IsInf(x[i], 0) || math.IsNaN(g[i]) || math.IsInf(g[i], 0) {
+			return fmt.Errorf("%w: noise step with a non-finite value", ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// chainNoise chains the record of a release that continues its stream (h)
+// to the previous version's record, which must exist and have the same
+// parameters.
+func (s *Store) chainNoise(h *noiseHeader) error {
+	prevRaw, err := s.get(noiseKey(h.Version - 1))
+	if err != nil {
+		return err
+	}
+	if prevRaw == nil {
+		return fmt.Errorf("%w: release %d continues a stream from version %d, but version %d has no noise record (the stream ended there, or never reached it): start a new stream", ErrInvalid, h.Version, h.StreamStart, h.Version-1)
+	}
+	prev, err := decodeNoise(prevRaw)
+	if err != nil {
+		return fmt.Errorf("%w: noise record of version %d: %v", ErrCorrupt, h.Version-1, err)
+	}
+	if prev.StreamStart != h.StreamStart || prev.Band != h.Band || prev.MinSep != h.MinSep || prev.MaxPart != h.MaxPart || prev.Params != h.Params || prev.Z != h.Z || prev.S != h.S || prev.K != h.K {
+		return fmt.Errorf("%w: release %d continues the stream of version %d with other parameters", ErrInvalid, h.Version, h.Version-1)
+	}
+	h.Prev = prev.Sum
+	return nil
+}
+
+// pruneNoise adds to the batch the deletion of the records the stream no
+// longer needs once version v has its record: it keeps versions
+// max(StreamStart, v-Band+2) .. v, so a new stream deletes every earlier
+// record and a continuing one the record that falls out.
+func pruneNoise(b *pebble.Batch, c *Correlation, v uint64) error {
+	if c.StreamStart == v {
+		return b.DeleteRange(prefNoise, noiseKey(v), nil)
+	}
+	if back := uint64(c.Band - 1); v >= back && v-back >= c.StreamStart {
+		return b.Delete(noiseKey(v-back), nil)
 	}
 	return nil
 }

@@ -61,6 +61,27 @@ func (t *streamTail) note(e Entry) {
 // version, stream start and entry hash (noted). It reports versions and
 // shapes only, never a record's content.
 func (s *Store) verifyNoise(last *Entry, tail streamTail, problem, note func(string, ...any)) error {
+	recs, err := s.intactNoiseRecords(problem)
+	if err != nil {
+		return err
+	}
+	if s.verifyNoiseEnd(last, len(recs), problem, note) {
+		return nil
+	}
+	if last == nil || last.Correlation == nil || last.Correlation.Band == 1 {
+		if len(recs) > 0 {
+			problem("%d noise records, but the latest release keeps no correlated-noise state", len(recs))
+		}
+		return nil
+	}
+	checkNoiseWindow(last, recs, problem)
+	checkNoiseRecords(recs, tail, problem)
+	return nil
+}
+
+// intactNoiseRecords returns the noise records that decode and sit under
+// their own version, in version order, reporting every other one.
+func (s *Store) intactNoiseRecords(problem func(string, ...any)) ([]noiseRecord, error) {
 	var recs []noiseRecord
 	err := s.scan(prefNoise, prefixEnd(prefNoise), func(k, v []byte) error {
 		if len(k) != len(prefNoise)+8 {
@@ -79,34 +100,39 @@ func (s *Store) verifyNoise(last *Entry, tail streamTail, problem, note func(str
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
+	return recs, err
+}
+
+// verifyNoiseEnd checks the noise stream's end marker, if there is one,
+// against the latest release and the number of noise records left (nrecs),
+// and reports whether the stream ended.
+func (s *Store) verifyNoiseEnd(last *Entry, nrecs int, problem, note func(string, ...any)) bool {
 	var end noiseEnd
 	ended, err := s.getJSON(keyNoiseEnd, &end)
 	if err != nil {
 		problem("the noise stream's end marker: %v", err)
-		ended = false
+		return false
 	}
-	if ended {
-		switch c := last.correlation(); {
-		case c == nil || c.Band == 1:
-			problem("an end marker for the noise stream of version %d, but the latest release keeps no correlated-noise state", end.Version)
-		case end.Version != last.PolicyVersion || end.StreamStart != c.StreamStart || end.Entry != last.Hash:
-			problem("the noise stream's end marker names version %d of the stream from version %d, but the latest release is version %d of the stream from version %d, or another entry", end.Version, end.StreamStart, last.PolicyVersion, c.StreamStart)
-		case len(recs) > 0:
-			problem("the noise stream ended at version %d, but %d noise records remain", end.Version, len(recs))
-		default:
-			note("the correlated-noise stream from version %d ended at version %d (%s): its records are gone and the next release starts a new stream", end.StreamStart, end.Version, end.Reason)
-		}
-		return nil
+	if !ended {
+		return false
 	}
-	if last == nil || last.Correlation == nil || last.Correlation.Band == 1 {
-		if len(recs) > 0 {
-			problem("%d noise records, but the latest release keeps no correlated-noise state", len(recs))
-		}
-		return nil
+	switch c := last.correlation(); {
+	case c == nil || c.Band == 1:
+		problem("an end marker for the noise stream of version %d, but the latest release keeps no correlated-noise state", end.Version)
+	case end.Version != last.PolicyVersion || end.StreamStart != c.StreamStart || end.Entry != last.Hash:
+		problem("the noise stream's end marker names version %d of the stream from version %d, but the latest release is version %d of the stream from version %d, or another entry", end.Version, end.StreamStart, last.PolicyVersion, c.StreamStart)
+	case nrecs > 0:
+		problem("the noise stream ended at version %d, but %d noise records remain", end.Version, nrecs)
+	default:
+		note("the correlated-noise stream from version %d ended at version %d (%s): its records are gone and the next release starts a new stream", end.StreamStart, end.Version, end.Reason)
 	}
+	return true
+}
+
+// checkNoiseWindow checks that the noise records are exactly those of
+// versions max(stream start, head - Band + 2) .. head, for the latest
+// release last (which has correlated noise of more than one band).
+func checkNoiseWindow(last *Entry, recs []noiseRecord, problem func(string, ...any)) {
 	c, v := last.Correlation, last.PolicyVersion
 	from := c.StreamStart
 	if back := uint64(c.Band - 2); v >= back && v-back > from {
@@ -115,6 +141,12 @@ func (s *Store) verifyNoise(last *Entry, tail streamTail, problem, note func(str
 	if want := v - from + 1; uint64(len(recs)) != want || len(recs) > 0 && (recs[0].Version != from || recs[len(recs)-1].Version != v) {
 		problem("noise records: %d, the stream of version %d needs exactly those of versions %d to %d", len(recs), v, from, v)
 	}
+}
+
+// checkNoiseRecords checks each noise record against its release in the
+// stream's tail (entry hash and parameters), that only a later record
+// chains to a predecessor, and the chain of checksums.
+func checkNoiseRecords(recs []noiseRecord, tail streamTail, problem func(string, ...any)) {
 	entries := map[uint64]Entry{}
 	for _, e := range tail {
 		entries[e.PolicyVersion] = e
@@ -126,8 +158,7 @@ func (s *Store) verifyNoise(last *Entry, tail streamTail, problem, note func(str
 			problem("noise record of version %d: no release of that version in the stream", r.Version)
 		case r.Entry != e.Hash:
 			problem("noise record of version %d names another entry than the release's", r.Version)
-		case e.Correlation == nil || r.StreamStart != e.Correlation.StreamStart || r.Band != e.Correlation.Band || r.MinSep != e.Correlation.MinSeparation ||
-			r.MaxPart != e.Correlation.MaxParticipations || r.Z != e.Z || r.S != e.S || r.K != e.K:
+		case !r.sameParams(e):
 			problem("noise record of version %d: parameters differ from its release's", r.Version)
 		case r.Version == r.StreamStart && r.Prev != "":
 			problem("noise record of version %d starts the stream but chains to a predecessor", r.Version)
@@ -136,7 +167,14 @@ func (s *Store) verifyNoise(last *Entry, tail streamTail, problem, note func(str
 	if err := checkChain(recs); err != nil {
 		problem("%v", err)
 	}
-	return nil
+}
+
+// sameParams reports whether the noise record has the stream parameters
+// and the z, S and K of its release e.
+func (r noiseRecord) sameParams(e Entry) bool {
+	c := e.Correlation
+	return c != nil && r.StreamStart == c.StreamStart && r.Band == c.Band && r.MinSep == c.MinSeparation &&
+		r.MaxPart == c.MaxParticipations && r.Z == e.Z && r.S == e.S && r.K == e.K
 }
 
 // correlation is the entry's Correlation (nil for a nil entry).

@@ -420,11 +420,8 @@ type exactHash struct {
 // resolve returns the dataset of a file's records and where each of its
 // distinct records stands in the record index.
 func (s *Store) resolve(f FileRecords) (resolution, error) {
-	if f.ID == "" || len(f.Records) == 0 {
-		return resolution{}, fmt.Errorf("%w: a file id and at least one record are needed", ErrInvalid)
-	}
-	if f.Exact != nil && len(f.Exact) != len(f.Records) {
-		return resolution{}, fmt.Errorf("%w: %d exact hashes for %d records", ErrInvalid, len(f.Exact), len(f.Records))
+	if err := checkFileRecords(f); err != nil {
+		return resolution{}, err
 	}
 	uniq := sortedUnique(f.Records)
 	r := resolution{ids: uniq, byID: newHolders(len(uniq)), entries: map[uint64]Entry{}}
@@ -437,19 +434,52 @@ func (s *Store) resolve(f FileRecords) (resolution, error) {
 		return resolution{}, err
 	}
 	if f.Exact != nil && (legacy || f.Public) {
-		r.byExact = newHolders(len(uniq))
-		xs := make([]exactHash, len(f.Exact))
-		for i, x := range f.Exact {
-			id, _ := slices.BinarySearchFunc(uniq, f.Records[i], func(a, b RecordHash) int { return bytes.Compare(a[:], b[:]) })
-			xs[i] = exactHash{x: x, id: id}
-		}
-		slices.SortFunc(xs, func(a, b exactHash) int { return bytes.Compare(a.x[:], b.x[:]) })
-		xs = slices.CompactFunc(xs, func(a, b exactHash) bool { return a.x == b.x })
-		err := s.holdersOf(len(xs), func(i int) RecordHash { return xs[i].x }, func(i int, seq uint64) { r.byExact.add(xs[i].id, seq) })
-		if err != nil {
+		if err := s.resolveExact(f, &r); err != nil {
 			return resolution{}, err
 		}
 	}
+	found, err := s.resolveHolders(&r)
+	if err != nil {
+		return resolution{}, err
+	}
+	if r.dataset, err = s.fileDataset(f, found); err != nil {
+		return resolution{}, err
+	}
+	r.linkExact()
+	return r, nil
+}
+
+// checkFileRecords checks that a file has an id, at least one record and,
+// if it has exact hashes, one for each record.
+func checkFileRecords(f FileRecords) error {
+	if f.ID == "" || len(f.Records) == 0 {
+		return fmt.Errorf("%w: a file id and at least one record are needed", ErrInvalid)
+	}
+	if f.Exact != nil && len(f.Exact) != len(f.Records) {
+		return fmt.Errorf("%w: %d exact hashes for %d records", ErrInvalid, len(f.Exact), len(f.Records))
+	}
+	return nil
+}
+
+// resolveExact fills r.byExact: the entries that hold each of the file's
+// distinct records under one of its exact hashes.
+func (s *Store) resolveExact(f FileRecords, r *resolution) error {
+	uniq := r.ids
+	r.byExact = newHolders(len(uniq))
+	xs := make([]exactHash, len(f.Exact))
+	for i, x := range f.Exact {
+		id, _ := slices.BinarySearchFunc(uniq, f.Records[i], func(a, b RecordHash) int { return bytes.Compare(a[:], b[:]) })
+		xs[i] = exactHash{x: x, id: id}
+	}
+	slices.SortFunc(xs, func(a, b exactHash) int { return bytes.Compare(a.x[:], b.x[:]) })
+	xs = slices.CompactFunc(xs, func(a, b exactHash) bool { return a.x == b.x })
+	return s.holdersOf(len(xs), func(i int) RecordHash { return xs[i].x }, func(i int, seq uint64) { r.byExact.add(xs[i].id, seq) })
+}
+
+// resolveHolders reads every entry that holds one of the file's records
+// into r.entries, sets r.fresh to the records no entry holds, and returns
+// the datasets of the holding entries.
+func (s *Store) resolveHolders(r *resolution) (map[string]bool, error) {
 	found := map[string]bool{}
 	var nerr error
 	note := func(seq uint64) {
@@ -465,46 +495,57 @@ func (s *Store) resolve(f FileRecords) (resolution, error) {
 		found[e.DatasetID] = true
 	}
 	nfresh := 0
-	for i := range uniq {
+	for i := range r.ids {
 		if r.byID.first[i] == 0 && r.byExact.get(i) == 0 {
 			nfresh++
 		}
 	}
 	r.fresh = make([]RecordHash, 0, nfresh)
-	for i, h := range uniq {
+	for i, h := range r.ids {
 		if r.byID.first[i] == 0 && r.byExact.get(i) == 0 {
 			r.fresh = append(r.fresh, h)
 		}
 		r.byID.each(i, note)
 		r.byExact.each(i, note)
 		if nerr != nil {
-			return resolution{}, nerr
+			return nil, nerr
 		}
 	}
+	return found, nil
+}
+
+// fileDataset returns the dataset a file is charged to: the one the file
+// index names for it (or for its legacy id), else the one dataset its
+// records belong to, else a new dataset named by the file's id. Records of
+// several datasets are an overlap.
+func (s *Store) fileDataset(f FileRecords, found map[string]bool) (string, error) {
 	known, err := s.get(fileKey(f.ID))
 	if err != nil {
-		return resolution{}, err
+		return "", err
 	}
 	if known == nil && f.LegacyID != "" {
 		if known, err = s.get(fileKey(f.LegacyID)); err != nil {
-			return resolution{}, err
+			return "", err
 		}
 	}
 	switch {
 	case known != nil:
-		r.dataset = string(known)
+		return string(known), nil
 	case len(found) == 0:
-		r.dataset = f.ID
+		return f.ID, nil
 	case len(found) == 1:
 		for id := range found {
-			r.dataset = id
+			return id, nil
 		}
-	default:
-		return resolution{}, fmt.Errorf("%w: its records belong to %d registered datasets, and a run on them would spend every one of their budgets: run on each dataset's records separately", ErrOverlap, len(found))
 	}
-	// Records known only by an exact hash: their identities are linked to
-	// an entry that holds them, one of the file's dataset if there is one.
-	for i, h := range uniq {
+	return "", fmt.Errorf("%w: its records belong to %d registered datasets, and a run on them would spend every one of their budgets: run on each dataset's records separately", ErrOverlap, len(found))
+}
+
+// linkExact sets r.links for the records known only by an exact hash:
+// their identities are linked to an entry that holds them, one of the
+// file's dataset if there is one.
+func (r *resolution) linkExact() {
+	for i, h := range r.ids {
 		if r.byID.first[i] != 0 || r.byExact.get(i) == 0 {
 			continue
 		}
@@ -516,7 +557,6 @@ func (s *Store) resolve(f FileRecords) (resolution, error) {
 		})
 		r.links = append(r.links, link{h: h, target: target})
 	}
-	return r, nil
 }
 
 // holdersOf calls fn with i and each entry that holds record hash

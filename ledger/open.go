@@ -418,57 +418,85 @@ func (s *Store) inspect(readOnly bool) (openState, error) {
 	}
 	switch {
 	case anchored:
-		fp, err := anchor.fingerprint()
-		if err != nil {
-			return st, err
-		}
-		switch {
-		case st.key == nil:
-			return st, fmt.Errorf("%w: %s is missing: the ledger was created with a user key (fingerprint %.16s) and cannot map users to their counters without it; restore that file", ErrCorrupt, keyPath, hex.EncodeToString(fp[:]))
-		case keyFingerprint(st.key) != fp:
-			got := keyFingerprint(st.key)
-			return st, fmt.Errorf("%w: %s is not the key this ledger was created with (fingerprint %.16s, the file's %.16s): under another key every user's counter would start again from zero and the per-user caps would reset; restore the original user.key", ErrCorrupt, keyPath, hex.EncodeToString(fp[:]), hex.EncodeToString(got[:]))
-		case !st.hasHead:
-			return st, fmt.Errorf("%w: %s is missing: it records every committed head, and without it a store that lost entries cannot be told from an intact one", ErrCorrupt, headsPath)
-		case st.heads.fingerprint != fp:
-			return st, fmt.Errorf("%w: %s belongs to another ledger (its user-key fingerprint differs from the store's)", ErrCorrupt, headsPath)
-		}
-		if st.pending, err = s.compareHeads(st.head, st.heads, headsPath); err != nil {
-			return st, err
-		}
-		st.state = stateAnchored
+		err = s.inspectAnchored(&st, anchor, keyPath, headsPath)
 	case empty:
-		switch {
-		case st.hasHead && (st.heads.records > 0 || st.heads.torn > 0):
-			return st, fmt.Errorf("%w: the store is empty but %s records commits up to entry %d: the store lost them (a damaged or deleted write-ahead log, or an older copy of ledger/ restored)", ErrCorrupt, headsPath, st.heads.last.Seq)
-		case st.hasHead && st.key == nil:
-			return st, fmt.Errorf("%w: %s exists but %s is missing", ErrCorrupt, headsPath, keyPath)
-		case st.hasHead && keyFingerprint(st.key) != st.heads.fingerprint:
-			return st, fmt.Errorf("%w: %s was written for another user key than %s", ErrCorrupt, headsPath, keyPath)
-		case readOnly && st.key == nil:
-			return st, fmt.Errorf("%w: %s is missing", ErrNotFound, keyPath)
-		}
-		st.state = stateNew
+		err = st.inspectNew(readOnly, keyPath, headsPath)
 	case st.hasHead:
-		// Adoption writes the head file (with the current head) before the
-		// anchor: a crash between the two leaves exactly this file.
-		h, err := headRecOf(st.head)
-		if err != nil {
-			return st, err
-		}
-		if st.key == nil || keyFingerprint(st.key) != st.heads.fingerprint || st.heads.records != 1 || st.heads.torn != 0 || st.heads.last != h || st.head.Seq == 0 {
-			return st, fmt.Errorf("%w: the store has no anchor record but %s exists (last record entry %d, the store's head entry %d): the store lost its first records, or ledger/ was replaced", ErrCorrupt, headsPath, st.heads.last.Seq, st.head.Seq)
-		}
-		st.state = stateAdopting
-		st.notes = append(st.notes, "the adoption of this ledger (created by an earlier version) did not finish; the next writable open finishes it")
+		err = st.inspectAdopting(headsPath)
 	default:
-		if st.key == nil {
-			return st, fmt.Errorf("%w: %s is missing: user counters cannot be mapped without it", ErrCorrupt, keyPath)
-		}
-		st.state = stateLegacy
-		st.notes = append(st.notes, fmt.Sprintf("no %s: the ledger was created by an earlier version, without head records; the next writable open verifies it and adds them", headsFile))
+		err = st.inspectLegacy(keyPath)
 	}
-	return st, nil
+	return st, err
+}
+
+// inspectAnchored checks a store with an anchor record: the user key and
+// the head file must be the ones it was created with, and the store's head
+// the head file's last record or one commit ahead of it.
+func (s *Store) inspectAnchored(st *openState, anchor storeAnchor, keyPath, headsPath string) error {
+	fp, err := anchor.fingerprint()
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.key == nil:
+		return fmt.Errorf("%w: %s is missing: the ledger was created with a user key (fingerprint %.16s) and cannot map users to their counters without it; restore that file", ErrCorrupt, keyPath, hex.EncodeToString(fp[:]))
+	case keyFingerprint(st.key) != fp:
+		got := keyFingerprint(st.key)
+		return fmt.Errorf("%w: %s is not the key this ledger was created with (fingerprint %.16s, the file's %.16s): under another key every user's counter would start again from zero and the per-user caps would reset; restore the original user.key", ErrCorrupt, keyPath, hex.EncodeToString(fp[:]), hex.EncodeToString(got[:]))
+	case !st.hasHead:
+		return fmt.Errorf("%w: %s is missing: it records every committed head, and without it a store that lost entries cannot be told from an intact one", ErrCorrupt, headsPath)
+	case st.heads.fingerprint != fp:
+		return fmt.Errorf("%w: %s belongs to another ledger (its user-key fingerprint differs from the store's)", ErrCorrupt, headsPath)
+	}
+	if st.pending, err = s.compareHeads(st.head, st.heads, headsPath); err != nil {
+		return err
+	}
+	st.state = stateAnchored
+	return nil
+}
+
+// inspectNew checks an empty store: a head file beside it must record no
+// commit and belong to the user key; a read-only open needs the key.
+func (st *openState) inspectNew(readOnly bool, keyPath, headsPath string) error {
+	switch {
+	case st.hasHead && (st.heads.records > 0 || st.heads.torn > 0):
+		return fmt.Errorf("%w: the store is empty but %s records commits up to entry %d: the store lost them (a damaged or deleted write-ahead log, or an older copy of ledger/ restored)", ErrCorrupt, headsPath, st.heads.last.Seq)
+	case st.hasHead && st.key == nil:
+		return fmt.Errorf("%w: %s exists but %s is missing", ErrCorrupt, headsPath, keyPath)
+	case st.hasHead && keyFingerprint(st.key) != st.heads.fingerprint:
+		return fmt.Errorf("%w: %s was written for another user key than %s", ErrCorrupt, headsPath, keyPath)
+	case readOnly && st.key == nil:
+		return fmt.Errorf("%w: %s is missing", ErrNotFound, keyPath)
+	}
+	st.state = stateNew
+	return nil
+}
+
+// inspectAdopting checks a store without an anchor record but with a head
+// file: only an adoption interrupted after writing the head file (with the
+// current head) and before the anchor leaves that.
+func (st *openState) inspectAdopting(headsPath string) error {
+	h, err := headRecOf(st.head)
+	if err != nil {
+		return err
+	}
+	if st.key == nil || keyFingerprint(st.key) != st.heads.fingerprint || st.heads.records != 1 || st.heads.torn != 0 || st.heads.last != h || st.head.Seq == 0 {
+		return fmt.Errorf("%w: the store has no anchor record but %s exists (last record entry %d, the store's head entry %d): the store lost its first records, or ledger/ was replaced", ErrCorrupt, headsPath, st.heads.last.Seq, st.head.Seq)
+	}
+	st.state = stateAdopting
+	st.notes = append(st.notes, "the adoption of this ledger (created by an earlier version) did not finish; the next writable open finishes it")
+	return nil
+}
+
+// inspectLegacy checks a store of an earlier version (no anchor record, no
+// head file): it needs its user key.
+func (st *openState) inspectLegacy(keyPath string) error {
+	if st.key == nil {
+		return fmt.Errorf("%w: %s is missing: user counters cannot be mapped without it", ErrCorrupt, keyPath)
+	}
+	st.state = stateLegacy
+	st.notes = append(st.notes, fmt.Sprintf("no %s: the ledger was created by an earlier version, without head records; the next writable open verifies it and adds them", headsFile))
+	return nil
 }
 
 // compareHeads checks the store's head against the head file's last intact

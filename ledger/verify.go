@@ -76,101 +76,148 @@ func (s *Store) Verify() (Report, error) {
 	if err != nil {
 		return r, err
 	}
-	// The versions that have a non-empty snapshot (one sequential scan
-	// rather than a lookup per release).
+	snaps, err := s.snapshotVersions()
+	if err != nil {
+		return r, err
+	}
+	v := entryReplay{recs: recs, snaps: snaps, users: map[UserKey]*UserState{}}
+	err = s.Entries(func(e Entry) error {
+		v.entry(e, &r, problem)
+		return nil
+	})
+	if err != nil {
+		return r, err
+	}
+	if head.Seq != v.prev.Seq || head.Hash != v.prev.Hash {
+		problem("head (seq %d, hash %.12s) does not point at the last entry (seq %d, hash %.12s)", head.Seq, head.Hash, v.prev.Seq, v.prev.Hash)
+	}
+	s.verifyHeadsEnd(v.recs, hi, head, &r, problem)
+	note := func(format string, args ...any) { r.Notes = append(r.Notes, fmt.Sprintf(format, args...)) }
+	if err := s.verifyNoise(v.lastRelease, v.tail, problem, note); err != nil {
+		return r, err
+	}
+	if head.Version != v.version {
+		problem("head version %d, last released version %d", head.Version, v.version)
+	}
+	if err := s.verifyUsers(v.users, &r, problem); err != nil {
+		return r, err
+	}
+	err = s.verifyOffline(v.offline, &r, problem)
+	return r, err
+}
+
+// snapshotVersions returns the versions that have a non-empty snapshot
+// (one sequential scan rather than a lookup per release).
+func (s *Store) snapshotVersions() (map[uint64]bool, error) {
 	snaps := map[uint64]bool{}
-	err = s.scan(prefSnap, prefixEnd(prefSnap), func(k, v []byte) error {
+	err := s.scan(prefSnap, prefixEnd(prefSnap), func(k, v []byte) error {
 		if len(k) == len(prefSnap)+8 && len(v) > 0 {
 			snaps[be64Value(k[len(prefSnap):])] = true
 		}
 		return nil
 	})
+	return snaps, err
+}
+
+// entryReplay is what Verify carries from entry to entry: the head file's
+// records not yet matched, the versions with a snapshot, the user counters
+// replayed from the releases, the offline entries (checked afterwards by
+// verifyOffline), the previous entry, the last released version, the
+// latest release (for its stream's continuity) and the current stream's
+// last releases (for its noise records).
+type entryReplay struct {
+	recs        map[uint64]headRec
+	snaps       map[uint64]bool
+	users       map[UserKey]*UserState
+	offline     []Entry
+	prev        Entry
+	version     uint64
+	lastRelease *Entry
+	tail        streamTail
+}
+
+// entry checks the next entry against the chain, its kind's rules and its
+// record in the head file, and replays it.
+func (v *entryReplay) entry(e Entry, r *Report, problem func(string, ...any)) {
+	r.Entries++
+	checkChained(e, v.prev, problem)
+	switch e.Kind {
+	case KindRelease:
+		r.Releases++
+		v.release(e, problem)
+	case KindOffline, KindCap, KindDerived, KindLink:
+		v.offline = append(v.offline, e)
+	default:
+		problem("entry %d: unknown kind %q", e.Seq, e.Kind)
+	}
+	if h, ok := v.recs[e.Seq]; ok {
+		delete(v.recs, e.Seq)
+		if h.hash() != e.Hash || h.Version != v.version {
+			problem("entry %d (hash %.12s, version %d) differs from its record in %s (hash %.12s, version %d)", e.Seq, e.Hash, v.version, headsFile, h.hash(), h.Version)
+		}
+	}
+	v.prev = e
+}
+
+// checkChained checks an entry against the one before it (its sequence number
+// and previous hash), its own hash and epsilon, and that only a derived
+// file is marked released.
+func checkChained(e, prev Entry, problem func(string, ...any)) {
+	if e.Seq != prev.Seq+1 {
+		problem("entry %d follows entry %d", e.Seq, prev.Seq)
+	}
+	if e.PrevHash != prev.Hash {
+		problem("entry %d: prev_hash %.12s does not match entry %d's hash %.12s", e.Seq, e.PrevHash, prev.Seq, prev.Hash)
+	}
+	if h, err := e.computeHash(); err != nil || h != e.Hash {
+		problem("entry %d: hash %.12s does not match its contents (%.12s)", e.Seq, e.Hash, h)
+	}
+	if eps, err := e.recompute(); err != nil {
+		problem("entry %d: epsilon cannot be recomputed: %v", e.Seq, err)
+	} else if math.Abs(eps-e.Epsilon) > epsTolerance*math.Max(eps, 1e-300) {
+		problem("entry %d: recorded epsilon %.10g, recomputed %.10g from its parameters", e.Seq, e.Epsilon, eps)
+	}
+	if e.Released && e.Kind != KindDerived {
+		problem("entry %d: a %s marked released (only a derived file is a release's output)", e.Seq, e.Kind)
+	}
+}
+
+// release replays a release: its version follows the last one and has a
+// snapshot, its correlated noise continues its stream, and each of its
+// users' counters advances.
+func (v *entryReplay) release(e Entry, problem func(string, ...any)) {
+	if e.PolicyVersion != v.version+1 {
+		problem("entry %d: releases version %d after version %d", e.Seq, e.PolicyVersion, v.version)
+	}
+	v.version = e.PolicyVersion
+	if !v.snaps[e.PolicyVersion] {
+		problem("entry %d: %v: snapshot of version %d", e.Seq, ErrNotFound, e.PolicyVersion)
+	}
+	verifyCorrelation(e, v.lastRelease, v.users, problem)
+	v.lastRelease = &e
+	v.tail.note(e)
+	z, err := e.userZ()
 	if err != nil {
-		return r, err
+		problem("entry %d: %v", e.Seq, err)
+		return
 	}
-	users := map[UserKey]*UserState{}
-	var offline []Entry
-	var prev Entry
-	var version uint64
-	var lastRelease *Entry // the latest release, for its stream's continuity
-	var tail streamTail    // the current stream's last releases, for its noise records
-	err = s.Entries(func(e Entry) error {
-		r.Entries++
-		if e.Seq != prev.Seq+1 {
-			problem("entry %d follows entry %d", e.Seq, prev.Seq)
+	for _, u := range e.Users {
+		st := v.users[u]
+		if st == nil {
+			st = &UserState{}
+			v.users[u] = st
 		}
-		if e.PrevHash != prev.Hash {
-			problem("entry %d: prev_hash %.12s does not match entry %d's hash %.12s", e.Seq, e.PrevHash, prev.Seq, prev.Hash)
-		}
-		if h, err := e.computeHash(); err != nil || h != e.Hash {
-			problem("entry %d: hash %.12s does not match its contents (%.12s)", e.Seq, e.Hash, h)
-		}
-		if eps, err := e.recompute(); err != nil {
-			problem("entry %d: epsilon cannot be recomputed: %v", e.Seq, err)
-		} else if math.Abs(eps-e.Epsilon) > epsTolerance*math.Max(eps, 1e-300) {
-			problem("entry %d: recorded epsilon %.10g, recomputed %.10g from its parameters", e.Seq, e.Epsilon, eps)
-		}
-		if e.Released && e.Kind != KindDerived {
-			problem("entry %d: a %s marked released (only a derived file is a release's output)", e.Seq, e.Kind)
-		}
-		switch e.Kind {
-		case KindRelease:
-			r.Releases++
-			if e.PolicyVersion != version+1 {
-				problem("entry %d: releases version %d after version %d", e.Seq, e.PolicyVersion, version)
-			}
-			version = e.PolicyVersion
-			if !snaps[e.PolicyVersion] {
-				problem("entry %d: %v: snapshot of version %d", e.Seq, ErrNotFound, e.PolicyVersion)
-			}
-			verifyCorrelation(e, lastRelease, users, problem)
-			lastRelease = &e
-			tail.note(e)
-			z, err := e.userZ()
-			if err != nil {
-				problem("entry %d: %v", e.Seq, err)
-				break
-			}
-			for _, u := range e.Users {
-				st := users[u]
-				if st == nil {
-					st = &UserState{}
-					users[u] = st
-				}
-				st.Updates++
-				st.SumInvZ2 += 1 / (z * z)
-				st.LastVersion = e.PolicyVersion
-			}
-		case KindOffline, KindCap, KindDerived, KindLink:
-			offline = append(offline, e)
-		default:
-			problem("entry %d: unknown kind %q", e.Seq, e.Kind)
-		}
-		if h, ok := recs[e.Seq]; ok {
-			delete(recs, e.Seq)
-			if h.hash() != e.Hash || h.Version != version {
-				problem("entry %d (hash %.12s, version %d) differs from its record in %s (hash %.12s, version %d)", e.Seq, e.Hash, version, headsFile, h.hash(), h.Version)
-			}
-		}
-		prev = e
-		return nil
-	})
-	if err != nil {
-		return r, err
+		st.Updates++
+		st.SumInvZ2 += 1 / (z * z)
+		st.LastVersion = e.PolicyVersion
 	}
-	if head.Seq != prev.Seq || head.Hash != prev.Hash {
-		problem("head (seq %d, hash %.12s) does not point at the last entry (seq %d, hash %.12s)", head.Seq, head.Hash, prev.Seq, prev.Hash)
-	}
-	s.verifyHeadsEnd(recs, hi, head, &r, problem)
-	note := func(format string, args ...any) { r.Notes = append(r.Notes, fmt.Sprintf(format, args...)) }
-	if err := s.verifyNoise(lastRelease, tail, problem, note); err != nil {
-		return r, err
-	}
-	if head.Version != version {
-		problem("head version %d, last released version %d", head.Version, version)
-	}
+}
+
+// verifyUsers compares the stored user counters with those the releases
+// give (users), counting the stored ones into r.
+func (s *Store) verifyUsers(users map[UserKey]*UserState, r *Report, problem func(string, ...any)) error {
 	stored := map[UserKey]bool{}
-	err = s.Users(func(k UserKey, st UserState) error {
+	err := s.Users(func(k UserKey, st UserState) error {
 		r.Users++
 		stored[k] = true
 		want := users[k]
@@ -185,15 +232,14 @@ func (s *Store) Verify() (Report, error) {
 		return nil
 	})
 	if err != nil {
-		return r, err
+		return err
 	}
 	for k := range users {
 		if !stored[k] {
 			problem("user %s took part in releases but has no counter", k)
 		}
 	}
-	err = s.verifyOffline(offline, &r, problem)
-	return r, err
+	return nil
 }
 
 // verifyAnchor checks the user key against the store's anchor record and
@@ -261,24 +307,42 @@ func (s *Store) verifyHeadsEnd(unmatched map[uint64]headRec, hi headsInfo, head 
 // the stored budgets, checks the file index, and recomputes each entry's
 // new-record digest from the record index.
 func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, ...any)) error {
-	want := map[string]*DatasetState{}
-	runs := map[uint64]Entry{}
-	type digest struct {
-		n int
-		h hash.Hash
+	p := replayOffline(entries, r, problem)
+	if err := s.verifyBudgets(p.budgets, problem); err != nil {
+		return err
 	}
-	registers := map[uint64]Entry{}
-	files := map[string]string{}
+	r.Datasets, r.Budgets = reportBudgets(p.budgets)
+	if err := s.verifyFileIndex(p.files, problem); err != nil {
+		return err
+	}
+	if err := s.verifyRecordIndex(p.registers, problem); err != nil {
+		return err
+	}
+	return s.verifyLinks(entries, problem)
+}
+
+// offlineReplay is the offline entries replayed in order: each dataset's
+// per-unit budgets, the runs by sequence number, the entries that register
+// new records, and each file's dataset (that of its first entry).
+type offlineReplay struct {
+	budgets   map[string]*DatasetState
+	runs      map[uint64]Entry
+	registers map[uint64]Entry
+	files     map[string]string
+}
+
+// replayOffline replays the offline entries in order, counting runs, cap
+// changes and derived files into r and reporting every entry that does not
+// follow from the ones before it.
+func replayOffline(entries []Entry, r *Report, problem func(string, ...any)) offlineReplay {
+	p := offlineReplay{
+		budgets:   map[string]*DatasetState{},
+		runs:      map[uint64]Entry{},
+		registers: map[uint64]Entry{},
+		files:     map[string]string{},
+	}
 	for _, e := range entries {
-		if (e.Kind == KindOffline || e.Kind == KindDerived) && e.File != "" && e.DatasetID != "" {
-			if _, ok := files[e.File]; !ok {
-				files[e.File] = e.DatasetID
-			}
-		}
-		if e.NewRecords > 0 || e.NewRecordsDigest != "" {
-			registers[e.Seq] = e
-		}
-		d := want[e.DatasetID]
+		p.index(e)
 		if e.DatasetID == "" {
 			problem("entry %d: %s without a dataset", e.Seq, e.Kind)
 			continue
@@ -286,64 +350,108 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 		switch e.Kind {
 		case KindOffline:
 			r.OfflineRuns++
-			runs[e.Seq] = e
-			if d == nil {
-				d = &DatasetState{Units: map[Unit]UnitBudget{}}
-				want[e.DatasetID] = d
-			}
-			u, has := d.Units[e.Unit]
-			switch {
-			case e.Cap != nil && has:
-				problem("entry %d registers a cap for dataset %s at unit %s, which already has one", e.Seq, e.DatasetID, e.Unit)
-				u.Cap = *e.Cap
-			case e.Cap != nil:
-				if err := e.Cap.check(); err != nil {
-					problem("entry %d: %v", e.Seq, err)
-				}
-				u.Cap = *e.Cap
-			case !has:
-				problem("entry %d: offline run on dataset %s at unit %s, which has no cap", e.Seq, e.DatasetID, e.Unit)
-			}
-			u.addRun(e)
-			d.Units[e.Unit] = u
-			if u.Cap.Epsilon > 0 {
-				spent, err := u.Spent()
-				switch {
-				case err != nil:
-					problem("entry %d: dataset %s at unit %s does not compose at its cap's delta %g: %v", e.Seq, e.DatasetID, e.Unit, u.Cap.Delta, err)
-				case spent > u.Cap.Epsilon*(1+epsTolerance):
-					problem("entry %d: dataset %s at unit %s reached epsilon %.10g, above its cap %g at delta %g", e.Seq, e.DatasetID, e.Unit, spent, u.Cap.Epsilon, u.Cap.Delta)
-				}
-			}
+			p.run(e, problem)
 		case KindCap:
 			r.CapChanges++
-			if d == nil {
-				problem("entry %d sets a cap on dataset %s before any run registered it", e.Seq, e.DatasetID)
-				d = &DatasetState{Units: map[Unit]UnitBudget{}}
-				want[e.DatasetID] = d
-			}
-			if e.Cap == nil || strings.TrimSpace(e.Reason) == "" {
-				problem("entry %d: a cap change without a cap or a reason", e.Seq)
-				continue
-			}
-			if err := e.Cap.check(); err != nil {
-				problem("entry %d: %v", e.Seq, err)
-			}
-			u := d.Units[e.Unit]
-			u.Cap = *e.Cap
-			d.Units[e.Unit] = u
+			p.capChange(e, problem)
 		case KindLink:
-			if d == nil || e.LinkedRecords == 0 {
+			if p.budgets[e.DatasetID] == nil || e.LinkedRecords == 0 {
 				problem("entry %d: links %d records to dataset %s, which has no earlier run", e.Seq, e.LinkedRecords, e.DatasetID)
 			}
 		case KindDerived:
 			r.DerivedFiles++
-			if src, ok := runs[e.DerivedFrom]; !ok || src.DatasetID != e.DatasetID {
+			if src, ok := p.runs[e.DerivedFrom]; !ok || src.DatasetID != e.DatasetID {
 				problem("entry %d: derived file %s of dataset %s names entry %d, not an earlier run on that dataset", e.Seq, e.File, e.DatasetID, e.DerivedFrom)
 			}
 		}
 	}
-	// The stored budgets.
+	return p
+}
+
+// index notes the entry's file (in the dataset of its first entry) and
+// whether it registers new records.
+func (p *offlineReplay) index(e Entry) {
+	if (e.Kind == KindOffline || e.Kind == KindDerived) && e.File != "" && e.DatasetID != "" {
+		if _, ok := p.files[e.File]; !ok {
+			p.files[e.File] = e.DatasetID
+		}
+	}
+	if e.NewRecords > 0 || e.NewRecordsDigest != "" {
+		p.registers[e.Seq] = e
+	}
+}
+
+// dataset returns the replayed state of a dataset, adding it if new.
+func (p *offlineReplay) dataset(id string) *DatasetState {
+	d := p.budgets[id]
+	if d == nil {
+		d = &DatasetState{Units: map[Unit]UnitBudget{}}
+		p.budgets[id] = d
+	}
+	return d
+}
+
+// run replays an offline run: the cap it registers (if any, and only for a
+// unit without one), its charge, and the check against the cap in force.
+func (p *offlineReplay) run(e Entry, problem func(string, ...any)) {
+	p.runs[e.Seq] = e
+	d := p.dataset(e.DatasetID)
+	u, has := d.Units[e.Unit]
+	switch {
+	case e.Cap != nil && has:
+		problem("entry %d registers a cap for dataset %s at unit %s, which already has one", e.Seq, e.DatasetID, e.Unit)
+		u.Cap = *e.Cap
+	case e.Cap != nil:
+		if err := e.Cap.check(); err != nil {
+			problem("entry %d: %v", e.Seq, err)
+		}
+		u.Cap = *e.Cap
+	case !has:
+		problem("entry %d: offline run on dataset %s at unit %s, which has no cap", e.Seq, e.DatasetID, e.Unit)
+	}
+	u.addRun(e)
+	d.Units[e.Unit] = u
+	checkRunCap(e, u, problem)
+}
+
+// checkRunCap reports a run that left its unit's total above the unit's
+// cap, or that does not compose at the cap's delta (a unit without a cap
+// has nothing to check).
+func checkRunCap(e Entry, u UnitBudget, problem func(string, ...any)) {
+	if u.Cap.Epsilon <= 0 {
+		return
+	}
+	spent, err := u.Spent()
+	switch {
+	case err != nil:
+		problem("entry %d: dataset %s at unit %s does not compose at its cap's delta %g: %v", e.Seq, e.DatasetID, e.Unit, u.Cap.Delta, err)
+	case spent > u.Cap.Epsilon*(1+epsTolerance):
+		problem("entry %d: dataset %s at unit %s reached epsilon %.10g, above its cap %g at delta %g", e.Seq, e.DatasetID, e.Unit, spent, u.Cap.Epsilon, u.Cap.Delta)
+	}
+}
+
+// capChange replays a cap change: it needs a cap and a reason, and sets the
+// unit's cap.
+func (p *offlineReplay) capChange(e Entry, problem func(string, ...any)) {
+	if p.budgets[e.DatasetID] == nil {
+		problem("entry %d sets a cap on dataset %s before any run registered it", e.Seq, e.DatasetID)
+	}
+	d := p.dataset(e.DatasetID)
+	if e.Cap == nil || strings.TrimSpace(e.Reason) == "" {
+		problem("entry %d: a cap change without a cap or a reason", e.Seq)
+		return
+	}
+	if err := e.Cap.check(); err != nil {
+		problem("entry %d: %v", e.Seq, err)
+	}
+	u := d.Units[e.Unit]
+	u.Cap = *e.Cap
+	d.Units[e.Unit] = u
+}
+
+// verifyBudgets compares the stored budgets with the replayed ones (want),
+// dataset by dataset and unit by unit.
+func (s *Store) verifyBudgets(want map[string]*DatasetState, problem func(string, ...any)) error {
 	stored := map[string]bool{}
 	err := s.Datasets(func(id string, got DatasetState) error {
 		stored[id] = true
@@ -369,16 +477,23 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 	if err != nil {
 		return err
 	}
-	ids := make([]string, 0, len(want))
 	for id := range want {
-		ids = append(ids, id)
 		if !stored[id] {
 			problem("dataset %s has entries but no stored budget", id)
 		}
 	}
+	return nil
+}
+
+// reportBudgets returns the number of datasets and their replayed totals,
+// by dataset and unit, for the report.
+func reportBudgets(want map[string]*DatasetState) (int, []DatasetBudget) {
+	ids := make([]string, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
 	slices.Sort(ids)
-	r.Datasets = len(ids)
-	r.Budgets = []DatasetBudget{}
+	budgets := []DatasetBudget{}
 	for _, id := range ids {
 		d := want[id]
 		for _, unit := range unitsOf(*d) {
@@ -387,12 +502,17 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 			if u.Cap.Delta > 0 {
 				b.Epsilon, _ = u.Spent()
 			}
-			r.Budgets = append(r.Budgets, b)
+			budgets = append(budgets, b)
 		}
 	}
-	// The file index: each file in the dataset of its first entry.
+	return len(ids), budgets
+}
+
+// verifyFileIndex checks the file index against the entries: each file in
+// the dataset of its first entry (files).
+func (s *Store) verifyFileIndex(files map[string]string, problem func(string, ...any)) error {
 	indexed := map[string]bool{}
-	err = s.scan(prefFile, prefixEnd(prefFile), func(k, v []byte) error {
+	err := s.scan(prefFile, prefixEnd(prefFile), func(k, v []byte) error {
 		f, d := string(k[len(prefFile):]), string(v)
 		indexed[f] = true
 		if w, ok := files[f]; !ok || w != d {
@@ -408,9 +528,18 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 			problem("file %s of dataset %s is missing from the file index", f, d)
 		}
 	}
-	// The record index: each entry's new records, recomputed.
+	return nil
+}
+
+// verifyRecordIndex recomputes each registering entry's new-record count
+// and digest from the record index and compares them with the entry's.
+func (s *Store) verifyRecordIndex(registers map[uint64]Entry, problem func(string, ...any)) error {
+	type digest struct {
+		n int
+		h hash.Hash
+	}
 	found := map[uint64]*digest{}
-	err = s.scan(prefRecord, prefixEnd(prefRecord), func(key, v []byte) error {
+	err := s.scan(prefRecord, prefixEnd(prefRecord), func(key, v []byte) error {
 		k := key[len(prefRecord):]
 		if len(k) != len(RecordHash{}) || len(v) != 8 {
 			problem("record index: key of %d bytes, value of %d bytes", len(k), len(v))
@@ -445,7 +574,7 @@ func (s *Store) verifyOffline(entries []Entry, r *Report, problem func(string, .
 			problem("entry %d: registered %d records, the index holds none of them", seq, e.NewRecords)
 		}
 	}
-	return s.verifyLinks(entries, problem)
+	return nil
 }
 
 // verifyLinks recomputes each entry's linked records (Entry.LinkedRecords)
