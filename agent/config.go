@@ -166,11 +166,31 @@ func (c Config) MinSessionBytes() int64 {
 }
 
 // Validate reports every problem at once. The errors of a limit name its
-// field as Settings does (fielderr, SettingsFields).
+// field as Settings does (fielderr, SettingsFields). It joins the errors of
+// its validators by concern, in this order: the learner, the fixed policy,
+// the privacy parameters, the admission limits, the reward bound and the
+// workers.
 func (c Config) Validate() error {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("agent: "+format, args...)) }
-	field := func(format string, args ...any) { errs = append(errs, SettingsFields.Errorf(format, args...)) }
+	for _, v := range []func() []error{c.validateLearner, c.validateFixed, c.validatePrivacy, c.validateLimits, c.validateReward} {
+		errs = append(errs, v()...)
+	}
+	if c.Workers < 0 {
+		errs = append(errs, agentError("workers = %d, want >= 0", c.Workers))
+	}
+	return errors.Join(errs...)
+}
+
+// agentError is an error of Validate that names no field.
+func agentError(format string, args ...any) error {
+	return fmt.Errorf("agent: "+format, args...)
+}
+
+// validateLearner checks the spec and the learner's configuration: the
+// agent runs DP mode dp only, with independent or bandmf noise, bandmf
+// with a cap on a user's updates.
+func (c Config) validateLearner() []error {
+	var errs []error
 	if err := c.Spec.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -178,7 +198,7 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if c.Policy.DP.Mode == policy.ModePPO || c.Policy.DP.Mode == policy.ModeClipOnly {
-		bad("DP mode %v is not private; the agent runs mode dp only", c.Policy.DP.Mode)
+		errs = append(errs, agentError("DP mode %v is not private; the agent runs mode dp only", c.Policy.DP.Mode))
 	}
 	switch c.Policy.DP.Noise {
 	case policy.NoiseIndependent:
@@ -187,36 +207,61 @@ func (c Config) Validate() error {
 		// enforces: at most MaxUpdatesPerUser updates per user, any two at
 		// least Band apart.
 		if c.MaxUpdatesPerUser < 1 {
-			field("{MaxUpdatesPerUser} %d: bandmf noise needs a cap on the updates a user takes part in (its sensitivity is that of at most k participations, any two at least the band apart)", c.MaxUpdatesPerUser)
+			errs = append(errs, SettingsFields.Errorf("{MaxUpdatesPerUser} %d: bandmf noise needs a cap on the updates a user takes part in (its sensitivity is that of at most k participations, any two at least the band apart)", c.MaxUpdatesPerUser))
 		}
 	default:
-		bad("%v noise is for in-process training only: its accounting assumes each user enters one release, and the agent's users may return; use bandmf, whose participation pattern the ledger enforces", c.Policy.DP.Noise)
+		errs = append(errs, agentError("%v noise is for in-process training only: its accounting assumes each user enters one release, and the agent's users may return; use bandmf, whose participation pattern the ledger enforces", c.Policy.DP.Noise))
 	}
-	if c.Fixed != nil {
-		if (c.Fixed.Actor == nil) == (c.Fixed.Q == nil) {
-			bad("fixed policy with neither or both of a SAC actor and a Q-network policy")
-		} else if err := c.Fixed.check(c.Spec); err != nil {
-			bad("fixed policy %s: %w", c.Fixed.Source, err)
-		} else if !c.Fixed.Private() && !c.Fixed.ServeNonPrivate {
-			bad("fixed policy %s is %s: refused without ServeNonPrivate", c.Fixed.Source, c.Fixed.Label())
-		}
+	return errs
+}
+
+// validateFixed checks the fixed policy, if any: one of a SAC actor and a
+// Q-network, matching the spec, and private unless ServeNonPrivate.
+func (c Config) validateFixed() []error {
+	switch {
+	case c.Fixed == nil:
+		return nil
+	case (c.Fixed.Actor == nil) == (c.Fixed.Q == nil):
+		return []error{agentError("fixed policy with neither or both of a SAC actor and a Q-network policy")}
 	}
+	if err := c.Fixed.check(c.Spec); err != nil {
+		return []error{agentError("fixed policy %s: %w", c.Fixed.Source, err)}
+	}
+	if !c.Fixed.Private() && !c.Fixed.ServeNonPrivate {
+		return []error{agentError("fixed policy %s is %s: refused without ServeNonPrivate", c.Fixed.Source, c.Fixed.Label())}
+	}
+	return nil
+}
+
+// validatePrivacy checks K (at most MaxUsersPerUpdate, and K sessions of
+// the smallest size fit the session memory budget), Delta and the per-user
+// caps.
+func (c Config) validatePrivacy() []error {
+	var errs []error
 	k := c.Policy.DP.UsersPerUpdate
 	if k > MaxUsersPerUpdate {
-		field("{K} %d: want 1 to %d", k, MaxUsersPerUpdate)
+		errs = append(errs, SettingsFields.Errorf("{K} %d: want 1 to %d", k, MaxUsersPerUpdate))
 	} else if b := c.MinSessionBytes(); c.Fixed == nil && k > 0 && c.SessionMemoryBytes >= minSessionMemory && int64(k) > c.SessionMemoryBytes/b {
-		field("{K} %d: an update holds its K sessions until it is released, and %d sessions of at least %d bytes do not fit the session memory budget {SessionMemoryMiB} of %d MiB (at most %d sessions)",
-			k, k, b, c.SessionMemoryBytes>>20, c.SessionMemoryBytes/b)
+		errs = append(errs, SettingsFields.Errorf("{K} %d: an update holds its K sessions until it is released, and %d sessions of at least %d bytes do not fit the session memory budget {SessionMemoryMiB} of %d MiB (at most %d sessions)",
+			k, k, b, c.SessionMemoryBytes>>20, c.SessionMemoryBytes/b))
 	}
 	if !(c.Delta > 0 && c.Delta < 1) {
-		field("{Delta} %v: want 0 < delta < 1", c.Delta)
+		errs = append(errs, SettingsFields.Errorf("{Delta} %v: want 0 < delta < 1", c.Delta))
 	}
 	if !(c.UserEpsilon >= 0) || math.IsInf(c.UserEpsilon, 0) {
-		field("{UserEpsilon} %v: the user epsilon cap must be finite and >= 0 (0: no cap)", c.UserEpsilon)
+		errs = append(errs, SettingsFields.Errorf("{UserEpsilon} %v: the user epsilon cap must be finite and >= 0 (0: no cap)", c.UserEpsilon))
 	}
 	if c.MaxUpdatesPerUser < 0 || c.MaxUpdatesPerUser > MaxUpdatesPerUserCap {
-		field("{MaxUpdatesPerUser} %d: want 0 (no cap) to %d", c.MaxUpdatesPerUser, MaxUpdatesPerUserCap)
+		errs = append(errs, SettingsFields.Errorf("{MaxUpdatesPerUser} %d: want 0 (no cap) to %d", c.MaxUpdatesPerUser, MaxUpdatesPerUserCap))
 	}
+	return errs
+}
+
+// validateLimits checks the admission limits: the session counts, the
+// session memory budget and the timeouts.
+func (c Config) validateLimits() []error {
+	var errs []error
+	k := c.Policy.DP.UsersPerUpdate
 	for _, l := range []struct {
 		field, what string
 		v, lo, hi   int
@@ -229,29 +274,32 @@ func (c Config) Validate() error {
 		{"MaxQueuedPerUser", "queued sessions per user", c.MaxQueuedPerUser, 1, MaxQueuedPerUser(max(k, 1)), " (the capacity of the learner queue, all users together: 4 x {K} + 1024)"},
 	} {
 		if l.v < l.lo || l.v > l.hi {
-			field("{%s} %d: %s, want %d to %d%s", l.field, l.v, l.what, l.lo, l.hi, l.why)
+			errs = append(errs, SettingsFields.Errorf("{%s} %d: %s, want %d to %d%s", l.field, l.v, l.what, l.lo, l.hi, l.why))
 		}
 	}
 	if c.SessionMemoryBytes < minSessionMemory {
-		bad("session memory budget = %d bytes, want >= %d", c.SessionMemoryBytes, minSessionMemory)
+		errs = append(errs, agentError("session memory budget = %d bytes, want >= %d", c.SessionMemoryBytes, minSessionMemory))
 	}
 	for _, d := range []struct {
 		field, what string
 		v           time.Duration
 	}{{"IdleTimeout", "idle timeout", c.IdleTimeout}, {"FlushTimeout", "flush timeout", c.FlushTimeout}, {"MaxSessionLifetime", "session lifetime", c.MaxSessionLifetime}} {
 		if d.v < MinTimeout || d.v > MaxTimeout {
-			field("{%s} %v: %s, want %v to 30 days", d.field, d.v, d.what, MinTimeout)
+			errs = append(errs, SettingsFields.Errorf("{%s} %v: %s, want %v to 30 days", d.field, d.v, d.what, MinTimeout))
 		}
 	}
+	return errs
+}
+
+// validateReward checks the reward bound: finite, low < high, and a return
+// of MaxStepsPerSession rewards cannot overflow.
+func (c Config) validateReward() []error {
 	lo, hi := c.RewardLow, c.RewardHigh
 	switch {
 	case math.IsNaN(lo) || math.IsNaN(hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) || !(lo < hi):
-		field("reward bound [{RewardLow}, {RewardHigh}] = [%v, %v]: want finite low < high", lo, hi)
+		return []error{SettingsFields.Errorf("reward bound [{RewardLow}, {RewardHigh}] = [%v, %v]: want finite low < high", lo, hi)}
 	case max(math.Abs(lo), math.Abs(hi))*float64(max(c.MaxStepsPerSession, 1)) > maxRewardTimesSteps:
-		field("reward bound [{RewardLow}, {RewardHigh}] = [%v, %v] x {MaxStepsPerSession} %d passes %g: a return could overflow", lo, hi, c.MaxStepsPerSession, maxRewardTimesSteps)
+		return []error{SettingsFields.Errorf("reward bound [{RewardLow}, {RewardHigh}] = [%v, %v] x {MaxStepsPerSession} %d passes %g: a return could overflow", lo, hi, c.MaxStepsPerSession, maxRewardTimesSteps)}
 	}
-	if c.Workers < 0 {
-		bad("workers = %d, want >= 0", c.Workers)
-	}
-	return errors.Join(errs...)
+	return nil
 }

@@ -152,24 +152,13 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 			s = nil
 		}
 	}()
-	log := cfg.Logger
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	prefix := cfg.Prefix
-	if prefix == "" {
-		prefix = stream.DefaultPrefix
-	}
 	// The listeners and NATS come first: a taken address (or an external
 	// server that cannot be reached) fails the start before a ledger is
 	// opened, let alone created. A data directory in use by another agent
 	// is said first: its port is likely the one taken.
-	for _, p := range s.policies {
-		if err := ledger.CheckUnlocked(p.dir); err != nil {
-			return s, p.wrap(err)
-		}
-		p.metrics = NewMetrics(p.registerer(s.reg)) // before the connection's events can use them
-		if f := p.cfg.Fixed; f != nil {
-			p.registerer(s.reg).MustRegister(f.collectors()...)
-		}
+	if err := s.checkDataDirs(); err != nil {
+		return s, err
 	}
 	var opsLn net.Listener
 	if cfg.HTTPAddr != "" {
@@ -182,10 +171,46 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 			}
 		}()
 	}
-	// Readiness follows the connection: /readyz asks it at each request;
-	// the events log its changes and drive the dprl_nats_connected gauge.
+	if err := s.connectNATS(); err != nil {
+		return s, err
+	}
+	for _, p := range s.policies {
+		if err = s.openPolicy(p); err != nil {
+			return s, p.wrap(err)
+		}
+	}
+	if err := s.runPolicies(ctx); err != nil {
+		return s, err
+	}
+	if opsLn != nil {
+		s.serveOps(opsLn)
+	}
+	s.startBackups()
+	return s, nil
+}
+
+// checkDataDirs is StartService's first step: it checks that no other
+// agent holds a policy's data directory and registers each policy's
+// metrics (before the connection's events can use them).
+func (s *Service) checkDataDirs() error {
+	for _, p := range s.policies {
+		if err := ledger.CheckUnlocked(p.dir); err != nil {
+			return p.wrap(err)
+		}
+		p.metrics = NewMetrics(p.registerer(s.reg))
+		if f := p.cfg.Fixed; f != nil {
+			p.registerer(s.reg).MustRegister(f.collectors()...)
+		}
+	}
+	return nil
+}
+
+// connectionEvents logs the NATS connection's changes and drives the
+// policies' dprl_nats_connected gauge. Readiness follows the connection:
+// /readyz asks it at each request.
+func (s *Service) connectionEvents() stream.Option {
 	policies := s.policies // not s: the callback may run after a failed start set it to nil
-	events := stream.WithConnectionEvents(log, func(up bool) {
+	return stream.WithConnectionEvents(s.cfg.Logger, func(up bool) {
 		for _, p := range policies {
 			if up {
 				p.metrics.NATSConnected.Set(1)
@@ -194,51 +219,78 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 			}
 		}
 	})
-	if cfg.NATS == "" || cfg.NATS == "embedded" {
-		eo := stream.EmbeddedOptions{Logger: log, DontListen: cfg.NATSListen == ""}
-		if cfg.NATSListen != "" {
-			host, port, err := net.SplitHostPort(cfg.NATSListen)
-			if err != nil {
-				return s, fmt.Errorf("agent: nats listen %q: %w", cfg.NATSListen, err)
-			}
-			p, err := strconv.Atoi(port)
-			if err != nil {
-				return s, fmt.Errorf("agent: nats listen %q: %w", cfg.NATSListen, err)
-			}
-			if p == 0 {
-				p = -1 // nats-server's "random port"
-			}
-			eo.Host, eo.Port = host, p
-		}
-		var agentOpts []stream.Option
-		permPrefix, subs := s.subscriptions(prefix, cmp.Or(cfg.ActWorkers, DefaultActWorkers()))
-		if agentOpts, s.natsSecurity, err = cfg.NATSSecurity.embedded(&eo, permPrefix, subs, log); err != nil {
-			return s, err
-		}
-		if s.ns, err = stream.StartEmbedded(eo); err != nil {
-			if le := (*stream.ListenError)(nil); errors.As(err, &le) {
-				err = listenError("embedded NATS", le.Addr, "NATSListen", le.Err)
-			}
-			return s, err
-		}
-		if !eo.DontListen {
-			s.natsURL = s.ns.ClientURL()
-		}
-		// The in-process connection authenticates as the agent; the
-		// ConnectOptions are for an external server.
-		s.nc, err = stream.Connect("", append([]stream.Option{stream.WithInProcess(s.ns), stream.WithName("dprl-agent"), events}, agentOpts...)...)
-	} else {
+}
+
+// connectNATS starts the embedded NATS server and connects to it in
+// process, or connects to the external server ServiceConfig.NATS.
+func (s *Service) connectNATS() (err error) {
+	cfg, events := s.cfg, s.connectionEvents()
+	if cfg.NATS != "" && cfg.NATS != "embedded" {
 		s.natsURL = cfg.NATS
 		s.nc, err = stream.Connect(cfg.NATS, append([]stream.Option{stream.WithName("dprl-agent"), events}, cfg.ConnectOptions...)...)
+		return err
 	}
+	agentOpts, err := s.startEmbedded()
 	if err != nil {
-		return s, err
+		return err
 	}
-	for _, p := range s.policies {
-		if err = s.openPolicy(p); err != nil {
-			return s, p.wrap(err)
+	// The in-process connection authenticates as the agent; the
+	// ConnectOptions are for an external server.
+	s.nc, err = stream.Connect("", append([]stream.Option{stream.WithInProcess(s.ns), stream.WithName("dprl-agent"), events}, agentOpts...)...)
+	return err
+}
+
+// startEmbedded starts the embedded NATS server, secured for the agent's
+// subscriptions, and returns the agent's options to connect to it.
+func (s *Service) startEmbedded() ([]stream.Option, error) {
+	cfg := s.cfg
+	eo := stream.EmbeddedOptions{Logger: cfg.Logger, DontListen: cfg.NATSListen == ""}
+	if cfg.NATSListen != "" {
+		host, port, err := embeddedListen(cfg.NATSListen)
+		if err != nil {
+			return nil, err
 		}
+		eo.Host, eo.Port = host, port
 	}
+	prefix := cmp.Or(cfg.Prefix, stream.DefaultPrefix)
+	permPrefix, subs := s.subscriptions(prefix, cmp.Or(cfg.ActWorkers, DefaultActWorkers()))
+	var agentOpts []stream.Option
+	var err error
+	if agentOpts, s.natsSecurity, err = cfg.NATSSecurity.embedded(&eo, permPrefix, subs, cfg.Logger); err != nil {
+		return nil, err
+	}
+	if s.ns, err = stream.StartEmbedded(eo); err != nil {
+		if le := (*stream.ListenError)(nil); errors.As(err, &le) {
+			err = listenError("embedded NATS", le.Addr, "NATSListen", le.Err)
+		}
+		return nil, err
+	}
+	if !eo.DontListen {
+		s.natsURL = s.ns.ClientURL()
+	}
+	return agentOpts, nil
+}
+
+// embeddedListen splits the embedded server's listen address HOST:PORT;
+// port 0 is nats-server's "random port", -1.
+func embeddedListen(listen string) (host string, port int, err error) {
+	host, ps, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", 0, fmt.Errorf("agent: nats listen %q: %w", listen, err)
+	}
+	if port, err = strconv.Atoi(ps); err != nil {
+		return "", 0, fmt.Errorf("agent: nats listen %q: %w", listen, err)
+	}
+	if port == 0 {
+		port = -1 // nats-server's "random port"
+	}
+	return host, port, nil
+}
+
+// runPolicies starts each opened policy's updater and serves its subjects
+// on the NATS connection; ctx's values reach the handlers.
+func (s *Service) runPolicies(ctx context.Context) (err error) {
+	cfg := s.cfg
 	anyDone, doneOnce := s.runDone, &s.doneOnce
 	for _, p := range s.policies {
 		if s.nc.IsConnected() {
@@ -253,23 +305,25 @@ func StartService(ctx context.Context, cfg ServiceConfig) (s *Service, err error
 		}()
 		if p.srv, err = stream.Serve(context.WithoutCancel(ctx), s.nc, Handler{p.agent}, stream.ServerConfig{Prefix: p.prefix, ObsDim: p.cfg.Spec.ObsDim, Limits: cfg.Limits, Logger: p.log, ActWorkers: cmp.Or(cfg.ActWorkers, DefaultActWorkers()),
 			OnErrorReply: p.metrics.ObserveErrorReply, OnNoReply: p.metrics.ObserveNoReply}); err != nil {
-			return s, p.wrap(err)
+			return p.wrap(err)
 		}
 	}
-	if opsLn != nil {
-		s.ops = ServeOps(opsLn, s.reg, s.statusView)
-		s.ops.SetReadyCheck(func() error {
-			if !s.nc.IsConnected() {
-				return errors.New("the NATS connection is down (" + s.nc.Status().String() + ")")
-			}
-			return s.updatersRunning()
-		})
-		s.page = newStatusPage(s)
-		s.ops.Handle("GET /{$}", s.page)
-		s.ops.SetReady(true)
-	}
-	s.startBackups()
-	return s, nil
+	return nil
+}
+
+// serveOps hands opsLn to the ops server, with its readiness check and the
+// status page, and marks it ready.
+func (s *Service) serveOps(opsLn net.Listener) {
+	s.ops = ServeOps(opsLn, s.reg, s.statusView)
+	s.ops.SetReadyCheck(func() error {
+		if !s.nc.IsConnected() {
+			return errors.New("the NATS connection is down (" + s.nc.Status().String() + ")")
+		}
+		return s.updatersRunning()
+	})
+	s.page = newStatusPage(s)
+	s.ops.Handle("GET /{$}", s.page)
+	s.ops.SetReady(true)
 }
 
 // Agent is the running agent (in multi-policy mode the first model's; see

@@ -1,19 +1,15 @@
 package agent
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"time"
 
 	"dprl/internal/fielderr"
-	"dprl/ledger"
 	"dprl/ledger/accountant"
 	"dprl/ledger/accountant/bandsens"
 	"dprl/policy"
-	"dprl/profile"
 	"dprl/stream"
 )
 
@@ -172,188 +168,45 @@ func (s Settings) Validate() error {
 // they describe (without a Logger). Its files are read and parsed now:
 // the clients file and the embedded server's TLS files, or the agent's
 // credential files for an external server. It creates, binds and dials
-// nothing.
+// nothing. It runs the resolvers in order (settings_resolve.go): the
+// fixed policy, the spec, the noise, the process's paths, the agent's
+// configuration with its caps, and the transport; the first error ends it.
 func (s Settings) ServiceConfig() (ServiceConfig, error) {
-	var fixed *FixedPolicy
-	if s.ServeNonPrivate && s.ServePolicy == "" {
-		return ServiceConfig{}, SettingsFields.Errorf("{ServeNonPrivate} applies with {ServePolicy} only")
-	}
-	if s.ServePolicy != "" {
-		var err error
-		if fixed, err = s.fixedPolicy(); err != nil {
-			return ServiceConfig{}, err
-		}
+	fixed, err := s.resolveFixed()
+	if err != nil {
+		return ServiceConfig{}, err
 	}
 	if len(s.Models) > 0 {
 		return s.multiServiceConfig()
 	}
-	var spec policy.Spec
-	var pc policy.Config
-	switch {
-	case s.EnvSpec != "" && (s.given("ObsDim", s.ObsDim != 0) || s.given("Actions", s.Actions != 0)):
-		return ServiceConfig{}, SettingsFields.Errorf("{EnvSpec} %s and {ObsDim}/{Actions} both given: the simulator fixes the observation and action spaces; give one or the other", s.EnvSpec)
-	case s.EnvSpec != "":
-		var err error
-		if spec, pc, err = profile.AgentDefaults(s.EnvSpec); err != nil {
-			return ServiceConfig{}, err
-		}
-	case fixed != nil && s.ObsDim != 0 && !s.given("Actions", s.Actions != 0):
-		if s.ObsDim < 1 || s.ObsDim > MaxObsDim {
-			return ServiceConfig{}, SettingsFields.Errorf("{ObsDim} %d: want 1 to %d (an act request of that many values fits the wire protocol's 64 KiB)", s.ObsDim, MaxObsDim)
-		}
-		spec, pc = policy.Spec{ObsDim: s.ObsDim, Kind: policy.ActionContinuous, ActionDim: 1}, policy.DefaultControlConfig()
-		if fixed.Q != nil {
-			spec.Kind, spec.ActionDim, spec.NumActions = policy.ActionDiscrete, 0, fixed.Q.Actions
-		} else {
-			spec.ActionDim = fixed.Actor.ActDim()
-		}
-	case s.ObsDim != 0 || s.Actions != 0:
-		var err error
-		if spec, err = s.spaces(); err != nil {
-			return ServiceConfig{}, err
-		}
-		pc = policy.DefaultControlConfig()
-	default:
-		return ServiceConfig{}, SettingsFields.Errorf("give {EnvSpec} NAME, or {ObsDim} N and {Actions} N (>= 2)")
-	}
-	for _, p := range []struct {
-		field string
-		v     float64
-	}{{"Z", s.Z}, {"Clip", s.Clip}, {"SessionEpsilon", s.SessionEpsilon}, {"K", float64(s.K)}} {
-		if s.Explicit != nil && s.Explicit(p.field) && !(p.v > 0) {
-			return ServiceConfig{}, SettingsFields.Errorf("{"+p.field+"} %v: want > 0 (leave it unset for the profile's default; the agent has no non-private mode)", p.v)
-		}
-		if math.IsInf(p.v, 0) && p.field != "SessionEpsilon" { // its own message below
-			return ServiceConfig{}, SettingsFields.Errorf("{"+p.field+"} %v: want a finite value", p.v)
-		}
-	}
-	if s.Z != 0 {
-		pc.DP.NoiseMultiplier = s.Z
-	}
-	if s.SessionEpsilon != 0 {
-		switch {
-		case s.Z != 0:
-			return ServiceConfig{}, SettingsFields.Errorf("{SessionEpsilon} and {Z} both set: give the target epsilon or the noise multiplier, not both")
-		case !(s.SessionEpsilon > 0) || math.IsInf(s.SessionEpsilon, 0):
-			return ServiceConfig{}, SettingsFields.Errorf("{SessionEpsilon} %v: the target epsilon must be finite and > 0", s.SessionEpsilon)
-		}
-		// Each session takes part in one update: one Gaussian mechanism.
-		z, err := accountant.Calibrate(accountant.Analytic{}, s.SessionEpsilon, s.Delta, 1, 1)
-		if err != nil {
-			return ServiceConfig{}, SettingsFields.Errorf("{SessionEpsilon} %v at {Delta} %v: %w", s.SessionEpsilon, s.Delta, err)
-		}
-		pc.DP.NoiseMultiplier = z
-	}
-	if s.Clip != 0 {
-		pc.DP.ClipNorm = s.Clip
-	}
-	switch s.Noise {
-	case "", policy.NoiseIndependent.String():
-		if s.Band != 0 {
-			return ServiceConfig{}, SettingsFields.Errorf("{Band} %d: bands are a setting of {Noise} bandmf", s.Band)
-		}
-	case policy.NoiseBandedSqrt.String():
-		if s.Band < 1 || s.Band > bandsens.MaxBand {
-			return ServiceConfig{}, SettingsFields.Errorf("{Band} %d: {Noise} bandmf needs 1 to %d bands", s.Band, bandsens.MaxBand)
-		}
-		pc.DP.Noise, pc.DP.Band = policy.NoiseBandedSqrt, s.Band
-	default:
-		return ServiceConfig{}, SettingsFields.Errorf("{Noise} %q: want independent or bandmf", s.Noise)
-	}
-	if s.K != 0 {
-		pc.DP.UsersPerUpdate = s.K
-	}
-	if s.DataDir == "" {
-		return ServiceConfig{}, SettingsFields.Errorf("{DataDir} is required")
-	}
-	for _, d := range []struct{ field, path string }{{"DataDir", s.DataDir}, {"SessionLogDir", s.SessionLogDir}} {
-		if fi, err := os.Stat(d.path); d.path != "" && err == nil && !fi.IsDir() {
-			return ServiceConfig{}, SettingsFields.Errorf("{%s} %s is a file: want a directory (created if missing)", d.field, d.path)
-		}
-	}
-	if s.ActWorkers < 0 || s.ActWorkers > 1024 {
-		return ServiceConfig{}, SettingsFields.Errorf("{ActWorkers} %d: want 0 (twice the cores) to 1024", s.ActWorkers)
-	}
-	ac := DefaultConfig(spec, pc)
-	ac.Delta, ac.UserEpsilon, ac.MaxUpdatesPerUser = s.Delta, s.UserEpsilon, s.MaxUpdatesPerUser
-	if s.UserEpsilon == 0 && s.MaxUpdatesPerUser == 0 && (s.Explicit == nil || !s.Explicit("UserEpsilon") && !s.Explicit("MaxUpdatesPerUser")) {
-		ac.MaxUpdatesPerUser = DefaultMaxUpdatesPerUser
-	}
-	if z, ok, err := s.userNoise(ac.MaxUpdatesPerUser); err != nil {
-		return ServiceConfig{}, err
-	} else if ok {
-		ac.Policy.DP.NoiseMultiplier = z
-	}
-	ac.MaxOpenSessions, ac.MaxStepsPerSession, ac.IdleTimeout, ac.FlushTimeout = s.MaxOpenSessions, s.MaxStepsPerSession, s.IdleTimeout, s.FlushTimeout
-	ac.MaxSessionsPerUser, ac.MaxSessionsPerConnection, ac.MaxQueuedPerUser = s.MaxSessionsPerUser, s.MaxSessionsPerConnection, s.MaxQueuedPerUser
-	ac.MaxSessionLifetime = s.MaxSessionLifetime
-	if s.SessionMemoryMiB < 1 || s.SessionMemoryMiB > 1<<30 {
-		return ServiceConfig{}, SettingsFields.Errorf("{SessionMemoryMiB} %d: want 1 to 2^30", s.SessionMemoryMiB)
-	}
-	ac.SessionMemoryBytes = s.SessionMemoryMiB << 20
-	if lo, hi, ok := profile.RewardBound(s.EnvSpec); ok {
-		ac.RewardLow, ac.RewardHigh = lo, hi
-	}
-	if !math.IsNaN(s.RewardLow) {
-		ac.RewardLow = s.RewardLow
-	}
-	if !math.IsNaN(s.RewardHigh) {
-		ac.RewardHigh = s.RewardHigh
-	}
-	ac.Seed = s.Seed
-	if fixed != nil {
-		if err := s.checkFixed(fixed, spec); err != nil {
-			return ServiceConfig{}, err
-		}
-		ac.Fixed = fixed
-	}
-	if err := ac.Validate(); err != nil {
-		return ServiceConfig{}, err
-	}
-	embedded := s.NATS == "" || s.NATS == "embedded"
-	if embedded && (s.TLSCA != "" || s.TLSCert != "" || s.TLSKey != "" || s.Creds != "" || s.NKey != "") {
-		return ServiceConfig{}, SettingsFields.Errorf("{TLSCA}, {TLSCert}, {TLSKey}, {Creds} and {NKey} are the agent's credentials for an external {NATS} server; with the embedded one the agent's identity is generated in memory (secure the server with {Clients} and {ServerTLS})")
-	}
-	if err := s.checkTransport(embedded); err != nil {
-		return ServiceConfig{}, err
-	}
-	var opts []stream.Option
-	if s.TLSCA != "" || s.TLSCert != "" {
-		opts = append(opts, stream.WithTLS(s.TLSCA, s.TLSCert, s.TLSKey))
-	}
-	if s.Creds != "" {
-		opts = append(opts, stream.WithCredentials(s.Creds))
-	}
-	if s.NKey != "" {
-		opts = append(opts, stream.WithNKey(s.NKey))
-	}
-	sec, err := s.Security.Load(embedded, s.NATSListen)
+	spec, pc, err := s.resolveSpec(fixed)
 	if err != nil {
 		return ServiceConfig{}, err
 	}
-	if embedded {
-		if _, _, err := sec.caps(cmp.Or(s.ActWorkers, DefaultActWorkers())); err != nil {
-			return ServiceConfig{}, SettingsFields.Errorf("{Caps}: %w", err)
-		}
+	if pc, err = s.resolveNoise(pc); err != nil {
+		return ServiceConfig{}, err
+	}
+	if err := s.checkProcess(); err != nil {
+		return ServiceConfig{}, err
+	}
+	ac, err := s.resolveAgent(spec, pc, fixed)
+	if err != nil {
+		return ServiceConfig{}, err
+	}
+	opts, sec, err := s.resolveTransport()
+	if err != nil {
+		return ServiceConfig{}, err
 	}
 	if err := s.Backups.Validate(); err != nil {
 		return ServiceConfig{}, err
 	}
-	var head *ledger.HeadRef
-	if s.ExpectHead != "" {
-		h, err := ledger.ParseHeadRef(s.ExpectHead)
-		if err != nil {
-			return ServiceConfig{}, SettingsFields.Errorf("{ExpectHead}: %w", err)
-		}
-		head = &h
-	}
-	grace := s.ShutdownGrace
-	if grace <= 0 {
-		grace = -1 // none: ServiceConfig's 0 is its default
+	head, err := s.resolveHead()
+	if err != nil {
+		return ServiceConfig{}, err
 	}
 	return ServiceConfig{Agent: ac, DataDir: s.DataDir, InitLedger: s.Init, NATS: s.NATS, NATSListen: s.NATSListen, ConnectOptions: opts, NATSSecurity: sec,
 		Prefix: s.Prefix, ActWorkers: s.ActWorkers, HTTPAddr: s.HTTPAddr, SessionLogDir: s.SessionLogDir, ExpectHead: head, Backups: s.Backups,
-		ShutdownGrace: grace, EnvSpec: s.EnvSpec}, nil
+		ShutdownGrace: s.shutdownGrace(), EnvSpec: s.EnvSpec}, nil
 }
 
 // NATSSecurityFiles are the embedded NATS server's security settings as an
