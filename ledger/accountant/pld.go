@@ -6,50 +6,17 @@ import (
 	"sort"
 )
 
-// PLD is the privacy loss distribution accountant: it discretises the
-// privacy loss distribution of each event pessimistically, composes them by
-// FFT convolution and reads epsilon(delta) off the composed distribution
-// (Koskela, Jälkö & Honkela 2020, "Computing tight differential privacy
-// guarantees using FFT"; Doroshenko, Ghazi, Kamath, Kumar & Manurangsi 2022,
-// "Connect the dots: tighter discrete approximations of privacy loss
-// distributions"). It is tighter than RDP for Poisson-subsampled Gaussians
-// (q = 0.01, z = 1, delta 1e-5: 1.83 vs 2.10 after 1,000 steps, 6.19 vs
-// 6.71 after 10,000) and, like every accountant here, never reports less
-// than the mechanism's true epsilon (docs/privacy.md, section 7, has the
-// argument):
-//
-//   - Each event's privacy loss distribution is replaced by its pessimistic
-//     connect-the-dots discretisation on a grid of spacing Interval
-//     (Doroshenko et al. 2022, Algorithm 1): a distribution whose privacy
-//     profile delta(epsilon) is the chord interpolation of the true one,
-//     hence above it everywhere, the true profile being convex in e^epsilon.
-//     The discretisation is then checked against the exact profile at every
-//     grid point and corrected upward where rounding made it fall short.
-//   - The single-step grid stops where the profile falls to 1e-18 (the
-//     mass above goes to +infinity) and where the mass below falls to 1e-10
-//     (it is folded up onto the grid).
-//   - Distributions are composed by FFT convolution (Koskela et al. 2020),
-//     Steps-fold by repeated squaring. After each convolution the tails
-//     holding at most 1e-13 of the mass are cut: the right tail's mass goes
-//     to the point at +infinity (it counts fully in every delta), the left
-//     tail's is moved up onto the lowest loss kept. Both moves only raise
-//     delta(epsilon).
-//   - An explicit bound on the FFT's floating-point error (Higham 2002,
-//     "Accuracy and Stability of Numerical Algorithms", Theorem 24.2) is
-//     added to delta before epsilon is solved for.
-//
-// Neighbouring datasets differ by adding or removing one unit. Poisson
-// subsampling makes the two directions differ, so both are composed and the
-// larger epsilon is reported (as Google's dp_accounting does; the direction
-// of a pair of neighbours is the same in every step, so each direction
-// composes with itself: Zhu, Dong & Wang 2022, "Optimal accounting of
-// differential privacy via characteristic function", on dominating pairs
-// under add/remove neighbours and Poisson subsampling).
-// Plain Gaussian events (Q = 1) are first composed exactly into one Gaussian
-// (EffectiveZ) and discretised once.
-//
-// The zero value chooses the interval from the events (PLDInterval); a
-// non-zero Interval fixes it. The result is a deterministic function of the
+// PLD is the privacy loss distribution accountant: it discretises each
+// event's privacy loss distribution pessimistically (Doroshenko, Ghazi,
+// Kamath, Kumar & Manurangsi 2022, "Connect the dots: tighter discrete
+// approximations of privacy loss distributions", Algorithm 1), composes them
+// by FFT convolution (Koskela, Jälkö & Honkela 2020, "Computing tight
+// differential privacy guarantees using FFT"), adds a bound on the FFT's
+// rounding error (Higham 2002, "Accuracy and Stability of Numerical
+// Algorithms", Theorem 24.2) and reports the larger epsilon(delta) of the
+// add and remove directions. Why that epsilon is an upper bound:
+// docs/privacy.md, section 7. The zero value chooses Interval from the
+// events (PLDInterval); the result is a deterministic function of the
 // events, delta and Interval, so a ledger can recompute it.
 type PLD struct {
 	// Interval is the discretisation interval of the privacy loss; 0
@@ -335,24 +302,14 @@ func (m mechanism) delta(eps float64) float64 {
 }
 
 // deltaTol returns delta(eps) and a bound on its relative error as
-// evaluated. delta = e^l1 (1 - e^(l2-l1)) from the logarithms l1 > l2 of its
-// two terms, and absolute errors e_j in l_j move it by a relative e_1 +
-// (e_1 + e_2) w, w = e^(l2-l1) / (1 - e^(l2-l1)): the cancellation of the
-// two terms, which agree to a relative 1/t at large z (t the threshold
-// below, about z^2 eps). Each e_j has two parts: the log-normal CDF and the
-// exponentials themselves, 8u (1 + |l_j|); and the rounding of the CDF's
-// argument y_j, which grows with z (t = z^2 (ln A - ln q) + 1/2 carries an
-// absolute error of about u (z^2 (|ln A| + |ln q|) + |t|), so y_j = +-t/z
-// about u (z (|ln A| + |ln q|) + |y_j| + 1)) times the slope of ln Phi
-// there (at most |y| + 1 below 0, 2 phi(y) above). With profileTol, the
-// accuracy assumed of the whole evaluation at small z, kept as a floor:
+// evaluated, from the logarithms l1 > l2 of delta's two terms:
 //
-//	tol = profileTol(delta) + e_1 + (e_1 + e_2) w,
+//	tol = profileTol(delta) + e_1 + (e_1 + e_2) w,   w = e^(l2-l1) / (1 - e^(l2-l1)),
 //	e_j = 8u ((1 + |l_j|) + slope(y_j) (z (|ln A| + |ln q|) + |y_j| + 1)),
 //
-// a factor 8 for the few roundings of each quantity.
-// TestPLDProfileAgainstMultiprecision and TestPLDProfileLargeZ check it
-// against 50-digit values, up to z = 50.
+// with slope(y) the slope of ln Phi at the CDF's argument y_j (at most
+// |y| + 1 below 0, 2 phi(y) above). The derivation of this bound and its
+// test against 50-digit values: docs/privacy.md, section 7 (the bound rho_i).
 func (m mechanism) deltaTol(eps float64) (float64, float64) {
 	q, z := m.q, m.z
 	logq := math.Log(q)
@@ -522,23 +479,10 @@ const unitRound = 0x1p-53
 //	m_i = ((delta_{i+1} - delta_i) - e^h (delta_i - delta_{i-1}))/(e^h - 1),
 //	m_n = (delta_n - delta_{n-1})/(e^-h - 1),   m_inf = delta_n.
 //
-// Its profile is the piecewise-linear interpolation, in e^eps, of the points
-// (0, 1), (e^eps_i, delta_i) and constant delta_n beyond eps_n; the true
-// profile is convex in e^eps (a supremum of affine functions) and
-// nonincreasing, so the interpolation lies above it: the discretised pair
-// dominates the mechanism (a dominating pair in the sense of Zhu, Dong &
-// Wang 2022: its hockey-stick divergence is at least the mechanism's at
-// every e^eps >= 0).
-//
-// Floating point can break this by a few ulps, so the result is checked:
-// negative masses are set to 0, the total is made exactly 1 on the lowest
-// bin, the profile of the masses as stored is recomputed at every grid point
-// (sums of nonnegative terms, relative error below 1e-12) and wherever it
-// falls below the exact delta_i (1 + 1e-10) the shortfall is moved from the
-// lowest bins to +infinity (which raises the profile by the moved mass at
-// every grid point at or above those bins); finally the exponential moment
-// E[e^-L] of the masses must be at most 1 (the discretised lower
-// distribution is then a real distribution), corrected the same way.
+// The stored masses are then certified: their profile is recomputed at every
+// grid point and any shortfall below delta_i is moved from the lowest bins to
+// +infinity, and E[e^-L] <= 1 is checked. Why the result dominates the step:
+// docs/privacy.md, section 7 ("Discretisation").
 func discretise(m mechanism, h float64) (*lossPMF, error) {
 	lo, hi := m.support(pldStepTail, pldFoldMass)
 	iLo, iHi := math.Floor(lo/h), math.Ceil(hi/h)
@@ -769,19 +713,14 @@ func (d *lossPMF) truncate() {
 
 // fftErr bounds the l1 error of the FFT convolution of a and b (l1 norms at
 // most 1 + ea and 1 + eb) at transform length n, keeping m = len(a)+len(b)-1
-// outputs. A computed FFT has relative 2-norm error at most kappa (Higham
-// 2002, "Accuracy and Stability of Numerical Algorithms", Theorem 24.2:
-// log2(n) eta/(1 - log2(n) eta), eta = mu + gamma_4 (sqrt2 + mu) ~ 6.7u for
-// accurate twiddle factors; kappa = 8 u ceil(log2 n) leaves a margin for
-// FFTPACK's twiddles). With Parseval (||F v||_2 = sqrt(n) ||v||_2) and
-// ||F v||_inf <= ||v||_1, the errors of the two forward transforms (each
-// multiplied by the other transform, at most the other's l1 norm), of the
-// product (3u relative) and of the inverse transform (kappa ||a*b||_2 <=
-// kappa ||a||_2 ||b||_1) give a 2-norm error of the result of at most
-// kappa (2 ||a||_2 ||b||_1 + ||a||_1 ||b||_2) + 3u ||a||_2 ||b||_1, plus
-// second-order terms of relative size kappa sqrt(n) (covered by the factor
-// 1.25); the l1 error over the m outputs is at most sqrt(m) times that
-// (Cauchy-Schwarz).
+// outputs:
+//
+//	1.25 sqrt(m) (kappa (2 ||a||_2 ||b||_1 + ||a||_1 ||b||_2) + 3u ||a||_2 ||b||_1),
+//	kappa = 8 u ceil(log2 n),
+//
+// kappa bounding a computed FFT's relative 2-norm error (Higham 2002,
+// "Accuracy and Stability of Numerical Algorithms", Theorem 24.2). The
+// derivation: docs/privacy.md, section 7 ("FFT rounding").
 func fftErr(n, m int, a, b []float64, ea, eb float64) float64 {
 	kappa := 8 * unitRound * math.Ceil(math.Log2(float64(n)))
 	na, nb := l2(a), l2(b)
