@@ -12,51 +12,18 @@ import (
 
 // Sensitivity of several participations (one episode in several releases).
 //
-// The noise of Aggregator is a matrix mechanism: with x_t the t-th averaged
-// clipped update, the released values are y = B x + w, w i.i.d. N(0,
-// sigma^2) per row and coordinate, and every g~_t is post-processing of y.
-// B is block diagonal over the horizons of a run (the correlation restarts
-// every N releases and the noise of a new horizon is fresh), with the block
+// The noise of Aggregator releases y = B x + w, B block diagonal over the
+// horizons of a run (identity, binary tree or the Toeplitz square root of
+// the prefix-sum matrix), w i.i.d. N(0, sigma^2), sigma = z f S / K with f
+// the largest column norm of B. Every entry of B is non-negative, so a
+// contributor in the releases of a window W has L2 sensitivity exactly
+// (S/K) ||B 1_W|| and gets multiplier
 //
-//   - NoiseIndependent: the identity (Algorithm 2);
-//   - NoiseTree: the binary tree, one row per released dyadic node
-//     [k 2^h, (k+1) 2^h) (0-based leaves, (k+1) 2^h <= N), holding 1 in
-//     the columns of its leaves (Chan, Shi and Song 2011; Kairouz et al.
-//     2021, "Practical and Private (Deep) Learning without Sampling or
-//     Shuffling", whose privacy analysis of several passes over the data
-//     likewise sums one contributor's leaves in every node);
-//   - NoiseSqrt: the lower-triangular Toeplitz square root C of the
-//     prefix-sum matrix, C[i][j] = c_{i-j}, c_k = binom(2k, k) / 4^k
-//     (Fichtenberger, Henzinger and Upadhyay 2023; Henzinger, Upadhyay and
-//     Upadhyay 2023).
+//	z_W = z f / ||B 1_W|| = z / rho_W
 //
-// sigma = z f S / K with f = DPConfig.NoiseFactor(), the largest column norm
-// of B, so that one user in one release (sensitivity (S/K) f) gets exactly
-// the Gaussian mechanism of multiplier z.
-//
-// A contributor present in the releases of a set W (one contribution of L2
-// norm at most S/K in each, chosen adaptively) changes y by B D, D the
-// matrix whose row t in W is its contribution d_t (zero elsewhere), and
-//
-//	||B D||_F^2 = sum_{s,t in W} (B^T B)_{st} <d_s, d_t>
-//	           <= (S/K)^2 sum_{s,t in W} (B^T B)_{st}       if B^T B >= 0
-//	            = (S/K)^2 ||B 1_W||^2,
-//
-// with equality when every d_t is the same vector of norm S/K: the columns
-// add, they do not add in quadrature. Every entry of the three blocks is
-// non-negative (c_k > 0; the tree and the identity hold 0 and 1), so B^T B
-// >= 0 entrywise and the sensitivity is exactly (S/K) ||B 1_W||
 // (Choquette-Choo et al. 2023, "Multi-Epoch Matrix Factorization Mechanisms
-// for Private Machine Learning", Corollary 2.1 and Eq. (3); Theorem 2.2 for
-// adaptively chosen contributions, after Denisov et al. 2022). The
-// contributor then gets the Gaussian mechanism of multiplier
-//
-//	z_W = sigma / ((S/K) ||B 1_W||) = z f / ||B 1_W|| = z / rho_W,
-//
-// rho_W = ||B 1_W|| / f, in units of the single-release sensitivity the
-// noise was calibrated for. For the identity rho_W = sqrt(|W|): the |W|-fold
-// composition of the Gaussian mechanism of multiplier z (Dong, Roth and Su
-// 2022, Cor. 3.3), as the accountant composes it.
+// for Private Machine Learning", Corollary 2.1 and Eq. (3)). The argument:
+// docs/privacy.md, sections 3 and 4.
 
 // sensitivitySlack inflates a ratio computed by floating-point sums of up to
 // 2^20 non-negative terms (relative error below 2^20 x 2^-53, about 1e-10)
