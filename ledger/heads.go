@@ -19,12 +19,11 @@ import (
 )
 
 // The head file (DIR/ledger.heads) is an append-only record of every head
-// the store committed, kept beside the Pebble directory and outside its
-// recovery. Pebble repairs what it finds on disk: a damaged or missing
-// write-ahead log, a damaged MANIFEST or an older copy of ledger/ can leave
-// a store that opens cleanly, holds a consistent hash chain and is shorter
-// than the one that was written. The head file is what says how long the
-// ledger must be.
+// the store committed, kept outside Pebble's recovery: it says how long the
+// ledger must be. Each commit syncs its Pebble batch, then appends and syncs
+// its record; Open accepts a store at most one commit ahead of the file and
+// writes the missing record. Why this keeps a ledger from being served
+// shorter, and what it does not cover: docs/privacy.md, section 11.
 //
 // # Format
 //
@@ -40,36 +39,6 @@ import (
 //	[16:24) policy version (header: 0), big endian
 //	[24:56) entry hash (header: the user key's fingerprint)
 //	[56:64) the first 8 bytes of SHA-256 over [0:56)
-//
-// # Crash safety
-//
-// Every commit that moves the head (a release, an offline charge, a cap
-// change, derived files) is written in this order: (1) the Pebble batch,
-// synced, which also records the head it replaces (key m/prev); (2) the
-// commit's record appended to the head file and synced; only then is the
-// write acknowledged. A crash between (1) and (2), or during (2), leaves
-// the store exactly one commit ahead of the file, with at most one torn
-// record at the file's end. Open accepts that state and only that state:
-// the store's previous head (m/prev) must be the file's last intact record,
-// whose entry must have the recorded hash; the missing record is then
-// written before the store is used. The store behind the file, the store
-// more than one commit ahead, a damaged record that is not the last, or a
-// damaged last record while the store is not ahead, are refused as
-// corruption. If appending the record fails after the commit, the store
-// refuses every later write (a second commit would put it two ahead).
-//
-// # What it defends against
-//
-// The head file detects a store that lost committed entries (a damaged or
-// deleted WAL, a damaged MANIFEST, lost SSTs) and an older copy of ledger/
-// restored without the head file. It does not detect an older copy of the
-// whole data directory (ledger/, user.key and ledger.heads together): no
-// state inside the directory can. For that, record the head outside the
-// machine (dprl ledger head) and check it (dprl ledger verify
-// --expect-head). Nor does it stop deliberate forgery by someone who can
-// write the data directory: the head file and the chain are unkeyed, and a
-// key kept in the same directory (the user key) would be readable by the
-// same person, so keying them would add nothing against that person.
 const headsFile = "ledger.heads"
 
 const (
