@@ -19,62 +19,20 @@ import (
 // Correlated noise across releases (the banded matrix-factorization
 // mechanism, package bandmf).
 //
-// A release whose noise is correlated with the noise of earlier releases
-// records the stream's parameters in Entry.Correlation and its share of the
-// stream's state in a noise record, written in the same synced batch as the
-// entry, the snapshot and the users' counters: a crash leaves either the
-// release with its state or neither, so the stream can neither replay a
-// row's noise nor skip one.
-//
-// The participation pattern. A user may take part in a release of such a
-// stream only if they took part in fewer than MaxParticipations releases
-// and their last one is at least MinSeparation releases (versions) back;
-// Release refuses anything else (ErrParticipation) and Verify checks it for
-// every entry. MinSeparation must be at least Band: the columns of C of two
-// participations then have disjoint supports, and a user with m
-// participations has sensitivity exactly sqrt(m) times one participation's
-// (bandmf: Choquette-Choo et al. 2023, "(Amplified) Banded Matrix
-// Factorization: A unified approach to private training", b-min-sep
-// participation). With the noise normalised to one participation (sigma =
-// z ||c|| S/K), the user's releases are together the Gaussian mechanism of
-// multiplier z / sqrt(m) (Choquette-Choo et al. 2023, "Multi-Epoch Matrix
-// Factorization Mechanisms for Private Machine Learning", Corollary 2.1 and
-// Theorem 2.2 for adaptively chosen contributions, after Denisov et al.
-// 2022) - what the user counters already compose: 1/z^2 per release
-// (UserState.SumInvZ2). A stream keeps its z, S, K and parameters: a
-// change starts a new stream (whose first release has StreamStart equal to
-// its version), and separate streams, like releases with independent
-// noise, are separate mechanisms whose Gaussian guarantees compose (Dong,
-// Roth and Su 2022, "Gaussian Differential Privacy", Corollary 3.3).
-//
-// The noise records hold secret material. Record v holds x_v, the exact
-// (non-private) mean of the clipped updates of release v, and g~_v, its
-// released value: their difference is the noise of row v, and with the
-// public releases either gives the other. Only the records of the last
-// Band-1 releases of the current stream are kept (older ones are deleted
-// in the batch that makes them unnecessary, and every record when a
-// release without correlated noise follows), so the data directory and
-// its backups hold at most Band-1 such averages: protect them like the
-// sessions they come from. No command prints a record's content or a
-// value computed from it; Verify reports only versions and shapes.
-//
-// A stream never continues past a point that may have been published. A
-// backup (Backup) is an older ledger as soon as the next release lands,
-// and that release's row was drawn over the same last Band-1 means the
-// backup's records hold: continuing the stream from a restored backup
-// would draw those rows a second time with fresh noise, and a mean in two
-// independent rows is charged for one. So a backup never holds a stream's
-// live state: its copy leaves the noise records out and holds instead the
-// stream's end marker (key m/noise-end), which names the last release's
-// version, stream start and entry hash. On a ledger whose stream has
-// ended, NoiseState is empty, a release that continues the stream is
-// refused (its predecessor has no record) and the next release starts a
-// new stream, whose noise is fresh and whose rows hold no mean of the old
-// one; its batch deletes the marker. Verify accepts a stream without its
-// records only with a marker that names the latest release. The same
-// marker is what EndNoiseStream writes into a data directory restored from
-// a plain copy, which nothing inside the directory can tell from a
-// restart (see docs/privacy.md, section 3).
+// A release whose noise is correlated with earlier releases records the
+// stream's parameters in Entry.Correlation and its share of the stream's
+// state (x_v and g~_v of the last Band-1 releases) in a noise record,
+// written in the same synced batch as the entry, snapshot and counters, so
+// a crash can neither replay nor skip a row's noise. Release refuses a user
+// with MaxParticipations releases or one less than MinSeparation (>= Band)
+// releases back (ErrParticipation); the user's m releases are then the
+// Gaussian mechanism of multiplier z / sqrt(m) (Choquette-Choo et al. 2023,
+// "(Amplified) Banded Matrix Factorization: A unified approach to private
+// training", b-min-sep participation), which the counters compose as 1/z^2
+// per release. Backup and EndNoiseStream leave the records out and write
+// the stream's end marker (key m/noise-end), so a restored ledger starts a
+// new stream. Why, and why the records are secret: docs/privacy.md,
+// section 3.
 
 // ErrParticipation is returned by Release when a user's participation
 // would break the pattern of a correlated-noise stream (too soon after
