@@ -6,21 +6,14 @@ import (
 )
 
 // LocalGaussian is the local differential privacy of a client that clips
-// each value it sends to a public range and adds Gaussian noise of Z times
-// the range's width (stream.WithLocalDP): the protection of a user's values
-// against everything downstream of the client, for a session of a given
-// shape. docs/privacy.md and stream.LocalDP say what it does not cover (the
-// session's length, ending, ids and timing are sent as they are).
-//
-// One value x clipped to [low, high] and released as x + N(0, (Z w)^2), w =
-// high - low, is the Gaussian mechanism with L2 sensitivity w (two values
-// in the range differ by at most w) and noise multiplier Z, whose exact
-// (epsilon, delta) curve is the analytic Gaussian mechanism's (Balle and
-// Wang 2018, "Improving the Gaussian mechanism for differential privacy",
-// Theorem 8). n such values, each with its own width and noise, compose to
+// each value to a public range of width w and adds N(0, (Z w)^2)
+// (stream.WithLocalDP), for a session of a given shape. n values compose to
 // the Gaussian mechanism of multiplier Z / sqrt(n) (Dong, Roth and Su 2022,
-// "Gaussian differential privacy", Corollary 3.3: mu-GDP adds in
-// quadrature, mu = 1/Z per value).
+// "Gaussian differential privacy", Corollary 3.3), priced by the analytic
+// Gaussian mechanism (Balle and Wang 2018, "Improving the Gaussian mechanism
+// for differential privacy", Theorem 8). The argument, and what it does not
+// cover (the session's length, ending, ids and timing): docs/privacy.md,
+// section 12.
 type LocalGaussian struct {
 	Z, Delta float64
 	// PerValueEpsilon protects one observation component or one reward (0
