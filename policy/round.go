@@ -19,26 +19,13 @@ type LocalFunc func(w, i int, gu []float64) error
 
 // Round is one round of DPPG's server (Algorithm 2): up to K local updates
 // computed in parallel, one per worker Learner at a time; their block-wise
-// clipped mean with the fixed denominator K plus noise (Aggregator, which
-// holds the noise calibration and its proof); and, once the caller has
-// published the result, every Learner's Adam moments reset from it
-// (Learner.ResetMoments). The in-process trainer (Train) and the online
-// agent both run their rounds through it, so that they release the same
-// function of the same local updates.
-//
-// Failed local updates. A local update that fails (its LocalFunc returns an
-// error, e.g. an empty or malformed trajectory or an overflow,
-// ErrNonFinite) or that holds a NaN or ±Inf coordinate contributes the zero
-// vector and keeps its place: it is counted among the round's updates and
-// the denominator stays K. Zero is within the sensitivity bound, and whether
-// an update failed is a function of its user's data, so it changes neither
-// the number of participants nor anything else the round releases. This is
-// the one rule, in every mode (in ModePPO too, where nothing is clipped).
-//
-// Worker w computes slots w, w+W, w+2W, ... of a round (W = number of
-// learners), in that order, so that a seeded caller whose worker state (a
-// generator per worker) is consumed by its slots gets the same local updates
-// whatever the goroutine scheduling. A Round is not safe for concurrent use.
+// clipped mean with the fixed denominator K plus noise (Aggregator); and,
+// once the caller has published the result, every Learner's Adam moments
+// reset from it (Learner.ResetMoments). Train and the online agent both run
+// their rounds through it. A failed or non-finite local update contributes
+// the zero vector and keeps its place (docs/privacy.md, section 1). Worker w
+// computes slots w, w+W, w+2W, ... in that order, so seeded runs do not
+// depend on scheduling. A Round is not safe for concurrent use.
 type Round struct {
 	agg      *Aggregator
 	learners []*Learner

@@ -9,34 +9,18 @@ import (
 	"dprl/noise"
 )
 
-// Stream generates the releases of the banded mechanism one at a time.
-// Release t (0-based within the stream) takes x_t and
+// Stream generates the releases of the banded mechanism one at a time
+// (Kalinin and Lampert, "Banded Square Root Matrix Factorization for
+// Differentially Private Model Training"). Release t takes x_t, releases
 //
-//  1. releases y_t = sum_{j=0}^{b-1} c_j x_{t-j} + N(0, sigma^2 I), computed
-//     by the exact sampler of package noise (noise.Gaussian.Add on the
-//     row's value: exactly the Gaussian mechanism on (C x)_t, whose inputs
-//     are the raw x, never a sum that already holds noise);
-//  2. returns g~_t = (y_t - sum_{j=1}^{b-1} c_j g~_{t-j}) / c_0, that is
-//     g~ = C^{-1} y, a function of the releases only (post-processing).
+//	y_t = sum_{j=0}^{b-1} c_j x_{t-j} + N(0, sigma^2 I)
 //
-// Then g~_t = x_t + w_t with C w = z: the correlated noise satisfies
-// w_t = (z_t - sum_{j=1}^{b-1} c_j w_{t-j}) / c_0, the streaming form of
-// solving C w = z, and the state is the last b - 1 pairs (x, g~), from
-// which w = g~ - x (x_{t-j} = 0 and g~_{t-j} = 0 before the stream's first
-// release). This is the convention of the square-root factorization in
-// package policy (Aggregator), with the sum restricted to b bands.
-//
-// A release is pending until Commit: the caller publishes g~_t (and
-// persists Pending in the same atomic write as the release, so that a
-// crash can neither replay nor skip a row), then commits; a release that
-// is never committed (its publication failed) leaves the state as it was,
-// and the next Release draws row t afresh. Nothing of an uncommitted
-// release was published, so discarding it costs no privacy.
-//
-// The state holds the exact inputs x of the last b - 1 releases: it is as
-// secret as the data (with the public g~ it gives w, and w gives x), and
-// must be stored and protected as such. A Stream is not safe for
-// concurrent use.
+// through the exact sampler of package noise, and returns
+// g~_t = (y_t - sum_{j=1}^{b-1} c_j g~_{t-j}) / c_0, that is g~ = C^{-1} y
+// (post-processing of the releases). A release is pending until Commit; an
+// uncommitted one leaves the state as it was. The state, the last b - 1
+// pairs (x, g~), is as secret as the data. Why: docs/privacy.md, section 3.
+// A Stream is not safe for concurrent use.
 type Stream struct {
 	coef  []float64
 	n     int
