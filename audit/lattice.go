@@ -3,16 +3,12 @@ package audit
 import "math"
 
 // ZigguratLattice is the floating-point distinguisher against Gaussian noise
-// drawn as v + sigma * rand.NormFloat64(). Go's ziggurat sampler (math/rand
-// and math/rand/v2) returns float64(j) * w[i] for an int32 j and one of 128
-// float32 strip widths w[i] in more than 99% of draws, so the noise
-// (o - v) / sigma of an output o lies, up to the rounding of the arithmetic,
-// on a lattice that the other candidate input v' = v + Delta almost never
-// fits: an auditor who knows both candidates tells them apart almost always,
-// whatever sigma is (Mironov 2012, "On significance of the least significant
-// bits for differential privacy", shows the same for Laplace noise). The
-// exact sampler of package noise returns outputs on a grid that depends only
-// on sigma, against which this test does no better than a coin.
+// drawn as v + sigma * rand.NormFloat64(): Go's ziggurat returns
+// float64(j) * w[i] (int32 j, one of 128 float32 widths) in more than 99% of
+// draws, so it asks which of the candidate inputs v and v + Delta puts the
+// noise on that lattice (Mironov 2012, "On significance of the least
+// significant bits for differential privacy"). Against package noise's exact
+// sampler it does no better than a coin: docs/privacy.md, section 2.
 type ZigguratLattice struct {
 	wn [128]float32
 }

@@ -11,13 +11,8 @@ import (
 // --out) was written under: private or not and, when private, the run's
 // (Epsilon, Delta) per Unit and LedgerSeq, the sequence number of the
 // ledger entry that charged the run. A file that carries it can be served
-// (dprl agent --serve-policy) with the guarantee it has.
-//
-// The dataset id the run was charged to is not part of it: the id is a
-// function of the dataset's records (not covered by the run's guarantee),
-// and a policy file is a release that may leave the operator's hands. The
-// entry's sequence number names the charge, and the ledger, which stays
-// with the operator, holds the dataset id beside it (dprl ledger show).
+// (dprl agent --serve-policy) with the guarantee it has. It leaves out the
+// dataset id on purpose: docs/privacy.md, section 9.
 type Provenance struct {
 	// Private says the file's content is the output of a differentially
 	// private run; false marks a non-private one (--non-private, --mopo).
