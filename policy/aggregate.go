@@ -21,21 +21,17 @@ var ErrBatchFull = errors.New("policy: aggregator already holds K updates")
 var ErrEmptyBatch = errors.New("policy: aggregator holds no update")
 
 // Aggregator implements DPPG's server step (Algorithm 2) over the joint
-// vector [policy; value]: it sums up to K local updates, each re-clipped
-// block-wise to S_pi and S_v on Add (a non-finite update counts as zero), and
-// Release returns
+// vector [policy; value]: it sums up to K local updates, re-clipped
+// block-wise to S_pi and S_v on Add (non-finite ones count as zero; in
+// ModePPO nothing is clipped or noised), and Release returns
 //
 //	g~ = (1/K) sum_u g_u + N(0, (z S / K)^2 I)
 //
-// with the fixed denominator K also for an early flush. With correlated noise
-// (DPConfig.Noise: the binary tree, or the square-root factorization of the
-// prefix-sum matrix) g~_t is the difference of private prefix-sum estimates,
-// computed from the released noisy values only, with noise z f S / K (f =
-// DPConfig.NoiseFactor()) so that one release is exactly the Gaussian
-// mechanism of multiplier z (docs/privacy.md, section 3). In ModePPO nothing
-// is clipped and no noise is added. Noise comes from package noise's exact
-// sampler fed by the *rand.Rand given to NewAggregator (crypto/rand-keyed in
-// production). An Aggregator is not safe for concurrent use.
+// with the fixed denominator K, or with correlated noise (DPConfig.Noise) the
+// difference of private prefix-sum estimates at noise z f S / K; each is
+// exactly the Gaussian mechanism of multiplier z (docs/privacy.md, section
+// 3). Noise comes from package noise's exact sampler fed by the given
+// *rand.Rand. An Aggregator is not safe for concurrent use.
 type Aggregator struct {
 	cfg      DPConfig
 	nPi, n   int
