@@ -12,21 +12,13 @@ import (
 
 // Plan says, step by step, whether a run's step is a DP step on the
 // private data or a plain step on the public data (Sharma et al.,
-// Algorithm 3: a DP step with probability p). It is drawn before the run
-// is charged, from a generator independent of the data, so the number of
-// DP steps is public and the run is charged exactly that many
-// Poisson-subsampled Gaussian steps.
-//
-// Why not the paper's accounting. The paper analyses Algorithm 3 as DP-SGD
-// with sampling rate q = p b/m over all N steps (App. B.2). That holds
-// only if an observer cannot tell which kind of step ran; here (as in any
-// run that releases its iterates) it can: a plain step on the public
-// stable set is noiseless and reproducible from the release. With the kind
-// of each step visible, the run is exactly the composition of K = DPSteps
-// subsampled Gaussian steps at q = b/m. For small q a subsampled Gaussian
-// step's Renyi divergence grows as q^2, so the paper's N steps at p q cost
-// about N p^2 q^2 = p K q^2: charging them would under-state the loss by a
-// factor of about p (0.5-0.9 in its Table 3).
+// "Preserving Expert-Level Privacy in Offline Reinforcement Learning",
+// Algorithm 3: a DP step with probability p). It is drawn before the run is
+// charged, from a generator independent of the data, so the number K of DP
+// steps is public and the run is charged exactly K Poisson-subsampled
+// Gaussian steps at q = b/m, not the paper's N steps at rate p q (App. B.2),
+// which would under-state the loss by a factor of about p: docs/privacy.md,
+// section 8.
 type Plan struct {
 	// Private[i] is true when step i is a DP step.
 	Private []bool
