@@ -21,31 +21,14 @@ import (
 )
 
 // FixedPolicy is a released policy the agent serves as it is (dprl agent
-// --serve-policy FILE), e.g. the SAC actor dprl offline primorl --out
-// writes: an agent configured with one (Config.Fixed) serves its actions
-// and never learns. Its sessions open, close and obey every admission,
-// size and idle limit as a learning agent's, and go to the session log
-// (with the log-density of each action, so that the log can feed offline
-// learning later), but none is queued for an update: no update is made,
-// no privacy budget is spent and nothing is written to the ledger.
-// Serving a differentially private release is post-processing, which
-// spends no budget: the release's guarantee is the one its training
-// stated, which the snapshot records (Provenance) and the agent shows on
-// its start line, /status, the status page and its metrics. A snapshot
-// that is not private, or records no provenance (written before snapshots
-// did), is served only when the operator says so (ServeNonPrivate), and
-// the agent then labels it NOT private everywhere. The ledger is still
-// opened (its directory is locked, its user key pseudonymises user ids),
-// and the learner's settings (K, z, the per-user caps) do not apply.
-//
-// Warm-starting online DP learning from a fixed policy is not supported:
-// the agent's learner is DP-PPO, another policy family.
-//
-// Two kinds are served: a SAC actor (continuous actions, sampled from the
-// actor, logged with their log-density) and a Q-network policy of dprl
-// offline learn --out (discrete actions, the greedy action of the
-// Q-network, filtered by the imitation network for BCQ: deterministic, so
-// logged with probability 1).
+// --serve-policy FILE; Config.Fixed): a SAC actor (continuous actions,
+// logged with their log-density) or a Q-network policy of dprl offline
+// learn --out (the greedy action, filtered by the imitation network for
+// BCQ, logged with probability 1). Sessions obey every limit and go to the
+// session log, but no update is made and no budget is spent: serving is
+// post-processing, and the guarantee is the one the snapshot records
+// (Provenance); one that records none is served only with ServeNonPrivate
+// and labelled NOT private (docs/privacy.md, section 9).
 type FixedPolicy struct {
 	// Actor, for a SAC actor, serves the actions; its dimensions must
 	// match Config.Spec, which must have continuous actions.

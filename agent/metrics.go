@@ -12,31 +12,12 @@ import (
 
 // Metrics are the agent's Prometheus metrics, served on /metrics.
 //
-// They are operational telemetry for the operator, not releases: they carry
-// no epsilon and are not differentially private. They count protocol events
-// as they happen (requests and their latency, refusals by wire error code,
-// sessions opened, closed and open, sessions queued for learning or set
-// aside for a scheduling reason, releases), which the operator, who runs
-// the transport and receives every message in the clear, can count anyway.
-// Polled around one session, they can reveal that session's timing and
-// number of steps, so /metrics must be reachable by the operator only,
-// like the NATS traffic and the session logs (bind the ops server to
-// loopback or an operator network).
-//
-// No metric is computed from what a session contains: no returns, rewards,
-// observations, actions, gradient norms or per-session lengths, and no
-// count of sessions the learner treated differently because of their
-// content (a session whose local update fails counts like any other; see
-// updater.update). Set-aside reasons are staleness (the session's policy
-// version), a full queue (the learner's, the user's or the connection's),
-// and user caps and ledger availability, a fixed set of label values
-// (DiscardReasons). Every labelled series exists, at 0, from the start.
-// The gauges of the policy version, the releases in the ledger and the
-// per-session epsilon and delta are public values; the worst user's
-// composed epsilon is read from the ledger, which records which users
-// took part in each update, and is for the operator like the rest. The memory gauge sums the step
-// storage of all sessions held, which grows with their numbers of steps,
-// like the act counters.
+// They are operational telemetry for the operator, not releases: no epsilon
+// covers them, they count protocol events only (no metric is computed from
+// what a session contains), and /metrics must be reachable by the operator
+// only. Set-aside reasons are the fixed label set DiscardReasons, and every
+// labelled series exists, at 0, from the start. Why this is safe to serve to
+// the operator: docs/privacy.md, section 9.
 type Metrics struct {
 	ActLatency prometheus.Histogram
 	// ActErrors and EndErrors count every coded error reply, by wire code,

@@ -45,19 +45,11 @@ func (c Cap) check() error {
 // (sessionlog.HashRecord).
 type RecordHash = [32]byte
 
-// FileRecords is a file's records as the ledger looks them up.
-//
-// A record's identity is its content hash: what every record index entry
-// written since sessionlog.ContentHash holds. Ledgers written before it
-// hold the records' exact hashes (sessionlog.HashRecord, which covers ids
-// and behaviour probabilities), and file ids computed from them; the
-// ledger looks a record up under both, so a file of a dataset registered
-// by an older dprl is still recognised, and a run charged on such a file
-// links its content hashes to the dataset (Entry.LinkedRecords), so that
-// a copy stripped of ids or probabilities made later is recognised too.
-// A released derived file's records are also linked under their exact
-// hashes: a public input is a record of a release only if it is that
-// record exactly (Lineage.Released).
+// FileRecords is a file's records as the ledger looks them up: by content
+// hash (sessionlog.ContentHash) and, for ledgers written before it and for
+// a released derived file's records, by exact hash (sessionlog.HashRecord).
+// Why a record's identity is its content, and how old ledgers keep their
+// budgets: docs/privacy.md, section 10.
 type FileRecords struct {
 	// ID is the file's content id (sessionlog.RecordsID of Records).
 	ID string
