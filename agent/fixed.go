@@ -28,7 +28,8 @@ import (
 // session log, but no update is made and no budget is spent: serving is
 // post-processing, and the guarantee is the one the snapshot records
 // (Provenance); one that records none is served only with ServeNonPrivate
-// and labelled NOT private (docs/privacy.md, section 9).
+// and labelled NOT private (docs/privacy.md, section 9). The ledger is
+// still opened (lock, user key); the learner's settings do not apply.
 type FixedPolicy struct {
 	// Actor, for a SAC actor, serves the actions; its dimensions must
 	// match Config.Spec, which must have continuous actions.
