@@ -38,25 +38,14 @@ func ValidModelName(name string) error {
 }
 
 // ModelConfig is one policy of a multi-policy service
-// (ServiceConfig.Models).
-//
-// A service serves one policy unless models are given; then it serves one
-// per model, each a complete agent of its own: its policy spec and
-// learner, its privacy parameters and per-user caps, its admission limits,
-// and its own ledger in DataDir/models/NAME (its budget, users' counters,
-// head and verification), served on the subjects <prefix>.NAME.v1.act,
-// .end and .policy: a client of model NAME is a protocol-v1 client whose
-// prefix is <prefix>.NAME. The process-level settings are shared: the NATS
-// connection (or embedded server) and its security (every client identity
-// may use every model), the ops HTTP server, the act workers (per model)
-// and the subject prefix. Each model's metrics carry the label model=NAME.
-//
-// Each model's guarantees are its own: its per-session epsilon, and its
-// per-user bound over the updates of that model. A user served by several
-// models is in several independent mechanisms; together they are at most
-// (sum of the epsilons, sum of the deltas)-DP (basic composition, Dwork &
+// (ServiceConfig.Models): a complete agent of its own (spec, learner,
+// privacy parameters, caps, admission limits and its ledger in
+// DataDir/models/NAME), served on <prefix>.NAME.v1.act, .end and .policy,
+// its metrics labelled model=NAME. The NATS connection and security, the
+// ops server, the act workers and the prefix are shared. A user of several
+// models gets at most (sum of the epsilons, sum of the deltas)-DP (Dwork &
 // Roth, "The Algorithmic Foundations of Differential Privacy", Theorem
-// 3.16), which the agent prints at start (Composed).
+// 3.16), printed at start (Composed): docs/privacy.md, section 9.
 type ModelConfig struct {
 	// Name names the model (ValidModelName), unique in the service.
 	Name string
