@@ -1,14 +1,11 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"dprl/internal/chart"
 	"dprl/internal/progress"
 	"dprl/ledger"
-	"dprl/offline/budget"
 	"dprl/offline/qlearn"
 )
 
@@ -144,24 +141,9 @@ func runOfflineLearn(a *app, cmd *cobra.Command, f *learnFlags) error {
 	if err != nil {
 		return fieldUsage("offline learn", learnFlagNames, err)
 	}
-	cfg, err := f.budget.config(a, !c.NonPrivate)
-	if err != nil {
-		return err
-	}
 	// A selective run reads a derived file: the ledger must know its
 	// source.
-	cfg.Derived = c.Unstable != ""
-	out, _, err := budget.Run(cmd.Context(), cfg, in, m)
-	if prog != nil {
-		prog.Finish()
-	}
-	if err != nil {
-		return fieldUsage("offline learn", learnFlagNames, budget.Explain(err))
-	}
-	if f.plot != "" {
-		if err := out.PlotCurve(f.plot); err != nil {
-			return fmt.Errorf("offline learn: --plot: %w", err)
-		}
-	}
-	return emit(a, f.asJSON, out, nil)
+	return runOffline(a, cmd, offlineRun[*qlearn.Result]{name: "offline learn", names: learnFlagNames, budget: &f.budget,
+		private: !c.NonPrivate, derived: c.Unstable != "", in: in, m: m, asJSON: f.asJSON, prog: &prog,
+		plot: f.plot, draw: (*qlearn.Result).PlotCurve})
 }

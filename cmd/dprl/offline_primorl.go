@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"dprl/internal/chart"
@@ -161,21 +159,7 @@ func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
 	if err != nil {
 		return fieldUsage("offline primorl", primorlFlagNames, err)
 	}
-	cfg, err := f.budget.config(a, !c.NonPrivate && !c.MOPO)
-	if err != nil {
-		return err
-	}
-	out, _, err := budget.Run(cmd.Context(), cfg, budget.Input{Path: c.Data, Reader: opt}, m)
-	if prog != nil {
-		prog.Finish()
-	}
-	if err != nil {
-		return fieldUsage("offline primorl", primorlFlagNames, budget.Explain(err))
-	}
-	if f.plot != "" {
-		if err := out.PlotCurve(f.plot); err != nil {
-			return fmt.Errorf("offline primorl: --plot: %w", err)
-		}
-	}
-	return emit(a, f.asJSON, out, nil)
+	return runOffline(a, cmd, offlineRun[*primorl.Result]{name: "offline primorl", names: primorlFlagNames, budget: &f.budget,
+		private: !c.NonPrivate && !c.MOPO, in: budget.Input{Path: c.Data, Reader: opt}, m: m, asJSON: f.asJSON, prog: &prog,
+		plot: f.plot, draw: (*primorl.Result).PlotCurve})
 }
