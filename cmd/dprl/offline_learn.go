@@ -122,13 +122,10 @@ func runOfflineLearn(a *app, cmd *cobra.Command, f *learnFlags) error {
 			}
 		}
 	}
-	if f.plot != "" {
-		if _, err := chart.FormatOf(f.plot); err != nil {
-			return usagef("offline learn: --plot: %v", err)
-		}
-		if c.EvalEvery == 0 {
-			return usagef("offline learn: --plot needs --eval-every > 0")
-		}
+	if _, err := chart.FormatOf(f.plot); f.plot != "" && err != nil {
+		return usagef("offline learn: --plot: %v", err)
+	} else if f.plot != "" && c.EvalEvery == 0 {
+		return usagef("offline learn: --plot needs --eval-every > 0")
 	}
 	var prog *progress.Task
 	c.Progress = func(done, total int) {

@@ -150,10 +150,8 @@ func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
 		}
 		prog.Update(progress.Report{Done: int64(done), Total: int64(total), Unit: units[phase]})
 	}
-	if f.plot != "" {
-		if _, err := chart.FormatOf(f.plot); err != nil {
-			return usagef("offline primorl: --plot: %v", err)
-		}
+	if _, err := chart.FormatOf(f.plot); f.plot != "" && err != nil {
+		return usagef("offline primorl: --plot: %v", err)
 	}
 	m, opt, err := primorl.New(c)
 	if err != nil {
