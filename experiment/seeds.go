@@ -1,12 +1,47 @@
 package experiment
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
 
+	"dprl/internal/progress"
 	"dprl/policy"
 )
+
+// SeedHooks are the optional callbacks of TrainPlan.RunSeeds.
+type SeedHooks struct {
+	// Progress receives the progress of every run (TrainProgress), counted
+	// in users over all the runs.
+	Progress *progress.Task
+	// Done receives each run's result when the run is done; an error it
+	// returns stops the runs and is returned as it is.
+	Done func(TrainResult) error
+}
+
+// RunSeeds trains and evaluates the plan n >= 1 times with the seeds seed,
+// seed+1, ..., seed+n-1 (TrainPlan.Run) and returns the results in that
+// order; SummarizeSeeds summarises them. It stops at the first error.
+func (p *TrainPlan) RunSeeds(ctx context.Context, seed uint64, n int, hooks SeedHooks) ([]TrainResult, error) {
+	runs, users := make([]TrainResult, n), p.Train.Users
+	for i := range runs {
+		var prog func(policy.Progress)
+		if hooks.Progress != nil {
+			prog = TrainProgress(hooks.Progress, i*users, n*users, p.Epsilon)
+		}
+		r, err := p.Run(ctx, seed+uint64(i), prog)
+		if err != nil {
+			return nil, err
+		}
+		if runs[i] = r; hooks.Done != nil {
+			if err := hooks.Done(r); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return runs, nil
+}
 
 // TrainSeedsResult summarises the runs of one TrainPlan over several seeds
 // (the JSON of dprl train --seeds N, N > 1, for dppg and ppo).

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"math"
 
 	"dprl/internal/fielderr"
@@ -165,21 +164,9 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 		return gtd2Usage(err)
 	}
 	defer m.Close()
-	cfg, err := f.budget.config(a, ec.Private())
-	if err != nil {
-		return err
-	}
-	out, _, err := budget.Run(cmd.Context(), cfg, budget.Input{Path: ec.Data, Reader: opt}, m)
-	if err != nil {
-		return gtd2Usage(budget.Explain(err))
-	}
-	if f.plot != "" {
-		if err := out.WritePlot(f.plot, ec.Data); err != nil {
-			return fmt.Errorf("--plot: %w", err)
-		}
-		out.Plot = f.plot
-	}
-	return emit(a, f.asJSON, out, nil)
+	return runOffline(a, cmd, offlineRun[*evaluate.Result]{budget: &f.budget, private: ec.Private(),
+		in: budget.Input{Path: ec.Data, Reader: opt}, m: m, asJSON: f.asJSON, runErr: gtd2Usage,
+		plot: f.plot, draw: func(out *evaluate.Result, p string) error { out.Plot = p; return out.WritePlot(p, ec.Data) }})
 }
 
 // gtd2FlagNames are the flags of evaluate.Config's fields.

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"dprl/internal/chart"
 	"dprl/internal/progress"
 	"dprl/ledger"
-	"dprl/offline/budget"
 	"dprl/offline/qlearn"
 )
 
@@ -125,13 +122,10 @@ func runOfflineLearn(a *app, cmd *cobra.Command, f *learnFlags) error {
 			}
 		}
 	}
-	if f.plot != "" {
-		if _, err := chart.FormatOf(f.plot); err != nil {
-			return usagef("offline learn: --plot: %v", err)
-		}
-		if c.EvalEvery == 0 {
-			return usagef("offline learn: --plot needs --eval-every > 0")
-		}
+	if _, err := chart.FormatOf(f.plot); f.plot != "" && err != nil {
+		return usagef("offline learn: --plot: %v", err)
+	} else if f.plot != "" && c.EvalEvery == 0 {
+		return usagef("offline learn: --plot needs --eval-every > 0")
 	}
 	var prog *progress.Task
 	c.Progress = func(done, total int) {
@@ -144,24 +138,9 @@ func runOfflineLearn(a *app, cmd *cobra.Command, f *learnFlags) error {
 	if err != nil {
 		return fieldUsage("offline learn", learnFlagNames, err)
 	}
-	cfg, err := f.budget.config(a, !c.NonPrivate)
-	if err != nil {
-		return err
-	}
 	// A selective run reads a derived file: the ledger must know its
 	// source.
-	cfg.Derived = c.Unstable != ""
-	out, _, err := budget.Run(cmd.Context(), cfg, in, m)
-	if prog != nil {
-		prog.Finish()
-	}
-	if err != nil {
-		return fieldUsage("offline learn", learnFlagNames, budget.Explain(err))
-	}
-	if f.plot != "" {
-		if err := out.PlotCurve(f.plot); err != nil {
-			return fmt.Errorf("offline learn: --plot: %w", err)
-		}
-	}
-	return emit(a, f.asJSON, out, nil)
+	return runOffline(a, cmd, offlineRun[*qlearn.Result]{name: "offline learn", names: learnFlagNames, budget: &f.budget,
+		private: !c.NonPrivate, derived: c.Unstable != "", in: in, m: m, asJSON: f.asJSON, prog: &prog,
+		plot: f.plot, draw: (*qlearn.Result).PlotCurve})
 }

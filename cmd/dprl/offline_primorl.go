@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"dprl/internal/chart"
@@ -152,30 +150,14 @@ func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
 		}
 		prog.Update(progress.Report{Done: int64(done), Total: int64(total), Unit: units[phase]})
 	}
-	if f.plot != "" {
-		if _, err := chart.FormatOf(f.plot); err != nil {
-			return usagef("offline primorl: --plot: %v", err)
-		}
+	if _, err := chart.FormatOf(f.plot); f.plot != "" && err != nil {
+		return usagef("offline primorl: --plot: %v", err)
 	}
 	m, opt, err := primorl.New(c)
 	if err != nil {
 		return fieldUsage("offline primorl", primorlFlagNames, err)
 	}
-	cfg, err := f.budget.config(a, !c.NonPrivate && !c.MOPO)
-	if err != nil {
-		return err
-	}
-	out, _, err := budget.Run(cmd.Context(), cfg, budget.Input{Path: c.Data, Reader: opt}, m)
-	if prog != nil {
-		prog.Finish()
-	}
-	if err != nil {
-		return fieldUsage("offline primorl", primorlFlagNames, budget.Explain(err))
-	}
-	if f.plot != "" {
-		if err := out.PlotCurve(f.plot); err != nil {
-			return fmt.Errorf("offline primorl: --plot: %w", err)
-		}
-	}
-	return emit(a, f.asJSON, out, nil)
+	return runOffline(a, cmd, offlineRun[*primorl.Result]{name: "offline primorl", names: primorlFlagNames, budget: &f.budget,
+		private: !c.NonPrivate && !c.MOPO, in: budget.Input{Path: c.Data, Reader: opt}, m: m, asJSON: f.asJSON, prog: &prog,
+		plot: f.plot, draw: (*primorl.Result).PlotCurve})
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"dprl/internal/fielderr"
-	"dprl/offline/budget"
 	"dprl/offline/svt"
 )
 
@@ -117,13 +116,7 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 		return usagef("offline svt: %w", fielderr.Rename(err, rename))
 	}
 	defer m.Close()
-	cfg, err := f.budget.config(a, true)
-	if err != nil {
-		return fmt.Errorf("offline svt: %w", err)
-	}
-	out, _, err := budget.Run(cmd.Context(), cfg, m.Input(), m)
-	if err != nil {
-		return fmt.Errorf("offline svt: %w", fielderr.Rename(budget.Explain(err), rename))
-	}
-	return emit(a, f.json, out, nil)
+	wrap := func(err error) error { return fmt.Errorf("offline svt: %w", err) }
+	return runOffline(a, cmd, offlineRun[*svt.Report]{budget: &f.budget, private: true, in: m.Input(), m: m, asJSON: f.json,
+		cfgErr: wrap, runErr: func(err error) error { return wrap(fielderr.Rename(err, rename)) }})
 }

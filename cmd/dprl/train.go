@@ -307,22 +307,19 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 		return runTrainSweep(cmd, a, f, plan, seed, n)
 	}
 	prog := a.task("training")
-	runs := make([]experiment.TrainResult, n)
-	for i := range runs {
-		if runs[i], err = plan.Run(cmd.Context(), seed+uint64(i), experiment.TrainProgress(prog, i*f.users, n*f.users, plan.Epsilon)); err != nil {
-			prog.Finish()
-			return fmt.Errorf("train: %w", err)
-		}
-		r := runs[i]
+	runs, err := plan.RunSeeds(cmd.Context(), seed, n, experiment.SeedHooks{Progress: prog, Done: func(r experiment.TrainResult) error {
 		a.log.Debug().Uint64("seed", r.Seed).Dur("eval", time.Duration(r.EvalSeconds*float64(time.Second))).Float64("eval_mean", r.EvalMean).Msg("evaluated")
-		if f.diag != "" {
-			if err := atomicfile.Write(f.diag, 0o644, func(w io.Writer) error { return experiment.WriteDiagnostics(w, r.Diagnostics) }); err != nil {
-				prog.Finish()
-				return fmt.Errorf("train: --diag: %w", err)
-			}
+		if f.diag == "" {
+			return nil
+		} else if err := atomicfile.Write(f.diag, 0o644, func(w io.Writer) error { return experiment.WriteDiagnostics(w, r.Diagnostics) }); err != nil {
+			return fmt.Errorf("--diag: %w", err)
 		}
-	}
+		return nil
+	}})
 	prog.Finish()
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
 	if n > 1 {
 		return emitTrain(a, f, experiment.SummarizeSeeds(runs))
 	}

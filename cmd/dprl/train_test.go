@@ -472,6 +472,11 @@ func TestTrainEnvDefaults(t *testing.T) {
 	if len(lines) != 2 || !strings.Contains(lines[1], `"noise_policy"`) {
 		t.Errorf("diagnostics: %q", b)
 	}
+	// A --diag file that cannot be written fails the run, naming the flag.
+	bad := filepath.Join(t.TempDir(), "missing", "diag.jsonl")
+	if code, _, stderr := runCLI(t, "train", "--users", "8", "--K", "8", "--eval-episodes", "1", "--seed", "1", "--diag", bad, "--log-level", "disabled"); code != 1 || !strings.Contains(stderr, "train: --diag: ") {
+		t.Errorf("unwritable --diag: exit %d: %s", code, stderr)
+	}
 }
 
 // TestTrainZeroZ: --z 0 is a usage error naming the flag for every
