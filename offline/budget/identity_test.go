@@ -1,11 +1,9 @@
 package budget
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -225,33 +223,7 @@ func TestCopiesShareTheBudget(t *testing.T) {
 // new directory.
 func compatLedger(t *testing.T) (dir, log string) {
 	t.Helper()
-	const fixture = "../../ledger/testdata/compat/"
-	dir = t.TempDir()
-	led := filepath.Join(dir, "offline")
-	testutil.MustCopyTree(t, fixture+"2026-11-25/offline", led)
-	for _, f := range []string{"user.key", "ledger.heads"} {
-		if err := os.Chmod(filepath.Join(led, f), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gz, err := os.Open(fixture + "2026-11-25-chain.jsonl.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gz.Close()
-	zr, err := gzip.NewReader(gz)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log = filepath.Join(dir, "chain.jsonl")
-	if err := os.WriteFile(log, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return led, log
+	return testutil.CompatOfflineLedger(t, "../../ledger/testdata/compat")
 }
 
 // oldDataset is the dataset of chain.jsonl in the compat ledger: its id
