@@ -21,7 +21,7 @@ import (
 // demoFlagNames are the flags of dprl demo's and dprl replay's fields that
 // their errors name (demo.Fields, stream.ClientFilesFields).
 var demoFlagNames = map[string]string{"Users": "--users", "Concurrency": "--concurrency", "EvalEvery": "--eval-every", "EvalEpisodes": "--eval-episodes",
-	"Pace": "--pace", "Returning": "--returning", "Clip": "--clip", "LR": "--server-lr", "MaxDuration": "--max-duration", "Z": "--z", "K": "--K", "User": "--nats-user", "PasswordFile": "--nats-password-file",
+	"Pace": "--pace", "Returning": "--returning", "Clip": "--clip", "LR": "--server-lr", "MaxDuration": "--max-duration", "Z": "--z", "K": "--K", "Rate": "--rate", "User": "--nats-user", "PasswordFile": "--nats-password-file",
 	"NKey": "--nkey", "Creds": "--creds", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert", "TLSKey": "--tls-key"}
 
 func newDemoCmd(a *app) *cobra.Command {

@@ -54,6 +54,7 @@ does a run in which any session failed, after its full summary.`,
 	fl.Float64Var(&cfg.Returning, "returning", 0, "probability that a session comes from a returning user")
 	fl.Uint64Var(&cfg.Seed, "seed", 0, "seed of the simulated users (0: random)")
 	fl.DurationVar(&cfg.GiveUp, "give-up", demo.DefaultGiveUp, "stop when the agent has answered no request for this long (0: never)")
+	fl.Float64Var(&cfg.Rate, "rate", 0, "start at most this many sessions per second, as real users arrive (0: as fast as --concurrency allows; at full speed sessions often end after a new release and are set aside as stale)")
 	fl.BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	cliflags.ClientFiles(fl, &cfg.Credentials)
 	return c

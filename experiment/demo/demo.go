@@ -92,7 +92,7 @@ const (
 
 // Fields are the fields the errors of Config and ReplayConfig may name
 // (fielderr).
-var Fields = fielderr.Fields{"Users", "Concurrency", "EvalEvery", "EvalEpisodes", "Pace", "Returning", "Clip", "LR", "MaxDuration", "Z", "K"}
+var Fields = fielderr.Fields{"Users", "Concurrency", "EvalEvery", "EvalEpisodes", "Pace", "Returning", "Clip", "LR", "MaxDuration", "Z", "K", "Rate"}
 
 // Validate reports the first problem of the run, in the order dprl demo
 // has always checked them: the counts, the pace, the returning

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,12 @@ type ReplayConfig struct {
 	// unanswered, one session is started per second, as a probe, instead
 	// of a worker's worth.
 	GiveUp time.Duration
+	// Rate paces the run: at most Rate sessions start per second (session
+	// i no earlier than i/Rate seconds after the first); 0 starts them as
+	// fast as Concurrency allows. A paced run arrives as real users do, so
+	// fewer sessions end after the policy they started with was replaced
+	// (the agent sets such stale sessions aside).
+	Rate float64
 	// Logger receives a warning per failed session, at most
 	// sessionLogBurst per sessionLogPeriod (the summary counts them all).
 	Logger zerolog.Logger
@@ -70,6 +77,9 @@ func (c ReplayConfig) Validate() error {
 func (c ReplayConfig) options() ([]stream.Option, error) {
 	if c.Users < 1 || c.Concurrency < 1 {
 		return nil, Fields.Errorf("{Users} and {Concurrency} must be >= 1")
+	}
+	if !(c.Rate >= 0) || math.IsInf(c.Rate, 0) {
+		return nil, Fields.Errorf("{Rate} %v: want sessions per second >= 0 (0: as fast as {Concurrency} allows)", c.Rate)
 	}
 	if err := validReturning(c.Returning); err != nil {
 		return nil, err
@@ -101,6 +111,20 @@ func refusedHint(last error) string {
 		return ""
 	}
 	return fmt.Sprintf("the server refused this client's requests: %v; likely --nats-identity is missing or is not this client's entry in the agent's --nats-clients (a client's replies come to its own inbox _INBOX.NAME)", last)
+}
+
+// pace waits until at, or until ctx ends.
+func pace(ctx context.Context, at time.Time) {
+	d := time.Until(at)
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // probeEvery paces the sessions started while the agent answers nothing.
@@ -260,6 +284,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayResult, error) {
 		reach        = newReachability()
 		warn         = cfg.Logger.Sample(&zerolog.BurstSampler{Burst: sessionLogBurst, Period: sessionLogPeriod})
 	)
+	paceStart := time.Now()
 	pop, err := sims.NewPopulation(sims.PopulationConfig{
 		NewEnv:     func() sims.Env { e, _ := sims.New(cfg.Env); return e }, // checked by Validate
 		Sessions:   cfg.Users,
@@ -267,8 +292,11 @@ func Replay(ctx context.Context, cfg ReplayConfig) (ReplayResult, error) {
 		ReturnProb: cfg.Returning,
 		Seed:       master,
 		Prefix:     fmt.Sprintf("replay-%d", master),
-		Admit: func(ctx context.Context, _ int) (bool, error) {
+		Admit: func(ctx context.Context, i int) (bool, error) {
 			reach.admit(ctx)
+			if cfg.Rate > 0 {
+				pace(ctx, paceStart.Add(time.Duration(float64(i)/cfg.Rate*float64(time.Second))))
+			}
 			return ctx.Err() == nil, nil
 		},
 		OnError: func(r sims.SessionResult, err error) error {

@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -246,5 +247,27 @@ func TestReplayNamesRefusedClient(t *testing.T) {
 	_, err = Replay(context.Background(), cfg)
 	if !errors.Is(err, ErrAgentUnreachable) || !strings.Contains(err.Error(), "permissions violation") || !strings.Contains(err.Error(), "--nats-identity") {
 		t.Errorf("err %v: want agent unreachable naming the permissions violation and --nats-identity", err)
+	}
+}
+
+// TestReplayRate: --rate paces the sessions' starts (20 sessions at 100 a
+// second take at least 0.19 s), and a negative or infinite rate is refused.
+func TestReplayRate(t *testing.T) {
+	svc := startAgent(t, nil)
+	cfg := replayConfig(svc.NATSURL())
+	cfg.Users, cfg.Concurrency, cfg.Rate = 20, 8, 100
+	start := time.Now()
+	res, err := Replay(context.Background(), cfg)
+	if err != nil || res.Users != 20 {
+		t.Fatalf("paced replay: %v, %d sessions", err, res.Users)
+	}
+	if took := time.Since(start); took < 190*time.Millisecond {
+		t.Errorf("20 sessions at 100/s took %v, want >= 190 ms", took)
+	}
+	for _, r := range []float64{-1, math.Inf(1), math.NaN()} {
+		cfg.Rate = r
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "Rate") {
+			t.Errorf("rate %v: %v", r, err)
+		}
 	}
 }
