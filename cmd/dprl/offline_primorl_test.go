@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"dprl/internal/testutil"
 	"dprl/ledger"
 	"dprl/offline/primorl"
 	"dprl/policy/sac"
@@ -277,26 +278,7 @@ func publicCopies(t *testing.T, dir, src string) map[string]string {
 		noProb[i] = n
 	}
 	out["renamed"], out["stripped"] = write("renamed.jsonl", renamed), write("stripped.jsonl", noProb)
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var re strings.Builder
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var v map[string]any
-		if err := json.Unmarshal([]byte(line), &v); err != nil {
-			t.Fatal(err)
-		}
-		enc, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		re.WriteString(strings.ReplaceAll(string(enc), ",", " , ") + "\r\n")
-	}
-	out["reformatted"] = filepath.Join(dir, "reformatted.jsonl")
-	if err := os.WriteFile(out["reformatted"], []byte(re.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	out["reformatted"] = testutil.ReformatLog(t, src, filepath.Join(dir, "reformatted.jsonl"), " , ")
 	return out
 }
 

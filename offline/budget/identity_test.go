@@ -2,7 +2,6 @@ package budget
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -62,29 +61,10 @@ func rewrite(t *testing.T, src, dst string, edit func(i int, s *sessionlog.Sessi
 
 // reformat rewrites each line of the log at src through a map, so that
 // keys come in another order and numbers are spelt by encoding/json, with
-// spaces after the separators.
+// spaces after the separators (the same records in other bytes).
 func reformat(t *testing.T, src, dst string) string {
 	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var v map[string]any
-		if err := json.Unmarshal([]byte(line), &v); err != nil {
-			t.Fatal(err)
-		}
-		enc, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out.WriteString(strings.ReplaceAll(strings.ReplaceAll(string(enc), ",", ", "), ":", " : ") + "\r\n")
-	}
-	if err := os.WriteFile(dst, []byte(out.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return testutil.ReformatLog(t, src, dst, ", ")
 }
 
 // stripped writes the log at src without ids, user and behaviour
