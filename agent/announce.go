@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"dprl/internal/buildinfo"
-	"dprl/policy"
 	"dprl/stream"
 )
 
@@ -33,18 +32,19 @@ func userBound(c Config) string {
 	return fmt.Sprintf("per-user epsilon at most %s at delta %g (%s)", accountant.FormatEpsilon(ue), c.Delta, c.UserCaps())
 }
 
-// noiseNote describes bandmf noise ("" for independent noise): its bands,
-// the pattern and the sensitivity behind the per-user bound.
+// noiseNote describes correlated noise (Mechanism.Describe; "" for fresh
+// noise): e.g. bandmf's bands, the pattern and the sensitivity behind the
+// per-user bound.
 func noiseNote(c Config) string {
 	dp := c.Policy.DP
-	if dp.Noise != policy.NoiseBandedSqrt {
+	m, err := dp.Noise.Mechanism()
+	if err != nil {
 		return ""
 	}
-	rho, err := c.UserSensitivity()
-	if err != nil {
-		return fmt.Sprintf(", bandmf noise (%d bands): %v", dp.Band, err)
+	if d := m.Describe(dp, c.MaxUpdatesPerUser); d != "" {
+		return ", " + d
 	}
-	return fmt.Sprintf(", bandmf noise (%d bands: a user's updates at least %d apart, at most %d; their sensitivity %.6g x one update's)", dp.Band, dp.Band, c.MaxUpdatesPerUser, rho)
+	return ""
 }
 
 // CheckSummary is the report of a configuration that checked out (dprl

@@ -200,17 +200,16 @@ func (c Config) validateLearner() []error {
 	if c.Policy.DP.Mode == policy.ModePPO || c.Policy.DP.Mode == policy.ModeClipOnly {
 		errs = append(errs, agentError("DP mode %v is not private; the agent runs mode dp only", c.Policy.DP.Mode))
 	}
-	switch c.Policy.DP.Noise {
-	case policy.NoiseIndependent:
-	case policy.NoiseBandedSqrt:
+	dp := c.Policy.DP
+	switch m, err := dp.Noise.Mechanism(); {
+	case err != nil: // Policy.Validate names it
+	case !m.Online():
+		errs = append(errs, agentError("%v noise is for in-process training only: its accounting assumes each user enters one release, and the agent's users may return; use %s", dp.Noise, policy.OnlineNoises()))
+	case m.Separation(dp) > 0 && c.MaxUpdatesPerUser < 1:
 		// Its sensitivity is that of the participation pattern the ledger
 		// enforces: at most MaxUpdatesPerUser updates per user, any two at
-		// least Band apart.
-		if c.MaxUpdatesPerUser < 1 {
-			errs = append(errs, SettingsFields.Errorf("{MaxUpdatesPerUser} %d: bandmf noise needs a cap on the updates a user takes part in (its sensitivity is that of at most k participations, any two at least the band apart)", c.MaxUpdatesPerUser))
-		}
-	default:
-		errs = append(errs, agentError("%v noise is for in-process training only: its accounting assumes each user enters one release, and the agent's users may return; use bandmf, whose participation pattern the ledger enforces", c.Policy.DP.Noise))
+		// least Separation apart.
+		errs = append(errs, SettingsFields.Errorf("{MaxUpdatesPerUser} %d: %v noise needs a cap on the updates a user takes part in (its sensitivity is that of at most k participations, any two at least %d releases apart)", c.MaxUpdatesPerUser, dp.Noise, m.Separation(dp)))
 	}
 	return errs
 }

@@ -8,8 +8,6 @@ import (
 
 	"dprl/internal/fielderr"
 	"dprl/ledger/accountant"
-	"dprl/ledger/accountant/bandsens"
-	"dprl/policy"
 	"dprl/stream"
 )
 
@@ -338,17 +336,15 @@ func (c Config) UserSensitivity() (float64, error) {
 		return 0, nil
 	}
 	dp := c.Policy.DP
-	if dp.Noise != policy.NoiseBandedSqrt {
-		return math.Sqrt(float64(k)), nil
-	}
-	rho, err := bandsens.Sensitivities(bandsens.SqrtCoefficients(dp.Band), k, dp.Band)
+	m, err := dp.Noise.Mechanism()
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("agent: %w", err)
 	}
-	if r := math.Sqrt(float64(k)); !(rho[k] >= r*(1-1e-9) && rho[k] <= r*bandsens.Slack*(1+1e-9)) {
-		return 0, fmt.Errorf("agent: bandmf sensitivity of %d updates %v, want sqrt(k) = %v", k, rho[k], r)
+	rho, err := m.UserSensitivity(dp, k)
+	if err != nil {
+		return 0, fmt.Errorf("agent: %w", err)
 	}
-	return math.Sqrt(float64(k)), nil
+	return rho, nil
 }
 
 // UserCaps names the per-user caps in force ("" for none), e.g. "at most 1

@@ -8,7 +8,6 @@ import (
 
 	"dprl/ledger"
 	"dprl/ledger/accountant"
-	"dprl/ledger/accountant/bandsens"
 	"dprl/policy"
 	"dprl/profile"
 	"dprl/stream"
@@ -83,7 +82,7 @@ func (s Settings) resolveNoise(pc policy.Config) (policy.Config, error) {
 	if s.Clip != 0 {
 		pc.DP.ClipNorm = s.Clip
 	}
-	if pc.DP, err = s.noiseKind(pc.DP); err != nil {
+	if pc.DP, err = pc.DP.WithOnlineNoise(s.Noise, s.Band); err != nil {
 		return pc, err
 	}
 	if s.K != 0 {
@@ -128,24 +127,6 @@ func (s Settings) noiseMultiplier() (float64, error) {
 		return 0, SettingsFields.Errorf("{SessionEpsilon} %v at {Delta} %v: %w", s.SessionEpsilon, s.Delta, err)
 	}
 	return z, nil
-}
-
-// noiseKind returns dp with the noise kind of Noise and its Band.
-func (s Settings) noiseKind(dp policy.DPConfig) (policy.DPConfig, error) {
-	switch s.Noise {
-	case "", policy.NoiseIndependent.String():
-		if s.Band != 0 {
-			return dp, SettingsFields.Errorf("{Band} %d: bands are a setting of {Noise} bandmf", s.Band)
-		}
-	case policy.NoiseBandedSqrt.String():
-		if s.Band < 1 || s.Band > bandsens.MaxBand {
-			return dp, SettingsFields.Errorf("{Band} %d: {Noise} bandmf needs 1 to %d bands", s.Band, bandsens.MaxBand)
-		}
-		dp.Noise, dp.Band = policy.NoiseBandedSqrt, s.Band
-	default:
-		return dp, SettingsFields.Errorf("{Noise} %q: want independent or bandmf", s.Noise)
-	}
-	return dp, nil
 }
 
 // checkProcess checks the process's own settings: DataDir is given, it and

@@ -18,14 +18,15 @@ type updater struct {
 	a     *Agent
 	rngs  []*randWrap // worker w's local-update generator
 	round *policy.Round
-	cur   *version // the version the running round's local updates start from
+	mech  policy.Mechanism // the noise kind: each release's ledger entry
+	cur   *version         // the version the running round's local updates start from
 	// batch is the batch being formed: sessions taken from the queues,
 	// at most one per user. They cannot go stale while they wait here:
 	// only this goroutine releases versions, and a release empties it.
 	batch []finished
 	held  []*learnerQueue // the user queues with a session in batch
-	// streamStart is the version that started the bandmf noise stream the
-	// releases continue (0: the next release starts one).
+	// streamStart is the version that started the carried noise stream
+	// (bandmf's) the releases continue (0: the next release starts one).
 	streamStart uint64
 	// probe and probeAt space out the store probes while releases are
 	// paused on a full disk (diskfull.go).
@@ -54,41 +55,50 @@ func newUpdater(a *Agent, workers int) (*updater, error) {
 		return nil, err
 	}
 	u.round = round
+	if u.mech, err = cfg.Policy.DP.Noise.Mechanism(); err != nil {
+		return nil, err
+	}
 	if err := u.resumeStream(learners[0].NumParams()); err != nil {
 		return nil, err
 	}
 	return u, nil
 }
 
-// resumeStream continues the bandmf noise stream the ledger's noise records
-// hold, if its parameters are this agent's (band, z, S, K, the parameter
-// count, the per-user cap): the stream's state (the last Band-1 releases'
-// means and released values, written with each release) is restored, so
-// the next release is the stream's next row. Otherwise the next release
+// resumeStream continues the carried noise stream (bandmf's) the ledger's
+// noise records hold, if its parameters are this agent's (the correlation
+// its releases would record, z, S, K, the parameter count): the stream's
+// state (bandmf: the last Band-1 releases' means and released values,
+// written with each release) is restored, so the next release is the
+// stream's next row. Otherwise the next release
 // starts a new stream, whose batch deletes the old records. A ledger whose
 // stream ended (restored from a backup, which leaves the records out, or
 // marked by dprl ledger end-stream) has no state: its next release starts
 // a new stream, never a row of the old one a second time. Damaged records
 // fail the start (ErrCorrupt), as dprl ledger verify fails.
 func (u *updater) resumeStream(params int) error {
-	st := u.round.BandedStream()
+	st := u.round.CarriedNoise()
 	if st == nil {
 		return nil
 	}
 	a := u.a
+	dp := a.cfg.Policy.DP
 	ns, err := a.store.NoiseState()
 	if err != nil {
 		return fmt.Errorf("agent: the ledger's noise state: %w", err)
 	}
 	if ns.EndedAt != 0 {
-		a.log.Info().Uint64("ended_at", ns.EndedAt).Msg("bandmf noise: the ledger's stream ended (a backup or a restore); the next release starts a new stream")
+		a.log.Info().Stringer("noise", dp.Noise).Uint64("ended_at", ns.EndedAt).Msg("noise stream: the ledger's stream ended (a backup or a restore); the next release starts a new stream")
 		return nil
 	}
-	dp := a.cfg.Policy.DP
-	if ns.Version == 0 || ns.Version != a.current.Load().num || ns.Band != dp.Band || ns.MinSeparation != dp.Band ||
-		ns.MaxParticipations != a.cfg.MaxUpdatesPerUser || ns.Params != params || ns.Z != dp.NoiseMultiplier || ns.S != dp.ClipNorm || ns.K != dp.UsersPerUpdate {
+	want, err := u.mech.Entry(dp, a.cfg.MaxUpdatesPerUser, max(ns.StreamStart, 1))
+	if err != nil {
+		return fmt.Errorf("agent: %v noise: %w", dp.Noise, err)
+	}
+	c := want.Correlation
+	if ns.Version == 0 || ns.Version != a.current.Load().num || c == nil || ns.Band != c.Band || ns.MinSeparation != c.MinSeparation ||
+		ns.MaxParticipations != c.MaxParticipations || ns.Params != params || ns.Z != dp.NoiseMultiplier || ns.S != dp.ClipNorm || ns.K != dp.UsersPerUpdate {
 		if ns.Version != 0 {
-			a.log.Warn().Uint64("stream_start", ns.StreamStart).Msg("bandmf noise: the ledger's stream has other parameters; the next release starts a new stream")
+			a.log.Warn().Uint64("stream_start", ns.StreamStart).Msg("noise stream: the ledger's stream has other parameters; the next release starts a new stream")
 		}
 		return nil
 	}
@@ -96,7 +106,7 @@ func (u *updater) resumeStream(params int) error {
 		return fmt.Errorf("agent: restore the noise stream: %w", err)
 	}
 	u.streamStart = ns.StreamStart
-	a.log.Info().Uint64("stream_start", ns.StreamStart).Uint64("version", ns.Version).Msg("bandmf noise: continuing the ledger's stream")
+	a.log.Info().Uint64("stream_start", ns.StreamStart).Uint64("version", ns.Version).Msg("noise stream: continuing the ledger's stream")
 	return nil
 }
 
@@ -383,29 +393,30 @@ func (u *updater) update(cur *version) error {
 		return err
 	}
 	dp := a.cfg.Policy.DP
+	// The stream of a carried noise state starts at its first release.
+	start := u.streamStart
+	st := u.round.CarriedNoise()
+	if st != nil && start == 0 {
+		start = newVer
+	}
+	en, err := u.mech.Entry(dp, a.cfg.MaxUpdatesPerUser, start)
+	if err != nil {
+		return fmt.Errorf("agent: %v noise: %w", dp.Noise, err)
+	}
 	entry := ledger.Entry{
 		Unit:      ledger.UnitSession,
-		Mechanism: "dppg: mean of K clipped local PPO updates (policy and value) + Gaussian noise (z S / K)",
+		Mechanism: "dppg: mean of K clipped local PPO updates (policy and value) + " + en.Text,
 		Events:    []accountant.Event{accountant.Gaussian(dp.NoiseMultiplier)},
 		Method:    accountant.MethodAnalytic, Epsilon: a.epsilon, Delta: a.cfg.Delta,
 		Z: dp.NoiseMultiplier, S: dp.ClipNorm, K: dp.UsersPerUpdate, Participants: participants, Seeded: a.seeded,
+		Correlation: en.Correlation,
 	}
 	rel := ledger.Release{Version: newVer, Snapshot: snap, Entry: entry, Users: users}
-	start := u.streamStart
-	if st := u.round.BandedStream(); st != nil {
+	if st != nil {
 		x, g, ok := st.Pending()
 		if !ok {
-			return errors.New("agent: bandmf noise: no pending release after a round")
+			return fmt.Errorf("agent: %v noise: no pending release after a round", dp.Noise)
 		}
-		if start == 0 {
-			start = newVer
-		}
-		corr, err := ledger.BandedCorrelation(dp.Band, dp.Band, a.cfg.MaxUpdatesPerUser, start)
-		if err != nil {
-			return fmt.Errorf("agent: bandmf noise: %w", err)
-		}
-		rel.Entry.Correlation = corr
-		rel.Entry.Mechanism = fmt.Sprintf("dppg: mean of K clipped local PPO updates (policy and value) + banded square-root correlated Gaussian noise (%d bands, z f S / K, f = %.6g)", dp.Band, corr.Factor)
 		rel.Noise = &ledger.NoiseStep{X: x, G: g}
 	}
 	if testHookBeforeRelease != nil {

@@ -99,8 +99,12 @@ func (t Train) Validate() error {
 		noise = *o.Noise
 	}
 	if t.Method == MethodDPPG && o.Horizon != nil {
-		bad(&errs, noise == policy.NoiseIndependent, "{Horizon}: independent noise has no horizon; add {Noise} tree or sqrt")
-		bad(&errs, noise != policy.NoiseIndependent && *o.Horizon < 0, "{Horizon} %d: want a number of releases >= 1 (0: the whole run)", *o.Horizon)
+		horizon := false
+		if m, err := noise.Mechanism(); err == nil {
+			horizon = m.Horizon()
+		}
+		bad(&errs, !horizon, "{Horizon}: %v noise has no horizon; add {Noise} tree or sqrt", noise)
+		bad(&errs, horizon && *o.Horizon < 0, "{Horizon} %d: want a number of releases >= 1 (0: the whole run)", *o.Horizon)
 	}
 	bad(&errs, o.LR != nil && !positive(val(o.LR)), "{LR} %v: must be finite and > 0", val(o.LR))
 	bad(&errs, o.ServerLR != nil && !positive(val(o.ServerLR)), "{ServerLR} %v: must be finite and > 0", val(o.ServerLR))

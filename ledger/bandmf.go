@@ -42,101 +42,34 @@ var ErrParticipation = fmt.Errorf("%w: participation outside the stream's patter
 
 // NoiseBandedSqrt names the banded square-root factor in
 // Correlation.Noise.
-const NoiseBandedSqrt = "banded_sqrt"
+const NoiseBandedSqrt = bandsens.NoiseBandedSqrt
 
 // Correlation describes the correlated noise of a release
-// (Entry.Correlation): public parameters, recomputed by Verify.
-type Correlation struct {
-	// Noise names the factor: NoiseBandedSqrt.
-	Noise string `json:"noise"`
-	// Band is the number of bands b of the factor C.
-	Band int `json:"band"`
-	// MinSeparation: two participations of one user are at least this many
-	// releases apart; at least Band.
-	MinSeparation int `json:"min_separation"`
-	// MaxParticipations is the most releases one user takes part in
-	// (counting every release of the ledger).
-	MaxParticipations int `json:"max_participations"`
-	// StreamStart is the version of the stream's first release.
-	StreamStart uint64 `json:"stream_start"`
-	// Factor is ||c||, the column norm the noise is normalised by (sigma
-	// = z Factor S / K).
-	Factor float64 `json:"factor"`
-	// Sensitivity is rho(MaxParticipations), the sensitivity of a user
-	// with the most participations in units of one participation's
-	// (bandsens.Sensitivities): such a user gets the Gaussian mechanism of
-	// multiplier Z / Sensitivity.
-	Sensitivity float64 `json:"sensitivity"`
-}
+// (Entry.Correlation): public parameters, recomputed by Verify
+// (bandsens.Correlation).
+type Correlation = bandsens.Correlation
 
 // BandedCorrelation returns the Correlation of a banded square-root
-// stream of band bands started at version streamStart, whose users take
-// part at most k times, any two at least minSep releases apart, with its
-// factor and sensitivity computed; it fails for parameters Release would
-// refuse.
+// stream (bandsens.NewCorrelation); its errors wrap ErrInvalid.
 func BandedCorrelation(band, minSep, k int, streamStart uint64) (*Correlation, error) {
-	c := &Correlation{Noise: NoiseBandedSqrt, Band: band, MinSeparation: minSep, MaxParticipations: k, StreamStart: streamStart}
-	if band < 1 || band > bandsens.MaxBand || k < 1 || k > maxCorrelatedParticipations || minSep < band {
-		return nil, c.check(max(streamStart, 1), 0)
-	}
-	coef := bandsens.SqrtCoefficients(band)
-	rho, err := bandsens.Sensitivities(coef, k, minSep)
+	c, err := bandsens.NewCorrelation(band, minSep, k, streamStart)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	c.Factor, c.Sensitivity = bandsens.ColumnNorm(coef), rho[k]
-	if err := c.check(max(streamStart, 1), 0); err != nil {
-		return nil, err
 	}
 	return c, nil
 }
 
-// maxCorrelatedParticipations bounds MaxParticipations.
-const maxCorrelatedParticipations = 1 << 20
-
-// check validates the parameters and recomputes Factor and Sensitivity
-// (tol 0: exactly as this code computes them).
-func (c *Correlation) check(version uint64, tol float64) error {
-	switch {
-	case c.Noise != NoiseBandedSqrt:
-		return fmt.Errorf("%w: correlated noise %q, want %q", ErrInvalid, c.Noise, NoiseBandedSqrt)
-	case c.Band < 1 || c.Band > bandsens.MaxBand:
-		return fmt.Errorf("%w: %d bands, want 1 to %d", ErrInvalid, c.Band, bandsens.MaxBand)
-	case c.MinSeparation < c.Band:
-		return fmt.Errorf("%w: minimum separation %d below the %d bands: a user's participations would share rows of the factor, and the charge of 1/z^2 per release would understate their sensitivity", ErrInvalid, c.MinSeparation, c.Band)
-	case c.MaxParticipations < 1 || c.MaxParticipations > maxCorrelatedParticipations:
-		return fmt.Errorf("%w: at most %d participations, want 1 to %d", ErrInvalid, c.MaxParticipations, maxCorrelatedParticipations)
-	case c.StreamStart < 1 || c.StreamStart > version:
-		return fmt.Errorf("%w: stream start %d for version %d", ErrInvalid, c.StreamStart, version)
-	}
-	coef := bandsens.SqrtCoefficients(c.Band)
-	f := bandsens.ColumnNorm(coef)
-	rho, err := bandsens.Sensitivities(coef, c.MaxParticipations, c.MinSeparation)
-	if err != nil {
+// checkCorrelation is c.Check with its error wrapping ErrInvalid.
+func checkCorrelation(c *Correlation, version uint64, tol float64) error {
+	if err := c.Check(version, tol); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	far := func(got, want float64) bool { return !(math.Abs(got-want) <= tol*want) }
-	if far(c.Factor, f) || far(c.Sensitivity, rho[c.MaxParticipations]) {
-		return fmt.Errorf("%w: factor %v and sensitivity %v recorded, %v and %v recomputed", ErrInvalid, c.Factor, c.Sensitivity, f, rho[c.MaxParticipations])
-	}
-	// With MinSeparation >= Band the sensitivity is sqrt(k): the users'
-	// counters compose 1/z^2 per release.
-	if k := float64(c.MaxParticipations); !(math.Abs(rho[c.MaxParticipations]-math.Sqrt(k)) <= 1e-5*math.Sqrt(k)) {
-		return fmt.Errorf("%w: sensitivity %v of %d participations at separation %d, want sqrt(k)", ErrInvalid, rho[c.MaxParticipations], c.MaxParticipations, c.MinSeparation)
 	}
 	return nil
 }
 
-// sameStream reports whether two releases' correlation parameters belong to
-// one stream.
-func (c *Correlation) sameStream(o *Correlation) bool {
-	return o != nil && c.Noise == o.Noise && c.Band == o.Band && c.MinSeparation == o.MinSeparation &&
-		c.MaxParticipations == o.MaxParticipations && c.StreamStart == o.StreamStart
-}
-
 // allows reports whether a user in state st may take part in release
 // version of the stream, and why not.
-func (c *Correlation) allows(st UserState, version uint64) error {
+func allows(c *Correlation, st UserState, version uint64) error {
 	if st.Updates >= c.MaxParticipations {
 		return fmt.Errorf("%w: the user took part in %d releases, at most %d", ErrParticipation, st.Updates, c.MaxParticipations)
 	}
@@ -377,7 +310,7 @@ func (e *Entry) checkParticipation(st UserState, u UserKey, version uint64) erro
 	if e.Correlation == nil {
 		return nil
 	}
-	if err := e.Correlation.allows(st, version); err != nil {
+	if err := allows(e.Correlation, st, version); err != nil {
 		return fmt.Errorf("user %s: %w", u, err)
 	}
 	return nil

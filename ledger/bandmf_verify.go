@@ -11,12 +11,12 @@ func verifyCorrelation(e Entry, prev *Entry, users map[UserKey]*UserState, probl
 	if c == nil {
 		return
 	}
-	if err := c.check(e.PolicyVersion, epsTolerance); err != nil {
+	if err := checkCorrelation(c, e.PolicyVersion, epsTolerance); err != nil {
 		problem("entry %d: %v", e.Seq, err)
 		return
 	}
 	if c.StreamStart < e.PolicyVersion {
-		if prev == nil || prev.PolicyVersion+1 != e.PolicyVersion || !c.sameStream(prev.Correlation) || prev.Z != e.Z || prev.S != e.S || prev.K != e.K {
+		if prev == nil || prev.PolicyVersion+1 != e.PolicyVersion || !c.SameStream(prev.Correlation) || prev.Z != e.Z || prev.S != e.S || prev.K != e.K {
 			problem("entry %d: release %d continues the correlated-noise stream of version %d, but the previous release is not of that stream with the same z, S and K", e.Seq, e.PolicyVersion, c.StreamStart)
 		}
 	}
@@ -25,7 +25,7 @@ func verifyCorrelation(e Entry, prev *Entry, users map[UserKey]*UserState, probl
 		if p := users[u]; p != nil {
 			st = *p
 		}
-		if err := c.allows(st, e.PolicyVersion); err != nil {
+		if err := allows(c, st, e.PolicyVersion); err != nil {
 			problem("entry %d: user %s: %v", e.Seq, u, err)
 		}
 	}

@@ -347,7 +347,7 @@ func (s *Store) Release(r Release) (Entry, error) {
 		return Entry{}, err
 	}
 	if e.Correlation != nil {
-		if err := e.Correlation.check(r.Version, 0); err != nil {
+		if err := checkCorrelation(e.Correlation, r.Version, 0); err != nil {
 			return Entry{}, err
 		}
 	}

@@ -21,11 +21,11 @@ func TestBandedConfig(t *testing.T) {
 		{NoiseBandedSqrt, 0, 1, ""},
 		{NoiseBandedSqrt, 0, 64, ""},
 		{NoiseBandedSqrt, 0, bandsens.MaxBand, ""},
-		{NoiseBandedSqrt, 0, 0, "band = 0"},
-		{NoiseBandedSqrt, 0, bandsens.MaxBand + 1, "band = 4097"},
-		{NoiseBandedSqrt, 10, 4, "horizon = 10"},
-		{NoiseIndependent, 0, 4, "band = 4 with independent"},
-		{NoiseSqrt, 10, 4, "band = 4 with sqrt"},
+		{NoiseBandedSqrt, 0, 0, "Band 0: Noise bandmf needs 1 to"},
+		{NoiseBandedSqrt, 0, bandsens.MaxBand + 1, "Band 4097: Noise bandmf needs"},
+		{NoiseBandedSqrt, 10, 4, "Horizon 10 with bandmf noise: must be 0"},
+		{NoiseIndependent, 0, 4, "Band 4: bands are a setting of Noise bandmf, not independent"},
+		{NoiseSqrt, 10, 4, "Band 4: bands are a setting of Noise bandmf, not sqrt"},
 	} {
 		cfg := base
 		cfg.Noise, cfg.Horizon, cfg.Band = c.noise, c.horizon, c.band
@@ -119,8 +119,8 @@ func TestBandedAggregator(t *testing.T) {
 			}
 		}
 	}
-	if a.BandedStream().Releases() != 6 {
-		t.Fatalf("%d releases committed, want 6", a.BandedStream().Releases())
+	if a.CarriedNoise().(*bandmf.Stream).Releases() != 6 {
+		t.Fatalf("%d releases committed, want 6", a.CarriedNoise().(*bandmf.Stream).Releases())
 	}
 
 	const n, T = 4000, 12
@@ -156,10 +156,10 @@ func TestBandedAggregator(t *testing.T) {
 		t.Errorf("parameters' noise variance after %d releases %v, want %v", T, v, want)
 	}
 	// A release not committed (its publication failed) leaves the stream.
-	before := a.BandedStream().Releases()
+	before := a.CarriedNoise().(*bandmf.Stream).Releases()
 	a.Add(zero)
 	a.Release(g)
-	if a.BandedStream().Releases() != before {
+	if a.CarriedNoise().(*bandmf.Stream).Releases() != before {
 		t.Fatal("an uncommitted release was counted")
 	}
 }

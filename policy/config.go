@@ -4,10 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
-
-	"dprl/ledger/accountant/bandsens"
-	"dprl/policy/bandmf"
 )
 
 // Mode selects the mechanism applied to the local updates.
@@ -88,98 +84,17 @@ type DPConfig struct {
 	Band int
 }
 
-// Noise is the correlation of the noise across releases (DPConfig.Noise).
-type Noise int
-
-// The noise shapes.
-const (
-	// NoiseIndependent draws fresh noise N(0, (zS/K)^2 I) for every release
-	// (Algorithm 2): after t releases the parameters carry t draws.
-	NoiseIndependent Noise = iota
-	// NoiseTree is the binary tree mechanism (Chan, Shi and Song 2011;
-	// DP-FTRL, Kairouz et al. 2021): the parameters carry at most
-	// floor(log2 N) + 1 draws of std z sqrt(floor(log2 N) + 1) S / K.
-	NoiseTree
-	// NoiseSqrt is the square-root factorization of the prefix-sum matrix
-	// (Fichtenberger, Henzinger and Upadhyay 2023; Henzinger, Upadhyay and
-	// Upadhyay 2023): the noise of the parameters after t releases is
-	// sum_k c_k w_{t-k} with c_k = binom(2k, k) / 4^k, the coefficients of
-	// (1 - x)^(-1/2), and fresh draws w of std z sqrt(sum_{k<N} c_k^2) S / K.
-	NoiseSqrt
-	// NoiseBandedSqrt is the banded square root (Kalinin and Lampert 2024,
-	// "Banded Square Root Matrix Factorization for Differentially Private
-	// Model Training"): the square root's first Band coefficients, in an
-	// unbounded stream (package bandmf). The noise of the parameters after t
-	// releases is row t of A C^{-1} applied to fresh draws of std z f S / K,
-	// f = sqrt(sum_{k<Band} c_k^2). A user whose participations are at least
-	// Band releases apart gets, for m of them, exactly the Gaussian
-	// mechanism of multiplier z / sqrt(m), as with independent noise.
-	NoiseBandedSqrt
-)
-
-// String returns "independent", "tree", "sqrt" or "bandmf".
-func (n Noise) String() string {
-	switch n {
-	case NoiseIndependent:
-		return "independent"
-	case NoiseTree:
-		return "tree"
-	case NoiseSqrt:
-		return "sqrt"
-	case NoiseBandedSqrt:
-		return "bandmf"
-	}
-	return fmt.Sprintf("Noise(%d)", int(n))
-}
-
-// ParseNoise returns the Noise named by String.
-func ParseNoise(s string) (Noise, error) {
-	for _, n := range []Noise{NoiseIndependent, NoiseTree, NoiseSqrt, NoiseBandedSqrt} {
-		if s == n.String() {
-			return n, nil
-		}
-	}
-	return 0, fmt.Errorf("policy: noise %q: want independent, tree, sqrt or bandmf", s)
-}
-
 // NoiseFactor returns f such that every fresh noise draw has std z f S / K
-// per coordinate: 1 for NoiseIndependent; sqrt(L), L = floor(log2 N) + 1,
-// the most tree nodes one release enters, for NoiseTree; sqrt(sum_{k<N}
-// c_k^2), the largest column norm of the factor C, for NoiseSqrt;
-// sqrt(sum_{k<Band} c_k^2), every column's norm, for NoiseBandedSqrt. With
-// it each user's update is exactly the Gaussian mechanism of multiplier z.
+// per coordinate (Mechanism.Factor; 1 for an unknown kind, which Validate
+// refuses): with it each user's update is exactly the Gaussian mechanism of
+// multiplier z.
 func (c DPConfig) NoiseFactor() float64 {
-	switch c.Noise {
-	case NoiseBandedSqrt:
-		return bandsens.ColumnNorm(bandsens.SqrtCoefficients(c.Band))
-	case NoiseTree:
-		return math.Sqrt(float64(treeLevels(c.Horizon)))
-	case NoiseSqrt:
-		ss := 0.0
-		for _, ck := range sqrtFactorCoefficients(c.Horizon) {
-			ss += ck * ck
-		}
-		return math.Sqrt(ss)
+	m, err := c.Noise.Mechanism()
+	if err != nil {
+		return 1
 	}
-	return 1
+	return m.Factor(c)
 }
-
-// sqrtFactorCoefficients returns c_0, ..., c_{n-1} of the square-root
-// factorization, c_k = binom(2k, k) / 4^k = c_{k-1} (2k - 1) / (2k).
-func sqrtFactorCoefficients(n int) []float64 {
-	c := make([]float64, max(n, 0))
-	for k := range c {
-		c[k] = 1
-		if k > 0 {
-			c[k] = c[k-1] * float64(2*k-1) / float64(2*k)
-		}
-	}
-	return c
-}
-
-// treeLevels returns bits.Len(n) = floor(log2 n) + 1 for n >= 1: the most
-// dyadic nodes [k 2^h + 1, (k+1) 2^h] with end <= n that contain one leaf.
-func treeLevels(n int) int { return bits.Len(uint(max(n, 1))) }
 
 // MaxUsersPerUpdate bounds K (DPConfig.UsersPerUpdate) in mode dp, for
 // every noise: the exact sampler's guarantee assumes the computed mean of
@@ -193,31 +108,15 @@ const MaxUsersPerUpdate = 1 << 15
 // checkRounding reports a configuration whose floating-point rounding could
 // pass the part of the exact sampler's margin reserved for it
 // (docs/privacy.md, section 2): in units of the sensitivity S/K, the mean
-// of K contributions errs by at most K^2 2^-53; a tree node adds the sum of
-// at most 2^(L-1) means in at most L additions each, (L+1) 2^L 2^-53; a
-// square-root row sums at most N scaled means, (N+1) C1 2^-53 per row with
-// C1 = sum_k c_k, over the N rows one mean enters, against the column
-// norm f (sqrt(N) (N+1) C1 / f in all). Two neighbours differ in one mean
-// and every other term is computed identically, so their computed values
+// of K contributions errs by at most K^2 2^-53, and the kind adds
+// Mechanism.RoundingExtra 2^-53. Two neighbours differ in one mean and
+// every other term is computed identically, so their computed values
 // differ by at most twice these errors beyond the sensitivity: a total
 // below 2^30 (times 2^-53: 2^-23) keeps the difference within the 2^-22
-// the proof allows. Bandmf's own bound is bandmf.CheckRounding.
-func (c DPConfig) checkRounding() error {
+// the proof allows.
+func (c DPConfig) checkRounding(m Mechanism) error {
 	k2 := float64(c.UsersPerUpdate) * float64(c.UsersPerUpdate)
-	extra := 0.0
-	switch c.Noise {
-	case NoiseTree:
-		L := float64(treeLevels(c.Horizon))
-		extra = (L + 1) * math.Exp2(L)
-	case NoiseSqrt:
-		c1, ss := 0.0, 0.0
-		for _, ck := range sqrtFactorCoefficients(c.Horizon) {
-			c1 += ck
-			ss += ck * ck
-		}
-		N := float64(c.Horizon)
-		extra = math.Ceil(math.Sqrt(N)) * (N + 1) * c1 * (1 + 1e-9) / math.Sqrt(ss)
-	}
+	extra := m.RoundingExtra(c)
 	if v := k2 + extra; !(v <= 1<<30) {
 		return fmt.Errorf("policy: dp: %v noise with K = %d and horizon %d: the rounding error of the released sums could pass the exact sampler's margin (K^2 + %.3g = %.3g, at most 2^30; docs/privacy.md, section 2): use a shorter horizon or a smaller K", c.Noise, c.UsersPerUpdate, c.Horizon, extra, v)
 	}
@@ -236,21 +135,14 @@ func (c DPConfig) CheckGrid(n int) error {
 		return nil
 	}
 	rows := 1
-	switch c.Noise {
-	case NoiseSqrt:
-		rows = c.Horizon
-	case NoiseBandedSqrt:
-		rows = c.Band
+	if m, err := c.Noise.Mechanism(); err == nil {
+		rows = m.GridRows(c)
 	}
 	if v := c.NoiseMultiplier * math.Sqrt(float64(n)*float64(rows)); !(v <= 1<<38) {
 		return fmt.Errorf("policy: dp: noise multiplier %v over %d values in %d releases: z sqrt(d x rows) = %.3g, at most 2^38 for the exact sampler's grid (docs/privacy.md, section 2)", c.NoiseMultiplier, n, rows, v)
 	}
 	return nil
 }
-
-// maxHorizon bounds DPConfig.Horizon: NoiseSqrt keeps every draw of a
-// horizon (Horizon x parameters floats).
-const maxHorizon = 1 << 20
 
 // Validate reports every problem at once.
 func (c DPConfig) Validate() error {
@@ -286,34 +178,16 @@ func (c DPConfig) Validate() error {
 	} else if c.Mode == ModeDP && c.UsersPerUpdate > MaxUsersPerUpdate {
 		bad("users per update K = %d, at most %d (2^15) with noise: the exact sampler's floating-point precondition (docs/privacy.md, section 2)", c.UsersPerUpdate, MaxUsersPerUpdate)
 	}
-	switch c.Noise {
-	case NoiseIndependent:
-		if c.Horizon != 0 {
-			bad("horizon = %d with independent noise, must be 0", c.Horizon)
+	m, err := c.Noise.Mechanism()
+	if err != nil {
+		errs = append(errs, err)
+	} else {
+		for _, err := range m.CheckParams(c) {
+			errs = append(errs, fmt.Errorf("policy: dp: %w", err))
 		}
-	case NoiseTree, NoiseSqrt:
-		if c.Horizon < 1 || c.Horizon > maxHorizon {
-			bad("horizon = %d with %v noise, must be in [1, %d]", c.Horizon, c.Noise, maxHorizon)
-		}
-	case NoiseBandedSqrt:
-		if c.Horizon != 0 {
-			bad("horizon = %d with bandmf noise, must be 0 (the stream is unbounded; its band sets the correlation)", c.Horizon)
-		}
-		if c.Band < 1 || c.Band > bandsens.MaxBand {
-			bad("band = %d with bandmf noise, must be in [1, %d]", c.Band, bandsens.MaxBand)
-		} else if c.UsersPerUpdate >= 1 {
-			if err := bandmf.CheckRounding(bandsens.SqrtCoefficients(c.Band), c.UsersPerUpdate); err != nil {
-				errs = append(errs, fmt.Errorf("policy: dp: %w", err))
-			}
-		}
-	default:
-		bad("noise %v, must be independent, tree, sqrt or bandmf", c.Noise)
-	}
-	if c.Noise != NoiseBandedSqrt && c.Band != 0 {
-		bad("band = %d with %v noise, must be 0 (bandmf only)", c.Band, c.Noise)
 	}
 	if len(errs) == 0 && c.Mode == ModeDP {
-		if err := c.checkRounding(); err != nil {
+		if err := c.checkRounding(m); err != nil {
 			errs = append(errs, err)
 		}
 	}

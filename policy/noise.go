@@ -3,11 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
-
-	"dprl/ledger/accountant/bandsens"
 )
 
 // Sensitivity of several participations (one episode in several releases).
@@ -51,16 +47,18 @@ func (c DPConfig) WindowSensitivity(m, releases int) (float64, error) {
 	if m < 1 || releases < 1 {
 		return 0, fmt.Errorf("policy: window sensitivity: %d releases per contributor in a run of %d, want both >= 1", m, releases)
 	}
-	M := min(m, releases)
-	switch c.Noise {
-	case NoiseIndependent:
-		return math.Sqrt(float64(M)), nil
-	case NoiseBandedSqrt:
-		return bandedWindowSensitivity(c.Band, M)
-	case NoiseTree, NoiseSqrt:
-	default:
+	mech, err := c.Noise.Mechanism()
+	if err != nil {
 		return 0, fmt.Errorf("policy: window sensitivity: noise %v", c.Noise)
 	}
+	return mech.WindowSensitivity(c, min(m, releases), releases)
+}
+
+// horizonWindowSensitivity is WindowSensitivity for a kind whose factor B
+// is block diagonal over horizons of N = c.Horizon releases, given
+// normsSq(N, M, starts), ||B 1_W||^2 for the windows of M releases
+// starting at offsets 0 .. starts-1 of a horizon.
+func horizonWindowSensitivity(c DPConfig, M, releases int, normsSq func(N, M, starts int) []float64) (float64, error) {
 	N := c.Horizon
 	if N < 1 || N > maxHorizon {
 		return 0, fmt.Errorf("policy: window sensitivity: horizon %d, want 1 to %d", N, maxHorizon)
@@ -69,15 +67,8 @@ func (c DPConfig) WindowSensitivity(m, releases int) (float64, error) {
 		// NoiseFactor is the largest column norm by construction.
 		return 1, nil
 	}
-	starts := min(releases-M, N-1) + 1
-	var normSq []float64
-	if c.Noise == NoiseTree {
-		normSq = windowNormsSq(N, M, starts, func(a, l int) float64 { return float64(treePieceSq(N, a, l)) })
-	} else {
-		normSq = sqrtWindowNormsSq(N, M, starts)
-	}
 	best := 0.0
-	for _, v := range normSq {
+	for _, v := range normsSq(N, M, min(releases-M, N-1)+1) {
 		best = max(best, v)
 	}
 	f := c.NoiseFactor()
@@ -85,6 +76,24 @@ func (c DPConfig) WindowSensitivity(m, releases int) (float64, error) {
 		return 0, errors.New("policy: window sensitivity: degenerate encoder")
 	}
 	return math.Sqrt(best) / f * sensitivitySlack, nil
+}
+
+// maxHorizon bounds DPConfig.Horizon: NoiseSqrt keeps every draw of a
+// horizon (Horizon x parameters floats).
+const maxHorizon = 1 << 20
+
+// horizonRange reports a Horizon out of range for a kind with one.
+func horizonRange(c DPConfig) []error {
+	if c.Horizon < 1 || c.Horizon > maxHorizon {
+		return []error{NoiseFields.Errorf("{Horizon} %d with %v noise: must be in [1, %d]", c.Horizon, c.Noise, maxHorizon)}
+	}
+	return nil
+}
+
+// errNotOnline is the error of an online use of a kind the agent does not
+// run.
+func errNotOnline(n Noise) error {
+	return fmt.Errorf("policy: %v noise is for in-process training only", n)
 }
 
 // windowPieces splits the window of M consecutive releases starting at
@@ -114,98 +123,4 @@ func windowNormsSq(N, M, starts int, pieceSq func(a, l int) float64) []float64 {
 		out[s] = v
 	}
 	return out
-}
-
-// treePieceSq returns ||C 1_[a, a+l)||^2 for the tree block of horizon N:
-// the sum over released dyadic nodes of (leaves of the node in [a, a+l))^2.
-func treePieceSq(N, a, l int) int64 {
-	var ss int64
-	for h := range treeLevels(N) {
-		size := 1 << h
-		for k := a >> h; k <= (a+l-1)>>h; k++ {
-			lo, hi := k*size, (k+1)*size
-			if hi > N {
-				break // not released in this horizon (nor any node to its right)
-			}
-			o := int64(min(hi, a+l) - max(lo, a))
-			ss += o * o
-		}
-	}
-	return ss
-}
-
-// sqrtWindowNormsSq is windowNormsSq for the square-root factorization. The
-// sum of columns [a, a+l) of C has entry P(d) - P(d-l) in row a + d, d = 0
-// .. N-1-a, where P(d) = c_0 + ... + c_d (P(d) = 0 for d < 0), so its norm
-// squared is G_l(N - a) with G_l(n) = sum_{d<n} (P(d) - P(d-l))^2: one
-// prefix-sum array per piece length, O(N) each.
-func sqrtWindowNormsSq(N, M, starts int) []float64 {
-	P := sqrtFactorCoefficients(N)
-	for d := 1; d < N; d++ {
-		P[d] += P[d-1]
-	}
-	type use struct{ s, n, mult int }
-	byLen := map[int][]use{}
-	for s := range starts {
-		l1, full, l2 := windowPieces(N, M, s)
-		byLen[l1] = append(byLen[l1], use{s, N - s, 1})
-		if full > 0 {
-			byLen[N] = append(byLen[N], use{s, N, full})
-		}
-		if l2 > 0 {
-			byLen[l2] = append(byLen[l2], use{s, N, 1})
-		}
-	}
-	out := make([]float64, starts)
-	G := make([]float64, N+1)
-	// Lengths in increasing order: the same sums in the same order every
-	// time, so the printed epsilon is reproducible to the last digit.
-	for _, l := range slices.Sorted(maps.Keys(byLen)) {
-		uses := byLen[l]
-		for d := range N {
-			v := P[d]
-			if d >= l {
-				v -= P[d-l]
-			}
-			G[d+1] = G[d] + v*v
-		}
-		for _, u := range uses {
-			out[u.s] += float64(u.mult) * G[u.n]
-		}
-	}
-	return out
-}
-
-// bandedWindowSensitivity is WindowSensitivity for the banded square root
-// of b bands in an unbounded stream: the sum of M consecutive columns of C
-// has entry P(d) - P(d-M) in its d-th row, d = 0 .. M+b-2, where P(d) =
-// c_0 + ... + c_min(d, b-1) (P(d) = 0 for d < 0); rho = its norm over the
-// column norm f, inflated by sensitivitySlack.
-func bandedWindowSensitivity(b, M int) (float64, error) {
-	if b < 1 || b > bandsens.MaxBand {
-		return 0, fmt.Errorf("policy: window sensitivity: band %d, want 1 to %d", b, bandsens.MaxBand)
-	}
-	if M == 1 {
-		return 1, nil
-	}
-	c := bandsens.SqrtCoefficients(b)
-	pre := make([]float64, b)
-	for j, v := range c {
-		pre[j] = v
-		if j > 0 {
-			pre[j] += pre[j-1]
-		}
-	}
-	P := func(d int) float64 {
-		if d < 0 {
-			return 0
-		}
-		return pre[min(d, b-1)]
-	}
-	ss := 0.0
-	for d := range M + b - 1 {
-		v := P(d) - P(d-M)
-		ss += v * v
-	}
-	return math.Sqrt(ss) / bandsens.ColumnNorm(c) * sensitivitySlack, nil
 }

@@ -54,7 +54,7 @@ func TestSqrtFactor(t *testing.T) {
 	}
 	c := make([]float64, N)
 	for k := range N {
-		c[k] = a.coef[k]
+		c[k] = a.noise.(*sqrtState).coef[k]
 		if k > 0 {
 			c[k] += c[k-1]
 		}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
-
-	"dprl/policy/bandmf"
 )
 
 // LocalFunc computes local update i of a round (Algorithm 3) into gu (len
@@ -66,10 +64,9 @@ func (r *Round) Workers() int { return len(r.learners) }
 // Learner returns worker w's Learner.
 func (r *Round) Learner(w int) *Learner { return r.learners[w] }
 
-// BandedStream returns the Aggregator's NoiseBandedSqrt stream (nil for
-// other noises): its pending release after Run, to persist with the
-// release, and its state, to restore after a restart.
-func (r *Round) BandedStream() *bandmf.Stream { return r.agg.BandedStream() }
+// CarriedNoise returns the Aggregator's CarriedNoise (nil for a kind whose
+// state the ledger does not carry).
+func (r *Round) CarriedNoise() CarriedNoise { return r.agg.CarriedNoise() }
 
 // NoiseStd returns the Aggregator's noise standard deviation per coordinate.
 func (r *Round) NoiseStd() float64 { return r.agg.NoiseStd() }

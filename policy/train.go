@@ -746,10 +746,19 @@ func TrainEpisodePrivacy(cfg Config, opts TrainOptions, maxEpisodeSteps int) (Ep
 // Factorization Mechanisms for Private Machine Learning", Cor. 2.1 and
 // Thm. 2.2; see DPConfig.WindowSensitivity).
 func (e EpisodePrivacy) Event(z float64) accountant.Event {
-	if e.Noise == NoiseIndependent {
+	if e.fresh() {
 		return accountant.Event{Q: 1, Z: z, Steps: e.Releases}
 	}
 	return accountant.Gaussian(z / e.Sensitivity)
+}
+
+// fresh reports whether the noise is fresh in every release
+// (Mechanism.Fresh): an episode's releases then compose; an unknown kind
+// (which Train refuses) counts as correlated, one Gaussian mechanism of
+// z / Sensitivity, the bound that holds for every kind.
+func (e EpisodePrivacy) fresh() bool {
+	m, err := e.Noise.Mechanism()
+	return err == nil && m.Fresh()
 }
 
 // Guarantees returns the exact analytic-Gaussian guarantees (Balle and
@@ -775,14 +784,14 @@ func (e EpisodePrivacy) Guarantees(z, delta float64) (episode, segment accountan
 // so it never exceeds target.
 func (e EpisodePrivacy) Calibrate(target, delta float64) (float64, error) {
 	steps := 1
-	if e.Noise == NoiseIndependent {
+	if e.fresh() {
 		steps = e.Releases
 	}
 	z, err := accountant.Calibrate(accountant.Analytic{}, target, delta, 1, steps)
 	if err != nil {
 		return 0, err
 	}
-	if e.Noise != NoiseIndependent {
+	if !e.fresh() {
 		z *= e.Sensitivity
 	}
 	// z * rho / rho may round below the calibrated value: step up to the

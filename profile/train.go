@@ -85,11 +85,14 @@ func TrainConfig(name string, private bool, users int, o TrainOverrides) (policy
 	}
 	set(&cfg.DP.UsersPerUpdate, o.K)
 	set(&noise, o.Noise)
-	if cfg.DP.Mode == policy.ModeDP && noise != policy.NoiseIndependent {
-		k := max(1, cfg.DP.UsersPerUpdate)
-		cfg.DP.Noise, cfg.DP.Horizon = noise, (max(users, 1)+k-1)/k
-		if o.Horizon != nil && *o.Horizon != 0 {
-			cfg.DP.Horizon = *o.Horizon
+	if cfg.DP.Mode == policy.ModeDP {
+		cfg.DP.Noise = noise
+		if m, err := noise.Mechanism(); err == nil && m.Horizon() {
+			k := max(1, cfg.DP.UsersPerUpdate)
+			cfg.DP.Horizon = (max(users, 1) + k - 1) / k
+			if o.Horizon != nil && *o.Horizon != 0 {
+				cfg.DP.Horizon = *o.Horizon
+			}
 		}
 	}
 	set(&cfg.PPO.Adam.LR, o.LR)

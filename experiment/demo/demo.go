@@ -27,7 +27,6 @@ import (
 	"dprl/internal/progress"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
-	"dprl/policy"
 	"dprl/profile"
 	"dprl/sims"
 	"dprl/stream"
@@ -180,15 +179,9 @@ func (c Config) AgentConfig(p profile.Profile) (agent.Config, error) {
 	if c.K > 0 {
 		pc.DP.UsersPerUpdate = c.K
 	}
-	switch c.Noise {
-	case "", policy.NoiseIndependent.String():
-		if c.Band != 0 {
-			return agent.Config{}, fmt.Errorf("demo: %d bands: bands are a setting of bandmf noise", c.Band)
-		}
-	case policy.NoiseBandedSqrt.String():
-		pc.DP.Noise, pc.DP.Band = policy.NoiseBandedSqrt, c.Band
-	default:
-		return agent.Config{}, fmt.Errorf("demo: noise %q: want independent or bandmf", c.Noise)
+	var err error
+	if pc.DP, err = pc.DP.WithOnlineNoise(c.Noise, c.Band); err != nil {
+		return agent.Config{}, fmt.Errorf("demo: %w", err)
 	}
 	ac := agent.DefaultConfig(p.Spec, pc)
 	ac.RewardLow, ac.RewardHigh = p.RewardLow, p.RewardHigh
