@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
@@ -62,6 +63,42 @@ type EmbeddedOptions struct {
 	MaxConn int
 	// MaxSubs caps the subscriptions of one connection; 0: no cap.
 	MaxSubs int
+
+	// ServerName names the server (a cluster needs distinct names); ""
+	// lets nats-server generate one.
+	ServerName string
+	// JetStream, when not nil, enables JetStream on the server.
+	JetStream *JetStreamOptions
+	// Cluster, when not nil, makes the server a member of a cluster.
+	Cluster *ClusterOptions
+}
+
+// JetStreamOptions enable JetStream on an embedded server.
+type JetStreamOptions struct {
+	// StoreDir holds the file storage (required).
+	StoreDir string
+	// SyncAlways fsyncs every write before the server acknowledges it.
+	// Without it nats-server syncs every two minutes, and an
+	// acknowledged message is in the memory of a majority of the
+	// replicas, not on their disks.
+	SyncAlways bool
+	// Domain is the JetStream domain ("" for none).
+	Domain string
+}
+
+// ClusterOptions make an embedded server a member of a cluster: it
+// listens for routes on Host:Port and connects to Routes (the others'
+// route URLs, e.g. "nats-route://127.0.0.1:6222"; the members gossip the
+// rest).
+type ClusterOptions struct {
+	// Name is the cluster's name, the same on every member.
+	Name string
+	// Host and Port are the route listener; Port -1 picks a free port
+	// (ClusterAddr on the started server tells which).
+	Host string
+	Port int
+	// Routes are other members' route URLs.
+	Routes []string
 }
 
 // StartEmbedded starts nats-server in-process with signal handling off
@@ -97,6 +134,9 @@ func StartEmbedded(opts EmbeddedOptions) (*server.Server, error) {
 		// 10,000, which a connection flood fills).
 		MaxClosedClients: 64,
 	}
+	if err := clusterOptions(so, opts); err != nil {
+		return nil, err
+	}
 	if opts.TLSConfig != nil {
 		so.TLSConfig = opts.TLSConfig
 		so.TLS = true
@@ -130,6 +170,31 @@ func StartEmbedded(opts EmbeddedOptions) (*server.Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// clusterOptions sets the server name, JetStream and cluster options.
+func clusterOptions(so *server.Options, opts EmbeddedOptions) error {
+	so.ServerName = opts.ServerName
+	if js := opts.JetStream; js != nil {
+		if js.StoreDir == "" {
+			return errors.New("stream: embedded: JetStream needs a store directory")
+		}
+		so.JetStream, so.StoreDir, so.SyncAlways, so.JetStreamDomain = true, js.StoreDir, js.SyncAlways, js.Domain
+	}
+	if c := opts.Cluster; c != nil {
+		if c.Name == "" {
+			return errors.New("stream: embedded: a cluster needs a name")
+		}
+		so.Cluster.Name, so.Cluster.Host, so.Cluster.Port = c.Name, cmp.Or(c.Host, "127.0.0.1"), c.Port
+		for _, r := range c.Routes {
+			u, err := url.Parse(r)
+			if err != nil || u.Scheme != "nats-route" || u.Port() == "" {
+				return fmt.Errorf("stream: embedded: cluster route %q: want nats-route://host:port", r)
+			}
+			so.Routes = append(so.Routes, u)
+		}
+	}
+	return nil
 }
 
 // ListenError is StartEmbedded's error when the server cannot listen on

@@ -137,3 +137,30 @@ func TestEmbeddedListenTaken(t *testing.T) {
 		t.Errorf("reported after %v: waited for the ready timeout", took)
 	}
 }
+
+// TestEmbeddedClusterOptionErrors: JetStream without a store directory, a
+// cluster without a name and a route that is not a nats-route URL are
+// refused before the server starts.
+func TestEmbeddedClusterOptionErrors(t *testing.T) {
+	for _, o := range []EmbeddedOptions{
+		{Port: -1, JetStream: &JetStreamOptions{}},
+		{Port: -1, Cluster: &ClusterOptions{Port: -1}},
+		{Port: -1, Cluster: &ClusterOptions{Name: "c", Port: -1, Routes: []string{"127.0.0.1:6222"}}},
+		{Port: -1, Cluster: &ClusterOptions{Name: "c", Port: -1, Routes: []string{"nats://127.0.0.1:6222"}}},
+	} {
+		s, err := StartEmbedded(o)
+		if err == nil {
+			s.Shutdown()
+			t.Errorf("%+v %+v %+v: started", o, o.JetStream, o.Cluster)
+		}
+	}
+	// A single JetStream server with file storage starts and has JetStream.
+	s, err := StartEmbedded(EmbeddedOptions{Port: -1, JetStream: &JetStreamOptions{StoreDir: t.TempDir(), SyncAlways: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	if !s.JetStreamEnabled() {
+		t.Fatal("JetStream not enabled")
+	}
+}
