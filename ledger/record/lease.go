@@ -1,0 +1,167 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrHeld is returned by Lease.Acquire when another candidate holds the
+// lease.
+var ErrHeld = errors.New("record: the lease is held by another candidate")
+
+// ErrLost is returned by Lease.Renew when the lease moved on (it expired
+// and another candidate took it, or it was released).
+var ErrLost = errors.New("record: the lease was lost")
+
+// Lease elects one holder among candidates (one learner among several)
+// through a key of a replicated JetStream key-value bucket with a per-key
+// TTL: Acquire creates the key only if it is absent or expired, Renew
+// rewrites it only at the revision the holder last wrote (and restores its
+// TTL, which the bucket's Update would drop), and an unrenewed key expires
+// after the TTL, letting another candidate take it.
+//
+// A lease is advisory: a holder paused past its TTL (a stop signal, a
+// long garbage collection) still believes it holds it until its next
+// Renew. What makes two holders harmless is the Log's fence: a new holder
+// appends an entry (its takeover) before anything else, so every append
+// the old holder prepared against the earlier tail is refused.
+type Lease struct {
+	kv      jetstream.KeyValue
+	js      jetstream.JetStream
+	key     string
+	subject string
+	ttl     time.Duration
+	holder  string
+	rev     uint64
+}
+
+// LeaseConfig names a lease.
+type LeaseConfig struct {
+	// Name names the ledger whose writer the lease elects: the bucket is
+	// "DPRL_LEASE_" + Name (the rules of Config.Name).
+	Name string
+	// Replicas is the bucket's replication factor.
+	Replicas int
+	// TTL is how long the lease outlives its last renewal: whole seconds,
+	// at least 1 s (JetStream's message TTL). Renew well within it.
+	TTL time.Duration
+	// Holder names this candidate (written as the key's value, for
+	// operators).
+	Holder string
+}
+
+// OpenLease creates or binds the lease's bucket, retrying through leader
+// elections until ctx ends.
+func OpenLease(ctx context.Context, js jetstream.JetStream, cfg LeaseConfig) (*Lease, error) {
+	switch {
+	case !namePattern.MatchString(cfg.Name):
+		return nil, fmt.Errorf("record: lease name %q: want 1 to 64 letters, digits, '-' or '_'", cfg.Name)
+	case cfg.Replicas < 1 || cfg.Replicas > 5:
+		return nil, fmt.Errorf("record: lease: %d replicas, want 1 to 5", cfg.Replicas)
+	case cfg.TTL < time.Second || cfg.TTL%time.Second != 0:
+		return nil, fmt.Errorf("record: lease TTL %v: want whole seconds, at least 1s", cfg.TTL)
+	case cfg.Holder == "":
+		return nil, errors.New("record: lease without a holder name")
+	}
+	bucket := "DPRL_LEASE_" + cfg.Name
+	var last error
+	for {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		kv, err := js.CreateOrUpdateKeyValue(actx, jetstream.KeyValueConfig{
+			Bucket: bucket, Description: "dprl writer lease of ledger " + cfg.Name,
+			History: 1, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+			LimitMarkerTTL: cfg.TTL,
+		})
+		cancel()
+		if err == nil {
+			return &Lease{kv: kv, js: js, key: "writer", subject: "$KV." + bucket + ".writer", ttl: cfg.TTL, holder: cfg.Holder}, nil
+		}
+		last = err
+		if !retryable(err) {
+			return nil, fmt.Errorf("record: open lease %s: %w", bucket, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("record: open lease %s: %w (last: %v)", bucket, ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Acquire takes the lease if no candidate holds it, returning its
+// revision (a number that grows with every acquisition and renewal, which
+// a holder can write into its entries); ErrHeld if another does.
+func (l *Lease) Acquire(ctx context.Context) (uint64, error) {
+	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	rev, err := l.kv.Create(actx, l.key, []byte(l.holder), jetstream.KeyTTL(l.ttl))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return 0, ErrHeld
+	}
+	if err != nil {
+		return 0, fmt.Errorf("record: acquire lease: %w", err)
+	}
+	l.rev = rev
+	return rev, nil
+}
+
+// Renew extends the lease by its TTL from now, if this candidate still
+// holds it at the revision it last wrote; ErrLost if it does not.
+func (l *Lease) Renew(ctx context.Context) (uint64, error) {
+	if l.rev == 0 {
+		return 0, ErrLost
+	}
+	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	m := &nats.Msg{Subject: l.subject, Data: []byte(l.holder)}
+	ack, err := l.js.PublishMsg(actx, m, jetstream.WithExpectLastSequencePerSubject(l.rev), jetstream.WithMsgTTL(l.ttl))
+	if fenced(err) {
+		l.rev = 0
+		return 0, ErrLost
+	}
+	if err != nil {
+		return 0, fmt.Errorf("record: renew lease: %w", err)
+	}
+	l.rev = ack.Sequence
+	return l.rev, nil
+}
+
+// Release gives the lease up (if still held at the revision last
+// written), so another candidate need not wait for the TTL.
+func (l *Lease) Release(ctx context.Context) error {
+	if l.rev == 0 {
+		return nil
+	}
+	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	err := l.kv.Delete(actx, l.key, jetstream.LastRevision(l.rev))
+	l.rev = 0
+	if err != nil && !isWrongLastSeq(err) {
+		return fmt.Errorf("record: release lease: %w", err)
+	}
+	return nil
+}
+
+// Holder returns the current holder's name and revision ("" when none).
+func (l *Lease) Holder(ctx context.Context) (string, uint64, error) {
+	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	e, err := l.kv.Get(actx, l.key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return "", 0, nil
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("record: lease holder: %w", err)
+	}
+	return string(e.Value()), e.Revision(), nil
+}
+
+// isWrongLastSeq is fenced for errors that may have been wrapped.
+func isWrongLastSeq(err error) bool {
+	return fenced(err) || errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+}
