@@ -29,6 +29,11 @@ const (
 	// hashes only, to the entries that hold them (Store.LinkFile, dprl
 	// ledger link); it costs nothing.
 	KindLink Kind = "records_linked"
+	// KindWriter records that a process became the ledger's writer (in a
+	// cluster, the learner that took the writer lease: Writer and Lease
+	// name it); it costs nothing. Its entry fences off every append a
+	// previous writer prepared against the earlier tail.
+	KindWriter Kind = "writer"
 )
 
 // Unit names the protected unit of an entry.
@@ -104,6 +109,10 @@ type Entry struct {
 	// DerivedFrom is the sequence number of the offline run whose output
 	// a derived file is.
 	DerivedFrom uint64 `json:"derived_from,omitempty"`
+	// Writer names the process of a writer entry (KindWriter), and Lease
+	// the revision of the writer lease it took.
+	Writer string `json:"writer,omitempty"`
+	Lease  uint64 `json:"lease,omitempty"`
 	// Released says that a derived file is the output of a differentially
 	// private release (an SVT run's stable prefixes), already charged to
 	// the dataset by the run it is derived from, and may be read as public

@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"dprl/internal/jsonstrict"
 	"dprl/ledger/accountant"
@@ -319,7 +320,41 @@ type Release struct {
 // Entry.Correlation is refused (ErrParticipation) if a user in it took part
 // in MaxParticipations releases already or in one of the last
 // MinSeparation - 1 versions.
-func (s *Store) Release(r Release) (Entry, error) {
+func (s *Store) Release(r Release) (Entry, error) { return s.ReleaseWith(r, nil) }
+
+// ReleaseWith is Release with before, if not nil, called with the entry
+// as it will be written (sequence, time and chain complete) just before
+// the batch commits: if before fails, nothing is written and its error is
+// returned. A learner of a cluster appends the entry to the ledger of
+// record there (package ledger/record), so that its own ledger never holds
+// an entry the record refused.
+func (s *Store) ReleaseWith(r Release, before func(Entry) error) (Entry, error) {
+	return s.releaseAs(r, before, nil)
+}
+
+// Apply writes a release that another process wrote into the ledger of
+// record, with the snapshot it paid for: e must be this ledger's next
+// entry exactly as that process wrote it (its sequence, time, previous
+// hash and hash: ErrInvalid otherwise), and every check of Release holds
+// (version, users, participation). Releases with correlated noise are
+// refused: their noise records are the writer's secret and never leave
+// it, so a ledger that applies one could not continue its stream (see
+// docs/privacy.md, section 3).
+func (s *Store) Apply(e Entry, snapshot []byte) (Entry, error) {
+	switch {
+	case e.Kind == KindWriter:
+		return s.appendWriter(e.Writer, e.Lease, nil, &e)
+	case e.Kind != KindRelease:
+		return Entry{}, fmt.Errorf("%w: entry %d: applying a %s entry from the record is not supported", ErrInvalid, e.Seq, e.Kind)
+	case e.Correlation != nil:
+		return Entry{}, fmt.Errorf("%w: entry %d: a release with correlated noise cannot be applied from the record (its noise state stays with its writer)", ErrInvalid, e.Seq)
+	}
+	return s.releaseAs(Release{Version: e.PolicyVersion, Snapshot: snapshot, Entry: e, Users: e.Users}, nil, &e)
+}
+
+// releaseAs is Release; with want, the entry must come out exactly as want
+// (its time is kept).
+func (s *Store) releaseAs(r Release, before func(Entry) error, want *Entry) (Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -376,12 +411,17 @@ func (s *Store) Release(r Release) (Entry, error) {
 	if err := b.Set(snapKey(r.Version), r.Snapshot, nil); err != nil {
 		return Entry{}, err
 	}
-	e, err = s.appendEntry(b, h, e)
+	e, err = s.appendEntryAs(b, h, e, want)
 	if err != nil {
 		return Entry{}, err
 	}
 	if err := s.putNoise(b, r, e); err != nil {
 		return Entry{}, err
+	}
+	if before != nil {
+		if err := before(e); err != nil {
+			return Entry{}, err
+		}
 	}
 	if err := s.commit(b, h, Head{Seq: e.Seq, Hash: e.Hash, Version: r.Version}); err != nil {
 		return Entry{}, fmt.Errorf("ledger: release %d: %w", r.Version, err)
@@ -391,8 +431,21 @@ func (s *Store) Release(r Release) (Entry, error) {
 
 // appendEntry completes e (sequence, time, chain) and adds it to the batch.
 func (s *Store) appendEntry(b *pebble.Batch, h Head, e Entry) (Entry, error) {
+	return s.appendEntryAs(b, h, e, nil)
+}
+
+// appendEntryAs is appendEntry; with want (an entry another process wrote)
+// it keeps want's time and requires the completed entry to be want
+// exactly: the same sequence, previous hash and hash.
+func (s *Store) appendEntryAs(b *pebble.Batch, h Head, e Entry, want *Entry) (Entry, error) {
 	e.Seq = h.Seq + 1
 	e.Time = s.now().UTC()
+	if want != nil {
+		if want.Seq != e.Seq || want.PrevHash != h.Hash {
+			return Entry{}, fmt.Errorf("%w: entry %d (after %.12s) does not follow this ledger's head, entry %d (%.12s)", ErrInvalid, want.Seq, want.PrevHash, h.Seq, h.Hash)
+		}
+		e.Time = want.Time
+	}
 	e.PrevHash = h.Hash
 	e.Hash = ""
 	sum, err := e.computeHash()
@@ -400,6 +453,9 @@ func (s *Store) appendEntry(b *pebble.Batch, h Head, e Entry) (Entry, error) {
 		return Entry{}, err
 	}
 	e.Hash = sum
+	if want != nil && want.Hash != sum {
+		return Entry{}, fmt.Errorf("%w: entry %d: hash %.12s recorded, %.12s recomputed: its contents differ from what this ledger would write", ErrInvalid, want.Seq, want.Hash, sum)
+	}
 	if err := setJSON(b, entryKey(e.Seq), e); err != nil {
 		return Entry{}, err
 	}
@@ -544,4 +600,41 @@ func prefixEnd(p []byte) []byte {
 		}
 	}
 	return nil
+}
+
+// AppendWriter appends a writer entry (KindWriter) naming writer and the
+// lease revision it holds, calling before as ReleaseWith does.
+func (s *Store) AppendWriter(writer string, lease uint64, before func(Entry) error) (Entry, error) {
+	return s.appendWriter(writer, lease, before, nil)
+}
+
+// appendWriter is AppendWriter; with want, Apply's rules.
+func (s *Store) appendWriter(writer string, lease uint64, before func(Entry) error, want *Entry) (Entry, error) {
+	if strings.TrimSpace(writer) == "" || len(writer) > 256 || lease == 0 {
+		return Entry{}, fmt.Errorf("%w: writer entry for %q at lease %d: want a name of 1 to 256 bytes and a lease revision", ErrInvalid, writer, lease)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return Entry{}, ErrClosed
+	}
+	h, err := s.Head()
+	if err != nil {
+		return Entry{}, err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	e := Entry{Kind: KindWriter, Mechanism: "writer: " + writer + " took the writer lease", Writer: writer, Lease: lease}
+	if e, err = s.appendEntryAs(b, h, e, want); err != nil {
+		return Entry{}, err
+	}
+	if before != nil {
+		if err := before(e); err != nil {
+			return Entry{}, err
+		}
+	}
+	if err := s.commit(b, h, Head{Seq: e.Seq, Hash: e.Hash, Version: h.Version}); err != nil {
+		return Entry{}, fmt.Errorf("ledger: writer entry: %w", err)
+	}
+	return e, nil
 }

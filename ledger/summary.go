@@ -158,7 +158,11 @@ func (m Summary) WriteText(w io.Writer) error {
 	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tUNIT\tEPSILON\tDELTA\tMETHOD\tZ\tPARTICIPANTS\tVERSION/DATASET\tNOISE")
 	for _, e := range m.Entries {
 		target := fmt.Sprint(e.PolicyVersion)
-		if e.Kind != KindRelease {
+		switch e.Kind {
+		case KindRelease:
+		case KindWriter:
+			target = e.Writer
+		default:
 			target = e.DatasetID
 		}
 		noise := "secure"
@@ -169,7 +173,7 @@ func (m Summary) WriteText(w io.Writer) error {
 		switch e.Kind {
 		case KindCap:
 			eps, del = fmt.Sprintf("cap %g", e.Cap.Epsilon), fmt.Sprint(e.Cap.Delta)
-		case KindDerived, KindLink:
+		case KindDerived, KindLink, KindWriter:
 			eps, del = "-", "-"
 		}
 		method, z := entryMethodZ(e)

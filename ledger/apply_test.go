@@ -1,0 +1,119 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// TestApplyReplicates: a follower that applies a writer's entries, with
+// their snapshots, holds the same ledger (every entry, hash and user
+// counter), and both verify; an entry out of order, one whose contents
+// were changed, and a correlated-noise release are refused without a
+// write; a release whose hook fails writes nothing.
+func TestApplyReplicates(t *testing.T) {
+	w, _ := openTemp(t)
+	f, _ := openTemp(t)
+	type rec struct {
+		e    Entry
+		snap []byte
+	}
+	var log []rec
+	appendTo := func(e Entry) error {
+		snap := []byte(fmt.Sprintf("policy-%d", e.PolicyVersion))
+		if e.Kind != KindRelease {
+			snap = nil
+		}
+		log = append(log, rec{e, snap})
+		return nil
+	}
+	if _, err := w.AppendWriter("learner-a", 7, appendTo); err != nil {
+		t.Fatal(err)
+	}
+	for v := uint64(1); v <= 4; v++ {
+		users := []UserKey{w.User("alice"), w.User(fmt.Sprint("user", v))}
+		r := Release{Version: v, Snapshot: []byte(fmt.Sprintf("policy-%d", v)), Entry: releaseEntry(t, 1.5, 2, true), Users: users}
+		if _, err := w.ReleaseWith(r, appendTo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A release the record refuses (the hook fails) leaves no trace.
+	before, _ := w.Head()
+	fenced := errors.New("fenced")
+	r := Release{Version: 5, Snapshot: []byte("policy-5"), Entry: releaseEntry(t, 1.5, 1, true), Users: []UserKey{w.User("alice")}}
+	if _, err := w.ReleaseWith(r, func(Entry) error { return fenced }); !errors.Is(err, fenced) {
+		t.Fatalf("refused release: %v", err)
+	}
+	if after, _ := w.Head(); after != before {
+		t.Fatalf("head moved from %+v to %+v after a refused release", before, after)
+	}
+	if st, _ := w.UserState(w.User("alice")); st.Updates != 4 {
+		t.Fatalf("alice counted %d updates, want 4", st.Updates)
+	}
+
+	// Out of order: entry 2 before entry 1.
+	if _, err := f.Apply(log[1].e, log[1].snap); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("out of order: %v", err)
+	}
+	// Changed contents: the hash no longer matches.
+	bad := log[0].e
+	bad.Writer = "someone-else"
+	if _, err := f.Apply(bad, nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("tampered writer entry: %v", err)
+	}
+	for i, r := range log {
+		if i == 2 {
+			bad := r.e
+			bad.Epsilon *= 0.5
+			if _, err := f.Apply(bad, r.snap); !errors.Is(err, ErrInvalid) {
+				t.Fatalf("tampered epsilon: %v", err)
+			}
+		}
+		got, err := f.Apply(r.e, r.snap)
+		if err != nil {
+			t.Fatalf("apply %d: %v", r.e.Seq, err)
+		}
+		if got.Hash != r.e.Hash {
+			t.Fatalf("applied %d with hash %s, written %s", r.e.Seq, got.Hash, r.e.Hash)
+		}
+	}
+	hw, _ := w.Head()
+	hf, _ := f.Head()
+	if hw != hf {
+		t.Fatalf("heads differ: writer %+v, follower %+v", hw, hf)
+	}
+	for _, u := range []UserKey{w.User("alice"), w.User("user3")} {
+		a, _ := w.UserState(u)
+		b, _ := f.UserState(u)
+		if a != b {
+			t.Fatalf("user %s: writer %+v, follower %+v", u, a, b)
+		}
+	}
+	for _, s := range []*Store{w, f} {
+		rep, err := s.Verify()
+		if err != nil || !rep.OK() || rep.Entries != 5 || rep.Releases != 4 {
+			t.Fatalf("verify: %+v %v", rep, err)
+		}
+	}
+	snap, err := f.Snapshot(4)
+	if err != nil || string(snap) != "policy-4" {
+		t.Fatalf("follower snapshot: %q %v", snap, err)
+	}
+	// A correlated-noise release is not applied.
+	corr, err := BandedCorrelation(2, 2, 3, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := releaseEntry(t, 1.5, 1, true)
+	e.Kind, e.Seq, e.PolicyVersion, e.Correlation = KindRelease, 6, 5, corr
+	if _, err := f.Apply(e, []byte("policy-5")); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("correlated release applied: %v", err)
+	}
+	// A writer entry needs a name and a lease.
+	if _, err := w.AppendWriter("", 1, nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("nameless writer: %v", err)
+	}
+	if _, err := w.AppendWriter("x", 0, nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("writer without a lease: %v", err)
+	}
+}
