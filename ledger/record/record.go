@@ -173,7 +173,9 @@ func (l *Log) Append(ctx context.Context, after uint64, id string, data []byte) 
 		}
 		switch {
 		case fenced(err):
-			m, gerr := l.stream.GetMsg(ctx, after+1)
+			actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+			m, gerr := l.stream.GetMsg(actx, after+1)
+			cancel()
 			switch {
 			case gerr == nil && m.Header.Get(jetstream.MsgIDHeader) == id:
 				return after + 1, nil
@@ -211,50 +213,47 @@ type Entry struct {
 }
 
 // Read calls fn with the entries from position from (>= 1) to the last
-// one at the time of the call, in order, stopping at fn's first error.
+// one at the time of the call, in order, stopping at fn's first error. It
+// fetches one entry per request, retrying through leader elections until
+// ctx ends.
 func (l *Log) Read(ctx context.Context, from uint64, fn func(Entry) error) error {
 	if from < 1 {
 		return fmt.Errorf("record: read from position %d, want >= 1", from)
 	}
 	last, err := l.Last(ctx)
-	if err != nil || last < from {
+	if err != nil {
 		return err
 	}
-	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:   from,
-	})
-	if err != nil {
-		return fmt.Errorf("record: read: %w", err)
-	}
-	for next := from; next <= last; {
-		batch, err := cons.Fetch(int(min(last-next+1, 256)), jetstream.FetchMaxWait(5*time.Second))
+	for p := from; p <= last; p++ {
+		m, err := l.get(ctx, p)
 		if err != nil {
-			return fmt.Errorf("record: read at %d: %w", next, err)
+			return err
 		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			md, err := m.Metadata()
-			if err != nil {
-				return fmt.Errorf("record: read at %d: %w", next, err)
-			}
-			if md.Sequence.Stream != next {
-				return fmt.Errorf("record: read: position %d where %d was due (the log has a gap)", md.Sequence.Stream, next)
-			}
-			if err := fn(Entry{Position: next, ID: m.Headers().Get(jetstream.MsgIDHeader), Data: m.Data()}); err != nil {
-				return err
-			}
-			next++
-		}
-		if err := batch.Error(); err != nil {
-			return fmt.Errorf("record: read at %d: %w", next, err)
-		}
-		if got == 0 {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("record: read at %d: %w", next, err)
-			}
+		if err := fn(Entry{Position: p, ID: m.Header.Get(jetstream.MsgIDHeader), Data: m.Data}); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// get returns the message at position p, retrying what may succeed.
+func (l *Log) get(ctx context.Context, p uint64) (*jetstream.RawStreamMsg, error) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		m, err := l.stream.GetMsg(actx, p)
+		cancel()
+		switch {
+		case err == nil:
+			return m, nil
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			return nil, fmt.Errorf("record: position %d is missing (the log has a gap)", p)
+		case !retryable(err):
+			return nil, fmt.Errorf("record: read position %d: %w", p, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("record: read position %d: %w (last: %v)", p, ctx.Err(), err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
