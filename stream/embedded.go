@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -270,3 +271,47 @@ func (n natsLogger) Fatalf(format string, v ...any) {
 func (n natsLogger) Errorf(format string, v ...any) { n.l.Error().Msgf(format, v...) }
 func (n natsLogger) Debugf(format string, v ...any) { n.l.Debug().Msgf(format, v...) }
 func (n natsLogger) Tracef(format string, v ...any) { n.l.Trace().Msgf(format, v...) }
+
+// StartCluster starts n embedded servers with JetStream (file storage
+// under dir/<name>) in one cluster named name on loopback, each routing
+// to every other from the start (JetStream's meta group needs its routes
+// configured), and returns them. base sets everything else (client port
+// -1 picks free ports). On error the servers already started are shut
+// down.
+func StartCluster(name string, n int, dir string, base EmbeddedOptions) ([]*server.Server, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("stream: cluster of %d servers", n)
+	}
+	// Reserve the route ports: every member needs all of them at start.
+	ports := make([]int, n)
+	var routes []string
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("stream: cluster: reserve a route port: %w", err)
+		}
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[i]))
+	}
+	var servers []*server.Server
+	for i := range n {
+		o := base
+		o.ServerName = fmt.Sprintf("%s-%d", name, i)
+		js := JetStreamOptions{StoreDir: filepath.Join(dir, o.ServerName)}
+		if base.JetStream != nil {
+			js.SyncAlways, js.Domain = base.JetStream.SyncAlways, base.JetStream.Domain
+		}
+		o.JetStream = &js
+		o.Cluster = &ClusterOptions{Name: name, Port: ports[i], Routes: routes}
+		s, err := StartEmbedded(o)
+		if err != nil {
+			for _, s := range servers {
+				s.Shutdown()
+			}
+			return nil, err
+		}
+		servers = append(servers, s)
+	}
+	return servers, nil
+}

@@ -103,6 +103,17 @@ func checkSize(data []byte, lim Limits) *Error {
 	return nil
 }
 
+// ParseID returns b as a session or user id if it is a valid one under
+// lim (non-empty, at most MaxIDLen bytes, UTF-8, no control character),
+// the rule every decoder of the protocol applies.
+func ParseID(field string, b []byte, lim Limits) (string, error) {
+	s, err := id(field, b, lim.withDefaults())
+	if err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
 // id validates and copies an id.
 func id(field string, b []byte, lim Limits) (string, *Error) {
 	switch {

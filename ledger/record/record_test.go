@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -18,36 +16,15 @@ import (
 )
 
 // startCluster starts n embedded servers with JetStream in one cluster on
-// loopback and returns them; they stop at the end of the test.
+// loopback; they stop at the end of the test.
 func startCluster(t *testing.T, n int) []*server.Server {
 	t.Helper()
-	dir := t.TempDir()
-	// Every member routes to every other, so each has routes from the
-	// start (JetStream's meta group needs them): reserve the route ports.
-	var routes []string
-	ports := make([]int, n)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[i]))
+	servers, err := stream.StartCluster("test", n, t.TempDir(), stream.EmbeddedOptions{Port: -1})
+	if err != nil {
+		t.Fatal(err)
 	}
-	var servers []*server.Server
-	for i := range n {
-		s, err := stream.StartEmbedded(stream.EmbeddedOptions{
-			Port:       -1,
-			ServerName: fmt.Sprintf("n%d", i),
-			JetStream:  &stream.JetStreamOptions{StoreDir: filepath.Join(dir, fmt.Sprintf("n%d", i))},
-			Cluster:    &stream.ClusterOptions{Name: "test", Port: ports[i], Routes: routes},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, s := range servers {
 		t.Cleanup(s.Shutdown)
-		servers = append(servers, s)
 	}
 	return servers
 }
