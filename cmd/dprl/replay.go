@@ -5,7 +5,6 @@ import (
 
 	"dprl/cmd/dprl/cliflags"
 	"dprl/experiment/demo"
-	"dprl/internal/fielderr"
 	"dprl/internal/progress"
 	"dprl/stream"
 
@@ -16,6 +15,7 @@ func newReplayCmd(a *app) *cobra.Command {
 	var (
 		cfg    demo.ReplayConfig
 		asJSON bool
+		fl     *cliflags.Flags
 	)
 	c := &cobra.Command{
 		Use:   "replay --nats URL --env E --users N [--concurrency C] [--returning P]",
@@ -32,7 +32,7 @@ does a run in which any session failed, after its full summary.`,
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := cfg.Validate(); err != nil {
-				return usageError{fielderr.Rename(err, func(f string) string { return demoFlagNames[f] })}
+				return usageError{fl.Rename(err)}
 			}
 			cfg.Logger = a.log
 			cfg.StartProgress = func(p func() demo.ReplayProgress) func() {
@@ -45,7 +45,7 @@ does a run in which any session failed, after its full summary.`,
 			return err
 		},
 	}
-	fl := c.Flags()
+	fl = cliflags.New(c.Flags(), &cfg)
 	fl.StringVar(&cfg.URL, "nats", "nats://127.0.0.1:4222", "URL of the NATS server the agent listens on")
 	fl.StringVar(&cfg.Prefix, "prefix", stream.DefaultPrefix, "subject prefix")
 	fl.StringVar(&cfg.Env, "env", "cartpole", "environment the users play")

@@ -16,7 +16,7 @@ import (
 
 // NATSSecurity binds the flags that secure dprl agent's embedded NATS
 // server to the fields of f.
-func NATSSecurity(fl *pflag.FlagSet, f *agent.NATSSecurityFiles) {
+func NATSSecurity(fl *Flags, f *agent.NATSSecurityFiles) {
 	fl.StringVar(&f.Clients, "nats-clients", "", "client identities of the embedded NATS server (JSON, see examples/nats-clients.json): every connection must then authenticate, and a client may only send requests and read its own replies and the policy announcements")
 	fl.StringVar(&f.ServerCert, "nats-tls-cert", "", "certificate (PEM) of the embedded NATS server: TCP clients must use TLS")
 	fl.StringVar(&f.ServerKey, "nats-tls-key", "", "key (PEM) of --nats-tls-cert")
@@ -28,7 +28,7 @@ func NATSSecurity(fl *pflag.FlagSet, f *agent.NATSSecurityFiles) {
 
 // ClientFiles binds the connection flags of a client of the agent (dprl
 // replay) to the fields of f.
-func ClientFiles(fl *pflag.FlagSet, f *stream.ClientFiles) {
+func ClientFiles(fl *Flags, f *stream.ClientFiles) {
 	fl.StringVar(&f.Identity, "nats-identity", "", "client identity name (its entry in the agent's --nats-clients): requests use its reply inbox _INBOX.NAME")
 	fl.StringVar(&f.NKey, "nkey", "", "nkey seed file of the client identity")
 	fl.StringVar(&f.User, "nats-user", "", "user name of the client identity")

@@ -1,0 +1,130 @@
+package cliflags
+
+import (
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"dprl/internal/fielderr"
+)
+
+// Flags is a command's flag set that records, for every flag bound to a
+// field of its configuration structs, the field's name: the
+// configuration's errors (internal/fielderr) then name the flag, and the
+// command can ask whether the user set a field. The XxxVar methods are
+// pflag's, recording the field they fill.
+type Flags struct {
+	*pflag.FlagSet
+	cfgs  []reflect.Value   // the configuration structs
+	flags map[string]string // field name -> "--flag"
+}
+
+// New returns fs as Flags filling the structs cfgs point to.
+func New(fs *pflag.FlagSet, cfgs ...any) *Flags {
+	f := &Flags{FlagSet: fs, flags: map[string]string{}}
+	for _, c := range cfgs {
+		f.cfgs = append(f.cfgs, reflect.ValueOf(c).Elem())
+	}
+	return f
+}
+
+// Name records that the flag fills field: a name the configuration's
+// errors give a setting that is not a field of its structs.
+func (f *Flags) Name(field, flag string) { f.flags[field] = "--" + flag }
+
+// Flag returns the flag ("--name") filling field, or "" if none does.
+func (f *Flags) Flag(field string) string { return f.flags[field] }
+
+// FieldChanged reports whether the flag filling field was set.
+func (f *Flags) FieldChanged(field string) bool {
+	flag, ok := f.flags[field]
+	return ok && f.Changed(strings.TrimPrefix(flag, "--"))
+}
+
+// Rename returns err with the fields its *fielderr.Error name rendered as
+// their flags (fielderr.Rename).
+func (f *Flags) Rename(err error) error { return fielderr.Rename(err, f.Flag) }
+
+// bind records flag as the flag of the field p points to, and of the
+// struct fields holding it, where no flag was recorded for them before.
+func (f *Flags) bind(p any, flag string) {
+	addr := reflect.ValueOf(p).Pointer()
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		for i := range v.NumField() {
+			fv := v.Field(i)
+			start := fv.Addr().Pointer()
+			if addr < start || addr >= start+fv.Type().Size() {
+				continue
+			}
+			if name := v.Type().Field(i).Name; f.flags[name] == "" {
+				f.flags[name] = "--" + flag
+			}
+			if fv.Kind() == reflect.Struct {
+				walk(fv)
+			}
+		}
+	}
+	for _, c := range f.cfgs {
+		walk(c)
+	}
+}
+
+// define defines a flag with pflag's def and records the field it fills.
+func define[T any](f *Flags, def func(*T, string, T, string), p *T, name string, value T, usage string) {
+	def(p, name, value, usage)
+	f.bind(p, name)
+}
+
+// StringVar defines a string flag filling *p.
+func (f *Flags) StringVar(p *string, name, value, usage string) {
+	define(f, f.FlagSet.StringVar, p, name, value, usage)
+}
+
+// BoolVar defines a bool flag filling *p.
+func (f *Flags) BoolVar(p *bool, name string, value bool, usage string) {
+	define(f, f.FlagSet.BoolVar, p, name, value, usage)
+}
+
+// IntVar defines an int flag filling *p.
+func (f *Flags) IntVar(p *int, name string, value int, usage string) {
+	define(f, f.FlagSet.IntVar, p, name, value, usage)
+}
+
+// Int64Var defines an int64 flag filling *p.
+func (f *Flags) Int64Var(p *int64, name string, value int64, usage string) {
+	define(f, f.FlagSet.Int64Var, p, name, value, usage)
+}
+
+// Uint64Var defines a uint64 flag filling *p.
+func (f *Flags) Uint64Var(p *uint64, name string, value uint64, usage string) {
+	define(f, f.FlagSet.Uint64Var, p, name, value, usage)
+}
+
+// Float64Var defines a float64 flag filling *p.
+func (f *Flags) Float64Var(p *float64, name string, value float64, usage string) {
+	define(f, f.FlagSet.Float64Var, p, name, value, usage)
+}
+
+// DurationVar defines a time.Duration flag filling *p.
+func (f *Flags) DurationVar(p *time.Duration, name string, value time.Duration, usage string) {
+	define(f, f.FlagSet.DurationVar, p, name, value, usage)
+}
+
+// IntSliceVar defines an []int flag filling *p.
+func (f *Flags) IntSliceVar(p *[]int, name string, value []int, usage string) {
+	define(f, f.FlagSet.IntSliceVar, p, name, value, usage)
+}
+
+// Float64SliceVar defines a []float64 flag filling *p.
+func (f *Flags) Float64SliceVar(p *[]float64, name string, value []float64, usage string) {
+	define(f, f.FlagSet.Float64SliceVar, p, name, value, usage)
+}
+
+// Var defines a flag of value v, a pointer to the field it fills.
+func (f *Flags) Var(v pflag.Value, name, usage string) {
+	f.FlagSet.Var(v, name, usage)
+	f.bind(v, name)
+}

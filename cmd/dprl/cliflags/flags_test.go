@@ -1,0 +1,63 @@
+package cliflags
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"dprl/internal/fielderr"
+)
+
+type inner struct {
+	Rate  float64
+	Every time.Duration
+}
+
+type config struct {
+	Name  string
+	N     int
+	Sizes []int
+	Inner inner
+	Other float64
+}
+
+// TestFlagsRecordFields: each flag records the field it fills, nested
+// fields with their struct (the first flag in it), names given with Name
+// too; the configuration's errors are rendered with the flags.
+func TestFlagsRecordFields(t *testing.T) {
+	var c config
+	var outside string
+	fl := New(pflag.NewFlagSet("t", pflag.ContinueOnError), &c)
+	fl.StringVar(&c.Name, "name", "", "")
+	fl.IntVar(&c.N, "count", 0, "")
+	fl.IntSliceVar(&c.Sizes, "sizes", nil, "")
+	fl.Float64Var(&c.Inner.Rate, "rate", 0, "")
+	fl.DurationVar(&c.Inner.Every, "every", 0, "")
+	fl.StringVar(&outside, "mode", "", "")
+	fl.Name("Mode", "mode")
+	for _, tc := range []struct{ field, flag string }{
+		{"Name", "--name"}, {"N", "--count"}, {"Sizes", "--sizes"}, {"Inner", "--rate"}, {"Rate", "--rate"},
+		{"Every", "--every"}, {"Mode", "--mode"}, {"Other", ""},
+	} {
+		if got := fl.Flag(tc.field); got != tc.flag {
+			t.Errorf("Flag(%s) = %q, want %q", tc.field, got, tc.flag)
+		}
+	}
+	if err := fl.Parse([]string{"--count", "3", "--every", "2s"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.N != 3 || c.Inner.Every != 2*time.Second {
+		t.Errorf("parsed %+v", c)
+	}
+	for field, want := range map[string]bool{"N": true, "Every": true, "Name": false, "Other": false} {
+		if fl.FieldChanged(field) != want {
+			t.Errorf("FieldChanged(%s) = %v, want %v", field, !want, want)
+		}
+	}
+	err := fielderr.Fields{"N", "Other"}.Errorf("{N} 3 with {Other}: want less")
+	if got := fl.Rename(err).Error(); got != "--count 3 with Other: want less" || !errors.Is(fl.Rename(err), err) {
+		t.Errorf("Rename: %q", got)
+	}
+}
