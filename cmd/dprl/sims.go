@@ -94,7 +94,7 @@ can be repeated.`,
 					return usageError{err}
 				}
 			}
-			if sc.Seed, _ = seedFlag(cmd, "seed", sc.Seed); !changed("seed") && !asJSON {
+			if sc.Seed = seedFlag(cmd, "seed", sc.Seed); !changed("seed") && !asJSON {
 				fmt.Fprintf(a.stdout, "seed: %d\n", sc.Seed)
 			} else if !changed("seed") {
 				a.log.Info().Uint64("seed", sc.Seed).Msg("random seed drawn; pass --seed to repeat the run")
@@ -138,7 +138,7 @@ Give a --seed no training run evaluates on (held out). Simulation only.`,
   dprl sims baselines --env pendulum --grid 9 --episodes 200 --seed 1 --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg.Seed, _ = seedFlag(cmd, "seed", cfg.Seed)
+			cfg.Seed = seedFlag(cmd, "seed", cfg.Seed)
 			res, err := sims.Baselines(cfg)
 			if err != nil && !errors.As(err, new(*sims.NonFiniteError)) {
 				return usageError{err}

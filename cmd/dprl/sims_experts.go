@@ -48,7 +48,7 @@ to stderr; the summary to stdout (text or --json).`,
 				msg := fl.Rename(err).Error()
 				return usagef("sims experts: %s", strings.ReplaceAll(msg, "\n", "; "))
 			}
-			cfg.Seed, _ = seedFlag(cmd, "seed", cfg.Seed)
+			cfg.Seed = seedFlag(cmd, "seed", cfg.Seed)
 			cfg.Seeded = cmd.Flags().Changed("seed")
 			prog := a.task("experts")
 			res, err := svt.GenerateDataset(cmd.Context(), cfg, func(p svt.GenProgress) {

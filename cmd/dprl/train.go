@@ -299,10 +299,7 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 		}
 		n = f.seeds
 	}
-	seed, err := seedFlag(cmd, "seed", f.seed)
-	if err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
+	seed := seedFlag(cmd, "seed", f.seed)
 	if cmd.Flags().Changed("sweep-z") {
 		return runTrainSweep(cmd, a, f, plan, seed, n)
 	}
@@ -340,10 +337,7 @@ func runTrainSweep(cmd *cobra.Command, a *app, f *trainFlags, plan *experiment.T
 		slices.Sort(errs)
 		return usagef("train: %s", strings.Join(errs, "; "))
 	}
-	seeds := make([]uint64, n)
-	for i := range seeds {
-		seeds[i] = seed + uint64(i)
-	}
+	seeds := experiment.SeedRange(seed, n)
 	prog, total := a.task("training"), len(slices.Compact(slices.Sorted(slices.Values(f.sweepZ))))*n*f.users
 	res, err := plan.Sweep(cmd.Context(), f.sweepZ, seeds, experiment.SweepHooks{
 		Progress: func(point, run int, eps float64) func(policy.Progress) {
@@ -369,11 +363,7 @@ func runTrainDPSGD(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if err := trainUsage(c.Validate()); err != nil {
 		return err
 	}
-	seed, err := seedFlag(cmd, "seed", f.seed)
-	if err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	c.Seed = seed
+	c.Seed = seedFlag(cmd, "seed", f.seed)
 	res, err := experiment.RunDPSGD(cmd.Context(), c, nil)
 	return emit(a, f.json, res, runError(err))
 }

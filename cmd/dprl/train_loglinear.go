@@ -55,9 +55,7 @@ func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if len(errs) > 0 {
 		return usagef("train: %s", strings.Join(errs, "; "))
 	}
-	if c.Seed, err = seedFlag(cmd, "seed", f.seed); err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
+	c.Seed = seedFlag(cmd, "seed", f.seed)
 	prog := a.task("training")
 	res, err := experiment.RunLogLinear(cmd.Context(), c, prog.Counter(c.TotalEpisodes(), "episodes"))
 	prog.Finish()

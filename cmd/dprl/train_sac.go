@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"dprl/experiment"
@@ -34,11 +32,7 @@ func runTrainSAC(cmd *cobra.Command, a *app, f *trainFlags) error {
 	if err := trainUsage(c.Validate()); err != nil {
 		return err
 	}
-	seed, err := seedFlag(cmd, "seed", f.seed)
-	if err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	c.Seed = seed
+	c.Seed = seedFlag(cmd, "seed", f.seed)
 	prog := a.task("sac")
 	total := int64(c.Seeds * c.Steps)
 	res, err := experiment.RunSAC(cmd.Context(), c, func(run int, p sac.Progress) {
