@@ -1,7 +1,8 @@
-// Package cliflags binds the dprl command's flags that mirror a library's
-// settings struct to its fields, so that the flag names, defaults and help
+// Package cliflags binds the dprl command's flags to the fields of the
+// libraries' settings structs, so that the flag names, defaults and help
 // live beside the one command line that uses them and the settings stay
-// free of flag parsing.
+// free of flag parsing. Flags records which field each flag fills, so
+// that a library's errors naming fields name the flags instead.
 package cliflags
 
 import (

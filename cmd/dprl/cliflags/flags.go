@@ -1,7 +1,9 @@
 package cliflags
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,16 +16,20 @@ import (
 // field of its configuration structs, the field's name: the
 // configuration's errors (internal/fielderr) then name the flag, and the
 // command can ask whether the user set a field. The XxxVar methods are
-// pflag's, recording the field they fill.
+// pflag's, recording the field they fill. A command with modes (dprl
+// train --algo) records the modes that read each flag, to refuse a flag
+// its mode would ignore.
 type Flags struct {
 	*pflag.FlagSet
-	cfgs  []reflect.Value   // the configuration structs
-	flags map[string]string // field name -> "--flag"
+	cfgs  []reflect.Value     // the configuration structs
+	flags map[string]string   // field name -> "--flag"
+	order []string            // the flags, in the order they were defined
+	modes map[string][]string // flag -> the modes that read it (none: all)
 }
 
 // New returns fs as Flags filling the structs cfgs point to.
 func New(fs *pflag.FlagSet, cfgs ...any) *Flags {
-	f := &Flags{FlagSet: fs, flags: map[string]string{}}
+	f := &Flags{FlagSet: fs, flags: map[string]string{}, modes: map[string][]string{}}
 	for _, c := range cfgs {
 		f.cfgs = append(f.cfgs, reflect.ValueOf(c).Elem())
 	}
@@ -46,6 +52,50 @@ func (f *Flags) FieldChanged(field string) bool {
 // Rename returns err with the fields its *fielderr.Error name rendered as
 // their flags (fielderr.Rename).
 func (f *Flags) Rename(err error) error { return fielderr.Rename(err, f.Flag) }
+
+// Messages returns the messages of err, one per joined error, with the
+// fields they name rendered as flags (nil for a nil err).
+func (f *Flags) Messages(err error) []string {
+	if err == nil {
+		return nil
+	}
+	return strings.Split(f.Rename(err).Error(), "\n")
+}
+
+// Ordered returns Messages(err) sorted by the order in which the flag each
+// message starts with was defined (stable; messages of no flag first).
+func (f *Flags) Ordered(err error) []string {
+	msgs := f.Messages(err)
+	pos := func(m string) int {
+		w := strings.FieldsFunc(m, func(r rune) bool { return r == ' ' || r == ':' })
+		if len(w) == 0 {
+			return -1
+		}
+		return slices.Index(f.order, strings.TrimPrefix(w[0], "--"))
+	}
+	slices.SortStableFunc(msgs, func(a, b string) int { return pos(a) - pos(b) })
+	return msgs
+}
+
+// Modes records that only the modes (space-separated) read the flags.
+func (f *Flags) Modes(modes string, flags ...string) {
+	for _, flag := range flags {
+		f.modes[flag] = strings.Fields(modes)
+	}
+}
+
+// Inapplicable returns, sorted, one message per flag set that mode does
+// not read: "--F does not apply to --MODEFLAG M (only to A, B)".
+func (f *Flags) Inapplicable(modeFlag, mode string) []string {
+	var msgs []string
+	for flag, modes := range f.modes {
+		if f.Changed(flag) && !slices.Contains(modes, mode) {
+			msgs = append(msgs, fmt.Sprintf("--%s does not apply to --%s %s (only to %s)", flag, modeFlag, mode, strings.Join(modes, ", ")))
+		}
+	}
+	slices.Sort(msgs)
+	return msgs
+}
 
 // bind records flag as the flag of the field p points to, and of the
 // struct fields holding it, where no flag was recorded for them before.
@@ -75,6 +125,7 @@ func (f *Flags) bind(p any, flag string) {
 // define defines a flag with pflag's def and records the field it fills.
 func define[T any](f *Flags, def func(*T, string, T, string), p *T, name string, value T, usage string) {
 	def(p, name, value, usage)
+	f.order = append(f.order, name)
 	f.bind(p, name)
 }
 
@@ -118,6 +169,11 @@ func (f *Flags) IntSliceVar(p *[]int, name string, value []int, usage string) {
 	define(f, f.FlagSet.IntSliceVar, p, name, value, usage)
 }
 
+// StringSliceVar defines a []string flag filling *p.
+func (f *Flags) StringSliceVar(p *[]string, name string, value []string, usage string) {
+	define(f, f.FlagSet.StringSliceVar, p, name, value, usage)
+}
+
 // Float64SliceVar defines a []float64 flag filling *p.
 func (f *Flags) Float64SliceVar(p *[]float64, name string, value []float64, usage string) {
 	define(f, f.FlagSet.Float64SliceVar, p, name, value, usage)
@@ -126,5 +182,6 @@ func (f *Flags) Float64SliceVar(p *[]float64, name string, value []float64, usag
 // Var defines a flag of value v, a pointer to the field it fills.
 func (f *Flags) Var(v pflag.Value, name, usage string) {
 	f.FlagSet.Var(v, name, usage)
+	f.order = append(f.order, name)
 	f.bind(v, name)
 }
