@@ -194,7 +194,7 @@ func registerTrainModes(fl *cliflags.Flags) {
 // checkTrainFlagsApply rejects a flag set on the command line that algo
 // would silently ignore. An unknown algo is left to trainSpec.
 func checkTrainFlagsApply(fl *cliflags.Flags, algo string) error {
-	if !strings.Contains(" "+ppoFamily+" "+dpsgdAlgo+" "+algoLogLinear+" "+algoSAC+" ", " "+algo+" ") {
+	if experiment.CheckMethod(algo) != nil {
 		return nil
 	}
 	if errs := fl.Inapplicable("algo", algo); len(errs) > 0 {
@@ -235,7 +235,7 @@ func trainSpec(cmd *cobra.Command, f *trainFlags) (t experiment.Train, err error
 		FreshEpisodes: f.fresh, AnnealServerLR: f.anneal, Average: f.Average, Diagnostics: f.diag != "", Seeded: fl.Changed("seed")}
 	o := &t.Overrides
 	if f.Algo != experiment.MethodDPPG && f.Algo != experiment.MethodPPO {
-		errs = append(errs, fmt.Errorf("--algo %q: want dppg, ppo, dppg-loglinear, dpsgd-reinforce, dpsgd-dqn or sac", f.Algo))
+		errs = append(errs, fmt.Errorf("--algo %w", experiment.CheckMethod(f.Algo)))
 		t.Method = experiment.MethodDPPG // to check the other flags
 	} else {
 		o.Z, o.Clip, o.PolicyShare = ifSet(fl, "z", &f.Z), ifSet(fl, "clip", &f.Clip), ifSet(fl, "policy-share", &f.PolicyShare)
