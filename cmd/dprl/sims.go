@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dprl/cmd/dprl/cliflags"
 	"dprl/sims"
 	"dprl/space"
 )
@@ -146,7 +145,10 @@ Give a --seed no training run evaluates on (held out). Simulation only.`,
 			return emit(a, asJSON, res, err)
 		},
 	}
-	cliflags.Baselines(c.Flags(), &cfg)
+	c.Flags().StringVar(&cfg.Env, "env", "", "environment name (see dprl sims list)")
+	c.Flags().IntVar(&cfg.Episodes, "episodes", 1000, "episodes per policy, >= 1")
+	c.Flags().Uint64Var(&cfg.Seed, "seed", 0, "seed of the episodes (default: drawn from the OS and printed in the result)")
+	c.Flags().IntVar(&cfg.Grid, "grid", 5, "constant values per dimension of a box action space, >= 2")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
