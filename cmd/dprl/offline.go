@@ -56,10 +56,12 @@ func (b *offlineBudget) config(a *app, private bool) (budget.Config, error) {
 // fieldUsage makes an error naming a configuration's fields (a
 // *fielderr.Error) a usage error naming their flags (fl; a field of no
 // flag keeps its name); any other error is returned prefixed with the
-// command's name.
+// command's name, if any.
 func fieldUsage(cmd string, fl *cliflags.Flags, err error) error {
 	if ce := (*fielderr.Error)(nil); errors.As(err, &ce) {
 		return usageError{fl.Rename(err)}
+	} else if cmd == "" {
+		return err
 	}
 	return fmt.Errorf("%s: %w", cmd, err)
 }

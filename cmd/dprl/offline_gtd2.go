@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"math"
 
 	"dprl/cmd/dprl/cliflags"
@@ -163,19 +162,10 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 	ec.Progress = func(t int) { prog.Update(progress.Report{Done: int64(t), Total: int64(ec.Iters), Unit: "steps"}) }
 	m, opt, err := evaluate.New(ec)
 	if err != nil {
-		return gtd2Usage(f.fl, err)
+		return fieldUsage("", f.fl, err)
 	}
 	defer m.Close()
 	return runOffline(a, cmd, offlineRun[*evaluate.Result]{budget: &f.budget, private: ec.Private(),
-		in: budget.Input{Path: ec.Data, Reader: opt}, m: m, asJSON: f.asJSON, runErr: func(err error) error { return gtd2Usage(f.fl, err) },
+		in: budget.Input{Path: ec.Data, Reader: opt}, m: m, asJSON: f.asJSON, flags: f.fl,
 		plot: f.plot, draw: func(out *evaluate.Result, p string) error { out.Plot = p; return out.WritePlot(p, ec.Data) }})
-}
-
-// gtd2Usage makes an error with evaluate.ConfigErrors a usage error
-// naming flags instead of fields.
-func gtd2Usage(fl *cliflags.Flags, err error) error {
-	if ce := (*evaluate.ConfigError)(nil); errors.As(err, &ce) {
-		return usageError{fl.Rename(err)}
-	}
-	return err
 }
