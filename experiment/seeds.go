@@ -43,6 +43,16 @@ func (p *TrainPlan) RunSeeds(ctx context.Context, seed uint64, n int, hooks Seed
 	return runs, nil
 }
 
+// SeedRange returns the n seeds seed, seed+1, ..., seed+n-1 of a command's
+// --seed and --seeds.
+func SeedRange(seed uint64, n int) []uint64 {
+	seeds := make([]uint64, max(n, 0))
+	for i := range seeds {
+		seeds[i] = seed + uint64(i)
+	}
+	return seeds
+}
+
 // TrainSeedsResult summarises the runs of one TrainPlan over several seeds
 // (the JSON of dprl train --seeds N, N > 1, for dppg and ppo).
 type TrainSeedsResult struct {

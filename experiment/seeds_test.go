@@ -31,3 +31,22 @@ func TestTrainPlanRunSeeds(t *testing.T) {
 		t.Errorf("Done's error: %v after %d runs", err, calls)
 	}
 }
+
+// TestSeedRange: n consecutive seeds from seed, wrapping at 2^64; none
+// for n <= 0.
+func TestSeedRange(t *testing.T) {
+	for _, c := range []struct {
+		seed uint64
+		n    int
+		want []uint64
+	}{
+		{7, 3, []uint64{7, 8, 9}},
+		{1<<64 - 1, 2, []uint64{1<<64 - 1, 0}},
+		{5, 0, []uint64{}},
+		{5, -1, []uint64{}},
+	} {
+		if got := SeedRange(c.seed, c.n); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("SeedRange(%d, %d) = %v, want %v", c.seed, c.n, got, c.want)
+		}
+	}
+}

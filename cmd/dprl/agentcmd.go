@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strings"
 	"time"
 
 	"dprl/agent"
 	"dprl/cmd/dprl/cliflags"
-	"dprl/internal/fielderr"
 	"dprl/internal/flagsrc"
 	"dprl/ledger"
 	"dprl/stream"
@@ -20,16 +18,16 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// agentFlagNames are the flags of the fields that agent.Settings' errors
-// name (agent.SettingsFields).
-var agentFlagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-head", "EnvSpec": "--env", "ObsDim": "--obs-dim", "MaxOpenSessions": "--max-open-sessions", "MaxStepsPerSession": "--max-steps", "RewardLow": "--reward-low",
-	"Actions": "--actions", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta", "UserEpsilon": "--user-epsilon", "MaxUpdatesPerUser": "--max-updates-per-user", "Noise": "--noise", "Band": "--band", "Init": "--init", "BackupEvery": "--backup-every", "BackupKeep": "--backup-keep", "BackupDir": "--backup-dir",
-	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert", "MaxSessionsPerUser": "--max-sessions-per-user", "MaxQueuedPerUser": "--max-queued-per-user", "RewardHigh": "--reward-high",
-	"TLSKey": "--tls-key", "Creds": "--creds", "NKey": "--nkey", "Clients": "--nats-clients", "ServerTLS": "--nats-tls-*", "MaxSessionsPerConnection": "--max-sessions-per-connection", "IdleTimeout": "--idle-timeout", "MaxSessionLifetime": "--max-session-lifetime",
-	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats", "NATSListen": "--nats-listen", "HTTPAddr": "--http", "FlushTimeout": "--flush-timeout", "ServePolicy": "--serve-policy", "ServeNonPrivate": "--serve-non-private", "SessionLogDir": "--log-sessions"}
-
-// registerAgentSettings binds dprl agent's flags to the fields of s.
-func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
+// registerAgentSettings binds dprl agent's flags to the fields of s and
+// returns them, with the flags of the names agent.SettingsFields gives
+// groups of fields.
+func registerAgentSettings(fs *pflag.FlagSet, s *agent.Settings) *cliflags.Flags {
+	fl := cliflags.New(fs, s)
+	fl.Name("BackupDir", "backup-dir")
+	fl.Name("BackupEvery", "backup-every")
+	fl.Name("BackupKeep", "backup-keep")
+	fl.Name("ServerTLS", "nats-tls-*")
+	fl.Name("Caps", "nats-max-*")
 	fl.StringVar(&s.ExpectHead, "expect-head", "", "refuse to start unless the ledger's head is SEQ:HASH (as printed by dprl ledger head and recorded outside the data directory): catches a restored older copy of the whole directory")
 	fl.StringVar(&s.DataDir, "data", "", "data directory holding the ledger (required); a missing or empty directory gets a new ledger")
 	fl.BoolVar(&s.Init, "init", false, "create a new ledger in a --data directory that holds other files (without it such a directory is refused: a mistyped path would give every user a fresh budget)")
@@ -74,9 +72,16 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.Uint64Var(&s.Seed, "seed", 0, "seed every random source for a repeatable simulation (recorded as seeded in the ledger), any 64-bit value; 0: secure")
 	fl.BoolVar(&s.ServeNonPrivate, "serve-non-private", false, "with --serve-policy: serve a snapshot that is NOT private (offline learn --non-private, primorl --non-private or --mopo) or records no provenance (written by an older dprl), labelled NOT private at start, on /status, the status page and /metrics")
 	fl.StringVar(&s.ServePolicy, "serve-policy", "", "serve this released policy instead of learning: a SAC actor snapshot (dprl offline primorl --out; continuous actions, sampled) or a Q-network policy (dprl offline learn --out; discrete actions, greedy, logged with probability 1); sessions logged with --log-sessions, no updates, no ledger entries, no privacy budget spent (serving a DP release is post-processing); the snapshot must record that it is private (its epsilon, delta, unit and ledger entry, shown at start, on /status, the status page and /metrics): a non-private one, or one written before snapshots recorded it, is refused without --serve-non-private; its dimensions (and a SAC actor's action box) must match --env, or --obs-dim (and --actions for a Q-network policy); the learner's flags (--K, --z, --clip, --session-epsilon, --user-epsilon, ...) do not apply; warm-starting DP learning from it is not supported")
-	cliflags.NATSSecurity(fl, &s.Security)
+	fl.StringVar(&s.Security.Clients, "nats-clients", "", "client identities of the embedded NATS server (JSON, see examples/nats-clients.json): every connection must then authenticate, and a client may only send requests and read its own replies and the policy announcements")
+	fl.StringVar(&s.Security.ServerCert, "nats-tls-cert", "", "certificate (PEM) of the embedded NATS server: TCP clients must use TLS")
+	fl.StringVar(&s.Security.ServerKey, "nats-tls-key", "", "key (PEM) of --nats-tls-cert")
+	fl.StringVar(&s.Security.ClientCA, "nats-tls-client-ca", "", "CA (PEM) that must have signed every client's certificate (mutual TLS)")
+	fl.IntVar(&s.Security.MaxConn, "nats-max-conn", 0, fmt.Sprintf("cap on the embedded server's client connections, up to 2^20 (0: %d, lowered to fit the open-file limit)", agent.DefaultNATSMaxConn))
+	fl.IntVar(&s.Security.MaxSubs, "nats-max-subs", 0, fmt.Sprintf("cap on the subscriptions of one connection, act workers + 8 to 2^20 (0: %d, or act workers + 8 if more)", agent.DefaultNATSMaxSubs))
+	fl.BoolVar(&s.Security.Insecure, "insecure-nats", false, "allow the embedded server on a non-loopback address without --nats-clients or without TLS: anyone who reaches it can read observations and user ids, answer act requests and forge policy announcements")
 	fl.Var(&s.Models, "model", "a model to serve, NAME or NAME:key=value,... (repeatable; keys: the per-policy flags, e.g. env, K, user-epsilon): each has its ledger in --data/models/NAME and its subjects --prefix.NAME.v1.*, and takes unset values from the flags (README, Several policies in one agent)")
 	fl.Var(&s.Models, "models", "models as JSON, [{\"name\": NAME, KEY: VALUE, ...}, ...] (for the config file and DPRL_MODELS; combined with --model)")
+	return fl
 }
 
 func newAgentCmd(a *app) *cobra.Command {
@@ -84,6 +89,7 @@ func newAgentCmd(a *app) *cobra.Command {
 		s           agent.Settings
 		config      string
 		checkConfig bool
+		fl          *cliflags.Flags
 	)
 	c := &cobra.Command{
 		Use:   "agent --data DIR (--env NAME | --obs-dim N --actions N) [flags]",
@@ -131,34 +137,34 @@ shutting_down (for up to --shutdown-grace), subscriptions drain, an update in fl
 			}
 			// An explicit zero privacy parameter is an error, never "the
 			// default": a flag, the environment or the config file set it.
-			s.Explicit = func(f string) bool { return c.Flags().Changed(strings.TrimPrefix(agentFlagNames[f], "--")) }
+			s.Explicit = fl.FieldChanged
 			sc, err := s.ServiceConfig()
 			if err != nil {
-				return usageError{fielderr.Rename(err, func(f string) string { return agentFlagNames[f] })}
+				return usageError{fl.Rename(err)}
 			}
 			sc.Logger = a.log
 			if checkConfig {
 				fmt.Fprint(a.stdout, sc.CheckSummary())
 				return nil
 			}
-			return runAgent(c.Context(), a, sc)
+			return runAgent(c.Context(), a, fl, sc)
 		},
 	}
 	c.Flags().StringVar(&config, "config", "", "JSON config file: an object of flag names to values (flags and DPRL_* environment variables override it)")
 	c.Flags().BoolVar(&checkConfig, "check-config", false, "validate the configuration and exit: every flag's range, the addresses, and every file (read and parsed); nothing is created, bound or dialled, so a taken port or an unreachable server shows only at start")
-	registerAgentSettings(c.Flags(), &s)
+	fl = registerAgentSettings(c.Flags(), &s)
 	flagsrc.Alias(c.Flags(), "env-spec", "env", a.stderr)
 	c.AddCommand(newAgentNKeyCmd(a))
 	return c
 }
 
-func runAgent(ctx context.Context, a *app, sc agent.ServiceConfig) error {
+func runAgent(ctx context.Context, a *app, fl *cliflags.Flags, sc agent.ServiceConfig) error {
 	svc, err := agent.StartService(ctx, sc)
 	if errors.Is(err, ledger.ErrNotEmpty) {
 		return usagef("%s holds files but no ledger (a mistyped path?): give the ledger's directory, an empty one, or --init to create a new ledger there", agent.LedgerDirOf(err, "--data "+sc.DataDir))
 	}
 	if err != nil {
-		return fielderr.Rename(err, func(f string) string { return agentFlagNames[f] })
+		return fl.Rename(err)
 	}
 	if err := svc.Announce(a.stderr); err != nil {
 		svc.Close()

@@ -15,6 +15,8 @@ import (
 	"dprl/agent"
 	"dprl/internal/testutil"
 	"dprl/ledger"
+
+	"github.com/spf13/pflag"
 )
 
 // TestAgentLimitFlags: the admission limits and the reward bound reach the
@@ -227,8 +229,9 @@ func TestAgentCheckConfigRefuses(t *testing.T) {
 // nothing).
 func TestAgentFlagNamesComplete(t *testing.T) {
 	c := newAgentCmd(&app{})
+	fl := registerAgentSettings(pflag.NewFlagSet("agent", pflag.ContinueOnError), new(agent.Settings))
 	for _, f := range agent.SettingsFields {
-		name := agentFlagNames[f]
+		name := fl.Flag(f)
 		if name == "" {
 			t.Errorf("field %s: no flag", f)
 			continue

@@ -77,7 +77,7 @@ control is flagged, or a mutant missed.`,
 			if err := f.Validate(); err != nil {
 				return renderedUsage(err)
 			}
-			f.Seed, _ = seedFlag(cmd, "seed", f.Seed)
+			f.Seed = seedFlag(cmd, "seed", f.Seed)
 			last := time.Now()
 			f.Progress = func(target string, done, total int) {
 				if time.Since(last) >= 3*time.Second {

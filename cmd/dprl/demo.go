@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"dprl/agent"
+	"dprl/cmd/dprl/cliflags"
 	"dprl/experiment/demo"
-	"dprl/internal/fielderr"
 	"dprl/internal/flagsrc"
 	"dprl/internal/progress"
 	"dprl/ledger"
@@ -18,17 +18,12 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// demoFlagNames are the flags of dprl demo's and dprl replay's fields that
-// their errors name (demo.Fields, stream.ClientFilesFields).
-var demoFlagNames = map[string]string{"Users": "--users", "Concurrency": "--concurrency", "EvalEvery": "--eval-every", "EvalEpisodes": "--eval-episodes",
-	"Pace": "--pace", "Returning": "--returning", "Clip": "--clip", "LR": "--server-lr", "MaxDuration": "--max-duration", "Z": "--z", "K": "--K", "Rate": "--rate", "User": "--nats-user", "PasswordFile": "--nats-password-file",
-	"NKey": "--nkey", "Creds": "--creds", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert", "TLSKey": "--tls-key"}
-
 func newDemoCmd(a *app) *cobra.Command {
 	var (
 		cfg               demo.Config
 		data, logSessions string
 		asJSON            bool
+		fl                *cliflags.Flags
 	)
 	c := &cobra.Command{
 		Use:   "demo [--env cartpole] [--users N] [--z Z] [--K K]",
@@ -59,7 +54,7 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := cfg.Validate(); err != nil {
-				return usageError{fielderr.Rename(err, func(f string) string { return demoFlagNames[f] })}
+				return usageError{fl.Rename(err)}
 			}
 			if cfg.UserEpsilon > 0 && !c.Flags().Changed("z") {
 				cfg.Z = 0 // derived from --user-epsilon
@@ -96,7 +91,7 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 			return emit(a, asJSON, res, err)
 		},
 	}
-	fl := c.Flags()
+	fl = cliflags.New(c.Flags(), &cfg)
 	fl.StringVar(&cfg.Env, "env", "cartpole", "environment the simulated users play (see dprl sims list)")
 	fl.IntVar(&cfg.Users, "users", 20000, "maximum number of simulated user sessions")
 	fl.Float64Var(&cfg.Target, "target-return", 0, "stop admitting users once a released policy's mean return on --eval-episodes fresh simulator episodes reaches this (simulation-only; default 475 for cartpole; 0: run all users)")
@@ -111,7 +106,7 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 	fl.IntVar(&cfg.K, "K", 0, "sessions per update K (default: the environment profile's, as dprl agent: 32 for cartpole, 1000 for bandit)")
 	fl.Float64Var(&cfg.Clip, "clip", 0, "clipping norm S of a local update (default: the environment profile's)")
 	fl.Float64Var(&cfg.LR, "server-lr", 0, "server step size eta of theta <- theta + eta g~, as dprl train --server-lr (default: the environment profile's)")
-	flagsrc.Alias(fl, "lr", "server-lr", a.stderr) // --lr is dprl train's local Adam rate
+	flagsrc.Alias(fl.FlagSet, "lr", "server-lr", a.stderr) // --lr is dprl train's local Adam rate
 	fl.Float64Var(&cfg.Returning, "returning", 0.1, "probability that a session comes from a returning user")
 	fl.StringVar(&data, "data", "", "data directory (default: a new temporary directory)")
 	fl.StringVar(&logSessions, "log-sessions", "", "write every closed session to rotating dprl.sessions.v1 files in this directory (as dprl agent --log-sessions), for the offline modes")

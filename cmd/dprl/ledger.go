@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -20,12 +19,12 @@ func newLedgerCmd(a *app) *cobra.Command {
 		newLedgerShowCmd(a), newLedgerVerifyCmd(a), newLedgerHeadCmd(a), newLedgerExportCmd(a), newLedgerSnapshotCmd(a), newLedgerSetCapCmd(a), newLedgerLinkCmd(a), newLedgerBackupCmd(a), newLedgerEndStreamCmd(a))
 }
 
-// openLedger opens an existing ledger read-only.
-func openLedger(a *app, dir string) (*ledger.Store, error) {
+// openLedger opens the existing ledger in dir, read-only unless write.
+func openLedger(a *app, dir string, write bool) (*ledger.Store, error) {
 	if dir == "" {
 		return nil, usagef("--data is required")
 	}
-	return ledger.Open(dir, ledger.Options{MustExist: true, ReadOnly: true, Logger: a.log})
+	return ledger.Open(dir, ledger.Options{MustExist: true, ReadOnly: !write, Logger: a.log})
 }
 
 // ledgerFlags adds --data and --json to c.
@@ -35,9 +34,9 @@ func ledgerFlags(c *cobra.Command, dir *string, asJSON *bool) {
 }
 
 // showLedger prints what f computes from the existing ledger in dir,
-// opened read-only.
-func showLedger[R texter](a *app, dir string, asJSON bool, f func(*ledger.Store) (R, error)) error {
-	s, err := openLedger(a, dir)
+// opened read-only unless write.
+func showLedger[R texter](a *app, dir string, write, asJSON bool, f func(*ledger.Store) (R, error)) error {
+	s, err := openLedger(a, dir, write)
 	if err != nil {
 		return err
 	}
@@ -57,7 +56,7 @@ func newLedgerShowCmd(a *app) *cobra.Command {
   dprl ledger show --data ./dprl-data --json`,
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return showLedger(a, dir, asJSON, func(s *ledger.Store) (ledger.Summary, error) { return s.Summary(delta) })
+			return showLedger(a, dir, false, asJSON, func(s *ledger.Store) (ledger.Summary, error) { return s.Summary(delta) })
 		},
 	}
 	ledgerFlags(c, &dir, &asJSON)
@@ -128,7 +127,7 @@ trail, not a release to users.`,
 		Example: `  dprl ledger head --data ./dprl-data >> ~/ledger-heads.txt`,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return showLedger(a, dir, asJSON, (*ledger.Store).VerifiedHead)
+			return showLedger(a, dir, false, asJSON, (*ledger.Store).VerifiedHead)
 		},
 	}
 	ledgerFlags(c, &dir, &asJSON)
@@ -143,7 +142,7 @@ func newLedgerExportCmd(a *app) *cobra.Command {
 		Example: `  dprl ledger export --data ./dprl-data > ledger.jsonl`,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			s, err := openLedger(a, dir)
+			s, err := openLedger(a, dir, false)
 			if err != nil {
 				return err
 			}
@@ -190,29 +189,26 @@ unit; a dataset with several needs it.`,
 			} else if err := change.Validate(); err != nil {
 				return usageError{fmt.Errorf("--epsilon, --delta, --reason: %w", err)}
 			}
-			s, err := ledger.Open(dir, ledger.Options{MustExist: true, Logger: a.log})
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			what := dataset
-			if file != "" {
-				if change.Dataset, err = budget.DatasetOfFile(s, file); err != nil {
-					return fmt.Errorf("--file %s: %w", file, err)
+			return showLedger(a, dir, true, asJSON, func(s *ledger.Store) (res ledger.CapChangeResult, err error) {
+				what := dataset
+				if file != "" {
+					if change.Dataset, err = budget.DatasetOfFile(s, file); err != nil {
+						return res, fmt.Errorf("--file %s: %w", file, err)
+					}
+					what = "for the records of " + file
 				}
-				what = "for the records of " + file
-			}
-			res, err := s.ChangeCap(change)
-			var ue *ledger.UnitError
-			switch {
-			case errors.Is(err, ledger.ErrNotFound):
-				return fmt.Errorf("no dataset %s in the ledger %s (no private run has read them; the ids are listed by dprl ledger show)", what, dir)
-			case errors.As(err, &ue):
-				return usagef("dataset %s has budgets at units %s: give --unit", ue.Dataset, ue.UnitList())
-			case errors.Is(err, ledger.ErrInvalid):
-				return usageError{err}
-			}
-			return emit(a, asJSON, res, err)
+				res, err = s.ChangeCap(change)
+				var ue *ledger.UnitError
+				switch {
+				case errors.Is(err, ledger.ErrNotFound):
+					return res, fmt.Errorf("no dataset %s in the ledger %s (no private run has read them; the ids are listed by dprl ledger show)", what, dir)
+				case errors.As(err, &ue):
+					return res, usagef("dataset %s has budgets at units %s: give --unit", ue.Dataset, ue.UnitList())
+				case errors.Is(err, ledger.ErrInvalid):
+					return res, usageError{err}
+				}
+				return res, err
+			})
 		},
 	}
 	c.Flags().StringVar(&dir, "data", "", "the ledger's directory (an offline --ledger directory or an agent's --data) (required)")
@@ -252,16 +248,13 @@ hashes. Run it on each log of a dataset registered before the upgrade.`,
 			if dir == "" || file == "" || strings.TrimSpace(reason) == "" {
 				return usagef("give --data, --file and --reason")
 			}
-			s, err := ledger.Open(dir, ledger.Options{MustExist: true, Logger: a.log})
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			res, err := budget.LinkFile(s, file, reason)
-			if errors.Is(err, ledger.ErrNotFound) {
-				return fmt.Errorf("--file %s: none of its records is in the ledger %s: %w", file, dir, err)
-			}
-			return emit(a, asJSON, res, err)
+			return showLedger(a, dir, true, asJSON, func(s *ledger.Store) (budget.LinkResult, error) {
+				res, err := budget.LinkFile(s, file, reason)
+				if errors.Is(err, ledger.ErrNotFound) {
+					return res, fmt.Errorf("--file %s: none of its records is in the ledger %s: %w", file, dir, err)
+				}
+				return res, err
+			})
 		},
 	}
 	c.Flags().StringVar(&dir, "data", "", "the ledger's directory (an offline --ledger directory) (required)")
@@ -300,7 +293,7 @@ exporting it costs no privacy.`,
 					return usagef("%s exists (--force overwrites it)", out)
 				}
 			}
-			return showLedger(a, dir, asJSON, func(s *ledger.Store) (ledger.SnapshotExport, error) {
+			return showLedger(a, dir, false, asJSON, func(s *ledger.Store) (ledger.SnapshotExport, error) {
 				return s.ExportSnapshot(version, out, policy.SnapshotParams)
 			})
 		},
@@ -332,39 +325,18 @@ the README (Operating the agent, Backup and restore) before serving on one.`,
 			if dir == "" || out == "" {
 				return usagef("--data and --out are required")
 			}
-			s, err := ledger.Open(dir, ledger.Options{MustExist: true, Logger: a.log})
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			res, err := s.Backup(out)
-			if errors.Is(err, ledger.ErrInvalid) {
-				return usageError{err}
-			}
-			return emit(a, asJSON, res, err)
+			return showLedger(a, dir, true, asJSON, func(s *ledger.Store) (ledger.BackupResult, error) {
+				res, err := s.Backup(out)
+				if errors.Is(err, ledger.ErrInvalid) {
+					return res, usageError{err}
+				}
+				return res, err
+			})
 		},
 	}
 	ledgerFlags(c, &dir, &asJSON)
 	c.Flags().StringVar(&out, "out", "", "the backup's directory, which must not exist (required)")
 	return c
-}
-
-// endStreamResult is what dprl ledger end-stream did.
-type endStreamResult struct {
-	Dir string `json:"dir"`
-	// EndedAt is the version the noise stream ended at; 0: there was no
-	// stream state to end.
-	EndedAt uint64 `json:"ended_at"`
-}
-
-// WriteText says whether a stream ended.
-func (r endStreamResult) WriteText(w io.Writer) error {
-	if r.EndedAt == 0 {
-		_, err := fmt.Fprintf(w, "%s: no banded noise stream to end (the next release starts a new stream, or has none)\n", r.Dir)
-		return err
-	}
-	_, err := fmt.Fprintf(w, "%s: the banded noise stream ended at version %d; the next release starts a new stream\n", r.Dir, r.EndedAt)
-	return err
 }
 
 func newLedgerEndStreamCmd(a *app) *cobra.Command {
@@ -389,13 +361,10 @@ does not move the head.`,
 			if dir == "" {
 				return usagef("--data is required")
 			}
-			s, err := ledger.Open(dir, ledger.Options{MustExist: true, Logger: a.log})
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			v, err := s.EndNoiseStream()
-			return emit(a, asJSON, endStreamResult{Dir: dir, EndedAt: v}, err)
+			return showLedger(a, dir, true, asJSON, func(s *ledger.Store) (ledger.EndStreamResult, error) {
+				v, err := s.EndNoiseStream()
+				return ledger.EndStreamResult{Dir: dir, EndedAt: v}, err
+			})
 		},
 	}
 	ledgerFlags(c, &dir, &asJSON)

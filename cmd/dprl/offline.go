@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"dprl/cmd/dprl/cliflags"
 	"dprl/internal/fielderr"
 	"dprl/ledger"
 	"dprl/offline/budget"
@@ -53,17 +54,14 @@ func (b *offlineBudget) config(a *app, private bool) (budget.Config, error) {
 }
 
 // fieldUsage makes an error naming a configuration's fields (a
-// *fielderr.Error) a usage error naming their flags (names; a field not
-// in names keeps its name); any other error is returned prefixed with the
-// command's name.
-func fieldUsage(cmd string, names map[string]string, err error) error {
+// *fielderr.Error) a usage error naming their flags (fl; a field of no
+// flag keeps its name); any other error is returned prefixed with the
+// command's name, if any.
+func fieldUsage(cmd string, fl *cliflags.Flags, err error) error {
 	if ce := (*fielderr.Error)(nil); errors.As(err, &ce) {
-		return usageError{fielderr.Rename(err, func(f string) string {
-			if n, ok := names[f]; ok {
-				return n
-			}
-			return f
-		})}
+		return usageError{fl.Rename(err)}
+	} else if cmd == "" {
+		return err
 	}
 	return fmt.Errorf("%s: %w", cmd, err)
 }

@@ -1,10 +1,9 @@
 package main
 
 import (
-	"errors"
 	"math"
 
-	"dprl/internal/fielderr"
+	"dprl/cmd/dprl/cliflags"
 	"dprl/internal/progress"
 	"dprl/offline/budget"
 	"dprl/offline/evaluate"
@@ -16,7 +15,7 @@ import (
 // fields of the evaluation's evaluate.Config.
 type offlineGTD2Flags struct {
 	cfg    evaluate.Config
-	method string
+	fl     *cliflags.Flags
 	plot   string
 	asJSON bool
 	budget offlineBudget
@@ -120,11 +119,13 @@ ledger records that it was seeded.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runOfflineGTD2(a, cmd, &f) },
 	}
-	fl := c.Flags()
+	fl := cliflags.New(c.Flags(), e)
+	f.fl = fl
+	fl.Name("Curve", "plot")
 	fl.StringVar(&e.Data, "data", "", "session log (dprl.sessions.v1), the private dataset")
 	fl.StringVar(&e.Target, "target", "", "target policy: uniform, snapshot:FILE, greedy[:FILE], softmax[:FILE]:TEMP, epsilon-greedy[:FILE]:EPS")
 	fl.StringVar(&e.Features, "features", "", "features: tabular, fourier:K or raw")
-	fl.StringVar(&f.method, "method", string(evaluate.GPOPE), "gpope, dp-lsw, lstd or wis-lstd")
+	fl.StringVar((*string)(&e.Method), "method", string(evaluate.GPOPE), "gpope, dp-lsw, lstd or wis-lstd")
 	fl.Float64Var(&e.Epsilon, "epsilon", 0, "privacy budget epsilon of this run (gpope, dp-lsw)")
 	fl.Float64Var(&e.Delta, "delta", 0, "privacy parameter delta of this run (gpope, dp-lsw)")
 	fl.IntVar(&e.Iters, "iters", 0, "gpope: number of noisy gradient steps T")
@@ -148,39 +149,23 @@ ledger records that it was seeded.`,
 	fl.Float64Var(&e.RewardHigh, "reward-high", math.NaN(), "dp-lsw: public upper reward bound (default for chain 1, mountaincar 0)")
 	fl.StringVar(&f.plot, "plot", "", "gpope: write the MSPBE vs iteration curve as PNG to this file (public moments: --env chain or --eval-data; else only with --non-private)")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
-	f.budget.register(fl)
+	f.budget.register(c.Flags())
 	return c
 }
 
 func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 	fl, ec := cmd.Flags(), f.cfg
-	ec.Method, ec.Curve, ec.Seeded = evaluate.Method(f.method), f.plot != "", fl.Changed("seed")
+	ec.Curve, ec.Seeded = f.plot != "", fl.Changed("seed")
 	ec.EpsilonGiven, ec.DeltaGiven, ec.PublicNGiven, ec.ActionsGiven = fl.Changed("epsilon"), fl.Changed("delta"), fl.Changed("n"), fl.Changed("actions")
 	prog := a.task("gpope")
 	defer prog.Finish()
 	ec.Progress = func(t int) { prog.Update(progress.Report{Done: int64(t), Total: int64(ec.Iters), Unit: "steps"}) }
 	m, opt, err := evaluate.New(ec)
 	if err != nil {
-		return gtd2Usage(err)
+		return fieldUsage("", f.fl, err)
 	}
 	defer m.Close()
 	return runOffline(a, cmd, offlineRun[*evaluate.Result]{budget: &f.budget, private: ec.Private(),
-		in: budget.Input{Path: ec.Data, Reader: opt}, m: m, asJSON: f.asJSON, runErr: gtd2Usage,
+		in: budget.Input{Path: ec.Data, Reader: opt}, m: m, asJSON: f.asJSON, flags: f.fl,
 		plot: f.plot, draw: func(out *evaluate.Result, p string) error { out.Plot = p; return out.WritePlot(p, ec.Data) }})
-}
-
-// gtd2FlagNames are the flags of evaluate.Config's fields.
-var gtd2FlagNames = map[string]string{"Data": "--data", "EvalData": "--eval-data", "Target": "--target", "Behavior": "--behavior",
-	"Features": "--features", "Method": "--method", "Epsilon": "--epsilon", "Delta": "--delta", "Iters": "--iters",
-	"StepSize": "--step-size", "Clip": "--clip", "Batch": "--batch", "PublicN": "--n", "Actions": "--actions", "Gamma": "--gamma",
-	"Ridge": "--ridge", "Env": "--env", "NonPrivate": "--non-private", "Low": "--low", "High": "--high", "Grid": "--lsw-grid",
-	"RewardLow": "--reward-low", "RewardHigh": "--reward-high", "Curve": "--plot"}
-
-// gtd2Usage makes an error with evaluate.ConfigErrors a usage error
-// naming flags instead of fields.
-func gtd2Usage(err error) error {
-	if ce := (*evaluate.ConfigError)(nil); errors.As(err, &ce) {
-		return usageError{fielderr.Rename(err, func(f string) string { return gtd2FlagNames[f] })}
-	}
-	return err
 }

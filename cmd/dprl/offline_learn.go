@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"dprl/cmd/dprl/cliflags"
 	"dprl/internal/chart"
 	"dprl/internal/progress"
 	"dprl/ledger"
@@ -12,8 +13,7 @@ import (
 // learnFlags are the flags of "dprl offline learn".
 type learnFlags struct {
 	cfg    qlearn.LearnConfig
-	algo   string
-	unit   string
+	fl     *cliflags.Flags
 	asJSON bool
 	plot   string
 	budget offlineBudget
@@ -63,13 +63,14 @@ normalises by, not charged, labelled NOT private.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runOfflineLearn(a, cmd, f) },
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&f.algo, "algo", string(c.Algo), "learner: cql or bcq")
+	fl := cliflags.New(cmd.Flags(), c)
+	f.fl = fl
+	fl.StringVar((*string)(&c.Algo), "algo", string(c.Algo), "learner: cql or bcq")
 	fl.StringVar(&c.Env, "env", c.Env, "the public simulator (discrete actions) the policy is evaluated on")
 	fl.StringVar(&c.Data, "data", "", "the private dprl.sessions.v1 log (DP-SGD alone, or --non-private)")
 	fl.StringVar(&c.Stable, "stable", "", "the stable release of dprl offline svt (selective DP-SGD)")
 	fl.StringVar(&c.Unstable, "unstable", "", "the unstable set of dprl offline svt (selective DP-SGD)")
-	fl.StringVar(&f.unit, "unit", string(c.Unit), "protected unit: expert or trajectory (--data only)")
+	fl.StringVar((*string)(&c.Unit), "unit", string(c.Unit), "protected unit: expert or trajectory (--data only)")
 	fl.IntVar(&c.Experts, "experts", 0, "the public number of experts m (unit expert): each expert is sampled with probability batch/m")
 	fl.Float64Var(&c.Epsilon, "epsilon", 0, "this run's epsilon per unit (after an SVT release: eps2)")
 	fl.Float64Var(&c.Delta, "delta", c.Delta, "this run's delta (after an SVT release: delta2)")
@@ -90,29 +91,18 @@ normalises by, not charged, labelled NOT private.`,
 	fl.StringVar(&c.Out, "out", "", "write the policy to this new file (dprl.qlearn.v2 JSON, recording its provenance: private or not, epsilon, delta, unit, ledger entry)")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
 	fl.StringVar(&f.plot, "plot", "", "draw the evaluation return against steps (PNG or SVG by extension)")
-	f.budget.register(fl)
+	f.budget.register(cmd.Flags())
 	return cmd
 }
-
-// learnFlagNames are the flags of qlearn.LearnConfig's fields.
-var learnFlagNames = map[string]string{"Data": "--data", "Stable": "--stable", "Unstable": "--unstable", "Env": "--env", "Unit": "--unit",
-	"Experts": "--experts", "Epsilon": "--epsilon", "Delta": "--delta", "Sigma": "--sigma", "P": "--p", "Steps": "--steps", "Clip": "--clip",
-	"NonPrivate": "--non-private", "EvalEpisodes": "--eval-episodes", "EvalEvery": "--eval-every", "Out": "--out", "Batch": "--batch",
-	"LR": "--lr", "Hidden": "--hidden", "Algo": "--algo"}
 
 func runOfflineLearn(a *app, cmd *cobra.Command, f *learnFlags) error {
 	c := f.cfg
 	fl := cmd.Flags()
-	algo, err := qlearn.ParseAlgo(f.algo)
-	if err != nil {
+	if _, err := qlearn.ParseAlgo(string(c.Algo)); err != nil {
 		return usagef("offline learn: --algo: %v", err)
 	}
-	c.Algo = algo
-	switch u := ledger.Unit(f.unit); u {
-	case ledger.UnitExpert, ledger.UnitTrajectory:
-		c.Unit = u
-	default:
-		return usagef("offline learn: --unit %q: want expert or trajectory", f.unit)
+	if c.Unit != ledger.UnitExpert && c.Unit != ledger.UnitTrajectory {
+		return usagef("offline learn: --unit %q: want expert or trajectory", c.Unit)
 	}
 	c.Seeded = fl.Changed("seed")
 	if c.NonPrivate {
@@ -136,11 +126,11 @@ func runOfflineLearn(a *app, cmd *cobra.Command, f *learnFlags) error {
 	}
 	m, in, err := qlearn.NewLearn(c)
 	if err != nil {
-		return fieldUsage("offline learn", learnFlagNames, err)
+		return fieldUsage("offline learn", f.fl, err)
 	}
 	// A selective run reads a derived file: the ledger must know its
 	// source.
-	return runOffline(a, cmd, offlineRun[*qlearn.Result]{name: "offline learn", names: learnFlagNames, budget: &f.budget,
+	return runOffline(a, cmd, offlineRun[*qlearn.Result]{name: "offline learn", flags: f.fl, budget: &f.budget,
 		private: !c.NonPrivate, derived: c.Unstable != "", in: in, m: m, asJSON: f.asJSON, prog: &prog,
 		plot: f.plot, draw: (*qlearn.Result).PlotCurve})
 }

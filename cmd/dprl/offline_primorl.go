@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"dprl/cmd/dprl/cliflags"
 	"dprl/internal/chart"
 	"dprl/internal/progress"
 	"dprl/offline/budget"
@@ -11,14 +12,12 @@ import (
 
 // primorlFlags are the flags of "dprl offline primorl".
 type primorlFlags struct {
-	cfg         primorl.Config
-	clip, u     string
-	asJSON      bool
-	plot        string
-	budget      offlineBudget
-	ensemble    int
-	modelHidden []int
-	weightDecay float64
+	cfg     primorl.Config
+	fl      *cliflags.Flags
+	clip, u string
+	asJSON  bool
+	plot    string
+	budget  offlineBudget
 }
 
 func newOfflinePriMORLCmd(a *app) *cobra.Command {
@@ -62,7 +61,10 @@ SAC actor snapshot), --plot its return during training.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runOfflinePriMORL(a, cmd, f) },
 	}
-	fl := cmd.Flags()
+	fl := cliflags.New(cmd.Flags(), c)
+	f.fl = fl
+	fl.Name("ClipMode", "clip-mode")
+	fl.Name("Uncertainty", "uncertainty")
 	fl.StringVar(&c.Data, "data", "", "the dprl.sessions.v1 log (continuous actions)")
 	fl.StringVar(&c.Out, "out", "", "write the released policy to this new file (a SAC actor snapshot: versioned, CRC-32C checked)")
 	fl.StringVar(&c.Env, "env", c.Env, "the public simulator: pendulum, cartpole-balance or cartpole-swingup")
@@ -83,9 +85,9 @@ SAC actor snapshot), --plot its return during training.`,
 	fl.IntVar(&c.LocalEpochs, "local-epochs", c.LocalEpochs, "local epochs E per sampled trajectory")
 	fl.IntVar(&c.MiniBatch, "minibatch", c.MiniBatch, "local minibatch size B")
 	fl.Float64Var(&c.LR, "model-lr", c.LR, "the models' local gradient-descent step size")
-	fl.IntVar(&f.ensemble, "ensemble", c.Model.Ensemble, "models in the ensemble N")
-	fl.IntSliceVar(&f.modelHidden, "model-hidden", c.Model.Hidden, "hidden widths of each model (Swish)")
-	fl.Float64Var(&f.weightDecay, "weight-decay", c.Model.WeightDecay, "L2 coefficient on the models' weights")
+	fl.IntVar(&c.Model.Ensemble, "ensemble", c.Model.Ensemble, "models in the ensemble N")
+	fl.IntSliceVar(&c.Model.Hidden, "model-hidden", c.Model.Hidden, "hidden widths of each model (Swish)")
+	fl.Float64Var(&c.Model.WeightDecay, "weight-decay", c.Model.WeightDecay, "L2 coefficient on the models' weights")
 	fl.StringVar(&f.u, "uncertainty", "mpd", "penalty's estimator: mpd (max mean disagreement) or ma (max covariance norm)")
 	fl.Float64Var(&c.Lambda, "lambda", c.Lambda, "penalty coefficient of the pessimistic reward r - lambda u")
 	fl.IntVar(&c.Horizon, "horizon", c.Horizon, "model rollout length h")
@@ -95,40 +97,22 @@ SAC actor snapshot), --plot its return during training.`,
 	fl.Uint64Var(&c.Seed, "seed", 0, "seed every generator (a repeatable simulation, recorded as seeded in the ledger; default: the secure generator)")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
 	fl.StringVar(&f.plot, "plot", "", "draw the policy's return on the simulator during its training in the model (PNG or SVG by extension)")
-	f.budget.register(fl)
+	f.budget.register(cmd.Flags())
 	return cmd
 }
 
-// primorlFlagNames are the flags of primorl.Config's fields.
-var primorlFlagNames = map[string]string{"Out": "--out", "Data": "--data", "Env": "--env", "Epsilon": "--epsilon", "Delta": "--delta",
-	"NonPrivate": "--non-private", "PublicData": "--public-data", "CheckEvery": "--check-every", "Patience": "--patience", "MOPO": "--mopo", "Plain": "--mopo-epochs", "MOPOFraction": "--mopo-fraction", "PublicN": "--n", "Batch": "--batch", "Rounds": "--rounds", "Clip": "--clip",
-	"LocalEpochs": "--local-epochs", "MiniBatch": "--minibatch", "LR": "--model-lr", "Ensemble": "--ensemble", "Hidden": "--model-hidden",
-	"Lambda": "--lambda", "Horizon": "--horizon", "SACSteps": "--sac-steps", "SACHidden": "--sac-hidden", "EvalEpisodes": "--eval-episodes"}
-
 func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
-	c := f.cfg
-	c.Seeded = cmd.Flags().Changed("seed")
-	c.Model.Ensemble, c.Model.Hidden, c.Model.WeightDecay = f.ensemble, f.modelHidden, f.weightDecay
-	switch f.clip {
-	case "per-layer":
-		c.ClipMode = primorl.ClipPerLayer
-	case "flat":
-		c.ClipMode = primorl.ClipFlat
-	default:
-		return usagef("offline primorl: --clip-mode %q: want per-layer or flat", f.clip)
+	c, fl := f.cfg, f.fl
+	c.Seeded = fl.Changed("seed")
+	var err error
+	if c.ClipMode, err = primorl.ParseClipMode(f.clip); err != nil {
+		return usagef("offline primorl: --clip-mode %v", err)
 	}
-	switch f.u {
-	case "mpd":
-		c.Uncertainty = primorl.MPD
-	case "ma":
-		c.Uncertainty = primorl.MA
-	default:
-		return usagef("offline primorl: --uncertainty %q: want mpd or ma", f.u)
+	if c.Uncertainty, err = primorl.ParseUncertainty(f.u); err != nil {
+		return usagef("offline primorl: --uncertainty %v", err)
 	}
-	fl := cmd.Flags()
 	// The paper's per-task settings, where the user did not set them.
-	c = c.ForEnv(c.Env, map[string]bool{"Ensemble": fl.Changed("ensemble"), "Hidden": fl.Changed("model-hidden"),
-		"ClipMode": fl.Changed("clip-mode"), "Horizon": fl.Changed("horizon"), "Uncertainty": fl.Changed("uncertainty")})
+	c = c.ForEnv(c.Env, fl.FieldChanged)
 	if (c.NonPrivate || c.MOPO) && (fl.Changed("epsilon") || fl.Changed("delta")) {
 		return usagef("offline primorl: --non-private and --mopo train without noise: --epsilon and --delta do not apply")
 	}
@@ -155,9 +139,9 @@ func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
 	}
 	m, opt, err := primorl.New(c)
 	if err != nil {
-		return fieldUsage("offline primorl", primorlFlagNames, err)
+		return fieldUsage("offline primorl", fl, err)
 	}
-	return runOffline(a, cmd, offlineRun[*primorl.Result]{name: "offline primorl", names: primorlFlagNames, budget: &f.budget,
+	return runOffline(a, cmd, offlineRun[*primorl.Result]{name: "offline primorl", flags: fl, budget: &f.budget,
 		private: !c.NonPrivate && !c.MOPO, in: budget.Input{Path: c.Data, Reader: opt}, m: m, asJSON: f.asJSON, prog: &prog,
 		plot: f.plot, draw: (*primorl.Result).PlotCurve})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"dprl/cmd/dprl/cliflags"
 	"dprl/internal/progress"
 	"dprl/offline/budget"
 )
@@ -13,11 +14,11 @@ import (
 // offlineRun is one offline command's run of its mechanism (runOffline):
 // name prefixes its errors; cfgErr wraps the budget configuration's errors
 // (default: as they are), runErr the run's (default: fieldUsage with the
-// flags of the config's fields, names); prog, if set, is finished right
+// flags of the config's fields); prog, if set, is finished right
 // after the run; draw writes the result's plot to the file plot, if set.
 type offlineRun[R texter] struct {
 	name, plot               string
-	names                    map[string]string
+	flags                    *cliflags.Flags
 	budget                   *offlineBudget
 	private, derived, asJSON bool
 	in                       budget.Input
@@ -35,7 +36,7 @@ func runOffline[R texter](a *app, cmd *cobra.Command, r offlineRun[R]) error {
 		r.cfgErr = func(err error) error { return err }
 	}
 	if r.runErr == nil {
-		r.runErr = func(err error) error { return fieldUsage(r.name, r.names, err) }
+		r.runErr = func(err error) error { return fieldUsage(r.name, r.flags, err) }
 	}
 	cfg, err := r.budget.config(a, r.private)
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dprl/internal/fielderr"
+	"dprl/cmd/dprl/cliflags"
 	"dprl/offline/svt"
 )
 
@@ -13,13 +13,10 @@ import (
 // of the release's svt.ReleaseConfig.
 type offlineSVTFlags struct {
 	cfg    svt.ReleaseConfig
+	fl     *cliflags.Flags
 	json   bool
 	budget offlineBudget
 }
-
-// svtFlagNames are the flags of svt.ReleaseConfig's fields.
-var svtFlagNames = map[string]string{"Data": "--data", "Experts": "--experts", "OutStable": "--out-stable", "OutUnstable": "--out-unstable", "Force": "--force",
-	"Delta": "--delta", "CapDelta": "--dataset-delta", "Queries": "--queries", "MaxLen": "--max-len"}
 
 func newOfflineSVTCmd(a *app) *cobra.Command {
 	var f offlineSVTFlags
@@ -87,7 +84,9 @@ bad line; DataRelease then holds the log's sessions (the README's "Memory").`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runOfflineSVT(cmd, a, &f) },
 	}
-	fl := c.Flags()
+	fl := cliflags.New(c.Flags(), r)
+	f.fl = fl
+	fl.Name("CapDelta", "dataset-delta")
 	fl.StringVar(&r.Data, "data", "", "session log (dprl.sessions.v1) with expert ids")
 	fl.StringVar(&r.Experts, "experts", "", "directory of expert snapshots DIR/<expert id>.snap")
 	fl.Float64Var(&r.Epsilon, "epsilon", 0, "epsilon eps1 > 0 of the release (expert level)")
@@ -100,7 +99,7 @@ bad line; DataRelease then holds the log's sessions (the README's "Memory").`,
 	fl.BoolVar(&r.Force, "force", false, "overwrite --out-stable and --out-unstable if they exist")
 	fl.Uint64Var(&r.Seed, "seed", 0, "seed the noise and the shuffle (simulation only; recorded in the ledger). Default: a secure generator seeded from the OS")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
-	f.budget.register(fl)
+	f.budget.register(c.Flags())
 	return c
 }
 
@@ -110,13 +109,12 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 	if f.budget.changed("dataset-delta") {
 		rc.CapDelta = f.budget.cap.Delta
 	}
-	rename := func(f string) string { return svtFlagNames[f] }
 	m, err := svt.NewRelease(rc, svt.NewNoiseRand(rc.Seeded, rc.Seed))
 	if err != nil {
-		return usagef("offline svt: %w", fielderr.Rename(err, rename))
+		return usagef("offline svt: %w", f.fl.Rename(err))
 	}
 	defer m.Close()
 	wrap := func(err error) error { return fmt.Errorf("offline svt: %w", err) }
 	return runOffline(a, cmd, offlineRun[*svt.Report]{budget: &f.budget, private: true, in: m.Input(), m: m, asJSON: f.json,
-		cfgErr: wrap, runErr: func(err error) error { return wrap(fielderr.Rename(err, rename)) }})
+		cfgErr: wrap, runErr: func(err error) error { return wrap(f.fl.Rename(err)) }})
 }

@@ -24,23 +24,14 @@ differ in p. --log draws both axes on a log scale, where linear regret is
 a line of slope 1 and sublinear regret bends below it.`,
 		Example: `  dprl plot regret --out regret.png eps5.json eps1.json
   dprl plot regret --log --out regret-log.png eps5.json eps1.json`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usagef("plot regret: give at least one result file")
-			}
-			return nil
-		},
+		Args: resultFiles("regret"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if out == "" {
 				return usagef("plot regret: --out FILE.png is required")
 			}
-			results := make([]experiment.LogLinearResult, len(args))
-			for i, path := range args {
-				r, err := experiment.ReadLogLinearResult(path)
-				if err != nil {
-					return usageError{fmt.Errorf("plot regret: %w", err)}
-				}
-				results[i] = r
+			results, err := readResults("regret", args, experiment.ReadLogLinearResult)
+			if err != nil {
+				return err
 			}
 			if title == "" {
 				title = experiment.RegretTitle(results)
@@ -72,20 +63,11 @@ confidence interval over seeds, and with --out draws the private runs'
 mean score against epsilon with the no-privacy and MOPO means as dashed
 lines (and, for Pendulum, the paper's Table 1 points).`,
 		Example: `  dprl plot primorl --out docs/primorl-pendulum.png runs/*.json`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usagef("plot primorl: give at least one result file")
-			}
-			return nil
-		},
+		Args:    resultFiles("primorl"),
 		RunE: func(_ *cobra.Command, args []string) error {
-			results := make([]primorl.Result, len(args))
-			for i, path := range args {
-				r, err := primorl.ReadResult(path)
-				if err != nil {
-					return usageError{fmt.Errorf("plot primorl: %w", err)}
-				}
-				results[i] = r
+			results, err := readResults("primorl", args, primorl.ReadResult)
+			if err != nil {
+				return err
 			}
 			sums := primorl.Summarize(results)
 			if out != "" {
@@ -96,13 +78,7 @@ lines (and, for Pendulum, the paper's Table 1 points).`,
 					return fmt.Errorf("plot primorl: %w", err)
 				}
 			}
-			if err := emit(a, asJSON, sums, nil); err != nil {
-				return err
-			}
-			if out != "" && !asJSON {
-				fmt.Fprintf(a.stdout, "wrote %s\n", out)
-			}
-			return nil
+			return emitFigure(a, asJSON, sums, out)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "the figure to write (PNG or SVG by extension)")
@@ -126,24 +102,17 @@ learner's), and prints each group's mean return and its normalised return:
 mean of the non-private runs of the same simulator and learner. With --out it
 draws the normalised return against epsilon, ±1 std over seeds.`,
 		Example: `  dprl plot learn --out docs/expert-level.png runs/*.json`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usagef("plot learn: give at least one result file")
-			}
-			return nil
-		},
+		Args:    resultFiles("learn"),
 		RunE: func(_ *cobra.Command, args []string) error {
-			results := make([]qlearn.Result, len(args))
+			results, err := readResults("learn", args, qlearn.ReadResult)
+			if err != nil {
+				return err
+			}
 			random := map[string]float64{}
-			for i, path := range args {
-				r, err := qlearn.ReadResult(path)
-				if err != nil {
-					return usageError{fmt.Errorf("plot learn: %w", err)}
-				}
-				results[i] = r
+			for i, r := range results {
 				if _, ok := random[r.Env]; !ok {
 					if random[r.Env], err = qlearn.RandomReturn(r.Env, 1000, 1); err != nil {
-						return usageError{fmt.Errorf("plot learn: %s: %w", path, err)}
+						return usageError{fmt.Errorf("plot learn: %s: %w", args[i], err)}
 					}
 				}
 			}
@@ -153,16 +122,44 @@ draws the normalised return against epsilon, ±1 std over seeds.`,
 					return fmt.Errorf("plot learn: %w", err)
 				}
 			}
-			if err := emit(a, asJSON, groups, nil); err != nil {
-				return err
-			}
-			if out != "" && !asJSON {
-				fmt.Fprintf(a.stdout, "wrote %s\n", out)
-			}
-			return nil
+			return emitFigure(a, asJSON, groups, out)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "the figure to write (PNG or SVG by extension)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the groups as JSON")
 	return cmd
+}
+
+// resultFiles is the Args of dprl plot name: at least one result file.
+func resultFiles(name string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return usagef("plot %s: give at least one result file", name)
+		}
+		return nil
+	}
+}
+
+// readResults reads the result files of dprl plot name with read; a file
+// it cannot read is a usage error.
+func readResults[R any](name string, paths []string, read func(string) (R, error)) ([]R, error) {
+	results := make([]R, len(paths))
+	for i, path := range paths {
+		r, err := read(path)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("plot %s: %w", name, err)}
+		}
+		results[i] = r
+	}
+	return results, nil
+}
+
+// emitFigure prints res (text or --json) and, in text, the figure written
+// to out, if any.
+func emitFigure[R texter](a *app, asJSON bool, res R, out string) error {
+	if err := emit(a, asJSON, res, nil); err != nil || out == "" || asJSON {
+		return err
+	}
+	_, err := fmt.Fprintf(a.stdout, "wrote %s\n", out)
+	return err
 }

@@ -5,7 +5,6 @@ import (
 
 	"dprl/cmd/dprl/cliflags"
 	"dprl/experiment/demo"
-	"dprl/internal/fielderr"
 	"dprl/internal/progress"
 	"dprl/stream"
 
@@ -16,6 +15,7 @@ func newReplayCmd(a *app) *cobra.Command {
 	var (
 		cfg    demo.ReplayConfig
 		asJSON bool
+		fl     *cliflags.Flags
 	)
 	c := &cobra.Command{
 		Use:   "replay --nats URL --env E --users N [--concurrency C] [--returning P]",
@@ -32,7 +32,7 @@ does a run in which any session failed, after its full summary.`,
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := cfg.Validate(); err != nil {
-				return usageError{fielderr.Rename(err, func(f string) string { return demoFlagNames[f] })}
+				return usageError{fl.Rename(err)}
 			}
 			cfg.Logger = a.log
 			cfg.StartProgress = func(p func() demo.ReplayProgress) func() {
@@ -45,7 +45,7 @@ does a run in which any session failed, after its full summary.`,
 			return err
 		},
 	}
-	fl := c.Flags()
+	fl = cliflags.New(c.Flags(), &cfg)
 	fl.StringVar(&cfg.URL, "nats", "nats://127.0.0.1:4222", "URL of the NATS server the agent listens on")
 	fl.StringVar(&cfg.Prefix, "prefix", stream.DefaultPrefix, "subject prefix")
 	fl.StringVar(&cfg.Env, "env", "cartpole", "environment the users play")
@@ -56,6 +56,13 @@ does a run in which any session failed, after its full summary.`,
 	fl.DurationVar(&cfg.GiveUp, "give-up", demo.DefaultGiveUp, "stop when the agent has answered no request for this long (0: never)")
 	fl.Float64Var(&cfg.Rate, "rate", 0, "start at most this many sessions per second, as real users arrive (0: as fast as --concurrency allows; at full speed sessions often end after a new release and are set aside as stale)")
 	fl.BoolVar(&asJSON, "json", false, "print the summary as JSON")
-	cliflags.ClientFiles(fl, &cfg.Credentials)
+	fl.StringVar(&cfg.Credentials.Identity, "nats-identity", "", "client identity name (its entry in the agent's --nats-clients): requests use its reply inbox _INBOX.NAME")
+	fl.StringVar(&cfg.Credentials.NKey, "nkey", "", "nkey seed file of the client identity")
+	fl.StringVar(&cfg.Credentials.User, "nats-user", "", "user name of the client identity")
+	fl.StringVar(&cfg.Credentials.PasswordFile, "nats-password-file", "", "file holding the password of --nats-user")
+	fl.StringVar(&cfg.Credentials.Creds, "creds", "", "NATS credentials file")
+	fl.StringVar(&cfg.Credentials.TLSCA, "tls-ca", "", "CA file to verify the NATS server")
+	fl.StringVar(&cfg.Credentials.TLSCert, "tls-cert", "", "client certificate (mutual TLS)")
+	fl.StringVar(&cfg.Credentials.TLSKey, "tls-key", "", "client key (mutual TLS)")
 	return c
 }

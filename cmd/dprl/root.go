@@ -224,9 +224,9 @@ func emit[R texter](a *app, asJSON bool, res R, err error) error {
 // seedFlag returns the value of the uint64 flag name (normally --seed) if
 // it was set on the command line, and otherwise a seed drawn from the
 // operating system's secure generator.
-func seedFlag(cmd *cobra.Command, name string, v uint64) (uint64, error) {
+func seedFlag(cmd *cobra.Command, name string, v uint64) uint64 {
 	if cmd.Flags().Changed(name) {
-		return v, nil
+		return v
 	}
-	return rng.SecureSeed(), nil
+	return rng.SecureSeed()
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dprl/cmd/dprl/cliflags"
 	"dprl/sims"
 	"dprl/space"
 )
@@ -94,7 +93,7 @@ can be repeated.`,
 					return usageError{err}
 				}
 			}
-			if sc.Seed, _ = seedFlag(cmd, "seed", sc.Seed); !changed("seed") && !asJSON {
+			if sc.Seed = seedFlag(cmd, "seed", sc.Seed); !changed("seed") && !asJSON {
 				fmt.Fprintf(a.stdout, "seed: %d\n", sc.Seed)
 			} else if !changed("seed") {
 				a.log.Info().Uint64("seed", sc.Seed).Msg("random seed drawn; pass --seed to repeat the run")
@@ -138,7 +137,7 @@ Give a --seed no training run evaluates on (held out). Simulation only.`,
   dprl sims baselines --env pendulum --grid 9 --episodes 200 --seed 1 --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg.Seed, _ = seedFlag(cmd, "seed", cfg.Seed)
+			cfg.Seed = seedFlag(cmd, "seed", cfg.Seed)
 			res, err := sims.Baselines(cfg)
 			if err != nil && !errors.As(err, new(*sims.NonFiniteError)) {
 				return usageError{err}
@@ -146,7 +145,10 @@ Give a --seed no training run evaluates on (held out). Simulation only.`,
 			return emit(a, asJSON, res, err)
 		},
 	}
-	cliflags.Baselines(c.Flags(), &cfg)
+	c.Flags().StringVar(&cfg.Env, "env", "", "environment name (see dprl sims list)")
+	c.Flags().IntVar(&cfg.Episodes, "episodes", 1000, "episodes per policy, >= 1")
+	c.Flags().Uint64Var(&cfg.Seed, "seed", 0, "seed of the episodes (default: drawn from the OS and printed in the result)")
+	c.Flags().IntVar(&cfg.Grid, "grid", 5, "constant values per dimension of a box action space, >= 2")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"dprl/experiment"
 	"dprl/experiment/bandit"
 )
 
@@ -46,13 +47,7 @@ epsilon is printed beside each private learner.`,
 			if seeds < 1 {
 				return usagef("--seeds %d: want >= 1", seeds)
 			}
-			s, err := seedFlag(cmd, "seed", seed)
-			if err != nil {
-				return err
-			}
-			for i := range seeds {
-				c.Seeds = append(c.Seeds, s+uint64(i))
-			}
+			c.Seeds = experiment.SeedRange(seedFlag(cmd, "seed", seed), seeds)
 			c.Demo = !noDemo
 			if err := c.Validate(); err != nil {
 				return usageError{err}

@@ -6,18 +6,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dprl/internal/fielderr"
+	"dprl/cmd/dprl/cliflags"
 	"dprl/internal/progress"
 	"dprl/offline/svt"
 )
 
-// expertsFlagNames are the flags of svt.DatasetConfig's fields.
-var expertsFlagNames = map[string]string{"Env": "--env", "Experts": "--m", "Trajectories": "--trajectories", "Dir": "--out-dir",
-	"Log": "--log", "Users": "--users", "Bases": "--bases", "FineTuneUsers": "--finetune-users", "PMin": "--pmin", "Workers": "--workers"}
-
 func newSimsExpertsCmd(a *app) *cobra.Command {
 	cfg := svt.DatasetConfig{GenConfig: svt.GenConfig{Train: svt.ExpertTrainConfig()}}
 	var asJSON bool
+	var fl *cliflags.Flags
 	c := &cobra.Command{
 		Use:   "experts --env cartpole|acrobot --m M --trajectories N --out-dir DIR --log FILE",
 		Short: "Train M experts on environment variations and log their trajectories (input of dprl offline svt)",
@@ -48,10 +45,10 @@ to stderr; the summary to stdout (text or --json).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := cfg.Validate(); err != nil {
-				msg := fielderr.Rename(err, func(f string) string { return expertsFlagNames[f] }).Error()
+				msg := fl.Rename(err).Error()
 				return usagef("sims experts: %s", strings.ReplaceAll(msg, "\n", "; "))
 			}
-			cfg.Seed, _ = seedFlag(cmd, "seed", cfg.Seed)
+			cfg.Seed = seedFlag(cmd, "seed", cfg.Seed)
 			cfg.Seeded = cmd.Flags().Changed("seed")
 			prog := a.task("experts")
 			res, err := svt.GenerateDataset(cmd.Context(), cfg, func(p svt.GenProgress) {
@@ -65,7 +62,7 @@ to stderr; the summary to stdout (text or --json).`,
 			return emit(a, asJSON, res, nil)
 		},
 	}
-	fl := c.Flags()
+	fl = cliflags.New(c.Flags(), &cfg)
 	fl.StringVar(&cfg.Env, "env", "cartpole", "environment: cartpole or acrobot")
 	fl.IntVar(&cfg.Experts, "m", 0, "number of experts M >= 1 (the paper: 3000)")
 	fl.IntVar(&cfg.Trajectories, "trajectories", 20, "trajectories logged per expert N >= 1 (the paper: 20)")

@@ -76,7 +76,7 @@ reported, so the log can be regenerated.`,
 			if _, err := os.Stat(out); err == nil && !force {
 				return usagef("--out %s exists (pass --force to overwrite)", out)
 			}
-			if cfg.Seed, _ = seedFlag(cmd, "seed", cfg.Seed); !cmd.Flags().Changed("seed") {
+			if cfg.Seed = seedFlag(cmd, "seed", cfg.Seed); !cmd.Flags().Changed("seed") {
 				a.log.Info().Uint64("seed", cfg.Seed).Msg("random seed drawn; pass --seed to repeat the run")
 			}
 			cfg.Env = env

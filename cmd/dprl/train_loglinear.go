@@ -16,53 +16,51 @@ import (
 // on RiverSwim) with the flags' configuration and prints, plots and traces
 // its result.
 func runTrainLogLinear(cmd *cobra.Command, a *app, f *trainFlags) error {
-	prof, err := profile.Get(f.env)
+	prof, err := profile.Get(f.Env)
 	p := prof.RiverSwimP
 	if err != nil || p == 0 {
-		return usagef("train: --algo %s needs --env riverswim or riverswim-0.9, got %q", experiment.LogLinearMethod, f.env)
+		return usagef("train: --algo %s needs --env riverswim or riverswim-0.9, got %q", experiment.LogLinearMethod, f.Env)
 	}
 	changed := cmd.Flags().Changed
-	c := experiment.LogLinear{Env: f.env, P: p, Episodes: f.episodes, Seeds: 5, Workers: f.workers, Epsilons: f.epsilons, Delta: f.delta, Regions: f.regions, InitRight: f.initRight, Alpha: f.alpha, K: 1, ClipAtLR0: f.clipAtLR0, BaselineLR: f.baseLR, FisherRidge: f.ridge, FisherExact: f.fisherEx, Trace: f.diag != ""}
+	c := experiment.LogLinear{Env: f.Env, P: p, Episodes: f.Episodes, Seeds: 5, Workers: f.Workers, Epsilons: f.Epsilons, Delta: f.Delta, Regions: f.Regions, InitRight: f.InitRight, Alpha: f.Alpha, K: 1, ClipAtLR0: f.clipAtLR0, BaselineLR: f.BaselineLR, FisherRidge: f.FisherRidge, FisherExact: f.fisherEx, Trace: f.diag != ""}
 	if !changed("epsilon") {
 		c.Epsilons = []float64{1, 5}
 	}
 	if changed("seeds") {
-		c.Seeds = f.seeds
+		c.Seeds = f.Seeds
 	}
 	if changed("K") {
-		c.K = f.k
+		c.K = f.K
 	}
 	// Clip and Eta 0 mean "unset" in the library; a flag set to 0 is an error.
 	var errs []string
 	if changed("clip") {
-		c.Clip = f.clip
-		if f.clip == 0 {
-			errs = append(errs, fmt.Sprintf("--clip %v: the clipping norm must be finite and > 0", f.clip))
+		c.Clip = f.Clip
+		if f.Clip == 0 {
+			errs = append(errs, fmt.Sprintf("--clip %v: the clipping norm must be finite and > 0", f.Clip))
 		}
 		if changed("alpha") {
 			errs = append(errs, "--clip and --alpha: set one (--clip chooses alpha)")
 		}
 	}
 	if changed("eta") {
-		c.Eta = f.eta
-		if f.eta == 0 {
-			errs = append(errs, fmt.Sprintf("--eta %v: the step size must be finite and > 0", f.eta))
+		c.Eta = f.Eta
+		if f.Eta == 0 {
+			errs = append(errs, fmt.Sprintf("--eta %v: the step size must be finite and > 0", f.Eta))
 		}
 	}
 	if err := c.Validate(); err != nil {
-		errs = append(trainFlagTable.Messages(err), errs...)
+		errs = append(f.fl.Messages(err), errs...)
 	}
 	if len(errs) > 0 {
 		return usagef("train: %s", strings.Join(errs, "; "))
 	}
-	if c.Seed, err = seedFlag(cmd, "seed", f.seed); err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
+	c.Seed = seedFlag(cmd, "seed", f.seed)
 	prog := a.task("training")
 	res, err := experiment.RunLogLinear(cmd.Context(), c, prog.Counter(c.TotalEpisodes(), "episodes"))
 	prog.Finish()
 	if cerr := (*experiment.ConfigError)(nil); errors.As(err, &cerr) {
-		return usagef("train: %s", strings.Join(trainFlagTable.Messages(cerr.Err), "; "))
+		return usagef("train: %s", strings.Join(f.fl.Messages(cerr.Err), "; "))
 	}
 	if err != nil {
 		return fmt.Errorf("train: %w", err)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"dprl/experiment"
@@ -17,28 +15,24 @@ import (
 // apply.
 func runTrainSAC(cmd *cobra.Command, a *app, f *trainFlags) error {
 	fl := cmd.Flags()
-	c := experiment.DefaultSAC(f.env)
-	c.Steps, c.LearningStarts, c.Batch, c.EvalEpisodes, c.EpisodeLog, c.Replays = f.steps, f.learningStarts, f.batch, f.evalEpisodes, f.logEpisodes, f.logReplays
+	c := experiment.DefaultSAC(f.Env)
+	c.Steps, c.LearningStarts, c.Batch, c.EvalEpisodes, c.EpisodeLog, c.Replays = f.Steps, f.LearningStarts, f.Batch, f.EvalEpisodes, f.EpisodeLog, f.Replays
 	if fl.Changed("hidden") {
-		c.Hidden = f.hidden
+		c.Hidden = f.Hidden
 	}
 	if fl.Changed("lr") {
-		c.LR = f.lr
+		c.LR = f.LR
 	}
 	if fl.Changed("gamma") {
-		c.Gamma = f.gamma
+		c.Gamma = f.Gamma
 	}
 	if fl.Changed("seeds") {
-		c.Seeds = f.seeds
+		c.Seeds = f.Seeds
 	}
-	if err := trainUsage(c.Validate()); err != nil {
+	if err := f.usage(c.Validate()); err != nil {
 		return err
 	}
-	seed, err := seedFlag(cmd, "seed", f.seed)
-	if err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	c.Seed = seed
+	c.Seed = seedFlag(cmd, "seed", f.seed)
 	prog := a.task("sac")
 	total := int64(c.Seeds * c.Steps)
 	res, err := experiment.RunSAC(cmd.Context(), c, func(run int, p sac.Progress) {

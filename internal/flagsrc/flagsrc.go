@@ -8,8 +8,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 
 	"dprl/internal/jsonstrict"
@@ -48,14 +49,6 @@ func Apply(fs *pflag.FlagSet, file string, environ []string, prefix string, skip
 			env[k] = v
 		}
 	}
-	skipped := func(name string) bool {
-		for _, s := range skip {
-			if s == name {
-				return true
-			}
-		}
-		return false
-	}
 	fileVals := map[string]string{}
 	var problems []string
 	if file != "" {
@@ -70,13 +63,8 @@ func Apply(fs *pflag.FlagSet, file string, environ []string, prefix string, skip
 		if err := json.NewDecoder(bytes.NewReader(b)).Decode(&raw); err != nil {
 			return &Error{[]string{fmt.Sprintf("config %s: not a JSON object of flag names to values: %v", file, err)}}
 		}
-		keys := make([]string, 0, len(raw))
-		for k := range raw {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if fs.Lookup(k) == nil || skipped(k) {
+		for _, k := range slices.Sorted(maps.Keys(raw)) {
+			if fs.Lookup(k) == nil || slices.Contains(skip, k) {
 				problems = append(problems, fmt.Sprintf("%s: unknown key %q", file, k))
 				continue
 			}
@@ -90,7 +78,7 @@ func Apply(fs *pflag.FlagSet, file string, environ []string, prefix string, skip
 	}
 	aliases := aliasesOf(fs)
 	fs.VisitAll(func(f *pflag.Flag) {
-		if _, alias := f.Value.(*aliasValue); alias || f.Changed || skipped(f.Name) {
+		if _, alias := f.Value.(*aliasValue); alias || f.Changed || slices.Contains(skip, f.Name) {
 			return // a deprecated name is read with its flag
 		}
 		envNames, keys := []string{EnvName(prefix, f.Name)}, []string{f.Name}

@@ -234,6 +234,16 @@ func (m ClipMode) String() string {
 	return "flat"
 }
 
+// ParseClipMode returns the ClipMode named s (as String names it).
+func ParseClipMode(s string) (ClipMode, error) {
+	for _, m := range []ClipMode{ClipFlat, ClipPerLayer} {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("%q: want per-layer or flat", s)
+}
+
 // Clip projects the ensemble delta (len NumParams()) in place so that its
 // norm is at most C: EnsembleClip. A non-finite delta becomes zero (it
 // contributes nothing rather than breaking the bound).

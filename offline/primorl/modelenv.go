@@ -29,6 +29,16 @@ func (u Uncertainty) String() string {
 	return "mpd"
 }
 
+// ParseUncertainty returns the Uncertainty named s (as String names it).
+func ParseUncertainty(s string) (Uncertainty, error) {
+	for _, u := range []Uncertainty{MPD, MA} {
+		if u.String() == s {
+			return u, nil
+		}
+	}
+	return 0, fmt.Errorf("%q: want mpd or ma", s)
+}
+
 // ModelEnv is the pessimistic MDP in which PriMORL's policy is trained
 // (Algorithm 4): a sims.Env whose start states come from the real
 // environment's public reset distribution and whose transitions are the

@@ -88,7 +88,7 @@ func TestForEnv(t *testing.T) {
 	if b.Env != "cartpole-balance" || b.Model.Ensemble != 5 || b.Model.Hidden[0] != 128 || b.ClipMode != ClipFlat || b.Horizon != 20 || b.Uncertainty != MPD {
 		t.Fatalf("balance: %+v", b)
 	}
-	s := d.ForEnv("cartpole-swingup", map[string]bool{"Horizon": true})
+	s := d.ForEnv("cartpole-swingup", func(f string) bool { return f == "Horizon" })
 	if s.Uncertainty != MA || s.Horizon != 30 {
 		t.Fatalf("swing-up keeping the horizon: %+v", s)
 	}

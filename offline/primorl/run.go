@@ -146,26 +146,30 @@ func DefaultConfig() Config {
 // ForEnv returns c with the paper's settings for env where they differ from
 // Pendulum's (Tables 4-5 and Section 5): the DMC cart-poles take 5 models of
 // 2 x 128, flat clipping and rollouts of 20 steps, Swing-up the u_MA
-// penalty. keep names the fields to leave as they are (set by the user):
-// "Ensemble", "Hidden", "ClipMode", "Horizon", "Uncertainty".
-func (c Config) ForEnv(env string, keep map[string]bool) Config {
+// penalty. keep reports the fields to leave as they are (set by the user;
+// nil: none) among "Ensemble", "Hidden", "ClipMode", "Horizon" and
+// "Uncertainty".
+func (c Config) ForEnv(env string, keep func(field string) bool) Config {
 	c.Env = env
 	if env != "cartpole-balance" && env != "cartpole-swingup" {
 		return c
 	}
-	if !keep["Ensemble"] {
+	if keep == nil {
+		keep = func(string) bool { return false }
+	}
+	if !keep("Ensemble") {
 		c.Model.Ensemble = 5
 	}
-	if !keep["Hidden"] {
+	if !keep("Hidden") {
 		c.Model.Hidden = []int{128, 128}
 	}
-	if !keep["ClipMode"] {
+	if !keep("ClipMode") {
 		c.ClipMode = ClipFlat
 	}
-	if !keep["Horizon"] {
+	if !keep("Horizon") {
 		c.Horizon = 20
 	}
-	if !keep["Uncertainty"] && env == "cartpole-swingup" {
+	if !keep("Uncertainty") && env == "cartpole-swingup" {
 		c.Uncertainty = MA
 	}
 	return c

@@ -1,48 +1,192 @@
-// Package cliflags binds the dprl command's flags that mirror a library's
-// settings struct to its fields, so that the flag names, defaults and help
+// Package cliflags binds the dprl command's flags to the fields of the
+// libraries' settings structs, so that the flag names, defaults and help
 // live beside the one command line that uses them and the settings stay
-// free of flag parsing.
+// free of flag parsing. Flags records which field each flag fills, so
+// that a library's errors naming fields name the flags instead.
 package cliflags
 
 import (
 	"fmt"
-
-	"dprl/agent"
-	"dprl/sims"
-	"dprl/stream"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
+
+	"dprl/internal/fielderr"
 )
 
-// NATSSecurity binds the flags that secure dprl agent's embedded NATS
-// server to the fields of f.
-func NATSSecurity(fl *pflag.FlagSet, f *agent.NATSSecurityFiles) {
-	fl.StringVar(&f.Clients, "nats-clients", "", "client identities of the embedded NATS server (JSON, see examples/nats-clients.json): every connection must then authenticate, and a client may only send requests and read its own replies and the policy announcements")
-	fl.StringVar(&f.ServerCert, "nats-tls-cert", "", "certificate (PEM) of the embedded NATS server: TCP clients must use TLS")
-	fl.StringVar(&f.ServerKey, "nats-tls-key", "", "key (PEM) of --nats-tls-cert")
-	fl.StringVar(&f.ClientCA, "nats-tls-client-ca", "", "CA (PEM) that must have signed every client's certificate (mutual TLS)")
-	fl.IntVar(&f.MaxConn, "nats-max-conn", 0, fmt.Sprintf("cap on the embedded server's client connections, up to 2^20 (0: %d, lowered to fit the open-file limit)", agent.DefaultNATSMaxConn))
-	fl.IntVar(&f.MaxSubs, "nats-max-subs", 0, fmt.Sprintf("cap on the subscriptions of one connection, act workers + 8 to 2^20 (0: %d, or act workers + 8 if more)", agent.DefaultNATSMaxSubs))
-	fl.BoolVar(&f.Insecure, "insecure-nats", false, "allow the embedded server on a non-loopback address without --nats-clients or without TLS: anyone who reaches it can read observations and user ids, answer act requests and forge policy announcements")
+// Flags is a command's flag set that records, for every flag bound to a
+// field of its configuration structs, the field's name: the
+// configuration's errors (internal/fielderr) then name the flag, and the
+// command can ask whether the user set a field. The XxxVar methods are
+// pflag's, recording the field they fill. A command with modes (dprl
+// train --algo) records the modes that read each flag, to refuse a flag
+// its mode would ignore.
+type Flags struct {
+	*pflag.FlagSet
+	cfgs  []reflect.Value     // the configuration structs
+	flags map[string]string   // field name -> "--flag"
+	order []string            // the flags, in the order they were defined
+	modes map[string][]string // flag -> the modes that read it (none: all)
 }
 
-// ClientFiles binds the connection flags of a client of the agent (dprl
-// replay) to the fields of f.
-func ClientFiles(fl *pflag.FlagSet, f *stream.ClientFiles) {
-	fl.StringVar(&f.Identity, "nats-identity", "", "client identity name (its entry in the agent's --nats-clients): requests use its reply inbox _INBOX.NAME")
-	fl.StringVar(&f.NKey, "nkey", "", "nkey seed file of the client identity")
-	fl.StringVar(&f.User, "nats-user", "", "user name of the client identity")
-	fl.StringVar(&f.PasswordFile, "nats-password-file", "", "file holding the password of --nats-user")
-	fl.StringVar(&f.Creds, "creds", "", "NATS credentials file")
-	fl.StringVar(&f.TLSCA, "tls-ca", "", "CA file to verify the NATS server")
-	fl.StringVar(&f.TLSCert, "tls-cert", "", "client certificate (mutual TLS)")
-	fl.StringVar(&f.TLSKey, "tls-key", "", "client key (mutual TLS)")
+// New returns fs as Flags filling the structs cfgs point to.
+func New(fs *pflag.FlagSet, cfgs ...any) *Flags {
+	f := &Flags{FlagSet: fs, flags: map[string]string{}, modes: map[string][]string{}}
+	for _, c := range cfgs {
+		f.cfgs = append(f.cfgs, reflect.ValueOf(c).Elem())
+	}
+	return f
 }
 
-// Baselines binds the flags of dprl sims baselines to the fields of c.
-func Baselines(fl *pflag.FlagSet, c *sims.BaselineConfig) {
-	fl.StringVar(&c.Env, "env", "", "environment name (see dprl sims list)")
-	fl.IntVar(&c.Episodes, "episodes", 1000, "episodes per policy, >= 1")
-	fl.Uint64Var(&c.Seed, "seed", 0, "seed of the episodes (default: drawn from the OS and printed in the result)")
-	fl.IntVar(&c.Grid, "grid", 5, "constant values per dimension of a box action space, >= 2")
+// Name records that the flag fills field: a name the configuration's
+// errors give a setting that is not a field of its structs.
+func (f *Flags) Name(field, flag string) { f.flags[field] = "--" + flag }
+
+// Flag returns the flag ("--name") filling field, or "" if none does.
+func (f *Flags) Flag(field string) string { return f.flags[field] }
+
+// FieldChanged reports whether the flag filling field was set.
+func (f *Flags) FieldChanged(field string) bool {
+	flag, ok := f.flags[field]
+	return ok && f.Changed(strings.TrimPrefix(flag, "--"))
+}
+
+// Rename returns err with the fields its *fielderr.Error name rendered as
+// their flags (fielderr.Rename).
+func (f *Flags) Rename(err error) error { return fielderr.Rename(err, f.Flag) }
+
+// Messages returns the messages of err, one per joined error, with the
+// fields they name rendered as flags (nil for a nil err).
+func (f *Flags) Messages(err error) []string {
+	if err == nil {
+		return nil
+	}
+	return strings.Split(f.Rename(err).Error(), "\n")
+}
+
+// Ordered returns Messages(err) sorted by the order in which the flag each
+// message starts with was defined (stable; messages of no flag first).
+func (f *Flags) Ordered(err error) []string {
+	msgs := f.Messages(err)
+	pos := func(m string) int {
+		w := strings.FieldsFunc(m, func(r rune) bool { return r == ' ' || r == ':' })
+		if len(w) == 0 {
+			return -1
+		}
+		return slices.Index(f.order, strings.TrimPrefix(w[0], "--"))
+	}
+	slices.SortStableFunc(msgs, func(a, b string) int { return pos(a) - pos(b) })
+	return msgs
+}
+
+// Modes records that only the modes (space-separated) read the flags.
+func (f *Flags) Modes(modes string, flags ...string) {
+	for _, flag := range flags {
+		f.modes[flag] = strings.Fields(modes)
+	}
+}
+
+// Inapplicable returns, sorted, one message per flag set that mode does
+// not read: "--F does not apply to --MODEFLAG M (only to A, B)".
+func (f *Flags) Inapplicable(modeFlag, mode string) []string {
+	var msgs []string
+	for flag, modes := range f.modes {
+		if f.Changed(flag) && !slices.Contains(modes, mode) {
+			msgs = append(msgs, fmt.Sprintf("--%s does not apply to --%s %s (only to %s)", flag, modeFlag, mode, strings.Join(modes, ", ")))
+		}
+	}
+	slices.Sort(msgs)
+	return msgs
+}
+
+// bind records flag as the flag of the field p points to, and of the
+// struct fields holding it, where no flag was recorded for them before.
+func (f *Flags) bind(p any, flag string) {
+	addr := reflect.ValueOf(p).Pointer()
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		for i := range v.NumField() {
+			fv := v.Field(i)
+			start := fv.Addr().Pointer()
+			if addr < start || addr >= start+fv.Type().Size() {
+				continue
+			}
+			if name := v.Type().Field(i).Name; f.flags[name] == "" {
+				f.flags[name] = "--" + flag
+			}
+			if fv.Kind() == reflect.Struct {
+				walk(fv)
+			}
+		}
+	}
+	for _, c := range f.cfgs {
+		walk(c)
+	}
+}
+
+// define defines a flag with pflag's def and records the field it fills.
+func define[T any](f *Flags, def func(*T, string, T, string), p *T, name string, value T, usage string) {
+	def(p, name, value, usage)
+	f.order = append(f.order, name)
+	f.bind(p, name)
+}
+
+// StringVar defines a string flag filling *p.
+func (f *Flags) StringVar(p *string, name, value, usage string) {
+	define(f, f.FlagSet.StringVar, p, name, value, usage)
+}
+
+// BoolVar defines a bool flag filling *p.
+func (f *Flags) BoolVar(p *bool, name string, value bool, usage string) {
+	define(f, f.FlagSet.BoolVar, p, name, value, usage)
+}
+
+// IntVar defines an int flag filling *p.
+func (f *Flags) IntVar(p *int, name string, value int, usage string) {
+	define(f, f.FlagSet.IntVar, p, name, value, usage)
+}
+
+// Int64Var defines an int64 flag filling *p.
+func (f *Flags) Int64Var(p *int64, name string, value int64, usage string) {
+	define(f, f.FlagSet.Int64Var, p, name, value, usage)
+}
+
+// Uint64Var defines a uint64 flag filling *p.
+func (f *Flags) Uint64Var(p *uint64, name string, value uint64, usage string) {
+	define(f, f.FlagSet.Uint64Var, p, name, value, usage)
+}
+
+// Float64Var defines a float64 flag filling *p.
+func (f *Flags) Float64Var(p *float64, name string, value float64, usage string) {
+	define(f, f.FlagSet.Float64Var, p, name, value, usage)
+}
+
+// DurationVar defines a time.Duration flag filling *p.
+func (f *Flags) DurationVar(p *time.Duration, name string, value time.Duration, usage string) {
+	define(f, f.FlagSet.DurationVar, p, name, value, usage)
+}
+
+// IntSliceVar defines an []int flag filling *p.
+func (f *Flags) IntSliceVar(p *[]int, name string, value []int, usage string) {
+	define(f, f.FlagSet.IntSliceVar, p, name, value, usage)
+}
+
+// StringSliceVar defines a []string flag filling *p.
+func (f *Flags) StringSliceVar(p *[]string, name string, value []string, usage string) {
+	define(f, f.FlagSet.StringSliceVar, p, name, value, usage)
+}
+
+// Float64SliceVar defines a []float64 flag filling *p.
+func (f *Flags) Float64SliceVar(p *[]float64, name string, value []float64, usage string) {
+	define(f, f.FlagSet.Float64SliceVar, p, name, value, usage)
+}
+
+// Var defines a flag of value v, a pointer to the field it fills.
+func (f *Flags) Var(v pflag.Value, name, usage string) {
+	f.FlagSet.Var(v, name, usage)
+	f.order = append(f.order, name)
+	f.bind(v, name)
 }
