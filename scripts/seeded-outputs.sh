@@ -247,6 +247,7 @@ run sims-generate json sims generate --env chain --behavior random --episodes 20
 run gtd2-gpope json offline gtd2 --data chain.jsonl --env chain --target uniform --features tabular \
 	--epsilon 1 --delta 1e-5 --seed 1 --clip 0.005 --step-size 4 --iters 300 --batch 50 --plot mspbe.png \
 	--ledger chain-ledger --dataset-delta 1e-4 --json
+cp -r chain-ledger chain-ledger-1 2>/dev/null || true # its first entry only (see ledger-older)
 run gtd2-dplsw json offline gtd2 --data chain.jsonl --env chain --target uniform --features tabular \
 	--method dp-lsw --epsilon 1 --delta 1e-5 --seed 1 --ledger chain-ledger --json
 run gtd2-gpope-text txt offline gtd2 --data chain.jsonl --env chain --target uniform --features tabular \
@@ -317,6 +318,33 @@ run demo-verify json ledger verify --data agent --json
 jq 'if type == "object" then del(.head.hash) else . end' "$OUT/demo-verify.json" >"$OUT/demo-verify.json.n" 2>/dev/null && mv "$OUT/demo-verify.json.n" "$OUT/demo-verify.json" || rm -f "$OUT/demo-verify.json.n"
 run demo-noupdate txt demo --seed 1 --users 4 --K 8 --concurrency 1 --data agent0
 
+# --- agent settings (README: The agent): --check-config resolves every setting and
+# reads every file, and creates, binds or dials nothing; errors go to stderr (exit 2).
+cp -r "$REPO/examples" examples
+run agent-config txt agent --config examples/agent.json --check-config --data agent-cc
+run agent-user-epsilon txt agent --data agent-cc --env cartpole --user-epsilon 5 --max-updates-per-user 10 --check-config
+run agent-bandmf txt agent --data agent-cc --env cartpole --noise bandmf --band 4 --max-updates-per-user 3 --check-config
+run agent-bandmf-noband txt agent --data agent-cc --env cartpole --noise bandmf --check-config
+run agent-models txt agent --config examples/agent-models.json --check-config --data agent-cc
+run agent-secure txt agent --config examples/agent-secure.json --check-config --data agent-cc
+run agent-serve-sac txt agent --data agent-cc --env pendulum --serve-policy primorl.snap --check-config
+run agent-serve-q txt agent --data agent-cc --env cartpole --serve-policy q.json --check-config
+run agent-serve-learner-flag txt agent --data agent-cc --env pendulum --serve-policy primorl.snap --K 4 --check-config
+run agent-bad txt agent --data agent-cc --env cartpole --K 0 --z -1 --clip 0 --check-config
+
+# --- ledger integrity (README: Integrity) --------------------------------------
+run ledger-head json ledger head --data chain-ledger --json
+run ledger-expect-head txt ledger verify --data chain-ledger --expect-head 1:0000000000000000000000000000000000000000000000000000000000000000
+run ledger-backup txt ledger backup --data chain-ledger --out chain-backup
+run ledger-backup-verify json ledger verify --data chain-backup --json
+# The head file deleted, and ledger/ replaced by an older copy (both refused).
+cp -r chain-ledger chain-ledger-nohead && rm -f chain-ledger-nohead/ledger.heads
+run ledger-nohead txt ledger verify --data chain-ledger-nohead
+if [ -d chain-ledger-1 ]; then
+	cp -r chain-ledger chain-ledger-older && rm -rf chain-ledger-older/ledger && cp -r chain-ledger-1/ledger chain-ledger-older/
+	run ledger-older txt ledger verify --data chain-ledger-older
+fi
+
 # --- audit (README: Auditing) -------------------------------------------------
 run audit json audit --runs 200 --seed 1 --json
 run audit-mutants txt audit --mechanism dppg --mutants --runs 2000 --seed 1
@@ -329,15 +357,17 @@ run report json report --data ledger-b --out report --json
 if [ -s "$WORK/hashes" ]; then
 	sedargs=()
 	while read -r h label; do sedargs+=(-e "s/$h/<entry-hash $label>/g"); done <"$WORK/hashes"
+	# Errors name an entry by its hash's first 16 digits.
+	while read -r h label; do sedargs+=(-e "s/${h:0:16}/<entry-hash $label, prefix>/g"); done <"$WORK/hashes"
 	find "$OUT" -type f -exec sed -i "${sedargs[@]}" {} +
 	[ -f report/report.html ] && sed -i "${sedargs[@]}" report/report.html
 fi
 # The report page states when it was made and when each entry was written.
 [ -f report/report.html ] && sed -E -i 's/[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z?( UTC)?/<time>/g' report/report.html
-# Not listed: the ledgers' and the demo's directories (Pebble's files; compared through
-# ledger show/verify/export above), the demo's session log (not repeatable, above) and
+# Not listed: the ledgers' and the demo's directories and the backup (Pebble's files, a
+# random user key; compared through ledger show/verify/export above), the demo's session log (not repeatable, above) and
 # $HOME. The 1,000 expert snapshots are listed as one hash of their hashes.
-find . -type f ! -path './home/*' ! -path './agent*/*' ! -path '*ledger*/*' ! -path './logs/*' ! -path './experts/*' \
+find . -type f ! -path './home/*' ! -path './agent*/*' ! -path '*ledger*/*' ! -path './logs/*' ! -path './experts/*' ! -path './chain-backup/*' \
 	-print0 | sort -z | xargs -0 sha256sum >"$OUT/files.sha256"
 [ -d experts ] && echo "$(cd experts && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)  ./experts/ (every file)" >>"$OUT/files.sha256"
 sed -i "s#$WORK#<work>#g" "$OUT"/* 2>/dev/null || true
