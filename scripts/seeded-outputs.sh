@@ -158,7 +158,8 @@ missing_flag() {
 		case $a in
 		--*)
 			a=${a%%=*}
-			grep -q -- "$a[ ,=]" <<<"$help" || grep -q -- "$a\$" <<<"$help" || { echo "$a"; return; }
+			# a flag's own line of the help, not a mention in another's text
+			grep -q -E -- "^ +(-[[:alnum:]], )?$a( |\$)" <<<"$help" || { echo "$a"; return; }
 			;;
 		esac
 	done
