@@ -9,9 +9,10 @@
 #   scripts/seeded-outputs.sh diff A B       run it on git revisions A and B (each in a
 #                                            temporary `git worktree`, removed afterwards)
 #                                            and print the differences; exit 1 if any
+#                                            (SEEDED_OUTPUTS_KEEP=1 keeps both outputs)
 #
 # The commands are the README's, each with --seed and shrunk (fewer users, steps,
-# episodes, experts) so that a run takes about a minute on 2 cores while every command
+# episodes, experts) so that a run takes 1-2 minutes on 2 cores (build included) while every command
 # keeps its code path. Each writes its stdout to OUT/<name>.json (or .txt), its
 # stderr to OUT/<name>.err and its exit status to OUT/exit-codes.txt; the files every
 # run writes (logs, snapshots, plots, the report) are listed with their SHA-256 in
@@ -44,7 +45,12 @@ if [ "${1:-}" = diff ]; then
 	wts=()
 	cleanup() {
 		for w in "${wts[@]}"; do git -C "$ROOT" worktree remove --force "$w" >/dev/null 2>&1 || true; done
-		rm -rf "$TMP"
+		if [ -n "${SEEDED_OUTPUTS_KEEP:-}" ]; then
+			rm -rf "$TMP/wt1" "$TMP/wt2"
+			echo "outputs kept in $TMP/out1 ($2) and $TMP/out2 ($3)" >&2
+		else
+			rm -rf "$TMP"
+		fi
 	}
 	trap cleanup EXIT
 	i=0
@@ -57,7 +63,8 @@ if [ "${1:-}" = diff ]; then
 		echo "== $rev ($(git -C "$ROOT" rev-parse --short "$rev")): $TMP/out$i" >&2
 		"$ROOT/scripts/seeded-outputs.sh" "$wt" "$TMP/out$i" >&2
 	done
-	if diff -r -u "$TMP/out1" "$TMP/out2"; then
+	# out1 is A's, out2 is B's.
+	if (cd "$TMP" && diff -r -u out1 out2); then
 		echo "seeded outputs identical: $2 and $3" >&2
 		exit 0
 	fi
