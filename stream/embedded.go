@@ -275,7 +275,7 @@ func (n natsLogger) Tracef(format string, v ...any) { n.l.Trace().Msgf(format, v
 // StartCluster starts n embedded servers with JetStream (file storage
 // under dir/<name>) in one cluster named name on loopback, each routing
 // to every other from the start (JetStream's meta group needs its routes
-// configured), and returns them. base sets everything else (client port
+// configured), and returns them; n = 1 is one plain JetStream server. base sets everything else (client port
 // -1 picks free ports). On error the servers already started are shut
 // down.
 func StartCluster(name string, n int, dir string, base EmbeddedOptions) ([]*server.Server, error) {
@@ -303,7 +303,9 @@ func StartCluster(name string, n int, dir string, base EmbeddedOptions) ([]*serv
 			js.SyncAlways, js.Domain = base.JetStream.SyncAlways, base.JetStream.Domain
 		}
 		o.JetStream = &js
-		o.Cluster = &ClusterOptions{Name: name, Port: ports[i], Routes: routes}
+		if n > 1 { // a one-server "cluster" is a plain server: a lone member waits for peers
+			o.Cluster = &ClusterOptions{Name: name, Port: ports[i], Routes: routes}
+		}
 		s, err := StartEmbedded(o)
 		if err != nil {
 			for _, s := range servers {
