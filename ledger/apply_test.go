@@ -117,3 +117,76 @@ func TestApplyReplicates(t *testing.T) {
 		t.Fatalf("writer without a lease: %v", err)
 	}
 }
+
+// TestSessionsUsedOnce: a release's sessions are indexed; a later release
+// (or the same one) with a used session is refused without a write, on
+// the writer and on a follower applying the record; the index verifies,
+// and a release that records no sessions changes nothing (single-process
+// ledgers are as before).
+func TestSessionsUsedOnce(t *testing.T) {
+	w, _ := openTemp(t)
+	f, _ := openTemp(t)
+	var log []Entry
+	rel := func(v uint64, user string, sessions ...string) Release {
+		r := Release{Version: v, Snapshot: []byte(fmt.Sprint("policy-", v)), Entry: releaseEntry(t, 2, len(sessions), true)}
+		for _, s := range sessions {
+			r.Users = append(r.Users, w.User(user+s))
+			r.Sessions = append(r.Sessions, w.Session(s))
+		}
+		return r
+	}
+	keep := func(e Entry) error { log = append(log, e); return nil }
+	if _, err := w.ReleaseWith(rel(1, "u", "s1", "s2"), keep); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := w.SessionUsed(w.Session("s2")); err != nil || !ok || v != 1 {
+		t.Fatalf("s2 used at %d, %v, %v", v, ok, err)
+	}
+	if w.Session("s1") == SessionKey(w.User("s1")) {
+		t.Fatal("a session's key equals the user key of the same id")
+	}
+	head, _ := w.Head()
+	for _, r := range []Release{rel(2, "v", "s3", "s1"), rel(2, "v", "s4", "s4")} {
+		if _, err := w.Release(r); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("reused session: %v", err)
+		}
+	}
+	if _, err := w.Release(rel(2, "v", "s1")); !errors.Is(err, ErrSessionUsed) {
+		t.Fatalf("a used session: %v, want ErrSessionUsed", err)
+	}
+	if h, _ := w.Head(); h != head {
+		t.Fatal("a refused release moved the head")
+	}
+	if _, ok, _ := w.SessionUsed(w.Session("s3")); ok {
+		t.Fatal("a refused release indexed its sessions")
+	}
+	if _, err := w.ReleaseWith(rel(2, "v", "s3"), keep); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.ReleaseWith(Release{Version: 3, Snapshot: []byte("policy-3"), Entry: releaseEntry(t, 2, 1, true), Users: []UserKey{w.User("z")}}, keep); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range log {
+		if _, err := f.Apply(e, []byte(fmt.Sprint("policy-", e.PolicyVersion))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, ok, _ := f.SessionUsed(w.Session("s3")); !ok || v != 2 {
+		t.Fatalf("follower: s3 at %d, %v", v, ok)
+	}
+	for _, s := range []*Store{w, f} {
+		if rep, err := s.Verify(); err != nil || !rep.OK() {
+			t.Fatalf("verify: %+v %v", rep, err)
+		}
+	}
+	// An entry that reuses a session cannot come from the record either.
+	bad := log[1]
+	bad.Sessions = append(bad.Sessions, w.Session("s1"))
+	g, _ := openTemp(t)
+	if _, err := g.Apply(log[0], []byte("policy-1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Apply(bad, []byte("policy-2")); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("record entry reusing a session: %v", err)
+	}
+}

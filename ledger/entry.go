@@ -89,6 +89,9 @@ type Entry struct {
 	Participants int `json:"participants"`
 	// Users are the participating users' keys (online, when ids are given).
 	Users []UserKey `json:"users,omitempty"`
+	// Sessions are the keys of the sessions a release used, where they
+	// could be redelivered (a cluster's learner; sessions.go).
+	Sessions []SessionKey `json:"sessions,omitempty"`
 	// Seeded is true when the noise came from a user-seeded generator
 	// rather than the secure one.
 	Seeded bool `json:"seeded"`

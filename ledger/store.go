@@ -308,6 +308,10 @@ type Release struct {
 	Entry Entry
 	// Users are the participating users (at most one session each).
 	Users []UserKey
+	// Sessions are the keys of the sessions the release used (Store.Session),
+	// recorded so that no session enters two releases (sessions.go); nil
+	// where sessions cannot be redelivered (a single agent process).
+	Sessions []SessionKey
 	// Noise is the release's share of the state of its correlated-noise
 	// stream (with Entry.Correlation; nil without), written in the same
 	// batch (bandmf.go).
@@ -349,7 +353,7 @@ func (s *Store) Apply(e Entry, snapshot []byte) (Entry, error) {
 	case e.Correlation != nil:
 		return Entry{}, fmt.Errorf("%w: entry %d: a release with correlated noise cannot be applied from the record (its noise state stays with its writer)", ErrInvalid, e.Seq)
 	}
-	return s.releaseAs(Release{Version: e.PolicyVersion, Snapshot: snapshot, Entry: e, Users: e.Users}, nil, &e)
+	return s.releaseAs(Release{Version: e.PolicyVersion, Snapshot: snapshot, Entry: e, Users: e.Users, Sessions: e.Sessions}, nil, &e)
 }
 
 // releaseAs is Release; with want, the entry must come out exactly as want
@@ -374,6 +378,7 @@ func (s *Store) releaseAs(r Release, before func(Entry) error, want *Entry) (Ent
 	e.Kind, e.Released = KindRelease, false
 	e.PolicyVersion = r.Version
 	e.Users = r.Users
+	e.Sessions = r.Sessions
 	if err := e.validate(); err != nil {
 		return Entry{}, err
 	}
@@ -407,6 +412,9 @@ func (s *Store) releaseAs(r Release, before func(Entry) error, want *Entry) (Ent
 		if err := setJSON(b, userKey(u), st); err != nil {
 			return Entry{}, err
 		}
+	}
+	if err := s.putSessions(b, r.Sessions, r.Version); err != nil {
+		return Entry{}, err
 	}
 	if err := b.Set(snapKey(r.Version), r.Snapshot, nil); err != nil {
 		return Entry{}, err

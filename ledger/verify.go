@@ -80,7 +80,7 @@ func (s *Store) Verify() (Report, error) {
 	if err != nil {
 		return r, err
 	}
-	v := entryReplay{recs: recs, snaps: snaps, users: map[UserKey]*UserState{}}
+	v := entryReplay{recs: recs, snaps: snaps, users: map[UserKey]*UserState{}, sessions: map[SessionKey]uint64{}}
 	err = s.Entries(func(e Entry) error {
 		v.entry(e, &r, problem)
 		return nil
@@ -100,6 +100,9 @@ func (s *Store) Verify() (Report, error) {
 		problem("head version %d, last released version %d", head.Version, v.version)
 	}
 	if err := s.verifyUsers(v.users, &r, problem); err != nil {
+		return r, err
+	}
+	if err := s.verifySessions(v.sessions, problem); err != nil {
 		return r, err
 	}
 	err = s.verifyOffline(v.offline, &r, problem)
@@ -129,6 +132,7 @@ type entryReplay struct {
 	recs        map[uint64]headRec
 	snaps       map[uint64]bool
 	users       map[UserKey]*UserState
+	sessions    map[SessionKey]uint64 // session -> the version that used it
 	offline     []Entry
 	prev        Entry
 	version     uint64
@@ -194,6 +198,13 @@ func (v *entryReplay) release(e Entry, problem func(string, ...any)) {
 		problem("entry %d: releases version %d after version %d", e.Seq, e.PolicyVersion, v.version)
 	}
 	v.version = e.PolicyVersion
+	for _, k := range e.Sessions {
+		if at, ok := v.sessions[k]; ok {
+			problem("entry %d: session %.12s was used by version %d already", e.Seq, k, at)
+			continue
+		}
+		v.sessions[k] = e.PolicyVersion
+	}
 	if !v.snaps[e.PolicyVersion] {
 		problem("entry %d: %v: snapshot of version %d", e.Seq, ErrNotFound, e.PolicyVersion)
 	}
