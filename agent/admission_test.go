@@ -422,7 +422,7 @@ func runFloodExperiment(t *testing.T, cfg Config, floodN, legitN int) floodRun {
 	res.floodEnded, res.floodRefused = int(floodEnded.Load()), int(refused.Load())
 	// Let the last partial batch go out (FlushTimeout), then read.
 	a := svc.Agent()
-	testutil.EventuallyTrue(t, 20*time.Second, "learner queue drained", func() bool { return a.queue.len() == 0 })
+	testutil.EventuallyTrue(t, 20*time.Second, "learner queue drained", func() bool { return a.Queued() == 0 })
 	time.Sleep(cfg.FlushTimeout + 3*max(cfg.FlushTimeout/4, 10*time.Millisecond))
 	res.seconds = time.Since(start).Seconds()
 	res.releases = a.Version()
@@ -501,7 +501,7 @@ func TestLearnerQueueFairness(t *testing.T) {
 	if r := end("f0", "flood"); !r.Used {
 		t.Fatalf("first flood session: %+v", r)
 	}
-	testutil.EventuallyTrue(t, 20*time.Second, "the first session in the batch", func() bool { return a.queue.len() == 0 })
+	testutil.EventuallyTrue(t, 20*time.Second, "the first session in the batch", func() bool { return a.Queued() == 0 })
 	for i := 1; i < 6; i++ {
 		r := end(fmt.Sprintf("f%d", i), "flood")
 		if want := i <= cfg.MaxQueuedPerUser; r.Used != want || (!want && r.Reason != "user queue full") {

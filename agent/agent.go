@@ -86,6 +86,10 @@ type Options struct {
 	// DefaultSessionLogQueue and DefaultSessionLogQueueBytes.
 	SessionLogQueue      int
 	SessionLogQueueBytes int64
+	// BeforeRelease, when set (tests), runs on the updater goroutine after
+	// a round's noise is drawn and before its release is written to the
+	// ledger: the crash tests kill the process there.
+	BeforeRelease func()
 }
 
 // Agent is the learner-server. Create it with New, run its updater with Run,
@@ -847,8 +851,9 @@ type FixedProvenance struct {
 	Label     string  `json:"label"`
 }
 
-// provenance is f's FixedProvenance.
-func (f *FixedPolicy) provenance() *FixedProvenance {
+// Status is f's provenance as /status and the status page show it
+// (FixedProvenance, the epsilon rounded up).
+func (f *FixedPolicy) Status() *FixedProvenance {
 	p := &FixedProvenance{Private: f.Private(), Label: f.Label()}
 	if p.Private {
 		pr := f.Provenance
@@ -862,7 +867,7 @@ func (a *Agent) Stats() Stats {
 	g := a.Guarantee()
 	st := Stats{Version: a.Version(), Updates: a.updates.Load(), Epsilon: g.Epsilon, Delta: g.Delta, NextEpsilon: a.epsilon}
 	if a.cfg.Fixed != nil {
-		st.Epsilon, st.Delta, st.NextEpsilon, st.FixedPolicy, st.FixedProvenance = 0, 0, 0, a.cfg.Fixed.ID(), a.cfg.Fixed.provenance()
+		st.Epsilon, st.Delta, st.NextEpsilon, st.FixedPolicy, st.FixedProvenance = 0, 0, 0, a.cfg.Fixed.ID(), a.cfg.Fixed.Status()
 	}
 	return st
 }

@@ -163,7 +163,7 @@ func TestBandedConfigAndBound(t *testing.T) {
 	if err != nil || !ok || eps < want || eps > want*(1+1e-4) {
 		t.Fatalf("user bound %v %v %v, want %v", eps, ok, err, want)
 	}
-	if d := describe(cfg); !strings.Contains(d, "bandmf noise (16 bands: a user's updates at least 16 apart, at most 10") {
+	if d := cfg.Describe(); !strings.Contains(d, "bandmf noise (16 bands: a user's updates at least 16 apart, at most 10") {
 		t.Fatalf("description %q", d)
 	}
 	tree := cartpoleConfig(8)

@@ -42,17 +42,20 @@ func runCrashChild(dir string) {
 	if os.Getenv("DPRL_CRASH_BANDMF") != "" {
 		cfg = bandedConfig(2, crashBand, 1000)
 	}
+	sc := ServiceConfig{Agent: cfg, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0"}
 	if n, err := strconv.Atoi(os.Getenv("DPRL_CRASH_AT_DRAW")); err == nil {
 		draws := 0
-		testHookBeforeRelease = func() {
-			if draws++; draws == n {
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				select {}
+		sc.agentOptions = func(o *Options) {
+			o.BeforeRelease = func() {
+				if draws++; draws == n {
+					syscall.Kill(os.Getpid(), syscall.SIGKILL)
+					select {}
+				}
 			}
 		}
 	}
-	cfg.Seed = 0 // secure noise, as in production
-	svc, err := StartService(context.Background(), ServiceConfig{Agent: cfg, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0"})
+	sc.Agent.Seed = 0 // secure noise, as in production
+	svc, err := StartService(context.Background(), sc)
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(3)

@@ -49,7 +49,7 @@ func servePolicySettings(t *testing.T, env, file string) Settings {
 }
 
 // TestServePolicyProvenance: --serve-policy serves a snapshot whose
-// provenance says it is private; a non-private snapshot (offline learn
+// Status says it is private; a non-private snapshot (offline learn
 // --non-private, primorl --non-private or --mopo) and a snapshot without
 // provenance (written before snapshots recorded it) are refused unless
 // ServeNonPrivate says to serve them, which a private snapshot refuses.

@@ -217,6 +217,9 @@ func (s *Service) openPolicy(p *Policy) error {
 			p.log.Warn().Err(err).Msg("policy announcement not published")
 		}
 	}
+	if s.cfg.agentOptions != nil {
+		s.cfg.agentOptions(&opt)
+	}
 	p.agent, err = New(p.cfg, p.store, opt)
 	return err
 }

@@ -125,7 +125,7 @@ func runObserved(t *testing.T, sessions []scriptedSession, K int) []servedView {
 		// The learner takes the finished session off its queue
 		// asynchronously: wait for it, so that the queue gauge is polled
 		// in the same state in both runs.
-		testutil.EventuallyTrue(t, 20*time.Second, "the learner queue drained", func() bool { return svc.Agent().queue.len() == 0 })
+		testutil.EventuallyTrue(t, 20*time.Second, "the learner queue drained", func() bool { return svc.Agent().Queued() == 0 })
 		if (i+1)%K == 0 {
 			want := uint64((i + 1) / K)
 			testutil.EventuallyTrue(t, 20*time.Second, fmt.Sprintf("version %d", want), func() bool { return svc.Agent().Version() == want })

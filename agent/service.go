@@ -97,6 +97,9 @@ type ServiceConfig struct {
 	// ledgerOptions, when set (tests), adjusts the ledgers' options: a
 	// testutil.FullFS as their file system injects a full disk.
 	ledgerOptions func(*ledger.Options)
+	// agentOptions, when set (tests), adjusts each agent's options (a
+	// hook before each release).
+	agentOptions func(*Options)
 }
 
 // Service is a running agent service.
@@ -199,7 +202,7 @@ func (s *Service) checkDataDirs() error {
 		}
 		p.metrics = NewMetrics(p.registerer(s.reg))
 		if f := p.cfg.Fixed; f != nil {
-			p.registerer(s.reg).MustRegister(f.collectors()...)
+			p.registerer(s.reg).MustRegister(f.Collectors()...)
 		}
 	}
 	return nil

@@ -80,7 +80,7 @@ func (pp *pagePolicy) view() (statuspage.PolicyView, error) {
 		// and users' updates at the old one in the ledger.
 		g := *gp
 		o := statuspage.LedgerOptions{Name: p.name, Epsilon: g.Epsilon, Delta: g.Delta}
-		switch _, userRaised := g.historyRaises(p.cfg); {
+		switch _, userRaised := g.HistoryRaises(p.cfg); {
 		case g.UserBounded && userRaised:
 			o.UserCap, o.CapNote = g.UserBound, p.cfg.UserCaps()+"; counting the ledger's updates at the noise multipliers they were made with"
 		case g.UserBounded:
@@ -93,7 +93,7 @@ func (pp *pagePolicy) view() (statuspage.PolicyView, error) {
 			return statuspage.PolicyView{}, p.wrap(err)
 		}
 		if f := p.cfg.Fixed; f != nil { // its own guarantee, not the ledger's
-			pr := f.provenance()
+			pr := f.Status()
 			v.Fixed = &statuspage.FixedView{ID: f.ID(), Source: f.Source, Private: pr.Private, Epsilon: pr.Epsilon, Delta: pr.Delta,
 				Unit: pr.Unit, LedgerSeq: pr.LedgerSeq, Label: pr.Label}
 		}
