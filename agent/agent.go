@@ -370,6 +370,15 @@ func (a *Agent) Epsilon() float64 { return a.epsilon }
 // to date after each release (see Guarantee).
 func (a *Agent) Guarantee() Guarantee { return *a.guar.Load() }
 
+// Metrics returns the counters the agent updates (Options.Metrics, or
+// its own when none was given).
+func (a *Agent) Metrics() *Metrics { return a.m }
+
+// SessionMemory is the number of bytes of the session memory budget
+// (Config.SessionMemoryBytes) charged now (operational, as the
+// dprl_session_memory_bytes gauge).
+func (a *Agent) SessionMemory() int64 { return a.mem.Load() }
+
 // Version is the version being served to new sessions.
 func (a *Agent) Version() uint64 { return a.current.Load().num }
 

@@ -19,6 +19,8 @@ import (
 	"dprl/policy"
 	"dprl/sessionlog"
 	"dprl/sims"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func cartpoleConfig(K int) Config {
@@ -251,31 +253,6 @@ func TestConcurrentServing(t *testing.T) {
 	}
 }
 
-func TestSessionLog(t *testing.T) {
-	dir := t.TempDir()
-	cfg := cartpoleConfig(4)
-	svc, err := StartService(context.Background(), ServiceConfig{Agent: cfg, DataDir: t.TempDir(), SessionLogDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(5, 5))
-	for i := 0; i < 5; i++ {
-		playEpisode(t, svc.Agent(), fmt.Sprintf("log-%d", i), "u", rng, 30)
-	}
-	if err := svc.Close(); err != nil {
-		t.Fatal(err)
-	}
-	ss := loggedSessions(t, dir, sessionlog.Spec{ObsDim: 4, Discrete: 2})
-	for _, s := range ss {
-		if s.User != "u" || len(s.Steps) == 0 || s.Steps[0].LogP > 0 {
-			t.Errorf("logged session %+v", s)
-		}
-	}
-	if len(ss) != 5 {
-		t.Errorf("%d sessions logged, want 5", len(ss))
-	}
-}
-
 // loggedSessions reads every session of the one session log file in dir.
 func loggedSessions(t *testing.T, dir string, spec sessionlog.Spec) []sessionlog.Session {
 	t.Helper()
@@ -316,4 +293,35 @@ func TestConfigRejectsTree(t *testing.T) {
 			t.Fatalf("%v noise: %v, want a refusal", n, err)
 		}
 	}
+}
+
+// value reads a counter or gauge (a vector's child included) through a
+// registry of its own, as /metrics would serve it.
+func value(t testing.TB, c prometheus.Collector) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mfs) == 0 || len(mfs[0].GetMetric()) == 0 {
+		return 0
+	}
+	m := mfs[0].GetMetric()[0]
+	if c := m.GetCounter(); c != nil {
+		return c.GetValue()
+	}
+	return m.GetGauge().GetValue()
+}
+
+// waitDiscarded waits until a's sessions set aside for reason number n:
+// batch formation applies the per-user caps after End replied.
+func waitDiscarded(t *testing.T, a *Agent, reason string, n float64) {
+	t.Helper()
+	testutil.EventuallyTrue(t, 10*time.Second, fmt.Sprintf("%d sessions set aside (%s)", int(n), reason), func() bool {
+		return value(t, a.Metrics().SessionsDiscarded.WithLabelValues(reason)) == n
+	})
 }

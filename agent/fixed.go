@@ -91,17 +91,17 @@ const FixedPolicyKinds = "a fixed policy is a Q-network policy (JSON, dprl.qlear
 // ParseFixedPolicy is LoadFixedPolicy of a snapshot already read; source
 // names where it came from.
 func ParseFixedPolicy(b []byte, source string) (*FixedPolicy, error) {
-	f, err := parseFixed(b, source)
+	f, err := DecodeFixedPolicy(b, source)
 	if err != nil {
 		return nil, fmt.Errorf("agent: fixed policy %s: %w (%s)", source, err, FixedPolicyKinds)
 	}
 	return f, nil
 }
 
-// parseFixed is ParseFixedPolicy with the snapshot decoder's error as it
-// is. A snapshot that starts with "{" is a Q-network policy (JSON), any
+// DecodeFixedPolicy is ParseFixedPolicy with the snapshot decoder's error
+// as it is, for a caller that names the setting itself. A snapshot that starts with "{" is a Q-network policy (JSON), any
 // other a SAC actor (binary).
-func parseFixed(b []byte, source string) (*FixedPolicy, error) {
+func DecodeFixedPolicy(b []byte, source string) (*FixedPolicy, error) {
 	f := &FixedPolicy{Source: source, CRC: crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))}
 	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] == '{' {
 		q, _, err := qnet.ParseSnapshot(b)

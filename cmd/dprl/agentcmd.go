@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/cmd/dprl/cliflags"
 	"dprl/internal/fielderr"
 	"dprl/internal/flagsrc"
@@ -20,8 +20,8 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// agentFlagNames are the flags of the fields that agent.Settings' errors
-// name (agent.SettingsFields).
+// agentFlagNames are the flags of the fields that service.Settings' errors
+// name (service.SettingsFields).
 var agentFlagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-head", "EnvSpec": "--env", "ObsDim": "--obs-dim", "MaxOpenSessions": "--max-open-sessions", "MaxStepsPerSession": "--max-steps", "RewardLow": "--reward-low",
 	"Actions": "--actions", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta", "UserEpsilon": "--user-epsilon", "MaxUpdatesPerUser": "--max-updates-per-user", "Noise": "--noise", "Band": "--band", "Init": "--init", "BackupEvery": "--backup-every", "BackupKeep": "--backup-keep", "BackupDir": "--backup-dir",
 	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert", "MaxSessionsPerUser": "--max-sessions-per-user", "MaxQueuedPerUser": "--max-queued-per-user", "RewardHigh": "--reward-high",
@@ -29,7 +29,7 @@ var agentFlagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--exp
 	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats", "NATSListen": "--nats-listen", "HTTPAddr": "--http", "FlushTimeout": "--flush-timeout", "ServePolicy": "--serve-policy", "ServeNonPrivate": "--serve-non-private", "SessionLogDir": "--log-sessions"}
 
 // registerAgentSettings binds dprl agent's flags to the fields of s.
-func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
+func registerAgentSettings(fl *pflag.FlagSet, s *service.Settings) {
 	fl.StringVar(&s.ExpectHead, "expect-head", "", "refuse to start unless the ledger's head is SEQ:HASH (as printed by dprl ledger head and recorded outside the data directory): catches a restored older copy of the whole directory")
 	fl.StringVar(&s.DataDir, "data", "", "data directory holding the ledger (required); a missing or empty directory gets a new ledger")
 	fl.BoolVar(&s.Init, "init", false, "create a new ledger in a --data directory that holds other files (without it such a directory is refused: a mistyped path would give every user a fresh budget)")
@@ -46,10 +46,10 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 	fl.StringVar(&s.NKey, "nkey", "", "nkey seed file of the agent's identity (external server)")
 	fl.StringVar(&s.SessionLogDir, "log-sessions", "", "write every closed session to rotating dprl.sessions.v1 files in this directory (raw user data: protect it)")
 	fl.StringVar(&s.Backups.Dir, "backup-dir", "", "write a verified online backup of the ledger into a new subdirectory of this directory every --backup-every while the head moved, keeping the newest --backup-keep (it holds user.key: protect it)")
-	fl.DurationVar(&s.Backups.Every, "backup-every", agent.DefaultBackupEvery, "interval of --backup-dir backups, >= 1s")
-	fl.IntVar(&s.Backups.Keep, "backup-keep", agent.DefaultBackupKeep, "backups kept in --backup-dir, >= 1")
+	fl.DurationVar(&s.Backups.Every, "backup-every", service.DefaultBackupEvery, "interval of --backup-dir backups, >= 1s")
+	fl.IntVar(&s.Backups.Keep, "backup-keep", service.DefaultBackupKeep, "backups kept in --backup-dir, >= 1")
 	fl.StringVar(&s.HTTPAddr, "http", "", "host:port of /healthz, /readyz, /metrics, /status and the status page at / (e.g. 127.0.0.1:9090; port 0 picks one)")
-	fl.DurationVar(&s.ShutdownGrace, "shutdown-grace", agent.DefaultShutdownGrace, "on SIGINT/SIGTERM, keep answering requests with shutting_down for at most this long (less once every open session was told) before draining; 0: drain at once")
+	fl.DurationVar(&s.ShutdownGrace, "shutdown-grace", service.DefaultShutdownGrace, "on SIGINT/SIGTERM, keep answering requests with shutting_down for at most this long (less once every open session was told) before draining; 0: drain at once")
 	fl.IntVar(&s.ActWorkers, "act-workers", 0, "act requests handled concurrently (subscriptions in the queue group); 0: one per two cores")
 	fl.Float64Var(&s.Z, "z", 0, "noise multiplier z (default: the profile's)")
 	fl.Float64Var(&s.SessionEpsilon, "session-epsilon", 0, "target per-session epsilon at --delta: z is set to the smallest noise multiplier reaching it (analytic Gaussian; instead of --z); 0: off")
@@ -81,7 +81,7 @@ func registerAgentSettings(fl *pflag.FlagSet, s *agent.Settings) {
 
 func newAgentCmd(a *app) *cobra.Command {
 	var (
-		s           agent.Settings
+		s           service.Settings
 		config      string
 		checkConfig bool
 	)
@@ -152,10 +152,10 @@ shutting_down (for up to --shutdown-grace), subscriptions drain, an update in fl
 	return c
 }
 
-func runAgent(ctx context.Context, a *app, sc agent.ServiceConfig) error {
-	svc, err := agent.StartService(ctx, sc)
+func runAgent(ctx context.Context, a *app, sc service.ServiceConfig) error {
+	svc, err := service.StartService(ctx, sc)
 	if errors.Is(err, ledger.ErrNotEmpty) {
-		return usagef("%s holds files but no ledger (a mistyped path?): give the ledger's directory, an empty one, or --init to create a new ledger there", agent.LedgerDirOf(err, "--data "+sc.DataDir))
+		return usagef("%s holds files but no ledger (a mistyped path?): give the ledger's directory, an empty one, or --init to create a new ledger there", service.LedgerDirOf(err, "--data "+sc.DataDir))
 	}
 	if err != nil {
 		return fielderr.Rename(err, func(f string) string { return agentFlagNames[f] })

@@ -7,7 +7,7 @@ package cliflags
 import (
 	"fmt"
 
-	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/sims"
 	"dprl/stream"
 
@@ -16,13 +16,13 @@ import (
 
 // NATSSecurity binds the flags that secure dprl agent's embedded NATS
 // server to the fields of f.
-func NATSSecurity(fl *pflag.FlagSet, f *agent.NATSSecurityFiles) {
+func NATSSecurity(fl *pflag.FlagSet, f *service.NATSSecurityFiles) {
 	fl.StringVar(&f.Clients, "nats-clients", "", "client identities of the embedded NATS server (JSON, see examples/nats-clients.json): every connection must then authenticate, and a client may only send requests and read its own replies and the policy announcements")
 	fl.StringVar(&f.ServerCert, "nats-tls-cert", "", "certificate (PEM) of the embedded NATS server: TCP clients must use TLS")
 	fl.StringVar(&f.ServerKey, "nats-tls-key", "", "key (PEM) of --nats-tls-cert")
 	fl.StringVar(&f.ClientCA, "nats-tls-client-ca", "", "CA (PEM) that must have signed every client's certificate (mutual TLS)")
-	fl.IntVar(&f.MaxConn, "nats-max-conn", 0, fmt.Sprintf("cap on the embedded server's client connections, up to 2^20 (0: %d, lowered to fit the open-file limit)", agent.DefaultNATSMaxConn))
-	fl.IntVar(&f.MaxSubs, "nats-max-subs", 0, fmt.Sprintf("cap on the subscriptions of one connection, act workers + 8 to 2^20 (0: %d, or act workers + 8 if more)", agent.DefaultNATSMaxSubs))
+	fl.IntVar(&f.MaxConn, "nats-max-conn", 0, fmt.Sprintf("cap on the embedded server's client connections, up to 2^20 (0: %d, lowered to fit the open-file limit)", service.DefaultNATSMaxConn))
+	fl.IntVar(&f.MaxSubs, "nats-max-subs", 0, fmt.Sprintf("cap on the subscriptions of one connection, act workers + 8 to 2^20 (0: %d, or act workers + 8 if more)", service.DefaultNATSMaxSubs))
 	fl.BoolVar(&f.Insecure, "insecure-nats", false, "allow the embedded server on a non-loopback address without --nats-clients or without TLS: anyone who reaches it can read observations and user ids, answer act requests and forge policy announcements")
 }
 
