@@ -32,7 +32,7 @@ var layers = []struct {
 	{"rollout", []string{"rollout"}},
 	{"the agent, the offline modes, the load generator", []string{"agent", "offline", "offline/evaluate", "offline/primorl", "offline/qlearn", "offline/svt",
 		"stream/loadgen"}},
-	{"the agent's operator shell", []string{"agent/service"}},
+	{"the agent's operator shell and its tests' fixtures", []string{"agent/service", "agent/internal/..."}},
 	{"drivers", []string{"audit", "experiment/...", "report"}},
 	{"the command", []string{"cmd/..."}},
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"dprl/agent/internal/agenttest"
 	"dprl/internal/testutil"
 	"dprl/policy"
 )
@@ -19,7 +20,7 @@ var obs4 = []float64{0.01, -0.02, 0.03, 0.04}
 // reach a session, whose step count goes on undisturbed.
 func TestAnotherUserCannotStep(t *testing.T) {
 	cfg := cartpoleConfig(8)
-	store := openStore(t, t.TempDir())
+	store := agenttest.OpenStore(t, t.TempDir())
 	defer store.Close()
 	a, err := New(cfg, store, Options{})
 	if err != nil {
@@ -78,7 +79,7 @@ func TestLearnerQueueFairness(t *testing.T) {
 			t.Errorf("%s took part in %d updates, want %d", c.user, st.Updates, c.want)
 		}
 	}
-	if got := value(t, a.m.SessionsDiscarded.WithLabelValues("user_queue_full")); got != 3 {
+	if got := testutil.MetricValue(t, a.m.SessionsDiscarded.WithLabelValues("user_queue_full")); got != 3 {
 		t.Errorf("sessions set aside as user_queue_full: %v, want 3", got)
 	}
 	// The flood's waiting sessions take one place in each next update.
@@ -96,7 +97,7 @@ func TestMemoryPerStep(t *testing.T) {
 	cfg := cartpoleConfig(1 << 12) // no update: the sessions stay open
 	cfg.MaxSessionsPerUser = 1 << 20
 	cfg.Policy.PPO.Hidden = []int{8} // a faster forward pass; storage is the same
-	store := openStore(t, t.TempDir())
+	store := agenttest.OpenStore(t, t.TempDir())
 	defer store.Close()
 	for _, c := range []struct{ sessions, steps int }{{2000, 1}, {40, 600}} {
 		a, err := New(cfg, store, Options{})

@@ -4,23 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"dprl/agent/internal/agenttest"
 	"dprl/internal/testutil"
 	"dprl/ledger"
 	"dprl/policy"
-	"dprl/sessionlog"
 	"dprl/sims"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 func cartpoleConfig(K int) Config {
@@ -32,18 +27,9 @@ func cartpoleConfig(K int) Config {
 	return cfg
 }
 
-func openStore(t testing.TB, dir string) *ledger.Store {
-	t.Helper()
-	s, err := ledger.Open(dir, ledger.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func startAgent(t *testing.T, cfg Config, dir string) (*Agent, *ledger.Store, func()) {
 	t.Helper()
-	store := openStore(t, dir)
+	store := agenttest.OpenStore(t, dir)
 	a, err := New(cfg, store, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +108,7 @@ func TestUpdatesReleaseAndResume(t *testing.T) {
 	store2.Close()
 	bad := cfg
 	bad.Spec.ObsDim = 6
-	s3 := openStore(t, t.TempDir())
+	s3 := agenttest.OpenStore(t, t.TempDir())
 	defer s3.Close()
 	if _, err := New(cfg, s3, Options{}); err != nil {
 		t.Fatal(err)
@@ -253,32 +239,6 @@ func TestConcurrentServing(t *testing.T) {
 	}
 }
 
-// loggedSessions reads every session of the one session log file in dir.
-func loggedSessions(t *testing.T, dir string, spec sessionlog.Spec) []sessionlog.Session {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dir, "sessions-*.jsonl"))
-	if len(files) != 1 {
-		t.Fatalf("session log files %v, want one", files)
-	}
-	f, err := os.Open(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r := sessionlog.NewReader(f, sessionlog.ReaderOptions{Spec: spec})
-	var ss []sessionlog.Session
-	for {
-		s, err := r.Next()
-		if err == io.EOF {
-			return ss
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss = append(ss, s)
-	}
-}
-
 // The agent refuses correlated noise, whose accounting assumes that each
 // user enters one release and whose state it does not persist.
 func TestConfigRejectsTree(t *testing.T) {
@@ -295,33 +255,11 @@ func TestConfigRejectsTree(t *testing.T) {
 	}
 }
 
-// value reads a counter or gauge (a vector's child included) through a
-// registry of its own, as /metrics would serve it.
-func value(t testing.TB, c prometheus.Collector) float64 {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(c); err != nil {
-		t.Fatal(err)
-	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(mfs) == 0 || len(mfs[0].GetMetric()) == 0 {
-		return 0
-	}
-	m := mfs[0].GetMetric()[0]
-	if c := m.GetCounter(); c != nil {
-		return c.GetValue()
-	}
-	return m.GetGauge().GetValue()
-}
-
 // waitDiscarded waits until a's sessions set aside for reason number n:
 // batch formation applies the per-user caps after End replied.
 func waitDiscarded(t *testing.T, a *Agent, reason string, n float64) {
 	t.Helper()
 	testutil.EventuallyTrue(t, 10*time.Second, fmt.Sprintf("%d sessions set aside (%s)", int(n), reason), func() bool {
-		return value(t, a.Metrics().SessionsDiscarded.WithLabelValues(reason)) == n
+		return testutil.MetricValue(t, a.Metrics().SessionsDiscarded.WithLabelValues(reason)) == n
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"dprl/agent/internal/agenttest"
 	"dprl/internal/testutil"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
@@ -22,16 +23,6 @@ func bandedConfig(K, band, k int) Config {
 	cfg.Policy.DP.Noise, cfg.Policy.DP.Band = policy.NoiseBandedSqrt, band
 	cfg.MaxUpdatesPerUser = k
 	return cfg
-}
-
-// lastEntry returns the ledger's last entry.
-func lastEntry(t *testing.T, s *ledger.Store) ledger.Entry {
-	t.Helper()
-	var last ledger.Entry
-	if err := s.Entries(func(e ledger.Entry) error { last = e; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	return last
 }
 
 // TestBandedAgent runs an agent with bandmf noise: a returning user's
@@ -96,7 +87,7 @@ func TestBandedAgent(t *testing.T) {
 	if err != nil || ns.Version != 7 || ns.StreamStart != 1 || len(ns.X) != band-1 || ns.Band != band || ns.MaxParticipations != k {
 		t.Fatalf("noise state: version %d start %d, %d vectors, %v", ns.Version, ns.StreamStart, len(ns.X), err)
 	}
-	e := lastEntry(t, store)
+	e := agenttest.LastEntry(t, store)
 	if c := e.Correlation; c == nil || c.Band != band || c.MinSeparation != band || c.MaxParticipations != k || c.StreamStart != 1 ||
 		math.Abs(c.Sensitivity-math.Sqrt(k)) > 1e-5 || !strings.Contains(e.Mechanism, "banded square-root") {
 		t.Fatalf("last entry: %+v %+v", e, e.Correlation)
@@ -112,7 +103,7 @@ func TestBandedAgent(t *testing.T) {
 	used("s17", "u13")
 	used("s18", "u14")
 	waitVersion(a, 8)
-	if e := lastEntry(t, store); e.Correlation == nil || e.Correlation.StreamStart != 1 {
+	if e := agenttest.LastEntry(t, store); e.Correlation == nil || e.Correlation.StreamStart != 1 {
 		t.Fatalf("after a restart: %+v", e.Correlation)
 	}
 	if r, err := store.Verify(); err != nil || !r.OK() {
@@ -127,7 +118,7 @@ func TestBandedAgent(t *testing.T) {
 	used("s19", "u15")
 	used("s20", "u16")
 	waitVersion(a, 9)
-	if e := lastEntry(t, store); e.Correlation == nil || e.Correlation.StreamStart != 9 || e.Correlation.Band != 4 {
+	if e := agenttest.LastEntry(t, store); e.Correlation == nil || e.Correlation.StreamStart != 9 || e.Correlation.Band != 4 {
 		t.Fatalf("another band: %+v", e.Correlation)
 	}
 	ns, err = store.NoiseState()
@@ -143,7 +134,7 @@ func TestBandedAgent(t *testing.T) {
 // pattern: a release the agent would have formed without its check is
 // refused with ErrParticipation.
 func TestBandedReleaseRefusedByLedger(t *testing.T) {
-	s := openStore(t, t.TempDir())
+	s := agenttest.OpenStore(t, t.TempDir())
 	defer s.Close()
 	c, err := ledger.BandedCorrelation(3, 3, 5, 1)
 	if err != nil {

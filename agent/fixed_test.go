@@ -2,58 +2,17 @@ package agent
 
 import (
 	"errors"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"dprl/ledger"
+	"dprl/agent/internal/agenttest"
 	"dprl/policy"
 	"dprl/policy/sac"
 	"dprl/profile"
 )
-
-// sacSnapshot returns the actor snapshot of a small SAC agent for obsDim
-// observations and the action box [low, high] (trained for a few updates
-// on random transitions, so that its parameters are not the
-// initialisation's), as dprl offline primorl --out writes one.
-func sacSnapshot(t testing.TB, obsDim int, low, high []float64) []byte {
-	t.Helper()
-	return sacSnapshotWith(t, obsDim, low, high, privateProv)
-}
-
-// sacSnapshotWith is sacSnapshot with the provenance p.
-func sacSnapshotWith(t testing.TB, obsDim int, low, high []float64, p ledger.Provenance) []byte {
-	t.Helper()
-	cfg := sac.DefaultConfig()
-	cfg.Hidden, cfg.Batch = []int{8, 8}, 4
-	rng := rand.New(rand.NewPCG(11, 12))
-	a, err := sac.New(cfg, obsDim, low, high, rng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ad := len(low)
-	b := sac.Batch{S: make([]float64, 4*obsDim), A: make([]float64, 4*ad), R: make([]float64, 4), S2: make([]float64, 4*obsDim), Terminated: make([]float64, 4)}
-	for range 5 {
-		for i := range b.S {
-			b.S[i], b.S2[i] = rng.NormFloat64(), rng.NormFloat64()
-		}
-		for i := range b.A {
-			b.A[i] = low[i%ad] + (high[i%ad]-low[i%ad])*rng.Float64()
-		}
-		for i := range b.R {
-			b.R[i] = rng.NormFloat64()
-		}
-		a.Update(b, rng)
-	}
-	snap, err := a.MarshalActor(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snap
-}
 
 // pendulumFixed is the configuration of an agent serving a SAC actor for
 // Pendulum (3 observation values, one action in [-2, 2]).
@@ -63,7 +22,7 @@ func pendulumFixed(t testing.TB) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := ParseFixedPolicy(sacSnapshot(t, 3, []float64{-2}, []float64{2}), "test.snap")
+	f, err := ParseFixedPolicy(agenttest.SACSnapshot(t, 3, []float64{-2}, []float64{2}, agenttest.PrivateProvenance()), "test.snap")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +92,7 @@ func TestFixedPolicyRefused(t *testing.T) {
 func TestLoadFixedPolicy(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "policy.snap")
-	snap := sacSnapshot(t, 3, []float64{-2}, []float64{2})
+	snap := agenttest.SACSnapshot(t, 3, []float64{-2}, []float64{2}, agenttest.PrivateProvenance())
 	if err := os.WriteFile(good, snap, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +151,3 @@ func TestFixedActAllocatesNothing(t *testing.T) {
 		t.Errorf("a fixed policy's act allocates %v times", n)
 	}
 }
-
-// privateProv is the provenance of a private offline run: (10, 1e-5)-DP
-// per expert, charged by ledger entry 3.
-var privateProv = ledger.Provenance{Private: true, Epsilon: 10, Delta: 1e-5, Unit: ledger.UnitExpert, LedgerSeq: 3}

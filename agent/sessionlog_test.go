@@ -7,25 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"dprl/agent/internal/agenttest"
 	"dprl/internal/testutil"
 	"dprl/sessionlog"
-
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 )
-
-// metricValue reads a counter or gauge.
-func metricValue(t *testing.T, m prometheus.Metric) float64 {
-	t.Helper()
-	var d dto.Metric
-	if err := m.Write(&d); err != nil {
-		t.Fatal(err)
-	}
-	if d.Counter != nil {
-		return d.Counter.GetValue()
-	}
-	return d.Gauge.GetValue()
-}
 
 // blockingLog is a session log whose writes wait for release; entered
 // receives each session id as its write begins.
@@ -51,7 +36,7 @@ func (l *blockingLog) Write(s *sessionlog.Session) error {
 // after the log was closed; what was queued is written, in order, when
 // the log closes.
 func TestSessionLogQueueFullDrops(t *testing.T) {
-	store := openStore(t, t.TempDir())
+	store := agenttest.OpenStore(t, t.TempDir())
 	defer store.Close()
 	lg := &blockingLog{entered: make(chan string, 16), release: make(chan struct{})}
 	m := NewMetrics(nil)
@@ -86,10 +71,10 @@ func TestSessionLogQueueFullDrops(t *testing.T) {
 	for _, id := range []string{"b", "c", "d", "e"} {
 		end(id)
 	}
-	if n := metricValue(t, m.SessionLogDropped.WithLabelValues("queue_full")); n != 2 {
+	if n := testutil.MetricValue(t, m.SessionLogDropped.WithLabelValues("queue_full")); n != 2 {
 		t.Errorf("queue_full drops %v, want 2 (d and e)", n)
 	}
-	if n := metricValue(t, m.SessionLogQueue); n != 2 {
+	if n := testutil.MetricValue(t, m.SessionLogQueue); n != 2 {
 		t.Errorf("queue gauge %v, want 2", n)
 	}
 	close(lg.release)
@@ -100,7 +85,7 @@ func TestSessionLogQueueFullDrops(t *testing.T) {
 	a.CloseSessionLog()
 	a.CloseSessionLog() // idempotent
 	end("f")
-	if n := metricValue(t, m.SessionLogDropped.WithLabelValues("closed")); n != 1 {
+	if n := testutil.MetricValue(t, m.SessionLogDropped.WithLabelValues("closed")); n != 1 {
 		t.Errorf("drops after close %v, want 1", n)
 	}
 	if want := []string{"a", "b", "c"}; !slices.Equal(lg.ids, want) {
@@ -116,7 +101,7 @@ func TestCapCheckedAtBatchWhenClosedByAct(t *testing.T) {
 	cfg := cartpoleConfig(1)
 	cfg.MaxUpdatesPerUser = 1
 	cfg.MaxStepsPerSession = 2
-	store := openStore(t, t.TempDir())
+	store := agenttest.OpenStore(t, t.TempDir())
 	defer store.Close()
 	m := NewMetrics(nil)
 	a, err := New(cfg, store, Options{Metrics: m})
@@ -145,7 +130,7 @@ func TestCapCheckedAtBatchWhenClosedByAct(t *testing.T) {
 		}
 	}
 	reason := m.SessionsDiscarded.WithLabelValues("user_update_cap")
-	testutil.EventuallyTrue(t, 20*time.Second, "set aside at batch formation", func() bool { return metricValue(t, reason) == 1 })
+	testutil.EventuallyTrue(t, 20*time.Second, "set aside at batch formation", func() bool { return testutil.MetricValue(t, reason) == 1 })
 	time.Sleep(100 * time.Millisecond) // K = 1: an eligible session would have released at once
 	if v := a.Version(); v != 1 {
 		t.Errorf("version %d: the capped user's session made an update", v)

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"dprl/agent"
 	"errors"
 	"fmt"
 	"math"
@@ -14,14 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"dprl/agent"
+	"dprl/agent/internal/agenttest"
 	"dprl/internal/testutil"
 	"dprl/sessionlog"
 	"dprl/sims"
 	"dprl/stream"
-
-	"github.com/nats-io/nats.go"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 )
 
 // startService runs a real service (embedded NATS, Pebble ledger) for a
@@ -54,28 +54,6 @@ func dial(t testing.TB, svc *Service) (*nats.Conn, *stream.Client) {
 		t.Fatal(err)
 	}
 	return nc, c
-}
-
-// value reads a counter or gauge (a vector's child included) through a
-// registry of its own, as /metrics would serve it.
-func value(t testing.TB, c prometheus.Collector) float64 {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(c); err != nil {
-		t.Fatal(err)
-	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(mfs) == 0 || len(mfs[0].GetMetric()) == 0 {
-		return 0
-	}
-	m := mfs[0].GetMetric()[0]
-	if c := m.GetCounter(); c != nil {
-		return c.GetValue()
-	}
-	return m.GetGauge().GetValue()
 }
 
 func wireCode(err error) stream.Code {
@@ -127,13 +105,13 @@ func TestOneConnectionCannotFillTheTable(t *testing.T) {
 		t.Fatalf("after an end: %v", err)
 	}
 	m := svc.Agent().Metrics()
-	if got := value(t, m.AdmissionRefused.WithLabelValues("connection")); got != 1 {
+	if got := testutil.MetricValue(t, m.AdmissionRefused.WithLabelValues("connection")); got != 1 {
 		t.Errorf("refusals by the connection limit: %v, want 1", got)
 	}
-	if got := value(t, m.AdmissionRefused.WithLabelValues("user")); got != 1 {
+	if got := testutil.MetricValue(t, m.AdmissionRefused.WithLabelValues("user")); got != 1 {
 		t.Errorf("refusals by the user limit: %v, want 1", got)
 	}
-	if got := value(t, m.ActErrors.WithLabelValues("session_limit")); got != 2 {
+	if got := testutil.MetricValue(t, m.ActErrors.WithLabelValues("session_limit")); got != 2 {
 		t.Errorf("session_limit replies counted: %v, want 2", got)
 	}
 }
@@ -185,7 +163,7 @@ func TestTrickleCannotKeepSessionsAlive(t *testing.T) {
 	if lastAlive < 2*cfg.IdleTimeout {
 		t.Errorf("sessions last seen alive %v after opening, want well past the idle timeout %v", lastAlive, cfg.IdleTimeout)
 	}
-	if got := value(t, svc.Agent().Metrics().SessionsExpired); got != n {
+	if got := testutil.MetricValue(t, svc.Agent().Metrics().SessionsExpired); got != n {
 		t.Errorf("closed by the lifetime bound: %v, want %d", got, n)
 	}
 }
@@ -220,16 +198,16 @@ func TestNoReplyRequestsAreCountedNotLogged(t *testing.T) {
 	}
 	m := svc.Agent().Metrics()
 	testutil.EventuallyTrue(t, 20*time.Second, "requests counted", func() bool {
-		return value(t, m.NoReply.WithLabelValues("act")) == acts && value(t, m.NoReply.WithLabelValues("end")) == ends
+		return testutil.MetricValue(t, m.NoReply.WithLabelValues("act")) == acts && testutil.MetricValue(t, m.NoReply.WithLabelValues("end")) == ends
 	})
-	if got := value(t, m.SessionsOpened); got != 0 {
+	if got := testutil.MetricValue(t, m.SessionsOpened); got != 0 {
 		t.Errorf("%v sessions opened by requests whose replies nobody receives", got)
 	}
 	if got := logs.Lines() - before; got > stream.LogBurst {
 		t.Errorf("%d log lines for %d requests without a reply subject, want at most %d", got, acts+ends, stream.LogBurst)
 	}
 	// Ends without a reply are still handled; their errors are counted.
-	if got := value(t, m.EndErrors.WithLabelValues("unknown_session")) + value(t, m.EndErrors.WithLabelValues("bad_request")); got != ends {
+	if got := testutil.MetricValue(t, m.EndErrors.WithLabelValues("unknown_session")) + testutil.MetricValue(t, m.EndErrors.WithLabelValues("bad_request")); got != ends {
 		t.Errorf("end errors counted %v, want %d", got, ends)
 	}
 }
@@ -502,7 +480,7 @@ func TestMemoryBudget(t *testing.T) {
 	if _, err := c.Act(ctx, "long", "lu", obs4, 1, false); wireCode(err) != stream.CodeUnknownSession {
 		t.Fatalf("after memory_limit: %v, want the session closed", err)
 	}
-	if got := value(t, a.Metrics().SessionMemory); got > float64(cfg.SessionMemoryBytes) || int64(got) != a.SessionMemory() {
+	if got := testutil.MetricValue(t, a.Metrics().SessionMemory); got > float64(cfg.SessionMemoryBytes) || int64(got) != a.SessionMemory() {
 		t.Errorf("memory gauge %v, charged %d, budget %d", got, a.SessionMemory(), cfg.SessionMemoryBytes)
 	}
 	// Close everything: the bytes come back when the learner is done.
@@ -549,7 +527,7 @@ func TestRewardClipping(t *testing.T) {
 	if err := svc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ss := loggedSessions(t, logDir, sessionlog.Spec{ObsDim: 4, Discrete: 2})
+	ss := agenttest.LoggedSessions(t, logDir, sessionlog.Spec{ObsDim: 4, Discrete: 2})
 	if len(ss) == 0 {
 		t.Fatal("no session logged")
 	}
@@ -608,7 +586,7 @@ func TestErrorRepliesCounted(t *testing.T) {
 			vec = m.EndErrors
 		}
 		for _, code := range stream.Codes() {
-			got := value(t, vec.WithLabelValues(string(code)))
+			got := testutil.MetricValue(t, vec.WithLabelValues(string(code)))
 			if got != codes[code] {
 				t.Errorf("%s errors %s: counted %v, replied %v", subj, code, got, codes[code])
 			}

@@ -2,12 +2,13 @@ package service
 
 import (
 	"cmp"
-	"dprl/internal/buildinfo"
-	"dprl/ledger/accountant"
-	"dprl/stream"
 	"fmt"
 	"io"
 	"strings"
+
+	"dprl/internal/buildinfo"
+	"dprl/ledger/accountant"
+	"dprl/stream"
 )
 
 // CheckSummary is the report of a configuration that checked out (dprl

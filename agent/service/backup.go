@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"dprl/internal/fielderr"
 	"dprl/ledger"
-
-	"github.com/rs/zerolog"
 )
 
 // Backups schedules online backups of the ledger while the agent serves

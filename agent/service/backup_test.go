@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"dprl/agent"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"dprl/agent"
+	"dprl/agent/internal/agenttest"
 	"dprl/internal/testutil"
 	"dprl/ledger"
-
-	"github.com/rs/zerolog"
 )
 
 // TestBackups runs the backup schedule against a serving agent: a backup
@@ -68,7 +69,7 @@ func TestBackups(t *testing.T) {
 // TestRunBackupsStops: the schedule writes a first backup at once and
 // returns when its context ends.
 func TestRunBackupsStops(t *testing.T) {
-	store := openStore(t, t.TempDir())
+	store := agenttest.OpenStore(t, t.TempDir())
 	defer store.Close()
 	b := Backups{Dir: filepath.Join(t.TempDir(), "b"), Every: time.Hour, Keep: 1}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"dprl/agent"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -11,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"dprl/agent"
+	"dprl/agent/internal/agenttest"
 	"dprl/internal/testutil"
 	"dprl/ledger/accountant"
 	"dprl/policy"
@@ -112,7 +113,7 @@ func TestBandedRestoreStartsNewStream(t *testing.T) {
 	// Published after the backup: rows 4 and 5 of the stream from version 1.
 	release(a, 4)
 	release(a, 5)
-	if e := lastEntry(t, store); e.Correlation == nil || e.Correlation.StreamStart != 1 {
+	if e := agenttest.LastEntry(t, store); e.Correlation == nil || e.Correlation.StreamStart != 1 {
 		t.Fatalf("the live stream: %+v", e.Correlation)
 	}
 	stop()
@@ -128,12 +129,12 @@ func TestBandedRestoreStartsNewStream(t *testing.T) {
 		t.Fatalf("the restored ledger holds a noise state: version %d, %d vectors, %v", ns.Version, len(ns.X), err)
 	}
 	release(a, 4)
-	e := lastEntry(t, store)
+	e := agenttest.LastEntry(t, store)
 	if e.PolicyVersion != 4 || e.Correlation == nil || e.Correlation.StreamStart != 4 {
 		t.Fatalf("the restored agent's release %d continues the stream of version %+v; want a new stream from version 4", e.PolicyVersion, e.Correlation)
 	}
 	release(a, 5)
-	if e := lastEntry(t, store); e.Correlation == nil || e.Correlation.StreamStart != 4 {
+	if e := agenttest.LastEntry(t, store); e.Correlation == nil || e.Correlation.StreamStart != 4 {
 		t.Fatalf("the new stream does not go on: %+v", e.Correlation)
 	}
 	if ns, err := store.NoiseState(); err != nil || ns.StreamStart != 4 || ns.Version != 5 || len(ns.X) != 2 {

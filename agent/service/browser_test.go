@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"dprl/internal/buildinfo"
-	"dprl/internal/testutil"
-
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"dprl/internal/buildinfo"
+	"dprl/internal/testutil"
 )
 
 // chromiumPath finds a Chromium (Debian's chromium package) or Chrome

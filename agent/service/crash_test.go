@@ -3,7 +3,6 @@ package service
 import (
 	"bufio"
 	"context"
-	"dprl/agent"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"dprl/agent"
 	"dprl/internal/testutil"
 	"dprl/ledger"
 	"dprl/sims"

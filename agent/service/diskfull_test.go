@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"dprl/agent"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,11 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"dprl/internal/testutil"
-	"dprl/ledger"
-
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
+
+	"dprl/agent"
+	"dprl/internal/testutil"
+	"dprl/ledger"
 )
 
 // startFullService starts an agent (K = 4, ops server on) whose ledger is
@@ -93,7 +93,7 @@ func TestDiskFullPausesReleases(t *testing.T) {
 			if strings.Contains(logs.String(), "after head version") {
 				t.Fatalf("the agent retried a committed version:\n%s", logs.String())
 			}
-			if got := metricValue(t, a.Metrics().SessionsUsed); got != c.used {
+			if got := testutil.MetricValue(t, a.Metrics().SessionsUsed); got != c.used {
 				t.Fatalf("%v sessions used, want %v", got, c.used)
 			}
 

@@ -1,11 +1,11 @@
 package service
 
 import (
-	"dprl/agent"
 	"fmt"
 	"testing"
 	"time"
 
+	"dprl/agent"
 	"dprl/internal/testutil"
 )
 
@@ -57,6 +57,6 @@ func TestEndReplyNoMembershipOracle(t *testing.T) {
 func waitDiscarded(t *testing.T, a *agent.Agent, reason string, n float64) {
 	t.Helper()
 	testutil.EventuallyTrue(t, 10*time.Second, fmt.Sprintf("%d sessions set aside (%s)", int(n), reason), func() bool {
-		return value(t, a.Metrics().SessionsDiscarded.WithLabelValues(reason)) == n
+		return testutil.MetricValue(t, a.Metrics().SessionsDiscarded.WithLabelValues(reason)) == n
 	})
 }

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"dprl/agent/internal/agenttest"
 	"dprl/internal/fielderr"
+	"dprl/internal/testutil"
 	"dprl/ledger"
 	"dprl/policy"
 	"dprl/policy/sac"
@@ -58,10 +60,10 @@ func TestFixedPolicyServes(t *testing.T) {
 	if st := a.Stats(); st.Version != 0 || st.Updates != 0 || st.Epsilon != 0 || st.Delta != 0 || st.FixedPolicy != cfg.Fixed.ID() {
 		t.Errorf("stats %+v: want version 0, no update, no epsilon, the snapshot named", st)
 	}
-	if n := value(t, a.Metrics().SessionsDiscarded.WithLabelValues("fixed_policy")); n != sessions {
+	if n := testutil.MetricValue(t, a.Metrics().SessionsDiscarded.WithLabelValues("fixed_policy")); n != sessions {
 		t.Errorf("%v sessions counted as not learned from (fixed_policy), want %d", n, sessions)
 	}
-	if n := value(t, a.Metrics().SessionsQueued); n != 0 {
+	if n := testutil.MetricValue(t, a.Metrics().SessionsQueued); n != 0 {
 		t.Errorf("%v sessions queued for learning, want 0", n)
 	}
 	if a.SessionMemory() != 0 {
@@ -86,7 +88,7 @@ func TestFixedPolicyServes(t *testing.T) {
 	}
 	// The session log: every session, with the actor's log-densities.
 	actor := cfg.Fixed.Actor.Clone()
-	ss := loggedSessions(t, logs, sessionlog.Spec{ObsDim: 3, Discrete: -1, ActDim: 1})
+	ss := agenttest.LoggedSessions(t, logs, sessionlog.Spec{ObsDim: 3, Discrete: -1, ActDim: 1})
 	n := len(ss)
 	for _, s := range ss {
 		if s.PolicyVersion != nil {
@@ -115,7 +117,7 @@ func TestFixedPolicyServes(t *testing.T) {
 func TestServePolicySettings(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "policy.snap")
-	snap := sacSnapshot(t, 3, []float64{-2}, []float64{2})
+	snap := agenttest.SACSnapshot(t, 3, []float64{-2}, []float64{2}, agenttest.PrivateProvenance())
 	if err := os.WriteFile(good, snap, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +128,7 @@ func TestServePolicySettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	unitBox := filepath.Join(dir, "unit.snap")
-	if err := os.WriteFile(unitBox, sacSnapshot(t, 3, []float64{-1}, []float64{1}), 0o600); err != nil {
+	if err := os.WriteFile(unitBox, agenttest.SACSnapshot(t, 3, []float64{-1}, []float64{1}, agenttest.PrivateProvenance()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	base := func() Settings {
@@ -183,4 +185,11 @@ func TestServePolicySettings(t *testing.T) {
 			t.Errorf("%s: %s, want an error naming %s and saying %q", c.name, msg, c.field, c.want)
 		}
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

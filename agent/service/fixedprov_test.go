@@ -1,7 +1,6 @@
 package service
 
 import (
-	"dprl/agent"
 	"encoding/binary"
 	"encoding/json"
 	"hash/crc32"
@@ -10,14 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"dprl/agent"
+	"dprl/agent/internal/agenttest"
 	"dprl/internal/fielderr"
 	"dprl/ledger"
 	"dprl/policy/qnet"
 )
-
-// privateProv is the provenance of a private offline run: (10, 1e-5)-DP
-// per expert, charged by ledger entry 3.
-var privateProv = ledger.Provenance{Private: true, Epsilon: 10, Delta: 1e-5, Unit: ledger.UnitExpert, LedgerSeq: 3}
 
 // legacyQ is a qlearn snapshot as dprl.qlearn.v1 wrote it: the same
 // networks and "private" fields, no ledger entry.
@@ -65,17 +62,17 @@ func TestServePolicyProvenance(t *testing.T) {
 		}
 		return f
 	}
-	qPriv := qSnapshotWith(t, privateProv)
-	sPriv := sacSnapshotWith(t, 3, []float64{-2}, []float64{2}, privateProv)
+	qPriv := agenttest.QSnapshot(t, agenttest.PrivateProvenance())
+	sPriv := agenttest.SACSnapshot(t, 3, []float64{-2}, []float64{2}, agenttest.PrivateProvenance())
 	for _, tc := range []struct {
 		name, env, file string
 		private         bool
 	}{
 		{"qlearn private", "cartpole", write("q.json", qPriv), true},
-		{"qlearn non-private", "cartpole", write("qn.json", qSnapshotWith(t, ledger.Provenance{})), false},
+		{"qlearn non-private", "cartpole", write("qn.json", agenttest.QSnapshot(t, ledger.Provenance{})), false},
 		{"qlearn v1", "cartpole", write("q1.json", legacyQ(t, qPriv)), false},
 		{"sac private", "pendulum", write("s.snap", sPriv), true},
-		{"sac non-private", "pendulum", write("sn.snap", sacSnapshotWith(t, 3, []float64{-2}, []float64{2}, ledger.Provenance{})), false},
+		{"sac non-private", "pendulum", write("sn.snap", agenttest.SACSnapshot(t, 3, []float64{-2}, []float64{2}, ledger.Provenance{})), false},
 		{"sac v1", "pendulum", write("s1.snap", legacySAC(t, sPriv)), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,7 +99,7 @@ func TestServePolicyProvenance(t *testing.T) {
 		})
 	}
 	// A Config built by hand is refused the same way.
-	f, err := agent.ParseFixedPolicy(qSnapshotWith(t, ledger.Provenance{}), "qn.json")
+	f, err := agent.ParseFixedPolicy(agenttest.QSnapshot(t, ledger.Provenance{}), "qn.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,11 +124,11 @@ func TestServePolicyShowsProvenance(t *testing.T) {
 		want []string // on the start line and the page
 		not  []string
 	}{
-		{"private", privateProv, []string{"(epsilon 10, delta 1e-05)-DP per expert (ledger entry 3)"}, []string{"NOT private"}},
+		{"private", agenttest.PrivateProvenance(), []string{"(epsilon 10, delta 1e-05)-DP per expert (ledger entry 3)"}, []string{"NOT private"}},
 		{"non-private", ledger.Provenance{}, []string{"NOT private"}, []string{"differentially private per", "DP per"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := agent.ParseFixedPolicy(qSnapshotWith(t, tc.prov), "q.json")
+			f, err := agent.ParseFixedPolicy(agenttest.QSnapshot(t, tc.prov), "q.json")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"dprl/agent"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"dprl/agent"
+	"dprl/agent/internal/agenttest"
 	"dprl/internal/fielderr"
 	"dprl/ledger"
 	"dprl/policy"
@@ -27,7 +28,7 @@ func TestFixedQPolicyServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := qSnapshot(t)
+	b := agenttest.QSnapshot(t, agenttest.PrivateProvenance())
 	f, err := agent.ParseFixedPolicy(b, "q.json")
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func TestFixedQPolicyServes(t *testing.T) {
 	if h, err := st.Head(); err != nil || h.Seq != 0 {
 		t.Errorf("ledger head %+v (%v) after serving a fixed policy, want no entry", h, err)
 	}
-	ss := loggedSessions(t, logs, sessionlog.Spec{ObsDim: 4, Discrete: 2})
+	ss := agenttest.LoggedSessions(t, logs, sessionlog.Spec{ObsDim: 4, Discrete: 2})
 	n := len(ss)
 	for _, s := range ss {
 		for k, step := range s.Steps {
@@ -98,7 +99,7 @@ func TestFixedQPolicyServes(t *testing.T) {
 func TestServeQPolicySettings(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "q.json")
-	b := qSnapshot(t)
+	b := agenttest.QSnapshot(t, agenttest.PrivateProvenance())
 	if err := os.WriteFile(good, b, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"dprl/agent/internal/agenttest"
 	"dprl/ledger"
 )
 
@@ -60,7 +61,7 @@ func TestStartServiceAddressTaken(t *testing.T) {
 // (the other agent likely holds the same port).
 func TestStartServiceDataDirInUse(t *testing.T) {
 	dir := t.TempDir()
-	store := openStore(t, dir)
+	store := agenttest.OpenStore(t, dir)
 	defer store.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"dprl/agent"
 	"fmt"
 	"math"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"dprl/agent"
 	"dprl/internal/testutil"
 	"dprl/ledger"
 	"dprl/stream"

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"dprl/agent"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"dprl/agent"
 	"dprl/internal/jsonstrict"
 	"dprl/internal/rng"
 	"dprl/ledger"

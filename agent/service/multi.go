@@ -3,7 +3,6 @@ package service
 import (
 	"cmp"
 	"context"
-	"dprl/agent"
 	"errors"
 	"fmt"
 	"io"
@@ -13,13 +12,14 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"dprl/agent"
 	"dprl/internal/buildinfo"
 	"dprl/ledger"
 	"dprl/sessionlog"
 	"dprl/stream"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 )
 
 // Policy is one policy a Service serves: its agent, its ledger and its

@@ -3,7 +3,6 @@ package service
 import (
 	"bufio"
 	"context"
-	"dprl/agent"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"dprl/agent"
 	"dprl/internal/testutil"
 	"dprl/ledger"
 	"dprl/policy"

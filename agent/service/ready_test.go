@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"dprl/internal/testutil"
 	"dprl/stream"
-
-	"github.com/rs/zerolog"
 )
 
 // readyz returns /readyz's status code and body.

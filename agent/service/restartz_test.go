@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"dprl/agent"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"dprl/agent"
 	"dprl/internal/testutil"
 	"dprl/ledger/accountant"
 )

@@ -7,10 +7,10 @@ import (
 	"net"
 	"strconv"
 
-	"dprl/stream"
-
 	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
+
+	"dprl/stream"
 )
 
 // DefaultNATSMaxConn is the embedded server's default cap on client

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"dprl/stream"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+
+	"dprl/stream"
 )
 
 func TestNATSListenPolicy(t *testing.T) {

@@ -3,7 +3,6 @@ package service
 import (
 	"cmp"
 	"context"
-	"dprl/agent"
 	"errors"
 	"fmt"
 	"io"
@@ -14,16 +13,17 @@ import (
 	"syscall"
 	"time"
 
-	"dprl/internal/buildinfo"
-	"dprl/ledger"
-	"dprl/sessionlog"
-	"dprl/stream"
-
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
+
+	"dprl/agent"
+	"dprl/internal/buildinfo"
+	"dprl/ledger"
+	"dprl/sessionlog"
+	"dprl/stream"
 )
 
 // ServiceConfig configures a complete agent service: ledger, agent, NATS

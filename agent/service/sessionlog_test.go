@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"dprl/agent/internal/agenttest"
 	"dprl/sessionlog"
 )
 
@@ -131,7 +132,7 @@ func TestSessionLog(t *testing.T) {
 	if err := svc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ss := loggedSessions(t, dir, sessionlog.Spec{ObsDim: 4, Discrete: 2})
+	ss := agenttest.LoggedSessions(t, dir, sessionlog.Spec{ObsDim: 4, Discrete: 2})
 	for _, s := range ss {
 		if s.User != "u" || len(s.Steps) == 0 || s.Steps[0].LogP > 0 {
 			t.Errorf("logged session %+v", s)

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nkeys"
+
 	"dprl/agent"
 	"dprl/agent/service"
 	"dprl/internal/testutil"
 	"dprl/stream"
-
-	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nkeys"
 )
 
 // clientFiles are real credential files: a self-signed certificate (also

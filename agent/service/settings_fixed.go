@@ -1,12 +1,12 @@
 package service
 
 import (
-	"dprl/agent"
 	"math"
 	"os"
 	"strconv"
 	"strings"
 
+	"dprl/agent"
 	"dprl/policy"
 	"dprl/sims"
 )

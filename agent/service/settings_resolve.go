@@ -2,11 +2,11 @@ package service
 
 import (
 	"cmp"
-	"dprl/agent"
 	"math"
 	"os"
 	"time"
 
+	"dprl/agent"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
 	"dprl/policy"

@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nkeys"
+
 	"dprl/agent"
 	"dprl/agent/service"
 	"dprl/internal/fielderr"
 	"dprl/internal/testutil"
 	"dprl/policy"
 	"dprl/profile"
-
-	"github.com/nats-io/nkeys"
 )
 
 // baseSettings are dprl agent's defaults with a data directory and a

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"dprl/internal/testutil"
 	"dprl/stream"
-
-	"github.com/rs/zerolog"
 )
 
 // TestCloseAnswersInFlightSessions stops an agent served through an

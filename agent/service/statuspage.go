@@ -3,11 +3,11 @@ package service
 import (
 	"bytes"
 	"context"
-	"dprl/agent"
 	"net/http"
 	"sync"
 	"time"
 
+	"dprl/agent"
 	"dprl/agent/statuspage"
 	"dprl/internal/buildinfo"
 	"dprl/ledger"

@@ -2,9 +2,9 @@ package service
 
 import (
 	"context"
-	"dprl/agent"
 	"errors"
 
+	"dprl/agent"
 	"dprl/stream"
 )
 
