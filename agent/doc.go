@@ -64,18 +64,17 @@
 // each End recovers nothing of a session.
 //
 // The status page (GET / on the ops server of agent/service; package
-// agent/statuspage renders it)
-// shows these values and the operational ones below, each panel labelled
-// a release covered by the guarantee (with its epsilon and delta) or
-// operational: the policy version, releases over time and the users'
-// composed epsilons against the cap, read from the ledger; sessions by
-// outcome and act latency, read from the Prometheus registry; and, when
-// service.ServiceConfig.EnvSpec names a simulator, the learning curve of the
-// released versions on that public simulator (post-processing of the
-// releases; the agent releases no noised return, so there is no other
-// learning curve). The curve is computed by one background goroutine
-// while the page is viewed, at most about 40 versions of 20 episodes
-// each, cached per version, with a fixed seed per version.
+// agent/statuspage renders it) shows these values and the operational ones
+// below, each panel labelled a release covered by the guarantee (with its
+// epsilon and delta) or operational: the policy version, releases over time
+// and the users' composed epsilons against the cap, read from the ledger;
+// sessions by outcome and act latency, read from the Prometheus registry;
+// and, when service.ServiceConfig.EnvSpec names a simulator, the learning
+// curve of the released versions on that public simulator (post-processing
+// of the releases; the agent releases no noised return, so there is no
+// other learning curve). The curve is computed by one background goroutine
+// while the page is viewed, at most about 40 versions of 20 episodes each,
+// cached per version, with a fixed seed per version.
 //
 // /metrics and the logs are operational, for the operator only; they carry
 // no epsilon and are not differentially private. The metrics count protocol

@@ -9,8 +9,10 @@
 // queue, batches, the DP update and its release to the ledger), fixed
 // policies, snapshots, the guarantee read from the ledger and the text
 // that describes it, the Prometheus counters, and the pause on a full
-// disk. It reads no flag, opens no socket and knows no NATS subject: it
-// is driven through Agent.Act, Agent.End and Agent.Run.
+// disk. It reads no setting of the operator's, imports no NATS client or
+// server and opens no socket (it uses only the wire protocol's error
+// codes and the requester's identity, stream.ReplyOrigin): it is driven
+// through Agent.Act, Agent.End and Agent.Run.
 //
 // The shell (this package) resolves and checks Settings into a
 // ServiceConfig (settings*.go: one small resolver per concern: the spec,
