@@ -32,6 +32,7 @@ var layers = []struct {
 	{"rollout", []string{"rollout"}},
 	{"the agent, the offline modes, the load generator", []string{"agent", "offline", "offline/evaluate", "offline/primorl", "offline/qlearn", "offline/svt",
 		"stream/loadgen"}},
+	{"the agent's operator shell and its tests' fixtures", []string{"agent/service", "agent/internal/..."}},
 	{"drivers", []string{"audit", "experiment/...", "report"}},
 	{"the command", []string{"cmd/..."}},
 }
@@ -156,6 +157,9 @@ func TestLayerRulesBite(t *testing.T) {
 		{"offline/qlearn", "policy/qnet", true},
 		{"experiment/bench", "stream/loadgen", true},
 		{"internal/chart", "internal/atomicfile", true},
+		{"agent", "agent/service", false},
+		{"agent/service", "agent", true},
+		{"experiment/demo", "agent/service", true},
 	} {
 		li, lj := layerOf(c.pkg), layerOf(c.dep)
 		ok := li >= 0 && lj >= 0 && (lj < li || lj == li && family(c.pkg) == family(c.dep))

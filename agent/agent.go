@@ -86,6 +86,10 @@ type Options struct {
 	// DefaultSessionLogQueue and DefaultSessionLogQueueBytes.
 	SessionLogQueue      int
 	SessionLogQueueBytes int64
+	// BeforeRelease, when set (tests), runs on the updater goroutine after
+	// a round's noise is drawn and before its release is written to the
+	// ledger: the crash tests kill the process there.
+	BeforeRelease func()
 }
 
 // Agent is the learner-server. Create it with New, run its updater with Run,
@@ -365,6 +369,15 @@ func (a *Agent) Epsilon() float64 { return a.epsilon }
 // Guarantee is the agent's guarantee as read from its ledger and kept up
 // to date after each release (see Guarantee).
 func (a *Agent) Guarantee() Guarantee { return *a.guar.Load() }
+
+// Metrics returns the counters the agent updates (Options.Metrics, or
+// its own when none was given).
+func (a *Agent) Metrics() *Metrics { return a.m }
+
+// SessionMemory is the number of bytes of the session memory budget
+// (Config.SessionMemoryBytes) charged now (operational, as the
+// dprl_session_memory_bytes gauge).
+func (a *Agent) SessionMemory() int64 { return a.mem.Load() }
 
 // Version is the version being served to new sessions.
 func (a *Agent) Version() uint64 { return a.current.Load().num }
@@ -847,8 +860,9 @@ type FixedProvenance struct {
 	Label     string  `json:"label"`
 }
 
-// provenance is f's FixedProvenance.
-func (f *FixedPolicy) provenance() *FixedProvenance {
+// Status is f's provenance as /status and the status page show it
+// (FixedProvenance, the epsilon rounded up).
+func (f *FixedPolicy) Status() *FixedProvenance {
 	p := &FixedProvenance{Private: f.Private(), Label: f.Label()}
 	if p.Private {
 		pr := f.Provenance
@@ -862,7 +876,7 @@ func (a *Agent) Stats() Stats {
 	g := a.Guarantee()
 	st := Stats{Version: a.Version(), Updates: a.updates.Load(), Epsilon: g.Epsilon, Delta: g.Delta, NextEpsilon: a.epsilon}
 	if a.cfg.Fixed != nil {
-		st.Epsilon, st.Delta, st.NextEpsilon, st.FixedPolicy, st.FixedProvenance = 0, 0, 0, a.cfg.Fixed.ID(), a.cfg.Fixed.provenance()
+		st.Epsilon, st.Delta, st.NextEpsilon, st.FixedPolicy, st.FixedProvenance = 0, 0, 0, a.cfg.Fixed.ID(), a.cfg.Fixed.Status()
 	}
 	return st
 }

@@ -4,20 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"dprl/agent/internal/agenttest"
 	"dprl/internal/testutil"
 	"dprl/ledger"
 	"dprl/policy"
-	"dprl/sessionlog"
 	"dprl/sims"
 )
 
@@ -30,18 +27,9 @@ func cartpoleConfig(K int) Config {
 	return cfg
 }
 
-func openStore(t testing.TB, dir string) *ledger.Store {
-	t.Helper()
-	s, err := ledger.Open(dir, ledger.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func startAgent(t *testing.T, cfg Config, dir string) (*Agent, *ledger.Store, func()) {
 	t.Helper()
-	store := openStore(t, dir)
+	store := agenttest.OpenStore(t, dir)
 	a, err := New(cfg, store, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +108,7 @@ func TestUpdatesReleaseAndResume(t *testing.T) {
 	store2.Close()
 	bad := cfg
 	bad.Spec.ObsDim = 6
-	s3 := openStore(t, t.TempDir())
+	s3 := agenttest.OpenStore(t, t.TempDir())
 	defer s3.Close()
 	if _, err := New(cfg, s3, Options{}); err != nil {
 		t.Fatal(err)
@@ -251,57 +239,6 @@ func TestConcurrentServing(t *testing.T) {
 	}
 }
 
-func TestSessionLog(t *testing.T) {
-	dir := t.TempDir()
-	cfg := cartpoleConfig(4)
-	svc, err := StartService(context.Background(), ServiceConfig{Agent: cfg, DataDir: t.TempDir(), SessionLogDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(5, 5))
-	for i := 0; i < 5; i++ {
-		playEpisode(t, svc.Agent(), fmt.Sprintf("log-%d", i), "u", rng, 30)
-	}
-	if err := svc.Close(); err != nil {
-		t.Fatal(err)
-	}
-	ss := loggedSessions(t, dir, sessionlog.Spec{ObsDim: 4, Discrete: 2})
-	for _, s := range ss {
-		if s.User != "u" || len(s.Steps) == 0 || s.Steps[0].LogP > 0 {
-			t.Errorf("logged session %+v", s)
-		}
-	}
-	if len(ss) != 5 {
-		t.Errorf("%d sessions logged, want 5", len(ss))
-	}
-}
-
-// loggedSessions reads every session of the one session log file in dir.
-func loggedSessions(t *testing.T, dir string, spec sessionlog.Spec) []sessionlog.Session {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dir, "sessions-*.jsonl"))
-	if len(files) != 1 {
-		t.Fatalf("session log files %v, want one", files)
-	}
-	f, err := os.Open(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r := sessionlog.NewReader(f, sessionlog.ReaderOptions{Spec: spec})
-	var ss []sessionlog.Session
-	for {
-		s, err := r.Next()
-		if err == io.EOF {
-			return ss
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss = append(ss, s)
-	}
-}
-
 // The agent refuses correlated noise, whose accounting assumes that each
 // user enters one release and whose state it does not persist.
 func TestConfigRejectsTree(t *testing.T) {
@@ -316,4 +253,13 @@ func TestConfigRejectsTree(t *testing.T) {
 			t.Fatalf("%v noise: %v, want a refusal", n, err)
 		}
 	}
+}
+
+// waitDiscarded waits until a's sessions set aside for reason number n:
+// batch formation applies the per-user caps after End replied.
+func waitDiscarded(t *testing.T, a *Agent, reason string, n float64) {
+	t.Helper()
+	testutil.EventuallyTrue(t, 10*time.Second, fmt.Sprintf("%d sessions set aside (%s)", int(n), reason), func() bool {
+		return testutil.MetricValue(t, a.Metrics().SessionsDiscarded.WithLabelValues(reason)) == n
+	})
 }

@@ -3,6 +3,8 @@ package agent
 import (
 	"fmt"
 	"testing"
+
+	"dprl/agent/internal/agenttest"
 )
 
 // BenchmarkAct measures serving one action inside the agent (no transport):
@@ -30,7 +32,7 @@ func BenchmarkAct(b *testing.B) {
 }
 
 func benchmarkAct(b *testing.B, cfg Config) {
-	store := openStore(b, b.TempDir())
+	store := agenttest.OpenStore(b, b.TempDir())
 	defer store.Close()
 	a, err := New(cfg, store, Options{})
 	if err != nil {
@@ -68,7 +70,7 @@ func BenchmarkBatchFormation(b *testing.B) {
 	for _, n := range []int{1000, 10000, 50000} {
 		b.Run(fmt.Sprintf("flood=%d", n), func(b *testing.B) {
 			cfg := cartpoleConfig(32)
-			store := openStore(b, b.TempDir())
+			store := agenttest.OpenStore(b, b.TempDir())
 			defer store.Close()
 			a, err := New(cfg, store, Options{})
 			if err != nil {

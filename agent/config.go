@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"dprl/internal/fielderr"
 	"dprl/policy"
 )
 
@@ -165,8 +166,15 @@ func (c Config) MinSessionBytes() int64 {
 	return sessionOverhead("", "", "") + a.stepBytes(min(initialStepCapacity, max(c.MaxStepsPerSession, 1)))
 }
 
+// ConfigFields are the names the errors of Config.Validate give fields
+// (fielderr): the names of the operator's settings (agent/service's
+// Settings) that set them, which the command renders as its flags.
+var ConfigFields = fielderr.Fields{"K", "Delta", "UserEpsilon", "MaxUpdatesPerUser", "SessionMemoryMiB",
+	"MaxOpenSessions", "MaxStepsPerSession", "MaxSessionsPerUser", "MaxSessionsPerConnection", "MaxQueuedPerUser",
+	"IdleTimeout", "FlushTimeout", "MaxSessionLifetime", "RewardLow", "RewardHigh"}
+
 // Validate reports every problem at once. The errors of a limit name its
-// field as Settings does (fielderr, SettingsFields). It joins the errors of
+// field as the operator's settings do (fielderr, ConfigFields). It joins the errors of
 // its validators by concern, in this order: the learner, the fixed policy,
 // the privacy parameters, the admission limits, the reward bound and the
 // workers.
@@ -209,7 +217,7 @@ func (c Config) validateLearner() []error {
 		// Its sensitivity is that of the participation pattern the ledger
 		// enforces: at most MaxUpdatesPerUser updates per user, any two at
 		// least Separation apart.
-		errs = append(errs, SettingsFields.Errorf("{MaxUpdatesPerUser} %d: %v noise needs a cap on the updates a user takes part in (its sensitivity is that of at most k participations, any two at least %d releases apart)", c.MaxUpdatesPerUser, dp.Noise, m.Separation(dp)))
+		errs = append(errs, ConfigFields.Errorf("{MaxUpdatesPerUser} %d: %v noise needs a cap on the updates a user takes part in (its sensitivity is that of at most k participations, any two at least %d releases apart)", c.MaxUpdatesPerUser, dp.Noise, m.Separation(dp)))
 	}
 	return errs
 }
@@ -239,19 +247,19 @@ func (c Config) validatePrivacy() []error {
 	var errs []error
 	k := c.Policy.DP.UsersPerUpdate
 	if k > MaxUsersPerUpdate {
-		errs = append(errs, SettingsFields.Errorf("{K} %d: want 1 to %d", k, MaxUsersPerUpdate))
+		errs = append(errs, ConfigFields.Errorf("{K} %d: want 1 to %d", k, MaxUsersPerUpdate))
 	} else if b := c.MinSessionBytes(); c.Fixed == nil && k > 0 && c.SessionMemoryBytes >= minSessionMemory && int64(k) > c.SessionMemoryBytes/b {
-		errs = append(errs, SettingsFields.Errorf("{K} %d: an update holds its K sessions until it is released, and %d sessions of at least %d bytes do not fit the session memory budget {SessionMemoryMiB} of %d MiB (at most %d sessions)",
+		errs = append(errs, ConfigFields.Errorf("{K} %d: an update holds its K sessions until it is released, and %d sessions of at least %d bytes do not fit the session memory budget {SessionMemoryMiB} of %d MiB (at most %d sessions)",
 			k, k, b, c.SessionMemoryBytes>>20, c.SessionMemoryBytes/b))
 	}
 	if !(c.Delta > 0 && c.Delta < 1) {
-		errs = append(errs, SettingsFields.Errorf("{Delta} %v: want 0 < delta < 1", c.Delta))
+		errs = append(errs, ConfigFields.Errorf("{Delta} %v: want 0 < delta < 1", c.Delta))
 	}
 	if !(c.UserEpsilon >= 0) || math.IsInf(c.UserEpsilon, 0) {
-		errs = append(errs, SettingsFields.Errorf("{UserEpsilon} %v: the user epsilon cap must be finite and >= 0 (0: no cap)", c.UserEpsilon))
+		errs = append(errs, ConfigFields.Errorf("{UserEpsilon} %v: the user epsilon cap must be finite and >= 0 (0: no cap)", c.UserEpsilon))
 	}
 	if c.MaxUpdatesPerUser < 0 || c.MaxUpdatesPerUser > MaxUpdatesPerUserCap {
-		errs = append(errs, SettingsFields.Errorf("{MaxUpdatesPerUser} %d: want 0 (no cap) to %d", c.MaxUpdatesPerUser, MaxUpdatesPerUserCap))
+		errs = append(errs, ConfigFields.Errorf("{MaxUpdatesPerUser} %d: want 0 (no cap) to %d", c.MaxUpdatesPerUser, MaxUpdatesPerUserCap))
 	}
 	return errs
 }
@@ -273,7 +281,7 @@ func (c Config) validateLimits() []error {
 		{"MaxQueuedPerUser", "queued sessions per user", c.MaxQueuedPerUser, 1, MaxQueuedPerUser(max(k, 1)), " (the capacity of the learner queue, all users together: 4 x {K} + 1024)"},
 	} {
 		if l.v < l.lo || l.v > l.hi {
-			errs = append(errs, SettingsFields.Errorf("{%s} %d: %s, want %d to %d%s", l.field, l.v, l.what, l.lo, l.hi, l.why))
+			errs = append(errs, ConfigFields.Errorf("{%s} %d: %s, want %d to %d%s", l.field, l.v, l.what, l.lo, l.hi, l.why))
 		}
 	}
 	if c.SessionMemoryBytes < minSessionMemory {
@@ -284,7 +292,7 @@ func (c Config) validateLimits() []error {
 		v           time.Duration
 	}{{"IdleTimeout", "idle timeout", c.IdleTimeout}, {"FlushTimeout", "flush timeout", c.FlushTimeout}, {"MaxSessionLifetime", "session lifetime", c.MaxSessionLifetime}} {
 		if d.v < MinTimeout || d.v > MaxTimeout {
-			errs = append(errs, SettingsFields.Errorf("{%s} %v: %s, want %v to 30 days", d.field, d.v, d.what, MinTimeout))
+			errs = append(errs, ConfigFields.Errorf("{%s} %v: %s, want %v to 30 days", d.field, d.v, d.what, MinTimeout))
 		}
 	}
 	return errs
@@ -296,9 +304,9 @@ func (c Config) validateReward() []error {
 	lo, hi := c.RewardLow, c.RewardHigh
 	switch {
 	case math.IsNaN(lo) || math.IsNaN(hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) || !(lo < hi):
-		return []error{SettingsFields.Errorf("reward bound [{RewardLow}, {RewardHigh}] = [%v, %v]: want finite low < high", lo, hi)}
+		return []error{ConfigFields.Errorf("reward bound [{RewardLow}, {RewardHigh}] = [%v, %v]: want finite low < high", lo, hi)}
 	case max(math.Abs(lo), math.Abs(hi))*float64(max(c.MaxStepsPerSession, 1)) > maxRewardTimesSteps:
-		return []error{SettingsFields.Errorf("reward bound [{RewardLow}, {RewardHigh}] = [%v, %v] x {MaxStepsPerSession} %d passes %g: a return could overflow", lo, hi, c.MaxStepsPerSession, maxRewardTimesSteps)}
+		return []error{ConfigFields.Errorf("reward bound [{RewardLow}, {RewardHigh}] = [%v, %v] x {MaxStepsPerSession} %d passes %g: a return could overflow", lo, hi, c.MaxStepsPerSession, maxRewardTimesSteps)}
 	}
 	return nil
 }

@@ -5,6 +5,12 @@
 // Gaussian noise N(0, (zS/K)^2 I)), writing the new policy and its privacy
 // cost to the ledger in one synced batch before serving it.
 //
+// This package is the serving core; package agent/service is the
+// operator shell that resolves the operator's settings, runs the process
+// (NATS and its security, the wire protocol's handler, the ops server,
+// models, backups) and drives the core (see its package doc for the line
+// between the two).
+//
 // With a fixed policy (Config.Fixed, dprl agent --serve-policy) it serves
 // a released SAC actor instead and never learns: sessions are served,
 // limited and logged as below, but none is queued, no update is made and
@@ -57,18 +63,18 @@
 // gradient norms, whether a local update failed): polling /status around
 // each End recovers nothing of a session.
 //
-// The status page (GET / on the ops server; package agent/statuspage)
-// shows these values and the operational ones below, each panel labelled
-// a release covered by the guarantee (with its epsilon and delta) or
-// operational: the policy version, releases over time and the users'
-// composed epsilons against the cap, read from the ledger; sessions by
-// outcome and act latency, read from the Prometheus registry; and, when
-// ServiceConfig.EnvSpec names a simulator, the learning curve of the
-// released versions on that public simulator (post-processing of the
-// releases; the agent releases no noised return, so there is no other
-// learning curve). The curve is computed by one background goroutine
-// while the page is viewed, at most about 40 versions of 20 episodes
-// each, cached per version, with a fixed seed per version.
+// The status page (GET / on the ops server of agent/service; package
+// agent/statuspage renders it) shows these values and the operational ones
+// below, each panel labelled a release covered by the guarantee (with its
+// epsilon and delta) or operational: the policy version, releases over time
+// and the users' composed epsilons against the cap, read from the ledger;
+// sessions by outcome and act latency, read from the Prometheus registry;
+// and, when service.ServiceConfig.EnvSpec names a simulator, the learning
+// curve of the released versions on that public simulator (post-processing
+// of the releases; the agent releases no noised return, so there is no
+// other learning curve). The curve is computed by one background goroutine
+// while the page is viewed, at most about 40 versions of 20 episodes each,
+// cached per version, with a fixed seed per version.
 //
 // /metrics and the logs are operational, for the operator only; they carry
 // no epsilon and are not differentially private. The metrics count protocol

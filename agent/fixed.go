@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
-	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"dprl/policy"
 	"dprl/policy/qnet"
 	"dprl/policy/sac"
-	"dprl/sims"
 )
 
 // FixedPolicy is a released policy the agent serves as it is (dprl agent
@@ -93,17 +91,17 @@ const FixedPolicyKinds = "a fixed policy is a Q-network policy (JSON, dprl.qlear
 // ParseFixedPolicy is LoadFixedPolicy of a snapshot already read; source
 // names where it came from.
 func ParseFixedPolicy(b []byte, source string) (*FixedPolicy, error) {
-	f, err := parseFixed(b, source)
+	f, err := DecodeFixedPolicy(b, source)
 	if err != nil {
 		return nil, fmt.Errorf("agent: fixed policy %s: %w (%s)", source, err, FixedPolicyKinds)
 	}
 	return f, nil
 }
 
-// parseFixed is ParseFixedPolicy with the snapshot decoder's error as it
-// is. A snapshot that starts with "{" is a Q-network policy (JSON), any
+// DecodeFixedPolicy is ParseFixedPolicy with the snapshot decoder's error
+// as it is, for a caller that names the setting itself. A snapshot that starts with "{" is a Q-network policy (JSON), any
 // other a SAC actor (binary).
-func parseFixed(b []byte, source string) (*FixedPolicy, error) {
+func DecodeFixedPolicy(b []byte, source string) (*FixedPolicy, error) {
 	f := &FixedPolicy{Source: source, CRC: crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))}
 	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] == '{' {
 		q, _, err := qnet.ParseSnapshot(b)
@@ -123,12 +121,12 @@ func parseFixed(b []byte, source string) (*FixedPolicy, error) {
 	return f, nil
 }
 
-// collectors are the gauges of the snapshot's provenance:
+// Collectors are the gauges of the snapshot's provenance:
 // dprl_fixed_policy_private (1 for a private snapshot, 0 for one that is
 // NOT private or records no provenance) and, for a private one,
 // dprl_fixed_policy_epsilon and dprl_fixed_policy_delta, labelled with
 // the unit and the ledger entry that charged it.
-func (f *FixedPolicy) collectors() []prometheus.Collector {
+func (f *FixedPolicy) Collectors() []prometheus.Collector {
 	priv := prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_fixed_policy_private",
 		Help: "1 when the fixed policy served (--serve-policy) records that it is a differentially private release, 0 when it is NOT private (--serve-non-private)."})
 	if !f.Private() {
@@ -146,8 +144,8 @@ func (f *FixedPolicy) collectors() []prometheus.Collector {
 	return []prometheus.Collector{priv, eps, delta}
 }
 
-// servingNote says what serving the snapshot spends and covers.
-func (f *FixedPolicy) servingNote() string {
+// ServingNote says what serving the snapshot spends and covers.
+func (f *FixedPolicy) ServingNote() string {
 	if f.Private() {
 		return "it never learns and spends no privacy budget (serving a DP release is post-processing: what is served is covered by the release's guarantee)"
 	}
@@ -163,17 +161,17 @@ func (f *FixedPolicy) ID() string {
 	return fmt.Sprintf("sac-actor crc32c:%08x", f.CRC)
 }
 
-// kind names the snapshot's policy for messages.
-func (f *FixedPolicy) kind() string {
+// Kind names the snapshot's policy for messages.
+func (f *FixedPolicy) Kind() string {
 	if f.Q != nil {
 		return "a greedy " + strings.ToUpper(string(f.Q.Algo)) + " Q-network policy (discrete actions)"
 	}
 	return "a SAC actor (continuous actions)"
 }
 
-// dims returns the snapshot's observation length and its number of
+// Dims returns the snapshot's observation length and its number of
 // discrete actions (Q) or action values (SAC), and says which in words.
-func (f *FixedPolicy) dims() (obs, act int, text string) {
+func (f *FixedPolicy) Dims() (obs, act int, text string) {
 	if f.Q != nil {
 		return f.Q.ObsDim, f.Q.Actions, fmt.Sprintf("obs dim %d, %d actions", f.Q.ObsDim, f.Q.Actions)
 	}
@@ -217,97 +215,3 @@ func (a *Agent) runFixed(ctx context.Context) error {
 		}
 	}
 }
-
-// learningSettings are the Settings fields that configure the learner,
-// which a fixed policy does not run (ServePolicy refuses them).
-var learningSettings = []string{"Z", "Clip", "K", "SessionEpsilon", "Noise", "Band", "Delta", "UserEpsilon", "MaxUpdatesPerUser", "MaxQueuedPerUser", "FlushTimeout"}
-
-// fixedPolicy reads ServePolicy, refusing the settings that do not apply
-// to a fixed policy (the learner's, and Models).
-func (s Settings) fixedPolicy() (*FixedPolicy, error) {
-	if len(s.Models) > 0 {
-		return nil, SettingsFields.Errorf("{ServePolicy} serves one fixed policy: it does not apply with models")
-	}
-	nonZero := map[string]bool{"Z": s.Z != 0, "Clip": s.Clip != 0, "K": s.K != 0, "SessionEpsilon": s.SessionEpsilon != 0,
-		"Noise": s.Noise != "" && s.Noise != policy.NoiseIndependent.String(), "Band": s.Band != 0, "UserEpsilon": s.UserEpsilon != 0, "MaxUpdatesPerUser": s.MaxUpdatesPerUser != 0}
-	var given []string
-	for _, f := range learningSettings {
-		if s.given(f, nonZero[f]) {
-			given = append(given, "{"+f+"}")
-		}
-	}
-	if len(given) > 0 {
-		verb := "does"
-		if len(given) > 1 {
-			verb = "do"
-		}
-		return nil, SettingsFields.Errorf("%s: %s not apply with {ServePolicy}: a fixed policy never learns, so the learner's settings have no effect (serving a policy spends no budget)", strings.Join(given, ", "), verb)
-	}
-	b, err := os.ReadFile(s.ServePolicy)
-	if err != nil {
-		return nil, SettingsFields.Errorf("{ServePolicy}: %w", err)
-	}
-	f, err := parseFixed(b, s.ServePolicy)
-	if err != nil {
-		return nil, SettingsFields.Errorf("{ServePolicy} %s: %w", s.ServePolicy, err)
-	}
-	switch {
-	case !f.Private() && !s.ServeNonPrivate:
-		return nil, SettingsFields.Errorf("{ServePolicy} %s is %s: refused; give {ServeNonPrivate} to serve it anyway, labelled NOT private", s.ServePolicy, f.Label())
-	case f.Private() && s.ServeNonPrivate:
-		return nil, SettingsFields.Errorf("{ServeNonPrivate}: {ServePolicy} %s is %s: the flag is for a snapshot that is not private", s.ServePolicy, f.Label())
-	}
-	f.ServeNonPrivate = s.ServeNonPrivate
-	return f, nil
-}
-
-// checkFixed refuses a fixed policy that cannot serve spec, naming the
-// setting that gave the spec.
-func (s Settings) checkFixed(f *FixedPolicy, spec policy.Spec) error {
-	from := "{ObsDim} " + strconv.Itoa(s.ObsDim)
-	switch {
-	case s.EnvSpec != "":
-		from = "{EnvSpec} " + s.EnvSpec
-	case spec.Kind == policy.ActionDiscrete:
-		from = "{Actions} " + strconv.Itoa(s.Actions)
-	}
-	if f.Q != nil {
-		switch {
-		case spec.Kind != policy.ActionDiscrete:
-			return SettingsFields.Errorf("{ServePolicy} %s is a Q-network policy, whose actions are discrete: %s has continuous actions and cannot be served by it", f.Source, from)
-		case f.Q.ObsDim != spec.ObsDim || f.Q.Actions != spec.NumActions:
-			return SettingsFields.Errorf("{ServePolicy} %s takes %d observation values and chooses among %d actions, %s has %d and %d: serve it with the simulator or {ObsDim} and {Actions} it was trained for",
-				f.Source, f.Q.ObsDim, f.Q.Actions, from, spec.ObsDim, spec.NumActions)
-		case s.EnvSpec != "" && f.Q.Env != "" && f.Q.Env != s.EnvSpec:
-			return SettingsFields.Errorf("{ServePolicy} %s was trained and evaluated on %s, not %s", f.Source, f.Q.Env, from)
-		}
-		return nil
-	}
-	switch {
-	case spec.Kind != policy.ActionContinuous:
-		return SettingsFields.Errorf("{ServePolicy} %s is a SAC actor, whose actions are continuous: %s has %d discrete actions and cannot be served by it", f.Source, from, spec.NumActions)
-	case f.Actor.ObsDim() != spec.ObsDim || f.Actor.ActDim() != spec.ActionDim:
-		return SettingsFields.Errorf("{ServePolicy} %s takes %d observation values and gives %d action values, %s has %d and %d: serve it with the simulator or {ObsDim} it was trained for",
-			f.Source, f.Actor.ObsDim(), f.Actor.ActDim(), from, spec.ObsDim, spec.ActionDim)
-	case s.EnvSpec != "":
-		// A SAC actor's box is its simulator's action space (sac.Train):
-		// another box means another simulator, whatever the dimensions.
-		env, err := sims.New(s.EnvSpec)
-		if err != nil {
-			return SettingsFields.Errorf("{EnvSpec}: %w", err)
-		}
-		as := env.ActionSpace()
-		low, high := f.Actor.Box()
-		for j := range low {
-			if !nearlyEqual(low[j], as.Low[j]) || !nearlyEqual(high[j], as.High[j]) {
-				return SettingsFields.Errorf("{ServePolicy} %s acts in the box %v to %v, %s's actions are in %v to %v: it was trained for another simulator",
-					f.Source, low, high, from, as.Low, as.High)
-			}
-		}
-	}
-	return nil
-}
-
-// nearlyEqual reports whether a and b agree to a relative 1e-9 (the box is
-// stored as its scale and centre, which round).
-func nearlyEqual(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(a), math.Abs(b)) }

@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"dprl/ledger"
 	"dprl/ledger/accountant"
@@ -149,16 +150,95 @@ func sumEpsilon(sum, delta float64) (float64, error) {
 	return eps, nil
 }
 
-// historyRaises reports whether the ledger's history (releases or users'
+// HistoryRaises reports whether the ledger's history (releases or users'
 // updates at other settings) raised the guarantee above what the current
 // settings alone give: the printed lines then say where it comes from.
 // (A user's sum of 1/z^2 at one z differs from k/z^2 by rounding only, so
 // a relative 1e-9 is not counted as raised: it changes the wording, never
 // the bound printed.)
-func (g Guarantee) historyRaises(c Config) (session, user bool) {
+func (g Guarantee) HistoryRaises(c Config) (session, user bool) {
 	session = g.Recorded > g.Next || g.RecordedDelta > c.Delta
 	if b, ok, err := c.UserEpsilonBound(); err == nil && ok && g.UserBounded {
 		user = g.UserBound > b*(1+1e-9)
 	}
 	return session, user
+}
+
+// SessionEpsilon is the per-session epsilon at Delta of one update: one
+// Gaussian mechanism of noise multiplier Policy.DP.NoiseMultiplier
+// (analytic Gaussian mechanism, "Improving the Gaussian Mechanism for
+// Differential Privacy: Analytical Calibration and Optimal Denoising",
+// Theorem 8), the epsilon the agent charges each session.
+func (c Config) SessionEpsilon() (float64, error) {
+	return accountant.GaussianEpsilon(c.Policy.DP.NoiseMultiplier, c.Delta)
+}
+
+// UserEpsilonBound is the largest epsilon at Delta any one user can reach
+// under the per-user caps: MaxUpdatesPerUser updates of multiplier z
+// compose into one Gaussian mechanism of multiplier z/sqrt(k) (Dong, Roth
+// & Su, "Gaussian Differential Privacy", Corollary 3.3; exact analytic
+// Gaussian); with bandmf noise into one of multiplier z/rho(k), rho(k) the
+// sensitivity of k participations at least Band apart (UserSensitivity,
+// sqrt(k) within rounding); and UserEpsilon caps it directly. ok is false
+// when neither cap is set: a user's epsilon then grows without bound.
+func (c Config) UserEpsilonBound() (eps float64, ok bool, err error) {
+	eps = math.Inf(1)
+	if k := c.MaxUpdatesPerUser; k > 0 {
+		rho, err := c.UserSensitivity()
+		if err != nil {
+			return 0, false, err
+		}
+		if eps, err = accountant.GaussianEpsilon(c.Policy.DP.NoiseMultiplier/rho, c.Delta); err != nil {
+			return 0, false, err
+		}
+		ok = true
+	}
+	if c.UserEpsilon > 0 {
+		eps, ok = math.Min(eps, c.UserEpsilon), true
+	}
+	return eps, ok, nil
+}
+
+// UserSensitivity is the L2 sensitivity of a user with MaxUpdatesPerUser
+// updates in units of one update's: sqrt(k) for independent noise (k
+// compositions), and sqrt(k) for bandmf noise too: the maximum over the
+// participation sets the ledger allows (at most k, any two at least Band
+// apart) of the norm of the sum of the factor's columns is exactly sqrt(k)
+// column norms, the columns of such a set having disjoint supports
+// (package bandmf). The exact program (bandsens.Sensitivities) computes it,
+// and an answer that differs by more than its rounding slack is an error.
+// So userNoise's k-fold composition is exact for bandmf as well. 0
+// without an update cap.
+func (c Config) UserSensitivity() (float64, error) {
+	k := c.MaxUpdatesPerUser
+	if k < 1 {
+		return 0, nil
+	}
+	dp := c.Policy.DP
+	m, err := dp.Noise.Mechanism()
+	if err != nil {
+		return 0, fmt.Errorf("agent: %w", err)
+	}
+	rho, err := m.UserSensitivity(dp, k)
+	if err != nil {
+		return 0, fmt.Errorf("agent: %w", err)
+	}
+	return rho, nil
+}
+
+// UserCaps names the per-user caps in force ("" for none), e.g. "at most 1
+// update per user, user epsilon 8".
+func (c Config) UserCaps() string {
+	var parts []string
+	if c.MaxUpdatesPerUser > 0 {
+		unit := "updates"
+		if c.MaxUpdatesPerUser == 1 {
+			unit = "update"
+		}
+		parts = append(parts, fmt.Sprintf("at most %d %s per user", c.MaxUpdatesPerUser, unit))
+	}
+	if c.UserEpsilon > 0 {
+		parts = append(parts, fmt.Sprintf("user epsilon %g", c.UserEpsilon))
+	}
+	return strings.Join(parts, ", ")
 }

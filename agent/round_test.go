@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"dprl/agent/internal/agenttest"
 	"dprl/ledger"
 	"dprl/policy"
 )
@@ -49,7 +50,7 @@ func TestUpdaterReleasesTheRound(t *testing.T) {
 			cfg.Workers = 2
 
 			// The agent's path.
-			store := openStore(t, t.TempDir())
+			store := agenttest.OpenStore(t, t.TempDir())
 			defer store.Close()
 			a, err := New(cfg, store, Options{})
 			if err != nil {
@@ -92,7 +93,7 @@ func TestUpdaterReleasesTheRound(t *testing.T) {
 
 			// The trainer's path, from an agent with the same seed: the
 			// same generators, drawn in newUpdater's order.
-			store2 := openStore(t, t.TempDir())
+			store2 := agenttest.OpenStore(t, t.TempDir())
 			defer store2.Close()
 			a2, err := New(cfg, store2, Options{})
 			if err != nil {

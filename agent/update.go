@@ -34,10 +34,6 @@ type updater struct {
 	probeAt time.Time
 }
 
-// testHookBeforeRelease, when set (tests), runs after a round's noise is
-// drawn and before its release is written to the ledger.
-var testHookBeforeRelease func()
-
 func newUpdater(a *Agent, workers int) (*updater, error) {
 	cfg := a.cfg
 	u := &updater{a: a}
@@ -206,6 +202,11 @@ func (q *fairQueue) len() int {
 	defer q.mu.Unlock()
 	return q.n
 }
+
+// Queued is the number of finished sessions waiting in the learner queue
+// for an update (operational, as the learner-queue gauge; 0 with a fixed
+// policy).
+func (a *Agent) Queued() int { return a.queue.len() }
 
 // fill moves queued sessions into the batch being formed, round-robin over
 // the queues in the ring, until the batch has K sessions or the ring is
@@ -419,8 +420,8 @@ func (u *updater) update(cur *version) error {
 		}
 		rel.Noise = &ledger.NoiseStep{X: x, G: g}
 	}
-	if testHookBeforeRelease != nil {
-		testHookBeforeRelease()
+	if a.opt.BeforeRelease != nil {
+		a.opt.BeforeRelease()
 	}
 	if _, err := a.store.Release(rel); err != nil {
 		a.m.ReleaseErrors.Inc()

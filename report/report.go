@@ -28,7 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/agent/statuspage"
 	"dprl/internal/atomicfile"
 	"dprl/internal/buildinfo"
@@ -173,7 +173,7 @@ func compute(o Options) (*statuspage.Page, Result, error) {
 		return nil, Result{}, err
 	}
 	if len(models) > 0 {
-		page.Source = fmt.Sprintf("the ledgers of %d models in %s", len(models), filepath.Join(o.DataDir, agent.ModelsDir))
+		page.Source = fmt.Sprintf("the ledgers of %d models in %s", len(models), filepath.Join(o.DataDir, service.ModelsDir))
 	}
 	for _, m := range models {
 		v, pr, err := policyView(o, m.name, m.dir, true)
@@ -201,7 +201,7 @@ func modelDirs(dir string) ([]modelDir, error) {
 	if ok, err := ledger.Exists(dir); ok || err != nil {
 		return nil, err
 	}
-	ents, err := os.ReadDir(filepath.Join(dir, agent.ModelsDir))
+	ents, err := os.ReadDir(filepath.Join(dir, service.ModelsDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -210,7 +210,7 @@ func modelDirs(dir string) ([]modelDir, error) {
 	}
 	var out []modelDir
 	for _, e := range ents {
-		d := filepath.Join(dir, agent.ModelsDir, e.Name())
+		d := filepath.Join(dir, service.ModelsDir, e.Name())
 		if ok, err := ledger.Exists(d); err != nil {
 			return nil, err
 		} else if ok && e.IsDir() {

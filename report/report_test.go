@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/internal/testutil"
 	"dprl/policy"
 	"dprl/profile"
@@ -36,9 +37,9 @@ func agentConfig(t *testing.T) agent.Config {
 // runAgent runs a real agent service (embedded NATS, Pebble ledger) on
 // dir until it has released `releases` versions from distinct users'
 // sessions, and returns it running.
-func runAgent(t *testing.T, dir string, releases int) *agent.Service {
+func runAgent(t *testing.T, dir string, releases int) *service.Service {
 	t.Helper()
-	svc, err := agent.StartService(context.Background(), agent.ServiceConfig{Agent: agentConfig(t), DataDir: dir, EnvSpec: "cartpole"})
+	svc, err := service.StartService(context.Background(), service.ServiceConfig{Agent: agentConfig(t), DataDir: dir, EnvSpec: "cartpole"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,8 +168,8 @@ func TestReportModels(t *testing.T) {
 	dir := t.TempDir()
 	tiny := agent.DefaultConfig(policy.Spec{ObsDim: 3, Kind: policy.ActionDiscrete, NumActions: 3}, policy.DefaultControlConfig())
 	tiny.Seed, tiny.Workers = 3, 1
-	svc, err := agent.StartService(context.Background(), agent.ServiceConfig{DataDir: dir,
-		Models: []agent.ModelConfig{{Name: "cartpole", Agent: agentConfig(t), EnvSpec: "cartpole"}, {Name: "tiny", Agent: tiny}}})
+	svc, err := service.StartService(context.Background(), service.ServiceConfig{DataDir: dir,
+		Models: []service.ModelConfig{{Name: "cartpole", Agent: agentConfig(t), EnvSpec: "cartpole"}, {Name: "tiny", Agent: tiny}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/cmd/dprl/cliflags"
 	"dprl/internal/flagsrc"
 	"dprl/ledger"
@@ -19,9 +19,9 @@ import (
 )
 
 // registerAgentSettings binds dprl agent's flags to the fields of s and
-// returns them, with the flags of the names agent.SettingsFields gives
+// returns them, with the flags of the names service.SettingsFields gives
 // groups of fields.
-func registerAgentSettings(fs *pflag.FlagSet, s *agent.Settings) *cliflags.Flags {
+func registerAgentSettings(fs *pflag.FlagSet, s *service.Settings) *cliflags.Flags {
 	fl := cliflags.New(fs, s)
 	fl.Name("BackupDir", "backup-dir")
 	fl.Name("BackupEvery", "backup-every")
@@ -44,10 +44,10 @@ func registerAgentSettings(fs *pflag.FlagSet, s *agent.Settings) *cliflags.Flags
 	fl.StringVar(&s.NKey, "nkey", "", "nkey seed file of the agent's identity (external server)")
 	fl.StringVar(&s.SessionLogDir, "log-sessions", "", "write every closed session to rotating dprl.sessions.v1 files in this directory (raw user data: protect it)")
 	fl.StringVar(&s.Backups.Dir, "backup-dir", "", "write a verified online backup of the ledger into a new subdirectory of this directory every --backup-every while the head moved, keeping the newest --backup-keep (it holds user.key: protect it)")
-	fl.DurationVar(&s.Backups.Every, "backup-every", agent.DefaultBackupEvery, "interval of --backup-dir backups, >= 1s")
-	fl.IntVar(&s.Backups.Keep, "backup-keep", agent.DefaultBackupKeep, "backups kept in --backup-dir, >= 1")
+	fl.DurationVar(&s.Backups.Every, "backup-every", service.DefaultBackupEvery, "interval of --backup-dir backups, >= 1s")
+	fl.IntVar(&s.Backups.Keep, "backup-keep", service.DefaultBackupKeep, "backups kept in --backup-dir, >= 1")
 	fl.StringVar(&s.HTTPAddr, "http", "", "host:port of /healthz, /readyz, /metrics, /status and the status page at / (e.g. 127.0.0.1:9090; port 0 picks one)")
-	fl.DurationVar(&s.ShutdownGrace, "shutdown-grace", agent.DefaultShutdownGrace, "on SIGINT/SIGTERM, keep answering requests with shutting_down for at most this long (less once every open session was told) before draining; 0: drain at once")
+	fl.DurationVar(&s.ShutdownGrace, "shutdown-grace", service.DefaultShutdownGrace, "on SIGINT/SIGTERM, keep answering requests with shutting_down for at most this long (less once every open session was told) before draining; 0: drain at once")
 	fl.IntVar(&s.ActWorkers, "act-workers", 0, "act requests handled concurrently (subscriptions in the queue group); 0: one per two cores")
 	fl.Float64Var(&s.Z, "z", 0, "noise multiplier z (default: the profile's)")
 	fl.Float64Var(&s.SessionEpsilon, "session-epsilon", 0, "target per-session epsilon at --delta: z is set to the smallest noise multiplier reaching it (analytic Gaussian; instead of --z); 0: off")
@@ -76,8 +76,8 @@ func registerAgentSettings(fs *pflag.FlagSet, s *agent.Settings) *cliflags.Flags
 	fl.StringVar(&s.Security.ServerCert, "nats-tls-cert", "", "certificate (PEM) of the embedded NATS server: TCP clients must use TLS")
 	fl.StringVar(&s.Security.ServerKey, "nats-tls-key", "", "key (PEM) of --nats-tls-cert")
 	fl.StringVar(&s.Security.ClientCA, "nats-tls-client-ca", "", "CA (PEM) that must have signed every client's certificate (mutual TLS)")
-	fl.IntVar(&s.Security.MaxConn, "nats-max-conn", 0, fmt.Sprintf("cap on the embedded server's client connections, up to 2^20 (0: %d, lowered to fit the open-file limit)", agent.DefaultNATSMaxConn))
-	fl.IntVar(&s.Security.MaxSubs, "nats-max-subs", 0, fmt.Sprintf("cap on the subscriptions of one connection, act workers + 8 to 2^20 (0: %d, or act workers + 8 if more)", agent.DefaultNATSMaxSubs))
+	fl.IntVar(&s.Security.MaxConn, "nats-max-conn", 0, fmt.Sprintf("cap on the embedded server's client connections, up to 2^20 (0: %d, lowered to fit the open-file limit)", service.DefaultNATSMaxConn))
+	fl.IntVar(&s.Security.MaxSubs, "nats-max-subs", 0, fmt.Sprintf("cap on the subscriptions of one connection, act workers + 8 to 2^20 (0: %d, or act workers + 8 if more)", service.DefaultNATSMaxSubs))
 	fl.BoolVar(&s.Security.Insecure, "insecure-nats", false, "allow the embedded server on a non-loopback address without --nats-clients or without TLS: anyone who reaches it can read observations and user ids, answer act requests and forge policy announcements")
 	fl.Var(&s.Models, "model", "a model to serve, NAME or NAME:key=value,... (repeatable; keys: the per-policy flags, e.g. env, K, user-epsilon): each has its ledger in --data/models/NAME and its subjects --prefix.NAME.v1.*, and takes unset values from the flags (README, Several policies in one agent)")
 	fl.Var(&s.Models, "models", "models as JSON, [{\"name\": NAME, KEY: VALUE, ...}, ...] (for the config file and DPRL_MODELS; combined with --model)")
@@ -86,7 +86,7 @@ func registerAgentSettings(fs *pflag.FlagSet, s *agent.Settings) *cliflags.Flags
 
 func newAgentCmd(a *app) *cobra.Command {
 	var (
-		s           agent.Settings
+		s           service.Settings
 		config      string
 		checkConfig bool
 		fl          *cliflags.Flags
@@ -158,10 +158,10 @@ shutting_down (for up to --shutdown-grace), subscriptions drain, an update in fl
 	return c
 }
 
-func runAgent(ctx context.Context, a *app, fl *cliflags.Flags, sc agent.ServiceConfig) error {
-	svc, err := agent.StartService(ctx, sc)
+func runAgent(ctx context.Context, a *app, fl *cliflags.Flags, sc service.ServiceConfig) error {
+	svc, err := service.StartService(ctx, sc)
 	if errors.Is(err, ledger.ErrNotEmpty) {
-		return usagef("%s holds files but no ledger (a mistyped path?): give the ledger's directory, an empty one, or --init to create a new ledger there", agent.LedgerDirOf(err, "--data "+sc.DataDir))
+		return usagef("%s holds files but no ledger (a mistyped path?): give the ledger's directory, an empty one, or --init to create a new ledger there", service.LedgerDirOf(err, "--data "+sc.DataDir))
 	}
 	if err != nil {
 		return fl.Rename(err)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/internal/testutil"
 	"dprl/ledger"
 
@@ -224,13 +224,13 @@ func TestAgentCheckConfigRefuses(t *testing.T) {
 	}
 }
 
-// TestAgentFlagNamesComplete: every field agent.Settings' errors may name
+// TestAgentFlagNamesComplete: every field service.Settings' errors may name
 // is rendered as a flag dprl agent has (an unnamed field would print as
 // nothing).
 func TestAgentFlagNamesComplete(t *testing.T) {
 	c := newAgentCmd(&app{})
-	fl := registerAgentSettings(pflag.NewFlagSet("agent", pflag.ContinueOnError), new(agent.Settings))
-	for _, f := range agent.SettingsFields {
+	fl := registerAgentSettings(pflag.NewFlagSet("agent", pflag.ContinueOnError), new(service.Settings))
+	for _, f := range service.SettingsFields {
 		name := fl.Flag(f)
 		if name == "" {
 			t.Errorf("field %s: no flag", f)

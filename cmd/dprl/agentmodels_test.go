@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/internal/testutil"
 
 	"github.com/spf13/pflag"
@@ -100,8 +100,8 @@ func TestAgentModelsServe(t *testing.T) {
 // agent, and sets the same setting as the flag does.
 func TestModelKeysAreFlags(t *testing.T) {
 	values := map[string]string{"string": "x", "int": "3", "int64": "5", "uint64": "9", "float64": "0.5", "duration": "3s", "bool": "true"}
-	for _, key := range agent.ModelKeys() {
-		var top, byFlag agent.Settings
+	for _, key := range service.ModelKeys() {
+		var top, byFlag service.Settings
 		fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
 		registerAgentSettings(fs, &top)
 		f := fs.Lookup(key)
@@ -118,7 +118,7 @@ func TestModelKeysAreFlags(t *testing.T) {
 		if err := fs2.Set(key, v); err != nil {
 			t.Fatal(err)
 		}
-		byModel, err := top.ForModel(agent.ModelEntry{Name: "m", Values: map[string]string{key: v}})
+		byModel, err := top.ForModel(service.ModelEntry{Name: "m", Values: map[string]string{key: v}})
 		if err != nil {
 			t.Fatalf("key %s = %s: %v", key, v, err)
 		}

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/cmd/dprl/cliflags"
 	"dprl/experiment/demo"
 	"dprl/internal/flagsrc"
@@ -84,7 +84,7 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 			cfg.StartProgress = func(p func() demo.Progress) func() {
 				return a.task("demo").Every(func() progress.Report { return p().Report() })
 			}
-			res, err := demo.Run(c.Context(), agent.ServiceConfig{Agent: ac, DataDir: data, NATS: "embedded", NATSListen: "127.0.0.1:0", SessionLogDir: logSessions, Logger: a.log}, cfg)
+			res, err := demo.Run(c.Context(), service.ServiceConfig{Agent: ac, DataDir: data, NATS: "embedded", NATSListen: "127.0.0.1:0", SessionLogDir: logSessions, Logger: a.log}, cfg)
 			if errors.Is(err, ledger.ErrNotEmpty) {
 				return usagef("--data %s holds files but no ledger (a mistyped path?): give a demo's or an agent's data directory, an empty one, or none for a new temporary one", data)
 			}
@@ -102,7 +102,7 @@ users measure it themselves; the agent serves no statistic of sessions.`,
 	fl.Float64Var(&cfg.UserEpsilon, "user-epsilon", 0, "per-user epsilon at delta 1e-5, the primary privacy setting as in dprl agent: z is derived so that a user in --max-updates-per-user updates reaches it, and it caps every user")
 	fl.StringVar(&cfg.Noise, "noise", "independent", "noise of the releases, as dprl agent: independent, or bandmf (banded square-root correlated noise; a user's updates at least --band apart)")
 	fl.IntVar(&cfg.Band, "band", 0, "bands of --noise bandmf, 1 to 4096")
-	fl.IntVar(&cfg.MaxUpdatesPerUser, "max-updates-per-user", agent.DefaultMaxUpdatesPerUser, "cap on the updates a user takes part in (0: none; returning users beyond it are served, not learned from)")
+	fl.IntVar(&cfg.MaxUpdatesPerUser, "max-updates-per-user", service.DefaultMaxUpdatesPerUser, "cap on the updates a user takes part in (0: none; returning users beyond it are served, not learned from)")
 	fl.IntVar(&cfg.K, "K", 0, "sessions per update K (default: the environment profile's, as dprl agent: 32 for cartpole, 1000 for bandit)")
 	fl.Float64Var(&cfg.Clip, "clip", 0, "clipping norm S of a local update (default: the environment profile's)")
 	fl.Float64Var(&cfg.LR, "server-lr", 0, "server step size eta of theta <- theta + eta g~, as dprl train --server-lr (default: the environment profile's)")

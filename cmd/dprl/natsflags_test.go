@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/internal/testutil"
 	"dprl/profile"
 	"dprl/stream"
@@ -106,8 +107,8 @@ func TestReplaySecuredAgent(t *testing.T) {
 	pc.DP.UsersPerUpdate = 4
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	svc, err := agent.StartService(ctx, agent.ServiceConfig{Agent: agent.DefaultConfig(spec, pc), DataDir: t.TempDir(), NATSListen: "127.0.0.1:0",
-		NATSSecurity: agent.NATSSecurity{Clients: []stream.ClientIdentity{id}}})
+	svc, err := service.StartService(ctx, service.ServiceConfig{Agent: agent.DefaultConfig(spec, pc), DataDir: t.TempDir(), NATSListen: "127.0.0.1:0",
+		NATSSecurity: service.NATSSecurity{Clients: []stream.ClientIdentity{id}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/profile"
 	"dprl/stream"
 )
@@ -23,7 +24,7 @@ func TestReplay(t *testing.T) {
 	ac := agent.DefaultConfig(spec, pc)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	svc, err := agent.StartService(ctx, agent.ServiceConfig{Agent: ac, DataDir: t.TempDir(), NATS: "embedded", NATSListen: "127.0.0.1:0"})
+	svc, err := service.StartService(ctx, service.ServiceConfig{Agent: ac, DataDir: t.TempDir(), NATS: "embedded", NATSListen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

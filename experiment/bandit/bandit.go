@@ -23,6 +23,7 @@ import (
 	"os"
 
 	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/experiment"
 	"dprl/experiment/demo"
 	"dprl/ledger"
@@ -330,7 +331,7 @@ func runDemo(ctx context.Context, prof profile.Profile, eps float64, c Config, s
 	if err != nil {
 		return run{}, 0, 0, err
 	}
-	res, err := demo.Run(ctx, agent.ServiceConfig{Agent: ac, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0"}, dc)
+	res, err := demo.Run(ctx, service.ServiceConfig{Agent: ac, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0"}, dc)
 	if err != nil {
 		return run{}, 0, 0, err
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/experiment/demo"
 	"dprl/policy"
 	"dprl/profile"
@@ -113,7 +113,7 @@ func TestAgentLearnsBanditOverNATS(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := demo.Run(ctx, agent.ServiceConfig{Agent: ac, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0"}, cfg)
+	res, err := demo.Run(ctx, service.ServiceConfig{Agent: ac, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0"}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

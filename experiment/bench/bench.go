@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/profile"
 	"dprl/stream"
 	"dprl/stream/loadgen"
@@ -23,7 +24,7 @@ type ServeConfig struct {
 	// Concurrency client goroutines send act requests for Duration.
 	Concurrency int
 	Duration    time.Duration
-	// ActWorkers is the agent's (agent.ServiceConfig.ActWorkers).
+	// ActWorkers is the agent's (service.ServiceConfig.ActWorkers).
 	ActWorkers int
 	Logger     zerolog.Logger
 }
@@ -46,7 +47,7 @@ func Serve(ctx context.Context, cfg ServeConfig) (loadgen.Result, error) {
 		return loadgen.Result{}, err
 	}
 	defer os.RemoveAll(dir)
-	svc, err := agent.StartService(ctx, agent.ServiceConfig{Agent: agent.DefaultConfig(spec, pc), DataDir: dir, NATSListen: "127.0.0.1:0", ActWorkers: cfg.ActWorkers, Logger: cfg.Logger})
+	svc, err := service.StartService(ctx, service.ServiceConfig{Agent: agent.DefaultConfig(spec, pc), DataDir: dir, NATSListen: "127.0.0.1:0", ActWorkers: cfg.ActWorkers, Logger: cfg.Logger})
 	if err != nil {
 		return loadgen.Result{}, err
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/ledger/accountant/bandsens"
 	"dprl/policy"
 	"dprl/policy/bandmf"
@@ -83,7 +83,7 @@ func TestMeasureBandedDemo(t *testing.T) {
 			ueps, _, _ := ac.UserEpsilonBound()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 			start := time.Now()
-			res, err := Run(ctx, agent.ServiceConfig{Agent: ac, DataDir: t.TempDir(), NATS: "embedded", NATSListen: "127.0.0.1:0"}, cfg)
+			res, err := Run(ctx, service.ServiceConfig{Agent: ac, DataDir: t.TempDir(), NATS: "embedded", NATSListen: "127.0.0.1:0"}, cfg)
 			cancel()
 			if err != nil {
 				t.Fatalf("%v band %d k %d seed %d: %v", st.noise, st.band, st.k, seed, err)

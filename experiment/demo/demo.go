@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/internal/fielderr"
 	"dprl/internal/progress"
 	"dprl/ledger"
@@ -65,7 +66,7 @@ type Config struct {
 	UserEpsilon       float64
 	MaxUpdatesPerUser int
 	// Noise is the agent's noise, "" or "independent", or "bandmf" with
-	// Band bands (agent.Settings' Noise and Band): a user's updates then
+	// Band bands (service.Settings' Noise and Band): a user's updates then
 	// at least Band apart, at most MaxUpdatesPerUser (>= 1) of them.
 	Noise string
 	Band  int
@@ -324,7 +325,7 @@ func (p Progress) String() string {
 // The result's privacy fields are read from the ledger with sc.Agent's
 // settings (agent.Config.LedgerGuarantee); a ledger that fails
 // verification is an error.
-func Run(ctx context.Context, sc agent.ServiceConfig, cfg Config) (Result, error) {
+func Run(ctx context.Context, sc service.ServiceConfig, cfg Config) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -333,7 +334,7 @@ func Run(ctx context.Context, sc agent.ServiceConfig, cfg Config) (Result, error
 		ctx, cancel = context.WithTimeout(ctx, cfg.MaxDuration)
 		defer cancel()
 	}
-	svc, err := agent.StartService(ctx, sc)
+	svc, err := service.StartService(ctx, sc)
 	if err != nil {
 		return Result{}, err
 	}
@@ -369,7 +370,7 @@ func Run(ctx context.Context, sc agent.ServiceConfig, cfg Config) (Result, error
 }
 
 // drive plays the users of cfg against the running service svc.
-func drive(ctx context.Context, svc *agent.Service, ac agent.Config, cfg Config) (Result, error) {
+func drive(ctx context.Context, svc *service.Service, ac agent.Config, cfg Config) (Result, error) {
 	start := time.Now()
 	nc, err := stream.Connect(svc.NATSURL(), stream.WithName("dprl-demo-users"))
 	if err != nil {

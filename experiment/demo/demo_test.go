@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/internal/fielderr"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
@@ -43,7 +44,7 @@ func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := Run(ctx, agent.ServiceConfig{Agent: ac, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0"}, cfg)
+	res, err := Run(ctx, service.ServiceConfig{Agent: ac, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0"}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestRunStopsAtTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(context.Background(), agent.ServiceConfig{Agent: ac, DataDir: t.TempDir(), NATS: "embedded", NATSListen: "127.0.0.1:0"}, cfg)
+	res, err := Run(context.Background(), service.ServiceConfig{Agent: ac, DataDir: t.TempDir(), NATS: "embedded", NATSListen: "127.0.0.1:0"}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestConfigValidate(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), c.plain) || !strings.HasPrefix(asFlags(err), c.flag) {
 			t.Errorf("%v, want %q (%q)", err, c.plain, c.flag)
 		}
-		if _, err := Run(context.Background(), agent.ServiceConfig{}, cfg); err == nil {
+		if _, err := Run(context.Background(), service.ServiceConfig{}, cfg); err == nil {
 			t.Errorf("%s: Run accepted the config", c.plain)
 		}
 	}
@@ -278,7 +279,7 @@ func TestRunBanded(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := Run(ctx, agent.ServiceConfig{Agent: ac, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0"}, cfg)
+	res, err := Run(ctx, service.ServiceConfig{Agent: ac, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0"}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +392,7 @@ func TestRunAgainWithAnotherZ(t *testing.T) {
 		cfg := demoConfig()
 		cfg.Users, cfg.Z, cfg.MaxUpdatesPerUser = 16, z, 3
 		ac := agentConfigOf(t, cfg)
-		res, err := Run(ctx, agent.ServiceConfig{Agent: ac, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0"}, cfg)
+		res, err := Run(ctx, service.ServiceConfig{Agent: ac, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0"}, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

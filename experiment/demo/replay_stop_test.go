@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/profile"
 	"dprl/stream"
 
@@ -20,7 +21,7 @@ import (
 
 // externalAgent runs a NATS server on a loopback port and an agent service
 // that reaches it by its URL, as it would a separate server.
-func externalAgent(t *testing.T) (url string, svc *agent.Service) {
+func externalAgent(t *testing.T) (url string, svc *service.Service) {
 	t.Helper()
 	ns, err := stream.StartEmbedded(stream.EmbeddedOptions{Port: -1})
 	if err != nil {
@@ -32,7 +33,7 @@ func externalAgent(t *testing.T) (url string, svc *agent.Service) {
 		t.Fatal(err)
 	}
 	pc.DP.UsersPerUpdate = 4
-	svc, err = agent.StartService(context.Background(), agent.ServiceConfig{Agent: agent.DefaultConfig(spec, pc), DataDir: t.TempDir(), NATS: ns.ClientURL()})
+	svc, err = service.StartService(context.Background(), service.ServiceConfig{Agent: agent.DefaultConfig(spec, pc), DataDir: t.TempDir(), NATS: ns.ClientURL()})
 	if err != nil {
 		t.Fatal(err)
 	}

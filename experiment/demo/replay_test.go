@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"dprl/agent"
+	"dprl/agent/service"
 	"dprl/profile"
 )
 
 // startAgent runs a real agent service on an embedded NATS server on a
 // loopback port, with a fresh ledger.
-func startAgent(t *testing.T, mod func(*agent.Config)) *agent.Service {
+func startAgent(t *testing.T, mod func(*agent.Config)) *service.Service {
 	t.Helper()
 	spec, pc, err := profile.AgentDefaults("cartpole")
 	if err != nil {
@@ -27,7 +28,7 @@ func startAgent(t *testing.T, mod func(*agent.Config)) *agent.Service {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	svc, err := agent.StartService(ctx, agent.ServiceConfig{Agent: ac, DataDir: t.TempDir(), NATS: "embedded", NATSListen: "127.0.0.1:0",
+	svc, err := service.StartService(ctx, service.ServiceConfig{Agent: ac, DataDir: t.TempDir(), NATS: "embedded", NATSListen: "127.0.0.1:0",
 		ShutdownGrace: 300 * time.Millisecond}) // sessions a stopped replay abandoned keep Close answering this long
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,9 @@
 // Package testutil holds the helpers the tests of several packages share:
-// eventually-checks instead of sleeps, a goroutine-safe log sink, and a
-// copy of a data directory. It imports no dprl package, so that any
-// package's internal tests can use it without an import cycle; the real
-// components (embedded NATS, Pebble) are started by each package's own
-// constructors.
+// eventually-checks instead of sleeps, a goroutine-safe log sink, a
+// metric's value (MetricValue), and a copy of a data directory. It imports
+// no dprl package, so that any package's internal tests can use it without
+// an import cycle; the real components (embedded NATS, Pebble) are started
+// by each package's own constructors.
 package testutil
 
 import (

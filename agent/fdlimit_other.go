@@ -1,6 +1,0 @@
-//go:build !unix
-
-package agent
-
-// fdLimit returns 0 (unknown) where there is no RLIMIT_NOFILE.
-func fdLimit() (int, error) { return 0, nil }

@@ -1,0 +1,284 @@
+package service
+
+import (
+	"math"
+	"time"
+
+	"dprl/internal/fielderr"
+	"dprl/ledger/accountant"
+	"dprl/stream"
+)
+
+// Settings are an agent service's settings as an operator gives them, one
+// field per setting of dprl agent: its flag --name, its environment
+// variable DPRL_NAME and its config file key "name" set the same field (the
+// name is given beside each field). ServiceConfig checks them and builds the
+// ServiceConfig; its errors name the fields at fault (*fielderr.Error, see
+// SettingsFields), which the command renders as its flags.
+//
+// A zero privacy parameter (Z, Clip, SessionEpsilon, K) means "the
+// learner's default", so Explicit tells an explicit zero, which is an
+// error, from an unset one: the agent has no non-private mode.
+//
+// Every number has a range (given beside each field; Config.Validate
+// checks the agent's limits), the addresses must parse and every file
+// must be readable and parse; ServiceConfig checks all of it without
+// creating, binding or dialling anything, so dprl agent --check-config
+// catches all but a taken port and an unreachable server.
+type Settings struct {
+	// DataDir holds the ledger (data; required).
+	DataDir string
+	// Init (init) allows creating a new ledger in a DataDir that is not
+	// empty (ServiceConfig.InitLedger); a missing or empty DataDir gets
+	// one without it.
+	Init bool
+	// ExpectHead, if not "", is the ledger head SEQ:HASH the data directory
+	// must hold (expect-head; ServiceConfig.ExpectHead).
+	ExpectHead string
+	// EnvSpec names a simulator (dprl agent --env): its spaces give the policy
+	// spec, its profile the learner (profile.AgentDefaults) and the reward
+	// bound. Without it ObsDim observations and Actions (>= 2) discrete
+	// actions (obs-dim, actions) give the spec, with Table 3's control
+	// learner (policy.DefaultControlConfig): ObsDim 1 to MaxObsDim,
+	// Actions 2 to MaxActions, and neither with EnvSpec.
+	EnvSpec         string
+	ObsDim, Actions int
+	// Z, Clip and K (z, clip, K) override the learner's noise multiplier,
+	// clipping norm and users per update; 0: the learner's. Z and Clip are
+	// finite, K is 1 to MaxUsersPerUpdate and K sessions of the smallest
+	// size (Config.MinSessionBytes) fit SessionMemoryMiB.
+	Z, Clip float64
+	K       int
+	// Noise (noise) is the noise of the releases: "" or "independent"
+	// (fresh noise each release), or "bandmf", the banded square-root
+	// correlated noise with Band (band) bands, 1 to bandsens.MaxBand (given
+	// only with bandmf): a user's updates are then at least Band releases
+	// apart and at most MaxUpdatesPerUser (policy.NoiseBandedSqrt).
+	Noise string
+	Band  int
+	// SessionEpsilon (session-epsilon), if not 0, sets the noise multiplier
+	// to the smallest one whose release is SessionEpsilon-DP per session at
+	// Delta (analytic Gaussian), instead of Z.
+	SessionEpsilon float64
+	// Delta, UserEpsilon and MaxUpdatesPerUser (delta, user-epsilon,
+	// max-updates-per-user) are Config's, except that with neither cap set
+	// explicitly a user takes part in at most DefaultMaxUpdatesPerUser
+	// updates; explicit zeros for both mean no per-user cap. 0 < Delta < 1,
+	// UserEpsilon is finite and >= 0, MaxUpdatesPerUser 0 to
+	// MaxUpdatesPerUserCap.
+	Delta             float64
+	UserEpsilon       float64
+	MaxUpdatesPerUser int
+	// The admission limits (max-open-sessions, max-steps, idle-timeout,
+	// flush-timeout, max-session-lifetime, max-sessions-per-user,
+	// max-sessions-per-connection, max-queued-per-user) are Config's: the
+	// session counts 1 (steps 2) to MaxSessions (MaxSteps), the timeouts
+	// MinTimeout to MaxTimeout, MaxQueuedPerUser 1 to MaxQueuedPerUser(K).
+	MaxOpenSessions, MaxStepsPerSession                            int
+	IdleTimeout, FlushTimeout, MaxSessionLifetime                  time.Duration
+	MaxSessionsPerUser, MaxSessionsPerConnection, MaxQueuedPerUser int
+	// SessionMemoryMiB is Config.SessionMemoryBytes in MiB
+	// (session-memory-mib), 1 to 2^30.
+	SessionMemoryMiB int64
+	// RewardLow and RewardHigh (reward-low, reward-high) override the
+	// public reward bound; NaN: the EnvSpec simulator's, else Config's
+	// default. The bound in force is finite with low < high.
+	RewardLow, RewardHigh float64
+	// Seed seeds every random source (seed; Config.Seed), any value; 0:
+	// secure.
+	Seed uint64
+	// NATS, NATSListen and Prefix (nats, nats-listen, prefix) are
+	// ServiceConfig's. NATS is "embedded" or a server URL
+	// (stream.CheckServerURL); NATSListen, with the embedded server, is
+	// "" or HOST:PORT (stream.CheckListenAddr).
+	NATS, NATSListen, Prefix string
+	// TLSCA, TLSCert, TLSKey, Creds and NKey (tls-ca, tls-cert, tls-key,
+	// creds, nkey) are files of the agent's credentials for an external
+	// NATS server (stream.WithTLS, WithCredentials, WithNKey), read and
+	// parsed by ServiceConfig.
+	TLSCA, TLSCert, TLSKey, Creds, NKey string
+	// Security secures the embedded server (the nats-* settings).
+	Security NATSSecurityFiles
+	// ActWorkers (act-workers), 0 to 1024, HTTPAddr (http; "" or
+	// HOST:PORT) and SessionLogDir (log-sessions) are ServiceConfig's.
+	ActWorkers    int
+	HTTPAddr      string
+	SessionLogDir string
+	// Backups (backup-dir, backup-every, backup-keep) is ServiceConfig's.
+	Backups Backups
+	// ShutdownGrace (shutdown-grace) is ServiceConfig's, except that 0 (or
+	// less) means none: the subscriptions drain at once.
+	ShutdownGrace time.Duration
+	// Explicit, if not nil, reports whether the field named field was set
+	// explicitly (asked of Z, Clip, SessionEpsilon and K).
+	Explicit func(field string) bool
+	// ServePolicy (serve-policy), if not "", is a SAC actor snapshot file
+	// (dprl offline primorl --out) to serve instead of learning
+	// (Config.Fixed, FixedPolicy): read and parsed by ServiceConfig, its
+	// dimensions must match EnvSpec's spaces, which must be continuous,
+	// and its action box the simulator's (the box SAC trained in), or
+	// ObsDim (the action dimension and box are then the snapshot's;
+	// Actions, discrete, is refused). The learner's settings (Z, Clip, K,
+	// SessionEpsilon, Noise, Band, Delta, UserEpsilon, MaxUpdatesPerUser,
+	// MaxQueuedPerUser, FlushTimeout) do not apply and are refused when
+	// given, as are Models. The snapshot must record that it is private
+	// (its provenance): one that is not, or records none, is refused
+	// unless ServeNonPrivate.
+	ServePolicy string
+	// ServeNonPrivate (serve-non-private) serves a ServePolicy snapshot
+	// that is not private or records no provenance, labelled NOT private
+	// everywhere; refused without ServePolicy and with a private one.
+	ServeNonPrivate bool
+	// Models (model, models), if not empty, serve one policy per model
+	// instead of one (multi-policy mode, see ModelEntry and ForModel): the
+	// fields above are then the models' defaults and the process's
+	// settings.
+	Models ModelEntries
+}
+
+// DefaultMaxUpdatesPerUser is the per-user cap of an agent whose operator
+// set none: a user takes part in one update, so the per-user guarantee is
+// the per-session one. Returning users are then learned from once; raise
+// the cap (MaxUpdatesPerUser, or UserEpsilon) to learn from them again at
+// a composed cost.
+const DefaultMaxUpdatesPerUser = 1
+
+// SettingsFields are the names the errors of Settings, NATSSecurityFiles
+// and agent.Config.Validate may give fields (fielderr): Settings' and
+// NATSSecurityFiles' fields (Config's limits have the same names; they
+// are agent.ConfigFields, a subset), and ServerTLS and Caps for
+// NATSSecurityFiles' TLS files and its two caps as groups.
+var SettingsFields = fielderr.Fields{"DataDir", "Init", "UserEpsilon", "MaxUpdatesPerUser", "ExpectHead", "EnvSpec", "ObsDim", "Actions", "Z", "Clip", "K", "SessionEpsilon", "Delta", "Noise", "Band",
+	"ActWorkers", "SessionMemoryMiB", "NATS", "TLSCA", "TLSCert", "TLSKey", "Creds", "NKey",
+	"Clients", "ServerTLS", "ServerCert", "ServerKey", "ClientCA", "Caps", "Insecure", "NATSListen", "HTTPAddr",
+	"MaxOpenSessions", "MaxStepsPerSession", "MaxSessionsPerUser", "MaxSessionsPerConnection", "MaxQueuedPerUser",
+	"IdleTimeout", "FlushTimeout", "MaxSessionLifetime", "RewardLow", "RewardHigh", "ServePolicy", "ServeNonPrivate", "SessionLogDir"}
+
+// Validate reports the first problem ServiceConfig finds.
+func (s Settings) Validate() error {
+	_, err := s.ServiceConfig()
+	return err
+}
+
+// ServiceConfig checks the settings and returns the service configuration
+// they describe (without a Logger). Its files are read and parsed now:
+// the clients file and the embedded server's TLS files, or the agent's
+// credential files for an external server. It creates, binds and dials
+// nothing. It runs the resolvers in order (settings_resolve.go): the
+// fixed policy, the spec, the noise, the process's paths, the agent's
+// configuration with its caps, and the transport; the first error ends it.
+func (s Settings) ServiceConfig() (ServiceConfig, error) {
+	fixed, err := s.resolveFixed()
+	if err != nil {
+		return ServiceConfig{}, err
+	}
+	if len(s.Models) > 0 {
+		return s.multiServiceConfig()
+	}
+	spec, pc, err := s.resolveSpec(fixed)
+	if err != nil {
+		return ServiceConfig{}, err
+	}
+	if pc, err = s.resolveNoise(pc); err != nil {
+		return ServiceConfig{}, err
+	}
+	if err := s.checkProcess(); err != nil {
+		return ServiceConfig{}, err
+	}
+	ac, err := s.resolveAgent(spec, pc, fixed)
+	if err != nil {
+		return ServiceConfig{}, err
+	}
+	opts, sec, err := s.resolveTransport()
+	if err != nil {
+		return ServiceConfig{}, err
+	}
+	if err := s.Backups.Validate(); err != nil {
+		return ServiceConfig{}, err
+	}
+	head, err := s.resolveHead()
+	if err != nil {
+		return ServiceConfig{}, err
+	}
+	return ServiceConfig{Agent: ac, DataDir: s.DataDir, InitLedger: s.Init, NATS: s.NATS, NATSListen: s.NATSListen, ConnectOptions: opts, NATSSecurity: sec,
+		Prefix: s.Prefix, ActWorkers: s.ActWorkers, HTTPAddr: s.HTTPAddr, SessionLogDir: s.SessionLogDir, ExpectHead: head, Backups: s.Backups,
+		ShutdownGrace: s.shutdownGrace(), EnvSpec: s.EnvSpec}, nil
+}
+
+// NATSSecurityFiles are the embedded NATS server's security settings as an
+// operator gives them (the nats-* settings of dprl agent, named beside each
+// field); Load reads the files into a NATSSecurity. Its errors name fields
+// as Settings' do.
+type NATSSecurityFiles struct {
+	// Clients is a clients file (nats-clients; stream.LoadClients).
+	Clients string
+	// ServerCert and ServerKey are the server's certificate and key,
+	// ClientCA the CA of mutual TLS (nats-tls-cert, nats-tls-key,
+	// nats-tls-client-ca; stream.ServerTLS).
+	ServerCert, ServerKey, ClientCA string
+	// MaxConn, MaxSubs and Insecure (nats-max-conn, nats-max-subs,
+	// insecure-nats) are NATSSecurity's.
+	MaxConn, MaxSubs int
+	Insecure         bool
+}
+
+// Load returns the embedded server's security for listen, checked with
+// NATSSecurity.Check. With an external server (embedded false) every field
+// must be zero: such a server is secured by its own configuration.
+func (f NATSSecurityFiles) Load(embedded bool, listen string) (NATSSecurity, error) {
+	if !embedded {
+		if f != (NATSSecurityFiles{}) {
+			return NATSSecurity{}, SettingsFields.Errorf("{Clients}, {ServerTLS}, {Caps} and {Insecure} configure the embedded server; an external server is secured by its own configuration (README, Securing NATS)")
+		}
+		return NATSSecurity{}, nil
+	}
+	sec := NATSSecurity{MaxConn: f.MaxConn, MaxSubs: f.MaxSubs, Insecure: f.Insecure}
+	if f.Clients != "" {
+		cl, err := stream.LoadClients(f.Clients)
+		if err != nil {
+			return sec, SettingsFields.Errorf("{Clients}: %w", err)
+		}
+		sec.Clients = cl
+	}
+	switch {
+	case f.ServerCert != "" || f.ServerKey != "":
+		cfg, err := stream.ServerTLS(f.ServerCert, f.ServerKey, f.ClientCA)
+		if err != nil {
+			return sec, SettingsFields.Errorf("{ServerTLS}: %w", err)
+		}
+		sec.TLS = cfg
+	case f.ClientCA != "":
+		return sec, SettingsFields.Errorf("{ClientCA} needs {ServerCert} and {ServerKey}")
+	}
+	if err := sec.checkCaps(); err != nil {
+		return sec, SettingsFields.Errorf("{Caps}: %w", err)
+	}
+	if err := sec.Check(listen); err != nil {
+		return sec, SettingsFields.Errorf("%w: give {Clients} FILE and {ServerCert}/{ServerKey}, or {Insecure}", err)
+	}
+	return sec, nil
+}
+
+// userNoise derives the noise multiplier from UserEpsilon, the primary
+// privacy setting, when neither Z nor SessionEpsilon is given: the smallest
+// z (rounded up) at which k = max(maxUpdates, 1) updates compose to at most
+// UserEpsilon at Delta. A user's updates are Gaussian mechanisms of
+// multiplier z on the same data, whose k-fold composition is exactly the
+// Gaussian mechanism of multiplier z / sqrt(k) (Dong, Roth and Su 2022,
+// "Gaussian Differential Privacy", Corollary 3.3), evaluated with the
+// analytic Gaussian mechanism (Balle and Wang 2018, Theorem 8); so a user
+// who takes part in every update the caps allow reaches UserEpsilon and no
+// more (with bandmf noise as well: UserSensitivity is sqrt(k) there too).
+// With UserEpsilon alone (no update cap) k is 1: each user is
+// learned from once at that epsilon. ok is false when the noise is given
+// otherwise (or UserEpsilon is 0).
+func (s Settings) userNoise(maxUpdates int) (z float64, ok bool, err error) {
+	if !(s.UserEpsilon > 0) || math.IsInf(s.UserEpsilon, 0) || s.Z != 0 || s.SessionEpsilon != 0 { // an infinite cap is refused by the range checks
+		return 0, false, nil
+	}
+	k := max(maxUpdates, 1)
+	if z, err = accountant.Calibrate(accountant.Analytic{}, s.UserEpsilon, s.Delta, 1, k); err != nil {
+		return 0, false, SettingsFields.Errorf("{UserEpsilon} %v over %d updates at {Delta} %v: %w", s.UserEpsilon, k, s.Delta, err)
+	}
+	return z, true, nil
+}
