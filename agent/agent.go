@@ -116,9 +116,14 @@ type Agent struct {
 	notice  shutdownNotice
 	logq    *logQueue // nil without a session log
 
-	seedBase  uint64 // the configured seed; used only when seeded
-	seeded    bool
-	randCount atomic.Uint64 // distinguishes generators made for one purpose
+	seedBase uint64 // the configured seed; used only when seeded
+	seeded   bool
+	// randMu guards randCount, which numbers the generators made for each
+	// purpose: a purpose's n-th stream is the same whatever other
+	// purposes drew before it (a serving context made early does not
+	// shift the noise stream).
+	randMu    sync.Mutex
+	randCount map[string]uint64
 	updates   atomic.Int64
 	// guar is the guarantee read from the ledger (LedgerGuarantee): set
 	// by New, replaced by the updater goroutine after each release, read
@@ -256,7 +261,14 @@ func (a *Agent) CloseSessionLog() {
 // per-call counter (rng.Seeded), so that no two generators share a stream.
 func (a *Agent) newRand(purpose string) *rand.Rand {
 	if a.seeded {
-		return rng.Seeded(a.seedBase, fmt.Sprintf("agent %s #%d", purpose, a.randCount.Add(1)))
+		a.randMu.Lock()
+		if a.randCount == nil {
+			a.randCount = map[string]uint64{}
+		}
+		a.randCount[purpose]++
+		n := a.randCount[purpose]
+		a.randMu.Unlock()
+		return rng.Seeded(a.seedBase, fmt.Sprintf("agent %s #%d", purpose, n))
 	}
 	return rng.Secure()
 }
@@ -437,6 +449,9 @@ func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float6
 	now := a.now()
 	initCap := min(initialStepCapacity, a.cfg.MaxStepsPerSession)
 	initBytes := sessionOverhead(sessionID, user, origin) + a.stepBytes(initCap)
+	if a.seeded {
+		initBytes += seededSessionBytes
+	}
 	s, created, err := a.table.getOrCreate(sessionKey{user, sessionID}, origin, hasReward, a.lim,
 		func() bool { return a.charge(initBytes) },
 		func() *session { return a.newSession(sessionID, user, origin, now, initCap, initBytes) })
@@ -476,6 +491,10 @@ func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float6
 	}
 	srv := a.serving.Get().(*servingCtx)
 	defer a.serving.Put(srv)
+	gen := srv.rng
+	if s.rng != nil {
+		gen = s.rng // seeded: the session's own stream
+	}
 	s.obs = append(s.obs, obs...)
 	res := ActResult{Version: s.ver.num}
 	if a.cfg.Spec.Kind == policy.ActionDiscrete {
@@ -484,7 +503,7 @@ func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float6
 		if srv.q != nil {
 			act = srv.q.Act(obs)
 		} else {
-			act, logp = srv.actor.ActDiscrete(srv.rng, s.ver.theta, obs)
+			act, logp = srv.actor.ActDiscrete(gen, s.ver.theta, obs)
 		}
 		s.actions = append(s.actions, act)
 		s.logp = append(s.logp, logp)
@@ -492,9 +511,9 @@ func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float6
 	} else {
 		var logp float64
 		if srv.fixed != nil {
-			logp = srv.fixed.Act(srv.act, srv.rng, obs)
+			logp = srv.fixed.Act(srv.act, gen, obs)
 		} else {
-			logp = srv.actor.ActContinuous(srv.act, srv.rng, s.ver.theta, obs)
+			logp = srv.actor.ActContinuous(srv.act, gen, s.ver.theta, obs)
 		}
 		n := len(s.cont)
 		s.cont = append(s.cont, srv.act[:a.cfg.Spec.ActionDim]...)
@@ -588,6 +607,12 @@ func (a *Agent) newSession(id, user, origin string, now time.Time, c int, bytes 
 	}
 	if user != "" {
 		s.userKey, s.hasUser = a.store.User(user), true
+	}
+	if a.seeded {
+		// The session's actions come from its own stream, whatever
+		// serving context serves it: a seeded run serves every session
+		// the same actions however sessions interleave.
+		s.rng = rng.Seeded(a.seedBase, "agent serve session "+user+"\x00"+id)
 	}
 	s.touch(now)
 	return s
@@ -947,8 +972,18 @@ func (a *Agent) sweep() {
 	}
 }
 
-// randWrap holds a worker's generator.
-type randWrap struct{ r *rand.Rand }
+// localUpdateKey is the key of the generator of a seeded agent's local
+// update of the session in batch slot slot of the release of version.
+func (a *Agent) localUpdateKey(version uint64, slot int) [32]byte {
+	return rng.Key(a.seedBase, fmt.Sprintf("agent local-update v%d slot %d", version, slot))
+}
+
+// randWrap holds a worker's generator; seeded, c is its source, rekeyed
+// for every local update (updater.local).
+type randWrap struct {
+	r *rand.Rand
+	c *rand.ChaCha8
+}
 
 // K is the number of sessions per update.
 func (a *Agent) K() int { return a.cfg.Policy.DP.UsersPerUpdate }

@@ -99,7 +99,12 @@ func TestUpdaterReleasesTheRound(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A seeded agent's local update of slot i draws from the
+			// stream of (version 1, slot i).
 			var rngs []*rand.Rand
+			for i := range n {
+				rngs = append(rngs, rand.New(rand.NewChaCha8(a2.localUpdateKey(1, i))))
+			}
 			var learners []*policy.Learner
 			for range cfg.Workers {
 				l, err := policy.NewLearner(cfg.Spec, cfg.Policy)
@@ -107,7 +112,6 @@ func TestUpdaterReleasesTheRound(t *testing.T) {
 					t.Fatal(err)
 				}
 				learners = append(learners, l)
-				rngs = append(rngs, a2.newRand("local-update"))
 			}
 			round, err := policy.NewRound(cfg.Policy.DP, learners, a2.newRand("noise"))
 			if err != nil {
@@ -117,14 +121,14 @@ func TestUpdaterReleasesTheRound(t *testing.T) {
 				if i >= 2 {
 					// The failed updates: check that they fail, then
 					// give the zero vector as a successful update.
-					err := learners[w].LocalUpdate(gu, theta0, &trs[i], rngs[w])
+					err := learners[w].LocalUpdate(gu, theta0, &trs[i], rngs[i])
 					if !errors.Is(err, policy.ErrNonFinite) && !errors.Is(err, policy.ErrTrajectory) {
 						t.Errorf("session %d: local update error %v, want a failure", i, err)
 					}
 					clear(gu)
 					return nil
 				}
-				return learners[w].LocalUpdate(gu, theta0, &trs[i], rngs[w])
+				return learners[w].LocalUpdate(gu, theta0, &trs[i], rngs[i])
 			})
 			if err != nil {
 				t.Fatal(err)

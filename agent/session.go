@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"hash/maphash"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,9 @@ type session struct {
 	capSteps int
 	bytes    int64 // charged to the memory budget
 	closed   bool
+	// rng is the session's action stream when the agent is seeded (nil:
+	// the serving context's generator).
+	rng *rand.Rand
 
 	lastSeen atomic.Int64
 }
@@ -55,6 +59,10 @@ type sessionKey struct{ user, id string }
 // sessionOverhead is the memory charged for a session besides its steps:
 // the struct, its entries in the table, the admission counters and the
 // origin index (measured: see TestMemoryPerStep), and its ids.
+// seededSessionBytes is what a seeded agent's session adds: its own action
+// generator (ChaCha8 and its rand.Rand), with the allocator's rounding.
+const seededSessionBytes = int64(unsafe.Sizeof(rand.ChaCha8{})+unsafe.Sizeof(rand.Rand{})) + 64
+
 func sessionOverhead(id, user, origin string) int64 {
 	return int64(unsafe.Sizeof(session{})) + 256 + int64(2*len(id)+2*len(user)+2*len(origin))
 }

@@ -3,9 +3,11 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
+	"dprl/internal/rng"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
 	"dprl/policy"
@@ -44,7 +46,12 @@ func newUpdater(a *Agent, workers int) (*updater, error) {
 			return nil, err
 		}
 		learners = append(learners, l)
-		u.rngs = append(u.rngs, &randWrap{a.newRand("local-update")})
+		if a.seeded {
+			c := rand.NewChaCha8(rng.Key(a.seedBase, "agent local-update"))
+			u.rngs = append(u.rngs, &randWrap{r: rand.New(c), c: c})
+		} else {
+			u.rngs = append(u.rngs, &randWrap{r: a.newRand("local-update")})
+		}
 	}
 	round, err := policy.NewRound(cfg.Policy.DP, learners, a.newRand("noise"))
 	if err != nil {
@@ -113,7 +120,13 @@ func (u *updater) local(w, i int, gu []float64) error {
 	if tr.Len() == 0 {
 		return policy.ErrTrajectory
 	}
-	return u.round.Learner(w).LocalUpdate(gu, u.cur.theta, tr, u.rngs[w].r)
+	g := u.rngs[w]
+	if g.c != nil {
+		// Seeded: a stream per release and batch slot, so the release
+		// does not depend on which worker computes which update.
+		g.c.Seed(u.a.localUpdateKey(u.cur.num+1, i))
+	}
+	return u.round.Learner(w).LocalUpdate(gu, u.cur.theta, tr, g.r)
 }
 
 // queueKey names a learner queue: a user's (hasUser), or for anonymous

@@ -23,6 +23,9 @@ func TestNoFloatNoiseInMechanisms(t *testing.T) {
 		// PriMORL's model transitions: sampling from the released
 		// ensemble (post-processing).
 		"offline/primorl/modelenv.go": true,
+		// Test fixtures (random data for the agent tests' snapshots),
+		// imported by tests only.
+		"agent/internal/agenttest/agenttest.go": true,
 	}
 	for _, dir := range []string{"agent", "ledger", "offline", "policy", "stream", "cmd"} {
 		err := filepath.WalkDir(filepath.Join("..", dir), func(path string, d os.DirEntry, err error) error {
