@@ -52,29 +52,11 @@ func newAccountantEpsilonCmd(a *app) *cobra.Command {
 	var f mechanismFlags
 	var z float64
 	c := &cobra.Command{
-		Use:   "epsilon --z Z --delta D [--q Q --steps N] [--method M]",
-		Short: "Epsilon of a Gaussian mechanism, or of a Poisson-subsampled Gaussian composed over steps",
-		Long: `Prints the epsilon at which the mechanism is (epsilon, delta)-DP; it is an
-upper bound on the true value.
-
-Without --q/--steps: one Gaussian mechanism with noise multiplier z (noise
-standard deviation z times the L2 sensitivity), by default with the exact
-analytic Gaussian mechanism (Balle & Wang 2018). --method classic and zhao
-print the closed forms the DPPG paper uses; classic refuses epsilon >= 1,
-where it is not valid.
-
-With --q/--steps: the Poisson-subsampled Gaussian with rate q composed over
-steps, by default with the Rényi DP accountant (Mironov et al. 2019), whose
-optimal order is printed. --method pld uses the privacy loss distribution
-instead (pessimistic connect-the-dots discretisation, Doroshenko et al. 2022;
-FFT composition, Koskela et al. 2020), tighter than RDP (q = 0.01, z = 1,
-10,000 steps, delta 1e-5: 6.19 vs 6.71); its discretisation interval is
-printed. --method analytic composes plain Gaussians (q = 1) exactly.`,
-		Example: `  dprl accountant epsilon --z 1.0 --delta 1e-5
-  dprl accountant epsilon --z 1.1 --delta 1e-5 --q 0.00427 --steps 14063 --json
-  dprl accountant epsilon --z 1.0 --delta 1e-5 --q 0.01 --steps 10000 --method pld
-  dprl accountant epsilon --z 1.0 --delta 1e-5 --method zhao`,
-		Args: noArgs,
+		Use:     "epsilon --z Z --delta D [--q Q --steps N] [--method M]",
+		Short:   "Epsilon of a Gaussian mechanism, or of a Poisson-subsampled Gaussian composed over steps",
+		Long:    helpText("accountant-epsilon"),
+		Example: helpText("accountant-epsilon.example"),
+		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			res, err := accountant.ComputeEpsilon(accountant.EpsilonConfig{Mechanism: f.mechanism(c), Z: z, Delta: f.delta})
 			return emit(a, f.asJSON, res, renderedUsage(err))
@@ -90,15 +72,11 @@ func newAccountantNoiseCmd(a *app) *cobra.Command {
 	var f mechanismFlags
 	var eps float64
 	c := &cobra.Command{
-		Use:   "noise --epsilon E --delta D [--q Q --steps N] [--method M]",
-		Short: "The smallest noise multiplier reaching a target (epsilon, delta)",
-		Long: `Calibrates the noise multiplier z: the smallest z (to a relative 1e-6,
-rounded up) whose epsilon under the chosen accountant is at or below the
-target. The achieved epsilon is printed beside it.`,
-		Example: `  dprl accountant noise --epsilon 1 --delta 1e-5
-  dprl accountant noise --epsilon 3 --delta 1e-5 --q 0.01 --steps 10000 --json
-  dprl accountant noise --epsilon 3 --delta 1e-5 --q 0.01 --steps 10000 --method pld`,
-		Args: noArgs,
+		Use:     "noise --epsilon E --delta D [--q Q --steps N] [--method M]",
+		Short:   "The smallest noise multiplier reaching a target (epsilon, delta)",
+		Long:    helpText("accountant-noise"),
+		Example: helpText("accountant-noise.example"),
+		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			res, err := accountant.CalibrateNoise(accountant.NoiseConfig{Mechanism: f.mechanism(c), Epsilon: eps, Delta: f.delta})
 			return emit(a, f.asJSON, res, renderedUsage(err))
@@ -117,16 +95,9 @@ func newAccountantSVTCmd(a *app) *cobra.Command {
 		asJSON             bool
 	)
 	c := &cobra.Command{
-		Use:   "svt --epsilon E1 --delta D1 --queries T --max-len L --pmin P",
-		Short: "The DataRelease budget split of the sparse vector technique (expert-level DP)",
-		Long: `Prints the per-query budget of DataRelease (Sharma et al., Algorithm 2):
-eps' = eps1 / sqrt(32 T ln(2/delta1)), delta' = delta1 / (2 T L),
-c_min = e^eps' / (e^eps' - 1) and the threshold theta = c_min / p_min.
-Where the paper's eps' would compose (advanced composition, Dwork & Roth
-2014, Theorem 3.20, over the T per-trajectory (2 eps', delta1/(2T))-DP
-mechanisms) to more than eps1 - large eps1, e.g. 30 at T = 100 and
-delta1 = 1e-3 - eps' is instead the largest value that composes to at most
-eps1 ("solved"). The composed epsilon is printed; it never exceeds eps1.`,
+		Use:     "svt --epsilon E1 --delta D1 --queries T --max-len L --pmin P",
+		Short:   "The DataRelease budget split of the sparse vector technique (expert-level DP)",
+		Long:    helpText("accountant-svt"),
 		Example: `  dprl accountant svt --epsilon 7.5 --delta 9e-4 --queries 50 --max-len 500 --pmin 0.02`,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {

@@ -92,45 +92,11 @@ func newAgentCmd(a *app) *cobra.Command {
 		fl          *cliflags.Flags
 	)
 	c := &cobra.Command{
-		Use:   "agent --data DIR (--env NAME | --obs-dim N --actions N) [flags]",
-		Short: "Run the long-running DP learning agent on NATS",
-		Long: `Runs the agent: it serves actions to user sessions over NATS (wire protocol
-v1: <prefix>.v1.act, <prefix>.v1.end, <prefix>.v1.policy), and every K finished
-sessions applies one DP-PPO update, written to the ledger in the data directory
-in one synced batch with its privacy cost before it is served. With --model
-(or a config file's "models" list) it serves one policy per model, each with
-its own ledger in DIR/models/NAME and subjects <prefix>.NAME.v1.*.
-
-With --serve-policy FILE it serves a released policy on the same subjects
-and never learns: a SAC actor (dprl offline primorl --out, continuous
-actions) or a CQL or BCQ Q-network policy (dprl offline learn --out,
-discrete actions, greedy): sessions open, close,
-obey every limit and go to --log-sessions, but no update is made, nothing
-is written to the ledger and no privacy budget is spent (serving a DP
-release is post-processing). The snapshot's own guarantee, as it records
-it (epsilon, delta, unit, ledger entry), is shown at start, on /status, the
-status page and /metrics; a snapshot that is not private, or written before
-snapshots recorded their guarantee, is refused unless --serve-non-private,
-and then labelled NOT private everywhere.
-
-By default NATS runs embedded on 127.0.0.1:4222, open (no authentication:
-any process on this host can read observations and user ids), which is why
-it listens on loopback only. To serve other hosts give client identities
-(--nats-clients) and TLS (--nats-tls-cert, --nats-tls-key, optionally
---nats-tls-client-ca): the agent refuses a non-loopback --nats-listen without
-them unless --insecure-nats. --nats URL uses an external server (with
---tls-*, --creds or --nkey as needed), secured by its own configuration
-(README, Securing NATS; dprl agent nkey makes a client's key).
-
-Every option can also come from the environment (DPRL_<FLAG>, e.g.
-DPRL_USER_EPSILON=8) or a JSON config file (--config; see examples/agent.json);
-flags win over the environment, which wins over the file. SIGINT/SIGTERM stop it gracefully: requests are answered
-shutting_down (for up to --shutdown-grace), subscriptions drain, an update in flight is finished or not written at all.`,
-		Example: `  dprl agent --data ./dprl-data --env cartpole --http 127.0.0.1:9090
-  dprl agent --config examples/agent.json --check-config
-  dprl agent --data ./dprl-data --model cartpole:env=cartpole --model tiny:obs-dim=3,actions=2
-  dprl agent --data ./serve-data --env pendulum --serve-policy policy.snap`,
-		Args: noArgs,
+		Use:     "agent --data DIR (--env NAME | --obs-dim N --actions N) [flags]",
+		Short:   "Run the long-running DP learning agent on NATS",
+		Long:    helpText("agent"),
+		Example: helpText("agent.example"),
+		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := configSources(c, config); err != nil {
 				return err

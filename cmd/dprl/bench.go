@@ -25,13 +25,8 @@ func newBenchServeCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "serve [--concurrency C] [--duration D]",
 		Short: "Act requests/s and latency through the full agent path vs a bare NATS echo responder",
-		Long: `Starts the agent (CartPole spec, fresh temporary ledger) on an embedded NATS
-server and, on the same server, a bare request-reply echo responder. C client
-goroutines send act requests (sessions of 100 steps) to the agent for the
-duration, then the same act bodies to the echo responder; both measured in
-this run, so the ratios compare like with like. No updates run during the
-agent phase (K is set above the number of sessions), so it measures serving.`,
-		Args: noArgs,
+		Long:  helpText("bench-serve"),
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if concurrency < 1 || dur <= 0 || actWorkers < 0 {
 				return usagef("want --concurrency >= 1, --duration > 0 and --act-workers >= 0")

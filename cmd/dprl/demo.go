@@ -26,32 +26,11 @@ func newDemoCmd(a *app) *cobra.Command {
 		fl                *cliflags.Flags
 	)
 	c := &cobra.Command{
-		Use:   "demo [--env cartpole] [--users N] [--z Z] [--K K]",
-		Short: "Embedded NATS + the DP agent + simulated users, end to end in one process",
-		Long: `Starts an embedded NATS server on a loopback port, the DP agent with a fresh
-ledger, and simulated users that play the environment through the real NATS
-client (wire protocol v1), concurrently. Every K finished sessions the agent
-releases a DP-PPO update.
-
-Every --eval-every releases the demo reads the released policy from the
-ledger and evaluates it on --eval-episodes fresh episodes of the simulator, in
-its own process (simulation-only: post-processing of a DP release, which
-needs a simulator that a production deployment does not have); it stops
-admitting users once that evaluation reaches --target-return, or after
---users sessions. Nothing the agent serves about its sessions is read: the
-number of releases, and so the final policy, depends only on released
-policies and public settings.
-
-A progress line shows users, releases, the last evaluation, the
-per-session epsilon and the act latency p99 seen by the clients; the run ends
-with a summary, a ledger verification and the data directory, which dprl
-ledger show|verify can read afterwards. The simulated users' own mean return
-over their last 100 sessions is printed too, labelled simulation-only: the
-users measure it themselves; the agent serves no statistic of sessions.`,
-		Example: `  dprl demo
-  dprl demo --env cartpole --users 3000 --z 1 --K 8 --json
-  dprl demo --env bandit --users 50000 --user-epsilon 1 --returning 0`,
-		Args: noArgs,
+		Use:     "demo [--env cartpole] [--users N] [--z Z] [--K K]",
+		Short:   "Embedded NATS + the DP agent + simulated users, end to end in one process",
+		Long:    helpText("demo"),
+		Example: helpText("demo.example"),
+		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := cfg.Validate(); err != nil {
 				return usageError{fl.Rename(err)}

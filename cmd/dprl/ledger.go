@@ -50,11 +50,10 @@ func newLedgerShowCmd(a *app) *cobra.Command {
 	var asJSON bool
 	var delta float64
 	c := &cobra.Command{
-		Use:   "show --data DIR",
-		Short: "List the ledger's entries, each dataset's per-unit totals and caps, and the most-used user",
-		Example: `  dprl ledger show --data ./dprl-data
-  dprl ledger show --data ./dprl-data --json`,
-		Args: noArgs,
+		Use:     "show --data DIR",
+		Short:   "List the ledger's entries, each dataset's per-unit totals and caps, and the most-used user",
+		Example: helpText("ledger-show.example"),
+		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return showLedger(a, dir, false, asJSON, func(s *ledger.Store) (ledger.Summary, error) { return s.Summary(delta) })
 		},
@@ -68,25 +67,11 @@ func newLedgerVerifyCmd(a *app) *cobra.Command {
 	var dir, expect string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "verify --data DIR [--expect-head SEQ:HASH]",
-		Short: "Recompute the hash chain and every epsilon, check the store against its head file; exit 1 on any problem",
-		Long: `Recomputes the ledger's hash chain, every entry's epsilon from its recorded
-parameters, the head pointer, the snapshots the releases pay for, the per-user
-counters, each dataset's cap and total per unit (replaying its runs and cap
-changes, and checking that no run was charged above the cap in force), and the
-record index that ties files to datasets. It also checks the store against
-DIR/ledger.heads, the fsynced record of every committed head kept outside the
-store's own recovery (a store that lost committed entries, or an older copy of
-ledger/ restored, fails), and user.key against the key the ledger was created
-with. Prints the recomputed per-unit totals; any problem is listed and the exit
-status is 1. A store too damaged to open is reported the same way.
-
-An older copy of the whole data directory restored cannot be detected from
-inside it: record the head elsewhere (dprl ledger head) and pass it as
---expect-head; the ledger must still hold that entry with that hash.`,
-		Example: `  dprl ledger verify --data ./dprl-data
-  dprl ledger verify --data ./dprl-data --expect-head "$(cat head-recorded-yesterday)"`,
-		Args: noArgs,
+		Use:     "verify --data DIR [--expect-head SEQ:HASH]",
+		Short:   "Recompute the hash chain and every epsilon, check the store against its head file; exit 1 on any problem",
+		Long:    helpText("ledger-verify"),
+		Example: helpText("ledger-verify.example"),
+		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			var ref *ledger.HeadRef
 			if expect != "" {
@@ -115,15 +100,9 @@ func newLedgerHeadCmd(a *app) *cobra.Command {
 	var dir string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "head --data DIR",
-		Short: "Print the verified ledger's head as SEQ:HASH, to record outside the data directory",
-		Long: `Verifies the ledger (as dprl ledger verify) and prints its head: the last
-entry's sequence number and hash, as SEQ:HASH. Record it somewhere the data
-directory's host cannot rewrite (a ticket, another machine, a signed log):
-dprl ledger verify --expect-head SEQ:HASH later fails if the ledger no longer
-holds that entry, which is the only way to catch an older copy of the whole
-data directory restored. The hash is a digest of the operator's own audit
-trail, not a release to users.`,
+		Use:     "head --data DIR",
+		Short:   "Print the verified ledger's head as SEQ:HASH, to record outside the data directory",
+		Long:    helpText("ledger-head"),
 		Example: `  dprl ledger head --data ./dprl-data >> ~/ledger-heads.txt`,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -163,25 +142,11 @@ func newLedgerSetCapCmd(a *app) *cobra.Command {
 		asJSON                           bool
 	)
 	c := &cobra.Command{
-		Use:   "set-cap --data DIR (--dataset ID | --file LOG) [--unit U] --epsilon E --delta D --reason TEXT",
-		Short: "Change a dataset's stored privacy cap at one unit, with a logged ledger entry",
-		Long: `A dataset's cap is stored with it in the ledger: the first private offline run
-at a unit (trajectory, user, expert) stores the run's --dataset-epsilon and
---dataset-delta, and later runs use the stored cap (a run giving another one is
-refused). This command is the only way to change it: it writes a dataset_cap
-entry with the new cap and the reason, hash-chained like every entry, so the
-change is on the record and "dprl ledger verify" replays it. Raise a cap only
-if the dataset's owner agreed to the larger budget. Lowering it below what is
-spent is allowed and refuses every later run at that unit.
-
-The dataset is named by its id (--dataset, as "dprl ledger show" lists them)
-or by a log of its records (--file: the dataset a run on that log would be
-charged to; nothing is registered). --unit defaults to the dataset's only
-unit; a dataset with several needs it.`,
-		Example: `  dprl ledger set-cap --data ~/.local/share/dprl/offline-ledger --file sessions.jsonl \
-      --epsilon 20 --delta 1e-5 --reason "owner approved a second evaluation round (ticket 123)"
-  dprl ledger set-cap --data ./led --dataset records-sha256:9f2c... --unit expert --epsilon 12 --delta 1e-3 --reason "..."`,
-		Args: noArgs,
+		Use:     "set-cap --data DIR (--dataset ID | --file LOG) [--unit U] --epsilon E --delta D --reason TEXT",
+		Short:   "Change a dataset's stored privacy cap at one unit, with a logged ledger entry",
+		Long:    helpText("ledger-set-cap"),
+		Example: helpText("ledger-set-cap.example"),
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			change := ledger.CapChange{Dataset: dataset, Unit: ledger.Unit(unit), Cap: ledger.Cap{Epsilon: eps, Delta: delta}, Reason: reason}
 			if dir == "" || (dataset == "") == (file == "") || !cmd.Flags().Changed("epsilon") || !cmd.Flags().Changed("delta") {
@@ -228,20 +193,9 @@ func newLedgerLinkCmd(a *app) *cobra.Command {
 		asJSON            bool
 	)
 	c := &cobra.Command{
-		Use:   "link --data DIR --file LOG --reason TEXT",
-		Short: "Link a log's records to their dataset by content (ledgers written before content identity)",
-		Long: `A record's identity in the ledger is its content: observations, actions,
-rewards and the terminal flag, not its ids, behaviour probabilities or
-final_obs. Ledgers written before this hold the records of their datasets
-under hashes that also cover ids and probabilities. They keep their datasets
-and budgets: a log of such a dataset is still recognised, and the first
-private run on it after the upgrade links its records' content to the
-dataset, so that a copy stripped of ids or probabilities is charged to it.
-
-This command does that linking without a run, for a log of a dataset that
-has had no run since the upgrade. It writes a records_linked entry (with
-the reason), costs nothing and reads nothing of the log but its records'
-hashes. Run it on each log of a dataset registered before the upgrade.`,
+		Use:     "link --data DIR --file LOG --reason TEXT",
+		Short:   "Link a log's records to their dataset by content (ledgers written before content identity)",
+		Long:    helpText("ledger-link"),
 		Example: `  dprl ledger link --data ./offline-ledger --file sessions.jsonl --reason "upgrade: link by content"`,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -271,16 +225,11 @@ func newLedgerSnapshotCmd(a *app) *cobra.Command {
 		force, asJSON bool
 	)
 	c := &cobra.Command{
-		Use:   "snapshot --data DIR --out FILE [--version N]",
-		Short: "Write a released policy (default: the serving one) as a snapshot file",
-		Long: `Writes a policy the agent released, in the policy snapshot format (versioned,
-checksummed), so that it can be evaluated offline (dprl offline gtd2 --target
-snapshot:FILE), used as a behaviour policy (dprl sims generate --behavior
-policy:FILE) or inspected. A released policy is differentially private output:
-exporting it costs no privacy.`,
-		Example: `  dprl ledger snapshot --data ./dprl-data --out policy.snap
-  dprl ledger snapshot --data ./dprl-data --version 12 --out v12.snap --json`,
-		Args: noArgs,
+		Use:     "snapshot --data DIR --out FILE [--version N]",
+		Short:   "Write a released policy (default: the serving one) as a snapshot file",
+		Long:    helpText("ledger-snapshot"),
+		Example: helpText("ledger-snapshot.example"),
+		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if out == "" {
 				return usagef("--out is required")
@@ -309,16 +258,9 @@ func newLedgerBackupCmd(a *app) *cobra.Command {
 	var dir, out string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "backup --data DIR --out DEST",
-		Short: "Copy a ledger not in use to DEST, consistently, and verify the copy",
-		Long: `Writes a consistent copy of the data directory's ledger (the Pebble store's
-keys as of one moment, user.key and ledger.heads) to DEST, which must not exist,
-and verifies it. The copy leaves out the noise records of a banded noise
-stream and records that the stream ended there: an agent restored from it
-starts a new stream, never drawing again a row published after the backup. For a running agent use dprl agent --backup-dir instead (the
-agent holds the ledger's lock). The copy holds user.key: protect it like the
-data directory. Restoring a backup forgets every release made after it: see
-the README (Operating the agent, Backup and restore) before serving on one.`,
+		Use:     "backup --data DIR --out DEST",
+		Short:   "Copy a ledger not in use to DEST, consistently, and verify the copy",
+		Long:    helpText("ledger-backup"),
 		Example: `  dprl ledger backup --data ./dprl-data --out /backups/dprl-$(date +%F)`,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -343,18 +285,9 @@ func newLedgerEndStreamCmd(a *app) *cobra.Command {
 	var dir string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "end-stream --data DIR",
-		Short: "End the banded noise stream of a data directory restored from a plain copy, so that the next release starts a new one",
-		Long: `Deletes the noise records of the ledger's banded (bandmf) noise stream and
-records that the stream ended, so that the agent's next release starts a new
-stream instead of continuing the old one. Run it, with the agent stopped, on a
-data directory restored from a plain copy (cp -a, a file-system snapshot):
-the releases made after the copy were drawn over the means its records hold,
-and continuing the stream would draw those rows a second time. Nothing inside
-the directory tells a restored copy from a restart, so the agent cannot do it
-by itself. A backup written by dprl ledger backup or dprl agent --backup-dir
-holds no noise records and needs no end-stream. Writes no ledger entry and
-does not move the head.`,
+		Use:     "end-stream --data DIR",
+		Short:   "End the banded noise stream of a data directory restored from a plain copy, so that the next release starts a new one",
+		Long:    helpText("ledger-end-stream"),
 		Example: `  dprl ledger end-stream --data ./dprl-data`,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {

@@ -14,13 +14,9 @@ import (
 func newAgentNKeyCmd(a *app) *cobra.Command {
 	var seedFile, name string
 	c := &cobra.Command{
-		Use:   "nkey --seed-file FILE [--name NAME]",
-		Short: "Create the nkey of a client identity: the seed goes to a file, the public key to stdout",
-		Long: `Creates a fresh nkey user key pair for a client of the agent. The seed (the
-secret) is written to --seed-file with mode 0600, never over an existing file;
-the client connects with it (dprl replay --nkey FILE --nats-identity NAME). The
-public key is printed; with --name, as the entry to add to the agent's
---nats-clients file.`,
+		Use:     "nkey --seed-file FILE [--name NAME]",
+		Short:   "Create the nkey of a client identity: the seed goes to a file, the public key to stdout",
+		Long:    helpText("agent-nkey"),
 		Example: `  dprl agent nkey --seed-file web.nk --name web`,
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {

@@ -25,99 +25,12 @@ func newOfflineGTD2Cmd(a *app) *cobra.Command {
 	var f offlineGTD2Flags
 	e := &f.cfg
 	c := &cobra.Command{
-		Use:   "gtd2",
-		Short: "Evaluate a target policy on a session log: GPOPE (DP GTD2), DP-LSW, or non-private LSTD",
-		Long: `gtd2 estimates the value of a target policy from a dprl.sessions.v1 log with
-linear features.
-
-Methods (--method):
-  gpope     (default) gradient-perturbed GTD2 (Xie et al., "Privacy preserving
-            off-policy evaluation", Algorithm 1): T steps, each on a Poisson
-            sample of expected --batch trajectories (the paper: one), their
-            primal-dual gradients clipped to --clip and summed, Gaussian noise
-            z*clip added, the sum divided by --batch. z is the smallest noise
-            multiplier for which the PLD accountant of the subsampled Gaussian
-            (rate q = batch/n, T steps) gives (--epsilon, --delta); the RDP
-            accountant's epsilon is printed beside it as a cross-check. On-
-            and off-policy.
-  dp-lsw    output perturbation (Balle, Gomrokchi & Precup 2016): first-visit
-            Monte Carlo values of a finite state set (the one-hot states with
-            tabular features, else a public --lsw-grid over the observation
-            box), weighted least squares, Gaussian noise on a smooth
-            sensitivity bound. On-policy logs only, as the user declares:
-            a private run does not check (a refusal would depend on one
-            record, uncharged); with --non-private off-policy data is
-            refused.
-            Needs public reward bounds (--reward-low/--reward-high; chain and
-            mountaincar have them) and epsilon <= 1.
-  lstd      LSTD(0), on-policy only.        } no privacy guarantee: they need
-  wis-lstd  weighted-importance LSTD(0).    } --non-private and are not charged
-The non-private methods release an estimate computed directly from the data;
-they exist as references for research on data you may look at, are refused
-without --non-private, and are not written to the ledger (nothing DP was
-spent, and a ledger entry would wrongly suggest a guarantee).
-
-The number of trajectories n (gpope): the Poisson rate q = batch/n, and so
-the noise and the epsilon, depend on n. The guarantee (add or remove one
-trajectory) holds only if n is public: give it with --n (the log's real size
-may then differ; the guarantee holds, only the effective batch changes).
-Without --n, n is the log's record count and you vouch that the log's size
-is public; the output says which. DP-LSW does not use n.
-
-Extreme records: every per-trajectory contribution is bounded before it is
-summed. A gradient with a NaN or infinite entry or norm (e.g. a behaviour
-logp of -800 makes the importance ratio infinite) counts as zero, any other
-is clipped to --clip; DP-LSW clamps rewards to the public bounds (NaN as 0)
-and returns to the return range, one visit per state per trajectory.
-
-Target policies (--target): uniform, snapshot:FILE (a saved policy's sampled
-policy), greedy:FILE, softmax:FILE:TEMP, epsilon-greedy:FILE:EPS, and with
---env chain or mountaincar the built-in controllers greedy, softmax:TEMP and
-epsilon-greedy:EPS (chain: "advance"; mountaincar: "pump"). The paper's chain
-target (stay or advance with probability 1/2) is "uniform" on --env chain.
-
-Features (--features): tabular (one-hot observations), fourier:K (order-K
-Fourier basis on the box --low/--high, default the environment's observation
-box), raw (the observation and a bias).
-
-Output of a private run, all covered by the printed epsilon: the weights, the
-value estimate at the environment's public start distribution (--env; for
-chain also the true value), the MSPBE when public moments exist, and the
-guarantee's public parameters (epsilon, delta, accountant; gpope: z, clip,
-steps, batch and the public n; dp-lsw: the reward bounds and return range).
-The MSPBE is post-processing of the weights and is measured with:
-  exact (chain model)   with --env chain: the true moments of the chain under
-                        --behavior (without it: under the target, i.e. the
-                        on-policy MSPBE);
-  empirical (eval data) the moments of --eval-data, a public log;
-otherwise it is omitted. DP-LSW's noise scale is a function of the visit
-counts and is never printed beside the epsilon.
-
---non-private with gpope or dp-lsw adds a section of statistics of the
-private log, labelled NOT covered by the privacy guarantee: the dataset's
-content id, the numbers of trajectories and transitions, the MSPBE with the
-private log's moments, and gpope's clipped/zeroed gradient counts or
-dp-lsw's noise scale and visited states. The run is still charged (the
-weights are DP); the section is not.
-
-Budget: a private run is charged, at unit "trajectory", to the dataset its
-records belong to in --ledger, after every record was validated and the run
-checked against the dataset's cap, and before the estimate is computed:
-malformed input and refused runs cost nothing; the printed guarantee is read
-from the entry as written. The log is streamed, never held (44 bytes per
-record; gpope costs iters x n Bernoulli draws). The README's "The dataset
-budget" and "Memory" sections give the details and measurements.
-
-Randomness: noise and sampling come from a generator keyed from the operating
-system's secure source; --seed makes a run repeatable (research only) and the
-ledger records that it was seeded.`,
-		Example: `  dprl sims generate --env chain --behavior random --episodes 1000 --out chain.jsonl --seed 1
-  dprl offline gtd2 --data chain.jsonl --env chain --target uniform --features tabular \
-      --epsilon 1 --delta 1e-5 --iters 20000 --step-size 0.5 --plot mspbe.png
-  dprl offline gtd2 --data chain.jsonl --env chain --target uniform --features tabular --method dp-lsw --epsilon 1 --delta 1e-5
-  dprl offline gtd2 --data mc.jsonl --env mountaincar --target uniform --features fourier:5 --method wis-lstd --non-private --json`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runOfflineGTD2(a, cmd, &f) },
+		Use:     "gtd2",
+		Short:   "Evaluate a target policy on a session log: GPOPE (DP GTD2), DP-LSW, or non-private LSTD",
+		Long:    helpText("offline-gtd2"),
+		Example: helpText("offline-gtd2.example"),
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runOfflineGTD2(a, cmd, &f) },
 	}
 	fl := cliflags.New(c.Flags(), e)
 	f.fl = fl

@@ -23,45 +23,12 @@ func newOfflineLearnCmd(a *app) *cobra.Command {
 	f := &learnFlags{cfg: qlearn.DefaultLearnConfig()}
 	c := &f.cfg
 	cmd := &cobra.Command{
-		Use:   "learn --algo cql|bcq --env ENV (--data LOG | --stable S --unstable U) --epsilon E --delta D",
-		Short: "Learn a discrete-action policy from a session log with expert-level DP-SGD (CQL or BCQ)",
-		Long: `learn trains discrete CQL or discrete BCQ (Q-networks of --hidden, ReLU, Adam at
---lr) on a dprl.sessions.v1 log and evaluates the greedy policy on the simulator
---env ("Preserving Expert-Level Privacy in Offline RL", Sharma et al.).
-
-With --data, every step is a DP-SGD step at --unit expert (Algorithm 4) or
-trajectory: each unit is sampled with probability q = --batch/m (m: the public
-number of experts --experts, or the log's record count at unit trajectory), one
-transition is drawn from each sampled unit, each transition's gradient (both
-networks of BCQ jointly) is clipped to --clip, Gaussian noise sigma*clip is added
-to the sum and the result divided by --batch.
-
-With --stable and --unstable (the two outputs of dprl offline svt, run on the
-source log with the same ledger), each step is, with probability --p, such a DP
-step on the unstable set, else a plain step on the stable release (Algorithm 3).
-The ledger must know both files: the unstable set is charged to the source
-dataset (at unit expert, beside the release's own cost) and the stable file must
-be that dataset's release; a file the ledger cannot trace is refused.
-
-The step kinds are drawn before the charge, and the run is charged exactly its
-K DP steps as the Poisson-subsampled Gaussian (q, sigma, K), PLD accountant: the
-paper's q = p*batch/m over all steps assumes an observer cannot tell the kinds
-apart, which a noiseless step on the public stable set does not allow. --sigma
-sets the noise multiplier (the run must then cost at most --epsilon); without it
-sigma is calibrated so that the K steps cost --epsilon.
-
---non-private trains on --data without clipping or noise: the reference the paper
-normalises by, not charged, labelled NOT private.`,
-		Example: `  dprl sims experts --env cartpole --m 3000 --trajectories 3 --bases 30 --finetune-users 300 --out-dir experts --log data.jsonl
-  dprl offline learn --algo cql --env cartpole --data data.jsonl --non-private
-  dprl offline learn --algo cql --env cartpole --data data.jsonl --experts 3000 --epsilon 10 --delta 3.3e-4 \
-      --ledger ledger-a --dataset-delta 3.3e-4
-  dprl offline svt --data data.jsonl --experts experts --epsilon 7.5 --delta 3e-4 --queries 25 \
-      --out-stable s.jsonl --out-unstable u.jsonl --ledger ledger-b --dataset-delta 3.34e-4
-  dprl offline learn --algo bcq --env cartpole --stable s.jsonl --unstable u.jsonl --experts 3000 --p 0.5 \
-      --epsilon 2.5 --delta 3.3e-5 --ledger ledger-b`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runOfflineLearn(a, cmd, f) },
+		Use:     "learn --algo cql|bcq --env ENV (--data LOG | --stable S --unstable U) --epsilon E --delta D",
+		Short:   "Learn a discrete-action policy from a session log with expert-level DP-SGD (CQL or BCQ)",
+		Long:    helpText("offline-learn"),
+		Example: helpText("offline-learn.example"),
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runOfflineLearn(a, cmd, f) },
 	}
 	fl := cliflags.New(cmd.Flags(), c)
 	f.fl = fl

@@ -24,42 +24,12 @@ func newOfflinePriMORLCmd(a *app) *cobra.Command {
 	f := &primorlFlags{cfg: primorl.DefaultConfig()}
 	c := &f.cfg
 	cmd := &cobra.Command{
-		Use:   "primorl --data LOG --env pendulum --epsilon E",
-		Short: "Learn a policy from a session log with a trajectory-level DP dynamics model (PriMORL)",
-		Long: `primorl trains an ensemble of Gaussian dynamics models on a dprl.sessions.v1 log
-with trajectory-level differential privacy (TDP Model Ensemble Training, "Private
-Model-based Offline RL", Algorithms 1-3), then SAC only on rollouts of that model
-(Algorithm 4), and evaluates the policy on the simulator.
-
-Each of --rounds rounds samples every trajectory with probability q = --batch/n
-(n: --n, or the log's record count, taken as public), runs --local-epochs of
-minibatch (--minibatch) gradient descent on its transitions from the current
-ensemble, projects the ensemble's change to norm --clip after every step
-(--clip-mode per-layer or flat), and adds the sampled changes, divided by --batch,
-with Gaussian noise z*clip/batch. z is the smallest noise multiplier for which
-the PLD accountant of the Poisson-subsampled Gaussian (q, z, T) gives (--epsilon,
---delta) per trajectory; the RDP accountant's epsilon is printed beside it. The
-run is charged to the dataset in the ledger before the log is read for training
-(refused over the dataset's cap). The model's inputs and targets are scaled by
-public constants of --env (never statistics of the log), the policy only sees
-the released model and the simulator's public start states, and its evaluation
-uses the simulator: all post-processing.
-
-The defaults are the paper's Pendulum settings; with --env cartpole-balance or
-cartpole-swingup, --ensemble, --model-hidden, --clip-mode and --horizon default
-to the paper's cart-pole ones (5 models of 128,128, flat, 20), and Swing-up's
---uncertainty to ma.
-
---public-data stops the model's training early on a log you declare public;
-all --rounds are charged all the same. --non-private runs the paper's "no
-privacy" ablation (clipped, no noise) and --mopo the MOPO baseline: neither is
-charged, both are labelled NOT private. --out writes the released policy (a
-SAC actor snapshot), --plot its return during training.`,
-		Example: `  dprl train --algo sac --env pendulum --hidden 64,64 --seeds 5 --log-episodes pendulum.jsonl --log-replays 39
-  dprl offline primorl --data pendulum.jsonl --env pendulum --epsilon 5 --delta 1e-5 --out policy.snap
-  dprl offline primorl --data pendulum.jsonl --env pendulum --mopo`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runOfflinePriMORL(a, cmd, f) },
+		Use:     "primorl --data LOG --env pendulum --epsilon E",
+		Short:   "Learn a policy from a session log with a trajectory-level DP dynamics model (PriMORL)",
+		Long:    helpText("offline-primorl"),
+		Example: helpText("offline-primorl.example"),
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runOfflinePriMORL(a, cmd, f) },
 	}
 	fl := cliflags.New(cmd.Flags(), c)
 	f.fl = fl

@@ -14,17 +14,11 @@ func newPlotCmd(a *app) *cobra.Command {
 	var out, title string
 	var logLog bool
 	regret := &cobra.Command{
-		Use:   "regret FILE.json...",
-		Short: "Draw the regret curves of several dprl train --algo dppg-loglinear --json results on one PNG",
-		Long: `Reads results written by dprl train --algo dppg-loglinear --json (runs
-with different constants, e.g. one per epsilon or trust region) and draws
-every run's mean cumulative regret on one figure, as the paper's Figure 1
-does. Runs at epsilon < 2 are dashed; the legend gives p when the files
-differ in p. --log draws both axes on a log scale, where linear regret is
-a line of slope 1 and sublinear regret bends below it.`,
-		Example: `  dprl plot regret --out regret.png eps5.json eps1.json
-  dprl plot regret --log --out regret-log.png eps5.json eps1.json`,
-		Args: resultFiles("regret"),
+		Use:     "regret FILE.json...",
+		Short:   "Draw the regret curves of several dprl train --algo dppg-loglinear --json results on one PNG",
+		Long:    helpText("plot-regret"),
+		Example: helpText("plot-regret.example"),
+		Args:    resultFiles("regret"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if out == "" {
 				return usagef("plot regret: --out FILE.png is required")
@@ -54,14 +48,9 @@ func newPlotPriMORLCmd(a *app) *cobra.Command {
 	var out, title string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "primorl FILE.json...",
-		Short: "Score against epsilon of dprl offline primorl --json results (the paper's Figure 4)",
-		Long: `Reads results written by dprl offline primorl --json (private runs at
-several epsilons, --non-private and --mopo runs, one file per seed), prints
-each configuration's mean score with its standard deviation and 95%
-confidence interval over seeds, and with --out draws the private runs'
-mean score against epsilon with the no-privacy and MOPO means as dashed
-lines (and, for Pendulum, the paper's Table 1 points).`,
+		Use:     "primorl FILE.json...",
+		Short:   "Score against epsilon of dprl offline primorl --json results (the paper's Figure 4)",
+		Long:    helpText("plot-primorl"),
 		Example: `  dprl plot primorl --out docs/primorl-pendulum.png runs/*.json`,
 		Args:    resultFiles("primorl"),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -92,15 +81,9 @@ func newPlotLearnCmd(a *app) *cobra.Command {
 	var out string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "learn FILE.json...",
-		Short: "Normalised return against epsilon of dprl offline learn --json results (the expert-level paper's Figure 3)",
-		Long: `Reads results written by dprl offline learn --json (one file per run), groups
-them by simulator, learner, mode (non-private, dp-sgd, selective) and the
-dataset's total epsilon (for a selective run, the SVT release's and the
-learner's), and prints each group's mean return and its normalised return:
-0 is the uniformly random policy (1,000 simulated episodes, seeded), 1 the
-mean of the non-private runs of the same simulator and learner. With --out it
-draws the normalised return against epsilon, ±1 std over seeds.`,
+		Use:     "learn FILE.json...",
+		Short:   "Normalised return against epsilon of dprl offline learn --json results (the expert-level paper's Figure 3)",
+		Long:    helpText("plot-learn"),
 		Example: `  dprl plot learn --out docs/expert-level.png runs/*.json`,
 		Args:    resultFiles("learn"),
 		RunE: func(_ *cobra.Command, args []string) error {

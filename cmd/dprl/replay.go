@@ -18,16 +18,9 @@ func newReplayCmd(a *app) *cobra.Command {
 		fl     *cliflags.Flags
 	)
 	c := &cobra.Command{
-		Use:   "replay --nats URL --env E --users N [--concurrency C] [--returning P]",
-		Short: "Drive simulated users against a running agent over NATS",
-		Long: `Plays N simulated user sessions of an environment against any running agent
-(wire protocol v1), C at a time, and prints the throughput, the act latency
-p50/p99 seen by the clients and, labelled simulation-only, the simulated users'
-own learning curve (their mean session return per tenth of the run, measured by
-the users: not something the agent releases). With --returning P a session comes from an earlier user with
-probability P, which exercises the agent's per-user contribution bounds. A run stopped early (interrupted, the
-agent answering shutting_down, or no reply for --give-up) prints its partial summary, says why, and exits 1; so
-does a run in which any session failed, after its full summary.`,
+		Use:     "replay --nats URL --env E --users N [--concurrency C] [--returning P]",
+		Short:   "Drive simulated users against a running agent over NATS",
+		Long:    helpText("replay"),
 		Example: `  dprl replay --nats nats://127.0.0.1:4222 --env cartpole --users 2000 --concurrency 16`,
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {

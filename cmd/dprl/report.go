@@ -13,16 +13,9 @@ func newReportCmd(a *app) *cobra.Command {
 	o := report.Options{OutDir: "dprl-report"}
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "report --data DIR [--out DIR] [--env NAME] [--force]",
-		Short: "Write the status page's figures from a ledger, as PNGs and one self-contained HTML file, for an audit",
-		Long: `Reads the ledger of a data directory, read-only, and writes to --out the
-figures of the agent's status page that the ledger holds: the policy version,
-releases over time, the users' composed epsilons and, with --env (the
-agent's), the released versions evaluated on that public simulator. Each
-figure is a PNG; report.html holds them all with their privacy labels (inline
-SVG, no script, no external resource); a multi-policy agent's models get a
-section each. Stop the agent first: it holds the ledgers' locks. Existing
-outputs are refused without --force.`,
+		Use:     "report --data DIR [--out DIR] [--env NAME] [--force]",
+		Short:   "Write the status page's figures from a ledger, as PNGs and one self-contained HTML file, for an audit",
+		Long:    helpText("report"),
 		Example: `  dprl report --data ./dprl-data --env cartpole --out audit-2026-11`,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {

@@ -85,17 +85,9 @@ func isCobraUsage(err error) bool {
 
 func newRootCmd(a *app) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "dprl",
-		Short: "Differentially private reinforcement learning for production personalization",
-		Long: `dprl learns personalization policies from user sessions with a provable
-differential privacy guarantee, and evaluates or learns offline from stored
-session logs. Every privacy cost it incurs is written to a verifiable ledger.
-
-Results print human-readable by default and as JSON with --json.
-Exit status: 0 success; 1 the run failed (the data it reads included: a
-session log, a ledger); 2 usage error: an invalid flag, DPRL_* or config
-value, an unreadable configuration, credentials or policy file, or an
-output that exists without --force.`,
+		Use:               "dprl",
+		Short:             "Differentially private reinforcement learning for production personalization",
+		Long:              helpText("dprl"),
 		Version:           buildinfo.Get().String(),
 		SilenceUsage:      true,
 		SilenceErrors:     true,

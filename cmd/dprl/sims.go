@@ -20,11 +20,10 @@ func newSimsCmd(a *app) *cobra.Command {
 func newSimsListCmd(a *app) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "list",
-		Short: "List the environments with their spaces and step limits",
-		Example: `  dprl sims list
-  dprl sims list --json`,
-		Args: noArgs,
+		Use:     "list",
+		Short:   "List the environments with their spaces and step limits",
+		Example: helpText("sims-list.example"),
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return emit(a, asJSON, sims.List(), nil)
 		},
@@ -40,32 +39,11 @@ func newSimsRolloutCmd(a *app) *cobra.Command {
 		asJSON                              bool
 	)
 	c := &cobra.Command{
-		Use:   "rollout",
-		Short: "Run one episode with scripted or random actions and print every step",
-		Long: `rollout resets an environment, optionally sets its internal state, and steps it
-with the given actions or a uniformly random policy. It stops at termination,
-truncation (the environment's step limit), the end of the action list, or after
---steps steps, and prints one record per step: obs, action, reward, next_obs,
-terminated, truncated.
-
-Actions: --actions is a comma-separated list, one entry per step. Discrete
-actions are integers (--actions 0,1,1,0); box actions are numbers within the
-space's bounds (--actions 0.5,-2,1.7), and a multi-dimensional box action
-joins its components with colons (--actions 0.5:-1,0.2:0.3 is two steps of a
-2-dimensional action).
-
---init-state is a JSON array with the internal state, set after the reset
-(see each environment's documentation, e.g. cartpole [x, x_dot, theta,
-theta_dot]; riverswim and chain take [state index]).
-
-Randomness: the environment draws from PCG(seed, 1) and the random policy
-from PCG(seed, 2) (math/rand/v2). Without --seed a seed is drawn from the
-operating system and printed (text) or logged to stderr (--json), so the run
-can be repeated.`,
-		Example: `  dprl sims rollout --env cartpole --seed 1 --actions 0,1,0,1 --json
-  dprl sims rollout --env pendulum --init-state '[3.14, 0]' --actions 2,2,-2 --json
-  dprl sims rollout --env riverswim --policy random --steps 5`,
-		Args: noArgs,
+		Use:     "rollout",
+		Short:   "Run one episode with scripted or random actions and print every step",
+		Long:    helpText("sims-rollout"),
+		Example: helpText("sims-rollout.example"),
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			env, err := newEnvFlag(envName)
 			if err != nil {
@@ -125,17 +103,11 @@ can be repeated.`,
 func newSimsBaselinesCmd(a *app) *cobra.Command {
 	cfg, asJSON := sims.BaselineConfig{}, false
 	c := &cobra.Command{
-		Use:   "baselines --env E [--episodes N] [--seed S]",
-		Short: "Mean return of the uniformly random policy and of every constant policy",
-		Long: `Runs the uniformly random policy and every constant policy (each discrete
-action, or --grid evenly spaced values per dimension of a box) for --episodes
-episodes each, on the same simulated users (episode i runs the environment on
-PCG(seed, 2i)), and prints the mean, std and standard error of the return of
-each and the best constant policy: the reference lines a learner must beat.
-Give a --seed no training run evaluates on (held out). Simulation only.`,
-		Example: `  dprl sims baselines --env recsys --episodes 2000 --seed 1000
-  dprl sims baselines --env pendulum --grid 9 --episodes 200 --seed 1 --json`,
-		Args: noArgs,
+		Use:     "baselines --env E [--episodes N] [--seed S]",
+		Short:   "Mean return of the uniformly random policy and of every constant policy",
+		Long:    helpText("sims-baselines"),
+		Example: helpText("sims-baselines.example"),
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Seed = seedFlag(cmd, "seed", cfg.Seed)
 			res, err := sims.Baselines(cfg)

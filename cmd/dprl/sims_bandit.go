@@ -20,29 +20,11 @@ func newSimsBanditCmd(a *app) *cobra.Command {
 		asJSON, noDemo bool
 	)
 	cmd := &cobra.Command{
-		Use:   "bandit [--users N] [--seed S --seeds N] [--user-epsilon 1,5] [--plot F.png] [--json]",
-		Short: "Measure the contextual-bandit task: baselines, PPO, DPPG and the DP agent over NATS, with regret curves",
-		Long: `Measures the contextual-bandit personalization task (--env bandit: one decision
-per session, user features as context, a known logistic click model). It
-computes the expected click of a uniformly random item, of the best fixed item
-and of the per-user oracle (averages of exact click probabilities over
---baseline-users users), then for each seed --seed, --seed+1, ... trains
-non-private PPO and DPPG at each --user-epsilon in process (dprl train with the
-profile's learner), and runs the DP agent over NATS at each --user-epsilon
-(dprl demo: embedded NATS, users who never return, at most one update per user,
-z derived from the user-level epsilon) unless --no-demo.
-
-Every policy version is scored exactly on --held-out users (the expected click
-sum_a pi(a|x) P(click|x,a)); the regret of a user is the oracle's expected click
-minus that of the version serving it, summed over users in arrival order. The
-table gives each learner's final expected click (mean ± std over seeds), its
-share of the non-private gain over a random item, and its regret; --plot draws
-the regret curves. Everything printed is simulation only (exact expectations
-on the public simulator, of released and reference policies); the user-level
-epsilon is printed beside each private learner.`,
-		Example: `  dprl sims bandit --seed 101 --seeds 5 --plot docs/bandit-regret.png
-  dprl sims bandit --users 20000 --seeds 1 --no-demo --json`,
-		Args: noArgs,
+		Use:     "bandit [--users N] [--seed S --seeds N] [--user-epsilon 1,5] [--plot F.png] [--json]",
+		Short:   "Measure the contextual-bandit task: baselines, PPO, DPPG and the DP agent over NATS, with regret curves",
+		Long:    helpText("sims-bandit"),
+		Example: helpText("sims-bandit.example"),
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if seeds < 1 {
 				return usagef("--seeds %d: want >= 1", seeds)

@@ -16,33 +16,11 @@ func newSimsExpertsCmd(a *app) *cobra.Command {
 	var asJSON bool
 	var fl *cliflags.Flags
 	c := &cobra.Command{
-		Use:   "experts --env cartpole|acrobot --m M --trajectories N --out-dir DIR --log FILE",
-		Short: "Train M experts on environment variations and log their trajectories (input of dprl offline svt)",
-		Long: `Builds the expert dataset of Sharma et al. (expert-level DP offline RL, App.
-B.1): M experts, each trained with non-private PPO (the dprl train --algo ppo
-defaults) on a variation of the environment — a cell of the paper's 10x10x10
-grid (CartPole: gravity 8.75-11.0, force 9.0-11.25, cart mass 0.8-1.25;
-Acrobot: both link lengths 0.8-1.2, link masses 0.9-1.1), cells shuffled and
-cycled beyond 1000 — then smoothed to p_min (the greedy action gets
-1 - (|A|-1) p_min, every other action p_min). Expert "e<j>" is written to
-DIR/e<j>.snap (DIR/experts.json records the variations), and N trajectories
-per expert, sampled from the smoothed expert on the default environment, are
-logged to FILE in dprl.sessions.v1 with "expert" and "prob" set.
-
---users is each expert's training budget in simulated users of 64 steps (the
-paper trains for 1e6 updates; 3000 users take ~1.5 s per CartPole expert here).
-With --bases B, B base experts are trained for --users users on the default
-environment and expert j fine-tunes base j mod B on its variation for
---finetune-users users: much cheaper per expert, but the experts are then
-correlated through their bases, which raises their consensus (and the SVT
-yield) compared with independently trained experts.
-
-Every draw derives from --seed (default: from the OS; printed). Progress goes
-to stderr; the summary to stdout (text or --json).`,
-		Example: `  dprl sims experts --env cartpole --m 100 --trajectories 20 --out-dir experts --log data.jsonl
-  dprl sims experts --env cartpole --m 3000 --trajectories 5 --bases 30 --finetune-users 300 \
-      --out-dir experts --log data.jsonl --seed 1 --json`,
-		Args: noArgs,
+		Use:     "experts --env cartpole|acrobot --m M --trajectories N --out-dir DIR --log FILE",
+		Short:   "Train M experts on environment variations and log their trajectories (input of dprl offline svt)",
+		Long:    helpText("sims-experts"),
+		Example: helpText("sims-experts.example"),
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := cfg.Validate(); err != nil {
 				msg := fl.Rename(err).Error()

@@ -19,38 +19,11 @@ func newSimsGenerateCmd(a *app) *cobra.Command {
 		force, asJSON  bool
 	)
 	c := &cobra.Command{
-		Use:   "generate",
-		Short: "Write a dprl.sessions.v1 log of episodes run by a behaviour policy",
-		Long: `generate runs --episodes episodes of a discrete-action environment under a
-behaviour policy and writes them as a dprl.sessions.v1 log (one session per
-line), recording with every action the behaviour's probability of it (as
-"logp", its logarithm, which the format accepts in place of "prob"). The log is
-the input of the offline modes (dprl offline gtd2).
-
-Behaviour policies (--behavior):
-  random | uniform          every action with probability 1/N
-  policy:FILE               a saved policy snapshot's own (sampled) policy
-  greedy                    the reference's preferred action
-  epsilon-greedy:EPS        the reference's preferred action with probability
-                            1-EPS+EPS/N, any other with EPS/N
-  softmax:TEMP              softmax(reference scores / TEMP)
-The reference is the snapshot given with --policy FILE (its logits), else the
-environment's built-in controller: chain "advance" (action 1, scores 1 for
-advance and 0 for wait), mountaincar "pump" (push in the direction of the
-velocity). File forms greedy:FILE, softmax:FILE:TEMP and
-epsilon-greedy:FILE:EPS are accepted too.
-
---max-steps truncates episodes earlier than the environment's own limit;
-a truncated episode records its final observation (final_obs) so that it can
-be bootstrapped.
-
-Randomness: the environment draws from PCG(seed, 1) and the behaviour from
-PCG(seed, 2). Without --seed a seed is drawn from the operating system and
-reported, so the log can be regenerated.`,
-		Example: `  dprl sims generate --env chain --behavior random --episodes 1000 --out chain.jsonl --seed 1
-  dprl sims generate --env mountaincar --behavior epsilon-greedy:0.1 --episodes 500 --out mc.jsonl
-  dprl sims generate --env cartpole --behavior policy:pol.snap --episodes 100 --out cp.jsonl --json`,
-		Args: noArgs,
+		Use:     "generate",
+		Short:   "Write a dprl.sessions.v1 log of episodes run by a behaviour policy",
+		Long:    helpText("sims-generate"),
+		Example: helpText("sims-generate.example"),
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			env, err := newEnvFlag(cfg.EnvName)
 			if err != nil {

@@ -60,54 +60,12 @@ func newTrainCmd(a *app) *cobra.Command {
 func newTrainCommand(a *app) (*cobra.Command, *trainFlags) {
 	f := new(trainFlags)
 	c := &cobra.Command{
-		Use:   "train --env E --algo dppg|ppo|dppg-loglinear|dpsgd-reinforce|dpsgd-dqn|sac [flags]",
-		Short: "Train a policy in process against simulated users (DPPG or the PPO baseline)",
-		Long: `Runs DPPG (Rio et al., Algorithm 2) in process: each simulated user runs the
-current policy for at most T steps (--steps-per-user; slot i of a batch
-continues the episode slot i's previous user left running; --fresh-episodes
-starts each user on a new one), computes its PPO local update clipped to norm S, and every K users the
-average is released with Gaussian noise N(0, (zS/K)^2 I). --algo ppo is the
-non-private baseline; dppg-loglinear and dpsgd-* are described with their flags.
---algo sac is non-private Soft Actor-Critic for continuous actions (--env pendulum,
-dosing-*): --steps environment steps, the first --learning-starts with random
-actions, one update of --batch transitions per step after them; it prints no
-epsilon, and says so.
-
-Privacy. The unit is the episode: one spans up to m = ceil(L/T) users (L the
-environment's public step limit) in consecutive releases, so its epsilon is the
-m-fold composition with independent noise, or the Gaussian mechanism of
-multiplier z/rho with --noise tree|sqrt (rho from the noise's encoder matrix; the
-derivation is in docs/privacy.md, section 4). The per-episode epsilon (exact,
-analytic Gaussian) is the headline, the per-segment epsilon (one user) is printed
-beside it, labelled. --epsilon E sets z to the smallest multiplier whose
-per-episode epsilon at --delta is at most E.
-
---noise tree|sqrt correlates the noise across releases (the binary tree of
-DP-FTRL, or the square-root factorization of the prefix-sum matrix) so that the
-parameters carry a bounded amount of noise; --horizon N restarts the correlation
-every N releases. --seeds N repeats the run for seeds --seed, --seed+1, ...
-and reports mean and std; --sweep-z Z1,Z2,... reports eval return against
-epsilon. The final policy is evaluated on --eval-episodes episodes with sampled
-actions. Progress goes to stderr, the result to stdout (text or --json), --plot
-writes the figure.
-
-Defaults depend on --env: each environment's profile (a flag overrides it; the
-measurements and the flags that restore the paper's Table 3 are in
-policy/REPRODUCE.md). The first line holds for the environments not listed:
-` + profile.TrainDefaultsHelp(80) + `
-
-The noise comes from a seeded generator: this is a simulation, not a production
-release. --diag writes statistics of the simulated users' raw data and the exact
-noise: simulation only, not covered by any epsilon printed (each record says so).`,
-		Example: `  dprl train --env cartpole --algo dppg
-  dprl train --env cartpole --algo dppg --z 3 --seed 7 --json
-  dprl train --env cartpole --algo dppg --epsilon 2 --delta 1e-6
-  dprl train --env cartpole --algo dppg --seed 1 --seeds 30 --json
-  dprl train --env pendulum --algo sac --hidden 64,64 --seed 1 --plot sac.png
-  dprl train --env cartpole --sweep-z 0.5,1,2,4 --seed 1 --seeds 5 --plot eps.png
-  dprl train --env acrobot --algo ppo --users 4000 --plot curve.png`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, a, f) },
+		Use:     "train --env E --algo dppg|ppo|dppg-loglinear|dpsgd-reinforce|dpsgd-dqn|sac [flags]",
+		Short:   "Train a policy in process against simulated users (DPPG or the PPO baseline)",
+		Long:    helpText("train", "{{defaults by environment}}", profile.TrainDefaultsHelp(80)),
+		Example: helpText("train.example"),
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, a, f) },
 	}
 	fl := cliflags.New(c.Flags(), f)
 	f.fl = fl
