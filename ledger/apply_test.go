@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -13,7 +14,7 @@ import (
 // write; a release whose hook fails writes nothing.
 func TestApplyReplicates(t *testing.T) {
 	w, _ := openTemp(t)
-	f, _ := openTemp(t)
+	f := openWithKey(t, w.userKey)
 	type rec struct {
 		e    Entry
 		snap []byte
@@ -125,7 +126,7 @@ func TestApplyReplicates(t *testing.T) {
 // ledgers are as before).
 func TestSessionsUsedOnce(t *testing.T) {
 	w, _ := openTemp(t)
-	f, _ := openTemp(t)
+	f := openWithKey(t, w.userKey)
 	var log []Entry
 	rel := func(v uint64, user string, sessions ...string) Release {
 		r := Release{Version: v, Snapshot: []byte(fmt.Sprint("policy-", v)), Entry: releaseEntry(t, 2, len(sessions), true)}
@@ -182,11 +183,65 @@ func TestSessionsUsedOnce(t *testing.T) {
 	// An entry that reuses a session cannot come from the record either.
 	bad := log[1]
 	bad.Sessions = append(bad.Sessions, w.Session("s1"))
-	g, _ := openTemp(t)
+	g := openWithKey(t, w.userKey)
 	if _, err := g.Apply(log[0], []byte("policy-1")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := g.Apply(bad, []byte("policy-2")); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("record entry reusing a session: %v", err)
+	}
+}
+
+// openWithKey opens a new store in a temporary directory with the user key
+// key.
+func openWithKey(t *testing.T, key []byte) *Store {
+	t.Helper()
+	s, err := Open(t.TempDir(), Options{UserKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestSharedUserKey: stores created with one given user key key users and
+// sessions alike; a writer entry from a ledger with another key is not
+// applied (one user would be counted under two keys); a given key of the
+// wrong length, or one that differs from an existing store's, is refused.
+func TestSharedUserKey(t *testing.T) {
+	key := make([]byte, 32)
+	key[0] = 7
+	a, b := openWithKey(t, key), openWithKey(t, key)
+	if a.User("alice") != b.User("alice") || a.Session("s") != b.Session("s") {
+		t.Fatal("stores with one key disagree on a user's key")
+	}
+	other, _ := openTemp(t)
+	e, err := other.AppendWriter("x", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Apply(e, nil); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "share one user key") {
+		t.Fatalf("writer entry keyed differently: %v", err)
+	}
+	w, err := b.AppendWriter("b", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Apply(w, nil); err != nil {
+		t.Fatalf("writer entry with the same key: %v", err)
+	}
+	if _, err := Open(t.TempDir(), Options{UserKey: key[:16]}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a 16-byte key: %v", err)
+	}
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for _, ro := range []bool{false, true} {
+		if _, err := Open(dir, Options{UserKey: key, ReadOnly: ro}); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("an existing store with another key (read-only %v): %v", ro, err)
+		}
 	}
 }

@@ -116,6 +116,10 @@ type Entry struct {
 	// the revision of the writer lease it took.
 	Writer string `json:"writer,omitempty"`
 	Lease  uint64 `json:"lease,omitempty"`
+	// UserKeyID is a writer entry's user-key fingerprint (hex): every
+	// process of a cluster must key users (and sessions) with the same
+	// secret, or one user would be counted under several keys.
+	UserKeyID string `json:"user_key_id,omitempty"`
 	// Released says that a derived file is the output of a differentially
 	// private release (an SVT run's stable prefixes), already charged to
 	// the dataset by the run it is derived from, and may be read as public

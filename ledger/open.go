@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -44,6 +45,11 @@ type Options struct {
 	ExpectHead *HeadRef
 	// Now is the clock for entry times; nil means time.Now.
 	Now func() time.Time
+	// UserKey, when set (32 bytes), is the user key a new store is
+	// created with instead of a fresh secret: a cluster's processes share
+	// one (see Entry.UserKeyID). An existing store with another key is
+	// refused.
+	UserKey []byte
 }
 
 // Store is the ledger of one data directory. Its methods are safe for
@@ -54,6 +60,7 @@ type Store struct {
 	fs      vfs.FS
 	dir     string
 	userKey []byte
+	wantKey []byte // Options.UserKey: the key a new store is created with
 	log     zerolog.Logger
 	now     func() time.Time
 	heads   *headsWriter // nil when read-only
@@ -143,7 +150,10 @@ func Open(dir string, o Options) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{fs: fs, dir: dir, log: o.Logger, now: now, health: &health{}, bg: newBGState()}
+	if o.UserKey != nil && len(o.UserKey) != userKeyLen {
+		return nil, fmt.Errorf("%w: a user key of %d bytes, want %d", ErrInvalid, len(o.UserKey), userKeyLen)
+	}
+	s := &Store{fs: fs, dir: dir, log: o.Logger, now: now, health: &health{}, bg: newBGState(), wantKey: o.UserKey}
 	pdir := filepath.Join(dir, pebbleDir)
 	_, statErr := fs.Stat(pdir)
 	exists := statErr == nil
@@ -251,6 +261,9 @@ func (s *Store) open(exists, hasFiles bool, o Options) (err error) {
 		}
 		if o.ReadOnly {
 			s.userKey, s.notes = st.key, st.notes
+			if err := s.checkWantKey(); err != nil {
+				return err
+			}
 			if o.ExpectHead != nil {
 				return s.CheckHead(*o.ExpectHead)
 			}
@@ -546,7 +559,7 @@ func (s *Store) create(st openState) error {
 	key := st.key
 	if key == nil {
 		var err error
-		if key, err = createUserKey(s.fs, s.dir); err != nil {
+		if key, err = createUserKey(s.fs, s.dir, s.wantKey); err != nil {
 			return err
 		}
 	}
@@ -561,6 +574,9 @@ func (s *Store) create(st openState) error {
 		return err
 	}
 	s.userKey = key
+	if err := s.checkWantKey(); err != nil {
+		return err
+	}
 	return s.openHeads(st.heads)
 }
 
@@ -569,6 +585,9 @@ func (s *Store) create(st openState) error {
 // anchor, so that a crash between them is recognised (stateAdopting).
 func (s *Store) adopt(st openState) error {
 	s.userKey = st.key
+	if err := s.checkWantKey(); err != nil {
+		return err
+	}
 	if err := s.mustVerify(); err != nil {
 		return err
 	}
@@ -605,6 +624,9 @@ func (s *Store) adopt(st openState) error {
 // left out, if any.
 func (s *Store) resume(st openState) error {
 	s.userKey = st.key
+	if err := s.checkWantKey(); err != nil {
+		return err
+	}
 	if err := s.mustVerify(); err != nil {
 		return err
 	}
@@ -686,10 +708,12 @@ func readUserKey(fs vfs.FS, path string) ([]byte, error) {
 
 // createUserKey writes a new HMAC secret (mode 0600, synced, the directory
 // synced).
-func createUserKey(fs vfs.FS, dir string) ([]byte, error) {
+func createUserKey(fs vfs.FS, dir string, given []byte) ([]byte, error) {
 	path := filepath.Join(dir, userKeyFile)
 	key := make([]byte, userKeyLen)
-	if _, err := rand.Read(key); err != nil {
+	if given != nil {
+		copy(key, given)
+	} else if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("ledger: user key: %w", err)
 	}
 	if fs == vfs.Default {
@@ -899,6 +923,14 @@ func (s *Store) commit(b *pebble.Batch, prev, h Head) error {
 		err = fmt.Errorf("ledger: entry %d is committed but its head record could not be written to %s (the store refuses further writes; reopening writes the record): %w", h.Seq, headsFile, err)
 		s.health.fail(err)
 		return err
+	}
+	return nil
+}
+
+// checkWantKey refuses a store whose user key is not Options.UserKey.
+func (s *Store) checkWantKey() error {
+	if s.wantKey != nil && !hmac.Equal(s.wantKey, s.userKey) {
+		return fmt.Errorf("%w: %s has another user key than the one given (a cluster's processes share one)", ErrInvalid, s.dir)
 	}
 	return nil
 }

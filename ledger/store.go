@@ -347,6 +347,9 @@ func (s *Store) ReleaseWith(r Release, before func(Entry) error) (Entry, error) 
 func (s *Store) Apply(e Entry, snapshot []byte) (Entry, error) {
 	switch {
 	case e.Kind == KindWriter:
+		if fp := s.userKeyID(); e.UserKeyID != fp {
+			return Entry{}, fmt.Errorf("%w: entry %d: the writer keys users with the secret %.12s, this ledger with %.12s: a cluster's processes must share one user key (copy the writer's %s), or each would count one user under its own key", ErrInvalid, e.Seq, e.UserKeyID, fp, userKeyFile)
+		}
 		return s.appendWriter(e.Writer, e.Lease, nil, &e)
 	case e.Kind != KindRelease:
 		return Entry{}, fmt.Errorf("%w: entry %d: applying a %s entry from the record is not supported", ErrInvalid, e.Seq, e.Kind)
@@ -610,8 +613,15 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
-// AppendWriter appends a writer entry (KindWriter) naming writer and the
-// lease revision it holds, calling before as ReleaseWith does.
+// userKeyID is the user key's fingerprint in hex.
+func (s *Store) userKeyID() string {
+	fp := keyFingerprint(s.userKey)
+	return hex.EncodeToString(fp[:])
+}
+
+// AppendWriter appends a writer entry (KindWriter) naming writer, the
+// lease revision it holds and its user key's fingerprint, calling before
+// as ReleaseWith does.
 func (s *Store) AppendWriter(writer string, lease uint64, before func(Entry) error) (Entry, error) {
 	return s.appendWriter(writer, lease, before, nil)
 }
@@ -632,7 +642,7 @@ func (s *Store) appendWriter(writer string, lease uint64, before func(Entry) err
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	e := Entry{Kind: KindWriter, Mechanism: "writer: " + writer + " took the writer lease", Writer: writer, Lease: lease}
+	e := Entry{Kind: KindWriter, Mechanism: "writer: " + writer + " took the writer lease", Writer: writer, Lease: lease, UserKeyID: s.userKeyID()}
 	if e, err = s.appendEntryAs(b, h, e, want); err != nil {
 		return Entry{}, err
 	}

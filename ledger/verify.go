@@ -152,7 +152,7 @@ func (v *entryReplay) entry(e Entry, r *Report, problem func(string, ...any)) {
 	case KindOffline, KindCap, KindDerived, KindLink:
 		v.offline = append(v.offline, e)
 	case KindWriter:
-		if e.Writer == "" || e.Lease == 0 || e.Epsilon != 0 || len(e.Events) != 0 || len(e.Fixed) != 0 || len(e.Users) != 0 {
+		if e.Writer == "" || e.Lease == 0 || len(e.UserKeyID) != 64 || e.Epsilon != 0 || len(e.Events) != 0 || len(e.Fixed) != 0 || len(e.Users) != 0 {
 			problem("entry %d: a writer entry must name its writer and lease and charge nothing", e.Seq)
 		}
 	default:

@@ -11,9 +11,12 @@ import (
 	"dprl/ledger/accountant"
 )
 
+// clusterKey is the user key the test cluster's processes share.
+var clusterKey = []byte("0123456789abcdef0123456789abcdef")
+
 func openStore(t *testing.T) *ledger.Store {
 	t.Helper()
-	s, err := ledger.Open(t.TempDir(), ledger.Options{})
+	s, err := ledger.Open(t.TempDir(), ledger.Options{UserKey: clusterKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,8 +25,7 @@ func openStore(t *testing.T) *ledger.Store {
 }
 
 // release is a DPPG release of version v by users (user keys are
-// computed by s: the cluster's processes share one user key, which the
-// follower never needs).
+// computed by s: the cluster's processes share one user key).
 func release(t *testing.T, s *ledger.Store, v uint64, users ...string) ledger.Release {
 	t.Helper()
 	g, err := accountant.Analytic{}.Epsilon(1e-5, accountant.Gaussian(2))
