@@ -11,24 +11,34 @@ import (
 )
 
 // message is one message of the log: a ledger entry and, for a release,
-// the snapshot it paid for. Position n of the log holds entry n of the
+// the snapshot it paid for and the released update g~ (public: the
+// policy's step, which serving replicas need to start their local updates
+// where the learner's would). Position n of the log holds entry n of the
 // ledger.
 type message struct {
 	Entry    ledger.Entry `json:"entry"`
 	Snapshot []byte       `json:"snapshot,omitempty"`
+	Update   []float64    `json:"update,omitempty"`
+}
+
+// Release is a release read from the log (Sync's callback).
+type Release struct {
+	Entry    ledger.Entry
+	Snapshot []byte
+	Update   []float64
 }
 
 // AppendEntry appends e, the next entry of a ledger (as ReleaseWith or
-// AppendWriter hands it over before committing), with its snapshot (nil
-// for an entry without one) at position e.Seq, under the id e.Hash (which
+// AppendWriter hands it over before committing), with its snapshot and
+// released update (nil for an entry without them) at position e.Seq, under the id e.Hash (which
 // names its contents and its place in the chain). ErrFenced means another
 // writer's entry holds the position: the ledger must catch up (Sync) before
 // it writes again.
-func (l *Log) AppendEntry(ctx context.Context, e ledger.Entry, snapshot []byte) error {
+func (l *Log) AppendEntry(ctx context.Context, e ledger.Entry, snapshot []byte, update []float64) error {
 	if e.Seq == 0 || e.Hash == "" {
 		return fmt.Errorf("record: entry without a sequence number or hash")
 	}
-	b, err := json.Marshal(message{Entry: e, Snapshot: snapshot})
+	b, err := json.Marshal(message{Entry: e, Snapshot: snapshot, Update: update})
 	if err != nil {
 		return fmt.Errorf("record: encode entry %d: %w", e.Seq, err)
 	}
@@ -39,11 +49,12 @@ func (l *Log) AppendEntry(ctx context.Context, e ledger.Entry, snapshot []byte) 
 }
 
 // Sync applies to s every entry of the log past s's head (ledger.Store.Apply)
-// and returns how many it applied. An entry that does not apply (it does
+// and returns how many it applied, calling onRelease (if not nil) with
+// each release applied, in order. An entry that does not apply (it does
 // not chain onto s, or its contents do not hash to what its writer
 // recorded) stops it with the error: s then disagrees with the ledger of
 // record and must not write.
-func Sync(ctx context.Context, l *Log, s *ledger.Store) (int, error) {
+func Sync(ctx context.Context, l *Log, s *ledger.Store, onRelease func(Release)) (int, error) {
 	h, err := s.Head()
 	if err != nil {
 		return 0, err
@@ -61,6 +72,9 @@ func Sync(ctx context.Context, l *Log, s *ledger.Store) (int, error) {
 			return fmt.Errorf("record: apply position %d: %w", m.Position, err)
 		}
 		n++
+		if onRelease != nil && msg.Entry.Kind == ledger.KindRelease {
+			onRelease(Release{Entry: msg.Entry, Snapshot: msg.Snapshot, Update: msg.Update})
+		}
 		return nil
 	})
 	return n, err

@@ -45,7 +45,7 @@ func release(t *testing.T, s *ledger.Store, v uint64, users ...string) ledger.Re
 // writeThrough releases r on s through the log: the entry lands in the
 // log first, then in s.
 func writeThrough(ctx context.Context, l *Log, s *ledger.Store, r ledger.Release) (ledger.Entry, error) {
-	return s.ReleaseWith(r, func(e ledger.Entry) error { return l.AppendEntry(ctx, e, r.Snapshot) })
+	return s.ReleaseWith(r, func(e ledger.Entry) error { return l.AppendEntry(ctx, e, r.Snapshot, []float64{float64(r.Version)}) })
 }
 
 // TestLearnerFailover runs two learners' ledgers on a 3-server cluster:
@@ -68,7 +68,7 @@ func TestLearnerFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.AppendWriter("a", rev, func(e ledger.Entry) error { return logA.AppendEntry(ctx, e, nil) }); err != nil {
+	if _, err := a.AppendWriter("a", rev, func(e ledger.Entry) error { return logA.AppendEntry(ctx, e, nil, nil) }); err != nil {
 		t.Fatal(err)
 	}
 	for v := uint64(1); v <= 3; v++ {
@@ -76,8 +76,14 @@ func TestLearnerFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := Sync(ctx, logB, b); err != nil || n != 4 {
-		t.Fatalf("follower sync: %d, %v", n, err)
+	var seen []uint64
+	if n, err := Sync(ctx, logB, b, func(r Release) {
+		if len(r.Update) != 1 || r.Update[0] != float64(r.Entry.PolicyVersion) || string(r.Snapshot) != fmt.Sprint("policy-", r.Entry.PolicyVersion) {
+			t.Errorf("release %d read back with update %v and snapshot %q", r.Entry.PolicyVersion, r.Update, r.Snapshot)
+		}
+		seen = append(seen, r.Entry.PolicyVersion)
+	}); err != nil || n != 4 || len(seen) != 3 || seen[2] != 3 {
+		t.Fatalf("follower sync: %d, %v, releases %v", n, err, seen)
 	}
 	// A pauses (no renewal); B takes the lease once it expires.
 	for {
@@ -90,10 +96,10 @@ func TestLearnerFailover(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if _, err := Sync(ctx, logB, b); err != nil {
+	if _, err := Sync(ctx, logB, b, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.AppendWriter("b", rev, func(e ledger.Entry) error { return logB.AppendEntry(ctx, e, nil) }); err != nil {
+	if _, err := b.AppendWriter("b", rev, func(e ledger.Entry) error { return logB.AppendEntry(ctx, e, nil, nil) }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := writeThrough(ctx, logB, b, release(t, b, 4, "bob")); err != nil {
@@ -110,7 +116,7 @@ func TestLearnerFailover(t *testing.T) {
 	if ahead, err := Check(ctx, logA, a); err != nil || ahead != 2 {
 		t.Fatalf("A against the log: %d ahead, %v; want 2", ahead, err)
 	}
-	if n, err := Sync(ctx, logA, a); err != nil || n != 2 {
+	if n, err := Sync(ctx, logA, a, nil); err != nil || n != 2 {
 		t.Fatalf("A catching up: %d, %v", n, err)
 	}
 	for name, s := range map[string]*ledger.Store{"a": a, "b": b} {
