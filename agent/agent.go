@@ -24,6 +24,7 @@ import (
 	"dprl/policy/sac"
 	"dprl/sessionlog"
 	"dprl/space"
+	"dprl/stream/updateq"
 
 	"github.com/rs/zerolog"
 )
@@ -86,6 +87,10 @@ type Options struct {
 	// DefaultSessionLogQueue and DefaultSessionLogQueueBytes.
 	SessionLogQueue      int
 	SessionLogQueueBytes int64
+	// Learner, when set, runs the agent as a cluster's learner (cluster.go):
+	// it learns from the update queue and writes through the ledger of
+	// record; Act and End are not used.
+	Learner *Learner
 	// BeforeRelease, when set (tests), runs on the updater goroutine after
 	// a round's noise is drawn and before its release is written to the
 	// ledger: the crash tests kill the process there.
@@ -147,7 +152,8 @@ type finished struct {
 	key   queueKey
 	tr    policy.Trajectory
 	at    time.Time
-	bytes int64 // charged to the memory budget until the session leaves the learner
+	bytes int64   // charged to the memory budget until the session leaves the learner
+	q     *queued // a cluster learner's update (tr unused), nil for a served session
 }
 
 // New opens the agent on a ledger: it fixes (or checks) the policy spec and
@@ -742,6 +748,10 @@ func (a *Agent) closeLocked(s *session, terminal bool) (bool, string) {
 func (a *Agent) setAside(f *finished, reason discardReason) (bool, string) {
 	a.uncharge(f.bytes)
 	f.bytes = 0
+	if f.q != nil {
+		// A learner's update that will not be used leaves the queue.
+		go func(m *updateq.Msg) { _ = m.Ack(context.Background()) }(f.q.msg)
+	}
 	return a.discard(reason)
 }
 
@@ -913,6 +923,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.cfg.Fixed != nil {
 		return a.runFixed(ctx)
 	}
+	if a.opt.Learner != nil {
+		return a.runLearner(ctx)
+	}
+	return a.runUpdater(ctx, nil)
+}
+
+// runUpdater is Run's loop: the updater, the flush and the idle sweeper,
+// until ctx ends or stop reports an error.
+func (a *Agent) runUpdater(ctx context.Context, stop <-chan error) error {
 	workers := a.cfg.Workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -931,6 +950,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case err := <-stop:
+			return err
 		case <-a.queue.wake:
 			if err := u.step(); err != nil {
 				return err

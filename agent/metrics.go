@@ -89,6 +89,7 @@ const (
 	reasonLedgerUnavailable
 	reasonUserSeparation
 	reasonFixedPolicy
+	reasonSessionUsed
 	numDiscardReasons
 )
 
@@ -103,6 +104,7 @@ var discardReasons = [numDiscardReasons]struct{ label, text string }{
 	reasonLedgerUnavailable:   {"ledger_unavailable", "ledger unavailable"},
 	reasonUserSeparation:      {"user_min_separation", "user took part in one of the last band updates (bandmf noise)"},
 	reasonFixedPolicy:         {"fixed_policy", "a fixed policy is served: sessions are not learned from"},
+	reasonSessionUsed:         {"session_used", "a cluster learner's update of a session a release already used (redelivered)"},
 }
 
 func (r discardReason) label() string { return discardReasons[r].label }

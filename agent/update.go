@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"dprl/internal/rng"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
+	"dprl/ledger/record"
 	"dprl/policy"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -116,6 +118,13 @@ func (u *updater) resumeStream(params int) error {
 // local is the round's LocalFunc: session i's local update on worker w. An
 // empty trajectory fails (it has no step to learn from).
 func (u *updater) local(w, i int, gu []float64) error {
+	if q := u.batch[i].q; q != nil {
+		if len(q.gu) != len(gu) {
+			return fmt.Errorf("agent: learner: an update of %d values, want %d", len(q.gu), len(gu))
+		}
+		copy(gu, q.gu) // clipped by its replica; Add clips again
+		return nil
+	}
 	tr := &u.batch[i].tr
 	if tr.Len() == 0 {
 		return policy.ErrTrajectory
@@ -239,6 +248,9 @@ func (u *updater) fill(cur *version) {
 		ok := true
 		if cur.num-f.ver > a.cfg.MaxStaleness {
 			a.setAside(&f, reasonStale)
+			ok = false
+		} else if f.q != nil && u.sessionTaken(f.q.sess) {
+			a.setAside(&f, reasonSessionUsed)
 			ok = false
 		} else if f.key.hasUser {
 			if eligible, why := a.userEligible(f.key.user, cur.num+1); !eligible {
@@ -426,6 +438,11 @@ func (u *updater) update(cur *version) error {
 		Correlation: en.Correlation,
 	}
 	rel := ledger.Release{Version: newVer, Snapshot: snap, Entry: entry, Users: users}
+	for _, f := range u.batch {
+		if f.q != nil {
+			rel.Sessions = append(rel.Sessions, f.q.sess)
+		}
+	}
 	if st != nil {
 		x, g, ok := st.Pending()
 		if !ok {
@@ -436,11 +453,20 @@ func (u *updater) update(cur *version) error {
 	if a.opt.BeforeRelease != nil {
 		a.opt.BeforeRelease()
 	}
-	if _, err := a.store.Release(rel); err != nil {
+	var before func(ledger.Entry) error
+	if l := a.opt.Learner; l != nil {
+		before = func(e ledger.Entry) error { return l.Log.AppendEntry(context.Background(), e, snap, gTilde) }
+	}
+	if _, err := a.store.ReleaseWith(rel, before); err != nil {
 		a.m.ReleaseErrors.Inc()
 		switch {
 		case errors.Is(err, ledger.ErrClosed):
 			return err
+		case errors.Is(err, record.ErrFenced):
+			// Another writer appended: this process is no longer the
+			// learner. Nothing was written; its batch stays in the queue.
+			a.log.Error().Err(err).Uint64("version", newVer).Msg("learner: the ledger of record refused the release; stopping")
+			return fmt.Errorf("agent: release of version %d: %w", newVer, err)
 		case errors.Is(err, ledger.ErrNeedsRestart):
 			// A full disk stopped the store's writes for this process:
 			// stop, as for damage; the ledger is intact and a restart
@@ -464,6 +490,9 @@ func (u *updater) update(cur *version) error {
 		}
 	}
 	u.round.Commit() // published: the next round's local updates start from g~, the noise stream moves on
+	if a.opt.Learner != nil {
+		u.ackBatch()
+	}
 	if rel.Noise != nil {
 		u.streamStart = start
 	}

@@ -167,3 +167,25 @@ func ApplyUpdate(theta, gTilde []float64, eta float64) {
 		theta[i] += eta * g
 	}
 }
+
+// ClipUpdate bounds a local update g (policy block first, nPolicy values)
+// as Aggregator.Add does before summing it: a g with a NaN or ±Inf
+// coordinate becomes the zero vector, else its policy block is clipped to
+// S_pi and its value block to S_v (not in ModePPO). A cluster's serving
+// replica clips what it sends, so that no unbounded per-session vector
+// crosses the network; the learner's Add clips again. It allocates
+// nothing.
+func (c DPConfig) ClipUpdate(g []float64, nPolicy int) {
+	if c.Mode == ModePPO {
+		return
+	}
+	for _, v := range g {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			clear(g)
+			return
+		}
+	}
+	sPi, sV := c.clipNorms()
+	clipL2(g[:nPolicy], sPi)
+	clipL2(g[nPolicy:], sV)
+}

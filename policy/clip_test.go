@@ -489,3 +489,30 @@ func BenchmarkClip(b *testing.B) {
 		})
 	}
 }
+
+// TestClipUpdateAsAdd: ClipUpdate leaves a vector exactly as the
+// Aggregator's Add counts it (the sum of one clipped update, K = 1, no
+// noise), for a finite update over both clips and one with a NaN.
+func TestClipUpdateAsAdd(t *testing.T) {
+	cfg := DPConfig{Mode: ModeClipOnly, ClipNorm: 1, UsersPerUpdate: 1, PolicyClipShare: 0.8}
+	for _, g := range [][]float64{{3, 4, 0, 12}, {0.1, 0.1, 0.1, 0.1}, {1, math.NaN(), 2, 2}} {
+		a, err := NewAggregator(cfg, 2, 2, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Add(g); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float64, 4)
+		if err := a.Release(want); err != nil {
+			t.Fatal(err)
+		}
+		got := append([]float64(nil), g...)
+		cfg.ClipUpdate(got, 2)
+		for i := range got {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("%v: ClipUpdate %v, Add %v", g, got, want)
+			}
+		}
+	}
+}

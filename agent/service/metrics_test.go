@@ -81,8 +81,8 @@ func TestMetricsSeriesAndGauges(t *testing.T) {
 		t.Errorf("dprl_session_delta %v, want %v", got, cfg.Delta)
 	}
 	snake := regexp.MustCompile(`^[a-z_]+$`)
-	if got := len(agent.DiscardReasons()); got != 9 {
-		t.Errorf("%d discard reasons, want 9", got)
+	if got := len(agent.DiscardReasons()); got != 10 {
+		t.Errorf("%d discard reasons, want 10", got)
 	}
 	for _, r := range agent.DiscardReasons() {
 		if !snake.MatchString(r) {

@@ -1,0 +1,218 @@
+package agent
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"dprl/ledger"
+	"dprl/ledger/record"
+	"dprl/stream/updateq"
+)
+
+// Learner is the learner role of a cluster (Options.Learner): instead of
+// the sessions it serves, the agent learns from the clipped session updates
+// serving replicas publish to the update queue, writes every entry through
+// the ledger of record before its own ledger, and releases only while it
+// holds the writer lease.
+//
+// The flow (docs/privacy.md, section 13): wait for the lease while
+// following the log; once it holds it, catch up, append a writer entry
+// (the fence against any earlier writer), then form batches of K updates
+// of distinct users from the queue (caps checked against the ledger, which
+// is the record's copy; a session a release already used is dropped) and
+// release each through the log. An update is acknowledged, and so leaves
+// the queue, only once the release that used it is in the log, or when it
+// is dropped. A lost lease or a refused append stops the learner (Run
+// returns the error): its process restarts as a candidate and catches up
+// before it writes again.
+type Learner struct {
+	// Log is the ledger of record; Lease elects its writer.
+	Log   *record.Log
+	Lease *record.Lease
+	// Updates is the update queue's consumer.
+	Updates *updateq.Consumer
+	// Holder names this process in its writer entry.
+	Holder string
+	// RenewEvery is how often the lease is renewed (and, while another
+	// process holds it, how often it is tried); well within its TTL.
+	RenewEvery time.Duration
+}
+
+// queued is a learner's session update: the clipped update a replica
+// computed, the key of its session, and the queue message to acknowledge.
+type queued struct {
+	gu   []float64
+	sess ledger.SessionKey
+	msg  *updateq.Msg
+}
+
+// runLearner is Run for the learner role.
+func (a *Agent) runLearner(ctx context.Context) error {
+	l := a.opt.Learner
+	if l.Log == nil || l.Lease == nil || l.Updates == nil || l.Holder == "" || l.RenewEvery <= 0 {
+		return errors.New("agent: learner: a log, a lease, an update consumer, a holder name and a renewal period are required")
+	}
+	if a.cfg.Policy.DP.Noise != 0 {
+		return fmt.Errorf("agent: learner: %v noise is not supported in a cluster yet (its noise state stays with its writer)", a.cfg.Policy.DP.Noise)
+	}
+	rev, err := a.awaitLease(ctx)
+	if err != nil || rev == 0 {
+		return err
+	}
+	lost := make(chan error, 1)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(l.RenewEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
+				if _, err := l.Lease.Renew(rctx); err != nil && rctx.Err() == nil {
+					lost <- fmt.Errorf("agent: learner: the writer lease: %w", err)
+					return
+				}
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		a.consume(rctx)
+	}()
+	defer func() { _ = l.Lease.Release(context.Background()) }()
+	return a.runUpdater(rctx, lost)
+}
+
+// awaitLease follows the log until this process takes the writer lease,
+// then catches up, reloads the policy the log's last release holds, and
+// appends its writer entry; it returns the lease revision (0 when ctx
+// ended first).
+func (a *Agent) awaitLease(ctx context.Context) (uint64, error) {
+	l := a.opt.Learner
+	for {
+		if _, err := record.Sync(ctx, l.Log, a.store, nil); err != nil {
+			return 0, fmt.Errorf("agent: learner: follow the log: %w", err)
+		}
+		rev, err := l.Lease.Acquire(ctx)
+		switch {
+		case err == nil:
+			if _, err := record.Sync(ctx, l.Log, a.store, nil); err != nil {
+				return 0, fmt.Errorf("agent: learner: catch up: %w", err)
+			}
+			if err := a.loadPolicy(); err != nil {
+				return 0, err
+			}
+			cur := a.current.Load()
+			snap, err := encodeSnapshot(a.cfg, cur.num, cur.theta)
+			if err != nil {
+				return 0, err
+			}
+			_, err = a.store.AppendWriter(l.Holder, rev, func(e ledger.Entry) error {
+				return l.Log.AppendEntry(ctx, e, snap, nil)
+			})
+			if errors.Is(err, record.ErrFenced) {
+				continue // a write landed since the catch-up: follow again
+			}
+			if err != nil {
+				return 0, fmt.Errorf("agent: learner: writer entry: %w", err)
+			}
+			a.log.Info().Str("holder", l.Holder).Uint64("lease", rev).Uint64("version", cur.num).Msg("learner: took the writer lease")
+			return rev, nil
+		case !errors.Is(err, record.ErrHeld):
+			a.log.Warn().Err(err).Msg("learner: lease")
+		}
+		select {
+		case <-ctx.Done():
+			return 0, nil
+		case <-time.After(l.RenewEvery):
+		}
+	}
+}
+
+// consume moves the queue's updates into the learner queue until ctx ends:
+// each one as a finished session of its user (anonymous ones per
+// session), charged to the memory budget. An update that does not fit
+// (memory, a full queue) is left unacknowledged, to come back after the
+// queue's ack wait.
+func (a *Agent) consume(ctx context.Context) {
+	for ctx.Err() == nil {
+		msgs, bad, err := a.opt.Learner.Updates.Fetch(2*a.K(), time.Second)
+		if err != nil {
+			a.noisy.Warn().Err(err).Msg("learner: fetch updates")
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		for _, e := range bad {
+			a.noisy.Warn().Err(e).Msg("learner: a malformed update was dropped")
+		}
+		for _, m := range msgs {
+			a.queueUpdate(ctx, m)
+		}
+	}
+}
+
+// queueUpdate queues one update, or leaves it for later.
+func (a *Agent) queueUpdate(ctx context.Context, m *updateq.Msg) {
+	u := &m.Update
+	var sess ledger.SessionKey
+	if len(u.Session) != 2*len(sess) {
+		a.noisy.Warn().Msg("learner: an update whose session is not a session key was dropped")
+		_ = m.Ack(ctx)
+		return
+	}
+	if _, err := hex.Decode(sess[:], []byte(u.Session)); err != nil {
+		_ = m.Ack(ctx)
+		return
+	}
+	bytes := int64(8*len(u.Values)) + 256
+	if !a.charge(bytes) {
+		return
+	}
+	f := finished{ver: u.Version, at: a.now(), bytes: bytes, q: &queued{gu: u.Values, sess: sess, msg: m}}
+	if u.HasUser {
+		f.key = queueKey{user: ledger.UserKey(u.User), hasUser: true}
+	} else {
+		f.key = queueKey{origin: "session " + u.Session}
+	}
+	if ok, _ := a.queue.push(f); !ok {
+		a.uncharge(bytes)
+	}
+}
+
+// sessionTaken reports whether a learner's session is already in the batch
+// being formed or in a release (a redelivered update).
+func (u *updater) sessionTaken(k ledger.SessionKey) bool {
+	for _, f := range u.batch {
+		if f.q != nil && f.q.sess == k {
+			return true
+		}
+	}
+	_, used, err := u.a.store.SessionUsed(k)
+	return used || err != nil
+}
+
+// ackBatch acknowledges the batch's updates once their release is in the
+// ledger of record: they leave the queue.
+func (u *updater) ackBatch() {
+	for _, f := range u.batch {
+		if f.q != nil {
+			if err := f.q.msg.Ack(context.Background()); err != nil {
+				// Redelivered later, then dropped as used (sessionTaken).
+				u.a.noisy.Warn().Err(err).Msg("learner: acknowledge an update")
+			}
+		}
+	}
+}
