@@ -91,6 +91,10 @@ type Options struct {
 	// it learns from the update queue and writes through the ledger of
 	// record; Act and End are not used.
 	Learner *Learner
+	// Replica, when set, runs the agent as a cluster's serving replica
+	// (replica.go): it publishes each session's clipped update and serves
+	// the ledger of record's versions.
+	Replica *Replica
 	// BeforeRelease, when set (tests), runs on the updater goroutine after
 	// a round's noise is drawn and before its release is written to the
 	// ledger: the crash tests kill the process there.
@@ -152,8 +156,9 @@ type finished struct {
 	key   queueKey
 	tr    policy.Trajectory
 	at    time.Time
-	bytes int64   // charged to the memory budget until the session leaves the learner
-	q     *queued // a cluster learner's update (tr unused), nil for a served session
+	bytes int64             // charged to the memory budget until the session leaves the learner
+	q     *queued           // a cluster learner's update (tr unused), nil for a served session
+	sess  ledger.SessionKey // a replica's session key (Options.Replica)
 }
 
 // New opens the agent on a ledger: it fixes (or checks) the policy spec and
@@ -732,6 +737,14 @@ func (a *Agent) closeLocked(s *session, terminal bool) (bool, string) {
 	if !s.hasUser {
 		f.key.origin = s.origin // anonymous sessions queue per connection
 	}
+	if a.opt.Replica != nil {
+		// The session's key names its update in the queue and its
+		// release: the user (or, anonymous, the connection) and the id.
+		f.sess = a.store.Session(s.user + "\x00" + s.origin + "\x00" + s.id)
+		if s.hasUser {
+			f.sess = a.store.Session(s.user + "\x00" + s.id)
+		}
+	}
 	if cur := a.current.Load().num; cur-s.ver.num > a.cfg.MaxStaleness {
 		return a.setAside(&f, reasonStale)
 	}
@@ -925,6 +938,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.opt.Learner != nil {
 		return a.runLearner(ctx)
+	}
+	if a.opt.Replica != nil {
+		return a.runReplica(ctx)
 	}
 	return a.runUpdater(ctx, nil)
 }

@@ -112,6 +112,9 @@ func (a *Agent) awaitLease(ctx context.Context) (uint64, error) {
 			if err := a.loadPolicy(); err != nil {
 				return 0, err
 			}
+			if err := a.adoptFirstPolicy(ctx); err != nil {
+				return 0, err
+			}
 			cur := a.current.Load()
 			snap, err := encodeSnapshot(a.cfg, cur.num, cur.theta)
 			if err != nil {
@@ -215,4 +218,25 @@ func (u *updater) ackBatch() {
 			}
 		}
 	}
+}
+
+// adoptFirstPolicy makes a learner that takes over before any release
+// continue from the policy the first writer started from (the snapshot of
+// the log's first entry), not from its own initialisation: the replicas
+// computed their updates at it.
+func (a *Agent) adoptFirstPolicy(ctx context.Context) error {
+	h, err := a.store.Head()
+	if err != nil || h.Version != 0 || h.Seq == 0 {
+		return err
+	}
+	r, err := a.opt.Learner.Log.Entry(ctx, 1)
+	if err != nil {
+		return fmt.Errorf("agent: learner: the first writer's policy: %w", err)
+	}
+	v, theta, err := decodeSnapshot(a.cfg, r.Snapshot)
+	if err != nil || v != 0 {
+		return fmt.Errorf("agent: learner: the first writer's policy (version %d): %v", v, err)
+	}
+	a.current.Store(&version{num: 0, theta: theta})
+	return nil
 }

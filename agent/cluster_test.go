@@ -200,3 +200,133 @@ func TestLearnerRole(t *testing.T) {
 		t.Fatalf("%d writer entries, want 2 (a, then b)", writers)
 	}
 }
+
+// TestClusterServesAndLearns runs the roles together on a 3-server cluster:
+// one learner and two serving replicas, users playing CartPole episodes on
+// the replicas in turn. The replicas publish their sessions' clipped
+// updates, the learner releases through the ledger of record, and the
+// replicas serve the log's versions: both reach the learner's version,
+// every version they serve is in the log, and no session enters two
+// releases.
+func TestClusterServesAndLearns(t *testing.T) {
+	servers, err := stream.StartCluster("c", 3, t.TempDir(), stream.EmbeddedOptions{Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range servers {
+		t.Cleanup(s.Shutdown)
+	}
+	conn := func(i int) jetstream.JetStream {
+		nc, err := nats.Connect(servers[i].ClientURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js
+	}
+	cfg := cartpoleConfig(4)
+	cfg.FlushTimeout = time.Hour
+	learner := startLearner(t, conn(0), cfg, "learner")
+	defer learner.stop()
+	var replicas []*Agent
+	for i := range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		js := conn(1 + i)
+		log, err := record.Open(ctx, js, record.Config{Name: "m", Replicas: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := updateq.Open(ctx, js, updateq.Config{Name: "m", Replicas: 3, MaxValues: 1 << 16})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		store, err := ledger.Open(t.TempDir(), ledger.Options{UserKey: clusterKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := New(cfg, store, Options{Replica: &Replica{Log: log, Updates: q, Follow: 50 * time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, rcancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- a.Run(rctx) }()
+		t.Cleanup(func() {
+			rcancel()
+			if err := <-done; err != nil {
+				t.Errorf("replica: %v", err)
+			}
+			store.Close()
+		})
+		replicas = append(replicas, a)
+	}
+	// Wait for the learner's writer entry to reach the replicas.
+	time.Sleep(500 * time.Millisecond)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 0; learner.agent.Version() < 3; i++ {
+		if i > 400 {
+			t.Fatalf("learner at version %d after %d sessions", learner.agent.Version(), i)
+		}
+		r := replicas[i%2]
+		playEpisode(t, r, fmt.Sprint("s", i), fmt.Sprint("u", i), rng, 50)
+		time.Sleep(5 * time.Millisecond)
+	}
+	want := learner.agent.Version()
+	for deadline := time.Now().Add(10 * time.Second); replicas[0].Version() < want || replicas[1].Version() < want; {
+		if time.Now().After(deadline) {
+			t.Fatalf("replicas at versions %d and %d, the learner at %d", replicas[0].Version(), replicas[1].Version(), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The served policy is the log's: the learner's snapshot of that version.
+	snap, err := learner.store.Snapshot(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, theta, err := decodeSnapshot(cfg, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range replicas {
+		cur := r.current.Load()
+		if cur.num == want && !equalFloats(cur.theta, theta) {
+			t.Fatalf("replica %d serves version %d with other parameters than the log's", i, want)
+		}
+	}
+	rep, err := learner.store.Verify()
+	if err != nil || !rep.OK() {
+		t.Fatalf("learner's ledger: %+v %v", rep, err)
+	}
+	seen := map[ledger.SessionKey]bool{}
+	if err := learner.store.Entries(func(e ledger.Entry) error {
+		for _, k := range e.Sessions {
+			if seen[k] {
+				return fmt.Errorf("session %s in two releases", k)
+			}
+			seen[k] = true
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) < 12 {
+		t.Fatalf("%d sessions in releases, want >= 12", len(seen))
+	}
+}
+
+func equalFloats(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -219,6 +219,26 @@ func (q *fairQueue) push(f finished) (bool, discardReason) {
 }
 
 // len is the number of sessions queued.
+// popAll removes every queued session (a replica publishes them all) and
+// appends them to dst.
+func (q *fairQueue) popAll(dst []finished) []finished {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.ring.len() > 0 {
+		lq := q.ring.popFront()
+		lq.inRing = false
+		for lq.items.len() > 0 {
+			dst = append(dst, lq.items.popFront())
+			q.n--
+		}
+		if !lq.inBatch {
+			delete(q.queues, lq.key)
+		}
+	}
+	q.gauge.Set(float64(q.n))
+	return dst
+}
+
 func (q *fairQueue) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()

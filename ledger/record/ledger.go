@@ -21,7 +21,8 @@ type message struct {
 	Update   []float64    `json:"update,omitempty"`
 }
 
-// Release is a release read from the log (Sync's callback).
+// Release is a release (or a writer entry, with the snapshot of the
+// version its writer continues from) read from the log (Sync's callback).
 type Release struct {
 	Entry    ledger.Entry
 	Snapshot []byte
@@ -50,7 +51,7 @@ func (l *Log) AppendEntry(ctx context.Context, e ledger.Entry, snapshot []byte, 
 
 // Sync applies to s every entry of the log past s's head (ledger.Store.Apply)
 // and returns how many it applied, calling onRelease (if not nil) with
-// each release applied, in order. An entry that does not apply (it does
+// each release and each writer entry applied, in order. An entry that does not apply (it does
 // not chain onto s, or its contents do not hash to what its writer
 // recorded) stops it with the error: s then disagrees with the ledger of
 // record and must not write.
@@ -72,7 +73,7 @@ func Sync(ctx context.Context, l *Log, s *ledger.Store, onRelease func(Release))
 			return fmt.Errorf("record: apply position %d: %w", m.Position, err)
 		}
 		n++
-		if onRelease != nil && msg.Entry.Kind == ledger.KindRelease {
+		if onRelease != nil && (msg.Entry.Kind == ledger.KindRelease || msg.Entry.Kind == ledger.KindWriter) {
 			onRelease(Release{Entry: msg.Entry, Snapshot: msg.Snapshot, Update: msg.Update})
 		}
 		return nil
@@ -126,3 +127,27 @@ func Check(ctx context.Context, l *Log, s *ledger.Store) (ahead uint64, err erro
 
 // errStop ends a Read early.
 var errStop = errors.New("stop")
+
+// Entry returns the release or writer entry at position pos with its
+// snapshot and update (ErrNotRelease for an entry of another kind).
+func (l *Log) Entry(ctx context.Context, pos uint64) (Release, error) {
+	m, err := l.get(ctx, pos)
+	if err != nil {
+		return Release{}, err
+	}
+	var msg message
+	if err := jsonstrict.Decode(m.Data, &msg); err != nil {
+		return Release{}, fmt.Errorf("record: position %d: %w", pos, err)
+	}
+	if msg.Entry.Seq != pos {
+		return Release{}, fmt.Errorf("record: position %d holds entry %d", pos, msg.Entry.Seq)
+	}
+	if msg.Entry.Kind != ledger.KindRelease && msg.Entry.Kind != ledger.KindWriter {
+		return Release{}, fmt.Errorf("%w: position %d is a %s entry", ErrNotRelease, pos, msg.Entry.Kind)
+	}
+	return Release{Entry: msg.Entry, Snapshot: msg.Snapshot, Update: msg.Update}, nil
+}
+
+// ErrNotRelease is returned by Entry for an entry that is neither a
+// release nor a writer entry.
+var ErrNotRelease = errors.New("record: not a release or writer entry")

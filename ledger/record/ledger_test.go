@@ -78,6 +78,9 @@ func TestLearnerFailover(t *testing.T) {
 	}
 	var seen []uint64
 	if n, err := Sync(ctx, logB, b, func(r Release) {
+		if r.Entry.Kind == ledger.KindWriter {
+			return
+		}
 		if len(r.Update) != 1 || r.Update[0] != float64(r.Entry.PolicyVersion) || string(r.Snapshot) != fmt.Sprint("policy-", r.Entry.PolicyVersion) {
 			t.Errorf("release %d read back with update %v and snapshot %q", r.Entry.PolicyVersion, r.Update, r.Snapshot)
 		}

@@ -1,0 +1,166 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"dprl/ledger"
+	"dprl/ledger/record"
+	"dprl/policy"
+	"dprl/stream/updateq"
+)
+
+// Replica is the serving role of a cluster (Options.Replica): the agent
+// serves sessions as ever, but instead of forming batches it computes each
+// finished session's local update where the session's data is, clips it
+// (policy.DPConfig.ClipUpdate) and publishes it to the update queue under
+// the session's key; and it serves the versions the ledger of record
+// holds, following the log. It never writes to the log.
+//
+// Until the log holds a writer entry (the first learner's, with the policy
+// it starts from) the replica serves its own initial policy and publishes
+// nothing: its sessions are set aside as stale, since no learner would
+// start from its parameters.
+type Replica struct {
+	// Log is the ledger of record, followed for policy versions.
+	Log *record.Log
+	// Updates is the update queue.
+	Updates *updateq.Queue
+	// Follow is how often the log is read (0: 200 ms).
+	Follow time.Duration
+}
+
+// runReplica is Run for the serving role.
+func (a *Agent) runReplica(ctx context.Context) error {
+	r := a.opt.Replica
+	if r.Log == nil || r.Updates == nil {
+		return errors.New("agent: replica: a log and an update queue are required")
+	}
+	follow := r.Follow
+	if follow <= 0 {
+		follow = 200 * time.Millisecond
+	}
+	l, err := policy.NewLearner(a.cfg.Spec, a.cfg.Policy)
+	if err != nil {
+		return err
+	}
+	p := &publisher{a: a, learner: l, gu: make([]float64, l.NumParams())}
+	if err := p.resume(ctx); err != nil {
+		return err
+	}
+	if err := p.follow(ctx); err != nil {
+		return err
+	}
+	tick := time.NewTicker(follow)
+	defer tick.Stop()
+	sweep := time.NewTicker(max(min(a.cfg.IdleTimeout, a.cfg.MaxSessionLifetime)/4, 10*time.Millisecond))
+	defer sweep.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if err := p.follow(ctx); err != nil {
+				return err
+			}
+		case <-a.queue.wake:
+			p.publishAll(ctx)
+		case <-sweep.C:
+			a.sweep()
+		}
+	}
+}
+
+// publisher is a replica's state: the learner computing local updates
+// (its moments reset from each release's update, as the learner's workers
+// are) and whether a writer has given the policy to start from.
+type publisher struct {
+	a       *Agent
+	learner *policy.Learner
+	gu      []float64
+	started bool // the log holds a writer entry: versions are the writer's
+	batch   []finished
+	rng     randWrap
+}
+
+// resume restores what a restarted replica's ledger holds of the log: the
+// last entry it applied, read back from the log, gives the version to
+// serve (a writer entry's snapshot: the version 0 its writer started from)
+// and the moments (a release's update).
+func (p *publisher) resume(ctx context.Context) error {
+	a := p.a
+	h, err := a.store.Head()
+	if err != nil || h.Seq == 0 {
+		return err
+	}
+	r, err := a.opt.Replica.Log.Entry(ctx, h.Seq)
+	if err != nil {
+		return fmt.Errorf("agent: replica: the log's entry %d: %w", h.Seq, err)
+	}
+	p.apply(r)
+	return nil
+}
+
+// apply serves r's version and resets the moments from its update.
+func (p *publisher) apply(r record.Release) {
+	a := p.a
+	if len(r.Snapshot) == 0 {
+		return
+	}
+	v, theta, err := decodeSnapshot(a.cfg, r.Snapshot)
+	if err != nil {
+		a.log.Error().Err(err).Uint64("seq", r.Entry.Seq).Msg("replica: a snapshot of the log does not decode")
+		return
+	}
+	if r.Entry.Kind == ledger.KindRelease && len(r.Update) == len(theta) {
+		p.learner.ResetMoments(r.Update)
+	}
+	p.started = true
+	if v >= a.current.Load().num {
+		a.current.Store(&version{num: v, theta: theta})
+		a.m.PolicyVersion.Set(float64(v))
+	}
+}
+
+// follow applies the log's new entries to the replica's ledger and serves
+// the last version they hold.
+func (p *publisher) follow(ctx context.Context) error {
+	a := p.a
+	if _, err := record.Sync(ctx, a.opt.Replica.Log, a.store, p.apply); err != nil {
+		return fmt.Errorf("agent: replica: follow the log: %w", err)
+	}
+	return nil
+}
+
+// publishAll computes and publishes the local update of every finished
+// session waiting, at the version being served.
+func (p *publisher) publishAll(ctx context.Context) {
+	a := p.a
+	p.batch = a.queue.popAll(p.batch[:0])
+	for i := range p.batch {
+		f := &p.batch[i]
+		cur := a.current.Load()
+		switch {
+		case !p.started, cur.num-f.ver > a.cfg.MaxStaleness:
+			a.setAside(f, reasonStale)
+			continue
+		}
+		if p.rng.r == nil {
+			p.rng.r = a.newRand("local-update")
+		}
+		clear(p.gu)
+		if f.tr.Len() == 0 || p.learner.LocalUpdate(p.gu, cur.theta, &f.tr, p.rng.r) != nil {
+			clear(p.gu) // a failed update is the zero vector, as in a round
+		}
+		a.cfg.Policy.DP.ClipUpdate(p.gu, p.learner.NumPolicyParams())
+		u := &updateq.Update{Session: f.sess.String(), HasUser: f.key.hasUser, User: f.key.user, Version: cur.num, Values: p.gu}
+		if err := a.opt.Replica.Updates.Publish(ctx, u); err != nil {
+			a.noisy.Warn().Err(err).Msg("replica: publish an update")
+		}
+		a.uncharge(f.bytes)
+		f.bytes = 0
+	}
+	clear(p.batch)
+}
