@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -193,6 +194,9 @@ func (s *Service) openPolicy(p *Policy) error {
 	// Open refuses a damaged ledger (ErrCorrupt, with what it found): it
 	// checks the store against its head file and user key and verifies it.
 	lo := ledger.Options{Logger: p.log, ExpectHead: p.head, Init: p.init}
+	if s.cfg.Cluster != nil {
+		lo.UserKey = s.cfg.Cluster.UserKey
+	}
 	if s.cfg.ledgerOptions != nil {
 		s.cfg.ledgerOptions(&lo)
 	}
@@ -216,6 +220,13 @@ func (s *Service) openPolicy(p *Policy) error {
 		}
 		if err := stream.PublishPolicy(s.nc, p.prefix, stream.PolicyAnnouncement{Version: r.Version, Epsilon: r.Epsilon, Delta: r.Delta}); err != nil {
 			p.log.Warn().Err(err).Msg("policy announcement not published")
+		}
+	}
+	if s.cfg.Cluster != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.clusterOptions(ctx, &opt); err != nil {
+			return err
 		}
 	}
 	if s.cfg.agentOptions != nil {

@@ -94,6 +94,9 @@ type ServiceConfig struct {
 	// and its subjects under Prefix.NAME; Agent, InitLedger, ExpectHead,
 	// SessionLogDir and SessionLogWriter must then be zero.
 	Models []ModelConfig
+	// Cluster, when set, runs the agent as one role of a cluster
+	// (cluster.go); nil is one process doing everything.
+	Cluster *Cluster
 
 	// ledgerOptions, when set (tests), adjusts the ledgers' options: a
 	// testutil.FullFS as their file system injects a full disk.
@@ -307,6 +310,9 @@ func (s *Service) runPolicies(ctx context.Context) (err error) {
 			close(p.runDone) // before anyDone: Err reads the policies' errors
 			doneOnce.Do(func() { close(anyDone) })
 		}()
+		if s.cfg.Cluster != nil && s.cfg.Cluster.Role == RoleLearn {
+			continue // a learner serves no sessions: it learns from the replicas'
+		}
 		if p.srv, err = stream.Serve(context.WithoutCancel(ctx), s.nc, Handler{p.agent}, stream.ServerConfig{Prefix: p.prefix, ObsDim: p.cfg.Spec.ObsDim, Limits: cfg.Limits, Logger: p.log, ActWorkers: cmp.Or(cfg.ActWorkers, DefaultActWorkers()),
 			OnErrorReply: p.metrics.ObserveErrorReply, OnNoReply: p.metrics.ObserveNoReply}); err != nil {
 			return p.wrap(err)

@@ -129,6 +129,9 @@ type Settings struct {
 	// that is not private or records no provenance, labelled NOT private
 	// everywhere; refused without ServePolicy and with a private one.
 	ServeNonPrivate bool
+	// Cluster (role, cluster-name, cluster-replicas, cluster-holder,
+	// lease-ttl, user-key) runs the agent as one role of a cluster.
+	Cluster ClusterSettings
 	// Models (model, models), if not empty, serve one policy per model
 	// instead of one (multi-policy mode, see ModelEntry and ForModel): the
 	// fields above are then the models' defaults and the process's
@@ -152,7 +155,8 @@ var SettingsFields = fielderr.Fields{"DataDir", "Init", "UserEpsilon", "MaxUpdat
 	"ActWorkers", "SessionMemoryMiB", "NATS", "TLSCA", "TLSCert", "TLSKey", "Creds", "NKey",
 	"Clients", "ServerTLS", "ServerCert", "ServerKey", "ClientCA", "Caps", "Insecure", "NATSListen", "HTTPAddr",
 	"MaxOpenSessions", "MaxStepsPerSession", "MaxSessionsPerUser", "MaxSessionsPerConnection", "MaxQueuedPerUser",
-	"IdleTimeout", "FlushTimeout", "MaxSessionLifetime", "RewardLow", "RewardHigh", "ServePolicy", "ServeNonPrivate", "SessionLogDir"}
+	"IdleTimeout", "FlushTimeout", "MaxSessionLifetime", "RewardLow", "RewardHigh", "ServePolicy", "ServeNonPrivate", "SessionLogDir",
+	"Role", "ClusterReplicas", "LeaseTTL", "UserKeyFile"}
 
 // Validate reports the first problem ServiceConfig finds.
 func (s Settings) Validate() error {
@@ -173,6 +177,9 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 		return ServiceConfig{}, err
 	}
 	if len(s.Models) > 0 {
+		if r := s.Cluster.Role; r != "" && r != RoleAll {
+			return ServiceConfig{}, SettingsFields.Errorf("{Role} %s serves one learned policy: not with models", r)
+		}
 		return s.multiServiceConfig()
 	}
 	spec, pc, err := s.resolveSpec(fixed)
@@ -200,9 +207,13 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	if err != nil {
 		return ServiceConfig{}, err
 	}
+	cluster, err := s.Cluster.resolve(s.NATS, len(s.Models), fixed != nil)
+	if err != nil {
+		return ServiceConfig{}, err
+	}
 	return ServiceConfig{Agent: ac, DataDir: s.DataDir, InitLedger: s.Init, NATS: s.NATS, NATSListen: s.NATSListen, ConnectOptions: opts, NATSSecurity: sec,
 		Prefix: s.Prefix, ActWorkers: s.ActWorkers, HTTPAddr: s.HTTPAddr, SessionLogDir: s.SessionLogDir, ExpectHead: head, Backups: s.Backups,
-		ShutdownGrace: s.shutdownGrace(), EnvSpec: s.EnvSpec}, nil
+		ShutdownGrace: s.shutdownGrace(), EnvSpec: s.EnvSpec, Cluster: cluster}, nil
 }
 
 // NATSSecurityFiles are the embedded NATS server's security settings as an

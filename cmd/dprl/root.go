@@ -106,6 +106,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newAgentCmd(a),
 		newDemoCmd(a),
 		newReplayCmd(a),
+		newNATSCmd(a),
 		newBenchCmd(a),
 		newTrainCmd(a),
 		newOfflineCmd(a),

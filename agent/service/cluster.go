@@ -1,0 +1,129 @@
+package service
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"dprl/agent"
+	"dprl/ledger/record"
+	"dprl/stream/updateq"
+)
+
+// The roles of dprl agent --role.
+const (
+	RoleAll   = "all"   // one process serves, learns and owns its ledger
+	RoleServe = "serve" // a serving replica of a cluster (agent.Replica)
+	RoleLearn = "learn" // a learner candidate of a cluster (agent.Learner)
+)
+
+// Cluster runs the agent as one role of a cluster over JetStream
+// (ServiceConfig.Cluster; docs/privacy.md, section 13): the ledger of
+// record, the writer lease and the update queue live in streams of the
+// external NATS server (ServiceConfig.NATS), and every process keeps its
+// own copy of the ledger in DataDir.
+type Cluster struct {
+	// Role is RoleServe or RoleLearn.
+	Role string
+	// Name names the cluster's streams (letters, digits, '-', '_').
+	Name string
+	// Replicas is the streams' replication factor (3 survives the loss of
+	// one server; 1 for a single server).
+	Replicas int
+	// Holder names a learner in its writer entry (default host:pid).
+	Holder string
+	// LeaseTTL is the writer lease's TTL (whole seconds, >= 1 s); a
+	// learner renews it every third of it.
+	LeaseTTL time.Duration
+	// UserKey is the user key every process of the cluster shares
+	// (ledger.Options.UserKey).
+	UserKey []byte
+}
+
+// ClusterSettings are the cluster settings as an operator gives them
+// (Settings.Cluster; the cluster-* flags).
+type ClusterSettings struct {
+	// Role (role): "all" (or ""), "serve" or "learn".
+	Role string
+	// Name (cluster-name), Replicas (cluster-replicas), Holder
+	// (cluster-holder) and LeaseTTL (lease-ttl) are Cluster's.
+	Name     string
+	Replicas int
+	Holder   string
+	LeaseTTL time.Duration
+	// UserKeyFile (user-key) holds the shared user key: 64 hex digits.
+	UserKeyFile string
+}
+
+// resolve returns the Cluster of a role, nil for RoleAll.
+func (c ClusterSettings) resolve(nats string, models int, fixed bool) (*Cluster, error) {
+	switch c.Role {
+	case "", RoleAll:
+		return nil, nil
+	case RoleServe, RoleLearn:
+	default:
+		return nil, SettingsFields.Errorf("{Role} %q: want all, serve or learn", c.Role)
+	}
+	switch {
+	case nats == "" || nats == "embedded":
+		return nil, SettingsFields.Errorf("{Role} %s needs {NATS} URL of a JetStream server or cluster (dprl nats runs one)", c.Role)
+	case models > 0 || fixed:
+		return nil, SettingsFields.Errorf("{Role} %s serves one learned policy: not with models or a fixed policy", c.Role)
+	case c.Replicas < 1 || c.Replicas > 5:
+		return nil, SettingsFields.Errorf("{ClusterReplicas} %d: want 1 to 5", c.Replicas)
+	case c.LeaseTTL < time.Second || c.LeaseTTL%time.Second != 0:
+		return nil, SettingsFields.Errorf("{LeaseTTL} %v: want whole seconds, at least 1s", c.LeaseTTL)
+	case c.UserKeyFile == "":
+		return nil, SettingsFields.Errorf("{Role} %s needs {UserKeyFile}: the user key every process of the cluster shares", c.Role)
+	}
+	b, err := os.ReadFile(c.UserKeyFile)
+	if err != nil {
+		return nil, SettingsFields.Errorf("{UserKeyFile}: %w", err)
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(key) != 32 {
+		return nil, SettingsFields.Errorf("{UserKeyFile} %s: want 64 hex digits (32 bytes)", c.UserKeyFile)
+	}
+	holder := c.Holder
+	if holder == "" {
+		host, _ := os.Hostname()
+		holder = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	return &Cluster{Role: c.Role, Name: c.Name, Replicas: c.Replicas, Holder: holder, LeaseTTL: c.LeaseTTL, UserKey: key}, nil
+}
+
+// clusterOptions connects the agent of a cluster role to its streams.
+func (s *Service) clusterOptions(ctx context.Context, opt *agent.Options) error {
+	c := s.cfg.Cluster
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return fmt.Errorf("agent: cluster: %w", err)
+	}
+	log, err := record.Open(ctx, js, record.Config{Name: c.Name, Replicas: c.Replicas})
+	if err != nil {
+		return err
+	}
+	q, err := updateq.Open(ctx, js, updateq.Config{Name: c.Name, Replicas: c.Replicas, MaxValues: 1 << 24})
+	if err != nil {
+		return err
+	}
+	if c.Role == RoleServe {
+		opt.Replica = &agent.Replica{Log: log, Updates: q}
+		return nil
+	}
+	lease, err := record.OpenLease(ctx, js, record.LeaseConfig{Name: c.Name, Replicas: c.Replicas, TTL: c.LeaseTTL, Holder: c.Holder})
+	if err != nil {
+		return err
+	}
+	cons, err := q.Consumer(ctx, "learner", 30*time.Second)
+	if err != nil {
+		return err
+	}
+	opt.Learner = &agent.Learner{Log: log, Lease: lease, Updates: cons, Holder: c.Holder, RenewEvery: c.LeaseTTL / 3}
+	return nil
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"dprl/stream"
+)
+
+// natsFlags are dprl nats's settings.
+type natsFlags struct {
+	listen, store, name, cluster, clusterListen, domain string
+	routes                                              []string
+	syncAlways, insecure                                bool
+}
+
+func newNATSCmd(a *app) *cobra.Command {
+	var f natsFlags
+	c := &cobra.Command{
+		Use:   "nats",
+		Short: "run a NATS server with JetStream: a node of the cluster dprl agent --role uses",
+		Long:  helpText("nats"),
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runNATS(cmd, a, f) },
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:4222", "host:port of the client listener")
+	fl.StringVar(&f.store, "store", "", "directory of JetStream's file storage (required)")
+	fl.StringVar(&f.name, "name", "", "the server's name, distinct in a cluster (default: generated)")
+	fl.StringVar(&f.cluster, "cluster", "", "the cluster's name, the same on every node (none: a single server)")
+	fl.StringVar(&f.clusterListen, "cluster-listen", "127.0.0.1:6222", "with --cluster: host:port of the route listener")
+	fl.StringSliceVar(&f.routes, "routes", nil, "with --cluster: every node's route URL, nats-route://HOST:PORT, comma-separated (this node's own is ignored)")
+	fl.BoolVar(&f.syncAlways, "sync-always", false, "fsync every write before acknowledging it (an acknowledged ledger entry is then on the disks of a majority; without it, in their memory, synced every two minutes)")
+	fl.StringVar(&f.domain, "domain", "", "JetStream domain (none by default)")
+	fl.BoolVar(&f.insecure, "insecure-nats", false, "allow listening off loopback: the server has no authentication yet, so anyone who reaches it can read the cluster's streams, clipped per-session updates included")
+	return c
+}
+
+// splitListen parses HOST:PORT.
+func splitListen(flag, s string) (string, int, error) {
+	host, ps, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, usagef("--%s %q: want HOST:PORT", flag, s)
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, usagef("--%s %q: want a port 0 to 65535", flag, s)
+	}
+	if ip := net.ParseIP(host); !isLoopback(host, ip) {
+		return host, port, errOffLoopback
+	}
+	return host, port, nil
+}
+
+// isLoopback reports a loopback host.
+func isLoopback(host string, ip net.IP) bool {
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
+// errOffLoopback marks a listener off loopback.
+var errOffLoopback = fmt.Errorf("off loopback")
+
+func runNATS(cmd *cobra.Command, a *app, f natsFlags) error {
+	if f.store == "" {
+		return usagef("--store: give JetStream's storage directory")
+	}
+	o := stream.EmbeddedOptions{ServerName: f.name, Logger: a.log, JetStream: &stream.JetStreamOptions{StoreDir: f.store, SyncAlways: f.syncAlways, Domain: f.domain}}
+	var err error
+	off := false
+	if o.Host, o.Port, err = splitListen("listen", f.listen); err == errOffLoopback {
+		off = true
+	} else if err != nil {
+		return err
+	}
+	if f.cluster != "" {
+		host, port, err := splitListen("cluster-listen", f.clusterListen)
+		if err == errOffLoopback {
+			off = true
+		} else if err != nil {
+			return err
+		}
+		o.Cluster = &stream.ClusterOptions{Name: f.cluster, Host: host, Port: port, Routes: f.routes}
+	} else if len(f.routes) > 0 {
+		return usagef("--routes needs --cluster")
+	}
+	if off && !f.insecure {
+		return usagef("a listener off loopback needs --insecure-nats: this server has no authentication yet")
+	}
+	s, err := stream.StartEmbedded(o)
+	if err != nil {
+		return err
+	}
+	defer s.Shutdown()
+	ev := a.log.Info().Str("url", s.ClientURL()).Str("store", f.store).Bool("sync_always", f.syncAlways)
+	if f.cluster != "" {
+		ev = ev.Str("cluster", f.cluster).Str("routes", fmt.Sprint(f.routes))
+	}
+	ev.Msg("nats: serving with JetStream; stop with SIGINT or SIGTERM")
+	<-cmd.Context().Done()
+	return nil
+}
