@@ -3,16 +3,24 @@ package main
 import (
 	"bytes"
 	"context"
+	"dprl/ledger"
+	"dprl/ledger/record"
+	"dprl/stream"
 	"encoding/json"
 	"fmt"
 	"net"
 	nethttp "net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestClusterCommands runs the cluster the README documents, in one
@@ -75,8 +83,8 @@ func TestClusterCommands(t *testing.T) {
 	if err := os.WriteFile(key, []byte(strings.Repeat("ab", 32)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	nats := strings.Join(urls, ",")
-	common := []string{"--log-level", "warn", "--env", "cartpole", "--K", "8", "--nats", nats, "--user-key", key, "--cluster-replicas", "3", "--flush-timeout", "1h", "--lease-ttl", "1s"}
+	natsURLs := strings.Join(urls, ",")
+	common := []string{"--log-level", "warn", "--env", "cartpole", "--K", "8", "--nats", natsURLs, "--user-key", key, "--cluster-replicas", "3", "--flush-timeout", "1h", "--lease-ttl", "1s"}
 	http := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[6+i]) }
 	start("learner", append([]string{"agent", "--role", "learn", "--data", filepath.Join(dir, "learner"), "--http", http(0)}, common...)...)
 	for i := range 2 {
@@ -94,7 +102,22 @@ func TestClusterCommands(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	time.Sleep(time.Second) // the learner's writer entry reaches the replicas
+	nc, err := nats.Connect(urls[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); len(logEntries(t, ctx, js)) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the learner wrote no writer entry")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // the replicas follow the log every 200 ms
 	// Sessions must stay on one replica (a session's state is its
 	// replica's): each replica has its own prefix, and users are routed
 	// to one, as a gateway would.
@@ -160,4 +183,217 @@ func httpGet(url string) (int, error) {
 	}
 	resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// child starts dprl with args as a child process (TestMain), its output
+// in a file of dir.
+func child(t *testing.T, dir, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	js, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		out.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(out.Name())
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			t.Logf("%s:\n%s", name, b)
+		}
+	})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "DPRL_CHILD_ARGS="+string(js))
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd
+}
+
+// logEntries reads the ledger of record's entries (kind, writer).
+func logEntries(t *testing.T, ctx context.Context, js jetstream.JetStream) []ledger.Entry {
+	t.Helper()
+	l, err := record.Open(ctx, js, record.Config{Name: "default", Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []ledger.Entry
+	if err := l.Read(ctx, 1, func(e record.Entry) error {
+		var m struct {
+			Entry ledger.Entry `json:"entry"`
+		}
+		if err := json.Unmarshal(e.Data, &m); err != nil {
+			return err
+		}
+		out = append(out, m.Entry)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestClusterLearnerKilled kills the active learner process with SIGKILL,
+// three times, while users play on a replica: each time a candidate (the
+// other learner, or the killed one restarted) takes the lease after its
+// TTL, appends its writer entry and goes on releasing. At the end
+// every ledger (the killed learners' included) verifies and matches the
+// ledger of record, and no session is in two releases.
+func TestClusterLearnerKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cluster of processes")
+	}
+	dir := t.TempDir()
+	servers, err := stream.StartCluster("c", 3, filepath.Join(dir, "nats"), stream.EmbeddedOptions{Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range servers {
+		t.Cleanup(s.Shutdown)
+	}
+	var urls []string
+	for _, s := range servers {
+		urls = append(urls, s.ClientURL())
+	}
+	nc, err := nats.Connect(urls[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, "user.key")
+	if err := os.WriteFile(key, []byte(strings.Repeat("cd", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--log-level", "info", "--log-format", "json", "--env", "cartpole", "--K", "4", "--nats", strings.Join(urls, ","), "--user-key", key,
+		"--cluster-replicas", "3", "--flush-timeout", "1h", "--lease-ttl", "1s", "--max-updates-per-user", "1"}
+	learner := func(name string) *exec.Cmd {
+		return child(t, dir, fmt.Sprint(name, "-", time.Now().UnixNano()), append([]string{"agent", "--role", "learn", "--cluster-holder", name, "--data", filepath.Join(dir, name)}, common...)...)
+	}
+	procs := map[string]*exec.Cmd{"l1": learner("l1"), "l2": learner("l2")}
+	ports := freePorts(t, 1)
+	rep := child(t, dir, "replica", append([]string{"agent", "--role", "serve", "--data", filepath.Join(dir, "replica"), "--http", fmt.Sprintf("127.0.0.1:%d", ports[0])}, common...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if code, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[0])); err == nil && code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replica is not ready")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// writers returns the log's writer entries and its releases.
+	writers := func() ([]string, int) {
+		var w []string
+		r := 0
+		for _, e := range logEntries(t, ctx, js) {
+			switch e.Kind {
+			case ledger.KindWriter:
+				w = append(w, e.Writer)
+			case ledger.KindRelease:
+				r++
+			}
+		}
+		return w, r
+	}
+	users := 0
+	play := func(n int) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		args := []string{"replay", "--log-level", "warn", "--nats", urls[1], "--users", fmt.Sprint(n), "--concurrency", "4", "--rate", "100", "--seed", fmt.Sprint(10 + users), "--json"}
+		run(context.Background(), args, strings.NewReader(""), &out, &errb) // sessions may fail while a learner is down: not an error here
+		users += n
+	}
+	// The first learner's writer entry gives the replica the policy to
+	// start from: sessions before it are set aside.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if w, _ := writers(); len(w) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no learner took the lease")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // the replica follows the log every 200 ms
+	const kills = 3
+	for k := 0; k <= kills; k++ {
+		w0, r0 := writers()
+		play(24)
+		var w []string
+		var r int
+		for deadline := time.Now().Add(60 * time.Second); ; {
+			if w, r = writers(); r > r0 && len(w) > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no release after %d users (writers %v, %d releases)", k, users, w, r)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if k > 0 && len(w) <= len(w0) {
+			t.Fatalf("round %d: no writer took over (writers %v)", k, w)
+		}
+		if k == kills {
+			break
+		}
+		active := w[len(w)-1]
+		p := procs[active]
+		if err := p.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		p.Wait()
+		procs[active] = learner(active) // restarts as a candidate
+		t.Logf("round %d: killed %s after %d releases", k, active, r)
+	}
+	for _, p := range append([]*exec.Cmd{rep}, procs["l1"], procs["l2"]) {
+		p.Process.Signal(syscall.SIGTERM)
+		p.Wait()
+	}
+	w, r := writers()
+	t.Logf("%d users, %d releases, writers %v", users, r, w)
+	l, err := record.Open(ctx, js, record.Config{Name: "default", Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"l1", "l2", "replica"} {
+		s, err := ledger.Open(filepath.Join(dir, d), ledger.Options{MustExist: true})
+		if err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		if _, err := record.Check(ctx, l, s); err != nil {
+			t.Fatalf("%s against the log: %v", d, err)
+		}
+		rep, err := s.Verify()
+		s.Close()
+		if err != nil || !rep.OK() {
+			t.Fatalf("%s: %+v %v", d, rep, err)
+		}
+	}
+	seen := map[ledger.SessionKey]bool{}
+	for _, e := range logEntries(t, ctx, js) {
+		for _, k := range e.Sessions {
+			if seen[k] {
+				t.Fatalf("session %s in two releases", k)
+			}
+			seen[k] = true
+		}
+	}
 }
