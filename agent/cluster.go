@@ -64,10 +64,10 @@ func (a *Agent) runLearner(ctx context.Context) error {
 		return err
 	}
 	lost := make(chan error, 1)
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel() // before wg.Wait: the renewal and the consumer stop on it
 	wg.Add(2)
 	go func() {
 		defer wg.Done()

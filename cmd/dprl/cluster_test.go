@@ -397,3 +397,146 @@ func TestClusterLearnerKilled(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterSplitBrain stops the active learner with SIGSTOP past its
+// lease while users play, so that the other candidate takes over and
+// releases; then resumes it, still believing it leads. It is fenced or
+// loses its lease and stops; its ledger holds nothing the ledger of record
+// does not (no version it computed after the pause exists anywhere), every
+// position has one entry, and no session is in two releases.
+func TestClusterSplitBrain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cluster of processes")
+	}
+	dir := t.TempDir()
+	servers, err := stream.StartCluster("c", 3, filepath.Join(dir, "nats"), stream.EmbeddedOptions{Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range servers {
+		t.Cleanup(s.Shutdown)
+	}
+	var urls []string
+	for _, s := range servers {
+		urls = append(urls, s.ClientURL())
+	}
+	nc, err := nats.Connect(urls[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, "user.key")
+	if err := os.WriteFile(key, []byte(strings.Repeat("ef", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--log-level", "info", "--log-format", "json", "--env", "cartpole", "--K", "4", "--nats", strings.Join(urls, ","), "--user-key", key,
+		"--cluster-replicas", "3", "--flush-timeout", "1h", "--lease-ttl", "1s", "--max-updates-per-user", "1"}
+	procs := map[string]*exec.Cmd{}
+	for _, name := range []string{"l1", "l2"} {
+		procs[name] = child(t, dir, name, append([]string{"agent", "--role", "learn", "--cluster-holder", name, "--data", filepath.Join(dir, name)}, common...)...)
+	}
+	rep := child(t, dir, "replica", append([]string{"agent", "--role", "serve", "--data", filepath.Join(dir, "replica")}, common...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	writers := func() ([]string, int) {
+		var w []string
+		r := 0
+		for _, e := range logEntries(t, ctx, js) {
+			switch e.Kind {
+			case ledger.KindWriter:
+				w = append(w, e.Writer)
+			case ledger.KindRelease:
+				r++
+			}
+		}
+		return w, r
+	}
+	waitFor := func(what string, ok func([]string, int) bool) ([]string, int) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); ; {
+			w, r := writers()
+			if ok(w, r) {
+				return w, r
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: writers %v, %d releases", what, w, r)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	users := 0
+	play := func(n int) {
+		var out, errb bytes.Buffer
+		run(context.Background(), []string{"replay", "--log-level", "warn", "--nats", urls[1], "--users", fmt.Sprint(n), "--concurrency", "4", "--rate", "100", "--seed", fmt.Sprint(20 + users), "--json"}, strings.NewReader(""), &out, &errb)
+		users += n
+	}
+	w, _ := waitFor("a learner takes the lease", func(w []string, _ int) bool { return len(w) > 0 })
+	time.Sleep(time.Second) // the replica follows the log
+	play(16)
+	_, r0 := waitFor("releases", func(_ []string, r int) bool { return r >= 2 })
+	leader := w[0]
+	other := map[string]string{"l1": "l2", "l2": "l1"}[leader]
+	if err := procs[leader].Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	play(16) // the paused learner cannot use these; the other takes over
+	waitFor("the other learner takes over and releases", func(w []string, r int) bool { return w[len(w)-1] == other && r > r0 })
+	if err := procs[leader].Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- procs[leader].Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("the resumed learner %s exited 0, want a failure (fenced or lease lost)", leader)
+		}
+		t.Logf("the resumed learner %s stopped: %v", leader, err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the resumed learner %s did not stop", leader)
+	}
+	play(8)
+	for _, p := range []*exec.Cmd{rep, procs[other]} {
+		p.Process.Signal(syscall.SIGTERM)
+		p.Wait()
+	}
+	l, err := record.Open(ctx, js, record.Config{Name: "default", Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"l1", "l2", "replica"} {
+		s, err := ledger.Open(filepath.Join(dir, d), ledger.Options{MustExist: true})
+		if err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		if _, err := record.Check(ctx, l, s); err != nil {
+			t.Fatalf("%s holds what the ledger of record does not: %v", d, err)
+		}
+		if rep, err := s.Verify(); err != nil || !rep.OK() {
+			t.Fatalf("%s: %+v %v", d, rep, err)
+		}
+		s.Close()
+	}
+	seen := map[ledger.SessionKey]bool{}
+	versions := map[uint64]bool{}
+	for _, e := range logEntries(t, ctx, js) {
+		if e.Kind == ledger.KindRelease {
+			if versions[e.PolicyVersion] {
+				t.Fatalf("version %d released twice", e.PolicyVersion)
+			}
+			versions[e.PolicyVersion] = true
+		}
+		for _, k := range e.Sessions {
+			if seen[k] {
+				t.Fatalf("session %s in two releases", k)
+			}
+			seen[k] = true
+		}
+	}
+	w, r := writers()
+	t.Logf("%d users, %d releases, writers %v", users, r, w)
+}
