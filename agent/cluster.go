@@ -144,12 +144,20 @@ func (a *Agent) awaitLease(ctx context.Context) (uint64, error) {
 
 // consume moves the queue's updates into the learner queue until ctx ends:
 // each one as a finished session of its user (anonymous ones per
-// session), charged to the memory budget. An update that does not fit
-// (memory, a full queue) is left unacknowledged, to come back after the
-// queue's ack wait.
+// session), charged to the memory budget. It fetches no more than the
+// learner queue has room for; an update that does not fit after all
+// (memory, a user's queue) goes back to the queue for a second.
 func (a *Agent) consume(ctx context.Context) {
 	for ctx.Err() == nil {
-		msgs, bad, err := a.opt.Learner.Updates.Fetch(2*a.K(), time.Second)
+		room := min(2*a.K(), a.queue.room())
+		if room <= 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+			continue
+		}
+		msgs, bad, err := a.opt.Learner.Updates.Fetch(room, 50*time.Millisecond)
 		if err != nil {
 			a.noisy.Warn().Err(err).Msg("learner: fetch updates")
 			select {
@@ -182,6 +190,7 @@ func (a *Agent) queueUpdate(ctx context.Context, m *updateq.Msg) {
 	}
 	bytes := int64(8*len(u.Values)) + 256
 	if !a.charge(bytes) {
+		_ = m.Nak(ctx, time.Second)
 		return
 	}
 	f := finished{ver: u.Version, at: a.now(), bytes: bytes, q: &queued{gu: u.Values, sess: sess, msg: m}}
@@ -192,6 +201,7 @@ func (a *Agent) queueUpdate(ctx context.Context, m *updateq.Msg) {
 	}
 	if ok, _ := a.queue.push(f); !ok {
 		a.uncharge(bytes)
+		_ = m.Nak(ctx, time.Second)
 	}
 }
 

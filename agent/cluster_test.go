@@ -330,3 +330,99 @@ func equalFloats(a, b []float64) bool {
 	}
 	return true
 }
+
+// BenchmarkLearner measures the learner role's sustained rate: b.N
+// releases of K = 32 precomputed clipped updates (CartPole's network), all
+// queued before the learner starts (replicas simulated by a publisher), on
+// one server (R1) and on three (R3). Reported: releases/s and updates/s;
+// each release is appended to the ledger of record, then to the learner's
+// own ledger (both synced).
+func BenchmarkLearner(b *testing.B) {
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("R%d", n), func(b *testing.B) {
+			servers, err := stream.StartCluster("bench", n, b.TempDir(), stream.EmbeddedOptions{Port: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() {
+				for _, s := range servers {
+					s.Shutdown()
+				}
+			}()
+			nc, err := nats.Connect(servers[0].ClientURL())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer nc.Close()
+			js, err := jetstream.New(nc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			cfg := cartpoleConfig(32)
+			cfg.MaxStaleness = 1 << 20
+			cfg.FlushTimeout = time.Hour
+			cfg.MaxUpdatesPerUser = 0
+			cfg.UserEpsilon = 0
+			cfg.MaxQueuedPerUser = 1 << 10
+			q, err := updateq.Open(ctx, js, updateq.Config{Name: "m", Replicas: n, MaxValues: 1 << 16})
+			if err != nil {
+				b.Fatal(err)
+			}
+			store, err := ledger.Open(b.TempDir(), ledger.Options{UserKey: clusterKey})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			l, err := policy.NewLearner(cfg.Spec, cfg.Policy)
+			if err != nil {
+				b.Fatal(err)
+			}
+			g := make([]float64, l.NumParams())
+			rng := rand.New(rand.NewPCG(1, 2))
+			for i := range b.N * 32 {
+				for j := range g {
+					g[j] = rng.NormFloat64()
+				}
+				cfg.Policy.DP.ClipUpdate(g, l.NumPolicyParams())
+				u := &updateq.Update{Session: store.Session(fmt.Sprint(i)).String(), HasUser: true, User: store.User(fmt.Sprint(i)), Values: g}
+				if err := q.Publish(ctx, u); err != nil {
+					b.Fatal(err)
+				}
+			}
+			log, err := record.Open(ctx, js, record.Config{Name: "m", Replicas: n})
+			if err != nil {
+				b.Fatal(err)
+			}
+			lease, err := record.OpenLease(ctx, js, record.LeaseConfig{Name: "m", Replicas: n, TTL: 3 * time.Second, Holder: "bench"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cons, err := q.Consumer(ctx, "learner", time.Minute)
+			if err != nil {
+				b.Fatal(err)
+			}
+			a, err := New(cfg, store, Options{Learner: &Learner{Log: log, Lease: lease, Updates: cons, Holder: "bench", RenewEvery: time.Second}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rctx, rcancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			b.ResetTimer()
+			start := time.Now()
+			go func() { done <- a.Run(rctx) }()
+			for a.Version() < uint64(b.N) {
+				time.Sleep(time.Millisecond)
+			}
+			el := time.Since(start)
+			b.StopTimer()
+			rcancel()
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/el.Seconds(), "releases/s")
+			b.ReportMetric(float64(b.N*32)/el.Seconds(), "updates/s")
+		})
+	}
+}

@@ -239,6 +239,13 @@ func (q *fairQueue) popAll(dst []finished) []finished {
 	return dst
 }
 
+// room is how many more sessions the queue takes.
+func (q *fairQueue) room() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.max - q.n
+}
+
 func (q *fairQueue) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()

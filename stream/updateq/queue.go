@@ -170,6 +170,12 @@ func (m *Msg) Ack(ctx context.Context) error {
 	return m.msg.DoubleAck(actx)
 }
 
+// Nak returns the update to the queue, to be redelivered after delay
+// (the learner had no room for it).
+func (m *Msg) Nak(ctx context.Context, delay time.Duration) error {
+	return m.msg.NakWithDelay(delay)
+}
+
 // Fetch returns up to max updates, waiting at most wait for the first.
 // A malformed message is removed from the queue (it can never be used)
 // and reported in bad.
