@@ -154,3 +154,14 @@ func CheckNKeyFile(path string) error {
 	_, err := nats.NkeyOptionFromSeed(path)
 	return err
 }
+
+// IsLoopbackHost reports whether host names the loopback interface only.
+// Any other name, the empty host and the unspecified addresses (0.0.0.0,
+// ::) are not loopback.
+func IsLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -91,7 +91,7 @@ func (c NATSSecurity) Check(listen string) error {
 	if err != nil {
 		return fmt.Errorf("agent: nats listen %q: %w", listen, err)
 	}
-	if isLoopback(host) {
+	if stream.IsLoopbackHost(host) {
 		return nil
 	}
 	var missing []string
@@ -112,17 +112,6 @@ func joinAnd(s []string) string {
 		return s[0] + " and without " + s[1]
 	}
 	return s[0]
-}
-
-// isLoopback reports whether host names the loopback interface only. Any
-// other name, the empty host and the unspecified addresses (0.0.0.0, ::)
-// are not loopback.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // embedded fills the security options of eo for prefix and returns the
@@ -158,7 +147,7 @@ func (c NATSSecurity) embedded(eo *stream.EmbeddedOptions, prefix string, actWor
 		switch {
 		case listen == "":
 			where = "in-process connections only"
-		case !isLoopback(eo.Host):
+		case !stream.IsLoopbackHost(eo.Host):
 			where, ev = "INSECURE: listening on "+eo.Host, log.Error().Bool("insecure", true)
 		}
 		desc = "open (" + where + "): no authentication, anyone who reaches it reads observations and user ids; " + desc
@@ -179,7 +168,7 @@ func (c NATSSecurity) embedded(eo *stream.EmbeddedOptions, prefix string, actWor
 		return nil, "", err
 	}
 	desc = fmt.Sprintf("authenticated: %d client identities with protocol permissions; %s", len(c.Clients), desc)
-	if c.TLS == nil && listen != "" && !isLoopback(eo.Host) {
+	if c.TLS == nil && listen != "" && !stream.IsLoopbackHost(eo.Host) {
 		log.Error().Bool("insecure", true).Str("nats_security", desc).Msg("embedded NATS server without TLS off loopback: traffic is plain text")
 	}
 	return []stream.Option{stream.WithNKeyPair(kp)}, desc, nil

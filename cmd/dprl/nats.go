@@ -39,50 +39,33 @@ func newNATSCmd(a *app) *cobra.Command {
 	return c
 }
 
-// splitListen parses HOST:PORT.
-func splitListen(flag, s string) (string, int, error) {
-	host, ps, err := net.SplitHostPort(s)
-	if err != nil {
-		return "", 0, usagef("--%s %q: want HOST:PORT", flag, s)
+// listenAt parses flag's HOST:PORT (stream.CheckListenAddr) and reports
+// whether it is off loopback.
+func listenAt(flag, addr string) (host string, port int, off bool, err error) {
+	if err := stream.CheckListenAddr(addr); err != nil {
+		return "", 0, false, usagef("--%s %v", flag, err)
 	}
-	port, err := strconv.Atoi(ps)
-	if err != nil || port < 0 || port > 65535 {
-		return "", 0, usagef("--%s %q: want a port 0 to 65535", flag, s)
-	}
-	if ip := net.ParseIP(host); !isLoopback(host, ip) {
-		return host, port, errOffLoopback
-	}
-	return host, port, nil
+	host, ps, _ := net.SplitHostPort(addr)
+	port, _ = strconv.Atoi(ps)
+	return host, port, !stream.IsLoopbackHost(host), nil
 }
-
-// isLoopback reports a loopback host.
-func isLoopback(host string, ip net.IP) bool {
-	return host == "localhost" || (ip != nil && ip.IsLoopback())
-}
-
-// errOffLoopback marks a listener off loopback.
-var errOffLoopback = fmt.Errorf("off loopback")
 
 func runNATS(cmd *cobra.Command, a *app, f natsFlags) error {
 	if f.store == "" {
 		return usagef("--store: give JetStream's storage directory")
 	}
 	o := stream.EmbeddedOptions{ServerName: f.name, Logger: a.log, JetStream: &stream.JetStreamOptions{StoreDir: f.store, SyncAlways: f.syncAlways, Domain: f.domain}}
+	var off, offCluster bool
 	var err error
-	off := false
-	if o.Host, o.Port, err = splitListen("listen", f.listen); err == errOffLoopback {
-		off = true
-	} else if err != nil {
+	if o.Host, o.Port, off, err = listenAt("listen", f.listen); err != nil {
 		return err
 	}
 	if f.cluster != "" {
-		host, port, err := splitListen("cluster-listen", f.clusterListen)
-		if err == errOffLoopback {
-			off = true
-		} else if err != nil {
+		c := &stream.ClusterOptions{Name: f.cluster, Routes: f.routes}
+		if c.Host, c.Port, offCluster, err = listenAt("cluster-listen", f.clusterListen); err != nil {
 			return err
 		}
-		o.Cluster = &stream.ClusterOptions{Name: f.cluster, Host: host, Port: port, Routes: f.routes}
+		o.Cluster, off = c, off || offCluster
 	} else if len(f.routes) > 0 {
 		return usagef("--routes needs --cluster")
 	}
