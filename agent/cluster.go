@@ -60,6 +60,9 @@ func (a *Agent) runLearner(ctx context.Context) error {
 		return fmt.Errorf("agent: learner: %v noise is not supported in a cluster yet (its noise state stays with its writer)", a.cfg.Policy.DP.Noise)
 	}
 	rev, err := a.awaitLease(ctx)
+	if ctx.Err() != nil {
+		return nil // stopped while waiting or catching up
+	}
 	if err != nil || rev == 0 {
 		return err
 	}
@@ -101,6 +104,9 @@ func (a *Agent) awaitLease(ctx context.Context) (uint64, error) {
 	l := a.opt.Learner
 	for {
 		if _, err := record.Sync(ctx, l.Log, a.store, nil); err != nil {
+			if ctx.Err() != nil {
+				return 0, nil // stopped
+			}
 			return 0, fmt.Errorf("agent: learner: follow the log: %w", err)
 		}
 		rev, err := l.Lease.Acquire(ctx)
@@ -131,6 +137,8 @@ func (a *Agent) awaitLease(ctx context.Context) (uint64, error) {
 			}
 			a.log.Info().Str("holder", l.Holder).Uint64("lease", rev).Uint64("version", cur.num).Msg("learner: took the writer lease")
 			return rev, nil
+		case ctx.Err() != nil:
+			return 0, nil
 		case !errors.Is(err, record.ErrHeld):
 			a.log.Warn().Err(err).Msg("learner: lease")
 		}

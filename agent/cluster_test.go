@@ -100,25 +100,7 @@ func publishUpdates(t *testing.T, q *updateq.Queue, keys *ledger.Store, cfg Conf
 // rest. Every release has K distinct users and sessions, no session enters
 // two releases, both ledgers verify and match the log.
 func TestLearnerRole(t *testing.T) {
-	servers, err := stream.StartCluster("c", 3, t.TempDir(), stream.EmbeddedOptions{Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range servers {
-		t.Cleanup(s.Shutdown)
-	}
-	conn := func(i int) jetstream.JetStream {
-		nc, err := nats.Connect(servers[i].ClientURL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return js
-	}
+	conn := jsCluster(t, 3)
 	cfg := cartpoleConfig(4)
 	cfg.MaxStaleness = 1 << 20 // the test's updates are all computed at version 0
 	cfg.FlushTimeout = time.Hour
@@ -209,25 +191,7 @@ func TestLearnerRole(t *testing.T) {
 // every version they serve is in the log, and no session enters two
 // releases.
 func TestClusterServesAndLearns(t *testing.T) {
-	servers, err := stream.StartCluster("c", 3, t.TempDir(), stream.EmbeddedOptions{Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range servers {
-		t.Cleanup(s.Shutdown)
-	}
-	conn := func(i int) jetstream.JetStream {
-		nc, err := nats.Connect(servers[i].ClientURL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return js
-	}
+	conn := jsCluster(t, 3)
 	cfg := cartpoleConfig(4)
 	cfg.FlushTimeout = time.Hour
 	learner := startLearner(t, conn(0), cfg, "learner")
@@ -340,24 +304,7 @@ func equalFloats(a, b []float64) bool {
 func BenchmarkLearner(b *testing.B) {
 	for _, n := range []int{1, 3} {
 		b.Run(fmt.Sprintf("R%d", n), func(b *testing.B) {
-			servers, err := stream.StartCluster("bench", n, b.TempDir(), stream.EmbeddedOptions{Port: -1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() {
-				for _, s := range servers {
-					s.Shutdown()
-				}
-			}()
-			nc, err := nats.Connect(servers[0].ClientURL())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				b.Fatal(err)
-			}
+			js := jsCluster(b, n)(0)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			cfg := cartpoleConfig(32)
@@ -424,5 +371,30 @@ func BenchmarkLearner(b *testing.B) {
 			b.ReportMetric(float64(b.N)/el.Seconds(), "releases/s")
 			b.ReportMetric(float64(b.N*32)/el.Seconds(), "updates/s")
 		})
+	}
+}
+
+// jsCluster starts n JetStream servers in one cluster for the test and
+// returns a function that connects to server i.
+func jsCluster(tb testing.TB, n int) func(i int) jetstream.JetStream {
+	tb.Helper()
+	servers, err := stream.StartCluster("c", n, tb.TempDir(), stream.EmbeddedOptions{Port: -1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, s := range servers {
+		tb.Cleanup(s.Shutdown)
+	}
+	return func(i int) jetstream.JetStream {
+		nc, err := nats.Connect(servers[i].ClientURL())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(nc.Close)
+		js, err := jetstream.New(nc)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return js
 	}
 }

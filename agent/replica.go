@@ -48,6 +48,9 @@ func (a *Agent) runReplica(ctx context.Context) error {
 	}
 	p := &publisher{a: a, learner: l, gu: make([]float64, l.NumParams())}
 	if err := p.resume(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	if err := p.follow(ctx); err != nil {
@@ -128,7 +131,7 @@ func (p *publisher) apply(r record.Release) {
 // the last version they hold.
 func (p *publisher) follow(ctx context.Context) error {
 	a := p.a
-	if _, err := record.Sync(ctx, a.opt.Replica.Log, a.store, p.apply); err != nil {
+	if _, err := record.Sync(ctx, a.opt.Replica.Log, a.store, p.apply); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("agent: replica: follow the log: %w", err)
 	}
 	return nil

@@ -255,33 +255,8 @@ func TestClusterLearnerKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a cluster of processes")
 	}
-	dir := t.TempDir()
-	servers, err := stream.StartCluster("c", 3, filepath.Join(dir, "nats"), stream.EmbeddedOptions{Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range servers {
-		t.Cleanup(s.Shutdown)
-	}
-	var urls []string
-	for _, s := range servers {
-		urls = append(urls, s.ClientURL())
-	}
-	nc, err := nats.Connect(urls[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := filepath.Join(dir, "user.key")
-	if err := os.WriteFile(key, []byte(strings.Repeat("cd", 32)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	common := []string{"--log-level", "info", "--log-format", "json", "--env", "cartpole", "--K", "4", "--nats", strings.Join(urls, ","), "--user-key", key,
-		"--cluster-replicas", "3", "--flush-timeout", "1h", "--lease-ttl", "1s", "--max-updates-per-user", "1"}
+	c := newProcCluster(t)
+	dir, js, urls, common := c.dir, c.js, c.urls, c.common
 	learner := func(name string) *exec.Cmd {
 		return child(t, dir, fmt.Sprint(name, "-", time.Now().UnixNano()), append([]string{"agent", "--role", "learn", "--cluster-holder", name, "--data", filepath.Join(dir, name)}, common...)...)
 	}
@@ -299,20 +274,7 @@ func TestClusterLearnerKilled(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	// writers returns the log's writer entries and its releases.
-	writers := func() ([]string, int) {
-		var w []string
-		r := 0
-		for _, e := range logEntries(t, ctx, js) {
-			switch e.Kind {
-			case ledger.KindWriter:
-				w = append(w, e.Writer)
-			case ledger.KindRelease:
-				r++
-			}
-		}
-		return w, r
-	}
+	writers := func() ([]string, int) { return c.writers(t, ctx) }
 	users := 0
 	play := func(n int) {
 		t.Helper()
@@ -408,33 +370,8 @@ func TestClusterSplitBrain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a cluster of processes")
 	}
-	dir := t.TempDir()
-	servers, err := stream.StartCluster("c", 3, filepath.Join(dir, "nats"), stream.EmbeddedOptions{Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range servers {
-		t.Cleanup(s.Shutdown)
-	}
-	var urls []string
-	for _, s := range servers {
-		urls = append(urls, s.ClientURL())
-	}
-	nc, err := nats.Connect(urls[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := filepath.Join(dir, "user.key")
-	if err := os.WriteFile(key, []byte(strings.Repeat("ef", 32)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	common := []string{"--log-level", "info", "--log-format", "json", "--env", "cartpole", "--K", "4", "--nats", strings.Join(urls, ","), "--user-key", key,
-		"--cluster-replicas", "3", "--flush-timeout", "1h", "--lease-ttl", "1s", "--max-updates-per-user", "1"}
+	c := newProcCluster(t)
+	dir, js, urls, common := c.dir, c.js, c.urls, c.common
 	procs := map[string]*exec.Cmd{}
 	for _, name := range []string{"l1", "l2"} {
 		procs[name] = child(t, dir, name, append([]string{"agent", "--role", "learn", "--cluster-holder", name, "--data", filepath.Join(dir, name)}, common...)...)
@@ -442,19 +379,7 @@ func TestClusterSplitBrain(t *testing.T) {
 	rep := child(t, dir, "replica", append([]string{"agent", "--role", "serve", "--data", filepath.Join(dir, "replica")}, common...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	writers := func() ([]string, int) {
-		var w []string
-		r := 0
-		for _, e := range logEntries(t, ctx, js) {
-			switch e.Kind {
-			case ledger.KindWriter:
-				w = append(w, e.Writer)
-			case ledger.KindRelease:
-				r++
-			}
-		}
-		return w, r
-	}
+	writers := func() ([]string, int) { return c.writers(t, ctx) }
 	waitFor := func(what string, ok func([]string, int) bool) ([]string, int) {
 		t.Helper()
 		for deadline := time.Now().Add(60 * time.Second); ; {
@@ -539,4 +464,58 @@ func TestClusterSplitBrain(t *testing.T) {
 	}
 	w, r := writers()
 	t.Logf("%d users, %d releases, writers %v", users, r, w)
+}
+
+// procCluster is the process tests' cluster: three JetStream servers in the
+// test process, a shared user key, and the flags every agent process gets.
+type procCluster struct {
+	dir    string
+	urls   []string
+	js     jetstream.JetStream
+	common []string
+}
+
+func newProcCluster(t *testing.T) *procCluster {
+	t.Helper()
+	c := &procCluster{dir: t.TempDir()}
+	servers, err := stream.StartCluster("c", 3, filepath.Join(c.dir, "nats"), stream.EmbeddedOptions{Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range servers {
+		t.Cleanup(s.Shutdown)
+		c.urls = append(c.urls, s.ClientURL())
+	}
+	nc, err := nats.Connect(c.urls[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	if c.js, err = jetstream.New(nc); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(c.dir, "user.key")
+	if err := os.WriteFile(key, []byte(strings.Repeat("cd", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.common = []string{"--log-level", "info", "--log-format", "json", "--env", "cartpole", "--K", "4", "--nats", strings.Join(c.urls, ","), "--user-key", key,
+		"--cluster-replicas", "3", "--flush-timeout", "1h", "--lease-ttl", "1s", "--max-updates-per-user", "1"}
+	return c
+}
+
+// writers returns the ledger of record's writers, in order, and its
+// number of releases.
+func (c *procCluster) writers(t *testing.T, ctx context.Context) ([]string, int) {
+	t.Helper()
+	var w []string
+	r := 0
+	for _, e := range logEntries(t, ctx, c.js) {
+		switch e.Kind {
+		case ledger.KindWriter:
+			w = append(w, e.Writer)
+		case ledger.KindRelease:
+			r++
+		}
+	}
+	return w, r
 }
