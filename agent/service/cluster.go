@@ -12,6 +12,7 @@ import (
 
 	"dprl/agent"
 	"dprl/ledger/record"
+	"dprl/policy"
 	"dprl/stream/updateq"
 )
 
@@ -108,7 +109,11 @@ func (s *Service) clusterOptions(ctx context.Context, opt *agent.Options) error 
 	if err != nil {
 		return err
 	}
-	q, err := updateq.Open(ctx, js, updateq.Config{Name: c.Name, Replicas: c.Replicas, MaxValues: 1 << 24})
+	l, err := policy.NewLearner(s.cfg.Agent.Spec, s.cfg.Agent.Policy)
+	if err != nil {
+		return err
+	}
+	q, err := updateq.Open(ctx, js, updateq.Config{Name: c.Name, Replicas: c.Replicas, MaxValues: l.NumParams()})
 	if err != nil {
 		return err
 	}
