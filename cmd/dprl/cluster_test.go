@@ -519,3 +519,116 @@ func (c *procCluster) writers(t *testing.T, ctx context.Context) ([]string, int)
 	}
 	return w, r
 }
+
+// TestClusterReplicaKilled kills the serving replica with SIGKILL three
+// times while users play; each time it restarts on its data directory,
+// resumes from the ledger of record (the version and moments of the last
+// entry it applied) and serves on, and the learner goes on releasing. At
+// the end every ledger verifies and matches the log, the replica serves
+// the last released version, and no session is in two releases.
+func TestClusterReplicaKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cluster of processes")
+	}
+	c := newProcCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	learner := child(t, c.dir, "learner", append([]string{"agent", "--role", "learn", "--cluster-holder", "l", "--data", filepath.Join(c.dir, "learner")}, c.common...)...)
+	port := freePorts(t, 1)[0]
+	replica := func(n int) *exec.Cmd {
+		return child(t, c.dir, fmt.Sprint("replica-", n), append([]string{"agent", "--role", "serve", "--data", filepath.Join(c.dir, "replica"), "--http", fmt.Sprintf("127.0.0.1:%d", port)}, c.common...)...)
+	}
+	ready := func() {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); ; {
+			if code, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/readyz", port)); err == nil && code == 200 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the replica is not ready")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if w, _ := c.writers(t, ctx); len(w) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no writer entry")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	users := 0
+	rep := replica(0)
+	for k := 0; k <= 3; k++ {
+		ready()
+		time.Sleep(500 * time.Millisecond) // the replica follows the log
+		_, r0 := c.writers(t, ctx)
+		var out, errb bytes.Buffer
+		run(context.Background(), []string{"replay", "--log-level", "warn", "--nats", c.urls[1], "--users", "16", "--concurrency", "4", "--rate", "100", "--seed", fmt.Sprint(40 + users), "--json"}, strings.NewReader(""), &out, &errb)
+		users += 16
+		for deadline := time.Now().Add(60 * time.Second); ; {
+			if _, r := c.writers(t, ctx); r > r0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no release after %d users", k, users)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if k == 3 {
+			break
+		}
+		rep.Process.Signal(syscall.SIGKILL)
+		rep.Wait()
+		rep = replica(k + 1)
+	}
+	ready()
+	_, releases := c.writers(t, ctx)
+	var st struct {
+		Version uint64 `json:"version"`
+	}
+	for deadline := time.Now().Add(10 * time.Second); st.Version != uint64(releases); {
+		resp, err := nethttp.Get(fmt.Sprintf("http://127.0.0.1:%d/status", port))
+		if err == nil {
+			json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted replica serves version %d, the log released %d", st.Version, releases)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, p := range []*exec.Cmd{rep, learner} {
+		p.Process.Signal(syscall.SIGTERM)
+		p.Wait()
+	}
+	l, err := record.Open(ctx, c.js, record.Config{Name: "default", Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"learner", "replica"} {
+		s, err := ledger.Open(filepath.Join(c.dir, d), ledger.Options{MustExist: true})
+		if err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		if _, err := record.Check(ctx, l, s); err != nil {
+			t.Fatalf("%s against the log: %v", d, err)
+		}
+		if rep, err := s.Verify(); err != nil || !rep.OK() {
+			t.Fatalf("%s: %+v %v", d, rep, err)
+		}
+		s.Close()
+	}
+	seen := map[ledger.SessionKey]bool{}
+	for _, e := range logEntries(t, ctx, c.js) {
+		for _, k := range e.Sessions {
+			if seen[k] {
+				t.Fatalf("session %s in two releases", k)
+			}
+			seen[k] = true
+		}
+	}
+	t.Logf("%d users, %d releases, replica killed 3 times", users, releases)
+}
