@@ -38,7 +38,9 @@ type Learner struct {
 	// Holder names this process in its writer entry.
 	Holder string
 	// RenewEvery is how often the lease is renewed (and, while another
-	// process holds it, how often it is tried); well within its TTL.
+	// process holds it, how often it is tried): a third of its TTL. A
+	// renewal that fails for a reason other than the lease being taken is
+	// retried, until three periods passed without one.
 	RenewEvery time.Duration
 }
 
@@ -76,14 +78,27 @@ func (a *Agent) runLearner(ctx context.Context) error {
 		defer wg.Done()
 		t := time.NewTicker(l.RenewEvery)
 		defer t.Stop()
+		lastOK := time.Now()
 		for {
 			select {
 			case <-rctx.Done():
 				return
 			case <-t.C:
-				if _, err := l.Lease.Renew(rctx); err != nil && rctx.Err() == nil {
+				_, err := l.Lease.Renew(rctx)
+				switch {
+				case err == nil:
+					lastOK = time.Now()
+				case rctx.Err() != nil:
+					return
+				case errors.Is(err, record.ErrLost) || time.Since(lastOK) >= 3*l.RenewEvery:
+					// Taken by another, or not renewed for a TTL (3
+					// periods): another may hold it.
 					lost <- fmt.Errorf("agent: learner: the writer lease: %w", err)
 					return
+				default:
+					// A leader election or a server down: the lease still
+					// runs; try again at the next period.
+					a.log.Warn().Err(err).Msg("learner: renew the writer lease (retrying)")
 				}
 			}
 		}
@@ -104,10 +119,13 @@ func (a *Agent) awaitLease(ctx context.Context) (uint64, error) {
 	l := a.opt.Learner
 	for {
 		if _, err := record.Sync(ctx, l.Log, a.store, nil); err != nil {
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
 				return 0, nil // stopped
+			case diverged(err):
+				return 0, fmt.Errorf("agent: learner: follow the log: %w", err)
 			}
-			return 0, fmt.Errorf("agent: learner: follow the log: %w", err)
+			a.log.Warn().Err(err).Msg("learner: follow the log (retrying)")
 		}
 		rev, err := l.Lease.Acquire(ctx)
 		switch {
@@ -211,6 +229,12 @@ func (a *Agent) queueUpdate(ctx context.Context, m *updateq.Msg) {
 		a.uncharge(bytes)
 		_ = m.Nak(ctx, time.Second)
 	}
+}
+
+// diverged reports an error of following the log that a retry cannot
+// cure: this ledger disagrees with the ledger of record, or is damaged.
+func diverged(err error) bool {
+	return errors.Is(err, ledger.ErrInvalid) || errors.Is(err, ledger.ErrCorrupt) || errors.Is(err, record.ErrDiverged)
 }
 
 // sessionTaken reports whether a learner's session is already in the batch

@@ -132,7 +132,12 @@ func (p *publisher) apply(r record.Release) {
 func (p *publisher) follow(ctx context.Context) error {
 	a := p.a
 	if _, err := record.Sync(ctx, a.opt.Replica.Log, a.store, p.apply); err != nil && ctx.Err() == nil {
-		return fmt.Errorf("agent: replica: follow the log: %w", err)
+		if diverged(err) {
+			return fmt.Errorf("agent: replica: follow the log: %w", err)
+		}
+		// The cluster is electing leaders or a server is down: serve on
+		// and read again at the next tick.
+		a.noisy.Warn().Err(err).Msg("replica: follow the log (retrying)")
 	}
 	return nil
 }

@@ -196,13 +196,25 @@ func (l *Log) Append(ctx context.Context, after uint64, id string, data []byte) 
 	}
 }
 
-// Last returns the position of the last entry (0 for an empty log).
+// Last returns the position of the last entry (0 for an empty log),
+// retrying through leader elections until ctx ends.
 func (l *Log) Last(ctx context.Context) (uint64, error) {
-	info, err := l.stream.Info(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("record: stream info: %w", err)
+	for {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		info, err := l.stream.Info(actx)
+		cancel()
+		if err == nil {
+			return info.State.LastSeq, nil
+		}
+		if !retryable(err) {
+			return 0, fmt.Errorf("record: stream info: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("record: stream info: %w (last: %v)", ctx.Err(), err)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	return info.State.LastSeq, nil
 }
 
 // Entry is one entry of the log.
