@@ -256,7 +256,7 @@ func TestClusterLearnerKilled(t *testing.T) {
 		t.Skip("a cluster of processes")
 	}
 	c := newProcCluster(t)
-	dir, js, urls, common := c.dir, c.js, c.urls, c.common
+	dir, urls, common := c.dir, c.urls, c.common
 	learner := func(name string) *exec.Cmd {
 		return child(t, dir, fmt.Sprint(name, "-", time.Now().UnixNano()), append([]string{"agent", "--role", "learn", "--cluster-holder", name, "--data", filepath.Join(dir, name)}, common...)...)
 	}
@@ -331,33 +331,7 @@ func TestClusterLearnerKilled(t *testing.T) {
 	}
 	w, r := writers()
 	t.Logf("%d users, %d releases, writers %v", users, r, w)
-	l, err := record.Open(ctx, js, record.Config{Name: "default", Replicas: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{"l1", "l2", "replica"} {
-		s, err := ledger.Open(filepath.Join(dir, d), ledger.Options{MustExist: true})
-		if err != nil {
-			t.Fatalf("%s: %v", d, err)
-		}
-		if _, err := record.Check(ctx, l, s); err != nil {
-			t.Fatalf("%s against the log: %v", d, err)
-		}
-		rep, err := s.Verify()
-		s.Close()
-		if err != nil || !rep.OK() {
-			t.Fatalf("%s: %+v %v", d, rep, err)
-		}
-	}
-	seen := map[ledger.SessionKey]bool{}
-	for _, e := range logEntries(t, ctx, js) {
-		for _, k := range e.Sessions {
-			if seen[k] {
-				t.Fatalf("session %s in two releases", k)
-			}
-			seen[k] = true
-		}
-	}
+	c.verifyLedgers(t, ctx, "l1", "l2", "replica")
 }
 
 // TestClusterSplitBrain stops the active learner with SIGSTOP past its
@@ -604,32 +578,7 @@ func TestClusterReplicaKilled(t *testing.T) {
 		p.Process.Signal(syscall.SIGTERM)
 		p.Wait()
 	}
-	l, err := record.Open(ctx, c.js, record.Config{Name: "default", Replicas: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{"learner", "replica"} {
-		s, err := ledger.Open(filepath.Join(c.dir, d), ledger.Options{MustExist: true})
-		if err != nil {
-			t.Fatalf("%s: %v", d, err)
-		}
-		if _, err := record.Check(ctx, l, s); err != nil {
-			t.Fatalf("%s against the log: %v", d, err)
-		}
-		if rep, err := s.Verify(); err != nil || !rep.OK() {
-			t.Fatalf("%s: %+v %v", d, rep, err)
-		}
-		s.Close()
-	}
-	seen := map[ledger.SessionKey]bool{}
-	for _, e := range logEntries(t, ctx, c.js) {
-		for _, k := range e.Sessions {
-			if seen[k] {
-				t.Fatalf("session %s in two releases", k)
-			}
-			seen[k] = true
-		}
-	}
+	c.verifyLedgers(t, ctx, "learner", "replica")
 	t.Logf("%d users, %d releases, replica killed 3 times", users, releases)
 }
 
@@ -730,32 +679,7 @@ func TestClusterNATSNodeKilled(t *testing.T) {
 		p.Process.Signal(syscall.SIGTERM)
 		p.Wait()
 	}
-	l, err := record.Open(ctx, js, record.Config{Name: "default", Replicas: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{"learner", "replica"} {
-		s, err := ledger.Open(filepath.Join(dir, d), ledger.Options{MustExist: true})
-		if err != nil {
-			t.Fatalf("%s: %v", d, err)
-		}
-		if _, err := record.Check(ctx, l, s); err != nil {
-			t.Fatalf("%s against the log: %v", d, err)
-		}
-		if rep, err := s.Verify(); err != nil || !rep.OK() {
-			t.Fatalf("%s: %+v %v", d, rep, err)
-		}
-		s.Close()
-	}
-	seen := map[ledger.SessionKey]bool{}
-	for _, e := range logEntries(t, ctx, js) {
-		for _, k := range e.Sessions {
-			if seen[k] {
-				t.Fatalf("session %s in two releases", k)
-			}
-			seen[k] = true
-		}
-	}
+	c.verifyLedgers(t, ctx, "learner", "replica")
 	_, r := c.writers(t, ctx)
 	t.Logf("%d users, %d releases, two nats nodes killed", users, r)
 }
@@ -794,5 +718,39 @@ func allCurrent(t *testing.T, ctx context.Context, js jetstream.JetStream) {
 			t.Fatal("the streams' replicas did not all become current")
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// verifyLedgers checks, after the processes stopped, that each data
+// directory's ledger verifies and holds nothing the ledger of record does
+// not, and that no session is in two of the log's releases.
+func (c *procCluster) verifyLedgers(t *testing.T, ctx context.Context, dirs ...string) {
+	t.Helper()
+	l, err := record.Open(ctx, c.js, record.Config{Name: "default", Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		s, err := ledger.Open(filepath.Join(c.dir, d), ledger.Options{MustExist: true})
+		if err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		if _, err := record.Check(ctx, l, s); err != nil {
+			t.Fatalf("%s holds what the ledger of record does not: %v", d, err)
+		}
+		rep, err := s.Verify()
+		s.Close()
+		if err != nil || !rep.OK() {
+			t.Fatalf("%s: %+v %v", d, rep, err)
+		}
+	}
+	seen := map[ledger.SessionKey]bool{}
+	for _, e := range logEntries(t, ctx, c.js) {
+		for _, k := range e.Sessions {
+			if seen[k] {
+				t.Fatalf("session %s in two releases", k)
+			}
+			seen[k] = true
+		}
 	}
 }
