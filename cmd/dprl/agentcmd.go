@@ -33,7 +33,7 @@ func registerAgentSettings(fs *pflag.FlagSet, s *service.Settings) *cliflags.Fla
 	fl.StringVar(&s.Cluster.Name, "cluster-name", "default", "with --role serve or learn: the name of the cluster's streams (ledger of record, update queue, writer lease)")
 	fl.IntVar(&s.Cluster.Replicas, "cluster-replicas", 3, "with --role: the replication factor of the cluster's streams, 1 to 5 (3 survives the loss of one server)")
 	fl.StringVar(&s.Cluster.Holder, "cluster-holder", "", "with --role learn: this learner's name in its writer entry (default host:pid)")
-	fl.DurationVar(&s.Cluster.LeaseTTL, "lease-ttl", 3*time.Second, "with --role learn: the writer lease's TTL, whole seconds (renewed every third of it; a failed learner is replaced after it)")
+	fl.DurationVar(&s.Cluster.LeaseTTL, "lease-ttl", 10*time.Second, "with --role learn: the writer lease's TTL, whole seconds (renewed every third of it; a failed learner is replaced after it; keep it above the streams' leader election, 5-8 s when a server dies, or a learner gives its lease up during one)")
 	fl.StringVar(&s.Cluster.UserKeyFile, "user-key", "", "with --role: a file of 64 hex digits, the user key every process of the cluster shares (one user must have one key everywhere, or the per-user caps would not hold)")
 	fl.StringVar(&s.ExpectHead, "expect-head", "", "refuse to start unless the ledger's head is SEQ:HASH (as printed by dprl ledger head and recorded outside the data directory): catches a restored older copy of the whole directory")
 	fl.StringVar(&s.DataDir, "data", "", "data directory holding the ledger (required); a missing or empty directory gets a new ledger")

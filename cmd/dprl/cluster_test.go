@@ -632,7 +632,7 @@ func TestClusterNATSNodeKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	common := []string{"--log-level", "info", "--log-format", "json", "--env", "cartpole", "--K", "4", "--nats", strings.Join(urls, ","), "--user-key", key,
-		"--cluster-replicas", "3", "--flush-timeout", "1h", "--lease-ttl", "3s", "--max-updates-per-user", "1"}
+		"--cluster-replicas", "3", "--flush-timeout", "1h", "--lease-ttl", "10s", "--max-updates-per-user", "1"}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	learner := child(t, dir, "learner", append([]string{"agent", "--role", "learn", "--cluster-holder", "l", "--data", filepath.Join(dir, "learner")}, common...)...)

@@ -119,7 +119,8 @@ func retryable(err error) bool {
 	var api *jetstream.APIError
 	if errors.As(err, &api) {
 		switch api.ErrorCode {
-		case 10008, // JetStream cluster temporarily unavailable
+		case 10005, // no suitable peers for placement (a peer not yet seen, or offline)
+			10008, // JetStream cluster temporarily unavailable
 			10009, // JetStream system temporarily unavailable
 			10158: // duplicate message id is in process
 			return true

@@ -89,7 +89,10 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Queue, erro
 func retryable(err error) bool {
 	var api *jetstream.APIError
 	if errors.As(err, &api) {
-		return api.ErrorCode == 10008 || api.ErrorCode == 10009 || api.ErrorCode == 10158
+		// 10005: no suitable peers for placement (a peer not yet seen, or
+		// offline); 10008, 10009: temporarily unavailable; 10158: an id
+		// still in process.
+		return api.ErrorCode == 10005 || api.ErrorCode == 10008 || api.ErrorCode == 10009 || api.ErrorCode == 10158
 	}
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
 		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrConnectionReconnecting)
