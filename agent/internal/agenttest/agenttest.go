@@ -14,7 +14,8 @@ import (
 	"testing"
 
 	"dprl/ledger"
-	"dprl/offline/qlearn"
+	"dprl/policy"
+	"dprl/policy/qnet"
 	"dprl/policy/sac"
 	"dprl/sessionlog"
 )
@@ -59,29 +60,25 @@ func SACSnapshot(tb testing.TB, obsDim int, low, high []float64, p ledger.Proven
 }
 
 // QSnapshot is a small BCQ Q-network policy for CartPole (4 observation
-// values, 2 actions), trained a few steps on random data from a fixed
-// seed, marshalled with the provenance p.
+// values, 2 actions, one hidden layer of 8), its Q-network and imitation
+// network drawn from a fixed seed (a served policy's behaviour is all the
+// agent's tests need, not its training), marshalled with the provenance p.
 func QSnapshot(tb testing.TB, p ledger.Provenance) []byte {
 	tb.Helper()
 	rng := rand.New(rand.NewPCG(7, 8))
-	cfg := qlearn.DefaultConfig()
-	cfg.Algo, cfg.Hidden, cfg.Batch = qlearn.BCQ, []int{8}, 16
-	l, err := qlearn.New(cfg, 4, 2, rng)
+	n, err := policy.MLPParams(4, 8, 2)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	d := &qlearn.Data{ObsDim: 4, NumActions: 2, Start: []int{0, 32}}
-	for range 32 {
-		for range 4 {
-			d.Obs, d.Next = append(d.Obs, rng.NormFloat64()), append(d.Next, rng.NormFloat64())
+	draw := func() []float64 {
+		w := make([]float64, n)
+		for i := range w {
+			w[i] = 0.3 * rng.NormFloat64()
 		}
-		d.Actions, d.Rewards, d.Terminal = append(d.Actions, rng.IntN(2)), append(d.Rewards, 1), append(d.Terminal, false)
+		return w
 	}
-	for range 20 {
-		l.Step(d, rng)
-	}
-	snap := l.Snapshot()
-	snap.Env = "cartpole"
+	snap := qnet.Snapshot{Format: qnet.SnapshotFormat, Algo: qnet.BCQ, Env: "cartpole", ObsDim: 4, Actions: 2, Hidden: []int{8},
+		Threshold: 0.3, Q: draw(), G: draw()}
 	snap.SetProvenance(p)
 	b, err := snap.Marshal()
 	if err != nil {
