@@ -538,19 +538,8 @@ func TestClusterReplicaKilled(t *testing.T) {
 	for k := 0; k <= 3; k++ {
 		ready()
 		time.Sleep(500 * time.Millisecond) // the replica follows the log
-		_, r0 := c.writers(t, ctx)
-		var out, errb bytes.Buffer
-		run(context.Background(), []string{"replay", "--log-level", "warn", "--nats", c.urls[1], "--users", "16", "--concurrency", "4", "--rate", "100", "--seed", fmt.Sprint(40 + users), "--json"}, strings.NewReader(""), &out, &errb)
 		users += 16
-		for deadline := time.Now().Add(60 * time.Second); ; {
-			if _, r := c.writers(t, ctx); r > r0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: no release after %d users", k, users)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		c.playUntilRelease(t, ctx, c.urls[1], 16, 40+users, 60*time.Second)
 		if k == 3 {
 			break
 		}
@@ -651,20 +640,8 @@ func TestClusterNATSNodeKilled(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	users := 0
 	for k := 0; k <= 2; k++ {
-		_, r0 := c.writers(t, ctx)
-		var out, errb bytes.Buffer
-		// Users on node 2, which is never killed.
-		run(context.Background(), []string{"replay", "--log-level", "warn", "--nats", urls[2], "--users", "16", "--concurrency", "4", "--rate", "100", "--seed", fmt.Sprint(60 + users), "--json"}, strings.NewReader(""), &out, &errb)
 		users += 16
-		for deadline := time.Now().Add(90 * time.Second); ; {
-			if _, r := c.writers(t, ctx); r > r0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: no release after %d users", k, users)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		c.playUntilRelease(t, ctx, urls[2], 16, 60+users, 90*time.Second) // node 2 is never killed
 		if k == 2 {
 			break
 		}
@@ -752,5 +729,24 @@ func (c *procCluster) verifyLedgers(t *testing.T, ctx context.Context, dirs ...s
 			}
 			seen[k] = true
 		}
+	}
+}
+
+// playUntilRelease plays n simulated users (dprl replay, seed seed) on the
+// server at url and waits, at most within, for the learner's next release.
+// Sessions may fail while the cluster recovers: that is not an error here.
+func (c *procCluster) playUntilRelease(t *testing.T, ctx context.Context, url string, n, seed int, within time.Duration) {
+	t.Helper()
+	_, r0 := c.writers(t, ctx)
+	var out, errb bytes.Buffer
+	run(context.Background(), []string{"replay", "--log-level", "warn", "--nats", url, "--users", fmt.Sprint(n), "--concurrency", "4", "--rate", "100", "--seed", fmt.Sprint(seed), "--json"}, strings.NewReader(""), &out, &errb)
+	for deadline := time.Now().Add(within); ; {
+		if _, r := c.writers(t, ctx); r > r0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no release after %d more users (seed %d)", n, seed)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
