@@ -215,15 +215,18 @@ func NewClient(nc *nats.Conn, opts ...ClientOption) (*Client, error) {
 	return c, nil
 }
 
-func (c *Client) request(ctx context.Context, subj string, body []byte) ([]byte, error) {
+// request sends body on op's session subject (see SessionToken), so that
+// every request of one session reaches the process holding it; errors
+// name op's plain subject, never the session.
+func (c *Client) request(ctx context.Context, op, session string, body []byte) ([]byte, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	m, err := c.nc.RequestWithContext(ctx, subj, body)
+	m, err := c.nc.RequestWithContext(ctx, sessionSubject(c.prefix, op, session), body)
 	if err != nil {
-		return nil, fmt.Errorf("stream: %s: %w", subj, err)
+		return nil, fmt.Errorf("stream: %s.v1.%s: %w", c.prefix, op, err)
 	}
 	return m.Data, nil
 }
@@ -243,7 +246,7 @@ func (c *Client) Act(ctx context.Context, session, user string, obs []float64, r
 	if err != nil {
 		return space.Action{}, err
 	}
-	data, err := c.request(ctx, actSubject(c.prefix), body)
+	data, err := c.request(ctx, "act", session, body)
 	if err != nil {
 		return space.Action{}, err
 	}
@@ -316,7 +319,7 @@ func (c *Client) EndAs(ctx context.Context, session, user string, reward float64
 	if err != nil {
 		return EndReply{}, err
 	}
-	data, err := c.request(ctx, endSubject(c.prefix), body)
+	data, err := c.request(ctx, "end", session, body)
 	if err != nil {
 		return EndReply{}, err
 	}

@@ -72,6 +72,12 @@ type EmbeddedOptions struct {
 	JetStream *JetStreamOptions
 	// Cluster, when not nil, makes the server a member of a cluster.
 	Cluster *ClusterOptions
+	// Partitions, when > 0, maps protocol v1's session subjects under
+	// PartitionPrefix ("": DefaultPrefix) onto that many partitions
+	// (PartitionMappings), for a cluster's serving replicas. Every server
+	// of a cluster needs the same.
+	Partitions      int
+	PartitionPrefix string
 }
 
 // JetStreamOptions enable JetStream on an embedded server.
@@ -146,6 +152,16 @@ func StartEmbedded(opts EmbeddedOptions) (*server.Server, error) {
 	s, err := server.NewServer(so)
 	if err != nil {
 		return nil, fmt.Errorf("stream: embedded: %w", err)
+	}
+	if opts.Partitions < 0 || opts.Partitions > MaxPartitions {
+		return nil, fmt.Errorf("stream: embedded: %d partitions, want 0 to %d", opts.Partitions, MaxPartitions)
+	}
+	if opts.Partitions > 0 {
+		for src, dest := range PartitionMappings(opts.PartitionPrefix, opts.Partitions) {
+			if err := s.GlobalAccount().AddMapping(src, dest); err != nil {
+				return nil, fmt.Errorf("stream: embedded: mapping %s: %w", src, err)
+			}
+		}
 	}
 	fatal := make(chan fatalError, 1)
 	s.SetLoggerV2(natsLogger{opts.Logger.With().Str("component", "nats-server").Logger(), fatal}, opts.Debug, opts.Trace, false)

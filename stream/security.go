@@ -77,7 +77,8 @@ func validToken(s string) bool {
 }
 
 // AgentPermissions are the agent's subject permissions under prefix ("":
-// DefaultPrefix): subscribe to act (its queue group) and end, publish policy
+// DefaultPrefix): subscribe to act (its queue group) and end and their
+// session forms, publish policy
 // announcements, and answer each request it received once (nats-server's
 // response permission: the reply subject of a delivered request may be
 // published to once, within two minutes).
@@ -85,18 +86,19 @@ func AgentPermissions(prefix string) *server.Permissions {
 	prefix = orDefault(prefix)
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: []string{policySubject(prefix)}},
-		Subscribe: &server.SubjectPermission{Allow: []string{actSubject(prefix), endSubject(prefix)}},
+		Subscribe: &server.SubjectPermission{Allow: []string{actSubject(prefix), endSubject(prefix), actSubject(prefix) + ".*", endSubject(prefix) + ".*"}},
 		Response:  &server.ResponsePermission{MaxMsgs: 1},
 	}
 }
 
 // ClientPermissions are the subject permissions of client identity name
-// under prefix ("": DefaultPrefix): publish act and end requests, subscribe
+// under prefix ("": DefaultPrefix): publish act and end requests (both
+// forms), subscribe
 // to its own inbox and to the policy announcements.
 func ClientPermissions(prefix, name string) *server.Permissions {
 	prefix = orDefault(prefix)
 	return &server.Permissions{
-		Publish:   &server.SubjectPermission{Allow: []string{actSubject(prefix), endSubject(prefix)}},
+		Publish:   &server.SubjectPermission{Allow: []string{actSubject(prefix), endSubject(prefix), actSubject(prefix) + ".*", endSubject(prefix) + ".*"}},
 		Subscribe: &server.SubjectPermission{Allow: []string{policySubject(prefix), InboxPrefix(name) + ".>"}},
 	}
 }

@@ -260,7 +260,7 @@ func runAttacks(t *testing.T, x *secured, attacker []Option, victim []Option) at
 	}
 	defer mal.Close()
 	var snooped atomic.Int64
-	for _, subj := range []string{">", "_INBOX.>", "_INBOX.bob.>", "dprl.v1.act", "dprl.v1.end", "dprl.>"} {
+	for _, subj := range []string{">", "_INBOX.>", "_INBOX.bob.>", "dprl.v1.act", "dprl.v1.end", "dprl.v1.act.*", "dprl.v1.end.*", "dprl.>"} {
 		if _, err := mal.Subscribe(subj, func(m *nats.Msg) {
 			if strings.Contains(string(m.Data), "victim") || strings.Contains(string(m.Data), `"action"`) {
 				snooped.Add(1)
@@ -269,10 +269,12 @@ func runAttacks(t *testing.T, x *secured, attacker []Option, victim []Option) at
 			t.Fatal(err)
 		}
 	}
-	if _, err := mal.QueueSubscribe("dprl.v1.act", QueueGroup, func(m *nats.Msg) {
-		m.Respond([]byte(`{"action":99,"version":1,"step":0}`))
-	}); err != nil {
-		t.Fatal(err)
+	for _, subj := range []string{"dprl.v1.act", "dprl.v1.act.*"} {
+		if _, err := mal.QueueSubscribe(subj, QueueGroup, func(m *nats.Msg) {
+			m.Respond([]byte(`{"action":99,"version":1,"step":0}`))
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := mal.Flush(); err != nil {
 		t.Fatal(err)

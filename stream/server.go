@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,6 +94,11 @@ type ServerConfig struct {
 	// "end". It must be fast and safe for concurrent use (a metrics
 	// counter).
 	OnErrorReply func(op string, code Code)
+	// Partitions, when > 0, is the partition count of a cluster's session
+	// subjects (PartitionMappings): the server then serves only the
+	// partitions added with AddPartition, and nothing else. 0 serves
+	// <prefix>.v1.act and .end and their session forms.
+	Partitions int
 	// OnNoReply, when set, is called for every request that arrives
 	// without a reply subject. Such an act request is dropped unhandled
 	// (nobody would receive its action, which the session would record as
@@ -147,12 +153,19 @@ type Server struct {
 	subs   []*nats.Subscription
 	closed []chan struct{}
 
+	mu      sync.Mutex                   // guards parts and stopped
+	parts   map[int][]*nats.Subscription // partition -> its subscriptions
+	stopped bool
+
 	stopOnce sync.Once
 	stopErr  error
 }
 
 // Serve validates cfg, subscribes to <prefix>.v1.act (queue group "dprl") and
-// <prefix>.v1.end on nc and serves h until Stop is called or ctx is done.
+// <prefix>.v1.end on nc, and to their session forms <prefix>.v1.act.* and
+// <prefix>.v1.end.* (queue group "dprl"; see SessionToken), and serves h
+// until Stop is called or ctx is done. With cfg.Partitions > 0 it
+// subscribes to nothing until AddPartition.
 // ctx is also the parent of the context handlers receive.
 //
 // Messages of one subject are handled one at a time, in the order they
@@ -168,21 +181,20 @@ func Serve(ctx context.Context, nc *nats.Conn, h Handler, cfg ServerConfig) (*Se
 	if cfg.ObsDim <= 0 {
 		return nil, fmt.Errorf("stream: serve: ObsDim %d must be > 0", cfg.ObsDim)
 	}
+	if cfg.Partitions < 0 || cfg.Partitions > MaxPartitions {
+		return nil, fmt.Errorf("stream: serve: %d partitions, want 0 to %d", cfg.Partitions, MaxPartitions)
+	}
 	cfg.Limits = cfg.Limits.withDefaults()
-	s := &Server{nc: nc, h: h, cfg: cfg, log: cfg.Logger.With().Str("component", "stream").Logger()}
+	s := &Server{nc: nc, h: h, cfg: cfg, log: cfg.Logger.With().Str("component", "stream").Logger(), parts: map[int][]*nats.Subscription{}}
 	s.log = s.log.Sample(&zerolog.BurstSampler{Burst: LogBurst, Period: LogPeriod})
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	for w := 0; w < max(cfg.ActWorkers, 1); w++ {
-		var buf []byte // act replies are encoded here: each act callback is serial
-		var req ActRequest
-		if err := s.sub(actSubject(cfg.Prefix), QueueGroup, func(m *nats.Msg) { buf = s.handleAct(m, &req, buf) }); err != nil {
+	if cfg.Partitions == 0 {
+		subs, err := s.subscribe(actSubject(cfg.Prefix), actSubject(cfg.Prefix)+".*", endSubject(cfg.Prefix), endSubject(cfg.Prefix)+".*")
+		s.subs = subs
+		if err != nil {
 			s.Stop()
 			return nil, err
 		}
-	}
-	if err := s.sub(endSubject(cfg.Prefix), "", s.handleEnd); err != nil {
-		s.Stop()
-		return nil, err
 	}
 	if err := nc.Flush(); err != nil {
 		s.Stop()
@@ -195,16 +207,118 @@ func Serve(ctx context.Context, nc *nats.Conn, h Handler, cfg ServerConfig) (*Se
 	return s, nil
 }
 
-func (s *Server) sub(subj, queue string, cb nats.MsgHandler) error {
+// subscribe subscribes the act subjects (ActWorkers times each, in the
+// queue group) and the end subjects (once each, in the queue group when
+// they are session subjects) given as act..., end... (half of subjs each),
+// returning what it subscribed, up to the first error.
+func (s *Server) subscribe(subjs ...string) ([]*nats.Subscription, error) {
+	var subs []*nats.Subscription
+	acts, ends := subjs[:len(subjs)/2], subjs[len(subjs)/2:]
+	for _, subj := range acts {
+		for w := 0; w < max(s.cfg.ActWorkers, 1); w++ {
+			var buf []byte // act replies are encoded here: each act callback is serial
+			var req ActRequest
+			sub, err := s.sub(subj, QueueGroup, func(m *nats.Msg) { buf = s.handleAct(m, &req, buf) })
+			if err != nil {
+				return subs, err
+			}
+			subs = append(subs, sub)
+		}
+	}
+	for _, subj := range ends {
+		queue := QueueGroup
+		if subj == endSubject(s.cfg.Prefix) {
+			queue = "" // as ever: every agent on the prefix sees every plain end
+		}
+		sub, err := s.sub(subj, queue, s.handleEnd)
+		if err != nil {
+			return subs, err
+		}
+		subs = append(subs, sub)
+	}
+	return subs, nil
+}
+
+func (s *Server) sub(subj, queue string, cb nats.MsgHandler) (*nats.Subscription, error) {
 	sub, err := s.nc.QueueSubscribe(subj, queue, cb)
 	if err != nil {
-		return fmt.Errorf("stream: subscribe %s: %w", subj, err)
+		return nil, fmt.Errorf("stream: subscribe %s: %w", subj, err)
 	}
 	done := make(chan struct{})
 	sub.SetClosedHandler(func(string) { close(done) })
-	s.subs = append(s.subs, sub)
+	s.mu.Lock()
 	s.closed = append(s.closed, done)
+	s.mu.Unlock()
+	return sub, nil
+}
+
+// AddPartition starts serving partition i of the session subjects
+// (ServerConfig.Partitions > 0): its holder calls it once it holds i.
+// Adding a partition served already does nothing.
+func (s *Server) AddPartition(i int) error {
+	if s.cfg.Partitions == 0 || i < 0 || i >= s.cfg.Partitions {
+		return fmt.Errorf("stream: partition %d of %d", i, s.cfg.Partitions)
+	}
+	s.mu.Lock()
+	_, held := s.parts[i]
+	stopped := s.stopped
+	s.mu.Unlock()
+	if held || stopped {
+		return nil
+	}
+	p := s.cfg.Prefix
+	subs, err := s.subscribe(partitionSubject(p, i, "act"), partitionSubject(p, i, "end"))
+	if err == nil {
+		err = s.nc.Flush()
+	}
+	if err != nil {
+		for _, sub := range subs {
+			_ = sub.Unsubscribe()
+		}
+		return fmt.Errorf("stream: partition %d: %w", i, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		for _, sub := range subs {
+			_ = sub.Unsubscribe()
+		}
+		return nil
+	}
+	s.parts[i] = subs
 	return nil
+}
+
+// RemovePartition stops serving partition i: no new request of it is
+// taken, those received are answered. Its holder calls it before it gives
+// the partition up (or when it lost it).
+func (s *Server) RemovePartition(i int) error {
+	s.mu.Lock()
+	subs := s.parts[i]
+	delete(s.parts, i)
+	s.mu.Unlock()
+	var errs []error
+	for _, sub := range subs {
+		if err := sub.Drain(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stream: partition %d: %w", i, err)
+	}
+	return nil
+}
+
+// ServedPartitions returns the partitions served, in increasing order.
+func (s *Server) ServedPartitions() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]int, 0, len(s.parts))
+	for i := range s.parts {
+		out = append(out, i)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Stop drains the subscriptions: no new requests are taken, requests already
@@ -215,13 +329,22 @@ func (s *Server) sub(subj, queue string, cb nats.MsgHandler) error {
 // context instead, which stops the server asynchronously.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
-		for _, sub := range s.subs {
+		s.mu.Lock()
+		s.stopped = true
+		subs := slices.Clone(s.subs)
+		for _, ps := range s.parts {
+			subs = append(subs, ps...)
+		}
+		s.parts = map[int][]*nats.Subscription{}
+		closed := slices.Clone(s.closed)
+		s.mu.Unlock()
+		for _, sub := range subs {
 			if err := sub.Drain(); err != nil && s.stopErr == nil {
 				s.stopErr = fmt.Errorf("stream: drain: %w", err)
 			}
 		}
 		if s.stopErr == nil {
-			for _, c := range s.closed {
+			for _, c := range closed {
 				<-c
 			}
 		}
@@ -278,6 +401,9 @@ func (s *Server) handleAct(m *nats.Msg, req *ActRequest, buf []byte) (out []byte
 	if err := DecodeActInto(req, m.Data, s.cfg.Limits, s.cfg.ObsDim); err != nil {
 		return s.replyErr(m, "act", buf, err)
 	}
+	if err := s.checkSubject(m.Subject, req.Session); err != nil {
+		return s.replyErr(m, "act", buf, err)
+	}
 	// The handler gets its own copy of the observation: req.Obs is reused.
 	r := *req
 	r.Obs = append([]float64(nil), req.Obs...)
@@ -309,6 +435,11 @@ func (s *Server) handleEnd(m *nats.Msg) {
 	}
 	defer s.recoverTo(m, "end")
 	req, err := DecodeEnd(m.Data, s.cfg.Limits)
+	if err == nil {
+		if e := s.checkSubject(m.Subject, req.Session); e != nil {
+			err = e
+		}
+	}
 	if err != nil {
 		s.replyErr(m, "end", nil, err)
 		return

@@ -69,7 +69,7 @@ func TestFirstStepSendsNoReward(t *testing.T) {
 	s := runServer(t, 0)
 	nc := connect(t, s)
 	got := make(chan []byte, 2)
-	sub, err := nc.Subscribe("dprl.v1.act", func(m *nats.Msg) {
+	sub, err := nc.Subscribe("dprl.v1.act.>", func(m *nats.Msg) {
 		got <- append([]byte(nil), m.Data...)
 		m.Respond([]byte(`{"action":0,"version":1,"step":0}`))
 	})

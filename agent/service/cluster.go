@@ -13,6 +13,7 @@ import (
 	"dprl/agent"
 	"dprl/ledger/record"
 	"dprl/policy"
+	"dprl/stream"
 	"dprl/stream/updateq"
 )
 
@@ -44,6 +45,11 @@ type Cluster struct {
 	// UserKey is the user key every process of the cluster shares
 	// (ledger.Options.UserKey).
 	UserKey []byte
+	// Partitions is the partition count of the session subjects (the NATS
+	// servers' mapping, stream.PartitionMappings): a serving replica
+	// serves the partitions it holds (RoleServe; 1 to
+	// stream.MaxPartitions).
+	Partitions int
 }
 
 // ClusterSettings are the cluster settings as an operator gives them
@@ -59,6 +65,8 @@ type ClusterSettings struct {
 	LeaseTTL time.Duration
 	// UserKeyFile (user-key) holds the shared user key: 64 hex digits.
 	UserKeyFile string
+	// Partitions (partitions) is Cluster's.
+	Partitions int
 }
 
 // resolve returns the Cluster of a role, nil for RoleAll.
@@ -79,6 +87,8 @@ func (c ClusterSettings) resolve(nats string, models int, fixed bool) (*Cluster,
 		return nil, SettingsFields.Errorf("{ClusterReplicas} %d: want 1 to 5", c.Replicas)
 	case c.LeaseTTL < time.Second || c.LeaseTTL%time.Second != 0:
 		return nil, SettingsFields.Errorf("{LeaseTTL} %v: want whole seconds, at least 1s", c.LeaseTTL)
+	case c.Partitions < 1 || c.Partitions > stream.MaxPartitions:
+		return nil, SettingsFields.Errorf("{Partitions} %d: want 1 to %d, the same as every NATS server's (dprl nats --partitions)", c.Partitions, stream.MaxPartitions)
 	case c.UserKeyFile == "":
 		return nil, SettingsFields.Errorf("{Role} %s needs {UserKeyFile}: the user key every process of the cluster shares", c.Role)
 	}
@@ -95,7 +105,7 @@ func (c ClusterSettings) resolve(nats string, models int, fixed bool) (*Cluster,
 		host, _ := os.Hostname()
 		holder = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	return &Cluster{Role: c.Role, Name: c.Name, Replicas: c.Replicas, Holder: holder, LeaseTTL: c.LeaseTTL, UserKey: key}, nil
+	return &Cluster{Role: c.Role, Name: c.Name, Replicas: c.Replicas, Holder: holder, LeaseTTL: c.LeaseTTL, UserKey: key, Partitions: c.Partitions}, nil
 }
 
 // clusterOptions connects the agent of a cluster role to its streams.
@@ -130,5 +140,34 @@ func (s *Service) clusterOptions(ctx context.Context, opt *agent.Options) error 
 		return err
 	}
 	opt.Learner = &agent.Learner{Log: log, Lease: lease, Updates: cons, Holder: c.Holder, RenewEvery: c.LeaseTTL / 3}
+	return nil
+}
+
+// startPartitioner checks the servers' partition mapping and starts the
+// serving replica p's partitioner (see partitioner).
+func (s *Service) startPartitioner(ctx context.Context, p *Policy) error {
+	if err := probePartitions(ctx, s.nc, p.prefix, s.cfg.Cluster.Partitions); err != nil {
+		return err
+	}
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return fmt.Errorf("agent: cluster: %w", err)
+	}
+	octx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	pt, err := newPartitioner(octx, js, s.cfg.Cluster, p.srv, p.log)
+	if err != nil {
+		return err
+	}
+	rctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pt.run(rctx)
+	}()
+	p.stopParts = func() {
+		stop()
+		<-done
+	}
 	return nil
 }

@@ -20,7 +20,7 @@ func TestClusterSettings(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("not hex"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base := ClusterSettings{Role: RoleLearn, Name: "c", Replicas: 3, LeaseTTL: 3 * time.Second, UserKeyFile: good}
+	base := ClusterSettings{Role: RoleLearn, Name: "c", Replicas: 3, LeaseTTL: 3 * time.Second, UserKeyFile: good, Partitions: 16}
 	for _, tc := range []struct {
 		edit   func(*ClusterSettings)
 		nats   string

@@ -46,6 +46,9 @@ type Policy struct {
 	cancel     context.CancelFunc
 	runDone    chan struct{}
 	runErr     error
+	// stopParts stops a serving replica's partitioner (nil otherwise),
+	// which gives its partitions up before it returns.
+	stopParts func()
 }
 
 // Name is the model's name ("" in single-policy mode).

@@ -313,9 +313,18 @@ func (s *Service) runPolicies(ctx context.Context) (err error) {
 		if s.cfg.Cluster != nil && s.cfg.Cluster.Role == RoleLearn {
 			continue // a learner serves no sessions: it learns from the replicas'
 		}
-		if p.srv, err = stream.Serve(context.WithoutCancel(ctx), s.nc, Handler{p.agent}, stream.ServerConfig{Prefix: p.prefix, ObsDim: p.cfg.Spec.ObsDim, Limits: cfg.Limits, Logger: p.log, ActWorkers: cmp.Or(cfg.ActWorkers, DefaultActWorkers()),
-			OnErrorReply: p.metrics.ObserveErrorReply, OnNoReply: p.metrics.ObserveNoReply}); err != nil {
+		sc := stream.ServerConfig{Prefix: p.prefix, ObsDim: p.cfg.Spec.ObsDim, Limits: cfg.Limits, Logger: p.log, ActWorkers: cmp.Or(cfg.ActWorkers, DefaultActWorkers()),
+			OnErrorReply: p.metrics.ObserveErrorReply, OnNoReply: p.metrics.ObserveNoReply}
+		if s.cfg.Cluster != nil {
+			sc.Partitions = s.cfg.Cluster.Partitions
+		}
+		if p.srv, err = stream.Serve(context.WithoutCancel(ctx), s.nc, Handler{p.agent}, sc); err != nil {
 			return p.wrap(err)
+		}
+		if sc.Partitions > 0 {
+			if err := s.startPartitioner(ctx, p); err != nil {
+				return p.wrap(err)
+			}
 		}
 	}
 	return nil
@@ -388,6 +397,21 @@ type Status struct {
 	agent.Stats
 	Head  ledger.Head    `json:"ledger_head"`
 	Build buildinfo.Info `json:"build"`
+	// Cluster is the process's role in a cluster (absent for role all).
+	Cluster *ClusterStatus `json:"cluster,omitempty"`
+}
+
+// ClusterStatus is a cluster role's part of /status. Nothing in it
+// depends on users' data: which partitions a replica serves depends only
+// on which replicas are up.
+type ClusterStatus struct {
+	// Role is "serve" or "learn"; Name is the cluster's.
+	Role string `json:"role"`
+	Name string `json:"name"`
+	// Partitions are the session partitions a serving replica serves now,
+	// of PartitionCount.
+	Partitions     []int `json:"partitions,omitempty"`
+	PartitionCount int   `json:"partition_count,omitempty"`
 }
 
 // Status returns the agent's summary and the ledger head (in multi-policy
@@ -395,7 +419,14 @@ type Status struct {
 func (s *Service) Status() Status {
 	p := s.policies[0]
 	h, _ := p.store.Head()
-	return Status{Stats: p.agent.Stats(), Head: h, Build: buildinfo.Get()}
+	st := Status{Stats: p.agent.Stats(), Head: h, Build: buildinfo.Get()}
+	if c := s.cfg.Cluster; c != nil {
+		st.Cluster = &ClusterStatus{Role: c.Role, Name: c.Name}
+		if c.Role == RoleServe && p.srv != nil {
+			st.Cluster.Partitions, st.Cluster.PartitionCount = p.srv.ServedPartitions(), c.Partitions
+		}
+	}
+	return st
 }
 
 // Close shuts the service down in order, so that every request that
@@ -452,6 +483,9 @@ func (s *Service) Close() error {
 			cancel()
 		}
 		for _, p := range s.policies {
+			if p.stopParts != nil {
+				p.stopParts()
+			}
 			if p.srv != nil {
 				errs = append(errs, p.srv.Stop())
 			}

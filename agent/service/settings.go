@@ -130,7 +130,7 @@ type Settings struct {
 	// everywhere; refused without ServePolicy and with a private one.
 	ServeNonPrivate bool
 	// Cluster (role, cluster-name, cluster-replicas, cluster-holder,
-	// lease-ttl, user-key) runs the agent as one role of a cluster.
+	// lease-ttl, user-key, partitions) runs the agent as one role of a cluster.
 	Cluster ClusterSettings
 	// Models (model, models), if not empty, serve one policy per model
 	// instead of one (multi-policy mode, see ModelEntry and ForModel): the
@@ -156,7 +156,7 @@ var SettingsFields = fielderr.Fields{"DataDir", "Init", "UserEpsilon", "MaxUpdat
 	"Clients", "ServerTLS", "ServerCert", "ServerKey", "ClientCA", "Caps", "Insecure", "NATSListen", "HTTPAddr",
 	"MaxOpenSessions", "MaxStepsPerSession", "MaxSessionsPerUser", "MaxSessionsPerConnection", "MaxQueuedPerUser",
 	"IdleTimeout", "FlushTimeout", "MaxSessionLifetime", "RewardLow", "RewardHigh", "ServePolicy", "ServeNonPrivate", "SessionLogDir",
-	"Role", "ClusterReplicas", "LeaseTTL", "UserKeyFile"}
+	"Role", "ClusterReplicas", "LeaseTTL", "UserKeyFile", "Partitions"}
 
 // Validate reports the first problem ServiceConfig finds.
 func (s Settings) Validate() error {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"dprl/agent/service"
 	"dprl/ledger"
 	"dprl/ledger/record"
 	"dprl/stream"
@@ -88,7 +89,7 @@ func TestClusterCommands(t *testing.T) {
 	http := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[6+i]) }
 	start("learner", append([]string{"agent", "--role", "learn", "--data", filepath.Join(dir, "learner"), "--http", http(0)}, common...)...)
 	for i := range 2 {
-		start(fmt.Sprint("replica ", i), append([]string{"agent", "--role", "serve", "--data", filepath.Join(dir, fmt.Sprint("replica", i)), "--act-workers", "2", "--http", http(1 + i), "--prefix", fmt.Sprint("r", i)}, common...)...)
+		start(fmt.Sprint("replica ", i), append([]string{"agent", "--role", "serve", "--data", filepath.Join(dir, fmt.Sprint("replica", i)), "--act-workers", "2", "--http", http(1 + i)}, common...)...)
 	}
 	for i := range 3 { // every agent is ready (its streams opened)
 		for deadline := time.Now().Add(60 * time.Second); ; {
@@ -119,11 +120,12 @@ func TestClusterCommands(t *testing.T) {
 	}
 	time.Sleep(time.Second) // the replicas follow the log every 200 ms
 	// Sessions must stay on one replica (a session's state is its
-	// replica's): each replica has its own prefix, and users are routed
-	// to one, as a gateway would.
+	// replica's): the nodes map each session's subjects to one of 16
+	// partitions, and the replicas share them, 8 each.
+	waitPartitions(t, []string{http(1), http(2)}, 16, 8)
 	for i := range 2 {
 		var rout, rerr bytes.Buffer
-		args := []string{"replay", "--log-level", "warn", "--nats", urls[i+1], "--prefix", fmt.Sprint("r", i), "--users", "60", "--concurrency", "4", "--rate", "200", "--seed", fmt.Sprint(3 + i), "--json"}
+		args := []string{"replay", "--log-level", "warn", "--nats", urls[i+1], "--users", "60", "--concurrency", "4", "--rate", "200", "--seed", fmt.Sprint(3 + i), "--json"}
 		if code := run(context.Background(), args, strings.NewReader(""), &rout, &rerr); code != 0 {
 			t.Fatalf("replay on replica %d exited %d: %s %s", i, code, rout.String(), rerr.String())
 		}
@@ -452,7 +454,7 @@ type procCluster struct {
 func newProcCluster(t *testing.T) *procCluster {
 	t.Helper()
 	c := &procCluster{dir: t.TempDir()}
-	servers, err := stream.StartCluster("c", 3, filepath.Join(c.dir, "nats"), stream.EmbeddedOptions{Port: -1})
+	servers, err := stream.StartCluster("c", 3, filepath.Join(c.dir, "nats"), stream.EmbeddedOptions{Port: -1, Partitions: service.DefaultPartitions})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,6 +539,9 @@ func TestClusterReplicaKilled(t *testing.T) {
 	rep := replica(0)
 	for k := 0; k <= 3; k++ {
 		ready()
+		// The killed replica's partitions are free once their leases
+		// expire (1 s).
+		waitPartitions(t, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 16, 16)
 		time.Sleep(500 * time.Millisecond) // the replica follows the log
 		users += 16
 		c.playUntilRelease(t, ctx, c.urls[1], 16, 40+users, 60*time.Second)
@@ -670,33 +675,39 @@ func TestClusterNATSNodeKilled(t *testing.T) {
 // costing a stream its majority.
 func allCurrent(t *testing.T, ctx context.Context, js jetstream.JetStream) {
 	t.Helper()
+	start := time.Now()
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		ok := true
+		why := ""
 		names := js.StreamNames(ctx)
 		n := 0
 		for name := range names.Name() {
 			n++
 			st, err := js.Stream(ctx, name)
 			if err != nil {
-				ok = false
+				ok, why = false, fmt.Sprintf("%s: %v", name, err)
 				break
 			}
 			info, err := st.Info(ctx)
 			if err != nil || info.Cluster == nil || info.Cluster.Leader == "" || len(info.Cluster.Replicas) != 2 {
-				ok = false
+				ok, why = false, fmt.Sprintf("%s: %v %+v", name, err, info)
+				if info != nil && info.Cluster != nil {
+					why += fmt.Sprintf(" cluster %+v", *info.Cluster)
+				}
 				break
 			}
 			for _, r := range info.Cluster.Replicas {
 				if !r.Current || r.Offline {
-					ok = false
+					ok, why = false, fmt.Sprintf("%s: leader %s replica %+v", name, info.Cluster.Leader, *r)
 				}
 			}
 		}
 		if ok && n >= 3 && names.Err() == nil {
+			t.Logf("streams current after %v", time.Since(start).Round(time.Millisecond))
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the streams' replicas did not all become current")
+			t.Fatalf("the streams' replicas did not all become current: %s (%v)", why, names.Err())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -749,7 +760,66 @@ func (c *procCluster) playUntilRelease(t *testing.T, ctx context.Context, url st
 			return
 		}
 		if time.Now().After(deadline) {
+			t.Logf("replay: %s\n%s", out.Bytes(), errb.Bytes())
+			c.dumpStreams(t, ctx)
 			t.Fatalf("no release after %d more users (seed %d)", n, seed)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// dumpStreams logs every stream's and consumer's state, for a failure.
+func (c *procCluster) dumpStreams(t *testing.T, ctx context.Context) {
+	t.Helper()
+	names := c.js.StreamNames(ctx)
+	for name := range names.Name() {
+		st, err := c.js.Stream(ctx, name)
+		if err != nil {
+			t.Logf("stream %s: %v", name, err)
+			continue
+		}
+		info, err := st.Info(ctx)
+		if err != nil {
+			t.Logf("stream %s: %v", name, err)
+			continue
+		}
+		b, _ := json.Marshal(info)
+		t.Logf("stream %s: %s", name, b)
+		cs := st.ListConsumers(ctx)
+		for ci := range cs.Info() {
+			b, _ := json.Marshal(ci)
+			t.Logf("consumer %s: %s", ci.Name, b)
+		}
+	}
+}
+
+// waitPartitions waits until the serving replicas whose ops servers are at
+// addrs serve total partitions together, each at least each.
+func waitPartitions(t *testing.T, addrs []string, total, each int) {
+	t.Helper()
+	var got []int
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		got = got[:0]
+		sum, least := 0, total
+		for _, a := range addrs {
+			var st struct {
+				Cluster struct {
+					Partitions []int `json:"partitions"`
+				} `json:"cluster"`
+			}
+			if resp, err := nethttp.Get("http://" + a + "/status"); err == nil {
+				json.NewDecoder(resp.Body).Decode(&st)
+				resp.Body.Close()
+			}
+			n := len(st.Cluster.Partitions)
+			got = append(got, n)
+			sum, least = sum+n, min(least, n)
+		}
+		if sum == total && least >= each {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replicas serve %v partitions, want %d in all, at least %d each", got, total, each)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

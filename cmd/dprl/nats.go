@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"dprl/agent/service"
 	"dprl/stream"
 )
 
@@ -15,6 +16,8 @@ type natsFlags struct {
 	listen, store, name, cluster, clusterListen, domain string
 	routes                                              []string
 	syncAlways, insecure                                bool
+	partitions                                          int
+	prefix                                              string
 }
 
 func newNATSCmd(a *app) *cobra.Command {
@@ -35,6 +38,8 @@ func newNATSCmd(a *app) *cobra.Command {
 	fl.StringSliceVar(&f.routes, "routes", nil, "with --cluster: every node's route URL, nats-route://HOST:PORT, comma-separated (this node's own is ignored)")
 	fl.BoolVar(&f.syncAlways, "sync-always", false, "fsync every write before acknowledging it (an acknowledged ledger entry is then on the disks of a majority; without it, in their memory, synced every two minutes)")
 	fl.StringVar(&f.domain, "domain", "", "JetStream domain (none by default)")
+	fl.IntVar(&f.partitions, "partitions", service.DefaultPartitions, "map the session subjects onto this many partitions, which the serving replicas (dprl agent --role serve --partitions, the same number) share: every node of a cluster needs the same; 0 maps nothing")
+	fl.StringVar(&f.prefix, "prefix", stream.DefaultPrefix, "the subject prefix of the partitioned session subjects (the agents' --prefix)")
 	fl.BoolVar(&f.insecure, "insecure-nats", false, "allow listening off loopback: the server has no authentication yet, so anyone who reaches it can read the cluster's streams, clipped per-session updates included")
 	return c
 }
@@ -54,7 +59,11 @@ func runNATS(cmd *cobra.Command, a *app, f natsFlags) error {
 	if f.store == "" {
 		return usagef("--store: give JetStream's storage directory")
 	}
-	o := stream.EmbeddedOptions{ServerName: f.name, Logger: a.log, JetStream: &stream.JetStreamOptions{StoreDir: f.store, SyncAlways: f.syncAlways, Domain: f.domain}}
+	if f.partitions < 0 || f.partitions > stream.MaxPartitions {
+		return usagef("--partitions %d: want 0 to %d", f.partitions, stream.MaxPartitions)
+	}
+	o := stream.EmbeddedOptions{ServerName: f.name, Logger: a.log, JetStream: &stream.JetStreamOptions{StoreDir: f.store, SyncAlways: f.syncAlways, Domain: f.domain},
+		Partitions: f.partitions, PartitionPrefix: f.prefix}
 	var off, offCluster bool
 	var err error
 	if o.Host, o.Port, off, err = listenAt("listen", f.listen); err != nil {
@@ -77,7 +86,7 @@ func runNATS(cmd *cobra.Command, a *app, f natsFlags) error {
 		return err
 	}
 	defer s.Shutdown()
-	ev := a.log.Info().Str("url", s.ClientURL()).Str("store", f.store).Bool("sync_always", f.syncAlways)
+	ev := a.log.Info().Str("url", s.ClientURL()).Str("store", f.store).Bool("sync_always", f.syncAlways).Int("partitions", f.partitions)
 	if f.cluster != "" {
 		ev = ev.Str("cluster", f.cluster).Str("routes", fmt.Sprint(f.routes))
 	}

@@ -1,9 +1,12 @@
 package record
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -33,6 +36,7 @@ var ErrLost = errors.New("record: the lease was lost")
 type Lease struct {
 	kv      jetstream.KeyValue
 	js      jetstream.JetStream
+	bucket  string
 	key     string
 	subject string
 	ttl     time.Duration
@@ -53,6 +57,13 @@ type LeaseConfig struct {
 	// Holder names this candidate (written as the key's value, for
 	// operators).
 	Holder string
+	// Bucket and Key name another lease than the writer's ("" and "":
+	// bucket "DPRL_LEASE_" + Name, key "writer"): a serving replica's
+	// partitions are keys of bucket "DPRL_PARTS_" + Name. Key is a
+	// key-value key (letters, digits, '-', '_', '/', '=', '.').
+	Bucket, Key string
+	// Description describes the bucket ("": the writer lease's).
+	Description string
 }
 
 // OpenLease creates or binds the lease's bucket, retrying through leader
@@ -68,18 +79,22 @@ func OpenLease(ctx context.Context, js jetstream.JetStream, cfg LeaseConfig) (*L
 	case cfg.Holder == "":
 		return nil, errors.New("record: lease without a holder name")
 	}
-	bucket := "DPRL_LEASE_" + cfg.Name
+	bucket := cmp.Or(cfg.Bucket, "DPRL_LEASE_"+cfg.Name)
+	key := cmp.Or(cfg.Key, "writer")
+	if !keyPattern.MatchString(key) || !namePattern.MatchString(strings.TrimPrefix(bucket, "DPRL_")) {
+		return nil, fmt.Errorf("record: lease bucket %q key %q: want a bucket of letters, digits, '-' or '_', and a key-value key", bucket, key)
+	}
 	var last error
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		kv, err := js.CreateOrUpdateKeyValue(actx, jetstream.KeyValueConfig{
-			Bucket: bucket, Description: "dprl writer lease of ledger " + cfg.Name,
+			Bucket: bucket, Description: cmp.Or(cfg.Description, "dprl writer lease of ledger "+cfg.Name),
 			History: 1, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
 			LimitMarkerTTL: cfg.TTL,
 		})
 		cancel()
 		if err == nil {
-			return &Lease{kv: kv, js: js, key: "writer", subject: "$KV." + bucket + ".writer", ttl: cfg.TTL, holder: cfg.Holder}, nil
+			return &Lease{kv: kv, js: js, bucket: bucket, key: key, subject: "$KV." + bucket + "." + key, ttl: cfg.TTL, holder: cfg.Holder}, nil
 		}
 		last = err
 		if !retryable(err) {
@@ -165,3 +180,41 @@ func (l *Lease) Holder(ctx context.Context) (string, uint64, error) {
 func isWrongLastSeq(err error) bool {
 	return fenced(err) || errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
 }
+
+// keyPattern is what a key-value key may be.
+var keyPattern = regexp.MustCompile(`^[-/_=.a-zA-Z0-9]+$`)
+
+// For returns a lease on another key of l's bucket, with l's holder and
+// TTL, not held.
+func (l *Lease) For(key string) (*Lease, error) {
+	if !keyPattern.MatchString(key) || strings.HasPrefix(key, ".") || strings.HasSuffix(key, ".") {
+		return nil, fmt.Errorf("record: lease key %q: want letters, digits, '-', '_', '/', '=' or inner '.'", key)
+	}
+	return &Lease{kv: l.kv, js: l.js, bucket: l.bucket, key: key, subject: "$KV." + l.bucket + "." + key, ttl: l.ttl, holder: l.holder}, nil
+}
+
+// Count returns how many keys of l's bucket under prefix ("m" counts
+// "m.<anything>") are held: written and neither deleted nor expired.
+func (l *Lease) Count(ctx context.Context, prefix string) (int, error) {
+	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	ls, err := l.kv.ListKeysFiltered(actx, prefix+".>")
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("record: count leases: %w", err)
+	}
+	defer ls.Stop()
+	n := 0
+	for range ls.Keys() {
+		n++
+	}
+	if actx.Err() != nil {
+		return 0, fmt.Errorf("record: count leases: %w", actx.Err())
+	}
+	return n, nil
+}
+
+// Held reports whether l was held at its last Acquire or Renew.
+func (l *Lease) Held() bool { return l.rev != 0 }

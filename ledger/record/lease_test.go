@@ -122,3 +122,64 @@ func TestLeaseConfigRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseKeys: leases on keys of another bucket (a replica's
+// partitions and its membership) are exclusive per key, counted while
+// held, and no longer counted once expired or released.
+func TestLeaseKeys(t *testing.T) {
+	servers := startCluster(t, 1)
+	l := openLog(t, connect(t, servers[0]), 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	open := func(holder string) *Lease {
+		ls, err := OpenLease(ctx, l.js, LeaseConfig{Name: "test", Replicas: 1, TTL: time.Second, Holder: holder, Bucket: "DPRL_PARTS_test", Key: "m.a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ls
+	}
+	a, b := open("a"), open("b")
+	if n, err := a.Count(ctx, "m"); err != nil || n != 0 {
+		t.Fatalf("count of an empty bucket: %d, %v", n, err)
+	}
+	if _, err := a.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mb, err := b.For("m.b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mb.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pa, _ := a.For("p.3")
+	pb, _ := b.For("p.3")
+	if _, err := pa.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pb.Acquire(ctx); !errors.Is(err, ErrHeld) {
+		t.Fatalf("p.3 taken twice: %v", err)
+	}
+	if n, err := a.Count(ctx, "m"); err != nil || n != 2 {
+		t.Fatalf("members: %d, %v; want 2", n, err)
+	}
+	if n, err := a.Count(ctx, "p"); err != nil || n != 1 {
+		t.Fatalf("partitions: %d, %v; want 1", n, err)
+	}
+	if err := mb.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := a.Count(ctx, "m"); n != 1 {
+		t.Fatalf("members after a release: %d, want 1", n)
+	}
+	time.Sleep(2500 * time.Millisecond) // a and p.3 expire unrenewed
+	if n, _ := a.Count(ctx, "m"); n != 0 {
+		t.Fatalf("members after expiry: %d, want 0", n)
+	}
+	if _, err := pb.Acquire(ctx); err != nil {
+		t.Fatalf("p.3 after expiry: %v", err)
+	}
+	if _, err := a.For("bad key"); err == nil {
+		t.Error("a key with a space accepted")
+	}
+}

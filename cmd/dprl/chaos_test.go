@@ -1,0 +1,344 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	nethttp "net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"dprl/ledger"
+	"dprl/ledger/record"
+)
+
+// proc is a dprl process under a supervisor: one that exits (a learner
+// that lost its lease does, by design) is started again, as systemd or
+// an orchestrator would; one being killed by the test is held until the
+// test has checked its data directory.
+type proc struct {
+	t          *testing.T
+	dir, name  string
+	args       []string
+	mu         sync.Mutex
+	cmd        *exec.Cmd
+	done       chan struct{}
+	gen        int
+	hold, stop bool
+	restarts   int // starts after an exit nobody asked for
+}
+
+func (p *proc) start() {
+	p.gen++
+	p.cmd = child(p.t, p.dir, fmt.Sprintf("%s-%d", p.name, p.gen), p.args...)
+	done := make(chan struct{})
+	p.done = done
+	cmd := p.cmd
+	go func() {
+		cmd.Wait()
+		close(done)
+	}()
+}
+
+// supervise restarts p, 100 ms after it exited, until ctx ends.
+func (p *proc) supervise(ctx context.Context) {
+	for ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+		p.mu.Lock()
+		select {
+		case <-p.done:
+			if !p.hold && !p.stop {
+				p.restarts++
+				p.start()
+			}
+		default:
+		}
+		p.mu.Unlock()
+	}
+}
+
+// kill sends SIGKILL and waits for the exit; p stays down until resume.
+func (p *proc) kill() {
+	p.mu.Lock()
+	p.hold = true
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+}
+
+func (p *proc) resume() {
+	p.mu.Lock()
+	p.hold = false
+	p.mu.Unlock()
+}
+
+// terminate stops p for good with SIGTERM.
+func (p *proc) terminate() {
+	p.mu.Lock()
+	p.stop = true
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+	}
+}
+
+// TestClusterChaos is the cluster of the scale-out design as processes on
+// loopback: three dprl nats nodes (JetStream R3), three serving replicas
+// sharing 16 session partitions, two learner candidates, all under a
+// supervisor, and simulated users through dprl replay. Each round kills
+// one process with SIGKILL at a random point while users play: a serving
+// replica, the active learner or a NATS node, in random order, until each
+// kind was killed DPRL_CLUSTER_KILLS times (1 by default; opt-in with
+// DPRL_CLUSTER_FAULTS=1). After each kill the killed agent's ledger
+// verifies and holds nothing the ledger of record does not, and the
+// learner releases again; at the end every ledger verifies and matches
+// the log, no session is in two releases, no user is in more releases
+// than the cap, release versions rise by one, and every replica serves the
+// last release.
+func TestClusterChaos(t *testing.T) {
+	if os.Getenv("DPRL_CLUSTER_FAULTS") == "" {
+		t.Skip("set DPRL_CLUSTER_FAULTS=1 (and DPRL_CLUSTER_KILLS=N for N kills of each kind)")
+	}
+	kills := 1
+	if s := os.Getenv("DPRL_CLUSTER_KILLS"); s != "" {
+		var err error
+		if kills, err = strconv.Atoi(s); err != nil || kills < 1 {
+			t.Fatalf("DPRL_CLUSTER_KILLS=%q", s)
+		}
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("DPRL_CLUSTER_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (DPRL_CLUSTER_SEED to repeat the order of the kills)", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	dir := t.TempDir()
+	ports := freePorts(t, 9)
+	var routes, urls []string
+	for i := range 3 {
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[3+i]))
+		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
+	}
+	all := strings.Join(urls, ",")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(10+3*kills)*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	sctx, stopSupervising := context.WithCancel(ctx)
+	defer stopSupervising() // before wg.Wait
+	newProc := func(name string, args ...string) *proc {
+		p := &proc{t: t, dir: dir, name: name, args: args}
+		p.mu.Lock()
+		p.start()
+		p.mu.Unlock()
+		wg.Add(1)
+		go func() { defer wg.Done(); p.supervise(sctx) }()
+		return p
+	}
+	var nodes []*proc
+	for i := range 3 {
+		nodes = append(nodes, newProc(fmt.Sprint("nats", i), "nats", "--log-level", "warn", "--name", fmt.Sprint("n", i), "--store", filepath.Join(dir, fmt.Sprint("n", i)),
+			"--listen", fmt.Sprintf("127.0.0.1:%d", ports[i]), "--cluster", "c", "--cluster-listen", fmt.Sprintf("127.0.0.1:%d", ports[3+i]), "--routes", strings.Join(routes, ",")))
+	}
+	for i := range 3 {
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			if conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[i])); err == nil {
+				conn.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d does not listen", i)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	nc, err := nats.Connect(all, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &procCluster{dir: dir, urls: urls, js: js}
+	key := filepath.Join(dir, "user.key")
+	if err := os.WriteFile(key, []byte(strings.Repeat("ef", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--log-level", "info", "--log-format", "json", "--env", "cartpole", "--K", "4", "--nats", all, "--user-key", key,
+		"--cluster-replicas", "3", "--flush-timeout", "1h", "--lease-ttl", "10s", "--max-updates-per-user", "1", "--idle-timeout", "5s"}
+	var learners, replicas []*proc
+	for i := range 2 {
+		learners = append(learners, newProc(fmt.Sprint("learner", i), append([]string{"agent", "--role", "learn", "--cluster-holder", fmt.Sprint("l", i), "--data", filepath.Join(dir, fmt.Sprint("learner", i))}, common...)...))
+	}
+	httpAddr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[6+i]) }
+	for i := range 3 {
+		replicas = append(replicas, newProc(fmt.Sprint("replica", i), append([]string{"agent", "--role", "serve", "--data", filepath.Join(dir, fmt.Sprint("replica", i)), "--http", httpAddr(i)}, common...)...))
+	}
+	addrs := []string{httpAddr(0), httpAddr(1), httpAddr(2)}
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		if w, _ := c.writers(t, ctx); len(w) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no learner took the lease")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	waitPartitions(t, addrs, 16, 1)
+
+	users := 0
+	play := func(within time.Duration) { // users play until the learner releases again
+		t.Helper()
+		_, r0 := c.writers(t, ctx)
+		for deadline := time.Now().Add(within); ; {
+			users += 12
+			var out, errb bytes.Buffer
+			run(ctx, []string{"replay", "--log-level", "error", "--nats", all, "--users", "12", "--concurrency", "4", "--rate", "100", "--seed", fmt.Sprint(1000 + users), "--json"}, strings.NewReader(""), &out, &errb)
+			for wait := time.Now().Add(3 * time.Second); time.Now().Before(wait); time.Sleep(100 * time.Millisecond) {
+				if _, r := c.writers(t, ctx); r > r0 {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				c.dumpStreams(t, ctx)
+				t.Fatalf("no release within %v after %d users", within, users)
+			}
+		}
+	}
+	checkDir := func(name string) { // a stopped agent's ledger
+		t.Helper()
+		l, err := record.Open(ctx, js, record.Config{Name: "default", Replicas: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ledger.Open(filepath.Join(dir, name), ledger.Options{MustExist: true})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		defer s.Close()
+		if _, err := record.Check(ctx, l, s); err != nil {
+			t.Fatalf("%s holds what the ledger of record does not: %v", name, err)
+		}
+		if rep, err := s.Verify(); err != nil || !rep.OK() {
+			t.Fatalf("%s: %+v %v", name, rep, err)
+		}
+	}
+	play(2 * time.Minute)
+	var plan []string
+	for range kills {
+		plan = append(plan, "replica", "learner", "nats")
+	}
+	rng.Shuffle(len(plan), func(i, j int) { plan[i], plan[j] = plan[j], plan[i] })
+	for round, kind := range plan {
+		// Users play while the kill lands at a random point.
+		playing := make(chan struct{})
+		go func() {
+			defer close(playing)
+			var out, errb bytes.Buffer
+			run(ctx, []string{"replay", "--log-level", "error", "--nats", all, "--users", "12", "--concurrency", "4", "--rate", "100", "--seed", fmt.Sprint(5000 + round), "--json"}, strings.NewReader(""), &out, &errb)
+		}()
+		time.Sleep(time.Duration(rng.IntN(2000)) * time.Millisecond)
+		start := time.Now()
+		switch kind {
+		case "replica":
+			i := rng.IntN(3)
+			replicas[i].kill()
+			checkDir(fmt.Sprint("replica", i))
+			replicas[i].resume()
+			t.Logf("round %d: killed replica %d", round, i)
+		case "learner":
+			w, _ := c.writers(t, ctx)
+			i, _ := strconv.Atoi(strings.TrimPrefix(w[len(w)-1], "l"))
+			learners[i].kill()
+			checkDir(fmt.Sprint("learner", i))
+			learners[i].resume()
+			t.Logf("round %d: killed learner %d (the active one)", round, i)
+		case "nats":
+			allCurrent(t, ctx, js) // only then may a node die without costing a stream its majority
+			i := rng.IntN(3)
+			nodes[i].kill()
+			time.Sleep(time.Second)
+			nodes[i].resume()
+			t.Logf("round %d: killed nats node %d", round, i)
+		}
+		<-playing
+		play(3 * time.Minute)
+		t.Logf("round %d: released again %v after the kill", round, time.Since(start).Round(100*time.Millisecond))
+	}
+	waitPartitions(t, addrs, 16, 1)
+	_, releases := c.writers(t, ctx)
+	for _, a := range addrs { // every replica serves the last release
+		var st struct {
+			Version uint64 `json:"version"`
+		}
+		for deadline := time.Now().Add(20 * time.Second); st.Version != uint64(releases); {
+			st.Version = 0
+			if resp, err := nethttp.Get("http://" + a + "/status"); err == nil {
+				json.NewDecoder(resp.Body).Decode(&st)
+				resp.Body.Close()
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica at %s serves version %d, the log released %d", a, st.Version, releases)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	for _, p := range append(append(replicas, learners...), nodes...) { // the agents, then the nodes
+		p.terminate()
+	}
+	stopSupervising()
+	// The nodes are down: restart them to read the log at the end.
+	for _, n := range nodes {
+		n.mu.Lock()
+		n.stop = false
+		n.start()
+		n.mu.Unlock()
+	}
+	allCurrent(t, ctx, js)
+	c.verifyLedgers(t, ctx, "learner0", "learner1", "replica0", "replica1", "replica2")
+	perUser := map[ledger.UserKey]int{}
+	var last uint64
+	for _, e := range logEntries(t, ctx, js) {
+		if e.Kind != ledger.KindRelease {
+			continue
+		}
+		if e.PolicyVersion != last+1 {
+			t.Fatalf("release of version %d after version %d", e.PolicyVersion, last)
+		}
+		last = e.PolicyVersion
+		for _, u := range e.Users {
+			if perUser[u]++; perUser[u] > 1 {
+				t.Fatalf("user %x in %d releases, over the cap of 1", u[:4], perUser[u])
+			}
+		}
+	}
+	restarts := 0
+	for _, l := range learners {
+		restarts += l.restarts
+	}
+	t.Logf("%d users, %d releases, %d kills of each kind; learners restarted after exiting on their own %d times", users, releases, kills, restarts)
+	for _, n := range nodes {
+		n.terminate()
+	}
+}
