@@ -183,15 +183,16 @@ func (p *partitioner) releaseAll() {
 func probePartitions(ctx context.Context, nc *nats.Conn, prefix string, n int) error {
 	var nonce [6]byte
 	_, _ = rand.Read(nonce[:])
-	for k := range 4 {
+	// 16 probes: a count that divides the servers' (or is a multiple of
+	// it) agrees on each probe with probability at least 1/2, so a
+	// mismatch goes unseen with probability at most 2^-16.
+	for k := range 16 {
 		tok := fmt.Sprintf("probe-%s-%d", hex.EncodeToString(nonce[:]), k)
 		sub, err := nc.SubscribeSync(stream.ProbeReceipt(prefix, tok))
 		if err != nil {
 			return fmt.Errorf("agent: partitions: probe: %w", err)
 		}
-		if err == nil {
-			err = nc.Flush()
-		}
+		err = nc.Flush()
 		if err == nil {
 			err = nc.Publish(stream.ProbeSubject(prefix, tok), nil)
 		}
