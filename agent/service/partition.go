@@ -76,25 +76,33 @@ func newPartitioner(ctx context.Context, js jetstream.JetStream, c *Cluster, srv
 }
 
 // run holds a share of the partitions until ctx ends, then gives them up.
+// It ticks every third of the TTL, and every 250 ms while it holds less
+// than its share: a replica giving partitions up to a newcomer does so at
+// its own tick, and the newcomer takes them within 250 ms, which bounds
+// the time their sessions get "no responders".
 func (p *partitioner) run(ctx context.Context) {
-	tick := time.NewTicker(p.ttl / 3)
-	defer tick.Stop()
-	p.tick(ctx)
+	t := time.NewTimer(0)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			p.releaseAll()
 			return
-		case <-tick.C:
-			p.tick(ctx)
+		case <-t.C:
+			if p.tick(ctx) {
+				t.Reset(p.ttl / 3)
+			} else {
+				t.Reset(250 * time.Millisecond)
+			}
 		}
 	}
 }
 
 // tick renews what the replica holds, drops what it lost or could not
 // renew for two thirds of a TTL (another replica may take it a third of a
-// TTL later), then moves towards its fair share.
-func (p *partitioner) tick(ctx context.Context) {
+// TTL later), then moves towards its fair share. It reports whether the
+// replica holds its share (or could not tell).
+func (p *partitioner) tick(ctx context.Context) bool {
 	now := time.Now()
 	if _, err := p.member.Renew(ctx); err != nil {
 		if _, err := p.member.Acquire(ctx); err != nil && ctx.Err() == nil {
@@ -115,14 +123,14 @@ func (p *partitioner) tick(ctx context.Context) {
 		}
 	}
 	if ctx.Err() != nil {
-		return
+		return true
 	}
 	members, err := p.member.Count(ctx, "m")
 	if err != nil || members == 0 {
 		if ctx.Err() == nil {
 			p.log.Warn().Err(err).Msg("partitions: count the replicas (retrying)")
 		}
-		return
+		return true
 	}
 	fair := (p.n + members - 1) / members
 	for i := range p.held {
@@ -154,6 +162,7 @@ func (p *partitioner) tick(ctx context.Context) {
 		}
 		p.held[i] = now
 	}
+	return len(p.held) >= fair
 }
 
 // drop stops serving partition i.

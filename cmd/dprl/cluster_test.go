@@ -576,100 +576,6 @@ func TestClusterReplicaKilled(t *testing.T) {
 	t.Logf("%d users, %d releases, replica killed 3 times", users, releases)
 }
 
-// TestClusterNATSNodeKilled runs the cluster's three NATS nodes as dprl
-// nats processes and kills one with SIGKILL twice (each time another
-// node), restarting it on its store, while users play: the streams elect
-// new leaders, the learner goes on releasing through the ledger of
-// record, and at the end every ledger verifies and matches the log, with
-// no session in two releases.
-func TestClusterNATSNodeKilled(t *testing.T) {
-	if os.Getenv("DPRL_CLUSTER_FAULTS") == "" {
-		// It passes alone and under -race, but in one CI run of three (the
-		// whole suite under -race on 2 cores) a restarted node's stream
-		// replicas were not all current within 60 s: opt-in until that
-		// is understood.
-		t.Skip("set DPRL_CLUSTER_FAULTS=1 to kill NATS nodes")
-	}
-	dir := t.TempDir()
-	ports := freePorts(t, 7)
-	var routes, urls []string
-	for i := range 3 {
-		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[3+i]))
-		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
-	}
-	node := func(i, gen int) *exec.Cmd {
-		return child(t, dir, fmt.Sprintf("nats%d-%d", i, gen), "nats", "--log-level", "warn", "--name", fmt.Sprint("n", i), "--store", filepath.Join(dir, fmt.Sprint("n", i)),
-			"--listen", fmt.Sprintf("127.0.0.1:%d", ports[i]), "--cluster", "c", "--cluster-listen", fmt.Sprintf("127.0.0.1:%d", ports[3+i]), "--routes", strings.Join(routes, ","))
-	}
-	nodes := []*exec.Cmd{node(0, 0), node(1, 0), node(2, 0)}
-	for i := range 3 {
-		for deadline := time.Now().Add(30 * time.Second); ; {
-			conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[i]))
-			if err == nil {
-				conn.Close()
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d does not listen", i)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	nc, err := nats.Connect(strings.Join(urls, ","), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &procCluster{dir: dir, urls: urls, js: js}
-	key := filepath.Join(dir, "user.key")
-	if err := os.WriteFile(key, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	common := []string{"--log-level", "info", "--log-format", "json", "--env", "cartpole", "--K", "4", "--nats", strings.Join(urls, ","), "--user-key", key,
-		"--cluster-replicas", "3", "--flush-timeout", "1h", "--lease-ttl", "10s", "--max-updates-per-user", "1"}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	learner := child(t, dir, "learner", append([]string{"agent", "--role", "learn", "--cluster-holder", "l", "--data", filepath.Join(dir, "learner")}, common...)...)
-	rep := child(t, dir, "replica", append([]string{"agent", "--role", "serve", "--data", filepath.Join(dir, "replica"), "--http", fmt.Sprintf("127.0.0.1:%d", ports[6])}, common...)...)
-	for deadline := time.Now().Add(90 * time.Second); ; {
-		w, _ := c.writers(t, ctx)
-		code, _ := httpGet(fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[6]))
-		if len(w) > 0 && code == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the cluster did not come up")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	time.Sleep(500 * time.Millisecond)
-	users := 0
-	for k := 0; k <= 2; k++ {
-		users += 16
-		c.playUntilRelease(t, ctx, urls[2], 16, 60+users, 90*time.Second) // node 2 is never killed
-		if k == 2 {
-			break
-		}
-		allCurrent(t, ctx, js) // a node restarted in the last round has caught up
-		nodes[k].Process.Signal(syscall.SIGKILL)
-		nodes[k].Wait()
-		time.Sleep(time.Second)
-		nodes[k] = node(k, k+1) // restarts on its store and catches up
-		t.Logf("round %d: killed and restarted nats node %d", k, k)
-	}
-	for _, p := range []*exec.Cmd{rep, learner} {
-		p.Process.Signal(syscall.SIGTERM)
-		p.Wait()
-	}
-	c.verifyLedgers(t, ctx, "learner", "replica")
-	_, r := c.writers(t, ctx)
-	t.Logf("%d users, %d releases, two nats nodes killed", users, r)
-}
-
 // allCurrent waits until every stream of the cluster has a leader and
 // every replica is current: only then may another node die without
 // costing a stream its majority.
@@ -679,16 +585,17 @@ func allCurrent(t *testing.T, ctx context.Context, js jetstream.JetStream) {
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		ok := true
 		why := ""
-		names := js.StreamNames(ctx)
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second) // a request no server answers
+		names := js.StreamNames(actx)
 		n := 0
 		for name := range names.Name() {
 			n++
-			st, err := js.Stream(ctx, name)
+			st, err := js.Stream(actx, name)
 			if err != nil {
 				ok, why = false, fmt.Sprintf("%s: %v", name, err)
 				break
 			}
-			info, err := st.Info(ctx)
+			info, err := st.Info(actx)
 			if err != nil || info.Cluster == nil || info.Cluster.Leader == "" || len(info.Cluster.Replicas) != 2 {
 				ok, why = false, fmt.Sprintf("%s: %v %+v", name, err, info)
 				if info != nil && info.Cluster != nil {
@@ -702,6 +609,7 @@ func allCurrent(t *testing.T, ctx context.Context, js jetstream.JetStream) {
 				}
 			}
 		}
+		cancel()
 		if ok && n >= 3 && names.Err() == nil {
 			t.Logf("streams current after %v", time.Since(start).Round(time.Millisecond))
 			return

@@ -6,8 +6,10 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"dprl/agent"
@@ -57,4 +59,96 @@ func Serve(ctx context.Context, cfg ServeConfig) (loadgen.Result, error) {
 		err = fmt.Errorf("agent: bench serve: an update ran during the measurement (more than %d sessions finished), so the agent side measured more than serving: shorten --duration", pc.DP.UsersPerUpdate)
 	}
 	return res, err
+}
+
+// ClusterConfig configures ServeCluster (dprl bench serve --replicas).
+type ClusterConfig struct {
+	// Replicas serving replicas (>= 1) serve Concurrency client
+	// goroutines for Duration; ActWorkers is each replica's.
+	Replicas    int
+	Concurrency int
+	Duration    time.Duration
+	ActWorkers  int
+	Logger      zerolog.Logger
+}
+
+// ServeCluster measures serving by a cluster's replicas on this machine:
+// one embedded JetStream server with the partition mapping
+// (stream.PartitionMappings, service.DefaultPartitions), a learner
+// candidate (K above the sessions of a run, so that no release runs) and
+// Replicas serving replicas sharing the partitions, all in this process,
+// against a bare echo responder on the same server (loadgen.Compare with
+// session subjects). The replicas compute and publish each finished
+// session's clipped update, as in production; on one machine they share
+// its cores, so more replicas measure the cost of routing and partitions,
+// not the gain of more machines.
+func ServeCluster(ctx context.Context, cfg ClusterConfig) (loadgen.Result, error) {
+	if cfg.Replicas < 1 {
+		return loadgen.Result{}, fmt.Errorf("bench: %d replicas, want >= 1", cfg.Replicas)
+	}
+	spec, pc, err := profile.AgentDefaults("cartpole")
+	if err != nil {
+		return loadgen.Result{}, err
+	}
+	pc.DP.UsersPerUpdate = 1 << 15 // no release (see Serve)
+	dir, err := os.MkdirTemp("", "dprl-bench-cluster-")
+	if err != nil {
+		return loadgen.Result{}, err
+	}
+	defer os.RemoveAll(dir)
+	ns, err := stream.StartEmbedded(stream.EmbeddedOptions{Port: -1, JetStream: &stream.JetStreamOptions{StoreDir: filepath.Join(dir, "nats")}, Partitions: service.DefaultPartitions})
+	if err != nil {
+		return loadgen.Result{}, err
+	}
+	defer ns.Shutdown()
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return loadgen.Result{}, err
+	}
+	start := func(name, role string) (*service.Service, error) {
+		c := &service.Cluster{Role: role, Name: "bench", Replicas: 1, Holder: name, LeaseTTL: 10 * time.Second, UserKey: key, Partitions: service.DefaultPartitions}
+		return service.StartService(ctx, service.ServiceConfig{Agent: agent.DefaultConfig(spec, pc), DataDir: filepath.Join(dir, name), NATS: ns.ClientURL(),
+			ActWorkers: cfg.ActWorkers, Logger: cfg.Logger, Cluster: c})
+	}
+	learner, err := start("learner", service.RoleLearn)
+	if err != nil {
+		return loadgen.Result{}, err
+	}
+	defer learner.Close()
+	var replicas []*service.Service
+	defer func() {
+		for _, r := range replicas {
+			r.Close()
+		}
+	}()
+	for i := range cfg.Replicas {
+		r, err := start(fmt.Sprint("replica", i), service.RoleServe)
+		if err != nil {
+			return loadgen.Result{}, err
+		}
+		replicas = append(replicas, r)
+	}
+	// Wait until the learner wrote its entry (the replicas serve its
+	// version) and the replicas share every partition.
+	for deadline := time.Now().Add(time.Minute); ; {
+		held, least, started := 0, service.DefaultPartitions, true
+		for _, r := range replicas {
+			st := r.Status()
+			held += len(st.Cluster.Partitions)
+			least = min(least, len(st.Cluster.Partitions))
+			started = started && st.Head.Seq > 0
+		}
+		if held == service.DefaultPartitions && least >= service.DefaultPartitions/cfg.Replicas && started {
+			break
+		}
+		if time.Now().After(deadline) {
+			return loadgen.Result{}, fmt.Errorf("bench: the replicas hold %d of %d partitions after a minute", held, service.DefaultPartitions)
+		}
+		select {
+		case <-ctx.Done():
+			return loadgen.Result{}, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return loadgen.Compare(ctx, loadgen.Config{URL: ns.ClientURL(), Prefix: stream.DefaultPrefix, Concurrency: cfg.Concurrency, Duration: cfg.Duration, Rounds: 4, SessionSubjects: true})
 }

@@ -37,6 +37,10 @@ const requestTimeout = 5 * time.Second
 // Subjects are where a side sends act and end requests.
 type Subjects struct {
 	Act, End string
+	// Session sends each request on its session's subject, Act or End
+	// followed by "." and stream.SessionToken(session), as stream.Client
+	// does (what a cluster's partition mapping routes on).
+	Session bool
 }
 
 // AgentSubjects are the agent's act and end subjects under prefix.
@@ -72,6 +76,8 @@ type worker struct {
 	obs  []float64
 	lat  []time.Duration
 	sess string
+	// act and end are the session's subjects.
+	act, end string
 }
 
 // NewSide returns a side of concurrency workers.
@@ -101,11 +107,16 @@ func (s *Side) Run(ctx context.Context, nc *nats.Conn, subj Subjects, d time.Dur
 			defer wg.Done()
 			for ctx.Err() == nil {
 				step := w.i % (SessionSteps + 1)
-				if step == 0 {
+				if step == 0 || w.act == "" {
 					w.sess = fmt.Sprintf("bench-%d-%d", id, w.i/(SessionSteps+1))
+					w.act, w.end = subj.Act, subj.End
+					if subj.Session {
+						tok := stream.SessionToken(w.sess)
+						w.act, w.end = subj.Act+"."+tok, subj.End+"."+tok
+					}
 				}
 				var err error
-				sub := subj.Act
+				sub := w.act
 				if step < SessionSteps {
 					req := stream.ActRequest{Session: w.sess, Obs: w.obs}
 					if step > 0 {
@@ -114,7 +125,7 @@ func (s *Side) Run(ctx context.Context, nc *nats.Conn, subj Subjects, d time.Dur
 					}
 					w.buf, err = stream.AppendActRequest(w.buf[:0], req)
 				} else {
-					sub = subj.End
+					sub = w.end
 					w.buf, err = stream.AppendEndRequest(w.buf[:0], stream.EndRequest{Session: w.sess, Reward: 1, Terminal: true})
 				}
 				if err != nil {
@@ -197,6 +208,9 @@ type Config struct {
 	// alternating rounds of Duration/Rounds (>= 1).
 	Duration time.Duration
 	Rounds   int
+	// SessionSubjects sends both sides' requests on session subjects
+	// (Subjects.Session): needed by a cluster's serving replicas.
+	SessionSubjects bool
 }
 
 // Validate reports every invalid field.
@@ -255,8 +269,10 @@ func Compare(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	defer echoConn.Close()
-	if _, err := Echo(echoConn, EchoSubject); err != nil {
-		return Result{}, err
+	for _, subj := range []string{EchoSubject, EchoSubject + ".*"} {
+		if _, err := Echo(echoConn, subj); err != nil {
+			return Result{}, err
+		}
 	}
 	nc, err := stream.Connect(cfg.URL)
 	if err != nil {
@@ -264,6 +280,7 @@ func Compare(ctx context.Context, cfg Config) (Result, error) {
 	}
 	defer nc.Close()
 	agentSubj, echoSubj := AgentSubjects(cfg.Prefix), Subjects{Act: EchoSubject, End: EchoSubject}
+	agentSubj.Session, echoSubj.Session = cfg.SessionSubjects, cfg.SessionSubjects
 	agentSide, echoSide := NewSide(cfg.Concurrency), NewSide(cfg.Concurrency)
 	round := cfg.Duration / time.Duration(cfg.Rounds)
 	for range cfg.Rounds {
