@@ -91,6 +91,7 @@ func newDemoCmd(a *app) *cobra.Command {
 	fl.StringVar(&logSessions, "log-sessions", "", "write every closed session to rotating dprl.sessions.v1 files in this directory (as dprl agent --log-sessions), for the offline modes")
 	fl.Uint64Var(&cfg.Seed, "seed", 0, "seed the users, the evaluations and the agent (the ledger records a seeded run); 0: secure")
 	fl.DurationVar(&cfg.MaxDuration, "max-duration", 10*time.Minute, "stop the demo after this long (0: no limit)")
+	fl.IntVar(&cfg.Replicas, "replicas", 0, "run the agent as a cluster in this process instead: three embedded JetStream servers, a learner and this many serving replicas sharing the session partitions (as dprl agent --role; the users play against the replicas, the ledger in --data is the learner's); 0: one agent")
 	fl.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
 	fl.StringVar(&cfg.Pace, "pace", demo.PaceLockstep, "lockstep: users arrive as fast as the learner consumes them (K per release); free: as fast as they can play (most sessions then go stale and are not learned from)")
 	return c

@@ -73,6 +73,12 @@ type Config struct {
 	// MaxDuration, if > 0, ends the run after this long (Run's context
 	// times out: the users stop, the summary covers what was played).
 	MaxDuration time.Duration
+	// Replicas, when > 0, runs the agent as a cluster on this machine
+	// instead of one process (three embedded JetStream servers, a learner
+	// and Replicas serving replicas sharing the session partitions; see
+	// startCluster): the users play against the replicas, and the ledger
+	// and releases are the learner's (at most MaxReplicas).
+	Replicas int
 	// StartProgress, if not nil, is called when the users start with a
 	// function returning the run's progress at any moment; Run calls the
 	// function it returns once the users have finished.
@@ -92,7 +98,7 @@ const (
 
 // Fields are the fields the errors of Config and ReplayConfig may name
 // (fielderr).
-var Fields = fielderr.Fields{"Users", "Concurrency", "EvalEvery", "EvalEpisodes", "Pace", "Returning", "Clip", "LR", "MaxDuration", "Z", "K", "Rate"}
+var Fields = fielderr.Fields{"Users", "Concurrency", "EvalEvery", "EvalEpisodes", "Pace", "Returning", "Clip", "LR", "MaxDuration", "Z", "K", "Rate", "Replicas"}
 
 // Validate reports the first problem of the run, in the order dprl demo
 // has always checked them: the counts, the pace, the returning
@@ -122,6 +128,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxDuration < 0 {
 		return Fields.Errorf("{MaxDuration} %v: want > 0 (0: no limit)", c.MaxDuration)
+	}
+	if c.Replicas < 0 || c.Replicas > MaxReplicas {
+		return Fields.Errorf("{Replicas} %d: want 0 (one process) to %d", c.Replicas, MaxReplicas)
 	}
 	if _, err := profile.Get(c.Env); err != nil {
 		return err
@@ -334,12 +343,22 @@ func Run(ctx context.Context, sc service.ServiceConfig, cfg Config) (Result, err
 		ctx, cancel = context.WithTimeout(ctx, cfg.MaxDuration)
 		defer cancel()
 	}
-	svc, err := service.StartService(ctx, sc)
+	var svc *service.Service
+	var stop func() error
+	var err error
+	if cfg.Replicas > 0 {
+		if sc.SessionLogDir != "" || sc.SessionLogWriter != nil {
+			return Result{}, errors.New("demo: a session log is written by a single agent, not with replicas")
+		}
+		svc, stop, err = startCluster(ctx, sc, cfg.Replicas)
+	} else if svc, err = service.StartService(ctx, sc); err == nil {
+		stop = svc.Close
+	}
 	if err != nil {
 		return Result{}, err
 	}
 	res, runErr := drive(ctx, svc, sc.Agent, cfg)
-	closeErr := svc.Close()
+	closeErr := stop()
 	if runErr != nil {
 		return Result{}, runErr
 	}
