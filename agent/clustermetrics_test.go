@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"dprl/internal/testutil"
 	"dprl/ledger"
+	"dprl/ledger/record"
 	"dprl/stream/updateq"
 )
 
@@ -95,5 +97,57 @@ func TestLearnerMetrics(t *testing.T) {
 	testutil.EventuallyTrue(t, 10*time.Second, "b follows to position 2", func() bool { return b.agent.ClusterState().LogSeq == 2 })
 	if st := b.agent.ClusterState(); st.LeaseHeld {
 		t.Errorf("b's cluster state %+v: the candidate holds the lease", st)
+	}
+}
+
+// TestLearnerFencedMetrics: another writer's entry lands in the log behind
+// the active learner's back (a split brain, forced); the learner's next
+// release is refused by the fence and it stops. The refusal is counted in
+// dprl_cluster_appends_fenced_total, no release through the log is, and
+// the lease-held gauge and ClusterState drop to not held once it stopped.
+func TestLearnerFencedMetrics(t *testing.T) {
+	js := jsCluster(t, 1)(0)
+	cfg := cartpoleConfig(2)
+	cfg.FlushTimeout = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	q, err := updateq.Open(ctx, js, updateq.Config{Name: "m", Replicas: 1, MaxValues: 1 << 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := record.Open(ctx, js, record.Config{Name: "m", Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := ledger.Open(t.TempDir(), ledger.Options{UserKey: clusterKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	a := startLearnerReplicas(t, js, cfg, "a", 1)
+	testutil.EventuallyTrue(t, 20*time.Second, "a holds the lease", func() bool { return a.agent.ClusterState().LeaseHeld })
+
+	// The other writer catches up and appends its writer entry.
+	if _, err := record.Sync(ctx, log, other, nil); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := encodeSnapshot(cfg, 0, a.agent.current.Load().theta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.AppendWriter("intruder", 1<<40, func(e ledger.Entry) error { return log.AppendEntry(ctx, e, snap, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	publishUpdates(t, q, other, cfg, 0, 2)
+	c := &a.agent.m.Cluster
+	testutil.EventuallyTrue(t, 20*time.Second, "the fenced append counted", func() bool { return metricValue(t, c.AppendsFenced) == 1 })
+	if err := a.stop(); !errors.Is(err, record.ErrFenced) {
+		t.Fatalf("learner a stopped with %v, want the fence's refusal", err)
+	}
+	if r, held := metricValue(t, c.LogReleases), metricValue(t, c.LeaseHeld); r != 0 || held != 0 {
+		t.Errorf("after the refusal: %v releases through the log, lease held %v; want 0 and 0", r, held)
+	}
+	if st := a.agent.ClusterState(); st.LeaseHeld {
+		t.Errorf("a's cluster state %+v after it stopped", st)
 	}
 }
