@@ -138,6 +138,7 @@ type Agent struct {
 	// by New, replaced by the updater goroutine after each release, read
 	// by Stats and the status page.
 	guar atomic.Pointer[Guarantee]
+	cl   clusterState // a cluster role's lease and log position (cluster.go)
 }
 
 // servingCtx is a per-goroutine serving context: the learner's actor,
@@ -764,6 +765,7 @@ func (a *Agent) setAside(f *finished, reason discardReason) (bool, string) {
 	if f.q != nil {
 		// A learner's update that will not be used leaves the queue.
 		go func(m *updateq.Msg) { _ = m.Ack(context.Background()) }(f.q.msg)
+		a.m.Cluster.UpdatesDropped.WithLabelValues(updateDropReason(reason)).Inc()
 	}
 	return a.discard(reason)
 }

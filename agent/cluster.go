@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"dprl/ledger"
@@ -68,6 +69,7 @@ func (a *Agent) runLearner(ctx context.Context) error {
 	if err != nil || rev == 0 {
 		return err
 	}
+	defer a.setLease(false, "")
 	lost := make(chan error, 1)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -85,6 +87,9 @@ func (a *Agent) runLearner(ctx context.Context) error {
 				return
 			case <-t.C:
 				_, err := l.Lease.Renew(rctx)
+				if err != nil && rctx.Err() == nil {
+					a.m.Cluster.LeaseRenewFailures.Inc()
+				}
 				switch {
 				case err == nil:
 					lastOK = time.Now()
@@ -127,6 +132,7 @@ func (a *Agent) awaitLease(ctx context.Context) (uint64, error) {
 			}
 			a.log.Warn().Err(err).Msg("learner: follow the log (retrying)")
 		}
+		a.noteLog()
 		rev, err := l.Lease.Acquire(ctx)
 		switch {
 		case err == nil:
@@ -148,16 +154,24 @@ func (a *Agent) awaitLease(ctx context.Context) (uint64, error) {
 				return l.Log.AppendEntry(ctx, e, snap, nil)
 			})
 			if errors.Is(err, record.ErrFenced) {
+				a.m.Cluster.AppendsFenced.Inc()
 				continue // a write landed since the catch-up: follow again
 			}
 			if err != nil {
 				return 0, fmt.Errorf("agent: learner: writer entry: %w", err)
 			}
 			a.log.Info().Str("holder", l.Holder).Uint64("lease", rev).Uint64("version", cur.num).Msg("learner: took the writer lease")
+			a.m.Cluster.LeaseAcquisitions.Inc()
+			a.setLease(true, l.Holder)
+			a.noteLog()
 			return rev, nil
 		case ctx.Err() != nil:
 			return 0, nil
-		case !errors.Is(err, record.ErrHeld):
+		case errors.Is(err, record.ErrHeld):
+			if h, _, err := l.Lease.Holder(ctx); err == nil {
+				a.setLease(false, h) // for /status: who writes
+			}
+		default:
 			a.log.Warn().Err(err).Msg("learner: lease")
 		}
 		select {
@@ -192,7 +206,9 @@ func (a *Agent) consume(ctx context.Context) {
 			}
 			continue
 		}
+		a.m.Cluster.UpdatesConsumed.Add(float64(len(msgs) + len(bad)))
 		for _, e := range bad {
+			a.m.Cluster.UpdatesDropped.WithLabelValues("malformed").Inc()
 			a.noisy.Warn().Err(e).Msg("learner: a malformed update was dropped")
 		}
 		for _, m := range msgs {
@@ -207,10 +223,12 @@ func (a *Agent) queueUpdate(ctx context.Context, m *updateq.Msg) {
 	var sess ledger.SessionKey
 	if len(u.Session) != 2*len(sess) {
 		a.noisy.Warn().Msg("learner: an update whose session is not a session key was dropped")
+		a.m.Cluster.UpdatesDropped.WithLabelValues("malformed").Inc()
 		_ = m.Ack(ctx)
 		return
 	}
 	if _, err := hex.Decode(sess[:], []byte(u.Session)); err != nil {
+		a.m.Cluster.UpdatesDropped.WithLabelValues("malformed").Inc()
 		_ = m.Ack(ctx)
 		return
 	}
@@ -281,4 +299,54 @@ func (a *Agent) adoptFirstPolicy(ctx context.Context) error {
 	}
 	a.current.Store(&version{num: 0, theta: theta})
 	return nil
+}
+
+// clusterState is what a cluster role shows in /status (ClusterState).
+type clusterState struct {
+	leaseHeld atomic.Bool
+	holder    atomic.Pointer[string]
+	logSeq    atomic.Uint64
+}
+
+// ClusterState is a cluster role's state for /status: public values that
+// depend on which processes are up, never on users' data.
+type ClusterState struct {
+	// LeaseHeld is true while this learner holds the writer lease.
+	LeaseHeld bool
+	// LeaseHolder names the lease's holder as this learner last saw it:
+	// itself while it holds the lease, the holder it found taken while it
+	// waits ("" when none seen).
+	LeaseHolder string
+	// LogSeq is the position of the ledger of record this process's
+	// ledger holds up to: the log position it follows.
+	LogSeq uint64
+}
+
+// ClusterState returns the cluster role's state (the zero value for role
+// all).
+func (a *Agent) ClusterState() ClusterState {
+	st := ClusterState{LeaseHeld: a.cl.leaseHeld.Load(), LogSeq: a.cl.logSeq.Load()}
+	if h := a.cl.holder.Load(); h != nil {
+		st.LeaseHolder = *h
+	}
+	return st
+}
+
+// setLease records whether this learner holds the lease and who does.
+func (a *Agent) setLease(held bool, holder string) {
+	a.cl.leaseHeld.Store(held)
+	a.cl.holder.Store(&holder)
+	if held {
+		a.m.Cluster.LeaseHeld.Set(1)
+	} else {
+		a.m.Cluster.LeaseHeld.Set(0)
+	}
+}
+
+// noteLog records the log position this process's ledger holds up to.
+func (a *Agent) noteLog() {
+	if h, err := a.store.Head(); err == nil {
+		a.cl.logSeq.Store(h.Seq)
+		a.m.Cluster.LogSeq.Set(float64(h.Seq))
+	}
 }

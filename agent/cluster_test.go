@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"dprl/internal/testutil"
 	"dprl/ledger"
 	"dprl/ledger/record"
 	"dprl/policy"
@@ -31,21 +32,27 @@ type learnerProc struct {
 
 func startLearner(t *testing.T, js jetstream.JetStream, cfg Config, holder string) *learnerProc {
 	t.Helper()
+	return startLearnerReplicas(t, js, cfg, holder, 3)
+}
+
+// startLearnerReplicas is startLearner on streams of n replicas.
+func startLearnerReplicas(t *testing.T, js jetstream.JetStream, cfg Config, holder string, n int) *learnerProc {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	store, err := ledger.Open(t.TempDir(), ledger.Options{UserKey: clusterKey})
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := record.Open(ctx, js, record.Config{Name: "m", Replicas: 3})
+	log, err := record.Open(ctx, js, record.Config{Name: "m", Replicas: n})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease, err := record.OpenLease(ctx, js, record.LeaseConfig{Name: "m", Replicas: 3, TTL: time.Second, Holder: holder})
+	lease, err := record.OpenLease(ctx, js, record.LeaseConfig{Name: "m", Replicas: n, TTL: time.Second, Holder: holder})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := updateq.Open(ctx, js, updateq.Config{Name: "m", Replicas: 3, MaxValues: 1 << 16})
+	q, err := updateq.Open(ctx, js, updateq.Config{Name: "m", Replicas: n, MaxValues: 1 << 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,6 +287,25 @@ func TestClusterServesAndLearns(t *testing.T) {
 	}
 	if len(seen) < 12 {
 		t.Fatalf("%d sessions in releases, want >= 12", len(seen))
+	}
+	// The replicas' metrics: every session used was published by one of
+	// them, none failed, and each follows the log to the learner's head.
+	var published float64
+	h, err := learner.store.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range replicas {
+		published += metricValue(t, r.m.Cluster.UpdatesPublished)
+		if e := metricValue(t, r.m.Cluster.PublishErrors); e != 0 {
+			t.Errorf("replica %d: %v publish errors", i, e)
+		}
+		testutil.EventuallyTrue(t, 10*time.Second, "the replica follows the log", func() bool {
+			return r.ClusterState().LogSeq >= h.Seq && metricValue(t, r.m.Cluster.LogSeq) >= float64(h.Seq)
+		})
+	}
+	if published < float64(len(seen)) {
+		t.Errorf("the replicas published %v updates, %d were used", published, len(seen))
 	}
 }
 

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"dprl/internal/buildinfo"
@@ -69,6 +70,116 @@ type Metrics struct {
 	// ledger, at the agent's delta (the worst user against the cap),
 	// read from the ledger at start and after each release.
 	UserEpsilonMax prometheus.Gauge
+	// Cluster are the metrics of a cluster role (--role learn or serve):
+	// always created, registered only by RegisterCluster, for the role
+	// that uses them.
+	Cluster ClusterMetrics
+}
+
+// ClusterMetrics are the metrics of a cluster's roles (docs/privacy.md,
+// section 13). Like the others they count protocol events, never what a
+// session contains, and are for the operator only. A process registers
+// the learner's or the replica's (RegisterCluster), and LogSeq in both.
+type ClusterMetrics struct {
+	// LogSeq is the position of the ledger of record this process's
+	// ledger holds up to (both roles): the log position it follows.
+	LogSeq prometheus.Gauge
+
+	// The learner's. LeaseHeld is 1 while it holds the writer lease;
+	// LeaseAcquisitions counts the leases it took (each followed by its
+	// writer entry), LeaseRenewFailures the renewals that failed (a
+	// leader election, a server down, or the lease lost). AppendsFenced
+	// counts its appends the log refused because another writer's entry
+	// held the position (the fence). UpdatesConsumed counts the update
+	// deliveries it fetched from the queue (a redelivery counts again),
+	// UpdatesDropped the updates it acknowledged without using them, by
+	// reason (updateDropReasons), and LogReleases its releases appended
+	// to the ledger of record.
+	LeaseHeld          prometheus.Gauge
+	LeaseAcquisitions  prometheus.Counter
+	LeaseRenewFailures prometheus.Counter
+	AppendsFenced      prometheus.Counter
+	UpdatesConsumed    prometheus.Counter
+	UpdatesDropped     *prometheus.CounterVec
+	LogReleases        prometheus.Counter
+
+	// The serving replica's. UpdatesPublished counts the clipped session
+	// updates it published to the queue, PublishErrors those the queue
+	// did not acknowledge (the session is lost to learning).
+	// PartitionsServed is the number of session partitions it serves;
+	// PartitionsTaken counts the partitions it took, PartitionsReleased
+	// those it stopped serving, by reason (partitionReleaseReasons).
+	UpdatesPublished   prometheus.Counter
+	PublishErrors      prometheus.Counter
+	PartitionsServed   prometheus.Gauge
+	PartitionsTaken    prometheus.Counter
+	PartitionsReleased *prometheus.CounterVec
+}
+
+// The label values of dprl_cluster_updates_dropped_total: a malformed
+// update (its session is not a session key, or it does not decode), then
+// the set-aside reasons a learner meets, user_cap joining the per-user
+// ones (user_update_cap, user_epsilon_cap, user_min_separation) and other
+// any reason not listed (none today).
+var updateDropReasons = []string{"malformed", "session_used", "stale", "user_cap", "ledger_unavailable", "other"}
+
+// The label values of dprl_cluster_partitions_released_total: rebalance
+// (given up to a replica that joined), lost (its lease was taken, or not
+// renewed for two thirds of its TTL), stopped (the process shut down).
+var partitionReleaseReasons = []string{"rebalance", "lost", "stopped"}
+
+// updateDropReason is a set-aside reason's label in
+// dprl_cluster_updates_dropped_total.
+func updateDropReason(r discardReason) string {
+	switch r {
+	case reasonSessionUsed, reasonStale, reasonLedgerUnavailable:
+		return r.label()
+	case reasonUserUpdateCap, reasonUserEpsilonCap, reasonUserSeparation:
+		return "user_cap"
+	}
+	return "other"
+}
+
+// clusterHelp ends the help of the metrics registered for one role only.
+const clusterHelp = " Registered by a cluster's %s only."
+
+func newClusterMetrics() ClusterMetrics {
+	learn, serve := fmt.Sprintf(clusterHelp, "learner (--role learn)"), fmt.Sprintf(clusterHelp, "serving replica (--role serve)")
+	c := ClusterMetrics{
+		LogSeq:             prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_cluster_log_seq", Help: "Position of the ledger of record this process's ledger holds up to (the log position it follows). Registered by both cluster roles." + opsHelp}),
+		LeaseHeld:          prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_cluster_lease_held", Help: "1 while this learner holds the writer lease, else 0." + learn + opsHelp}),
+		LeaseAcquisitions:  prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_cluster_lease_acquisitions_total", Help: "Writer leases this learner took (each followed by its writer entry in the ledger of record)." + learn + opsHelp}),
+		LeaseRenewFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_cluster_lease_renew_failures_total", Help: "Renewals of the writer lease that failed (retried; three periods without one, or the lease taken, stop the learner)." + learn + opsHelp}),
+		AppendsFenced:      prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_cluster_appends_fenced_total", Help: "Appends to the ledger of record refused because another writer's entry held the position (the fence)." + learn + opsHelp}),
+		UpdatesConsumed:    prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_cluster_updates_consumed_total", Help: "Session update deliveries fetched from the update queue (a redelivery counts again)." + learn + opsHelp}),
+		UpdatesDropped:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_cluster_updates_dropped_total", Help: "Session updates acknowledged without being used, by reason (malformed, session_used, stale, user_cap, ledger_unavailable, other)." + learn + opsHelp}, []string{"reason"}),
+		LogReleases:        prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_cluster_log_releases_total", Help: "Releases this learner appended to the ledger of record." + learn + opsHelp}),
+		UpdatesPublished:   prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_cluster_updates_published_total", Help: "Clipped session updates published to the update queue." + serve + opsHelp}),
+		PublishErrors:      prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_cluster_update_publish_errors_total", Help: "Session updates the update queue did not acknowledge (not learned from)." + serve + opsHelp}),
+		PartitionsServed:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_cluster_partitions_served", Help: "Session partitions this replica serves now." + serve + opsHelp}),
+		PartitionsTaken:    prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_cluster_partitions_taken_total", Help: "Session partitions this replica took (at start, from a dead replica once its lease expired, or to even the share)." + serve + opsHelp}),
+		PartitionsReleased: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_cluster_partitions_released_total", Help: "Session partitions this replica stopped serving, by reason (rebalance, lost, stopped)." + serve + opsHelp}, []string{"reason"}),
+	}
+	for _, r := range updateDropReasons {
+		c.UpdatesDropped.WithLabelValues(r)
+	}
+	for _, r := range partitionReleaseReasons {
+		c.PartitionsReleased.WithLabelValues(r)
+	}
+	return c
+}
+
+// RegisterCluster registers the metrics of a cluster role with reg: the
+// learner's (learner true) or the serving replica's, and the log position.
+// A process of role all registers none of them.
+func (m *Metrics) RegisterCluster(reg prometheus.Registerer, learner bool) {
+	c := &m.Cluster
+	reg.MustRegister(c.LogSeq)
+	if learner {
+		reg.MustRegister(c.LeaseHeld, c.LeaseAcquisitions, c.LeaseRenewFailures, c.AppendsFenced, c.UpdatesConsumed, c.UpdatesDropped, c.LogReleases)
+		return
+	}
+	reg.MustRegister(c.UpdatesPublished, c.PublishErrors, c.PartitionsServed, c.PartitionsTaken, c.PartitionsReleased)
 }
 
 // Discard reasons: the label values of dprl_sessions_discarded_total, a
@@ -161,6 +272,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		SessionEpsilon:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_session_epsilon", Help: "Per-session epsilon of a release at dprl_session_delta (analytic Gaussian mechanism): the worst over the ledger's releases and one made now at the current settings." + opsHelp}),
 		SessionDelta:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_session_delta", Help: "Delta of the per-session and per-user guarantees." + opsHelp}),
 		UserEpsilonMax:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_user_epsilon_max", Help: "Largest composed epsilon of any user in the ledger at dprl_session_delta (the worst user against the cap)." + opsHelp}),
+		Cluster:           newClusterMetrics(),
 	}
 	for _, c := range stream.Codes() {
 		m.ActErrors.WithLabelValues(string(c))

@@ -103,6 +103,7 @@ func (p *publisher) resume(ctx context.Context) error {
 		return fmt.Errorf("agent: replica: the log's entry %d: %w", h.Seq, err)
 	}
 	p.apply(r)
+	a.noteLog()
 	return nil
 }
 
@@ -139,6 +140,7 @@ func (p *publisher) follow(ctx context.Context) error {
 		// and read again at the next tick.
 		a.noisy.Warn().Err(err).Msg("replica: follow the log (retrying)")
 	}
+	a.noteLog()
 	return nil
 }
 
@@ -165,7 +167,10 @@ func (p *publisher) publishAll(ctx context.Context) {
 		a.cfg.Policy.DP.ClipUpdate(p.gu, p.learner.NumPolicyParams())
 		u := &updateq.Update{Session: f.sess.String(), HasUser: f.key.hasUser, User: f.key.user, Version: cur.num, Values: p.gu}
 		if err := a.opt.Replica.Updates.Publish(ctx, u); err != nil {
+			a.m.Cluster.PublishErrors.Inc()
 			a.noisy.Warn().Err(err).Msg("replica: publish an update")
+		} else {
+			a.m.Cluster.UpdatesPublished.Inc()
 		}
 		a.uncharge(f.bytes)
 		f.bytes = 0

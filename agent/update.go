@@ -490,6 +490,7 @@ func (u *updater) update(cur *version) error {
 		case errors.Is(err, ledger.ErrClosed):
 			return err
 		case errors.Is(err, record.ErrFenced):
+			a.m.Cluster.AppendsFenced.Inc()
 			// Another writer appended: this process is no longer the
 			// learner. Nothing was written; its batch stays in the queue.
 			a.log.Error().Err(err).Uint64("version", newVer).Msg("learner: the ledger of record refused the release; stopping")
@@ -519,6 +520,8 @@ func (u *updater) update(cur *version) error {
 	u.round.Commit() // published: the next round's local updates start from g~, the noise stream moves on
 	if a.opt.Learner != nil {
 		u.ackBatch()
+		a.m.Cluster.LogReleases.Inc()
+		a.noteLog()
 	}
 	if rel.Noise != nil {
 		u.streamStart = start

@@ -155,7 +155,7 @@ func (s *Service) startPartitioner(ctx context.Context, p *Policy) error {
 	}
 	octx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	pt, err := newPartitioner(octx, js, s.cfg.Cluster, p.srv, p.log)
+	pt, err := newPartitioner(octx, js, s.cfg.Cluster, p.srv, p.log, &p.metrics.Cluster)
 	if err != nil {
 		return err
 	}

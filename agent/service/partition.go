@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"dprl/agent"
 	"dprl/ledger/record"
 	"dprl/stream"
 )
@@ -46,11 +47,12 @@ type partitioner struct {
 	held   map[int]time.Time // partition -> last successful acquisition or renewal
 	rng    *mrand.Rand       // the order free partitions are tried in
 	log    zerolog.Logger
+	m      *agent.ClusterMetrics
 }
 
 // newPartitioner opens the partition bucket of cluster c for a replica
-// serving srv.
-func newPartitioner(ctx context.Context, js jetstream.JetStream, c *Cluster, srv *stream.Server, log zerolog.Logger) (*partitioner, error) {
+// serving srv, counting in m.
+func newPartitioner(ctx context.Context, js jetstream.JetStream, c *Cluster, srv *stream.Server, log zerolog.Logger, m *agent.ClusterMetrics) (*partitioner, error) {
 	// A membership key per process start: two replicas may share a
 	// holder name (one host and pid in two containers).
 	var id [8]byte
@@ -61,7 +63,7 @@ func newPartitioner(ctx context.Context, js jetstream.JetStream, c *Cluster, srv
 	if err != nil {
 		return nil, err
 	}
-	p := &partitioner{srv: srv, n: c.Partitions, ttl: c.LeaseTTL, member: member, held: map[int]time.Time{}, log: log}
+	p := &partitioner{srv: srv, n: c.Partitions, ttl: c.LeaseTTL, member: member, held: map[int]time.Time{}, log: log, m: m}
 	for i := range c.Partitions {
 		l, err := member.For(fmt.Sprintf("p.%d", i))
 		if err != nil {
@@ -116,10 +118,10 @@ func (p *partitioner) tick(ctx context.Context) bool {
 			p.held[i] = now
 		case errors.Is(err, record.ErrLost):
 			p.log.Warn().Int("partition", i).Msg("partitions: lost a partition's lease")
-			p.drop(i)
+			p.drop(i, "lost")
 		case now.Sub(last) > 2*p.ttl/3:
 			p.log.Warn().Err(err).Int("partition", i).Msg("partitions: no renewal for 2/3 of the TTL: stop serving the partition")
-			p.drop(i)
+			p.drop(i, "lost")
 		}
 	}
 	if ctx.Err() != nil {
@@ -137,7 +139,7 @@ func (p *partitioner) tick(ctx context.Context) bool {
 		if len(p.held) <= fair {
 			break
 		}
-		p.drop(i)
+		p.drop(i, "rebalance")
 		if err := p.parts[i].Release(ctx); err != nil {
 			p.log.Warn().Err(err).Int("partition", i).Msg("partitions: give a partition up")
 		}
@@ -161,13 +163,17 @@ func (p *partitioner) tick(ctx context.Context) bool {
 			continue
 		}
 		p.held[i] = now
+		p.m.PartitionsTaken.Inc()
+		p.m.PartitionsServed.Set(float64(len(p.held)))
 	}
 	return len(p.held) >= fair
 }
 
-// drop stops serving partition i.
-func (p *partitioner) drop(i int) {
+// drop stops serving partition i, counting why.
+func (p *partitioner) drop(i int, reason string) {
 	delete(p.held, i)
+	p.m.PartitionsReleased.WithLabelValues(reason).Inc()
+	p.m.PartitionsServed.Set(float64(len(p.held)))
 	if err := p.srv.RemovePartition(i); err != nil {
 		p.log.Warn().Err(err).Int("partition", i).Msg("partitions: stop serving a partition")
 	}
@@ -179,7 +185,7 @@ func (p *partitioner) releaseAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for i := range p.held {
-		p.drop(i)
+		p.drop(i, "stopped")
 		_ = p.parts[i].Release(ctx)
 	}
 	_ = p.member.Release(ctx)

@@ -205,6 +205,9 @@ func (s *Service) checkDataDirs() error {
 			return p.wrap(err)
 		}
 		p.metrics = agent.NewMetrics(p.registerer(s.reg))
+		if c := s.cfg.Cluster; c != nil {
+			p.metrics.RegisterCluster(p.registerer(s.reg), c.Role == RoleLearn)
+		}
 		if f := p.cfg.Fixed; f != nil {
 			p.registerer(s.reg).MustRegister(f.Collectors()...)
 		}
@@ -412,6 +415,16 @@ type ClusterStatus struct {
 	// of PartitionCount.
 	Partitions     []int `json:"partitions,omitempty"`
 	PartitionCount int   `json:"partition_count,omitempty"`
+	// LogSeq is the position of the ledger of record this process's
+	// ledger holds up to: the log position it follows (both roles).
+	LogSeq uint64 `json:"log_seq"`
+	// A learner's: Holder is its own name (its writer entries carry it),
+	// LeaseHeld whether it holds the writer lease now, and LeaseHolder
+	// the holder as it last saw the lease (itself while it holds it; ""
+	// when it saw none).
+	Holder      string `json:"holder,omitempty"`
+	LeaseHeld   *bool  `json:"lease_held,omitempty"`
+	LeaseHolder string `json:"lease_holder,omitempty"`
 }
 
 // Status returns the agent's summary and the ledger head (in multi-policy
@@ -421,9 +434,13 @@ func (s *Service) Status() Status {
 	h, _ := p.store.Head()
 	st := Status{Stats: p.agent.Stats(), Head: h, Build: buildinfo.Get()}
 	if c := s.cfg.Cluster; c != nil {
-		st.Cluster = &ClusterStatus{Role: c.Role, Name: c.Name}
+		cs := p.agent.ClusterState()
+		st.Cluster = &ClusterStatus{Role: c.Role, Name: c.Name, LogSeq: cs.LogSeq}
 		if c.Role == RoleServe && p.srv != nil {
 			st.Cluster.Partitions, st.Cluster.PartitionCount = p.srv.ServedPartitions(), c.Partitions
+		}
+		if c.Role == RoleLearn {
+			st.Cluster.Holder, st.Cluster.LeaseHeld, st.Cluster.LeaseHolder = c.Holder, &cs.LeaseHeld, cs.LeaseHolder
 		}
 	}
 	return st

@@ -133,6 +133,10 @@ func (s *Service) StatusPage() (*statuspage.Page, error) {
 	if n := len(s.policies); n > 1 {
 		page.OpsNote = "all models together"
 	}
+	if c := s.Status().Cluster; c != nil {
+		page.Cluster = &statuspage.ClusterView{Role: c.Role, Name: c.Name, LogSeq: c.LogSeq, Holder: c.Holder, LeaseHeld: c.LeaseHeld,
+			LeaseHolder: c.LeaseHolder, Partitions: c.Partitions, PartitionCount: c.PartitionCount}
+	}
 	return page, nil
 }
 

@@ -134,6 +134,9 @@ type Page struct {
 	// e.g. "all models together").
 	Ops     *OpsView
 	OpsNote string
+	// Cluster, when not nil, is the agent's role in a cluster (dprl agent
+	// --role learn or serve): a panel of its own.
+	Cluster *ClusterView
 	// Refresh, when positive, makes the browser reload the page every
 	// Refresh seconds (an HTML meta refresh: no script, so the strict
 	// content security policy stands); 0 for a static page (a report).
@@ -154,6 +157,9 @@ func (p *Page) Sections() []Section {
 			h += " " + pv.Name
 		}
 		out = append(out, Section{ID: id, Heading: h, Panels: pv.Panels(id, p.Generated)})
+	}
+	if p.Cluster != nil {
+		out = append(out, Section{ID: "cluster", Heading: "Cluster", Panels: []Panel{p.Cluster.Panel()}})
 	}
 	ops := Section{ID: "agent", Heading: "Agent"}
 	if p.Ops != nil {
@@ -226,4 +232,64 @@ func age(d time.Duration) string {
 		days := int(d / (24 * time.Hour))
 		return fmt.Sprintf("%dd%dh", days, int((d-time.Duration(days)*24*time.Hour)/time.Hour))
 	}
+}
+
+// ClusterView is a cluster role's part of the page (/status's cluster
+// object): which processes are up and where the log is, nothing of users'
+// data; operational.
+type ClusterView struct {
+	// Role is "learn" or "serve"; Name is the cluster's.
+	Role, Name string
+	// LogSeq is the position of the ledger of record the process's ledger
+	// holds up to.
+	LogSeq uint64
+	// A learner's: its own name, whether it holds the writer lease, and
+	// the holder as it last saw the lease.
+	Holder      string
+	LeaseHeld   *bool
+	LeaseHolder string
+	// A serving replica's: the session partitions it serves, of
+	// PartitionCount.
+	Partitions     []int
+	PartitionCount int
+}
+
+// Panel is the cluster panel: the role and the fields it has.
+func (c *ClusterView) Panel() Panel {
+	role := c.Role
+	switch c.Role {
+	case "learn":
+		role = "learn (a learner candidate)"
+	case "serve":
+		role = "serve (a serving replica)"
+	}
+	facts := []Fact{{"role", role}, {"cluster", c.Name}, {"log position followed", fmt.Sprint(c.LogSeq)}}
+	if c.Holder != "" {
+		facts = append(facts, Fact{"this learner", c.Holder})
+	}
+	if c.LeaseHeld != nil {
+		held := "no: a candidate, following the log"
+		if *c.LeaseHeld {
+			held = "yes: the writer"
+		}
+		facts = append(facts, Fact{"holds the writer lease", held})
+		holder := c.LeaseHolder
+		if holder == "" {
+			holder = "none seen"
+		}
+		facts = append(facts, Fact{"lease holder", holder})
+	}
+	if c.PartitionCount > 0 {
+		parts := make([]string, len(c.Partitions))
+		for i, p := range c.Partitions {
+			parts[i] = fmt.Sprint(p)
+		}
+		served := "none"
+		if len(parts) > 0 {
+			served = strings.Join(parts, ", ")
+		}
+		facts = append(facts, Fact{"partitions served", fmt.Sprintf("%d of %d: %s", len(c.Partitions), c.PartitionCount, served)})
+	}
+	return Panel{ID: "cluster-role", Title: "Role", Privacy: Privacy{}, Facts: facts,
+		Note: "which processes are up and where the ledger of record is: nothing of users' data"}
 }
