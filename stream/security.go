@@ -91,12 +91,15 @@ func AgentPermissions(prefix string) *server.Permissions {
 }
 
 // ClientPermissions are the subject permissions of client identity name
-// under prefix ("": DefaultPrefix): publish act and end requests, subscribe
-// to its own inbox and to the policy announcements.
+// under prefix ("": DefaultPrefix): publish act and end requests (plain,
+// <prefix>.v1.act, and with a session token, <prefix>.v1.act.<token>),
+// subscribe to its own inbox and to the policy announcements. A client
+// reads no stream: in a cluster, neither the ledger of record nor the
+// update queue (ClusterAccounts).
 func ClientPermissions(prefix, name string) *server.Permissions {
 	prefix = orDefault(prefix)
 	return &server.Permissions{
-		Publish:   &server.SubjectPermission{Allow: []string{actSubject(prefix), endSubject(prefix)}},
+		Publish:   &server.SubjectPermission{Allow: requests(prefix)},
 		Subscribe: &server.SubjectPermission{Allow: []string{policySubject(prefix), InboxPrefix(name) + ".>"}},
 	}
 }

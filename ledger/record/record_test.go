@@ -186,3 +186,38 @@ func TestOpenRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenReader: a reader binds without creating the stream (a replica
+// may not): before any writer opened the ledger it reads as empty and
+// leaves no stream behind; once a writer appended, the same reader reads
+// the entries.
+func TestOpenReader(t *testing.T) {
+	s := startCluster(t, 1)[0]
+	js := connect(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := OpenReader(ctx, js, "a.b"); err == nil {
+		t.Error("name a.b accepted")
+	}
+	r, err := OpenReader(ctx, js, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last, err := r.Last(ctx); err != nil || last != 0 {
+		t.Fatalf("before the writer: last %d, %v", last, err)
+	}
+	if err := r.Read(ctx, 1, func(Entry) error { return errors.New("an entry") }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Stream(ctx, "DPRL_LEDGER_test"); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("the reader created the stream: %v", err)
+	}
+	w := openLog(t, js, 1)
+	if _, err := w.Append(ctx, 0, "e1", []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := r.Read(ctx, 1, func(e Entry) error { got = append(got, e.ID+"="+string(e.Data)); return nil }); err != nil || len(got) != 1 || got[0] != "e1=one" {
+		t.Fatalf("after the writer: %q, %v", got, err)
+	}
+}
