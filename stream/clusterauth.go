@@ -74,11 +74,12 @@ func ownStream(st string) []string {
 }
 
 // consumeStream are the subjects of consumers of stream st: create (or
-// update) one, read its info, delete it, pull its next messages, and
-// acknowledge them.
+// update) one, read its info, delete it, pull its next messages,
+// acknowledge them, and answer a push consumer's flow control (a
+// key-value watch).
 func consumeStream(st string) []string {
 	return []string{jsAPI + "CONSUMER.CREATE." + st + ".>", jsAPI + "CONSUMER.DURABLE.CREATE." + st + ".>", jsAPI + "CONSUMER.INFO." + st + ".>",
-		jsAPI + "CONSUMER.DELETE." + st + ".>", jsAPI + "CONSUMER.MSG.NEXT." + st + ".>", "$JS.ACK." + st + ".>"}
+		jsAPI + "CONSUMER.DELETE." + st + ".>", jsAPI + "CONSUMER.MSG.NEXT." + st + ".>", "$JS.ACK." + st + ".>", "$JS.FC." + st + ".>"}
 }
 
 // requests are the protocol's request subjects under prefix: the plain

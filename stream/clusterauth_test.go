@@ -173,6 +173,34 @@ func TestClusterPermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The partition bucket: a learner creates it, a replica binds to it,
+	// writes, reads and watches it.
+	if _, err := l.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: n.Parts, Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	parts, err := r.js.KeyValue(ctx, n.Parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := parts.WatchAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parts.Put(ctx, "p0", []byte("r1")); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := parts.Get(ctx, "p0"); err != nil || string(e.Value()) != "r1" {
+		t.Fatalf("replica reads the partition bucket: %v", err)
+	}
+	for e := range w.Updates() {
+		if e != nil && e.Key() == "p0" {
+			break
+		}
+	}
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
 	// The learner fetches and acknowledges it, renews and releases.
 	msgs, bad, err := cons.Fetch(1, 2*time.Second)
 	if err != nil || len(bad) != 0 || len(msgs) != 1 || msgs[0].Update.Session != "s1" {
@@ -297,6 +325,10 @@ func TestClusterPermissions(t *testing.T) {
 		{"l1", "update queue publish", n.UpdatesSubject, publish(n.UpdatesSubject)},
 		{"l1", "a stream sourcing the queue", "$JS.API.STREAM.CREATE.SPY", sourcing},
 		{"l1", "partition bucket key", "$KV." + n.Parts + ".x", publish("$KV." + n.Parts + ".x")},
+		{"r1", "partition bucket create/update", "$JS.API.STREAM.UPDATE." + n.PartsStream, func(ctx context.Context, rc *roleConn) error {
+			_, err := rc.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: n.Parts, Storage: jetstream.FileStorage})
+			return err
+		}},
 	}
 	var wg sync.WaitGroup
 	for _, rf := range refusals {
