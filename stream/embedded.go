@@ -114,6 +114,10 @@ type ClusterOptions struct {
 	// the route listener can join the cluster and read every message.
 	// They are added to Routes' URLs.
 	User, Password string
+	// TLSConfig, when not nil, encrypts every route with mutual TLS: each
+	// member presents its certificate and verifies its peer's (RouteTLS
+	// builds one from files). Every member needs it.
+	TLSConfig *tls.Config
 }
 
 // StartEmbedded starts nats-server in-process with signal handling off
@@ -214,6 +218,7 @@ func clusterOptions(so *server.Options, opts EmbeddedOptions) error {
 			return errors.New("stream: embedded: cluster route credentials need a user and a password")
 		}
 		so.Cluster.Username, so.Cluster.Password = c.User, c.Password
+		so.Cluster.TLSConfig = c.TLSConfig
 		for _, r := range c.Routes {
 			u, err := url.Parse(r)
 			if err != nil || u.Scheme != "nats-route" || u.Port() == "" {

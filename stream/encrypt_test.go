@@ -3,7 +3,16 @@ package stream_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"io/fs"
+	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -90,35 +99,88 @@ func startJS(t *testing.T, o stream.EmbeddedOptions) (jetstream.JetStream, func(
 	return js, func() { nc.Close(); s.Shutdown(); s.WaitForShutdown() }
 }
 
-// TestRouteCredentials: members with the route credentials form a
-// cluster; a server without them cannot join it.
-func TestRouteCredentials(t *testing.T) {
-	start := func(name, user, password string, port int, routes ...string) *server.Server {
+// routeCerts writes a CA and a member certificate it signed (server and
+// client authentication, 127.0.0.1) to dir, returning the member's cert,
+// key and the CA file.
+func routeCerts(t *testing.T, dir string) (cert, key, ca string) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "route CA"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key1, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "member"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key1.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalECPrivateKey(key1)
+	cert, key, ca = filepath.Join(dir, "member.pem"), filepath.Join(dir, "member-key.pem"), filepath.Join(dir, "ca.pem")
+	for f, b := range map[string]*pem.Block{cert: {Type: "CERTIFICATE", Bytes: der}, key: {Type: "EC PRIVATE KEY", Bytes: kder}, ca: {Type: "CERTIFICATE", Bytes: caDER}} {
+		if err := os.WriteFile(f, pem.EncodeToMemory(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cert, key, ca
+}
+
+// TestRouteSecurity: members with the route credentials and certificates
+// of the cluster's CA form a cluster; a server without the credentials,
+// without TLS, or with a certificate of another CA cannot join it.
+func TestRouteSecurity(t *testing.T) {
+	tlsOf := func(dir string) *tls.Config {
+		cert, key, ca := routeCerts(t, dir)
+		cfg, err := stream.RouteTLS(cert, key, ca)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	ours, theirs := tlsOf(t.TempDir()), tlsOf(t.TempDir())
+	start := func(name, user, password string, cfg *tls.Config, routes ...string) *server.Server {
 		t.Helper()
 		s, err := stream.StartEmbedded(stream.EmbeddedOptions{Port: -1, ServerName: name,
-			Cluster: &stream.ClusterOptions{Name: "c", Port: port, Routes: routes, User: user, Password: password}})
+			Cluster: &stream.ClusterOptions{Name: "c", Port: -1, Routes: routes, User: user, Password: password, TLSConfig: cfg}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(s.Shutdown)
 		return s
 	}
-	a := start("a", "dprl-route", "route-secret-0123", -1)
+	const user, pw = "dprl-route", "route-secret-0123"
+	a := start("a", user, pw, ours)
 	route := "nats-route://" + a.ClusterAddr().String()
-	start("b", "dprl-route", "route-secret-0123", -1, route)
+	start("b", user, pw, ours, route)
 	for deadline := time.Now().Add(5 * time.Second); a.NumRoutes() == 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("b with the credentials did not join")
+			t.Fatal("b with the credentials and a certificate of the CA did not join")
 		}
 	}
 	joined := a.NumRoutes()
-	start("stranger", "", "", -1, route)
-	start("guesser", "dprl-route", "guess-guess-guess", -1, route)
+	start("stranger", "", "", ours, route)
+	start("guesser", user, "guess-guess-guess", ours, route)
+	start("plain", user, pw, nil, route)
+	start("other-ca", user, pw, theirs, route)
 	time.Sleep(time.Second)
 	if n := a.NumRoutes(); n != joined {
 		t.Fatalf("%d routes after the strangers tried, want %d", n, joined)
 	}
 	if _, err := stream.StartEmbedded(stream.EmbeddedOptions{Port: -1, Cluster: &stream.ClusterOptions{Name: "c", Port: -1, User: "u"}}); err == nil {
 		t.Error("a route user without a password accepted")
+	}
+	if _, err := stream.RouteTLS("c", "k", ""); err == nil {
+		t.Error("route TLS without a CA accepted")
 	}
 }

@@ -214,6 +214,23 @@ func ServerTLS(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 	return cfg, nil
 }
 
+// RouteTLS returns the TLS configuration of a cluster's routes (mutual
+// TLS): the member presents certFile/keyFile (PEM; the certificate must
+// allow both server and client authentication) and accepts, in either
+// direction, only a peer whose certificate caFile's CAs signed. TLS 1.2 is
+// the minimum.
+func RouteTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
+	if caFile == "" {
+		return nil, errors.New("stream: route TLS: need the CA of the members' certificates")
+	}
+	cfg, err := ServerTLS(certFile, keyFile, caFile)
+	if err != nil {
+		return nil, fmt.Errorf("stream: route TLS: %w", err)
+	}
+	cfg.RootCAs = cfg.ClientCAs
+	return cfg, nil
+}
+
 // WithInbox makes requests with the reply-inbox prefix of client identity
 // name (InboxPrefix), the only inbox a secured server lets that identity
 // subscribe to.
