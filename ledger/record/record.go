@@ -60,8 +60,9 @@ type Log struct {
 	js            jetstream.JetStream
 	name, subject string
 
-	mu     sync.Mutex
-	stream jetstream.Stream // nil until bound (OpenReader, before the stream exists)
+	mu       sync.Mutex
+	stream   jetstream.Stream // nil until bound (OpenReader, before the stream exists)
+	bindWait time.Duration    // how long the next bind attempt waits (bound)
 }
 
 // OpenReader binds to ledger name's stream for reading only (Last, Read,
@@ -95,15 +96,25 @@ func OpenReader(ctx context.Context, js jetstream.JetStream, name string) (*Log,
 }
 
 // bound returns the log's stream, binding to it (its info) the first
-// time; jetstream.ErrStreamNotFound while it does not exist.
+// time; jetstream.ErrStreamNotFound while it does not exist. A request
+// made while the stream is being created, or before the cluster has
+// elected its leaders, gets no answer at all: an attempt waits 250 ms at
+// first, then 500 ms (not a request's 2 s), so that a reader binds soon
+// after the stream is up.
 func (l *Log) bound(ctx context.Context) (jetstream.Stream, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.stream != nil {
 		return l.stream, nil
 	}
-	st, err := l.js.Stream(ctx, l.name)
+	wait := max(l.bindWait, 250*time.Millisecond)
+	bctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	st, err := l.js.Stream(bctx, l.name)
 	if err != nil {
+		if bctx.Err() != nil && ctx.Err() == nil {
+			l.bindWait = min(2*wait, 500*time.Millisecond)
+		}
 		return nil, err
 	}
 	l.stream = st

@@ -221,3 +221,44 @@ func TestOpenReader(t *testing.T) {
 		t.Fatalf("after the writer: %q, %v", got, err)
 	}
 }
+
+// TestOpenReaderFollowsSoon: a reader polling a three-server cluster from
+// its start, before any writer created the stream, sees the first entry
+// within 1.5 s of its append: a request lost while the cluster elects its
+// leaders or creates the stream is retried after at most 500 ms, not
+// after the 2 s of a request (a replica started with its learner would
+// otherwise serve its initial policy, setting sessions aside, that long).
+func TestOpenReaderFollowsSoon(t *testing.T) {
+	servers := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js := connect(t, servers[1])
+	seen := make(chan time.Time, 1)
+	go func() {
+		r, err := OpenReader(ctx, js, "test")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for ctx.Err() == nil {
+			if last, err := r.Last(ctx); err == nil && last > 0 {
+				seen <- time.Now()
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	w := openLog(t, connect(t, servers[0]), 3)
+	if _, err := w.Append(ctx, 0, "e1", []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	appended := time.Now()
+	select {
+	case at := <-seen:
+		if lag := at.Sub(appended); lag > 1500*time.Millisecond {
+			t.Errorf("the reader saw the first entry %v after its append", lag)
+		}
+	case <-ctx.Done():
+		t.Fatal("the reader never saw the first entry")
+	}
+}
