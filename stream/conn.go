@@ -93,7 +93,9 @@ func WithReconnect(max int, initial, maxWait time.Duration) Option {
 
 // WithConnectionEvents logs every change of the connection's state
 // (disconnected with the cause, reconnected with the server's URL, closed)
-// to log at warn (disconnect, close) or info (reconnect), and calls
+// to log at warn (disconnect, close) or info (reconnect), logs the
+// server's asynchronous errors (a permission violation, a slow consumer)
+// at warn, and calls
 // onChange (if not nil) with the new state; the calls are serialised by
 // nats.go's callback goroutine. Readiness checks should still ask the
 // connection itself (nats.Conn.IsConnected): the callbacks run after the
@@ -188,6 +190,15 @@ func Connect(url string, opts ...Option) (*nats.Conn, error) {
 			nats.ReconnectHandler(func(c *nats.Conn) {
 				ev.log.Info().Str("server", c.ConnectedUrlRedacted()).Msg("nats: reconnected")
 				change(true)
+			}),
+			nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+				// A refused publish or subscription (a permission), a slow
+				// consumer: nats.go would print it to stderr unformatted.
+				e := ev.log.Warn().Str("cause", err.Error())
+				if sub != nil {
+					e = e.Str("subject", sub.Subject)
+				}
+				e.Msg("nats: asynchronous error")
 			}),
 			nats.ClosedHandler(func(c *nats.Conn) {
 				if err := c.LastError(); err != nil {

@@ -50,7 +50,7 @@
 //	identity   publish                                subscribe
 //	agent      <p>.v1.policy; each request's reply    <p>.v1.act (queue "dprl"), <p>.v1.end
 //	           subject, once (response permission)
-//	client C   <p>.v1.act, <p>.v1.end                 <p>.v1.policy, _INBOX.C.>
+//	client C   <p>.v1.act[.*], <p>.v1.end[.*]         <p>.v1.policy, _INBOX.C.>
 //
 // Accounts builds these accounts for the embedded server (EmbeddedOptions
 // Nkeys, Users, TLSConfig, MaxConn, MaxSubs); AgentPermissions and
@@ -61,6 +61,13 @@
 // a request whose reply subject is under its own prefix: its answer would be
 // published there under the agent's identity (e.g. as a fake
 // announcement).
+//
+// A cluster's server (dprl agent --role, dprl nats --auth) has four roles:
+// ClusterAccounts builds their accounts with LearnerPermissions,
+// ReplicaPermissions, ClientPermissions and OperatorPermissions. Only
+// learners may read the update queue (clipped, un-noised per-session
+// updates) or create a stream; replicas publish to the queue and read the
+// ledger of record (each function says who may read what, and why).
 //
 // # Privacy
 //

@@ -91,6 +91,15 @@ type JetStreamOptions struct {
 	SyncAlways bool
 	// Domain is the JetStream domain ("" for none).
 	Domain string
+	// EncryptionKey, when not "", encrypts the file storage at rest
+	// (nats-server's JetStream encryption: each stream's files, its
+	// messages and metadata, under keys derived from this one) with
+	// Cipher. Memory storage never reaches the disk. The key must stay the
+	// same across restarts, or the streams cannot be read.
+	EncryptionKey string
+	// Cipher is "chacha" (ChaCha20-Poly1305, the default when "") or
+	// "aes" (AES-GCM).
+	Cipher string
 }
 
 // ClusterOptions make an embedded server a member of a cluster: it
@@ -106,6 +115,15 @@ type ClusterOptions struct {
 	Port int
 	// Routes are other members' route URLs.
 	Routes []string
+	// User and Password, when given, are the credentials every route must
+	// present (the same on every member): without them anyone who reaches
+	// the route listener can join the cluster and read every message.
+	// They are added to Routes' URLs.
+	User, Password string
+	// TLSConfig, when not nil, encrypts every route with mutual TLS: each
+	// member presents its certificate and verifies its peer's (RouteTLS
+	// builds one from files). Every member needs it.
+	TLSConfig *tls.Config
 }
 
 // StartEmbedded starts nats-server in-process with signal handling off
@@ -197,16 +215,33 @@ func clusterOptions(so *server.Options, opts EmbeddedOptions) error {
 			return errors.New("stream: embedded: JetStream needs a store directory")
 		}
 		so.JetStream, so.StoreDir, so.SyncAlways, so.JetStreamDomain = true, js.StoreDir, js.SyncAlways, js.Domain
+		switch js.Cipher {
+		case "", "chacha":
+			so.JetStreamCipher = server.ChaCha
+		case "aes":
+			so.JetStreamCipher = server.AES
+		default:
+			return fmt.Errorf("stream: embedded: cipher %q: want chacha or aes", js.Cipher)
+		}
+		so.JetStreamKey = js.EncryptionKey
 	}
 	if c := opts.Cluster; c != nil {
 		if c.Name == "" {
 			return errors.New("stream: embedded: a cluster needs a name")
 		}
 		so.Cluster.Name, so.Cluster.Host, so.Cluster.Port = c.Name, cmp.Or(c.Host, "127.0.0.1"), c.Port
+		if (c.User == "") != (c.Password == "") {
+			return errors.New("stream: embedded: cluster route credentials need a user and a password")
+		}
+		so.Cluster.Username, so.Cluster.Password = c.User, c.Password
+		so.Cluster.TLSConfig = c.TLSConfig
 		for _, r := range c.Routes {
 			u, err := url.Parse(r)
 			if err != nil || u.Scheme != "nats-route" || u.Port() == "" {
 				return fmt.Errorf("stream: embedded: cluster route %q: want nats-route://host:port", r)
+			}
+			if c.User != "" && u.User == nil {
+				u.User = url.UserPassword(c.User, c.Password)
 			}
 			so.Routes = append(so.Routes, u)
 		}
@@ -316,7 +351,7 @@ func StartCluster(name string, n int, dir string, base EmbeddedOptions) ([]*serv
 		o.ServerName = fmt.Sprintf("%s-%d", name, i)
 		js := JetStreamOptions{StoreDir: filepath.Join(dir, o.ServerName)}
 		if base.JetStream != nil {
-			js.SyncAlways, js.Domain = base.JetStream.SyncAlways, base.JetStream.Domain
+			js.SyncAlways, js.Domain, js.EncryptionKey, js.Cipher = base.JetStream.SyncAlways, base.JetStream.Domain, base.JetStream.EncryptionKey, base.JetStream.Cipher
 		}
 		o.JetStream = &js
 		if n > 1 { // a one-server "cluster" is a plain server: a lone member waits for peers

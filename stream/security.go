@@ -92,13 +92,15 @@ func AgentPermissions(prefix string) *server.Permissions {
 }
 
 // ClientPermissions are the subject permissions of client identity name
-// under prefix ("": DefaultPrefix): publish act and end requests (both
-// forms), subscribe
-// to its own inbox and to the policy announcements.
+// under prefix ("": DefaultPrefix): publish act and end requests (plain,
+// <prefix>.v1.act, and with a session token, <prefix>.v1.act.<token>),
+// subscribe to its own inbox and to the policy announcements. A client
+// reads no stream: in a cluster, neither the ledger of record nor the
+// update queue (ClusterAccounts).
 func ClientPermissions(prefix, name string) *server.Permissions {
 	prefix = orDefault(prefix)
 	return &server.Permissions{
-		Publish:   &server.SubjectPermission{Allow: []string{actSubject(prefix), endSubject(prefix), actSubject(prefix) + ".*", endSubject(prefix) + ".*"}},
+		Publish:   &server.SubjectPermission{Allow: requests(prefix)},
 		Subscribe: &server.SubjectPermission{Allow: []string{policySubject(prefix), InboxPrefix(name) + ".>"}},
 	}
 }
@@ -210,6 +212,23 @@ func ServerTLS(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 		}
 		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
+	return cfg, nil
+}
+
+// RouteTLS returns the TLS configuration of a cluster's routes (mutual
+// TLS): the member presents certFile/keyFile (PEM; the certificate must
+// allow both server and client authentication) and accepts, in either
+// direction, only a peer whose certificate caFile's CAs signed. TLS 1.2 is
+// the minimum.
+func RouteTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
+	if caFile == "" {
+		return nil, errors.New("stream: route TLS: need the CA of the members' certificates")
+	}
+	cfg, err := ServerTLS(certFile, keyFile, caFile)
+	if err != nil {
+		return nil, fmt.Errorf("stream: route TLS: %w", err)
+	}
+	cfg.RootCAs = cfg.ClientCAs
 	return cfg, nil
 }
 

@@ -115,24 +115,39 @@ func (s *Service) clusterOptions(ctx context.Context, opt *agent.Options) error 
 	if err != nil {
 		return fmt.Errorf("agent: cluster: %w", err)
 	}
-	log, err := record.Open(ctx, js, record.Config{Name: c.Name, Replicas: c.Replicas})
-	if err != nil {
-		return err
-	}
 	l, err := policy.NewLearner(s.cfg.Agent.Spec, s.cfg.Agent.Policy)
 	if err != nil {
 		return err
 	}
-	q, err := updateq.Open(ctx, js, updateq.Config{Name: c.Name, Replicas: c.Replicas, MaxValues: l.NumParams()})
-	if err != nil {
-		return err
-	}
+	qc := updateq.Config{Name: c.Name, Replicas: c.Replicas, MaxValues: l.NumParams()}
 	if c.Role == RoleServe {
+		// A replica reads the log and publishes to the queue; it creates
+		// no stream (stream.ReplicaPermissions: a learner does).
+		log, err := record.OpenReader(ctx, js, c.Name)
+		if err != nil {
+			return err
+		}
+		q, err := updateq.OpenPublisher(js, qc)
+		if err != nil {
+			return err
+		}
 		opt.Replica = &agent.Replica{Log: log, Updates: q}
 		return nil
 	}
+	log, err := record.Open(ctx, js, record.Config{Name: c.Name, Replicas: c.Replicas})
+	if err != nil {
+		return err
+	}
+	q, err := updateq.Open(ctx, js, qc)
+	if err != nil {
+		return err
+	}
 	lease, err := record.OpenLease(ctx, js, record.LeaseConfig{Name: c.Name, Replicas: c.Replicas, TTL: c.LeaseTTL, Holder: c.Holder})
 	if err != nil {
+		return err
+	}
+	// The replicas' partition bucket: they may only bind to it.
+	if _, err := record.OpenLease(ctx, js, partsBucket(c)); err != nil {
 		return err
 	}
 	cons, err := q.Consumer(ctx, "learner", 30*time.Second)

@@ -57,9 +57,9 @@ func newPartitioner(ctx context.Context, js jetstream.JetStream, c *Cluster, srv
 	// holder name (one host and pid in two containers).
 	var id [8]byte
 	_, _ = rand.Read(id[:])
-	member, err := record.OpenLease(ctx, js, record.LeaseConfig{Name: c.Name, Replicas: c.Replicas, TTL: c.LeaseTTL, Holder: c.Holder,
-		Bucket: "DPRL_PARTS_" + c.Name, Key: "m." + hex.EncodeToString(id[:]),
-		Description: "dprl session partitions of cluster " + c.Name + " (p.<i>: the replica serving partition i; m.<id>: a live replica)"})
+	cfg := partsBucket(c)
+	cfg.Key, cfg.BindOnly = "m."+hex.EncodeToString(id[:]), true
+	member, err := record.OpenLease(ctx, js, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +75,14 @@ func newPartitioner(ctx context.Context, js jetstream.JetStream, c *Cluster, srv
 	_, _ = rand.Read(seed[:]) // the order is not secret: it only spreads the replicas' first tries
 	p.rng = mrand.New(mrand.NewPCG(uint64(seed[0])|uint64(seed[1])<<8|uint64(seed[2])<<16|uint64(seed[3])<<24, uint64(seed[8])))
 	return p, nil
+}
+
+// partsBucket is the lease configuration of cluster c's partition
+// bucket, which a learner creates (it may create streams; a replica may
+// only bind to it).
+func partsBucket(c *Cluster) record.LeaseConfig {
+	return record.LeaseConfig{Name: c.Name, Replicas: c.Replicas, TTL: c.LeaseTTL, Holder: c.Holder, Bucket: "DPRL_PARTS_" + c.Name,
+		Description: "dprl session partitions of cluster " + c.Name + " (p.<i>: the replica serving partition i; m.<id>: a live replica)"}
 }
 
 // run holds a share of the partitions until ctx ends, then gives them up.

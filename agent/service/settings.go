@@ -97,6 +97,11 @@ type Settings struct {
 	// NATS server (stream.WithTLS, WithCredentials, WithNKey), read and
 	// parsed by ServiceConfig.
 	TLSCA, TLSCert, TLSKey, Creds, NKey string
+	// Identity (nats-identity) names the agent's identity on an external
+	// server: its requests' reply inbox is _INBOX.<Identity>
+	// (stream.WithInbox), the only inbox a secured server lets it read (a
+	// cluster's dprl nats --auth file names each process's).
+	Identity string
 	// Security secures the embedded server (the nats-* settings).
 	Security NATSSecurityFiles
 	// ActWorkers (act-workers), 0 to 1024, HTTPAddr (http; "" or
@@ -152,7 +157,7 @@ const DefaultMaxUpdatesPerUser = 1
 // are agent.ConfigFields, a subset), and ServerTLS and Caps for
 // NATSSecurityFiles' TLS files and its two caps as groups.
 var SettingsFields = fielderr.Fields{"DataDir", "Init", "UserEpsilon", "MaxUpdatesPerUser", "ExpectHead", "EnvSpec", "ObsDim", "Actions", "Z", "Clip", "K", "SessionEpsilon", "Delta", "Noise", "Band",
-	"ActWorkers", "SessionMemoryMiB", "NATS", "TLSCA", "TLSCert", "TLSKey", "Creds", "NKey",
+	"ActWorkers", "SessionMemoryMiB", "NATS", "TLSCA", "TLSCert", "TLSKey", "Creds", "NKey", "Identity",
 	"Clients", "ServerTLS", "ServerCert", "ServerKey", "ClientCA", "Caps", "Insecure", "NATSListen", "HTTPAddr",
 	"MaxOpenSessions", "MaxStepsPerSession", "MaxSessionsPerUser", "MaxSessionsPerConnection", "MaxQueuedPerUser",
 	"IdleTimeout", "FlushTimeout", "MaxSessionLifetime", "RewardLow", "RewardHigh", "ServePolicy", "ServeNonPrivate", "SessionLogDir",

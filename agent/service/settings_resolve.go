@@ -231,6 +231,12 @@ func (s Settings) embedded() bool {
 // act workers.
 func (s Settings) resolveTransport() ([]stream.Option, NATSSecurity, error) {
 	embedded := s.embedded()
+	if !embedded && s.Identity != "" && !stream.ValidIdentityName(s.Identity) {
+		return nil, NATSSecurity{}, SettingsFields.Errorf("{Identity} %q: want 1 to 64 letters, digits, '-' or '_'", s.Identity)
+	}
+	if embedded && s.Identity != "" {
+		return nil, NATSSecurity{}, SettingsFields.Errorf("{Identity} names the agent's identity on an external {NATS} server")
+	}
 	if embedded && (s.TLSCA != "" || s.TLSCert != "" || s.TLSKey != "" || s.Creds != "" || s.NKey != "") {
 		return nil, NATSSecurity{}, SettingsFields.Errorf("{TLSCA}, {TLSCert}, {TLSKey}, {Creds} and {NKey} are the agent's credentials for an external {NATS} server; with the embedded one the agent's identity is generated in memory (secure the server with {Clients} and {ServerTLS})")
 	}
@@ -262,6 +268,9 @@ func (s Settings) connectOptions() []stream.Option {
 	}
 	if s.NKey != "" {
 		opts = append(opts, stream.WithNKey(s.NKey))
+	}
+	if s.Identity != "" {
+		opts = append(opts, stream.WithInbox(s.Identity))
 	}
 	return opts
 }

@@ -103,7 +103,7 @@ var flagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-h
 	"Actions": "--actions", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta",
 	"UserEpsilon": "--user-epsilon", "MaxUpdatesPerUser": "--max-updates-per-user", "Noise": "--noise", "Band": "--band", "Init": "--init",
 	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert",
-	"TLSKey": "--tls-key", "Creds": "--creds", "NKey": "--nkey", "Clients": "--nats-clients", "ServerTLS": "--nats-tls-*",
+	"TLSKey": "--tls-key", "Creds": "--creds", "NKey": "--nkey", "Identity": "--nats-identity", "Clients": "--nats-clients", "ServerTLS": "--nats-tls-*",
 	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats",
 	"NATSListen": "--nats-listen", "HTTPAddr": "--http", "MaxOpenSessions": "--max-open-sessions", "MaxStepsPerSession": "--max-steps",
 	"MaxSessionsPerUser": "--max-sessions-per-user", "MaxSessionsPerConnection": "--max-sessions-per-connection", "MaxQueuedPerUser": "--max-queued-per-user",

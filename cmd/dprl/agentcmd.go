@@ -50,6 +50,7 @@ func registerAgentSettings(fs *pflag.FlagSet, s *service.Settings) *cliflags.Fla
 	fl.StringVar(&s.TLSKey, "tls-key", "", "client key for an external NATS server")
 	fl.StringVar(&s.Creds, "creds", "", "NATS credentials file of the agent (external server)")
 	fl.StringVar(&s.NKey, "nkey", "", "nkey seed file of the agent's identity (external server)")
+	fl.StringVar(&s.Identity, "nats-identity", "", "name of the agent's identity on an external server (requests use the reply inbox _INBOX.NAME; a dprl nats --auth file names each process's)")
 	fl.StringVar(&s.SessionLogDir, "log-sessions", "", "write every closed session to rotating dprl.sessions.v1 files in this directory (raw user data: protect it)")
 	fl.StringVar(&s.Backups.Dir, "backup-dir", "", "write a verified online backup of the ledger into a new subdirectory of this directory every --backup-every while the head moved, keeping the newest --backup-keep (it holds user.key: protect it)")
 	fl.DurationVar(&s.Backups.Every, "backup-every", service.DefaultBackupEvery, "interval of --backup-dir backups, >= 1s")

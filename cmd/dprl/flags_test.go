@@ -277,6 +277,11 @@ func TestConfigErrorsExitTwo(t *testing.T) {
 	if err := os.WriteFile(exists, []byte("x\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	auth := filepath.Join(dir, "auth.json")
+	if err := os.WriteFile(auth, []byte(`{"learners":[{"name":"l","nkey":"UBALVDVO5B5JK53MO3ZYJBANPXFD56VVKBIHF7QQSWFY4C43CLSIJVV4"}],
+		"replicas":[{"name":"r","nkey":"UDKUOTEO3SEZMQIXFG3QPAZ7SCV7J5XLVQGJYWUGEITY2ZWGRGCUEADM"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		cmd  string // the command path after "dprl"
 		args []string
@@ -314,6 +319,15 @@ func TestConfigErrorsExitTwo(t *testing.T) {
 		{"nats", nil, "--store"},
 		{"nats", []string{"--store", dir, "--listen", "0.0.0.0:4222"}, "--insecure-nats"},
 		{"nats", []string{"--store", dir, "--routes", "nats-route://127.0.0.1:6222"}, "--routes needs --cluster"},
+		{"nats", []string{"--store", dir, "--auth", missing}, "--auth"},
+		{"nats", []string{"--store", dir, "--auth", exists}, "--auth"},
+		{"nats", []string{"--store", dir, "--auth", auth, "--listen", "0.0.0.0:4222"}, "--tls-cert"},
+		{"nats", []string{"--store", dir, "--tls-key", exists}, "--tls-cert and --tls-key go together"},
+		{"nats", []string{"--store", dir, "--cluster", "c", "--cluster-listen", "0.0.0.0:6222", "--auth", auth}, "--cluster-listen off loopback needs --route-tls-* and --route-password-file"},
+		{"nats", []string{"--store", dir, "--route-password-file", exists}, "--route-password-file and --route-tls-* need --cluster"},
+		{"nats", []string{"--store", dir, "--cluster", "c", "--route-tls-cert", exists}, "--route-tls-cert, --route-tls-key and --route-tls-ca go together"},
+		{"nats", []string{"--store", dir, "--encryption-key", exists}, "--encryption-key " + exists + ": 1 characters, want at least 32"},
+		{"nats", []string{"--store", dir, "--encryption-key", auth, "--cipher", "rot13"}, "--cipher"},
 		{"agent", []string{"--data", dir, "--env", "cartpole", "--role", "serve", "--check-config"}, "--nats"},
 		{"replay", []string{"--returning", "1"}, "--returning"},
 		{"replay", []string{"--creds", missing}, "--creds"},

@@ -64,6 +64,11 @@ type LeaseConfig struct {
 	Bucket, Key string
 	// Description describes the bucket ("": the writer lease's).
 	Description string
+	// BindOnly binds to the bucket, waiting until it exists (ctx bounds
+	// the wait), and never creates or updates it: a serving replica may
+	// not create streams (stream.ReplicaPermissions); a learner creates
+	// its partition bucket.
+	BindOnly bool
 }
 
 // OpenLease creates or binds the lease's bucket, retrying through leader
@@ -87,17 +92,23 @@ func OpenLease(ctx context.Context, js jetstream.JetStream, cfg LeaseConfig) (*L
 	var last error
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-		kv, err := js.CreateOrUpdateKeyValue(actx, jetstream.KeyValueConfig{
-			Bucket: bucket, Description: cmp.Or(cfg.Description, "dprl writer lease of ledger "+cfg.Name),
-			History: 1, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
-			LimitMarkerTTL: cfg.TTL,
-		})
+		var kv jetstream.KeyValue
+		var err error
+		if cfg.BindOnly {
+			kv, err = js.KeyValue(actx, bucket)
+		} else {
+			kv, err = js.CreateOrUpdateKeyValue(actx, jetstream.KeyValueConfig{
+				Bucket: bucket, Description: cmp.Or(cfg.Description, "dprl writer lease of ledger "+cfg.Name),
+				History: 1, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+				LimitMarkerTTL: cfg.TTL,
+			})
+		}
 		cancel()
 		if err == nil {
 			return &Lease{kv: kv, js: js, bucket: bucket, key: key, subject: "$KV." + bucket + "." + key, ttl: cfg.TTL, holder: cfg.Holder}, nil
 		}
 		last = err
-		if !retryable(err) {
+		if !retryable(err) && !(cfg.BindOnly && errors.Is(err, jetstream.ErrBucketNotFound)) {
 			return nil, fmt.Errorf("record: open lease %s: %w", bucket, err)
 		}
 		select {

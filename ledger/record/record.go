@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -56,9 +57,68 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // Log is a ledger's stream. It is safe for concurrent use, but a ledger
 // has one writer at a time (the fence refuses the others).
 type Log struct {
-	stream  jetstream.Stream
-	js      jetstream.JetStream
-	subject string
+	js            jetstream.JetStream
+	name, subject string
+
+	mu       sync.Mutex
+	stream   jetstream.Stream // nil until bound (OpenReader, before the stream exists)
+	bindWait time.Duration    // how long the next bind attempt waits (bound)
+}
+
+// OpenReader binds to ledger name's stream for reading only (Last, Read,
+// Entry, Sync, Check), without creating or updating it: a serving
+// replica's NATS permissions allow no more (stream.ReplicaPermissions). A
+// log whose stream does not exist yet (no learner has opened it) reads as
+// empty until it does. It tries to bind once, retrying through leader
+// elections until ctx ends, so that a refusal (a permission) is reported
+// now.
+func OpenReader(ctx context.Context, js jetstream.JetStream, name string) (*Log, error) {
+	if !namePattern.MatchString(name) {
+		return nil, fmt.Errorf("record: ledger name %q: want 1 to 64 letters, digits, '-' or '_'", name)
+	}
+	l := &Log{js: js, name: "DPRL_LEDGER_" + name, subject: "dprl.ledger." + name}
+	for {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		_, err := l.bound(actx)
+		cancel()
+		if err == nil || errors.Is(err, jetstream.ErrStreamNotFound) {
+			return l, nil
+		}
+		if !retryable(err) {
+			return nil, fmt.Errorf("record: open %s for reading: %w", l.name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("record: open %s for reading: %w (last: %v)", l.name, ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// bound returns the log's stream, binding to it (its info) the first
+// time; jetstream.ErrStreamNotFound while it does not exist. A request
+// made while the stream is being created, or before the cluster has
+// elected its leaders, gets no answer at all: an attempt waits 250 ms at
+// first, then 500 ms (not a request's 2 s), so that a reader binds soon
+// after the stream is up.
+func (l *Log) bound(ctx context.Context) (jetstream.Stream, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stream != nil {
+		return l.stream, nil
+	}
+	wait := max(l.bindWait, 250*time.Millisecond)
+	bctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	st, err := l.js.Stream(bctx, l.name)
+	if err != nil {
+		if bctx.Err() != nil && ctx.Err() == nil {
+			l.bindWait = min(2*wait, 500*time.Millisecond)
+		}
+		return nil, err
+	}
+	l.stream = st
+	return st, nil
 }
 
 // Open creates the ledger's stream, or binds to it if it exists with the
@@ -95,7 +155,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Log, error)
 		st, err := js.CreateOrUpdateStream(actx, sc)
 		cancel()
 		if err == nil {
-			return &Log{stream: st, js: js, subject: sc.Subjects[0]}, nil
+			return &Log{stream: st, js: js, name: sc.Name, subject: sc.Subjects[0]}, nil
 		}
 		last = err
 		if !retryable(err) {
@@ -175,7 +235,7 @@ func (l *Log) Append(ctx context.Context, after uint64, id string, data []byte) 
 		switch {
 		case fenced(err):
 			actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-			m, gerr := l.stream.GetMsg(actx, after+1)
+			m, gerr := l.getMsg(actx, after+1)
 			cancel()
 			switch {
 			case gerr == nil && m.Header.Get(jetstream.MsgIDHeader) == id:
@@ -202,10 +262,17 @@ func (l *Log) Append(ctx context.Context, after uint64, id string, data []byte) 
 func (l *Log) Last(ctx context.Context) (uint64, error) {
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-		info, err := l.stream.Info(actx)
+		var info *jetstream.StreamInfo
+		st, err := l.bound(actx)
+		if err == nil {
+			info, err = st.Info(actx)
+		}
 		cancel()
 		if err == nil {
 			return info.State.LastSeq, nil
+		}
+		if st == nil && errors.Is(err, jetstream.ErrStreamNotFound) {
+			return 0, nil // a reader's log no learner has created yet: empty
 		}
 		if !retryable(err) {
 			return 0, fmt.Errorf("record: stream info: %w", err)
@@ -253,7 +320,7 @@ func (l *Log) Read(ctx context.Context, from uint64, fn func(Entry) error) error
 func (l *Log) get(ctx context.Context, p uint64) (*jetstream.RawStreamMsg, error) {
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-		m, err := l.stream.GetMsg(actx, p)
+		m, err := l.getMsg(actx, p)
 		cancel()
 		switch {
 		case err == nil:
@@ -269,4 +336,16 @@ func (l *Log) get(ctx context.Context, p uint64) (*jetstream.RawStreamMsg, error
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// getMsg returns the message at position p (one request).
+func (l *Log) getMsg(ctx context.Context, p uint64) (*jetstream.RawStreamMsg, error) {
+	st, err := l.bound(ctx)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, jetstream.ErrMsgNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return st.GetMsg(ctx, p)
 }

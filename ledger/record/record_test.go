@@ -186,3 +186,79 @@ func TestOpenRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenReader: a reader binds without creating the stream (a replica
+// may not): before any writer opened the ledger it reads as empty and
+// leaves no stream behind; once a writer appended, the same reader reads
+// the entries.
+func TestOpenReader(t *testing.T) {
+	s := startCluster(t, 1)[0]
+	js := connect(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := OpenReader(ctx, js, "a.b"); err == nil {
+		t.Error("name a.b accepted")
+	}
+	r, err := OpenReader(ctx, js, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last, err := r.Last(ctx); err != nil || last != 0 {
+		t.Fatalf("before the writer: last %d, %v", last, err)
+	}
+	if err := r.Read(ctx, 1, func(Entry) error { return errors.New("an entry") }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Stream(ctx, "DPRL_LEDGER_test"); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("the reader created the stream: %v", err)
+	}
+	w := openLog(t, js, 1)
+	if _, err := w.Append(ctx, 0, "e1", []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := r.Read(ctx, 1, func(e Entry) error { got = append(got, e.ID+"="+string(e.Data)); return nil }); err != nil || len(got) != 1 || got[0] != "e1=one" {
+		t.Fatalf("after the writer: %q, %v", got, err)
+	}
+}
+
+// TestOpenReaderFollowsSoon: a reader polling a three-server cluster from
+// its start, before any writer created the stream, sees the first entry
+// within 1.5 s of its append: a request lost while the cluster elects its
+// leaders or creates the stream is retried after at most 500 ms, not
+// after the 2 s of a request (a replica started with its learner would
+// otherwise serve its initial policy, setting sessions aside, that long).
+func TestOpenReaderFollowsSoon(t *testing.T) {
+	servers := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js := connect(t, servers[1])
+	seen := make(chan time.Time, 1)
+	go func() {
+		r, err := OpenReader(ctx, js, "test")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for ctx.Err() == nil {
+			if last, err := r.Last(ctx); err == nil && last > 0 {
+				seen <- time.Now()
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	w := openLog(t, connect(t, servers[0]), 3)
+	if _, err := w.Append(ctx, 0, "e1", []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	appended := time.Now()
+	select {
+	case at := <-seen:
+		if lag := at.Sub(appended); lag > 1500*time.Millisecond {
+			t.Errorf("the reader saw the first entry %v after its append", lag)
+		}
+	case <-ctx.Done():
+		t.Fatal("the reader never saw the first entry")
+	}
+}

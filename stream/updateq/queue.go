@@ -30,7 +30,7 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // Queue is a model's update queue.
 type Queue struct {
 	js        jetstream.JetStream
-	stream    jetstream.Stream
+	stream    jetstream.Stream // nil for a publisher (OpenPublisher)
 	subject   string
 	maxValues int
 	buf       []byte
@@ -42,15 +42,8 @@ const attemptTimeout = 2 * time.Second
 // Open creates the queue's stream or binds to it, retrying through
 // leader elections until ctx ends.
 func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Queue, error) {
-	switch {
-	case !namePattern.MatchString(cfg.Name):
-		return nil, fmt.Errorf("updateq: name %q: want 1 to 64 letters, digits, '-' or '_'", cfg.Name)
-	case cfg.Replicas < 1 || cfg.Replicas > 5:
-		return nil, fmt.Errorf("updateq: %d replicas, want 1 to 5", cfg.Replicas)
-	case cfg.MaxAge < 0:
-		return nil, fmt.Errorf("updateq: max age %v, want >= 0", cfg.MaxAge)
-	case cfg.MaxValues < 1:
-		return nil, fmt.Errorf("updateq: at most %d values, want >= 1", cfg.MaxValues)
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	maxAge := cfg.MaxAge
 	if maxAge == 0 {
@@ -83,6 +76,38 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Queue, erro
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// check reports what is wrong with cfg.
+func (cfg Config) check() error {
+	switch {
+	case !namePattern.MatchString(cfg.Name):
+		return fmt.Errorf("updateq: name %q: want 1 to 64 letters, digits, '-' or '_'", cfg.Name)
+	case cfg.Replicas < 1 || cfg.Replicas > 5:
+		return fmt.Errorf("updateq: %d replicas, want 1 to 5", cfg.Replicas)
+	case cfg.MaxAge < 0:
+		return fmt.Errorf("updateq: max age %v, want >= 0", cfg.MaxAge)
+	case cfg.MaxValues < 1:
+		return fmt.Errorf("updateq: at most %d values, want >= 1", cfg.MaxValues)
+	}
+	return nil
+}
+
+// OpenPublisher returns the queue of a process that only publishes to it
+// (a serving replica), without asking the server anything: a replica's
+// NATS permissions let it publish on the queue's subject and nothing else
+// of the queue (stream.ReplicaPermissions), since the updates it holds are
+// clipped but un-noised and only the learner role may read them. Its
+// Consumer fails; Publish retries until a learner has created the stream
+// (Open). cfg.Replicas and MaxAge are not used.
+func OpenPublisher(js jetstream.JetStream, cfg Config) (*Queue, error) {
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	return &Queue{js: js, subject: "dprl.updates." + cfg.Name, maxValues: cfg.MaxValues}, nil
 }
 
 // retryable reports an error a cluster gives while it elects leaders.
@@ -137,6 +162,9 @@ type Consumer struct {
 func (q *Queue) Consumer(ctx context.Context, name string, ackWait time.Duration) (*Consumer, error) {
 	if !namePattern.MatchString(name) || ackWait <= 0 {
 		return nil, fmt.Errorf("updateq: consumer %q with ack wait %v", name, ackWait)
+	}
+	if q.stream == nil {
+		return nil, errors.New("updateq: a publisher's queue has no consumer (Open it)")
 	}
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)

@@ -181,3 +181,54 @@ func TestQueueOnCluster(t *testing.T) {
 		t.Fatalf("after every ack: %d, %v", len(rest), err)
 	}
 }
+
+// TestPublisher: a publisher's queue asks the server nothing (a replica
+// may only publish): it has no consumer, and its updates reach the
+// learner's once a learner has opened the queue.
+func TestPublisher(t *testing.T) {
+	s, err := stream.StartEmbedded(stream.EmbeddedOptions{Port: -1, JetStream: &stream.JetStreamOptions{StoreDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg := Config{Name: "m", Replicas: 1, MaxValues: 2}
+	if _, err := OpenPublisher(js, Config{Name: "a.b", MaxValues: 2}); err == nil {
+		t.Error("name a.b accepted")
+	}
+	p, err := OpenPublisher(js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Consumer(ctx, "learner", time.Second); err == nil {
+		t.Error("a publisher's queue gave a consumer")
+	}
+	if _, err := js.Stream(ctx, "DPRL_UPDATES_m"); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("the publisher created the stream: %v", err)
+	}
+	q, err := Open(ctx, js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(ctx, &Update{Session: "s", Version: 1, Values: []float64{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := q.Consumer(ctx, "learner", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, _, err := c.Fetch(1, time.Second)
+	if err != nil || len(msgs) != 1 || msgs[0].Update.Session != "s" {
+		t.Fatalf("fetched %d, %v", len(msgs), err)
+	}
+}
