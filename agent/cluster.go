@@ -306,6 +306,7 @@ type clusterState struct {
 	leaseHeld atomic.Bool
 	holder    atomic.Pointer[string]
 	logSeq    atomic.Uint64
+	following atomic.Bool // a replica serves a version of the log
 }
 
 // ClusterState is a cluster role's state for /status: public values that
@@ -320,12 +321,17 @@ type ClusterState struct {
 	// LogSeq is the position of the ledger of record this process's
 	// ledger holds up to: the log position it follows.
 	LogSeq uint64
+	// Following is true once a replica serves a version of the log (the
+	// log holds a writer entry and the replica applied it): before, it
+	// must serve no session, since its own initial policy is in no
+	// ledger.
+	Following bool
 }
 
 // ClusterState returns the cluster role's state (the zero value for role
 // all).
 func (a *Agent) ClusterState() ClusterState {
-	st := ClusterState{LeaseHeld: a.cl.leaseHeld.Load(), LogSeq: a.cl.logSeq.Load()}
+	st := ClusterState{LeaseHeld: a.cl.leaseHeld.Load(), LogSeq: a.cl.logSeq.Load(), Following: a.cl.following.Load()}
 	if h := a.cl.holder.Load(); h != nil {
 		st.LeaseHolder = *h
 	}

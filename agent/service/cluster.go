@@ -170,7 +170,7 @@ func (s *Service) startPartitioner(ctx context.Context, p *Policy) error {
 	}
 	octx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	pt, err := newPartitioner(octx, js, s.cfg.Cluster, p.srv, p.log, &p.metrics.Cluster)
+	pt, err := newPartitioner(octx, js, s.cfg.Cluster, p.srv, func() bool { return p.agent.ClusterState().Following }, p.log, &p.metrics.Cluster)
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,9 @@ type partitioner struct {
 	member *record.Lease
 	parts  []*record.Lease
 	held   map[int]time.Time // partition -> last successful acquisition or renewal
+	// following reports whether the replica serves a version of the log
+	// (agent.ClusterState.Following).
+	following func() bool
 	rng    *mrand.Rand       // the order free partitions are tried in
 	log    zerolog.Logger
 	m      *agent.ClusterMetrics
@@ -52,7 +55,7 @@ type partitioner struct {
 
 // newPartitioner opens the partition bucket of cluster c for a replica
 // serving srv, counting in m.
-func newPartitioner(ctx context.Context, js jetstream.JetStream, c *Cluster, srv *stream.Server, log zerolog.Logger, m *agent.ClusterMetrics) (*partitioner, error) {
+func newPartitioner(ctx context.Context, js jetstream.JetStream, c *Cluster, srv *stream.Server, following func() bool, log zerolog.Logger, m *agent.ClusterMetrics) (*partitioner, error) {
 	// A membership key per process start: two replicas may share a
 	// holder name (one host and pid in two containers).
 	var id [8]byte
@@ -63,7 +66,7 @@ func newPartitioner(ctx context.Context, js jetstream.JetStream, c *Cluster, srv
 	if err != nil {
 		return nil, err
 	}
-	p := &partitioner{srv: srv, n: c.Partitions, ttl: c.LeaseTTL, member: member, held: map[int]time.Time{}, log: log, m: m}
+	p := &partitioner{srv: srv, n: c.Partitions, ttl: c.LeaseTTL, member: member, held: map[int]time.Time{}, following: following, log: log, m: m}
 	for i := range c.Partitions {
 		l, err := member.For(fmt.Sprintf("p.%d", i))
 		if err != nil {
@@ -143,6 +146,12 @@ func (p *partitioner) tick(ctx context.Context) bool {
 		return true
 	}
 	fair := (p.n + members - 1) / members
+	if !p.following() {
+		// The replica serves no version of the log yet: its own initial
+		// policy is in no ledger, so it takes no partition (and serves
+		// no session) until it does; look again in 250 ms.
+		return false
+	}
 	for i := range p.held {
 		if len(p.held) <= fair {
 			break

@@ -3,6 +3,8 @@ package record
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -41,6 +43,7 @@ type Lease struct {
 	subject string
 	ttl     time.Duration
 	holder  string
+	token   string // the key's value while this lease holds it (newToken)
 	rev     uint64
 }
 
@@ -105,7 +108,7 @@ func OpenLease(ctx context.Context, js jetstream.JetStream, cfg LeaseConfig) (*L
 		}
 		cancel()
 		if err == nil {
-			return &Lease{kv: kv, js: js, bucket: bucket, key: key, subject: "$KV." + bucket + "." + key, ttl: cfg.TTL, holder: cfg.Holder}, nil
+			return &Lease{kv: kv, js: js, bucket: bucket, key: key, subject: "$KV." + bucket + "." + key, ttl: cfg.TTL, holder: cfg.Holder, token: newToken(cfg.Holder)}, nil
 		}
 		last = err
 		if !retryable(err) && !(cfg.BindOnly && errors.Is(err, jetstream.ErrBucketNotFound)) {
@@ -122,11 +125,34 @@ func OpenLease(ctx context.Context, js jetstream.JetStream, cfg LeaseConfig) (*L
 // Acquire takes the lease if no candidate holds it, returning its
 // revision (a number that grows with every acquisition and renewal, which
 // a holder can write into its entries); ErrHeld if another does.
+//
+// The key is held when it exists, with two exceptions. It holds this
+// lease's own token: an earlier attempt whose answer was lost (a leader
+// election) took it, and Acquire adopts it. Or it was last written more
+// than twice the TTL ago: its TTL should have removed it, but a server
+// that restarted may keep it; Acquire then takes it over at its revision,
+// so that a holder renewing at the same moment makes one of the two fail.
 func (l *Lease) Acquire(ctx context.Context) (uint64, error) {
 	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
-	rev, err := l.kv.Create(actx, l.key, []byte(l.holder), jetstream.KeyTTL(l.ttl))
+	rev, err := l.kv.Create(actx, l.key, []byte(l.token), jetstream.KeyTTL(l.ttl))
 	if errors.Is(err, jetstream.ErrKeyExists) {
+		e, gerr := l.kv.Get(actx, l.key)
+		switch {
+		case gerr != nil:
+			return 0, ErrHeld
+		case string(e.Value()) == l.token:
+			l.rev = e.Revision()
+			return l.rev, nil
+		case time.Since(e.Created()) > 2*l.ttl:
+			m := &nats.Msg{Subject: l.subject, Data: []byte(l.token)}
+			ack, err := l.js.PublishMsg(actx, m, jetstream.WithExpectLastSequencePerSubject(e.Revision()), jetstream.WithMsgTTL(l.ttl))
+			if err != nil {
+				return 0, ErrHeld
+			}
+			l.rev = ack.Sequence
+			return l.rev, nil
+		}
 		return 0, ErrHeld
 	}
 	if err != nil {
@@ -144,9 +170,15 @@ func (l *Lease) Renew(ctx context.Context) (uint64, error) {
 	}
 	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
-	m := &nats.Msg{Subject: l.subject, Data: []byte(l.holder)}
+	m := &nats.Msg{Subject: l.subject, Data: []byte(l.token)}
 	ack, err := l.js.PublishMsg(actx, m, jetstream.WithExpectLastSequencePerSubject(l.rev), jetstream.WithMsgTTL(l.ttl))
 	if fenced(err) {
+		// An earlier renewal whose answer was lost may have moved the
+		// key on: it is still ours if it holds our token.
+		if e, gerr := l.kv.Get(actx, l.key); gerr == nil && string(e.Value()) == l.token && e.Revision() > l.rev {
+			l.rev = e.Revision()
+			return l.Renew(ctx) // from now, at the revision it holds
+		}
 		l.rev = 0
 		return 0, ErrLost
 	}
@@ -184,7 +216,17 @@ func (l *Lease) Holder(ctx context.Context) (string, uint64, error) {
 	if err != nil {
 		return "", 0, fmt.Errorf("record: lease holder: %w", err)
 	}
-	return string(e.Value()), e.Revision(), nil
+	holder, _, _ := strings.Cut(string(e.Value()), "\n")
+	return holder, e.Revision(), nil
+}
+
+// newToken is what a lease writes as its key's value: the holder's name,
+// a line break and a random nonce, so that a lease recognises its own
+// writes (two processes may share a holder name).
+func newToken(holder string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return holder + "\n" + hex.EncodeToString(b[:])
 }
 
 // isWrongLastSeq is fenced for errors that may have been wrapped.
@@ -201,7 +243,7 @@ func (l *Lease) For(key string) (*Lease, error) {
 	if !keyPattern.MatchString(key) || strings.HasPrefix(key, ".") || strings.HasSuffix(key, ".") {
 		return nil, fmt.Errorf("record: lease key %q: want letters, digits, '-', '_', '/', '=' or inner '.'", key)
 	}
-	return &Lease{kv: l.kv, js: l.js, bucket: l.bucket, key: key, subject: "$KV." + l.bucket + "." + key, ttl: l.ttl, holder: l.holder}, nil
+	return &Lease{kv: l.kv, js: l.js, bucket: l.bucket, key: key, subject: "$KV." + l.bucket + "." + key, ttl: l.ttl, holder: l.holder, token: newToken(l.holder)}, nil
 }
 
 // Count returns how many keys of l's bucket under prefix ("m" counts

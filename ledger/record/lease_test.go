@@ -5,6 +5,9 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func openLease(t *testing.T, l *Log, holder string) *Lease {
@@ -181,5 +184,52 @@ func TestLeaseKeys(t *testing.T) {
 	}
 	if _, err := a.For("bad key"); err == nil {
 		t.Error("a key with a space accepted")
+	}
+}
+
+// TestLeaseOwnWriteAndStaleKey: a renewal whose answer was lost (the key
+// moved on with this lease's own token) is adopted, not taken for a lost
+// lease; and a key that outlived twice its TTL (one written without a
+// TTL here, as a restarted server may keep an expired one) is taken over.
+func TestLeaseOwnWriteAndStaleKey(t *testing.T) {
+	servers := startCluster(t, 1)
+	l := openLog(t, connect(t, servers[0]), 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, err := OpenLease(ctx, l.js, LeaseConfig{Name: "own", Replicas: 1, TTL: time.Second, Holder: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := a.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A renewal that landed but whose answer was lost.
+	m := &nats.Msg{Subject: a.subject, Data: []byte(a.token)}
+	ack, err := l.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.Renew(ctx); err != nil || got <= ack.Sequence {
+		t.Fatalf("renew after a lost answer: %d, %v; want a revision after %d", got, err, ack.Sequence)
+	}
+	if h, _, err := a.Holder(ctx); err != nil || h != "a" {
+		t.Fatalf("holder %q, %v", h, err)
+	}
+	// A stale key with no TTL.
+	b, _ := a.For("stale")
+	c, _ := a.For("stale")
+	if _, err := b.kv.Put(ctx, "stale", []byte("gone\nx")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Acquire(ctx); !errors.Is(err, ErrHeld) {
+		t.Fatalf("a fresh key taken over: %v", err)
+	}
+	time.Sleep(2100 * time.Millisecond)
+	if _, err := c.Acquire(ctx); err != nil {
+		t.Fatalf("a key twice its TTL old: %v, want it taken over", err)
+	}
+	if h, _, _ := c.Holder(ctx); h != "a" {
+		t.Fatalf("holder after the takeover: %q", h)
 	}
 }

@@ -78,6 +78,18 @@ func Sync(ctx context.Context, l *Log, s *ledger.Store, onRelease func(Release))
 		}
 		return nil
 	})
+	if err == nil && n == 0 && h.Seq > 0 {
+		// Nothing new: the log must still hold this ledger's last entry.
+		// A log that lost entries this ledger holds (a majority of
+		// servers lost power before they synced) has diverged from it.
+		last, lerr := l.Last(ctx)
+		if lerr != nil {
+			return 0, lerr
+		}
+		if last < h.Seq {
+			return 0, fmt.Errorf("%w: the ledger has %d entries, the log %d", ErrDiverged, h.Seq, last)
+		}
+	}
 	return n, err
 }
 

@@ -145,3 +145,28 @@ func TestLearnerFailover(t *testing.T) {
 		t.Fatalf("diverged ledger: %v", err)
 	}
 }
+
+// TestSyncLogBehind: a ledger holding entries a log does not (the log
+// lost them: a majority of its servers lost power before they synced) has
+// diverged; Sync says so even when there is nothing new to apply.
+func TestSyncLogBehind(t *testing.T) {
+	servers := startCluster(t, 1)
+	js := connect(t, servers[0])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	full := openLog(t, js, 1)
+	empty, err := Open(ctx, js, Config{Name: "lost", Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t)
+	if _, err := s.AppendWriter("a", 1, func(e ledger.Entry) error { return full.AppendEntry(ctx, e, nil, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Sync(ctx, full, s, nil); err != nil || n != 0 {
+		t.Fatalf("sync with the log it wrote: %d, %v", n, err)
+	}
+	if _, err := Sync(ctx, empty, s, nil); !errors.Is(err, ErrDiverged) {
+		t.Fatalf("sync with a log that lost the ledger's entry: %v, want ErrDiverged", err)
+	}
+}
