@@ -139,6 +139,10 @@ type Agent struct {
 	// by Stats and the status page.
 	guar atomic.Pointer[Guarantee]
 	cl   clusterState // a cluster role's lease and log position (cluster.go)
+	// verMu guards verCh, closed (and replaced on the next wait) when the
+	// version served changes: AwaitVersion waits on it.
+	verMu sync.Mutex
+	verCh chan struct{}
 }
 
 // servingCtx is a per-goroutine serving context: the learner's actor,
@@ -199,7 +203,7 @@ func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
 	if cfg.Fixed != nil {
 		// Serving a release writes nothing to the ledger: no spec, no
 		// version 0 of a DP-PPO policy that is not served.
-		a.current.Store(&version{num: 0})
+		a.storeVersion(&version{num: 0})
 	} else {
 		if err := store.InitSpec(specJSON, nil); err != nil {
 			return nil, err
@@ -306,7 +310,7 @@ func (a *Agent) loadPolicy() error {
 		if err := a.store.SetInitial(snap); err != nil {
 			return err
 		}
-		a.current.Store(&version{num: 0, theta: theta})
+		a.storeVersion(&version{num: 0, theta: theta})
 		a.log.Info().Msg("initialised policy version 0")
 		return nil
 	}
@@ -320,7 +324,7 @@ func (a *Agent) loadPolicy() error {
 	if v != h.Version {
 		return fmt.Errorf("%w: snapshot says version %d, head %d", ledger.ErrCorrupt, v, h.Version)
 	}
-	a.current.Store(&version{num: v, theta: theta})
+	a.storeVersion(&version{num: v, theta: theta})
 	a.log.Info().Uint64("version", v).Msg("resumed from the ledger")
 	return nil
 }
@@ -1026,3 +1030,36 @@ type randWrap struct {
 
 // K is the number of sessions per update.
 func (a *Agent) K() int { return a.cfg.Policy.DP.UsersPerUpdate }
+
+// storeVersion serves v and wakes AwaitVersion's waiters.
+func (a *Agent) storeVersion(v *version) {
+	a.current.Store(v)
+	a.verMu.Lock()
+	if a.verCh != nil {
+		close(a.verCh)
+		a.verCh = nil
+	}
+	a.verMu.Unlock()
+}
+
+// AwaitVersion blocks until the agent serves version v or a later one, or
+// until ctx ends (it then returns ctx.Err()). A serving replica's version
+// follows the ledger of record a moment after the learner releases.
+func (a *Agent) AwaitVersion(ctx context.Context, v uint64) error {
+	for {
+		a.verMu.Lock()
+		if a.verCh == nil {
+			a.verCh = make(chan struct{})
+		}
+		ch := a.verCh
+		a.verMu.Unlock()
+		if a.current.Load().num >= v {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

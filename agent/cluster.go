@@ -272,7 +272,7 @@ func (u *updater) sessionTaken(k ledger.SessionKey) bool {
 func (u *updater) ackBatch() {
 	for _, f := range u.batch {
 		if f.q != nil {
-			if err := f.q.msg.Ack(context.Background()); err != nil {
+			if err := f.q.msg.AckAsync(); err != nil {
 				// Redelivered later, then dropped as used (sessionTaken).
 				u.a.noisy.Warn().Err(err).Msg("learner: acknowledge an update")
 			}
@@ -297,7 +297,7 @@ func (a *Agent) adoptFirstPolicy(ctx context.Context) error {
 	if err != nil || v != 0 {
 		return fmt.Errorf("agent: learner: the first writer's policy (version %d): %v", v, err)
 	}
-	a.current.Store(&version{num: 0, theta: theta})
+	a.storeVersion(&version{num: 0, theta: theta})
 	return nil
 }
 

@@ -124,7 +124,7 @@ func (p *publisher) apply(r record.Release) {
 	p.started = true
 	a.cl.following.Store(true)
 	if v >= a.current.Load().num {
-		a.current.Store(&version{num: v, theta: theta})
+		a.storeVersion(&version{num: v, theta: theta})
 		a.m.PolicyVersion.Set(float64(v))
 	}
 }

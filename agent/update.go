@@ -526,7 +526,7 @@ func (u *updater) update(cur *version) error {
 	if rel.Noise != nil {
 		u.streamStart = start
 	}
-	a.current.Store(&version{num: newVer, theta: theta})
+	a.storeVersion(&version{num: newVer, theta: theta})
 	a.updates.Add(1)
 	a.m.Releases.Inc()
 	a.m.PolicyVersion.Set(float64(newVer))

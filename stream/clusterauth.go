@@ -82,6 +82,19 @@ func consumeStream(st string) []string {
 		jsAPI + "CONSUMER.DELETE." + st + ".>", jsAPI + "CONSUMER.MSG.NEXT." + st + ".>", "$JS.ACK." + st + ".>", "$JS.FC." + st + ".>"}
 }
 
+// clusterClientPermissions are ClientPermissions on a cluster's server,
+// whose mapping (PartitionMappings) turns a session subject into its
+// partition's before the server checks the publish permission: a client
+// may publish on the mapped subjects too. Publishing on another
+// partition's subject directly gets nowhere a session is (the replica
+// checks the partition: bad_request).
+func clusterClientPermissions(prefix, name string) *server.Permissions {
+	p := ClientPermissions(prefix, name)
+	prefix = orDefault(prefix)
+	p.Publish.Allow = append(p.Publish.Allow, prefix+".v1.p.*.act.*", prefix+".v1.p.*.end.*")
+	return p
+}
+
 // requests are the protocol's request subjects under prefix: the plain
 // ones and the forms carrying a session token.
 func requests(prefix string) []string {
@@ -128,8 +141,9 @@ func LearnerPermissions(prefix, cluster, name string) *server.Permissions {
 func ReplicaPermissions(prefix, cluster, name string) *server.Permissions {
 	prefix = orDefault(prefix)
 	n := ClusterStreams(cluster)
-	// The probes check the servers' partition mapping (PartitionMappings).
-	pub := []string{n.UpdatesSubject, "$KV." + n.Parts + ".>", jsAPI + "INFO", prefix + ".v1.probe.*"}
+	// The probes check the servers' partition mapping (PartitionMappings);
+	// the server checks a publish against the mapped subject.
+	pub := []string{n.UpdatesSubject, "$KV." + n.Parts + ".>", jsAPI + "INFO", prefix + ".v1.probe.*", prefix + ".v1.p.*.probe.*"}
 	pub = append(pub, readStream(n.Ledger)...)
 	pub = append(pub, readStream(n.PartsStream)...)
 	pub = append(pub, consumeStream(n.PartsStream)...)
@@ -208,7 +222,7 @@ func ClusterAccounts(a ClusterAuth) ([]*server.NkeyUser, []*server.User, error) 
 	}{
 		{"learner", a.Learners, LearnerPermissions},
 		{"replica", a.Replicas, ReplicaPermissions},
-		{"client", a.Clients, func(prefix, _, name string) *server.Permissions { return ClientPermissions(prefix, name) }},
+		{"client", a.Clients, func(prefix, _, name string) *server.Permissions { return clusterClientPermissions(prefix, name) }},
 		{"operator", a.Operators, OperatorPermissions},
 	} {
 		for i, c := range role.ids {

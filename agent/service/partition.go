@@ -48,9 +48,9 @@ type partitioner struct {
 	// following reports whether the replica serves a version of the log
 	// (agent.ClusterState.Following).
 	following func() bool
-	rng    *mrand.Rand       // the order free partitions are tried in
-	log    zerolog.Logger
-	m      *agent.ClusterMetrics
+	rng       *mrand.Rand // the order free partitions are tried in
+	log       zerolog.Logger
+	m         *agent.ClusterMetrics
 }
 
 // newPartitioner opens the partition bucket of cluster c for a replica

@@ -293,6 +293,7 @@ func TestClusterChaos(t *testing.T) {
 			Version uint64 `json:"version"`
 		}
 		for deadline := time.Now().Add(20 * time.Second); st.Version != uint64(releases); {
+			_, releases = c.writers(t, ctx) // updates still queued may release more meanwhile
 			st.Version = 0
 			if resp, err := nethttp.Get("http://" + a + "/status"); err == nil {
 				json.NewDecoder(resp.Body).Decode(&st)

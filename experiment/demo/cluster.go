@@ -23,13 +23,13 @@ const MaxReplicas = 8
 // candidate with sc's settings and ledger (sc.DataDir), and replicas
 // serving replicas sharing the partitions, each with its own ledger in a
 // temporary directory. It returns the learner, whose ledger the demo reads
-// and whose releases it evaluates, and a function that stops everything
-// (the replicas, the learner, the servers) and removes the temporary
-// directory.
-func startCluster(ctx context.Context, sc service.ServiceConfig, replicas int) (*service.Service, func() error, error) {
+// and whose releases it evaluates, a wait until every replica serves a version, and a
+// function that stops everything (the replicas, the learner, the servers)
+// and removes the temporary directory.
+func startCluster(ctx context.Context, sc service.ServiceConfig, replicas int) (*service.Service, func(context.Context, uint64) error, func() error, error) {
 	tmp, err := os.MkdirTemp("", "dprl-demo-cluster-")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var stops []func() error
 	stop := func() error {
@@ -40,8 +40,8 @@ func startCluster(ctx context.Context, sc service.ServiceConfig, replicas int) (
 		errs = append(errs, os.RemoveAll(tmp))
 		return errors.Join(errs...)
 	}
-	fail := func(err error) (*service.Service, func() error, error) {
-		return nil, nil, errors.Join(err, stop())
+	fail := func(err error) (*service.Service, func(context.Context, uint64) error, func() error, error) {
+		return nil, nil, nil, errors.Join(err, stop())
 	}
 	servers, err := stream.StartCluster("demo", 3, filepath.Join(tmp, "nats"), stream.EmbeddedOptions{Port: -1, Partitions: service.DefaultPartitions, Logger: sc.Logger})
 	if err != nil {
@@ -98,5 +98,15 @@ func startCluster(ctx context.Context, sc service.ServiceConfig, replicas int) (
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return learner, stop, nil
+	// Lockstep pacing waits until every replica serves a version: a
+	// replica follows the log a moment after the learner writes it.
+	await := func(ctx context.Context, v uint64) error {
+		for _, r := range reps {
+			if err := r.Agent().AwaitVersion(ctx, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return learner, await, stop, nil
 }

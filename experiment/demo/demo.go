@@ -344,20 +344,21 @@ func Run(ctx context.Context, sc service.ServiceConfig, cfg Config) (Result, err
 		defer cancel()
 	}
 	var svc *service.Service
+	var served func(context.Context, uint64) error
 	var stop func() error
 	var err error
 	if cfg.Replicas > 0 {
 		if sc.SessionLogDir != "" || sc.SessionLogWriter != nil {
 			return Result{}, errors.New("demo: a session log is written by a single agent, not with replicas")
 		}
-		svc, stop, err = startCluster(ctx, sc, cfg.Replicas)
+		svc, served, stop, err = startCluster(ctx, sc, cfg.Replicas)
 	} else if svc, err = service.StartService(ctx, sc); err == nil {
 		stop = svc.Close
 	}
 	if err != nil {
 		return Result{}, err
 	}
-	res, runErr := drive(ctx, svc, sc.Agent, cfg)
+	res, runErr := drive(ctx, svc, served, sc.Agent, cfg)
 	closeErr := stop()
 	if runErr != nil {
 		return Result{}, runErr
@@ -388,8 +389,10 @@ func Run(ctx context.Context, sc service.ServiceConfig, cfg Config) (Result, err
 	return res, nil
 }
 
-// drive plays the users of cfg against the running service svc.
-func drive(ctx context.Context, svc *service.Service, ac agent.Config, cfg Config) (Result, error) {
+// drive plays the users of cfg against the running service svc; served,
+// when not nil, waits until the users are served a version (a cluster's
+// replicas), which lockstep pacing waits for; nil: svc serves them.
+func drive(ctx context.Context, svc *service.Service, served func(context.Context, uint64) error, ac agent.Config, cfg Config) (Result, error) {
 	start := time.Now()
 	nc, err := stream.Connect(svc.NATSURL(), stream.WithName("dprl-demo-users"))
 	if err != nil {
@@ -424,6 +427,11 @@ func drive(ctx context.Context, svc *service.Service, ac agent.Config, cfg Confi
 	}
 	ag := svc.Agent()
 	K := ag.K()
+	if served == nil {
+		served = func(ctx context.Context, b uint64) error {
+			return rel.wait(ctx, func() bool { return ag.Version() >= b })
+		}
+	}
 	ev := &evaluator{store: svc.Store(), spec: ac.Spec, cfg: ac.Policy, env: cfg.Env, master: master,
 		every: cfg.EvalEvery, episodes: cfg.EvalEpisodes, target: cfg.Target}
 	pop, err := sims.NewPopulation(sims.PopulationConfig{
@@ -439,7 +447,7 @@ func drive(ctx context.Context, svc *service.Service, ac agent.Config, cfg Confi
 				// Admit session i once the policy it will train has been
 				// released: the sessions of update b all start on version b.
 				b := uint64(i / K)
-				if err := rel.wait(ctx, func() bool { return ag.Version() >= b }); err != nil {
+				if err := served(ctx, b); err != nil {
 					return false, nil // ctx is done: Run returns its cause
 				}
 				v = b

@@ -121,7 +121,7 @@ func TestRunStopsAtTarget(t *testing.T) {
 
 // flags are dprl demo's and dprl replay's names of the fields.
 var flags = map[string]string{"Users": "--users", "Concurrency": "--concurrency", "EvalEvery": "--eval-every", "EvalEpisodes": "--eval-episodes",
-	"Pace": "--pace", "Returning": "--returning", "Clip": "--clip", "LR": "--server-lr", "MaxDuration": "--max-duration", "Z": "--z", "K": "--K", "Rate": "--rate"}
+	"Pace": "--pace", "Returning": "--returning", "Clip": "--clip", "LR": "--server-lr", "MaxDuration": "--max-duration", "Z": "--z", "K": "--K", "Rate": "--rate", "Replicas": "--replicas"}
 
 // asFlags renders err as the commands print it.
 func asFlags(err error) string {
@@ -438,5 +438,31 @@ func TestResultSaysWhyNoUpdate(t *testing.T) {
 		if !strings.Contains(b.String(), c.want) {
 			t.Errorf("%q: want %q", b.String(), c.want)
 		}
+	}
+}
+
+// TestRunCluster runs the demo against a cluster in process (three
+// JetStream servers, a learner, two replicas sharing the partitions):
+// lockstep users are served by the replicas, the learner releases, and
+// the learner's ledger verifies.
+func TestRunCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cluster in process")
+	}
+	cfg := Config{Env: "cartpole", Users: 64, Concurrency: 4, Pace: PaceLockstep, EvalEvery: 4, EvalEpisodes: 1, Z: 1, K: 8, Seed: 3, Replicas: 2, MaxDuration: 2 * time.Minute}
+	p, err := profile.Get("cartpole")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := cfg.AgentConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), service.ServiceConfig{Agent: ac, DataDir: t.TempDir()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Updates < 6 || !res.LedgerOK {
+		t.Fatalf("%d users, %d updates, ledger ok %v; want >= 6 updates from 64 users at K = 8", res.Users, res.Updates, res.LedgerOK)
 	}
 }

@@ -201,6 +201,12 @@ func (m *Msg) Ack(ctx context.Context) error {
 	return m.msg.DoubleAck(actx)
 }
 
+// AckAsync is Ack without waiting for the server's confirmation: an
+// acknowledgement lost on the way leaves the update to be redelivered
+// after the ack wait, which a learner drops as a session already used.
+// It costs no round trip, so a batch is acknowledged at once.
+func (m *Msg) AckAsync() error { return m.msg.Ack() }
+
 // Nak returns the update to the queue, to be redelivered after delay
 // (the learner had no room for it).
 func (m *Msg) Nak(ctx context.Context, delay time.Duration) error {
