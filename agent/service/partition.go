@@ -48,6 +48,7 @@ type partitioner struct {
 	// following reports whether the replica serves a version of the log
 	// (agent.ClusterState.Following).
 	following func() bool
+	members   int         // the live replicas at the last count
 	rng       *mrand.Rand // the order free partitions are tried in
 	log       zerolog.Logger
 	m         *agent.ClusterMetrics
@@ -66,7 +67,7 @@ func newPartitioner(ctx context.Context, js jetstream.JetStream, c *Cluster, srv
 	if err != nil {
 		return nil, err
 	}
-	p := &partitioner{srv: srv, n: c.Partitions, ttl: c.LeaseTTL, member: member, held: map[int]time.Time{}, following: following, log: log, m: m}
+	p := &partitioner{srv: srv, n: c.Partitions, ttl: c.LeaseTTL, member: member, held: map[int]time.Time{}, following: following, members: 1, log: log, m: m}
 	for i := range c.Partitions {
 		l, err := member.For(fmt.Sprintf("p.%d", i))
 		if err != nil {
@@ -139,12 +140,19 @@ func (p *partitioner) tick(ctx context.Context) bool {
 		return true
 	}
 	members, err := p.member.Count(ctx, "m")
-	if err != nil || members == 0 {
-		if ctx.Err() == nil {
-			p.log.Warn().Err(err).Msg("partitions: count the replicas (retrying)")
-		}
+	switch {
+	case ctx.Err() != nil:
 		return true
+	case err != nil:
+		// Share as at the last count: a replica that cannot count still
+		// takes free partitions (a dead replica's), and gives extra ones
+		// back once it can count again.
+		p.log.Warn().Err(err).Msg("partitions: count the replicas (retrying)")
+		members = p.members
+	case members == 0:
+		members = 1 // this replica's own key is not written yet
 	}
+	p.members = members
 	fair := (p.n + members - 1) / members
 	if !p.following() {
 		// The replica serves no version of the log yet: its own initial

@@ -247,26 +247,35 @@ func (l *Lease) For(key string) (*Lease, error) {
 }
 
 // Count returns how many keys of l's bucket under prefix ("m" counts
-// "m.<anything>") are held: written and neither deleted nor expired.
+// "m.<anything>") are held: written within twice the TTL and neither
+// deleted nor expired. A key written longer ago is not counted, whether
+// or not its TTL removed it: a server that restarted may keep expired
+// keys (see Acquire).
 func (l *Lease) Count(ctx context.Context, prefix string) (int, error) {
 	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
-	ls, err := l.kv.ListKeysFiltered(actx, prefix+".>")
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return 0, nil
-	}
+	w, err := l.kv.WatchFiltered(actx, []string{prefix + ".>"}, jetstream.IgnoreDeletes())
 	if err != nil {
 		return 0, fmt.Errorf("record: count leases: %w", err)
 	}
-	defer ls.Stop()
+	defer w.Stop()
 	n := 0
-	for range ls.Keys() {
-		n++
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return 0, fmt.Errorf("record: count leases: the watch ended")
+			}
+			if e == nil { // every current value was delivered
+				return n, nil
+			}
+			if time.Since(e.Created()) <= 2*l.ttl {
+				n++
+			}
+		case <-actx.Done():
+			return 0, fmt.Errorf("record: count leases: %w", actx.Err())
+		}
 	}
-	if actx.Err() != nil {
-		return 0, fmt.Errorf("record: count leases: %w", actx.Err())
-	}
-	return n, nil
 }
 
 // Held reports whether l was held at its last Acquire or Renew.

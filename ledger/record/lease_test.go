@@ -225,7 +225,16 @@ func TestLeaseOwnWriteAndStaleKey(t *testing.T) {
 	if _, err := c.Acquire(ctx); !errors.Is(err, ErrHeld) {
 		t.Fatalf("a fresh key taken over: %v", err)
 	}
+	if _, err := b.kv.Put(ctx, "m.old", []byte("gone\nx")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Count(ctx, "m"); err != nil || n != 1 {
+		t.Fatalf("members with a fresh key: %d, %v; want 1", n, err)
+	}
 	time.Sleep(2100 * time.Millisecond)
+	if n, err := c.Count(ctx, "m"); err != nil || n != 0 {
+		t.Fatalf("members with a key twice its TTL old: %d, %v; want 0", n, err)
+	}
 	if _, err := c.Acquire(ctx); err != nil {
 		t.Fatalf("a key twice its TTL old: %v, want it taken over", err)
 	}
