@@ -138,7 +138,7 @@ func ServeCluster(ctx context.Context, cfg ClusterConfig) (loadgen.Result, error
 			least = min(least, len(st.Cluster.Partitions))
 			started = started && st.Head.Seq > 0
 		}
-		if held == service.DefaultPartitions && least >= service.DefaultPartitions/cfg.Replicas && started {
+		if held == service.DefaultPartitions && least >= 1 && started {
 			break
 		}
 		if time.Now().After(deadline) {

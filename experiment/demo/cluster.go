@@ -86,7 +86,7 @@ func startCluster(ctx context.Context, sc service.ServiceConfig, replicas int) (
 			least = min(least, len(st.Cluster.Partitions))
 			ready = ready && st.Head.Seq > 0
 		}
-		if held == service.DefaultPartitions && least >= service.DefaultPartitions/replicas && ready {
+		if held == service.DefaultPartitions && least >= 1 && ready {
 			break
 		}
 		if time.Now().After(deadline) {
