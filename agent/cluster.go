@@ -71,6 +71,9 @@ func (a *Agent) runLearner(ctx context.Context) error {
 	}
 	defer a.setLease(false, "")
 	lost := make(chan error, 1)
+	// The lease is given up last, once the renewal has stopped (defers
+	// run in reverse: this one after wg.Wait).
+	defer func() { _ = l.Lease.Release(context.Background()) }()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	rctx, cancel := context.WithCancel(ctx)
@@ -112,7 +115,6 @@ func (a *Agent) runLearner(ctx context.Context) error {
 		defer wg.Done()
 		a.consume(rctx)
 	}()
-	defer func() { _ = l.Lease.Release(context.Background()) }()
 	return a.runUpdater(rctx, lost)
 }
 

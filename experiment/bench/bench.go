@@ -6,10 +6,8 @@ package bench
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"dprl/agent"
@@ -91,64 +89,11 @@ func ServeCluster(ctx context.Context, cfg ClusterConfig) (loadgen.Result, error
 		return loadgen.Result{}, err
 	}
 	pc.DP.UsersPerUpdate = 1 << 15 // no release (see Serve)
-	dir, err := os.MkdirTemp("", "dprl-bench-cluster-")
+	c, err := service.StartLocalCluster(ctx, service.LocalClusterConfig{Base: service.ServiceConfig{Agent: agent.DefaultConfig(spec, pc), ActWorkers: cfg.ActWorkers, Logger: cfg.Logger},
+		Servers: 1, Replicas: cfg.Replicas, Name: "bench"})
 	if err != nil {
 		return loadgen.Result{}, err
 	}
-	defer os.RemoveAll(dir)
-	ns, err := stream.StartEmbedded(stream.EmbeddedOptions{Port: -1, JetStream: &stream.JetStreamOptions{StoreDir: filepath.Join(dir, "nats")}, Partitions: service.DefaultPartitions})
-	if err != nil {
-		return loadgen.Result{}, err
-	}
-	defer ns.Shutdown()
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return loadgen.Result{}, err
-	}
-	start := func(name, role string) (*service.Service, error) {
-		c := &service.Cluster{Role: role, Name: "bench", Replicas: 1, Holder: name, LeaseTTL: 10 * time.Second, UserKey: key, Partitions: service.DefaultPartitions}
-		return service.StartService(ctx, service.ServiceConfig{Agent: agent.DefaultConfig(spec, pc), DataDir: filepath.Join(dir, name), NATS: ns.ClientURL(),
-			ActWorkers: cfg.ActWorkers, Logger: cfg.Logger, Cluster: c})
-	}
-	learner, err := start("learner", service.RoleLearn)
-	if err != nil {
-		return loadgen.Result{}, err
-	}
-	defer learner.Close()
-	var replicas []*service.Service
-	defer func() {
-		for _, r := range replicas {
-			r.Close()
-		}
-	}()
-	for i := range cfg.Replicas {
-		r, err := start(fmt.Sprint("replica", i), service.RoleServe)
-		if err != nil {
-			return loadgen.Result{}, err
-		}
-		replicas = append(replicas, r)
-	}
-	// Wait until the learner wrote its entry (the replicas serve its
-	// version) and the replicas share every partition.
-	for deadline := time.Now().Add(time.Minute); ; {
-		held, least, started := 0, service.DefaultPartitions, true
-		for _, r := range replicas {
-			st := r.Status()
-			held += len(st.Cluster.Partitions)
-			least = min(least, len(st.Cluster.Partitions))
-			started = started && st.Head.Seq > 0
-		}
-		if held == service.DefaultPartitions && least >= 1 && started {
-			break
-		}
-		if time.Now().After(deadline) {
-			return loadgen.Result{}, fmt.Errorf("bench: the replicas hold %d of %d partitions after a minute", held, service.DefaultPartitions)
-		}
-		select {
-		case <-ctx.Done():
-			return loadgen.Result{}, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return loadgen.Compare(ctx, loadgen.Config{URL: ns.ClientURL(), Prefix: stream.DefaultPrefix, Concurrency: cfg.Concurrency, Duration: cfg.Duration, Rounds: 4, SessionSubjects: true})
+	defer c.Close()
+	return loadgen.Compare(ctx, loadgen.Config{URL: c.URL, Prefix: stream.DefaultPrefix, Concurrency: cfg.Concurrency, Duration: cfg.Duration, Rounds: 4, SessionSubjects: true})
 }
