@@ -241,7 +241,7 @@ func TestClusterServesAndLearns(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := 0; learner.agent.Version() < 3; i++ {
 		if i > 400 {
-			t.Fatalf("learner at version %d after %d sessions", learner.agent.Version(), i)
+			t.Fatalf("learner at version %d after %d sessions: learner %+v; replicas %+v, %+v", learner.agent.Version(), i, learner.agent.Stats(), replicas[0].Stats(), replicas[1].Stats())
 		}
 		r := replicas[i%2]
 		playEpisode(t, r, fmt.Sprint("s", i), fmt.Sprint("u", i), rng, 50)

@@ -133,7 +133,11 @@ func (p *publisher) apply(r record.Release) {
 // the last version they hold.
 func (p *publisher) follow(ctx context.Context) error {
 	a := p.a
-	if _, err := record.Sync(ctx, a.opt.Replica.Log, a.store, p.apply); err != nil && ctx.Err() == nil {
+	// A read of the log retries through leader elections: bound it, so
+	// that the replica goes on publishing and sweeping meanwhile.
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := record.Sync(fctx, a.opt.Replica.Log, a.store, p.apply); err != nil && ctx.Err() == nil {
 		if diverged(err) {
 			return fmt.Errorf("agent: replica: follow the log: %w", err)
 		}

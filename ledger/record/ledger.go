@@ -60,8 +60,17 @@ func Sync(ctx context.Context, l *Log, s *ledger.Store, onRelease func(Release))
 	if err != nil {
 		return 0, err
 	}
+	last, err := l.Last(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if last < h.Seq {
+		// The log no longer holds this ledger's last entries: it lost
+		// them (a majority of servers lost power before they synced).
+		return 0, fmt.Errorf("%w: the ledger has %d entries, the log %d", ErrDiverged, h.Seq, last)
+	}
 	n := 0
-	err = l.Read(ctx, h.Seq+1, func(m Entry) error {
+	err = l.readTo(ctx, h.Seq+1, last, func(m Entry) error {
 		var msg message
 		if err := jsonstrict.Decode(m.Data, &msg); err != nil {
 			return fmt.Errorf("record: position %d: %w", m.Position, err)
@@ -78,18 +87,6 @@ func Sync(ctx context.Context, l *Log, s *ledger.Store, onRelease func(Release))
 		}
 		return nil
 	})
-	if err == nil && n == 0 && h.Seq > 0 {
-		// Nothing new: the log must still hold this ledger's last entry.
-		// A log that lost entries this ledger holds (a majority of
-		// servers lost power before they synced) has diverged from it.
-		last, lerr := l.Last(ctx)
-		if lerr != nil {
-			return 0, lerr
-		}
-		if last < h.Seq {
-			return 0, fmt.Errorf("%w: the ledger has %d entries, the log %d", ErrDiverged, h.Seq, last)
-		}
-	}
 	return n, err
 }
 

@@ -304,6 +304,11 @@ func (l *Log) Read(ctx context.Context, from uint64, fn func(Entry) error) error
 	if err != nil {
 		return err
 	}
+	return l.readTo(ctx, from, last, fn)
+}
+
+// readTo is Read up to position last.
+func (l *Log) readTo(ctx context.Context, from, last uint64, fn func(Entry) error) error {
 	for p := from; p <= last; p++ {
 		m, err := l.get(ctx, p)
 		if err != nil {
