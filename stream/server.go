@@ -289,8 +289,8 @@ func (s *Server) AddPartition(i int) error {
 	return nil
 }
 
-// RemovePartition stops serving partition i: no new request of it is
-// taken, those received are answered. Its holder calls it before it gives
+// RemovePartition stops serving partition i: no request of it sent after
+// it returns reaches this server, those received are answered. Its holder calls it before it gives
 // the partition up (or when it lost it).
 func (s *Server) RemovePartition(i int) error {
 	s.mu.Lock()
@@ -302,6 +302,12 @@ func (s *Server) RemovePartition(i int) error {
 		if err := sub.Drain(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if len(subs) > 0 {
+		// The server has processed the unsubscriptions once it answers
+		// a flush: no request of the partition reaches this server after
+		// RemovePartition returns.
+		errs = append(errs, s.nc.Flush())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("stream: partition %d: %w", i, err)
