@@ -40,8 +40,11 @@ type Learner struct {
 	Holder string
 	// RenewEvery is how often the lease is renewed (and, while another
 	// process holds it, how often it is tried): a third of its TTL. A
-	// renewal that fails for a reason other than the lease being taken is
-	// retried, until three periods passed without one.
+	// renewal that fails for a reason other than the lease being taken (a
+	// leader election, a server down) is retried every 250 ms, until
+	// nine periods (three TTLs) passed without one; a lease whose key
+	// expired meanwhile is taken again if no other candidate took it
+	// (keepLease).
 	RenewEvery time.Duration
 }
 
@@ -81,41 +84,68 @@ func (a *Agent) runLearner(ctx context.Context) error {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(l.RenewEvery)
-		defer t.Stop()
-		lastOK := time.Now()
-		for {
-			select {
-			case <-rctx.Done():
-				return
-			case <-t.C:
-				_, err := l.Lease.Renew(rctx)
-				if err != nil && rctx.Err() == nil {
-					a.m.Cluster.LeaseRenewFailures.Inc()
-				}
-				switch {
-				case err == nil:
-					lastOK = time.Now()
-				case rctx.Err() != nil:
-					return
-				case errors.Is(err, record.ErrLost) || time.Since(lastOK) >= 3*l.RenewEvery:
-					// Taken by another, or not renewed for a TTL (3
-					// periods): another may hold it.
-					lost <- fmt.Errorf("agent: learner: the writer lease: %w", err)
-					return
-				default:
-					// A leader election or a server down: the lease still
-					// runs; try again at the next period.
-					a.log.Warn().Err(err).Msg("learner: renew the writer lease (retrying)")
-				}
-			}
-		}
+		a.keepLease(rctx, lost)
 	}()
 	go func() {
 		defer wg.Done()
 		a.consume(rctx)
 	}()
 	return a.runUpdater(rctx, lost)
+}
+
+// leaseRetry is how often a learner tries again to renew its lease after a
+// renewal failed for a reason other than the lease being taken.
+const leaseRetry = 250 * time.Millisecond
+
+// keepLease renews the writer lease every RenewEvery until ctx ends, and
+// sends on lost when it is lost. A renewal that fails because the lease's
+// bucket cannot answer (its stream electing a leader after a server died:
+// nats-server's elections take 4-9 s, close to a 10 s TTL) is retried every
+// leaseRetry, for up to nine periods. If the key expired meanwhile, the
+// learner takes it again unless another candidate took it first (those
+// try once per period, so the holder, retrying faster, usually wins).
+// Holding on past an expiry is safe: the fence is the ledger of record's
+// expected sequence, not the lease; a candidate that took the key appends
+// its writer entry first, and this learner's next append is refused.
+func (a *Agent) keepLease(ctx context.Context, lost chan<- error) {
+	l := a.opt.Learner
+	t := time.NewTimer(l.RenewEvery)
+	defer t.Stop()
+	lastOK := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_, err := l.Lease.Renew(ctx)
+		if errors.Is(err, record.ErrLost) {
+			// The key may have expired during an outage rather than been
+			// taken: take it again if it is free.
+			if _, aerr := l.Lease.Acquire(ctx); aerr == nil {
+				a.log.Info().Dur("unrenewed", time.Since(lastOK)).Msg("learner: took the writer lease again after its key expired while the bucket could not answer")
+				a.m.Cluster.LeaseAcquisitions.Inc()
+				err = nil
+			}
+		}
+		if err != nil && ctx.Err() == nil {
+			a.m.Cluster.LeaseRenewFailures.Inc()
+		}
+		switch {
+		case err == nil:
+			lastOK = time.Now()
+			t.Reset(l.RenewEvery)
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, record.ErrLost) || time.Since(lastOK) >= 9*l.RenewEvery:
+			// Taken by another, or not renewed for three TTLs.
+			lost <- fmt.Errorf("agent: learner: the writer lease: %w", err)
+			return
+		default:
+			a.log.Warn().Err(err).Msg("learner: renew the writer lease (retrying)")
+			t.Reset(leaseRetry)
+		}
+	}
 }
 
 // awaitLease follows the log until this process takes the writer lease,

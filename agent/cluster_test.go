@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,6 +188,57 @@ func TestLearnerRole(t *testing.T) {
 	}
 	if writers != 2 {
 		t.Fatalf("%d writer entries, want 2 (a, then b)", writers)
+	}
+}
+
+// TestLearnerKeyExpiredInOutage: the writer lease's key disappears while
+// the learner holds it, as a key does whose TTL ran out while its bucket
+// elected a leader. No other candidate took it, so the learner takes it
+// again at its next renewal and goes on releasing (it used to give the
+// lease up and stop).
+func TestLearnerKeyExpiredInOutage(t *testing.T) {
+	conn := jsCluster(t, 1)
+	cfg := cartpoleConfig(4)
+	cfg.MaxStaleness = 1 << 20
+	cfg.FlushTimeout = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	q, err := updateq.Open(ctx, conn(0), updateq.Config{Name: "m", Replicas: 1, MaxValues: 1 << 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := ledger.Open(t.TempDir(), ledger.Options{UserKey: clusterKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keys.Close()
+	a := startLearnerReplicas(t, conn(0), cfg, "a", 1)
+	waitVersion := func(v uint64) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); a.agent.Version() < v; {
+			if time.Now().After(deadline) {
+				t.Fatalf("version %d, want %d", a.agent.Version(), v)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	publishUpdates(t, q, keys, cfg, 0, 4)
+	waitVersion(1)
+	kv, err := conn(0).KeyValue(ctx, "DPRL_LEASE_m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctx, "writer"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // three renewal periods
+	publishUpdates(t, q, keys, cfg, 4, 4)
+	waitVersion(2)
+	if e, err := kv.Get(ctx, "writer"); err != nil || !strings.HasPrefix(string(e.Value()), "a\n") {
+		t.Fatalf("the lease's key after the outage: %v", err)
+	}
+	if err := a.stop(); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("learner a: %v", err)
 	}
 }
 

@@ -21,8 +21,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"dprl/agent"
+	"dprl/experiment/demo"
 	"dprl/ledger"
 	"dprl/ledger/record"
+	"dprl/profile"
 )
 
 // proc is a dprl process under a supervisor: one that exits (a learner
@@ -113,7 +116,14 @@ func (p *proc) terminate() {
 // learner releases again; at the end every ledger verifies and matches
 // the log, no session is in two releases, no user is in more releases
 // than the cap, release versions rise by one, and every replica serves the
-// last release.
+// last release. The agents run the single-process demo's settings (the
+// cartpole profile: K = 32, z = 1, every user in at most one release:
+// user-level epsilon 4.377 at delta 1e-5), and learning goes on through
+// the kills: after the last round users play on, one release at a time,
+// until the released policy of the ledger of record reaches a mean return
+// of 475 over 10 fresh simulator episodes (the demo's stopping rule,
+// evaluated every 4 releases; simulation-only), within DPRL_CLUSTER_USERS
+// further users (4,000 by default).
 func TestClusterChaos(t *testing.T) {
 	if os.Getenv("DPRL_CLUSTER_FAULTS") == "" {
 		t.Skip("set DPRL_CLUSTER_FAULTS=1 (and DPRL_CLUSTER_KILLS=N for N kills of each kind)")
@@ -185,7 +195,7 @@ func TestClusterChaos(t *testing.T) {
 	if err := os.WriteFile(key, []byte(strings.Repeat("ef", 32)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	common := []string{"--log-level", "info", "--log-format", "json", "--env", "cartpole", "--K", "4", "--nats", all, "--user-key", key,
+	common := []string{"--log-level", "info", "--log-format", "json", "--env", "cartpole", "--nats", all, "--user-key", key,
 		"--cluster-replicas", "3", "--flush-timeout", "1h", "--lease-ttl", "10s", "--max-updates-per-user", "1", "--idle-timeout", "5s"}
 	var learners, replicas []*proc
 	for i := range 2 {
@@ -212,9 +222,9 @@ func TestClusterChaos(t *testing.T) {
 		t.Helper()
 		_, r0 := c.writers(t, ctx)
 		for deadline := time.Now().Add(within); ; {
-			users += 12
+			users += 16
 			var out, errb bytes.Buffer
-			run(ctx, []string{"replay", "--log-level", "error", "--nats", all, "--users", "12", "--concurrency", "4", "--rate", "100", "--seed", fmt.Sprint(1000 + users), "--json"}, strings.NewReader(""), &out, &errb)
+			run(ctx, []string{"replay", "--log-level", "error", "--nats", all, "--users", "16", "--concurrency", "4", "--rate", "100", "--seed", fmt.Sprint(1000 + users), "--json"}, strings.NewReader(""), &out, &errb)
 			for wait := time.Now().Add(3 * time.Second); time.Now().Before(wait); time.Sleep(100 * time.Millisecond) {
 				if _, r := c.writers(t, ctx); r > r0 {
 					return
@@ -253,10 +263,11 @@ func TestClusterChaos(t *testing.T) {
 	for round, kind := range plan {
 		// Users play while the kill lands at a random point.
 		playing := make(chan struct{})
+		users += 16
 		go func() {
 			defer close(playing)
 			var out, errb bytes.Buffer
-			run(ctx, []string{"replay", "--log-level", "error", "--nats", all, "--users", "12", "--concurrency", "4", "--rate", "100", "--seed", fmt.Sprint(5000 + round), "--json"}, strings.NewReader(""), &out, &errb)
+			run(ctx, []string{"replay", "--log-level", "error", "--nats", all, "--users", "16", "--concurrency", "4", "--rate", "100", "--seed", fmt.Sprint(1_000_000 + round), "--json"}, strings.NewReader(""), &out, &errb)
 		}()
 		time.Sleep(time.Duration(rng.IntN(2000)) * time.Millisecond)
 		start := time.Now()
@@ -286,6 +297,59 @@ func TestClusterChaos(t *testing.T) {
 		play(3 * time.Minute)
 		t.Logf("round %d: released again %v after the kill", round, time.Since(start).Round(100*time.Millisecond))
 	}
+	// Learning went on through the kills; users play on, a release at a
+	// time, until the ledger of record's last release reaches the demo's
+	// target (evaluated as the demo does: simulation-only).
+	budget := 4000
+	if s := os.Getenv("DPRL_CLUSTER_USERS"); s != "" {
+		var err error
+		if budget, err = strconv.Atoi(s); err != nil || budget < 0 {
+			t.Fatalf("DPRL_CLUSTER_USERS=%q", s)
+		}
+	}
+	prof, err := profile.Get("cartpole")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac := agent.DefaultConfig(prof.Spec, prof.Learner)
+	evaluate := func() (uint64, float64) { // the last release of the log
+		t.Helper()
+		l, err := record.Open(ctx, js, record.Config{Name: "default", Replicas: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, err := l.Last(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pos := last; pos > 0; pos-- {
+			r, err := l.Entry(ctx, pos)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Entry.Kind != ledger.KindRelease {
+				continue
+			}
+			mean, err := demo.EvaluateSnapshot(r.Snapshot, ac.Spec, ac.Policy, "cartpole", 10, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Entry.PolicyVersion, mean
+		}
+		return 0, 0
+	}
+	version, mean := evaluate()
+	t.Logf("after the kills: %d users, version %d: mean return %.1f over 10 episodes (simulation-only)", users, version, mean)
+	for tail := users; mean < 475; {
+		if users-tail >= budget {
+			t.Fatalf("the released policy reached %.1f at version %d, below 475 after %d more users", mean, version, users-tail)
+		}
+		for range 4 {
+			play(3 * time.Minute)
+		}
+		version, mean = evaluate()
+		t.Logf("%d users, version %d: mean return %.1f", users, version, mean)
+	}
 	waitPartitions(t, addrs, 16, 1)
 	_, releases := c.writers(t, ctx)
 	for _, a := range addrs { // every replica serves the last release
@@ -309,7 +373,7 @@ func TestClusterChaos(t *testing.T) {
 		p.terminate()
 	}
 	c.verifyLedgers(t, ctx, "learner0", "learner1", "replica0", "replica1", "replica2")
-	perUser := map[ledger.UserKey]int{}
+	perUser := map[ledger.UserKey]ledger.UserState{}
 	var last uint64
 	for _, e := range logEntries(t, ctx, js) {
 		if e.Kind != ledger.KindRelease {
@@ -320,16 +384,30 @@ func TestClusterChaos(t *testing.T) {
 		}
 		last = e.PolicyVersion
 		for _, u := range e.Users {
-			if perUser[u]++; perUser[u] > 1 {
-				t.Fatalf("user %x in %d releases, over the cap of 1", u[:4], perUser[u])
+			st := perUser[u]
+			st.Updates++
+			st.SumInvZ2 += 1 / (e.Z * e.Z)
+			if perUser[u] = st; st.Updates > 1 {
+				t.Fatalf("user %x in %d releases, over the cap of 1", u[:4], st.Updates)
 			}
 		}
+	}
+	userEps := 0.0
+	for _, st := range perUser {
+		eps, err := st.Epsilon(ac.Delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		userEps = max(userEps, eps)
+	}
+	if userEps > 5 {
+		t.Fatalf("user-level epsilon %.4g at delta %g, above 5", userEps, ac.Delta)
 	}
 	restarts := 0
 	for _, l := range learners {
 		restarts += l.restarts
 	}
-	t.Logf("%d users, %d releases, %d kills of each kind; learners restarted after exiting on their own %d times", users, releases, kills, restarts)
+	t.Logf("%d users, %d releases, %d kills of each kind; learners restarted after exiting on their own %d times; the last release's mean return %.1f (version %d), user-level epsilon %.4g at delta %g", users, releases, kills, restarts, mean, version, userEps, ac.Delta)
 	for _, n := range nodes {
 		n.terminate()
 	}

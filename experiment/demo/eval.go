@@ -106,12 +106,21 @@ func EvaluateRelease(store *ledger.Store, spec policy.Spec, cfg policy.Config, e
 	if err != nil {
 		return 0, fmt.Errorf("demo: evaluate version %d: %w", v, err)
 	}
+	return EvaluateSnapshot(b, spec, cfg, envName, episodes, master)
+}
+
+// EvaluateSnapshot is EvaluateRelease for a released snapshot b read
+// elsewhere (a replica's copy, the ledger of record): the mean undiscounted
+// return of its policy over episodes fresh episodes of simulator envName,
+// drawn from a generator that depends on master and the snapshot's version
+// only. Post-processing of a DP release, and simulation-only.
+func EvaluateSnapshot(b []byte, spec policy.Spec, cfg policy.Config, envName string, episodes int, master uint64) (float64, error) {
 	snap, err := policy.UnmarshalSnapshot(b)
 	if err != nil {
-		return 0, fmt.Errorf("demo: evaluate version %d: %w", v, err)
+		return 0, fmt.Errorf("demo: evaluate a snapshot: %w", err)
 	}
 	if err := snap.CheckCompatible(spec, cfg.PPO.Hidden); err != nil {
-		return 0, fmt.Errorf("demo: evaluate version %d: %w", v, err)
+		return 0, fmt.Errorf("demo: evaluate version %d: %w", snap.Version, err)
 	}
 	actor, err := policy.NewActorFor(spec, cfg.PPO)
 	if err != nil {
@@ -121,7 +130,7 @@ func EvaluateRelease(store *ledger.Store, spec policy.Spec, cfg policy.Config, e
 	if err != nil {
 		return 0, err
 	}
-	mean, _ := policy.Evaluate(env, actor, snap.Theta, episodes, evalRand(master, v))
+	mean, _ := policy.Evaluate(env, actor, snap.Theta, episodes, evalRand(master, snap.Version))
 	return mean, nil
 }
 
