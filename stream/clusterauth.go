@@ -16,9 +16,9 @@ import (
 // not private. Only the learner role may read it; a replica may only add to
 // it, a client and an operator never see it. The ledger of record holds
 // releases (noised, covered by the guarantee) and writer entries; learners
-// append to it, replicas and operators read it. The writer lease is the
-// learners'; the partition bucket the replicas'. Every other subject and
-// every other JetStream API is refused.
+// append to it (and to its blob stream), replicas and operators read it.
+// The writer lease is the learners'; the partition bucket the replicas'.
+// Every other subject and every other JetStream API is refused.
 //
 // A permission to create or update a stream is a permission to read any
 // other stream of the account: a stream may source (copy) another. So
@@ -35,6 +35,10 @@ const DefaultClusterName = "default"
 type ClusterNames struct {
 	// Ledger is the ledger of record's stream, LedgerSubject its subject.
 	Ledger, LedgerSubject string
+	// Blobs is the ledger of record's blob stream (the snapshots and
+	// updates of entries too large for one message), BlobsSubject its
+	// subject.
+	Blobs, BlobsSubject string
 	// Updates is the update queue's stream, UpdatesSubject its subject.
 	Updates, UpdatesSubject string
 	// Lease is the writer lease's key-value bucket, LeaseStream its stream.
@@ -51,6 +55,7 @@ func ClusterStreams(name string) ClusterNames {
 	}
 	return ClusterNames{
 		Ledger: "DPRL_LEDGER_" + name, LedgerSubject: "dprl.ledger." + name,
+		Blobs: "DPRL_BLOBS_" + name, BlobsSubject: "dprl.blobs." + name,
 		Updates: "DPRL_UPDATES_" + name, UpdatesSubject: "dprl.updates." + name,
 		Lease: "DPRL_LEASE_" + name, LeaseStream: "KV_DPRL_LEASE_" + name,
 		Parts: "DPRL_PARTS_" + name, PartsStream: "KV_DPRL_PARTS_" + name,
@@ -112,11 +117,12 @@ func requests(prefix string) []string {
 // the partition bucket.
 func LearnerPermissions(prefix, cluster, name string) *server.Permissions {
 	n := ClusterStreams(cluster)
-	pub := []string{n.LedgerSubject, "$KV." + n.Lease + ".>", jsAPI + "INFO", policySubject(orDefault(prefix))}
-	for _, st := range []string{n.Ledger, n.LeaseStream, n.Updates, n.PartsStream} {
+	pub := []string{n.LedgerSubject, n.BlobsSubject, "$KV." + n.Lease + ".>", jsAPI + "INFO", policySubject(orDefault(prefix))}
+	for _, st := range []string{n.Ledger, n.Blobs, n.LeaseStream, n.Updates, n.PartsStream} {
 		pub = append(pub, ownStream(st)...)
 	}
 	pub = append(pub, readStream(n.Ledger)...)
+	pub = append(pub, readStream(n.Blobs)...)
 	pub = append(pub, readStream(n.LeaseStream)...)
 	pub = append(pub, jsAPI+"STREAM.INFO."+n.Updates, jsAPI+"STREAM.INFO."+n.PartsStream)
 	pub = append(pub, consumeStream(n.Updates)...)
@@ -145,6 +151,7 @@ func ReplicaPermissions(prefix, cluster, name string) *server.Permissions {
 	// the server checks a publish against the mapped subject.
 	pub := []string{n.UpdatesSubject, "$KV." + n.Parts + ".>", jsAPI + "INFO", prefix + ".v1.probe.*", prefix + ".v1.p.*.probe.*"}
 	pub = append(pub, readStream(n.Ledger)...)
+	pub = append(pub, readStream(n.Blobs)...)
 	pub = append(pub, readStream(n.PartsStream)...)
 	pub = append(pub, consumeStream(n.PartsStream)...)
 	sub := append(requests(prefix), prefix+".v1.p.*.act.*", prefix+".v1.p.*.end.*", prefix+".v1.p.*.probe.*", InboxPrefix(name)+".>")
@@ -166,6 +173,7 @@ func OperatorPermissions(prefix, cluster, name string) *server.Permissions {
 	n := ClusterStreams(cluster)
 	pub := []string{jsAPI + "INFO", jsAPI + "STREAM.INFO." + n.Updates, jsAPI + "CONSUMER.INFO." + n.Updates + ".>"}
 	pub = append(pub, readStream(n.Ledger)...)
+	pub = append(pub, readStream(n.Blobs)...)
 	pub = append(pub, readStream(n.LeaseStream)...)
 	pub = append(pub, readStream(n.PartsStream)...)
 	return &server.Permissions{

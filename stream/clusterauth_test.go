@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
+	"dprl/ledger"
 	"dprl/ledger/record"
 	"dprl/stream"
 	"dprl/stream/updateq"
@@ -248,6 +249,22 @@ func TestClusterPermissions(t *testing.T) {
 	if st.CachedInfo().State.Msgs != 0 {
 		t.Errorf("queue holds %d updates after the ack", st.CachedInfo().State.Msgs)
 	}
+	// An entry too large for one message: the learner stores its payload
+	// in the blob stream; the replica and the operator read it back.
+	snap := make([]byte, 1200<<10)
+	for i := range snap {
+		snap[i] = byte(i)
+	}
+	if err := log.AppendEntry(ctx, ledger.Entry{Seq: 3, Hash: "h3", Kind: ledger.KindRelease, PolicyVersion: 1}, snap, []float64{1, 2}); err != nil {
+		t.Fatalf("learner: a large entry: %v", err)
+	}
+	for _, rl := range []*record.Log{rlog, olog} {
+		e, err := rl.Entry(ctx, 3)
+		if err != nil || len(e.Snapshot) != len(snap) || e.Snapshot[len(snap)-1] != snap[len(snap)-1] || len(e.Update) != 2 {
+			t.Fatalf("reading a large entry: %d bytes, %v", len(e.Snapshot), err)
+		}
+	}
+
 	// Nothing the roles do was refused.
 	for name, rc := range c {
 		if err := rc.nc.Flush(); err != nil {
@@ -308,6 +325,9 @@ func TestClusterPermissions(t *testing.T) {
 		{"r1", "a stream sourcing the queue", "$JS.API.STREAM.CREATE.SPY", sourcing},
 		{"r1", "ledger create/update", "$JS.API.STREAM.UPDATE." + n.Ledger, openLog},
 		{"r1", "ledger append", n.LedgerSubject, publish(n.LedgerSubject)},
+		{"r1", "blob append", n.BlobsSubject, publish(n.BlobsSubject)},
+		{"c1", "blob read", "$JS.API.STREAM.MSG.GET." + n.Blobs, request("$JS.API.STREAM.MSG.GET." + n.Blobs)},
+		{"o1", "blob append", n.BlobsSubject, publish(n.BlobsSubject)},
 		{"r1", "lease open", "$JS.API.STREAM.UPDATE." + n.LeaseStream, openLease},
 		{"r1", "lease key", "$KV." + n.Lease + ".writer", publish("$KV." + n.Lease + ".writer")},
 		{"c1", "ledger read", "$JS.API.STREAM.INFO." + n.Ledger, readLog},

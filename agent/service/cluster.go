@@ -119,6 +119,9 @@ func (s *Service) clusterOptions(ctx context.Context, opt *agent.Options) error 
 	if err != nil {
 		return err
 	}
+	if need, have := updateq.MaxMessageSize(l.NumParams()), s.nc.MaxPayload(); int64(need) > have {
+		return fmt.Errorf("agent: cluster: a session's update of %d parameters takes up to %d bytes, above the %d bytes the NATS servers accept: raise their maximum payload (dprl nats --max-payload; max_payload in a server's configuration, at most 64 MiB) or serve a smaller network", l.NumParams(), need, have)
+	}
 	qc := updateq.Config{Name: c.Name, Replicas: c.Replicas, MaxValues: l.NumParams()}
 	if c.Role == RoleServe {
 		// A replica reads the log and publishes to the queue; it creates

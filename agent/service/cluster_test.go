@@ -1,6 +1,8 @@
 package service
 
 import (
+	"context"
+	"dprl/stream"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +52,28 @@ func TestClusterSettings(t *testing.T) {
 			t.Errorf("%+v: cluster %+v", c, got)
 		case tc.want == "" && c.Role == "" && got != nil:
 			t.Errorf("no role gave a cluster %+v", got)
+		}
+	}
+}
+
+// TestClusterPayloadTooSmall: a cluster role whose servers accept messages
+// smaller than a session's update of its policy refuses to start, naming
+// the sizes and the remedy, rather than failing on every session.
+func TestClusterPayloadTooSmall(t *testing.T) {
+	ns, err := stream.StartEmbedded(stream.EmbeddedOptions{Port: -1, MaxPayload: 16 << 10, Partitions: 4, JetStream: &stream.JetStreamOptions{StoreDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	for _, role := range []string{RoleLearn, RoleServe} {
+		svc, err := StartService(context.Background(), ServiceConfig{Agent: cartpoleConfig(2), DataDir: t.TempDir(), NATS: ns.ClientURL(),
+			Cluster: &Cluster{Role: role, Name: "t", Replicas: 1, Holder: "h", LeaseTTL: time.Second, UserKey: []byte(strings.Repeat("ab", 16)), Partitions: 4}})
+		if err == nil {
+			svc.Close()
+			t.Fatalf("%s started on servers accepting 16 KiB", role)
+		}
+		if !strings.Contains(err.Error(), "above the 16384 bytes the NATS servers accept") || !strings.Contains(err.Error(), "--max-payload") {
+			t.Errorf("%s: %v", role, err)
 		}
 	}
 }

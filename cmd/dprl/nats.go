@@ -19,6 +19,7 @@ type natsFlags struct {
 	routes                                              []string
 	syncAlways, insecure                                bool
 	partitions                                          int
+	maxPayload                                          int32
 	prefix                                              string
 	auth, tlsCert, tlsKey, tlsClientCA                  string
 	routePasswordFile, encryptionKey, cipher            string
@@ -43,6 +44,7 @@ func newNATSCmd(a *app) *cobra.Command {
 	fl.StringSliceVar(&f.routes, "routes", nil, "with --cluster: every node's route URL, nats-route://HOST:PORT, comma-separated (this node's own is ignored)")
 	fl.BoolVar(&f.syncAlways, "sync-always", false, "fsync every write before acknowledging it (an acknowledged ledger entry is then on the disks of a majority; without it, in their memory, synced every two minutes)")
 	fl.StringVar(&f.domain, "domain", "", "JetStream domain (none by default)")
+	fl.Int32Var(&f.maxPayload, "max-payload", 0, "the largest message the node accepts, in bytes (0: nats-server's 1 MiB; at most 64 MiB, the same on every node): a cluster's serving replicas publish each session's update in one message (8 bytes per policy parameter), so a larger network needs more")
 	fl.IntVar(&f.partitions, "partitions", service.DefaultPartitions, "map the session subjects onto this many partitions, which the serving replicas (dprl agent --role serve --partitions, the same number) share: every node of a cluster needs the same; 0 maps nothing")
 	fl.StringVar(&f.prefix, "prefix", stream.DefaultPrefix, "the subject prefix of the partitioned session subjects (the agents' --prefix)")
 	fl.StringVar(&f.auth, "auth", "", "JSON file naming the identities of each role (learners, replicas, clients, operators): every connection must authenticate, and each gets only its role's subjects (only learners read the clipped per-session updates)")
@@ -146,7 +148,10 @@ func runNATS(cmd *cobra.Command, a *app, f natsFlags) error {
 	if f.partitions < 0 || f.partitions > stream.MaxPartitions {
 		return usagef("--partitions %d: want 0 to %d", f.partitions, stream.MaxPartitions)
 	}
-	o := stream.EmbeddedOptions{ServerName: f.name, Logger: a.log, JetStream: &stream.JetStreamOptions{StoreDir: f.store, SyncAlways: f.syncAlways, Domain: f.domain},
+	if f.maxPayload < 0 || f.maxPayload > 64<<20 {
+		return usagef("--max-payload %d: want 0 (nats-server's 1 MiB) to 64 MiB", f.maxPayload)
+	}
+	o := stream.EmbeddedOptions{ServerName: f.name, Logger: a.log, MaxPayload: f.maxPayload, JetStream: &stream.JetStreamOptions{StoreDir: f.store, SyncAlways: f.syncAlways, Domain: f.domain},
 		Partitions: f.partitions, PartitionPrefix: f.prefix}
 	var off, offCluster bool
 	var err error

@@ -2,11 +2,9 @@ package record
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
-	"dprl/internal/jsonstrict"
 	"dprl/ledger"
 )
 
@@ -19,6 +17,9 @@ type message struct {
 	Entry    ledger.Entry `json:"entry"`
 	Snapshot []byte       `json:"snapshot,omitempty"`
 	Update   []float64    `json:"update,omitempty"`
+	// Blob refers to the snapshot and update in the blob stream, for an
+	// entry too large for one message (blob.go).
+	Blob *blobRef `json:"blob,omitempty"`
 }
 
 // Release is a release (or a writer entry, with the snapshot of the
@@ -39,9 +40,9 @@ func (l *Log) AppendEntry(ctx context.Context, e ledger.Entry, snapshot []byte, 
 	if e.Seq == 0 || e.Hash == "" {
 		return fmt.Errorf("record: entry without a sequence number or hash")
 	}
-	b, err := json.Marshal(message{Entry: e, Snapshot: snapshot, Update: update})
+	b, err := l.encodeMessage(ctx, e, snapshot, update)
 	if err != nil {
-		return fmt.Errorf("record: encode entry %d: %w", e.Seq, err)
+		return err
 	}
 	if _, err := l.Append(ctx, e.Seq-1, e.Hash, b); err != nil {
 		return err
@@ -71,9 +72,9 @@ func Sync(ctx context.Context, l *Log, s *ledger.Store, onRelease func(Release))
 	}
 	n := 0
 	err = l.readTo(ctx, h.Seq+1, last, func(m Entry) error {
-		var msg message
-		if err := jsonstrict.Decode(m.Data, &msg); err != nil {
-			return fmt.Errorf("record: position %d: %w", m.Position, err)
+		msg, err := l.decodeMessage(ctx, m.Position, m.Data)
+		if err != nil {
+			return err
 		}
 		if msg.Entry.Seq != m.Position || msg.Entry.Hash != m.ID {
 			return fmt.Errorf("record: position %d holds entry %d under id %.12s (hash %.12s)", m.Position, msg.Entry.Seq, m.ID, msg.Entry.Hash)
@@ -144,9 +145,9 @@ func (l *Log) Entry(ctx context.Context, pos uint64) (Release, error) {
 	if err != nil {
 		return Release{}, err
 	}
-	var msg message
-	if err := jsonstrict.Decode(m.Data, &msg); err != nil {
-		return Release{}, fmt.Errorf("record: position %d: %w", pos, err)
+	msg, err := l.decodeMessage(ctx, pos, m.Data)
+	if err != nil {
+		return Release{}, err
 	}
 	if msg.Entry.Seq != pos {
 		return Release{}, fmt.Errorf("record: position %d holds entry %d", pos, msg.Entry.Seq)

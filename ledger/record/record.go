@@ -63,6 +63,10 @@ type Log struct {
 	mu       sync.Mutex
 	stream   jetstream.Stream // nil until bound (OpenReader, before the stream exists)
 	bindWait time.Duration    // how long the next bind attempt waits (bound)
+
+	// The blob stream (blob.go): nil until bound.
+	blobName, blobSubject string
+	blobs                 jetstream.Stream
 }
 
 // OpenReader binds to ledger name's stream for reading only (Last, Read,
@@ -76,7 +80,7 @@ func OpenReader(ctx context.Context, js jetstream.JetStream, name string) (*Log,
 	if !namePattern.MatchString(name) {
 		return nil, fmt.Errorf("record: ledger name %q: want 1 to 64 letters, digits, '-' or '_'", name)
 	}
-	l := &Log{js: js, name: "DPRL_LEDGER_" + name, subject: "dprl.ledger." + name}
+	l := &Log{js: js, name: "DPRL_LEDGER_" + name, subject: "dprl.ledger." + name, blobName: "DPRL_BLOBS_" + name, blobSubject: "dprl.blobs." + name}
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		_, err := l.bound(actx)
@@ -121,8 +125,8 @@ func (l *Log) bound(ctx context.Context) (jetstream.Stream, error) {
 	return st, nil
 }
 
-// Open creates the ledger's stream, or binds to it if it exists with the
-// same configuration, retrying while the cluster elects its leaders until
+// Open creates the ledger's stream and its blob stream (blob.go), or binds
+// to them if they exist with the same configuration, retrying while the cluster elects its leaders until
 // ctx ends.
 func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Log, error) {
 	if !namePattern.MatchString(cfg.Name) {
@@ -149,13 +153,18 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Log, error)
 		DenyDelete:  true,
 		DenyPurge:   true,
 	}
+	bc := blobStreamConfig(cfg)
 	var last error
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		st, err := js.CreateOrUpdateStream(actx, sc)
+		var blobs jetstream.Stream
+		if err == nil {
+			blobs, err = js.CreateOrUpdateStream(actx, bc)
+		}
 		cancel()
 		if err == nil {
-			return &Log{stream: st, js: js, name: sc.Name, subject: sc.Subjects[0]}, nil
+			return &Log{stream: st, js: js, name: sc.Name, subject: sc.Subjects[0], blobs: blobs, blobName: bc.Name, blobSubject: bc.Subjects[0]}, nil
 		}
 		last = err
 		if !retryable(err) {

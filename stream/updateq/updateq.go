@@ -41,6 +41,14 @@ const MaxSessionID = 1024
 // key, session id length, value count.
 const headerLen = 4 + 8 + 1 + 32 + 2 + 4
 
+// MaxMessageSize is the largest message of an update of values values:
+// the header, the longest session id and the values, plus room for the
+// message's headers (its id, the session id again). A cluster whose
+// servers accept less (their max_payload) could not queue such an update.
+func MaxMessageSize(values int) int {
+	return headerLen + 2*MaxSessionID + 8*values + 1024
+}
+
 // Update is one session's clipped local update.
 type Update struct {
 	// Session is the session id (also the message id).
