@@ -11,10 +11,10 @@ import (
 	"strings"
 )
 
-// Step returns the round step (1, 2 or 5 times a power of ten, at least 1
-// when integer) that cuts [lo, hi] into the number of intervals closest to
-// n.
-func Step(lo, hi float64, n int, integer bool) float64 {
+// step returns a round step (1, 2 or 5 times a power of ten, at least 1
+// when integer) for [lo, hi]: the smallest that cuts it into at most n
+// intervals (atMost), or the one whose number of intervals is nearest n.
+func step(lo, hi float64, n int, integer, atMost bool) float64 {
 	if !(hi > lo) {
 		hi = lo + 1
 	}
@@ -23,28 +23,35 @@ func Step(lo, hi float64, n int, integer bool) float64 {
 	p := math.Pow(10, math.Floor(math.Log10(span/float64(n))))
 	best, bestErr := 0.0, math.Inf(1)
 	for _, m := range []float64{1, 2, 5, 10} {
-		step := m * p
-		if integer && step < 1 {
+		s := m * p
+		if integer && s < 1 {
 			continue
 		}
-		if e := math.Abs(math.Log(span / step / float64(n))); e < bestErr-1e-12 {
-			best, bestErr = step, e
+		if atMost {
+			if span/s <= float64(n)*(1+1e-12) {
+				return s
+			}
+			continue
+		}
+		if e := math.Abs(math.Log(span / s / float64(n))); e < bestErr-1e-12 {
+			best, bestErr = s, e
 		}
 	}
 	if best == 0 { // integer, and every candidate below 1
-		best = 1
+		best = max(1, 10*p)
 	}
 	return best
 }
 
-// Cover returns about n round tick values whose first is at most lo and
-// whose last is at least hi (an axis drawn from the first to the last
-// covers the data), steps of Step(lo, hi, n, integer).
+// Cover returns round tick values whose first is at most lo and whose
+// last is at least hi (an axis drawn from the first to the last covers the
+// data), the smallest round step (1, 2 or 5 times a power of ten, whole
+// when integer) that cuts [lo, hi] into at most n intervals.
 func Cover(lo, hi float64, n int, integer bool) []float64 {
 	if !(hi > lo) {
 		hi = lo + 1
 	}
-	step := Step(lo, hi, n, integer)
+	step := step(lo, hi, n, integer, true)
 	start := math.Floor(lo/step+1e-9) * step
 	var out []float64
 	for v := start; v <= hi+step*1e-9 || len(out) < 2; v += step {
@@ -59,13 +66,13 @@ func Cover(lo, hi float64, n int, integer bool) []float64 {
 	return out
 }
 
-// Within returns the round tick values inside [lo, hi], about n+1 of
-// them, steps of Step(lo, hi, n, false).
+// Within returns the round tick values inside [lo, hi], a round step
+// apart that cuts [lo, hi] into the number of intervals nearest n.
 func Within(lo, hi float64, n int) []float64 {
 	if !(hi > lo) {
 		return []float64{lo}
 	}
-	step := Step(lo, hi, n, false)
+	step := step(lo, hi, n, false, false)
 	var out []float64
 	for k := math.Ceil(lo/step - 1e-9); ; k++ {
 		v := k*step + 0 // no -0

@@ -33,27 +33,33 @@ func TestLabels(t *testing.T) {
 	}
 }
 
-// TestTicks: round steps; Cover covers the range, Within stays inside it;
-// integer steps are whole.
+// TestTicks: Cover takes the smallest round step giving at most n
+// intervals and covers the range; Within takes the step nearest n
+// intervals and stays inside the range; integer steps are whole.
 func TestTicks(t *testing.T) {
 	for _, tc := range []struct {
-		lo, hi float64
-		n      int
-		int    bool
-		step   float64
+		lo, hi  float64
+		n       int
+		integer bool
+		cover   []float64
+		within  []float64
 	}{
-		{0, 10, 5, false, 2}, {0, 1, 5, false, 0.2}, {-1800, -700, 5, false, 200}, {0, 5000, 5, false, 1000}, {0, 4.4, 5, false, 1}, {0, 3, 5, true, 1}, {0, 0.3, 6, true, 1}, {0, 7, 5, false, 1},
+		{0, 7, 5, false, []float64{0, 2, 4, 6, 8}, []float64{0, 1, 2, 3, 4, 5, 6, 7}},
+		{0.5, 7, 5, true, []float64{0, 2, 4, 6, 8}, []float64{1, 2, 3, 4, 5, 6, 7}},
+		{0, 0.3, 6, true, []float64{0, 1}, []float64{0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3}},
+		{-1780, -700, 5, false, []float64{-2000, -1500, -1000, -500}, []float64{-1600, -1400, -1200, -1000, -800}},
+		{0, 2500, 5, false, []float64{0, 500, 1000, 1500, 2000, 2500}, []float64{0, 500, 1000, 1500, 2000, 2500}},
+		{300, 6000, 5, false, []float64{0, 2000, 4000, 6000}, []float64{1000, 2000, 3000, 4000, 5000, 6000}},
 	} {
-		if got := Step(tc.lo, tc.hi, tc.n, tc.int); math.Abs(got-tc.step) > 1e-12 {
-			t.Errorf("Step(%v, %v, %d, %v) = %v, want %v", tc.lo, tc.hi, tc.n, tc.int, got, tc.step)
+		if got := Cover(tc.lo, tc.hi, tc.n, tc.integer); !near(got, tc.cover) {
+			t.Errorf("Cover(%v, %v, %d, %v) = %v, want %v", tc.lo, tc.hi, tc.n, tc.integer, got, tc.cover)
 		}
-		c := Cover(tc.lo, tc.hi, tc.n, tc.int)
-		if c[0] > tc.lo || c[len(c)-1] < tc.hi || len(c) > 3*tc.n {
-			t.Errorf("Cover(%v, %v) = %v", tc.lo, tc.hi, c)
-		}
-		w := Within(tc.lo, tc.hi, tc.n)
-		if len(w) < 2 || w[0] < tc.lo || w[len(w)-1] > tc.hi {
-			t.Errorf("Within(%v, %v) = %v", tc.lo, tc.hi, w)
+		if got := Within(tc.lo, tc.hi, tc.n); !near(got, tc.within) {
+			t.Errorf("Within(%v, %v, %d) = %v, want %v", tc.lo, tc.hi, tc.n, got, tc.within)
 		}
 	}
+}
+
+func near(a, b []float64) bool {
+	return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Abs(x-y) <= 1e-9*max(1, math.Abs(y)) })
 }
