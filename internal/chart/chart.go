@@ -82,6 +82,9 @@ type Chart struct {
 	// coordinate on a log axis are left out, and a series left with no
 	// points is not drawn.
 	LogX, LogY bool
+	// IntX and IntY put a linear axis's ticks on whole numbers only
+	// (versions, counts).
+	IntX, IntY bool
 	Series     []Series
 	// Width and Height are the figure's size in inches (0: 6 by 4).
 	Width, Height float64
@@ -172,7 +175,7 @@ func (c Chart) plot() (*plot.Plot, *geometry, error) {
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = c.Title, c.XLabel, c.YLabel
 	p.Title.Padding = titlePad
-	p.X.Tick.Marker, p.Y.Tick.Marker = roundTicks{}, roundTicks{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = roundTicks{c.IntX}, roundTicks{c.IntY}
 	if c.LogX {
 		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	}

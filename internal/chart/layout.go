@@ -13,14 +13,14 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// roundTicks marks a linear axis at round values (ticks.Within), each
-// labelled with the fewest decimals that tell the ticks apart
-// (ticks.Labels): "-750", never gonum's "-750.00".
-type roundTicks struct{}
+// roundTicks marks a linear axis at round values (ticks.Within; whole
+// numbers only when integer), each labelled with the fewest decimals that
+// tell the ticks apart (ticks.Labels): "-750", never gonum's "-750.00".
+type roundTicks struct{ integer bool }
 
 // Ticks implements plot.Ticker.
-func (roundTicks) Ticks(lo, hi float64) []plot.Tick {
-	vs := ticks.Within(lo, hi, 5)
+func (r roundTicks) Ticks(lo, hi float64) []plot.Tick {
+	vs := ticks.Within(lo, hi, 5, r.integer)
 	labels := ticks.Labels(vs)
 	out := make([]plot.Tick, len(vs))
 	for i, v := range vs {

@@ -195,3 +195,15 @@ func encode(t *testing.T, img image.Image) []byte {
 	}
 	return b.Bytes()
 }
+
+// TestIntegerTicks: an axis of whole numbers (IntX, IntY: versions,
+// counts) is marked at whole numbers only, however short its range.
+func TestIntegerTicks(t *testing.T) {
+	for _, r := range [][2]float64{{0, 3}, {1, 2}, {0, 6}, {0, 2500}} {
+		for _, tk := range (roundTicks{integer: true}).Ticks(r[0], r[1]) {
+			if tk.Value != math.Round(tk.Value) || strings.Contains(tk.Label, ".") {
+				t.Errorf("range %v: tick %v %q", r, tk.Value, tk.Label)
+			}
+		}
+	}
+}

@@ -67,12 +67,13 @@ func Cover(lo, hi float64, n int, integer bool) []float64 {
 }
 
 // Within returns the round tick values inside [lo, hi], a round step
-// apart that cuts [lo, hi] into the number of intervals nearest n.
-func Within(lo, hi float64, n int) []float64 {
+// apart (whole when integer) that cuts [lo, hi] into the number of
+// intervals nearest n.
+func Within(lo, hi float64, n int, integer bool) []float64 {
 	if !(hi > lo) {
 		return []float64{lo}
 	}
-	step := step(lo, hi, n, false, false)
+	step := step(lo, hi, n, integer, false)
 	var out []float64
 	for k := math.Ceil(lo/step - 1e-9); ; k++ {
 		v := k*step + 0 // no -0

@@ -46,7 +46,8 @@ func TestTicks(t *testing.T) {
 	}{
 		{0, 7, 5, false, []float64{0, 2, 4, 6, 8}, []float64{0, 1, 2, 3, 4, 5, 6, 7}},
 		{0.5, 7, 5, true, []float64{0, 2, 4, 6, 8}, []float64{1, 2, 3, 4, 5, 6, 7}},
-		{0, 0.3, 6, true, []float64{0, 1}, []float64{0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3}},
+		{0, 0.3, 6, false, []float64{0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3}, []float64{0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3}},
+		{0, 3, 6, true, []float64{0, 1, 2, 3}, []float64{0, 1, 2, 3}},
 		{-1780, -700, 5, false, []float64{-2000, -1500, -1000, -500}, []float64{-1600, -1400, -1200, -1000, -800}},
 		{0, 2500, 5, false, []float64{0, 500, 1000, 1500, 2000, 2500}, []float64{0, 500, 1000, 1500, 2000, 2500}},
 		{300, 6000, 5, false, []float64{0, 2000, 4000, 6000}, []float64{1000, 2000, 3000, 4000, 5000, 6000}},
@@ -54,7 +55,7 @@ func TestTicks(t *testing.T) {
 		if got := Cover(tc.lo, tc.hi, tc.n, tc.integer); !near(got, tc.cover) {
 			t.Errorf("Cover(%v, %v, %d, %v) = %v, want %v", tc.lo, tc.hi, tc.n, tc.integer, got, tc.cover)
 		}
-		if got := Within(tc.lo, tc.hi, tc.n); !near(got, tc.within) {
+		if got := Within(tc.lo, tc.hi, tc.n, tc.integer); !near(got, tc.within) {
 			t.Errorf("Within(%v, %v, %d) = %v, want %v", tc.lo, tc.hi, tc.n, got, tc.within)
 		}
 	}
