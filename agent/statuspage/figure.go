@@ -216,9 +216,10 @@ func legendRows(lines []Line, width float64) [][]Line {
 	return rows
 }
 
-// layoutLegend draws the legend's rows from x0 upwards, the first row's
-// baseline rowGap above bottom; each entry takes its line's colour and
-// dash (set by layoutXY in out.Paths, in the lines' order).
+// layoutLegend draws the legend's rows above bottom, each starting at x0,
+// the last row nearest (its baseline rowGap above bottom); each entry
+// takes its line's colour and dash (set by layoutXY in out.Paths, in the
+// lines' order).
 func layoutLegend(out *svgFigure, rows [][]Line, x0, bottom float64) {
 	k := 0
 	for r, row := range rows {
