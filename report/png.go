@@ -17,7 +17,7 @@ func pngChart(f statuspage.PageFigure) chart.Chart {
 	if f.Note != "" {
 		title += f.Note + "\n"
 	}
-	c := chart.Chart{Title: title + f.Privacy.Short(), XLabel: f.XLabel, YLabel: f.YLabel, Width: 7, Height: 4.2}
+	c := chart.Chart{Title: title + f.Privacy.Short(), XLabel: f.XLabel, YLabel: f.YLabel, Width: 7, Height: 4.2, IntX: f.IntX && !f.XTime, IntY: f.IntY}
 	scale, origin := 1.0, 0.0
 	if f.XTime {
 		scale, origin, c.XLabel = timeAxis(f.Figure)

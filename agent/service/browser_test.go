@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"dprl/internal/browsertest"
 	"dprl/internal/buildinfo"
 	"dprl/internal/testutil"
 )
@@ -52,7 +53,9 @@ func artifactDir(t *testing.T) string {
 // headless Chromium, driven over the DevTools protocol: the page renders
 // with its title and the build's version, its SVG figures have a size, the
 // console holds no error (a CSP violation or a failed load would be one),
-// and a full-page screenshot is written for people to look at. Skipped
+// no text is clipped or drawn over data or other text
+// (browsertest.Layout), and a full-page screenshot is written for people
+// to look at. Skipped
 // where no Chromium is installed (apt-get install chromium).
 func TestStatusPageInChromium(t *testing.T) {
 	bin := chromiumPath()
@@ -133,6 +136,16 @@ func TestStatusPageInChromium(t *testing.T) {
 	drawn, err := chromedp.Run(tctx, chromedp.Evaluate[int](`document.querySelectorAll("svg rect[height]:not([height='0.0']), svg path[d]:not([d='']), svg circle").length`))
 	if err != nil || drawn < 10 {
 		t.Errorf("%d drawn SVG shapes (%v), want at least 10", drawn, err)
+	}
+	// Laid out without clipped or overlapping text: no label over a bar,
+	// a line or another label (the users' histogram of this run is one
+	// full bar, its marks above it).
+	layout, err := browsertest.Layout(tctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range layout {
+		t.Errorf("layout: %s", p)
 	}
 	shot, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
 	if err != nil {

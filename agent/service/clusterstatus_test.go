@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"dprl/internal/browsertest"
 	"dprl/internal/testutil"
 	"dprl/stream"
 )
@@ -45,7 +46,8 @@ func getStatus(t *testing.T, svc *Service) Status {
 // /metrics: each role registers its own cluster series and not the other
 // role's, role all none. The status page has a Cluster section with the
 // role's fields for a role, none for role all; in headless Chromium
-// (skipped without one) the panel is laid out with its text.
+// (skipped without one) the panel is laid out with its text, and no text
+// of the page is clipped or overlaps (browsertest.Layout).
 func TestClusterStatusAndPage(t *testing.T) {
 	ns, err := stream.StartEmbedded(stream.EmbeddedOptions{Port: -1, Partitions: 4, JetStream: &stream.JetStreamOptions{StoreDir: t.TempDir()}})
 	if err != nil {
@@ -163,6 +165,13 @@ func TestClusterStatusAndPage(t *testing.T) {
 			if !strings.Contains(p.Text, w) {
 				t.Errorf("%s: the cluster panel's text %q lacks %q", tc.svc.OpsAddr(), p.Text, w)
 			}
+		}
+		problems, err := browsertest.Layout(tctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range problems {
+			t.Errorf("%s: layout: %s", tc.svc.OpsAddr(), p)
 		}
 	}
 }

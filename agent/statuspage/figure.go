@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"dprl/internal/ticks"
 )
 
 // Figure is one chart of the page: lines, categorical bars or a
@@ -109,7 +111,10 @@ type svgFigure struct {
 }
 
 type svgTick struct{ X1, Y1, X2, Y2, TX, TY, Label, Anchor string }
-type svgPath struct{ D, Color, Dash string }
+type svgPath struct {
+	D, Color, Dash string
+	label          string
+}
 type svgDot struct{ X, Y, Color, Title string }
 type svgRect struct{ X, Y, W, H, Color, Title, LX, LY, Label, Anchor, Rotate string }
 type svgMark struct{ X, Y1, Y2, TX, TY, Label, Anchor string }
@@ -117,40 +122,120 @@ type svgLegend struct{ X, Y, LX, LY, Color, Label, Dash string }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
-// SVG lays the figure out for the page's template.
+// SVG lays the figure out for the page's template. Nothing is drawn over
+// the data but the grid: a line chart's legend and its marks' labels go in
+// rows above the plot (the marks' labels nearest it, each in its own row,
+// at its line), and a bar chart's slanted labels get the room they need
+// below and left of the plot.
 func (f Figure) SVG() svgFigure {
-	below := padBelow
+	below, left, top := padBelow, padL, padTop
 	rotate := false
 	if len(f.Bars) > 0 {
 		// Bar labels that do not fit their slot are drawn slanted, with
-		// room below the plot for the longest.
+		// room below the plot for the longest and left of it for the
+		// first ones (each ends at its bar, reaching left and down).
 		longest := 0
 		for _, b := range f.Bars {
 			longest = max(longest, utf8.RuneCountInString(b.Label))
 		}
 		if slot := (svgW - padL - padR) / float64(len(f.Bars)); float64(longest)*charW > slot*0.95 {
 			rotate = true
-			below = max(padBelow, 22+float64(longest)*charW*0.71)
+			below = max(padBelow, 22+float64(longest)*charW*slant)
+			for range 2 { // the slot narrows as the plot moves right
+				slot := (svgW - left - padR) / float64(len(f.Bars))
+				for i, b := range f.Bars {
+					reach := float64(utf8.RuneCountInString(b.Label))*charW*slant + edgePad
+					left = max(left, reach-slot*(float64(i)+0.5))
+				}
+			}
 		}
 	}
-	h := svgH + below - padBelow
+	var legend [][]Line
+	if len(f.Bars) == 0 {
+		legend = legendRows(f.Lines, svgW-padL-padR)
+		if rows := len(legend) + len(f.Marks); rows > 0 {
+			top = max(padTop, 28+rowH*float64(rows-1))
+		}
+	}
+	h := svgH + below - padBelow + top - padTop
 	out := svgFigure{ID: f.ID, Title: f.Title, Note: f.Note, XLabel: f.XLabel, YLabel: f.YLabel, W: num(svgW), H: num(h),
-		PlotX: num(padL), PlotY: num(padTop), PlotW: num(svgW - padL - padR), PlotH: num(h - padTop - below), PlotRight: num(svgW - padR),
-		PlotBottom: num(h - below), XLabelX: num(padL + (svgW-padL-padR)/2), XLabelY: num(h - 6),
-		YLabelX: "14", YLabelY: num(padTop + (h-padTop-below)/2), Empty: f.Empty()}
+		PlotX: num(left), PlotY: num(top), PlotW: num(svgW - left - padR), PlotH: num(h - top - below), PlotRight: num(svgW - padR),
+		PlotBottom: num(h - below), XLabelX: num(left + (svgW-left-padR)/2), XLabelY: num(h - 6),
+		YLabelX: "14", YLabelY: num(top + (h-top-below)/2), Empty: f.Empty()}
 	if out.Empty {
 		out.Desc = f.Title + ": nothing to show yet"
 		return out
 	}
-	x0, x1 := padL, svgW-padR
-	y0, y1 := h-below, padTop // y0 is the bottom
+	x0, x1 := left, svgW-padR
+	y0, y1 := h-below, top // y0 is the bottom
 	switch {
 	case len(f.Bars) > 0:
 		f.layoutBars(&out, x0, x1, y0, y1, rotate)
 	default:
 		f.layoutXY(&out, x0, x1, y0, y1)
+		layoutLegend(&out, legend, x0, y1-markRowsH(len(f.Marks)))
 	}
 	return out
+}
+
+// The rows above a line chart's plot: rowH apart, the nearest's baseline
+// rowGap above the plot; edgePad is the least space between a label and
+// the SVG's edge; slant is the horizontal (and vertical) reach of a
+// slanted label per unit of its length (cos 45°).
+const (
+	rowH    = 15.0
+	rowGap  = 12.0
+	edgePad = 4.0
+	slant   = 0.71
+)
+
+// markRowsH is the height the marks' rows take above the plot.
+func markRowsH(marks int) float64 { return rowH * float64(marks) }
+
+// legendEntryW is the width a legend entry takes in its row: its line,
+// its label and the gap to the next entry.
+func legendEntryW(label string) float64 {
+	return 26 + charW*float64(utf8.RuneCountInString(label)) + 16
+}
+
+// legendRows puts the labelled lines into rows of at most width.
+func legendRows(lines []Line, width float64) [][]Line {
+	var rows [][]Line
+	used := width
+	for _, l := range lines {
+		if l.Label == "" {
+			continue
+		}
+		w := legendEntryW(l.Label)
+		if used+w > width && used > 0 {
+			rows, used = append(rows, nil), 0
+		}
+		rows[len(rows)-1] = append(rows[len(rows)-1], l)
+		used += w
+	}
+	return rows
+}
+
+// layoutLegend draws the legend's rows above bottom, each starting at x0,
+// the last row nearest (its baseline rowGap above bottom); each entry
+// takes its line's colour and dash (set by layoutXY in out.Paths, in the
+// lines' order).
+func layoutLegend(out *svgFigure, rows [][]Line, x0, bottom float64) {
+	k := 0
+	for r, row := range rows {
+		y := bottom - rowGap - rowH*float64(len(rows)-1-r)
+		x := x0
+		for _, l := range row {
+			p := out.Paths[k]
+			for out.Paths[k].label != l.Label {
+				k++
+				p = out.Paths[k]
+			}
+			k++
+			out.Legend = append(out.Legend, svgLegend{X: num(x), Y: num(y - 4), LX: num(x + 22), LY: num(y), Color: p.Color, Label: l.Label, Dash: p.Dash})
+			x += legendEntryW(l.Label)
+		}
+	}
 }
 
 // charW is the width of a label character, in user units (11px text).
@@ -162,10 +247,10 @@ func (f Figure) layoutBars(out *svgFigure, x0, x1, y0, y1 float64, rotate bool) 
 	for _, b := range f.Bars {
 		hi = max(hi, b.Value)
 	}
-	ys := niceTicks(0, hi, 5, f.IntY)
+	ys := ticks.Cover(0, hi, 5, f.IntY)
 	top := ys[len(ys)-1]
 	sy := func(v float64) float64 { return y0 - (y0-y1)*v/top }
-	out.YTicks = yTicks(ys, sy, x0, x1, formatNum)
+	out.YTicks = yTicks(ys, sy, x0, x1)
 	slot := (x1 - x0) / float64(len(f.Bars))
 	var desc []string
 	for i, b := range f.Bars {
@@ -211,25 +296,30 @@ func (f Figure) layoutXY(out *svgFigure, x0, x1, y0, y1 float64) {
 		yhi = ylo + 1
 	}
 	var xs []float64
+	var xlabels []string
 	fx := formatNum
 	if f.XTime {
 		var step float64
 		xs, step = timeTicks(xlo, xhi)
 		fx = func(v float64) string { return formatTime(v, step) }
+		for _, v := range xs {
+			xlabels = append(xlabels, fx(v))
+		}
 	} else {
-		xs = niceTicks(xlo, xhi, 6, f.IntX)
+		xs = ticks.Cover(xlo, xhi, 6, f.IntX)
+		xlabels = ticks.Labels(xs)
 	}
-	ys := niceTicks(ylo, yhi, 5, f.IntY)
+	ys := ticks.Cover(ylo, yhi, 5, f.IntY)
 	xa, xb, ya, yb := min(xs[0], xlo), max(xs[len(xs)-1], xhi), ys[0], ys[len(ys)-1]
 	sx := func(v float64) float64 { return x0 + (x1-x0)*(v-xa)/(xb-xa) }
 	sy := func(v float64) float64 { return y0 - (y0-y1)*(v-ya)/(yb-ya) }
-	out.YTicks = yTicks(ys, sy, x0, x1, formatNum)
-	for _, v := range xs {
+	out.YTicks = yTicks(ys, sy, x0, x1)
+	for i, v := range xs {
 		if v < xa || v > xb {
 			continue
 		}
 		x := sx(v)
-		t := svgTick{X1: num(x), Y1: num(y0), X2: num(x), Y2: num(y1), TX: num(x), TY: num(y0 + 16), Label: fx(v), Anchor: "middle"}
+		t := svgTick{X1: num(x), Y1: num(y0), X2: num(x), Y2: num(y1), TX: num(x), TY: num(y0 + 16), Label: xlabels[i], Anchor: "middle"}
 		if w := charW * float64(utf8.RuneCountInString(t.Label)); x+w/2 > svgW {
 			t.Anchor = "end" // a label that would leave the canvas ends at its tick
 		}
@@ -264,32 +354,30 @@ func (f Figure) layoutXY(out *svgFigure, x0, x1, y0, y1 float64) {
 		if l.Dashed {
 			dash = "6 4"
 		}
-		out.Paths = append(out.Paths, svgPath{D: strings.TrimSpace(d.String()), Color: color, Dash: dash})
-		if l.Label != "" {
-			ly := padTop + 6 + 16*float64(len(out.Legend))
-			out.Legend = append(out.Legend, svgLegend{X: num(x0 + 8), Y: num(ly), LX: num(x0 + 34), LY: num(ly + 4), Color: color, Label: l.Label, Dash: dash})
-		}
+		out.Paths = append(out.Paths, svgPath{D: strings.TrimSpace(d.String()), Color: color, Dash: dash, label: l.Label})
 		if n := len(l.X); n > 0 {
 			desc = append(desc, fmt.Sprintf("%s: %d points, last %s at %s", cmpOr(l.Label, "line"), n, formatNum(l.Y[n-1]), fx(l.X[n-1])))
 		}
 	}
-	for _, m := range f.Marks {
+	for i, m := range f.Marks {
+		// Its label in a row of its own above the plot (the first
+		// nearest), centred on the line but inside the SVG.
 		x := sx(m.X)
-		mk := svgMark{X: num(x), Y1: num(y0), Y2: num(y1), TX: num(x + 4), TY: num(y1 + 12 + 12*float64(len(out.Marks))), Label: m.Label, Anchor: "start"}
-		if x > (x0+x1)/2 {
-			mk.TX, mk.Anchor = num(x-4), "end" // left of the line
-		}
-		out.Marks = append(out.Marks, mk)
+		w := charW * float64(utf8.RuneCountInString(m.Label))
+		start := min(max(x-w/2, edgePad), svgW-edgePad-w*1.15)
+		out.Marks = append(out.Marks, svgMark{X: num(x), Y1: num(y0), Y2: num(y1), TX: num(start), TY: num(y1 - rowGap - rowH*float64(i)), Label: m.Label, Anchor: "start"})
 		desc = append(desc, m.Label)
 	}
 	out.Desc = f.Title + ": " + strings.Join(desc, "; ")
 }
 
-func yTicks(ys []float64, sy func(float64) float64, x0, x1 float64, f func(float64) string) []svgTick {
+// yTicks are the y axis's ticks at ys, labelled with ticks.Labels.
+func yTicks(ys []float64, sy func(float64) float64, x0, x1 float64) []svgTick {
 	var out []svgTick
-	for _, v := range ys {
+	labels := ticks.Labels(ys)
+	for i, v := range ys {
 		y := sy(v)
-		out = append(out, svgTick{X1: num(x0), Y1: num(y), X2: num(x1), Y2: num(y), TX: num(x0 - 6), TY: num(y + 4), Label: f(v)})
+		out = append(out, svgTick{X1: num(x0), Y1: num(y), X2: num(x1), Y2: num(y), TX: num(x0 - 6), TY: num(y + 4), Label: labels[i]})
 	}
 	return out
 }
@@ -302,38 +390,6 @@ func cmpOr(s, def string) string {
 }
 
 func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-
-// niceTicks returns about n round tick values covering [lo, hi]: steps of
-// 1, 2 or 5 times a power of ten (at least 1 when integer).
-func niceTicks(lo, hi float64, n int, integer bool) []float64 {
-	if !(hi > lo) {
-		hi = lo + 1
-	}
-	raw := (hi - lo) / float64(n)
-	if integer {
-		raw = max(raw, 1)
-	}
-	p := math.Pow(10, math.Floor(math.Log10(raw)))
-	step := p * 10
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*p >= raw {
-			step = m * p
-			break
-		}
-	}
-	start := math.Floor(lo/step) * step
-	var out []float64
-	for v := start; v <= hi+step*1e-9 || len(out) < 2; v += step {
-		out = append(out, math.Round(v/step)*step)
-		if len(out) > 4*n {
-			break
-		}
-	}
-	if out[len(out)-1] < hi {
-		out = append(out, out[len(out)-1]+step)
-	}
-	return out
-}
 
 // timeSteps are the tick steps of a time axis, in seconds.
 var timeSteps = []float64{1, 5, 15, 30, 60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400, 30 * 86400, 365 * 86400}

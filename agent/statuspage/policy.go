@@ -282,11 +282,11 @@ func (v PolicyView) usersPanel(id string) Panel {
 	}
 	p.Facts = append(p.Facts, Fact{"worst user", fmt.Sprintf("ε = %s at δ = %s (composed over their updates)", accountant.FormatEpsilon(u.Worst), formatNum(u.Delta))})
 	f := Figure{ID: id + "-users", Title: "Users by composed epsilon", XLabel: fmt.Sprintf("composed epsilon at δ = %s", formatNum(u.Delta)), YLabel: "users", IntY: true, Bins: u.Bins,
-		Marks: []Mark{{X: u.Worst, Label: "worst user " + formatNum(u.Worst)}}}
+		Marks: []Mark{{X: u.Worst, Label: "worst user " + accountant.FormatEpsilon(u.Worst)}}}
 	switch {
 	case u.Cap > 0:
-		p.Facts = append(p.Facts, Fact{"cap", fmt.Sprintf("ε ≤ %s (%s); worst user at %.0f%% of it", formatNum(u.Cap), u.CapNote, math.Ceil(100*u.Worst/u.Cap))})
-		f.Marks = append(f.Marks, Mark{X: u.Cap, Label: "cap " + formatNum(u.Cap)})
+		p.Facts = append(p.Facts, Fact{"cap", fmt.Sprintf("ε ≤ %s (%s); worst user at %.0f%% of it", accountant.FormatEpsilon(u.Cap), u.CapNote, math.Ceil(100*u.Worst/u.Cap))})
+		f.Marks = append(f.Marks, Mark{X: u.Cap, Label: "cap " + accountant.FormatEpsilon(u.Cap)})
 	case u.CapNote != "":
 		p.Facts = append(p.Facts, Fact{"cap", u.CapNote})
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -266,6 +267,75 @@ func TestPageRefreshes(t *testing.T) {
 		has := strings.Contains(b.String(), `<meta http-equiv="refresh" content="15">`)
 		if has != (n > 0) || strings.Contains(strings.ToLower(b.String()), "<script") {
 			t.Errorf("Refresh %d: meta refresh %v", n, has)
+		}
+	}
+}
+
+// TestMarkLabelsRoundedUp: the histogram's marks show the worst user's
+// epsilon and the cap as every command does, rounded up: 4.37717... is
+// "worst user 4.378", never 4.377 (issue 36's "cap 4.377").
+func TestMarkLabelsRoundedUp(t *testing.T) {
+	const eps = 4.377178100058402
+	page := samplePage()
+	page.Policies[0].Users.Worst, page.Policies[0].Users.Cap = eps, eps
+	var b bytes.Buffer
+	if err := statuspage.Render(&b, page); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, want := range []string{"worst user 4.378", "cap 4.378", "ε ≤ 4.378"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(html, "4.377") {
+		t.Error("the page shows an epsilon of 4.37718 rounded down to 4.377")
+	}
+}
+
+// TestLabelsOffTheData: nothing but the grid is drawn over a figure's
+// data: a line chart's legend entries and its marks' labels are in rows
+// above the plot, each mark's in its own row; slanted bar labels start
+// inside the SVG (issue 36: "connection_queue_full" was cut off at the
+// left, "cap" drawn over the histogram's bar). Chromium checks the drawn
+// page (TestPageLayoutInChromium); this checks the layout without it.
+func TestLabelsOffTheData(t *testing.T) {
+	num := func(s string) float64 {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	f := statuspage.Figure{Title: "users", Bins: []statuspage.Bin{{Lo: 0, Hi: 2, Count: 1}, {Lo: 4, Hi: 4.4, Count: 4}},
+		Marks: []statuspage.Mark{{X: 4.377, Label: "worst user 4.378"}, {X: 4.377, Label: "cap 4.378"}}}
+	s := f.SVG()
+	rows := map[string]bool{}
+	for _, m := range s.Marks {
+		if num(m.TY) >= num(s.PlotY)-4 || num(m.TX) < 0 || num(m.TX)+6.2*float64(len(m.Label)) > num(s.W) {
+			t.Errorf("mark label %q at (%s, %s): not above the plot (top %s) inside the SVG", m.Label, m.TX, m.TY, s.PlotY)
+		}
+		rows[m.TY] = true
+	}
+	if len(rows) != 2 {
+		t.Errorf("two marks' labels share a row: %+v", s.Marks)
+	}
+	l := statuspage.Figure{Title: "curve", Lines: []statuspage.Line{{Label: "mean simulated return", X: []float64{0, 1, 2}, Y: []float64{40, 10, 20}}}}.SVG()
+	for _, e := range l.Legend {
+		if num(e.LY) >= num(l.PlotY)-4 {
+			t.Errorf("legend entry %q at y %s: inside the plot (top %s)", e.Label, e.LY, l.PlotY)
+		}
+	}
+	var bars []statuspage.Bar
+	for _, r := range slices.Sorted(slices.Values(agent.DiscardReasons())) { // as the page orders them
+		bars = append(bars, statuspage.Bar{Label: r, Value: 1})
+	}
+	b := statuspage.Figure{Title: "set aside", Bars: bars}.SVG()
+	for _, r := range b.Rects {
+		// A slanted label ends at (LX, LY) and reaches left by its
+		// length times cos 45°.
+		if r.Rotate != "" && num(r.LX)-6.2*0.71*float64(len(r.Label)) < 0 {
+			t.Errorf("slanted label %q ends at x %s: its start leaves the SVG", r.Label, r.LX)
 		}
 	}
 }

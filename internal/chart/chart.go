@@ -24,6 +24,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/recorder"
 )
 
 // Color is a non-premultiplied RGBA colour (color.Color premultiplies it).
@@ -81,6 +82,9 @@ type Chart struct {
 	// coordinate on a log axis are left out, and a series left with no
 	// points is not drawn.
 	LogX, LogY bool
+	// IntX and IntY put a linear axis's ticks on whole numbers only
+	// (versions, counts).
+	IntX, IntY bool
 	Series     []Series
 	// Width and Height are the figure's size in inches (0: 6 by 4).
 	Width, Height float64
@@ -114,11 +118,17 @@ func (c Chart) Save(path string) error {
 }
 
 // Write draws the chart and writes it to w in format (see FormatOf).
+//
+// The legend goes in a corner of the plot that holds none of the data
+// (lines, bands, error bars, markers), the first free one of top left, top
+// right, bottom left and bottom right; when every corner holds data it
+// goes outside, right of the plot, and the figure is that much wider (the
+// plot keeps its size).
 func (c Chart) Write(w io.Writer, format string) error {
 	if !formats[format] {
 		return fmt.Errorf("chart: unsupported format %q (want png, svg, pdf, eps, jpg, tif or tex)", format)
 	}
-	p, err := c.plot()
+	p, geo, err := c.plot()
 	if err != nil {
 		return err
 	}
@@ -126,40 +136,61 @@ func (c Chart) Write(w io.Writer, format string) error {
 	if width <= 0 || height <= 0 {
 		width, height = 6, 4
 	}
-	cv, err := draw.NewFormattedCanvas(vg.Length(width)*vg.Inch, vg.Length(height)*vg.Inch, format)
+	fw, fh := vg.Length(width)*vg.Inch, vg.Length(height)*vg.Inch
+	// Measure on a canvas of the figure's size: where the data falls
+	// depends only on it, the axes and the title.
+	probe := draw.NewCanvas(new(recorder.Canvas), fw, fh)
+	area := draw.Crop(probe, margin, -margin, margin, -margin)
+	ylab := takeLogYLabel(p)
+	wrapAxisLabels(p, &ylab, area)
+	box, outside := geo.place(p, ylab.crop(area))
+	extra := vg.Length(0)
+	if outside {
+		extra = box.Size().X + legendGap
+	}
+	cv, err := draw.NewFormattedCanvas(fw+extra, fh, format)
 	if err != nil {
 		return err
 	}
 	dc := draw.New(cv)
 	dc.SetColor(p.BackgroundColor) // the margin in the figure's background
 	dc.Fill(dc.Rectangle.Path())
-	p.Draw(draw.Crop(dc, margin, -margin, margin, -margin))
+	plotArea := draw.Crop(dc, margin, -margin-extra, margin, -margin)
+	p.Draw(ylab.crop(plotArea))
+	ylab.draw(p, plotArea)
+	if len(geo.legend) > 0 {
+		if outside {
+			box = box.Add(vg.Point{X: plotArea.Max.X + legendGap - box.Min.X})
+		}
+		drawLegend(dc, geo.legend, box)
+	}
 	_, err = cv.WriteTo(w)
 	return err
 }
 
 // plot builds the gonum plot: the grid first (below the data), then every
-// series' band, error bars, line and markers, in order.
-func (c Chart) plot() (*plot.Plot, error) {
+// series' band, error bars, line and markers, in order; and the data's
+// geometry with the legend's entries, which Write places.
+func (c Chart) plot() (*plot.Plot, *geometry, error) {
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = c.Title, c.XLabel, c.YLabel
 	p.Title.Padding = titlePad
+	p.X.Tick.Marker, p.Y.Tick.Marker = roundTicks{c.IntX}, roundTicks{c.IntY}
 	if c.LogX {
 		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	}
 	if c.LogY {
 		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	}
+	geo := &geometry{}
 	p.Add(plotter.NewGrid())
 	if c.YMin != 0 || c.YMax != 0 {
 		p.Y.Min, p.Y.Max = c.YMin, c.YMax
 	}
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.YOffs = -vg.Points(6) // clear of the title
 	drawn := 0
 	for k, s := range c.Series {
 		if err := s.check(); err != nil {
-			return nil, fmt.Errorf("chart: series %d: %w", k, err)
+			return nil, nil, fmt.Errorf("chart: series %d: %w", k, err)
 		}
 		keep := c.kept(s)
 		if len(keep) == 0 {
@@ -185,8 +216,9 @@ func (c Chart) plot() (*plot.Plot, error) {
 			}
 			poly, err := plotter.NewPolygon(band)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
+			geo.bands = append(geo.bands, band)
 			poly.Color = Color{col.R, col.G, col.B, bandAlpha}
 			poly.LineStyle.Width = 0
 			p.Add(poly)
@@ -202,7 +234,10 @@ func (c Chart) plot() (*plot.Plot, error) {
 				plotter.YErrorer
 			}{xy, errs})
 			if err != nil {
-				return nil, err
+				return nil, nil, err
+			}
+			for j, i := range keep {
+				geo.bars = append(geo.bars, plotter.XYs{{X: s.X[i], Y: s.Y[i] - errs[j].Low}, {X: s.X[i], Y: s.Y[i] + errs[j].High}})
 			}
 			bars.Color = col
 			p.Add(bars)
@@ -210,8 +245,9 @@ func (c Chart) plot() (*plot.Plot, error) {
 		}
 		line, err := plotter.NewLine(xy)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		geo.lines = append(geo.lines, xy)
 		line.Color = col
 		line.Width = vg.Points(1.5)
 		if s.Dashed {
@@ -221,22 +257,23 @@ func (c Chart) plot() (*plot.Plot, error) {
 		if s.Points {
 			sc, err := plotter.NewScatter(xy)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			sc.Color = col
 			p.Add(sc)
+			geo.points = append(geo.points, xy...)
 		}
 		if s.Label != "" {
-			p.Legend.Add(s.Label, line)
+			geo.legend = append(geo.legend, legendEntry{s.Label, line})
 		}
 		if s.SpreadLabel != "" && spread != nil {
-			p.Legend.Add(s.SpreadLabel, spread)
+			geo.legend = append(geo.legend, legendEntry{s.SpreadLabel, spread})
 		}
 	}
 	if drawn == 0 {
-		return nil, errors.New("chart: no points to draw")
+		return nil, nil, errors.New("chart: no points to draw")
 	}
-	return p, nil
+	return p, geo, nil
 }
 
 // errorBarMark is the legend mark of error bars: a vertical bar with caps.

@@ -21,7 +21,9 @@ func sample() Chart {
 }
 
 // TestWritePNG: the PNG decodes at 6 by 4 inches (96 dpi) and is a function
-// of the chart (two writes give the same bytes).
+// of the chart (two writes give the same bytes). At 3 by 2 inches no
+// corner of the sample's plot is free for its legend, which goes right of
+// the plot: the figure is as high and wider.
 func TestWritePNG(t *testing.T) {
 	var a, b bytes.Buffer
 	if err := sample().Write(&a, "png"); err != nil {
@@ -43,8 +45,18 @@ func TestWritePNG(t *testing.T) {
 	if err := c.Write(&a, "png"); err != nil {
 		t.Fatal(err)
 	}
+	if img, err := png.Decode(&a); err != nil || img.Bounds().Dx() <= 288 || img.Bounds().Dy() != 192 {
+		t.Errorf("3 by 2 inches with the legend outside: %v", err)
+	}
+	for i := range c.Series {
+		c.Series[i].Label, c.Series[i].SpreadLabel = "", ""
+	}
+	a.Reset()
+	if err := c.Write(&a, "png"); err != nil {
+		t.Fatal(err)
+	}
 	if img, err := png.Decode(&a); err != nil || img.Bounds().Dx() != 288 || img.Bounds().Dy() != 192 {
-		t.Errorf("3 by 2 inches: %v", err)
+		t.Errorf("3 by 2 inches without a legend: %v", err)
 	}
 }
 
