@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"dprl/offline/svt"
 	"dprl/policy"
 	"dprl/profile"
 	"dprl/sims"
@@ -239,6 +241,13 @@ func TestTrainHelpDefaults(t *testing.T) {
 // charged or written; with --force it replaces it.
 func TestOfflineSVTForce(t *testing.T) {
 	data, experts := svtFixture(t, 3, "0.02")
+	snap, err := os.ReadFile(svt.ExpertPath(experts, "e0"))
+	for i := 0; err == nil && i < 200; i++ { // a roster whose counts can reach the threshold 182
+		err = os.WriteFile(svt.ExpertPath(experts, fmt.Sprintf("x%d", i)), snap, 0o600)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	st, led := filepath.Join(dir, "s.jsonl"), filepath.Join(dir, "ledger")
 	args := []string{"offline", "svt", "--data", data, "--experts", experts, "--epsilon", "5", "--delta", "1e-3",
