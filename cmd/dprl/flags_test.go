@@ -402,13 +402,27 @@ func TestNoColoursOffTerminal(t *testing.T) {
 
 // TestHelpShowsNoSentinelDefaults: a flag whose default is a sentinel (NaN:
 // "the simulator's bound"; an empty list) shows no "(default NaN)" or
-// "(default [])" in its help.
+// "(default [])" in its help, and no help says "1 updates" (a count of one
+// with a plural noun), in every command of the tree.
 func TestHelpShowsNoSentinelDefaults(t *testing.T) {
-	for _, cmd := range [][]string{{"agent"}, {"train"}, {"offline", "gtd2"}, {"offline", "learn"}, {"offline", "primorl"}, {"offline", "svt"},
-		{"demo"}, {"replay"}, {"report"}, {"audit"}, {"accountant", "epsilon"}, {"sims", "generate"}, {"bench", "serve"}} {
-		_, out, _ := runCLI(t, append(cmd, "--help")...)
-		if strings.Contains(out, "(default NaN)") || strings.Contains(out, "(default [])") || strings.Contains(out, "(default )") {
-			t.Errorf("dprl %s --help shows a sentinel default", strings.Join(cmd, " "))
+	bad := regexp.MustCompile(`\(default (NaN|\[\]|)\)|(^|[^-.\w])1 (updates|users|sessions|steps|episodes|trajectories|releases|runs)\b`)
+	n := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		path := strings.Fields(strings.TrimPrefix(c.CommandPath(), "dprl"))
+		if c.Name() != "help" {
+			n++
+			_, out, _ := runCLI(t, append(path, "--help")...)
+			if m := bad.FindString(out); m != "" {
+				t.Errorf("dprl %s --help shows %q", strings.Join(path, " "), m)
+			}
 		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRootCmd(&app{stdout: io.Discard, stderr: io.Discard}))
+	if n < 40 {
+		t.Errorf("%d commands' help checked, want the whole tree", n)
 	}
 }
