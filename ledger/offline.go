@@ -26,6 +26,12 @@ var (
 	ErrOverlap = errors.New("ledger: the file holds records of several datasets")
 )
 
+// CapMismatch returns the error, wrapping ErrCapMismatch, of a run at unit
+// that gives the cap given where the dataset stored the cap stored.
+func CapMismatch(unit Unit, stored, given Cap) error {
+	return fmt.Errorf("%w: the dataset has the cap (epsilon %g, delta %g) at unit %s, stored with it; a run cannot change it (given: epsilon %g, delta %g)", ErrCapMismatch, stored.Epsilon, stored.Delta, unit, given.Epsilon, given.Delta)
+}
+
 // Cap is a dataset's privacy budget at one protected unit: the runs charged
 // at that unit must compose to at most Epsilon at Delta.
 type Cap struct {
@@ -646,7 +652,7 @@ func (s *Store) planOffline(r *OfflineRun) (offlinePlan, error) {
 		}
 		u.Cap, p.newCap = r.Cap, true
 	case r.CapGiven && r.Cap != u.Cap:
-		return offlinePlan{}, fmt.Errorf("%w: the dataset has the cap (epsilon %g, delta %g) at unit %s, stored with it; a run cannot change it (given: epsilon %g, delta %g)", ErrCapMismatch, u.Cap.Epsilon, u.Cap.Delta, e.Unit, r.Cap.Epsilon, r.Cap.Delta)
+		return offlinePlan{}, CapMismatch(e.Unit, u.Cap, r.Cap)
 	}
 	u.addRun(*e)
 	var fd float64

@@ -334,3 +334,77 @@ func mustBandit() Env {
 	}
 	return e
 }
+
+// BanditUsers is a fixed set of held-out users of a Bandit with the exact
+// click probability of every item for each: the reference on which policies
+// and the baselines are scored exactly (Monte Carlo over users only; no
+// click is drawn). Simulation only: the users are draws from the public
+// feature distribution, not anybody's data.
+type BanditUsers struct {
+	n, d, a int
+	x, p    []float64 // n x d features, n x a click probabilities
+}
+
+// HeldOut draws users held-out users from rng (its own stream: the
+// simulator's current user is left as it is) and stores their exact click
+// probabilities.
+func (e *Bandit) HeldOut(users int, rng *rand.Rand) (*BanditUsers, error) {
+	if users < 1 {
+		return nil, fmt.Errorf("sims: %d held-out bandit users, want >= 1", users)
+	}
+	d, A := len(e.x), e.cfg.Items
+	u := &BanditUsers{n: users, d: d, a: A, x: make([]float64, users*d), p: make([]float64, users*A)}
+	for i := range users {
+		x := u.x[i*d : (i+1)*d]
+		e.drawUser(rng, x)
+		e.ClickProbsFor(u.p[i*A:(i+1)*A], x)
+	}
+	return u, nil
+}
+
+// Len returns the number of held-out users.
+func (u *BanditUsers) Len() int { return u.n }
+
+// Value returns the exact expected click per session of a policy over the
+// held-out users: the mean over users x of sum_a pi(a | x) P(click | x, a),
+// where probs writes pi(. | x) into dst (len Items; it must not keep x).
+func (u *BanditUsers) Value(probs func(dst, x []float64)) float64 {
+	pi := make([]float64, u.a)
+	v := 0.0
+	for i := range u.n {
+		probs(pi, u.x[i*u.d:(i+1)*u.d])
+		for a, q := range u.p[i*u.a : (i+1)*u.a] {
+			v += pi[a] * q
+		}
+	}
+	return v / float64(u.n)
+}
+
+// Baselines returns the reference policies' exact expected clicks on the
+// held-out users: a uniformly random item, the item with the highest mean
+// click probability on them (the best fixed item), and each user's own best
+// item (the oracle).
+func (u *BanditUsers) Baselines() BanditBaselines {
+	bl := BanditBaselines{Users: u.n, ArmMeans: make([]float64, u.a)}
+	var uni, orc float64
+	for i := range u.n {
+		best, sum := 0.0, 0.0
+		for a, p := range u.p[i*u.a : (i+1)*u.a] {
+			bl.ArmMeans[a] += p
+			sum += p
+			best = max(best, p)
+		}
+		uni += sum / float64(u.a)
+		orc += best
+	}
+	n := float64(u.n)
+	bl.Uniform, bl.Oracle = uni/n, orc/n
+	for a := range bl.ArmMeans {
+		bl.ArmMeans[a] /= n
+		if bl.ArmMeans[a] > bl.ArmMeans[bl.BestArm] {
+			bl.BestArm = a
+		}
+	}
+	bl.BestFixed = bl.ArmMeans[bl.BestArm]
+	return bl
+}

@@ -190,3 +190,53 @@ func TestBanditStepRules(t *testing.T) {
 }
 
 func BenchmarkStepBandit(b *testing.B) { benchmarkStep(b, "bandit") }
+
+// TestBanditUsersExact: a held-out set scores a policy exactly (the uniform
+// policy's value is the uniform baseline, a fixed item's is its mean, the
+// per-user argmax's the oracle) and its baselines agree with Baselines'
+// streaming ones on the same draws.
+func TestBanditUsersExact(t *testing.T) {
+	b, err := NewBandit(DefaultBanditConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := b.HeldOut(5000, rand.New(rand.NewPCG(7, 7)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bl, stream := u.Baselines(), b.Baselines(5000, rand.New(rand.NewPCG(7, 7)))
+	const tol = 1e-12
+	if u.Len() != 5000 || math.Abs(bl.Uniform-stream.Uniform) > tol || math.Abs(bl.Oracle-stream.Oracle) > tol || bl.BestArm != stream.BestArm || math.Abs(bl.BestFixed-stream.BestFixed) > tol {
+		t.Errorf("held-out baselines %+v, streaming %+v", bl, stream)
+	}
+	items := DefaultBanditConfig().Items
+	uniform := u.Value(func(dst, _ []float64) {
+		for a := range dst {
+			dst[a] = 1 / float64(items)
+		}
+	})
+	fixed := u.Value(func(dst, _ []float64) {
+		clear(dst)
+		dst[bl.BestArm] = 1
+	})
+	p := make([]float64, items)
+	oracle := u.Value(func(dst, x []float64) {
+		b.ClickProbsFor(p, x)
+		clear(dst)
+		best := 0
+		for a := range p {
+			if p[a] > p[best] {
+				best = a
+			}
+		}
+		dst[best] = 1
+	})
+	for _, c := range [][2]float64{{uniform, bl.Uniform}, {fixed, bl.BestFixed}, {oracle, bl.Oracle}} {
+		if math.Abs(c[0]-c[1]) > 1e-9 {
+			t.Errorf("value %v, baseline %v", c[0], c[1])
+		}
+	}
+	if _, err := b.HeldOut(0, rand.New(rand.NewPCG(1, 1))); err == nil {
+		t.Error("HeldOut(0): no error")
+	}
+}

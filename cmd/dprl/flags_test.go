@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"dprl/offline/svt"
 	"dprl/policy"
 	"dprl/profile"
 	"dprl/sims"
@@ -239,6 +241,13 @@ func TestTrainHelpDefaults(t *testing.T) {
 // charged or written; with --force it replaces it.
 func TestOfflineSVTForce(t *testing.T) {
 	data, experts := svtFixture(t, 3, "0.02")
+	snap, err := os.ReadFile(svt.ExpertPath(experts, "e0"))
+	for i := 0; err == nil && i < 200; i++ { // a roster whose counts can reach the threshold 182
+		err = os.WriteFile(svt.ExpertPath(experts, fmt.Sprintf("x%d", i)), snap, 0o600)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	st, led := filepath.Join(dir, "s.jsonl"), filepath.Join(dir, "ledger")
 	args := []string{"offline", "svt", "--data", data, "--experts", experts, "--epsilon", "5", "--delta", "1e-3",
@@ -393,13 +402,27 @@ func TestNoColoursOffTerminal(t *testing.T) {
 
 // TestHelpShowsNoSentinelDefaults: a flag whose default is a sentinel (NaN:
 // "the simulator's bound"; an empty list) shows no "(default NaN)" or
-// "(default [])" in its help.
+// "(default [])" in its help, and no help says "1 updates" (a count of one
+// with a plural noun), in every command of the tree.
 func TestHelpShowsNoSentinelDefaults(t *testing.T) {
-	for _, cmd := range [][]string{{"agent"}, {"train"}, {"offline", "gtd2"}, {"offline", "learn"}, {"offline", "primorl"}, {"offline", "svt"},
-		{"demo"}, {"replay"}, {"report"}, {"audit"}, {"accountant", "epsilon"}, {"sims", "generate"}, {"bench", "serve"}} {
-		_, out, _ := runCLI(t, append(cmd, "--help")...)
-		if strings.Contains(out, "(default NaN)") || strings.Contains(out, "(default [])") || strings.Contains(out, "(default )") {
-			t.Errorf("dprl %s --help shows a sentinel default", strings.Join(cmd, " "))
+	bad := regexp.MustCompile(`\(default (NaN|\[\]|)\)|(^|[^-.\w])1 (updates|users|sessions|steps|episodes|trajectories|releases|runs)\b`)
+	n := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		path := strings.Fields(strings.TrimPrefix(c.CommandPath(), "dprl"))
+		if c.Name() != "help" {
+			n++
+			_, out, _ := runCLI(t, append(path, "--help")...)
+			if m := bad.FindString(out); m != "" {
+				t.Errorf("dprl %s --help shows %q", strings.Join(path, " "), m)
+			}
 		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRootCmd(&app{stdout: io.Discard, stderr: io.Discard}))
+	if n < 40 {
+		t.Errorf("%d commands' help checked, want the whole tree", n)
 	}
 }

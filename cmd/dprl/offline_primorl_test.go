@@ -227,7 +227,7 @@ func TestOfflinePriMORLPublicAndMOPO(t *testing.T) {
 	}
 	fig4 := filepath.Join(dir, "fig4.png")
 	code, out, stderr = runCLI(t, "plot", "primorl", "--out", fig4, res)
-	if code != 0 || !strings.Contains(out, "epsilon 3 ") || !strings.Contains(out, "1 runs") {
+	if code != 0 || !strings.Contains(out, "epsilon 3 ") || !strings.Contains(out, "1 run:") {
 		t.Fatalf("plot primorl: exit %d (%s), output %q", code, stderr, out)
 	}
 	if code, _, _ := runCLI(t, "plot", "primorl", data); code != 2 {

@@ -50,7 +50,7 @@ func newOfflineSVTCmd(a *app) *cobra.Command {
 
 func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 	rc := f.cfg
-	rc.Seeded = cmd.Flags().Changed("seed")
+	rc.Seeded, rc.Warn = cmd.Flags().Changed("seed"), func(msg string) { a.log.Warn().Msg(msg) }
 	if f.budget.changed("dataset-delta") {
 		rc.CapDelta = f.budget.cap.Delta
 	}

@@ -37,34 +37,21 @@ const EnvName = "bandit"
 
 // Evaluator scores discrete policies on the bandit exactly: the expected
 // click per session, sum_a pi(a | x) P(click | x, a), averaged over a fixed
-// set of held-out users (Monte Carlo over users only; no click is drawn).
-// It is not safe for concurrent use.
+// set of held-out users (sims.BanditUsers: Monte Carlo over users only; no
+// click is drawn).
 type Evaluator struct {
-	n, d, A int
-	x, p    []float64 // n x d features, n x A exact click probabilities
-	oracle  float64
-	pi      []float64
+	users  *sims.BanditUsers
+	oracle float64
 }
 
 // NewEvaluator draws users held-out users from rng with env's feature
 // distribution and stores their exact click probabilities.
 func NewEvaluator(env *sims.Bandit, users int, rng *rand.Rand) (*Evaluator, error) {
-	if users < 1 {
-		return nil, fmt.Errorf("bandit: %d held-out users, want >= 1", users)
+	u, err := env.HeldOut(users, rng)
+	if err != nil {
+		return nil, fmt.Errorf("bandit: %w", err)
 	}
-	d, A := env.ObservationSpace().Dim(), env.ActionSpace().N
-	e := &Evaluator{n: users, d: d, A: A, x: make([]float64, users*d), p: make([]float64, users*A), pi: make([]float64, A)}
-	for i := range users {
-		x, p := e.x[i*d:(i+1)*d], e.p[i*A:(i+1)*A]
-		env.DrawUser(rng, x)
-		env.ClickProbsFor(p, x)
-		best := 0.0
-		for _, v := range p {
-			best = max(best, v)
-		}
-		e.oracle += best / float64(users)
-	}
-	return e, nil
+	return &Evaluator{users: u, oracle: u.Baselines().Oracle}, nil
 }
 
 // Oracle is the expected click of the per-user optimum on the held-out
@@ -74,14 +61,7 @@ func (e *Evaluator) Oracle() float64 { return e.oracle }
 // Value is the exact expected click of the policy theta (served by actor)
 // on the held-out users.
 func (e *Evaluator) Value(actor *policy.Actor, theta []float64) float64 {
-	v := 0.0
-	for i := range e.n {
-		actor.Probs(e.pi, theta, e.x[i*e.d:(i+1)*e.d])
-		for a, q := range e.p[i*e.A : (i+1)*e.A] {
-			v += e.pi[a] * q
-		}
-	}
-	return v / float64(e.n)
+	return e.users.Value(func(dst, x []float64) { actor.Probs(dst, theta, x) })
 }
 
 // Config is a measurement: Users simulated users per run, one run per seed

@@ -216,6 +216,10 @@ type Result struct {
 	SimEval      []Eval `json:"sim_eval"`
 	SimFinalEval Eval   `json:"sim_final_eval"`
 	EvalEpisodes int    `json:"eval_episodes"`
+	// SimExact is, on the bandit, the final release's exact expected click
+	// beside the random, best-fixed and oracle baselines on the same
+	// held-out users (the evaluations above are then exact too).
+	SimExact *ExactEval `json:"sim_exact,omitempty"`
 	// SimUsersMeanReturn is the mean return of the simulated users' last
 	// (at most 100) sessions, measured by the users themselves.
 	SimUsersMeanReturn float64 `json:"sim_users_mean_return"`
@@ -282,8 +286,13 @@ func (r Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "privacy per session: each release (epsilon %s, delta %g)-DP per session, analytic Gaussian, z = %.6g, K = %d\n",
 			accountant.FormatEpsilon(r.Epsilon), r.Delta, r.Z, r.K)
 	}
-	fmt.Fprintf(w, "simulation only: released policy version %d returns %.1f on average over %d fresh simulator episodes (post-processing of the release)\n",
-		r.SimFinalEval.Version, r.SimFinalEval.MeanReturn, r.EvalEpisodes)
+	if x := r.SimExact; x != nil {
+		fmt.Fprintf(w, "simulation only (the simulator's users, not private data; exact click probabilities, no click sampled): released policy version %d's expected click per session %.4f on %d fixed held-out users; on the same users a uniformly random item %.4f, the best fixed item (item %d) %.4f, the per-user oracle %.4f\n",
+			x.Version, x.Policy, x.Users, x.Uniform, x.BestItem, x.BestFixed, x.Oracle)
+	} else {
+		fmt.Fprintf(w, "simulation only: released policy version %d returns %.1f on average over %d fresh simulator episodes (post-processing of the release)\n",
+			r.SimFinalEval.Version, r.SimFinalEval.MeanReturn, r.EvalEpisodes)
+	}
 	fmt.Fprintf(w, "simulation only: the simulated users' own mean return over their last %d sessions %.1f (measured by the users, not served by the agent)\n",
 		r.SimUsersSessions, r.SimUsersMeanReturn)
 	fmt.Fprintf(w, "act latency seen by clients over NATS: p50 %.3f ms, p99 %.3f ms (%.0f acts/s)\n", r.ActP50Ms, r.ActP99Ms, r.ActsPerSec)
@@ -434,6 +443,13 @@ func drive(ctx context.Context, svc *service.Service, served func(context.Contex
 	}
 	ev := &evaluator{store: svc.Store(), spec: ac.Spec, cfg: ac.Policy, env: cfg.Env, master: master,
 		every: cfg.EvalEvery, episodes: cfg.EvalEpisodes, target: cfg.Target}
+	if env, _ := sims.New(cfg.Env); env != nil {
+		if b, ok := env.(*sims.Bandit); ok {
+			if ev.exact, err = b.HeldOut(HeldOutUsers, heldOutRand()); err != nil {
+				return Result{}, err
+			}
+		}
+	}
 	pop, err := sims.NewPopulation(sims.PopulationConfig{
 		NewEnv:     func() sims.Env { e, _ := sims.New(cfg.Env); return e }, // checked by Validate (profile.Get)
 		Sessions:   cfg.Users,
@@ -494,11 +510,15 @@ func drive(ctx context.Context, svc *service.Service, served func(context.Contex
 	if err != nil {
 		return Result{}, err
 	}
+	var exact *ExactEval
+	if ev.exact != nil {
+		exact = newExactEval(ev.exact, final.Version, final.MeanReturn)
+	}
 	q := lat.quantiles(0.5, 0.99)
 	secs := time.Since(start).Seconds()
 	simMean, simN := rets.mean()
 	return Result{TargetReturn: cfg.Target, Env: cfg.Env, Users: admitted.Load(), Updates: st.Updates, Version: st.Version,
-		SimEval: evals, SimFinalEval: final, EvalEpisodes: cfg.EvalEpisodes, SimUsersMeanReturn: simMean, SimUsersSessions: simN,
+		SimEval: evals, SimFinalEval: final, EvalEpisodes: cfg.EvalEpisodes, SimExact: exact, SimUsersMeanReturn: simMean, SimUsersSessions: simN,
 		ActP50Ms: q[0], ActP99Ms: q[1], Seconds: secs, NATSURL: svc.NATSURL(),
 		ActsPerSec: float64(lat.count()) / secs, ReturningPct: cfg.Returning}, nil
 }

@@ -12,10 +12,46 @@ import (
 )
 
 // Eval is one simulation-only evaluation of a released policy version: its
-// mean return over fresh simulator episodes.
+// mean return over fresh simulator episodes, or, on the bandit, its exact
+// expected click over the held-out users (ExactEval).
 type Eval struct {
 	Version    uint64  `json:"version"`
 	MeanReturn float64 `json:"mean_return"`
+}
+
+// HeldOutUsers is the number of held-out users a bandit demo scores its
+// releases and the baselines on, exactly.
+const HeldOutUsers = 20000
+
+// heldOutRand draws the bandit demo's held-out users: a fixed public
+// stream, so that every demo scores on the same users.
+func heldOutRand() *rand.Rand { return rand.New(rand.NewPCG(0x6e1d, HeldOutUsers)) }
+
+// ExactEval is a bandit demo's exact, simulation-only score of its final
+// release beside the reference policies, all on the same HeldOutUsers
+// users drawn from the simulator's public feature distribution (not
+// private data): expected clicks per session computed from the simulator's
+// click probabilities, no click sampled.
+type ExactEval struct {
+	Users   int    `json:"users"`
+	Version uint64 `json:"version"`
+	// Policy is the release's expected click, sum_a pi(a|x) P(click|x, a)
+	// averaged over the users.
+	Policy float64 `json:"policy"`
+	// Uniform, BestFixed (item BestItem) and Oracle are a uniformly random
+	// item, the item with the highest mean click probability on the users,
+	// and each user's own best item.
+	Uniform   float64 `json:"uniform"`
+	BestFixed float64 `json:"best_fixed"`
+	BestItem  int     `json:"best_item"`
+	Oracle    float64 `json:"oracle"`
+}
+
+// newExactEval returns the bandit demo's exact evaluation of version v from
+// the held-out users u.
+func newExactEval(u *sims.BanditUsers, v uint64, value float64) *ExactEval {
+	bl := u.Baselines()
+	return &ExactEval{Users: u.Len(), Version: v, Policy: value, Uniform: bl.Uniform, BestFixed: bl.BestFixed, BestItem: bl.BestArm, Oracle: bl.Oracle}
 }
 
 // evaluator is the demo's stopping rule. It reads released policy versions
@@ -33,6 +69,9 @@ type evaluator struct {
 	every    int
 	episodes int
 	target   float64
+	// exact, on the bandit, scores releases exactly on held-out users
+	// instead of sampling episodes.
+	exact *sims.BanditUsers
 
 	mu      sync.Mutex
 	last    uint64 // last evaluated version (0: none yet)
@@ -77,6 +116,9 @@ func (e *evaluator) latest() *Eval {
 // evaluate returns the mean return of released version v over e.episodes
 // fresh simulator episodes.
 func (e *evaluator) evaluate(v uint64) (float64, error) {
+	if e.exact != nil {
+		return ExactRelease(e.store, e.spec, e.cfg, e.exact, v)
+	}
 	return EvaluateRelease(e.store, e.spec, e.cfg, e.env, v, e.episodes, e.master)
 }
 
@@ -115,14 +157,7 @@ func EvaluateRelease(store *ledger.Store, spec policy.Spec, cfg policy.Config, e
 // drawn from a generator that depends on master and the snapshot's version
 // only. Post-processing of a DP release, and simulation-only.
 func EvaluateSnapshot(b []byte, spec policy.Spec, cfg policy.Config, envName string, episodes int, master uint64) (float64, error) {
-	snap, err := policy.UnmarshalSnapshot(b)
-	if err != nil {
-		return 0, fmt.Errorf("demo: evaluate a snapshot: %w", err)
-	}
-	if err := snap.CheckCompatible(spec, cfg.PPO.Hidden); err != nil {
-		return 0, fmt.Errorf("demo: evaluate version %d: %w", snap.Version, err)
-	}
-	actor, err := policy.NewActorFor(spec, cfg.PPO)
+	actor, snap, err := actorFor(b, spec, cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -132,6 +167,38 @@ func EvaluateSnapshot(b []byte, spec policy.Spec, cfg policy.Config, envName str
 	}
 	mean, _ := policy.Evaluate(env, actor, snap.Theta, episodes, evalRand(master, snap.Version))
 	return mean, nil
+}
+
+// ExactRelease reads the snapshot of released version v from the ledger
+// and returns its policy's exact expected click on the bandit's held-out
+// users u (sims.BanditUsers.Value). It is post-processing of a DP release,
+// and simulation-only.
+func ExactRelease(store *ledger.Store, spec policy.Spec, cfg policy.Config, u *sims.BanditUsers, v uint64) (float64, error) {
+	b, err := store.Snapshot(v)
+	if err != nil {
+		return 0, fmt.Errorf("demo: evaluate version %d: %w", v, err)
+	}
+	actor, snap, err := actorFor(b, spec, cfg)
+	if err != nil {
+		return 0, err
+	}
+	return u.Value(func(dst, x []float64) { actor.Probs(dst, snap.Theta, x) }), nil
+}
+
+// actorFor decodes released snapshot b and returns an actor for it.
+func actorFor(b []byte, spec policy.Spec, cfg policy.Config) (*policy.Actor, *policy.Snapshot, error) {
+	snap, err := policy.UnmarshalSnapshot(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("demo: evaluate a snapshot: %w", err)
+	}
+	if err := snap.CheckCompatible(spec, cfg.PPO.Hidden); err != nil {
+		return nil, nil, fmt.Errorf("demo: evaluate version %d: %w", snap.Version, err)
+	}
+	actor, err := policy.NewActorFor(spec, cfg.PPO)
+	if err != nil {
+		return nil, nil, err
+	}
+	return actor, snap, nil
 }
 
 // evalRand is the generator of the evaluation of version v: disjoint from

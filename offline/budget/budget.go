@@ -307,14 +307,32 @@ func (d Dataset) CheckPublic(path string, opt sessionlog.ReaderOptions) (*sessio
 }
 
 // Cap returns the cap a run at unit is checked against: the dataset's
-// stored cap, else the configured one (which the run will store).
+// stored cap, else the configured one (which the run will store). A cap
+// component given explicitly (Config.EpsilonGiven, DeltaGiven) that differs
+// from the stored one refuses the run here, as the charge would (a
+// *Refusal wrapping ledger.ErrCapMismatch), so that a mechanism never
+// checks its cost against a cap other than the one the user asked for
+// without saying so.
 func (d Dataset) Cap(unit ledger.Unit) (ledger.Cap, error) {
-	c, ok, err := d.p.storedCap(unit)
-	if err != nil || ok {
+	p := d.p
+	c, ok, err := p.storedCap(unit)
+	if err != nil {
 		return c, err
 	}
-	return d.p.cfg.Cap, nil
+	if !ok {
+		return p.cfg.Cap, nil
+	}
+	if g := p.given(c); (p.cfg.EpsilonGiven || p.cfg.DeltaGiven) && g != c {
+		return c, p.refusal(unit, ledger.CapMismatch(unit, c, g))
+	}
+	return c, nil
 }
+
+// Refuse returns err, which must wrap ledger.ErrBudgetExceeded (a cost
+// that the cap at unit cannot hold, found by the mechanism in Entry), as a
+// *Refusal, so that Explain adds how the cap is changed. Other errors are
+// returned as they are.
+func (d Dataset) Refuse(unit ledger.Unit, err error) error { return d.p.refusal(unit, err) }
 
 // Charge is what a run was charged: the entry as written and the dataset's
 // budget after it.
@@ -558,14 +576,25 @@ func (p *protocol) run(e ledger.Entry) (ledger.OfflineRun, error) {
 		if err != nil {
 			return ledger.OfflineRun{}, err
 		}
-		if ok && !p.cfg.EpsilonGiven {
-			r.Cap.Epsilon = stored.Epsilon
-		}
-		if ok && !p.cfg.DeltaGiven {
-			r.Cap.Delta = stored.Delta
+		if ok {
+			r.Cap = p.given(stored)
 		}
 	}
 	return r, nil
+}
+
+// given returns the cap the run gives where the dataset stored the cap
+// stored: the configured components that were given, the stored ones
+// otherwise.
+func (p *protocol) given(stored ledger.Cap) ledger.Cap {
+	c := p.cfg.Cap
+	if !p.cfg.EpsilonGiven {
+		c.Epsilon = stored.Epsilon
+	}
+	if !p.cfg.DeltaGiven {
+		c.Delta = stored.Delta
+	}
+	return c
 }
 
 // check refuses the run when its cost would exceed the dataset's cap; it

@@ -302,7 +302,7 @@ func (m *Mechanism) Close() {
 // Entry is the run's cost, from the flags and the record count.
 func (m *Mechanism) Entry(ix *sessionlog.Index, ds budget.Dataset) (ledger.Entry, error) {
 	m.ds = &ds
-	e, err := entry(m.r.c, ix.Len(), ds.Cap)
+	e, err := entry(m.r.c, ix.Len(), ds)
 	e.Seeded = m.out.Seeded
 	return e, err
 }
@@ -516,7 +516,7 @@ func (c *Config) Validate() error {
 // is calibrated, and its cost charged, with the PLD accountant (tighter
 // than RDP for the Poisson-subsampled Gaussian; fillGuarantee prints the
 // RDP figure beside it as a cross-check).
-func entry(c *Config, counted int, capFor func(ledger.Unit) (ledger.Cap, error)) (ledger.Entry, error) {
+func entry(c *Config, counted int, ds budget.Dataset) (ledger.Entry, error) {
 	e := ledger.Entry{Unit: ledger.UnitTrajectory, Method: accountant.MethodRDP, Participants: counted}
 	switch c.Method {
 	case GPOPE:
@@ -548,12 +548,14 @@ func entry(c *Config, counted int, capFor func(ledger.Unit) (ledger.Cap, error))
 		e.Events = []accountant.Event{ev}
 		e.Epsilon, e.Delta = g.Epsilon, c.Delta
 	case DPLSW:
-		dc, err := capFor(ledger.UnitTrajectory)
+		dc, err := ds.Cap(ledger.UnitTrajectory)
 		if err != nil {
 			return e, err
 		}
 		if c.Delta >= dc.Delta {
-			return e, configErrorf("dp-lsw spends its delta %g by basic composition, which leaves nothing of the dataset's cap delta %g for the accountant; lower {Delta}", c.Delta, dc.Delta)
+			// Refused as over the budget, so that budget.Explain names how
+			// the cap is set (a first run) or raised (a stored one).
+			return e, ds.Refuse(ledger.UnitTrajectory, configErrorf("%w: dp-lsw spends its {Delta} %g by basic composition, which takes the whole of the cap's delta %g and leaves none for the accountant of the dataset's other runs: give {Delta} below %g", ledger.ErrBudgetExceeded, c.Delta, dc.Delta, dc.Delta))
 		}
 		e.Mechanism = "dp-lsw: first-visit Monte Carlo + weighted least squares + Gaussian noise on a smooth sensitivity bound"
 		e.Fixed = []ledger.FixedCost{{Epsilon: c.Epsilon, Delta: c.Delta, Source: lswSource}}

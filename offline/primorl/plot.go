@@ -45,10 +45,21 @@ type Summary struct {
 // Summaries are the configurations of a set of results (Summarize).
 type Summaries []Summary
 
-// WriteText writes one line per configuration.
+// ScoreDefinition is what a summary's score is, printed above it.
+const ScoreDefinition = "score: the released policy's mean return on the simulator, on Pendulum normalised to 1000 (return + 1500) / 1500 (the PriMORL paper's)"
+
+// WriteText writes the score's definition (ScoreDefinition), then one line
+// per configuration.
 func (ss Summaries) WriteText(w io.Writer) error {
+	if _, err := fmt.Fprintln(w, ScoreDefinition); err != nil {
+		return err
+	}
 	for _, s := range ss {
-		if _, err := fmt.Fprintf(w, "%-16s %d runs: score %.1f ± %.1f (95%% CI ± %.1f)\n", s.Label, s.Runs, s.Mean, s.Std, s.CI95); err != nil {
+		runs := "runs"
+		if s.Runs == 1 {
+			runs = "run"
+		}
+		if _, err := fmt.Fprintf(w, "%-16s %d %s: score %.1f ± %.1f (95%% CI ± %.1f)\n", s.Label, s.Runs, runs, s.Mean, s.Std, s.CI95); err != nil {
 			return err
 		}
 	}

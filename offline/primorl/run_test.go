@@ -86,3 +86,19 @@ func TestScoreDefined(t *testing.T) {
 		}
 	}
 }
+
+// TestSummariesDefineScore: the summary of dprl plot primorl says what its
+// score is before printing it (it printed "score 878.1" undefined), and
+// "1 run", not "1 runs".
+func TestSummariesDefineScore(t *testing.T) {
+	var b strings.Builder
+	ss := Summarize([]Result{{Env: "pendulum", Return: -150, Score: 900}, {Env: "pendulum", Private: true, Epsilon: 5, Return: -300, Score: 800}})
+	if err := ss.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "score: the released policy's mean return on the simulator, on Pendulum normalised to 1000 (return + 1500) / 1500 (the PriMORL paper's)\n" +
+		"no privacy       1 run: score 900.0"
+	if !strings.HasPrefix(b.String(), want) {
+		t.Errorf("summary %q, want it to start %q", b.String(), want)
+	}
+}

@@ -50,10 +50,13 @@ type ReleaseConfig struct {
 	// the ledger and the report, which then holds Report.NonPrivate.
 	Seeded bool
 	Seed   uint64
+	// Warn, if set, receives a warning before the charge when the release
+	// can keep only part of what it queries (Reach.Warning).
+	Warn func(msg string)
 }
 
 // releaseFields are the ReleaseConfig fields an error may name.
-var releaseFields = fielderr.Fields{"Data", "Experts", "OutStable", "OutUnstable", "Force", "Delta", "CapDelta", "Queries", "MaxLen"}
+var releaseFields = fielderr.Fields{"Data", "Experts", "OutStable", "OutUnstable", "Force", "Epsilon", "Delta", "CapDelta", "Queries", "MaxLen"}
 
 // Validate reports every invalid field, as errors naming the fields
 // (*fielderr.Error, or DataRelease's own Config errors), joined. It reads
@@ -116,6 +119,8 @@ type Release struct {
 	// stableOut and unstableOut are the outputs' temporary files, created
 	// by Validate (a file that cannot be created costs nothing).
 	stableOut, unstableOut *atomicfile.File
+	// reach is what the release can keep at best (public inputs only).
+	reach Reach
 }
 
 // NewRelease validates c, refuses outputs that exist unless c.Force, and
@@ -186,6 +191,9 @@ func (m *Release) Validate(ix *sessionlog.Index, e *ledger.Entry) error {
 	if err := m.load(ix); err != nil {
 		return err
 	}
+	if err := m.checkReach(); err != nil {
+		return err
+	}
 	var err error
 	if m.stableOut, err = atomicfile.Create(m.c.OutStable, 0o600); err != nil {
 		return releaseFields.Errorf("{OutStable}: %w", err)
@@ -196,6 +204,29 @@ func (m *Release) Validate(ix *sessionlog.Index, e *ledger.Entry) error {
 		}
 	}
 	e.Participants = len(m.experts)
+	return nil
+}
+
+// checkReach refuses a release that can keep no prefix and warns of one
+// that can keep only short prefixes (Reach), from public inputs only: the
+// configuration, the experts' action count and the roster of snapshots.
+func (m *Release) checkReach() error {
+	c := m.c
+	roster, err := RosterSize(c.Experts)
+	if err != nil {
+		return releaseFields.Errorf("{Experts}: %w", err)
+	}
+	p, err := accountant.SVTSplit(c.Epsilon, c.Delta, c.Queries, c.MaxLen, c.PMin)
+	if err != nil {
+		return err
+	}
+	m.reach = NewReach(p, roster, m.experts[0].NumActions(), c.MaxLen, c.PMin)
+	if err := m.reach.Err(); err != nil {
+		return err
+	}
+	if w := m.reach.Warning(); w != "" && c.Warn != nil {
+		c.Warn(w)
+	}
 	return nil
 }
 

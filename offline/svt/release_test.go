@@ -291,6 +291,7 @@ func TestRelease(t *testing.T) {
 // the experts or its outputs writes no ledger entry and no file.
 func TestReleaseRefusedCostsNothing(t *testing.T) {
 	data, experts := releaseFixture(t, 3)
+	experts = withRoster(t, experts, 10) // a roster whose counts can reach the threshold
 	cases := []struct {
 		name string
 		edit func(*ReleaseConfig)

@@ -45,10 +45,13 @@ type Report struct {
 	DatasetCap     float64 `json:"dataset_cap"`
 	OutStable      string  `json:"out_stable"`
 	// OutUnstable is the unstable set's file: not released.
-	OutUnstable string      `json:"out_unstable,omitempty"`
-	NonPrivate  *NonPrivate `json:"non_private,omitempty"`
-	Seed        uint64      `json:"seed,omitempty"`
-	Seeded      bool        `json:"seeded"`
+	OutUnstable string `json:"out_unstable,omitempty"`
+	// Reach is what the release could keep at best, from public inputs
+	// (Reach); its warning, if any, is printed.
+	Reach      *Reach      `json:"reach,omitempty"`
+	NonPrivate *NonPrivate `json:"non_private,omitempty"`
+	Seed       uint64      `json:"seed,omitempty"`
+	Seeded     bool        `json:"seeded"`
 }
 
 // NonPrivate are statistics of the private log that no guarantee covers:
@@ -78,6 +81,10 @@ func (m *Release) report(out Result, ch *budget.Charge) *Report {
 		Threshold: out.Params.Theta + out.Params.NoisyThresholdShift,
 		LedgerSeq: ch.Entry.Seq, DatasetCap: ch.Cap.Epsilon, DatasetSpent: ch.Spent,
 		StableTrajectories: len(out.Stable), StableTransitions: transitions(out.Stable), PrefixHistogram: []PrefixBin{}}
+	if m.reach.Roster > 0 {
+		reach := m.reach
+		r.Reach = &reach
+	}
 	for l, n := range out.PrefixLengths {
 		if n > 0 {
 			r.PrefixHistogram = append(r.PrefixHistogram, PrefixBin{Length: l, Count: n})
@@ -136,6 +143,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, " %d:%d", h.Length, h.Count)
 		}
 		b.WriteString("\n")
+	}
+	if r.Reach != nil && r.Reach.Warning() != "" {
+		fmt.Fprintf(&b, "warning: %s\n", strings.TrimPrefix(r.Reach.Warning(), "svt: "))
 	}
 	if r.OutUnstable != "" {
 		fmt.Fprintf(&b, "unstable (NOT released, not DP; for the data owner's expert-level DP learner only) -> %s\n", r.OutUnstable)
