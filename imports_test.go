@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// layers are the module's import rules (the README's Layout section), from
+// layers are the module's import rules (docs/layout.md), from
 // the floor up: a package may import the packages of lower layers, and
 // those of its own layer in its own top-level directory (internal/chart
 // -> internal/atomicfile, policy -> policy/bandmf), never a higher layer
@@ -105,7 +105,7 @@ func moduleImports(t *testing.T) map[string][]string {
 }
 
 // TestImportLayers fails when a package imports one the layers forbid, or
-// when a package has no layer (add it to layers and to the README's
+// when a package has no layer (add it to layers and to docs/layout.md
 // Layout section).
 func TestImportLayers(t *testing.T) {
 	imports := moduleImports(t)
@@ -120,7 +120,7 @@ func TestImportLayers(t *testing.T) {
 	for _, pkg := range pkgs {
 		li := layerOf(pkg)
 		if li < 0 {
-			t.Errorf("dprl/%s has no layer: add it to layers (imports_test.go) and to the README's Layout", pkg)
+			t.Errorf("dprl/%s has no layer: add it to layers (imports_test.go) and to docs/layout.md", pkg)
 			continue
 		}
 		deps := imports[pkg]

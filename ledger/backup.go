@@ -42,7 +42,7 @@ type BackupResult struct {
 //
 // A backup is an older ledger as soon as the next commit lands: restoring
 // it loses every later entry, and with them the counters of the users
-// those releases were charged to. See the README (Operating the agent,
+// those releases were charged to. See docs/agent.md (Operating the agent,
 // Backup and restore) for what an operator must do after a restore.
 func (s *Store) Backup(dest string) (BackupResult, error) {
 	if dest == "" {

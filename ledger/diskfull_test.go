@@ -252,7 +252,7 @@ func releaseUntilFull(t *testing.T, s *Store, size int) (error, uint64) {
 // and without, as when another process does) — and checks every case:
 // the error says the disk is full and is never ErrCorrupt, nothing hangs,
 // the ledger verifies, and writes resume in the process or after a
-// restart once space is freed. The counts are in the README (The ledger,
+// restart once space is freed. The counts are in docs/ledger.md (The ledger,
 // Integrity).
 func TestDiskFullMatrix(t *testing.T) {
 	if testing.Short() {

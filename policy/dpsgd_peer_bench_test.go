@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// peerShape is one of the DP-SGD shapes measured against Opacus (README,
+// peerShape is one of the DP-SGD shapes measured against Opacus (docs/performance.md,
 // "Performance against peers"): an MLP, a batch size and a loss.
 type peerShape struct {
 	name  string

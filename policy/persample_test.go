@@ -268,7 +268,7 @@ func TestNaiveBaselineAgrees(t *testing.T) {
 // BenchmarkDPSGDStep measures optimiser steps/s of the DP-SGD update
 // (forward, per-sample clip, noise, Adam) with ghost clipping and, in the same
 // run, with the naive materialising baseline. The comparison with Opacus is
-// BenchmarkDPSGDPeer (Opacus's losses, SGD and activations; README,
+// BenchmarkDPSGDPeer (Opacus's losses, SGD and activations; docs/performance.md,
 // "Performance against peers").
 func BenchmarkDPSGDStep(b *testing.B) {
 	for _, c := range []struct {

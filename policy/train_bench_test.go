@@ -11,7 +11,7 @@ import (
 // BenchmarkTrainPPO measures end-to-end environment steps per second of
 // non-private in-process PPO on CartPole (rollouts, GAE, E local epochs,
 // aggregation) on one worker: the Go side of the comparison with CleanRL's
-// ppo.py in the README's performance section. "64x64" is the peer's network
+// ppo.py in docs/performance.md. "64x64" is the peer's network
 // (64x64 actor and critic, 4 epochs); "default" is dprl's CartPole profile
 // (16x16, 3 epochs). Run with -cpu 1.
 func BenchmarkTrainPPO(b *testing.B) {

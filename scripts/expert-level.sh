@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the README's expert-level table and figure (Sharma et al.,
+# Reproduces docs/offline.md's expert-level table and figure (Sharma et al.,
 # "Preserving Expert-Level Privacy in Offline RL", Figure 3 setting) on one
 # simulator: M = 3000 experts (dprl sims experts, 3 trajectories each),
 # delta = 1/M, clip 1 (the default), batch 128, 10,000 steps, 2 x 64 networks; for each

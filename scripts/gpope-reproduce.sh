@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the README's GPOPE tables (section "GPOPE (dprl offline gtd2)"):
+# Reproduces docs/offline.md's GPOPE tables (section "GPOPE (dprl offline gtd2)"):
 # MSPBE vs number of trajectories on the chain for GPOPE and DP-LSW at the
 # same (epsilon, delta), and mountain car with a 5th-order Fourier basis on-
 # and off-policy. Every number comes from the dprl commands below.
@@ -8,7 +8,7 @@
 #
 # GPOPE's clip, step size, iterations and batch were tuned on logs generated
 # with other seeds (public data standing in for the private logs, as in the
-# paper); the tuning grid is in the README. Every private run is charged to a
+# paper); the tuning grid is in docs/offline.md. Every private run is charged to a
 # throwaway ledger in OUTDIR (runs on the same log would otherwise compose).
 set -euo pipefail
 cd "$(dirname "$0")/.."

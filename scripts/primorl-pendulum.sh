@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the README's PriMORL Pendulum table and docs/primorl-pendulum.png
+# Reproduces docs/offline.md's PriMORL Pendulum table and docs/primorl-pendulum.png
 # (the paper's Table 1 and Figure 4): a 30,250-episode log of SAC runs, split
 # by episode into a private log (99%) and a public one (1%), then PriMORL at
 # several epsilons, its no-privacy ablation and MOPO, 5 seeds for Table 1 and

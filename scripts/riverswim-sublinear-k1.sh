@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reproduces the RiverSwim regret runs of log-linear DPPG (policy/
-# REPRODUCE.md, "What sublinear regret takes"; README table): DPPG-L2 and
+# REPRODUCE.md, "What sublinear regret takes"; docs/train.md table): DPPG-L2 and
 # DPPG-KL at epsilon 5 and 1 (policy and private baseline composed, delta
 # 1e-5), p = 0.6 and 0.9, with a constant step size and a trust region alpha
 # chosen so that the clipping norm of Propositions 4.4 / 4.7 is S = 5 (large

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the RiverSwim regret runs of log-linear DPPG in the README
+# Reproduces the RiverSwim regret runs of log-linear DPPG in docs/train.md
 # table (policy/REPRODUCE.md, "K episodes per update"): DPPG-L2 and DPPG-KL
 # at epsilon 1 and 5 (policy and private baseline composed, delta 1e-5),
 # p = 0.6 and 0.9, 30 seeds each, then the figures

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seeded outputs of the README's commands, to show that a change keeps behaviour
+# Seeded outputs of the guides' commands (README.md, docs/), to show that a change keeps behaviour
 # (issue 34: "seeded runs give identical JSON").
 #
 #   scripts/seeded-outputs.sh [REPO [OUT]]   build dprl from the checkout REPO (default:
@@ -11,7 +11,7 @@
 #                                            and print the differences; exit 1 if any
 #                                            (SEEDED_OUTPUTS_KEEP=1 keeps both outputs)
 #
-# The commands are the README's, each with --seed and shrunk (fewer users, steps,
+# The commands are the guides', each with --seed and shrunk (fewer users, steps,
 # episodes, experts) so that a run takes 1-2 minutes on 2 cores (build included) while every command
 # keeps its code path. Each writes its stdout to OUT/<name>.json (or .txt), its
 # stderr to OUT/<name>.err and its exit status to OUT/exit-codes.txt; the files every
@@ -23,7 +23,7 @@
 # wall-clock timings and timestamps, the embedded NATS server's port, the run's
 # temporary directory, progress lines (emitted on a wall-clock timer), the ledger
 # entries' hashes (which cover the entry's wall-clock time), and the fields of the demo
-# that the README documents as not bit-for-bit repeatable. Everything else (epsilons,
+# that the guides document as not bit-for-bit repeatable. Everything else (epsilons,
 # returns, weights, dataset ids, record digests, policy bytes) is compared as is.
 #
 # Not run: dprl agent and dprl replay as long-running services (the demo runs the
@@ -119,7 +119,7 @@ normalise_json() {
 #   learn's "0.0 s (operational timing, ...)", train's "steps in 0.0s (N steps/s)",
 #   the audit table's time column and its "N targets in T s";
 #   the demo's "in 0.0 s", its act latency line and its users' own mean return (the
-#   README: a seeded demo is not bit-for-bit repeatable, the agent serves sessions
+#   docs/agent.md: a seeded demo is not bit-for-bit repeatable, the agent serves sessions
 #   concurrently), and the embedded server's port.
 normalise_text() {
 	sed -E -i \
@@ -224,21 +224,21 @@ echo "seeded-outputs: $REPO ($(git -C "$REPO" rev-parse --short HEAD 2>/dev/null
 } >"$OUT/help.txt"
 sed -i "s#$WORK#<work>#g" "$OUT/help.txt"
 
-# --- accountant (README: Privacy accounting) --------------------------------
+# --- accountant (docs/accounting.md) --------------------------------
 run acc-epsilon json accountant epsilon --z 1.0 --delta 1e-5 --json
 run acc-epsilon-q json accountant epsilon --z 1.1 --delta 1e-5 --q 0.00427 --steps 14063 --json
 run acc-noise txt accountant noise --epsilon 1 --delta 1e-5
 run acc-svt txt accountant svt --epsilon 7.5 --delta 9e-4 --queries 50 --max-len 500 --pmin 0.02
 run acc-pld txt accountant epsilon --z 1 --delta 1e-5 --q 0.01 --steps 1000 --method pld
 
-# --- simulators (README: Simulated environments) ----------------------------
+# --- simulators (docs/simulators.md) ----------------------------
 run sims-list txt sims list
 run sims-rollout json sims rollout --env cartpole --seed 1 --actions 0,1,1,0 --json
 run sims-rollout-pendulum json sims rollout --env pendulum --seed 1 --init-state '[3.1, 0]' --actions 2,-2 --json
 run sims-baselines json sims baselines --env recsys --episodes 50 --seed 1000 --json
 run sims-bandit json sims bandit --seed 101 --seeds 1 --users 2000 --held-out 500 --baseline-users 2000 --user-epsilon 1,5 --no-demo --json
 
-# --- dprl train (README: Learning in-process) --------------------------------
+# --- dprl train (docs/train.md) --------------------------------
 run train-dppg json train --env cartpole --algo dppg --users 200 --seed 1 --seeds 2 --eval-episodes 3 --plot train-dppg.png --json
 run train-dppg-diag json train --env cartpole --algo dppg --users 200 --seed 1 --noise independent --eval-episodes 3 --diag train-diag.jsonl --json
 run train-dppg-text txt train --env cartpole --algo dppg --z 3 --users 100 --seed 7 --eval-episodes 3
@@ -250,7 +250,7 @@ run train-loglinear json train --algo dppg-loglinear --env riverswim --epsilon 1
 run train-reinforce json train --algo dpsgd-reinforce --env cartpole --seed 1 --eval-episodes 2 --json
 run train-sac json train --algo sac --env pendulum --hidden 16,16 --steps 1500 --learning-starts 300 --seed 301 --seeds 2 --eval-episodes 2 --log-episodes pendulum.jsonl --log-replays 2 --json
 
-# --- GPOPE and the dataset budget (README: GPOPE, The dataset budget) --------
+# --- GPOPE and the dataset budget (docs/offline.md: GPOPE, The dataset budget) --------
 run sims-generate json sims generate --env chain --behavior random --episodes 200 --seed 1 --out chain.jsonl --json
 run gtd2-gpope json offline gtd2 --data chain.jsonl --env chain --target uniform --features tabular \
 	--epsilon 1 --delta 1e-5 --seed 1 --clip 0.005 --step-size 4 --iters 300 --batch 50 --plot mspbe.png \
@@ -273,7 +273,7 @@ run gtd2-mountaincar json offline gtd2 --data mc.jsonl --env mountaincar --targe
 	--epsilon 1 --delta 1e-5 --seed 1 --iters 100 --batch 20 --ledger mc-ledger --dataset-delta 1e-4 --non-private --json
 runledger chain chain-ledger
 
-# --- SVT and expert-level learners (README: SVT, Expert-level learners) ------
+# --- SVT and expert-level learners (docs/offline.md: SVT, Expert-level learners) ------
 run sims-experts json sims experts --env cartpole --m 1000 --trajectories 2 --bases 2 --users 200 \
 	--finetune-users 20 --out-dir experts --log data.jsonl --seed 1 --json
 run svt json offline svt --data data.jsonl --experts experts --epsilon 10 --delta 1e-3 --pmin 0.02 \
@@ -297,7 +297,7 @@ runledger svt ledger-svt
 runledger learn-a ledger-a
 runledger learn-b ledger-b
 
-# --- PriMORL (README: PriMORL) -----------------------------------------------
+# --- PriMORL (docs/offline.md: PriMORL) -----------------------------------------------
 awk 'NR%10==0 {print > "public.jsonl"; next} {print > "private.jsonl"}' pendulum.jsonl 2>/dev/null || true
 run primorl json offline primorl --data private.jsonl --env pendulum --rounds 20 --batch 5 --sac-steps 400 \
 	--sac-hidden 16,16 --model-hidden 16,16 --eval-episodes 2 --epsilon 5 --seed 1 --ledger primorl-ledger \
@@ -311,10 +311,10 @@ run primorl-mopo json offline primorl --data private.jsonl --env pendulum --mopo
 	--sac-hidden 16,16 --model-hidden 16,16 --eval-episodes 2 --seed 1 --json
 runledger primorl primorl-ledger
 
-# --- the demo (README: The agent) --------------------------------------------
+# --- the demo (docs/agent.md) --------------------------------------------
 # One user at a time in lockstep; the users' returns, the released policies and so the
 # ledger's releases are still not repeatable (the agent serves sessions concurrently:
-# the README says so), so only the summary's public fields are kept (see below).
+# docs/agent.md says so), so only the summary's public fields are kept (see below).
 run demo json demo --seed 1 --users 64 --K 8 --concurrency 1 --target-return 0 --data agent --log-sessions logs --json
 # Kept: fields fixed by the settings and the lockstep pace; dropped: the returns of the
 # users and of the released policies (not repeatable, above).
@@ -326,7 +326,7 @@ run demo-verify json ledger verify --data agent --json
 jq 'if type == "object" then del(.head.hash) else . end' "$OUT/demo-verify.json" >"$OUT/demo-verify.json.n" 2>/dev/null && mv "$OUT/demo-verify.json.n" "$OUT/demo-verify.json" || rm -f "$OUT/demo-verify.json.n"
 run demo-noupdate txt demo --seed 1 --users 4 --K 8 --concurrency 1 --data agent0
 
-# --- agent settings (README: The agent): --check-config resolves every setting and
+# --- agent settings (docs/agent.md): --check-config resolves every setting and
 # reads every file, and creates, binds or dials nothing; errors go to stderr (exit 2).
 cp -r "$REPO/examples" examples
 run agent-config txt agent --config examples/agent.json --check-config --data agent-cc
@@ -340,7 +340,7 @@ run agent-serve-q txt agent --data agent-cc --env cartpole --serve-policy q.json
 run agent-serve-learner-flag txt agent --data agent-cc --env pendulum --serve-policy primorl.snap --K 4 --check-config
 run agent-bad txt agent --data agent-cc --env cartpole --K 0 --z -1 --clip 0 --check-config
 
-# --- ledger integrity (README: Integrity) --------------------------------------
+# --- ledger integrity (docs/ledger.md: Integrity) --------------------------------------
 run ledger-head json ledger head --data chain-ledger --json
 run ledger-expect-head txt ledger verify --data chain-ledger --expect-head 1:0000000000000000000000000000000000000000000000000000000000000000
 run ledger-backup txt ledger backup --data chain-ledger --out chain-backup
@@ -353,11 +353,11 @@ if [ -d chain-ledger-1 ]; then
 	run ledger-older txt ledger verify --data chain-ledger-older
 fi
 
-# --- audit (README: Auditing) -------------------------------------------------
+# --- audit (docs/accounting.md: Auditing) -------------------------------------------------
 run audit json audit --runs 200 --seed 1 --json
 run audit-mutants txt audit --mechanism dppg --mutants --runs 2000 --seed 1
 
-# --- report (README: The ledger) ----------------------------------------------
+# --- report (docs/ledger.md) ----------------------------------------------
 run report json report --data ledger-b --out report --json
 
 # --- the files the runs wrote ------------------------------------------------

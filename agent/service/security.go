@@ -41,7 +41,7 @@ func fitsFDs(maxConn, limit int) bool { return limit <= 0 || 2*maxConn+fdReserve
 
 // NATSSecurity secures the embedded NATS server (ServiceConfig.NATS
 // "embedded"; an external server is secured by its own configuration, see
-// the README's "Securing NATS").
+// docs/agent.md, "Securing NATS").
 //
 // With Clients set, every connection must authenticate and each identity
 // gets only its role's subject permissions (stream.Accounts): the agent alone
@@ -151,7 +151,7 @@ func (c NATSSecurity) embedded(eo *stream.EmbeddedOptions, prefix string, actWor
 			where, ev = "INSECURE: listening on "+eo.Host, log.Error().Bool("insecure", true)
 		}
 		desc = "open (" + where + "): no authentication, anyone who reaches it reads observations and user ids; " + desc
-		ev.Str("nats_security", desc).Msg("embedded NATS server is open (see the README, Securing NATS)")
+		ev.Str("nats_security", desc).Msg("embedded NATS server is open (see docs/agent.md, Securing NATS)")
 		return nil, desc, nil
 	}
 	kp := c.AgentKey

@@ -213,7 +213,7 @@ func TestFitsFDs(t *testing.T) {
 
 // TestDefaultCapFitsOrRefuses: the default connection cap is lowered to fit
 // the open-file limit, and below the smallest cap that fits the agent
-// refuses to start, as the README says (with ulimit -n 1000 it used to
+// refuses to start, as docs/agent.md says (with ulimit -n 1000 it used to
 // start with a cap of 16 that did not fit).
 func TestDefaultCapFitsOrRefuses(t *testing.T) {
 	for _, c := range []struct {

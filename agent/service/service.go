@@ -583,7 +583,7 @@ func (l flushingLog) Write(s *sessionlog.Session) error {
 // microseconds, far less than NATS spends moving the request and its reply,
 // so more handlers than that only add goroutine hand-offs: on 2 cores, one
 // handler reached 0.80-1.00x a bare echo responder's throughput where four
-// reached 0.79-0.88x, with a lower p99 (dprl bench serve, README).
+// reached 0.79-0.88x, with a lower p99 (dprl bench serve, docs/agent.md).
 func DefaultActWorkers() int {
 	return max(1, runtime.GOMAXPROCS(0)/2)
 }

@@ -244,7 +244,7 @@ type NATSSecurityFiles struct {
 func (f NATSSecurityFiles) Load(embedded bool, listen string) (NATSSecurity, error) {
 	if !embedded {
 		if f != (NATSSecurityFiles{}) {
-			return NATSSecurity{}, SettingsFields.Errorf("{Clients}, {ServerTLS}, {Caps} and {Insecure} configure the embedded server; an external server is secured by its own configuration (README, Securing NATS)")
+			return NATSSecurity{}, SettingsFields.Errorf("{Clients}, {ServerTLS}, {Caps} and {Insecure} configure the embedded server; an external server is secured by its own configuration (docs/agent.md, Securing NATS)")
 		}
 		return NATSSecurity{}, nil
 	}

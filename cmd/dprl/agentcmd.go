@@ -88,7 +88,7 @@ func registerAgentSettings(fs *pflag.FlagSet, s *service.Settings) *cliflags.Fla
 	fl.IntVar(&s.Security.MaxConn, "nats-max-conn", 0, fmt.Sprintf("cap on the embedded server's client connections, up to 2^20 (0: %d, lowered to fit the open-file limit)", service.DefaultNATSMaxConn))
 	fl.IntVar(&s.Security.MaxSubs, "nats-max-subs", 0, fmt.Sprintf("cap on the subscriptions of one connection, act workers + 8 to 2^20 (0: %d, or act workers + 8 if more)", service.DefaultNATSMaxSubs))
 	fl.BoolVar(&s.Security.Insecure, "insecure-nats", false, "allow the embedded server on a non-loopback address without --nats-clients or without TLS: anyone who reaches it can read observations and user ids, answer act requests and forge policy announcements")
-	fl.Var(&s.Models, "model", "a model to serve, NAME or NAME:key=value,... (repeatable; keys: the per-policy flags, e.g. env, K, user-epsilon): each has its ledger in --data/models/NAME and its subjects --prefix.NAME.v1.*, and takes unset values from the flags (README, Several policies in one agent)")
+	fl.Var(&s.Models, "model", "a model to serve, NAME or NAME:key=value,... (repeatable; keys: the per-policy flags, e.g. env, K, user-epsilon): each has its ledger in --data/models/NAME and its subjects --prefix.NAME.v1.*, and takes unset values from the flags (docs/agent.md, Several policies in one agent)")
 	fl.Var(&s.Models, "models", "models as JSON, [{\"name\": NAME, KEY: VALUE, ...}, ...] (for the config file and DPRL_MODELS; combined with --model)")
 	return fl
 }

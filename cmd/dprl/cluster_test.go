@@ -24,7 +24,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// TestClusterCommands runs the cluster the README documents, in one
+// TestClusterCommands runs the cluster docs/agent.md documents, in one
 // process: three dprl nats nodes, a learner and two serving replicas
 // (dprl agent --role), and simulated users through dprl replay over NATS,
 // each user on one replica.

@@ -1,6 +1,6 @@
 // Command dprl is the differentially private reinforcement learning agent and
 // toolkit: the long-running agent, offline modes on session logs, simulators
-// and privacy accounting. See README.md for the privacy model.
+// and privacy accounting. See docs/privacy-model.md for the privacy model.
 //
 // main only parses flags and wires components; every subcommand lives in its
 // own file with a newXCmd constructor.

@@ -44,7 +44,7 @@ func TestBanditDemoEvaluatesExactly(t *testing.T) {
 		x.Uniform != bl.Uniform || x.BestFixed != bl.BestFixed || x.BestItem != bl.BestArm || x.Oracle != bl.Oracle {
 		t.Errorf("exact evaluation %+v, baselines %+v", x, bl)
 	}
-	// The README's reference values (10^6 users): 0.2328, 0.4597, 0.7288.
+	// The reference values of docs/agent.md (10^6 users): 0.2328, 0.4597, 0.7288.
 	for _, c := range [][2]float64{{x.Uniform, 0.2328}, {x.BestFixed, 0.4597}, {x.Oracle, 0.7288}} {
 		if math.Abs(c[0]-c[1]) > 0.01 {
 			t.Errorf("baseline %v, want about %v", c[0], c[1])

@@ -160,7 +160,7 @@ func TestPublishedValues(t *testing.T) {
 	})
 	t.Run("Abadi et al. 2016", func(t *testing.T) {
 		// Deep Learning with Differential Privacy, Section 5.2 / TF Privacy
-		// README: q = 0.01, z = 4, 10,000 steps, delta 1e-5 -> epsilon 1.26
+		// docs/accounting.md: q = 0.01, z = 4, 10,000 steps, delta 1e-5 -> epsilon 1.26
 		// with the moments accountant (classic conversion).
 		o, r, err := RDP{Orders: tfOld()}.Curve(Event{Q: 0.01, Z: 4, Steps: 10000})
 		if err != nil {

@@ -54,7 +54,7 @@ func runChain(t *testing.T, data, led string, method evaluate.Method, delta, cap
 	return budget.Explain(err)
 }
 
-// TestDPLSWAfterGPOPENamesTheRemedy replays the README's chain block on a
+// TestDPLSWAfterGPOPENamesTheRemedy replays docs/offline.md's chain block on a
 // ledger whose dataset stored the default cap (10, 1e-5) with a gpope run:
 // a dp-lsw run that gives another --dataset-delta is refused for the cap
 // mismatch (not for its delta against a cap it was not told about), one

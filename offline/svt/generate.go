@@ -419,7 +419,7 @@ func parallel(ctx context.Context, w, n int, f func(int) error, report func(done
 // ExpertTrainConfig returns the learner configuration experts are trained
 // with: non-private PPO (DP.Mode policy.ModePPO, K = 32 users per update)
 // with the control defaults, 16x16 networks, E = 3 epochs, entropy
-// coefficient 0.01 and no advantage standardisation. The README's SVT
+// coefficient 0.01 and no advantage standardisation. The SVT guide's (docs/offline.md)
 // tables were measured with it.
 func ExpertTrainConfig() policy.Config {
 	cfg := policy.DefaultControlConfig()

@@ -96,7 +96,7 @@ func assertNoCharge(t *testing.T, led string) {
 	}
 }
 
-// TestNewReach checks the reach of the README's release (M = 3000 cartpole
+// TestNewReach checks the reach of docs/offline.md's release (M = 3000 cartpole
 // experts, p_min 0.02, eps1 10, delta1 3.33e-4, T 25, L 500): prefixes of
 // up to 52 steps can reach the threshold's centre 1047.8, whole 500-step
 // trajectories cannot; with L 50 nothing is lost (no warning); with 100

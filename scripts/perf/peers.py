@@ -13,7 +13,7 @@ machine to be idle (/proc/stat); the result is the median of each side, the
 range, and the median of the per-round ratios. The Go side is a `go test
 -bench` binary built once, run with -test.cpu 1; the peers run on Debian's
 python3 with OMP/OpenBLAS limited to one thread (torch.set_num_threads(1)).
-Peer setup: README, "Performance against peers".
+Peer setup: docs/performance.md, "Performance against peers".
 """
 import argparse
 import json

@@ -18,7 +18,7 @@ batches (dprl samples its batch by Poisson sampling of 3,000 units and
 gathers it, which is timed there and not here), 64 prebuilt batches of 128 random transitions
 (4-dim observations, actions in {0, 1}, rewards 1, one in seven terminal)
 cycled. float64, one thread. PYTHONPATH must hold the exported opacus/ and
-opt_einsum/ folders (README, "Performance against peers").
+opt_einsum/ folders (docs/performance.md, "Performance against peers").
 
 Variants (one line each, "name steps/s"):
   dp           Opacus's default noise (one torch.normal per coordinate)

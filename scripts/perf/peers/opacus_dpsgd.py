@@ -5,7 +5,7 @@ Opacus make_private (noise multiplier 1.0, clip 1.0, SGD lr 0.01, fixed
 batches: poisson_sampling=False), float64, one thread; 64 prebuilt batches
 cycled. A step is zero_grad, forward, loss, backward (per-sample gradients),
 optimizer.step (per-sample clip, noise, division by the batch, SGD).
-PYTHONPATH must hold the exported opacus/ and opt_einsum/ folders (README,
+PYTHONPATH must hold the exported opacus/ and opt_einsum/ folders (docs/performance.md,
 "Performance against peers"). Prints one line per shape: name steps/s.
 
     opacus_dpsgd.py [--seconds 3] [--shapes a,b,c]

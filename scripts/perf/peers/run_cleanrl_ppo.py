@@ -6,7 +6,7 @@ this wrapper puts a small stand-in for tyro.cli (dataclass fields from
 --field-name value flags) and a no-op SummaryWriter in sys.modules, limits
 torch to one thread, makes float64 the default dtype, and runs the script with
 runpy. PYTHONPATH must hold the exported cleanrl/ and gymnasium/ folders
-(README, "Performance against peers").
+(docs/performance.md, "Performance against peers").
 
     run_cleanrl_ppo.py PATH/TO/cleanrl/ppo.py --env-id CartPole-v1 --total-timesteps 100000 ...
 """
