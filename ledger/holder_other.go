@@ -1,0 +1,7 @@
+//go:build !unix
+
+package ledger
+
+// lockHolder names the process holding the lock of the store in pdir;
+// without POSIX record locks it cannot tell.
+func lockHolder(string) string { return "" }
