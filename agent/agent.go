@@ -399,8 +399,13 @@ func (a *Agent) logRelease(v uint64) {
 	g := a.Guarantee()
 	a.log.Info().Uint64("version", v).Float64("release_epsilon", a.epsilon).Float64("delta", a.cfg.Delta).
 		Float64("epsilon_per_session", g.Epsilon).Float64("delta_per_session", g.Delta).
-		Msgf("released policy version %d: (epsilon %s, delta %g)-DP per session", v, accountant.FormatEpsilon(g.Epsilon), g.Delta)
+		Msgf(ReleaseMessage+" %d: (epsilon %s, delta %g)-DP per session", v, accountant.FormatEpsilon(g.Epsilon), g.Delta)
 }
+
+// ReleaseMessage begins the message of the log line of each release
+// (a driver that shows releases otherwise, the demo's progress line,
+// drops those lines with a zerolog hook).
+const ReleaseMessage = "released policy version"
 
 // Epsilon is the per-session epsilon at Delta of one update made now, at
 // the current noise multiplier: what each release is charged. What the
