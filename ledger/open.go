@@ -243,7 +243,7 @@ func (s *Store) lockDir(pdir string, o Options) (lock *pebble.Lock, live *Store,
 		if !waited {
 			var le *lockedError
 			errors.As(lerr, &le)
-			o.Logger.Warn().Str("dir", s.dir).Str("holder", cmp.Or(le.holder, le.by)).Dur("wait_lock", o.WaitLock).Msg("the ledger is in use: waiting for its lock")
+			o.Logger.Warn().Str("dir", s.dir).Str("holder", cmp.Or(le.holder, le.by)).Str("wait_lock", o.WaitLock.String()).Msg("the ledger is in use: waiting for its lock")
 		}
 		time.Sleep(min(lockPoll, time.Until(deadline)))
 	}
