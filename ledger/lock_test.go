@@ -199,10 +199,17 @@ func TestOpenWaitLock(t *testing.T) {
 	if _, err := Open(dir, Options{WaitLock: 300 * time.Millisecond}); !errors.Is(err, ErrLocked) || time.Since(start) < 300*time.Millisecond {
 		t.Errorf("Open waiting 300 ms: %v after %v, want ErrLocked after the wait", err, time.Since(start))
 	}
-	time.AfterFunc(500*time.Millisecond, stop)
-	s, err := Open(dir, Options{WaitLock: 20 * time.Second})
-	if err != nil {
+	opened := make(chan error, 1)
+	go func() {
+		s, err := Open(dir, Options{WaitLock: 20 * time.Second})
+		if err == nil {
+			s.Close()
+		}
+		opened <- err
+	}()
+	time.Sleep(500 * time.Millisecond)
+	stop()
+	if err := <-opened; err != nil {
 		t.Fatalf("Open waiting for the holder to exit: %v", err)
 	}
-	s.Close()
 }
