@@ -389,6 +389,24 @@ func (a *Agent) noteUsers(users []ledger.UserKey) {
 	a.setGuarantee(&ng)
 }
 
+// logRelease logs version v's release at info level with public figures
+// only: the version, this release's per-session epsilon and delta (a
+// function of z and delta, fixed before any session was seen) and the
+// per-session guarantee so far (the worst release, each as public). No
+// value that depends on the sessions (participants, returns, the users'
+// counters) is in it: /metrics and the ledger hold those, labelled.
+func (a *Agent) logRelease(v uint64) {
+	g := a.Guarantee()
+	a.log.Info().Uint64("version", v).Float64("release_epsilon", a.epsilon).Float64("delta", a.cfg.Delta).
+		Float64("epsilon_per_session", g.Epsilon).Float64("delta_per_session", g.Delta).
+		Msgf(ReleaseMessage+" %d: (epsilon %s, delta %g)-DP per session", v, accountant.FormatEpsilon(g.Epsilon), g.Delta)
+}
+
+// ReleaseMessage begins the message of the log line of each release
+// (a driver that shows releases otherwise, the demo's progress line,
+// drops those lines with a zerolog hook).
+const ReleaseMessage = "released policy version"
+
 // Epsilon is the per-session epsilon at Delta of one update made now, at
 // the current noise multiplier: what each release is charged. What the
 // agent prints is Guarantee's, which also covers the ledger's releases.

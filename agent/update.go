@@ -533,7 +533,7 @@ func (u *updater) update(cur *version) error {
 	a.m.LedgerReleases.Set(float64(newVer))
 	a.noteUsers(users)
 	a.m.SessionsUsed.Add(float64(participants))
-	a.log.Debug().Uint64("version", newVer).Int("participants", participants).Float64("epsilon", a.epsilon).Msg("released")
+	a.logRelease(newVer)
 	if a.opt.OnRelease != nil {
 		a.opt.OnRelease(Release{Version: newVer, Epsilon: a.epsilon, Delta: a.cfg.Delta, Participants: participants})
 	}

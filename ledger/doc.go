@@ -95,4 +95,15 @@
 // human-readable form, and its JSON encoding is the command's --json output.
 // A dataset unit whose total cannot be computed is reported in the Summary
 // in place of its epsilon, never as a number.
+//
+// # Locks and live reads
+//
+// One process holds a ledger at a time (Pebble's directory lock). A store
+// opened with Options.LiveView serves other processes consistent copies
+// of itself on request, through a socket in DIR/live, and a read-only
+// Open from another process reads such a copy: the dprl ledger commands
+// and dprl report work on a running agent's directory (live.go says why a
+// copy, and not a read-only open or the agent's HTTP address). An Open
+// refused by the lock wraps ErrLocked and names the holder's pid and
+// command; Options.WaitLock waits for the lock instead.
 package ledger

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"dprl/internal/testutil"
 )
@@ -58,11 +59,16 @@ func TestOpenLockedByAnotherProcess(t *testing.T) {
 	dir := t.TempDir()
 	stop := holdInChild(t, dir)
 	_, err := Open(dir, Options{})
-	if !errors.Is(err, ErrLocked) || errors.Is(err, ErrCorrupt) || !strings.HasPrefix(err.Error(), "ledger: data directory "+dir+" is in use by another process (its lock is held: ") || !strings.Contains(err.Error(), "--backup-dir") {
+	if !errors.Is(err, ErrLocked) || errors.Is(err, ErrCorrupt) || !strings.HasPrefix(err.Error(), "ledger: data directory "+dir+" is in use by another process (pid ") ||
+		!strings.Contains(err.Error(), "(ledger.test); its lock is held: ") || !strings.Contains(err.Error(), "--backup-dir") {
 		t.Errorf("Open while another process holds it: %v, want ErrLocked", err)
 	}
 	if err := CheckUnlocked(dir); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "in use by another process") {
 		t.Errorf("CheckUnlocked while another process holds it: %v, want ErrLocked", err)
+	}
+	// A holder that serves no live view: a read-only Open is refused too.
+	if _, err := Open(dir, Options{ReadOnly: true, MustExist: true}); !errors.Is(err, ErrLocked) {
+		t.Errorf("read-only Open while a process without a live view holds it: %v, want ErrLocked", err)
 	}
 	stop()
 	s, err := Open(dir, Options{})
@@ -95,12 +101,115 @@ func TestHoldLedgerChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("the child of holdInChild")
 	}
-	s, err := Open(dir, Options{})
+	s, err := Open(dir, Options{LiveView: os.Getenv("DPRL_TEST_HOLD_LIVE") != ""})
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
 	fmt.Println("held")
-	bufio.NewReader(os.Stdin).ReadString('\n')
+	in := bufio.NewReader(os.Stdin)
+	for {
+		// "release N" releases version N (the ledger moves while others
+		// read it); anything else, or EOF, ends the child.
+		line, err := in.ReadString('\n')
+		var v uint64
+		if _, serr := fmt.Sscanf(line, "release %d", &v); err != nil || serr != nil {
+			break
+		}
+		if _, err := s.Release(Release{Version: v, Snapshot: []byte("policy"), Entry: releaseEntry(t, 2, 1, true), Users: []UserKey{s.User("u")}}); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println("released", v)
+	}
 	s.Close()
+}
+
+// TestReadLiveLedger: while another process holds a ledger opened with
+// LiveView and keeps releasing, a read-only Open reads a consistent copy
+// that process makes on request (its head, entries and users as of the
+// request), and the copy is removed once the reader closes it; a writable
+// Open is refused naming the holder's pid and command. Without LiveView
+// the read-only Open is refused as before (TestOpenLockedByAnotherProcess).
+func TestReadLiveLedger(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doRelease(t, s, 1, 2, "a", "b")
+	s.Close()
+	c := testutil.StartChild(t, "TestHoldLedgerChild", "DPRL_TEST_HOLD_LEDGER="+dir, "DPRL_TEST_HOLD_LIVE=1")
+	if c.Line != "held" {
+		t.Fatalf("child: %q", c.Line)
+	}
+	for v := uint64(2); v <= 4; v++ {
+		r, err := Open(dir, Options{ReadOnly: true, MustExist: true})
+		if err != nil {
+			t.Fatalf("read-only Open of the live ledger at version %d: %v", v-1, err)
+		}
+		h, err := r.Head()
+		if err != nil || h.Version != v-1 || h.Seq != v-1 {
+			t.Errorf("the live copy's head: %+v %v, want version %d", h, err, v-1)
+		}
+		if v, err := r.Verify(); err != nil || !v.OK() {
+			t.Errorf("the live copy verifies: %+v %v", v, err)
+		}
+		copies, _ := filepath.Glob(filepath.Join(dir, liveDir, liveCopy+"*"))
+		if len(copies) != 1 {
+			t.Errorf("copies while one is read: %v", copies)
+		}
+		r.Close()
+		testutil.EventuallyTrue(t, 5*time.Second, "the copy removed after Close", func() bool {
+			copies, _ := filepath.Glob(filepath.Join(dir, liveDir, liveCopy+"*"))
+			return len(copies) == 0
+		})
+		if err := c.Send(fmt.Sprintf("release %d", v)); err != nil {
+			t.Fatal(err)
+		}
+		if line, err := c.ReadLine(); err != nil || line != fmt.Sprintf("released %d", v) {
+			t.Fatalf("child: %q %v", line, err)
+		}
+	}
+	_, err = Open(dir, Options{})
+	want := fmt.Sprintf("is in use by another process (pid %d (ledger.test); its lock is held: ", c.Cmd.Process.Pid)
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--wait-lock") {
+		t.Errorf("writable Open of the live ledger: %v, want ErrLocked containing %q", err, want)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("Open after the holder exited: %v", err)
+	}
+	defer s.Close()
+	if h, _ := s.Head(); h.Version != 4 {
+		t.Errorf("head after the holder exited: %+v", h)
+	}
+}
+
+// TestOpenWaitLock: with WaitLock an Open waits for the lock another
+// process holds and opens once it is released; without it, or when the
+// wait ends first, it fails with ErrLocked at once.
+func TestOpenWaitLock(t *testing.T) {
+	dir := t.TempDir()
+	stop := holdInChild(t, dir)
+	start := time.Now()
+	if _, err := Open(dir, Options{WaitLock: 300 * time.Millisecond}); !errors.Is(err, ErrLocked) || time.Since(start) < 300*time.Millisecond {
+		t.Errorf("Open waiting 300 ms: %v after %v, want ErrLocked after the wait", err, time.Since(start))
+	}
+	opened := make(chan error, 1)
+	go func() {
+		s, err := Open(dir, Options{WaitLock: 20 * time.Second})
+		if err == nil {
+			s.Close()
+		}
+		opened <- err
+	}()
+	time.Sleep(500 * time.Millisecond)
+	stop()
+	if err := <-opened; err != nil {
+		t.Fatalf("Open waiting for the holder to exit: %v", err)
+	}
 }

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/rand"
 	"encoding/hex"
@@ -50,6 +51,17 @@ type Options struct {
 	// one (see Entry.UserKeyID). An existing store with another key is
 	// refused.
 	UserKey []byte
+	// LiveView, for a writable store on the operating system's file
+	// system, lets other processes read the ledger while this one holds
+	// it: a read-only Open from another process gets a consistent copy
+	// this store makes on request (live.go says how and why). The agent
+	// and the offline runs set it.
+	LiveView bool
+	// WaitLock, when > 0, makes Open wait up to this long for a lock
+	// another process holds (an offline run on the same ledger) instead
+	// of failing at once with ErrLocked. A read-only open reads a live
+	// copy instead where the holder serves one.
+	WaitLock time.Duration
 }
 
 // Store is the ledger of one data directory. Its methods are safe for
@@ -74,6 +86,13 @@ type Store struct {
 	strayTables []string
 	// notes are what Open found that is not damage (Verify reports them).
 	notes []string
+	// live serves copies to other processes (Options.LiveView); nil
+	// otherwise.
+	live *liveServer
+	// liveConn, for a store that is a copy made by the process holding
+	// the ledger (openLive), is the connection whose close tells that
+	// process to remove the copy.
+	liveConn io.Closer
 	// afterCommit, when set (tests), runs between a commit and its head
 	// record.
 	afterCommit func()
@@ -178,16 +197,56 @@ func Open(dir string, o Options) (*Store, error) {
 			return nil, fmt.Errorf("ledger: create %s: %w", pdir, err)
 		}
 	}
-	lock, err := pebble.LockDirectory(pdir, fs)
-	if err != nil {
-		return nil, lockError(dir, pdir, err)
+	lock, live, err := s.lockDir(pdir, o)
+	if err != nil || live != nil {
+		return live, err
 	}
 	s.lock = lock
 	if err := s.open(exists, keyErr == nil || headsErr == nil, o); err != nil {
 		s.abort()
 		return nil, err
 	}
+	if o.LiveView && !o.ReadOnly && fs == vfs.Default {
+		if err := s.startLive(); err != nil {
+			s.log.Warn().Err(err).Str("dir", dir).Msg("the ledger's live view is off: other processes cannot read the ledger while this one holds it")
+		}
+	}
 	return s, nil
+}
+
+// lockPoll is how often Open retries a lock it waits for (Options.WaitLock).
+const lockPoll = 250 * time.Millisecond
+
+// lockDir takes the lock of the store in pdir for Open. Where another
+// process holds it, a read-only open reads the copy that process makes
+// (openLive: that copy's Store is returned as live, and no lock), and an
+// open with Options.WaitLock waits for it, saying once who holds it.
+func (s *Store) lockDir(pdir string, o Options) (lock *pebble.Lock, live *Store, err error) {
+	deadline := time.Now().Add(o.WaitLock)
+	for waited := false; ; waited = true {
+		lock, err := pebble.LockDirectory(pdir, s.fs)
+		if err == nil {
+			return lock, nil, nil
+		}
+		lerr := lockError(s.dir, pdir, err)
+		if !errors.Is(lerr, ErrLocked) {
+			return nil, nil, lerr
+		}
+		if o.ReadOnly && s.fs == vfs.Default {
+			if live, err := openLive(s.dir, o); !errors.Is(err, errNoLiveView) {
+				return nil, live, err
+			}
+		}
+		if !time.Now().Before(deadline) {
+			return nil, nil, lerr
+		}
+		if !waited {
+			var le *lockedError
+			errors.As(lerr, &le)
+			o.Logger.Warn().Str("dir", s.dir).Str("holder", cmp.Or(le.holder, le.by)).Str("wait_lock", o.WaitLock.String()).Msg("the ledger is in use: waiting for its lock")
+		}
+		time.Sleep(min(lockPoll, time.Until(deadline)))
+	}
 }
 
 // CheckUnlocked reports ErrLocked if another process, or an open Store of
@@ -218,19 +277,25 @@ func lockError(dir, pdir string, err error) error {
 	var pe *iofs.PathError
 	switch {
 	case !errors.As(err, &pe) && errors.As(err, &errno) && (errno == syscall.EAGAIN || errno == syscall.EACCES):
-		return &lockedError{dir: dir, by: "another process"}
+		return &lockedError{dir: dir, by: "another process", holder: lockHolder(pdir)}
 	case strings.Contains(err.Error(), "held by current process"):
 		return &lockedError{dir: dir, by: "another store of this process"}
 	}
 	return fmt.Errorf("ledger: lock %s: %w", pdir, err)
 }
 
-// lockedError is ErrLocked naming the directory and its holder.
-type lockedError struct{ dir, by string }
+// lockedError is ErrLocked naming the directory and its holder: by is
+// "another process" or "another store of this process", holder the
+// process ("pid 1234 (dprl agent)") where lockHolder could tell.
+type lockedError struct{ dir, by, holder string }
 
 func (e *lockedError) Error() string {
-	return "ledger: data directory " + e.dir + " is in use by " + e.by + " (its lock is held: a running agent or offline run; " +
-		"wait for it to end, or read a copy: the agent's --backup-dir backups are ledgers every dprl ledger command opens)"
+	h := ""
+	if e.holder != "" {
+		h = e.holder + "; "
+	}
+	return "ledger: data directory " + e.dir + " is in use by " + e.by + " (" + h + "its lock is held: a running agent or offline run; " +
+		"wait for it to end (an offline run waits with --wait-lock DURATION), or read a copy: the agent's --backup-dir backups are ledgers every dprl ledger command opens)"
 }
 
 // Is makes the error ErrLocked for errors.Is.
@@ -749,13 +814,20 @@ func (s *Store) Close() error {
 	if s == nil {
 		return nil
 	}
+	// Before the mutex: a copy being made for a reader takes it.
+	s.live.stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil
 	}
 	s.closed = true
-	return s.release()
+	err := s.release()
+	if s.liveConn != nil {
+		s.liveConn.Close() // the holder removes the copy
+		s.liveConn = nil
+	}
+	return err
 }
 
 // abort releases what a failed Open acquired.

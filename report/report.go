@@ -12,9 +12,11 @@
 // The agent's operational metrics (sessions, latency) are not in the
 // ledger and are not in a report.
 //
-// A running agent holds the ledger's lock; the report then fails and says
-// so: report on one of the agent's online backups (dprl agent
-// --backup-dir, a verified copy of the ledger) instead, or see its status
+// A running agent holds the ledger's lock; the report then reads a
+// consistent copy the agent makes on request (ledger.Options.LiveView:
+// the ledger as of that moment). Where the holder makes none (an older
+// dprl), the report fails and says so: report on one of the agent's
+// online backups (dprl agent --backup-dir) instead, or see its status
 // page, which shows the same figures live.
 package report
 
@@ -25,7 +27,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"dprl/agent/service"
@@ -227,8 +228,8 @@ func modelDirs(dir string) ([]modelDir, error) {
 func policyView(o Options, name, dir string, tolerant bool) (statuspage.PolicyView, PolicyResult, error) {
 	store, err := ledger.Open(dir, ledger.Options{MustExist: true, ReadOnly: true, Logger: o.Logger})
 	if err != nil {
-		if strings.Contains(err.Error(), "in use") {
-			err = fmt.Errorf("%w; a report reads the ledger while no agent runs on it: stop the agent, or report on one of its backups (dprl agent --backup-dir), or see its status page (GET / on its --http address) for the same figures live", err)
+		if errors.Is(err, ledger.ErrLocked) {
+			err = fmt.Errorf("%w; a report of a running agent's ledger reads a copy the agent makes on request, and this holder made none: stop it, report on one of its backups (dprl agent --backup-dir), or see its status page (GET / on its --http address) for the same figures live", err)
 		}
 		return statuspage.PolicyView{}, PolicyResult{}, err
 	}

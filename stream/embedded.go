@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -182,7 +183,10 @@ func StartEmbedded(opts EmbeddedOptions) (*server.Server, error) {
 		}
 	}
 	fatal := make(chan fatalError, 1)
-	s.SetLoggerV2(natsLogger{opts.Logger.With().Str("component", "nats-server").Logger(), fatal}, opts.Debug, opts.Trace, false)
+	starting := new(atomic.Bool)
+	starting.Store(true)
+	log := natsLogger{opts.Logger.With().Str("component", "nats-server").Logger(), fatal, starting}
+	s.SetLoggerV2(log, opts.Debug, opts.Trace, false)
 	go s.Start()
 	// nats-server reports a listener it cannot open only in its log (and
 	// ReadyForConnections waits out its whole timeout): poll, and return
@@ -203,6 +207,14 @@ func StartEmbedded(opts EmbeddedOptions) (*server.Server, error) {
 			s.Shutdown()
 			return nil, errors.New("stream: embedded: server not ready after " + opts.ReadyTimeout.String())
 		}
+	}
+	// Ready: a fatal error from now on is logged, and one sent while the
+	// server became ready is logged now.
+	starting.Store(false)
+	select {
+	case f := <-fatal:
+		log.l.Error().Bool("fatal", true).Msg(f.msg)
+	default:
 	}
 	return s, nil
 }
@@ -282,11 +294,15 @@ type fatalError struct {
 // its shutdown notices, printed on every start and stop, are logged at debug
 // level (the agent logs its own start and stop); its other notices (slow
 // consumers, connections closed for a reason, subscriptions refused) at
-// info, warnings and errors as such. Fatalf is logged at error level and
-// sent to fatal (if there is room): the library never exits the process.
+// info, warnings and errors as such. Fatalf, while the server starts
+// (starting), is sent to fatal and not logged: StartEmbedded returns it as
+// its error, which its caller reports (a taken port is one line, not the
+// server's line and then the caller's); later, or when fatal is full, it
+// is logged at error level. The library never exits the process.
 type natsLogger struct {
-	l     zerolog.Logger
-	fatal chan<- fatalError
+	l        zerolog.Logger
+	fatal    chan<- fatalError
+	starting *atomic.Bool
 }
 
 // lifecycleNotices are the formats, or their beginnings, of nats-server's
@@ -307,17 +323,20 @@ func (n natsLogger) Noticef(format string, v ...any) {
 }
 func (n natsLogger) Warnf(format string, v ...any) { n.l.Warn().Msgf(format, v...) }
 func (n natsLogger) Fatalf(format string, v ...any) {
-	n.l.Error().Bool("fatal", true).Msgf(format, v...)
 	f := fatalError{msg: fmt.Sprintf(format, v...)}
 	for _, a := range v {
 		if err, ok := a.(error); ok && f.err == nil {
 			f.err = err
 		}
 	}
-	select {
-	case n.fatal <- f:
-	default:
+	if n.starting.Load() {
+		select {
+		case n.fatal <- f:
+			return // StartEmbedded returns it
+		default:
+		}
 	}
+	n.l.Error().Bool("fatal", true).Msg(f.msg)
 }
 func (n natsLogger) Errorf(format string, v ...any) { n.l.Error().Msgf(format, v...) }
 func (n natsLogger) Debugf(format string, v ...any) { n.l.Debug().Msgf(format, v...) }

@@ -113,7 +113,8 @@ func TestConnectOptionErrors(t *testing.T) {
 }
 
 // TestEmbeddedListenTaken: a taken port is StartEmbedded's error, at once
-// (not after ReadyTimeout), naming the address and the cause.
+// (not after ReadyTimeout), naming the address and the cause; the server's
+// own fatal line is not logged before it (the caller reports the error).
 func TestEmbeddedListenTaken(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -122,7 +123,11 @@ func TestEmbeddedListenTaken(t *testing.T) {
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
 	start := time.Now()
-	s, err := StartEmbedded(EmbeddedOptions{Host: "127.0.0.1", Port: port, ReadyTimeout: 20 * time.Second})
+	var logs testutil.LockedBuffer
+	s, err := StartEmbedded(EmbeddedOptions{Host: "127.0.0.1", Port: port, ReadyTimeout: 20 * time.Second, Logger: zerolog.New(&logs)})
+	if strings.Contains(logs.String(), "fatal") || strings.Contains(logs.String(), "Error listening") {
+		t.Errorf("the server's fatal line was logged: %s", logs.String())
+	}
 	took := time.Since(start)
 	if err == nil {
 		s.Shutdown()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"dprl/agent"
 	"dprl/agent/internal/agenttest"
 	"dprl/internal/fielderr"
 	"dprl/internal/testutil"
@@ -127,6 +128,10 @@ func TestServePolicySettings(t *testing.T) {
 	if err := os.WriteFile(corrupt, bad, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	junk := filepath.Join(dir, "junk.json")
+	if err := os.WriteFile(junk, []byte(`{"x":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	unitBox := filepath.Join(dir, "unit.snap")
 	if err := os.WriteFile(unitBox, agenttest.SACSnapshot(t, 3, []float64{-1}, []float64{1}, agenttest.PrivateProvenance()), 0o600); err != nil {
 		t.Fatal(err)
@@ -148,6 +153,9 @@ func TestServePolicySettings(t *testing.T) {
 		{"obs-dim", func(s *Settings) { s.EnvSpec, s.ObsDim = "", 3 }, "", "", nil},
 		{"missing file", func(s *Settings) { s.ServePolicy = filepath.Join(dir, "nope.snap") }, "ServePolicy", "no such file", os.ErrNotExist},
 		{"corrupt file", func(s *Settings) { s.ServePolicy = corrupt }, "ServePolicy", "checksum", sac.ErrSnapshot},
+		// A file that is no policy snapshot: the error says which kinds are.
+		{"corrupt file, kinds", func(s *Settings) { s.ServePolicy = corrupt }, "ServePolicy", agent.FixedPolicyKinds, sac.ErrSnapshot},
+		{"not a policy", func(s *Settings) { s.ServePolicy = junk }, "ServePolicy", `unknown field "x" (` + agent.FixedPolicyKinds + ")", nil},
 		{"discrete env", func(s *Settings) { s.EnvSpec = "cartpole" }, "EnvSpec", "discrete actions", nil},
 		{"discrete actions", func(s *Settings) { s.EnvSpec, s.ObsDim, s.Actions = "", 3, 2 }, "Actions", "discrete actions", nil},
 		{"obs mismatch", func(s *Settings) { s.EnvSpec, s.ObsDim = "", 4 }, "ObsDim", "takes 3 observation values", nil},

@@ -196,7 +196,8 @@ func (s *Service) openPolicy(p *Policy) error {
 	}
 	// Open refuses a damaged ledger (ErrCorrupt, with what it found): it
 	// checks the store against its head file and user key and verifies it.
-	lo := ledger.Options{Logger: p.log, ExpectHead: p.head, Init: p.init}
+	// LiveView: dprl ledger show and dprl report read it while it serves.
+	lo := ledger.Options{Logger: p.log, ExpectHead: p.head, Init: p.init, LiveView: true}
 	if s.cfg.Cluster != nil {
 		lo.UserKey = s.cfg.Cluster.UserKey
 	}

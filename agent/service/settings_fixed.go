@@ -42,7 +42,7 @@ func (s Settings) fixedPolicy() (*agent.FixedPolicy, error) {
 	}
 	f, err := agent.DecodeFixedPolicy(b, s.ServePolicy)
 	if err != nil {
-		return nil, SettingsFields.Errorf("{ServePolicy} %s: %w", s.ServePolicy, err)
+		return nil, SettingsFields.Errorf("{ServePolicy} %s: %w (%s)", s.ServePolicy, err, agent.FixedPolicyKinds)
 	}
 	switch {
 	case !f.Private() && !s.ServeNonPrivate:

@@ -92,7 +92,7 @@ func TestAgentDataDirInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	want := "data directory " + dir + " is in use by another process (its lock is held"
+	want := "data directory " + dir + " is in use by another process (pid "
 	for _, args := range [][]string{
 		{"agent", "--data", dir, "--env", "cartpole", "--nats-listen", "127.0.0.1:0"},
 		{"agent", "--data", dir, "--env", "cartpole", "--nats-listen", ln.Addr().String()},

@@ -52,6 +52,7 @@ func newLedgerShowCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "show --data DIR",
 		Short:   "List the ledger's entries, each dataset's per-unit totals and caps, and the most-used user",
+		Long:    helpText("ledger-show"),
 		Example: helpText("ledger-show.example"),
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {

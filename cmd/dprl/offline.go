@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -28,6 +29,7 @@ func newOfflineCmd(a *app) *cobra.Command {
 type offlineBudget struct {
 	ledgerDir string
 	cap       ledger.Cap
+	waitLock  time.Duration
 	flags     *pflag.FlagSet
 }
 
@@ -36,6 +38,7 @@ func (b *offlineBudget) register(fl *pflag.FlagSet) {
 	b.flags = fl
 	fl.StringVar(&b.ledgerDir, "ledger", "", "ledger directory the run is charged to (default "+budget.DefaultLedger()+"; an agent's --data directory works too)")
 	fl.Float64Var(&b.cap.Epsilon, "dataset-epsilon", 10, "the dataset's privacy budget at this run's unit, stored with the dataset by its first private run at that unit; later runs use the stored cap, a different value is refused (change it with dprl ledger set-cap)")
+	fl.DurationVar(&b.waitLock, "wait-lock", 0, "wait up to this long for the ledger while another process holds it (another offline run or an agent) instead of failing at once")
 	fl.Float64Var(&b.cap.Delta, "dataset-delta", 1e-5, "delta of the dataset's budget at this run's unit (runs compose with the RDP accountant, and with PLD too once a run was charged with it, the smaller total counting), stored like --dataset-epsilon")
 }
 
@@ -46,7 +49,7 @@ func (b *offlineBudget) changed(name string) bool { return b.flags != nil && b.f
 // false gives an uncharged run (no ledger is opened).
 func (b *offlineBudget) config(a *app, private bool) (budget.Config, error) {
 	c, err := budget.Config{Ledger: b.ledgerDir, Cap: b.cap, EpsilonGiven: b.changed("dataset-epsilon"),
-		DeltaGiven: b.changed("dataset-delta"), Uncharged: !private, Logger: a.log}.Resolve()
+		DeltaGiven: b.changed("dataset-delta"), Uncharged: !private, WaitLock: b.waitLock, Logger: a.log}.Resolve()
 	if ce := (*budget.CapError)(nil); errors.As(err, &ce) {
 		return c, usagef("--dataset-%s %v: want %s", ce.Component, ce.Value, ce.Want)
 	}

@@ -19,8 +19,11 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"dprl/agent"
 	"dprl/agent/service"
@@ -312,11 +315,19 @@ type Progress struct {
 	LastEval        *Eval // nil before the first evaluation
 	Epsilon         float64
 	ActP99Ms        float64
+	// Stopped says the stopping rule admits no more users (an evaluation
+	// reached the target); Deadline is when Config.MaxDuration ends the
+	// run (zero: no limit).
+	Stopped  bool
+	Deadline time.Time
 }
 
 // Report is the progress report: sessions admitted of at most MaxUsers,
 // releases, the last evaluation's return (simulation only), the
-// per-session epsilon and the act p99.
+// per-session epsilon and the act p99. Its estimate of the time left is
+// that of the run that actually happens: the users admitted so far once
+// the stopping rule stopped admitting, and never past the MaxDuration
+// deadline (not all MaxUsers users play when either ends the run).
 func (p Progress) Report() progress.Report {
 	fs := []progress.Field{progress.F("releases", p.Releases)}
 	if p.LastEval != nil {
@@ -324,7 +335,11 @@ func (p Progress) Report() progress.Report {
 	}
 	// The epsilon is rounded up (4 significant digits), never to nearest.
 	fs = append(fs, progress.Ff("epsilon_per_session", "%.4g", accountant.CeilEpsilon(p.Epsilon)), progress.Ff("act_p99_ms", "%.2f", p.ActP99Ms))
-	return progress.Report{Done: p.Users, Total: p.MaxUsers, Unit: "users", Fields: fs}
+	total := p.MaxUsers
+	if p.Stopped {
+		total = p.Users
+	}
+	return progress.Report{Done: p.Users, Total: total, Unit: "users", Fields: fs, Deadline: p.Deadline}
 }
 
 // String is the progress line.
@@ -352,6 +367,13 @@ func Run(ctx context.Context, sc service.ServiceConfig, cfg Config) (Result, err
 		ctx, cancel = context.WithTimeout(ctx, cfg.MaxDuration)
 		defer cancel()
 	}
+	// The progress line counts the releases: the agent's line per release
+	// would scroll it away.
+	sc.Logger = sc.Logger.Hook(zerolog.HookFunc(func(e *zerolog.Event, _ zerolog.Level, msg string) {
+		if strings.HasPrefix(msg, agent.ReleaseMessage) {
+			e.Discard()
+		}
+	}))
 	var svc *service.Service
 	var served func(context.Context, uint64) error
 	var stop func() error
@@ -486,10 +508,11 @@ func drive(ctx context.Context, svc *service.Service, served func(context.Contex
 	}
 	stopProgress := func() {}
 	if cfg.StartProgress != nil {
+		deadline, _ := ctx.Deadline() // Config.MaxDuration's
 		stopProgress = cfg.StartProgress(func() Progress {
 			st := ag.Stats()
 			return Progress{Users: admitted.Load(), MaxUsers: int64(cfg.Users), Releases: st.Updates, LastEval: ev.latest(),
-				Epsilon: st.Epsilon, ActP99Ms: lat.quantiles(0.99)[0]}
+				Epsilon: st.Epsilon, ActP99Ms: lat.quantiles(0.99)[0], Stopped: ev.stopped.Load(), Deadline: deadline}
 		})
 	}
 	runErr := pop.Run(ctx, timedAgent{Agent: client, lat: &lat}, func(r sims.SessionResult) { rets.add(r.Return) })

@@ -13,6 +13,7 @@ import (
 	"dprl/agent"
 	"dprl/agent/service"
 	"dprl/internal/fielderr"
+	"dprl/internal/progress"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
 	"dprl/policy"
@@ -108,6 +109,10 @@ func TestRunStopsAtTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.MaxDuration = time.Minute
+	var last atomic.Value
+	cfg.StartProgress = func(p func() Progress) func() { return func() { last.Store(p()) } }
+	start := time.Now()
 	res, err := Run(context.Background(), service.ServiceConfig{Agent: ac, DataDir: t.TempDir(), NATS: "embedded", NATSListen: "127.0.0.1:0"}, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +121,39 @@ func TestRunStopsAtTarget(t *testing.T) {
 	// first batch is admitted, version 1 reaches the target.
 	if res.Users != 8 || res.Version != 1 || len(res.SimEval) != 1 || res.SimEval[0].Version != 1 || res.TargetReturn != 1 {
 		t.Errorf("result %+v", res)
+	}
+	// The progress of the run that happens: no more users once stopped,
+	// and the MaxDuration deadline.
+	p := last.Load().(Progress)
+	if !p.Stopped || p.Deadline.Before(start.Add(time.Minute)) || p.Deadline.After(time.Now().Add(time.Minute)) {
+		t.Errorf("final progress %+v: want stopped, deadline a minute after the start", p)
+	}
+	if r := p.Report(); r.Total != 8 || progress.TimeLeft(r, start, time.Now()) != 0 {
+		t.Errorf("final report %+v: want 8 of 8 users, no time left", r)
+	}
+}
+
+// TestProgressTimeLeft: the demo's estimate of the time left is that of
+// the run that happens, not of all --users users: never past the
+// --max-duration deadline, and none once the stopping rule admits no more
+// users. (It assumed all 20,000 users would play: 100 users in 10 s gave
+// 33 min left of a run that ends in 50 s.)
+func TestProgressTimeLeft(t *testing.T) {
+	start := time.Unix(1e9, 0)
+	now := start.Add(10 * time.Second)
+	for _, c := range []struct {
+		name string
+		p    Progress
+		want time.Duration
+	}{
+		{"all users", Progress{Users: 100, MaxUsers: 20000}, 1990 * time.Second},
+		{"max duration", Progress{Users: 100, MaxUsers: 20000, Deadline: now.Add(50 * time.Second)}, 50 * time.Second},
+		{"users before the deadline", Progress{Users: 100, MaxUsers: 150, Deadline: now.Add(50 * time.Second)}, 5 * time.Second},
+		{"stopped", Progress{Users: 100, MaxUsers: 20000, Stopped: true, Deadline: now.Add(50 * time.Second)}, 0},
+	} {
+		if got := progress.TimeLeft(c.p.Report(), start, now); got != c.want {
+			t.Errorf("%s: %v left, want %v", c.name, got, c.want)
+		}
 	}
 }
 

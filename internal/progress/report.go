@@ -27,10 +27,30 @@ func Ff(key, format string, value any) Field { return Field{Key: key, Value: val
 
 // Report is one progress report: Done of Total units of the run's work
 // (Total 0: no bar, no estimate of the time left) and further fields.
+// Deadline, when not zero, is when the run ends at the latest whatever
+// is left of Total (a time limit): the time left shown is at most
+// Deadline - now.
 type Report struct {
 	Done, Total int64
 	Unit        string
 	Fields      []Field
+	Deadline    time.Time
+}
+
+// TimeLeft estimates the time left of rep at now, the run's current phase
+// having started at phaseStart: Total - Done units at the rate so far, at
+// most until rep.Deadline; < 0: unknown.
+func TimeLeft(rep Report, phaseStart, now time.Time) time.Duration {
+	eta := time.Duration(-1)
+	if rep.Total > 0 && rep.Done > 0 {
+		eta = time.Duration(float64(now.Sub(phaseStart)) / float64(rep.Done) * float64(max(rep.Total-rep.Done, 0)))
+	}
+	if !rep.Deadline.IsZero() {
+		if left := max(rep.Deadline.Sub(now), 0); eta < 0 || left < eta {
+			eta = left
+		}
+	}
+	return eta
 }
 
 // Task reports the progress of one task of a command on stderr: a live
@@ -101,10 +121,7 @@ func (t *Task) Update(rep Report) {
 func (t *Task) report(rep Report) {
 	now := time.Now()
 	elapsed := now.Sub(t.start)
-	eta := time.Duration(-1)
-	if rep.Total > 0 && rep.Done > 0 {
-		eta = time.Duration(float64(now.Sub(t.phaseStart)) / float64(rep.Done) * float64(max(rep.Total-rep.Done, 0)))
-	}
+	eta := TimeLeft(rep, t.phaseStart, now)
 	if t.r.TTY() {
 		t.r.Draw(Line(t.phase, rep, elapsed, eta) + "\033[K")
 		return

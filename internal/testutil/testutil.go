@@ -139,7 +139,20 @@ type Child struct {
 	// Line is the first line the child wrote to stdout, without "\n".
 	Line string
 	in   io.WriteCloser
+	out  *bufio.Reader
 	done bool
+}
+
+// Send writes line and a newline to the child's stdin.
+func (c *Child) Send(line string) error {
+	_, err := io.WriteString(c.in, line+"\n")
+	return err
+}
+
+// ReadLine returns the child's next stdout line, without "\n".
+func (c *Child) ReadLine() (string, error) {
+	line, err := c.out.ReadString('\n')
+	return strings.TrimSuffix(line, "\n"), err
 }
 
 // StartChild runs the test binary with -test.run=^test$ and env added,
@@ -162,9 +175,9 @@ func StartChild(tb testing.TB, test string, env ...string) *Child {
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	c := &Child{Cmd: cmd, in: in}
+	c := &Child{Cmd: cmd, in: in, out: bufio.NewReader(out)}
 	tb.Cleanup(func() { c.Stop() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	line, err := c.out.ReadString('\n')
 	if err != nil {
 		c.Stop()
 		tb.Fatalf("child %s: first line %q: %v", test, line, err)

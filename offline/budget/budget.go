@@ -60,6 +60,7 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -156,6 +157,12 @@ type Config struct {
 	// ledger is opened, before anything is charged (and no ledger is
 	// created).
 	Derived bool
+	// WaitLock, when > 0, waits up to this long for a ledger another
+	// process holds (another offline run) instead of failing at once
+	// (ledger.Options.WaitLock). A run serves live copies of the ledger
+	// it holds (ledger.Options.LiveView), so dprl ledger show reads it
+	// meanwhile.
+	WaitLock time.Duration
 	// Logger receives the ledger's log lines and a panic's stack.
 	Logger zerolog.Logger
 }
@@ -534,7 +541,7 @@ func (p *protocol) open(ix *sessionlog.Index) error {
 			return fmt.Errorf("ledger: %w", err)
 		}
 	}
-	s, err := ledger.Open(dir, ledger.Options{Logger: p.cfg.Logger, MustExist: p.cfg.Derived})
+	s, err := ledger.Open(dir, ledger.Options{Logger: p.cfg.Logger, MustExist: p.cfg.Derived, WaitLock: p.cfg.WaitLock, LiveView: true})
 	if p.cfg.Derived && errors.Is(err, ledger.ErrNotFound) {
 		return fmt.Errorf("%w: %s is derived, and there is no ledger in %s: %s", ErrUnknownSource, p.in.Path, dir, unknown)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"dprl/ledger"
 	"dprl/ledger/accountant"
@@ -33,6 +34,9 @@ type toy struct {
 	// dataset's runs at its unit.
 	inStore    bool
 	storedRuns int
+	// computing, when not nil, is closed when Compute starts, which then
+	// waits for hold to close (a long run holding the ledger).
+	computing, hold chan struct{}
 }
 
 func (m *toy) Check(s *sessionlog.Session) error {
@@ -71,6 +75,10 @@ func (m *toy) Validate(ix *sessionlog.Index, e *ledger.Entry) error {
 
 func (m *toy) Compute(ctx context.Context, ix *sessionlog.Index, c *Charge) (int, error) {
 	m.calls = append(m.calls, "compute")
+	if m.computing != nil {
+		close(m.computing)
+		<-m.hold
+	}
 	if c.Charged() {
 		// The entry must already be in the store, with the dataset's
 		// budget, before anything is computed.
@@ -255,6 +263,46 @@ func TestRunCap(t *testing.T) {
 	}
 	if err := run(Config{Cap: ledger.Cap{Epsilon: 3, Delta: 1e-5}, EpsilonGiven: true}); !errors.As(err, &r) || !errors.Is(err, ledger.ErrCapMismatch) {
 		t.Errorf("a different cap given: %v", err)
+	}
+	if n := len(offlineEntries(t, led)); n != 2 {
+		t.Errorf("%d entries, want 2", n)
+	}
+}
+
+// TestRunWhileAnotherHoldsTheLedger: while a run computes (holding the
+// ledger), the ledger reads live (what dprl ledger show does: a consistent
+// copy with the run's entry), a second run fails at once with ErrLocked,
+// and a second run with WaitLock waits and is charged once the first ends.
+func TestRunWhileAnotherHoldsTheLedger(t *testing.T) {
+	dir := t.TempDir()
+	log, led := writeLog(t, dir, 3), filepath.Join(dir, "ledger")
+	cfg := Config{Ledger: led, Cap: ledger.Cap{Epsilon: 10, Delta: 1e-5}}
+	first := &toy{t: t, eps: 1, computing: make(chan struct{}), hold: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := Run(context.Background(), cfg, Input{Path: log}, first)
+		done <- err
+	}()
+	<-first.computing
+	s, err := ledger.Open(led, ledger.Options{ReadOnly: true, MustExist: true})
+	if err != nil {
+		t.Fatalf("reading the ledger a run holds: %v", err)
+	}
+	if h, err := s.Head(); err != nil || h.Seq == 0 {
+		t.Errorf("the live copy's head: %+v %v, want the run's entry", h, err)
+	}
+	s.Close()
+	if _, _, err := Run(context.Background(), cfg, Input{Path: log}, &toy{t: t, eps: 1}); !errors.Is(err, ledger.ErrLocked) || !strings.Contains(err.Error(), "--wait-lock") {
+		t.Errorf("a second run without WaitLock: %v, want ErrLocked naming --wait-lock", err)
+	}
+	time.AfterFunc(300*time.Millisecond, func() { close(first.hold) })
+	wait := cfg
+	wait.WaitLock = 20 * time.Second
+	if _, _, err := Run(context.Background(), wait, Input{Path: log}, &toy{t: t, eps: 1}); err != nil {
+		t.Errorf("a second run with WaitLock: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 	if n := len(offlineEntries(t, led)); n != 2 {
 		t.Errorf("%d entries, want 2", n)
