@@ -212,35 +212,52 @@ func parseTranscript(text string) []transcriptStep {
 var spaces = regexp.MustCompile(`\s+`)
 
 // matchOutput reports the first expected line not found, in order, in out.
+// A line the document wraps may span several expected lines: they match
+// one printed line joined by spaces.
 func matchOutput(out string, expect []string) error {
 	got := strings.Split(out, "\n")
-	i := 0
+	for i := range got {
+		got[i] = strings.TrimSpace(spaces.ReplaceAllString(got[i], " "))
+	}
+	norm := make([]string, 0, len(expect))
 	for _, e := range expect {
-		e = strings.TrimSpace(spaces.ReplaceAllString(e, " "))
-		if e == "..." {
+		norm = append(norm, strings.TrimSpace(spaces.ReplaceAllString(e, " ")))
+	}
+	i := 0
+	for j := 0; j < len(norm); {
+		if norm[j] == "..." {
+			j++
 			continue
 		}
-		var re strings.Builder
-		re.WriteString("^")
-		for j, part := range strings.Split(e, "...") {
-			if j > 0 {
-				re.WriteString(".*")
-			}
-			re.WriteString(regexp.QuoteMeta(part))
-		}
-		re.WriteString("$")
-		rx := regexp.MustCompile(re.String())
-		for ; i < len(got); i++ {
-			if rx.MatchString(strings.TrimSpace(spaces.ReplaceAllString(got[i], " "))) {
-				break
+		found := false
+		for k := 1; k <= 8 && j+k <= len(norm) && !found; k++ {
+			rx := linePattern(strings.Join(norm[j:j+k], " "))
+			for at := i; at < len(got); at++ {
+				if rx.MatchString(got[at]) {
+					i, j, found = at+1, j+k, true
+					break
+				}
 			}
 		}
-		if i == len(got) {
-			return fmt.Errorf("expected line not printed (in order): %q", e)
+		if !found {
+			return fmt.Errorf("expected line not printed (in order): %q", norm[j])
 		}
-		i++
 	}
 	return nil
+}
+
+// linePattern matches a whole printed line, "..." matching anything.
+func linePattern(e string) *regexp.Regexp {
+	var re strings.Builder
+	re.WriteString("^")
+	for j, part := range strings.Split(e, "...") {
+		if j > 0 {
+			re.WriteString(".*")
+		}
+		re.WriteString(regexp.QuoteMeta(part))
+	}
+	re.WriteString("$")
+	return regexp.MustCompile(re.String())
 }
 
 // TestDocCommands runs the commands of README.md and docs/*.md as written
