@@ -94,7 +94,7 @@ var fields = fielderr.Fields{
 	// SAC
 	"Steps", "LearningStarts", "Batch", "EpisodeLog", "Replays",
 	// TrainArgs
-	"Diag",
+	"Diag", "Plot", "NormalizeAdvantages", "AnnealServerLR", "FreshEpisodes", "MomentReset", "ClipAtLR0", "FisherExact",
 }
 
 // bad appends the field error of format and args to *errs if cond holds.

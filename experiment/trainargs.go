@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strings"
 
 	"dprl/internal/atomicfile"
 	"dprl/internal/progress"
@@ -43,6 +44,53 @@ type TrainArgs struct {
 	Diag string
 	// Seed is the first seed, if given; else a secure one is drawn.
 	Seed uint64
+	// Plot is the file of the run's figure ("" for none; dppg, ppo,
+	// dppg-loglinear, sac).
+	Plot string
+}
+
+// Algorithm groups of trainModes.
+const (
+	ppoFamily = MethodDPPG + " " + MethodPPO
+	dpsgdAlgo = policy.AlgoDPSGDReinforce + " " + policy.AlgoDPSGDDQN
+)
+
+// trainModes are the algorithms (space-separated) that read each setting
+// of TrainArgs that not every algorithm reads, by field.
+var trainModes = []struct {
+	algos  string
+	fields []string
+}{
+	{ppoFamily + " " + dpsgdAlgo, []string{"Z"}},
+	{MethodDPPG + " " + LogLinearMethod, []string{"Epsilons"}},
+	{ppoFamily + " " + dpsgdAlgo + " " + LogLinearMethod, []string{"Clip", "Delta"}},
+	{ppoFamily, []string{"PolicyShare", "ServerLR", "EntropyCoef", "Epochs", "StepsPerUser", "Lambda", "MomentReset", "ValueScale", "ObsScale", "Users",
+		"Average", "NormalizeAdvantages", "AnnealServerLR", "FreshEpisodes"}},
+	{ppoFamily + " " + LogLinearMethod, []string{"K", "Workers", "Diag"}},
+	{MethodDPPG, []string{"Noise", "Horizon", "Zs"}},
+	{ppoFamily + " " + MethodSAC, []string{"LR", "Hidden", "Gamma"}},
+	{MethodSAC, []string{"Steps", "LearningStarts", "Batch", "EpisodeLog", "Replays"}},
+	{ppoFamily + " " + dpsgdAlgo + " " + MethodSAC, []string{"EvalEpisodes"}},
+	{ppoFamily + " " + LogLinearMethod + " " + MethodSAC, []string{"Seeds", "Plot"}},
+	{LogLinearMethod, []string{"Episodes", "Regions", "InitRight", "Alpha", "Eta", "BaselineLR", "FisherRidge", "FisherExact", "ClipAtLR0"}},
+}
+
+// Inapplicable returns the errors, joined, of the settings given (set
+// reports whether a field was) that Algo would ignore, each naming the
+// algorithms that read it; none for an unknown Algo (Train reports it).
+// Env, Algo and Seed apply to every algorithm.
+func (a TrainArgs) Inapplicable(set func(field string) bool) error {
+	if CheckMethod(a.Algo) != nil {
+		return nil
+	}
+	var errs []error
+	for _, m := range trainModes {
+		algos := strings.Fields(m.algos)
+		for _, f := range m.fields {
+			bad(&errs, set(f) && !slices.Contains(algos, a.Algo), "{%s} does not apply to {Algo} %s (only to %s)", f, a.Algo, strings.Join(algos, ", "))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // seed returns the first seed: Seed if given, else one from the secure

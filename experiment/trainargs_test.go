@@ -77,4 +77,15 @@ func TestTrainArgs(t *testing.T) {
 	if s.LR != 0.01 || s.Gamma != def.Gamma || s.Hidden[0] != def.Hidden[0] || s.Seeds != 1 || s.Steps != 10 {
 		t.Errorf("SAC: %+v", s)
 	}
+	sacArgs := a
+	sacArgs.Algo = MethodSAC
+	if got := braced(sacArgs.Inapplicable(given("Z", "Noise", "LR", "Seed", "Env"))); got !=
+		"{Z} does not apply to {Algo} sac (only to dppg, ppo, dpsgd-reinforce, dpsgd-dqn)\n{Noise} does not apply to {Algo} sac (only to dppg)" {
+		t.Errorf("Inapplicable: %q", got)
+	}
+	unknown := a
+	unknown.Algo = "x"
+	if err := unknown.Inapplicable(given("Z")); err != nil {
+		t.Errorf("Inapplicable of an unknown algorithm: %v", err)
+	}
 }

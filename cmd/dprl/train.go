@@ -88,7 +88,7 @@ func newTrainCommand(a *app) (*cobra.Command, *trainFlags) {
 	fl.Float64SliceVar(&f.Zs, "sweep-z", nil, "dppg: train at each of these noise multipliers (comma-separated; --seeds runs each) and report eval return against epsilon; --plot draws it (the paper's Fig. 2)")
 	fl.IntVar(&f.Seeds, "seeds", 0, "runs with seeds --seed, --seed+1, ... and their mean and std over seeds (default 1; dppg-loglinear: 5 per configuration)")
 	fl.StringVar(&f.Diag, "diag", "", "SIMULATION ONLY, not covered by the privacy guarantee: write per-update diagnostics computed from the simulated users' raw data and the exact noise (entropy, value loss, returns, un-noised clipped fractions, signal and noise norms) as JSON Lines to this file, every record labelled so; dppg-loglinear: each seed's released policy (value and per-state logit gaps right - left; post-processing of the releases) at every regret-curve point")
-	fl.StringVar(&f.plot, "plot", "", "write the learning curve (return vs users) as PNG to this file")
+	fl.StringVar(&f.Plot, "plot", "", "write the learning curve (return vs users) as PNG to this file")
 	fl.BoolVar(&f.NormalizeAdvantages, "adv-norm", false, "standardise each user's advantages (mean 0, std 1) before the local epochs"+profile.ByEnv(""))
 	fl.BoolVar(&f.AnnealServerLR, "anneal", false, "decay the server step size linearly to 0 over the run (public schedule)")
 	fl.BoolVar(&f.FreshEpisodes, "fresh-episodes", false, "every user starts a fresh episode (default: user slot i of a batch continues the episode slot i's previous user left running)")
@@ -103,44 +103,7 @@ func newTrainCommand(a *app) (*cobra.Command, *trainFlags) {
 	fl.BoolVar(&f.ClipAtLR0, "clip-at-lr0", false, "dppg-loglinear: compute the trust-region clipping norm at eta_0 instead of the current eta")
 	fl.Uint64Var(&f.Seed, "seed", 0, "seed of every random draw (default: from the OS; printed in the result)")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
-	registerTrainModes(fl)
 	return c, f
-}
-
-// Algorithm groups of registerTrainModes.
-const (
-	ppoFamily = "dppg ppo"
-	dpsgdAlgo = "dpsgd-reinforce dpsgd-dqn"
-	algoSAC   = experiment.MethodSAC
-)
-
-// registerTrainModes records the algorithms that read each of dprl
-// train's flags (every algorithm reads --env and --algo; setting a flag the
-// algorithm would ignore is a usage error).
-func registerTrainModes(fl *cliflags.Flags) {
-	fl.Modes(ppoFamily+" "+dpsgdAlgo, "z")
-	fl.Modes("dppg "+algoLogLinear, "epsilon")
-	fl.Modes(ppoFamily+" "+dpsgdAlgo+" "+algoLogLinear, "clip", "delta")
-	fl.Modes(ppoFamily, "policy-share", "server-lr", "ent-coef", "epochs", "steps-per-user", "gae-lambda", "moment-reset", "value-scale", "obs-scale", "users", "average", "adv-norm", "anneal", "fresh-episodes")
-	fl.Modes(ppoFamily+" "+algoLogLinear, "K", "workers", "diag")
-	fl.Modes("dppg", "noise", "horizon", "sweep-z")
-	fl.Modes(ppoFamily+" "+algoSAC, "lr", "hidden", "gamma")
-	fl.Modes(algoSAC, "steps", "learning-starts", "batch", "log-episodes", "log-replays")
-	fl.Modes(ppoFamily+" "+dpsgdAlgo+" "+algoSAC, "eval-episodes")
-	fl.Modes(ppoFamily+" "+algoLogLinear+" "+algoSAC, "seeds", "plot")
-	fl.Modes(algoLogLinear, "episodes", "region", "init-right", "alpha", "eta", "baseline-lr", "fisher-ridge", "fisher-exact", "clip-at-lr0")
-}
-
-// checkTrainFlagsApply rejects a flag set on the command line that algo
-// would silently ignore. An unknown algo is left to trainSpec.
-func checkTrainFlagsApply(fl *cliflags.Flags, algo string) error {
-	if experiment.CheckMethod(algo) != nil {
-		return nil
-	}
-	if errs := fl.Inapplicable("algo", algo); len(errs) > 0 {
-		return usagef("train: %s", strings.Join(errs, "; "))
-	}
-	return nil
 }
 
 // usage returns the usage error of err (nil for none): its messages with
@@ -157,10 +120,12 @@ func (f *trainFlags) usage(err error) error {
 // experiment.RunLogLinear; experiment.RunSAC), then --plot and the result.
 func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 	ctx, set := cmd.Context(), f.fl.FieldChanged
-	if err := checkTrainFlagsApply(f.fl, f.Algo); err != nil {
-		return err
+	// A setting the algorithm would ignore is refused.
+	if msgs := f.fl.Messages(f.Inapplicable(set)); len(msgs) > 0 {
+		slices.Sort(msgs)
+		return usagef("train: %s", strings.Join(msgs, "; "))
 	}
-	if _, err := chart.FormatOf(f.plot); f.plot != "" && err != nil {
+	if _, err := chart.FormatOf(f.Plot); f.Plot != "" && err != nil {
 		return usagef("train: --plot: %v", err)
 	}
 	switch f.Algo {
@@ -190,7 +155,7 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 			}
 		}
 		return emitTrain(a, f, res, nil)
-	case algoSAC:
+	case experiment.MethodSAC:
 		c := f.SAC(set)
 		if err := f.usage(c.Validate()); err != nil {
 			return err
@@ -258,8 +223,8 @@ func emitTrain(a *app, f *trainFlags, res experiment.TrainOutput, err error) err
 	if err != nil {
 		return err
 	}
-	if f.plot != "" {
-		if err := res.Plot(f.plot); err != nil {
+	if f.Plot != "" {
+		if err := res.Plot(f.Plot); err != nil {
 			return fmt.Errorf("train: --plot: %w", err)
 		}
 	}
