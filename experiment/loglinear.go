@@ -93,6 +93,8 @@ var fields = fielderr.Fields{
 	"EntropyCoef", "Hidden", "Epochs", "StepsPerUser", "Gamma", "Lambda", "ValueScale", "ObsScale", "Algo",
 	// SAC
 	"Steps", "LearningStarts", "Batch", "EpisodeLog", "Replays",
+	// TrainArgs
+	"Diag", "Plot", "NormalizeAdvantages", "AnnealServerLR", "FreshEpisodes", "MomentReset", "ClipAtLR0", "FisherExact",
 }
 
 // bad appends the field error of format and args to *errs if cond holds.

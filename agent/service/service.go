@@ -587,3 +587,29 @@ func (l flushingLog) Write(s *sessionlog.Session) error {
 func DefaultActWorkers() int {
 	return max(1, runtime.GOMAXPROCS(0)/2)
 }
+
+// Run runs the service of cfg as dprl agent does: it starts it
+// (StartService), writes its announcement to w (Announce), serves until
+// ctx is done or the service stops by itself, then closes it. It returns
+// the error of the start, or of the run, or else of Close.
+func Run(ctx context.Context, cfg ServiceConfig, w io.Writer) error {
+	svc, err := StartService(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := svc.Announce(w); err != nil {
+		svc.Close()
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-svc.Done():
+	}
+	runErr := svc.Err()
+	err = svc.Close()
+	cfg.Logger.Info().Msg("agent stopped")
+	if runErr != nil {
+		return runErr
+	}
+	return err
+}

@@ -134,28 +134,11 @@ func newAgentCmd(a *app) *cobra.Command {
 }
 
 func runAgent(ctx context.Context, a *app, fl *cliflags.Flags, sc service.ServiceConfig) error {
-	svc, err := service.StartService(ctx, sc)
+	err := service.Run(ctx, sc, a.stderr)
 	if errors.Is(err, ledger.ErrNotEmpty) {
 		return usagef("%s holds files but no ledger (a mistyped path?): give the ledger's directory, an empty one, or --init to create a new ledger there", service.LedgerDirOf(err, "--data "+sc.DataDir))
 	}
-	if err != nil {
-		return fl.Rename(err)
-	}
-	if err := svc.Announce(a.stderr); err != nil {
-		svc.Close()
-		return err
-	}
-	select {
-	case <-ctx.Done():
-	case <-svc.Done():
-	}
-	runErr := svc.Err()
-	err = svc.Close()
-	a.log.Info().Msg("agent stopped")
-	if runErr != nil {
-		return runErr
-	}
-	return err
+	return fl.Rename(err)
 }
 
 // configSources fills the flags the command line did not set from DPRL_*

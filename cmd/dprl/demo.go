@@ -13,7 +13,6 @@ import (
 	"dprl/internal/progress"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
-	"dprl/profile"
 
 	"github.com/spf13/cobra"
 )
@@ -35,31 +34,17 @@ func newDemoCmd(a *app) *cobra.Command {
 			if err := cfg.Validate(); err != nil {
 				return usageError{fl.Rename(err)}
 			}
-			if cfg.UserEpsilon > 0 && !c.Flags().Changed("z") {
-				cfg.Z = 0 // derived from --user-epsilon
-			}
-			prof, err := profile.Get(cfg.Env) // checked by Validate
+			cfg, ac, eps, err := cfg.Prepare(fl.FieldChanged)
 			if err != nil {
-				return err
+				return usageError{err}
 			}
 			if data == "" {
 				if data, err = os.MkdirTemp("", "dprl-demo-"); err != nil {
 					return err
 				}
 			}
-			ac, err := cfg.AgentConfig(prof)
-			if err != nil {
-				return usageError{err}
-			}
-			eps, err := ac.SessionEpsilon()
-			if err != nil {
-				return usageError{err}
-			}
 			fmt.Fprintf(a.stderr, "dprl demo: %s, %d users, K = %d, z = %.6g: per-session epsilon %s at delta %g for a release at this z (analytic Gaussian; the summary reads the ledger); data in %s\n",
 				cfg.Env, cfg.Users, ac.Policy.DP.UsersPerUpdate, ac.Policy.DP.NoiseMultiplier, accountant.FormatEpsilon(eps), ac.Delta, data)
-			if !c.Flags().Changed("target-return") && prof.DemoTargetReturn > 0 {
-				cfg.Target = prof.DemoTargetReturn
-			}
 			cfg.StartProgress = func(p func() demo.Progress) func() {
 				return a.task("demo").Every(func() progress.Report { return p().Report() })
 			}

@@ -212,7 +212,7 @@ func TestTrainHelpDefaults(t *testing.T) {
 		if err := cmd.ParseFlags(args); err != nil {
 			t.Fatal(err)
 		}
-		spec, perr := trainSpec(cmd, f)
+		spec, perr := f.Train(f.fl.FieldChanged)
 		p, err := spec.Plan()
 		if perr != nil || err != nil {
 			t.Fatalf("%v: %v %v", args, perr, err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"dprl/cmd/dprl/cliflags"
 	"dprl/ledger"
 	"dprl/offline/budget"
 	"dprl/policy"
@@ -138,9 +139,9 @@ func newLedgerExportCmd(a *app) *cobra.Command {
 
 func newLedgerSetCapCmd(a *app) *cobra.Command {
 	var (
-		dir, dataset, file, unit, reason string
-		eps, delta                       float64
-		asJSON                           bool
+		args   budget.CapArgs
+		asJSON bool
+		fl     *cliflags.Flags
 	)
 	c := &cobra.Command{
 		Use:     "set-cap --data DIR (--dataset ID | --file LOG) [--unit U] --epsilon E --delta D --reason TEXT",
@@ -149,42 +150,28 @@ func newLedgerSetCapCmd(a *app) *cobra.Command {
 		Example: helpText("ledger-set-cap.example"),
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			change := ledger.CapChange{Dataset: dataset, Unit: ledger.Unit(unit), Cap: ledger.Cap{Epsilon: eps, Delta: delta}, Reason: reason}
-			if dir == "" || (dataset == "") == (file == "") || !cmd.Flags().Changed("epsilon") || !cmd.Flags().Changed("delta") {
-				return usagef("give --data, --epsilon, --delta, --reason and one of --dataset ID (dprl ledger show lists them) or --file LOG")
-			} else if err := change.Validate(); err != nil {
-				return usageError{fmt.Errorf("--epsilon, --delta, --reason: %w", err)}
+			change, err := args.Change(fl.FieldChanged)
+			if err != nil {
+				return usageError{fl.Rename(err)}
 			}
-			return showLedger(a, dir, true, asJSON, func(s *ledger.Store) (res ledger.CapChangeResult, err error) {
-				what := dataset
-				if file != "" {
-					if change.Dataset, err = budget.DatasetOfFile(s, file); err != nil {
-						return res, fmt.Errorf("--file %s: %w", file, err)
-					}
-					what = "for the records of " + file
+			return showLedger(a, args.Data, true, asJSON, func(s *ledger.Store) (ledger.CapChangeResult, error) {
+				res, err := args.SetCap(s, change)
+				if errors.As(err, new(*ledger.UnitError)) || errors.Is(err, ledger.ErrInvalid) {
+					return res, usageError{fl.Rename(err)}
 				}
-				res, err = s.ChangeCap(change)
-				var ue *ledger.UnitError
-				switch {
-				case errors.Is(err, ledger.ErrNotFound):
-					return res, fmt.Errorf("no dataset %s in the ledger %s (no private run has read them; the ids are listed by dprl ledger show)", what, dir)
-				case errors.As(err, &ue):
-					return res, usagef("dataset %s has budgets at units %s: give --unit", ue.Dataset, ue.UnitList())
-				case errors.Is(err, ledger.ErrInvalid):
-					return res, usageError{err}
-				}
-				return res, err
+				return res, fl.Rename(err)
 			})
 		},
 	}
-	c.Flags().StringVar(&dir, "data", "", "the ledger's directory (an offline --ledger directory or an agent's --data) (required)")
-	c.Flags().StringVar(&dataset, "dataset", "", "the dataset's id")
-	c.Flags().StringVar(&file, "file", "", "a session log whose records belong to the dataset (instead of --dataset)")
-	c.Flags().StringVar(&unit, "unit", "", "the protected unit: trajectory, user or expert (default: the dataset's only unit)")
-	c.Flags().Float64Var(&eps, "epsilon", 0, "the new cap's epsilon (required)")
-	c.Flags().Float64Var(&delta, "delta", 0, "the new cap's delta (required)")
-	c.Flags().StringVar(&reason, "reason", "", "why the cap changes, recorded in the entry (required)")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	fl = cliflags.New(c.Flags(), &args)
+	fl.StringVar(&args.Data, "data", "", "the ledger's directory (an offline --ledger directory or an agent's --data) (required)")
+	fl.StringVar(&args.Dataset, "dataset", "", "the dataset's id")
+	fl.StringVar(&args.File, "file", "", "a session log whose records belong to the dataset (instead of --dataset)")
+	fl.StringVar(&args.Unit, "unit", "", "the protected unit: trajectory, user or expert (default: the dataset's only unit)")
+	fl.Float64Var(&args.Epsilon, "epsilon", 0, "the new cap's epsilon (required)")
+	fl.Float64Var(&args.Delta, "delta", 0, "the new cap's delta (required)")
+	fl.StringVar(&args.Reason, "reason", "", "why the cap changes, recorded in the entry (required)")
+	fl.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
 }
 

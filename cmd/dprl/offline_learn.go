@@ -6,7 +6,6 @@ import (
 	"dprl/cmd/dprl/cliflags"
 	"dprl/internal/chart"
 	"dprl/internal/progress"
-	"dprl/ledger"
 	"dprl/offline/qlearn"
 )
 
@@ -64,33 +63,17 @@ func newOfflineLearnCmd(a *app) *cobra.Command {
 
 func runOfflineLearn(a *app, cmd *cobra.Command, f *learnFlags) error {
 	c := f.cfg
-	fl := cmd.Flags()
-	if _, err := qlearn.ParseAlgo(string(c.Algo)); err != nil {
-		return usagef("offline learn: --algo: %v", err)
+	if err := c.Check(f.fl.FieldChanged); err != nil {
+		return usagef("offline learn: %w", f.fl.Rename(err))
 	}
-	if c.Unit != ledger.UnitExpert && c.Unit != ledger.UnitTrajectory {
-		return usagef("offline learn: --unit %q: want expert or trajectory", c.Unit)
-	}
-	c.Seeded = fl.Changed("seed")
-	if c.NonPrivate {
-		for _, n := range []string{"epsilon", "delta", "sigma", "clip", "experts", "p"} {
-			if fl.Changed(n) {
-				return usagef("offline learn: --non-private trains without noise: --%s does not apply", n)
-			}
-		}
-	}
+	c.Seeded = f.fl.Changed("seed")
 	if _, err := chart.FormatOf(f.plot); f.plot != "" && err != nil {
 		return usagef("offline learn: --plot: %v", err)
 	} else if f.plot != "" && c.EvalEvery == 0 {
 		return usagef("offline learn: --plot needs --eval-every > 0")
 	}
-	var prog *progress.Task
-	c.Progress = func(done, total int) {
-		if prog == nil {
-			prog = a.task("offline learn " + string(c.Algo))
-		}
-		prog.Update(progress.Report{Done: int64(done), Total: int64(total), Unit: "steps"})
-	}
+	prog := progress.NewPhases(func(string) *progress.Task { return a.task("offline learn " + string(c.Algo)) }, map[string]string{"": "steps"})
+	c.Progress = func(done, total int) { prog.Update("", done, total) }
 	m, in, err := qlearn.NewLearn(c)
 	if err != nil {
 		return fieldUsage("offline learn", f.fl, err)
@@ -98,6 +81,6 @@ func runOfflineLearn(a *app, cmd *cobra.Command, f *learnFlags) error {
 	// A selective run reads a derived file: the ledger must know its
 	// source.
 	return runOffline(a, cmd, offlineRun[*qlearn.Result]{name: "offline learn", flags: f.fl, budget: &f.budget,
-		private: !c.NonPrivate, derived: c.Unstable != "", in: in, m: m, asJSON: f.asJSON, prog: &prog,
+		private: !c.NonPrivate, derived: c.Unstable != "", in: in, m: m, asJSON: f.asJSON, prog: prog,
 		plot: f.plot, draw: (*qlearn.Result).PlotCurve})
 }

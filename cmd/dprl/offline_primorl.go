@@ -12,12 +12,12 @@ import (
 
 // primorlFlags are the flags of "dprl offline primorl".
 type primorlFlags struct {
-	cfg     primorl.Config
-	fl      *cliflags.Flags
-	clip, u string
-	asJSON  bool
-	plot    string
-	budget  offlineBudget
+	cfg    primorl.Config
+	args   primorl.Args
+	fl     *cliflags.Flags
+	asJSON bool
+	plot   string
+	budget offlineBudget
 }
 
 func newOfflinePriMORLCmd(a *app) *cobra.Command {
@@ -31,10 +31,8 @@ func newOfflinePriMORLCmd(a *app) *cobra.Command {
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runOfflinePriMORL(a, cmd, f) },
 	}
-	fl := cliflags.New(cmd.Flags(), c)
+	fl := cliflags.New(cmd.Flags(), c, &f.args)
 	f.fl = fl
-	fl.Name("ClipMode", "clip-mode")
-	fl.Name("Uncertainty", "uncertainty")
 	fl.StringVar(&c.Data, "data", "", "the dprl.sessions.v1 log (continuous actions)")
 	fl.StringVar(&c.Out, "out", "", "write the released policy to this new file (a SAC actor snapshot: versioned, CRC-32C checked)")
 	fl.StringVar(&c.Env, "env", c.Env, "the public simulator: pendulum, cartpole-balance or cartpole-swingup")
@@ -51,14 +49,14 @@ func newOfflinePriMORLCmd(a *app) *cobra.Command {
 	fl.Float64Var(&c.Batch, "batch", c.Batch, "expected trajectories per round (q = batch/n)")
 	fl.IntVar(&c.Rounds, "rounds", c.Rounds, "rounds T, fixed before the run")
 	fl.Float64Var(&c.Clip, "clip", c.Clip, "clipping norm C of a trajectory's ensemble change")
-	fl.StringVar(&f.clip, "clip-mode", "per-layer", "EnsembleClip: per-layer (C/sqrt(N L) per layer) or flat (C/sqrt(N) per model)")
+	fl.StringVar(&f.args.ClipMode, "clip-mode", "per-layer", "EnsembleClip: per-layer (C/sqrt(N L) per layer) or flat (C/sqrt(N) per model)")
 	fl.IntVar(&c.LocalEpochs, "local-epochs", c.LocalEpochs, "local epochs E per sampled trajectory")
 	fl.IntVar(&c.MiniBatch, "minibatch", c.MiniBatch, "local minibatch size B")
 	fl.Float64Var(&c.LR, "model-lr", c.LR, "the models' local gradient-descent step size")
 	fl.IntVar(&c.Model.Ensemble, "ensemble", c.Model.Ensemble, "models in the ensemble N")
 	fl.IntSliceVar(&c.Model.Hidden, "model-hidden", c.Model.Hidden, "hidden widths of each model (Swish)")
 	fl.Float64Var(&c.Model.WeightDecay, "weight-decay", c.Model.WeightDecay, "L2 coefficient on the models' weights")
-	fl.StringVar(&f.u, "uncertainty", "mpd", "penalty's estimator: mpd (max mean disagreement) or ma (max covariance norm)")
+	fl.StringVar(&f.args.Uncertainty, "uncertainty", "mpd", "penalty's estimator: mpd (max mean disagreement) or ma (max covariance norm)")
 	fl.Float64Var(&c.Lambda, "lambda", c.Lambda, "penalty coefficient of the pessimistic reward r - lambda u")
 	fl.IntVar(&c.Horizon, "horizon", c.Horizon, "model rollout length h")
 	fl.IntVar(&c.SACSteps, "sac-steps", c.SACSteps, "SAC steps in the model")
@@ -72,38 +70,19 @@ func newOfflinePriMORLCmd(a *app) *cobra.Command {
 }
 
 func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
-	c, fl := f.cfg, f.fl
-	c.Seeded = fl.Changed("seed")
-	var err error
-	if c.ClipMode, err = primorl.ParseClipMode(f.clip); err != nil {
-		return usagef("offline primorl: --clip-mode %v", err)
-	}
-	if c.Uncertainty, err = primorl.ParseUncertainty(f.u); err != nil {
-		return usagef("offline primorl: --uncertainty %v", err)
-	}
+	fl := f.fl
 	// The paper's per-task settings, where the user did not set them.
-	c = c.ForEnv(c.Env, fl.FieldChanged)
-	if (c.NonPrivate || c.MOPO) && (fl.Changed("epsilon") || fl.Changed("delta")) {
-		return usagef("offline primorl: --non-private and --mopo train without noise: --epsilon and --delta do not apply")
+	c, err := f.cfg.Resolve(f.args, fl.FieldChanged)
+	if err != nil {
+		return usagef("offline primorl: %w", fl.Rename(err))
 	}
-	if !c.MOPO && (fl.Changed("mopo-epochs") || fl.Changed("mopo-fraction")) {
-		return usagef("offline primorl: --mopo-epochs and --mopo-fraction apply only with --mopo")
-	}
-	var prog *progress.Task
-	var cur string
+	c.Seeded = fl.Changed("seed")
 	units := map[string]string{"model": "rounds", "policy": "steps"}
 	if c.MOPO {
 		units["model"] = "minibatches"
 	}
-	c.Progress = func(phase string, done, total int) {
-		if phase != cur {
-			if prog != nil {
-				prog.Finish()
-			}
-			prog, cur = a.task("primorl "+phase), phase
-		}
-		prog.Update(progress.Report{Done: int64(done), Total: int64(total), Unit: units[phase]})
-	}
+	prog := progress.NewPhases(func(phase string) *progress.Task { return a.task("primorl " + phase) }, units)
+	c.Progress = prog.Update
 	if _, err := chart.FormatOf(f.plot); f.plot != "" && err != nil {
 		return usagef("offline primorl: --plot: %v", err)
 	}
@@ -112,6 +91,6 @@ func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
 		return fieldUsage("offline primorl", fl, err)
 	}
 	return runOffline(a, cmd, offlineRun[*primorl.Result]{name: "offline primorl", flags: fl, budget: &f.budget,
-		private: !c.NonPrivate && !c.MOPO, in: budget.Input{Path: c.Data, Reader: opt}, m: m, asJSON: f.asJSON, prog: &prog,
+		private: !c.NonPrivate && !c.MOPO, in: budget.Input{Path: c.Data, Reader: opt}, m: m, asJSON: f.asJSON, prog: prog,
 		plot: f.plot, draw: (*primorl.Result).PlotCurve})
 }

@@ -14,8 +14,8 @@ import (
 // offlineRun is one offline command's run of its mechanism (runOffline):
 // name prefixes its errors; cfgErr wraps the budget configuration's errors
 // (default: as they are), runErr the run's (default: fieldUsage with the
-// flags of the config's fields); prog, if set, is finished right
-// after the run; draw writes the result's plot to the file plot, if set.
+// flags of the config's fields); prog, if set, is finished right after the
+// run; draw writes the result's plot to the file plot, if set.
 type offlineRun[R texter] struct {
 	name, plot               string
 	flags                    *cliflags.Flags
@@ -23,7 +23,7 @@ type offlineRun[R texter] struct {
 	private, derived, asJSON bool
 	in                       budget.Input
 	m                        budget.Mechanism[R]
-	prog                     **progress.Task
+	prog                     *progress.Phases
 	draw                     func(R, string) error
 	cfgErr, runErr           func(error) error
 }
@@ -44,8 +44,8 @@ func runOffline[R texter](a *app, cmd *cobra.Command, r offlineRun[R]) error {
 	}
 	cfg.Derived = r.derived
 	out, _, err := budget.Run(cmd.Context(), cfg, r.in, r.m)
-	if r.prog != nil && *r.prog != nil {
-		(*r.prog).Finish()
+	if r.prog != nil {
+		r.prog.Finish()
 	}
 	if err != nil {
 		return r.runErr(budget.Explain(err))

@@ -87,19 +87,10 @@ func newPlotLearnCmd(a *app) *cobra.Command {
 		Example: `  dprl plot learn --out docs/expert-level.png runs/*.json`,
 		Args:    resultFiles("learn"),
 		RunE: func(_ *cobra.Command, args []string) error {
-			results, err := readResults("learn", args, qlearn.ReadResult)
+			groups, err := qlearn.SummarizeFiles(args)
 			if err != nil {
-				return err
+				return usageError{fmt.Errorf("plot learn: %w", err)}
 			}
-			random := map[string]float64{}
-			for i, r := range results {
-				if _, ok := random[r.Env]; !ok {
-					if random[r.Env], err = qlearn.RandomReturn(r.Env, 1000, 1); err != nil {
-						return usageError{fmt.Errorf("plot learn: %s: %w", args[i], err)}
-					}
-				}
-			}
-			groups := qlearn.Summarize(results, random)
 			if out != "" {
 				if err := groups.Plot(out); err != nil {
 					return fmt.Errorf("plot learn: %w", err)

@@ -966,7 +966,7 @@ func TestTrainEpisodeEpsilonDefaults(t *testing.T) {
 		if err := cmd.ParseFlags(args); err != nil {
 			t.Fatal(err)
 		}
-		spec, perr := trainSpec(cmd, f)
+		spec, perr := f.Train(f.fl.FieldChanged)
 		plan, err := spec.Plan()
 		if perr != nil || err != nil {
 			t.Fatalf("%v: %v %v", args, perr, err)

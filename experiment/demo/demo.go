@@ -204,6 +204,33 @@ func (c Config) AgentConfig(p profile.Profile) (agent.Config, error) {
 	return ac, ac.Validate()
 }
 
+// Prepare resolves a validated c as dprl demo does before Run (set
+// reports whether a field was given): with UserEpsilon and no Z given, z is
+// derived from UserEpsilon; without Target given, the environment's demo
+// target applies. It returns the resolved c, its agent configuration
+// (AgentConfig) and the per-session epsilon of one release at its z.
+func (c Config) Prepare(set func(field string) bool) (Config, agent.Config, float64, error) {
+	if c.UserEpsilon > 0 && !set("Z") {
+		c.Z = 0 // derived from UserEpsilon
+	}
+	prof, err := profile.Get(c.Env)
+	if err != nil {
+		return c, agent.Config{}, 0, err
+	}
+	ac, err := c.AgentConfig(prof)
+	if err != nil {
+		return c, ac, 0, err
+	}
+	eps, err := ac.SessionEpsilon()
+	if err != nil {
+		return c, ac, 0, err
+	}
+	if !set("Target") && prof.DemoTargetReturn > 0 {
+		c.Target = prof.DemoTargetReturn
+	}
+	return c, ac, eps, nil
+}
+
 // Result is the summary of a demo run. Fields named sim_* are
 // simulation-only: measured in the demo process on the public simulator or
 // from the simulated users' own sessions, never served by the agent.

@@ -27,7 +27,7 @@ import (
 // fieldNames are Config's fields that errors name (fielderr renders them as
 // flags in the command).
 var fieldNames = fielderr.Fields{"Out", "Data", "Env", "Epsilon", "Delta", "NonPrivate", "PublicData", "CheckEvery", "Patience", "MOPO", "Plain", "MOPOFraction", "PublicN", "Batch", "Rounds", "Clip", "LocalEpochs",
-	"MiniBatch", "LR", "Ensemble", "Hidden", "Lambda", "Horizon", "SACSteps", "SACHidden", "EvalEpisodes"}
+	"MiniBatch", "LR", "Ensemble", "Hidden", "Lambda", "Horizon", "SACSteps", "SACHidden", "EvalEpisodes", "ClipMode", "Uncertainty"}
 
 // ConfigError is an invalid configuration, naming its fields.
 type ConfigError = fielderr.Error
@@ -729,4 +729,34 @@ func (m *Mechanism) modelError(e *Ensemble, params []float64) float64 {
 		}
 	}
 	return se / float64(e.Models()*n*O)
+}
+
+// Args are the settings of dprl offline primorl that Config holds parsed:
+// the clip mode and the uncertainty estimator by name (clip-mode,
+// uncertainty; ParseClipMode, ParseUncertainty).
+type Args struct {
+	ClipMode, Uncertainty string
+}
+
+// Resolve returns c with a parsed into it and the paper's per-task
+// settings where not given (ForEnv; set reports whether a field was
+// given). It refuses settings that do not apply: Epsilon and Delta with
+// NonPrivate or MOPO, the MOPO settings (Plain, MOPOFraction) without
+// MOPO. Its errors name the fields (ConfigError).
+func (c Config) Resolve(a Args, set func(field string) bool) (Config, error) {
+	var err error
+	if c.ClipMode, err = ParseClipMode(a.ClipMode); err != nil {
+		return c, fieldNames.Errorf("{ClipMode} %v", err)
+	}
+	if c.Uncertainty, err = ParseUncertainty(a.Uncertainty); err != nil {
+		return c, fieldNames.Errorf("{Uncertainty} %v", err)
+	}
+	c = c.ForEnv(c.Env, set)
+	if (c.NonPrivate || c.MOPO) && (set("Epsilon") || set("Delta")) {
+		return c, fieldNames.Errorf("{NonPrivate} and {MOPO} train without noise: {Epsilon} and {Delta} do not apply")
+	}
+	if !c.MOPO && (set("Plain") || set("MOPOFraction")) {
+		return c, fieldNames.Errorf("{Plain} and {MOPOFraction} apply only with {MOPO}")
+	}
+	return c, nil
 }

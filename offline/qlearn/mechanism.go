@@ -269,6 +269,25 @@ type Learn struct {
 	build      *Builder          // the private log's transitions
 }
 
+// Check refuses settings of c that do not parse or do not apply, naming
+// their fields (set reports whether a field was given): an unknown Algo,
+// a Unit other than expert or trajectory, and with NonPrivate any of the
+// privacy settings (Epsilon, Delta, Sigma, Clip, Experts, P).
+func (c LearnConfig) Check(set func(field string) bool) error {
+	if _, err := ParseAlgo(string(c.Algo)); err != nil {
+		return fieldNames.Errorf("{Algo}: %v", err)
+	}
+	if c.Unit != ledger.UnitExpert && c.Unit != ledger.UnitTrajectory {
+		return fieldNames.Errorf("{Unit} %q: want expert or trajectory", c.Unit)
+	}
+	for _, f := range []string{"Epsilon", "Delta", "Sigma", "Clip", "Experts", "P"} {
+		if c.NonPrivate && set(f) {
+			return fieldNames.Errorf("{NonPrivate} trains without noise: {%s} does not apply", f)
+		}
+	}
+	return nil
+}
+
 // NewLearn validates c and returns its mechanism and the input's reader
 // options.
 func NewLearn(c LearnConfig) (*Learn, budget.Input, error) {

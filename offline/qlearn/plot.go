@@ -52,6 +52,33 @@ func RandomReturn(env string, episodes int, seed uint64) (float64, error) {
 	return s / float64(episodes), nil
 }
 
+// SummarizeFiles reads the results of dprl offline learn in paths
+// (ReadResult) and summarises them (Summarize), each env's normalised by
+// the random policy's return (RandomReturn over 1000 episodes, seed 1).
+// An env without a simulator is an error naming the file of its first
+// result.
+func SummarizeFiles(paths []string) (Groups, error) {
+	results := make([]Result, len(paths))
+	for i, path := range paths {
+		r, err := ReadResult(path)
+		if err != nil {
+			return nil, err
+		}
+		results[i] = r
+	}
+	random := map[string]float64{}
+	for i, r := range results {
+		if _, ok := random[r.Env]; !ok {
+			ret, err := RandomReturn(r.Env, 1000, 1)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", paths[i], err)
+			}
+			random[r.Env] = ret
+		}
+	}
+	return Summarize(results, random), nil
+}
+
 // Group is one configuration's runs (seeds): env, learner, mode and the
 // dataset's total epsilon (the SVT release's and the learner's for a
 // selective run), with the mean and spread of the runs' returns (the

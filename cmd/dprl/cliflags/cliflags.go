@@ -6,7 +6,6 @@
 package cliflags
 
 import (
-	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -21,20 +20,17 @@ import (
 // field of its configuration structs, the field's name: the
 // configuration's errors (internal/fielderr) then name the flag, and the
 // command can ask whether the user set a field. The XxxVar methods are
-// pflag's, recording the field they fill. A command with modes (dprl
-// train --algo) records the modes that read each flag, to refuse a flag
-// its mode would ignore.
+// pflag's, recording the field they fill.
 type Flags struct {
 	*pflag.FlagSet
-	cfgs  []reflect.Value     // the configuration structs
-	flags map[string]string   // field name -> "--flag"
-	order []string            // the flags, in the order they were defined
-	modes map[string][]string // flag -> the modes that read it (none: all)
+	cfgs  []reflect.Value   // the configuration structs
+	flags map[string]string // field name -> "--flag"
+	order []string          // the flags, in the order they were defined
 }
 
 // New returns fs as Flags filling the structs cfgs point to.
 func New(fs *pflag.FlagSet, cfgs ...any) *Flags {
-	f := &Flags{FlagSet: fs, flags: map[string]string{}, modes: map[string][]string{}}
+	f := &Flags{FlagSet: fs, flags: map[string]string{}}
 	for _, c := range cfgs {
 		f.cfgs = append(f.cfgs, reflect.ValueOf(c).Elem())
 	}
@@ -79,26 +75,6 @@ func (f *Flags) Ordered(err error) []string {
 		return slices.Index(f.order, strings.TrimPrefix(w[0], "--"))
 	}
 	slices.SortStableFunc(msgs, func(a, b string) int { return pos(a) - pos(b) })
-	return msgs
-}
-
-// Modes records that only the modes (space-separated) read the flags.
-func (f *Flags) Modes(modes string, flags ...string) {
-	for _, flag := range flags {
-		f.modes[flag] = strings.Fields(modes)
-	}
-}
-
-// Inapplicable returns, sorted, one message per flag set that mode does
-// not read: "--F does not apply to --MODEFLAG M (only to A, B)".
-func (f *Flags) Inapplicable(modeFlag, mode string) []string {
-	var msgs []string
-	for flag, modes := range f.modes {
-		if f.Changed(flag) && !slices.Contains(modes, mode) {
-			msgs = append(msgs, fmt.Sprintf("--%s does not apply to --%s %s (only to %s)", flag, modeFlag, mode, strings.Join(modes, ", ")))
-		}
-	}
-	slices.Sort(msgs)
 	return msgs
 }
 

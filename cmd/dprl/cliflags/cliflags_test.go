@@ -63,9 +63,8 @@ func TestFlagsRecordFields(t *testing.T) {
 	}
 }
 
-// TestFlagsModes: a flag set that the mode does not read is refused, and
-// messages follow the order the flags were defined in.
-func TestFlagsModes(t *testing.T) {
+// TestFlagsOrdered: messages follow the order the flags were defined in.
+func TestFlagsOrdered(t *testing.T) {
 	var c struct {
 		Env      string
 		Z        float64
@@ -77,20 +76,9 @@ func TestFlagsModes(t *testing.T) {
 	fl.Float64Var(&c.Z, "z", 0, "")
 	fl.IntVar(&c.K, "K", 0, "")
 	fl.Float64SliceVar(&c.Epsilons, "eps", nil, "")
-	fl.Modes("dppg", "z")
-	fl.Modes("dppg ppo", "K")
-	fl.Modes("loglinear", "eps")
-	if err := fl.Parse([]string{"--z", "1", "--eps", "1", "--env", "x", "--K", "2"}); err != nil {
-		t.Fatal(err)
-	}
-	got := fl.Inapplicable("algo", "ppo")
-	want := []string{"--eps does not apply to --algo ppo (only to loglinear)", "--z does not apply to --algo ppo (only to dppg)"}
-	if !slices.Equal(got, want) {
-		t.Errorf("Inapplicable = %q, want %q", got, want)
-	}
 	fields := fielderr.Fields{"Env", "Z", "K", "Epsilons"}
 	err := errors.Join(fields.Errorf("{K} 0: want >= 1"), errors.New("other problem"), fields.Errorf("{Z} -1: want > 0"))
-	got, want = fl.Ordered(err), []string{"other problem", "--z -1: want > 0", "--K 0: want >= 1"}
+	got, want := fl.Ordered(err), []string{"other problem", "--z -1: want > 0", "--K 0: want >= 1"}
 	if !slices.Equal(got, want) || fl.Messages(nil) != nil {
 		t.Errorf("Ordered = %q, want %q", got, want)
 	}

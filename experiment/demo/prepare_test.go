@@ -1,0 +1,28 @@
+package demo
+
+import (
+	"testing"
+
+	"dprl/profile"
+)
+
+// TestPrepare: z is derived from UserEpsilon unless Z was given, the
+// environment's target applies unless Target was given, and the
+// per-session epsilon is that of one release at the resolved z.
+func TestPrepare(t *testing.T) {
+	prof, err := profile.Get("cartpole")
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := func(string) bool { return false }
+	base := Config{Env: "cartpole", Users: 10, Concurrency: 1, EvalEvery: 1, EvalEpisodes: 1, Pace: PaceLockstep, Z: 1, UserEpsilon: 2, MaxUpdatesPerUser: 1}
+	c, ac, eps, err := base.Prepare(none)
+	if err != nil || c.Z != 0 || ac.Policy.DP.NoiseMultiplier == 1 || c.Target != prof.DemoTargetReturn || !(eps > 0 && eps <= 2) {
+		t.Errorf("derived: z %v (agent %v), target %v, eps %v, %v", c.Z, ac.Policy.DP.NoiseMultiplier, c.Target, eps, err)
+	}
+	base.Target = 5
+	c, ac, _, err = base.Prepare(func(f string) bool { return f == "Z" || f == "Target" })
+	if err != nil || c.Z != 1 || ac.Policy.DP.NoiseMultiplier != 1 || c.Target != 5 {
+		t.Errorf("given: z %v (agent %v), target %v, %v", c.Z, ac.Policy.DP.NoiseMultiplier, c.Target, err)
+	}
+}

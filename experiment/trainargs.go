@@ -1,0 +1,301 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+
+	"dprl/internal/atomicfile"
+	"dprl/internal/progress"
+	"dprl/internal/rng"
+	"dprl/policy"
+	"dprl/profile"
+)
+
+// TrainArgs are dprl train's settings as an operator gives them, one field
+// per flag, named as the configuration field it sets (Train and its
+// Overrides, DPSGD, Sweep, LogLinear, SAC), so that the configurations'
+// errors name the flags. Each method building a configuration takes set,
+// which reports whether the field's setting was given: a setting not given
+// leaves the configuration's default (the environment's profile, Table 2,
+// DefaultSAC) in place.
+type TrainArgs struct {
+	Env, Algo, Noise, Horizon, ObsScale, MomentReset             string
+	Z, Clip, Delta, LR, EntropyCoef, PolicyShare, Lambda         float64
+	ServerLR, Average, ValueScale, Gamma                         float64
+	Zs                                                           []float64
+	K, Users, EvalEpisodes, Workers, Epochs, StepsPerUser, Seeds int
+	Hidden                                                       []int
+	NormalizeAdvantages, AnnealServerLR, FreshEpisodes           bool
+	// dppg-loglinear
+	Epsilons                                       []float64
+	Regions                                        []string
+	Episodes                                       int
+	InitRight, Eta, BaselineLR, Alpha, FisherRidge float64
+	ClipAtLR0, FisherExact                         bool
+	// sac
+	Steps, LearningStarts, Batch, Replays int
+	EpisodeLog                            string
+	// Diag is the file of the diagnostics (dppg, ppo: one run's per-update
+	// diagnostics; dppg-loglinear: the trace of the released policies); ""
+	// for none.
+	Diag string
+	// Seed is the first seed, if given; else a secure one is drawn.
+	Seed uint64
+	// Plot is the file of the run's figure ("" for none; dppg, ppo,
+	// dppg-loglinear, sac).
+	Plot string
+}
+
+// Algorithm groups of trainModes.
+const (
+	ppoFamily = MethodDPPG + " " + MethodPPO
+	dpsgdAlgo = policy.AlgoDPSGDReinforce + " " + policy.AlgoDPSGDDQN
+)
+
+// trainModes are the algorithms (space-separated) that read each setting
+// of TrainArgs that not every algorithm reads, by field.
+var trainModes = []struct {
+	algos  string
+	fields []string
+}{
+	{ppoFamily + " " + dpsgdAlgo, []string{"Z"}},
+	{MethodDPPG + " " + LogLinearMethod, []string{"Epsilons"}},
+	{ppoFamily + " " + dpsgdAlgo + " " + LogLinearMethod, []string{"Clip", "Delta"}},
+	{ppoFamily, []string{"PolicyShare", "ServerLR", "EntropyCoef", "Epochs", "StepsPerUser", "Lambda", "MomentReset", "ValueScale", "ObsScale", "Users",
+		"Average", "NormalizeAdvantages", "AnnealServerLR", "FreshEpisodes"}},
+	{ppoFamily + " " + LogLinearMethod, []string{"K", "Workers", "Diag"}},
+	{MethodDPPG, []string{"Noise", "Horizon", "Zs"}},
+	{ppoFamily + " " + MethodSAC, []string{"LR", "Hidden", "Gamma"}},
+	{MethodSAC, []string{"Steps", "LearningStarts", "Batch", "EpisodeLog", "Replays"}},
+	{ppoFamily + " " + dpsgdAlgo + " " + MethodSAC, []string{"EvalEpisodes"}},
+	{ppoFamily + " " + LogLinearMethod + " " + MethodSAC, []string{"Seeds", "Plot"}},
+	{LogLinearMethod, []string{"Episodes", "Regions", "InitRight", "Alpha", "Eta", "BaselineLR", "FisherRidge", "FisherExact", "ClipAtLR0"}},
+}
+
+// Inapplicable returns the errors, joined, of the settings given (set
+// reports whether a field was) that Algo would ignore, each naming the
+// algorithms that read it; none for an unknown Algo (Train reports it).
+// Env, Algo and Seed apply to every algorithm.
+func (a TrainArgs) Inapplicable(set func(field string) bool) error {
+	if CheckMethod(a.Algo) != nil {
+		return nil
+	}
+	var errs []error
+	for _, m := range trainModes {
+		algos := strings.Fields(m.algos)
+		for _, f := range m.fields {
+			bad(&errs, set(f) && !slices.Contains(algos, a.Algo), "{%s} does not apply to {Algo} %s (only to %s)", f, a.Algo, strings.Join(algos, ", "))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// seed returns the first seed: Seed if given, else one from the secure
+// generator.
+func (a TrainArgs) seed(set func(string) bool) uint64 {
+	if set("Seed") {
+		return a.Seed
+	}
+	return rng.SecureSeed()
+}
+
+// ifSet returns v if the field was given, else nil.
+func ifSet[T any](set func(string) bool, field string, v *T) *T {
+	if set(field) {
+		return v
+	}
+	return nil
+}
+
+// Train returns the configuration of a dppg or ppo run: the environment's
+// defaults with every setting given over them; err joins the errors of the
+// settings whose values do not parse (Train.Validate checks the rest).
+func (a TrainArgs) Train(set func(string) bool) (t Train, err error) {
+	var errs []error
+	parsed := func(err error) bool {
+		errs = append(errs, err)
+		return err == nil
+	}
+	t = Train{Env: a.Env, Method: a.Algo, Delta: a.Delta, Users: a.Users, Workers: a.Workers, EvalEpisodes: a.EvalEpisodes,
+		FreshEpisodes: a.FreshEpisodes, AnnealServerLR: a.AnnealServerLR, Average: a.Average, Diagnostics: a.Diag != "", Seeded: set("Seed")}
+	o := &t.Overrides
+	if a.Algo != MethodDPPG && a.Algo != MethodPPO {
+		errs = append(errs, fields.Errorf("{Method} %w", CheckMethod(a.Algo)))
+		t.Method = MethodDPPG // to check the other settings
+	} else {
+		o.Z, o.Clip, o.PolicyShare = ifSet(set, "Z", &a.Z), ifSet(set, "Clip", &a.Clip), ifSet(set, "PolicyShare", &a.PolicyShare)
+		if set("Epsilons") && len(a.Epsilons) != 1 {
+			errs = append(errs, fields.Errorf("{Epsilons} %v: {Method} %s takes one target epsilon (several: one run each, or {Zs})", a.Epsilons, a.Algo))
+		} else if set("Epsilons") {
+			t.Epsilon = &a.Epsilons[0]
+		}
+	}
+	o.K, o.LR, o.ServerLR, o.EntropyCoef = ifSet(set, "K", &a.K), ifSet(set, "LR", &a.LR), ifSet(set, "ServerLR", &a.ServerLR), ifSet(set, "EntropyCoef", &a.EntropyCoef)
+	o.NormalizeAdvantages, o.Epochs, o.Lambda = ifSet(set, "NormalizeAdvantages", &a.NormalizeAdvantages), ifSet(set, "Epochs", &a.Epochs), ifSet(set, "Lambda", &a.Lambda)
+	o.ValueScale, o.StepsPerUser, o.Gamma = ifSet(set, "ValueScale", &a.ValueScale), ifSet(set, "StepsPerUser", &a.StepsPerUser), ifSet(set, "Gamma", &a.Gamma)
+	if set("Hidden") {
+		o.Hidden = a.Hidden
+	}
+	if n, err := profile.ParseNoise(a.Noise); set("Noise") && parsed(err) {
+		o.Noise = &n
+	}
+	if h, err := profile.ParseHorizon(a.Horizon); set("Horizon") && parsed(err) {
+		o.Horizon = &h
+	}
+	if m, err := profile.ParseMomentReset(a.MomentReset); set("MomentReset") && parsed(err) {
+		o.MomentReset = &m
+	}
+	if sc, err := profile.ParseObsScale(a.ObsScale, a.Env); set("ObsScale") && parsed(err) {
+		o.ObsScale = &sc
+	}
+	return t, errors.Join(errs...)
+}
+
+// TrainOutput is a result of dprl train with a figure.
+type TrainOutput interface {
+	WriteText(w io.Writer) error
+	Plot(path string) error
+}
+
+// TrainArgsHooks are the optional callbacks of TrainArgs.RunSeeds and
+// TrainArgs.Sweep: Task receives the progress of every run, Evaluated
+// each run's result.
+type TrainArgsHooks struct {
+	Task      *progress.Task
+	Evaluated func(TrainResult)
+	// Point receives every point of a sweep when its runs are done.
+	Point func(SweepPoint)
+}
+
+// Runs returns the number of runs of a dppg or ppo plan: Seeds if given
+// (>= 1; with Diag only 1), else 1.
+func (a TrainArgs) Runs(set func(string) bool) (int, error) {
+	switch {
+	case !set("Seeds"):
+		return 1, nil
+	case a.Seeds < 1:
+		return 0, fields.Errorf("{Seeds} %d: must be >= 1", a.Seeds)
+	case a.Seeds > 1 && a.Diag != "":
+		return 0, fields.Errorf("{Diag} writes the diagnostics of one run: use it without {Seeds}")
+	}
+	return a.Seeds, nil
+}
+
+// RunSeeds runs plan n times from the first seed (TrainPlan.RunSeeds),
+// writing the diagnostics of the run to Diag if given, and returns the run
+// or, for n > 1, the summary over seeds (SummarizeSeeds).
+func (a TrainArgs) RunSeeds(ctx context.Context, plan *TrainPlan, n int, set func(string) bool, hooks TrainArgsHooks) (TrainOutput, error) {
+	runs, err := plan.RunSeeds(ctx, a.seed(set), n, SeedHooks{Progress: hooks.Task, Done: func(r TrainResult) error {
+		if hooks.Evaluated != nil {
+			hooks.Evaluated(r)
+		}
+		if a.Diag == "" {
+			return nil
+		} else if err := atomicfile.Write(a.Diag, 0o644, func(w io.Writer) error { return WriteDiagnostics(w, r.Diagnostics) }); err != nil {
+			return fields.Errorf("{Diag}: %w", err)
+		}
+		return nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	if n > 1 {
+		return SummarizeSeeds(runs), nil
+	}
+	return runs[0], nil
+}
+
+// SweepErrors are the errors of a sweep's settings (Zs given): the
+// settings a sweep sets itself, and Sweep.Validate's.
+func (a TrainArgs) SweepErrors(set func(string) bool) error {
+	var errs []error
+	for _, f := range []string{"Z", "Epsilons", "Diag"} {
+		bad(&errs, set(f), "{%s}: not with {Zs} (the sweep sets z; {Diag} writes one run)", f)
+	}
+	return errors.Join(append(errs, Sweep{Zs: a.Zs, Seeds: []uint64{0}, Delta: a.Delta}.Validate())...)
+}
+
+// Sweep trains plan at every noise multiplier of Zs, n runs each from the
+// first seed (TrainPlan.Sweep), reporting the progress over all of them
+// to hooks.Task.
+func (a TrainArgs) Sweep(ctx context.Context, plan *TrainPlan, n int, set func(string) bool, hooks TrainArgsHooks) (TrainSweepResult, error) {
+	total := len(slices.Compact(slices.Sorted(slices.Values(a.Zs)))) * n * a.Users
+	return plan.Sweep(ctx, a.Zs, SeedRange(a.seed(set), n), SweepHooks{
+		Progress: func(point, run int, eps float64) func(policy.Progress) {
+			return TrainProgress(hooks.Task, (point*n+run)*a.Users, total, eps)
+		},
+		Point: hooks.Point,
+	})
+}
+
+// DPSGD returns the configuration of a DP-SGD baseline run: Z and Clip
+// default to 1; the configuration fixes episodes and steps.
+func (a TrainArgs) DPSGD(set func(string) bool) DPSGD {
+	c := DPSGD{Env: a.Env, Algo: a.Algo, Z: 1, Clip: 1, Delta: a.Delta, EvalEpisodes: a.EvalEpisodes, Seed: a.seed(set)}
+	if set("Z") {
+		c.Z = a.Z
+	}
+	if set("Clip") {
+		c.Clip = a.Clip
+	}
+	return c
+}
+
+// LogLinear returns the configuration of a dppg-loglinear run on the
+// RiverSwim of Env (Table 2's settings where not given: epsilons 1 and 5,
+// five seeds, K 1). Its error joins LogLinear.Validate's and those of a
+// Clip or Eta given as 0 (0 means "unset" in LogLinear) or of Clip given
+// with Alpha; an Env without RiverSwim is an error of its own.
+func (a TrainArgs) LogLinear(set func(string) bool) (LogLinear, error) {
+	prof, err := profile.Get(a.Env)
+	if err != nil || prof.RiverSwimP == 0 {
+		return LogLinear{}, fields.Errorf("{Method} %s needs {Env} riverswim or riverswim-0.9, got %q", LogLinearMethod, a.Env)
+	}
+	c := LogLinear{Env: a.Env, P: prof.RiverSwimP, Episodes: a.Episodes, Seeds: 5, Workers: a.Workers, Epsilons: a.Epsilons, Delta: a.Delta,
+		Regions: a.Regions, InitRight: a.InitRight, Alpha: a.Alpha, K: 1, ClipAtLR0: a.ClipAtLR0, BaselineLR: a.BaselineLR,
+		FisherRidge: a.FisherRidge, FisherExact: a.FisherExact, Trace: a.Diag != "", Seed: a.seed(set)}
+	if !set("Epsilons") {
+		c.Epsilons = []float64{1, 5}
+	}
+	if set("Seeds") {
+		c.Seeds = a.Seeds
+	}
+	if set("K") {
+		c.K = a.K
+	}
+	var errs []error
+	if set("Clip") {
+		c.Clip = a.Clip
+		bad(&errs, a.Clip == 0, "{Clip} %v: the clipping norm must be finite and > 0", a.Clip)
+		bad(&errs, set("Alpha"), "{Clip} and {Alpha}: set one ({Clip} chooses alpha)")
+	}
+	if set("Eta") {
+		c.Eta = a.Eta
+		bad(&errs, a.Eta == 0, "{Eta} %v: the step size must be finite and > 0", a.Eta)
+	}
+	return c, errors.Join(c.Validate(), errors.Join(errs...))
+}
+
+// SAC returns the configuration of a non-private SAC run: DefaultSAC(Env)
+// with the settings given over it.
+func (a TrainArgs) SAC(set func(string) bool) SAC {
+	c := DefaultSAC(a.Env)
+	c.Steps, c.LearningStarts, c.Batch, c.EvalEpisodes, c.EpisodeLog, c.Replays = a.Steps, a.LearningStarts, a.Batch, a.EvalEpisodes, a.EpisodeLog, a.Replays
+	c.Seed = a.seed(set)
+	if set("Hidden") {
+		c.Hidden = a.Hidden
+	}
+	if set("LR") {
+		c.LR = a.LR
+	}
+	if set("Gamma") {
+		c.Gamma = a.Gamma
+	}
+	if set("Seeds") {
+		c.Seeds = a.Seeds
+	}
+	return c
+}

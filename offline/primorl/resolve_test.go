@@ -1,0 +1,48 @@
+package primorl
+
+import (
+	"strings"
+	"testing"
+
+	"dprl/internal/fielderr"
+)
+
+// TestResolve: the clip mode and uncertainty parse by name, the paper's
+// per-task settings fill what was not given, and settings that do not
+// apply are refused naming their fields.
+func TestResolve(t *testing.T) {
+	given := func(fields ...string) func(string) bool {
+		return func(f string) bool { return strings.Contains(" "+strings.Join(fields, " ")+" ", " "+f+" ") }
+	}
+	ok := Args{ClipMode: "flat", Uncertainty: "ma"}
+	c := DefaultConfig()
+	c.Env = "cartpole-balance"
+	r, err := c.Resolve(ok, given())
+	if err != nil || r.ClipMode != ClipFlat || r.Uncertainty != MA || r.Env != "cartpole-balance" {
+		t.Fatalf("Resolve: %+v, %v", r, err)
+	}
+	if want := c.ForEnv(c.Env, nil); r.Rounds != want.Rounds || r.Lambda != want.Lambda {
+		t.Errorf("per-task settings: rounds %d lambda %v, want %d %v", r.Rounds, r.Lambda, want.Rounds, want.Lambda)
+	}
+	np, mopo := c, c
+	np.NonPrivate, mopo.MOPO = true, true
+	cases := []struct {
+		name string
+		c    Config
+		a    Args
+		set  []string
+		want string
+	}{
+		{"clip mode", c, Args{ClipMode: "x", Uncertainty: "ma"}, nil, `{ClipMode} "x": want per-layer or flat`},
+		{"uncertainty", c, Args{ClipMode: "flat", Uncertainty: "x"}, nil, `{Uncertainty} "x": want mpd or ma`},
+		{"non-private epsilon", np, ok, []string{"Epsilon"}, "{NonPrivate} and {MOPO} train without noise: {Epsilon} and {Delta} do not apply"},
+		{"mopo delta", mopo, ok, []string{"Delta"}, "{NonPrivate} and {MOPO}"},
+		{"mopo settings", c, ok, []string{"MOPOFraction"}, "{Plain} and {MOPOFraction} apply only with {MOPO}"},
+	}
+	for _, tc := range cases {
+		_, err := tc.c.Resolve(tc.a, given(tc.set...))
+		if err == nil || !strings.HasPrefix(fielderr.Rename(err, func(f string) string { return "{" + f + "}" }).Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,190 @@
+package stream
+
+import (
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"dprl/internal/fielderr"
+)
+
+// NodeConfig is a NATS server with JetStream as an operator gives it: the
+// settings of dprl nats, whose flags are named beside each field. Options
+// checks them and builds the server's EmbeddedOptions; its errors name the
+// fields at fault (*fielderr.Error, NodeFields), which the command renders
+// as its flags.
+type NodeConfig struct {
+	// Listen is the client listener's HOST:PORT (listen).
+	Listen string
+	// Store is JetStream's file storage directory (store; required).
+	Store string
+	// Name is the server's name, distinct in a cluster (name; "":
+	// generated).
+	Name string
+	// Cluster is the cluster's name (cluster; "": a single server), with
+	// its route listener ClusterListen (cluster-listen) and the members'
+	// route URLs Routes (routes).
+	Cluster, ClusterListen string
+	Routes                 []string
+	// SyncAlways and Domain are JetStreamOptions' (sync-always, domain).
+	SyncAlways bool
+	Domain     string
+	// MaxPayload is the largest message the server accepts, 0 (nats-server's
+	// 1 MiB) to 64 MiB (max-payload): a cluster's replicas publish each
+	// session's update in one message.
+	MaxPayload int
+	// Partitions maps the session subjects under Prefix onto this many
+	// partitions, 0 to MaxPartitions (partitions, prefix; 0 maps nothing).
+	Partitions int
+	Prefix     string
+	// Auth is the ClusterAuth file of the roles' identities (auth).
+	Auth string
+	// TLSCert and TLSKey are the client listener's certificate and key,
+	// given together; TLSClientCA, with them, makes TLS mutual (tls-cert,
+	// tls-key, tls-client-ca).
+	TLSCert, TLSKey, TLSClientCA string
+	// RoutePasswordFile holds the routes' password, at least 16
+	// characters (route-password-file); RouteTLSCert, RouteTLSKey and
+	// RouteTLSCA, given together, make the routes mutual TLS
+	// (route-tls-cert, route-tls-key, route-tls-ca). Both need Cluster.
+	RoutePasswordFile                     string
+	RouteTLSCert, RouteTLSKey, RouteTLSCA string
+	// EncryptionKey is a file holding the storage's encryption key, at
+	// least 32 characters, with Cipher "chacha" or "aes"
+	// (encryption-key, cipher).
+	EncryptionKey, Cipher string
+	// Insecure allows a listener off loopback without its protection
+	// (insecure-nats): the client listener without Auth and TLSCert, the
+	// route listener without route TLS and RoutePasswordFile.
+	Insecure bool
+}
+
+// NodeFields are the fields the errors of NodeConfig may name.
+var NodeFields = fielderr.Fields{"Listen", "Store", "MaxPayload", "Cluster", "ClusterListen", "Routes", "Partitions", "Auth", "TLSCert", "TLSKey",
+	"TLSClientCA", "RoutePasswordFile", "RouteTLSCert", "RouteTLSKey", "RouteTLSCA", "EncryptionKey", "Cipher", "Insecure"}
+
+// Options checks c and returns the options of its server (no Logger). It
+// reads the auth, TLS, route password and encryption key files; a file
+// that cannot be read or does not parse is an error naming its field, as
+// is a listener off loopback without its protection (unless Insecure).
+func (c NodeConfig) Options() (EmbeddedOptions, error) {
+	var o EmbeddedOptions
+	if c.Store == "" {
+		return o, NodeFields.Errorf("{Store}: give JetStream's storage directory")
+	}
+	if c.Partitions < 0 || c.Partitions > MaxPartitions {
+		return o, NodeFields.Errorf("{Partitions} %d: want 0 to %d", c.Partitions, MaxPartitions)
+	}
+	if c.MaxPayload < 0 || c.MaxPayload > 64<<20 {
+		return o, NodeFields.Errorf("{MaxPayload} %d: want 0 (nats-server's 1 MiB) to 64 MiB", c.MaxPayload)
+	}
+	o = EmbeddedOptions{ServerName: c.Name, MaxPayload: int32(c.MaxPayload), JetStream: &JetStreamOptions{StoreDir: c.Store, SyncAlways: c.SyncAlways, Domain: c.Domain},
+		Partitions: c.Partitions, PartitionPrefix: c.Prefix}
+	var off, offCluster bool
+	var err error
+	if o.Host, o.Port, off, err = listenAt("Listen", c.Listen); err != nil {
+		return o, err
+	}
+	if c.Cluster != "" {
+		cl := &ClusterOptions{Name: c.Cluster, Routes: c.Routes}
+		if cl.Host, cl.Port, offCluster, err = listenAt("ClusterListen", c.ClusterListen); err != nil {
+			return o, err
+		}
+		o.Cluster = cl
+	} else if len(c.Routes) > 0 {
+		return o, NodeFields.Errorf("{Routes} needs {Cluster}")
+	}
+	clients, routes, err := c.security(&o)
+	if err != nil {
+		return o, err
+	}
+	switch {
+	case off && !clients && !c.Insecure:
+		return o, NodeFields.Errorf("{Listen} off loopback needs {Auth} and {TLSCert}/{TLSKey} (or {Insecure}): anyone who reaches it could read the cluster's streams, clipped per-session updates included")
+	case offCluster && !routes && !c.Insecure:
+		return o, NodeFields.Errorf("{ClusterListen} off loopback needs --route-tls-* and {RoutePasswordFile} (or {Insecure}): routes carry every message, clipped per-session updates included")
+	}
+	return o, nil
+}
+
+// security sets the server's accounts (Auth), TLS, route credentials and
+// TLS, and encryption at rest in o, and reports whether the client
+// listener (accounts and TLS) and the route listener (route credentials
+// and TLS) are protected enough to leave loopback.
+func (c NodeConfig) security(o *EmbeddedOptions) (clients, routes bool, err error) {
+	if c.Auth != "" {
+		a, err := LoadClusterAuth(c.Auth)
+		if err != nil {
+			return false, false, NodeFields.Errorf("{Auth}: %v", err)
+		}
+		if o.Nkeys, o.Users, err = ClusterAccounts(a); err != nil {
+			return false, false, NodeFields.Errorf("{Auth}: %v", err)
+		}
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") || c.TLSClientCA != "" && c.TLSCert == "" {
+		return false, false, NodeFields.Errorf("{TLSCert} and {TLSKey} go together; {TLSClientCA} needs them")
+	}
+	if c.TLSCert != "" {
+		cfg, err := ServerTLS(c.TLSCert, c.TLSKey, c.TLSClientCA)
+		if err != nil {
+			return false, false, NodeFields.Errorf("{TLSCert}: %v", err)
+		}
+		o.TLSConfig = cfg
+	}
+	routeTLS := c.RouteTLSCert != "" || c.RouteTLSKey != "" || c.RouteTLSCA != ""
+	if (c.RoutePasswordFile != "" || routeTLS) && o.Cluster == nil {
+		return false, false, NodeFields.Errorf("{RoutePasswordFile} and --route-tls-* need {Cluster}")
+	}
+	if c.RoutePasswordFile != "" {
+		pw, err := readSecret("RoutePasswordFile", c.RoutePasswordFile, 16)
+		if err != nil {
+			return false, false, err
+		}
+		o.Cluster.User, o.Cluster.Password = "dprl-route", pw
+	}
+	if routeTLS {
+		if c.RouteTLSCert == "" || c.RouteTLSKey == "" || c.RouteTLSCA == "" {
+			return false, false, NodeFields.Errorf("{RouteTLSCert}, {RouteTLSKey} and {RouteTLSCA} go together")
+		}
+		if o.Cluster.TLSConfig, err = RouteTLS(c.RouteTLSCert, c.RouteTLSKey, c.RouteTLSCA); err != nil {
+			return false, false, NodeFields.Errorf("{RouteTLSCert}: %v", err)
+		}
+	}
+	if c.EncryptionKey != "" {
+		key, err := readSecret("EncryptionKey", c.EncryptionKey, 32)
+		if err != nil {
+			return false, false, err
+		}
+		if c.Cipher != "chacha" && c.Cipher != "aes" {
+			return false, false, NodeFields.Errorf("{Cipher} %q: want chacha or aes", c.Cipher)
+		}
+		o.JetStream.EncryptionKey, o.JetStream.Cipher = key, c.Cipher
+	}
+	return c.Auth != "" && c.TLSCert != "", c.RoutePasswordFile != "" && c.RouteTLSCert != "", nil
+}
+
+// readSecret returns the content of file (the setting field) without its
+// trailing line break, refusing one shorter than min characters.
+func readSecret(field, file string, min int) (string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", NodeFields.Errorf("{%s}: %v", field, err)
+	}
+	s := strings.TrimRight(string(b), "\r\n")
+	if len(s) < min {
+		return "", NodeFields.Errorf("{%s} %s: %d characters, want at least %d", field, file, len(s), min)
+	}
+	return s, nil
+}
+
+// listenAt parses the HOST:PORT addr of field (CheckListenAddr) and
+// reports whether it is off loopback.
+func listenAt(field, addr string) (host string, port int, off bool, err error) {
+	if err := CheckListenAddr(addr); err != nil {
+		return "", 0, false, NodeFields.Errorf("{%s} %v", field, err)
+	}
+	host, ps, _ := net.SplitHostPort(addr)
+	port, _ = strconv.Atoi(ps)
+	return host, port, !IsLoopbackHost(host), nil
+}
