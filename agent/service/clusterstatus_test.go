@@ -66,6 +66,9 @@ func TestClusterStatusAndPage(t *testing.T) {
 		c := getStatus(t, replica).Cluster
 		return c != nil && len(c.Partitions) == 4 && c.LogSeq == 1
 	})
+	if err := replica.partitionsServed(); err != nil {
+		t.Errorf("a replica serving 4 partitions is not ready: %v", err)
+	}
 	if c := getStatus(t, learner).Cluster; c.Role != RoleLearn || c.Name != "t" || c.Holder != "learner-1" || c.LeaseHolder != "learner-1" || c.Partitions != nil {
 		t.Errorf("learner's cluster status %+v", c)
 	}
@@ -173,5 +176,15 @@ func TestClusterStatusAndPage(t *testing.T) {
 		for _, p := range problems {
 			t.Errorf("%s: layout: %s", tc.svc.OpsAddr(), p)
 		}
+	}
+	// A replica whose partitioner stopped serves no partition: not ready.
+	for _, p := range replica.policies {
+		if p.stopParts != nil {
+			p.stopParts()
+			p.stopParts = nil
+		}
+	}
+	if err := replica.partitionsServed(); err == nil {
+		t.Error("a replica serving no partition is ready")
 	}
 }

@@ -254,6 +254,23 @@ func (s *Service) subscriptions(prefix string, actWorkers int) (string, int) {
 
 // updatersRunning reports an updater that stopped, or whose releases are
 // paused on a full disk (readiness).
+// partitionsServed reports a serving replica of a partitioned cluster that
+// serves no session partition yet (before it follows the log's first
+// version, or while every partition is held by others): /readyz is then
+// not ready, since no session reaches it.
+func (s *Service) partitionsServed() error {
+	c := s.cfg.Cluster
+	if c == nil || c.Role != RoleServe || c.Partitions == 0 {
+		return nil
+	}
+	for _, p := range s.policies {
+		if p.srv != nil && len(p.srv.ServedPartitions()) > 0 {
+			return nil
+		}
+	}
+	return errors.New("serving no session partition yet")
+}
+
 func (s *Service) updatersRunning() error {
 	for _, p := range s.policies {
 		select {

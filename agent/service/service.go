@@ -341,6 +341,9 @@ func (s *Service) serveOps(opsLn net.Listener) {
 		if !s.nc.IsConnected() {
 			return errors.New("the NATS connection is down (" + s.nc.Status().String() + ")")
 		}
+		if err := s.partitionsServed(); err != nil {
+			return err
+		}
 		return s.updatersRunning()
 	})
 	s.page = newStatusPage(s)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -151,8 +150,19 @@ func (e docEnv) run(ctx context.Context, script string, stopAfter time.Duration)
 	cmd := exec.Command("bash", "-e", "-o", "pipefail", "-c", script)
 	cmd.Dir = e.work
 	cmd.Env = append(os.Environ(), "HOME="+e.home, "PATH="+e.bin+string(os.PathListSeparator)+os.Getenv("PATH"), "DPRL_CHILD_ARGS=")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	// A file, not a pipe: the servers a block starts with "&" keep their
+	// output open after bash exits, and Wait would wait for them.
+	f, err := os.CreateTemp(e.home, "out")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	output := func() string {
+		b, _ := os.ReadFile(f.Name())
+		return string(b)
+	}
+	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return "", err
@@ -171,17 +181,17 @@ func (e docEnv) run(ctx context.Context, script string, stopAfter time.Duration)
 	}
 	select {
 	case err := <-done:
-		return out.String(), err
+		return output(), err
 	case <-stop:
 		kill(syscall.SIGTERM)
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):
-			return out.String(), errors.New("still running 30 s after SIGTERM")
+			return output(), errors.New("still running 30 s after SIGTERM")
 		}
-		return out.String(), nil
+		return output(), nil
 	case <-ctx.Done():
-		return out.String(), fmt.Errorf("timed out: %w", ctx.Err())
+		return output(), fmt.Errorf("timed out: %w", ctx.Err())
 	}
 }
 
