@@ -83,9 +83,16 @@ func (p *proc) kill() {
 	<-done
 }
 
+// resume starts p again after kill (not counted as a restart: the test
+// killed it).
 func (p *proc) resume() {
 	p.mu.Lock()
 	p.hold = false
+	select {
+	case <-p.done:
+		p.start()
+	default:
+	}
 	p.mu.Unlock()
 }
 

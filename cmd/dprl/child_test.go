@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"testing"
 )
@@ -14,12 +13,6 @@ import (
 // with DPRL_CHILD_ARGS set (a JSON list of arguments) the test binary is
 // dprl with those arguments.
 func TestMain(m *testing.M) {
-	if filepath.Base(os.Args[0]) == "dprl" { // TestDocCommands's dprl
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-		stop()
-		os.Exit(code)
-	}
 	if js := os.Getenv("DPRL_CHILD_ARGS"); js != "" {
 		var args []string
 		if err := json.Unmarshal([]byte(js), &args); err != nil {
