@@ -52,11 +52,8 @@ func newAccountantEpsilonCmd(a *app) *cobra.Command {
 	var f mechanismFlags
 	var z float64
 	c := &cobra.Command{
-		Use:     "epsilon --z Z --delta D [--q Q --steps N] [--method M]",
-		Short:   "Epsilon of a Gaussian mechanism, or of a Poisson-subsampled Gaussian composed over steps",
-		Long:    helpText("accountant-epsilon"),
-		Example: helpText("accountant-epsilon.example"),
-		Args:    noArgs,
+		Use:   "epsilon --z Z --delta D [--q Q --steps N] [--method M]",
+		Short: "Epsilon of a Gaussian mechanism, or of a Poisson-subsampled Gaussian composed over steps",
 		RunE: func(c *cobra.Command, _ []string) error {
 			res, err := accountant.ComputeEpsilon(accountant.EpsilonConfig{Mechanism: f.mechanism(c), Z: z, Delta: f.delta})
 			return emit(a, f.asJSON, res, renderedUsage(err))
@@ -72,11 +69,8 @@ func newAccountantNoiseCmd(a *app) *cobra.Command {
 	var f mechanismFlags
 	var eps float64
 	c := &cobra.Command{
-		Use:     "noise --epsilon E --delta D [--q Q --steps N] [--method M]",
-		Short:   "The smallest noise multiplier reaching a target (epsilon, delta)",
-		Long:    helpText("accountant-noise"),
-		Example: helpText("accountant-noise.example"),
-		Args:    noArgs,
+		Use:   "noise --epsilon E --delta D [--q Q --steps N] [--method M]",
+		Short: "The smallest noise multiplier reaching a target (epsilon, delta)",
 		RunE: func(c *cobra.Command, _ []string) error {
 			res, err := accountant.CalibrateNoise(accountant.NoiseConfig{Mechanism: f.mechanism(c), Epsilon: eps, Delta: f.delta})
 			return emit(a, f.asJSON, res, renderedUsage(err))
@@ -97,9 +91,7 @@ func newAccountantSVTCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "svt --epsilon E1 --delta D1 --queries T --max-len L --pmin P",
 		Short:   "The DataRelease budget split of the sparse vector technique (expert-level DP)",
-		Long:    helpText("accountant-svt"),
 		Example: `  dprl accountant svt --epsilon 7.5 --delta 9e-4 --queries 50 --max-len 500 --pmin 0.02`,
-		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			res, err := accountant.NewSVTReport(eps1, delta1, queries, maxLen, pmin)
 			if err != nil {

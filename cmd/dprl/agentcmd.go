@@ -101,11 +101,8 @@ func newAgentCmd(a *app) *cobra.Command {
 		fl          *cliflags.Flags
 	)
 	c := &cobra.Command{
-		Use:     "agent --data DIR (--env NAME | --obs-dim N --actions N) [flags]",
-		Short:   "Run the long-running DP learning agent on NATS",
-		Long:    helpText("agent"),
-		Example: helpText("agent.example"),
-		Args:    noArgs,
+		Use:   "agent --data DIR (--env NAME | --obs-dim N --actions N) [flags]",
+		Short: "Run the long-running DP learning agent on NATS",
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := configSources(c, config); err != nil {
 				return err

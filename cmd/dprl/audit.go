@@ -12,11 +12,8 @@ func newAuditCmd(a *app) *cobra.Command {
 	var f audit.SuiteConfig
 	var asJSON bool
 	c := &cobra.Command{
-		Use:     "audit [--mechanism dppg|bandmf|gpope|learn|primorl|all] [--runs N] [--confidence C] [--mutants]",
-		Short:   "Empirical privacy audit: lower bounds on each mechanism's epsilon and mu from neighbouring inputs",
-		Long:    helpText("audit"),
-		Example: helpText("audit.example"),
-		Args:    noArgs,
+		Use:   "audit [--mechanism dppg|bandmf|gpope|learn|primorl|all] [--runs N] [--confidence C] [--mutants]",
+		Short: "Empirical privacy audit: lower bounds on each mechanism's epsilon and mu from neighbouring inputs",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.Validate(); err != nil {
 				return renderedUsage(err)

@@ -26,8 +26,6 @@ func newBenchServeCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "serve [--concurrency C] [--duration D]",
 		Short: "Act requests/s and latency through the full agent path vs a bare NATS echo responder",
-		Long:  helpText("bench-serve"),
-		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if concurrency < 1 || dur <= 0 || actWorkers < 0 || replicas < 0 {
 				return usagef("want --concurrency >= 1, --duration > 0, --act-workers >= 0 and --replicas >= 0")

@@ -25,11 +25,8 @@ func newDemoCmd(a *app) *cobra.Command {
 		fl                *cliflags.Flags
 	)
 	c := &cobra.Command{
-		Use:     "demo [--env cartpole] [--users N] [--z Z] [--K K]",
-		Short:   "Embedded NATS + the DP agent + simulated users, end to end in one process",
-		Long:    helpText("demo"),
-		Example: helpText("demo.example"),
-		Args:    noArgs,
+		Use:   "demo [--env cartpole] [--users N] [--z Z] [--K K]",
+		Short: "Embedded NATS + the DP agent + simulated users, end to end in one process",
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := cfg.Validate(); err != nil {
 				return usageError{fl.Rename(err)}

@@ -3,7 +3,10 @@ package main
 import (
 	"embed"
 	"fmt"
+	"io/fs"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 // helpFiles holds the commands' help content: help/<name>.txt is the Long
@@ -36,4 +39,26 @@ func helpText(name string, fill ...string) string {
 		s = strings.Replace(s, fill[i], fill[i+1], 1)
 	}
 	return s
+}
+
+// fillCommands completes c and every command below it: the Long and
+// Example a command does not set come from its help files (helpFiles, named
+// after the command's path), and a command that sets no Args takes no
+// positional arguments (noArgs).
+func fillCommands(c *cobra.Command) {
+	name := strings.ReplaceAll(strings.TrimPrefix(c.CommandPath(), "dprl "), " ", "-")
+	for _, h := range []struct {
+		field *string
+		file  string
+	}{{&c.Long, name}, {&c.Example, name + ".example"}} {
+		if _, err := fs.Stat(helpFiles, "help/"+h.file+".txt"); *h.field == "" && err == nil {
+			*h.field = helpText(h.file)
+		}
+	}
+	if c.Args == nil {
+		c.Args = noArgs
+	}
+	for _, s := range c.Commands() {
+		fillCommands(s)
+	}
 }

@@ -51,11 +51,8 @@ func newLedgerShowCmd(a *app) *cobra.Command {
 	var asJSON bool
 	var delta float64
 	c := &cobra.Command{
-		Use:     "show --data DIR",
-		Short:   "List the ledger's entries, each dataset's per-unit totals and caps, and the most-used user",
-		Long:    helpText("ledger-show"),
-		Example: helpText("ledger-show.example"),
-		Args:    noArgs,
+		Use:   "show --data DIR",
+		Short: "List the ledger's entries, each dataset's per-unit totals and caps, and the most-used user",
 		RunE: func(*cobra.Command, []string) error {
 			return showLedger(a, dir, false, asJSON, func(s *ledger.Store) (ledger.Summary, error) { return s.Summary(delta) })
 		},
@@ -69,11 +66,8 @@ func newLedgerVerifyCmd(a *app) *cobra.Command {
 	var dir, expect string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:     "verify --data DIR [--expect-head SEQ:HASH]",
-		Short:   "Recompute the hash chain and every epsilon, check the store against its head file; exit 1 on any problem",
-		Long:    helpText("ledger-verify"),
-		Example: helpText("ledger-verify.example"),
-		Args:    noArgs,
+		Use:   "verify --data DIR [--expect-head SEQ:HASH]",
+		Short: "Recompute the hash chain and every epsilon, check the store against its head file; exit 1 on any problem",
 		RunE: func(*cobra.Command, []string) error {
 			var ref *ledger.HeadRef
 			if expect != "" {
@@ -104,9 +98,7 @@ func newLedgerHeadCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "head --data DIR",
 		Short:   "Print the verified ledger's head as SEQ:HASH, to record outside the data directory",
-		Long:    helpText("ledger-head"),
 		Example: `  dprl ledger head --data ./dprl-data >> ~/ledger-heads.txt`,
-		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return showLedger(a, dir, false, asJSON, (*ledger.Store).VerifiedHead)
 		},
@@ -121,7 +113,6 @@ func newLedgerExportCmd(a *app) *cobra.Command {
 		Use:     "export --data DIR",
 		Short:   "Write every ledger entry as JSON Lines to stdout",
 		Example: `  dprl ledger export --data ./dprl-data > ledger.jsonl`,
-		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			s, err := openLedger(a, dir, false)
 			if err != nil {
@@ -144,11 +135,8 @@ func newLedgerSetCapCmd(a *app) *cobra.Command {
 		fl     *cliflags.Flags
 	)
 	c := &cobra.Command{
-		Use:     "set-cap --data DIR (--dataset ID | --file LOG) [--unit U] --epsilon E --delta D --reason TEXT",
-		Short:   "Change a dataset's stored privacy cap at one unit, with a logged ledger entry",
-		Long:    helpText("ledger-set-cap"),
-		Example: helpText("ledger-set-cap.example"),
-		Args:    noArgs,
+		Use:   "set-cap --data DIR (--dataset ID | --file LOG) [--unit U] --epsilon E --delta D --reason TEXT",
+		Short: "Change a dataset's stored privacy cap at one unit, with a logged ledger entry",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			change, err := args.Change(fl.FieldChanged)
 			if err != nil {
@@ -183,9 +171,7 @@ func newLedgerLinkCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "link --data DIR --file LOG --reason TEXT",
 		Short:   "Link a log's records to their dataset by content (ledgers written before content identity)",
-		Long:    helpText("ledger-link"),
 		Example: `  dprl ledger link --data ./offline-ledger --file sessions.jsonl --reason "upgrade: link by content"`,
-		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if dir == "" || file == "" || strings.TrimSpace(reason) == "" {
 				return usagef("give --data, --file and --reason")
@@ -213,11 +199,8 @@ func newLedgerSnapshotCmd(a *app) *cobra.Command {
 		force, asJSON bool
 	)
 	c := &cobra.Command{
-		Use:     "snapshot --data DIR --out FILE [--version N]",
-		Short:   "Write a released policy (default: the serving one) as a snapshot file",
-		Long:    helpText("ledger-snapshot"),
-		Example: helpText("ledger-snapshot.example"),
-		Args:    noArgs,
+		Use:   "snapshot --data DIR --out FILE [--version N]",
+		Short: "Write a released policy (default: the serving one) as a snapshot file",
 		RunE: func(*cobra.Command, []string) error {
 			if out == "" {
 				return usagef("--out is required")
@@ -248,9 +231,7 @@ func newLedgerBackupCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "backup --data DIR --out DEST",
 		Short:   "Copy a ledger not in use to DEST, consistently, and verify the copy",
-		Long:    helpText("ledger-backup"),
 		Example: `  dprl ledger backup --data ./dprl-data --out /backups/dprl-$(date +%F)`,
-		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if dir == "" || out == "" {
 				return usagef("--data and --out are required")
@@ -275,9 +256,7 @@ func newLedgerEndStreamCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "end-stream --data DIR",
 		Short:   "End the banded noise stream of a data directory restored from a plain copy, so that the next release starts a new one",
-		Long:    helpText("ledger-end-stream"),
 		Example: `  dprl ledger end-stream --data ./dprl-data`,
-		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if dir == "" {
 				return usagef("--data is required")

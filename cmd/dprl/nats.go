@@ -16,8 +16,6 @@ func newNATSCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "nats",
 		Short: "run a NATS server with JetStream: a node of the cluster dprl agent --role uses",
-		Long:  helpText("nats"),
-		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runNATS(cmd, a, fl, f) },
 	}
 	fl = cliflags.New(c.Flags(), &f)

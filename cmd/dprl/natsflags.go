@@ -20,9 +20,7 @@ func newAgentNKeyCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "nkey --seed-file FILE [--name NAME]",
 		Short:   "Create the nkey of a client identity: the seed goes to a file, the public key to stdout",
-		Long:    helpText("agent-nkey"),
 		Example: `  dprl agent nkey --seed-file web.nk --name web`,
-		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			entry, err := args.Create()
 			if fe := (*fielderr.Error)(nil); errors.As(err, &fe) {

@@ -25,12 +25,9 @@ func newOfflineGTD2Cmd(a *app) *cobra.Command {
 	var f offlineGTD2Flags
 	e := &f.cfg
 	c := &cobra.Command{
-		Use:     "gtd2",
-		Short:   "Evaluate a target policy on a session log: GPOPE (DP GTD2), DP-LSW, or non-private LSTD",
-		Long:    helpText("offline-gtd2"),
-		Example: helpText("offline-gtd2.example"),
-		Args:    noArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runOfflineGTD2(a, cmd, &f) },
+		Use:   "gtd2",
+		Short: "Evaluate a target policy on a session log: GPOPE (DP GTD2), DP-LSW, or non-private LSTD",
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runOfflineGTD2(a, cmd, &f) },
 	}
 	fl := cliflags.New(c.Flags(), e)
 	f.fl = fl

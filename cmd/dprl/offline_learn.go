@@ -22,12 +22,9 @@ func newOfflineLearnCmd(a *app) *cobra.Command {
 	f := &learnFlags{cfg: qlearn.DefaultLearnConfig()}
 	c := &f.cfg
 	cmd := &cobra.Command{
-		Use:     "learn --algo cql|bcq --env ENV (--data LOG | --stable S --unstable U) --epsilon E --delta D",
-		Short:   "Learn a discrete-action policy from a session log with expert-level DP-SGD (CQL or BCQ)",
-		Long:    helpText("offline-learn"),
-		Example: helpText("offline-learn.example"),
-		Args:    noArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runOfflineLearn(a, cmd, f) },
+		Use:   "learn --algo cql|bcq --env ENV (--data LOG | --stable S --unstable U) --epsilon E --delta D",
+		Short: "Learn a discrete-action policy from a session log with expert-level DP-SGD (CQL or BCQ)",
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runOfflineLearn(a, cmd, f) },
 	}
 	fl := cliflags.New(cmd.Flags(), c)
 	f.fl = fl

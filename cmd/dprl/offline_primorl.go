@@ -24,12 +24,9 @@ func newOfflinePriMORLCmd(a *app) *cobra.Command {
 	f := &primorlFlags{cfg: primorl.DefaultConfig()}
 	c := &f.cfg
 	cmd := &cobra.Command{
-		Use:     "primorl --data LOG --env pendulum --epsilon E",
-		Short:   "Learn a policy from a session log with a trajectory-level DP dynamics model (PriMORL)",
-		Long:    helpText("offline-primorl"),
-		Example: helpText("offline-primorl.example"),
-		Args:    noArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runOfflinePriMORL(a, cmd, f) },
+		Use:   "primorl --data LOG --env pendulum --epsilon E",
+		Short: "Learn a policy from a session log with a trajectory-level DP dynamics model (PriMORL)",
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runOfflinePriMORL(a, cmd, f) },
 	}
 	fl := cliflags.New(cmd.Flags(), c, &f.args)
 	f.fl = fl

@@ -22,12 +22,9 @@ func newOfflineSVTCmd(a *app) *cobra.Command {
 	var f offlineSVTFlags
 	r := &f.cfg
 	c := &cobra.Command{
-		Use:     "svt --data FILE --experts DIR --epsilon E1 --delta D1 --queries T --out-stable FILE [--out-unstable FILE]",
-		Short:   "Release the stable trajectory prefixes of an expert log with expert-level DP (SVT)",
-		Long:    helpText("offline-svt"),
-		Example: helpText("offline-svt.example"),
-		Args:    noArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runOfflineSVT(cmd, a, &f) },
+		Use:   "svt --data FILE --experts DIR --epsilon E1 --delta D1 --queries T --out-stable FILE [--out-unstable FILE]",
+		Short: "Release the stable trajectory prefixes of an expert log with expert-level DP (SVT)",
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runOfflineSVT(cmd, a, &f) },
 	}
 	fl := cliflags.New(c.Flags(), r)
 	f.fl = fl

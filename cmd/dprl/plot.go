@@ -14,11 +14,9 @@ func newPlotCmd(a *app) *cobra.Command {
 	var out, title string
 	var logLog bool
 	regret := &cobra.Command{
-		Use:     "regret FILE.json...",
-		Short:   "Draw the regret curves of several dprl train --algo dppg-loglinear --json results on one PNG",
-		Long:    helpText("plot-regret"),
-		Example: helpText("plot-regret.example"),
-		Args:    resultFiles("regret"),
+		Use:   "regret FILE.json...",
+		Short: "Draw the regret curves of several dprl train --algo dppg-loglinear --json results on one PNG",
+		Args:  resultFiles("regret"),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if out == "" {
 				return usagef("plot regret: --out FILE.png is required")
@@ -50,7 +48,6 @@ func newPlotPriMORLCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "primorl FILE.json...",
 		Short:   "Score against epsilon of dprl offline primorl --json results (the paper's Figure 4)",
-		Long:    helpText("plot-primorl"),
 		Example: `  dprl plot primorl --out docs/primorl-pendulum.png runs/*.json`,
 		Args:    resultFiles("primorl"),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -83,7 +80,6 @@ func newPlotLearnCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "learn FILE.json...",
 		Short:   "Normalised return against epsilon of dprl offline learn --json results (the expert-level paper's Figure 3)",
-		Long:    helpText("plot-learn"),
 		Example: `  dprl plot learn --out docs/expert-level.png runs/*.json`,
 		Args:    resultFiles("learn"),
 		RunE: func(_ *cobra.Command, args []string) error {

@@ -20,9 +20,7 @@ func newReplayCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "replay --nats URL --env E --users N [--concurrency C] [--returning P]",
 		Short:   "Drive simulated users against a running agent over NATS",
-		Long:    helpText("replay"),
 		Example: `  dprl replay --nats nats://127.0.0.1:4222 --env cartpole --users 2000 --concurrency 16`,
-		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := cfg.Validate(); err != nil {
 				return usageError{fl.Rename(err)}

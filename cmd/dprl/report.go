@@ -15,9 +15,7 @@ func newReportCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "report --data DIR [--out DIR] [--env NAME] [--force]",
 		Short:   "Write the status page's figures from a ledger, as PNGs and one self-contained HTML file, for an audit",
-		Long:    helpText("report"),
 		Example: `  dprl report --data ./dprl-data --env cartpole --out audit-2026-11`,
-		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if o.DataDir == "" {
 				return usagef("--data is required")

@@ -87,11 +87,9 @@ func newRootCmd(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:               "dprl",
 		Short:             "Differentially private reinforcement learning for production personalization",
-		Long:              helpText("dprl"),
 		Version:           buildinfo.Get().String(),
 		SilenceUsage:      true,
 		SilenceErrors:     true,
-		Args:              noArgs,
 		RunE:              func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.setupLogging() },
 	}
@@ -114,6 +112,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newReportCmd(a),
 		newVersionCmd(a),
 	)
+	fillCommands(root)
 	hideSentinelDefaults(root)
 	return root
 }
@@ -146,7 +145,7 @@ func hideSentinelDefaults(c *cobra.Command) {
 // newVersionCmd is dprl version: the build (as --version prints it).
 func newVersionCmd(a *app) *cobra.Command {
 	var asJSON bool
-	c := &cobra.Command{Use: "version", Short: "Print the build: version, VCS revision, Go version", Args: noArgs,
+	c := &cobra.Command{Use: "version", Short: "Print the build: version, VCS revision, Go version",
 		RunE: func(*cobra.Command, []string) error { return emit(a, asJSON, buildinfo.Get(), nil) }}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the build as JSON")
 	return c

@@ -19,10 +19,8 @@ func newSimsCmd(a *app) *cobra.Command {
 func newSimsListCmd(a *app) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
-		Use:     "list",
-		Short:   "List the environments with their spaces and step limits",
-		Example: helpText("sims-list.example"),
-		Args:    noArgs,
+		Use:   "list",
+		Short: "List the environments with their spaces and step limits",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return emit(a, asJSON, sims.List(), nil)
 		},
@@ -39,11 +37,8 @@ func newSimsRolloutCmd(a *app) *cobra.Command {
 		fl     *cliflags.Flags
 	)
 	c := &cobra.Command{
-		Use:     "rollout",
-		Short:   "Run one episode with scripted or random actions and print every step",
-		Long:    helpText("sims-rollout"),
-		Example: helpText("sims-rollout.example"),
-		Args:    noArgs,
+		Use:   "rollout",
+		Short: "Run one episode with scripted or random actions and print every step",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			env, sc, err := args.Config(fl.FieldChanged)
 			if err != nil {
@@ -77,11 +72,8 @@ func newSimsRolloutCmd(a *app) *cobra.Command {
 func newSimsBaselinesCmd(a *app) *cobra.Command {
 	cfg, asJSON := sims.BaselineConfig{}, false
 	c := &cobra.Command{
-		Use:     "baselines --env E [--episodes N] [--seed S]",
-		Short:   "Mean return of the uniformly random policy and of every constant policy",
-		Long:    helpText("sims-baselines"),
-		Example: helpText("sims-baselines.example"),
-		Args:    noArgs,
+		Use:   "baselines --env E [--episodes N] [--seed S]",
+		Short: "Mean return of the uniformly random policy and of every constant policy",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Seed = seedFlag(cmd, "seed", cfg.Seed)
 			res, err := sims.Baselines(cfg)

@@ -20,11 +20,8 @@ func newSimsBanditCmd(a *app) *cobra.Command {
 		asJSON, noDemo bool
 	)
 	cmd := &cobra.Command{
-		Use:     "bandit [--users N] [--seed S --seeds N] [--user-epsilon 1,5] [--plot F.png] [--json]",
-		Short:   "Measure the contextual-bandit task: baselines, PPO, DPPG and the DP agent over NATS, with regret curves",
-		Long:    helpText("sims-bandit"),
-		Example: helpText("sims-bandit.example"),
-		Args:    noArgs,
+		Use:   "bandit [--users N] [--seed S --seeds N] [--user-epsilon 1,5] [--plot F.png] [--json]",
+		Short: "Measure the contextual-bandit task: baselines, PPO, DPPG and the DP agent over NATS, with regret curves",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if seeds < 1 {
 				return usagef("--seeds %d: want >= 1", seeds)

@@ -16,11 +16,8 @@ func newSimsExpertsCmd(a *app) *cobra.Command {
 	var asJSON bool
 	var fl *cliflags.Flags
 	c := &cobra.Command{
-		Use:     "experts --env cartpole|acrobot --m M --trajectories N --out-dir DIR --log FILE",
-		Short:   "Train M experts on environment variations and log their trajectories (input of dprl offline svt)",
-		Long:    helpText("sims-experts"),
-		Example: helpText("sims-experts.example"),
-		Args:    noArgs,
+		Use:   "experts --env cartpole|acrobot --m M --trajectories N --out-dir DIR --log FILE",
+		Short: "Train M experts on environment variations and log their trajectories (input of dprl offline svt)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := cfg.Validate(); err != nil {
 				msg := fl.Rename(err).Error()

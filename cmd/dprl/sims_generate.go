@@ -19,11 +19,8 @@ func newSimsGenerateCmd(a *app) *cobra.Command {
 		fl     *cliflags.Flags
 	)
 	c := &cobra.Command{
-		Use:     "generate",
-		Short:   "Write a dprl.sessions.v1 log of episodes run by a behaviour policy",
-		Long:    helpText("sims-generate"),
-		Example: helpText("sims-generate.example"),
-		Args:    noArgs,
+		Use:   "generate",
+		Short: "Write a dprl.sessions.v1 log of episodes run by a behaviour policy",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := args.Config(fl.FieldChanged)
 			if err != nil {

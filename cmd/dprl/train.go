@@ -42,12 +42,10 @@ func newTrainCmd(a *app) *cobra.Command {
 func newTrainCommand(a *app) (*cobra.Command, *trainFlags) {
 	f := new(trainFlags)
 	c := &cobra.Command{
-		Use:     "train --env E --algo dppg|ppo|dppg-loglinear|dpsgd-reinforce|dpsgd-dqn|sac [flags]",
-		Short:   "Train a policy in process against simulated users (DPPG or the PPO baseline)",
-		Long:    helpText("train", "{{defaults by environment}}", profile.TrainDefaultsHelp(80)),
-		Example: helpText("train.example"),
-		Args:    noArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, a, f) },
+		Use:   "train --env E --algo dppg|ppo|dppg-loglinear|dpsgd-reinforce|dpsgd-dqn|sac [flags]",
+		Short: "Train a policy in process against simulated users (DPPG or the PPO baseline)",
+		Long:  helpText("train", "{{defaults by environment}}", profile.TrainDefaultsHelp(80)),
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, a, f) },
 	}
 	fl := cliflags.New(c.Flags(), f)
 	f.fl = fl
