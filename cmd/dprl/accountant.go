@@ -16,9 +16,8 @@ func newAccountantCmd(a *app) *cobra.Command {
 
 // mechanismFlags are the flags shared by epsilon and noise.
 type mechanismFlags struct {
-	delta  float64
-	m      accountant.Mechanism
-	asJSON bool
+	delta float64
+	m     accountant.Mechanism
 }
 
 func (f *mechanismFlags) register(c *cobra.Command) {
@@ -26,7 +25,7 @@ func (f *mechanismFlags) register(c *cobra.Command) {
 	c.Flags().Float64Var(&f.m.Q, "q", 1, "Poisson sampling rate, 0 < q <= 1 (1: no subsampling)")
 	c.Flags().IntVar(&f.m.Steps, "steps", 1, "number of compositions of the mechanism, >= 1")
 	c.Flags().StringVar(&f.m.Method, "method", "", "analytic, rdp, pld, zhao or classic (default analytic for one Gaussian, rdp with --q/--steps)")
-	c.Flags().BoolVar(&f.asJSON, "json", false, "print the result as JSON")
+	c.Flags().Bool("json", false, "print the result as JSON")
 	_ = c.MarkFlagRequired("delta")
 }
 
@@ -56,7 +55,7 @@ func newAccountantEpsilonCmd(a *app) *cobra.Command {
 		Short: "Epsilon of a Gaussian mechanism, or of a Poisson-subsampled Gaussian composed over steps",
 		RunE: func(c *cobra.Command, _ []string) error {
 			res, err := accountant.ComputeEpsilon(accountant.EpsilonConfig{Mechanism: f.mechanism(c), Z: z, Delta: f.delta})
-			return emit(a, f.asJSON, res, renderedUsage(err))
+			return emit(a, res, renderedUsage(err))
 		},
 	}
 	c.Flags().Float64Var(&z, "z", 0, "noise multiplier, > 0 (required)")
@@ -73,7 +72,7 @@ func newAccountantNoiseCmd(a *app) *cobra.Command {
 		Short: "The smallest noise multiplier reaching a target (epsilon, delta)",
 		RunE: func(c *cobra.Command, _ []string) error {
 			res, err := accountant.CalibrateNoise(accountant.NoiseConfig{Mechanism: f.mechanism(c), Epsilon: eps, Delta: f.delta})
-			return emit(a, f.asJSON, res, renderedUsage(err))
+			return emit(a, res, renderedUsage(err))
 		},
 	}
 	c.Flags().Float64Var(&eps, "epsilon", 0, "target epsilon, > 0 (required)")
@@ -86,7 +85,6 @@ func newAccountantSVTCmd(a *app) *cobra.Command {
 	var (
 		eps1, delta1, pmin float64
 		queries, maxLen    int
-		asJSON             bool
 	)
 	c := &cobra.Command{
 		Use:     "svt --epsilon E1 --delta D1 --queries T --max-len L --pmin P",
@@ -97,7 +95,7 @@ func newAccountantSVTCmd(a *app) *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			return emit(a, asJSON, res, nil)
+			return emit(a, res, nil)
 		},
 	}
 	c.Flags().Float64Var(&eps1, "epsilon", 0, "release budget epsilon eps1 > 0 (required)")
@@ -105,7 +103,7 @@ func newAccountantSVTCmd(a *app) *cobra.Command {
 	c.Flags().IntVar(&queries, "queries", 0, "trajectories queried T, >= 1 (required)")
 	c.Flags().IntVar(&maxLen, "max-len", 0, "maximum trajectory length L, >= 1 (required)")
 	c.Flags().Float64Var(&pmin, "pmin", 0, "floor of every expert's action probabilities, 0 < p_min <= 1 (required)")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	c.Flags().Bool("json", false, "print the result as JSON")
 	for _, n := range []string{"epsilon", "delta", "queries", "max-len", "pmin"} {
 		_ = c.MarkFlagRequired(n)
 	}

@@ -10,7 +10,6 @@ import (
 
 func newAuditCmd(a *app) *cobra.Command {
 	var f audit.SuiteConfig
-	var asJSON bool
 	c := &cobra.Command{
 		Use:   "audit [--mechanism dppg|bandmf|gpope|learn|primorl|all] [--runs N] [--confidence C] [--mutants]",
 		Short: "Empirical privacy audit: lower bounds on each mechanism's epsilon and mu from neighbouring inputs",
@@ -27,7 +26,7 @@ func newAuditCmd(a *app) *cobra.Command {
 				}
 			}
 			out, err := audit.RunSuite(f)
-			if err := emit(a, asJSON, out, renderedUsage(err)); err != nil {
+			if err := emit(a, out, renderedUsage(err)); err != nil {
 				return err
 			}
 			return out.Err()
@@ -41,6 +40,6 @@ func newAuditCmd(a *app) *cobra.Command {
 	fl.Float64Var(&f.Delta, "delta", 1e-5, "the delta of the claim")
 	fl.Uint64Var(&f.Seed, "seed", 0, "seed of the releases' randomness (default: from the operating system)")
 	fl.BoolVar(&f.Mutants, "mutants", false, "also audit each mechanism with noise / 2 and sensitivity x 2, the broken copies of the aggregation step and the control")
-	fl.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	fl.Bool("json", false, "print the result as JSON")
 	return c
 }

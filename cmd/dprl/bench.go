@@ -18,7 +18,6 @@ func newBenchServeCmd(a *app) *cobra.Command {
 	var (
 		concurrency int
 		dur         time.Duration
-		asJSON      bool
 		cpuProfile  string
 		actWorkers  int
 		replicas    int
@@ -43,15 +42,15 @@ func newBenchServeCmd(a *app) *cobra.Command {
 			}
 			if replicas > 0 {
 				res, err := bench.ServeCluster(c.Context(), bench.ClusterConfig{Replicas: replicas, Concurrency: concurrency, Duration: dur, ActWorkers: actWorkers, Logger: a.log})
-				return emit(a, asJSON, res, err)
+				return emit(a, res, err)
 			}
 			res, err := bench.Serve(c.Context(), bench.ServeConfig{Concurrency: concurrency, Duration: dur, ActWorkers: actWorkers, Logger: a.log})
-			return emit(a, asJSON, res, err)
+			return emit(a, res, err)
 		},
 	}
 	c.Flags().IntVar(&concurrency, "concurrency", 16, "client goroutines")
 	c.Flags().DurationVar(&dur, "duration", 5*time.Second, "how long each side is measured")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	c.Flags().Bool("json", false, "print the result as JSON")
 	c.Flags().IntVar(&actWorkers, "act-workers", 0, "the agent's concurrent act handlers (as dprl agent --act-workers); 0: one per two cores")
 	c.Flags().IntVar(&replicas, "replicas", 0, "measure a cluster instead: this many serving replicas (--role serve) and a learner on one embedded JetStream server with the partition mapping, in this process (0: the single agent)")
 	c.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark (both phases) to this file (go tool pprof)")

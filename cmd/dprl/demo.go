@@ -21,7 +21,6 @@ func newDemoCmd(a *app) *cobra.Command {
 	var (
 		cfg               demo.Config
 		data, logSessions string
-		asJSON            bool
 		fl                *cliflags.Flags
 	)
 	c := &cobra.Command{
@@ -49,7 +48,7 @@ func newDemoCmd(a *app) *cobra.Command {
 			if errors.Is(err, ledger.ErrNotEmpty) {
 				return usagef("--data %s holds files but no ledger (a mistyped path?): give a demo's or an agent's data directory, an empty one, or none for a new temporary one", data)
 			}
-			return emit(a, asJSON, res, err)
+			return emit(a, res, err)
 		},
 	}
 	fl = cliflags.New(c.Flags(), &cfg)
@@ -74,7 +73,7 @@ func newDemoCmd(a *app) *cobra.Command {
 	fl.Uint64Var(&cfg.Seed, "seed", 0, "seed the users, the evaluations and the agent (the ledger records a seeded run); 0: secure")
 	fl.DurationVar(&cfg.MaxDuration, "max-duration", 10*time.Minute, "stop the demo after this long (0: no limit)")
 	fl.IntVar(&cfg.Replicas, "replicas", 0, "run the agent as a cluster in this process instead: three embedded JetStream servers, a learner and this many serving replicas sharing the session partitions (as dprl agent --role; the users play against the replicas, the ledger in --data is the learner's); 0: one agent")
-	fl.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
+	fl.Bool("json", false, "print the summary as one JSON object")
 	fl.StringVar(&cfg.Pace, "pace", demo.PaceLockstep, "lockstep: users arrive as fast as the learner consumes them (K per release); free: as fast as they can play (most sessions then go stale and are not learned from)")
 	return c
 }

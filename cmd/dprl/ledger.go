@@ -29,42 +29,40 @@ func openLedger(a *app, dir string, write bool) (*ledger.Store, error) {
 }
 
 // ledgerFlags adds --data and --json to c.
-func ledgerFlags(c *cobra.Command, dir *string, asJSON *bool) {
+func ledgerFlags(c *cobra.Command, dir *string) {
 	c.Flags().StringVar(dir, "data", "", "the agent's data directory (required)")
-	c.Flags().BoolVar(asJSON, "json", false, "print the result as JSON")
+	c.Flags().Bool("json", false, "print the result as JSON")
 }
 
 // showLedger prints what f computes from the existing ledger in dir,
 // opened read-only unless write.
-func showLedger[R texter](a *app, dir string, write, asJSON bool, f func(*ledger.Store) (R, error)) error {
+func showLedger[R texter](a *app, dir string, write bool, f func(*ledger.Store) (R, error)) error {
 	s, err := openLedger(a, dir, write)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	res, err := f(s)
-	return emit(a, asJSON, res, err)
+	return emit(a, res, err)
 }
 
 func newLedgerShowCmd(a *app) *cobra.Command {
 	var dir string
-	var asJSON bool
 	var delta float64
 	c := &cobra.Command{
 		Use:   "show --data DIR",
 		Short: "List the ledger's entries, each dataset's per-unit totals and caps, and the most-used user",
 		RunE: func(*cobra.Command, []string) error {
-			return showLedger(a, dir, false, asJSON, func(s *ledger.Store) (ledger.Summary, error) { return s.Summary(delta) })
+			return showLedger(a, dir, false, func(s *ledger.Store) (ledger.Summary, error) { return s.Summary(delta) })
 		},
 	}
-	ledgerFlags(c, &dir, &asJSON)
+	ledgerFlags(c, &dir)
 	c.Flags().Float64Var(&delta, "delta", 1e-5, "delta at which per-user epsilons are shown (a dataset's totals are shown at its cap's delta)")
 	return c
 }
 
 func newLedgerVerifyCmd(a *app) *cobra.Command {
 	var dir, expect string
-	var asJSON bool
 	c := &cobra.Command{
 		Use:   "verify --data DIR [--expect-head SEQ:HASH]",
 		Short: "Recompute the hash chain and every epsilon, check the store against its head file; exit 1 on any problem",
@@ -81,29 +79,28 @@ func newLedgerVerifyCmd(a *app) *cobra.Command {
 				return usagef("--data is required")
 			}
 			res, err := ledger.VerifyDir(dir, ledger.Options{Logger: a.log}, ref)
-			if err := emit(a, asJSON, res, err); err != nil || res.OK {
+			if err := emit(a, res, err); err != nil || res.OK {
 				return err
 			}
 			return fmt.Errorf("ledger verify: %d problems in %s: %s", len(res.Problems), dir, res.Problems[0])
 		},
 	}
-	ledgerFlags(c, &dir, &asJSON)
+	ledgerFlags(c, &dir)
 	c.Flags().StringVar(&expect, "expect-head", "", "SEQ:HASH recorded earlier by dprl ledger head: the ledger must still hold that entry")
 	return c
 }
 
 func newLedgerHeadCmd(a *app) *cobra.Command {
 	var dir string
-	var asJSON bool
 	c := &cobra.Command{
 		Use:     "head --data DIR",
 		Short:   "Print the verified ledger's head as SEQ:HASH, to record outside the data directory",
 		Example: `  dprl ledger head --data ./dprl-data >> ~/ledger-heads.txt`,
 		RunE: func(*cobra.Command, []string) error {
-			return showLedger(a, dir, false, asJSON, (*ledger.Store).VerifiedHead)
+			return showLedger(a, dir, false, (*ledger.Store).VerifiedHead)
 		},
 	}
-	ledgerFlags(c, &dir, &asJSON)
+	ledgerFlags(c, &dir)
 	return c
 }
 
@@ -130,9 +127,8 @@ func newLedgerExportCmd(a *app) *cobra.Command {
 
 func newLedgerSetCapCmd(a *app) *cobra.Command {
 	var (
-		args   budget.CapArgs
-		asJSON bool
-		fl     *cliflags.Flags
+		args budget.CapArgs
+		fl   *cliflags.Flags
 	)
 	c := &cobra.Command{
 		Use:   "set-cap --data DIR (--dataset ID | --file LOG) [--unit U] --epsilon E --delta D --reason TEXT",
@@ -142,7 +138,7 @@ func newLedgerSetCapCmd(a *app) *cobra.Command {
 			if err != nil {
 				return usageError{fl.Rename(err)}
 			}
-			return showLedger(a, args.Data, true, asJSON, func(s *ledger.Store) (ledger.CapChangeResult, error) {
+			return showLedger(a, args.Data, true, func(s *ledger.Store) (ledger.CapChangeResult, error) {
 				res, err := args.SetCap(s, change)
 				if errors.As(err, new(*ledger.UnitError)) || errors.Is(err, ledger.ErrInvalid) {
 					return res, usageError{fl.Rename(err)}
@@ -159,14 +155,13 @@ func newLedgerSetCapCmd(a *app) *cobra.Command {
 	fl.Float64Var(&args.Epsilon, "epsilon", 0, "the new cap's epsilon (required)")
 	fl.Float64Var(&args.Delta, "delta", 0, "the new cap's delta (required)")
 	fl.StringVar(&args.Reason, "reason", "", "why the cap changes, recorded in the entry (required)")
-	fl.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	fl.Bool("json", false, "print the result as JSON")
 	return c
 }
 
 func newLedgerLinkCmd(a *app) *cobra.Command {
 	var (
 		dir, file, reason string
-		asJSON            bool
 	)
 	c := &cobra.Command{
 		Use:     "link --data DIR --file LOG --reason TEXT",
@@ -176,7 +171,7 @@ func newLedgerLinkCmd(a *app) *cobra.Command {
 			if dir == "" || file == "" || strings.TrimSpace(reason) == "" {
 				return usagef("give --data, --file and --reason")
 			}
-			return showLedger(a, dir, true, asJSON, func(s *ledger.Store) (budget.LinkResult, error) {
+			return showLedger(a, dir, true, func(s *ledger.Store) (budget.LinkResult, error) {
 				res, err := budget.LinkFile(s, file, reason)
 				if errors.Is(err, ledger.ErrNotFound) {
 					return res, fmt.Errorf("--file %s: none of its records is in the ledger %s: %w", file, dir, err)
@@ -188,15 +183,15 @@ func newLedgerLinkCmd(a *app) *cobra.Command {
 	c.Flags().StringVar(&dir, "data", "", "the ledger's directory (an offline --ledger directory) (required)")
 	c.Flags().StringVar(&file, "file", "", "a session log of a dataset the ledger holds (required)")
 	c.Flags().StringVar(&reason, "reason", "", "why, recorded in the entry (required)")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	c.Flags().Bool("json", false, "print the result as JSON")
 	return c
 }
 
 func newLedgerSnapshotCmd(a *app) *cobra.Command {
 	var (
-		dir, out      string
-		version       int64
-		force, asJSON bool
+		dir, out string
+		version  int64
+		force    bool
 	)
 	c := &cobra.Command{
 		Use:   "snapshot --data DIR --out FILE [--version N]",
@@ -213,12 +208,12 @@ func newLedgerSnapshotCmd(a *app) *cobra.Command {
 					return usagef("%s exists (--force overwrites it)", out)
 				}
 			}
-			return showLedger(a, dir, false, asJSON, func(s *ledger.Store) (ledger.SnapshotExport, error) {
+			return showLedger(a, dir, false, func(s *ledger.Store) (ledger.SnapshotExport, error) {
 				return s.ExportSnapshot(version, out, policy.SnapshotParams)
 			})
 		},
 	}
-	ledgerFlags(c, &dir, &asJSON)
+	ledgerFlags(c, &dir)
 	c.Flags().StringVar(&out, "out", "", "snapshot file to write (required)")
 	c.Flags().Int64Var(&version, "version", -1, "released policy version (0 is the initial policy); -1: the serving one")
 	c.Flags().BoolVar(&force, "force", false, "overwrite --out")
@@ -227,7 +222,6 @@ func newLedgerSnapshotCmd(a *app) *cobra.Command {
 
 func newLedgerBackupCmd(a *app) *cobra.Command {
 	var dir, out string
-	var asJSON bool
 	c := &cobra.Command{
 		Use:     "backup --data DIR --out DEST",
 		Short:   "Copy a ledger not in use to DEST, consistently, and verify the copy",
@@ -236,7 +230,7 @@ func newLedgerBackupCmd(a *app) *cobra.Command {
 			if dir == "" || out == "" {
 				return usagef("--data and --out are required")
 			}
-			return showLedger(a, dir, true, asJSON, func(s *ledger.Store) (ledger.BackupResult, error) {
+			return showLedger(a, dir, true, func(s *ledger.Store) (ledger.BackupResult, error) {
 				res, err := s.Backup(out)
 				if errors.Is(err, ledger.ErrInvalid) {
 					return res, usageError{err}
@@ -245,14 +239,13 @@ func newLedgerBackupCmd(a *app) *cobra.Command {
 			})
 		},
 	}
-	ledgerFlags(c, &dir, &asJSON)
+	ledgerFlags(c, &dir)
 	c.Flags().StringVar(&out, "out", "", "the backup's directory, which must not exist (required)")
 	return c
 }
 
 func newLedgerEndStreamCmd(a *app) *cobra.Command {
 	var dir string
-	var asJSON bool
 	c := &cobra.Command{
 		Use:     "end-stream --data DIR",
 		Short:   "End the banded noise stream of a data directory restored from a plain copy, so that the next release starts a new one",
@@ -261,12 +254,12 @@ func newLedgerEndStreamCmd(a *app) *cobra.Command {
 			if dir == "" {
 				return usagef("--data is required")
 			}
-			return showLedger(a, dir, true, asJSON, func(s *ledger.Store) (ledger.EndStreamResult, error) {
+			return showLedger(a, dir, true, func(s *ledger.Store) (ledger.EndStreamResult, error) {
 				v, err := s.EndNoiseStream()
 				return ledger.EndStreamResult{Dir: dir, EndedAt: v}, err
 			})
 		},
 	}
-	ledgerFlags(c, &dir, &asJSON)
+	ledgerFlags(c, &dir)
 	return c
 }

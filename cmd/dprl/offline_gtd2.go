@@ -17,7 +17,6 @@ type offlineGTD2Flags struct {
 	cfg    evaluate.Config
 	fl     *cliflags.Flags
 	plot   string
-	asJSON bool
 	budget offlineBudget
 }
 
@@ -58,7 +57,7 @@ func newOfflineGTD2Cmd(a *app) *cobra.Command {
 	fl.Float64Var(&e.RewardLow, "reward-low", math.NaN(), "dp-lsw: public lower reward bound (default for chain 0, mountaincar -1)")
 	fl.Float64Var(&e.RewardHigh, "reward-high", math.NaN(), "dp-lsw: public upper reward bound (default for chain 1, mountaincar 0)")
 	fl.StringVar(&f.plot, "plot", "", "gpope: write the MSPBE vs iteration curve as PNG to this file (public moments: --env chain or --eval-data; else only with --non-private)")
-	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
+	fl.Bool("json", false, "print JSON")
 	f.budget.register(c.Flags())
 	return c
 }
@@ -76,6 +75,6 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
 	}
 	defer m.Close()
 	return runOffline(a, cmd, offlineRun[*evaluate.Result]{budget: &f.budget, private: ec.Private(),
-		in: budget.Input{Path: ec.Data, Reader: opt}, m: m, asJSON: f.asJSON, flags: f.fl,
+		in: budget.Input{Path: ec.Data, Reader: opt}, m: m, flags: f.fl,
 		plot: f.plot, draw: func(out *evaluate.Result, p string) error { out.Plot = p; return out.WritePlot(p, ec.Data) }})
 }

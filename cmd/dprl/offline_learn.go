@@ -13,7 +13,6 @@ import (
 type learnFlags struct {
 	cfg    qlearn.LearnConfig
 	fl     *cliflags.Flags
-	asJSON bool
 	plot   string
 	budget offlineBudget
 }
@@ -52,7 +51,7 @@ func newOfflineLearnCmd(a *app) *cobra.Command {
 	fl.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "evaluate every this many steps for the curve (0: at the end only)")
 	fl.Uint64Var(&c.Seed, "seed", 0, "seed every generator (a repeatable simulation, recorded as seeded in the ledger; default: the secure generator)")
 	fl.StringVar(&c.Out, "out", "", "write the policy to this new file (dprl.qlearn.v2 JSON, recording its provenance: private or not, epsilon, delta, unit, ledger entry)")
-	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
+	fl.Bool("json", false, "print JSON")
 	fl.StringVar(&f.plot, "plot", "", "draw the evaluation return against steps (PNG or SVG by extension)")
 	f.budget.register(cmd.Flags())
 	return cmd
@@ -78,6 +77,6 @@ func runOfflineLearn(a *app, cmd *cobra.Command, f *learnFlags) error {
 	// A selective run reads a derived file: the ledger must know its
 	// source.
 	return runOffline(a, cmd, offlineRun[*qlearn.Result]{name: "offline learn", flags: f.fl, budget: &f.budget,
-		private: !c.NonPrivate, derived: c.Unstable != "", in: in, m: m, asJSON: f.asJSON, prog: prog,
+		private: !c.NonPrivate, derived: c.Unstable != "", in: in, m: m, prog: prog,
 		plot: f.plot, draw: (*qlearn.Result).PlotCurve})
 }

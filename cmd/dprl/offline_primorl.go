@@ -15,7 +15,6 @@ type primorlFlags struct {
 	cfg    primorl.Config
 	args   primorl.Args
 	fl     *cliflags.Flags
-	asJSON bool
 	plot   string
 	budget offlineBudget
 }
@@ -60,7 +59,7 @@ func newOfflinePriMORLCmd(a *app) *cobra.Command {
 	fl.IntSliceVar(&c.SACHidden, "sac-hidden", c.SACHidden, "SAC's hidden widths")
 	fl.IntVar(&c.EvalEpisodes, "eval-episodes", c.EvalEpisodes, "simulator episodes of the policy's evaluation")
 	fl.Uint64Var(&c.Seed, "seed", 0, "seed every generator (a repeatable simulation, recorded as seeded in the ledger; default: the secure generator)")
-	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
+	fl.Bool("json", false, "print JSON")
 	fl.StringVar(&f.plot, "plot", "", "draw the policy's return on the simulator during its training in the model (PNG or SVG by extension)")
 	f.budget.register(cmd.Flags())
 	return cmd
@@ -88,6 +87,6 @@ func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
 		return fieldUsage("offline primorl", fl, err)
 	}
 	return runOffline(a, cmd, offlineRun[*primorl.Result]{name: "offline primorl", flags: fl, budget: &f.budget,
-		private: !c.NonPrivate && !c.MOPO, in: budget.Input{Path: c.Data, Reader: opt}, m: m, asJSON: f.asJSON, prog: prog,
+		private: !c.NonPrivate && !c.MOPO, in: budget.Input{Path: c.Data, Reader: opt}, m: m, prog: prog,
 		plot: f.plot, draw: (*primorl.Result).PlotCurve})
 }

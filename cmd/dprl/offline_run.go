@@ -17,15 +17,15 @@ import (
 // flags of the config's fields); prog, if set, is finished right after the
 // run; draw writes the result's plot to the file plot, if set.
 type offlineRun[R texter] struct {
-	name, plot               string
-	flags                    *cliflags.Flags
-	budget                   *offlineBudget
-	private, derived, asJSON bool
-	in                       budget.Input
-	m                        budget.Mechanism[R]
-	prog                     *progress.Phases
-	draw                     func(R, string) error
-	cfgErr, runErr           func(error) error
+	name, plot       string
+	flags            *cliflags.Flags
+	budget           *offlineBudget
+	private, derived bool
+	in               budget.Input
+	m                budget.Mechanism[R]
+	prog             *progress.Phases
+	draw             func(R, string) error
+	cfgErr, runErr   func(error) error
 }
 
 // runOffline resolves the run's budget configuration, runs the mechanism
@@ -55,5 +55,5 @@ func runOffline[R texter](a *app, cmd *cobra.Command, r offlineRun[R]) error {
 			return fmt.Errorf("%s: %w", strings.TrimPrefix(r.name+": --plot", ": "), err)
 		}
 	}
-	return emit(a, r.asJSON, out, nil)
+	return emit(a, out, nil)
 }

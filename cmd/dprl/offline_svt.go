@@ -14,7 +14,6 @@ import (
 type offlineSVTFlags struct {
 	cfg    svt.ReleaseConfig
 	fl     *cliflags.Flags
-	json   bool
 	budget offlineBudget
 }
 
@@ -40,7 +39,7 @@ func newOfflineSVTCmd(a *app) *cobra.Command {
 	fl.StringVar(&r.OutUnstable, "out-unstable", "", "file for the tails and unqueried trajectories, NOT released and not DP: for the data owner's expert-level DP learner only (dprl.sessions.v1; default: not written)")
 	fl.BoolVar(&r.Force, "force", false, "overwrite --out-stable and --out-unstable if they exist")
 	fl.Uint64Var(&r.Seed, "seed", 0, "seed the noise and the shuffle (simulation only; recorded in the ledger). Default: a secure generator seeded from the OS")
-	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
+	fl.Bool("json", false, "print the result as JSON")
 	f.budget.register(c.Flags())
 	return c
 }
@@ -57,6 +56,6 @@ func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
 	}
 	defer m.Close()
 	wrap := func(err error) error { return fmt.Errorf("offline svt: %w", err) }
-	return runOffline(a, cmd, offlineRun[*svt.Report]{budget: &f.budget, private: true, in: m.Input(), m: m, asJSON: f.json,
+	return runOffline(a, cmd, offlineRun[*svt.Report]{budget: &f.budget, private: true, in: m.Input(), m: m,
 		cfgErr: wrap, runErr: func(err error) error { return wrap(f.fl.Rename(err)) }})
 }

@@ -44,7 +44,6 @@ func newPlotCmd(a *app) *cobra.Command {
 // newPlotPriMORLCmd draws score against epsilon from primorl results.
 func newPlotPriMORLCmd(a *app) *cobra.Command {
 	var out, title string
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "primorl FILE.json...",
 		Short:   "Score against epsilon of dprl offline primorl --json results (the paper's Figure 4)",
@@ -64,19 +63,18 @@ func newPlotPriMORLCmd(a *app) *cobra.Command {
 					return fmt.Errorf("plot primorl: %w", err)
 				}
 			}
-			return emitFigure(a, asJSON, sums, out)
+			return emitFigure(a, sums, out)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "the figure to write (PNG or SVG by extension)")
 	cmd.Flags().StringVar(&title, "title", "", "the figure's title (default: PriMORL on ENV)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summaries as JSON")
+	cmd.Flags().Bool("json", false, "print the summaries as JSON")
 	return cmd
 }
 
 // newPlotLearnCmd summarises and draws dprl offline learn results.
 func newPlotLearnCmd(a *app) *cobra.Command {
 	var out string
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "learn FILE.json...",
 		Short:   "Normalised return against epsilon of dprl offline learn --json results (the expert-level paper's Figure 3)",
@@ -92,11 +90,11 @@ func newPlotLearnCmd(a *app) *cobra.Command {
 					return fmt.Errorf("plot learn: %w", err)
 				}
 			}
-			return emitFigure(a, asJSON, groups, out)
+			return emitFigure(a, groups, out)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "the figure to write (PNG or SVG by extension)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the groups as JSON")
+	cmd.Flags().Bool("json", false, "print the groups as JSON")
 	return cmd
 }
 
@@ -126,8 +124,8 @@ func readResults[R any](name string, paths []string, read func(string) (R, error
 
 // emitFigure prints res (text or --json) and, in text, the figure written
 // to out, if any.
-func emitFigure[R texter](a *app, asJSON bool, res R, out string) error {
-	if err := emit(a, asJSON, res, nil); err != nil || out == "" || asJSON {
+func emitFigure[R texter](a *app, res R, out string) error {
+	if err := emit(a, res, nil); err != nil || out == "" || a.json() {
 		return err
 	}
 	_, err := fmt.Fprintf(a.stdout, "wrote %s\n", out)

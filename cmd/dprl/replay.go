@@ -13,9 +13,8 @@ import (
 
 func newReplayCmd(a *app) *cobra.Command {
 	var (
-		cfg    demo.ReplayConfig
-		asJSON bool
-		fl     *cliflags.Flags
+		cfg demo.ReplayConfig
+		fl  *cliflags.Flags
 	)
 	c := &cobra.Command{
 		Use:     "replay --nats URL --env E --users N [--concurrency C] [--returning P]",
@@ -31,7 +30,7 @@ func newReplayCmd(a *app) *cobra.Command {
 			}
 			res, err := demo.Replay(c.Context(), cfg)
 			if res.Planned > 0 { // a summary, partial beside a *demo.StoppedError
-				return errors.Join(emit(a, asJSON, res, nil), err)
+				return errors.Join(emit(a, res, nil), err)
 			}
 			return err
 		},
@@ -46,7 +45,7 @@ func newReplayCmd(a *app) *cobra.Command {
 	fl.Uint64Var(&cfg.Seed, "seed", 0, "seed of the simulated users (0: random)")
 	fl.DurationVar(&cfg.GiveUp, "give-up", demo.DefaultGiveUp, "stop when the agent has answered no request for this long (0: never)")
 	fl.Float64Var(&cfg.Rate, "rate", 0, "start at most this many sessions per second, as real users arrive (0: as fast as --concurrency allows; at full speed sessions often end after a new release and are set aside as stale)")
-	fl.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	fl.Bool("json", false, "print the summary as JSON")
 	fl.StringVar(&cfg.Credentials.Identity, "nats-identity", "", "client identity name (its entry in the agent's --nats-clients): requests use its reply inbox _INBOX.NAME")
 	fl.StringVar(&cfg.Credentials.NKey, "nkey", "", "nkey seed file of the client identity")
 	fl.StringVar(&cfg.Credentials.User, "nats-user", "", "user name of the client identity")

@@ -11,7 +11,6 @@ import (
 
 func newReportCmd(a *app) *cobra.Command {
 	o := report.Options{OutDir: "dprl-report"}
-	var asJSON bool
 	c := &cobra.Command{
 		Use:     "report --data DIR [--out DIR] [--env NAME] [--force]",
 		Short:   "Write the status page's figures from a ledger, as PNGs and one self-contained HTML file, for an audit",
@@ -25,7 +24,7 @@ func newReportCmd(a *app) *cobra.Command {
 			if errors.Is(err, report.ErrExists) {
 				return usageError{err}
 			}
-			return emit(a, asJSON, res, err)
+			return emit(a, res, err)
 		},
 	}
 	c.Flags().StringVar(&o.DataDir, "data", "", "the agent's data directory (required)")
@@ -33,6 +32,6 @@ func newReportCmd(a *app) *cobra.Command {
 	c.Flags().StringVar(&o.EnvSpec, "env", "", "the agent's --env: evaluate the released versions on that simulator")
 	flagsrc.Alias(c.Flags(), "env-spec", "env", a.stderr)
 	c.Flags().BoolVar(&o.Force, "force", false, "overwrite existing outputs")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	c.Flags().Bool("json", false, "print the result as JSON")
 	return c
 }

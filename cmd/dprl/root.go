@@ -43,6 +43,7 @@ type app struct {
 	log            zerolog.Logger
 	logLevel       string
 	logFormat      string
+	cmd            *cobra.Command // the command running
 }
 
 // run executes the dprl command line and returns the process exit status.
@@ -91,7 +92,7 @@ func newRootCmd(a *app) *cobra.Command {
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		RunE:              func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.setupLogging() },
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { a.cmd = cmd; return a.setupLogging() },
 	}
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error or disabled")
 	root.PersistentFlags().StringVar(&a.logFormat, "log-format", "auto", "log format: auto (console on a terminal, JSON otherwise), console or json")
@@ -144,10 +145,9 @@ func hideSentinelDefaults(c *cobra.Command) {
 
 // newVersionCmd is dprl version: the build (as --version prints it).
 func newVersionCmd(a *app) *cobra.Command {
-	var asJSON bool
 	c := &cobra.Command{Use: "version", Short: "Print the build: version, VCS revision, Go version",
-		RunE: func(*cobra.Command, []string) error { return emit(a, asJSON, buildinfo.Get(), nil) }}
-	c.Flags().BoolVar(&asJSON, "json", false, "print the build as JSON")
+		RunE: func(*cobra.Command, []string) error { return emit(a, buildinfo.Get(), nil) }}
+	c.Flags().Bool("json", false, "print the build as JSON")
 	return c
 }
 
@@ -199,13 +199,20 @@ func (a *app) task(what string) *progress.Task {
 // texter is a result with a human-readable form.
 type texter interface{ WriteText(io.Writer) error }
 
-// emit prints res, as one indented JSON document with --json, otherwise in
-// its human-readable form; or returns err, if not nil.
-func emit[R texter](a *app, asJSON bool, res R, err error) error {
+// json reports whether the running command's --json is set.
+func (a *app) json() bool {
+	v, _ := a.cmd.Flags().GetBool("json")
+	return v
+}
+
+// emit prints res, as one indented JSON document with the running
+// command's --json, otherwise in its human-readable form; or returns err,
+// if not nil.
+func emit[R texter](a *app, res R, err error) error {
 	if err != nil {
 		return err
 	}
-	if asJSON {
+	if a.json() {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)

@@ -17,24 +17,22 @@ func newSimsCmd(a *app) *cobra.Command {
 }
 
 func newSimsListCmd(a *app) *cobra.Command {
-	var asJSON bool
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List the environments with their spaces and step limits",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return emit(a, asJSON, sims.List(), nil)
+			return emit(a, sims.List(), nil)
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.Flags().Bool("json", false, "print JSON")
 	return c
 }
 
 func newSimsRolloutCmd(a *app) *cobra.Command {
 	var (
-		args   sims.ScriptArgs
-		seed   uint64
-		asJSON bool
-		fl     *cliflags.Flags
+		args sims.ScriptArgs
+		seed uint64
+		fl   *cliflags.Flags
 	)
 	c := &cobra.Command{
 		Use:   "rollout",
@@ -44,7 +42,7 @@ func newSimsRolloutCmd(a *app) *cobra.Command {
 			if err != nil {
 				return usageError{fl.Rename(err)}
 			}
-			if sc.Seed = seedFlag(cmd, "seed", seed); !fl.Changed("seed") && !asJSON {
+			if sc.Seed = seedFlag(cmd, "seed", seed); !fl.Changed("seed") && !a.json() {
 				fmt.Fprintf(a.stdout, "seed: %d\n", sc.Seed)
 			} else if !fl.Changed("seed") {
 				a.log.Info().Uint64("seed", sc.Seed).Msg("random seed drawn; pass --seed to repeat the run")
@@ -55,7 +53,7 @@ func newSimsRolloutCmd(a *app) *cobra.Command {
 			} else if err != nil {
 				return usageError{fl.Rename(err)}
 			}
-			return emit(a, asJSON, steps, nil)
+			return emit(a, steps, nil)
 		},
 	}
 	fl = cliflags.New(c.Flags(), &args)
@@ -65,12 +63,12 @@ func newSimsRolloutCmd(a *app) *cobra.Command {
 	fl.StringVar(&args.Actions, "actions", "", "comma-separated actions, one per step (box components joined by ':')")
 	fl.StringVar(&args.Policy, "policy", "", "action policy instead of --actions: random")
 	fl.IntVar(&args.Steps, "steps", 0, "stop after this many steps (default: no limit beyond the episode and action list)")
-	fl.BoolVar(&asJSON, "json", false, "print a JSON array of steps")
+	fl.Bool("json", false, "print a JSON array of steps")
 	return c
 }
 
 func newSimsBaselinesCmd(a *app) *cobra.Command {
-	cfg, asJSON := sims.BaselineConfig{}, false
+	var cfg sims.BaselineConfig
 	c := &cobra.Command{
 		Use:   "baselines --env E [--episodes N] [--seed S]",
 		Short: "Mean return of the uniformly random policy and of every constant policy",
@@ -80,13 +78,13 @@ func newSimsBaselinesCmd(a *app) *cobra.Command {
 			if err != nil && !errors.As(err, new(*sims.NonFiniteError)) {
 				return usageError{err}
 			}
-			return emit(a, asJSON, res, err)
+			return emit(a, res, err)
 		},
 	}
 	c.Flags().StringVar(&cfg.Env, "env", "", "environment name (see dprl sims list)")
 	c.Flags().IntVar(&cfg.Episodes, "episodes", 1000, "episodes per policy, >= 1")
 	c.Flags().Uint64Var(&cfg.Seed, "seed", 0, "seed of the episodes (default: drawn from the OS and printed in the result)")
 	c.Flags().IntVar(&cfg.Grid, "grid", 5, "constant values per dimension of a box action space, >= 2")
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.Flags().Bool("json", false, "print JSON")
 	return c
 }

@@ -13,11 +13,11 @@ import (
 // measurement (package experiment/bandit).
 func newSimsBanditCmd(a *app) *cobra.Command {
 	var (
-		c              bandit.Config
-		seed           uint64
-		seeds          int
-		plot           string
-		asJSON, noDemo bool
+		c      bandit.Config
+		seed   uint64
+		seeds  int
+		plot   string
+		noDemo bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bandit [--users N] [--seed S --seeds N] [--user-epsilon 1,5] [--plot F.png] [--json]",
@@ -38,7 +38,7 @@ func newSimsBanditCmd(a *app) *cobra.Command {
 					err = fmt.Errorf("sims bandit: --plot: %w", err)
 				}
 			}
-			return emit(a, asJSON, res, err)
+			return emit(a, res, err)
 		},
 	}
 	fl := cmd.Flags()
@@ -51,6 +51,6 @@ func newSimsBanditCmd(a *app) *cobra.Command {
 	fl.IntVar(&c.Workers, "workers", 0, "goroutines of the in-process local updates (default GOMAXPROCS; the result does not depend on it)")
 	fl.BoolVar(&noDemo, "no-demo", false, "skip the DP agent over NATS")
 	fl.StringVar(&plot, "plot", "", "write the regret curves as PNG (or another format by extension) to this file")
-	fl.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	fl.Bool("json", false, "print the result as JSON")
 	return cmd
 }

@@ -13,7 +13,6 @@ import (
 
 func newSimsExpertsCmd(a *app) *cobra.Command {
 	cfg := svt.DatasetConfig{GenConfig: svt.GenConfig{Train: svt.ExpertTrainConfig()}}
-	var asJSON bool
 	var fl *cliflags.Flags
 	c := &cobra.Command{
 		Use:   "experts --env cartpole|acrobot --m M --trajectories N --out-dir DIR --log FILE",
@@ -34,7 +33,7 @@ func newSimsExpertsCmd(a *app) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("sims experts: %w", err)
 			}
-			return emit(a, asJSON, res, nil)
+			return emit(a, res, nil)
 		},
 	}
 	fl = cliflags.New(c.Flags(), &cfg)
@@ -49,6 +48,6 @@ func newSimsExpertsCmd(a *app) *cobra.Command {
 	fl.Float64Var(&cfg.PMin, "pmin", 0.02, "smoothing floor p_min in (0, 1/|A|] (the paper: 0.02)")
 	fl.Uint64Var(&cfg.Seed, "seed", 0, "seed of every random draw (default: from the OS; printed in the result)")
 	fl.IntVar(&cfg.Workers, "workers", 0, "experts trained at once (default GOMAXPROCS; the output does not depend on it)")
-	fl.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	fl.Bool("json", false, "print the summary as JSON")
 	return c
 }

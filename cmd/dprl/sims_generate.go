@@ -13,10 +13,9 @@ import (
 
 func newSimsGenerateCmd(a *app) *cobra.Command {
 	var (
-		args   rollout.GenerateArgs
-		seed   uint64
-		asJSON bool
-		fl     *cliflags.Flags
+		args rollout.GenerateArgs
+		seed uint64
+		fl   *cliflags.Flags
 	)
 	c := &cobra.Command{
 		Use:   "generate",
@@ -39,7 +38,7 @@ func newSimsGenerateCmd(a *app) *cobra.Command {
 			if errors.As(err, new(*rollout.OutputError)) {
 				return fmt.Errorf("--out: %w", err)
 			}
-			return emit(a, asJSON, res, err)
+			return emit(a, res, err)
 		},
 	}
 	fl = cliflags.New(c.Flags(), &args)
@@ -51,6 +50,6 @@ func newSimsGenerateCmd(a *app) *cobra.Command {
 	fl.Uint64Var(&seed, "seed", 0, "random seed (default: drawn from the OS and reported)")
 	fl.IntVar(&args.MaxSteps, "max-steps", 0, "truncate episodes after this many steps (default: the environment's limit)")
 	fl.BoolVar(&args.Force, "force", false, "overwrite --out if it exists")
-	fl.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	fl.Bool("json", false, "print the summary as JSON")
 	return c
 }

@@ -25,9 +25,7 @@ import (
 // fields are named as the configuration fields they set, and the output's.
 type trainFlags struct {
 	experiment.TrainArgs
-	fl   *cliflags.Flags
-	plot string
-	json bool
+	fl *cliflags.Flags
 }
 
 // algoLogLinear names log-linear DPPG on RiverSwim (Rio et al., App. C.2.2).
@@ -100,7 +98,7 @@ func newTrainCommand(a *app) (*cobra.Command, *trainFlags) {
 	fl.BoolVar(&f.FisherExact, "fisher-exact", false, "dppg-loglinear, KL region: use the Fisher matrix's expectation under the public model instead of the estimate on 25 public episodes (same privacy: S depends on the released policy and the public model only)")
 	fl.BoolVar(&f.ClipAtLR0, "clip-at-lr0", false, "dppg-loglinear: compute the trust-region clipping norm at eta_0 instead of the current eta")
 	fl.Uint64Var(&f.Seed, "seed", 0, "seed of every random draw (default: from the OS; printed in the result)")
-	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
+	fl.Bool("json", false, "print the result as JSON")
 	return c, f
 }
 
@@ -133,7 +131,7 @@ func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
 			return err
 		}
 		res, err := experiment.RunDPSGD(ctx, c, nil)
-		return emit(a, f.json, res, runError(err))
+		return emit(a, res, runError(err))
 	case algoLogLinear:
 		c, err := f.LogLinear(set)
 		if err != nil {
@@ -226,5 +224,5 @@ func emitTrain(a *app, f *trainFlags, res experiment.TrainOutput, err error) err
 			return fmt.Errorf("train: --plot: %w", err)
 		}
 	}
-	return emit(a, f.json, res, nil)
+	return emit(a, res, nil)
 }
