@@ -46,17 +46,29 @@ func showLedger[R texter](a *app, dir string, write bool, f func(*ledger.Store) 
 	return emit(a, res, err)
 }
 
+// ledgerCmd completes c, a dprl ledger subcommand, with --data (into dir)
+// and --json: it prints what f computes from the existing ledger in --data,
+// opened read-only unless write, once check (nil: none) accepts the flags.
+func ledgerCmd[R texter](a *app, c *cobra.Command, dir *string, write bool, check func() error, f func(*ledger.Store) (R, error)) *cobra.Command {
+	ledgerFlags(c, dir)
+	c.RunE = func(*cobra.Command, []string) error {
+		if check != nil {
+			if err := check(); err != nil {
+				return err
+			}
+		}
+		return showLedger(a, *dir, write, f)
+	}
+	return c
+}
+
 func newLedgerShowCmd(a *app) *cobra.Command {
 	var dir string
 	var delta float64
-	c := &cobra.Command{
+	c := ledgerCmd(a, &cobra.Command{
 		Use:   "show --data DIR",
 		Short: "List the ledger's entries, each dataset's per-unit totals and caps, and the most-used user",
-		RunE: func(*cobra.Command, []string) error {
-			return showLedger(a, dir, false, func(s *ledger.Store) (ledger.Summary, error) { return s.Summary(delta) })
-		},
-	}
-	ledgerFlags(c, &dir)
+	}, &dir, false, nil, func(s *ledger.Store) (ledger.Summary, error) { return s.Summary(delta) })
 	c.Flags().Float64Var(&delta, "delta", 1e-5, "delta at which per-user epsilons are shown (a dataset's totals are shown at its cap's delta)")
 	return c
 }
@@ -92,16 +104,11 @@ func newLedgerVerifyCmd(a *app) *cobra.Command {
 
 func newLedgerHeadCmd(a *app) *cobra.Command {
 	var dir string
-	c := &cobra.Command{
+	return ledgerCmd(a, &cobra.Command{
 		Use:     "head --data DIR",
 		Short:   "Print the verified ledger's head as SEQ:HASH, to record outside the data directory",
 		Example: `  dprl ledger head --data ./dprl-data >> ~/ledger-heads.txt`,
-		RunE: func(*cobra.Command, []string) error {
-			return showLedger(a, dir, false, (*ledger.Store).VerifiedHead)
-		},
-	}
-	ledgerFlags(c, &dir)
-	return c
+	}, &dir, false, nil, (*ledger.Store).VerifiedHead)
 }
 
 func newLedgerExportCmd(a *app) *cobra.Command {
@@ -160,9 +167,7 @@ func newLedgerSetCapCmd(a *app) *cobra.Command {
 }
 
 func newLedgerLinkCmd(a *app) *cobra.Command {
-	var (
-		dir, file, reason string
-	)
+	var dir, file, reason string
 	c := &cobra.Command{
 		Use:     "link --data DIR --file LOG --reason TEXT",
 		Short:   "Link a log's records to their dataset by content (ledgers written before content identity)",
@@ -193,27 +198,23 @@ func newLedgerSnapshotCmd(a *app) *cobra.Command {
 		version  int64
 		force    bool
 	)
-	c := &cobra.Command{
+	c := ledgerCmd(a, &cobra.Command{
 		Use:   "snapshot --data DIR --out FILE [--version N]",
 		Short: "Write a released policy (default: the serving one) as a snapshot file",
-		RunE: func(*cobra.Command, []string) error {
-			if out == "" {
-				return usagef("--out is required")
-			}
-			if version < -1 {
-				return usagef("--version %d: want a released version (>= 0), or -1 for the serving one", version)
-			}
-			if !force {
-				if _, err := os.Stat(out); err == nil {
-					return usagef("%s exists (--force overwrites it)", out)
-				}
-			}
-			return showLedger(a, dir, false, func(s *ledger.Store) (ledger.SnapshotExport, error) {
-				return s.ExportSnapshot(version, out, policy.SnapshotParams)
-			})
-		},
-	}
-	ledgerFlags(c, &dir)
+	}, &dir, false, func() error {
+		if out == "" {
+			return usagef("--out is required")
+		}
+		if version < -1 {
+			return usagef("--version %d: want a released version (>= 0), or -1 for the serving one", version)
+		}
+		if _, err := os.Stat(out); err == nil && !force {
+			return usagef("%s exists (--force overwrites it)", out)
+		}
+		return nil
+	}, func(s *ledger.Store) (ledger.SnapshotExport, error) {
+		return s.ExportSnapshot(version, out, policy.SnapshotParams)
+	})
 	c.Flags().StringVar(&out, "out", "", "snapshot file to write (required)")
 	c.Flags().Int64Var(&version, "version", -1, "released policy version (0 is the initial policy); -1: the serving one")
 	c.Flags().BoolVar(&force, "force", false, "overwrite --out")
@@ -222,44 +223,34 @@ func newLedgerSnapshotCmd(a *app) *cobra.Command {
 
 func newLedgerBackupCmd(a *app) *cobra.Command {
 	var dir, out string
-	c := &cobra.Command{
+	c := ledgerCmd(a, &cobra.Command{
 		Use:     "backup --data DIR --out DEST",
 		Short:   "Copy a ledger not in use to DEST, consistently, and verify the copy",
 		Example: `  dprl ledger backup --data ./dprl-data --out /backups/dprl-$(date +%F)`,
-		RunE: func(*cobra.Command, []string) error {
-			if dir == "" || out == "" {
-				return usagef("--data and --out are required")
-			}
-			return showLedger(a, dir, true, func(s *ledger.Store) (ledger.BackupResult, error) {
-				res, err := s.Backup(out)
-				if errors.Is(err, ledger.ErrInvalid) {
-					return res, usageError{err}
-				}
-				return res, err
-			})
-		},
-	}
-	ledgerFlags(c, &dir)
+	}, &dir, true, func() error {
+		if dir == "" || out == "" {
+			return usagef("--data and --out are required")
+		}
+		return nil
+	}, func(s *ledger.Store) (ledger.BackupResult, error) {
+		res, err := s.Backup(out)
+		if errors.Is(err, ledger.ErrInvalid) {
+			return res, usageError{err}
+		}
+		return res, err
+	})
 	c.Flags().StringVar(&out, "out", "", "the backup's directory, which must not exist (required)")
 	return c
 }
 
 func newLedgerEndStreamCmd(a *app) *cobra.Command {
 	var dir string
-	c := &cobra.Command{
+	return ledgerCmd(a, &cobra.Command{
 		Use:     "end-stream --data DIR",
 		Short:   "End the banded noise stream of a data directory restored from a plain copy, so that the next release starts a new one",
 		Example: `  dprl ledger end-stream --data ./dprl-data`,
-		RunE: func(*cobra.Command, []string) error {
-			if dir == "" {
-				return usagef("--data is required")
-			}
-			return showLedger(a, dir, true, func(s *ledger.Store) (ledger.EndStreamResult, error) {
-				v, err := s.EndNoiseStream()
-				return ledger.EndStreamResult{Dir: dir, EndedAt: v}, err
-			})
-		},
-	}
-	ledgerFlags(c, &dir)
-	return c
+	}, &dir, true, nil, func(s *ledger.Store) (ledger.EndStreamResult, error) {
+		v, err := s.EndNoiseStream()
+		return ledger.EndStreamResult{Dir: dir, EndedAt: v}, err
+	})
 }
