@@ -42,6 +42,23 @@ func (b *offlineBudget) register(fl *pflag.FlagSet) {
 	fl.Float64Var(&b.cap.Delta, "dataset-delta", 1e-5, "delta of the dataset's budget at this run's unit (runs compose with the RDP accountant, and with PLD too once a run was charged with it, the smaller total counting), stored like --dataset-epsilon")
 }
 
+// offlineFlags are the flags of an offline command: those filling cfg,
+// its mechanism's configuration, --plot and the budget's.
+type offlineFlags[C any] struct {
+	cfg    C
+	fl     *cliflags.Flags
+	plot   string
+	budget offlineBudget
+}
+
+// register makes c's flags fill f.cfg and the structs more points to, and
+// adds the budget's.
+func (f *offlineFlags[C]) register(c *cobra.Command, more ...any) *cliflags.Flags {
+	f.fl = cliflags.New(c.Flags(), append([]any{&f.cfg}, more...)...)
+	f.budget.register(c.Flags())
+	return f.fl
+}
+
 // changed reports whether a flag was given on the command line.
 func (b *offlineBudget) changed(name string) bool { return b.flags != nil && b.flags.Changed(name) }
 

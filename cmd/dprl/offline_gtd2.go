@@ -3,7 +3,6 @@ package main
 import (
 	"math"
 
-	"dprl/cmd/dprl/cliflags"
 	"dprl/internal/progress"
 	"dprl/offline/budget"
 	"dprl/offline/evaluate"
@@ -11,25 +10,15 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// offlineGTD2Flags holds the flags of "dprl offline gtd2": most are the
-// fields of the evaluation's evaluate.Config.
-type offlineGTD2Flags struct {
-	cfg    evaluate.Config
-	fl     *cliflags.Flags
-	plot   string
-	budget offlineBudget
-}
-
 func newOfflineGTD2Cmd(a *app) *cobra.Command {
-	var f offlineGTD2Flags
+	var f offlineFlags[evaluate.Config]
 	e := &f.cfg
 	c := &cobra.Command{
 		Use:   "gtd2",
 		Short: "Evaluate a target policy on a session log: GPOPE (DP GTD2), DP-LSW, or non-private LSTD",
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runOfflineGTD2(a, cmd, &f) },
 	}
-	fl := cliflags.New(c.Flags(), e)
-	f.fl = fl
+	fl := f.register(c)
 	fl.Name("Curve", "plot")
 	fl.StringVar(&e.Data, "data", "", "session log (dprl.sessions.v1), the private dataset")
 	fl.StringVar(&e.Target, "target", "", "target policy: uniform, snapshot:FILE, greedy[:FILE], softmax[:FILE]:TEMP, epsilon-greedy[:FILE]:EPS")
@@ -58,11 +47,10 @@ func newOfflineGTD2Cmd(a *app) *cobra.Command {
 	fl.Float64Var(&e.RewardHigh, "reward-high", math.NaN(), "dp-lsw: public upper reward bound (default for chain 1, mountaincar 0)")
 	fl.StringVar(&f.plot, "plot", "", "gpope: write the MSPBE vs iteration curve as PNG to this file (public moments: --env chain or --eval-data; else only with --non-private)")
 	fl.Bool("json", false, "print JSON")
-	f.budget.register(c.Flags())
 	return c
 }
 
-func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineGTD2Flags) error {
+func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineFlags[evaluate.Config]) error {
 	fl, ec := cmd.Flags(), f.cfg
 	ec.Curve, ec.Seeded = f.plot != "", fl.Changed("seed")
 	ec.EpsilonGiven, ec.DeltaGiven, ec.PublicNGiven, ec.ActionsGiven = fl.Changed("epsilon"), fl.Changed("delta"), fl.Changed("n"), fl.Changed("actions")

@@ -3,30 +3,20 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"dprl/cmd/dprl/cliflags"
 	"dprl/internal/chart"
 	"dprl/internal/progress"
 	"dprl/offline/qlearn"
 )
 
-// learnFlags are the flags of "dprl offline learn".
-type learnFlags struct {
-	cfg    qlearn.LearnConfig
-	fl     *cliflags.Flags
-	plot   string
-	budget offlineBudget
-}
-
 func newOfflineLearnCmd(a *app) *cobra.Command {
-	f := &learnFlags{cfg: qlearn.DefaultLearnConfig()}
+	f := &offlineFlags[qlearn.LearnConfig]{cfg: qlearn.DefaultLearnConfig()}
 	c := &f.cfg
 	cmd := &cobra.Command{
 		Use:   "learn --algo cql|bcq --env ENV (--data LOG | --stable S --unstable U) --epsilon E --delta D",
 		Short: "Learn a discrete-action policy from a session log with expert-level DP-SGD (CQL or BCQ)",
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runOfflineLearn(a, cmd, f) },
 	}
-	fl := cliflags.New(cmd.Flags(), c)
-	f.fl = fl
+	fl := f.register(cmd)
 	fl.StringVar((*string)(&c.Algo), "algo", string(c.Algo), "learner: cql or bcq")
 	fl.StringVar(&c.Env, "env", c.Env, "the public simulator (discrete actions) the policy is evaluated on")
 	fl.StringVar(&c.Data, "data", "", "the private dprl.sessions.v1 log (DP-SGD alone, or --non-private)")
@@ -53,11 +43,10 @@ func newOfflineLearnCmd(a *app) *cobra.Command {
 	fl.StringVar(&c.Out, "out", "", "write the policy to this new file (dprl.qlearn.v2 JSON, recording its provenance: private or not, epsilon, delta, unit, ledger entry)")
 	fl.Bool("json", false, "print JSON")
 	fl.StringVar(&f.plot, "plot", "", "draw the evaluation return against steps (PNG or SVG by extension)")
-	f.budget.register(cmd.Flags())
 	return cmd
 }
 
-func runOfflineLearn(a *app, cmd *cobra.Command, f *learnFlags) error {
+func runOfflineLearn(a *app, cmd *cobra.Command, f *offlineFlags[qlearn.LearnConfig]) error {
 	c := f.cfg
 	if err := c.Check(f.fl.FieldChanged); err != nil {
 		return usagef("offline learn: %w", f.fl.Rename(err))

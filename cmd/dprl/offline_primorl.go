@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"dprl/cmd/dprl/cliflags"
 	"dprl/internal/chart"
 	"dprl/internal/progress"
 	"dprl/offline/budget"
@@ -12,23 +11,19 @@ import (
 
 // primorlFlags are the flags of "dprl offline primorl".
 type primorlFlags struct {
-	cfg    primorl.Config
-	args   primorl.Args
-	fl     *cliflags.Flags
-	plot   string
-	budget offlineBudget
+	offlineFlags[primorl.Config]
+	args primorl.Args
 }
 
 func newOfflinePriMORLCmd(a *app) *cobra.Command {
-	f := &primorlFlags{cfg: primorl.DefaultConfig()}
+	f := &primorlFlags{offlineFlags: offlineFlags[primorl.Config]{cfg: primorl.DefaultConfig()}}
 	c := &f.cfg
 	cmd := &cobra.Command{
 		Use:   "primorl --data LOG --env pendulum --epsilon E",
 		Short: "Learn a policy from a session log with a trajectory-level DP dynamics model (PriMORL)",
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runOfflinePriMORL(a, cmd, f) },
 	}
-	fl := cliflags.New(cmd.Flags(), c, &f.args)
-	f.fl = fl
+	fl := f.register(cmd, &f.args)
 	fl.StringVar(&c.Data, "data", "", "the dprl.sessions.v1 log (continuous actions)")
 	fl.StringVar(&c.Out, "out", "", "write the released policy to this new file (a SAC actor snapshot: versioned, CRC-32C checked)")
 	fl.StringVar(&c.Env, "env", c.Env, "the public simulator: pendulum, cartpole-balance or cartpole-swingup")
@@ -61,7 +56,6 @@ func newOfflinePriMORLCmd(a *app) *cobra.Command {
 	fl.Uint64Var(&c.Seed, "seed", 0, "seed every generator (a repeatable simulation, recorded as seeded in the ledger; default: the secure generator)")
 	fl.Bool("json", false, "print JSON")
 	fl.StringVar(&f.plot, "plot", "", "draw the policy's return on the simulator during its training in the model (PNG or SVG by extension)")
-	f.budget.register(cmd.Flags())
 	return cmd
 }
 

@@ -5,28 +5,18 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dprl/cmd/dprl/cliflags"
 	"dprl/offline/svt"
 )
 
-// offlineSVTFlags are the flags of dprl offline svt: most are the fields
-// of the release's svt.ReleaseConfig.
-type offlineSVTFlags struct {
-	cfg    svt.ReleaseConfig
-	fl     *cliflags.Flags
-	budget offlineBudget
-}
-
 func newOfflineSVTCmd(a *app) *cobra.Command {
-	var f offlineSVTFlags
+	var f offlineFlags[svt.ReleaseConfig]
 	r := &f.cfg
 	c := &cobra.Command{
 		Use:   "svt --data FILE --experts DIR --epsilon E1 --delta D1 --queries T --out-stable FILE [--out-unstable FILE]",
 		Short: "Release the stable trajectory prefixes of an expert log with expert-level DP (SVT)",
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runOfflineSVT(cmd, a, &f) },
 	}
-	fl := cliflags.New(c.Flags(), r)
-	f.fl = fl
+	fl := f.register(c)
 	fl.Name("CapDelta", "dataset-delta")
 	fl.StringVar(&r.Data, "data", "", "session log (dprl.sessions.v1) with expert ids")
 	fl.StringVar(&r.Experts, "experts", "", "directory of expert snapshots DIR/<expert id>.snap")
@@ -40,11 +30,10 @@ func newOfflineSVTCmd(a *app) *cobra.Command {
 	fl.BoolVar(&r.Force, "force", false, "overwrite --out-stable and --out-unstable if they exist")
 	fl.Uint64Var(&r.Seed, "seed", 0, "seed the noise and the shuffle (simulation only; recorded in the ledger). Default: a secure generator seeded from the OS")
 	fl.Bool("json", false, "print the result as JSON")
-	f.budget.register(c.Flags())
 	return c
 }
 
-func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineSVTFlags) error {
+func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineFlags[svt.ReleaseConfig]) error {
 	rc := f.cfg
 	rc.Seeded, rc.Warn = cmd.Flags().Changed("seed"), func(msg string) { a.log.Warn().Msg(msg) }
 	if f.budget.changed("dataset-delta") {
