@@ -20,7 +20,11 @@ type mechanismFlags struct {
 	m     accountant.Mechanism
 }
 
-func (f *mechanismFlags) register(c *cobra.Command) {
+// register adds the shared flags and the command's own required flag
+// name, filling *p.
+func (f *mechanismFlags) register(c *cobra.Command, p *float64, name, usage string) {
+	c.Flags().Float64Var(p, name, 0, usage)
+	_ = c.MarkFlagRequired(name)
 	c.Flags().Float64Var(&f.delta, "delta", 0, "target delta, 0 < delta < 1 (required)")
 	c.Flags().Float64Var(&f.m.Q, "q", 1, "Poisson sampling rate, 0 < q <= 1 (1: no subsampling)")
 	c.Flags().IntVar(&f.m.Steps, "steps", 1, "number of compositions of the mechanism, >= 1")
@@ -58,9 +62,7 @@ func newAccountantEpsilonCmd(a *app) *cobra.Command {
 			return emit(a, res, renderedUsage(err))
 		},
 	}
-	c.Flags().Float64Var(&z, "z", 0, "noise multiplier, > 0 (required)")
-	_ = c.MarkFlagRequired("z")
-	f.register(c)
+	f.register(c, &z, "z", "noise multiplier, > 0 (required)")
 	return c
 }
 
@@ -75,9 +77,7 @@ func newAccountantNoiseCmd(a *app) *cobra.Command {
 			return emit(a, res, renderedUsage(err))
 		},
 	}
-	c.Flags().Float64Var(&eps, "epsilon", 0, "target epsilon, > 0 (required)")
-	_ = c.MarkFlagRequired("epsilon")
-	f.register(c)
+	f.register(c, &eps, "epsilon", "target epsilon, > 0 (required)")
 	return c
 }
 

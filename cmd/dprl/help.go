@@ -43,8 +43,9 @@ func helpText(name string, fill ...string) string {
 
 // fillCommands completes c and every command below it: the Long and
 // Example a command does not set come from its help files (helpFiles, named
-// after the command's path), and a command that sets no Args takes no
-// positional arguments (noArgs).
+// after the command's path), a command that sets no Args takes no
+// positional arguments (noArgs), and sentinel defaults are hidden
+// (hideSentinelDefaults).
 func fillCommands(c *cobra.Command) {
 	name := strings.ReplaceAll(strings.TrimPrefix(c.CommandPath(), "dprl "), " ", "-")
 	for _, h := range []struct {
@@ -58,6 +59,7 @@ func fillCommands(c *cobra.Command) {
 	if c.Args == nil {
 		c.Args = noArgs
 	}
+	hideSentinelDefaults(c)
 	for _, s := range c.Commands() {
 		fillCommands(s)
 	}

@@ -114,7 +114,6 @@ func newRootCmd(a *app) *cobra.Command {
 		newVersionCmd(a),
 	)
 	fillCommands(root)
-	hideSentinelDefaults(root)
 	return root
 }
 
@@ -138,9 +137,6 @@ func hideSentinelDefaults(c *cobra.Command) {
 	}
 	c.LocalFlags().VisitAll(hide)
 	c.PersistentFlags().VisitAll(hide)
-	for _, s := range c.Commands() {
-		hideSentinelDefaults(s)
-	}
 }
 
 // newVersionCmd is dprl version: the build (as --version prints it).
