@@ -1,11 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"dprl/cmd/dprl/cliflags"
-	"dprl/internal/fielderr"
 	"dprl/stream"
 
 	"github.com/spf13/cobra"
@@ -23,10 +21,8 @@ func newAgentNKeyCmd(a *app) *cobra.Command {
 		Example: `  dprl agent nkey --seed-file web.nk --name web`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			entry, err := args.Create()
-			if fe := (*fielderr.Error)(nil); errors.As(err, &fe) {
-				return usageError{fl.Rename(err)}
-			} else if err != nil {
-				return err
+			if err != nil {
+				return fieldUsage("", fl, err)
 			}
 			_, err = fmt.Fprintln(a.stdout, entry)
 			return err
