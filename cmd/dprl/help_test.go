@@ -108,3 +108,20 @@ func TestHelpText(t *testing.T) {
 		})
 	}
 }
+
+// TestOneSetupHook: only the root command sets up a run (logging, and the
+// running command that emit's --json reads): a subcommand's own
+// PersistentPreRun would replace the root's.
+func TestOneSetupHook(t *testing.T) {
+	root := newRootCmd(&app{})
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c != root && (c.PersistentPreRun != nil || c.PersistentPreRunE != nil) {
+			t.Errorf("%s has its own PersistentPreRun: the root's setup would not run", c.CommandPath())
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+}

@@ -197,6 +197,9 @@ type texter interface{ WriteText(io.Writer) error }
 
 // json reports whether the running command's --json is set.
 func (a *app) json() bool {
+	if a.cmd == nil { // the root's PersistentPreRunE records it (TestOneSetupHook)
+		return false
+	}
 	v, _ := a.cmd.Flags().GetBool("json")
 	return v
 }
