@@ -125,19 +125,33 @@ func (l *Log) putBlob(ctx context.Context, id string, payload []byte, chunk int)
 // publishChunk publishes one chunk and returns its sequence number (the
 // original one for a duplicate of an earlier attempt).
 func (l *Log) publishChunk(ctx context.Context, id string, data []byte) (uint64, error) {
+	var seq uint64
+	err := retry(ctx, "store a blob chunk", func(actx context.Context) error {
+		ack, err := l.js.Publish(actx, l.blobSubject, data, jetstream.WithMsgID(id))
+		if err == nil {
+			seq = ack.Sequence
+		}
+		return err
+	})
+	return seq, err
+}
+
+// retry calls attempt, each call bounded by attemptTimeout, until it
+// succeeds, fails with an error that is not retryable, or ctx ends.
+func retry(ctx context.Context, what string, attempt func(context.Context) error) error {
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-		ack, err := l.js.Publish(actx, l.blobSubject, data, jetstream.WithMsgID(id))
+		err := attempt(actx)
 		cancel()
-		if err == nil {
-			return ack.Sequence, nil
-		}
-		if !retryable(err) {
-			return 0, fmt.Errorf("record: store a blob chunk: %w", err)
+		switch {
+		case err == nil:
+			return nil
+		case !retryable(err):
+			return fmt.Errorf("record: %s: %w", what, err)
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("record: store a blob chunk: %w (last: %v)", ctx.Err(), err)
+			return fmt.Errorf("record: %s: %w (last: %v)", what, ctx.Err(), err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -198,28 +212,18 @@ func (l *Log) getBlob(ctx context.Context, ref *blobRef) (blobPayload, error) {
 // getChunk returns the blob stream's message seq, binding to the stream
 // the first time and retrying what may succeed until ctx ends.
 func (l *Log) getChunk(ctx context.Context, seq uint64) (*jetstream.RawStreamMsg, error) {
-	for {
-		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	var m *jetstream.RawStreamMsg
+	err := retry(ctx, fmt.Sprintf("read blob chunk %d", seq), func(actx context.Context) error {
 		st, err := l.blobStream(actx)
-		var m *jetstream.RawStreamMsg
 		if err == nil {
 			m, err = st.GetMsg(actx, seq)
 		}
-		cancel()
-		switch {
-		case err == nil:
-			return m, nil
-		case errors.Is(err, jetstream.ErrMsgNotFound), errors.Is(err, jetstream.ErrStreamNotFound):
-			return nil, fmt.Errorf("%w: chunk %d is missing", ErrBlob, seq)
-		case !retryable(err):
-			return nil, fmt.Errorf("record: read blob chunk %d: %w", seq, err)
+		if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+			return fmt.Errorf("%w: chunk %d is missing", ErrBlob, seq)
 		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("record: read blob chunk %d: %w (last: %v)", seq, ctx.Err(), err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return err
+	})
+	return m, err
 }
 
 // blobStream returns the blob stream, binding to it the first time.
