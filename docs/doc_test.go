@@ -401,3 +401,86 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+var (
+	mdLink  = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	heading = regexp.MustCompile(`^#{1,6} (.*)$`)
+	slugDel = regexp.MustCompile(`[^\p{L}\p{N} _-]`)
+)
+
+// slug is a heading's anchor as GitHub renders it: lower case, punctuation
+// other than '-' and '_' dropped, spaces as '-'.
+func slug(h string) string {
+	return strings.ReplaceAll(slugDel.ReplaceAllString(strings.ToLower(strings.TrimSpace(h)), ""), " ", "-")
+}
+
+// anchors returns the anchors of a markdown file's headings (outside
+// fenced blocks).
+func anchors(text string) map[string]bool {
+	out := map[string]bool{}
+	in := false
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "```") {
+			in = !in
+			continue
+		}
+		if m := heading.FindStringSubmatch(l); m != nil && !in {
+			out[slug(m[1])] = true
+		}
+	}
+	return out
+}
+
+// TestDocLinks: every relative link of README.md and docs/*.md (outside
+// fenced blocks) names a file of the repository and, with #anchor, one of
+// its headings; a link into another guide moved with it.
+func TestDocLinks(t *testing.T) {
+	if got, want := slug("Several processes over JetStream (`--role`)"), "several-processes-over-jetstream---role"; got != want {
+		t.Fatalf("slug = %q, want GitHub's %q", got, want)
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	files = append(files, filepath.Join(root, "README.md"))
+	checked := 0
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, _ := filepath.Rel(root, f)
+		in := false
+		for i, l := range strings.Split(string(src), "\n") {
+			if strings.HasPrefix(l, "```") {
+				in = !in
+				continue
+			}
+			if in {
+				continue
+			}
+			for _, m := range mdLink.FindAllStringSubmatch(l, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				path, anchor, _ := strings.Cut(target, "#")
+				file := f
+				if path != "" {
+					file = filepath.Join(filepath.Dir(f), path)
+				}
+				b, err := os.ReadFile(file)
+				if err != nil {
+					t.Errorf("%s:%d: link %q: %v", name, i+1, target, err)
+					continue
+				}
+				if anchor != "" && strings.HasSuffix(file, ".md") && !anchors(string(b))[anchor] {
+					t.Errorf("%s:%d: link %q: no heading with that anchor", name, i+1, target)
+				}
+				checked++
+			}
+		}
+	}
+	t.Logf("%d links checked", checked)
+}
