@@ -54,72 +54,83 @@ func (m ridgeModel) predict(x []float64) float64 {
 }
 
 // fitRidge fits one ridge model per action on the decisions with use(i):
-// beta = (Xc' Xc + lambda I)^{-1} Xc' yc on the centred data.
+// beta = (Xc' Xc + lambda I)^{-1} Xc' yc on the centred data (solved with
+// gonum's Cholesky).
 func fitRidge(p *prepared, o Options, use func(int) bool) []ridgeModel {
 	d := p.dim
-	models := make([]ridgeModel, p.actions)
+	rows := make([][]int, p.actions)
 	all, cnt := 0.0, 0
 	for i := range p.n {
 		if use(i) {
 			all += p.r[i]
 			cnt++
+			rows[p.a[i]] = append(rows[p.a[i]], i)
 		}
 	}
 	if cnt > 0 {
 		all /= float64(cnt)
 	}
+	models := make([]ridgeModel, p.actions)
+	xc := make([]float64, d)
 	for a := range p.actions {
-		var rows []int
-		for i := range p.n {
-			if use(i) && p.a[i] == a {
-				rows = append(rows, i)
-			}
-		}
 		m := ridgeModel{ybar: all, xbar: make([]float64, d), beta: make([]float64, d)}
-		models[a] = m
-		if len(rows) == 0 {
-			continue
-		}
-		m.ybar = 0
-		for _, i := range rows {
-			m.ybar += p.r[i]
-			for j, v := range p.x[i] {
-				m.xbar[j] += v
-			}
-		}
-		fn := float64(len(rows))
-		m.ybar /= fn
-		for j := range m.xbar {
-			m.xbar[j] /= fn
-		}
-		if d > 0 {
-			A := mat.NewSymDense(d, nil)
-			b := mat.NewVecDense(d, nil)
-			xc := make([]float64, d)
-			for _, i := range rows {
-				for j, v := range p.x[i] {
-					xc[j] = v - m.xbar[j]
-				}
-				A.SymRankOne(A, 1, mat.NewVecDense(d, xc))
-				b.AddScaledVec(b, p.r[i]-m.ybar, mat.NewVecDense(d, xc))
-			}
-			lam := max(o.Ridge, 1e-8)
-			for j := range d {
-				A.SetSym(j, j, A.At(j, j)+lam)
-			}
-			var ch mat.Cholesky
-			if ch.Factorize(A) {
-				var beta mat.VecDense
-				if err := ch.SolveVecTo(&beta, b); err == nil {
-					for j := range d {
-						m.beta[j] = beta.AtVec(j)
-					}
-				}
-			}
+		if len(rows[a]) > 0 {
+			fitAction(p, o, rows[a], &m, xc)
 		}
 		models[a] = m
 	}
 	return models
+}
+
+// fitAction fits m on the given rows.
+func fitAction(p *prepared, o Options, rows []int, m *ridgeModel, xc []float64) {
+	d := p.dim
+	m.ybar = 0
+	for _, i := range rows {
+		m.ybar += p.r[i]
+		for j, v := range p.x[i] {
+			m.xbar[j] += v
+		}
+	}
+	fn := float64(len(rows))
+	m.ybar /= fn
+	for j := range m.xbar {
+		m.xbar[j] /= fn
+	}
+	if d == 0 {
+		return
+	}
+	A := make([]float64, d*d)
+	b := make([]float64, d)
+	for _, i := range rows {
+		for j, v := range p.x[i] {
+			xc[j] = v - m.xbar[j]
+		}
+		y := p.r[i] - m.ybar
+		for j := range d {
+			b[j] += xc[j] * y
+			for k := j; k < d; k++ {
+				A[j*d+k] += xc[j] * xc[k]
+			}
+		}
+	}
+	lam := max(o.Ridge, 1e-8)
+	for j := range d {
+		A[j*d+j] += lam
+		for k := range j {
+			A[j*d+k] = A[k*d+j]
+		}
+	}
+	var ch mat.Cholesky
+	if !ch.Factorize(mat.NewSymDense(d, A)) {
+		return // not positive definite (cannot happen with lambda > 0): predict the mean
+	}
+	var beta mat.VecDense
+	if err := ch.SolveVecTo(&beta, mat.NewVecDense(d, b)); err == nil {
+		for j := range d {
+			m.beta[j] = beta.AtVec(j)
+		}
+	}
 }
 
 // drParts returns the direct-method part dm_i = sum_a pi(a | x_i) qhat(x_i, a)
@@ -128,7 +139,10 @@ func drParts(p *prepared, o Options) (dm, res []float64, err error) {
 	if p.pi == nil {
 		return nil, nil, ErrNoPolicy
 	}
-	q := crossFit(p, o)
+	if p.q == nil { // fitted once per log, shared by DR and DRos
+		p.q = crossFit(p, o)
+	}
+	q := p.q
 	dm, res = make([]float64, p.n), make([]float64, p.n)
 	for i := range p.n {
 		for a, pa := range p.pi[i] {

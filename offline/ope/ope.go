@@ -87,6 +87,7 @@ type prepared struct {
 	pi              [][]float64 // nil without a policy
 	x               [][]float64
 	a               []int
+	q               [][]float64 // the cross-fitted reward model, once computed
 }
 
 // prepare validates the log and computes the importance weights
