@@ -11,10 +11,11 @@ import (
 
 // Names of the estimators and interval methods, as reported.
 const (
-	EstIPS   = "IPS"
-	EstSNIPS = "SNIPS"
-	EstDR    = "DR"
-	EstDRos  = "DRos"
+	EstIPS      = "IPS"
+	EstSNIPS    = "SNIPS"
+	EstDR       = "DR"
+	EstDRos     = "DRos"
+	EstSwitchDR = "Switch-DR"
 
 	MethodWald      = "wald"
 	MethodBootstrap = "percentile-bootstrap"
@@ -50,6 +51,9 @@ type Options struct {
 	// DRosLambda is DRos's shrinkage lambda (> 0); 0 tunes it on the data
 	// (docs/ope.md).
 	DRosLambda float64
+	// SwitchTau is Switch-DR's weight threshold tau (> 0); 0 tunes it on
+	// the data (docs/ope.md).
+	SwitchTau float64
 	// HCOPESplit is the fraction of the log used to choose the lower
 	// bound's truncation c, in (0, 1). Default 0.05 (Thomas et al. 2015 use
 	// 1/20).
@@ -91,6 +95,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: Ridge %v, want finite and >= 0", ErrInput, o.Ridge)
 	case !(o.DRosLambda >= 0) || math.IsInf(o.DRosLambda, 0):
 		return o, fmt.Errorf("%w: DRosLambda %v, want finite and >= 0", ErrInput, o.DRosLambda)
+	case !(o.SwitchTau >= 0) || math.IsInf(o.SwitchTau, 0):
+		return o, fmt.Errorf("%w: SwitchTau %v, want finite and >= 0", ErrInput, o.SwitchTau)
 	case !(o.HCOPESplit > 0 && o.HCOPESplit < 1):
 		return o, fmt.Errorf("%w: HCOPESplit %v, want in (0, 1)", ErrInput, o.HCOPESplit)
 	case o.Rand == nil:

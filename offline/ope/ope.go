@@ -12,7 +12,10 @@
 //     Evaluation and Learning");
 //   - DRos, doubly robust with optimistic shrinkage of the weights (Su,
 //     Dimakopoulou, Krishnamurthy & Dudik 2020, "Doubly robust off-policy
-//     evaluation with shrinkage").
+//     evaluation with shrinkage");
+//   - Switch-DR, doubly robust with the importance correction switched off
+//     above a weight threshold (Wang, Agarwal & Dudik 2017, "Optimal and
+//     Adaptive Off-policy Evaluation in Contextual Bandits").
 //
 // Intervals: Wald (CLT, for reference), percentile bootstrap (the Open
 // Bandit Pipeline's method), and an empirical-Bernstein interval for IPS

@@ -128,12 +128,16 @@ func TestCoverage(t *testing.T) {
 					t.Fatal(err)
 				}
 				noBoot := o
-				noBoot.Bootstrap = -1 // DRos: Wald only, to keep the test fast
+				noBoot.Bootstrap = -1 // DRos, Switch-DR: Wald only, to keep the test fast
 				e2, err := dros(p, noBoot)
 				if err != nil {
 					t.Fatal(err)
 				}
-				ests = append(ests, e, e2)
+				e3, err := switchDR(p, noBoot)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ests = append(ests, e, e2, e3)
 				for _, e := range ests {
 					sum[e.Estimator] += e.Value
 					sum2[e.Estimator] += e.Value * e.Value
@@ -154,7 +158,7 @@ func TestCoverage(t *testing.T) {
 				}
 				lbSum += b.Value
 			}
-			for _, est := range []string{EstIPS, EstSNIPS, EstDR, EstDRos} {
+			for _, est := range []string{EstIPS, EstSNIPS, EstDR, EstDRos, EstSwitchDR} {
 				for _, m := range []string{MethodWald, MethodBootstrap, MethodBernstein} {
 					k := key{est, m}
 					if _, ok := width[k]; !ok {

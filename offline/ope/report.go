@@ -27,7 +27,7 @@ type Report struct {
 }
 
 // Evaluate runs every estimator on the log: IPS, SNIPS, and, when the log
-// carries the target's distribution (Log.Policy), DR and DRos; and the
+// carries the target's distribution (Log.Policy), DR, DRos and Switch-DR; and the
 // lower bound.
 func Evaluate(l *Log, opt Options) (*Report, error) {
 	p, o, err := start(l, opt)
@@ -40,7 +40,7 @@ func Evaluate(l *Log, opt Options) (*Report, error) {
 	}
 	rep.Estimates = append(rep.Estimates, ips(p, o), snips(p, o))
 	if p.pi != nil {
-		for _, f := range []func(*prepared, Options) (Estimate, error){dr, dros} {
+		for _, f := range []func(*prepared, Options) (Estimate, error){dr, dros, switchDR} {
 			e, err := f(p, o)
 			if err != nil {
 				return nil, err

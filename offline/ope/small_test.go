@@ -67,7 +67,7 @@ func TestSmallLog(t *testing.T) {
 
 // TestDRExactModel: when each action's reward is a constant, the
 // cross-fitted reward model is exact, the residuals vanish, and DR (and
-// DRos) return the direct method's value sum_a pi(a | x) c_a with zero
+// DRos and Switch-DR) return the direct method's value sum_a pi(a | x) c_a with zero
 // width, whatever the weights.
 func TestDRExactModel(t *testing.T) {
 	c := []float64{0.2, 0.7, 0.4}
@@ -79,7 +79,7 @@ func TestDRExactModel(t *testing.T) {
 		a := rng.IntN(3)
 		l.Decisions = append(l.Decisions, Decision{X: []float64{rng.Float64(), rng.NormFloat64()}, Action: a, Reward: c[a], Prob: 1.0 / 3})
 	}
-	for _, f := range []func(*Log, Options) (Estimate, error){DR, DRos} {
+	for _, f := range []func(*Log, Options) (Estimate, error){DR, DRos, SwitchDR} {
 		e, err := f(l, Options{Rand: rng})
 		if err != nil {
 			t.Fatal(err)
@@ -101,8 +101,8 @@ func TestEvaluate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.NonPrivate || rep.N != 1000 || len(rep.Estimates) != 4 {
-		t.Fatalf("report %+v, want non-private, n 1000, 4 estimates", rep)
+	if !rep.NonPrivate || rep.N != 1000 || len(rep.Estimates) != 5 {
+		t.Fatalf("report %+v, want non-private, n 1000, 5 estimates", rep)
 	}
 	if !(rep.LowerBound.Value < rep.Estimates[0].Value) || rep.LowerBound.Method != MethodHCOPE || rep.LowerBound.Pre+rep.LowerBound.Post != 1000 {
 		t.Errorf("lower bound %+v, IPS %v", rep.LowerBound, rep.Estimates[0].Value)
