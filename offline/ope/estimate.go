@@ -282,7 +282,7 @@ func bernstein(p *prepared, o Options) Interval {
 	R := max(0, c*o.RewardMax) - min(0, c*o.RewardMin)
 	h := bernsteinHalf(v, p.n, R, (1-o.Level)/2)
 	iv := Interval{Method: MethodBernstein, Level: o.Level,
-		Lo: max(o.RewardMin, m-h), Hi: min(o.RewardMax, m+h)}
+		Lo: min(o.RewardMax, max(o.RewardMin, m-h)), Hi: max(o.RewardMin, min(o.RewardMax, m+h))}
 	if p.n < 2 {
 		iv.Lo, iv.Hi = o.RewardMin, o.RewardMax
 	}

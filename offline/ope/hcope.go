@@ -15,8 +15,9 @@ type Bound struct {
 	// Clip is the truncation c of the normalised importance-weighted
 	// rewards, chosen on the first Pre decisions of a random split; the
 	// bound is computed on the other Post.
-	Clip      float64 `json:"clip"`
-	Pre, Post int     `json:"-"`
+	Clip float64 `json:"clip"`
+	Pre  int     `json:"pre"`
+	Post int     `json:"post"`
 }
 
 // thomasBound is the lower bound of Thomas, Theocharous & Ghavamzadeh 2015
