@@ -12,7 +12,7 @@ import (
 // i's context and every action, each from a model fitted on the other
 // folds only: the folds are a random partition of the log into K near-equal
 // parts (cross-fitting; Chernozhukov et al. 2018, "Double/debiased machine
-// learning for treatment and structural parameters", Definition 3.1). The
+// learning for treatment and structural parameters"). The
 // model of each action is ridge regression of the reward on the context
 // (intercept unpenalised, fitted on centred data), clipped to the reward
 // range; an action with no training decision predicts their mean reward.
@@ -155,7 +155,7 @@ func drParts(p *prepared, o Options) (dm, res []float64, err error) {
 }
 
 // DR is the doubly robust estimate (Dudik, Langford & Li 2011, "Doubly
-// Robust Policy Evaluation and Learning", eq. (3)):
+// Robust Policy Evaluation and Learning", Section 2, the DR estimator):
 //
 //	V_DR = (1/n) sum_i [ sum_a pi(a | x_i) qhat(x_i, a) + w_i (r_i - qhat(x_i, a_i)) ],
 //
@@ -183,7 +183,7 @@ func dr(p *prepared, o Options) (Estimate, error) {
 
 // DRos is doubly robust with optimistic shrinkage (Su, Dimakopoulou,
 // Krishnamurthy & Dudik 2020, "Doubly robust off-policy evaluation with
-// shrinkage", Section 3, the optimistic shrinkage weights):
+// shrinkage", the optimistic shrinkage weights):
 //
 //	w_hat_i = lambda w_i / (w_i^2 + lambda),
 //	V = (1/n) sum_i [ sum_a pi(a | x_i) qhat(x_i, a) + w_hat_i (r_i - qhat(x_i, a_i)) ],
@@ -240,7 +240,7 @@ func dros(p *prepared, o Options) (Estimate, error) {
 
 // SwitchDR is the switch estimator in its doubly robust form (Wang, Agarwal
 // & Dudik 2017, "Optimal and Adaptive Off-policy Evaluation in Contextual
-// Bandits", Section 4.1, SWITCH with DR in place of IPS): the importance
+// Bandits", the SWITCH estimator with DR in place of IPS): the importance
 // correction is kept only for decisions whose weight is at most tau, and
 // the reward model alone answers for the others,
 //

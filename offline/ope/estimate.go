@@ -351,7 +351,7 @@ func ips(p *prepared, o Options) Estimate {
 
 // SNIPS is self-normalised IPS, V = sum_i w_i r_i / sum_i w_i (Swaminathan
 // & Joachims 2015, "The Self-Normalized Estimator for Counterfactual
-// Learning", eq. 5), with its Wald (delta-method) and bootstrap intervals.
+// Learning"), with its Wald (delta-method) and bootstrap intervals.
 func SNIPS(l *Log, opt Options) (Estimate, error) {
 	p, o, err := start(l, opt)
 	if err != nil {

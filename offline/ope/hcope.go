@@ -32,7 +32,7 @@ type Bound struct {
 // term is sqrt(2 ln(2/delta) s^2 / n), s^2 the sample variance of Y: the
 // lower side of Maurer & Pontil's Theorem 4 on [0, c].) m replaces n when
 // the bound is predicted for a split of another size (Thomas et al.,
-// Section 5, choosing c on D_pre).
+// choosing c on a held-out D_pre).
 func thomasBound(y []float64, c, delta float64, m int) float64 {
 	mean, v := meanVar(y)
 	l := math.Log(2 / delta)
@@ -49,8 +49,9 @@ func thomasBound(y []float64, c, delta float64, m int) float64 {
 //
 // (<= when the logging policy misses some of the target's support: the
 // bound stays valid). The truncation c is chosen on a random split of
-// Options.HCOPESplit of the log (Thomas et al., Section 5) to maximise the
-// bound predicted for the rest, and the bound is computed on the rest only,
+// Options.HCOPESplit of the log (as Thomas et al. choose c on a held-out
+// D_pre) to maximise the bound predicted for the rest, and the bound is
+// computed on the rest only,
 // so c does not depend on the decisions it is applied to. Returned in reward
 // units: V >= rmin + (rmax - rmin) * max(0, bound).
 func LowerBound(l *Log, opt Options) (Bound, error) {
