@@ -28,7 +28,7 @@ var layers = []struct {
 	{"accounting maths, simulators, session log, wire protocol", []string{"ledger/accountant/...", "sims", "sessionlog", "stream", "stream/updateq"}},
 	{"policies and the ledger", []string{"policy", "policy/bandmf", "ledger", "ledger/record"}},
 	{"policy formats and what builds on policies and the ledger", []string{"policy/qnet", "policy/sac", "profile", "agent/statuspage",
-		"offline/budget", "offline/gtd2", "offline/lsw", "offline/policies"}},
+		"offline/budget", "offline/gtd2", "offline/lsw", "offline/ope", "offline/policies"}},
 	{"rollout", []string{"rollout"}},
 	{"the agent, the offline modes, the load generator", []string{"agent", "offline", "offline/evaluate", "offline/primorl", "offline/qlearn", "offline/svt",
 		"stream/loadgen"}},
