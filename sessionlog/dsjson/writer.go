@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 
 	"dprl/internal/atomicfile"
 	"dprl/sessionlog"
@@ -234,4 +235,18 @@ func ExportFile(in, out string, actions int) (ExportStats, error) {
 		return st, rerr // names the line already
 	}
 	return st, err
+}
+
+// WriteText prints the summary. The log written is raw data: the
+// conversion releases nothing and nothing covers it.
+func (st ImportStats) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "imported %d decisions as one-step sessions (%d skipped for _skipLearn); actions: %d; pdrop: %v\nobs columns (%d): %s\nnon-private: a format conversion of raw data; offline runs on the log are charged to its dataset\n",
+		st.Decisions, st.SkippedLearn, st.Actions, st.PDrop, len(st.Features), strings.Join(st.Features, ", "))
+	return err
+}
+
+// WriteText prints the summary.
+func (st ExportStats) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "exported %d one-step sessions as DSJSON decisions over %d actions\nnon-private: a format conversion of raw data\n", st.Decisions, st.Actions)
+	return err
 }
