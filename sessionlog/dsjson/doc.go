@@ -20,7 +20,7 @@
 //	c                     obs: the numeric features, by the rule below (required)
 //	c._multi              per-action features: K = len(_multi) actions, their features in obs after the shared ones
 //	pdrop                 fraction of events dropped before logging, in [0, 1): must be the same on every line (see below); reported, not kept
-//	_skipLearn            true: the line is skipped (counted), as VW skips it for learning; its label is not used
+//	_skipLearn            true: the line is skipped (counted), as VW's parser skips the event; its label is not used
 //	o                     outcomes of the delayed reward events: checked (an array of objects), not kept: _label_cost already is their joined cost
 //	_original_label_cost  checked (a number), not kept
 //	Timestamp, Version    checked (strings), not kept
@@ -48,7 +48,8 @@
 // where it is known.
 //
 // pdrop: VW weights a logged event by 1/(1-pdrop) because the logger kept
-// it with probability 1-pdrop. A session log has no weight field. When
+// it with probability 1-pdrop (its JSON parser's apply_pdrop divides the
+// example's weight by 1-pdrop and refuses pdrop = 1). A session log has no weight field. When
 // pdrop is the same on every line the kept events are a uniform subsample
 // of the decisions, so every per-decision mean (and so every off-policy
 // estimate) is the same with or without the common weight, and the import
@@ -62,7 +63,9 @@
 // (not JSON, or beyond float64's range), probabilities outside their range
 // and a chosen index outside the actions. Every error is a
 // *sessionlog.LineError naming the line. The reader holds one line at a
-// time.
+// time (and the first decision's feature paths), so it does not check that
+// EventIds are unique: that would hold every id, and a dataset's identity in
+// the ledger does not depend on ids (sessionlog.ContentHash).
 //
 // # Export (Writer)
 //
