@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+
 	"github.com/spf13/cobra"
 
 	"dprl/sessionlog/dsjson"
@@ -16,6 +18,7 @@ func newSessionsCmd(a *app) *cobra.Command {
 func newSessionsImportDSJSONCmd(a *app) *cobra.Command {
 	var (
 		in, out string
+		force   bool
 		opt     dsjson.ReaderOptions
 	)
 	c := &cobra.Command{
@@ -25,12 +28,16 @@ func newSessionsImportDSJSONCmd(a *app) *cobra.Command {
 			if in == "" || out == "" {
 				return usagef("sessions import-dsjson: --in and --out are required")
 			}
+			if err := checkOut(out, force); err != nil {
+				return err
+			}
 			st, err := dsjson.ImportFile(in, out, opt)
 			return emit(a, st, err)
 		},
 	}
 	c.Flags().StringVar(&in, "in", "", "DSJSON file to read")
 	c.Flags().StringVar(&out, "out", "", "session log (dprl.sessions.v1) to write")
+	c.Flags().BoolVar(&force, "force", false, "overwrite --out if it exists")
 	c.Flags().BoolVar(&opt.IgnoreUnknown, "ignore-unknown", false, "skip unknown top-level fields instead of refusing the line")
 	c.Flags().BoolVar(&opt.SharedOnly, "shared-only", false, "build observations from the shared features only (not the per-action _multi features)")
 	c.Flags().Bool("json", false, "print the summary as JSON")
@@ -41,6 +48,7 @@ func newSessionsExportDSJSONCmd(a *app) *cobra.Command {
 	var (
 		in, out string
 		actions int
+		force   bool
 	)
 	c := &cobra.Command{
 		Use:   "export-dsjson --in F.jsonl --out F.dsjson --actions K",
@@ -49,13 +57,25 @@ func newSessionsExportDSJSONCmd(a *app) *cobra.Command {
 			if in == "" || out == "" || actions < 1 {
 				return usagef("sessions export-dsjson: --in, --out and --actions (at least 1) are required")
 			}
+			if err := checkOut(out, force); err != nil {
+				return err
+			}
 			st, err := dsjson.ExportFile(in, out, actions)
 			return emit(a, st, err)
 		},
 	}
 	c.Flags().StringVar(&in, "in", "", "session log (dprl.sessions.v1) to read")
 	c.Flags().StringVar(&out, "out", "", "DSJSON file to write")
+	c.Flags().BoolVar(&force, "force", false, "overwrite --out if it exists")
 	c.Flags().IntVar(&actions, "actions", 0, "number of discrete actions (every action index must be below it)")
 	c.Flags().Bool("json", false, "print the summary as JSON")
 	return c
+}
+
+// checkOut refuses an existing output file without --force.
+func checkOut(out string, force bool) error {
+	if _, err := os.Stat(out); err == nil && !force {
+		return usagef("--out %s exists (pass --force to overwrite)", out)
+	}
+	return nil
 }
