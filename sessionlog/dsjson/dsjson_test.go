@@ -361,3 +361,23 @@ func TestFiles(t *testing.T) {
 		t.Errorf("a failed import left %s: %v", out, err)
 	}
 }
+
+// TestExportIDs writes ids that Go's quoting would spell with \U escapes
+// (not JSON) and reads them back.
+func TestExportIDs(t *testing.T) {
+	for _, id := range []string{"tag\U000E0001", "a\u2028b", `q"uo\te`, "é<&>"} {
+		var b bytes.Buffer
+		w := NewWriter(&b, 2)
+		s := sessionlog.Session{Session: id, Steps: []sessionlog.Step{{Obs: []float64{1}, Action: space.Action{Index: 1}, Reward: 1, LogP: math.Log(0.5)}}, Terminal: true}
+		if err := w.Write(&s); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		ss, _, err := readAll(b.String(), ReaderOptions{SharedOnly: true})
+		if err != nil || len(ss) != 1 || ss[0].Session != id {
+			t.Errorf("id %q: written as %s: %+v %v", id, b.String(), ss, err)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"dprl/internal/atomicfile"
+	"dprl/internal/jsonstrict"
 	"dprl/sessionlog"
 )
 
@@ -79,7 +80,9 @@ func (w *Writer) Write(s *sessionlog.Session) error {
 	b = append(b, `,"_labelIndex":`...)
 	b = strconv.AppendInt(b, int64(a), 10)
 	b = append(b, `,"EventId":`...)
-	b = strconv.AppendQuote(b, s.Session)
+	if b, err = jsonstrict.AppendString(b, s.Session); err != nil {
+		return fail("id: %v", err)
+	}
 	b = append(b, `,"a":[`...)
 	b = strconv.AppendInt(b, int64(a+1), 10)
 	for k := range w.actions {
