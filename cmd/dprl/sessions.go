@@ -54,8 +54,8 @@ func newSessionsExportDSJSONCmd(a *app) *cobra.Command {
 		Use:   "export-dsjson --in F.jsonl --out F.dsjson --actions K",
 		Short: "Export a session log of one-step sessions as DSJSON",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if in == "" || out == "" || actions < 1 {
-				return usagef("sessions export-dsjson: --in, --out and --actions (at least 1) are required")
+			if in == "" || out == "" || actions < 1 || actions > dsjson.MaxActions {
+				return usagef("sessions export-dsjson: --in, --out and --actions (1 to %d) are required", dsjson.MaxActions)
 			}
 			if err := checkOut(out, force); err != nil {
 				return err

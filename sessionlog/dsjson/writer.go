@@ -15,6 +15,10 @@ import (
 	"dprl/sessionlog"
 )
 
+// MaxActions bounds the number of actions of an export: every line lists
+// them all (in "a" and "_multi").
+const MaxActions = 1 << 16
+
 // Writer writes one-step sessions as DSJSON decisions (see the package
 // documentation for the mapping).
 type Writer struct {
@@ -36,8 +40,8 @@ func (w *Writer) Write(s *sessionlog.Session) error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%w: session %q: %s", ErrExport, s.Session, fmt.Sprintf(format, args...))
 	}
-	if w.actions < 1 {
-		return fmt.Errorf("%w: %d actions, want at least 1", ErrExport, w.actions)
+	if w.actions < 1 || w.actions > MaxActions {
+		return fmt.Errorf("%w: %d actions, want 1 to %d", ErrExport, w.actions, MaxActions)
 	}
 	if len(s.Steps) != 1 {
 		return fail("%d steps: a DSJSON line is one decision, so only one-step sessions are exported", len(s.Steps))
