@@ -165,14 +165,14 @@ func (r *Reader) readLine() ([]byte, error) {
 
 // decision is a line as scanned.
 type decision struct {
-	cost, prob, pdrop     float64
-	hasCost, hasProb      bool
-	index, action         int64
-	hasIndex, hasAction   bool
-	hasA, hasP, hasPDrop  bool
-	hasC, skipLearn       bool
-	eventID               string
-	hasEventID, hasUnderP bool
+	cost, prob, pdrop   float64
+	hasCost, hasProb    bool
+	index, action       int64
+	hasIndex, hasAction bool
+	hasA, hasP          bool
+	hasC, skipLearn     bool
+	eventID             string
+	hasEventID          bool
 }
 
 func unsupported(field, what string) error {
@@ -222,7 +222,6 @@ func (r *Reader) parse(line []byte) (s sessionlog.Session, skip bool, err error)
 			err = r.context()
 		case "pdrop":
 			d.pdrop, err = sc.Float()
-			d.hasPDrop = true
 		case "EventId":
 			var b []byte
 			b, err = sc.String()
