@@ -25,7 +25,7 @@ var layers = []struct {
 }{
 	{"leaf helpers", []string{"internal/..."}},
 	{"vocabulary and samplers", []string{"space", "noise"}},
-	{"accounting maths, simulators, session log, wire protocol", []string{"ledger/accountant/...", "sims", "sessionlog", "stream", "stream/updateq"}},
+	{"accounting maths, simulators, session log, wire protocol", []string{"ledger/accountant/...", "sims", "sessionlog", "sessionlog/dsjson", "stream", "stream/updateq"}},
 	{"policies and the ledger", []string{"policy", "policy/bandmf", "ledger", "ledger/record"}},
 	{"policy formats and what builds on policies and the ledger", []string{"policy/qnet", "policy/sac", "profile", "agent/statuspage",
 		"offline/budget", "offline/gtd2", "offline/lsw", "offline/ope", "offline/policies"}},

@@ -572,27 +572,35 @@ type Writer struct {
 // NewWriter returns a writer; call Flush when done.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: bufio.NewWriterSize(w, 1<<16)} }
 
-// Write validates nothing beyond finiteness and writes one record. Empty
-// user and expert ids, a nil policy version or final observation, and the
-// logp of NoProb steps are omitted.
+// Write validates nothing beyond finiteness and valid UTF-8 in the ids,
+// and writes one record. Empty user and expert ids, a nil policy version or
+// final observation, and the logp of NoProb steps are omitted. Ids are
+// written as JSON strings (jsonstrict.AppendString), so any valid id reads
+// back as written.
 func (w *Writer) Write(s *Session) error {
 	b := w.buf[:0]
+	var err error
 	b = append(b, `{"session":`...)
-	b = strconv.AppendQuote(b, s.Session)
+	if b, err = jsonstrict.AppendString(b, s.Session); err != nil {
+		return fmt.Errorf("sessionlog: session %q: id: %w", s.Session, err)
+	}
 	if s.User != "" {
 		b = append(b, `,"user":`...)
-		b = strconv.AppendQuote(b, s.User)
+		if b, err = jsonstrict.AppendString(b, s.User); err != nil {
+			return fmt.Errorf("sessionlog: session %q: user: %w", s.Session, err)
+		}
 	}
 	if s.Expert != "" {
 		b = append(b, `,"expert":`...)
-		b = strconv.AppendQuote(b, s.Expert)
+		if b, err = jsonstrict.AppendString(b, s.Expert); err != nil {
+			return fmt.Errorf("sessionlog: session %q: expert: %w", s.Session, err)
+		}
 	}
 	if s.PolicyVersion != nil {
 		b = append(b, `,"policy_version":`...)
 		b = strconv.AppendUint(b, *s.PolicyVersion, 10)
 	}
 	b = append(b, `,"steps":[`...)
-	var err error
 	for i := range s.Steps {
 		st := &s.Steps[i]
 		if i > 0 {

@@ -352,6 +352,8 @@ func TestConfigErrorsExitTwo(t *testing.T) {
 		{"plot primorl", []string{missing}, "missing"},
 		{"offline learn", []string{"--data", missing, "--non-private", "--steps", "0"}, "--steps 0"},
 		{"plot learn", []string{missing}, "missing"},
+		{"sessions import-dsjson", []string{"--in", missing, "--out", exists}, "--out " + exists + " exists"},
+		{"sessions export-dsjson", []string{"--in", missing, "--out", missing}, "--actions"},
 		{"version", []string{"x"}, "unexpected argument"},
 		{"report", []string{"--out", dir}, "--data"},
 	}

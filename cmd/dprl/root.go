@@ -109,6 +109,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newBenchCmd(a),
 		newTrainCmd(a),
 		newOfflineCmd(a),
+		newSessionsCmd(a),
 		newPlotCmd(a),
 		newReportCmd(a),
 		newVersionCmd(a),
