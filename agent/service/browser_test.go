@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,32 +21,6 @@ import (
 	"dprl/internal/testutil"
 )
 
-// chromiumPath finds a Chromium (Debian's chromium package) or Chrome
-// binary, "" when there is none.
-func chromiumPath() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-// artifactDir is where tests leave files for people to look at: they
-// outlive t.TempDir. $DPRL_TEST_ARTIFACTS, else dprl-test-artifacts in
-// the temporary directory.
-func artifactDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("DPRL_TEST_ARTIFACTS")
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "dprl-test-artifacts")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // TestStatusPageInChromium loads the status page of a real running service
 // (embedded NATS, Pebble ledger, two releases, a simulated curve) in
 // headless Chromium, driven over the DevTools protocol: the page renders
@@ -58,7 +31,7 @@ func artifactDir(t *testing.T) string {
 // to look at. Skipped
 // where no Chromium is installed (apt-get install chromium).
 func TestStatusPageInChromium(t *testing.T) {
-	bin := chromiumPath()
+	bin := browsertest.Path()
 	if bin == "" {
 		t.Skip("no chromium binary found (apt-get install chromium): the status page is not checked in a browser")
 	}
@@ -158,7 +131,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	if b := img.Bounds(); b.Dx() < 1000 || b.Dy() <= 900 {
 		t.Errorf("full-page screenshot %v, want the whole page (taller than the 900-pixel window)", b)
 	}
-	path := filepath.Join(artifactDir(t), "status-page.png")
+	path := filepath.Join(browsertest.Artifacts(t), "status-page.png")
 	if err := os.WriteFile(path, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -121,7 +121,7 @@ func TestClusterStatusAndPage(t *testing.T) {
 		t.Error("role all's page has a cluster panel")
 	}
 
-	bin := chromiumPath()
+	bin := browsertest.Path()
 	if bin == "" {
 		t.Skip("no chromium binary found (apt-get install chromium): the cluster panel is not checked in a browser")
 	}
