@@ -150,7 +150,7 @@ func lineError(rd *Reader, err error) error {
 	if errors.As(err, &le) || errors.Is(err, ErrChanged) {
 		return err
 	}
-	return &LineError{Name: rd.opt.Name, Line: rd.line, Err: err}
+	return &LineError{Name: rd.opt.Name, Line: rd.Line(), Err: err}
 }
 
 // Path is the file the log was read from.

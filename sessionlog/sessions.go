@@ -106,14 +106,11 @@ type ReaderOptions struct {
 // Reader reads a session log record by record, in bounded memory: one line
 // (at most ReaderOptions.MaxLineBytes) and the session it holds.
 type Reader struct {
-	r      *bufio.Reader
+	lines  *LineReader // nil for a parser of single lines (newParser)
 	opt    ReaderOptions
-	line   int
 	spec   Spec
-	known  bool // spec learned
-	kind   int  // 0 unknown, 1 discrete, 2 continuous
-	buf    []byte
-	pos    int64 // bytes consumed from the input
+	known  bool  // spec learned
+	kind   int   // 0 unknown, 1 discrete, 2 continuous
 	recOff int64 // offset of the last record's line
 	recLen int   // its length, without the newline
 	sc     jsonstrict.Scanner
@@ -123,7 +120,7 @@ type Reader struct {
 // NewReader returns a strict reader of dprl.sessions.v1 records.
 func NewReader(r io.Reader, opt ReaderOptions) *Reader {
 	rd := newParser(opt)
-	rd.r = bufio.NewReaderSize(r, 1<<16)
+	rd.lines = NewLineReader(r, rd.opt.Name, rd.opt.MaxLineBytes)
 	return rd
 }
 
@@ -148,7 +145,12 @@ func newParser(opt ReaderOptions) *Reader {
 }
 
 // Line is the line number of the last record returned.
-func (r *Reader) Line() int { return r.line }
+func (r *Reader) Line() int {
+	if r.lines == nil {
+		return 0
+	}
+	return r.lines.Line()
+}
 
 // Spec returns the dimensions in force (learned from the first record when
 // not given).
@@ -230,8 +232,8 @@ func at(field string, err error) error {
 // the line and field of the first problem. Blank lines are skipped.
 func (r *Reader) Next() (Session, error) {
 	for {
-		off := r.pos
-		line, err := r.readLine()
+		off := r.lines.Offset()
+		line, err := r.lines.Next()
 		if err != nil {
 			return Session{}, err
 		}
@@ -240,38 +242,10 @@ func (r *Reader) Next() (Session, error) {
 		}
 		s, err := r.parse(line)
 		if err != nil {
-			return Session{}, &LineError{Name: r.opt.Name, Line: r.line, Err: err}
+			return Session{}, &LineError{Name: r.opt.Name, Line: r.lines.Line(), Err: err}
 		}
 		r.recOff, r.recLen = off, len(bytes.TrimSuffix(line, []byte{'\n'}))
 		return s, nil
-	}
-}
-
-func (r *Reader) readLine() ([]byte, error) {
-	r.buf = r.buf[:0]
-	for {
-		chunk, err := r.r.ReadSlice('\n')
-		r.pos += int64(len(chunk))
-		r.buf = append(r.buf, chunk...)
-		if len(r.buf) > r.opt.MaxLineBytes {
-			r.line++
-			return nil, &LineError{Name: r.opt.Name, Line: r.line, Err: fmt.Errorf("%w: over %d bytes", ErrTooLong, r.opt.MaxLineBytes)}
-		}
-		switch {
-		case err == nil:
-			r.line++
-			return r.buf, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF):
-			if len(r.buf) == 0 {
-				return nil, io.EOF
-			}
-			r.line++
-			return r.buf, nil
-		default:
-			return nil, fmt.Errorf("%s: read: %w", r.opt.Name, err)
-		}
 	}
 }
 

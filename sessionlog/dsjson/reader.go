@@ -1,7 +1,6 @@
 package dsjson
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -24,8 +23,9 @@ var (
 	// ErrUnsupported marks a decision of a kind dprl does not import:
 	// conditional contextual bandits, slates, continuous actions.
 	ErrUnsupported = errors.New("dsjson: not supported")
-	// ErrTooLong marks a line longer than the reader's limit.
-	ErrTooLong = errors.New("dsjson: line too long")
+	// ErrTooLong marks a line longer than the reader's limit (the line
+	// reader's, sessionlog.ErrTooLong).
+	ErrTooLong = sessionlog.ErrTooLong
 	// ErrExport marks a session the writer cannot express as DSJSON.
 	ErrExport = errors.New("dsjson: cannot export")
 )
@@ -60,10 +60,8 @@ type ReaderOptions struct {
 
 // Reader reads DSJSON decisions as one-step sessions, one line at a time.
 type Reader struct {
-	r       *bufio.Reader
+	lines   *sessionlog.LineReader
 	opt     ReaderOptions
-	line    int
-	buf     []byte
 	sc      jsonstrict.Scanner
 	known   bool // first decision read: names, actions and pdrop fixed
 	names   []string
@@ -93,11 +91,11 @@ func NewReader(r io.Reader, opt ReaderOptions) *Reader {
 	if opt.Name == "" {
 		opt.Name = "dsjson"
 	}
-	return &Reader{r: bufio.NewReaderSize(r, 1<<16), opt: opt}
+	return &Reader{lines: sessionlog.NewLineReader(r, opt.Name, opt.MaxLineBytes), opt: opt}
 }
 
 // Line is the number of the last line read.
-func (r *Reader) Line() int { return r.line }
+func (r *Reader) Line() int { return r.lines.Line() }
 
 // Features returns the paths of the obs columns, in order (nil before the
 // first decision).
@@ -117,7 +115,7 @@ func (r *Reader) Skipped() int { return r.skipped }
 // "_skipLearn": true are skipped.
 func (r *Reader) Next() (sessionlog.Session, error) {
 	for {
-		line, err := r.readLine()
+		line, err := r.lines.Next()
 		if err != nil {
 			return sessionlog.Session{}, err
 		}
@@ -126,40 +124,13 @@ func (r *Reader) Next() (sessionlog.Session, error) {
 		}
 		s, skip, err := r.parse(line)
 		if err != nil {
-			return sessionlog.Session{}, &sessionlog.LineError{Name: r.opt.Name, Line: r.line, Err: err}
+			return sessionlog.Session{}, &sessionlog.LineError{Name: r.opt.Name, Line: r.lines.Line(), Err: err}
 		}
 		if skip {
 			r.skipped++
 			continue
 		}
 		return s, nil
-	}
-}
-
-func (r *Reader) readLine() ([]byte, error) {
-	r.buf = r.buf[:0]
-	for {
-		chunk, err := r.r.ReadSlice('\n')
-		r.buf = append(r.buf, chunk...)
-		if len(r.buf) > r.opt.MaxLineBytes {
-			r.line++
-			return nil, &sessionlog.LineError{Name: r.opt.Name, Line: r.line, Err: fmt.Errorf("%w: over %d bytes", ErrTooLong, r.opt.MaxLineBytes)}
-		}
-		switch {
-		case err == nil:
-			r.line++
-			return r.buf, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF):
-			if len(r.buf) == 0 {
-				return nil, io.EOF
-			}
-			r.line++
-			return r.buf, nil
-		default:
-			return nil, fmt.Errorf("%s: read: %w", r.opt.Name, err)
-		}
 	}
 }
 
