@@ -24,6 +24,7 @@ import (
 	"dprl/agent"
 	"dprl/experiment/demo"
 	"dprl/ledger"
+	"dprl/ledger/accountant"
 	"dprl/ledger/record"
 	"dprl/profile"
 )
@@ -414,7 +415,7 @@ func TestClusterChaos(t *testing.T) {
 	for _, l := range learners {
 		restarts += l.restarts
 	}
-	t.Logf("%d users, %d releases, %d kills of each kind; learners restarted after exiting on their own %d times; the last release's mean return %.1f (version %d), user-level epsilon %.4g at delta %g", users, releases, kills, restarts, mean, version, userEps, ac.Delta)
+	t.Logf("%d users, %d releases, %d kills of each kind; learners restarted after exiting on their own %d times; the last release's mean return %.1f (version %d), user-level epsilon %s at delta %g", users, releases, kills, restarts, mean, version, accountant.FormatEpsilon(userEps), ac.Delta)
 	for _, n := range nodes {
 		n.terminate()
 	}
