@@ -183,6 +183,7 @@ func (s *Service) startPartitioner(ctx context.Context, p *Policy) error {
 		defer close(done)
 		pt.run(rctx)
 	}()
+	p.parts = pt
 	p.stopParts = func() {
 		stop()
 		<-done

@@ -46,6 +46,8 @@ type Policy struct {
 	cancel     context.CancelFunc
 	runDone    chan struct{}
 	runErr     error
+	// parts is a serving replica's partitioner (nil otherwise).
+	parts *partitioner
 	// stopParts stops a serving replica's partitioner (nil otherwise),
 	// which gives its partitions up before it returns.
 	stopParts func()
@@ -264,11 +266,11 @@ func (s *Service) partitionsServed() error {
 		return nil
 	}
 	for _, p := range s.policies {
-		if p.srv != nil && len(p.srv.ServedPartitions()) > 0 {
+		if p.parts != nil && p.parts.settled.Load() && p.srv != nil && len(p.srv.ServedPartitions()) > 0 {
 			return nil
 		}
 	}
-	return errors.New("serving no session partition yet")
+	return errors.New("serving no session partition yet, or about to give some up to another replica")
 }
 
 func (s *Service) updatersRunning() error {

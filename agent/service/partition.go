@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -52,6 +53,10 @@ type partitioner struct {
 	rng       *mrand.Rand // the order free partitions are tried in
 	log       zerolog.Logger
 	m         *agent.ClusterMetrics
+	// settled says the last tick left this replica serving at least one
+	// partition and no more than its fair share (it is not about to give
+	// partitions up): /readyz (Service.partitionsServed).
+	settled atomic.Bool
 }
 
 // newPartitioner opens the partition bucket of cluster c for a replica
@@ -158,8 +163,10 @@ func (p *partitioner) tick(ctx context.Context) bool {
 		// The replica serves no version of the log yet: its own initial
 		// policy is in no ledger, so it takes no partition (and serves
 		// no session) until it does; look again in 250 ms.
+		p.settled.Store(false)
 		return false
 	}
+	defer func() { p.settled.Store(len(p.held) > 0 && len(p.held) <= fair) }()
 	for i := range p.held {
 		if len(p.held) <= fair {
 			break
@@ -207,6 +214,7 @@ func (p *partitioner) drop(i int, reason string) {
 // releaseAll stops serving every partition and gives them and the
 // membership up, so that the others need not wait for the TTL.
 func (p *partitioner) releaseAll() {
+	p.settled.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for i := range p.held {
