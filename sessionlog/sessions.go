@@ -593,12 +593,12 @@ func (w *Writer) Write(s *Session) error {
 			b = strconv.AppendInt(b, int64(st.Action.Index), 10)
 		}
 		b = append(b, `,"reward":`...)
-		if b, err = appendFloat(b, st.Reward); err != nil {
+		if b, err = jsonstrict.AppendFloat(b, st.Reward); err != nil {
 			return fmt.Errorf("sessionlog: session %q steps[%d].reward: %w", s.Session, i, err)
 		}
 		if !st.NoProb {
 			b = append(b, `,"logp":`...)
-			if b, err = appendFloat(b, st.LogP); err != nil {
+			if b, err = jsonstrict.AppendFloat(b, st.LogP); err != nil {
 				return fmt.Errorf("sessionlog: session %q steps[%d].logp: %w", s.Session, i, err)
 			}
 		}
@@ -622,13 +622,6 @@ func (w *Writer) Write(s *Session) error {
 // Flush writes buffered records to the underlying writer.
 func (w *Writer) Flush() error { return w.w.Flush() }
 
-func appendFloat(b []byte, v float64) ([]byte, error) {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return b, fmt.Errorf("non-finite value %v", v)
-	}
-	return strconv.AppendFloat(b, v, 'g', -1, 64), nil
-}
-
 func appendFloats(b []byte, v []float64) ([]byte, error) {
 	b = append(b, '[')
 	var err error
@@ -636,7 +629,7 @@ func appendFloats(b []byte, v []float64) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if b, err = appendFloat(b, x); err != nil {
+		if b, err = jsonstrict.AppendFloat(b, x); err != nil {
 			return b, err
 		}
 	}

@@ -2,6 +2,8 @@ package jsonstrict
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"strconv"
 	"unicode/utf8"
 )
@@ -39,4 +41,13 @@ func AppendString(dst []byte, s string) ([]byte, error) {
 		i += size
 	}
 	return append(dst, '"'), nil
+}
+
+// AppendFloat appends v as a JSON number in its shortest form that reads
+// back exactly; a NaN or infinity, which JSON cannot spell, is an error.
+func AppendFloat(dst []byte, v float64) ([]byte, error) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return dst, fmt.Errorf("non-finite value %v", v)
+	}
+	return strconv.AppendFloat(dst, v, 'g', -1, 64), nil
 }

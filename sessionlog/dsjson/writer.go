@@ -74,7 +74,7 @@ func (w *Writer) Write(s *sessionlog.Session) error {
 	b := w.buf[:0]
 	var err error
 	b = append(b, `{"_label_cost":`...)
-	if b, err = appendFloat(b, cost); err != nil {
+	if b, err = jsonstrict.AppendFloat(b, cost); err != nil {
 		return fail("reward: %v", err)
 	}
 	b = append(b, `,"_label_probability":`...)
@@ -100,7 +100,7 @@ func (w *Writer) Write(s *sessionlog.Session) error {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if b, err = appendFloat(b, x); err != nil {
+		if b, err = jsonstrict.AppendFloat(b, x); err != nil {
 			return fail("obs[%d]: %v", i, err)
 		}
 	}
@@ -121,13 +121,6 @@ func (w *Writer) Write(s *sessionlog.Session) error {
 
 // Flush writes buffered decisions to the underlying writer.
 func (w *Writer) Flush() error { return w.w.Flush() }
-
-func appendFloat(b []byte, v float64) ([]byte, error) {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return b, fmt.Errorf("non-finite value %v", v)
-	}
-	return strconv.AppendFloat(b, v, 'g', -1, 64), nil
-}
 
 // ImportStats summarises an import.
 type ImportStats struct {
