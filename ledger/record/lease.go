@@ -136,30 +136,57 @@ func (l *Lease) Acquire(ctx context.Context) (uint64, error) {
 	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
 	rev, err := l.kv.Create(actx, l.key, []byte(l.token), jetstream.KeyTTL(l.ttl))
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		e, gerr := l.kv.Get(actx, l.key)
-		switch {
-		case gerr != nil:
-			return 0, ErrHeld
-		case string(e.Value()) == l.token:
-			l.rev = e.Revision()
-			return l.rev, nil
-		case time.Since(e.Created()) > 2*l.ttl:
-			m := &nats.Msg{Subject: l.subject, Data: []byte(l.token)}
-			ack, err := l.js.PublishMsg(actx, m, jetstream.WithExpectLastSequencePerSubject(e.Revision()), jetstream.WithMsgTTL(l.ttl))
-			if err != nil {
-				return 0, ErrHeld
-			}
-			l.rev = ack.Sequence
-			return l.rev, nil
-		}
-		return 0, ErrHeld
+	if err == nil {
+		l.rev = rev
+		return rev, nil
 	}
-	if err != nil {
+	if !errors.Is(err, jetstream.ErrKeyExists) {
 		return 0, fmt.Errorf("record: acquire lease: %w", err)
 	}
-	l.rev = rev
-	return rev, nil
+	// Create read the key through a direct get, which a replica that
+	// lags the leader may answer (one that has not yet applied a release
+	// shows the key held): decide on the leader's copy.
+	var at uint64 // the subject's last sequence to write after (0: none)
+	switch m, gerr := l.leaderLast(actx); {
+	case errors.Is(gerr, nats.ErrMsgNotFound):
+	case gerr != nil:
+		return 0, ErrHeld
+	case !liveKey(m):
+		at = m.Sequence
+	case string(m.Data) == l.token:
+		l.rev = m.Sequence
+		return l.rev, nil
+	case time.Since(m.Time) > 2*l.ttl:
+		at = m.Sequence
+	default:
+		return 0, ErrHeld
+	}
+	msg := &nats.Msg{Subject: l.subject, Data: []byte(l.token)}
+	ack, err := l.js.PublishMsg(actx, msg, jetstream.WithExpectLastSequencePerSubject(at), jetstream.WithMsgTTL(l.ttl))
+	if err != nil {
+		return 0, ErrHeld
+	}
+	l.rev = ack.Sequence
+	return l.rev, nil
+}
+
+// leaderLast returns the key's last message as the bucket stream's
+// leader holds it (nats.ErrMsgNotFound when there is none). The bucket
+// allows direct gets (kv.Get), which any replica may answer from a state
+// that lags the leader; a lease decides only on the leader's copy.
+func (l *Lease) leaderLast(ctx context.Context) (*nats.RawStreamMsg, error) {
+	js, err := l.js.Conn().JetStream()
+	if err != nil {
+		return nil, err
+	}
+	return js.GetLastMsg("KV_"+l.bucket, l.subject, nats.Context(ctx))
+}
+
+// liveKey reports whether m holds a value: not a delete or purge marker
+// (a release) and not a marker the server wrote when the key's TTL ran
+// out.
+func liveKey(m *nats.RawStreamMsg) bool {
+	return m.Header.Get("KV-Operation") == "" && m.Header.Get(jetstream.MarkerReasonHeader) == ""
 }
 
 // Renew extends the lease by its TTL from now, if this candidate still
@@ -175,8 +202,8 @@ func (l *Lease) Renew(ctx context.Context) (uint64, error) {
 	if fenced(err) {
 		// An earlier renewal whose answer was lost may have moved the
 		// key on: it is still ours if it holds our token.
-		if e, gerr := l.kv.Get(actx, l.key); gerr == nil && string(e.Value()) == l.token && e.Revision() > l.rev {
-			l.rev = e.Revision()
+		if m, gerr := l.leaderLast(actx); gerr == nil && liveKey(m) && string(m.Data) == l.token && m.Sequence > l.rev {
+			l.rev = m.Sequence
 			return l.Renew(ctx) // from now, at the revision it holds
 		}
 		l.rev = 0
