@@ -16,11 +16,13 @@ const (
 	EstDR       = "DR"
 	EstDRos     = "DRos"
 	EstSwitchDR = "Switch-DR"
+	EstEL       = "EL"
 
 	MethodWald      = "wald"
 	MethodBootstrap = "percentile-bootstrap"
 	MethodBernstein = "empirical-bernstein"
 	MethodHCOPE     = "hcope-lower-bound"
+	MethodEL        = "empirical-likelihood"
 )
 
 // Options tunes the estimators and intervals. The zero value of every field

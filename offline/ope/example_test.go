@@ -55,6 +55,7 @@ func ExampleEvaluate() {
 	// Output:
 	// non-private: true
 	// lower bound (hcope-lower-bound, 0.95): 0.466
+	// EL        0.534  empirical-likelihood [0.512, 0.557]
 	// IPS       0.527  wald [0.490, 0.565]  percentile-bootstrap [0.493, 0.563]  empirical-bernstein [0.461, 0.594]
 	// SNIPS     0.533  wald [0.509, 0.557]  percentile-bootstrap [0.508, 0.557]
 	// DR        0.540  wald [0.519, 0.561]  percentile-bootstrap [0.515, 0.560]

@@ -17,7 +17,12 @@
 //     above a weight threshold (Wang, Agarwal & Dudik 2017, "Optimal and
 //     Adaptive Off-policy Evaluation in Contextual Bandits").
 //
-// Intervals: Wald (CLT, for reference), percentile bootstrap (the Open
+// The recommended interval is EL's: the empirical-likelihood interval of
+// Karampatziakis, Mineiro & Ramdas 2020, "Empirical Likelihood for
+// Contextual Bandits" (Cressie-Read power -2 form, closed form; it matches
+// Vowpal Wabbit's estimators library), which uses E[w] = 1 and the
+// weights' range and holds its level at small n where the others
+// undercover. Other intervals: Wald (CLT, for reference), percentile bootstrap (the Open
 // Bandit Pipeline's method), and an empirical-Bernstein interval for IPS
 // with weights clipped to a public bound (Maurer & Pontil 2009, "Empirical
 // Bernstein Bounds and Sample Variance Penalization", Theorem 4). The

@@ -137,7 +137,11 @@ func TestCoverage(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ests = append(ests, e, e2, e3)
+				e4, err := el(p, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ests = append(ests, e, e2, e3, e4)
 				for _, e := range ests {
 					sum[e.Estimator] += e.Value
 					sum2[e.Estimator] += e.Value * e.Value
@@ -158,8 +162,8 @@ func TestCoverage(t *testing.T) {
 				}
 				lbSum += b.Value
 			}
-			for _, est := range []string{EstIPS, EstSNIPS, EstDR, EstDRos, EstSwitchDR} {
-				for _, m := range []string{MethodWald, MethodBootstrap, MethodBernstein} {
+			for _, est := range []string{EstIPS, EstSNIPS, EstDR, EstDRos, EstSwitchDR, EstEL} {
+				for _, m := range []string{MethodWald, MethodBootstrap, MethodBernstein, MethodEL} {
 					k := key{est, m}
 					if _, ok := width[k]; !ok {
 						continue
@@ -170,6 +174,22 @@ func TestCoverage(t *testing.T) {
 			t.Logf("n=%d lower bound <= truth in %.3f, mean bound %.4f (truth %.4f)", n, float64(lbOK)/reps, lbSum/reps, w.truth)
 			// (i) unbiasedness of IPS and DR: the mean over reps is within 4
 			// standard errors of the truth (plus the truth's own MC error).
+			// (0) the recommended interval: empirical likelihood covers at
+			// >= 0.93 and is at most 1.5 times as wide as the oracle Wald
+			// interval of its estimate (2 z sd, sd over the logs).
+			{
+				m := sum[EstEL] / reps
+				sd := math.Sqrt(max(0, sum2[EstEL]/reps-m*m))
+				oracle := 2 * zQuantile(0.95) * sd
+				k := key{EstEL, MethodEL}
+				t.Logf("n=%d EL coverage %.3f, width %.4f = %.2f x the oracle's %.4f", n, cover[k]/reps, width[k]/reps, width[k]/reps/oracle, oracle)
+				if c := cover[k] / reps; c < 0.93 {
+					t.Errorf("EL coverage %.3f, want >= 0.93", c)
+				}
+				if r := width[k] / reps / oracle; r > 1.5 {
+					t.Errorf("EL width %.2f x the oracle's, want <= 1.5", r)
+				}
+			}
 			for _, est := range []string{EstIPS, EstDR} {
 				m := sum[est] / reps
 				sd := math.Sqrt(max(0, sum2[est]/reps-m*m))

@@ -26,7 +26,8 @@ type Report struct {
 	MaxWeight  float64 `json:"max_weight"`
 }
 
-// Evaluate runs every estimator on the log: IPS, SNIPS, and, when the log
+// Evaluate runs every estimator on the log: EL (the recommended
+// interval, first), IPS, SNIPS, and, when the log
 // carries the target's distribution (Log.Policy), DR, DRos and Switch-DR; and the
 // lower bound.
 func Evaluate(l *Log, opt Options) (*Report, error) {
@@ -38,7 +39,11 @@ func Evaluate(l *Log, opt Options) (*Report, error) {
 	if rep.LowerBound, err = lowerBound(p, o); err != nil {
 		return nil, err
 	}
-	rep.Estimates = append(rep.Estimates, ips(p, o), snips(p, o))
+	e, err := el(p, o)
+	if err != nil {
+		return nil, err
+	}
+	rep.Estimates = append(rep.Estimates, e, ips(p, o), snips(p, o))
 	if p.pi != nil {
 		for _, f := range []func(*prepared, Options) (Estimate, error){dr, dros, switchDR} {
 			e, err := f(p, o)

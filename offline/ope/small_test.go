@@ -101,17 +101,17 @@ func TestEvaluate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.NonPrivate || rep.N != 1000 || len(rep.Estimates) != 5 {
-		t.Fatalf("report %+v, want non-private, n 1000, 5 estimates", rep)
+	if !rep.NonPrivate || rep.N != 1000 || len(rep.Estimates) != 6 || rep.Estimates[0].Estimator != EstEL {
+		t.Fatalf("report %+v, want non-private, n 1000, 6 estimates, EL first", rep)
 	}
-	if !(rep.LowerBound.Value < rep.Estimates[0].Value) || rep.LowerBound.Method != MethodHCOPE || rep.LowerBound.Pre+rep.LowerBound.Post != 1000 {
-		t.Errorf("lower bound %+v, IPS %v", rep.LowerBound, rep.Estimates[0].Value)
+	if !(rep.LowerBound.Value < rep.Estimates[1].Value) || rep.LowerBound.Method != MethodHCOPE || rep.LowerBound.Pre+rep.LowerBound.Post != 1000 {
+		t.Errorf("lower bound %+v, IPS %v", rep.LowerBound, rep.Estimates[1].Value)
 	}
 	if !(rep.ESS > 10 && rep.ESS < 1000) || math.Abs(rep.MeanWeight-1) > 0.2 || rep.MaxWeight > w.weightBound() {
 		t.Errorf("diagnostics ESS %v, mean weight %v, max weight %v", rep.ESS, rep.MeanWeight, rep.MaxWeight)
 	}
 	// Without the distribution: the target's probability of the logged
-	// action only; IPS and SNIPS, no DR.
+	// action only; EL, IPS and SNIPS, no DR.
 	for i := range l.Decisions {
 		w.target(w.pi, l.Decisions[i].X)
 		l.Decisions[i].Target = w.pi[l.Decisions[i].Action]
@@ -121,8 +121,8 @@ func TestEvaluate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep2.Estimates) != 2 || rep2.Estimates[0].Value != rep.Estimates[0].Value {
-		t.Errorf("without Policy: %d estimates, IPS %v; want 2 and the same IPS %v", len(rep2.Estimates), rep2.Estimates[0].Value, rep.Estimates[0].Value)
+	if len(rep2.Estimates) != 3 || rep2.Estimates[1].Value != rep.Estimates[1].Value {
+		t.Errorf("without Policy: %d estimates, IPS %v; want 3 and the same IPS %v", len(rep2.Estimates), rep2.Estimates[1].Value, rep.Estimates[1].Value)
 	}
 }
 
