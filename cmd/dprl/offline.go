@@ -20,7 +20,7 @@ import (
 // Each subcommand charges its run to the dataset it reads (budget.Run).
 func newOfflineCmd(a *app) *cobra.Command {
 	return groupCmd("offline", "Offline modes on session logs, each run charged to the dataset it reads",
-		newOfflineGTD2Cmd(a), newOfflineSVTCmd(a), newOfflinePriMORLCmd(a), newOfflineLearnCmd(a))
+		newOfflineGTD2Cmd(a), newOfflineSVTCmd(a), newOfflinePriMORLCmd(a), newOfflineLearnCmd(a), newOfflineOPECmd(a))
 }
 
 // offlineBudget holds the flags of the privacy budget every offline run is

@@ -1,0 +1,329 @@
+package ope
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+
+	"dprl/internal/fielderr"
+	"dprl/internal/rng"
+	"dprl/ledger"
+	"dprl/ledger/accountant"
+	"dprl/noise"
+	"dprl/offline/budget"
+	"dprl/offline/policies"
+	"dprl/sessionlog"
+)
+
+// Config is one audit of a session log of one-step decisions ("dprl
+// offline ope"): a target policy's value with its interval, private
+// (charged to the log's dataset) or, with NonPrivate, the full
+// non-private report.
+type Config struct {
+	// Data is the session log (dprl.sessions.v1) of one-step sessions with
+	// logged probabilities: the private dataset.
+	Data string
+	// Target is the target policy (policies.Parse: uniform, snapshot:FILE,
+	// greedy:FILE, softmax:FILE:TEMP, epsilon-greedy:FILE:EPS).
+	Target string
+	// Actions is the public number of actions; required for a private run
+	// (a decision with a larger action is refused). Without it a
+	// non-private run takes the target's.
+	Actions int
+	// WeightBound is the public bound c on the importance weights pi / p
+	// (for example max pi / the logging design's smallest probability);
+	// required for a private run, whose weights are clipped to it.
+	WeightBound float64
+	// RewardLow and RewardHigh are the public reward range (both 0: [0, 1]).
+	RewardLow, RewardHigh float64
+	// Epsilon and Delta are the private run's budget; 0 epsilon: no private
+	// estimate (then NonPrivate is required).
+	Epsilon, Delta float64
+	// Level is the intervals' confidence level (0: 0.95).
+	Level float64
+	// Bootstrap is the non-private report's bootstrap resamples (0: 1000).
+	Bootstrap int
+	// Seed seeds the noise, the folds and the bootstrap when Seeded (else
+	// the secure generator).
+	Seed   uint64
+	Seeded bool
+	// NonPrivate adds the non-private report (every estimator, interval,
+	// the lower bound and the weight diagnostics of the raw log), covered
+	// by no guarantee and labelled so.
+	NonPrivate bool
+}
+
+// fieldNames are the Config fields an error may name.
+var fieldNames = fielderr.Fields{"Data", "Target", "Actions", "WeightBound", "RewardLow", "RewardHigh", "Epsilon", "Delta", "Level", "Bootstrap", "NonPrivate"}
+
+func configErrorf(format string, args ...any) error { return fieldNames.Errorf(format, args...) }
+
+// Private reports whether the run releases a private estimate.
+func (c *Config) Private() bool { return c.Epsilon > 0 }
+
+// validate checks the configuration and fills its defaults.
+func (c *Config) validate() error {
+	if c.RewardLow == 0 && c.RewardHigh == 0 {
+		c.RewardHigh = 1
+	}
+	if c.Level == 0 {
+		c.Level = 0.95
+	}
+	switch {
+	case c.Data == "":
+		return configErrorf("{Data} is required")
+	case c.Target == "":
+		return configErrorf("{Target} is required")
+	case !c.Private() && !c.NonPrivate:
+		return configErrorf("give {Epsilon} (and {Delta}) for a private audit, or {NonPrivate} for the non-private report")
+	case c.Epsilon < 0 || math.IsNaN(c.Epsilon) || math.IsInf(c.Epsilon, 0):
+		return configErrorf("{Epsilon} %v: want > 0", c.Epsilon)
+	case c.Private() && !(c.Delta > 0 && c.Delta < 1):
+		return configErrorf("{Delta} %v: want in (0, 1)", c.Delta)
+	case c.Private() && c.Actions < 1:
+		return configErrorf("{Actions} is required for a private audit: the public number of actions")
+	case !(c.WeightBound >= 0) || math.IsInf(c.WeightBound, 1):
+		return configErrorf("{WeightBound} %v: want finite and >= 0", c.WeightBound)
+	case c.Private() && !(c.WeightBound > 1):
+		return configErrorf("{WeightBound} %v: a private audit needs the public bound on the importance weights, above 1 (max pi / the logging design's smallest probability)", c.WeightBound)
+	case !finite(c.RewardLow) || !finite(c.RewardHigh) || !(c.RewardHigh > c.RewardLow):
+		return configErrorf("{RewardLow} %v, {RewardHigh} %v: want finite with low < high", c.RewardLow, c.RewardHigh)
+	case !(c.Level > 0 && c.Level < 1):
+		return configErrorf("{Level} %v: want in (0, 1)", c.Level)
+	}
+	return nil
+}
+
+// Result is an audit's output. Outside NonPrivate, everything in it is
+// covered by the printed guarantee: the estimate and interval are
+// post-processing of the noisy moments and of public inputs.
+type Result struct {
+	Target string  `json:"target"`
+	Level  float64 `json:"level"`
+	// Private is the private estimate (nil without Epsilon).
+	Private *PrivateResult `json:"private,omitempty"`
+	// NonPrivate is the non-private report, present only with NonPrivate.
+	NonPrivate *NonPrivateSection `json:"non_private,omitempty"`
+}
+
+// PrivateResult is the private estimate and what covers it.
+type PrivateResult struct {
+	Estimate Estimate `json:"estimate"`
+	// LowerEnd is the interval's lower end: with probability at least
+	// 1 - (1 - Level)/2 the target's value is at least this.
+	LowerEnd        float64 `json:"lower_end"`
+	Epsilon         float64 `json:"epsilon"`
+	Delta           float64 `json:"delta"`
+	Unit            string  `json:"unit"`
+	Mechanism       string  `json:"mechanism"`
+	NoiseMultiplier float64 `json:"noise_multiplier"`
+	WeightBound     float64 `json:"weight_bound"`
+	RewardLow       float64 `json:"reward_low"`
+	RewardHigh      float64 `json:"reward_high"`
+	LedgerSeq       uint64  `json:"ledger_seq"`
+	// DatasetSpent is the dataset's composed epsilon with this run.
+	DatasetSpent float64 `json:"dataset_spent"`
+}
+
+// NotCovered labels the non-private section.
+const NotCovered = "NOT differentially private: computed from the raw log, covered by no guarantee"
+
+// NonPrivateSection is the labelled non-private report.
+type NonPrivateSection struct {
+	Warning string  `json:"warning"`
+	Report  *Report `json:"report"`
+}
+
+// WriteText prints the result: the private estimate's lower end first
+// (the "ship it?" number), its interval and guarantee, then the labelled
+// non-private report.
+func (r *Result) WriteText(w io.Writer) error {
+	pr := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	pr("target %s\n", r.Target)
+	if p := r.Private; p != nil {
+		iv := p.Estimate.Intervals[0]
+		pr("lower end %.4f: with probability >= %.3g the target earns at least this per decision\n", p.LowerEnd, 1-(1-r.Level)/2)
+		pr("%s %.4f  %s %.3g [%.4f, %.4f]\n", p.Estimate.Estimator, p.Estimate.Value, iv.Method, iv.Level, iv.Lo, iv.Hi)
+		if iv.Note != "" {
+			pr("  (%s)\n", iv.Note)
+		}
+		pr("private: (epsilon %s, delta %.3g) at the %s level; %s; ledger entry %d, dataset spent %s\n",
+			accountant.FormatEpsilon(p.Epsilon), p.Delta, p.Unit, p.Mechanism, p.LedgerSeq, accountant.FormatEpsilon(p.DatasetSpent))
+	}
+	if np := r.NonPrivate; np != nil {
+		rep := np.Report
+		pr("--- %s ---\n", np.Warning)
+		pr("lower bound (%s, %.3g): %.4f\n", rep.LowerBound.Method, rep.LowerBound.Level, rep.LowerBound.Value)
+		for _, e := range rep.Estimates {
+			pr("%-9s %.4f", e.Estimator, e.Value)
+			for _, iv := range e.Intervals {
+				pr("  %s [%.4f, %.4f]", iv.Method, iv.Lo, iv.Hi)
+			}
+			pr("\n")
+			for _, iv := range e.Intervals {
+				if iv.Note != "" {
+					pr("          %s: %s\n", iv.Method, iv.Note)
+				}
+			}
+		}
+		pr("decisions %d, effective sample size %.0f, mean weight %.4f, max weight %.4g\n", rep.N, rep.ESS, rep.MeanWeight, rep.MaxWeight)
+	}
+	return nil
+}
+
+// Mechanism is an audit run as budget.Run sees it.
+type Mechanism struct {
+	c      Config
+	target policies.Policy
+	probs  []float64
+	out    *Result
+	z      float64
+}
+
+// New validates cfg and builds the run's mechanism. The returned
+// ReaderOptions are those the log must be read with.
+func New(cfg Config) (*Mechanism, sessionlog.ReaderOptions, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, sessionlog.ReaderOptions{}, err
+	}
+	t, err := policies.Parse(cfg.Target, policies.Options{NumActions: cfg.Actions})
+	if err != nil {
+		return nil, sessionlog.ReaderOptions{}, configErrorf("{Target}: %w", err)
+	}
+	if cfg.Actions == 0 {
+		cfg.Actions = t.NumActions()
+	}
+	m := &Mechanism{c: cfg, target: t, probs: make([]float64, cfg.Actions), out: &Result{Target: cfg.Target, Level: cfg.Level}}
+	return m, sessionlog.ReaderOptions{Name: cfg.Data}, nil
+}
+
+// Check checks one record: one step, a discrete action below Actions, a
+// logged probability, a reward in the public range, an observation the
+// target accepts. It computes nothing that is released.
+func (m *Mechanism) Check(s *sessionlog.Session) error {
+	_, _, err := m.decision(s)
+	return err
+}
+
+// decision returns the record's weight pi(a|x)/p and reward.
+func (m *Mechanism) decision(s *sessionlog.Session) (w, r float64, err error) {
+	if len(s.Steps) != 1 {
+		return 0, 0, fmt.Errorf("%d steps: the audit reads one-step decisions (a contextual bandit's log)", len(s.Steps))
+	}
+	st := &s.Steps[0]
+	switch {
+	case st.Action.Vec != nil:
+		return 0, 0, fmt.Errorf("a continuous action: the audit reads discrete decisions")
+	case !st.HasProb():
+		return 0, 0, fmt.Errorf("no logged probability (prob or logp): importance weights need it")
+	case st.Action.Index < 0 || st.Action.Index >= m.c.Actions:
+		return 0, 0, fmt.Errorf("action %d outside the %d public actions", st.Action.Index, m.c.Actions)
+	case !(st.Reward >= m.c.RewardLow && st.Reward <= m.c.RewardHigh):
+		return 0, 0, fmt.Errorf("reward %v outside the public range [%v, %v]", st.Reward, m.c.RewardLow, m.c.RewardHigh)
+	}
+	p := math.Exp(st.LogP)
+	if !(p > 0 && p <= 1) {
+		return 0, 0, fmt.Errorf("logged probability %v: want in (0, 1]", p)
+	}
+	if err := m.target.Probs(m.probs, st.Obs); err != nil {
+		return 0, 0, fmt.Errorf("target: %w", err)
+	}
+	return m.probs[st.Action.Index] / p, st.Reward, nil
+}
+
+// Entry is the run's cost: one Gaussian mechanism on the clipped
+// moments, calibrated by the analytic Gaussian accountant (exact for one
+// Gaussian mechanism; Balle & Wang 2018, "Improving the Gaussian
+// Mechanism for Differential Privacy", Theorem 8) to (Epsilon, Delta) per
+// decision. It depends on the flags only.
+func (m *Mechanism) Entry(ix *sessionlog.Index, _ budget.Dataset) (ledger.Entry, error) {
+	z, err := accountant.Calibrate(accountant.Analytic{}, m.c.Epsilon, m.c.Delta, 1, 1)
+	if err != nil {
+		return ledger.Entry{}, fmt.Errorf("ope: calibrating the noise: %w", err)
+	}
+	m.z = z
+	ev := accountant.Gaussian(z)
+	g, err := accountant.Analytic{}.Epsilon(m.c.Delta, ev)
+	if err != nil {
+		return ledger.Entry{}, err
+	}
+	return ledger.Entry{Unit: ledger.UnitTrajectory, Method: accountant.MethodAnalytic, Participants: ix.Len(),
+		Mechanism: m.mechanismText(), Events: []accountant.Event{ev}, Epsilon: g.Epsilon, Delta: m.c.Delta, Seeded: m.c.Seeded}, nil
+}
+
+func (m *Mechanism) mechanismText() string {
+	return fmt.Sprintf("ope: six clipped moments of the importance weights (c=%g) and rewards ([%g, %g]) + Gaussian noise (L2 sensitivity sqrt 6, z=%.4g); the empirical-likelihood interval is post-processing", m.c.WeightBound, m.c.RewardLow, m.c.RewardHigh, m.z)
+}
+
+// Validate has nothing to check beyond the scan.
+func (m *Mechanism) Validate(*sessionlog.Index, *ledger.Entry) error { return nil }
+
+// newRand is the run's generator: ChaCha8 keyed from the seed, else the
+// secure generator.
+func (m *Mechanism) newRand() *rand.Rand {
+	if !m.c.Seeded {
+		return rng.Secure()
+	}
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:8], m.c.Seed)
+	copy(key[8:], "dprl offline ope")
+	return rand.New(rand.NewChaCha8(key))
+}
+
+// Compute reads the log once more: the private estimate from the noisy
+// clipped moments, and with NonPrivate the full report.
+func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budget.Charge) (*Result, error) {
+	rnd := m.newRand()
+	var l *Log
+	if m.c.NonPrivate {
+		l = &Log{Actions: m.c.Actions, Policy: func(dst, x []float64) { _ = m.target.Probs(dst, x) }}
+	}
+	p := &prepared{}
+	err := ix.Each(func(_ int, s *sessionlog.Session) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		w, r, err := m.decision(s)
+		if err != nil {
+			return err
+		}
+		p.w, p.r = append(p.w, w), append(p.r, r)
+		if l != nil {
+			st := &s.Steps[0]
+			l.Decisions = append(l.Decisions, Decision{X: st.Obs, Action: st.Action.Index, Reward: st.Reward, Prob: math.Exp(st.LogP)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	p.n = len(p.w)
+	if ch.Charged() {
+		e := ch.Entry
+		if len(e.Events) != 1 {
+			return nil, fmt.Errorf("ledger entry %d: %d events, want one Gaussian mechanism", e.Seq, len(e.Events))
+		}
+		z := e.Events[0].Z
+		sigma := z * PrivateSensitivity
+		nm := NoisyMoments(ClippedMoments(p, m.c.WeightBound, m.c.RewardLow, m.c.RewardHigh), z, noise.NewGaussian(rnd))
+		est, err := PrivateEL(nm, noise.Std(sigma), m.c.WeightBound, m.c.RewardLow, m.c.RewardHigh, m.c.Level)
+		if err != nil {
+			return nil, err
+		}
+		m.out.Private = &PrivateResult{Estimate: est, LowerEnd: est.Intervals[0].Lo, Epsilon: e.Epsilon, Delta: e.Delta,
+			Unit: string(e.Unit) + " (one decision)", Mechanism: e.Mechanism, NoiseMultiplier: z, WeightBound: m.c.WeightBound,
+			RewardLow: m.c.RewardLow, RewardHigh: m.c.RewardHigh, LedgerSeq: e.Seq, DatasetSpent: ch.Spent}
+	}
+	if l != nil {
+		rep, err := Evaluate(l, Options{Level: m.c.Level, RewardMin: m.c.RewardLow, RewardMax: m.c.RewardHigh,
+			WeightBound: m.c.WeightBound, Bootstrap: m.c.Bootstrap, Rand: rnd})
+		if err != nil {
+			return nil, err
+		}
+		m.out.NonPrivate = &NonPrivateSection{Warning: NotCovered, Report: rep}
+	}
+	return m.out, nil
+}
