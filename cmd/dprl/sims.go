@@ -13,7 +13,7 @@ import (
 // newSimsCmd returns "dprl sims": listing environments and scripted rollouts.
 func newSimsCmd(a *app) *cobra.Command {
 	return groupCmd("sims", "Simulated environments: list them, run scripted rollouts",
-		newSimsListCmd(a), newSimsRolloutCmd(a), newSimsGenerateCmd(a), newSimsExpertsCmd(a), newSimsBanditCmd(a), newSimsBaselinesCmd(a))
+		newSimsListCmd(a), newSimsRolloutCmd(a), newSimsGenerateCmd(a), newSimsExpertsCmd(a), newSimsBanditCmd(a), newSimsBaselinesCmd(a), newSimsOPECmd(a))
 }
 
 func newSimsListCmd(a *app) *cobra.Command {

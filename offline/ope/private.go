@@ -170,3 +170,19 @@ func PrivateEL(nm Moments, sd, c, rmin, rmax, level float64) (Estimate, error) {
 	return Estimate{Estimator: EstPrivateEL, Value: clamp(est),
 		Intervals: []Interval{{Method: MethodPrivateEL, Level: level, Lo: clamp(lo), Hi: clamp(hi)}}}, nil
 }
+
+// PrivateAudit is the private audit of a log: its ClippedMoments with the
+// public weight bound opt.WeightBound and reward range, released by
+// NoisyMoments at noise multiplier z (drawn from g), and PrivateEL of
+// them. The caller accounts for the Gaussian mechanism.
+func PrivateAudit(l *Log, opt Options, z float64, g *noise.Gaussian) (Estimate, error) {
+	p, o, err := start(l, opt)
+	if err != nil {
+		return Estimate{}, err
+	}
+	if !(o.WeightBound > 1) {
+		return Estimate{}, fmt.Errorf("%w: the private audit needs a public weight bound above 1, have %v", ErrInput, o.WeightBound)
+	}
+	nm := NoisyMoments(ClippedMoments(p, o.WeightBound, o.RewardMin, o.RewardMax), z, g)
+	return PrivateEL(nm, noise.Std(z*PrivateSensitivity), o.WeightBound, o.RewardMin, o.RewardMax, o.Level)
+}

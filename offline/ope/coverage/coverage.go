@@ -1,0 +1,501 @@
+// Package coverage measures how often the off-policy audit's intervals
+// (package ope) cover the true value, on logs drawn from the bandit
+// simulator where the target's value is known exactly: the figure of
+// merit of an interval. Simulation only: the logs are simulated users,
+// nobody's data, and the study prints everything about them.
+//
+// A study draws Reps independent logs of each size n: each decision is a
+// simulated user x, an item a drawn by the logger with probability
+// mu(a | x), and a click r ~ Bernoulli(P(click | x, a)) (the simulator's
+// exact click probabilities). The logger is epsilon-greedy around the
+// best fixed item (a public design, so the weights' bound max pi / min mu
+// is public). The target is epsilon-greedy around each user's own best
+// item (personalisation: the candidate a team would ship). Its true value
+// is computed exactly on held-out users (sims.BanditUsers.Value). Every
+// interval is scored by its coverage (the share of logs whose interval
+// holds the truth) and its mean width, against the oracle width 2 z sd,
+// sd the estimate's standard deviation over the logs (the Wald interval
+// with the true variance).
+package coverage
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+
+	"dprl/ledger/accountant"
+	"dprl/noise"
+	"dprl/offline/ope"
+	"dprl/sims"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// Config is a coverage study.
+type Config struct {
+	// Sizes are the log sizes n (default 500, 2,000, 10,000).
+	Sizes []int
+	// Reps is the number of logs per size (default 1,000).
+	Reps int
+	// Epsilons are the privacy levels: 0 is the non-private report (every
+	// estimator and interval, and the lower bound), a positive value the
+	// private audit at that epsilon (default 0, 1, 5).
+	Epsilons []float64
+	// Delta is the private audit's delta (default 1e-5).
+	Delta float64
+	// LoggerEps and TargetEps are the logger's and the target's epsilon
+	// (defaults 0.1 and 0.1).
+	LoggerEps, TargetEps float64
+	// Bootstrap is the number of percentile-bootstrap resamples (IPS and
+	// SNIPS; default 200).
+	Bootstrap int
+	// HeldOut is the number of held-out users the truth is computed on
+	// (default 200,000).
+	HeldOut int
+	// Seed seeds every draw; log r of size n uses its own stream, so the
+	// result does not depend on Workers.
+	Seed uint64
+	// Workers is the number of goroutines (default 1).
+	Workers int
+	// Progress, if set, is called after every log with the logs done and
+	// the total.
+	Progress func(done, total int)
+}
+
+// Validate fills the defaults of the zero fields and checks the rest.
+func (c *Config) Validate() error {
+	if c.Sizes == nil {
+		c.Sizes = []int{500, 2000, 10000}
+	}
+	if c.Reps == 0 {
+		c.Reps = 1000
+	}
+	if c.Epsilons == nil {
+		c.Epsilons = []float64{0, 1, 5}
+	}
+	if c.Delta == 0 {
+		c.Delta = 1e-5
+	}
+	if c.LoggerEps == 0 {
+		c.LoggerEps = 0.1
+	}
+	if c.TargetEps == 0 {
+		c.TargetEps = 0.1
+	}
+	if c.Bootstrap == 0 {
+		c.Bootstrap = 200
+	}
+	if c.HeldOut == 0 {
+		c.HeldOut = 200_000
+	}
+	if c.Workers < 1 {
+		c.Workers = 1
+	}
+	switch {
+	case c.Reps < 2:
+		return fmt.Errorf("coverage: %d repetitions, want >= 2", c.Reps)
+	case !(c.LoggerEps > 0 && c.LoggerEps <= 1) || !(c.TargetEps >= 0 && c.TargetEps <= 1):
+		return fmt.Errorf("coverage: logger epsilon %v and target epsilon %v: want (0, 1] and [0, 1]", c.LoggerEps, c.TargetEps)
+	case !(c.Delta > 0 && c.Delta < 1):
+		return fmt.Errorf("coverage: delta %v, want in (0, 1)", c.Delta)
+	}
+	for _, n := range c.Sizes {
+		if n < 40 {
+			return fmt.Errorf("coverage: log size %d, want >= 40 (the lower bound's split)", n)
+		}
+	}
+	for _, e := range c.Epsilons {
+		if !(e >= 0) || math.IsInf(e, 0) {
+			return fmt.Errorf("coverage: epsilon %v, want 0 (non-private) or > 0", e)
+		}
+	}
+	return nil
+}
+
+// Row is one interval's record at one size and privacy level.
+type Row struct {
+	N         int     `json:"n"`
+	Epsilon   float64 `json:"epsilon"` // 0: non-private
+	Estimator string  `json:"estimator"`
+	Method    string  `json:"method"`
+	Coverage  float64 `json:"coverage"`
+	// CoverageSE is the binomial standard error of Coverage.
+	CoverageSE float64 `json:"coverage_se"`
+	MeanWidth  float64 `json:"mean_width"`
+	// OracleWidth is 2 z sd of the estimate over the logs; WidthRatio is
+	// MeanWidth / OracleWidth.
+	OracleWidth float64 `json:"oracle_width"`
+	WidthRatio  float64 `json:"width_ratio"`
+	// Bias is the estimate's mean minus the truth.
+	Bias float64 `json:"bias"`
+}
+
+// Bound is the lower bound's record at one size: how often it was at or
+// below the truth (valid) and its mean.
+type Bound struct {
+	N     int     `json:"n"`
+	Valid float64 `json:"valid"`
+	Mean  float64 `json:"mean"`
+}
+
+// Result is a study's outcome.
+type Result struct {
+	Simulation  string  `json:"simulation"`
+	Truth       float64 `json:"truth"`
+	WeightBound float64 `json:"weight_bound"`
+	Logger      string  `json:"logger"`
+	Target      string  `json:"target"`
+	Reps        int     `json:"reps"`
+	Level       float64 `json:"level"`
+	Rows        []Row   `json:"rows"`
+	Bounds      []Bound `json:"lower_bounds"`
+	// NoiseMultipliers are the private audit's z per epsilon.
+	NoiseMultipliers map[string]float64 `json:"noise_multipliers,omitempty"`
+}
+
+// SimulationOnly labels the result.
+const SimulationOnly = "simulation only: simulated users; nothing here is anybody's data"
+
+// world is the simulator, the logger and the target.
+type world struct {
+	env        *sims.Bandit
+	A, d       int
+	best       int
+	cfg        *Config
+	q, mu, tgt []float64
+}
+
+func newWorld(c *Config, best int) (*world, error) {
+	env, err := sims.NewBandit(sims.DefaultBanditConfig())
+	if err != nil {
+		return nil, err
+	}
+	bc := env.Config()
+	w := &world{env: env, A: bc.Items, d: bc.Dim(), best: best, cfg: c}
+	w.q, w.mu, w.tgt = make([]float64, w.A), make([]float64, w.A), make([]float64, w.A)
+	return w, nil
+}
+
+// greedy writes the epsilon-greedy distribution around item g.
+func greedy(dst []float64, g int, eps float64) {
+	for a := range dst {
+		dst[a] = eps / float64(len(dst))
+	}
+	dst[g] += 1 - eps
+}
+
+// target writes the target's distribution at x: epsilon-greedy around the
+// user's best item.
+func (w *world) target(dst, x []float64) {
+	q := make([]float64, w.A)
+	w.env.ClickProbsFor(q, x)
+	greedy(dst, argmax(q), w.cfg.TargetEps)
+}
+
+func argmax(v []float64) int {
+	b := 0
+	for i, x := range v {
+		if x > v[b] {
+			b = i
+		}
+	}
+	return b
+}
+
+// weightBound is max pi / min mu.
+func (w *world) weightBound() float64 {
+	e := w.cfg.TargetEps
+	return (1 - e + e/float64(w.A)) / (w.cfg.LoggerEps / float64(w.A))
+}
+
+// log draws n logged decisions.
+func (w *world) log(n int, rng *rand.Rand) *ope.Log {
+	l := &ope.Log{Actions: w.A, Policy: w.target, Decisions: make([]ope.Decision, n)}
+	greedy(w.mu, w.best, w.cfg.LoggerEps)
+	for i := range l.Decisions {
+		x := make([]float64, w.d)
+		w.env.DrawUser(rng, x)
+		w.env.ClickProbsFor(w.q, x)
+		a := sample(w.mu, rng.Float64())
+		r := 0.0
+		if rng.Float64() < w.q[a] {
+			r = 1
+		}
+		l.Decisions[i] = ope.Decision{X: x, Action: a, Reward: r, Prob: w.mu[a]}
+	}
+	return l
+}
+
+// sample returns the index u falls in under the distribution p.
+func sample(p []float64, u float64) int {
+	acc := 0.0
+	for a, v := range p {
+		acc += v
+		if u < acc {
+			return a
+		}
+	}
+	return len(p) - 1
+}
+
+// key names one interval at one size and level.
+type key struct {
+	n               int
+	eps             float64
+	estimator, meth string
+}
+
+// tally accumulates one key over the logs.
+type tally struct {
+	covered, count   int
+	width, sum, sum2 float64
+}
+
+// outcome is one log's scores.
+type outcome struct {
+	n, rep  int
+	ests    []scored
+	lbValid bool
+	lb      float64
+}
+
+type scored struct {
+	eps       float64
+	estimator string
+	value     float64
+	ivs       []ope.Interval
+}
+
+// Run runs the study. ctx ends it early with ctx's error.
+func Run(ctx context.Context, c Config) (*Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	env, err := sims.NewBandit(sims.DefaultBanditConfig())
+	if err != nil {
+		return nil, err
+	}
+	users, err := env.HeldOut(c.HeldOut, rand.New(rand.NewPCG(c.Seed, 0x7e1d)))
+	if err != nil {
+		return nil, err
+	}
+	best := users.Baselines().BestArm
+	w0, err := newWorld(&c, best)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Simulation: SimulationOnly, Truth: users.Value(w0.target), WeightBound: w0.weightBound(),
+		Logger: fmt.Sprintf("epsilon-greedy (%g) around the best fixed item %d", c.LoggerEps, best),
+		Target: fmt.Sprintf("epsilon-greedy (%g) around each user's best item", c.TargetEps), Reps: c.Reps, Level: 0.95,
+		NoiseMultipliers: map[string]float64{}}
+	zs := map[float64]float64{}
+	for _, e := range c.Epsilons {
+		if e > 0 {
+			z, err := accountant.Calibrate(accountant.Analytic{}, e, c.Delta, 1, 1)
+			if err != nil {
+				return nil, err
+			}
+			zs[e] = z
+			res.NoiseMultipliers[fmt.Sprint(e)] = z
+		}
+	}
+	type job struct{ n, rep int }
+	jobs := make(chan job)
+	outs := make(chan outcome)
+	errc := make(chan error, c.Workers)
+	var wg sync.WaitGroup
+	for range c.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A failed worker keeps draining the jobs, so the feeder never
+			// blocks; the first error is returned.
+			w, err := newWorld(&c, best)
+			for j := range jobs {
+				if err != nil {
+					continue
+				}
+				var o outcome
+				if o, err = one(w, j.n, j.rep, zs, res.Truth); err != nil {
+					select {
+					case errc <- err:
+					default:
+					}
+					continue
+				}
+				outs <- o
+			}
+			if err != nil {
+				select {
+				case errc <- err:
+				default:
+				}
+			}
+		}()
+	}
+	go func() {
+		defer close(jobs)
+		for _, n := range c.Sizes {
+			for r := range c.Reps {
+				select {
+				case jobs <- job{n, r}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	go func() { wg.Wait(); close(outs) }()
+	// Collected first and tallied in a fixed order, so that the sums (and
+	// so the result) do not depend on the order the workers finish in.
+	byN := map[int][]outcome{}
+	total, done := len(c.Sizes)*c.Reps, 0
+	for o := range outs {
+		if byN[o.n] == nil {
+			byN[o.n] = make([]outcome, c.Reps)
+		}
+		byN[o.n][o.rep] = o
+		done++
+		if c.Progress != nil {
+			c.Progress(done, total)
+		}
+	}
+	tallies := map[key]*tally{}
+	lbs := map[int]*tally{}
+	for _, n := range c.Sizes {
+		for _, o := range byN[n] {
+			for _, s := range o.ests {
+				for _, iv := range s.ivs {
+					k := key{o.n, s.eps, s.estimator, iv.Method}
+					t := tallies[k]
+					if t == nil {
+						t = &tally{}
+						tallies[k] = t
+					}
+					t.count++
+					if iv.Lo <= res.Truth && res.Truth <= iv.Hi {
+						t.covered++
+					}
+					t.width += iv.Width()
+					t.sum += s.value
+					t.sum2 += s.value * s.value
+				}
+			}
+			if slices.Contains(c.Epsilons, 0) {
+				t := lbs[o.n]
+				if t == nil {
+					t = &tally{}
+					lbs[o.n] = t
+				}
+				t.count++
+				if o.lbValid {
+					t.covered++
+				}
+				t.sum += o.lb
+			}
+		}
+	}
+	select {
+	case err := <-errc:
+		return nil, err
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	z := distuv.UnitNormal.Quantile(0.975)
+	for k, t := range tallies {
+		n := float64(t.count)
+		cov := float64(t.covered) / n
+		m := t.sum / n
+		sd := math.Sqrt(max(0, t.sum2/n-m*m))
+		row := Row{N: k.n, Epsilon: k.eps, Estimator: k.estimator, Method: k.meth, Coverage: cov, CoverageSE: math.Sqrt(cov * (1 - cov) / n),
+			MeanWidth: t.width / n, OracleWidth: 2 * z * sd, Bias: m - res.Truth}
+		if row.OracleWidth > 0 {
+			row.WidthRatio = row.MeanWidth / row.OracleWidth
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	slices.SortFunc(res.Rows, func(a, b Row) int {
+		if a.Epsilon != b.Epsilon {
+			return cmpF(a.Epsilon, b.Epsilon)
+		}
+		if a.N != b.N {
+			return a.N - b.N
+		}
+		if a.Estimator != b.Estimator {
+			return order(a.Estimator) - order(b.Estimator)
+		}
+		return cmpS(a.Method, b.Method)
+	})
+	for n, t := range lbs {
+		res.Bounds = append(res.Bounds, Bound{N: n, Valid: float64(t.covered) / float64(t.count), Mean: t.sum / float64(t.count)})
+	}
+	slices.SortFunc(res.Bounds, func(a, b Bound) int { return a.N - b.N })
+	return res, nil
+}
+
+func cmpF(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cmpS(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// order lists the estimators: the recommended first.
+func order(e string) int {
+	return slices.Index([]string{ope.EstPrivateEL, ope.EstEL, ope.EstIPS, ope.EstSNIPS, ope.EstDR, ope.EstDRos, ope.EstSwitchDR}, e)
+}
+
+// one draws log rep of size n and scores every interval on it.
+func one(w *world, n, rep int, zs map[float64]float64, truth float64) (outcome, error) {
+	c := w.cfg
+	rng := rand.New(rand.NewPCG(c.Seed^uint64(n)<<32, uint64(rep)))
+	l := w.log(n, rng)
+	o := outcome{n: n, rep: rep}
+	opt := ope.Options{WeightBound: w.weightBound(), Bootstrap: c.Bootstrap, Rand: rng}
+	for _, eps := range c.Epsilons {
+		if eps > 0 {
+			e, err := ope.PrivateAudit(l, opt, zs[eps], noise.NewGaussian(rng))
+			if err != nil {
+				return o, err
+			}
+			o.ests = append(o.ests, scored{eps, e.Estimator, e.Value, e.Intervals})
+			continue
+		}
+		noBoot := opt
+		noBoot.Bootstrap = -1
+		for _, f := range []struct {
+			fn  func(*ope.Log, ope.Options) (ope.Estimate, error)
+			opt ope.Options
+		}{{ope.EL, noBoot}, {ope.IPS, opt}, {ope.SNIPS, opt}, {ope.DR, noBoot}, {ope.DRos, noBoot}, {ope.SwitchDR, noBoot}} {
+			e, err := f.fn(l, f.opt)
+			if err != nil {
+				return o, err
+			}
+			o.ests = append(o.ests, scored{0, e.Estimator, e.Value, e.Intervals})
+		}
+		b, err := ope.LowerBound(l, opt)
+		if err != nil {
+			return o, err
+		}
+		o.lb, o.lbValid = b.Value, b.Value <= truth
+	}
+	return o, nil
+}

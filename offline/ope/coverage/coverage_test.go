@@ -1,0 +1,66 @@
+package coverage
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStudy runs a small study: every interval gets a row at every size
+// and level, the recommended interval covers, the private rows carry
+// their noise multiplier, the lower bound is valid, the result does not
+// depend on the number of workers, and the table and the figure are
+// written.
+func TestStudy(t *testing.T) {
+	c := Config{Sizes: []int{500}, Reps: 40, Epsilons: []float64{0, 5}, Bootstrap: 50, HeldOut: 20000, Seed: 3, Workers: 2}
+	r, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(r.Truth > 0.6 && r.Truth < 0.75) || r.WeightBound < 90 || r.WeightBound > 92 {
+		t.Fatalf("truth %v, weight bound %v", r.Truth, r.WeightBound)
+	}
+	rows := map[string]Row{}
+	for _, row := range r.Rows {
+		rows[row.Estimator+" "+row.Method] = row
+	}
+	for _, k := range []string{"EL empirical-likelihood", "IPS wald", "IPS percentile-bootstrap", "IPS empirical-bernstein", "SNIPS wald", "SNIPS percentile-bootstrap", "DR wald", "DRos wald", "Switch-DR wald", "DP-EL dp-empirical-likelihood"} {
+		if _, ok := rows[k]; !ok {
+			t.Errorf("no row %q", k)
+		}
+	}
+	if el := rows["EL empirical-likelihood"]; el.Coverage < 0.9 || el.WidthRatio > 1.6 {
+		t.Errorf("EL %+v", el)
+	}
+	if r.NoiseMultipliers["5"] < 0.8 || r.NoiseMultipliers["5"] > 1 {
+		t.Errorf("noise multipliers %v", r.NoiseMultipliers)
+	}
+	if len(r.Bounds) != 1 || r.Bounds[0].Valid < 0.95 {
+		t.Errorf("lower bounds %+v", r.Bounds)
+	}
+	c.Workers = 1
+	r1, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r1.Rows) != len(r.Rows) || r1.Rows[0] != r.Rows[0] || r1.Rows[len(r.Rows)-1] != r.Rows[len(r.Rows)-1] {
+		t.Errorf("one worker: %+v, two: %+v", r1.Rows[0], r.Rows[0])
+	}
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil || !strings.Contains(b.String(), SimulationOnly) || !strings.Contains(b.String(), "private, epsilon 5") {
+		t.Errorf("text: %v\n%s", err, b.String())
+	}
+	png := filepath.Join(t.TempDir(), "cov.png")
+	if err := r.Plot(png); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(png); err != nil || fi.Size() < 10000 {
+		t.Errorf("figure: %v", err)
+	}
+	if _, err := Run(context.Background(), Config{Sizes: []int{10}}); err == nil {
+		t.Error("a log of 10 decisions accepted")
+	}
+}
