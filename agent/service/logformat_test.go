@@ -31,6 +31,7 @@ func TestSessionLogFormatRefusals(t *testing.T) {
 		{"continuous actions", func(s *service.Settings) { s.EnvSpec = "pendulum" }, "--session-log-format dsjson with continuous actions"},
 		{"without a log", func(s *service.Settings) { s.EnvSpec, s.SessionLogDir = "bandit", "" }, "--session-log-format dsjson without --log-sessions"},
 		{"unknown format", func(s *service.Settings) { s.EnvSpec, s.SessionLogFormat = "bandit", "vw" }, `--session-log-format "vw": want dprl.sessions.v1`},
+		{"unknown format without a log", func(s *service.Settings) { s.EnvSpec, s.SessionLogFormat, s.SessionLogDir = "bandit", "vw", "" }, `--session-log-format "vw": want dprl.sessions.v1`},
 		{"model of cartpole", func(s *service.Settings) {
 			s.EnvSpec, s.SessionLogFormat = "bandit", ""
 			s.Models = service.ModelEntries{{Name: "b", Values: map[string]string{"session-log-format": "dsjson"}}, {Name: "c", Values: map[string]string{"env": "cartpole", "session-log-format": "dsjson"}}}

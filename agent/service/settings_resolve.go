@@ -131,8 +131,8 @@ func (s Settings) noiseMultiplier() (float64, error) {
 }
 
 // checkProcess checks the process's own settings: DataDir is given, it and
-// SessionLogDir are not files, SessionLogFormat other than the default
-// comes with SessionLogDir, and ActWorkers is in range.
+// SessionLogDir are not files, a DSJSON SessionLogFormat comes with
+// SessionLogDir, and ActWorkers is in range.
 func (s Settings) checkProcess() error {
 	if s.DataDir == "" {
 		return SettingsFields.Errorf("{DataDir} is required")
@@ -142,7 +142,7 @@ func (s Settings) checkProcess() error {
 			return SettingsFields.Errorf("{%s} %s is a file: want a directory (created if missing)", d.field, d.path)
 		}
 	}
-	if s.SessionLogFormat != "" && s.SessionLogFormat != SessionLogV1 && s.SessionLogDir == "" {
+	if s.SessionLogFormat == SessionLogDSJSON && s.SessionLogDir == "" {
 		return SettingsFields.Errorf("{SessionLogFormat} %s without {SessionLogDir}: there is no session log to write", s.SessionLogFormat)
 	}
 	if s.ActWorkers < 0 || s.ActWorkers > 1024 {
