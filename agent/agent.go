@@ -73,9 +73,12 @@ type Options struct {
 	Metrics *Metrics
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// SessionLog, when set, receives every closed session in the
-	// dprl.sessions.v1 format (with behaviour log-probabilities), for the
-	// offline modes. Raw sessions are sensitive: the log directory must be
+	// SessionLog, when set, receives every closed session (with behaviour
+	// log-probabilities), for the offline modes: in the dprl.sessions.v1
+	// format, or in one that holds only some sessions (a DSJSON log holds
+	// one-step decisions), whose Write refuses the others with
+	// sessionlog.ErrUnsupported; those are counted as dropped (reason
+	// "unsupported"). Raw sessions are sensitive: the log directory must be
 	// protected like the data it came from. The agent writes it from a
 	// goroutine of its own through a bounded queue: a record that does
 	// not fit is dropped and counted (dprl_session_log_dropped_total),
@@ -248,13 +251,19 @@ func (a *Agent) writeSessionLog() {
 		if !ok {
 			return
 		}
-		if err := a.opt.SessionLog.Write(it.rec); err != nil {
+		switch err := a.opt.SessionLog.Write(it.rec); {
+		case err == nil:
+		case errors.Is(err, sessionlog.ErrUnsupported):
+			a.m.SessionLogDropped.WithLabelValues("unsupported").Inc()
+			// Not err: it names the session, and the agent's own logs
+			// carry no session's data.
+			a.noisy.Warn().Msg("session log: closed session not logged: the log's format cannot hold it (a DSJSON log takes sessions of one terminal step with a discrete action; see dprl_session_log_dropped_total{reason=\"unsupported\"})")
+		case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT):
 			a.m.SessionLogDropped.WithLabelValues("write_failed").Inc()
-			if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-				a.noisy.Error().Err(err).Msg("session log write failed: the disk is full; session not logged (the log goes on once space is freed; releases are not affected unless the ledger's disk is full too)")
-			} else {
-				a.noisy.Error().Err(err).Msg("session log write failed: session not logged")
-			}
+			a.noisy.Error().Err(err).Msg("session log write failed: the disk is full; session not logged (the log goes on once space is freed; releases are not affected unless the ledger's disk is full too)")
+		default:
+			a.m.SessionLogDropped.WithLabelValues("write_failed").Inc()
+			a.noisy.Error().Err(err).Msg("session log write failed: session not logged")
 		}
 		a.logq.written(it)
 	}

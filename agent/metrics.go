@@ -48,7 +48,8 @@ type Metrics struct {
 	// SessionLogDropped counts closed sessions the session log did not
 	// receive, by reason: queue_full (the log's writer fell behind by
 	// more than its bounded queue), write_failed, closed (the session
-	// closed after the log was). SessionLogQueue is the number of records
+	// closed after the log was), unsupported (the log's format cannot
+	// hold it: a multi-step session in a DSJSON log). SessionLogQueue is the number of records
 	// waiting for the writer.
 	SessionLogDropped *prometheus.CounterVec
 	SessionLogQueue   prometheus.Gauge
@@ -236,7 +237,7 @@ func DiscardReasons() []string {
 var (
 	admissionLimits   = []string{"open_sessions", "user", "connection", "memory"}
 	requestOps        = []string{"act", "end"}
-	sessionLogDropped = []string{"queue_full", "write_failed", "closed"}
+	sessionLogDropped = []string{"queue_full", "write_failed", "closed", "unsupported"}
 )
 
 // opsHelp marks every metric's help text: operational, not private.
@@ -264,7 +265,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		SessionsDiscarded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_sessions_discarded_total", Help: "Sessions not learned from, by scheduling reason (stale, learner_queue_full, user_queue_full, connection_queue_full, user_update_cap, user_epsilon_cap, ledger_unavailable, user_min_separation)." + opsHelp}, []string{"reason"}),
 		Releases:          prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_releases_total", Help: "Policy versions released." + opsHelp}),
 		ReleaseErrors:     prometheus.NewCounter(prometheus.CounterOpts{Name: "dprl_release_errors_total", Help: "Releases that failed to write." + opsHelp}),
-		SessionLogDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_session_log_dropped_total", Help: "Closed sessions not written to the session log, by reason (queue_full, write_failed, closed)." + opsHelp}, []string{"reason"}),
+		SessionLogDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dprl_session_log_dropped_total", Help: "Closed sessions not written to the session log, by reason (queue_full, write_failed, closed, unsupported: the log's format cannot hold the session, e.g. a multi-step one in a DSJSON log)." + opsHelp}, []string{"reason"}),
 		SessionLogQueue:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_session_log_queue_sessions", Help: "Closed sessions waiting to be written to the session log." + opsHelp}),
 		NATSConnected:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_nats_connected", Help: "1 while the agent's NATS connection is up, else 0." + opsHelp}),
 		PolicyVersion:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "dprl_policy_version", Help: "Policy version served to new sessions." + opsHelp}),

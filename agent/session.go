@@ -262,9 +262,13 @@ func (t *sessionTable) expired(idleCutoff, lifeCutoff int64) []*session {
 	return out
 }
 
-// SessionLog receives closed sessions in the dprl.sessions.v1 format;
-// *sessionlog.RotatingWriter is one. The agent calls Write from a single
-// goroutine of its own, never on the request path.
+// SessionLog receives closed sessions; *sessionlog.RotatingWriter is one
+// (dprl.sessions.v1 or, from dsjson.NewRotatingWriter, DSJSON). A Write
+// error wrapping sessionlog.ErrUnsupported says the log's format cannot
+// hold that session (nothing was written): it is counted as dropped with
+// reason "unsupported", any other error with reason "write_failed". The
+// agent calls Write from a single goroutine of its own, never on the
+// request path.
 type SessionLog interface {
 	Write(*sessionlog.Session) error
 }

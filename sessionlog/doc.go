@@ -1,6 +1,7 @@
 // Package sessionlog is the dprl.sessions.v1 session log: the format the
 // agent writes (one closed session a line, JSON Lines), its strict streaming
-// reader and writer, the rotating writer the agent uses, the streaming
+// reader and writer, the rotating writer the agent uses (it takes any
+// record Encoder: package dsjson's writes DSJSON), the streaming
 // index the offline modes read a log through, and the content hash that
 // identifies a dataset in the privacy ledger.
 //

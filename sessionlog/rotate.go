@@ -24,10 +24,24 @@ type RotatingOptions struct {
 	Keep int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Encoder writes each session's record; nil means AppendSession
+	// (dprl.sessions.v1). A session it refuses is not written (Write
+	// returns ErrUnsupported and the encoder's error).
+	Encoder Encoder
+	// Ext is the files' extension, dot included; "" means ".jsonl".
+	Ext string
 }
 
+// ErrUnsupported marks a session a RotatingWriter's encoder refused: the
+// log's format cannot hold it (a multi-step session in a DSJSON log) or
+// its values cannot be written (a non-finite number). Nothing of it was
+// written; the log goes on.
+var ErrUnsupported = errors.New("sessionlog: session not written: the log's format cannot hold it")
+
 // RotatingWriter appends sessions to sessions-<UTC time>.jsonl files in a
-// directory, rotating by size and age. A file is fsynced and closed on
+// directory (another extension with RotatingOptions.Ext), each record
+// written by its encoder (RotatingOptions.Encoder), rotating by size and
+// age. A file is fsynced and closed on
 // rotation and on Close, so every closed file is complete; the current file
 // may lose its unsynced tail in a crash, never a closed one. Retention: the
 // newest Keep closed files stay, older ones are deleted. Safe for concurrent
@@ -38,8 +52,7 @@ type RotatingWriter struct {
 
 	mu      sync.Mutex
 	f       *os.File
-	w       *Writer
-	size    int64
+	buf     []byte // the record being written
 	opened  time.Time
 	counter *countWriter
 }
@@ -69,16 +82,32 @@ func NewRotatingWriter(dir string, opt RotatingOptions) (*RotatingWriter, error)
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	if opt.Encoder == nil {
+		opt.Encoder = AppendSession
+	}
+	if opt.Ext == "" {
+		opt.Ext = ".jsonl"
+	}
+	if !strings.HasPrefix(opt.Ext, ".") || strings.ContainsAny(opt.Ext, `/\`) {
+		return nil, fmt.Errorf("sessionlog: extension %q, want a dot and no path separator", opt.Ext)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("sessionlog: session log dir: %w", err)
 	}
 	return &RotatingWriter{dir: dir, opt: opt}, nil
 }
 
-// Write appends one session, rotating first when due.
+// Write appends one session, rotating first when due. A session the
+// encoder refuses touches no file: the error wraps ErrUnsupported and the
+// encoder's error.
 func (r *RotatingWriter) Write(s *Session) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	b, err := r.opt.Encoder(r.buf[:0], s)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	r.buf = b
 	now := r.opt.Now()
 	if r.f != nil && (r.counter.n >= r.opt.MaxBytes || now.Sub(r.opened) >= r.opt.MaxAge) {
 		if err := r.closeCurrent(); err != nil {
@@ -91,42 +120,36 @@ func (r *RotatingWriter) Write(s *Session) error {
 		}
 	}
 	start := r.counter.n
-	err := r.w.Write(s)
-	if err == nil {
-		err = r.w.Flush()
-	}
-	if err != nil {
+	if _, err := r.counter.Write(b); err != nil {
 		r.cutBack(start)
+		return err
 	}
-	return err
+	return nil
 }
 
 // cutBack drops what a failed write (a full disk) left of its record: the
-// file is cut back to its last whole record and a fresh buffer replaces
-// the failed one (a bufio.Writer keeps its first error), so the log goes
-// on with whole records once space is back. A file that cannot be cut is
-// closed; the next write opens a new one.
+// file is cut back to its last whole record, so the log goes on with
+// whole records once space is back. A file that cannot be cut is closed;
+// the next write opens a new one.
 func (r *RotatingWriter) cutBack(start int64) {
 	if err := r.f.Truncate(start); err == nil {
 		if _, err := r.f.Seek(start, io.SeekStart); err == nil {
 			r.counter.n = start
-			r.w = NewWriter(r.counter)
 			return
 		}
 	}
 	r.f.Close()
-	r.f, r.w = nil, nil
+	r.f = nil
 }
 
 func (r *RotatingWriter) open(now time.Time) error {
-	name := filepath.Join(r.dir, "sessions-"+now.UTC().Format("20060102T150405.000000000Z")+".jsonl")
+	name := filepath.Join(r.dir, "sessions-"+now.UTC().Format("20060102T150405.000000000Z")+r.opt.Ext)
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("sessionlog: open session log: %w", err)
 	}
 	r.f, r.opened = f, now
 	r.counter = &countWriter{f: f}
-	r.w = NewWriter(r.counter)
 	return nil
 }
 
@@ -135,8 +158,8 @@ func (r *RotatingWriter) closeCurrent() error {
 	if r.f == nil {
 		return nil
 	}
-	err := errors.Join(r.w.Flush(), r.f.Sync(), r.f.Close())
-	r.f, r.w = nil, nil
+	err := errors.Join(r.f.Sync(), r.f.Close())
+	r.f = nil
 	if err != nil {
 		return fmt.Errorf("sessionlog: close session log: %w", err)
 	}
@@ -160,7 +183,8 @@ func (r *RotatingWriter) retain() error {
 	return nil
 }
 
-// Files lists the closed log files, oldest first.
+// Files lists the closed log files (of the writer's extension), oldest
+// first.
 func (r *RotatingWriter) Files() ([]string, error) {
 	entries, err := os.ReadDir(r.dir)
 	if err != nil {
@@ -169,7 +193,7 @@ func (r *RotatingWriter) Files() ([]string, error) {
 	var out []string
 	for _, e := range entries {
 		n := e.Name()
-		if !strings.HasPrefix(n, "sessions-") || !strings.HasSuffix(n, ".jsonl") {
+		if !strings.HasPrefix(n, "sessions-") || !strings.HasSuffix(n, r.opt.Ext) {
 			continue
 		}
 		p := filepath.Join(r.dir, n)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -132,5 +133,51 @@ func TestRotatingWriterFullDisk(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != in[0].Session || got[1] != in[2].Session {
 		t.Fatalf("logged %v, want %s and %s", got, in[0].Session, in[2].Session)
+	}
+}
+
+// TestRotatingWriterEncoder: a writer with its own encoder and extension
+// writes the encoder's records to files of that extension, and a session
+// the encoder refuses returns ErrUnsupported and touches no file (no file
+// is opened for it, and the next session is written whole).
+func TestRotatingWriterEncoder(t *testing.T) {
+	dir := t.TempDir()
+	enc := func(b []byte, s *Session) ([]byte, error) {
+		if len(s.Steps) != 1 {
+			return b, errors.New("one step only")
+		}
+		return append(append(b, s.Session...), '\n'), nil
+	}
+	w, err := NewRotatingWriter(dir, RotatingOptions{Encoder: enc, Ext: ".txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := Session{Session: "two", Steps: make([]Step, 2)}
+	if err := w.Write(&two); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "one step only") {
+		t.Fatalf("refused session: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("a refused session opened a file: %v", entries)
+	}
+	for _, id := range []string{"a", "b"} {
+		if err := w.Write(&Session{Session: id, Steps: make([]Step, 1)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(&two); !errors.Is(err, ErrUnsupported) {
+			t.Fatalf("refused session: %v", err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, err := w.Files()
+	if err != nil || len(files) != 1 || !strings.HasSuffix(files[0], ".txt") {
+		t.Fatalf("files %v, %v", files, err)
+	}
+	if b, _ := os.ReadFile(files[0]); string(b) != "a\nb\n" {
+		t.Errorf("file holds %q", b)
+	}
+	if _, err := NewRotatingWriter(dir, RotatingOptions{Ext: "txt"}); err == nil {
+		t.Error("extension without a dot accepted")
 	}
 }

@@ -546,28 +546,44 @@ type Writer struct {
 // NewWriter returns a writer; call Flush when done.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: bufio.NewWriterSize(w, 1<<16)} }
 
-// Write validates nothing beyond finiteness and valid UTF-8 in the ids,
-// and writes one record. Empty user and expert ids, a nil policy version or
-// final observation, and the logp of NoProb steps are omitted. Ids are
-// written as JSON strings (jsonstrict.AppendString), so any valid id reads
-// back as written.
+// Write writes one record (AppendSession).
 func (w *Writer) Write(s *Session) error {
-	b := w.buf[:0]
+	b, err := AppendSession(w.buf[:0], s)
+	if err != nil {
+		return err
+	}
+	w.buf = b
+	_, err = w.w.Write(b)
+	return err
+}
+
+// Encoder appends the record of session s, one line with its newline, to
+// b and returns the extended slice, or refuses s with an error (b's
+// contents past its length are then unspecified). AppendSession is the
+// dprl.sessions.v1 one; a RotatingWriter takes any (RotatingOptions).
+type Encoder func(b []byte, s *Session) ([]byte, error)
+
+// AppendSession is the dprl.sessions.v1 Encoder. It validates nothing
+// beyond finiteness and valid UTF-8 in the ids. Empty user and expert ids,
+// a nil policy version or final observation, and the logp of NoProb steps
+// are omitted. Ids are written as JSON strings (jsonstrict.AppendString),
+// so any valid id reads back as written.
+func AppendSession(b []byte, s *Session) ([]byte, error) {
 	var err error
 	b = append(b, `{"session":`...)
 	if b, err = jsonstrict.AppendString(b, s.Session); err != nil {
-		return fmt.Errorf("sessionlog: session %q: id: %w", s.Session, err)
+		return b, fmt.Errorf("sessionlog: session %q: id: %w", s.Session, err)
 	}
 	if s.User != "" {
 		b = append(b, `,"user":`...)
 		if b, err = jsonstrict.AppendString(b, s.User); err != nil {
-			return fmt.Errorf("sessionlog: session %q: user: %w", s.Session, err)
+			return b, fmt.Errorf("sessionlog: session %q: user: %w", s.Session, err)
 		}
 	}
 	if s.Expert != "" {
 		b = append(b, `,"expert":`...)
 		if b, err = jsonstrict.AppendString(b, s.Expert); err != nil {
-			return fmt.Errorf("sessionlog: session %q: expert: %w", s.Session, err)
+			return b, fmt.Errorf("sessionlog: session %q: expert: %w", s.Session, err)
 		}
 	}
 	if s.PolicyVersion != nil {
@@ -582,24 +598,24 @@ func (w *Writer) Write(s *Session) error {
 		}
 		b = append(b, `{"obs":`...)
 		if b, err = appendFloats(b, st.Obs); err != nil {
-			return fmt.Errorf("sessionlog: session %q steps[%d].obs: %w", s.Session, i, err)
+			return b, fmt.Errorf("sessionlog: session %q steps[%d].obs: %w", s.Session, i, err)
 		}
 		b = append(b, `,"action":`...)
 		if st.Action.Vec != nil {
 			if b, err = appendFloats(b, st.Action.Vec); err != nil {
-				return fmt.Errorf("sessionlog: session %q steps[%d].action: %w", s.Session, i, err)
+				return b, fmt.Errorf("sessionlog: session %q steps[%d].action: %w", s.Session, i, err)
 			}
 		} else {
 			b = strconv.AppendInt(b, int64(st.Action.Index), 10)
 		}
 		b = append(b, `,"reward":`...)
 		if b, err = jsonstrict.AppendFloat(b, st.Reward); err != nil {
-			return fmt.Errorf("sessionlog: session %q steps[%d].reward: %w", s.Session, i, err)
+			return b, fmt.Errorf("sessionlog: session %q steps[%d].reward: %w", s.Session, i, err)
 		}
 		if !st.NoProb {
 			b = append(b, `,"logp":`...)
 			if b, err = jsonstrict.AppendFloat(b, st.LogP); err != nil {
-				return fmt.Errorf("sessionlog: session %q steps[%d].logp: %w", s.Session, i, err)
+				return b, fmt.Errorf("sessionlog: session %q steps[%d].logp: %w", s.Session, i, err)
 			}
 		}
 		b = append(b, '}')
@@ -608,15 +624,12 @@ func (w *Writer) Write(s *Session) error {
 	if s.FinalObs != nil {
 		b = append(b, `,"final_obs":`...)
 		if b, err = appendFloats(b, s.FinalObs); err != nil {
-			return fmt.Errorf("sessionlog: session %q final_obs: %w", s.Session, err)
+			return b, fmt.Errorf("sessionlog: session %q final_obs: %w", s.Session, err)
 		}
 	}
 	b = append(b, `,"terminal":`...)
 	b = strconv.AppendBool(b, s.Terminal)
-	b = append(b, "}\n"...)
-	w.buf = b
-	_, err = w.w.Write(b)
-	return err
+	return append(b, "}\n"...), nil
 }
 
 // Flush writes buffered records to the underlying writer.

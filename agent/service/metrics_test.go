@@ -64,7 +64,7 @@ func TestMetricsSeriesAndGauges(t *testing.T) {
 	for _, l := range []string{"open_sessions", "user", "connection", "memory"} {
 		want = append(want, fmt.Sprintf(`dprl_admission_refused_total{limit=%q}`, l))
 	}
-	for _, r := range []string{"queue_full", "write_failed", "closed"} {
+	for _, r := range []string{"queue_full", "write_failed", "closed", "unsupported"} {
 		want = append(want, fmt.Sprintf(`dprl_session_log_dropped_total{reason=%q}`, r))
 	}
 	want = append(want, `dprl_requests_without_reply_total{request="act"}`, `dprl_requests_without_reply_total{request="end"}`,

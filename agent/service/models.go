@@ -57,8 +57,10 @@ type ModelConfig struct {
 	InitLedger bool
 	ExpectHead *ledger.HeadRef
 	// SessionLogDir, when set, receives this model's closed sessions as
-	// ServiceConfig.SessionLogDir does.
-	SessionLogDir string
+	// ServiceConfig.SessionLogDir does, in SessionLogFormat
+	// (ServiceConfig.SessionLogFormat).
+	SessionLogDir    string
+	SessionLogFormat string
 	// EnvSpec names this model's simulator, as ServiceConfig.EnvSpec.
 	EnvSpec string
 }
@@ -217,6 +219,7 @@ var modelKeys = map[string]modelKey{
 	"init":                        {"Init", func(s *Settings) any { return &s.Init }},
 	"expect-head":                 {"ExpectHead", func(s *Settings) any { return &s.ExpectHead }},
 	"log-sessions":                {"SessionLogDir", func(s *Settings) any { return &s.SessionLogDir }},
+	"session-log-format":          {"SessionLogFormat", func(s *Settings) any { return &s.SessionLogFormat }},
 }
 
 // deprecatedModelKeys are former names of model keys (as of dprl agent's
@@ -367,8 +370,8 @@ func (s Settings) multiServiceConfig() (ServiceConfig, error) {
 		if i == 0 {
 			sc = c // the process-level settings, the same for every model
 		}
-		sc.Models = append(sc.Models, ModelConfig{Name: e.Name, Agent: c.Agent, InitLedger: c.InitLedger, ExpectHead: c.ExpectHead, SessionLogDir: c.SessionLogDir, EnvSpec: c.EnvSpec})
+		sc.Models = append(sc.Models, ModelConfig{Name: e.Name, Agent: c.Agent, InitLedger: c.InitLedger, ExpectHead: c.ExpectHead, SessionLogDir: c.SessionLogDir, SessionLogFormat: c.SessionLogFormat, EnvSpec: c.EnvSpec})
 	}
-	sc.Agent, sc.DataDir, sc.InitLedger, sc.ExpectHead, sc.SessionLogDir, sc.EnvSpec = agent.Config{}, s.DataDir, false, nil, "", ""
+	sc.Agent, sc.DataDir, sc.InitLedger, sc.ExpectHead, sc.SessionLogDir, sc.SessionLogFormat, sc.EnvSpec = agent.Config{}, s.DataDir, false, nil, "", "", ""
 	return sc, nil
 }

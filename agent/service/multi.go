@@ -20,6 +20,7 @@ import (
 	"dprl/internal/buildinfo"
 	"dprl/ledger"
 	"dprl/sessionlog"
+	"dprl/sessionlog/dsjson"
 	"dprl/stream"
 )
 
@@ -33,6 +34,7 @@ type Policy struct {
 	init         bool
 	head         *ledger.HeadRef
 	logDir       string
+	logFormat    string // ServiceConfig.SessionLogFormat
 	logWriter    io.Writer
 	log          zerolog.Logger
 	env          string // the simulator named by --env, if any
@@ -148,10 +150,13 @@ func LedgerDirOf(err error, dflt string) string {
 func (c ServiceConfig) newPolicies() ([]*Policy, error) {
 	prefix := cmp.Or(c.Prefix, stream.DefaultPrefix)
 	if len(c.Models) == 0 {
+		if err := checkSessionLogFormat(c.SessionLogFormat, c.EnvSpec, c.Agent.Spec); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
 		return []*Policy{{prefix: prefix, cfg: c.Agent, dir: c.DataDir, init: c.InitLedger, head: c.ExpectHead, logDir: c.SessionLogDir,
-			logWriter: c.SessionLogWriter, log: c.Logger, env: c.EnvSpec, runDone: make(chan struct{})}}, nil
+			logFormat: c.SessionLogFormat, logWriter: c.SessionLogWriter, log: c.Logger, env: c.EnvSpec, runDone: make(chan struct{})}}, nil
 	}
-	if c.InitLedger || c.ExpectHead != nil || c.SessionLogDir != "" || c.SessionLogWriter != nil || c.EnvSpec != "" || !reflect.ValueOf(c.Agent).IsZero() {
+	if c.InitLedger || c.ExpectHead != nil || c.SessionLogDir != "" || c.SessionLogFormat != "" || c.SessionLogWriter != nil || c.EnvSpec != "" || !reflect.ValueOf(c.Agent).IsZero() {
 		return nil, errors.New("agent: with Models, the agent configuration, InitLedger, ExpectHead, EnvSpec and the session log are each model's (ModelConfig)")
 	}
 	if c.DataDir == "" {
@@ -174,8 +179,11 @@ func (c ServiceConfig) newPolicies() ([]*Policy, error) {
 			return nil, fmt.Errorf("agent: model %q given twice", m.Name)
 		}
 		seen[m.Name] = true
+		if err := checkSessionLogFormat(m.SessionLogFormat, m.EnvSpec, m.Agent.Spec); err != nil {
+			return nil, fmt.Errorf("agent: model %q: %w", m.Name, err)
+		}
 		ps = append(ps, &Policy{name: m.Name, prefix: prefix + "." + m.Name, cfg: m.Agent, dir: filepath.Join(c.DataDir, ModelsDir, m.Name),
-			init: m.InitLedger, head: m.ExpectHead, logDir: m.SessionLogDir, log: c.Logger.With().Str("model", m.Name).Logger(), env: m.EnvSpec, runDone: make(chan struct{})})
+			init: m.InitLedger, head: m.ExpectHead, logDir: m.SessionLogDir, logFormat: m.SessionLogFormat, log: c.Logger.With().Str("model", m.Name).Logger(), env: m.EnvSpec, runDone: make(chan struct{})})
 	}
 	return ps, nil
 }
@@ -210,14 +218,22 @@ func (s *Service) openPolicy(p *Policy) error {
 		return err
 	}
 	var slog agent.SessionLog
+	dsj := p.logFormat == SessionLogDSJSON
 	switch {
+	case p.logDir != "" && dsj:
+		if p.sessionLog, err = dsjson.NewRotatingWriter(p.logDir, p.cfg.Spec.NumActions, sessionlog.RotatingOptions{}); err != nil {
+			return err
+		}
+		slog = p.sessionLog
 	case p.logDir != "":
 		if p.sessionLog, err = sessionlog.NewRotatingWriter(p.logDir, sessionlog.RotatingOptions{}); err != nil {
 			return err
 		}
 		slog = p.sessionLog
+	case p.logWriter != nil && dsj:
+		slog = &flushingLog{w: p.logWriter, enc: dsjson.LogEncoder(p.cfg.Spec.NumActions)}
 	case p.logWriter != nil:
-		slog = flushingLog{sessionlog.NewWriter(p.logWriter)}
+		slog = &flushingLog{w: p.logWriter, enc: sessionlog.AppendSession}
 	}
 	opt := agent.Options{Logger: p.log, Metrics: p.metrics, SessionLog: slog, SessionLogQueue: s.cfg.SessionLogQueue, SessionLogQueueBytes: s.cfg.SessionLogQueueBytes}
 	opt.OnRelease = func(r agent.Release) {

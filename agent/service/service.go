@@ -58,11 +58,20 @@ type ServiceConfig struct {
 	Limits stream.Limits
 	// SessionLogDir, when set, receives every closed session as rotating
 	// dprl.sessions.v1 files (64 MiB or 1 hour per file, fsynced on
-	// rotation, all files kept).
+	// rotation, all files kept), or DSJSON ones (SessionLogFormat).
 	SessionLogDir string
 	// SessionLogWriter, when set (and SessionLogDir is not), receives every
 	// closed session as dprl.sessions.v1 lines, flushed after each session.
 	SessionLogWriter io.Writer
+	// SessionLogFormat is the session log's format: SessionLogV1 (or "")
+	// or SessionLogDSJSON, one DSJSON decision a line, in
+	// sessions-<UTC time>.dsjson files (dsjson.NewRotatingWriter) or to
+	// SessionLogWriter. DSJSON holds only sessions of one terminal step
+	// with a discrete action: it is refused at start for continuous
+	// actions and for an EnvSpec whose episodes are longer than one step,
+	// and any other session it cannot hold is dropped from the log and
+	// counted (dprl_session_log_dropped_total{reason="unsupported"}).
+	SessionLogFormat string
 	// SessionLogQueue and SessionLogQueueBytes bound the queue between the
 	// request path and the session log's writer (Options.SessionLogQueue);
 	// 0 takes the defaults. Sessions that do not fit are dropped from the
@@ -92,7 +101,8 @@ type ServiceConfig struct {
 	// Models, when not empty, serve one policy per model (multi-policy
 	// mode, see ModelConfig): each has its ledger in DataDir/models/NAME
 	// and its subjects under Prefix.NAME; Agent, InitLedger, ExpectHead,
-	// SessionLogDir and SessionLogWriter must then be zero.
+	// SessionLogDir, SessionLogFormat and SessionLogWriter must then be
+	// zero.
 	Models []ModelConfig
 	// Cluster, when set, runs the agent as one role of a cluster
 	// (cluster.go); nil is one process doing everything.
@@ -571,14 +581,23 @@ type causeError struct {
 func (e *causeError) Error() string { return e.msg }
 func (e *causeError) Unwrap() error { return e.cause }
 
-// flushingLog writes sessions to an sessionlog.Writer, flushing each.
-type flushingLog struct{ w *sessionlog.Writer }
+// flushingLog writes each session's record (of enc) to w as one write; a
+// session enc refuses is an error wrapping sessionlog.ErrUnsupported, as
+// from a RotatingWriter.
+type flushingLog struct {
+	w   io.Writer
+	enc sessionlog.Encoder
+	buf []byte
+}
 
-func (l flushingLog) Write(s *sessionlog.Session) error {
-	if err := l.w.Write(s); err != nil {
-		return err
+func (l *flushingLog) Write(s *sessionlog.Session) error {
+	b, err := l.enc(l.buf[:0], s)
+	if err != nil {
+		return fmt.Errorf("%w: %w", sessionlog.ErrUnsupported, err)
 	}
-	return l.w.Flush()
+	l.buf = b
+	_, err = l.w.Write(b)
+	return err
 }
 
 // DefaultActWorkers is the number of concurrent act handlers when none is

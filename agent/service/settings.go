@@ -105,10 +105,12 @@ type Settings struct {
 	// Security secures the embedded server (the nats-* settings).
 	Security NATSSecurityFiles
 	// ActWorkers (act-workers), 0 to 1024, HTTPAddr (http; "" or
-	// HOST:PORT) and SessionLogDir (log-sessions) are ServiceConfig's.
-	ActWorkers    int
-	HTTPAddr      string
-	SessionLogDir string
+	// HOST:PORT), SessionLogDir (log-sessions) and SessionLogFormat
+	// (session-log-format; only with SessionLogDir) are ServiceConfig's.
+	ActWorkers       int
+	HTTPAddr         string
+	SessionLogDir    string
+	SessionLogFormat string
 	// Backups (backup-dir, backup-every, backup-keep) is ServiceConfig's.
 	Backups Backups
 	// ShutdownGrace (shutdown-grace) is ServiceConfig's, except that 0 (or
@@ -160,7 +162,7 @@ var SettingsFields = fielderr.Fields{"DataDir", "Init", "UserEpsilon", "MaxUpdat
 	"ActWorkers", "SessionMemoryMiB", "NATS", "TLSCA", "TLSCert", "TLSKey", "Creds", "NKey", "Identity",
 	"Clients", "ServerTLS", "ServerCert", "ServerKey", "ClientCA", "Caps", "Insecure", "NATSListen", "HTTPAddr",
 	"MaxOpenSessions", "MaxStepsPerSession", "MaxSessionsPerUser", "MaxSessionsPerConnection", "MaxQueuedPerUser",
-	"IdleTimeout", "FlushTimeout", "MaxSessionLifetime", "RewardLow", "RewardHigh", "ServePolicy", "ServeNonPrivate", "SessionLogDir",
+	"IdleTimeout", "FlushTimeout", "MaxSessionLifetime", "RewardLow", "RewardHigh", "ServePolicy", "ServeNonPrivate", "SessionLogDir", "SessionLogFormat",
 	"Role", "ClusterReplicas", "LeaseTTL", "UserKeyFile", "Partitions"}
 
 // Validate reports the first problem ServiceConfig finds.
@@ -201,6 +203,9 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 	if err != nil {
 		return ServiceConfig{}, err
 	}
+	if err := checkSessionLogFormat(s.SessionLogFormat, s.EnvSpec, ac.Spec); err != nil {
+		return ServiceConfig{}, err
+	}
 	opts, sec, err := s.resolveTransport()
 	if err != nil {
 		return ServiceConfig{}, err
@@ -217,7 +222,7 @@ func (s Settings) ServiceConfig() (ServiceConfig, error) {
 		return ServiceConfig{}, err
 	}
 	return ServiceConfig{Agent: ac, DataDir: s.DataDir, InitLedger: s.Init, NATS: s.NATS, NATSListen: s.NATSListen, ConnectOptions: opts, NATSSecurity: sec,
-		Prefix: s.Prefix, ActWorkers: s.ActWorkers, HTTPAddr: s.HTTPAddr, SessionLogDir: s.SessionLogDir, ExpectHead: head, Backups: s.Backups,
+		Prefix: s.Prefix, ActWorkers: s.ActWorkers, HTTPAddr: s.HTTPAddr, SessionLogDir: s.SessionLogDir, SessionLogFormat: s.SessionLogFormat, ExpectHead: head, Backups: s.Backups,
 		ShutdownGrace: s.shutdownGrace(), EnvSpec: s.EnvSpec, Cluster: cluster}, nil
 }
 

@@ -131,7 +131,8 @@ func (s Settings) noiseMultiplier() (float64, error) {
 }
 
 // checkProcess checks the process's own settings: DataDir is given, it and
-// SessionLogDir are not files, and ActWorkers is in range.
+// SessionLogDir are not files, a DSJSON SessionLogFormat comes with
+// SessionLogDir, and ActWorkers is in range.
 func (s Settings) checkProcess() error {
 	if s.DataDir == "" {
 		return SettingsFields.Errorf("{DataDir} is required")
@@ -140,6 +141,9 @@ func (s Settings) checkProcess() error {
 		if fi, err := os.Stat(d.path); d.path != "" && err == nil && !fi.IsDir() {
 			return SettingsFields.Errorf("{%s} %s is a file: want a directory (created if missing)", d.field, d.path)
 		}
+	}
+	if s.SessionLogFormat == SessionLogDSJSON && s.SessionLogDir == "" {
+		return SettingsFields.Errorf("{SessionLogFormat} %s without {SessionLogDir}: there is no session log to write", s.SessionLogFormat)
 	}
 	if s.ActWorkers < 0 || s.ActWorkers > 1024 {
 		return SettingsFields.Errorf("{ActWorkers} %d: want 0 (twice the cores) to 1024", s.ActWorkers)

@@ -107,7 +107,7 @@ var flagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-h
 	"ServerCert": "--nats-tls-cert", "ServerKey": "--nats-tls-key", "ClientCA": "--nats-tls-client-ca", "Caps": "--nats-max-*", "Insecure": "--insecure-nats",
 	"NATSListen": "--nats-listen", "HTTPAddr": "--http", "MaxOpenSessions": "--max-open-sessions", "MaxStepsPerSession": "--max-steps",
 	"MaxSessionsPerUser": "--max-sessions-per-user", "MaxSessionsPerConnection": "--max-sessions-per-connection", "MaxQueuedPerUser": "--max-queued-per-user",
-	"IdleTimeout": "--idle-timeout", "FlushTimeout": "--flush-timeout", "MaxSessionLifetime": "--max-session-lifetime", "RewardLow": "--reward-low", "RewardHigh": "--reward-high", "ServePolicy": "--serve-policy", "ServeNonPrivate": "--serve-non-private", "SessionLogDir": "--log-sessions",
+	"IdleTimeout": "--idle-timeout", "FlushTimeout": "--flush-timeout", "MaxSessionLifetime": "--max-session-lifetime", "RewardLow": "--reward-low", "RewardHigh": "--reward-high", "ServePolicy": "--serve-policy", "ServeNonPrivate": "--serve-non-private", "SessionLogDir": "--log-sessions", "SessionLogFormat": "--session-log-format",
 	"Role": "--role", "ClusterReplicas": "--cluster-replicas", "LeaseTTL": "--lease-ttl", "UserKeyFile": "--user-key", "Partitions": "--partitions"}
 
 // asFlags renders err as dprl agent prints it.

@@ -52,6 +52,7 @@ func registerAgentSettings(fs *pflag.FlagSet, s *service.Settings) *cliflags.Fla
 	fl.StringVar(&s.NKey, "nkey", "", "nkey seed file of the agent's identity (external server)")
 	fl.StringVar(&s.Identity, "nats-identity", "", "name of the agent's identity on an external server (requests use the reply inbox _INBOX.NAME; a dprl nats --auth file names each process's)")
 	fl.StringVar(&s.SessionLogDir, "log-sessions", "", "write every closed session to rotating dprl.sessions.v1 files in this directory (raw user data: protect it)")
+	fl.StringVar(&s.SessionLogFormat, "session-log-format", service.SessionLogV1, "format of --log-sessions: dprl.sessions.v1 (every session), or dsjson (Vowpal Wabbit's decision service JSON, one line per one-step decision, in sessions-*.dsjson files: for contextual-bandit policies; refused with continuous actions or an --env of longer episodes, and any other session it cannot hold is not logged and counted in dprl_session_log_dropped_total{reason=\"unsupported\"})")
 	fl.StringVar(&s.Backups.Dir, "backup-dir", "", "write a verified online backup of the ledger into a new subdirectory of this directory every --backup-every while the head moved, keeping the newest --backup-keep (it holds user.key: protect it)")
 	fl.DurationVar(&s.Backups.Every, "backup-every", service.DefaultBackupEvery, "interval of --backup-dir backups, >= 1s")
 	fl.IntVar(&s.Backups.Keep, "backup-keep", service.DefaultBackupKeep, "backups kept in --backup-dir, >= 1")

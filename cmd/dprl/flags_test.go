@@ -319,6 +319,8 @@ func TestConfigErrorsExitTwo(t *testing.T) {
 		{"sims experts", []string{"--m", "0", "--out-dir", dir, "--log", missing}, "--m 0"},
 		{"agent", []string{"--data", dir, "--env", "cartpole", "--z", "-1", "--check-config"}, "--z -1"},
 		{"agent", []string{"--data", dir, "--env", "cartpole", "--config", missing, "--check-config"}, "missing"},
+		{"agent", []string{"--data", dir, "--env", "cartpole", "--log-sessions", missing, "--session-log-format", "dsjson", "--check-config"}, "--session-log-format dsjson with --env cartpole: its sessions last up to 500 steps"},
+		{"agent", []string{"--data", dir, "--env", "bandit", "--session-log-format", "dsjson", "--check-config"}, "--session-log-format dsjson without --log-sessions"},
 		{"agent nkey", []string{"--seed-file", exists}, "--seed-file"},
 		{"agent nkey", nil, "--seed-file"},
 		{"demo", []string{"--users", "0"}, "--users"},

@@ -82,4 +82,15 @@
 // is refused, naming the session; there is no flattening of trajectories.
 // Importing the export with ReaderOptions.SharedOnly (the per-action
 // features are then not part of obs) gives back the log's sessions.
+//
+// # Session log (NewRotatingWriter)
+//
+// The agent can log its closed sessions in DSJSON directly (dprl agent
+// --session-log-format dsjson): NewRotatingWriter is sessionlog's
+// RotatingWriter with LogEncoder as its encoder, so the files
+// (sessions-<UTC time>.dsjson) rotate, sync and are retained as the
+// dprl.sessions.v1 log's. Each session is one line, as the export writes
+// it; a session that is not one terminal step with a discrete action and
+// a behaviour probability is refused (sessionlog.ErrUnsupported) and
+// nothing of it is written: the agent counts it as dropped.
 package dsjson

@@ -33,15 +33,28 @@ func NewWriter(w io.Writer, actions int) *Writer {
 	return &Writer{w: bufio.NewWriterSize(w, 1<<16), actions: actions}
 }
 
-// Write writes session s as one decision, or refuses it (ErrExport, naming
-// the session): more or fewer than one step, a continuous action, an
-// action outside [0, actions), no behaviour probability, non-finite values.
+// Write writes session s as one decision, or refuses it (AppendDecision).
 func (w *Writer) Write(s *sessionlog.Session) error {
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("%w: session %q: %s", ErrExport, s.Session, fmt.Sprintf(format, args...))
+	b, err := AppendDecision(w.buf[:0], s, w.actions)
+	if err != nil {
+		return err
 	}
-	if w.actions < 1 || w.actions > MaxActions {
-		return fmt.Errorf("%w: %d actions, want 1 to %d", ErrExport, w.actions, MaxActions)
+	w.buf = b
+	_, err = w.w.Write(b)
+	return err
+}
+
+// AppendDecision appends session s as one decision over actions discrete
+// actions (one line, newline included) to b, or refuses it (ErrExport,
+// naming the session): more or fewer than one step, a continuous action,
+// an action outside [0, actions), no behaviour probability, non-finite
+// values.
+func AppendDecision(b []byte, s *sessionlog.Session, actions int) ([]byte, error) {
+	fail := func(format string, args ...any) ([]byte, error) {
+		return b, fmt.Errorf("%w: session %q: %s", ErrExport, s.Session, fmt.Sprintf(format, args...))
+	}
+	if actions < 1 || actions > MaxActions {
+		return b, fmt.Errorf("%w: %d actions, want 1 to %d", ErrExport, actions, MaxActions)
 	}
 	if len(s.Steps) != 1 {
 		return fail("%d steps: a DSJSON line is one decision, so only one-step sessions are exported", len(s.Steps))
@@ -54,8 +67,8 @@ func (w *Writer) Write(s *sessionlog.Session) error {
 		return fail("no behaviour probability: _label_probability is required")
 	}
 	a := st.Action.Index
-	if a < 0 || a >= w.actions {
-		return fail("action %d outside the %d actions [0, %d)", a, w.actions, w.actions)
+	if a < 0 || a >= actions {
+		return fail("action %d outside the %d actions [0, %d)", a, actions, actions)
 	}
 	p := math.Exp(st.LogP)
 	if !(p > 0 && p <= 1) {
@@ -71,7 +84,6 @@ func (w *Writer) Write(s *sessionlog.Session) error {
 	if st.Reward == 0 {
 		cost = 0
 	}
-	b := w.buf[:0]
 	var err error
 	b = append(b, `{"_label_cost":`...)
 	if b, err = jsonstrict.AppendFloat(b, cost); err != nil {
@@ -89,7 +101,7 @@ func (w *Writer) Write(s *sessionlog.Session) error {
 	}
 	b = append(b, `,"a":[`...)
 	b = strconv.AppendInt(b, int64(a+1), 10)
-	for k := range w.actions {
+	for k := range actions {
 		if k != a {
 			b = append(b, ',')
 			b = strconv.AppendInt(b, int64(k+1), 10)
@@ -105,7 +117,7 @@ func (w *Writer) Write(s *sessionlog.Session) error {
 		}
 	}
 	b = append(b, `],"_multi":[`...)
-	for k := range w.actions {
+	for k := range actions {
 		if k > 0 {
 			b = append(b, ',')
 		}
@@ -113,10 +125,7 @@ func (w *Writer) Write(s *sessionlog.Session) error {
 		b = strconv.AppendInt(b, int64(k+1), 10)
 		b = append(b, `":1}}`...)
 	}
-	b = append(b, "]}}\n"...)
-	w.buf = b
-	_, err = w.w.Write(b)
-	return err
+	return append(b, "]}}\n"...), nil
 }
 
 // Flush writes buffered decisions to the underlying writer.
