@@ -362,6 +362,14 @@ func (e *Bandit) HeldOut(users int, rng *rand.Rand) (*BanditUsers, error) {
 	return u, nil
 }
 
+// Each calls f with every held-out user's features, in order (f must not
+// keep or change x).
+func (u *BanditUsers) Each(f func(x []float64)) {
+	for i := range u.n {
+		f(u.x[i*u.d : (i+1)*u.d])
+	}
+}
+
 // Len returns the number of held-out users.
 func (u *BanditUsers) Len() int { return u.n }
 

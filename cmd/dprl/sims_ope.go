@@ -45,6 +45,7 @@ func newSimsOPECmd(a *app) *cobra.Command {
 	fl.IntVar(&c.Reps, "reps", 1000, "logs per size")
 	fl.Float64SliceVar(&c.Epsilons, "epsilon", []float64{0, 1, 5}, "privacy levels: 0 the non-private report, > 0 the private audit at that epsilon (delta 1e-5)")
 	fl.Float64Var(&c.LoggerEps, "logger-epsilon", 0.1, "the logger's epsilon (epsilon-greedy around the best fixed item)")
+	fl.StringVar(&c.Logger, "logger", "", "the logging policy instead of epsilon-greedy: snapshot:FILE (a released policy's own probabilities, e.g. the DP agent's: dprl ledger snapshot), softmax:FILE:TEMP, epsilon-greedy:FILE:EPS")
 	fl.Float64Var(&c.TargetEps, "target-epsilon", 0.1, "the target's epsilon (epsilon-greedy around each user's best item)")
 	fl.IntVar(&c.Bootstrap, "bootstrap", 200, "percentile-bootstrap resamples (IPS, SNIPS)")
 	fl.IntVar(&c.Workers, "workers", runtime.GOMAXPROCS(0), "goroutines (the result does not depend on it)")

@@ -19,6 +19,7 @@
 package coverage
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -29,6 +30,7 @@ import (
 	"dprl/ledger/accountant"
 	"dprl/noise"
 	"dprl/offline/ope"
+	"dprl/offline/policies"
 	"dprl/sims"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -49,6 +51,12 @@ type Config struct {
 	// LoggerEps and TargetEps are the logger's and the target's epsilon
 	// (defaults 0.1 and 0.1).
 	LoggerEps, TargetEps float64
+	// Logger, when set, is the logging policy instead of the
+	// epsilon-greedy one: a policies.Parse spec over the bandit's items
+	// (for example "snapshot:FILE", a DP agent's released policy with its
+	// own probabilities). Its weight bound is max pi / mu over the
+	// held-out users.
+	Logger string
 	// Bootstrap is the number of percentile-bootstrap resamples (IPS and
 	// SNIPS; default 200).
 	Bootstrap int
@@ -163,9 +171,11 @@ const SimulationOnly = "simulation only: simulated users; nothing here is anybod
 type world struct {
 	env        *sims.Bandit
 	A, d       int
+	bound      float64 // the weight bound of Config.Logger (0: epsilon-greedy's)
 	best       int
 	cfg        *Config
 	q, mu, tgt []float64
+	logger     policies.Policy // nil: epsilon-greedy
 }
 
 func newWorld(c *Config, best int) (*world, error) {
@@ -176,6 +186,11 @@ func newWorld(c *Config, best int) (*world, error) {
 	bc := env.Config()
 	w := &world{env: env, A: bc.Items, d: bc.Dim(), best: best, cfg: c}
 	w.q, w.mu, w.tgt = make([]float64, w.A), make([]float64, w.A), make([]float64, w.A)
+	if c.Logger != "" {
+		if w.logger, err = policies.Parse(c.Logger, policies.Options{NumActions: w.A, ObsDim: w.d}); err != nil {
+			return nil, fmt.Errorf("coverage: logger: %w", err)
+		}
+	}
 	return w, nil
 }
 
@@ -205,10 +220,42 @@ func argmax(v []float64) int {
 	return b
 }
 
-// weightBound is max pi / min mu.
+// weightBound is max pi / min mu for the epsilon-greedy logger; with
+// Config.Logger it is set from the held-out users (loggerBound).
 func (w *world) weightBound() float64 {
+	if w.bound > 0 {
+		return w.bound
+	}
 	e := w.cfg.TargetEps
 	return (1 - e + e/float64(w.A)) / (w.cfg.LoggerEps / float64(w.A))
+}
+
+// loggerBound is max over the users x and items a of pi(a|x) / mu(a|x)
+// for Config.Logger (an error if mu is 0 where pi is not: the target is
+// not covered and no estimate is unbiased).
+func (w *world) loggerBound(users *sims.BanditUsers) (float64, error) {
+	pi, mu := make([]float64, w.A), make([]float64, w.A)
+	b := 0.0
+	var err error
+	users.Each(func(x []float64) {
+		if err != nil {
+			return
+		}
+		w.target(pi, x)
+		if err = w.logger.Probs(mu, x); err != nil {
+			return
+		}
+		for a := range pi {
+			if pi[a] > 0 && mu[a] <= 0 {
+				err = fmt.Errorf("coverage: the logger never shows item %d where the target does", a)
+				return
+			}
+			if pi[a] > 0 {
+				b = max(b, pi[a]/mu[a])
+			}
+		}
+	})
+	return b, err
 }
 
 // log draws n logged decisions.
@@ -219,7 +266,12 @@ func (w *world) log(n int, rng *rand.Rand) *ope.Log {
 		x := make([]float64, w.d)
 		w.env.DrawUser(rng, x)
 		w.env.ClickProbsFor(w.q, x)
-		a := sample(w.mu, rng.Float64())
+		if w.logger != nil {
+			if err := w.logger.Probs(w.mu, x); err != nil {
+				panic(fmt.Sprintf("coverage: the logger refused a simulated user: %v", err)) // checked on the held-out users first
+			}
+		}
+		a := policies.Sample(rng, w.mu)
 		r := 0.0
 		if rng.Float64() < w.q[a] {
 			r = 1
@@ -227,18 +279,6 @@ func (w *world) log(n int, rng *rand.Rand) *ope.Log {
 		l.Decisions[i] = ope.Decision{X: x, Action: a, Reward: r, Prob: w.mu[a]}
 	}
 	return l
-}
-
-// sample returns the index u falls in under the distribution p.
-func sample(p []float64, u float64) int {
-	acc := 0.0
-	for a, v := range p {
-		acc += v
-		if u < acc {
-			return a
-		}
-	}
-	return len(p) - 1
 }
 
 // key names one interval at one size and level.
@@ -287,8 +327,15 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	logger := fmt.Sprintf("epsilon-greedy (%g) around the best fixed item %d", c.LoggerEps, best)
+	if c.Logger != "" {
+		if w0.bound, err = w0.loggerBound(users); err != nil {
+			return nil, err
+		}
+		logger = fmt.Sprintf("%s (its own probabilities)", c.Logger)
+	}
 	res := &Result{Simulation: SimulationOnly, Truth: users.Value(w0.target), WeightBound: w0.weightBound(),
-		Logger: fmt.Sprintf("epsilon-greedy (%g) around the best fixed item %d", c.LoggerEps, best),
+		Logger: logger,
 		Target: fmt.Sprintf("epsilon-greedy (%g) around each user's best item", c.TargetEps), Reps: c.Reps, Level: 0.95,
 		NoiseMultipliers: map[string]float64{}}
 	zs := map[float64]float64{}
@@ -314,6 +361,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 			// A failed worker keeps draining the jobs, so the feeder never
 			// blocks; the first error is returned.
 			w, err := newWorld(&c, best)
+			if w != nil {
+				w.bound = w0.bound
+			}
 			for j := range jobs {
 				if err != nil {
 					continue
@@ -421,7 +471,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	}
 	slices.SortFunc(res.Rows, func(a, b Row) int {
 		if a.Epsilon != b.Epsilon {
-			return cmpF(a.Epsilon, b.Epsilon)
+			return cmp.Compare(a.Epsilon, b.Epsilon)
 		}
 		if a.N != b.N {
 			return a.N - b.N
@@ -429,33 +479,13 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		if a.Estimator != b.Estimator {
 			return order(a.Estimator) - order(b.Estimator)
 		}
-		return cmpS(a.Method, b.Method)
+		return cmp.Compare(a.Method, b.Method)
 	})
 	for n, t := range lbs {
 		res.Bounds = append(res.Bounds, Bound{N: n, Valid: float64(t.covered) / float64(t.count), Mean: t.sum / float64(t.count)})
 	}
 	slices.SortFunc(res.Bounds, func(a, b Bound) int { return a.N - b.N })
 	return res, nil
-}
-
-func cmpF(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpS(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // order lists the estimators: the recommended first.
