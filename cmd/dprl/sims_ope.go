@@ -50,6 +50,7 @@ func newSimsOPECmd(a *app) *cobra.Command {
 	fl.IntVar(&c.Bootstrap, "bootstrap", 200, "percentile-bootstrap resamples (IPS, SNIPS)")
 	fl.IntVar(&c.Workers, "workers", runtime.GOMAXPROCS(0), "goroutines (the result does not depend on it)")
 	fl.Uint64Var(&c.Seed, "seed", 0, "seed of every draw (default: from the OS)")
+	fl.StringVar(&c.DumpDir, "dump-logs", "", "write every simulated log's weights and rewards as CSV files to this existing directory (for other libraries' estimators on the same logs: scripts/ope/peers.py)")
 	fl.StringVar(&plot, "plot", "", "write coverage against n as PNG (or another format by extension) to this file")
 	fl.Bool("json", false, "print the result as JSON")
 	return cmd

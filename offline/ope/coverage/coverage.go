@@ -24,7 +24,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"dprl/ledger/accountant"
@@ -66,6 +70,10 @@ type Config struct {
 	// Seed seeds every draw; log r of size n uses its own stream, so the
 	// result does not depend on Workers.
 	Seed uint64
+	// DumpDir, when set, receives every log as a CSV file
+	// n<N>-rep<R>.csv of its decisions' weight w and reward r (columns
+	// "w,r"), for running other libraries' estimators on the same logs.
+	DumpDir string
 	// Workers is the number of goroutines (default 1).
 	Workers int
 	// Progress, if set, is called after every log with the logs done and
@@ -102,6 +110,11 @@ func (c *Config) Validate() error {
 	if c.Workers < 1 {
 		c.Workers = 1
 	}
+	if c.DumpDir != "" {
+		if fi, err := os.Stat(c.DumpDir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("coverage: dump directory %q: want an existing directory", c.DumpDir)
+		}
+	}
 	switch {
 	case c.Reps < 2:
 		return fmt.Errorf("coverage: %d repetitions, want >= 2", c.Reps)
@@ -132,7 +145,9 @@ type Row struct {
 	Coverage  float64 `json:"coverage"`
 	// CoverageSE is the binomial standard error of Coverage.
 	CoverageSE float64 `json:"coverage_se"`
-	MeanWidth  float64 `json:"mean_width"`
+	// MeanWidth is the mean width of the interval's part inside the
+	// reward range [0, 1] (an interval reaching past it says no more).
+	MeanWidth float64 `json:"mean_width"`
 	// OracleWidth is 2 z sd of the estimate over the logs; WidthRatio is
 	// MeanWidth / OracleWidth.
 	OracleWidth float64 `json:"oracle_width"`
@@ -279,6 +294,23 @@ func (w *world) log(n int, rng *rand.Rand) *ope.Log {
 		l.Decisions[i] = ope.Decision{X: x, Action: a, Reward: r, Prob: w.mu[a]}
 	}
 	return l
+}
+
+// dump writes the log's weights and rewards as CSV.
+func dump(path string, l *ope.Log, pi []float64) error {
+	var b strings.Builder
+	b.WriteString("w,r\n")
+	for _, d := range l.Decisions {
+		l.Policy(pi, d.X)
+		b.WriteString(strconv.FormatFloat(pi[d.Action]/d.Prob, 'g', -1, 64))
+		b.WriteByte(',')
+		b.WriteString(strconv.FormatFloat(d.Reward, 'g', -1, 64))
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("coverage: dump: %w", err)
+	}
+	return nil
 }
 
 // key names one interval at one size and level.
@@ -429,7 +461,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 					if iv.Lo <= res.Truth && res.Truth <= iv.Hi {
 						t.covered++
 					}
-					t.width += iv.Width()
+					t.width += min(iv.Hi, 1) - max(iv.Lo, 0) // the part inside the reward range
 					t.sum += s.value
 					t.sum2 += s.value * s.value
 				}
@@ -499,6 +531,11 @@ func one(w *world, n, rep int, zs map[float64]float64, truth float64) (outcome, 
 	rng := rand.New(rand.NewPCG(c.Seed^uint64(n)<<32, uint64(rep)))
 	l := w.log(n, rng)
 	o := outcome{n: n, rep: rep}
+	if c.DumpDir != "" {
+		if err := dump(filepath.Join(c.DumpDir, fmt.Sprintf("n%d-rep%d.csv", n, rep)), l, w.tgt); err != nil {
+			return o, err
+		}
+	}
 	opt := ope.Options{WeightBound: w.weightBound(), Bootstrap: c.Bootstrap, Rand: rng}
 	for _, eps := range c.Epsilons {
 		if eps > 0 {
