@@ -20,7 +20,7 @@ func newOfflineOPECmd(a *app) *cobra.Command {
 				return fieldUsage("", f.fl, err)
 			}
 			return runOffline(a, cmd, offlineRun[*ope.Result]{name: "offline ope", budget: &f.budget, private: o.Private(),
-				in: budget.Input{Path: o.Data, Reader: in}, m: m, flags: f.fl})
+				in: budget.Input{Path: o.Data, Reader: in}, m: m, flags: f.fl, plot: f.plot, draw: (*ope.Result).Plot})
 		},
 	}
 	fl := f.register(c)
@@ -36,6 +36,7 @@ func newOfflineOPECmd(a *app) *cobra.Command {
 	fl.IntVar(&o.Bootstrap, "bootstrap", 1000, "percentile-bootstrap resamples of the non-private report")
 	fl.Uint64Var(&o.Seed, "seed", 0, "seed the noise, the folds and the bootstrap (repeatable research runs; recorded in the ledger)")
 	fl.BoolVar(&o.NonPrivate, "non-private", false, "add the report NOT covered by any DP guarantee: every estimator and interval, the lower bound and the weight diagnostics of the raw log")
+	fl.StringVar(&f.plot, "plot", "", "write the intervals as a figure (PNG, or another format by extension) to this file; with --non-private it shows the non-private estimates too, labelled")
 	fl.Bool("json", false, "print JSON")
 	return c
 }

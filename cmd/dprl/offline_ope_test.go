@@ -52,8 +52,12 @@ func TestOfflineOPE(t *testing.T) {
 		t.Errorf("seeded rerun: exit %d, %s", code, out2)
 	}
 
-	// Text, private with the labelled non-private section.
-	code, out, stderr = audit(append(private, "--non-private")...)
+	// Text, private with the labelled non-private section, and the figure.
+	png := filepath.Join(dir, "audit.png")
+	code, out, stderr = audit(append(private, "--non-private", "--plot", png)...)
+	if fi, err := os.Stat(png); err != nil || fi.Size() < 10000 {
+		t.Errorf("figure: %v", err)
+	}
 	if code != 0 || !strings.HasPrefix(out, "target uniform\nlower end ") || !strings.Contains(out, "private: (epsilon 5, delta 1e-05)") ||
 		!strings.Contains(out, "--- "+ope.NotCovered+" ---") || !strings.Contains(out, "EL ") || !strings.Contains(out, "decisions 4000") {
 		t.Errorf("text: exit %d\n%s\n%s", code, out, stderr)
