@@ -30,7 +30,7 @@ var layers = []struct {
 	{"policy formats and what builds on policies and the ledger", []string{"policy/qnet", "policy/sac", "profile", "agent/statuspage",
 		"offline/budget", "offline/gtd2", "offline/lsw", "offline/ope", "offline/policies"}},
 	{"rollout", []string{"rollout"}},
-	{"the agent, the offline modes, the load generator", []string{"agent", "offline", "offline/evaluate", "offline/primorl", "offline/qlearn", "offline/svt",
+	{"the agent, the offline modes, the load generator", []string{"agent", "offline", "offline/evaluate", "offline/ope/coverage", "offline/primorl", "offline/qlearn", "offline/svt",
 		"stream/loadgen"}},
 	{"the agent's operator shell and its tests' fixtures", []string{"agent/service", "agent/internal/..."}},
 	{"drivers", []string{"audit", "experiment/...", "report"}},
