@@ -57,9 +57,9 @@ func riverswimValue(t testing.TB, episodes int, pt float64, rng *rand.Rand) floa
 // four undercover at this n (measured 0.81 to 0.84): the floors only catch
 // a broken interval.
 func TestTrajectoryCoverage(t *testing.T) {
-	reps := 200
+	reps, boot := 200, 200
 	if raceEnabled || testing.Short() {
-		reps = 60
+		reps, boot = 40, 50 // the race detector slows the bootstrap tenfold
 	}
 	const pl, pt, n = 0.6, 0.75, 500
 	truth := riverswimValue(t, 200_000, pt, rand.New(rand.NewPCG(9, 9)))
@@ -68,7 +68,7 @@ func TestTrajectoryCoverage(t *testing.T) {
 	cover, width := map[key]int{}, map[key]float64{}
 	var sum, sum2 float64
 	for range reps {
-		es, err := TrajectoryEstimates(riverswimLog(t, n, pl, pt, rng), 1, Options{Bootstrap: 200, Rand: rng})
+		es, err := TrajectoryEstimates(riverswimLog(t, n, pl, pt, rng), 1, Options{Bootstrap: boot, Rand: rng})
 		if err != nil {
 			t.Fatal(err)
 		}
