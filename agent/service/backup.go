@@ -23,7 +23,7 @@ import (
 type Backups struct {
 	// Dir receives one subdirectory per backup, named by the time and the
 	// ledger head it holds (20261125T101500Z-seq42); "" takes none.
-	Dir string
+	Dir string `flag:"backup-dir" usage:"write a verified online backup of the ledger into a new subdirectory of this directory every --backup-every while the head moved, keeping the newest --backup-keep (it holds user.key: protect it)"`
 	// Every is the interval between backups; a backup is skipped when the
 	// head has not moved since the newest one in Dir.
 	Every time.Duration

@@ -57,12 +57,7 @@ func newSimsRolloutCmd(a *app) *cobra.Command {
 		},
 	}
 	fl = cliflags.New(c.Flags(), &args)
-	fl.StringVar(&args.Env, "env", "", "environment name (see dprl sims list)")
 	fl.Uint64Var(&seed, "seed", 0, "random seed (default: drawn from the OS and printed)")
-	fl.StringVar(&args.InitState, "init-state", "", "internal state after reset, as a JSON array of numbers")
-	fl.StringVar(&args.Actions, "actions", "", "comma-separated actions, one per step (box components joined by ':')")
-	fl.StringVar(&args.Policy, "policy", "", "action policy instead of --actions: random")
-	fl.IntVar(&args.Steps, "steps", 0, "stop after this many steps (default: no limit beyond the episode and action list)")
 	fl.Bool("json", false, "print a JSON array of steps")
 	return c
 }

@@ -1,11 +1,13 @@
 // Package cliflags binds the dprl command's flags to the fields of the
-// libraries' settings structs, so that the flag names, defaults and help
-// live beside the one command line that uses them and the settings stay
-// free of flag parsing. Flags records which field each flag fills, so
-// that a library's errors naming fields name the flags instead.
+// libraries' settings structs: a field tagged `flag:"NAME"` declares its
+// flag (with `usage:"TEXT"` and an optional `default:"VALUE"`), other
+// flags are defined one by one. The settings stay free of flag parsing.
+// Flags records which field each flag fills, so that a library's errors
+// naming fields name the flags instead.
 package cliflags
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -28,13 +30,81 @@ type Flags struct {
 	order []string          // the flags, in the order they were defined
 }
 
-// New returns fs as Flags filling the structs cfgs point to.
+// New returns fs as Flags filling the structs cfgs point to, with the
+// flags their tagged fields declare (Tagged) defined.
 func New(fs *pflag.FlagSet, cfgs ...any) *Flags {
 	f := &Flags{FlagSet: fs, flags: map[string]string{}}
 	for _, c := range cfgs {
 		f.cfgs = append(f.cfgs, reflect.ValueOf(c).Elem())
 	}
+	for _, c := range cfgs {
+		f.Tagged(reflect.ValueOf(c).Elem())
+	}
 	return f
+}
+
+// Tagged defines the flag of every exported field of the struct v, and of
+// the structs among its fields, tagged `flag:"NAME" usage:"TEXT"`, in the
+// order of the fields. The flag's default is the tag default, parsed as
+// the command line would parse it, or else the value the field holds. A
+// tagged field of a type no XxxVar method takes, or a default its flag
+// rejects, panics: a programming error, found when dprl starts.
+func (f *Flags) Tagged(v reflect.Value) {
+	for i := range v.NumField() {
+		sf, fv := v.Type().Field(i), v.Field(i)
+		name, ok := sf.Tag.Lookup("flag")
+		switch {
+		case !sf.IsExported():
+		case !ok && sf.Type.Kind() == reflect.Struct:
+			f.Tagged(fv)
+		case ok:
+			usage := sf.Tag.Get("usage")
+			if def, ok := sf.Tag.Lookup("default"); ok {
+				scratch := &Flags{FlagSet: pflag.NewFlagSet(name, pflag.ContinueOnError), flags: map[string]string{}}
+				scratch.field(fv, name, usage)
+				if err := scratch.Set(name, def); err != nil {
+					panic(fmt.Sprintf("cliflags: --%s default %q: %v", name, def, err))
+				}
+			}
+			f.field(fv, name, usage)
+		}
+	}
+}
+
+// field defines the flag name filling the field v with its value as the
+// default.
+func (f *Flags) field(v reflect.Value, name, usage string) {
+	if p, ok := v.Addr().Interface().(pflag.Value); ok {
+		f.Var(p, name, usage)
+		return
+	}
+	if v.Kind() == reflect.String && v.Type() != reflect.TypeFor[string]() {
+		v = v.Addr().Convert(reflect.TypeFor[*string]()).Elem() // a named string type
+	}
+	switch p := v.Addr().Interface().(type) {
+	case *string:
+		f.StringVar(p, name, *p, usage)
+	case *bool:
+		f.BoolVar(p, name, *p, usage)
+	case *int:
+		f.IntVar(p, name, *p, usage)
+	case *int64:
+		f.Int64Var(p, name, *p, usage)
+	case *uint64:
+		f.Uint64Var(p, name, *p, usage)
+	case *float64:
+		f.Float64Var(p, name, *p, usage)
+	case *time.Duration:
+		f.DurationVar(p, name, *p, usage)
+	case *[]int:
+		f.IntSliceVar(p, name, *p, usage)
+	case *[]string:
+		f.StringSliceVar(p, name, *p, usage)
+	case *[]float64:
+		f.Float64SliceVar(p, name, *p, usage)
+	default:
+		panic(fmt.Sprintf("cliflags: --%s: no flag of type %s", name, v.Type()))
+	}
 }
 
 // Name records that the flag fills field: a name the configuration's
