@@ -76,10 +76,7 @@ func newSimsBaselinesCmd(a *app) *cobra.Command {
 			return emit(a, res, err)
 		},
 	}
-	c.Flags().StringVar(&cfg.Env, "env", "", "environment name (see dprl sims list)")
-	c.Flags().IntVar(&cfg.Episodes, "episodes", 1000, "episodes per policy, >= 1")
-	c.Flags().Uint64Var(&cfg.Seed, "seed", 0, "seed of the episodes (default: drawn from the OS and printed in the result)")
-	c.Flags().IntVar(&cfg.Grid, "grid", 5, "constant values per dimension of a box action space, >= 2")
+	cliflags.New(c.Flags(), &cfg)
 	c.Flags().Bool("json", false, "print JSON")
 	return c
 }
