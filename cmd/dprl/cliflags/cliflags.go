@@ -27,13 +27,13 @@ type Flags struct {
 	*pflag.FlagSet
 	cfgs  []reflect.Value   // the configuration structs
 	flags map[string]string // field name -> "--flag"
-	order []string          // the flags, in the order they were defined
+	place map[string]int    // flag -> its field's place: config, then offset
 }
 
 // New returns fs as Flags filling the structs cfgs point to, with the
 // flags their tagged fields declare (Tagged) defined.
 func New(fs *pflag.FlagSet, cfgs ...any) *Flags {
-	f := &Flags{FlagSet: fs, flags: map[string]string{}}
+	f := &Flags{FlagSet: fs, flags: map[string]string{}, place: map[string]int{}}
 	for _, c := range cfgs {
 		f.cfgs = append(f.cfgs, reflect.ValueOf(c).Elem())
 	}
@@ -60,7 +60,7 @@ func (f *Flags) Tagged(v reflect.Value) {
 		case ok:
 			usage := sf.Tag.Get("usage")
 			if def, ok := sf.Tag.Lookup("default"); ok {
-				scratch := &Flags{FlagSet: pflag.NewFlagSet(name, pflag.ContinueOnError), flags: map[string]string{}}
+				scratch := New(pflag.NewFlagSet(name, pflag.ContinueOnError))
 				scratch.field(fv, name, usage)
 				if err := scratch.Set(name, def); err != nil {
 					panic(fmt.Sprintf("cliflags: --%s default %q: %v", name, def, err))
@@ -133,8 +133,9 @@ func (f *Flags) Messages(err error) []string {
 	return strings.Split(f.Rename(err).Error(), "\n")
 }
 
-// Ordered returns Messages(err) sorted by the order in which the flag each
-// message starts with was defined (stable; messages of no flag first).
+// Ordered returns Messages(err) sorted by the place in the configuration
+// structs of the field that the flag each message starts with fills
+// (stable; messages of no such flag first).
 func (f *Flags) Ordered(err error) []string {
 	msgs := f.Messages(err)
 	pos := func(m string) int {
@@ -142,7 +143,10 @@ func (f *Flags) Ordered(err error) []string {
 		if len(w) == 0 {
 			return -1
 		}
-		return slices.Index(f.order, strings.TrimPrefix(w[0], "--"))
+		if p, ok := f.place[strings.TrimPrefix(w[0], "--")]; ok {
+			return p
+		}
+		return -1
 	}
 	slices.SortStableFunc(msgs, func(a, b string) int { return pos(a) - pos(b) })
 	return msgs
@@ -168,7 +172,10 @@ func (f *Flags) bind(p any, flag string) {
 			}
 		}
 	}
-	for _, c := range f.cfgs {
+	for i, c := range f.cfgs {
+		if start := c.Addr().Pointer(); addr >= start && addr < start+c.Type().Size() {
+			f.place[flag] = i<<32 + int(addr-start)
+		}
 		walk(c)
 	}
 }
@@ -176,7 +183,6 @@ func (f *Flags) bind(p any, flag string) {
 // define defines a flag with pflag's def and records the field it fills.
 func define[T any](f *Flags, def func(*T, string, T, string), p *T, name string, value T, usage string) {
 	def(p, name, value, usage)
-	f.order = append(f.order, name)
 	f.bind(p, name)
 }
 
@@ -233,6 +239,5 @@ func (f *Flags) Float64SliceVar(p *[]float64, name string, value []float64, usag
 // Var defines a flag of value v, a pointer to the field it fills.
 func (f *Flags) Var(v pflag.Value, name, usage string) {
 	f.FlagSet.Var(v, name, usage)
-	f.order = append(f.order, name)
 	f.bind(v, name)
 }
