@@ -21,8 +21,8 @@ import (
 // which reports whether the field's setting was given: a setting not given
 // leaves the configuration's default (the environment's profile, Table 2,
 // DefaultSAC) in place.
-// The fields are in the order of the flags' help; a tagged field declares
-// its flag (the others' help is built from the profiles by dprl train).
+// A tagged field declares its flag (dprl train builds the others' help from
+// the profiles); the fields' order is that of train's error messages.
 type TrainArgs struct {
 	Env            string
 	Z              float64
