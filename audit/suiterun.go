@@ -25,7 +25,7 @@ var configFields = fielderr.Fields{"Mechanism", "Mutants", "Runs", "Confidence",
 // SuiteConfig configures RunSuite ("dprl audit").
 type SuiteConfig struct {
 	// Mechanism is one of Mechanisms, or MechanismAll.
-	Mechanism string
+	Mechanism string `flag:"mechanism" usage:"dppg, bandmf, gpope, learn, primorl or all"`
 	// Mutants adds each mechanism's miscalibrated runs (Fault) and, with
 	// dppg, the broken copies of the aggregation step and the control
 	// (Suite).

@@ -37,8 +37,8 @@ type NodeConfig struct {
 	MaxPayload int `flag:"max-payload" usage:"the largest message the node accepts, in bytes (0: nats-server's 1 MiB; at most 64 MiB, the same on every node): a cluster's serving replicas publish each session's update in one message (8 bytes per policy parameter), so a larger network needs more"`
 	// Partitions maps the session subjects under Prefix onto this many
 	// partitions, 0 to MaxPartitions (partitions, prefix; 0 maps nothing).
-	Partitions int
-	Prefix     string
+	Partitions int    `flag:"partitions" usage:"map the session subjects onto this many partitions, which the serving replicas (dprl agent --role serve --partitions, the same number) share: every node of a cluster needs the same; 0 maps nothing"`
+	Prefix     string `flag:"prefix" usage:"the subject prefix of the partitioned session subjects (the agents' --prefix)"`
 	// Auth is the ClusterAuth file of the roles' identities (auth).
 	Auth string `flag:"auth" usage:"JSON file naming the identities of each role (learners, replicas, clients, operators): every connection must authenticate, and each gets only its role's subjects (only learners read the clipped per-session updates)"`
 	// TLSCert and TLSKey are the client listener's certificate and key,

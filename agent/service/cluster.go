@@ -56,7 +56,7 @@ type Cluster struct {
 // (Settings.Cluster; the cluster-* flags).
 type ClusterSettings struct {
 	// Role (role): "all" (or ""), "serve" or "learn".
-	Role string
+	Role string `flag:"role" usage:"all: one process serves, learns and owns its ledger; serve: a serving replica of a cluster (publishes each session's clipped update, serves the ledger of record's versions); learn: a learner candidate (the one holding the writer lease learns from the replicas' updates and writes through the ledger of record). serve and learn need --nats URL of a JetStream server or cluster (dprl nats) and --user-key"`
 	// Name (cluster-name), Replicas (cluster-replicas), Holder
 	// (cluster-holder) and LeaseTTL (lease-ttl) are Cluster's.
 	Name     string        `flag:"cluster-name" default:"default" usage:"with --role serve or learn: the name of the cluster's streams (ledger of record, update queue, writer lease)"`
@@ -66,7 +66,7 @@ type ClusterSettings struct {
 	// UserKeyFile (user-key) holds the shared user key: 64 hex digits.
 	UserKeyFile string `flag:"user-key" usage:"with --role: a file of 64 hex digits, the user key every process of the cluster shares (one user must have one key everywhere, or the per-user caps would not hold)"`
 	// Partitions (partitions) is Cluster's.
-	Partitions int
+	Partitions int `flag:"partitions" usage:"with --role serve: the partition count of the session subjects, the same as every NATS server's (dprl nats --partitions); the serving replicas share the partitions, and each session's requests go to the one holding its partition"`
 }
 
 // resolve returns the Cluster of a role, nil for RoleAll.

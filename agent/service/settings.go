@@ -101,7 +101,7 @@ type Settings struct {
 	// "" or HOST:PORT (stream.CheckListenAddr).
 	NATS       string `flag:"nats" default:"embedded" usage:"\"embedded\" to run NATS in-process, or the URL of an external server: nats://, tls://, ws:// or wss://HOST[:PORT], comma-separated for a cluster"`
 	NATSListen string `flag:"nats-listen" default:"127.0.0.1:4222" usage:"host:port of the embedded NATS server (port 0 picks one; a taken port fails the start before --data is touched); off loopback it needs --nats-clients and --nats-tls-cert/--nats-tls-key, or --insecure-nats"`
-	Prefix     string
+	Prefix     string `flag:"prefix" usage:"subject prefix of the wire protocol"`
 	// TLSCA, TLSCert, TLSKey, Creds and NKey (tls-ca, tls-cert, tls-key,
 	// creds, nkey) are files of the agent's credentials for an external
 	// NATS server (stream.WithTLS, WithCredentials, WithNKey), read and
@@ -124,12 +124,12 @@ type Settings struct {
 	ActWorkers       int    `flag:"act-workers" usage:"act requests handled concurrently (subscriptions in the queue group); 0: one per two cores"`
 	HTTPAddr         string `flag:"http" usage:"host:port of /healthz, /readyz, /metrics, /status and the status page at / (e.g. 127.0.0.1:9090; port 0 picks one)"`
 	SessionLogDir    string `flag:"log-sessions" usage:"write every closed session to rotating dprl.sessions.v1 files in this directory (raw user data: protect it)"`
-	SessionLogFormat string
+	SessionLogFormat string `flag:"session-log-format" usage:"format of --log-sessions: dprl.sessions.v1 (every session), or dsjson (Vowpal Wabbit's decision service JSON, one line per one-step decision, in sessions-*.dsjson files: for contextual-bandit policies; refused with continuous actions or an --env of longer episodes, and any other session it cannot hold is not logged and counted in dprl_session_log_dropped_total{reason=\"unsupported\"})"`
 	// Backups (backup-dir, backup-every, backup-keep) is ServiceConfig's.
 	Backups Backups
 	// ShutdownGrace (shutdown-grace) is ServiceConfig's, except that 0 (or
 	// less) means none: the subscriptions drain at once.
-	ShutdownGrace time.Duration
+	ShutdownGrace time.Duration `flag:"shutdown-grace" usage:"on SIGINT/SIGTERM, keep answering requests with shutting_down for at most this long (less once every open session was told) before draining; 0: drain at once"`
 	// Explicit, if not nil, reports whether the field named field was set
 	// explicitly (asked of Z, Clip, SessionEpsilon and K).
 	Explicit func(field string) bool

@@ -20,6 +20,9 @@ import (
 // returns them, with the flags of the names service.SettingsFields gives
 // groups of fields.
 func registerAgentSettings(fs *pflag.FlagSet, s *service.Settings) *cliflags.Flags {
+	// The defaults of their flags:
+	s.Cluster.Role, s.Cluster.Partitions, s.Prefix, s.SessionLogFormat = service.RoleAll, service.DefaultPartitions, stream.DefaultPrefix, service.SessionLogV1
+	s.Backups.Every, s.Backups.Keep, s.ShutdownGrace = service.DefaultBackupEvery, service.DefaultBackupKeep, service.DefaultShutdownGrace
 	fl := cliflags.New(fs, s)
 	fl.Name("BackupDir", "backup-dir")
 	fl.Name("BackupEvery", "backup-every")
@@ -27,13 +30,6 @@ func registerAgentSettings(fs *pflag.FlagSet, s *service.Settings) *cliflags.Fla
 	fl.Name("ServerTLS", "nats-tls-*")
 	fl.Name("Caps", "nats-max-*")
 	fl.Name("ClusterReplicas", "cluster-replicas")
-	fl.StringVar(&s.Cluster.Role, "role", service.RoleAll, "all: one process serves, learns and owns its ledger; serve: a serving replica of a cluster (publishes each session's clipped update, serves the ledger of record's versions); learn: a learner candidate (the one holding the writer lease learns from the replicas' updates and writes through the ledger of record). serve and learn need --nats URL of a JetStream server or cluster (dprl nats) and --user-key")
-	fl.IntVar(&s.Cluster.Partitions, "partitions", service.DefaultPartitions, "with --role serve: the partition count of the session subjects, the same as every NATS server's (dprl nats --partitions); the serving replicas share the partitions, and each session's requests go to the one holding its partition")
-	fl.StringVar(&s.Prefix, "prefix", stream.DefaultPrefix, "subject prefix of the wire protocol")
-	fl.StringVar(&s.SessionLogFormat, "session-log-format", service.SessionLogV1, "format of --log-sessions: dprl.sessions.v1 (every session), or dsjson (Vowpal Wabbit's decision service JSON, one line per one-step decision, in sessions-*.dsjson files: for contextual-bandit policies; refused with continuous actions or an --env of longer episodes, and any other session it cannot hold is not logged and counted in dprl_session_log_dropped_total{reason=\"unsupported\"})")
-	fl.DurationVar(&s.Backups.Every, "backup-every", service.DefaultBackupEvery, "interval of --backup-dir backups, >= 1s")
-	fl.IntVar(&s.Backups.Keep, "backup-keep", service.DefaultBackupKeep, "backups kept in --backup-dir, >= 1")
-	fl.DurationVar(&s.ShutdownGrace, "shutdown-grace", service.DefaultShutdownGrace, "on SIGINT/SIGTERM, keep answering requests with shutting_down for at most this long (less once every open session was told) before draining; 0: drain at once")
 	fl.IntVar(&s.Security.MaxConn, "nats-max-conn", 0, fmt.Sprintf("cap on the embedded server's client connections, up to 2^20 (0: %d, lowered to fit the open-file limit)", service.DefaultNATSMaxConn))
 	fl.IntVar(&s.Security.MaxSubs, "nats-max-subs", 0, fmt.Sprintf("cap on the subscriptions of one connection, act workers + 8 to 2^20 (0: %d, or act workers + 8 if more)", service.DefaultNATSMaxSubs))
 	fl.Var(&s.Models, "model", "a model to serve, NAME or NAME:key=value,... (repeatable; keys: the per-policy flags, e.g. env, K, user-epsilon): each has its ledger in --data/models/NAME and its subjects --prefix.NAME.v1.*, and takes unset values from the flags (docs/agent.md, Several policies in one agent)")

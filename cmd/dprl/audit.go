@@ -10,7 +10,7 @@ import (
 )
 
 func newAuditCmd(a *app) *cobra.Command {
-	var f audit.SuiteConfig
+	f := audit.SuiteConfig{Mechanism: audit.MechanismAll} // the default of --mechanism
 	c := &cobra.Command{
 		Use:   "audit [--mechanism dppg|bandmf|gpope|learn|primorl|all] [--runs N] [--confidence C] [--mutants]",
 		Short: "Empirical privacy audit: lower bounds on each mechanism's epsilon and mu from neighbouring inputs",
@@ -34,7 +34,6 @@ func newAuditCmd(a *app) *cobra.Command {
 		},
 	}
 	fl := cliflags.New(c.Flags(), &f)
-	fl.StringVar(&f.Mechanism, "mechanism", audit.MechanismAll, "dppg, bandmf, gpope, learn, primorl or all")
 	fl.Bool("json", false, "print the result as JSON")
 	return c
 }

@@ -17,8 +17,8 @@ import (
 )
 
 func newDemoCmd(a *app) *cobra.Command {
+	cfg := demo.Config{MaxUpdatesPerUser: service.DefaultMaxUpdatesPerUser, Pace: demo.PaceLockstep} // the defaults of their flags
 	var (
-		cfg               demo.Config
 		data, logSessions string
 		fl                *cliflags.Flags
 	)
@@ -51,11 +51,9 @@ func newDemoCmd(a *app) *cobra.Command {
 		},
 	}
 	fl = cliflags.New(c.Flags(), &cfg)
-	fl.IntVar(&cfg.MaxUpdatesPerUser, "max-updates-per-user", service.DefaultMaxUpdatesPerUser, "cap on the updates a user takes part in (0: none; returning users beyond it are served, not learned from)")
 	flagsrc.Alias(fl.FlagSet, "lr", "server-lr", a.stderr) // --lr is dprl train's local Adam rate
 	fl.StringVar(&data, "data", "", "data directory (default: a new temporary directory)")
 	fl.StringVar(&logSessions, "log-sessions", "", "write every closed session to rotating dprl.sessions.v1 files in this directory (as dprl agent --log-sessions), for the offline modes")
 	fl.Bool("json", false, "print the summary as one JSON object")
-	fl.StringVar(&cfg.Pace, "pace", demo.PaceLockstep, "lockstep: users arrive as fast as the learner consumes them (K per release); free: as fast as they can play (most sessions then go stale and are not learned from)")
 	return c
 }

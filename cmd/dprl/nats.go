@@ -11,7 +11,7 @@ import (
 )
 
 func newNATSCmd(a *app) *cobra.Command {
-	var f stream.NodeConfig
+	f := stream.NodeConfig{Partitions: service.DefaultPartitions, Prefix: stream.DefaultPrefix} // the defaults of their flags
 	var fl *cliflags.Flags
 	c := &cobra.Command{
 		Use:   "nats",
@@ -19,8 +19,6 @@ func newNATSCmd(a *app) *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runNATS(cmd, a, fl, f) },
 	}
 	fl = cliflags.New(c.Flags(), &f)
-	fl.IntVar(&f.Partitions, "partitions", service.DefaultPartitions, "map the session subjects onto this many partitions, which the serving replicas (dprl agent --role serve --partitions, the same number) share: every node of a cluster needs the same; 0 maps nothing")
-	fl.StringVar(&f.Prefix, "prefix", stream.DefaultPrefix, "the subject prefix of the partitioned session subjects (the agents' --prefix)")
 	return c
 }
 

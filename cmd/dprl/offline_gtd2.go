@@ -9,8 +9,7 @@ import (
 )
 
 func newOfflineGTD2Cmd(a *app) *cobra.Command {
-	var f offlineFlags[evaluate.Config]
-	e := &f.cfg
+	f := offlineFlags[evaluate.Config]{cfg: evaluate.Config{Method: evaluate.GPOPE}} // the default of --method
 	c := &cobra.Command{
 		Use:   "gtd2",
 		Short: "Evaluate a target policy on a session log: GPOPE (DP GTD2), DP-LSW, or non-private LSTD",
@@ -18,7 +17,6 @@ func newOfflineGTD2Cmd(a *app) *cobra.Command {
 	}
 	fl := f.register(c)
 	fl.Name("Curve", "plot")
-	fl.StringVar((*string)(&e.Method), "method", string(evaluate.GPOPE), "gpope, dp-lsw, lstd or wis-lstd")
 	fl.StringVar(&f.plot, "plot", "", "gpope: write the MSPBE vs iteration curve as PNG to this file (public moments: --env chain or --eval-data; else only with --non-private)")
 	fl.Bool("json", false, "print JSON")
 	return c

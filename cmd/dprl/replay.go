@@ -12,10 +12,8 @@ import (
 )
 
 func newReplayCmd(a *app) *cobra.Command {
-	var (
-		cfg demo.ReplayConfig
-		fl  *cliflags.Flags
-	)
+	cfg := demo.ReplayConfig{Prefix: stream.DefaultPrefix, GiveUp: demo.DefaultGiveUp} // the defaults of their flags
+	var fl *cliflags.Flags
 	c := &cobra.Command{
 		Use:     "replay --nats URL --env E --users N [--concurrency C] [--returning P]",
 		Short:   "Drive simulated users against a running agent over NATS",
@@ -36,8 +34,6 @@ func newReplayCmd(a *app) *cobra.Command {
 		},
 	}
 	fl = cliflags.New(c.Flags(), &cfg)
-	fl.StringVar(&cfg.Prefix, "prefix", stream.DefaultPrefix, "subject prefix")
-	fl.DurationVar(&cfg.GiveUp, "give-up", demo.DefaultGiveUp, "stop when the agent has answered no request for this long (0: never)")
 	fl.Bool("json", false, "print the summary as JSON")
 	return c
 }

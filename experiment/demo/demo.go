@@ -51,7 +51,7 @@ type Config struct {
 	// too); 0: a random seed.
 	Seed uint64 `flag:"seed" usage:"seed the users, the evaluations and the agent (the ledger records a seeded run); 0: secure"`
 	// Pace is PaceLockstep or PaceFree.
-	Pace string
+	Pace string `flag:"pace" usage:"lockstep: users arrive as fast as the learner consumes them (K per release); free: as fast as they can play (most sessions then go stale and are not learned from)"`
 	// Target, EvalEvery and EvalEpisodes are the stopping rule: every
 	// EvalEvery releases, the released policy is evaluated on EvalEpisodes
 	// fresh simulator episodes (simulation-only), and no user is admitted
@@ -71,7 +71,7 @@ type Config struct {
 	// 0, AgentConfig derives z from it so that a user in
 	// max(MaxUpdatesPerUser, 1) updates reaches it (as dprl agent does).
 	UserEpsilon       float64 `flag:"user-epsilon" usage:"per-user epsilon at delta 1e-5, the primary privacy setting as in dprl agent: z is derived so that a user in --max-updates-per-user updates reaches it, and it caps every user"`
-	MaxUpdatesPerUser int
+	MaxUpdatesPerUser int     `flag:"max-updates-per-user" usage:"cap on the updates a user takes part in (0: none; returning users beyond it are served, not learned from)"`
 	// Noise is the agent's noise, "" or "independent", or "bandmf" with
 	// Band bands (service.Settings' Noise and Band): a user's updates then
 	// at least Band apart, at most MaxUpdatesPerUser (>= 1) of them.

@@ -25,7 +25,7 @@ type ReplayConfig struct {
 	// connection's credentials as files (read by Validate and Replay) and
 	// Options further connection options.
 	URL         string `flag:"nats" default:"nats://127.0.0.1:4222" usage:"URL of the NATS server the agent listens on"`
-	Prefix      string
+	Prefix      string `flag:"prefix" usage:"subject prefix"`
 	Credentials stream.ClientFiles
 	Options     []stream.Option
 	// Env is the simulator the users play, Users the number of sessions,
@@ -43,7 +43,7 @@ type ReplayConfig struct {
 	// DefaultGiveUp. While the last request went
 	// unanswered, one session is started per second, as a probe, instead
 	// of a worker's worth.
-	GiveUp time.Duration
+	GiveUp time.Duration `flag:"give-up" usage:"stop when the agent has answered no request for this long (0: never)"`
 	// Rate paces the run: at most Rate sessions start per second (session
 	// i no earlier than i/Rate seconds after the first); 0 starts them as
 	// fast as Concurrency allows. A paced run arrives as real users do, so

@@ -68,7 +68,7 @@ type Config struct {
 	// Features is tabular, fourier:K or raw.
 	Features string `flag:"features" usage:"features: tabular, fourier:K or raw"`
 	// Method is the evaluation method.
-	Method Method
+	Method Method `flag:"method" usage:"gpope, dp-lsw, lstd or wis-lstd"`
 	// Epsilon and Delta are the run's guarantee (private methods);
 	// EpsilonGiven and DeltaGiven say they were given explicitly.
 	Epsilon                  float64 `flag:"epsilon" usage:"privacy budget epsilon of this run (gpope, dp-lsw)"`
