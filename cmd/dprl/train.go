@@ -9,12 +9,8 @@ import (
 
 	"dprl/cmd/dprl/cliflags"
 	"dprl/experiment"
-	"dprl/internal/atomicfile"
-	"dprl/internal/chart"
 	"dprl/internal/flagsrc"
-	"dprl/internal/progress"
 	"dprl/policy"
-	"dprl/policy/sac"
 	"dprl/profile"
 	"dprl/sims"
 
@@ -27,9 +23,6 @@ type trainFlags struct {
 	experiment.TrainArgs
 	fl *cliflags.Flags
 }
-
-// algoLogLinear names log-linear DPPG on RiverSwim (Rio et al., App. C.2.2).
-const algoLogLinear = experiment.LogLinearMethod
 
 func newTrainCmd(a *app) *cobra.Command {
 	c, _ := newTrainCommand(a)
@@ -75,127 +68,43 @@ func newTrainCommand(a *app) (*cobra.Command, *trainFlags) {
 	return c, f
 }
 
-// usage returns the usage error of err (nil for none): its messages with
-// flags for fields, in the order the flags are defined.
-func (f *trainFlags) usage(err error) error {
-	if msgs := f.fl.Ordered(err); len(msgs) > 0 {
-		return usagef("train: %s", strings.Join(msgs, "; "))
-	}
-	return nil
-}
-
-// runTrain runs dprl train: the driver of --algo (experiment.Train's plan,
-// once per seed or over --sweep-z; experiment.RunDPSGD;
-// experiment.RunLogLinear; experiment.RunSAC), then --plot and the result.
+// runTrain runs dprl train (experiment.TrainArgs.Run) and prints the
+// result as text or JSON.
 func runTrain(cmd *cobra.Command, a *app, f *trainFlags) error {
-	ctx, set := cmd.Context(), f.fl.FieldChanged
-	// A setting the algorithm would ignore is refused.
-	if msgs := f.fl.Messages(f.Inapplicable(set)); len(msgs) > 0 {
-		slices.Sort(msgs)
-		return usagef("train: %s", strings.Join(msgs, "; "))
-	}
-	if _, err := chart.FormatOf(f.Plot); f.Plot != "" && err != nil {
-		return usagef("train: --plot: %v", err)
-	}
-	switch f.Algo {
-	case policy.AlgoDPSGDReinforce, policy.AlgoDPSGDDQN:
-		c := f.DPSGD(set)
-		if err := f.usage(c.Validate()); err != nil {
-			return err
-		}
-		res, err := experiment.RunDPSGD(ctx, c, nil)
-		return emit(a, res, runError(err))
-	case algoLogLinear:
-		c, err := f.LogLinear(set)
-		if err != nil {
-			return usagef("train: %s", strings.Join(f.fl.Messages(err), "; "))
-		}
-		prog := a.task("training")
-		res, err := experiment.RunLogLinear(ctx, c, prog.Counter(c.TotalEpisodes(), "episodes"))
-		prog.Finish()
-		if cerr := (*experiment.ConfigError)(nil); errors.As(err, &cerr) {
-			return usagef("train: %s", strings.Join(f.fl.Messages(cerr.Err), "; "))
-		} else if err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
-		if f.Diag != "" {
-			if err := atomicfile.Write(f.Diag, 0o644, res.WriteTrace); err != nil {
-				return fmt.Errorf("train: --diag: %w", err)
-			}
-		}
-		return emitTrain(a, f, res, nil)
-	case experiment.MethodSAC:
-		c := f.SAC(set)
-		if err := f.usage(c.Validate()); err != nil {
-			return err
-		}
-		prog := a.task("sac")
-		res, err := experiment.RunSAC(ctx, c, func(run int, p sac.Progress) {
-			prog.Update(progress.Report{Done: int64(run*c.Steps + p.Steps), Total: int64(c.Seeds * c.Steps), Unit: "steps", Fields: []progress.Field{
-				progress.F("run", run+1), progress.Ff("eval_return", "%.1f", p.EvalReturn), progress.F("updates", p.Updates),
-				progress.F("privacy", "none (non-private)")}})
-		})
-		prog.Finish()
-		return emitTrain(a, f, res, runError(err))
-	}
-	t, perr := f.Train(set)
-	plan, err := t.Plan()
-	if cerr := (*experiment.ConfigError)(nil); errors.As(err, &cerr) { // a combination the learner rejects
-		if perr == nil {
-			return usageError{cerr.Err}
-		}
-		err = nil // reported once the flags parse
-	}
-	if err := f.usage(errors.Join(perr, err)); err != nil {
-		return err
-	}
-	n, err := f.Runs(set)
-	if err != nil {
-		return usagef("train: %s", strings.Join(f.fl.Messages(err), "; "))
-	}
-	if msgs := f.fl.Messages(f.SweepErrors(set)); set("Zs") && len(msgs) > 0 {
-		slices.Sort(msgs)
-		return usagef("train: %s", strings.Join(msgs, "; "))
-	}
-	prog := a.task("training")
-	if set("Zs") {
-		res, err := f.Sweep(ctx, plan, n, set, experiment.TrainArgsHooks{Task: prog, Point: func(pt experiment.SweepPoint) {
+	res, err := f.Run(cmd.Context(), f.fl.FieldChanged, experiment.TrainHooks{
+		Task: a.task,
+		Evaluated: func(r experiment.TrainResult) {
+			a.log.Debug().Uint64("seed", r.Seed).Dur("eval", time.Duration(r.EvalSeconds*float64(time.Second))).Float64("eval_mean", r.EvalMean).Msg("evaluated")
+		},
+		Point: func(pt experiment.SweepPoint) {
 			a.log.Info().Float64("z", pt.Z).Float64("epsilon", pt.Epsilon).Float64("epsilon_per_segment", pt.EpsilonPerSegment).Float64("mean", pt.Mean).Float64("std", pt.Std).Msg("sweep point")
-		}})
-		prog.Finish()
-		return emitTrain(a, f, res, runError(err))
+		},
+	})
+	if te := (*experiment.TrainError)(nil); errors.As(err, &te) {
+		return trainError(f.fl, te)
 	}
-	res, err := f.RunSeeds(ctx, plan, n, set, experiment.TrainArgsHooks{Task: prog, Evaluated: func(r experiment.TrainResult) {
-		a.log.Debug().Uint64("seed", r.Seed).Dur("eval", time.Duration(r.EvalSeconds*float64(time.Second))).Float64("eval_mean", r.EvalMean).Msg("evaluated")
-	}})
-	prog.Finish()
-	if err != nil {
-		return fmt.Errorf("train: %w", f.fl.Rename(err))
-	}
-	return emitTrain(a, f, res, nil)
+	return emit(a, res, err)
 }
 
-// runError is the error of a run: a *experiment.ConfigError (a
-// configuration the learner rejects) is a usage error with its own text.
-func runError(err error) error {
-	if cerr := (*experiment.ConfigError)(nil); errors.As(err, &cerr) {
-		return usageError{cerr.Err}
-	} else if err != nil {
-		return fmt.Errorf("train: %w", err)
+// trainError is the error of dprl train of e: the settings' messages,
+// their fields named as flags, in the order e's kind says, as a usage
+// error; the learner's rejection as it is, a usage error too; a failed
+// run's error, with the flags named where e's kind says so.
+func trainError(fl *cliflags.Flags, e *experiment.TrainError) error {
+	switch e.Kind {
+	case experiment.LearnerRejected:
+		return usageError{e.Err}
+	case experiment.RunFailed:
+		return fmt.Errorf("train: %w", e.Err)
+	case experiment.RunFailedNamed:
+		return fmt.Errorf("train: %w", fl.Rename(e.Err))
 	}
-	return nil
-}
-
-// emitTrain writes --plot and prints res (text or --json); or returns
-// err, if not nil.
-func emitTrain(a *app, f *trainFlags, res experiment.TrainOutput, err error) error {
-	if err != nil {
-		return err
+	msgs := fl.Messages(e.Err)
+	switch e.Kind {
+	case experiment.SettingsByField:
+		msgs = fl.Ordered(e.Err)
+	case experiment.SettingsSorted:
+		slices.Sort(msgs)
 	}
-	if f.Plot != "" {
-		if err := res.Plot(f.Plot); err != nil {
-			return fmt.Errorf("train: --plot: %w", err)
-		}
-	}
-	return emit(a, res, nil)
+	return usagef("train: %s", strings.Join(msgs, "; "))
 }
