@@ -32,6 +32,9 @@ type GenerateArgs struct {
 	Force bool   `flag:"force" usage:"overwrite --out if it exists"`
 	// MaxSteps, if given, truncates the episodes (>= 1).
 	MaxSteps int `flag:"max-steps" usage:"truncate episodes after this many steps (default: the environment's limit)"`
+	// Seed, if given, is the run's seed (Config leaves the seed to the
+	// caller, who draws one when it is not given).
+	Seed uint64 `flag:"seed" usage:"random seed (default: drawn from the OS and reported)"`
 }
 
 // Config returns the configuration of the settings given (set reports

@@ -43,6 +43,9 @@ type ScriptArgs struct {
 	Policy  string `flag:"policy" usage:"action policy instead of --actions: random"`
 	// Steps, if given, stops the run after that many steps (>= 1).
 	Steps int `flag:"steps" usage:"stop after this many steps (default: no limit beyond the episode and action list)"`
+	// Seed, if given, is the run's seed (Config leaves the seed to the
+	// caller, who draws one when it is not given).
+	Seed uint64 `flag:"seed" usage:"random seed (default: drawn from the OS and printed)"`
 }
 
 // Config returns the environment and the script of the settings given

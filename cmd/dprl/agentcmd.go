@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -48,8 +47,10 @@ func newAgentCmd(a *app) *cobra.Command {
 		Use:   "agent --data DIR (--env NAME | --obs-dim N --actions N) [flags]",
 		Short: "Run the long-running DP learning agent on NATS",
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := configSources(c, config); err != nil {
-				return err
+			// The flags the command line did not set come from DPRL_*
+			// variables, then from the --config file (internal/flagsrc).
+			if err := flagsrc.Apply(c.Flags(), config, os.Environ(), "DPRL_", "config", "help"); err != nil {
+				return usageError{err} // a bad DPRL_* value, or a --config file that is missing or wrong
 			}
 			// An explicit zero privacy parameter is an error, never "the
 			// default": a flag, the environment or the config file set it.
@@ -63,7 +64,11 @@ func newAgentCmd(a *app) *cobra.Command {
 				fmt.Fprint(a.stdout, sc.CheckSummary())
 				return nil
 			}
-			return runAgent(c.Context(), a, fl, sc)
+			err = service.Run(c.Context(), sc, a.stderr)
+			if errors.Is(err, ledger.ErrNotEmpty) {
+				return usagef("%s holds files but no ledger (a mistyped path?): give the ledger's directory, an empty one, or --init to create a new ledger there", service.LedgerDirOf(err, "--data "+sc.DataDir))
+			}
+			return fl.Rename(err)
 		},
 	}
 	c.Flags().StringVar(&config, "config", "", "JSON config file: an object of flag names to values (flags and DPRL_* environment variables override it)")
@@ -72,21 +77,4 @@ func newAgentCmd(a *app) *cobra.Command {
 	flagsrc.Alias(c.Flags(), "env-spec", "env", a.stderr)
 	c.AddCommand(newAgentNKeyCmd(a))
 	return c
-}
-
-func runAgent(ctx context.Context, a *app, fl *cliflags.Flags, sc service.ServiceConfig) error {
-	err := service.Run(ctx, sc, a.stderr)
-	if errors.Is(err, ledger.ErrNotEmpty) {
-		return usagef("%s holds files but no ledger (a mistyped path?): give the ledger's directory, an empty one, or --init to create a new ledger there", service.LedgerDirOf(err, "--data "+sc.DataDir))
-	}
-	return fl.Rename(err)
-}
-
-// configSources fills the flags the command line did not set from DPRL_*
-// variables, then from the --config file (internal/flagsrc).
-func configSources(c *cobra.Command, file string) error {
-	if err := flagsrc.Apply(c.Flags(), file, os.Environ(), "DPRL_", "config", "help"); err != nil {
-		return usageError{err} // a bad DPRL_* value, or a --config file that is missing or wrong
-	}
-	return nil
 }

@@ -31,7 +31,6 @@ func newSimsListCmd(a *app) *cobra.Command {
 func newSimsRolloutCmd(a *app) *cobra.Command {
 	var (
 		args sims.ScriptArgs
-		seed uint64
 		fl   *cliflags.Flags
 	)
 	c := &cobra.Command{
@@ -42,7 +41,7 @@ func newSimsRolloutCmd(a *app) *cobra.Command {
 			if err != nil {
 				return usageError{fl.Rename(err)}
 			}
-			if sc.Seed = seedFlag(cmd, "seed", seed); !fl.Changed("seed") && !a.json() {
+			if sc.Seed = seedFlag(cmd, "seed", args.Seed); !fl.Changed("seed") && !a.json() {
 				fmt.Fprintf(a.stdout, "seed: %d\n", sc.Seed)
 			} else if !fl.Changed("seed") {
 				a.log.Info().Uint64("seed", sc.Seed).Msg("random seed drawn; pass --seed to repeat the run")
@@ -57,7 +56,6 @@ func newSimsRolloutCmd(a *app) *cobra.Command {
 		},
 	}
 	fl = cliflags.New(c.Flags(), &args)
-	fl.Uint64Var(&seed, "seed", 0, "random seed (default: drawn from the OS and printed)")
 	fl.Bool("json", false, "print a JSON array of steps")
 	return c
 }

@@ -14,7 +14,6 @@ import (
 func newSimsGenerateCmd(a *app) *cobra.Command {
 	var (
 		args rollout.GenerateArgs
-		seed uint64
 		fl   *cliflags.Flags
 	)
 	c := &cobra.Command{
@@ -25,7 +24,7 @@ func newSimsGenerateCmd(a *app) *cobra.Command {
 			if err != nil {
 				return usageError{fl.Rename(err)}
 			}
-			if cfg.Seed = seedFlag(cmd, "seed", seed); !cmd.Flags().Changed("seed") {
+			if cfg.Seed = seedFlag(cmd, "seed", args.Seed); !cmd.Flags().Changed("seed") {
 				a.log.Info().Uint64("seed", cfg.Seed).Msg("random seed drawn; pass --seed to repeat the run")
 			}
 			last := time.Now()
@@ -42,7 +41,6 @@ func newSimsGenerateCmd(a *app) *cobra.Command {
 		},
 	}
 	fl = cliflags.New(c.Flags(), &args)
-	fl.Uint64Var(&seed, "seed", 0, "random seed (default: drawn from the OS and reported)")
 	fl.Bool("json", false, "print the summary as JSON")
 	return c
 }

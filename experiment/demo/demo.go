@@ -19,6 +19,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,10 @@ type Config struct {
 	// function returning the run's progress at any moment; Run calls the
 	// function it returns once the users have finished.
 	StartProgress func(progress func() Progress) (stop func())
+	// Data is the data directory of Service ("" for a new temporary one)
+	// and LogSessions the directory of its session logs ("" for none).
+	Data        string `flag:"data" usage:"data directory (default: a new temporary directory)"`
+	LogSessions string `flag:"log-sessions" usage:"write every closed session to rotating dprl.sessions.v1 files in this directory (as dprl agent --log-sessions), for the offline modes"`
 }
 
 // The paces of Config.Pace.
@@ -206,6 +211,19 @@ func (c Config) AgentConfig(p profile.Profile) (agent.Config, error) {
 	ac.Seed = c.Seed
 	ac.FlushTimeout = 2 * time.Second
 	return ac, ac.Validate()
+}
+
+// Service returns the service configuration of the agent of a demo of c
+// with agent configuration ac: the embedded NATS server, the data in
+// c.Data, or in a new temporary directory if c.Data is "".
+func (c Config) Service(ac agent.Config, log zerolog.Logger) (service.ServiceConfig, error) {
+	dir, err := c.Data, error(nil)
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "dprl-demo-"); err != nil {
+			return service.ServiceConfig{}, err
+		}
+	}
+	return service.ServiceConfig{Agent: ac, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0", SessionLogDir: c.LogSessions, Logger: log}, nil
 }
 
 // Prepare resolves a validated c as dprl demo does before Run (set
