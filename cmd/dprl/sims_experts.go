@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -19,8 +18,7 @@ func newSimsExpertsCmd(a *app) *cobra.Command {
 		Short: "Train M experts on environment variations and log their trajectories (input of dprl offline svt)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := cfg.Validate(); err != nil {
-				msg := fl.Rename(err).Error()
-				return usagef("sims experts: %s", strings.ReplaceAll(msg, "\n", "; "))
+				return usagef("sims experts: %w", fl.Rename(err)) // one line on stderr (run)
 			}
 			cfg.Seed = seedFlag(cmd, "seed", cfg.Seed)
 			cfg.Seeded = cmd.Flags().Changed("seed")
