@@ -25,20 +25,21 @@ var configFields = fielderr.Fields{"Mechanism", "Mutants", "Runs", "Confidence",
 // SuiteConfig configures RunSuite ("dprl audit").
 type SuiteConfig struct {
 	// Mechanism is one of Mechanisms, or MechanismAll.
-	Mechanism string
+	Mechanism string `flag:"mechanism" usage:"dppg, bandmf, gpope, learn, primorl or all"`
 	// Mutants adds each mechanism's miscalibrated runs (Fault) and, with
 	// dppg, the broken copies of the aggregation step and the control
 	// (Suite).
-	Mutants bool
+	Mutants bool `flag:"mutants" usage:"also audit each mechanism with noise / 2 and sensitivity x 2, the broken copies of the aggregation step and the control"`
 	// Runs is the number of releases per side per canary, >= 4.
-	Runs int
+	Runs int `flag:"runs" default:"10000" usage:"releases per side (with and without the canary) per canary, >= 4"`
 	// Confidence is the probability, in (0, 1), with which each bound holds.
-	Confidence float64
+	Confidence float64 `flag:"confidence" default:"0.95" usage:"probability with which each printed bound holds"`
 	// Epsilon and Delta are the claim every target is calibrated to.
-	Epsilon, Delta float64
+	Epsilon float64 `flag:"epsilon" default:"1" usage:"the epsilon each mechanism's noise is calibrated to (the claim)"`
+	Delta   float64 `flag:"delta" default:"1e-5" usage:"the delta of the claim"`
 	// Seed keys every target's randomness (TargetKey). The data are
 	// synthetic and public, so the seed is part of the result.
-	Seed uint64
+	Seed uint64 `flag:"seed" usage:"seed of the releases' randomness (default: from the operating system)"`
 	// Progress, if set, is called after every pair of releases with the
 	// target's name, the pairs done and its total.
 	Progress func(target string, done, total int)

@@ -21,32 +21,62 @@ import (
 // which reports whether the field's setting was given: a setting not given
 // leaves the configuration's default (the environment's profile, Table 2,
 // DefaultSAC) in place.
+// A tagged field declares its flag (dprl train builds the others' help from
+// the profiles); the fields' order is that of train's error messages.
 type TrainArgs struct {
-	Env, Algo, Noise, Horizon, ObsScale, MomentReset             string
-	Z, Clip, Delta, LR, EntropyCoef, PolicyShare, Lambda         float64
-	ServerLR, Average, ValueScale, Gamma                         float64
-	Zs                                                           []float64
-	K, Users, EvalEpisodes, Workers, Epochs, StepsPerUser, Seeds int
-	Hidden                                                       []int
-	NormalizeAdvantages, AnnealServerLR, FreshEpisodes           bool
-	// dppg-loglinear
-	Epsilons                                       []float64
-	Regions                                        []string
-	Episodes                                       int
-	InitRight, Eta, BaselineLR, Alpha, FisherRidge float64
-	ClipAtLR0, FisherExact                         bool
-	// sac
-	Steps, LearningStarts, Batch, Replays int
-	EpisodeLog                            string
+	Env            string
+	Z              float64
+	Epsilons       []float64 `flag:"epsilon" usage:"target per-episode epsilon at --delta: dppg: z is set to the smallest noise multiplier whose per-episode epsilon (analytic Gaussian) is at most this (instead of --z); dppg-loglinear: total epsilons per episode, policy and baseline composed, one configuration each (comma-separated; default 1,5)"`
+	Clip           float64
+	PolicyShare    float64
+	Algo           string `flag:"algo" default:"dppg" usage:"dppg (differentially private), ppo (non-private baseline), dppg-loglinear (RiverSwim, cumulative regret), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines), sac (non-private Soft Actor-Critic, continuous actions)"`
+	K              int
+	Noise          string
+	Horizon        string `flag:"horizon" default:"run" usage:"releases over which --noise tree or sqrt correlates the noise before restarting: run (all ceil(users/K) releases) or N >= 1 (dppg only)"`
+	LR             float64
+	ServerLR       float64
+	EntropyCoef    float64
+	Hidden         []int
+	Epochs         int
+	StepsPerUser   int
+	Gamma          float64
+	Lambda         float64
+	MomentReset    string
+	ValueScale     float64
+	ObsScale       string
+	Users          int       `flag:"users" default:"10000" usage:"number of simulated users, >= 1"`
+	Steps          int       `flag:"steps" usage:"sac: environment steps per run, >= 1"`
+	LearningStarts int       `flag:"learning-starts" usage:"sac: first steps with uniformly random actions, before the first update"`
+	Batch          int       `flag:"batch" usage:"sac: minibatch size >= 1"`
+	EpisodeLog     string    `flag:"log-episodes" usage:"sac: write every training episode of every seed to this new file as a dprl.sessions.v1 log (with the behaviour's log-density of each action): a dataset mixing random, improving and expert episodes for the offline modes"`
+	Replays        int       `flag:"log-replays" usage:"sac, with --log-episodes: also log this many extra episodes of the current policy (sampled actions, no learning) after each training episode once learning has started: a large dataset of every stage of training at little extra time"`
+	Delta          float64   `flag:"delta" default:"1e-5" usage:"delta of the reported (epsilon, delta), in (0, 1)"`
+	Average        float64   `flag:"average" usage:"release the exponential moving average of the parameters with this decay in [0, 1) instead of the last iterate (post-processing; 0: off)"`
+	EvalEpisodes   int       `flag:"eval-episodes" default:"20" usage:"evaluation episodes of the final policy, >= 1"`
+	Workers        int       `flag:"workers" usage:"goroutines for the local updates (dppg-loglinear: for the seeds and configurations; default GOMAXPROCS; the result does not depend on it)"`
+	Zs             []float64 `flag:"sweep-z" usage:"dppg: train at each of these noise multipliers (comma-separated; --seeds runs each) and report eval return against epsilon; --plot draws it (the paper's Fig. 2)"`
+	Seeds          int       `flag:"seeds" usage:"runs with seeds --seed, --seed+1, ... and their mean and std over seeds (default 1; dppg-loglinear: 5 per configuration)"`
 	// Diag is the file of the diagnostics (dppg, ppo: one run's per-update
 	// diagnostics; dppg-loglinear: the trace of the released policies); ""
 	// for none.
-	Diag string
-	// Seed is the first seed, if given; else a secure one is drawn.
-	Seed uint64
+	Diag string `flag:"diag" usage:"SIMULATION ONLY, not covered by the privacy guarantee: write per-update diagnostics computed from the simulated users' raw data and the exact noise (entropy, value loss, returns, un-noised clipped fractions, signal and noise norms) as JSON Lines to this file, every record labelled so; dppg-loglinear: each seed's released policy (value and per-state logit gaps right - left; post-processing of the releases) at every regret-curve point"`
 	// Plot is the file of the run's figure ("" for none; dppg, ppo,
 	// dppg-loglinear, sac).
-	Plot string
+	Plot                string `flag:"plot" usage:"write the learning curve (return vs users) as PNG to this file"`
+	NormalizeAdvantages bool
+	AnnealServerLR      bool     `flag:"anneal" usage:"decay the server step size linearly to 0 over the run (public schedule)"`
+	FreshEpisodes       bool     `flag:"fresh-episodes" usage:"every user starts a fresh episode (default: user slot i of a batch continues the episode slot i's previous user left running)"`
+	Episodes            int      `flag:"episodes" default:"3000" usage:"dppg-loglinear: episodes per run"`
+	Regions             []string `flag:"region" default:"l2,kl" usage:"dppg-loglinear: trust regions (l2, kl, l2-markov)"`
+	InitRight           float64  `flag:"init-right" usage:"dppg-loglinear: start from the policy with logit gap theta(s, right) - theta(s, left) equal to this in every state (0: uniform, the paper's start; large: near the optimal policy)"`
+	Alpha               float64  `flag:"alpha" usage:"dppg-loglinear: trust region size alpha > 0 (Table 2: 3.5)"`
+	Eta                 float64  `flag:"eta" usage:"dppg-loglinear: constant policy step size eta > 0 instead of Table 2's schedule (12, divided by 5 every 50 episodes, floor 0.06)"`
+	BaselineLR          float64  `flag:"baseline-lr" usage:"dppg-loglinear: step size >= 0 of the private linear baseline (0: the baseline stays 0 and the returns are the advantages; epsilon still composes its mechanism, an upper bound)"`
+	FisherRidge         float64  `flag:"fisher-ridge" usage:"dppg-loglinear, KL region: ridge >= 0 added to the Fisher estimate (Table 2: 1e-3); it bounds how far S can grow as the policy turns deterministic"`
+	FisherExact         bool     `flag:"fisher-exact" usage:"dppg-loglinear, KL region: use the Fisher matrix's expectation under the public model instead of the estimate on 25 public episodes (same privacy: S depends on the released policy and the public model only)"`
+	ClipAtLR0           bool     `flag:"clip-at-lr0" usage:"dppg-loglinear: compute the trust-region clipping norm at eta_0 instead of the current eta"`
+	// Seed is the first seed, if given; else a secure one is drawn.
+	Seed uint64 `flag:"seed" usage:"seed of every random draw (default: from the OS; printed in the result)"`
 }
 
 // Algorithm groups of trainModes.

@@ -49,14 +49,14 @@ const HTMLFile = "report.html"
 // Options configure Write.
 type Options struct {
 	// DataDir is the data directory holding the ledger (an agent's --data).
-	DataDir string
+	DataDir string `flag:"data" usage:"the agent's data directory (required)"`
 	// OutDir receives HTMLFile and one PNG per figure; created if missing.
-	OutDir string
+	OutDir string `flag:"out" usage:"directory to write report.html and the PNGs to (created if missing)"`
 	// EnvSpec names the simulator of the agent's policy (its --env):
 	// the report then evaluates the released versions on it.
-	EnvSpec string
+	EnvSpec string `flag:"env" usage:"the agent's --env: evaluate the released versions on that simulator"`
 	// Force overwrites existing output files.
-	Force bool
+	Force bool `flag:"force" usage:"overwrite existing outputs"`
 	// Now dates the report (zero: time.Now).
 	Now time.Time
 	// Logger receives the ledger's log lines.

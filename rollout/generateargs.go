@@ -19,18 +19,22 @@ var ArgFields = fielderr.Fields{"Env", "Behavior", "Policy", "Episodes", "Out", 
 // and sims.ArgFields).
 type GenerateArgs struct {
 	// Env names the environment (required; discrete actions).
-	Env string
+	Env string `flag:"env" usage:"environment name (see dprl sims list); discrete actions only"`
 	// Behavior is the behaviour policy's spec (required; ParseBehavior),
 	// Policy the reference snapshot it may refer to.
-	Behavior, Policy string
+	Behavior string `flag:"behavior" usage:"behaviour policy: random, policy:FILE, greedy, epsilon-greedy:EPS or softmax:TEMP"`
+	Policy   string `flag:"policy" usage:"snapshot FILE that greedy, epsilon-greedy and softmax refer to (default: the environment's built-in controller)"`
 	// Episodes is the number of episodes, >= 1.
-	Episodes int
+	Episodes int `flag:"episodes" usage:"number of episodes (sessions) to write"`
 	// Out is the log to write (required), which must not exist unless
 	// Force.
-	Out   string
-	Force bool
+	Out   string `flag:"out" usage:"output file (dprl.sessions.v1 JSON Lines)"`
+	Force bool   `flag:"force" usage:"overwrite --out if it exists"`
 	// MaxSteps, if given, truncates the episodes (>= 1).
-	MaxSteps int
+	MaxSteps int `flag:"max-steps" usage:"truncate episodes after this many steps (default: the environment's limit)"`
+	// Seed, if given, is the run's seed (Config leaves the seed to the
+	// caller, who draws one when it is not given).
+	Seed uint64 `flag:"seed" usage:"random seed (default: drawn from the OS and reported)"`
 }
 
 // Config returns the configuration of the settings given (set reports

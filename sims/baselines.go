@@ -14,19 +14,19 @@ import (
 // BaselineConfig configures Baselines.
 type BaselineConfig struct {
 	// Env is a registered environment's name.
-	Env string
+	Env string `flag:"env" usage:"environment name (see dprl sims list)"`
 	// Episodes is the number of episodes per policy, >= 1.
-	Episodes int
+	Episodes int `flag:"episodes" default:"1000" usage:"episodes per policy, >= 1"`
 	// Seed: episode i of every policy runs the environment on PCG(Seed,
 	// 2i) (the same users for every policy: common random numbers), and
 	// the uniform policy draws its actions from PCG(Seed, 2i+1). Use seeds
 	// that no training run evaluates on (held out).
-	Seed uint64
+	Seed uint64 `flag:"seed" usage:"seed of the episodes (default: drawn from the OS and printed in the result)"`
 	// Grid is the number of constant values per dimension of a box action
 	// space (evenly spaced from Low to High, both included), >= 2; 0 means
 	// 5. At most MaxBaselineConstants constant actions in all. Ignored for
 	// a discrete space, whose every action is a constant policy.
-	Grid int
+	Grid int `flag:"grid" default:"5" usage:"constant values per dimension of a box action space, >= 2"`
 }
 
 // MaxBaselineConstants bounds the constant policies Baselines evaluates (the

@@ -33,15 +33,19 @@ func NewNamed(name string) (Env, error) {
 // errors name the fields at fault (*fielderr.Error, ArgFields).
 type ScriptArgs struct {
 	// Env names the environment (required).
-	Env string
+	Env string `flag:"env" usage:"environment name (see dprl sims list)"`
 	// InitState is the internal state after the reset, as a JSON array of
 	// numbers (ParseState), if given.
-	InitState string
+	InitState string `flag:"init-state" usage:"internal state after reset, as a JSON array of numbers"`
 	// Actions are the actions, comma-separated (space.ParseActions), or
 	// Policy "random" takes random ones: exactly one is given.
-	Actions, Policy string
+	Actions string `flag:"actions" usage:"comma-separated actions, one per step (box components joined by ':')"`
+	Policy  string `flag:"policy" usage:"action policy instead of --actions: random"`
 	// Steps, if given, stops the run after that many steps (>= 1).
-	Steps int
+	Steps int `flag:"steps" usage:"stop after this many steps (default: no limit beyond the episode and action list)"`
+	// Seed, if given, is the run's seed (Config leaves the seed to the
+	// caller, who draws one when it is not given).
+	Seed uint64 `flag:"seed" usage:"random seed (default: drawn from the OS and printed)"`
 }
 
 // Config returns the environment and the script of the settings given

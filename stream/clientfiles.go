@@ -19,18 +19,21 @@ import (
 type ClientFiles struct {
 	// Identity is the client identity's name in the agent's clients file
 	// (nats-identity): requests use its reply inbox (WithInbox).
-	Identity string
+	Identity string `flag:"nats-identity" usage:"client identity name (its entry in the agent's --nats-clients): requests use its reply inbox _INBOX.NAME"`
 	// NKey is the identity's nkey seed file (nkey; WithNKey).
-	NKey string
+	NKey string `flag:"nkey" usage:"nkey seed file of the client identity"`
 	// User and PasswordFile are the identity's user name and the file
 	// holding its password (nats-user, nats-password-file), given together;
 	// the password stays off the command line.
-	User, PasswordFile string
+	User         string `flag:"nats-user" usage:"user name of the client identity"`
+	PasswordFile string `flag:"nats-password-file" usage:"file holding the password of --nats-user"`
 	// Creds is a NATS credentials file (creds; WithCredentials).
-	Creds string
+	Creds string `flag:"creds" usage:"NATS credentials file"`
 	// TLSCA verifies the server; TLSCert and TLSKey are the client's
 	// certificate for mutual TLS (tls-ca, tls-cert, tls-key; WithTLS).
-	TLSCA, TLSCert, TLSKey string
+	TLSCA   string `flag:"tls-ca" usage:"CA file to verify the NATS server"`
+	TLSCert string `flag:"tls-cert" usage:"client certificate (mutual TLS)"`
+	TLSKey  string `flag:"tls-key" usage:"client key (mutual TLS)"`
 }
 
 // ClientFilesFields are the fields the errors of ClientFiles may name.

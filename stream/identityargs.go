@@ -14,10 +14,10 @@ import (
 type IdentityArgs struct {
 	// SeedFile is the file to create with the identity's nkey seed
 	// (required; never overwritten).
-	SeedFile string
+	SeedFile string `flag:"seed-file" usage:"file to create with the seed (mode 0600)"`
 	// Name, if given, names the identity (ValidIdentityName): Create then
 	// returns its clients file entry instead of the bare public key.
-	Name string
+	Name string `flag:"name" usage:"identity name: print the --nats-clients entry"`
 }
 
 // IdentityFields are the fields the errors of IdentityArgs may name.

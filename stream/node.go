@@ -16,48 +16,54 @@ import (
 // as its flags.
 type NodeConfig struct {
 	// Listen is the client listener's HOST:PORT (listen).
-	Listen string
+	Listen string `flag:"listen" default:"127.0.0.1:4222" usage:"host:port of the client listener"`
 	// Store is JetStream's file storage directory (store; required).
-	Store string
+	Store string `flag:"store" usage:"directory of JetStream's file storage (required)"`
 	// Name is the server's name, distinct in a cluster (name; "":
 	// generated).
-	Name string
+	Name string `flag:"name" usage:"the server's name, distinct in a cluster (default: generated)"`
 	// Cluster is the cluster's name (cluster; "": a single server), with
 	// its route listener ClusterListen (cluster-listen) and the members'
 	// route URLs Routes (routes).
-	Cluster, ClusterListen string
-	Routes                 []string
+	Cluster       string   `flag:"cluster" usage:"the cluster's name, the same on every node (none: a single server)"`
+	ClusterListen string   `flag:"cluster-listen" default:"127.0.0.1:6222" usage:"with --cluster: host:port of the route listener"`
+	Routes        []string `flag:"routes" usage:"with --cluster: every node's route URL, nats-route://HOST:PORT, comma-separated (this node's own is ignored)"`
 	// SyncAlways and Domain are JetStreamOptions' (sync-always, domain).
-	SyncAlways bool
-	Domain     string
+	SyncAlways bool   `flag:"sync-always" usage:"fsync every write before acknowledging it (an acknowledged ledger entry is then on the disks of a majority; without it, in their memory, synced every two minutes)"`
+	Domain     string `flag:"domain" usage:"JetStream domain (none by default)"`
 	// MaxPayload is the largest message the server accepts, 0 (nats-server's
 	// 1 MiB) to 64 MiB (max-payload): a cluster's replicas publish each
 	// session's update in one message.
-	MaxPayload int
+	MaxPayload int `flag:"max-payload" usage:"the largest message the node accepts, in bytes (0: nats-server's 1 MiB; at most 64 MiB, the same on every node): a cluster's serving replicas publish each session's update in one message (8 bytes per policy parameter), so a larger network needs more"`
 	// Partitions maps the session subjects under Prefix onto this many
 	// partitions, 0 to MaxPartitions (partitions, prefix; 0 maps nothing).
-	Partitions int
-	Prefix     string
+	Partitions int    `flag:"partitions" usage:"map the session subjects onto this many partitions, which the serving replicas (dprl agent --role serve --partitions, the same number) share: every node of a cluster needs the same; 0 maps nothing"`
+	Prefix     string `flag:"prefix" usage:"the subject prefix of the partitioned session subjects (the agents' --prefix)"`
 	// Auth is the ClusterAuth file of the roles' identities (auth).
-	Auth string
+	Auth string `flag:"auth" usage:"JSON file naming the identities of each role (learners, replicas, clients, operators): every connection must authenticate, and each gets only its role's subjects (only learners read the clipped per-session updates)"`
 	// TLSCert and TLSKey are the client listener's certificate and key,
 	// given together; TLSClientCA, with them, makes TLS mutual (tls-cert,
 	// tls-key, tls-client-ca).
-	TLSCert, TLSKey, TLSClientCA string
+	TLSCert     string `flag:"tls-cert" usage:"certificate file (PEM) of the client listener: clients must use TLS"`
+	TLSKey      string `flag:"tls-key" usage:"key file (PEM) of --tls-cert"`
+	TLSClientCA string `flag:"tls-client-ca" usage:"with --tls-cert: CA file (PEM); every client must present a certificate it signed (mutual TLS)"`
 	// RoutePasswordFile holds the routes' password, at least 16
 	// characters (route-password-file); RouteTLSCert, RouteTLSKey and
 	// RouteTLSCA, given together, make the routes mutual TLS
 	// (route-tls-cert, route-tls-key, route-tls-ca). Both need Cluster.
-	RoutePasswordFile                     string
-	RouteTLSCert, RouteTLSKey, RouteTLSCA string
+	RoutePasswordFile string `flag:"route-password-file" usage:"with --cluster: a file holding the password every route must present (the same on every node); without it anyone who reaches the route listener can join the cluster"`
+	RouteTLSCert      string `flag:"route-tls-cert" usage:"with --cluster: this node's certificate (PEM, for server and client authentication) for mutual TLS on the routes; every node needs one"`
+	RouteTLSKey       string `flag:"route-tls-key" usage:"key file (PEM) of --route-tls-cert"`
+	RouteTLSCA        string `flag:"route-tls-ca" usage:"CA file (PEM) that signed every node's --route-tls-cert: a route from a node without one is refused"`
 	// EncryptionKey is a file holding the storage's encryption key, at
 	// least 32 characters, with Cipher "chacha" or "aes"
 	// (encryption-key, cipher).
-	EncryptionKey, Cipher string
+	EncryptionKey string `flag:"encryption-key" usage:"file holding the key (at least 32 characters, e.g. 64 hex digits) that encrypts JetStream's file storage at rest; the same key at every start"`
+	Cipher        string `flag:"cipher" default:"chacha" usage:"with --encryption-key: chacha (ChaCha20-Poly1305) or aes (AES-GCM)"`
 	// Insecure allows a listener off loopback without its protection
 	// (insecure-nats): the client listener without Auth and TLSCert, the
 	// route listener without route TLS and RoutePasswordFile.
-	Insecure bool
+	Insecure bool `flag:"insecure-nats" usage:"allow a listener off loopback without its protection: the client listener without --auth and --tls-cert, the route listener without --route-tls-* and --route-password-file; anyone who reaches it could read the cluster's streams, clipped per-session updates included"`
 }
 
 // NodeFields are the fields the errors of NodeConfig may name.

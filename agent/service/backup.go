@@ -23,13 +23,13 @@ import (
 type Backups struct {
 	// Dir receives one subdirectory per backup, named by the time and the
 	// ledger head it holds (20261125T101500Z-seq42); "" takes none.
-	Dir string
+	Dir string `flag:"backup-dir" usage:"write a verified online backup of the ledger into a new subdirectory of this directory every --backup-every while the head moved, keeping the newest --backup-keep (it holds user.key: protect it)"`
 	// Every is the interval between backups; a backup is skipped when the
 	// head has not moved since the newest one in Dir.
-	Every time.Duration
+	Every time.Duration `flag:"backup-every" usage:"interval of --backup-dir backups, >= 1s"`
 	// Keep is the number of backups kept in Dir; older ones are removed
 	// after each new backup (only directories named like backups).
-	Keep int
+	Keep int `flag:"backup-keep" usage:"backups kept in --backup-dir, >= 1"`
 }
 
 // BackupFields are the fields Backups' errors name (fielderr).

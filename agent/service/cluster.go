@@ -56,17 +56,17 @@ type Cluster struct {
 // (Settings.Cluster; the cluster-* flags).
 type ClusterSettings struct {
 	// Role (role): "all" (or ""), "serve" or "learn".
-	Role string
+	Role string `flag:"role" usage:"all: one process serves, learns and owns its ledger; serve: a serving replica of a cluster (publishes each session's clipped update, serves the ledger of record's versions); learn: a learner candidate (the one holding the writer lease learns from the replicas' updates and writes through the ledger of record). serve and learn need --nats URL of a JetStream server or cluster (dprl nats) and --user-key"`
 	// Name (cluster-name), Replicas (cluster-replicas), Holder
 	// (cluster-holder) and LeaseTTL (lease-ttl) are Cluster's.
-	Name     string
-	Replicas int
-	Holder   string
-	LeaseTTL time.Duration
+	Name     string        `flag:"cluster-name" default:"default" usage:"with --role serve or learn: the name of the cluster's streams (ledger of record, update queue, writer lease)"`
+	Replicas int           `flag:"cluster-replicas" default:"3" usage:"with --role: the replication factor of the cluster's streams, 1 to 5 (3 survives the loss of one server)"`
+	Holder   string        `flag:"cluster-holder" usage:"with --role learn: this learner's name in its writer entry (default host:pid)"`
+	LeaseTTL time.Duration `flag:"lease-ttl" default:"10s" usage:"with --role: the TTL of the writer lease (learn) and of a replica's partitions (serve), whole seconds (renewed every third of it; a failed learner is replaced, a failed replica's partitions taken over, after it; a learner retries its renewal through a streams' leader election, 4-9 s when a server dies, and takes its key again if it expired meanwhile and no other candidate took it)"`
 	// UserKeyFile (user-key) holds the shared user key: 64 hex digits.
-	UserKeyFile string
+	UserKeyFile string `flag:"user-key" usage:"with --role: a file of 64 hex digits, the user key every process of the cluster shares (one user must have one key everywhere, or the per-user caps would not hold)"`
 	// Partitions (partitions) is Cluster's.
-	Partitions int
+	Partitions int `flag:"partitions" usage:"with --role serve: the partition count of the session subjects, the same as every NATS server's (dprl nats --partitions); the serving replicas share the partitions, and each session's requests go to the one holding its partition"`
 }
 
 // resolve returns the Cluster of a role, nil for RoleAll.

@@ -155,13 +155,6 @@ func newLedgerSetCapCmd(a *app) *cobra.Command {
 		},
 	}
 	fl = cliflags.New(c.Flags(), &args)
-	fl.StringVar(&args.Data, "data", "", "the ledger's directory (an offline --ledger directory or an agent's --data) (required)")
-	fl.StringVar(&args.Dataset, "dataset", "", "the dataset's id")
-	fl.StringVar(&args.File, "file", "", "a session log whose records belong to the dataset (instead of --dataset)")
-	fl.StringVar(&args.Unit, "unit", "", "the protected unit: trajectory, user or expert (default: the dataset's only unit)")
-	fl.Float64Var(&args.Epsilon, "epsilon", 0, "the new cap's epsilon (required)")
-	fl.Float64Var(&args.Delta, "delta", 0, "the new cap's delta (required)")
-	fl.StringVar(&args.Reason, "reason", "", "why the cap changes, recorded in the entry (required)")
 	fl.Bool("json", false, "print the result as JSON")
 	return c
 }

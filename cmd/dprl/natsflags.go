@@ -29,7 +29,5 @@ func newAgentNKeyCmd(a *app) *cobra.Command {
 		},
 	}
 	fl = cliflags.New(c.Flags(), &args)
-	fl.StringVar(&args.SeedFile, "seed-file", "", "file to create with the seed (mode 0600)")
-	fl.StringVar(&args.Name, "name", "", "identity name: print the --nats-clients entry")
 	return c
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 
+	"dprl/cmd/dprl/cliflags"
 	"dprl/internal/flagsrc"
 	"dprl/report"
 
@@ -27,11 +28,8 @@ func newReportCmd(a *app) *cobra.Command {
 			return emit(a, res, err)
 		},
 	}
-	c.Flags().StringVar(&o.DataDir, "data", "", "the agent's data directory (required)")
-	c.Flags().StringVar(&o.OutDir, "out", o.OutDir, "directory to write report.html and the PNGs to (created if missing)")
-	c.Flags().StringVar(&o.EnvSpec, "env", "", "the agent's --env: evaluate the released versions on that simulator")
+	cliflags.New(c.Flags(), &o)
 	flagsrc.Alias(c.Flags(), "env-spec", "env", a.stderr)
-	c.Flags().BoolVar(&o.Force, "force", false, "overwrite existing outputs")
 	c.Flags().Bool("json", false, "print the result as JSON")
 	return c
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"dprl/cmd/dprl/cliflags"
 	"dprl/sessionlog/dsjson"
 )
 
@@ -35,11 +36,10 @@ func newSessionsImportDSJSONCmd(a *app) *cobra.Command {
 			return emit(a, st, err)
 		},
 	}
+	cliflags.New(c.Flags(), &opt)
 	c.Flags().StringVar(&in, "in", "", "DSJSON file to read")
 	c.Flags().StringVar(&out, "out", "", "session log (dprl.sessions.v1) to write")
 	c.Flags().BoolVar(&force, "force", false, "overwrite --out if it exists")
-	c.Flags().BoolVar(&opt.IgnoreUnknown, "ignore-unknown", false, "skip unknown top-level fields instead of refusing the line")
-	c.Flags().BoolVar(&opt.SharedOnly, "shared-only", false, "build observations from the shared features only (not the per-action _multi features)")
 	c.Flags().Bool("json", false, "print the summary as JSON")
 	return c
 }

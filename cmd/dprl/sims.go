@@ -31,7 +31,6 @@ func newSimsListCmd(a *app) *cobra.Command {
 func newSimsRolloutCmd(a *app) *cobra.Command {
 	var (
 		args sims.ScriptArgs
-		seed uint64
 		fl   *cliflags.Flags
 	)
 	c := &cobra.Command{
@@ -42,7 +41,7 @@ func newSimsRolloutCmd(a *app) *cobra.Command {
 			if err != nil {
 				return usageError{fl.Rename(err)}
 			}
-			if sc.Seed = seedFlag(cmd, "seed", seed); !fl.Changed("seed") && !a.json() {
+			if sc.Seed = seedFlag(cmd, "seed", args.Seed); !fl.Changed("seed") && !a.json() {
 				fmt.Fprintf(a.stdout, "seed: %d\n", sc.Seed)
 			} else if !fl.Changed("seed") {
 				a.log.Info().Uint64("seed", sc.Seed).Msg("random seed drawn; pass --seed to repeat the run")
@@ -57,12 +56,6 @@ func newSimsRolloutCmd(a *app) *cobra.Command {
 		},
 	}
 	fl = cliflags.New(c.Flags(), &args)
-	fl.StringVar(&args.Env, "env", "", "environment name (see dprl sims list)")
-	fl.Uint64Var(&seed, "seed", 0, "random seed (default: drawn from the OS and printed)")
-	fl.StringVar(&args.InitState, "init-state", "", "internal state after reset, as a JSON array of numbers")
-	fl.StringVar(&args.Actions, "actions", "", "comma-separated actions, one per step (box components joined by ':')")
-	fl.StringVar(&args.Policy, "policy", "", "action policy instead of --actions: random")
-	fl.IntVar(&args.Steps, "steps", 0, "stop after this many steps (default: no limit beyond the episode and action list)")
 	fl.Bool("json", false, "print a JSON array of steps")
 	return c
 }
@@ -81,10 +74,7 @@ func newSimsBaselinesCmd(a *app) *cobra.Command {
 			return emit(a, res, err)
 		},
 	}
-	c.Flags().StringVar(&cfg.Env, "env", "", "environment name (see dprl sims list)")
-	c.Flags().IntVar(&cfg.Episodes, "episodes", 1000, "episodes per policy, >= 1")
-	c.Flags().Uint64Var(&cfg.Seed, "seed", 0, "seed of the episodes (default: drawn from the OS and printed in the result)")
-	c.Flags().IntVar(&cfg.Grid, "grid", 5, "constant values per dimension of a box action space, >= 2")
+	cliflags.New(c.Flags(), &cfg)
 	c.Flags().Bool("json", false, "print JSON")
 	return c
 }

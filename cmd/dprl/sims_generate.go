@@ -14,7 +14,6 @@ import (
 func newSimsGenerateCmd(a *app) *cobra.Command {
 	var (
 		args rollout.GenerateArgs
-		seed uint64
 		fl   *cliflags.Flags
 	)
 	c := &cobra.Command{
@@ -25,7 +24,7 @@ func newSimsGenerateCmd(a *app) *cobra.Command {
 			if err != nil {
 				return usageError{fl.Rename(err)}
 			}
-			if cfg.Seed = seedFlag(cmd, "seed", seed); !cmd.Flags().Changed("seed") {
+			if cfg.Seed = seedFlag(cmd, "seed", args.Seed); !cmd.Flags().Changed("seed") {
 				a.log.Info().Uint64("seed", cfg.Seed).Msg("random seed drawn; pass --seed to repeat the run")
 			}
 			last := time.Now()
@@ -42,14 +41,6 @@ func newSimsGenerateCmd(a *app) *cobra.Command {
 		},
 	}
 	fl = cliflags.New(c.Flags(), &args)
-	fl.StringVar(&args.Env, "env", "", "environment name (see dprl sims list); discrete actions only")
-	fl.StringVar(&args.Behavior, "behavior", "", "behaviour policy: random, policy:FILE, greedy, epsilon-greedy:EPS or softmax:TEMP")
-	fl.StringVar(&args.Policy, "policy", "", "snapshot FILE that greedy, epsilon-greedy and softmax refer to (default: the environment's built-in controller)")
-	fl.IntVar(&args.Episodes, "episodes", 0, "number of episodes (sessions) to write")
-	fl.StringVar(&args.Out, "out", "", "output file (dprl.sessions.v1 JSON Lines)")
-	fl.Uint64Var(&seed, "seed", 0, "random seed (default: drawn from the OS and reported)")
-	fl.IntVar(&args.MaxSteps, "max-steps", 0, "truncate episodes after this many steps (default: the environment's limit)")
-	fl.BoolVar(&args.Force, "force", false, "overwrite --out if it exists")
 	fl.Bool("json", false, "print the summary as JSON")
 	return c
 }

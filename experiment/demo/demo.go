@@ -19,6 +19,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -40,52 +41,60 @@ import (
 // learner settings the demo changes in the environment's profile.
 type Config struct {
 	// Env is the simulator the users play (package sims).
-	Env string
+	Env string `flag:"env" default:"cartpole" usage:"environment the simulated users play (see dprl sims list)"`
 	// Users is the maximum number of sessions, Concurrency the sessions
 	// played at the same time, Returning the probability that a session
 	// comes from an earlier user (sims.PopulationConfig).
-	Users, Concurrency int
-	Returning          float64
+	Users       int     `flag:"users" default:"20000" usage:"maximum number of simulated user sessions"`
+	Concurrency int     `flag:"concurrency" default:"16" usage:"users playing at the same time"`
+	Returning   float64 `flag:"returning" default:"0.1" usage:"probability that a session comes from a returning user"`
 	// Seed seeds the users and the evaluations (AgentConfig: the agent
 	// too); 0: a random seed.
-	Seed uint64
+	Seed uint64 `flag:"seed" usage:"seed the users, the evaluations and the agent (the ledger records a seeded run); 0: secure"`
 	// Pace is PaceLockstep or PaceFree.
-	Pace string
+	Pace string `flag:"pace" usage:"lockstep: users arrive as fast as the learner consumes them (K per release); free: as fast as they can play (most sessions then go stale and are not learned from)"`
 	// Target, EvalEvery and EvalEpisodes are the stopping rule: every
 	// EvalEvery releases, the released policy is evaluated on EvalEpisodes
 	// fresh simulator episodes (simulation-only), and no user is admitted
 	// once an evaluation reaches Target (0: never stop early).
-	Target                  float64
-	EvalEvery, EvalEpisodes int
+	Target       float64 `flag:"target-return" usage:"stop admitting users once a released policy's mean return on --eval-episodes fresh simulator episodes reaches this (simulation-only; default 475 for cartpole; 0: run all users)"`
+	EvalEvery    int     `flag:"eval-every" default:"4" usage:"evaluate every this many releases (simulation-only)"`
+	EvalEpisodes int     `flag:"eval-episodes" default:"10" usage:"simulator episodes per evaluation of a released policy (--env bandit: scored exactly on 20,000 held-out users instead)"`
 	// Z is the noise multiplier; K, Clip and LR, when > 0, the sessions
 	// per update, the clipping norm and the server step (else the
 	// profile's). AgentConfig applies them.
-	Z, Clip, LR float64
-	K           int
+	Z    float64 `flag:"z" default:"1.0" usage:"noise multiplier z (with --user-epsilon and without --z: derived from it)"`
+	Clip float64 `flag:"clip" usage:"clipping norm S of a local update (default: the environment profile's)"`
+	LR   float64 `flag:"server-lr" usage:"server step size eta of theta <- theta + eta g~, as dprl train --server-lr (default: the environment profile's)"`
+	K    int     `flag:"K" usage:"sessions per update K (default: the environment profile's, as dprl agent: 32 for cartpole, 1000 for bandit)"`
 	// UserEpsilon and MaxUpdatesPerUser are the agent's per-user caps
 	// (agent.Config). UserEpsilon is the primary privacy setting: with Z
 	// 0, AgentConfig derives z from it so that a user in
 	// max(MaxUpdatesPerUser, 1) updates reaches it (as dprl agent does).
-	UserEpsilon       float64
-	MaxUpdatesPerUser int
+	UserEpsilon       float64 `flag:"user-epsilon" usage:"per-user epsilon at delta 1e-5, the primary privacy setting as in dprl agent: z is derived so that a user in --max-updates-per-user updates reaches it, and it caps every user"`
+	MaxUpdatesPerUser int     `flag:"max-updates-per-user" usage:"cap on the updates a user takes part in (0: none; returning users beyond it are served, not learned from)"`
 	// Noise is the agent's noise, "" or "independent", or "bandmf" with
 	// Band bands (service.Settings' Noise and Band): a user's updates then
 	// at least Band apart, at most MaxUpdatesPerUser (>= 1) of them.
-	Noise string
-	Band  int
+	Noise string `flag:"noise" default:"independent" usage:"noise of the releases, as dprl agent: independent, or bandmf (banded square-root correlated noise; a user's updates at least --band apart)"`
+	Band  int    `flag:"band" usage:"bands of --noise bandmf, 1 to 4096"`
 	// MaxDuration, if > 0, ends the run after this long (Run's context
 	// times out: the users stop, the summary covers what was played).
-	MaxDuration time.Duration
+	MaxDuration time.Duration `flag:"max-duration" default:"10m" usage:"stop the demo after this long (0: no limit)"`
 	// Replicas, when > 0, runs the agent as a cluster on this machine
 	// instead of one process (three embedded JetStream servers, a learner
 	// and Replicas serving replicas sharing the session partitions; see
 	// startCluster): the users play against the replicas, and the ledger
 	// and releases are the learner's (at most MaxReplicas).
-	Replicas int
+	Replicas int `flag:"replicas" usage:"run the agent as a cluster in this process instead: three embedded JetStream servers, a learner and this many serving replicas sharing the session partitions (as dprl agent --role; the users play against the replicas, the ledger in --data is the learner's); 0: one agent"`
 	// StartProgress, if not nil, is called when the users start with a
 	// function returning the run's progress at any moment; Run calls the
 	// function it returns once the users have finished.
 	StartProgress func(progress func() Progress) (stop func())
+	// Data is the data directory of Service ("" for a new temporary one)
+	// and LogSessions the directory of its session logs ("" for none).
+	Data        string `flag:"data" usage:"data directory (default: a new temporary directory)"`
+	LogSessions string `flag:"log-sessions" usage:"write every closed session to rotating dprl.sessions.v1 files in this directory (as dprl agent --log-sessions), for the offline modes"`
 }
 
 // The paces of Config.Pace.
@@ -202,6 +211,19 @@ func (c Config) AgentConfig(p profile.Profile) (agent.Config, error) {
 	ac.Seed = c.Seed
 	ac.FlushTimeout = 2 * time.Second
 	return ac, ac.Validate()
+}
+
+// Service returns the service configuration of the agent of a demo of c
+// with agent configuration ac: the embedded NATS server, the data in
+// c.Data, or in a new temporary directory if c.Data is "".
+func (c Config) Service(ac agent.Config, log zerolog.Logger) (service.ServiceConfig, error) {
+	dir, err := c.Data, error(nil)
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "dprl-demo-"); err != nil {
+			return service.ServiceConfig{}, err
+		}
+	}
+	return service.ServiceConfig{Agent: ac, DataDir: dir, NATS: "embedded", NATSListen: "127.0.0.1:0", SessionLogDir: c.LogSessions, Logger: log}, nil
 }
 
 // Prepare resolves a validated c as dprl demo does before Run (set

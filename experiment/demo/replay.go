@@ -24,30 +24,32 @@ type ReplayConfig struct {
 	// (stream.DefaultPrefix unless the agent changed it), Credentials the
 	// connection's credentials as files (read by Validate and Replay) and
 	// Options further connection options.
-	URL, Prefix string
+	URL         string `flag:"nats" default:"nats://127.0.0.1:4222" usage:"URL of the NATS server the agent listens on"`
+	Prefix      string `flag:"prefix" usage:"subject prefix"`
 	Credentials stream.ClientFiles
 	Options     []stream.Option
 	// Env is the simulator the users play, Users the number of sessions,
 	// Concurrency the sessions played at the same time, Returning the
 	// probability that a session comes from an earlier user.
-	Env                string
-	Users, Concurrency int
-	Returning          float64
+	Env         string  `flag:"env" default:"cartpole" usage:"environment the users play"`
+	Users       int     `flag:"users" default:"1000" usage:"number of sessions"`
+	Concurrency int     `flag:"concurrency" default:"16" usage:"sessions at the same time"`
+	Returning   float64 `flag:"returning" usage:"probability that a session comes from a returning user"`
 	// Seed seeds the simulated users; 0: a random seed.
-	Seed uint64
+	Seed uint64 `flag:"seed" usage:"seed of the simulated users (0: random)"`
 	// GiveUp stops the run when the agent has answered no request for this
 	// long (no reply at all: "no responders", timeouts; an error reply is
 	// an answer); 0 or less: never. dprl replay's default is
 	// DefaultGiveUp. While the last request went
 	// unanswered, one session is started per second, as a probe, instead
 	// of a worker's worth.
-	GiveUp time.Duration
+	GiveUp time.Duration `flag:"give-up" usage:"stop when the agent has answered no request for this long (0: never)"`
 	// Rate paces the run: at most Rate sessions start per second (session
 	// i no earlier than i/Rate seconds after the first); 0 starts them as
 	// fast as Concurrency allows. A paced run arrives as real users do, so
 	// fewer sessions end after the policy they started with was replaced
 	// (the agent sets such stale sessions aside).
-	Rate float64
+	Rate float64 `flag:"rate" usage:"start at most this many sessions per second, as real users arrive (0: as fast as --concurrency allows; at full speed sessions often end after a new release and are set aside as stale)"`
 	// Logger receives a warning per failed session, at most
 	// sessionLogBurst per sessionLogPeriod (the summary counts them all).
 	Logger zerolog.Logger

@@ -15,16 +15,18 @@ import (
 // (*fielderr.Error, CapFields), which the command renders as its flags.
 type CapArgs struct {
 	// Data is the ledger's directory (required).
-	Data string
+	Data string `flag:"data" usage:"the ledger's directory (an offline --ledger directory or an agent's --data) (required)"`
 	// Dataset is the dataset's id, or File a session log of its records
 	// (DatasetOfFile): exactly one of them.
-	Dataset, File string
+	Dataset string `flag:"dataset" usage:"the dataset's id"`
+	File    string `flag:"file" usage:"a session log whose records belong to the dataset (instead of --dataset)"`
 	// Unit is the protected unit ("": the dataset's only unit).
-	Unit string
+	Unit string `flag:"unit" usage:"the protected unit: trajectory, user or expert (default: the dataset's only unit)"`
 	// Epsilon and Delta are the new cap, Reason why it changes (all
 	// required).
-	Epsilon, Delta float64
-	Reason         string
+	Epsilon float64 `flag:"epsilon" usage:"the new cap's epsilon (required)"`
+	Delta   float64 `flag:"delta" usage:"the new cap's delta (required)"`
+	Reason  string  `flag:"reason" usage:"why the cap changes, recorded in the entry (required)"`
 }
 
 // CapFields are the fields the errors of CapArgs may name.

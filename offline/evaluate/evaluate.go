@@ -59,49 +59,56 @@ const lswSource = "DP-LSW: Balle, Gomrokchi & Precup 2016 (ICML) §4 privacy the
 type Config struct {
 	// Data is the session log (the private dataset); EvalData a public log
 	// whose moments measure the MSPBE (optional).
-	Data, EvalData string
+	Data     string `flag:"data" usage:"session log (dprl.sessions.v1), the private dataset"`
+	EvalData string `flag:"eval-data" usage:"a public session log on which to compute the empirical MSPBE instead of the private data"`
 	// Target is the target policy spec (policies.Parse); Behavior the
 	// behaviour policy of the data (chain only, for the exact MSPBE).
-	Target, Behavior string
+	Target   string `flag:"target" usage:"target policy: uniform, snapshot:FILE, greedy[:FILE], softmax[:FILE]:TEMP, epsilon-greedy[:FILE]:EPS"`
+	Behavior string `flag:"behavior" usage:"with --env chain: the behaviour policy of the data, for the exact MSPBE of off-policy data"`
 	// Features is tabular, fourier:K or raw.
-	Features string
+	Features string `flag:"features" usage:"features: tabular, fourier:K or raw"`
 	// Method is the evaluation method.
-	Method Method
+	Method Method `flag:"method" usage:"gpope, dp-lsw, lstd or wis-lstd"`
 	// Epsilon and Delta are the run's guarantee (private methods);
 	// EpsilonGiven and DeltaGiven say they were given explicitly.
-	Epsilon, Delta           float64
+	Epsilon                  float64 `flag:"epsilon" usage:"privacy budget epsilon of this run (gpope, dp-lsw)"`
+	Delta                    float64 `flag:"delta" usage:"privacy parameter delta of this run (gpope, dp-lsw)"`
 	EpsilonGiven, DeltaGiven bool
 	// Iters, StepSize, Diminishing, Clip and Batch are gpope's T, alpha,
 	// alpha_0/sqrt(t) schedule, L2 clip and expected Poisson batch.
-	Iters       int
-	StepSize    float64
-	Diminishing bool
-	Clip, Batch float64
+	Iters       int     `flag:"iters" usage:"gpope: number of noisy gradient steps T"`
+	StepSize    float64 `flag:"step-size" default:"0.5" usage:"gpope: step size alpha (alpha_0 with --diminishing)"`
+	Diminishing bool    `flag:"diminishing" usage:"gpope: step size alpha_0 / sqrt(t)"`
+	Clip        float64 `flag:"clip" default:"1" usage:"gpope: L2 clip C of one trajectory's primal-dual gradient"`
+	Batch       float64 `flag:"batch" default:"1" usage:"gpope: expected trajectories per step (Poisson sampling rate batch/n; the paper uses 1)"`
 	// PublicN is gpope's public number of trajectories (0: the log's record
 	// count, vouched public); PublicNGiven says it was given.
-	PublicN      int
+	PublicN      int `flag:"n" usage:"gpope: the public number of trajectories the sampling rate batch/n is computed from (default: the log's record count, which you then vouch is public)"`
 	PublicNGiven bool
 	// Actions is the public number of discrete actions (0: from Env, or
 	// learned from the log by a non-private run); ActionsGiven says it was
 	// given.
-	Actions      int
+	Actions      int `flag:"actions" usage:"the public number of discrete actions: required for a private run without --env (a record with a larger action is refused); without it a non-private run learns it from the log"`
 	ActionsGiven bool
 	// Gamma is the discount, Ridge the ridge added to A (lstd, wis-lstd).
-	Gamma, Ridge float64
+	Gamma float64 `flag:"gamma" default:"0.9" usage:"discount factor, 0 <= gamma < 1"`
+	Ridge float64 `flag:"ridge" default:"1e-6" usage:"lstd, wis-lstd: ridge added to A (unvisited tabular states make A singular)"`
 	// Env names the public simulator the data comes from (optional).
-	Env string
+	Env string `flag:"env" usage:"the simulator the data comes from (public knowledge): start distribution, bounds, built-in targets, exact chain MSPBE"`
 	// Seed keys the noise and sampling when Seeded (research runs).
-	Seed   uint64
+	Seed   uint64 `flag:"seed" usage:"seed the noise and sampling (repeatable research runs; recorded in the ledger)"`
 	Seeded bool
 	// NonPrivate allows the non-private methods and fills Result.NonPrivate.
-	NonPrivate bool
+	NonPrivate bool `flag:"non-private" usage:"allow output NOT covered by any DP guarantee: the lstd and wis-lstd methods, and with gpope or dp-lsw a section of statistics of the private log"`
 	// Low and High are the observation box (default: Env's).
-	Low, High []float64
+	Low  []float64 `flag:"low" usage:"fourier and grid box lower bounds (default: the environment's observation box)"`
+	High []float64 `flag:"high" usage:"fourier and grid box upper bounds"`
 	// Grid is dp-lsw's cells per observation component (non-tabular).
-	Grid int
+	Grid int `flag:"lsw-grid" default:"10" usage:"dp-lsw with non-tabular features: cells per observation component of the public grid"`
 	// RewardLow and RewardHigh are dp-lsw's public reward bounds (NaN: the
 	// environment's default).
-	RewardLow, RewardHigh float64
+	RewardLow  float64 `flag:"reward-low" default:"NaN" usage:"dp-lsw: public lower reward bound (default for chain 0, mountaincar -1)"`
+	RewardHigh float64 `flag:"reward-high" default:"NaN" usage:"dp-lsw: public upper reward bound (default for chain 1, mountaincar 0)"`
 	// Curve records gpope's MSPBE by iteration in Result.Curve.
 	Curve bool
 	// Progress, if set, is called at every gpope step.

@@ -13,17 +13,17 @@ import (
 type ModelConfig struct {
 	// Ensemble is the number of models N >= 1 (the paper: 3 for Pendulum,
 	// 5 for cart-pole).
-	Ensemble int
+	Ensemble int `flag:"ensemble" usage:"models in the ensemble N"`
 	// Hidden lists the Swish hidden widths (Pendulum: 64, 64; cart-pole:
 	// 128, 128).
-	Hidden []int
+	Hidden []int `flag:"model-hidden" usage:"hidden widths of each model (Swish)"`
 	// MaxLogVar and MinLogVar softly bound the predicted log-variance of the
 	// scaled targets, MinLogVar < MaxLogVar (default 0.5 and -10): it lies in
 	// [MinLogVar, MaxLogVar + log(1 + exp(MinLogVar - MaxLogVar))].
 	MaxLogVar, MinLogVar float64
 	// WeightDecay is the L2 coefficient on the weight matrices (not the
 	// biases), >= 0 (default 2.5e-5, MBPO's first layer).
-	WeightDecay float64
+	WeightDecay float64 `flag:"weight-decay" usage:"L2 coefficient on the models' weights"`
 }
 
 // DefaultModelConfig returns the paper's Pendulum ensemble: 3 models of

@@ -18,7 +18,7 @@ import (
 // noise.
 type PlainConfig struct {
 	// Epochs is the number of passes over the transitions, >= 1.
-	Epochs int
+	Epochs int `flag:"mopo-epochs" usage:"--mopo: passes over the log's transitions (Adam, batch 256, lr 1e-3)"`
 	// Batch is the minibatch size, >= 1 (MOPO: 256).
 	Batch int
 	// LR is Adam's step size, > 0 (MOPO: 1e-3).

@@ -65,33 +65,34 @@ func PublicScales(env string) (Scales, error) {
 // policy trained in it.
 type Config struct {
 	// Data is the dprl.sessions.v1 log (continuous actions).
-	Data string
+	Data string `flag:"data" usage:"the dprl.sessions.v1 log (continuous actions)"`
 	// Env is the public simulator: its spaces, start states and scales,
 	// and the policy's evaluation (which the simulator, not the private
 	// data, provides).
-	Env string
+	Env string `flag:"env" usage:"the public simulator: pendulum, cartpole-balance or cartpole-swingup"`
 	// Epsilon and Delta are the trajectory-level guarantee the model is
 	// trained to; z is calibrated to them (PLD).
-	Epsilon, Delta float64
+	Epsilon float64 `flag:"epsilon" usage:"target epsilon per trajectory"`
+	Delta   float64 `flag:"delta" usage:"delta of the guarantee"`
 	// NonPrivate runs the paper's "no privacy" ablation instead: clipped,
 	// without noise, not charged, labelled NOT private.
-	NonPrivate bool
+	NonPrivate bool `flag:"non-private" usage:"the no-privacy ablation: clipped, no noise, not charged, NOT private"`
 	// MOPO runs the MOPO baseline instead (implies NonPrivate): the
 	// ensemble trained on all transitions without clipping or noise
 	// (Plain), and SAC's rollouts started from logged states with
 	// MOPOFraction of every batch logged transitions. Not private, not
 	// charged, labelled.
-	MOPO         bool
+	MOPO         bool `flag:"mopo" usage:"the MOPO baseline: the ensemble trained on all transitions (Adam, no clipping, no noise), SAC's rollouts from logged states with --mopo-fraction of each batch logged transitions; not charged, NOT private"`
 	Plain        PlainConfig
-	MOPOFraction float64
+	MOPOFraction float64 `flag:"mopo-fraction" usage:"--mopo: share of logged transitions in each SAC batch"`
 	// PublicN is the public number of trajectories n (0: the log's record
 	// count, taken as public, as dprl offline gtd2 does); Batch is the
 	// expected number of trajectories per round, so q = Batch/n and the
 	// averaged delta's denominator is q n = Batch.
-	PublicN int
-	Batch   float64
+	PublicN int     `flag:"n" usage:"the public number of trajectories (default: the log's record count)"`
+	Batch   float64 `flag:"batch" usage:"expected trajectories per round (q = batch/n)"`
 	// Rounds is T, fixed before the run and charged whatever happens.
-	Rounds int
+	Rounds int `flag:"rounds" usage:"rounds T, fixed before the run"`
 	// PublicData, if set, is a log the user declares public (never the
 	// private log): every CheckEvery rounds the ensemble's error on its
 	// transitions is measured, the best ensemble so far kept, and training
@@ -99,33 +100,35 @@ type Config struct {
 	// Stopping early saves time, not budget: T rounds are charged (the
 	// number actually run depends on the private data only through the
 	// released models, so it is post-processing).
-	PublicData           string
-	CheckEvery, Patience int
+	PublicData string `flag:"public-data" usage:"a log you declare public (never the private one): stop the model's training early when its error on it has not improved for --patience checks every --check-every rounds (all --rounds are still charged)"`
+	CheckEvery int    `flag:"check-every" usage:"--public-data: rounds between checks"`
+	Patience   int    `flag:"patience" usage:"--public-data: checks without improvement before stopping"`
 	// Clip is C; ClipMode flat or per layer.
-	Clip     float64
+	Clip     float64 `flag:"clip" usage:"clipping norm C of a trajectory's ensemble change"`
 	ClipMode ClipMode
 	// LocalEpochs, MiniBatch and LR are the local gradient descent's.
-	LocalEpochs, MiniBatch int
-	LR                     float64
+	LocalEpochs int     `flag:"local-epochs" usage:"local epochs E per sampled trajectory"`
+	MiniBatch   int     `flag:"minibatch" usage:"local minibatch size B"`
+	LR          float64 `flag:"model-lr" usage:"the models' local gradient-descent step size"`
 	// Model is the ensemble.
 	Model ModelConfig
 	// Uncertainty, Lambda and Horizon define the pessimistic MDP.
 	Uncertainty Uncertainty
-	Lambda      float64
-	Horizon     int
+	Lambda      float64 `flag:"lambda" usage:"penalty coefficient of the pessimistic reward r - lambda u"`
+	Horizon     int     `flag:"horizon" usage:"model rollout length h"`
 	// SACSteps and SACHidden configure the policy's training in the model.
-	SACSteps  int
-	SACHidden []int
+	SACSteps  int   `flag:"sac-steps" usage:"SAC steps in the model"`
+	SACHidden []int `flag:"sac-hidden" usage:"SAC's hidden widths"`
 	// EvalEpisodes is the number of simulator episodes of the evaluation.
-	EvalEpisodes int
+	EvalEpisodes int `flag:"eval-episodes" usage:"simulator episodes of the policy's evaluation"`
 	// Seed keys every generator when Seeded (a repeatable simulation, so
 	// labelled in the result and the ledger); otherwise the noise and
 	// sampling come from the secure generator.
-	Seed   uint64
+	Seed   uint64 `flag:"seed" usage:"seed every generator (a repeatable simulation, recorded as seeded in the ledger; default: the secure generator)"`
 	Seeded bool
 	// Out, if set, is a new file the released policy is written to (a
 	// policy/sac actor snapshot, atomically, after the run).
-	Out string
+	Out string `flag:"out" usage:"write the released policy to this new file (a SAC actor snapshot: versioned, CRC-32C checked)"`
 	// Progress, if set, receives each phase's progress.
 	Progress func(phase string, done, total int)
 }
@@ -735,7 +738,8 @@ func (m *Mechanism) modelError(e *Ensemble, params []float64) float64 {
 // the clip mode and the uncertainty estimator by name (clip-mode,
 // uncertainty; ParseClipMode, ParseUncertainty).
 type Args struct {
-	ClipMode, Uncertainty string
+	ClipMode    string `flag:"clip-mode" default:"per-layer" usage:"EnsembleClip: per-layer (C/sqrt(N L) per layer) or flat (C/sqrt(N) per model)"`
+	Uncertainty string `flag:"uncertainty" default:"mpd" usage:"penalty's estimator: mpd (max mean disagreement) or ma (max covariance norm)"`
 }
 
 // Resolve returns c with a parsed into it and the paper's per-task

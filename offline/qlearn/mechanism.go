@@ -38,49 +38,52 @@ type LearnConfig struct {
 	Config
 	// Env is the public simulator (discrete actions): its spaces, and the
 	// evaluation of the policy.
-	Env string
+	Env string `flag:"env" usage:"the public simulator (discrete actions) the policy is evaluated on"`
 	// Data is a private log, for DP-SGD alone (every step a DP step) or a
 	// non-private run. Exclusive with Stable and Unstable.
-	Data string
+	Data string `flag:"data" usage:"the private dprl.sessions.v1 log (DP-SGD alone, or --non-private)"`
 	// Stable and Unstable are the outputs of dprl offline svt on a source
 	// log charged in the same ledger: selective DP-SGD (Sharma et al.,
 	// Algorithm 3) takes each step as a DP step on Unstable with
 	// probability P, else a plain step on Stable (a release: public).
 	// The run is charged to the source dataset.
-	Stable, Unstable string
+	Stable   string `flag:"stable" usage:"the stable release of dprl offline svt (selective DP-SGD)"`
+	Unstable string `flag:"unstable" usage:"the unstable set of dprl offline svt (selective DP-SGD)"`
 	// Unit is the protected unit: expert or trajectory (with Data only).
-	Unit ledger.Unit
+	Unit ledger.Unit `flag:"unit" usage:"protected unit: expert or trajectory (--data only)"`
 	// Experts is the public number of experts m at unit expert: each
 	// expert is sampled with probability q = Batch/m. At unit trajectory m
 	// is the log's record count (taken as public, as the other offline
 	// modes do).
-	Experts int
+	Experts int `flag:"experts" usage:"the public number of experts m (unit expert): each expert is sampled with probability batch/m"`
 	// Epsilon and Delta are this run's guarantee (eps2, delta2 after an
 	// SVT release, whose own cost is already on the dataset).
-	Epsilon, Delta float64
+	Epsilon float64 `flag:"epsilon" usage:"this run's epsilon per unit (after an SVT release: eps2)"`
+	Delta   float64 `flag:"delta" usage:"this run's delta (after an SVT release: delta2)"`
 	// Sigma is the noise multiplier; 0 calibrates it (PLD) so that the
 	// run's DP steps cost exactly Epsilon. Given, the run costs what its
 	// DP steps cost, which must not exceed Epsilon.
-	Sigma float64
+	Sigma float64 `flag:"sigma" usage:"noise multiplier (default: calibrated to --epsilon)"`
 	// P is the probability that a step is a DP step (selective mode;
 	// DP-SGD alone is P = 1).
-	P float64
+	P float64 `flag:"p" usage:"probability of a DP step on the unstable set (selective DP-SGD)"`
 	// Steps is the number of gradient steps N.
-	Steps int
+	Steps int `flag:"steps" usage:"gradient steps N"`
 	// Clip is the per-unit clipping norm C.
-	Clip float64
+	Clip float64 `flag:"clip" usage:"per-transition clipping norm C"`
 	// NonPrivate trains on Data without clipping or noise, uncharged and
 	// labelled NOT private: the reference the paper normalises by.
-	NonPrivate bool
+	NonPrivate bool `flag:"non-private" usage:"train on --data without clipping or noise; not charged, NOT private"`
 	// EvalEpisodes are the simulator episodes of the final evaluation,
 	// and of one every EvalEvery steps (0: only the final one).
-	EvalEpisodes, EvalEvery int
+	EvalEpisodes int `flag:"eval-episodes" usage:"simulator episodes of each evaluation"`
+	EvalEvery    int `flag:"eval-every" usage:"evaluate every this many steps for the curve (0: at the end only)"`
 	// Seed keys every generator when Seeded (a simulation, recorded as
 	// such); otherwise batches and noise come from the secure generator.
-	Seed   uint64
+	Seed   uint64 `flag:"seed" usage:"seed every generator (a repeatable simulation, recorded as seeded in the ledger; default: the secure generator)"`
 	Seeded bool
 	// Out, if set, is a new file the policy is written to (Snapshot).
-	Out string
+	Out string `flag:"out" usage:"write the policy to this new file (dprl.qlearn.v2 JSON, recording its provenance: private or not, epsilon, delta, unit, ledger entry)"`
 	// Progress, if set, receives the steps done.
 	Progress func(done, total int)
 }

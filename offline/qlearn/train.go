@@ -35,18 +35,18 @@ func ParseAlgo(s string) (Algo, error) { return qnet.ParseAlgo(s) }
 // DefaultConfig.
 type Config struct {
 	// Algo is the learner.
-	Algo Algo
+	Algo Algo `flag:"algo" usage:"learner: cql or bcq"`
 	// Hidden are the hidden widths of the Q-network (and of BCQ's
 	// imitation network), ReLU. The expert-level paper: 256, 256.
-	Hidden []int
+	Hidden []int `flag:"hidden" usage:"hidden widths of the Q-network (and of BCQ's imitation network)"`
 	// Gamma is the discount in [0, 1). Default 0.99.
-	Gamma float64
+	Gamma float64 `flag:"gamma" usage:"discount"`
 	// Adam is the optimiser of every network (the paper's learning rate
 	// eta is Adam.LR).
 	Adam policy.AdamConfig
 	// Batch is the minibatch size b: the rows of a plain step, and the
 	// expected size and fixed denominator of a DP step.
-	Batch int
+	Batch int `flag:"batch" usage:"batch size b: a plain step's rows, a DP step's expected rows and fixed denominator"`
 	// Tau is the Polyak rate of the target Q-network in (0, 1]. Default
 	// 0.05: with 0.005, CQL on Acrobot's expert log (3,000 experts) had
 	// not propagated its -1 rewards after 10,000 steps (return -500, the
@@ -54,12 +54,12 @@ type Config struct {
 	// with either).
 	Tau float64
 	// Alpha is CQL's regulariser weight (CQL(H)), >= 0. Default 1.
-	Alpha float64
+	Alpha float64 `flag:"alpha" usage:"CQL's regulariser weight"`
 	// Threshold is BCQ's action filter tau in (0, 1): actions whose
 	// imitation probability relative to the most probable one is at most
 	// Threshold are not bootstrapped from nor taken. Default 0.3
 	// (Fujimoto et al.'s discrete BCQ).
-	Threshold float64
+	Threshold float64 `flag:"threshold" usage:"BCQ's action filter tau"`
 	// Reg is BCQ's logit regulariser, >= 0. Default 1e-2.
 	Reg float64
 }

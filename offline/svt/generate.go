@@ -111,29 +111,29 @@ func PaperVariations(env string, m int, rng *rand.Rand) ([]Variation, error) {
 // GenConfig configures Generate.
 type GenConfig struct {
 	// Env is "cartpole" or "acrobot".
-	Env string
+	Env string `flag:"env" default:"cartpole" usage:"environment: cartpole or acrobot"`
 	// Experts is M, the number of experts, >= 1.
-	Experts int
+	Experts int `flag:"m" usage:"number of experts M >= 1 (the paper: 3000)"`
 	// Trajectories is N, the trajectories logged per expert, >= 1.
-	Trajectories int
+	Trajectories int `flag:"trajectories" default:"20" usage:"trajectories logged per expert N >= 1 (the paper: 20)"`
 	// PMin is the smoothing floor of the experts, in (0, 1/|A|].
-	PMin float64
+	PMin float64 `flag:"pmin" default:"0.02" usage:"smoothing floor p_min in (0, 1/|A|] (the paper: 0.02)"`
 	// Train is the (non-private) PPO configuration; its DP.Mode must be
 	// policy.ModePPO.
 	Train policy.Config
 	// Users is the training budget, in simulated users (policy.Train), of
 	// each expert trained from scratch, or of each base when Bases > 0.
-	Users int
+	Users int `flag:"users" default:"3000" usage:"training budget per expert (per base with --bases), in simulated users"`
 	// Bases, when > 0, trains that many base experts from scratch on the
 	// default environment and fine-tunes base j mod Bases on expert j's
 	// variation for FineTuneUsers users; 0 trains every expert from scratch
 	// on its variation (the paper).
-	Bases int
+	Bases int `flag:"bases" usage:"train this many base experts on the default environment and fine-tune them per variation (0: every expert from scratch)"`
 	// FineTuneUsers is the fine-tuning budget per expert (Bases > 0).
-	FineTuneUsers int
+	FineTuneUsers int `flag:"finetune-users" default:"500" usage:"fine-tuning budget per expert with --bases, in simulated users"`
 	// Workers is the number of experts trained at once; 0 means
 	// GOMAXPROCS. The output does not depend on it.
-	Workers int
+	Workers int `flag:"workers" usage:"experts trained at once (default GOMAXPROCS; the output does not depend on it)"`
 }
 
 // Validate reports every invalid field.
@@ -458,13 +458,13 @@ type DatasetConfig struct {
 	GenConfig
 	// Dir receives the snapshots DIR/e<j>.snap and DIR/experts.json; it is
 	// created if missing.
-	Dir string
+	Dir string `flag:"out-dir" usage:"directory for the expert snapshots DIR/e<j>.snap (created)"`
 	// Log is the session log to write (dprl.sessions.v1), replaced if it
 	// exists.
-	Log string
+	Log string `flag:"log" usage:"session log to write (dprl.sessions.v1)"`
 	// Seed is the seed of every draw; Seeded records whether the user chose
 	// it (rather than the operating system).
-	Seed   uint64
+	Seed   uint64 `flag:"seed" usage:"seed of every random draw (default: from the OS; printed in the result)"`
 	Seeded bool
 }
 

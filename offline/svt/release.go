@@ -30,18 +30,18 @@ type ReleaseConfig struct {
 	Config
 	// Data is the session log (the private dataset); every session names
 	// its expert.
-	Data string
+	Data string `flag:"data" usage:"session log (dprl.sessions.v1) with expert ids"`
 	// Experts is the directory of the experts' snapshots (ExpertPath).
-	Experts string
+	Experts string `flag:"experts" usage:"directory of expert snapshots DIR/<expert id>.snap"`
 	// OutStable is the release's file: the stable prefixes (Result.Stable).
-	OutStable string
+	OutStable string `flag:"out-stable" usage:"file for the release: the stable prefixes, without ids or behaviour probabilities (dprl.sessions.v1)"`
 	// OutUnstable, if set, receives the unstable set (Result.Unstable): NOT
 	// released and not DP, for the data owner's expert-level DP learner.
-	OutUnstable string
+	OutUnstable string `flag:"out-unstable" usage:"file for the tails and unqueried trajectories, NOT released and not DP: for the data owner's expert-level DP learner only (dprl.sessions.v1; default: not written)"`
 	// Force lets OutStable and OutUnstable replace existing files; without
 	// it NewRelease refuses an existing one, before anything is read or
 	// charged.
-	Force bool
+	Force bool `flag:"force" usage:"overwrite --out-stable and --out-unstable if they exist"`
 	// CapDelta is the dataset's cap delta when it was given explicitly (0:
 	// not given). The release's delta is added to the dataset's (basic
 	// composition), so a larger Delta is refused before anything is read.
@@ -49,7 +49,7 @@ type ReleaseConfig struct {
 	// Seeded says the noise is seeded with Seed: a simulation, recorded in
 	// the ledger and the report, which then holds Report.NonPrivate.
 	Seeded bool
-	Seed   uint64
+	Seed   uint64 `flag:"seed" usage:"seed the noise and the shuffle (simulation only; recorded in the ledger). Default: a secure generator seeded from the OS"`
 	// Warn, if set, receives a warning before the charge when the release
 	// can keep only part of what it queries (Reach.Warning).
 	Warn func(msg string)

@@ -49,16 +49,17 @@ type Expert interface {
 // Config is DataRelease's configuration.
 type Config struct {
 	// Epsilon and Delta are the release's budget (eps1, delta1), expert level.
-	Epsilon, Delta float64
+	Epsilon float64 `flag:"epsilon" usage:"epsilon eps1 > 0 of the release (expert level)"`
+	Delta   float64 `flag:"delta" usage:"delta1 in (0, 1) of the release (the paper: 1/M)"`
 	// Queries is T, the number of trajectories queried (at most the
 	// dataset's size).
-	Queries int
+	Queries int `flag:"queries" usage:"T, the number of trajectories queried, 1..number in the log (the paper: 20-100)"`
 	// MaxLen is L, a public bound on trajectory length (the environment's
 	// step limit). Using the dataset's own maximum would make L depend on
 	// the data; a trajectory longer than MaxLen is an error.
-	MaxLen int
+	MaxLen int `flag:"max-len" default:"500" usage:"L, public bound on trajectory length (the environment's step limit; a longer trajectory is an error)"`
 	// PMin is the floor of every expert's action probabilities.
-	PMin float64
+	PMin float64 `flag:"pmin" default:"0.02" usage:"the experts' smoothing floor p_min, as when the log was generated"`
 }
 
 // Validate reports every invalid field.

@@ -52,10 +52,10 @@ type ReaderOptions struct {
 	MaxLineBytes int
 	// IgnoreUnknown skips unknown top-level fields (checking only that
 	// their values are JSON without null) instead of refusing them.
-	IgnoreUnknown bool
+	IgnoreUnknown bool `flag:"ignore-unknown" usage:"skip unknown top-level fields instead of refusing the line"`
 	// SharedOnly builds obs from the shared features only: _multi then
 	// only fixes the number of actions.
-	SharedOnly bool
+	SharedOnly bool `flag:"shared-only" usage:"build observations from the shared features only (not the per-action _multi features)"`
 }
 
 // Reader reads DSJSON decisions as one-step sessions, one line at a time.

@@ -1,11 +1,13 @@
 // Package cliflags binds the dprl command's flags to the fields of the
-// libraries' settings structs, so that the flag names, defaults and help
-// live beside the one command line that uses them and the settings stay
-// free of flag parsing. Flags records which field each flag fills, so
-// that a library's errors naming fields name the flags instead.
+// libraries' settings structs: a field tagged `flag:"NAME"` declares its
+// flag (with `usage:"TEXT"` and an optional `default:"VALUE"`), other
+// flags are defined one by one. The settings stay free of flag parsing.
+// Flags records which field each flag fills, so that a library's errors
+// naming fields name the flags instead.
 package cliflags
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -25,16 +27,84 @@ type Flags struct {
 	*pflag.FlagSet
 	cfgs  []reflect.Value   // the configuration structs
 	flags map[string]string // field name -> "--flag"
-	order []string          // the flags, in the order they were defined
+	place map[string]int    // flag -> its field's place: config, then offset
 }
 
-// New returns fs as Flags filling the structs cfgs point to.
+// New returns fs as Flags filling the structs cfgs point to, with the
+// flags their tagged fields declare (Tagged) defined.
 func New(fs *pflag.FlagSet, cfgs ...any) *Flags {
-	f := &Flags{FlagSet: fs, flags: map[string]string{}}
+	f := &Flags{FlagSet: fs, flags: map[string]string{}, place: map[string]int{}}
 	for _, c := range cfgs {
 		f.cfgs = append(f.cfgs, reflect.ValueOf(c).Elem())
 	}
+	for _, c := range cfgs {
+		f.Tagged(reflect.ValueOf(c).Elem())
+	}
 	return f
+}
+
+// Tagged defines the flag of every exported field of the struct v, and of
+// the structs among its fields, tagged `flag:"NAME" usage:"TEXT"`, in the
+// order of the fields. The flag's default is the tag default, parsed as
+// the command line would parse it, or else the value the field holds. A
+// tagged field of a type no XxxVar method takes, or a default its flag
+// rejects, panics: a programming error, found when dprl starts.
+func (f *Flags) Tagged(v reflect.Value) {
+	for i := range v.NumField() {
+		sf, fv := v.Type().Field(i), v.Field(i)
+		name, ok := sf.Tag.Lookup("flag")
+		switch {
+		case !sf.IsExported():
+		case !ok && sf.Type.Kind() == reflect.Struct:
+			f.Tagged(fv)
+		case ok:
+			usage := sf.Tag.Get("usage")
+			if def, ok := sf.Tag.Lookup("default"); ok {
+				scratch := New(pflag.NewFlagSet(name, pflag.ContinueOnError))
+				scratch.field(fv, name, usage)
+				if err := scratch.Set(name, def); err != nil {
+					panic(fmt.Sprintf("cliflags: --%s default %q: %v", name, def, err))
+				}
+			}
+			f.field(fv, name, usage)
+		}
+	}
+}
+
+// field defines the flag name filling the field v with its value as the
+// default.
+func (f *Flags) field(v reflect.Value, name, usage string) {
+	if p, ok := v.Addr().Interface().(pflag.Value); ok {
+		f.Var(p, name, usage)
+		return
+	}
+	if v.Kind() == reflect.String && v.Type() != reflect.TypeFor[string]() {
+		v = v.Addr().Convert(reflect.TypeFor[*string]()).Elem() // a named string type
+	}
+	switch p := v.Addr().Interface().(type) {
+	case *string:
+		f.StringVar(p, name, *p, usage)
+	case *bool:
+		f.BoolVar(p, name, *p, usage)
+	case *int:
+		f.IntVar(p, name, *p, usage)
+	case *int64:
+		f.Int64Var(p, name, *p, usage)
+	case *uint64:
+		f.Uint64Var(p, name, *p, usage)
+	case *float64:
+		f.Float64Var(p, name, *p, usage)
+	case *time.Duration:
+		f.DurationVar(p, name, *p, usage)
+	case *[]int:
+		f.IntSliceVar(p, name, *p, usage)
+	case *[]string:
+		f.StringSliceVar(p, name, *p, usage)
+	case *[]float64:
+		f.Float64SliceVar(p, name, *p, usage)
+	default:
+		panic(fmt.Sprintf("cliflags: --%s: no flag of type %s", name, v.Type()))
+	}
 }
 
 // Name records that the flag fills field: a name the configuration's
@@ -63,8 +133,9 @@ func (f *Flags) Messages(err error) []string {
 	return strings.Split(f.Rename(err).Error(), "\n")
 }
 
-// Ordered returns Messages(err) sorted by the order in which the flag each
-// message starts with was defined (stable; messages of no flag first).
+// Ordered returns Messages(err) sorted by the place in the configuration
+// structs of the field that the flag each message starts with fills
+// (stable; messages of no such flag first).
 func (f *Flags) Ordered(err error) []string {
 	msgs := f.Messages(err)
 	pos := func(m string) int {
@@ -72,7 +143,10 @@ func (f *Flags) Ordered(err error) []string {
 		if len(w) == 0 {
 			return -1
 		}
-		return slices.Index(f.order, strings.TrimPrefix(w[0], "--"))
+		if p, ok := f.place[strings.TrimPrefix(w[0], "--")]; ok {
+			return p
+		}
+		return -1
 	}
 	slices.SortStableFunc(msgs, func(a, b string) int { return pos(a) - pos(b) })
 	return msgs
@@ -98,7 +172,10 @@ func (f *Flags) bind(p any, flag string) {
 			}
 		}
 	}
-	for _, c := range f.cfgs {
+	for i, c := range f.cfgs {
+		if start := c.Addr().Pointer(); addr >= start && addr < start+c.Type().Size() {
+			f.place[flag] = i<<32 + int(addr-start)
+		}
 		walk(c)
 	}
 }
@@ -106,7 +183,6 @@ func (f *Flags) bind(p any, flag string) {
 // define defines a flag with pflag's def and records the field it fills.
 func define[T any](f *Flags, def func(*T, string, T, string), p *T, name string, value T, usage string) {
 	def(p, name, value, usage)
-	f.order = append(f.order, name)
 	f.bind(p, name)
 }
 
@@ -163,6 +239,5 @@ func (f *Flags) Float64SliceVar(p *[]float64, name string, value []float64, usag
 // Var defines a flag of value v, a pointer to the field it fills.
 func (f *Flags) Var(v pflag.Value, name, usage string) {
 	f.FlagSet.Var(v, name, usage)
-	f.order = append(f.order, name)
 	f.bind(v, name)
 }
