@@ -50,7 +50,8 @@ func TestBenchVWUsage(t *testing.T) {
 
 // TestBenchVW runs the whole command briefly against a real VW binary
 // (DPRL_VW; skipped without one, as in CI): VW's rows, dprl's PPO and
-// DPPG rows and the serving comparison in one JSON result.
+// DPPG rows (at the default user epsilons 1 and 5) and the serving
+// comparison in one JSON result.
 func TestBenchVW(t *testing.T) {
 	bin := os.Getenv("DPRL_VW")
 	if bin == "" {
@@ -65,7 +66,7 @@ func TestBenchVW(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if len(r.VW) != 2 || len(r.DPRL.Methods) != 2 || r.Serving == nil || r.VWVersion == "" {
+	if len(r.VW) != 2 || len(r.DPRL.Methods) != 3 || r.Serving == nil || r.VWVersion == "" {
 		t.Fatalf("result %s", out)
 	}
 	for _, l := range r.VW {

@@ -70,7 +70,7 @@ const Scope = "simulation only: exact expected clicks on the public simulator; V
 // Result is dprl bench vw's outcome.
 type Result struct {
 	Scope string `json:"scope"`
-	// VWVersion is what the binary's --version prints.
+	// VWVersion is the first line the binary's --version prints.
 	VWVersion string `json:"vw_version"`
 	// DPRL holds the references and dprl's learners (bandit.Run; no
 	// methods with NoDPRL).
@@ -81,7 +81,8 @@ type Result struct {
 	Serving *Serving `json:"serving,omitempty"`
 }
 
-// Version runs bin --version.
+// Version runs bin --version and returns the first line of its output
+// (for example "9.11.2 (git commit: )").
 func Version(ctx context.Context, bin string) (string, error) {
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, "--version")
@@ -89,7 +90,8 @@ func Version(ctx context.Context, bin string) (string, error) {
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("vw: %s --version: %w: %s", bin, err, clip(out.Bytes()))
 	}
-	return strings.TrimSpace(out.String()), nil
+	v, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
+	return strings.TrimSpace(v), nil
 }
 
 // Run performs the measurement: the serving comparison first (so that a

@@ -55,7 +55,7 @@ func TestRunSeedVW(t *testing.T) {
 	if !(r1.Regret > 0 && r1.RegretUsers[len(r1.RegretUsers)-1] == 3000) {
 		t.Errorf("regret %v after %v users", r1.Regret, r1.RegretUsers)
 	}
-	t.Logf("%+v", r1)
+	t.Logf("online %.4f, regret %.1f, held-out %.4f (greedy %.4f), %.0f users/s", r1.OnlineClick, r1.Regret, r1.HeldOut, r1.HeldOutGreedy, r1.UsersPerSec)
 }
 
 // TestServeVW compares the agent's act path with VW's daemon briefly:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"time"
 
 	"dprl/agent"
@@ -249,5 +250,5 @@ func Serve(ctx context.Context, cfg ServeConfig) (Serving, error) {
 	if v := svc.Agent().Version(); v > 0 {
 		return Serving{}, fmt.Errorf("vw: serve: the agent released version %d during the measurement, so it measured more than serving", v)
 	}
-	return Serving{Seconds: cfg.Duration.Seconds(), Rounds: cfg.Rounds, Agent: al.side("DP agent act path (NATS)"), VW: vl.side("VW daemon " + cfg.Learner.Label())}, nil
+	return Serving{Seconds: cfg.Duration.Seconds(), Rounds: cfg.Rounds, Agent: al.side("DP agent act path (NATS)"), VW: vl.side("VW daemon --cb_explore_adf " + strings.Join(cfg.Learner.Args, " "))}, nil
 }
