@@ -36,7 +36,7 @@ func TestBenchVWUsage(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"bench", "vw"}, exitUsage, `required flag(s) "vw"`},
-		{[]string{"bench", "vw", "--vw", "vw", "--learner", "--squarecb --daemon"}, exitUsage, "--daemon is the driver's"},
+		{[]string{"bench", "vw", "--vw", "vw", "--learner", "--squarecb --daemon"}, exitUsage, "--daemon is set by the driver"},
 		{[]string{"bench", "vw", "--vw", "vw", "--learner", " "}, exitUsage, "want VW arguments"},
 		{[]string{"bench", "vw", "--vw", "vw", "--seeds", "0"}, exitUsage, "--seeds 0"},
 		{[]string{"bench", "vw", "--vw", "/nonexistent/vw", "--seed", "1", "--seeds", "1"}, 1, "--version"},

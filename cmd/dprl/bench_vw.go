@@ -37,7 +37,11 @@ func newBenchVWCmd(a *app) *cobra.Command {
 				if len(f) == 0 {
 					return usagef("--learner %q: want VW arguments, such as \"--squarecb -q UA\"", l)
 				}
-				c.Learners = append(c.Learners, vw.Learner{Args: f})
+				lr := vw.Learner{Args: f}
+				if err := lr.Validate(); err != nil {
+					return usagef("--learner %q: %v", l, err)
+				}
+				c.Learners = append(c.Learners, lr)
 			}
 			if err := c.Validate(); err != nil {
 				return usageError{err}

@@ -48,11 +48,8 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("vw: no VW learner"))
 	}
 	for _, l := range c.Learners {
-		for _, a := range l.Args {
-			switch a {
-			case "--daemon", "--port", "--num_children", "--foreground", "--cb_explore_adf", "-d", "--data", "-t", "--testonly":
-				errs = append(errs, fmt.Errorf("vw: learner argument %s is the driver's", a))
-			}
+		if err := l.Validate(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if c.ServeDuration < 0 || (c.ServeDuration > 0 && c.ServeRounds < 1) {

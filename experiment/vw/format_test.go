@@ -177,3 +177,22 @@ func TestStartDaemonExits(t *testing.T) {
 		t.Fatal("no error for a missing binary")
 	}
 }
+
+func TestLearnerValidate(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--squarecb", "-q", "UA"}, ""},
+		{[]string{"--epsilon", "0.05", "-q", "UA", "--cb_type", "dr"}, ""},
+		{nil, "without arguments"},
+		{[]string{"--squarecb", "--daemon"}, "--daemon is set by the driver"},
+		{[]string{"--port", "26542"}, "--port is set by the driver"},
+		{[]string{"-d", "train.dat"}, "-d is set by the driver"},
+	} {
+		err := Learner{Args: tc.args}.Validate()
+		if (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.err)
+		}
+	}
+}

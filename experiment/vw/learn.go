@@ -2,6 +2,7 @@ package vw
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -27,6 +28,22 @@ func (l Learner) Label() string {
 		return l.Name
 	}
 	return fmt.Sprintf("VW --cb_explore_adf %s", strings.Join(l.Args, " "))
+}
+
+// Validate reports a learner without arguments or with an argument the
+// driver sets itself (the daemon, its port and children, the reduction,
+// an input file, test-only mode).
+func (l Learner) Validate() error {
+	if len(l.Args) == 0 {
+		return errors.New("vw: learner without arguments, want VW arguments such as --squarecb -q UA")
+	}
+	for _, a := range l.Args {
+		switch a {
+		case "--daemon", "--port", "--num_children", "--foreground", "--cb_explore_adf", "-d", "--data", "-t", "--testonly":
+			return fmt.Errorf("vw: learner argument %s is set by the driver", a)
+		}
+	}
+	return nil
 }
 
 // DefaultLearners are SquareCB and epsilon-greedy (0.05, VW's default
