@@ -146,9 +146,9 @@ func (r Result) WriteText(w io.Writer) error {
 	n := float64(d.Users)
 	fmt.Fprintf(w, "%s: %d users per run, seeds %v; %s\n", d.Env, d.Users, d.Seeds, Scope)
 	fmt.Fprintf(w, "VW: %s\n", r.VWVersion)
-	fmt.Fprintf(w, "%-52s %6s %18s %18s %18s\n", "method", "user ε", "online click", "held-out click", "regret")
+	fmt.Fprintf(w, "%-58s %6s %18s %18s %18s\n", "method", "user ε", "online click", "held-out click", "regret")
 	row := func(name, eps string, on, onStd, ho, hoStd, reg, regStd float64) {
-		fmt.Fprintf(w, "%-52s %6s %9.4f ± %6.4f %9.4f ± %6.4f %9.0f ± %6.0f\n", name, eps, on, onStd, ho, hoStd, reg, regStd)
+		fmt.Fprintf(w, "%-58s %6s %9.4f ± %6.4f %9.4f ± %6.4f %9.0f ± %6.0f\n", name, eps, on, onStd, ho, hoStd, reg, regStd)
 	}
 	row("uniform random item", "-", b.Uniform, 0, b.Uniform, 0, n*(b.Oracle-b.Uniform), 0)
 	row(fmt.Sprintf("best fixed item (%d)", b.BestArm), "-", b.BestFixed, 0, b.BestFixed, 0, n*(b.Oracle-b.BestFixed), 0)
@@ -163,10 +163,10 @@ func (r Result) WriteText(w io.Writer) error {
 		}
 		// The mean value of the versions that served the users, against
 		// the held-out oracle (bandit.Method.Regret).
-		fmt.Fprintf(w, "%-52s %6s %9.4f %8s %9.4f ± %6.4f %9.0f %8s\n", m.Label(), eps, d.HeldOutOracle-reg/n, "", m.FinalMean, m.FinalStd, reg, "")
+		fmt.Fprintf(w, "%-58s %6s %9.4f %8s %9.4f ± %6.4f %9.0f %8s\n", m.Label(), eps, d.HeldOutOracle-reg/n, "", m.FinalMean, m.FinalStd, reg, "")
 	}
 	for _, l := range r.VW {
-		row(l.Label(), "∞", l.OnlineMean, l.OnlineStd, l.HeldOutMean, l.HeldOutStd, l.RegretMean, l.RegretStd)
+		row(l.Label()+" (non-private)", "∞", l.OnlineMean, l.OnlineStd, l.HeldOutMean, l.HeldOutStd, l.RegretMean, l.RegretStd)
 	}
 	fmt.Fprintf(w, "per-user oracle: %.4f on the references' users, %.4f on the held-out users\n", b.Oracle, d.HeldOutOracle)
 	for _, l := range r.VW {
