@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -51,14 +52,15 @@ func TestBenchVWUsage(t *testing.T) {
 // TestBenchVW runs the whole command briefly against a real VW binary
 // (DPRL_VW; skipped without one, as in CI): VW's rows, dprl's PPO and
 // DPPG rows (at the default user epsilons 1 and 5) and the serving
-// comparison in one JSON result.
+// comparison in one JSON result, and the regret figure.
 func TestBenchVW(t *testing.T) {
 	bin := os.Getenv("DPRL_VW")
 	if bin == "" {
 		t.Skip("needs a Vowpal Wabbit binary: set DPRL_VW=/path/to/vw")
 	}
+	plot := filepath.Join(t.TempDir(), "regret.png")
 	code, out, errOut := runCLI(t, "bench", "vw", "--vw", bin, "--users", "1500", "--seed", "3", "--seeds", "1", "--no-demo",
-		"--held-out", "500", "--baseline-users", "2000", "--serve", "300ms", "--serve-rounds", "1", "--json")
+		"--held-out", "500", "--baseline-users", "2000", "--serve", "300ms", "--serve-rounds", "1", "--json", "--plot", plot)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -68,6 +70,9 @@ func TestBenchVW(t *testing.T) {
 	}
 	if len(r.VW) != 2 || len(r.DPRL.Methods) != 3 || r.Serving == nil || r.VWVersion == "" {
 		t.Fatalf("result %s", out)
+	}
+	if fi, err := os.Stat(plot); err != nil || fi.Size() == 0 {
+		t.Errorf("--plot: %v", err)
 	}
 	for _, l := range r.VW {
 		if !(l.HeldOutMean > r.DPRL.Baselines.Uniform && l.RegretMean > 0) {

@@ -21,9 +21,10 @@ func newBenchVWCmd(a *app) *cobra.Command {
 		seeds    int
 		learners []string
 		noDemo   bool
+		plot     string
 	)
 	cmd := &cobra.Command{
-		Use:   "vw --vw PATH [--users N] [--seed S --seeds N] [--user-epsilon 1,5] [--learner ARGS]... [--serve D] [--json]",
+		Use:   "vw --vw PATH [--users N] [--seed S --seeds N] [--user-epsilon 1,5] [--learner ARGS]... [--serve D] [--plot F.png] [--json]",
 		Short: "Vowpal Wabbit's contextual-bandit learners and daemon beside the DP agent and PPO on the bandit, same seeds and users",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if seeds < 1 {
@@ -49,6 +50,11 @@ func newBenchVWCmd(a *app) *cobra.Command {
 			c.Logger = a.log
 			c.Log = func(line string) { fmt.Fprintln(a.stderr, "dprl bench vw:", line) }
 			res, err := vw.Run(cmd.Context(), c)
+			if err == nil && plot != "" {
+				if err = res.Plot(plot); err != nil {
+					err = fmt.Errorf("bench vw: --plot: %w", err)
+				}
+			}
 			return emit(a, res, err)
 		},
 	}
@@ -66,6 +72,7 @@ func newBenchVWCmd(a *app) *cobra.Command {
 	fl.BoolVar(&c.NoDPRL, "no-dprl", false, "skip dprl's learners (VW's rows and the references only)")
 	fl.DurationVar(&c.ServeDuration, "serve", 4*time.Second, "time of each side in the serving comparison (the agent's act path vs VW's daemon with the first --learner); 0: skip it")
 	fl.IntVar(&c.ServeRounds, "serve-rounds", 4, "alternating rounds of the serving comparison")
+	fl.StringVar(&plot, "plot", "", "write the regret curves of every learner as PNG (or another format by extension) to this file")
 	fl.Bool("json", false, "print the result as JSON")
 	_ = cmd.MarkFlagRequired("vw")
 	return cmd

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dprl/experiment/bandit"
+	"dprl/internal/chart"
 	"dprl/sims"
 
 	"github.com/rs/zerolog"
@@ -189,4 +190,36 @@ func meanRate(runs []SeedRun) float64 {
 		s += r.UsersPerSec
 	}
 	return s / float64(max(1, len(runs)))
+}
+
+// Plot draws the cumulative regret against the per-user oracle of every
+// learner, dprl's and VW's (mean over seeds), and of the uniform and
+// best-fixed-item policies, against users in arrival order, to path
+// (format from its extension).
+func (r Result) Plot(path string) error {
+	d := r.DPRL
+	b := d.Baselines
+	n := float64(d.Users)
+	c := chart.Chart{
+		Title:  fmt.Sprintf("%s: cumulative regret vs the per-user oracle, VW beside dprl (mean of %d seeds; simulation only)", d.Env, len(d.Seeds)),
+		XLabel: "users (one session each, in arrival order)", YLabel: "cumulative expected regret (clicks)",
+		Width: 8, Height: 5,
+	}
+	c.Series = append(c.Series,
+		chart.Series{Label: "uniform random item", X: []float64{0, n}, Y: []float64{0, n * (b.Oracle - b.Uniform)}, Dashed: true},
+		chart.Series{Label: fmt.Sprintf("best fixed item (%d)", b.BestArm), X: []float64{0, n}, Y: []float64{0, n * (b.Oracle - b.BestFixed)}, Dashed: true})
+	curve := func(label string, users []int, regret []float64) {
+		s := chart.Series{Label: label, Y: regret}
+		for _, u := range users {
+			s.X = append(s.X, float64(u))
+		}
+		c.Series = append(c.Series, s)
+	}
+	for _, m := range d.Methods {
+		curve(m.Label(), m.RegretUsers, m.Regret)
+	}
+	for _, l := range r.VW {
+		curve(l.Label()+" (non-private)", l.RegretUsers, l.Regret)
+	}
+	return c.Save(path)
 }
