@@ -205,21 +205,24 @@ func (r Result) Plot(path string) error {
 		XLabel: "users (one session each, in arrival order)", YLabel: "cumulative expected regret (clicks)",
 		Width: 8, Height: 5,
 	}
+	// The references grey and olive, dprl's learners in the palette's
+	// order, VW's in colours of their own: no two lines share one.
 	c.Series = append(c.Series,
-		chart.Series{Label: "uniform random item", X: []float64{0, n}, Y: []float64{0, n * (b.Oracle - b.Uniform)}, Dashed: true},
-		chart.Series{Label: fmt.Sprintf("best fixed item (%d)", b.BestArm), X: []float64{0, n}, Y: []float64{0, n * (b.Oracle - b.BestFixed)}, Dashed: true})
-	curve := func(label string, users []int, regret []float64) {
-		s := chart.Series{Label: label, Y: regret}
+		chart.Series{Label: "uniform random item", X: []float64{0, n}, Y: []float64{0, n * (b.Oracle - b.Uniform)}, Dashed: true, Color: chart.Color{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}},
+		chart.Series{Label: fmt.Sprintf("best fixed item (%d)", b.BestArm), X: []float64{0, n}, Y: []float64{0, n * (b.Oracle - b.BestFixed)}, Dashed: true, Color: chart.Color{R: 0xbc, G: 0xbd, B: 0x22, A: 0xff}})
+	curve := func(label string, users []int, regret []float64, col chart.Color) {
+		s := chart.Series{Label: label, Y: regret, Color: col}
 		for _, u := range users {
 			s.X = append(s.X, float64(u))
 		}
 		c.Series = append(c.Series, s)
 	}
-	for _, m := range d.Methods {
-		curve(m.Label(), m.RegretUsers, m.Regret)
+	for i, m := range d.Methods {
+		curve(m.Label(), m.RegretUsers, m.Regret, chart.Palette(i))
 	}
-	for _, l := range r.VW {
-		curve(l.Label()+" (non-private)", l.RegretUsers, l.Regret)
+	vwColors := []chart.Color{{R: 0x17, G: 0x17, B: 0x17, A: 0xff}, {R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, {R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}}
+	for i, l := range r.VW {
+		curve(l.Label()+" (non-private)", l.RegretUsers, l.Regret, vwColors[i%len(vwColors)])
 	}
 	return c.Save(path)
 }

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,16 +19,17 @@ import (
 // requestTimeout bounds one exchange with the daemon.
 const requestTimeout = 10 * time.Second
 
-// startTimeout bounds the daemon's start (until it accepts a connection).
+// startTimeout bounds the daemon's start (until it listens).
 const startTimeout = 20 * time.Second
 
-// Daemon is a running VW daemon: vw --cb_explore_adf --daemon --port P
-// --foreground --num_children 1 --quiet plus the learner's arguments, in a
-// process group of its own. With one child it serves one connection at a
-// time.
+// Daemon is a running VW daemon: vw --cb_explore_adf --daemon --port 0
+// --port_file F --foreground --num_children 1 --quiet plus the learner's
+// arguments, in a process group of its own. VW picks the port and writes
+// it to F; with one child it serves one connection at a time.
 type Daemon struct {
 	cmd    *exec.Cmd
 	addr   string
+	dir    string
 	stderr *lockedBuffer
 	done   chan struct{}
 	err    error // the process's exit, set before done closes
@@ -53,26 +56,31 @@ func (l *lockedBuffer) String() string {
 	return strings.TrimSpace(l.b.String())
 }
 
-// DaemonArgs are the arguments of a daemon on port with the learner's
-// arguments args (for example --squarecb -q UA).
-func DaemonArgs(port int, args []string) []string {
-	return append([]string{"--cb_explore_adf", "--daemon", "--port", strconv.Itoa(port), "--foreground", "--num_children", "1", "--quiet"}, args...)
+// DaemonArgs are the arguments of a daemon that picks a free port and
+// writes it to portFile, with the learner's arguments args (for example
+// --squarecb -q UA).
+func DaemonArgs(portFile string, args []string) []string {
+	return append([]string{"--cb_explore_adf", "--daemon", "--port", "0", "--port_file", portFile, "--foreground", "--num_children", "1", "--quiet"}, args...)
 }
 
 // StartDaemon starts the VW binary bin as a daemon with the learner's
-// arguments args on a free loopback port and waits until it accepts
-// connections. Close stops it.
+// arguments args and waits until it listens: VW binds a port it picks
+// and writes it to a file in a temporary directory once it listens. VW 9
+// has no option to bind one address: the daemon listens on every
+// interface until Close stops it; this package connects over loopback.
 func StartDaemon(ctx context.Context, bin string, args []string) (*Daemon, error) {
-	port, err := freePort()
+	dir, err := os.MkdirTemp("", "dprl-vw-")
 	if err != nil {
 		return nil, fmt.Errorf("vw: daemon: %w", err)
 	}
-	d := &Daemon{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), stderr: &lockedBuffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(bin, DaemonArgs(port, args)...)
+	portFile := filepath.Join(dir, "port")
+	d := &Daemon{dir: dir, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	d.cmd = exec.Command(bin, DaemonArgs(portFile, args)...)
 	d.cmd.Stderr = d.stderr
 	d.cmd.Stdout = d.stderr
 	ownProcessGroup(d.cmd)
 	if err := d.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
 		return nil, fmt.Errorf("vw: daemon: %w", err)
 	}
 	go func() {
@@ -81,42 +89,41 @@ func StartDaemon(ctx context.Context, bin string, args []string) (*Daemon, error
 	}()
 	deadline := time.Now().Add(startTimeout)
 	for {
-		c, err := net.DialTimeout("tcp", d.addr, time.Second)
-		if err == nil {
-			// The probe connection occupies the one child until it closes.
-			c.Close()
+		// The file is complete once it holds a line.
+		if b, err := os.ReadFile(portFile); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			port, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+			if err != nil || port < 1 || port > 65535 {
+				d.Close()
+				return nil, fmt.Errorf("vw: daemon wrote port %q, want a port number", clip(b))
+			}
+			d.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 			return d, nil
 		}
 		select {
 		case <-d.done:
+			os.RemoveAll(dir)
 			return nil, fmt.Errorf("vw: daemon %s exited before serving (%v): %s", strings.Join(args, " "), d.err, d.stderr)
 		case <-ctx.Done():
 			d.Close()
 			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			d.Close()
-			return nil, fmt.Errorf("vw: daemon did not accept connections on %s within %v: %s", d.addr, startTimeout, d.stderr)
+			return nil, fmt.Errorf("vw: daemon did not listen within %v: %s", startTimeout, d.stderr)
 		}
 	}
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Addr is the daemon's address.
 func (d *Daemon) Addr() string { return d.addr }
 
-// Close stops the daemon and its children and waits for it.
+// Close stops the daemon and its children, waits for it and removes its
+// port file.
 func (d *Daemon) Close() error {
+	if d.dir != "" {
+		defer os.RemoveAll(d.dir)
+	}
 	select {
 	case <-d.done:
 		return nil
