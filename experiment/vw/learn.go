@@ -221,6 +221,12 @@ func RunSeed(ctx context.Context, bin string, l Learner, env *sims.Bandit, users
 // RunLearner runs learner on every seed and summarises the runs.
 func RunLearner(ctx context.Context, bin string, l Learner, env *sims.Bandit, users int, seeds []uint64, ev *bandit.Evaluator, log func(string)) (LearnerResult, error) {
 	res := LearnerResult{Learner: l}
+	if len(seeds) == 0 || users < 1 {
+		return res, fmt.Errorf("vw: %s: %d seeds and %d users, want >= 1 each", l.Label(), len(seeds), users)
+	}
+	if err := l.Validate(); err != nil {
+		return res, err
+	}
 	for _, s := range seeds {
 		r, err := RunSeed(ctx, bin, l, env, users, s, ev)
 		if err != nil {
