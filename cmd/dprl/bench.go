@@ -11,7 +11,7 @@ import (
 )
 
 func newBenchCmd(a *app) *cobra.Command {
-	return groupCmd("bench", "Benchmarks against baselines measured in the same run", newBenchServeCmd(a))
+	return groupCmd("bench", "Benchmarks against baselines measured in the same run", newBenchServeCmd(a), newBenchVWCmd(a))
 }
 
 func newBenchServeCmd(a *app) *cobra.Command {

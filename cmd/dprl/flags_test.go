@@ -345,6 +345,8 @@ func TestConfigErrorsExitTwo(t *testing.T) {
 		{"replay", []string{"--tls-ca", missing}, "--tls-ca"},
 		{"bench serve", []string{"--concurrency", "0"}, "--concurrency"},
 		{"bench serve", []string{"--act-workers", "-1"}, "--act-workers"},
+		{"bench vw", nil, `required flag(s) "vw"`},
+		{"bench vw", []string{"--vw", missing, "--learner", "--squarecb --port 1"}, "--learner \"--squarecb --port 1\": vw: learner argument --port is set by the driver"},
 		{"train", []string{"--noise", "nope"}, "--noise"},
 		{"train", []string{"--algo", "dppg", "--epsilon", "1,2"}, "--epsilon"},
 		{"offline gtd2", []string{"--data", missing, "--method", "nope"}, "--method"},

@@ -54,6 +54,21 @@ func NewEvaluator(env *sims.Bandit, users int, rng *rand.Rand) (*Evaluator, erro
 	return &Evaluator{users: u, oracle: u.Baselines().Oracle}, nil
 }
 
+// HeldOutEvaluator is the evaluator of Run: users held-out users drawn
+// from a stream of their own, disjoint from every run's, so that every
+// learner measured against Run's results (dprl bench vw) is scored on the
+// same users.
+func HeldOutEvaluator(env *sims.Bandit, users int) (*Evaluator, error) {
+	return NewEvaluator(env, users, rand.New(rand.NewPCG(0xba5e, 2)))
+}
+
+// ReferenceBaselines are Run's reference policies: users users drawn from
+// a stream of their own, disjoint from every run's and from the held-out
+// users.
+func ReferenceBaselines(env *sims.Bandit, users int) sims.BanditBaselines {
+	return env.Baselines(users, rand.New(rand.NewPCG(0xba5e, 1)))
+}
+
 // Oracle is the expected click of the per-user optimum on the held-out
 // users.
 func (e *Evaluator) Oracle() float64 { return e.oracle }
@@ -62,6 +77,14 @@ func (e *Evaluator) Oracle() float64 { return e.oracle }
 // on the held-out users.
 func (e *Evaluator) Value(actor *policy.Actor, theta []float64) float64 {
 	return e.users.Value(func(dst, x []float64) { actor.Probs(dst, theta, x) })
+}
+
+// ValueOf is the exact expected click on the held-out users of the policy
+// whose item probabilities for a user x probs writes into dst (len Items;
+// it must not keep x). It is called once per held-out user, in a fixed
+// order.
+func (e *Evaluator) ValueOf(probs func(dst, x []float64)) float64 {
+	return e.users.Value(probs)
 }
 
 // Config is a measurement: Users simulated users per run, one run per seed
@@ -187,9 +210,8 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	}
 	delta := agent.DefaultConfig(prof.Spec, prof.Learner).Delta
 	res := Result{Scope: Scope, Env: EnvName, Users: c.Users, Delta: delta, Seeds: c.Seeds,
-		// Streams of their own, disjoint from every run's.
-		Baselines: env.Baselines(c.BaselineUsers, rand.New(rand.NewPCG(0xba5e, 1)))}
-	ev, err := NewEvaluator(env, c.HeldOut, rand.New(rand.NewPCG(0xba5e, 2)))
+		Baselines: ReferenceBaselines(env, c.BaselineUsers)}
+	ev, err := HeldOutEvaluator(env, c.HeldOut)
 	if err != nil {
 		return Result{}, err
 	}
