@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"dprl/cmd/dprl/cliflags"
 	"dprl/internal/progress"
 	"dprl/offline/ope/coverage"
 )
@@ -40,17 +41,8 @@ func newSimsOPECmd(a *app) *cobra.Command {
 			return emitFigure(a, res, plot)
 		},
 	}
-	fl := cmd.Flags()
-	fl.IntSliceVar(&c.Sizes, "n", []int{500, 2000, 10000}, "logged decisions per log (comma-separated sizes)")
-	fl.IntVar(&c.Reps, "reps", 1000, "logs per size")
-	fl.Float64SliceVar(&c.Epsilons, "epsilon", []float64{0, 1, 5}, "privacy levels: 0 the non-private report, > 0 the private audit at that epsilon (delta 1e-5)")
-	fl.Float64Var(&c.LoggerEps, "logger-epsilon", 0.1, "the logger's epsilon (epsilon-greedy around the best fixed item)")
-	fl.StringVar(&c.Logger, "logger", "", "the logging policy instead of epsilon-greedy: snapshot:FILE (a released policy's own probabilities, e.g. the DP agent's: dprl ledger snapshot), softmax:FILE:TEMP, epsilon-greedy:FILE:EPS")
-	fl.Float64Var(&c.TargetEps, "target-epsilon", 0.1, "the target's epsilon (epsilon-greedy around each user's best item)")
-	fl.IntVar(&c.Bootstrap, "bootstrap", 200, "percentile-bootstrap resamples (IPS, SNIPS)")
-	fl.IntVar(&c.Workers, "workers", runtime.GOMAXPROCS(0), "goroutines (the result does not depend on it)")
-	fl.Uint64Var(&c.Seed, "seed", 0, "seed of every draw (default: from the OS)")
-	fl.StringVar(&c.DumpDir, "dump-logs", "", "write every simulated log's weights and rewards as CSV files to this existing directory (for other libraries' estimators on the same logs: scripts/ope/peers.py)")
+	c.Workers = runtime.GOMAXPROCS(0)
+	fl := cliflags.New(cmd.Flags(), &c)
 	fl.StringVar(&plot, "plot", "", "write coverage against n as PNG (or another format by extension) to this file")
 	fl.Bool("json", false, "print the result as JSON")
 	return cmd

@@ -92,20 +92,21 @@ func (e *Evaluator) ValueOf(probs func(dst, x []float64)) float64 {
 // and, with Demo, the DP agent over NATS at each epsilon.
 type Config struct {
 	// Users is the number of simulated users (sessions) per run, >= 1.
-	Users int
+	Users int `flag:"users" usage:"simulated users (one session each) per run" default:"50000"`
 	// Seeds are the seeds of the runs (one run per seed and method).
 	Seeds []uint64
 	// UserEpsilons are the user-level epsilons of the DP runs, each > 0,
 	// at the agent's delta (agent.DefaultConfig: 1e-5).
-	UserEpsilons []float64
+	UserEpsilons []float64 `flag:"user-epsilon" usage:"user-level epsilons of the private learners at delta 1e-5 (comma-separated)"`
 	// HeldOut is the number of held-out users of the exact evaluation
 	// and BaselineUsers that of the baselines, each >= 1.
-	HeldOut, BaselineUsers int
+	HeldOut       int `flag:"held-out" usage:"held-out users of the exact evaluation of every policy version" default:"20000"`
+	BaselineUsers int `flag:"baseline-users" usage:"users averaged over for the reference policies" default:"1000000"`
 	// Demo also runs the DP agent over NATS (dprl demo) at each epsilon.
 	Demo bool
 	// Workers is the number of goroutines of the in-process local updates
 	// (0: GOMAXPROCS); the result does not depend on it.
-	Workers int
+	Workers int `flag:"workers" usage:"goroutines of the in-process local updates (default GOMAXPROCS; the result does not depend on it)"`
 	// Log, if not nil, receives one line per finished run.
 	Log func(string)
 }

@@ -25,15 +25,15 @@ type Config struct {
 	// Seeds, HeldOut, BaselineUsers).
 	Bandit bandit.Config
 	// NoDPRL skips dprl's learners (only VW's rows and the references).
-	NoDPRL bool
+	NoDPRL bool `flag:"no-dprl" usage:"skip dprl's learners (VW's rows and the references only)"`
 	// Bin is the VW binary.
-	Bin string
+	Bin string `flag:"vw" usage:"the Vowpal Wabbit binary (vw, 9.x) (required)"`
 	// Learners are VW's learners (>= 1).
 	Learners []Learner
 	// ServeDuration is each side's time in the serving comparison (0:
 	// none), with the first learner's daemon, in ServeRounds rounds.
-	ServeDuration time.Duration
-	ServeRounds   int
+	ServeDuration time.Duration `flag:"serve" usage:"time of each side in the serving comparison (the agent's act path vs VW's daemon with the first --learner); 0: skip it" default:"4s"`
+	ServeRounds   int           `flag:"serve-rounds" usage:"alternating rounds of the serving comparison" default:"4"`
 	Logger        zerolog.Logger
 	// Log, if not nil, receives one line per finished run.
 	Log func(string)

@@ -25,35 +25,37 @@ import (
 type Config struct {
 	// Data is the session log (dprl.sessions.v1) of one-step sessions with
 	// logged probabilities: the private dataset.
-	Data string
+	Data string `flag:"data" usage:"session log (dprl.sessions.v1) of one-step decisions with logged probabilities, the private dataset (a DSJSON log: dprl sessions import-dsjson first)"`
 	// Target is the target policy (policies.Parse: uniform, snapshot:FILE,
 	// greedy:FILE, softmax:FILE:TEMP, epsilon-greedy:FILE:EPS).
-	Target string
+	Target string `flag:"target" usage:"target policy: uniform, snapshot:FILE, greedy:FILE, softmax:FILE:TEMP, epsilon-greedy:FILE:EPS"`
 	// Actions is the public number of actions; required for a private run
 	// (a decision with a larger action is refused). Without it a
 	// non-private run takes the target's.
-	Actions int
+	Actions int `flag:"actions" usage:"the public number of actions (required for a private audit)"`
 	// WeightBound is the public bound c on the importance weights pi / p
 	// (for example max pi / the logging design's smallest probability);
 	// required for a private run, whose weights are clipped to it.
-	WeightBound float64
+	WeightBound float64 `flag:"weight-bound" usage:"public bound c on the importance weights pi/p, e.g. 1 / the logger's smallest probability (required for a private audit; weights above it are clipped)"`
 	// RewardLow and RewardHigh are the public reward range (both 0: [0, 1]).
-	RewardLow, RewardHigh float64
+	RewardLow  float64 `flag:"reward-low" usage:"public lower end of the reward range"`
+	RewardHigh float64 `flag:"reward-high" usage:"public upper end of the reward range" default:"1"`
 	// Epsilon and Delta are the private run's budget; 0 epsilon: no private
 	// estimate (then NonPrivate is required).
-	Epsilon, Delta float64
+	Epsilon float64 `flag:"epsilon" usage:"epsilon of the private audit, per decision"`
+	Delta   float64 `flag:"delta" usage:"delta of the private audit"`
 	// Level is the intervals' confidence level (0: 0.95).
-	Level float64
+	Level float64 `flag:"level" usage:"confidence level of the intervals" default:"0.95"`
 	// Bootstrap is the non-private report's bootstrap resamples (0: 1000).
-	Bootstrap int
+	Bootstrap int `flag:"bootstrap" usage:"percentile-bootstrap resamples of the non-private report" default:"1000"`
 	// Seed seeds the noise, the folds and the bootstrap when Seeded (else
 	// the secure generator).
-	Seed   uint64
+	Seed   uint64 `flag:"seed" usage:"seed the noise, the folds and the bootstrap (repeatable research runs; recorded in the ledger)"`
 	Seeded bool
 	// NonPrivate adds the non-private report (every estimator, interval,
 	// the lower bound and the weight diagnostics of the raw log), covered
 	// by no guarantee and labelled so.
-	NonPrivate bool
+	NonPrivate bool `flag:"non-private" usage:"add the report NOT covered by any DP guarantee: every estimator and interval, the lower bound and the weight diagnostics of the raw log"`
 }
 
 // fieldNames are the Config fields an error may name.

@@ -43,39 +43,40 @@ import (
 // Config is a coverage study.
 type Config struct {
 	// Sizes are the log sizes n (default 500, 2,000, 10,000).
-	Sizes []int
+	Sizes []int `flag:"n" usage:"logged decisions per log (comma-separated sizes)" default:"500,2000,10000"`
 	// Reps is the number of logs per size (default 1,000).
-	Reps int
+	Reps int `flag:"reps" usage:"logs per size" default:"1000"`
 	// Epsilons are the privacy levels: 0 is the non-private report (every
 	// estimator and interval, and the lower bound), a positive value the
 	// private audit at that epsilon (default 0, 1, 5).
-	Epsilons []float64
+	Epsilons []float64 `flag:"epsilon" usage:"privacy levels: 0 the non-private report, > 0 the private audit at that epsilon (delta 1e-5)" default:"0,1,5"`
 	// Delta is the private audit's delta (default 1e-5).
 	Delta float64
 	// LoggerEps and TargetEps are the logger's and the target's epsilon
 	// (defaults 0.1 and 0.1).
-	LoggerEps, TargetEps float64
+	LoggerEps float64 `flag:"logger-epsilon" usage:"the logger's epsilon (epsilon-greedy around the best fixed item)" default:"0.1"`
+	TargetEps float64 `flag:"target-epsilon" usage:"the target's epsilon (epsilon-greedy around each user's best item)" default:"0.1"`
 	// Logger, when set, is the logging policy instead of the
 	// epsilon-greedy one: a policies.Parse spec over the bandit's items
 	// (for example "snapshot:FILE", a DP agent's released policy with its
 	// own probabilities). Its weight bound is max pi / mu over the
 	// held-out users.
-	Logger string
+	Logger string `flag:"logger" usage:"the logging policy instead of epsilon-greedy: snapshot:FILE (a released policy's own probabilities, e.g. the DP agent's: dprl ledger snapshot), softmax:FILE:TEMP, epsilon-greedy:FILE:EPS"`
 	// Bootstrap is the number of percentile-bootstrap resamples (IPS and
 	// SNIPS; default 200).
-	Bootstrap int
+	Bootstrap int `flag:"bootstrap" usage:"percentile-bootstrap resamples (IPS, SNIPS)" default:"200"`
 	// HeldOut is the number of held-out users the truth is computed on
 	// (default 200,000).
 	HeldOut int
 	// Seed seeds every draw; log r of size n uses its own stream, so the
 	// result does not depend on Workers.
-	Seed uint64
+	Seed uint64 `flag:"seed" usage:"seed of every draw (default: from the OS)"`
 	// DumpDir, when set, receives every log as a CSV file
 	// n<N>-rep<R>.csv of its decisions' weight w and reward r (columns
 	// "w,r"), for running other libraries' estimators on the same logs.
-	DumpDir string
+	DumpDir string `flag:"dump-logs" usage:"write every simulated log's weights and rewards as CSV files to this existing directory (for other libraries' estimators on the same logs: scripts/ope/peers.py)"`
 	// Workers is the number of goroutines (default 1).
-	Workers int
+	Workers int `flag:"workers" usage:"goroutines (the result does not depend on it)"`
 	// Progress, if set, is called after every log with the logs done and
 	// the total.
 	Progress func(done, total int)
