@@ -223,17 +223,7 @@ func greedy(dst []float64, g int, eps float64) {
 func (w *world) target(dst, x []float64) {
 	q := make([]float64, w.A)
 	w.env.ClickProbsFor(q, x)
-	greedy(dst, argmax(q), w.cfg.TargetEps)
-}
-
-func argmax(v []float64) int {
-	b := 0
-	for i, x := range v {
-		if x > v[b] {
-			b = i
-		}
-	}
-	return b
+	greedy(dst, slices.Index(q, slices.Max(q)), w.cfg.TargetEps)
 }
 
 // weightBound is max pi / min mu for the epsilon-greedy logger; with
