@@ -21,29 +21,30 @@ import (
 // which reports whether the field's setting was given: a setting not given
 // leaves the configuration's default (the environment's profile, Table 2,
 // DefaultSAC) in place.
-// A tagged field declares its flag (dprl train builds the others' help from
-// the profiles); the fields' order is that of train's error messages.
+// A tagged field declares its flag ({byenv} in a usage stands for
+// profile.ByEnv, see profile.ExpandByEnv; Env's help lists the registered
+// simulators); the fields' order is that of train's error messages.
 type TrainArgs struct {
 	Env            string
-	Z              float64
+	Z              float64   `flag:"z" usage:"noise multiplier z > 0{byenv}; dpsgd-*: default 1"`
 	Epsilons       []float64 `flag:"epsilon" usage:"target per-episode epsilon at --delta: dppg: z is set to the smallest noise multiplier whose per-episode epsilon (analytic Gaussian) is at most this (instead of --z); dppg-loglinear: total epsilons per episode, policy and baseline composed, one configuration each (comma-separated; default 1,5)"`
-	Clip           float64
-	PolicyShare    float64
-	Algo           string `flag:"algo" default:"dppg" usage:"dppg (differentially private), ppo (non-private baseline), dppg-loglinear (RiverSwim, cumulative regret), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines), sac (non-private Soft Actor-Critic, continuous actions)"`
-	K              int
-	Noise          string
-	Horizon        string `flag:"horizon" default:"run" usage:"releases over which --noise tree or sqrt correlates the noise before restarting: run (all ceil(users/K) releases) or N >= 1 (dppg only)"`
-	LR             float64
-	ServerLR       float64
-	EntropyCoef    float64
-	Hidden         []int
-	Epochs         int
-	StepsPerUser   int
-	Gamma          float64
-	Lambda         float64
-	MomentReset    string
-	ValueScale     float64
-	ObsScale       string
+	Clip           float64   `flag:"clip" usage:"clipping norm S > 0 of the joint local update, policy and critic{byenv:Table 3: 0.05}; dpsgd-*: default 1; dppg-loglinear: choose each run's alpha so that its first update's trust-region S is this (instead of --alpha; KL needs --fisher-exact)"`
+	PolicyShare    float64   `flag:"policy-share" usage:"share f of the squared clipping norm given to the policy block; the critic gets 1-f{byenv}"`
+	Algo           string    `flag:"algo" default:"dppg" usage:"dppg (differentially private), ppo (non-private baseline), dppg-loglinear (RiverSwim, cumulative regret), dpsgd-reinforce or dpsgd-dqn (DP-SGD baselines), sac (non-private Soft Actor-Critic, continuous actions)"`
+	K              int       `flag:"K" usage:"users per update K >= 1{byenv:Table 3: 8}; dppg-loglinear: episodes per update, default 1 as in App. C.2.2"`
+	Noise          string    `flag:"noise" usage:"noise of the releases: independent (Algorithm 2), tree (binary tree mechanism, DP-FTRL) or sqrt (square-root factorization); the epsilon per segment of z is the same, the epsilon per episode is not{byenv}"`
+	Horizon        string    `flag:"horizon" default:"run" usage:"releases over which --noise tree or sqrt correlates the noise before restarting: run (all ceil(users/K) releases) or N >= 1 (dppg only)"`
+	LR             float64   `flag:"lr" usage:"local Adam learning rate > 0{byenv}"`
+	ServerLR       float64   `flag:"server-lr" usage:"server step size eta of theta <- theta + eta g~, > 0{byenv}"`
+	EntropyCoef    float64   `flag:"ent-coef" usage:"entropy bonus coefficient >= 0{byenv:Table 3: 0.36}"`
+	Hidden         []int     `flag:"hidden" usage:"hidden layer widths of both networks{byenv:Table 3: 64,64}"`
+	Epochs         int       `flag:"epochs" usage:"local epochs E >= 1{byenv:Table 3: 8}"`
+	StepsPerUser   int       `flag:"steps-per-user" usage:"segment length T >= 1: the most steps one simulated user plays{byenv:Table 3: 64}"`
+	Gamma          float64   `flag:"gamma" usage:"discount in [0, 1]{byenv:Table 3: 0.99}"`
+	Lambda         float64   `flag:"gae-lambda" usage:"GAE lambda in [0, 1]{byenv:Table 3: 0.85}"`
+	MomentReset    string    `flag:"moment-reset" usage:"local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected){byenv}"`
+	ValueScale     float64   `flag:"value-scale" usage:"public return scale c: the critic predicts V/c{byenv}"`
+	ObsScale       string    `flag:"obs-scale" usage:"public per-component observation scale seen by both networks, comma-separated, or none{byenv}"`
 	Users          int       `flag:"users" default:"10000" usage:"number of simulated users, >= 1"`
 	Steps          int       `flag:"steps" usage:"sac: environment steps per run, >= 1"`
 	LearningStarts int       `flag:"learning-starts" usage:"sac: first steps with uniformly random actions, before the first update"`
@@ -62,8 +63,8 @@ type TrainArgs struct {
 	Diag string `flag:"diag" usage:"SIMULATION ONLY, not covered by the privacy guarantee: write per-update diagnostics computed from the simulated users' raw data and the exact noise (entropy, value loss, returns, un-noised clipped fractions, signal and noise norms) as JSON Lines to this file, every record labelled so; dppg-loglinear: each seed's released policy (value and per-state logit gaps right - left; post-processing of the releases) at every regret-curve point"`
 	// Plot is the file of the run's figure ("" for none; dppg, ppo,
 	// dppg-loglinear, sac).
-	Plot                string `flag:"plot" usage:"write the learning curve (return vs users) as PNG to this file"`
-	NormalizeAdvantages bool
+	Plot                string   `flag:"plot" usage:"write the learning curve (return vs users) as PNG to this file"`
+	NormalizeAdvantages bool     `flag:"adv-norm" usage:"standardise each user's advantages (mean 0, std 1) before the local epochs{byenv}"`
 	AnnealServerLR      bool     `flag:"anneal" usage:"decay the server step size linearly to 0 over the run (public schedule)"`
 	FreshEpisodes       bool     `flag:"fresh-episodes" usage:"every user starts a fresh episode (default: user slot i of a batch continues the episode slot i's previous user left running)"`
 	Episodes            int      `flag:"episodes" default:"3000" usage:"dppg-loglinear: episodes per run"`

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +62,19 @@ func ByEnv(note string) string {
 		note = "; " + note
 	}
 	return " (default: by --env, listed above" + note + ")"
+}
+
+// byEnvMark is a mark in a usage that ExpandByEnv replaces: {byenv} or
+// {byenv:NOTE}.
+var byEnvMark = regexp.MustCompile(`\{byenv(?::([^}]*))?\}`)
+
+// ExpandByEnv returns usage with each mark {byenv} replaced by ByEnv("")
+// and each {byenv:NOTE} by ByEnv(NOTE): the usages of the flags that
+// experiment.TrainArgs tags.
+func ExpandByEnv(usage string) string {
+	return byEnvMark.ReplaceAllStringFunc(usage, func(m string) string {
+		return ByEnv(byEnvMark.FindStringSubmatch(m)[1])
+	})
 }
 
 // TrainDefaultsHelp returns the text of dprl train's help that gives the

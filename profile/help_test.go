@@ -28,3 +28,15 @@ func TestTrainDefaultsHelp(t *testing.T) {
 		t.Errorf("pendulum has the common defaults, listed anyway:\n%s", text)
 	}
 }
+
+func TestExpandByEnv(t *testing.T) {
+	for _, tc := range []struct{ usage, want string }{
+		{"plain", "plain"},
+		{"rate{byenv}", "rate" + ByEnv("")},
+		{"E >= 1{byenv:Table 3: 8}; more", "E >= 1" + ByEnv("Table 3: 8") + "; more"},
+	} {
+		if got := ExpandByEnv(tc.usage); got != tc.want {
+			t.Errorf("ExpandByEnv(%q) = %q, want %q", tc.usage, got, tc.want)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +17,7 @@ func newBenchVWCmd(a *app) *cobra.Command {
 	var (
 		r        banditRuns
 		learners []string
+		fl       *cliflags.Flags
 	)
 	c := vw.Config{Bandit: bandit.Config{UserEpsilons: []float64{1, 5}}}
 	cmd := &cobra.Command{
@@ -27,17 +27,9 @@ func newBenchVWCmd(a *app) *cobra.Command {
 			if err := r.apply(cmd, &c.Bandit); err != nil {
 				return err
 			}
-			c.Learners = nil
-			for _, l := range learners {
-				f := strings.Fields(l)
-				if len(f) == 0 {
-					return usagef("--learner %q: want VW arguments, such as \"--squarecb -q UA\"", l)
-				}
-				lr := vw.Learner{Args: f}
-				if err := lr.Validate(); err != nil {
-					return usagef("--learner %q: %v", l, err)
-				}
-				c.Learners = append(c.Learners, lr)
+			var err error
+			if c.Learners, err = vw.ParseLearners(learners); err != nil {
+				return fieldUsage("", fl, err)
 			}
 			if err := c.Validate(); err != nil {
 				return usageError{err}
@@ -53,7 +45,8 @@ func newBenchVWCmd(a *app) *cobra.Command {
 			return emit(a, res, err)
 		},
 	}
-	cliflags.New(cmd.Flags(), &c)
+	fl = cliflags.New(cmd.Flags(), &c)
+	fl.Name("Learners", "learner")
 	r.register(cmd.Flags())
 	cmd.Flags().StringArrayVar(&learners, "learner", []string{"--squarecb -q UA", "--epsilon 0.05 -q UA"}, "VW's arguments after --cb_explore_adf for one learner (repeat for more)")
 	cmd.Flags().StringVar(&r.plot, "plot", "", "write the regret curves of every learner as PNG (or another format by extension) to this file")

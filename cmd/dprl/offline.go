@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -12,7 +11,6 @@ import (
 	"dprl/cmd/dprl/cliflags"
 	"dprl/internal/fielderr"
 	"dprl/internal/progress"
-	"dprl/ledger"
 	"dprl/offline/budget"
 )
 
@@ -24,24 +22,19 @@ func newOfflineCmd(a *app) *cobra.Command {
 }
 
 // offlineBudget holds the flags of the privacy budget every offline run is
-// charged against: the ledger and the cap registered with the dataset. The
-// first private run at a unit stores the cap with the dataset, later runs
-// use the stored one (budget.Config, budget.Run); a refused run is
-// explained by budget.Explain.
+// charged against (budget.Flags): the ledger and the cap registered with
+// the dataset. The first private run at a unit stores the cap with the
+// dataset, later runs use the stored one (budget.Config, budget.Run); a
+// refused run is explained by budget.Explain.
 type offlineBudget struct {
-	ledgerDir string
-	cap       ledger.Cap
-	waitLock  time.Duration
-	flags     *pflag.FlagSet
+	budget.Flags
+	fl *cliflags.Flags
 }
 
-// register adds --ledger, --dataset-epsilon and --dataset-delta.
-func (b *offlineBudget) register(fl *pflag.FlagSet) {
-	b.flags = fl
-	fl.StringVar(&b.ledgerDir, "ledger", "", "ledger directory the run is charged to (default "+budget.DefaultLedger()+"; an agent's --data directory works too)")
-	fl.Float64Var(&b.cap.Epsilon, "dataset-epsilon", 10, "the dataset's privacy budget at this run's unit, stored with the dataset by its first private run at that unit; later runs use the stored cap, a different value is refused (change it with dprl ledger set-cap)")
-	fl.DurationVar(&b.waitLock, "wait-lock", 0, "wait up to this long for the ledger while another process holds it (another offline run or an agent) instead of failing at once")
-	fl.Float64Var(&b.cap.Delta, "dataset-delta", 1e-5, "delta of the dataset's budget at this run's unit (runs compose with the RDP accountant, and with PLD too once a run was charged with it, the smaller total counting), stored like --dataset-epsilon")
+// register adds --ledger, --dataset-epsilon, --dataset-delta and --wait-lock.
+func (b *offlineBudget) register(fs *pflag.FlagSet) {
+	b.fl = cliflags.New(fs, &b.Flags)
+	b.fl.StringVar(&b.Ledger, "ledger", "", "ledger directory the run is charged to (default "+budget.DefaultLedger()+"; an agent's --data directory works too)")
 }
 
 // offlineFlags are the flags of an offline command: those filling cfg,
@@ -61,14 +54,10 @@ func (f *offlineFlags[C]) register(c *cobra.Command, more ...any) *cliflags.Flag
 	return f.fl
 }
 
-// changed reports whether a flag was given on the command line.
-func (b *offlineBudget) changed(name string) bool { return b.flags != nil && b.flags.Changed(name) }
-
 // config is the budget.Config of a run charged as the flags say; private
 // false gives an uncharged run (no ledger is opened).
 func (b *offlineBudget) config(a *app, private bool) (budget.Config, error) {
-	c, err := budget.Config{Ledger: b.ledgerDir, Cap: b.cap, EpsilonGiven: b.changed("dataset-epsilon"),
-		DeltaGiven: b.changed("dataset-delta"), Uncharged: !private, WaitLock: b.waitLock, Logger: a.log}.Resolve()
+	c, err := b.Config(b.fl.FieldChanged, private, a.log)
 	if ce := (*budget.CapError)(nil); errors.As(err, &ce) {
 		return c, usagef("--dataset-%s %v: want %s", ce.Component, ce.Value, ce.Want)
 	}

@@ -24,8 +24,8 @@ func newOfflineSVTCmd(a *app) *cobra.Command {
 func runOfflineSVT(cmd *cobra.Command, a *app, f *offlineFlags[svt.ReleaseConfig]) error {
 	rc := f.cfg
 	rc.Seeded, rc.Warn = cmd.Flags().Changed("seed"), func(msg string) { a.log.Warn().Msg(msg) }
-	if f.budget.changed("dataset-delta") {
-		rc.CapDelta = f.budget.cap.Delta
+	if f.budget.fl.FieldChanged("DatasetDelta") {
+		rc.CapDelta = f.budget.DatasetDelta
 	}
 	m, err := svt.NewRelease(rc, svt.NewNoiseRand(rc.Seeded, rc.Seed))
 	if err != nil {

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,69 +13,31 @@ import (
 // from other formats (package sessionlog/dsjson holds the logic).
 func newSessionsCmd(a *app) *cobra.Command {
 	return groupCmd("sessions", "Convert session logs to and from Vowpal Wabbit's DSJSON (non-private: raw data)",
-		newSessionsImportDSJSONCmd(a), newSessionsExportDSJSONCmd(a))
+		sessionsCmd[dsjson.ImportStats](a, &cobra.Command{
+			Use:   "import-dsjson --in F.dsjson --out F.jsonl",
+			Short: "Import a DSJSON log (vw --dsjson, Azure Personalizer) as a session log of one-step sessions",
+		}, &dsjson.ImportArgs{}),
+		sessionsCmd[dsjson.ExportStats](a, &cobra.Command{
+			Use:   "export-dsjson --in F.jsonl --out F.dsjson --actions K",
+			Short: "Export a session log of one-step sessions as DSJSON",
+		}, &dsjson.ExportArgs{}))
 }
 
-func newSessionsImportDSJSONCmd(a *app) *cobra.Command {
-	var (
-		in, out string
-		force   bool
-		opt     dsjson.ReaderOptions
-	)
-	c := &cobra.Command{
-		Use:   "import-dsjson --in F.dsjson --out F.jsonl",
-		Short: "Import a DSJSON log (vw --dsjson, Azure Personalizer) as a session log of one-step sessions",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if in == "" || out == "" {
-				return usagef("sessions import-dsjson: --in and --out are required")
-			}
-			if err := checkOut(out, force); err != nil {
-				return err
-			}
-			st, err := dsjson.ImportFile(in, out, opt)
-			return emit(a, st, err)
-		},
+// sessionsCmd completes c, a dprl sessions subcommand, with the flags of
+// args (a pointer to the settings) and --json: it prints what args.Run
+// returns once args.Validate accepts them.
+func sessionsCmd[R texter](a *app, c *cobra.Command, args interface {
+	Validate() error
+	Run() (R, error)
+}) *cobra.Command {
+	fl := cliflags.New(c.Flags(), args)
+	fl.Bool("json", false, "print the summary as JSON")
+	c.RunE = func(*cobra.Command, []string) error {
+		if err := args.Validate(); err != nil {
+			return usagef("%s: %w", strings.TrimPrefix(c.CommandPath(), "dprl "), fl.Rename(err))
+		}
+		st, err := args.Run()
+		return emit(a, st, fieldUsage("", fl, err))
 	}
-	cliflags.New(c.Flags(), &opt)
-	c.Flags().StringVar(&in, "in", "", "DSJSON file to read")
-	c.Flags().StringVar(&out, "out", "", "session log (dprl.sessions.v1) to write")
-	c.Flags().BoolVar(&force, "force", false, "overwrite --out if it exists")
-	c.Flags().Bool("json", false, "print the summary as JSON")
 	return c
-}
-
-func newSessionsExportDSJSONCmd(a *app) *cobra.Command {
-	var (
-		in, out string
-		actions int
-		force   bool
-	)
-	c := &cobra.Command{
-		Use:   "export-dsjson --in F.jsonl --out F.dsjson --actions K",
-		Short: "Export a session log of one-step sessions as DSJSON",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if in == "" || out == "" || actions < 1 || actions > dsjson.MaxActions {
-				return usagef("sessions export-dsjson: --in, --out and --actions (1 to %d) are required", dsjson.MaxActions)
-			}
-			if err := checkOut(out, force); err != nil {
-				return err
-			}
-			st, err := dsjson.ExportFile(in, out, actions)
-			return emit(a, st, err)
-		},
-	}
-	c.Flags().StringVar(&in, "in", "", "session log (dprl.sessions.v1) to read")
-	c.Flags().StringVar(&out, "out", "", "DSJSON file to write")
-	c.Flags().BoolVar(&force, "force", false, "overwrite --out if it exists")
-	c.Flags().IntVar(&actions, "actions", 0, "number of discrete actions (every action index must be below it)")
-	c.Flags().Bool("json", false, "print the summary as JSON")
-	return c
-}
-
-// checkOut refuses an existing output file without --force.
-func checkOut(out string, force bool) error {
-	if _, err := os.Stat(out); err == nil && !force {
-		return usagef("--out %s exists (pass --force to overwrite)", out)
-	}
-	return nil
 }

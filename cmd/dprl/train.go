@@ -15,6 +15,7 @@ import (
 	"dprl/sims"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // trainFlags are the flags of dprl train: experiment.TrainArgs, whose
@@ -46,24 +47,8 @@ func newTrainCommand(a *app) (*cobra.Command, *trainFlags) {
 	fl.Name("Epsilon", "epsilon")
 	fl.Name("Method", "algo")
 	fl.StringVar(&f.Env, "env", "cartpole", "environment: "+strings.Join(sims.Names(), ", "))
-	fl.Float64Var(&f.Z, "z", 0, "noise multiplier z > 0"+profile.ByEnv("")+"; dpsgd-*: default 1")
+	fl.VisitAll(func(f *pflag.Flag) { f.Usage = profile.ExpandByEnv(f.Usage) })
 	flagsrc.Alias(fl.FlagSet, "eps", "epsilon", a.stderr)
-	fl.Float64Var(&f.Clip, "clip", 0, "clipping norm S > 0 of the joint local update, policy and critic"+profile.ByEnv("Table 3: 0.05")+"; dpsgd-*: default 1; dppg-loglinear: choose each run's alpha so that its first update's trust-region S is this (instead of --alpha; KL needs --fisher-exact)")
-	fl.Float64Var(&f.PolicyShare, "policy-share", 0, "share f of the squared clipping norm given to the policy block; the critic gets 1-f"+profile.ByEnv(""))
-	fl.IntVar(&f.K, "K", 0, "users per update K >= 1"+profile.ByEnv("Table 3: 8")+"; dppg-loglinear: episodes per update, default 1 as in App. C.2.2")
-	fl.StringVar(&f.Noise, "noise", "", "noise of the releases: independent (Algorithm 2), tree (binary tree mechanism, DP-FTRL) or sqrt (square-root factorization); the epsilon per segment of z is the same, the epsilon per episode is not"+profile.ByEnv(""))
-	fl.Float64Var(&f.LR, "lr", 0, "local Adam learning rate > 0"+profile.ByEnv(""))
-	fl.Float64Var(&f.ServerLR, "server-lr", 0, "server step size eta of theta <- theta + eta g~, > 0"+profile.ByEnv(""))
-	fl.Float64Var(&f.EntropyCoef, "ent-coef", 0, "entropy bonus coefficient >= 0"+profile.ByEnv("Table 3: 0.36"))
-	fl.IntSliceVar(&f.Hidden, "hidden", nil, "hidden layer widths of both networks"+profile.ByEnv("Table 3: 64,64"))
-	fl.IntVar(&f.Epochs, "epochs", 0, "local epochs E >= 1"+profile.ByEnv("Table 3: 8"))
-	fl.IntVar(&f.StepsPerUser, "steps-per-user", 0, "segment length T >= 1: the most steps one simulated user plays"+profile.ByEnv("Table 3: 64"))
-	fl.Float64Var(&f.Gamma, "gamma", 0, "discount in [0, 1]"+profile.ByEnv("Table 3: 0.99"))
-	fl.Float64Var(&f.Lambda, "gae-lambda", 0, "GAE lambda in [0, 1]"+profile.ByEnv("Table 3: 0.85"))
-	fl.StringVar(&f.MomentReset, "moment-reset", "", "local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected)"+profile.ByEnv(""))
-	fl.Float64Var(&f.ValueScale, "value-scale", 0, "public return scale c: the critic predicts V/c"+profile.ByEnv(""))
-	fl.StringVar(&f.ObsScale, "obs-scale", "", "public per-component observation scale seen by both networks, comma-separated, or none"+profile.ByEnv(""))
-	fl.BoolVar(&f.NormalizeAdvantages, "adv-norm", false, "standardise each user's advantages (mean 0, std 1) before the local epochs"+profile.ByEnv(""))
 	fl.Bool("json", false, "print the result as JSON")
 	return c, f
 }

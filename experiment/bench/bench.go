@@ -8,10 +8,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"dprl/agent"
 	"dprl/agent/service"
+	"dprl/internal/fielderr"
 	"dprl/profile"
 	"dprl/stream"
 	"dprl/stream/loadgen"
@@ -96,4 +98,42 @@ func ServeCluster(ctx context.Context, cfg ClusterConfig) (loadgen.Result, error
 	}
 	defer c.Close()
 	return loadgen.Compare(ctx, loadgen.Config{URL: c.URL, Prefix: stream.DefaultPrefix, Concurrency: cfg.Concurrency, Duration: cfg.Duration, Rounds: 4, SessionSubjects: true})
+}
+
+// Args are dprl bench serve's settings, one field per flag: Replicas
+// serving replicas (ServeCluster), or the single agent (Serve) for 0, and
+// the file of a CPU profile of the whole benchmark ("" for none).
+type Args struct {
+	Concurrency int           `flag:"concurrency" default:"16" usage:"client goroutines"`
+	Duration    time.Duration `flag:"duration" default:"5s" usage:"how long each side is measured"`
+	ActWorkers  int           `flag:"act-workers" usage:"the agent's concurrent act handlers (as dprl agent --act-workers); 0: one per two cores"`
+	Replicas    int           `flag:"replicas" usage:"measure a cluster instead: this many serving replicas (--role serve) and a learner on one embedded JetStream server with the partition mapping, in this process (0: the single agent)"`
+	CPUProfile  string        `flag:"cpuprofile" usage:"write a CPU profile of the whole benchmark (both phases) to this file (go tool pprof)"`
+}
+
+// argFields are the fields the errors of Args name.
+var argFields = fielderr.Fields{"Concurrency", "Duration", "ActWorkers", "Replicas"}
+
+// Run checks a (its error names the fields, a *fielderr.Error) and runs
+// Serve, or ServeCluster for Replicas >= 1, profiling the CPU to
+// CPUProfile if set.
+func (a Args) Run(ctx context.Context, log zerolog.Logger) (loadgen.Result, error) {
+	if a.Concurrency < 1 || a.Duration <= 0 || a.ActWorkers < 0 || a.Replicas < 0 {
+		return loadgen.Result{}, argFields.Errorf("want {Concurrency} >= 1, {Duration} > 0, {ActWorkers} >= 0 and {Replicas} >= 0")
+	}
+	if a.CPUProfile != "" {
+		f, err := os.Create(a.CPUProfile)
+		if err != nil {
+			return loadgen.Result{}, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return loadgen.Result{}, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if a.Replicas > 0 {
+		return ServeCluster(ctx, ClusterConfig{Replicas: a.Replicas, Concurrency: a.Concurrency, Duration: a.Duration, ActWorkers: a.ActWorkers, Logger: log})
+	}
+	return Serve(ctx, ServeConfig{Concurrency: a.Concurrency, Duration: a.Duration, ActWorkers: a.ActWorkers, Logger: log})
 }

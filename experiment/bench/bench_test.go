@@ -2,8 +2,13 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
+
+	"dprl/internal/fielderr"
 )
 
 // TestServeCluster serves sessions through two replicas sharing the
@@ -22,4 +27,24 @@ func TestServeCluster(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 	t.Logf("%+v", res)
+}
+
+func TestArgsRejected(t *testing.T) {
+	ok := Args{Concurrency: 1, Duration: time.Second}
+	for _, tc := range []struct {
+		name string
+		edit func(*Args)
+	}{
+		{"concurrency", func(a *Args) { a.Concurrency = 0 }},
+		{"duration", func(a *Args) { a.Duration = 0 }},
+		{"act-workers", func(a *Args) { a.ActWorkers = -1 }},
+		{"replicas", func(a *Args) { a.Replicas = -1 }},
+	} {
+		a := ok
+		tc.edit(&a)
+		_, err := a.Run(context.Background(), zerolog.Nop())
+		if fe := (*fielderr.Error)(nil); !errors.As(err, &fe) {
+			t.Errorf("%s: err %v, want a *fielderr.Error", tc.name, err)
+		}
+	}
 }

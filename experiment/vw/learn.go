@@ -10,6 +10,7 @@ import (
 
 	"dprl/experiment"
 	"dprl/experiment/bandit"
+	"dprl/internal/fielderr"
 	"dprl/sims"
 )
 
@@ -44,6 +45,28 @@ func (l Learner) Validate() error {
 		}
 	}
 	return nil
+}
+
+// learnerFields are the fields the errors of ParseLearners name.
+var learnerFields = fielderr.Fields{"Learners"}
+
+// ParseLearners returns the learners of args, each one learner's VW
+// arguments in one string ("--squarecb -q UA"). The error, of the first
+// string without arguments or of an invalid learner (Validate), names the
+// field Learners (a *fielderr.Error).
+func ParseLearners(args []string) ([]Learner, error) {
+	var ls []Learner
+	for _, a := range args {
+		l := Learner{Args: strings.Fields(a)}
+		if len(l.Args) == 0 {
+			return nil, learnerFields.Errorf("{Learners} %q: want VW arguments, such as \"--squarecb -q UA\"", a)
+		}
+		if err := l.Validate(); err != nil {
+			return nil, learnerFields.Errorf("{Learners} %q: %v", a, err)
+		}
+		ls = append(ls, l)
+	}
+	return ls, nil
 }
 
 // DefaultLearners are SquareCB and epsilon-greedy (0.05, VW's default

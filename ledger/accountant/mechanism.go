@@ -33,11 +33,11 @@ func asConfig(err error) error {
 type Mechanism struct {
 	// Method is "analytic", "rdp", "pld", "zhao" or "classic"; "" picks
 	// the default: analytic for one plain Gaussian, rdp when Composed.
-	Method string
+	Method string `flag:"method" usage:"analytic, rdp, pld, zhao or classic (default analytic for one Gaussian, rdp with --q/--steps)"`
 	// Q is the Poisson sampling rate, 0 < Q <= 1 (1: no subsampling).
-	Q float64
+	Q float64 `flag:"q" default:"1" usage:"Poisson sampling rate, 0 < q <= 1 (1: no subsampling)"`
 	// Steps is the number of compositions, >= 1.
-	Steps int
+	Steps int `flag:"steps" default:"1" usage:"number of compositions of the mechanism, >= 1"`
 	// Composed says the mechanism was described as subsampled or composed
 	// (the caller set Q or Steps, even to 1), which makes rdp the default.
 	Composed bool
@@ -73,9 +73,9 @@ func (m Mechanism) Accountant() (Accountant, error) {
 type EpsilonConfig struct {
 	Mechanism
 	// Z is the noise multiplier, > 0.
-	Z float64
+	Z float64 `flag:"z" usage:"noise multiplier, > 0 (required)"`
 	// Delta is the target delta, 0 < Delta < 1.
-	Delta float64
+	Delta float64 `flag:"delta" usage:"target delta, 0 < delta < 1 (required)"`
 }
 
 // Validate reports, as a *ConfigError, the first problem: the method
@@ -141,9 +141,9 @@ func (r EpsilonResult) WriteText(w io.Writer) error {
 type NoiseConfig struct {
 	Mechanism
 	// Epsilon is the target epsilon, > 0.
-	Epsilon float64
+	Epsilon float64 `flag:"epsilon" usage:"target epsilon, > 0 (required)"`
 	// Delta is the target delta, 0 < Delta < 1.
-	Delta float64
+	Delta float64 `flag:"delta" usage:"target delta, 0 < delta < 1 (required)"`
 }
 
 // Validate reports, as a *ConfigError, the first problem: the method
@@ -205,6 +205,21 @@ type SVTReport struct {
 	// Eps1 and Delta1 are the release's budget.
 	Eps1   float64 `json:"-"`
 	Delta1 float64 `json:"-"`
+}
+
+// SVTConfig is a release budget to split (NewSVTReport): the settings of
+// dprl accountant svt, one field per flag.
+type SVTConfig struct {
+	Eps1    float64 `flag:"epsilon" usage:"release budget epsilon eps1 > 0 (required)"`
+	Delta1  float64 `flag:"delta" usage:"release delta1, 0 < delta1 < 1 (required)"`
+	Queries int     `flag:"queries" usage:"trajectories queried T, >= 1 (required)"`
+	MaxLen  int     `flag:"max-len" usage:"maximum trajectory length L, >= 1 (required)"`
+	PMin    float64 `flag:"pmin" usage:"floor of every expert's action probabilities, 0 < p_min <= 1 (required)"`
+}
+
+// Report returns NewSVTReport of c.
+func (c SVTConfig) Report() (SVTReport, error) {
+	return NewSVTReport(c.Eps1, c.Delta1, c.Queries, c.MaxLen, c.PMin)
 }
 
 // NewSVTReport returns the split of SVTSplit(eps1, delta1, T, L, pMin).

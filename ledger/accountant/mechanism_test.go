@@ -158,4 +158,7 @@ func TestSVTReport(t *testing.T) {
 	if _, err := NewSVTReport(30, 1e-3, 0, 10, 0.1); !errors.Is(err, ErrInvalid) {
 		t.Errorf("T = 0: %v", err)
 	}
+	if c, err := (SVTConfig{Eps1: 30, Delta1: 1e-3, Queries: 100, MaxLen: 10, PMin: 0.1}).Report(); err != nil || c != r {
+		t.Errorf("SVTConfig.Report = %+v, %v, want %+v", c, err, r)
+	}
 }

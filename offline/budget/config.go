@@ -6,6 +6,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
 
 	"dprl/ledger"
 )
@@ -90,4 +93,22 @@ func Explain(err error) error {
 		return fmt.Errorf("%w; leave out --dataset-epsilon/--dataset-delta to use it, or change it with %s", err, setCap)
 	}
 	return err
+}
+
+// Flags are the budget settings of an offline command, one field per flag
+// (Ledger's flag is the command's own: its help names DefaultLedger).
+// Config builds the run's Config from them.
+type Flags struct {
+	Ledger         string
+	DatasetEpsilon float64       `flag:"dataset-epsilon" default:"10" usage:"the dataset's privacy budget at this run's unit, stored with the dataset by its first private run at that unit; later runs use the stored cap, a different value is refused (change it with dprl ledger set-cap)"`
+	WaitLock       time.Duration `flag:"wait-lock" usage:"wait up to this long for the ledger while another process holds it (another offline run or an agent) instead of failing at once"`
+	DatasetDelta   float64       `flag:"dataset-delta" default:"1e-5" usage:"delta of the dataset's budget at this run's unit (runs compose with the RDP accountant, and with PLD too once a run was charged with it, the smaller total counting), stored like --dataset-epsilon"`
+}
+
+// Config returns the resolved Config (Config.Resolve) of a run charged as
+// f says, given reporting whether a field of f was given; private false
+// gives an uncharged run (no ledger is opened).
+func (f Flags) Config(given func(field string) bool, private bool, log zerolog.Logger) (Config, error) {
+	return Config{Ledger: f.Ledger, Cap: ledger.Cap{Epsilon: f.DatasetEpsilon, Delta: f.DatasetDelta}, EpsilonGiven: given("DatasetEpsilon"),
+		DeltaGiven: given("DatasetDelta"), Uncharged: !private, WaitLock: f.WaitLock, Logger: log}.Resolve()
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	"dprl/ledger"
 )
 
@@ -97,5 +99,35 @@ func TestExplain(t *testing.T) {
 	other := errors.New("other")
 	if Explain(other) != other || Explain(nil) != nil {
 		t.Error("Explain changed an error that is no refusal")
+	}
+}
+
+// TestFlagsConfig checks that Flags.Config carries every setting, and
+// which of the cap's components were given, into the resolved Config.
+func TestFlagsConfig(t *testing.T) {
+	dir := t.TempDir()
+	f := Flags{Ledger: dir, DatasetEpsilon: 3, DatasetDelta: 1e-6, WaitLock: 2e9}
+	for _, tc := range []struct {
+		given          string
+		wantEps, wantD bool
+	}{
+		{"", false, false},
+		{"DatasetEpsilon", true, false},
+		{"DatasetDelta", false, true},
+	} {
+		c, err := f.Config(func(field string) bool { return field == tc.given }, true, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Ledger != dir || c.Cap != (ledger.Cap{Epsilon: 3, Delta: 1e-6}) || c.WaitLock != 2e9 || c.Uncharged ||
+			c.EpsilonGiven != tc.wantEps || c.DeltaGiven != tc.wantD {
+			t.Errorf("given %q: %+v", tc.given, c)
+		}
+	}
+	if c, err := f.Config(func(string) bool { return true }, false, zerolog.Nop()); err != nil || !c.Uncharged {
+		t.Errorf("not private: %+v, %v, want an uncharged run", c, err)
+	}
+	if _, err := (Flags{Ledger: dir, DatasetEpsilon: -1, DatasetDelta: 1e-5}).Config(func(string) bool { return true }, true, zerolog.Nop()); !errors.As(err, new(*CapError)) {
+		t.Errorf("epsilon -1: %v, want a *CapError", err)
 	}
 }
