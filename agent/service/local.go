@@ -93,14 +93,21 @@ func StartLocalCluster(ctx context.Context, cfg LocalClusterConfig) (_ *LocalClu
 		c.Replicas = append(c.Replicas, r)
 	}
 	for deadline := time.Now().Add(2 * time.Minute); ; {
-		held, least, following := 0, DefaultPartitions, true
+		// Up once every partition is held, each replica holds at least
+		// one and none more than its fair share (one holding more is
+		// about to hand some over, leaving them unserved a moment: the
+		// first requests on them would find no responders), and every
+		// replica follows the log.
+		held, least, most, following := 0, DefaultPartitions, 0, true
 		for _, r := range c.Replicas {
 			st := r.Status()
 			held += len(st.Cluster.Partitions)
 			least = min(least, len(st.Cluster.Partitions))
+			most = max(most, len(st.Cluster.Partitions))
 			following = following && r.Agent().ClusterState().Following
 		}
-		if held == DefaultPartitions && least >= 1 && following {
+		fair := (DefaultPartitions + len(c.Replicas) - 1) / len(c.Replicas)
+		if held == DefaultPartitions && least >= 1 && most <= fair && following {
 			return c, nil
 		}
 		if time.Now().After(deadline) {
