@@ -1,8 +1,11 @@
 // Package ope estimates, from a log of one-step decisions (a contextual
 // bandit), what a target policy would earn, with intervals that name their
-// method. It is the non-private part of the offline audits: everything it
-// returns is computed from the raw log and is labelled non-private
-// (Report.NonPrivate); nothing here is covered by a privacy guarantee.
+// method. Evaluate, the estimators and TrajectoryEstimates are computed
+// from the raw log and covered by no privacy guarantee (Report.NonPrivate
+// says so). The private audit is PrivateAudit (ClippedMoments released by
+// NoisyMoments, read by PrivateEL), and Mechanism runs it, or the
+// non-private report, as "dprl offline ope", charged to the log's dataset
+// (docs/privacy.md, section 14).
 //
 // Estimators (method notes and derivations in docs/ope.md):
 //   - IPS, inverse propensity scoring;
