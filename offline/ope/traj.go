@@ -10,6 +10,9 @@ import (
 const (
 	EstPDIS  = "PDIS"
 	EstPDWIS = "PDWIS"
+	// EstTrajEL is the empirical-likelihood estimate on whole episodes
+	// (trajectory-wise weights).
+	EstTrajEL = "EL-episode"
 )
 
 // Step is one logged step of a trajectory: its reward, the logging
@@ -33,6 +36,7 @@ type trajTerms struct {
 	gamma float64
 	rr    [][]float64 // gamma^t rho r
 	rho   [][]float64 // rho
+	ret   []float64   // each episode's discounted return sum_t gamma^t r
 }
 
 // prepareTrajectories validates the trajectories and computes the terms.
@@ -43,7 +47,7 @@ func prepareTrajectories(ts []Trajectory, gamma float64, o Options) (*trajTerms,
 	if !(gamma >= 0 && gamma <= 1) {
 		return nil, fmt.Errorf("%w: discount %v, want in [0, 1]", ErrInput, gamma)
 	}
-	tt := &trajTerms{n: len(ts), gamma: gamma, rr: make([][]float64, len(ts)), rho: make([][]float64, len(ts))}
+	tt := &trajTerms{n: len(ts), gamma: gamma, rr: make([][]float64, len(ts)), rho: make([][]float64, len(ts)), ret: make([]float64, len(ts))}
 	for _, tr := range ts {
 		tt.T = max(tt.T, len(tr))
 	}
@@ -65,6 +69,7 @@ func prepareTrajectories(ts []Trajectory, gamma float64, o Options) (*trajTerms,
 			rho *= s.Target / s.Prob
 			tt.rho[i][t] = rho
 			tt.rr[i][t] = disc * rho * s.Reward
+			tt.ret[i] += disc * s.Reward
 			disc *= gamma
 		}
 		for t := len(tr); t < tt.T; t++ {
@@ -188,5 +193,51 @@ func TrajectoryEstimates(ts []Trajectory, gamma float64, opt Options) ([]Estimat
 			e.est.Intervals = append(e.est.Intervals, Interval{Method: MethodBootstrap, Level: o.Level, Lo: quantile(e.vals, alpha/2), Hi: quantile(e.vals, 1-alpha/2)})
 		}
 	}
-	return []Estimate{pdis, pdwis}, nil
+	el, err := tt.episodeEL(o)
+	if err != nil {
+		return nil, err
+	}
+	return []Estimate{el, pdis, pdwis}, nil
+}
+
+// episodeEL is the empirical-likelihood interval (elInterval) applied to
+// whole episodes: the weight of episode i is its full product rho_{i,T_i}
+// (E[rho] = 1 when the logger covers the target), its outcome the
+// discounted return G_i, mapped to [0, 1] by the public return range
+// [rmin, rmax] x sum_{t<T} gamma^t (T the longest episode). The weights'
+// upper bound is Options.WeightBound (for episodes: a bound on the
+// product of the ratios), raised to the largest product in the log when
+// one exceeds it (then noted).
+func (tt *trajTerms) episodeEL(o Options) (Estimate, error) {
+	disc, g := 0.0, 1.0
+	for range tt.T {
+		disc += g
+		g *= tt.gamma
+	}
+	lo, span := o.RewardMin*disc, (o.RewardMax-o.RewardMin)*disc
+	var m Moments
+	wmax, meanR := o.WeightBound, 0.0
+	for i := range tt.n {
+		w := tt.rho[i][tt.T-1] // padded: the episode's full product
+		r := min(1, max(0, (tt.ret[i]-lo)/span))
+		m.add(w, r)
+		meanR += r
+		wmax = max(wmax, w)
+	}
+	meanR /= m.N
+	note := ""
+	if wmax > o.WeightBound {
+		note = fmt.Sprintf("the episodes' weight bound is the log's largest product %.4g (no public bound of at least that was given)", wmax)
+	}
+	if !(wmax > 1) {
+		wmax = 2
+	}
+	e, err := elInterval(m, meanR, 0, wmax, 0, 1, o.Level)
+	if err != nil {
+		return Estimate{}, err
+	}
+	scale := func(v float64) float64 { return lo + span*v }
+	iv := e.Intervals[0]
+	iv.Lo, iv.Hi, iv.Note = scale(iv.Lo), scale(iv.Hi), note
+	return Estimate{Estimator: EstTrajEL, Value: scale(e.Value), Intervals: []Interval{iv}}, nil
 }
