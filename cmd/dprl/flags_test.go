@@ -352,6 +352,7 @@ func TestConfigErrorsExitTwo(t *testing.T) {
 		{"offline gtd2", []string{"--data", missing, "--method", "nope"}, "--method"},
 		{"offline svt", []string{"--data", missing, "--experts", dir, "--epsilon", "1", "--delta", "1e-3", "--queries", "1", "--out-stable", exists}, "--out-stable " + exists + " exists"},
 		{"offline ope", []string{"--data", missing, "--target", "uniform", "--actions", "2", "--epsilon", "1", "--delta", "1e-5", "--weight-bound", "-3"}, "--weight-bound -3"},
+		{"offline ope", []string{"--data", missing, "--target", "uniform", "--actions", "2", "--non-private", "--horizon", "0"}, "--horizon 0"},
 		{"sims ope", []string{"--reps", "1"}, "1 repetitions"},
 		{"offline primorl", []string{"--data", missing, "--rounds", "0"}, "--rounds 0"},
 		{"plot regret", []string{"--out", filepath.Join(dir, "r.png"), missing}, "missing"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,4 +118,40 @@ func jsonNumber(t *testing.T, doc, field string) string {
 	}
 	rest := doc[i+len(field)+4:]
 	return rest[:strings.IndexAny(rest, ",\n}")]
+}
+
+// TestOfflineOPEEpisodes audits whole episodes (--horizon): the
+// non-private section holds EL-episode, PDIS and PDWIS, the private run is
+// per episode over the return range, and an episode longer than the
+// horizon is refused with its line.
+func TestOfflineOPEEpisodes(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "rs.jsonl")
+	if code, _, stderr := runCLI(t, "sims", "generate", "--env", "riverswim", "--behavior", "random", "--episodes", "400", "--out", data, "--seed", "2"); code != 0 {
+		t.Fatal(stderr)
+	}
+	base := []string{"offline", "ope", "--data", data, "--target", "uniform", "--actions", "2", "--ledger", filepath.Join(dir, "ledger"), "--seed", "1"}
+	code, out, stderr := runCLI(t, append(base, "--horizon", "20", "--weight-bound", "1.01", "--epsilon", "5", "--delta", "1e-5", "--non-private", "--bootstrap", "50", "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r ope.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	np := r.NonPrivate
+	if r.Per != "episode" || np == nil || np.Report != nil || len(np.Episodes) != 3 || np.Episodes[0].Estimator != ope.EstTrajEL {
+		t.Fatalf("result %s", out)
+	}
+	// On-policy (uniform logger and target): every weight is 1 and the
+	// three estimates are the mean return.
+	if e := np.Episodes; math.Abs(e[0].Value-e[1].Value) > 1e-9 || math.Abs(e[1].Value-e[2].Value) > 1e-9 {
+		t.Errorf("estimates %v, %v, %v", e[0].Value, e[1].Value, e[2].Value)
+	}
+	if p := r.Private; p == nil || !strings.HasSuffix(p.Unit, "(one episode)") || p.RewardHigh != 20 || !strings.Contains(p.Mechanism, "horizon 20") {
+		t.Errorf("private %+v", r.Private)
+	}
+	if code, _, stderr := runCLI(t, append(base, "--horizon", "5", "--non-private")...); code != 1 || !strings.Contains(stderr, "rs.jsonl:1: 20 steps, more than the public horizon 5") {
+		t.Errorf("short horizon: exit %d, %q", code, stderr)
+	}
 }

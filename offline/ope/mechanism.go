@@ -37,7 +37,17 @@ type Config struct {
 	// (for example max pi / the logging design's smallest probability);
 	// required for a private run, whose weights are clipped to it.
 	WeightBound float64 `flag:"weight-bound" usage:"public bound c on the importance weights pi/p, e.g. 1 / the logger's smallest probability (required for a private audit; weights above it are clipped)"`
-	// RewardLow and RewardHigh are the public reward range (both 0: [0, 1]).
+	// Horizon is the public bound on an episode's steps: 1 (the default)
+	// for a log of one-step decisions; above 1 the audit reads whole
+	// episodes, each weighted by the product of its steps' ratios and
+	// valued by its discounted return (EL-episode), and refuses an
+	// episode of more steps.
+	Horizon int `flag:"horizon" usage:"public bound on an episode's steps: 1 for one-step decisions; above 1 whole episodes are audited (weights: products of the steps' ratios; outcome: the discounted return)" default:"1"`
+	// Gamma discounts an episode's rewards (Horizon above 1).
+	Gamma float64 `flag:"gamma" usage:"discount of an episode's rewards, 0 <= gamma <= 1 (with --horizon above 1)" default:"1"`
+	// RewardLow and RewardHigh are the public reward range per step (both
+	// 0: [0, 1]); an episode's return lies in it times sum_{t < Horizon}
+	// gamma^t.
 	RewardLow  float64 `flag:"reward-low" usage:"public lower end of the reward range"`
 	RewardHigh float64 `flag:"reward-high" usage:"public upper end of the reward range" default:"1"`
 	// Epsilon and Delta are the private run's budget; 0 epsilon: no private
@@ -59,7 +69,7 @@ type Config struct {
 }
 
 // fieldNames are the Config fields an error may name.
-var fieldNames = fielderr.Fields{"Data", "Target", "Actions", "WeightBound", "RewardLow", "RewardHigh", "Epsilon", "Delta", "Level", "Bootstrap", "NonPrivate"}
+var fieldNames = fielderr.Fields{"Data", "Target", "Actions", "WeightBound", "Horizon", "Gamma", "RewardLow", "RewardHigh", "Epsilon", "Delta", "Level", "Bootstrap", "NonPrivate"}
 
 func configErrorf(format string, args ...any) error { return fieldNames.Errorf(format, args...) }
 
@@ -73,6 +83,9 @@ func (c *Config) validate() error {
 	}
 	if c.Level == 0 {
 		c.Level = 0.95
+	}
+	if c.Horizon == 0 && c.Gamma == 0 { // a Config built in code
+		c.Horizon, c.Gamma = 1, 1
 	}
 	switch {
 	case c.Data == "":
@@ -95,6 +108,10 @@ func (c *Config) validate() error {
 		return configErrorf("{RewardLow} %v, {RewardHigh} %v: want finite with low < high", c.RewardLow, c.RewardHigh)
 	case !(c.Level > 0 && c.Level < 1):
 		return configErrorf("{Level} %v: want in (0, 1)", c.Level)
+	case c.Horizon < 1 || c.Horizon > 1_000_000:
+		return configErrorf("{Horizon} %d: want 1 to 1,000,000 steps", c.Horizon)
+	case !(c.Gamma >= 0 && c.Gamma <= 1):
+		return configErrorf("{Gamma} %v: want in [0, 1]", c.Gamma)
 	}
 	return nil
 }
@@ -105,6 +122,8 @@ func (c *Config) validate() error {
 type Result struct {
 	Target string  `json:"target"`
 	Level  float64 `json:"level"`
+	// Per is what a value is per: "decision", or "episode" (a return).
+	Per string `json:"per"`
 	// Private is the private estimate (nil without Epsilon).
 	Private *PrivateResult `json:"private,omitempty"`
 	// NonPrivate is the non-private report, present only with NonPrivate.
@@ -123,8 +142,10 @@ type PrivateResult struct {
 	Mechanism       string  `json:"mechanism"`
 	NoiseMultiplier float64 `json:"noise_multiplier"`
 	WeightBound     float64 `json:"weight_bound"`
-	RewardLow       float64 `json:"reward_low"`
-	RewardHigh      float64 `json:"reward_high"`
+	// RewardLow and RewardHigh are the public range of a record's
+	// outcome: the reward range, or for whole episodes the return range.
+	RewardLow  float64 `json:"reward_low"`
+	RewardHigh float64 `json:"reward_high"`
 	LedgerSeq       uint64  `json:"ledger_seq"`
 	// DatasetSpent is the dataset's composed epsilon with this run.
 	DatasetSpent float64 `json:"dataset_spent"`
@@ -136,7 +157,10 @@ const NotCovered = "NOT differentially private: computed from the raw log, cover
 // NonPrivateSection is the labelled non-private report.
 type NonPrivateSection struct {
 	Warning string  `json:"warning"`
-	Report  *Report `json:"report"`
+	Report  *Report `json:"report,omitempty"`
+	// Episodes are the whole-episode estimates (Horizon above 1):
+	// EL-episode, PDIS and PDWIS (TrajectoryEstimates).
+	Episodes []Estimate `json:"episodes,omitempty"`
 }
 
 // WriteText prints the result: the private estimate's lower end first
@@ -147,7 +171,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	pr("target %s\n", r.Target)
 	if p := r.Private; p != nil {
 		iv := p.Estimate.Intervals[0]
-		pr("lower end %.4f: with probability >= %.3g the target earns at least this per decision\n", p.LowerEnd, 1-(1-r.Level)/2)
+		pr("lower end %.4f: with probability >= %.3g the target earns at least this per %s\n", p.LowerEnd, 1-(1-r.Level)/2, r.Per)
 		pr("%s %.4f  %s %.3g [%.4f, %.4f]\n", p.Estimate.Estimator, p.Estimate.Value, iv.Method, iv.Level, iv.Lo, iv.Hi)
 		if iv.Note != "" {
 			pr("  (%s)\n", iv.Note)
@@ -156,22 +180,27 @@ func (r *Result) WriteText(w io.Writer) error {
 			accountant.FormatEpsilon(p.Epsilon), p.Delta, p.Unit, p.Mechanism, p.LedgerSeq, accountant.FormatEpsilon(p.DatasetSpent))
 	}
 	if np := r.NonPrivate; np != nil {
-		rep := np.Report
 		pr("--- %s ---\n", np.Warning)
-		pr("lower bound (%s, %.3g): %.4f\n", rep.LowerBound.Method, rep.LowerBound.Level, rep.LowerBound.Value)
-		for _, e := range rep.Estimates {
-			pr("%-9s %.4f", e.Estimator, e.Value)
+		ests := np.Episodes
+		if rep := np.Report; rep != nil {
+			pr("lower bound (%s, %.3g): %.4f\n", rep.LowerBound.Method, rep.LowerBound.Level, rep.LowerBound.Value)
+			ests = rep.Estimates
+		}
+		for _, e := range ests {
+			pr("%-10s %.4f", e.Estimator, e.Value)
 			for _, iv := range e.Intervals {
 				pr("  %s [%.4f, %.4f]", iv.Method, iv.Lo, iv.Hi)
 			}
 			pr("\n")
 			for _, iv := range e.Intervals {
 				if iv.Note != "" {
-					pr("          %s: %s\n", iv.Method, iv.Note)
+					pr("           %s: %s\n", iv.Method, iv.Note)
 				}
 			}
 		}
-		pr("decisions %d, effective sample size %.0f, mean weight %.4f, max weight %.4g\n", rep.N, rep.ESS, rep.MeanWeight, rep.MaxWeight)
+		if rep := np.Report; rep != nil {
+			pr("decisions %d, effective sample size %.0f, mean weight %.4f, max weight %.4g\n", rep.N, rep.ESS, rep.MeanWeight, rep.MaxWeight)
+		}
 	}
 	return nil
 }
@@ -198,7 +227,11 @@ func New(cfg Config) (*Mechanism, sessionlog.ReaderOptions, error) {
 	if cfg.Actions == 0 {
 		cfg.Actions = t.NumActions()
 	}
-	m := &Mechanism{c: cfg, target: t, probs: make([]float64, cfg.Actions), out: &Result{Target: cfg.Target, Level: cfg.Level}}
+	per := "decision"
+	if cfg.Horizon > 1 {
+		per = "episode"
+	}
+	m := &Mechanism{c: cfg, target: t, probs: make([]float64, cfg.Actions), out: &Result{Target: cfg.Target, Level: cfg.Level, Per: per}}
 	return m, sessionlog.ReaderOptions{Name: cfg.Data}, nil
 }
 
@@ -210,30 +243,57 @@ func (m *Mechanism) Check(s *sessionlog.Session) error {
 	return err
 }
 
-// decision returns the record's weight pi(a|x)/p and reward.
+// outcomeRange is the public range of a record's outcome: the reward per
+// step times sum_{t < Horizon} gamma^t (the reward itself for one-step
+// decisions).
+func (c *Config) outcomeRange() (lo, hi float64) {
+	d, g := 0.0, 1.0
+	for range c.Horizon {
+		d += g
+		g *= c.Gamma
+	}
+	return c.RewardLow * d, c.RewardHigh * d
+}
+
+// decision returns the record's weight, the product over its steps of
+// pi(a|x)/p, and its outcome, the discounted return (for a one-step
+// decision: pi(a|x)/p and the reward).
 func (m *Mechanism) decision(s *sessionlog.Session) (w, r float64, err error) {
-	if len(s.Steps) != 1 {
-		return 0, 0, fmt.Errorf("%d steps: the audit reads one-step decisions (a contextual bandit's log)", len(s.Steps))
+	if len(s.Steps) > m.c.Horizon {
+		if m.c.Horizon == 1 {
+			return 0, 0, fmt.Errorf("%d steps: the audit reads one-step decisions (a contextual bandit's log) unless --horizon bounds an episode's steps", len(s.Steps))
+		}
+		return 0, 0, fmt.Errorf("%d steps, more than the public horizon %d", len(s.Steps), m.c.Horizon)
 	}
-	st := &s.Steps[0]
-	switch {
-	case st.Action.Vec != nil:
-		return 0, 0, fmt.Errorf("a continuous action: the audit reads discrete decisions")
-	case !st.HasProb():
-		return 0, 0, fmt.Errorf("no logged probability (prob or logp): importance weights need it")
-	case st.Action.Index < 0 || st.Action.Index >= m.c.Actions:
-		return 0, 0, fmt.Errorf("action %d outside the %d public actions", st.Action.Index, m.c.Actions)
-	case !(st.Reward >= m.c.RewardLow && st.Reward <= m.c.RewardHigh):
-		return 0, 0, fmt.Errorf("reward %v outside the public range [%v, %v]", st.Reward, m.c.RewardLow, m.c.RewardHigh)
+	w, disc := 1.0, 1.0
+	for t := range s.Steps {
+		st := &s.Steps[t]
+		at := "" // a step's place, named in an episode's errors
+		if len(s.Steps) > 1 {
+			at = fmt.Sprintf("step %d: ", t)
+		}
+		switch {
+		case st.Action.Vec != nil:
+			return 0, 0, fmt.Errorf("%sa continuous action: the audit reads discrete decisions", at)
+		case !st.HasProb():
+			return 0, 0, fmt.Errorf("%sno logged probability (prob or logp): importance weights need it", at)
+		case st.Action.Index < 0 || st.Action.Index >= m.c.Actions:
+			return 0, 0, fmt.Errorf("%saction %d outside the %d public actions", at, st.Action.Index, m.c.Actions)
+		case !(st.Reward >= m.c.RewardLow && st.Reward <= m.c.RewardHigh):
+			return 0, 0, fmt.Errorf("%sreward %v outside the public range [%v, %v]", at, st.Reward, m.c.RewardLow, m.c.RewardHigh)
+		}
+		p := math.Exp(st.LogP)
+		if !(p > 0 && p <= 1) {
+			return 0, 0, fmt.Errorf("%slogged probability %v: want in (0, 1]", at, p)
+		}
+		if err := m.target.Probs(m.probs, st.Obs); err != nil {
+			return 0, 0, fmt.Errorf("%starget: %w", at, err)
+		}
+		w *= m.probs[st.Action.Index] / p
+		r += disc * st.Reward
+		disc *= m.c.Gamma
 	}
-	p := math.Exp(st.LogP)
-	if !(p > 0 && p <= 1) {
-		return 0, 0, fmt.Errorf("logged probability %v: want in (0, 1]", p)
-	}
-	if err := m.target.Probs(m.probs, st.Obs); err != nil {
-		return 0, 0, fmt.Errorf("target: %w", err)
-	}
-	return m.probs[st.Action.Index] / p, st.Reward, nil
+	return w, r, nil
 }
 
 // Entry is the run's cost: one Gaussian mechanism on the clipped
@@ -257,7 +317,12 @@ func (m *Mechanism) Entry(ix *sessionlog.Index, _ budget.Dataset) (ledger.Entry,
 }
 
 func (m *Mechanism) mechanismText() string {
-	return fmt.Sprintf("ope: six clipped moments of the importance weights (c=%g) and rewards ([%g, %g]) + Gaussian noise (L2 sensitivity sqrt 6, z=%.4g); the empirical-likelihood interval is post-processing", m.c.WeightBound, m.c.RewardLow, m.c.RewardHigh, m.z)
+	lo, hi := m.c.outcomeRange()
+	what := "rewards"
+	if m.c.Horizon > 1 {
+		what = fmt.Sprintf("episode returns (horizon %d, gamma %g)", m.c.Horizon, m.c.Gamma)
+	}
+	return fmt.Sprintf("ope: six clipped moments of the importance weights (c=%g) and %s ([%g, %g]) + Gaussian noise (L2 sensitivity sqrt 6, z=%.4g); the empirical-likelihood interval is post-processing", m.c.WeightBound, what, lo, hi, m.z)
 }
 
 // Validate has nothing to check beyond the scan.
@@ -280,7 +345,8 @@ func (m *Mechanism) newRand() *rand.Rand {
 func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budget.Charge) (*Result, error) {
 	rnd := m.newRand()
 	var l *Log
-	if m.c.NonPrivate {
+	var eps []Trajectory // whole episodes (Horizon above 1)
+	if m.c.NonPrivate && m.c.Horizon == 1 {
 		l = &Log{Actions: m.c.Actions, Policy: func(dst, x []float64) { _ = m.target.Probs(dst, x) }}
 	}
 	p := &prepared{}
@@ -293,9 +359,18 @@ func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budge
 			return err
 		}
 		p.w, p.r = append(p.w, w), append(p.r, r)
-		if l != nil {
+		switch {
+		case l != nil:
 			st := &s.Steps[0]
 			l.Decisions = append(l.Decisions, Decision{X: st.Obs, Action: st.Action.Index, Reward: st.Reward, Prob: math.Exp(st.LogP)})
+		case m.c.NonPrivate:
+			tr := make(Trajectory, len(s.Steps))
+			for t := range s.Steps {
+				st := &s.Steps[t]
+				_ = m.target.Probs(m.probs, st.Obs) // checked by decision
+				tr[t] = Step{Reward: st.Reward, Prob: math.Exp(st.LogP), Target: m.probs[st.Action.Index]}
+			}
+			eps = append(eps, tr)
 		}
 		return nil
 	})
@@ -303,6 +378,7 @@ func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budge
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	p.n = len(p.w)
+	lo, hi := m.c.outcomeRange()
 	if ch.Charged() {
 		e := ch.Entry
 		if len(e.Events) != 1 {
@@ -310,22 +386,33 @@ func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budge
 		}
 		z := e.Events[0].Z
 		sigma := z * PrivateSensitivity
-		nm := NoisyMoments(ClippedMoments(p, m.c.WeightBound, m.c.RewardLow, m.c.RewardHigh), z, noise.NewGaussian(rnd))
-		est, err := PrivateEL(nm, noise.Std(sigma), m.c.WeightBound, m.c.RewardLow, m.c.RewardHigh, m.c.Level)
+		nm := NoisyMoments(ClippedMoments(p, m.c.WeightBound, lo, hi), z, noise.NewGaussian(rnd))
+		est, err := PrivateEL(nm, noise.Std(sigma), m.c.WeightBound, lo, hi, m.c.Level)
 		if err != nil {
 			return nil, err
 		}
+		unit := " (one decision)"
+		if m.c.Horizon > 1 {
+			unit = " (one episode)"
+		}
 		m.out.Private = &PrivateResult{Estimate: est, LowerEnd: est.Intervals[0].Lo, Epsilon: e.Epsilon, Delta: e.Delta,
-			Unit: string(e.Unit) + " (one decision)", Mechanism: e.Mechanism, NoiseMultiplier: z, WeightBound: m.c.WeightBound,
-			RewardLow: m.c.RewardLow, RewardHigh: m.c.RewardHigh, LedgerSeq: e.Seq, DatasetSpent: ch.Spent}
+			Unit: string(e.Unit) + unit, Mechanism: e.Mechanism, NoiseMultiplier: z, WeightBound: m.c.WeightBound,
+			RewardLow: lo, RewardHigh: hi, LedgerSeq: e.Seq, DatasetSpent: ch.Spent}
 	}
-	if l != nil {
-		rep, err := Evaluate(l, Options{Level: m.c.Level, RewardMin: m.c.RewardLow, RewardMax: m.c.RewardHigh,
-			WeightBound: m.c.WeightBound, Bootstrap: m.c.Bootstrap, Rand: rnd})
+	o := Options{Level: m.c.Level, RewardMin: m.c.RewardLow, RewardMax: m.c.RewardHigh, WeightBound: m.c.WeightBound, Bootstrap: m.c.Bootstrap, Rand: rnd}
+	switch {
+	case l != nil:
+		rep, err := Evaluate(l, o)
 		if err != nil {
 			return nil, err
 		}
 		m.out.NonPrivate = &NonPrivateSection{Warning: NotCovered, Report: rep}
+	case m.c.NonPrivate:
+		es, err := TrajectoryEstimates(eps, m.c.Gamma, o)
+		if err != nil {
+			return nil, err
+		}
+		m.out.NonPrivate = &NonPrivateSection{Warning: NotCovered, Episodes: es}
 	}
 	return m.out, nil
 }

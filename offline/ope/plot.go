@@ -12,7 +12,7 @@ import (
 // (non-private) as a dashed line. A figure holding the non-private report
 // says so in its title.
 func (r *Result) Plot(path string) error {
-	c := chart.Chart{XLabel: "interval (see the legend)", YLabel: "value per decision", IntX: true, Width: 8, Height: 5}
+	c := chart.Chart{XLabel: "interval (see the legend)", YLabel: "value per " + r.Per, IntX: true, Width: 8, Height: 5}
 	x := 0.0
 	var lows []float64
 	add := func(e Estimate, iv Interval) {
@@ -26,7 +26,11 @@ func (r *Result) Plot(path string) error {
 		lows = append(lows, p.LowerEnd)
 	}
 	if np := r.NonPrivate; np != nil {
-		for _, e := range np.Report.Estimates {
+		ests := np.Episodes
+		if np.Report != nil {
+			ests = np.Report.Estimates
+		}
+		for _, e := range ests {
 			for _, iv := range e.Intervals {
 				if iv.Method == MethodEL || iv.Method == MethodWald {
 					add(e, iv)
@@ -45,7 +49,9 @@ func (r *Result) Plot(path string) error {
 	}
 	c.Title = fmt.Sprintf("Audit of %s: %.0f%% intervals", r.Target, 100*r.Level)
 	if np := r.NonPrivate; np != nil {
-		line(fmt.Sprintf("hcope lower bound %.3f (non-private)", np.Report.LowerBound.Value), np.Report.LowerBound.Value, chart.Color{R: 0x55, G: 0x55, B: 0x55, A: 0xff})
+		if np.Report != nil {
+			line(fmt.Sprintf("hcope lower bound %.3f (non-private)", np.Report.LowerBound.Value), np.Report.LowerBound.Value, chart.Color{R: 0x55, G: 0x55, B: 0x55, A: 0xff})
+		}
 		c.Title += " (includes NOT differentially private estimates)"
 	}
 	return c.Save(path)
