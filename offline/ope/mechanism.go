@@ -146,7 +146,7 @@ type PrivateResult struct {
 	// outcome: the reward range, or for whole episodes the return range.
 	RewardLow  float64 `json:"reward_low"`
 	RewardHigh float64 `json:"reward_high"`
-	LedgerSeq       uint64  `json:"ledger_seq"`
+	LedgerSeq  uint64  `json:"ledger_seq"`
 	// DatasetSpent is the dataset's composed epsilon with this run.
 	DatasetSpent float64 `json:"dataset_spent"`
 }
