@@ -186,3 +186,27 @@ func PrivateAudit(l *Log, opt Options, z float64, g *noise.Gaussian) (Estimate, 
 	nm := NoisyMoments(ClippedMoments(p, o.WeightBound, o.RewardMin, o.RewardMax), z, g)
 	return PrivateEL(nm, noise.Std(z*PrivateSensitivity), o.WeightBound, o.RewardMin, o.RewardMax, o.Level)
 }
+
+// PrivateAuditRecords is PrivateAudit of records given as their weights
+// w and outcomes r (whole episodes: the products of their steps' ratios and
+// their returns), r in the public range [opt.RewardMin, opt.RewardMax].
+func PrivateAuditRecords(w, r []float64, opt Options, z float64, g *noise.Gaussian) (Estimate, error) {
+	o, err := opt.withDefaults()
+	if err != nil {
+		return Estimate{}, err
+	}
+	switch {
+	case len(w) == 0 || len(w) != len(r):
+		return Estimate{}, fmt.Errorf("%w: %d weights and %d outcomes, want as many and at least one", ErrInput, len(w), len(r))
+	case !(o.WeightBound > 1):
+		return Estimate{}, fmt.Errorf("%w: the private audit needs a public weight bound above 1, have %v", ErrInput, o.WeightBound)
+	}
+	for i := range w {
+		if !(w[i] >= 0) || math.IsInf(w[i], 0) || !(r[i] >= o.RewardMin && r[i] <= o.RewardMax) {
+			return Estimate{}, fmt.Errorf("%w: record %d: weight %v, outcome %v (want a finite weight >= 0 and an outcome in [%v, %v])", ErrInput, i, w[i], r[i], o.RewardMin, o.RewardMax)
+		}
+	}
+	p := &prepared{n: len(w), w: w, r: r}
+	nm := NoisyMoments(ClippedMoments(p, o.WeightBound, o.RewardMin, o.RewardMax), z, g)
+	return PrivateEL(nm, noise.Std(z*PrivateSensitivity), o.WeightBound, o.RewardMin, o.RewardMax, o.Level)
+}

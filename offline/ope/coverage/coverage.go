@@ -42,6 +42,11 @@ import (
 
 // Config is a coverage study.
 type Config struct {
+	// Env is the simulator: bandit (one-step decisions; the default) or
+	// riverswim (20-step episodes: the logger and the target are
+	// epsilon-greedy around swimming right, each episode weighted by the
+	// product of its steps' ratios).
+	Env string `flag:"env" usage:"the simulator: bandit (one-step decisions) or riverswim (20-step episodes; logger and target epsilon-greedy around swimming right)" default:"bandit"`
 	// Sizes are the log sizes n (default 500, 2,000, 10,000).
 	Sizes []int `flag:"n" usage:"logged decisions per log (comma-separated sizes)" default:"500,2000,10000"`
 	// Reps is the number of logs per size (default 1,000).
@@ -84,6 +89,15 @@ type Config struct {
 
 // Validate fills the defaults of the zero fields and checks the rest.
 func (c *Config) Validate() error {
+	if c.Env == "" {
+		c.Env = "bandit"
+	}
+	if c.Env != "bandit" && c.Env != "riverswim" {
+		return fmt.Errorf("coverage: simulator %q: want bandit or riverswim", c.Env)
+	}
+	if c.Env == "riverswim" && c.Logger != "" {
+		return fmt.Errorf("coverage: a logger policy file is for the bandit; riverswim's logger is epsilon-greedy")
+	}
 	if c.Sizes == nil {
 		c.Sizes = []int{500, 2000, 10000}
 	}
@@ -147,7 +161,8 @@ type Row struct {
 	// CoverageSE is the binomial standard error of Coverage.
 	CoverageSE float64 `json:"coverage_se"`
 	// MeanWidth is the mean width of the interval's part inside the
-	// reward range [0, 1] (an interval reaching past it says no more).
+	// outcome's range ([0, 1] for a click, [0, 20] for a RiverSwim
+	// return: an interval reaching past it says no more).
 	MeanWidth float64 `json:"mean_width"`
 	// OracleWidth is 2 z sd of the estimate over the logs; WidthRatio is
 	// MeanWidth / OracleWidth.
@@ -167,7 +182,11 @@ type Bound struct {
 
 // Result is a study's outcome.
 type Result struct {
-	Simulation  string  `json:"simulation"`
+	Simulation string `json:"simulation"`
+	// Env is the simulator, Per what the value is per (decision or
+	// episode).
+	Env         string  `json:"env"`
+	Per         string  `json:"per"`
 	Truth       float64 `json:"truth"`
 	WeightBound float64 `json:"weight_bound"`
 	Logger      string  `json:"logger"`
@@ -304,6 +323,45 @@ func dump(path string, l *ope.Log, pi []float64) error {
 	return nil
 }
 
+// drawer draws log rep of size n and scores every interval on it; each
+// worker has its own.
+type drawer func(n, rep int) (outcome, error)
+
+// setupBandit prepares the bandit study: the truth on held-out users, the
+// logger's weight bound, and each worker's drawer.
+func setupBandit(c *Config) (*Result, func(map[float64]float64, float64) (drawer, error), error) {
+	env, err := sims.NewBandit(sims.DefaultBanditConfig())
+	if err != nil {
+		return nil, nil, err
+	}
+	users, err := env.HeldOut(c.HeldOut, rand.New(rand.NewPCG(c.Seed, 0x7e1d)))
+	if err != nil {
+		return nil, nil, err
+	}
+	best := users.Baselines().BestArm
+	w0, err := newWorld(c, best)
+	if err != nil {
+		return nil, nil, err
+	}
+	logger := fmt.Sprintf("epsilon-greedy (%g) around the best fixed item %d", c.LoggerEps, best)
+	if c.Logger != "" {
+		if w0.bound, err = w0.loggerBound(users); err != nil {
+			return nil, nil, err
+		}
+		logger = fmt.Sprintf("%s (its own probabilities)", c.Logger)
+	}
+	res := &Result{Simulation: SimulationOnly, Env: "bandit", Per: "decision", Truth: users.Value(w0.target), WeightBound: w0.weightBound(),
+		Logger: logger, Target: fmt.Sprintf("epsilon-greedy (%g) around each user's best item", c.TargetEps), Reps: c.Reps, Level: 0.95}
+	return res, func(zs map[float64]float64, truth float64) (drawer, error) {
+		w, err := newWorld(c, best)
+		if err != nil {
+			return nil, err
+		}
+		w.bound = w0.bound
+		return func(n, rep int) (outcome, error) { return one(w, n, rep, zs, truth) }, nil
+	}, nil
+}
+
 // key names one interval at one size and level.
 type key struct {
 	n               int
@@ -337,30 +395,21 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	env, err := sims.NewBandit(sims.DefaultBanditConfig())
+	var (
+		res       *Result
+		newDrawer func(zs map[float64]float64, truth float64) (drawer, error)
+		err       error
+	)
+	switch c.Env {
+	case "bandit":
+		res, newDrawer, err = setupBandit(&c)
+	case "riverswim":
+		res, newDrawer, err = setupRiverSwim(&c)
+	}
 	if err != nil {
 		return nil, err
 	}
-	users, err := env.HeldOut(c.HeldOut, rand.New(rand.NewPCG(c.Seed, 0x7e1d)))
-	if err != nil {
-		return nil, err
-	}
-	best := users.Baselines().BestArm
-	w0, err := newWorld(&c, best)
-	if err != nil {
-		return nil, err
-	}
-	logger := fmt.Sprintf("epsilon-greedy (%g) around the best fixed item %d", c.LoggerEps, best)
-	if c.Logger != "" {
-		if w0.bound, err = w0.loggerBound(users); err != nil {
-			return nil, err
-		}
-		logger = fmt.Sprintf("%s (its own probabilities)", c.Logger)
-	}
-	res := &Result{Simulation: SimulationOnly, Truth: users.Value(w0.target), WeightBound: w0.weightBound(),
-		Logger: logger,
-		Target: fmt.Sprintf("epsilon-greedy (%g) around each user's best item", c.TargetEps), Reps: c.Reps, Level: 0.95,
-		NoiseMultipliers: map[string]float64{}}
+	res.NoiseMultipliers = map[string]float64{}
 	zs := map[float64]float64{}
 	for _, e := range c.Epsilons {
 		if e > 0 {
@@ -383,16 +432,13 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 			defer wg.Done()
 			// A failed worker keeps draining the jobs, so the feeder never
 			// blocks; the first error is returned.
-			w, err := newWorld(&c, best)
-			if w != nil {
-				w.bound = w0.bound
-			}
+			draw, err := newDrawer(zs, res.Truth)
 			for j := range jobs {
 				if err != nil {
 					continue
 				}
 				var o outcome
-				if o, err = one(w, j.n, j.rep, zs, res.Truth); err != nil {
+				if o, err = draw(j.n, j.rep); err != nil {
 					select {
 					case errc <- err:
 					default:
@@ -436,6 +482,10 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 			c.Progress(done, total)
 		}
 	}
+	top := 1.0 // the outcome's range is [0, top]: a click, or a RiverSwim return
+	if c.Env == "riverswim" {
+		top = sims.RiverSwimHorizon
+	}
 	tallies := map[key]*tally{}
 	lbs := map[int]*tally{}
 	for _, n := range c.Sizes {
@@ -452,12 +502,12 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 					if iv.Lo <= res.Truth && res.Truth <= iv.Hi {
 						t.covered++
 					}
-					t.width += min(iv.Hi, 1) - max(iv.Lo, 0) // the part inside the reward range
+					t.width += min(iv.Hi, top) - max(iv.Lo, 0) // the part inside the outcome's range
 					t.sum += s.value
 					t.sum2 += s.value * s.value
 				}
 			}
-			if slices.Contains(c.Epsilons, 0) {
+			if slices.Contains(c.Epsilons, 0) && c.Env == "bandit" {
 				t := lbs[o.n]
 				if t == nil {
 					t = &tally{}
@@ -513,7 +563,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 
 // order lists the estimators: the recommended first.
 func order(e string) int {
-	return slices.Index([]string{ope.EstPrivateEL, ope.EstEL, ope.EstIPS, ope.EstSNIPS, ope.EstDR, ope.EstDRos, ope.EstSwitchDR}, e)
+	return slices.Index([]string{ope.EstPrivateEL, ope.EstEL, ope.EstTrajEL, ope.EstIPS, ope.EstSNIPS, ope.EstDR, ope.EstDRos, ope.EstSwitchDR, ope.EstPDIS, ope.EstPDWIS}, e)
 }
 
 // one draws log rep of size n and scores every interval on it.

@@ -3,6 +3,7 @@ package coverage
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,5 +63,37 @@ func TestStudy(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), Config{Sizes: []int{10}}); err == nil {
 		t.Error("a log of 10 decisions accepted")
+	}
+}
+
+// TestStudyRiverSwim runs a small episode study: EL-episode, PDIS and
+// PDWIS rows and the private one, the truth by Monte Carlo, the public
+// bound 1.25^20, widths counted over the return range, no lower bound.
+func TestStudyRiverSwim(t *testing.T) {
+	c := Config{Env: "riverswim", LoggerEps: 0.8, TargetEps: 0.5, Sizes: []int{300}, Reps: 20, Epsilons: []float64{0, 5}, Bootstrap: 30, HeldOut: 20000, Seed: 4, Workers: 2}
+	r, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Per != "episode" || math.Abs(r.WeightBound-math.Pow(1.25, 20)) > 1e-9 || !(r.Truth > 0.2 && r.Truth < 0.6) || len(r.Bounds) != 0 {
+		t.Fatalf("result %+v", r)
+	}
+	rows := map[string]Row{}
+	for _, row := range r.Rows {
+		rows[row.Estimator+" "+row.Method] = row
+	}
+	for _, k := range []string{"EL-episode empirical-likelihood", "PDIS wald", "PDIS percentile-bootstrap", "PDWIS wald", "PDWIS percentile-bootstrap", "DP-EL dp-empirical-likelihood"} {
+		if _, ok := rows[k]; !ok {
+			t.Errorf("no row %q", k)
+		}
+	}
+	if el := rows["EL-episode empirical-likelihood"]; el.Coverage < 0.9 || el.MeanWidth <= 1 {
+		t.Errorf("EL-episode %+v: want it to cover, wider than a click's range (returns reach 20)", el)
+	}
+	if _, err := Run(context.Background(), Config{Env: "riverswim", Logger: "snapshot:x"}); err == nil {
+		t.Error("a logger file accepted for riverswim")
+	}
+	if _, err := Run(context.Background(), Config{Env: "cartpole"}); err == nil {
+		t.Error("cartpole accepted")
 	}
 }

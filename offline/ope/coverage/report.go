@@ -15,7 +15,11 @@ func (r *Result) WriteText(w io.Writer) error {
 	pr := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	pr("%s\n", r.Simulation)
 	pr("logger: %s; target: %s\n", r.Logger, r.Target)
-	pr("true value %.4f (exact, held-out users); public weight bound %.4g; %d logs per size; nominal %.2f\n", r.Truth, r.WeightBound, r.Reps, r.Level)
+	how := "exact, held-out users"
+	if r.Env == "riverswim" {
+		how = "Monte Carlo"
+	}
+	pr("true value %.4f per %s (%s); public weight bound %.4g; %d logs per size; nominal %.2f\n", r.Truth, r.Per, how, r.WeightBound, r.Reps, r.Level)
 	eps := -1.0
 	for _, row := range r.Rows {
 		if row.Epsilon != eps {
@@ -43,7 +47,8 @@ func (r *Result) WriteText(w io.Writer) error {
 // private ones.
 func plotted(r Row) bool {
 	switch r.Estimator + " " + r.Method {
-	case "EL empirical-likelihood", "IPS wald", "IPS percentile-bootstrap", "SNIPS wald", "DR wald":
+	case "EL empirical-likelihood", "IPS wald", "IPS percentile-bootstrap", "SNIPS wald", "DR wald",
+		"EL-episode empirical-likelihood", "PDIS wald", "PDIS percentile-bootstrap", "PDWIS wald":
 		return true
 	}
 	return r.Epsilon > 0
@@ -78,7 +83,7 @@ func (r *Result) Plot(path string) error {
 		s.Y = append(s.Y, row.Coverage)
 		s.YErr = append(s.YErr, row.CoverageSE)
 	}
-	c := chart.Chart{Title: "Coverage of nominal 95% intervals on simulated bandit logs (simulation only)", XLabel: "logged decisions n", YLabel: "coverage", LogX: true, Width: 8, Height: 5.5}
+	c := chart.Chart{Title: "Coverage of nominal 95% intervals on simulated " + r.Env + " logs (simulation only)", XLabel: "logged " + r.Per + "s n", YLabel: "coverage", LogX: true, Width: 8, Height: 5.5}
 	var xs []float64
 	for _, row := range r.Rows {
 		if !slices.Contains(xs, float64(row.N)) {
