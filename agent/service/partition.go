@@ -55,7 +55,8 @@ type partitioner struct {
 	m         *agent.ClusterMetrics
 	// settled says the last tick left this replica serving at least one
 	// partition and no more than its fair share (it is not about to give
-	// partitions up): /readyz (Service.partitionsServed).
+	// partitions up), with every partition held by some replica: /readyz
+	// (Service.partitionsServed).
 	settled atomic.Bool
 }
 
@@ -166,7 +167,19 @@ func (p *partitioner) tick(ctx context.Context) bool {
 		p.settled.Store(false)
 		return false
 	}
-	defer func() { p.settled.Store(len(p.held) > 0 && len(p.held) <= fair) }()
+	// Settled: this replica serves at least one partition and no more
+	// than its share, and every partition is held by some replica. A
+	// replica that took only some of the partitions another just gave up
+	// (their releases raced its acquisitions) is not settled until the
+	// rest are taken, since their sessions meanwhile get no responders.
+	defer func() {
+		ok := len(p.held) > 0 && len(p.held) <= fair
+		if ok {
+			all, err := p.member.Count(ctx, "p")
+			ok = err == nil && all >= p.n
+		}
+		p.settled.Store(ok)
+	}()
 	for i := range p.held {
 		if len(p.held) <= fair {
 			break
