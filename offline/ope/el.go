@@ -96,8 +96,42 @@ func elCalibration(level, n float64) float64 {
 // E[w] = 1 at this level). The point estimate is the centre at w*, with
 // the extra decision's reward the mean reward.
 func elInterval(s Moments, meanR, wmin, wmax, rmin, rmax, level float64) (Estimate, error) {
+	b, err := elBounds(s, meanR, wmin, wmax, rmin, rmax, level)
+	if err != nil {
+		return Estimate{}, err
+	}
+	clamp := func(v float64) float64 { return min(rmax, max(rmin, v)) }
+	iv := Interval{Method: MethodEL, Level: level, Lo: rmin, Hi: rmax}
+	if b.loOK {
+		iv.Lo = clamp(b.lo)
+	}
+	if b.hiOK {
+		iv.Hi = clamp(b.hi)
+	}
+	v := b.v
+	if math.IsNaN(v) {
+		v = (iv.Lo + iv.Hi) / 2
+	} else {
+		v = clamp(v)
+	}
+	return Estimate{Estimator: EstEL, Value: v, Intervals: []Interval{iv}}, nil
+}
+
+// elEnds are the unclamped ends and centre of elInterval: lo (hi) is kept
+// only when loOK (hiOK); v is NaN when the point estimate's fit does not
+// exist.
+type elEnds struct {
+	lo, hi, v  float64
+	loOK, hiOK bool
+}
+
+// elBounds computes elInterval's ends and estimate before they are clamped
+// to the reward range (the private audit widens them for its noise first:
+// a gradient taken through the clamp would be zero where the noise has
+// pushed an end past the range, and the widening with it).
+func elBounds(s Moments, meanR, wmin, wmax, rmin, rmax, level float64) (elEnds, error) {
 	if !(wmax > 1) || !(wmin < 1) || wmin < 0 {
-		return Estimate{}, fmt.Errorf("%w: empirical likelihood needs weight bounds wmin < 1 < wmax, have [%v, %v]", ErrInput, wmin, wmax)
+		return elEnds{}, fmt.Errorf("%w: empirical likelihood needs weight bounds wmin < 1 < wmax, have [%v, %v]", ErrInput, wmin, wmax)
 	}
 	// The extra decision's weight for the point estimate and the
 	// threshold: at the side of the weights' range the observed mean
@@ -111,35 +145,24 @@ func elInterval(s Moments, meanR, wmin, wmax, rmin, rmax, level float64) (Estima
 	}
 	best := s.fit(bestW, meanR).statW
 	t := best + elCalibration(level, s.N)
-	lo, hi := math.Inf(1), math.Inf(-1)
+	e := elEnds{lo: math.Inf(1), hi: math.Inf(-1), v: math.NaN()}
 	for _, wf := range []float64{wmin, wmax} {
 		if f := s.fit(wf, rmin); f.sww > 0 {
 			if h, ok := f.half(t); ok {
-				lo = min(lo, f.centre()-h)
+				e.lo = min(e.lo, f.centre()-h)
 			}
 		}
 		if f := s.fit(wf, rmax); f.sww > 0 {
 			if h, ok := f.half(t); ok {
-				hi = max(hi, f.centre()+h)
+				e.hi = max(e.hi, f.centre()+h)
 			}
 		}
 	}
-	clamp := func(v float64) float64 { return min(rmax, max(rmin, v)) }
-	iv := Interval{Method: MethodEL, Level: level, Lo: rmin, Hi: rmax}
-	if !math.IsInf(lo, 0) {
-		iv.Lo = clamp(lo)
-	}
-	if !math.IsInf(hi, 0) {
-		iv.Hi = clamp(hi)
-	}
-	v := math.NaN()
+	e.loOK, e.hiOK = !math.IsInf(e.lo, 0), !math.IsInf(e.hi, 0)
 	if f := s.fit(bestW, meanR); f.sww > 0 {
-		v = clamp(f.centre())
+		e.v = f.centre()
 	}
-	if math.IsNaN(v) {
-		v = (iv.Lo + iv.Hi) / 2
-	}
-	return Estimate{Estimator: EstEL, Value: v, Intervals: []Interval{iv}}, nil
+	return e, nil
 }
 
 // EL is the empirical-likelihood estimate with its interval (elInterval):

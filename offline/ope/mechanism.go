@@ -151,12 +151,6 @@ type PrivateResult struct {
 	DatasetSpent float64 `json:"dataset_spent"`
 }
 
-// EpisodeCaveat qualifies the private interval on whole episodes: its
-// measured coverage falls below the nominal level where the noise is
-// neither negligible nor overwhelming (docs/ope.md, "Whole episodes:
-// RiverSwim").
-const EpisodeCaveat = "on whole episodes this private interval measured below its nominal level (0.885 to 0.909 at 0.95) where the noise is neither negligible nor overwhelming: treat it as indicative"
-
 // NotCovered labels the non-private section.
 const NotCovered = "NOT differentially private: computed from the raw log, covered by no guarantee"
 
@@ -400,9 +394,6 @@ func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budge
 		unit := " (one decision)"
 		if m.c.Horizon > 1 {
 			unit = " (one episode)"
-			if est.Intervals[0].Note == "" {
-				est.Intervals[0].Note = EpisodeCaveat
-			}
 		}
 		m.out.Private = &PrivateResult{Estimate: est, LowerEnd: est.Intervals[0].Lo, Epsilon: e.Epsilon, Delta: e.Delta,
 			Unit: string(e.Unit) + unit, Mechanism: e.Mechanism, NoiseMultiplier: z, WeightBound: m.c.WeightBound,

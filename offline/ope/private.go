@@ -121,11 +121,22 @@ func PrivateEL(nm Moments, sd, c, rmin, rmax, level float64) (Estimate, error) {
 		if m.N > 0 && m.W > 0 {
 			mr = min(1, max(0, m.WR/m.W))
 		}
-		e, err := elInterval(m, mr, 0, c, 0, 1, level)
-		if err != nil || math.IsNaN(e.Value) {
+		// Unclamped: the ends are widened for the noise, then clamped
+		// (a gradient through the clamp is zero where the noise has pushed
+		// an end past the range, and the widening with it). An end the
+		// statistic keeps no value for is the range's.
+		e, err := elBounds(m, mr, 0, c, 0, 1, level)
+		if err != nil || math.IsNaN(e.v) {
 			return 0, 0, 0, false
 		}
-		return e.Intervals[0].Lo, e.Intervals[0].Hi, e.Value, true
+		lo, hi = 0, 1
+		if e.loOK {
+			lo = e.lo
+		}
+		if e.hiOK {
+			hi = e.hi
+		}
+		return lo, hi, e.v, true
 	}
 	// The widening is a linearisation: it holds while the noise is small
 	// against the sums it perturbs. Where the noise of the weights' sum

@@ -45,8 +45,14 @@ type Config struct {
 	// Env is the simulator: bandit (one-step decisions; the default) or
 	// riverswim (20-step episodes: the logger and the target are
 	// epsilon-greedy around swimming right, each episode weighted by the
-	// product of its steps' ratios).
-	Env string `flag:"env" usage:"the simulator: bandit (one-step decisions) or riverswim (20-step episodes; logger and target epsilon-greedy around swimming right)" default:"bandit"`
+	// product of its steps' ratios) or recsys (the recommendation
+	// simulator's sessions, their first Horizon slates, under logger and
+	// target epsilon-greedy around the topic of highest observed click
+	// rate).
+	Env string `flag:"env" usage:"the simulator: bandit (one-step decisions), riverswim (20-step episodes; logger and target epsilon-greedy around swimming right) or recsys (sessions' first --horizon slates; logger and target epsilon-greedy around the topic of highest observed click rate)" default:"bandit"`
+	// Horizon is the number of slates of a recsys session the value
+	// counts (default 10).
+	Horizon int `flag:"horizon" usage:"recsys: the slates of a session the value counts (its first H)" default:"10"`
 	// Sizes are the log sizes n (default 500, 2,000, 10,000).
 	Sizes []int `flag:"n" usage:"logged decisions per log (comma-separated sizes)" default:"500,2000,10000"`
 	// Reps is the number of logs per size (default 1,000).
@@ -92,11 +98,17 @@ func (c *Config) Validate() error {
 	if c.Env == "" {
 		c.Env = "bandit"
 	}
-	if c.Env != "bandit" && c.Env != "riverswim" {
-		return fmt.Errorf("coverage: simulator %q: want bandit or riverswim", c.Env)
+	if c.Env != "bandit" && c.Env != "riverswim" && c.Env != "recsys" {
+		return fmt.Errorf("coverage: simulator %q: want bandit, riverswim or recsys", c.Env)
 	}
-	if c.Env == "riverswim" && c.Logger != "" {
-		return fmt.Errorf("coverage: a logger policy file is for the bandit; riverswim's logger is epsilon-greedy")
+	if c.Env != "bandit" && c.Logger != "" {
+		return fmt.Errorf("coverage: a logger policy file is for the bandit; %s's logger is epsilon-greedy", c.Env)
+	}
+	if c.Horizon == 0 {
+		c.Horizon = 10
+	}
+	if c.Horizon < 1 || c.Horizon > 400 {
+		return fmt.Errorf("coverage: horizon %d, want 1 to 400 (a session's step limit)", c.Horizon)
 	}
 	if c.Sizes == nil {
 		c.Sizes = []int{500, 2000, 10000}
@@ -161,8 +173,8 @@ type Row struct {
 	// CoverageSE is the binomial standard error of Coverage.
 	CoverageSE float64 `json:"coverage_se"`
 	// MeanWidth is the mean width of the interval's part inside the
-	// outcome's range ([0, 1] for a click, [0, 20] for a RiverSwim
-	// return: an interval reaching past it says no more).
+	// outcome's range ([0, Result.OutcomeMax]: an interval reaching past
+	// it says no more).
 	MeanWidth float64 `json:"mean_width"`
 	// OracleWidth is 2 z sd of the estimate over the logs; WidthRatio is
 	// MeanWidth / OracleWidth.
@@ -185,9 +197,13 @@ type Result struct {
 	Simulation string `json:"simulation"`
 	// Env is the simulator, Per what the value is per (decision or
 	// episode).
-	Env         string  `json:"env"`
-	Per         string  `json:"per"`
-	Truth       float64 `json:"truth"`
+	Env   string  `json:"env"`
+	Per   string  `json:"per"`
+	Truth float64 `json:"truth"`
+	// OutcomeMax is the public upper end of the outcome's range (a
+	// click's 1, an episode's largest return); the lower end is 0. Widths
+	// count the part of an interval inside the range.
+	OutcomeMax  float64 `json:"outcome_max"`
 	WeightBound float64 `json:"weight_bound"`
 	Logger      string  `json:"logger"`
 	Target      string  `json:"target"`
@@ -350,7 +366,7 @@ func setupBandit(c *Config) (*Result, func(map[float64]float64, float64) (drawer
 		}
 		logger = fmt.Sprintf("%s (its own probabilities)", c.Logger)
 	}
-	res := &Result{Simulation: SimulationOnly, Env: "bandit", Per: "decision", Truth: users.Value(w0.target), WeightBound: w0.weightBound(),
+	res := &Result{Simulation: SimulationOnly, Env: "bandit", Per: "decision", Truth: users.Value(w0.target), OutcomeMax: 1, WeightBound: w0.weightBound(),
 		Logger: logger, Target: fmt.Sprintf("epsilon-greedy (%g) around each user's best item", c.TargetEps), Reps: c.Reps, Level: 0.95}
 	return res, func(zs map[float64]float64, truth float64) (drawer, error) {
 		w, err := newWorld(c, best)
@@ -404,7 +420,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	case "bandit":
 		res, newDrawer, err = setupBandit(&c)
 	case "riverswim":
-		res, newDrawer, err = setupRiverSwim(&c)
+		res, newDrawer, err = setupEpisodes(&c, newSwim)
+	case "recsys":
+		res, newDrawer, err = setupEpisodes(&c, newRecSys)
 	}
 	if err != nil {
 		return nil, err
@@ -482,10 +500,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 			c.Progress(done, total)
 		}
 	}
-	top := 1.0 // the outcome's range is [0, top]: a click, or a RiverSwim return
-	if c.Env == "riverswim" {
-		top = sims.RiverSwimHorizon
-	}
+	top := res.OutcomeMax
 	tallies := map[key]*tally{}
 	lbs := map[int]*tally{}
 	for _, n := range c.Sizes {

@@ -97,3 +97,32 @@ func TestStudyRiverSwim(t *testing.T) {
 		t.Error("cartpole accepted")
 	}
 }
+
+// TestStudyRecSys runs a small episode study on the recommendation
+// simulator's sessions cut to their first 5 slates: the public bound is
+// the larger per-step ratio to the 5th power, the truth a watch time in
+// [0, 4 x 5], and every interval covers in most logs.
+func TestStudyRecSys(t *testing.T) {
+	c := Config{Env: "recsys", Horizon: 5, LoggerEps: 0.3, TargetEps: 0.1, Sizes: []int{300}, Reps: 20, Epsilons: []float64{0, 5}, Bootstrap: 30, HeldOut: 20000, Seed: 4, Workers: 2}
+	r, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := (1 - 0.1 + 0.1/20) / (1 - 0.3 + 0.3/20)
+	if r.Per != "episode" || r.OutcomeMax != 20 || math.Abs(r.WeightBound-math.Pow(on, 5)) > 1e-9 || !(r.Truth > 1 && r.Truth < 20) {
+		t.Fatalf("result %+v", r)
+	}
+	for _, row := range r.Rows {
+		if row.Coverage < 0.8 || !(row.MeanWidth > 0 && row.MeanWidth <= 20) {
+			t.Errorf("row %+v: want coverage >= 0.8 and a width inside the return range", row)
+		}
+	}
+	if len(r.Rows) != 6 {
+		t.Errorf("%d rows, want 6 (EL-episode, PDIS x 2, PDWIS x 2, DP-EL)", len(r.Rows))
+	}
+	for _, h := range []int{-1, 401} {
+		if _, err := Run(context.Background(), Config{Env: "recsys", Horizon: h}); err == nil {
+			t.Errorf("horizon %d accepted", h)
+		}
+	}
+}

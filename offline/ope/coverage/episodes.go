@@ -10,6 +10,33 @@ import (
 	"dprl/sims"
 )
 
+// episodic is a simulator of whole episodes for the episode study: it
+// logs n episodes under the logger (or runs them under the target, for
+// the truth), recording for every step the logger's and the target's
+// probability of the action taken.
+type episodic interface {
+	// episodes runs n episodes under the logger (logger true) or the
+	// target.
+	episodes(n int, logger bool, rng *rand.Rand) []ope.Trajectory
+	// bound is the public bound on an episode's product of ratios.
+	bound() float64
+	// top is the public upper end of an episode's return and stepTop of
+	// one step's reward (the lower ends are 0).
+	top() float64
+	stepTop() float64
+	// describe names the logger and the target.
+	describe() (logger, target string)
+}
+
+// greedyProbs fills dst with the epsilon-greedy distribution around the
+// action best: 1 - eps + eps/A on it, eps/A on the others.
+func greedyProbs(dst []float64, best int, eps float64) {
+	for a := range dst {
+		dst[a] = eps / float64(len(dst))
+	}
+	dst[best] += 1 - eps
+}
+
 // swim is RiverSwim (p = 0.6, 20 steps, rewards in [0, 1]) with a logger
 // and a target that are epsilon-greedy around swimming right: right with
 // probability 1 - eps + eps/2, left with eps/2.
@@ -20,7 +47,7 @@ type swim struct {
 	pl, pt float64 // the logger's and the target's probability of right
 }
 
-func newSwim(c *Config) (*swim, error) {
+func newSwim(c *Config) (episodic, error) {
 	env, err := sims.NewRiverSwim(0.6)
 	if err != nil {
 		return nil, err
@@ -29,9 +56,11 @@ func newSwim(c *Config) (*swim, error) {
 		pl: 1 - c.LoggerEps/2, pt: 1 - c.TargetEps/2}, nil
 }
 
-// episodes runs n episodes under the probability of right pr, recording
-// the target's probability of every action taken.
-func (s *swim) episodes(n int, pr float64, rng *rand.Rand) []ope.Trajectory {
+func (s *swim) episodes(n int, logger bool, rng *rand.Rand) []ope.Trajectory {
+	pr := s.pt
+	if logger {
+		pr = s.pl
+	}
 	out := make([]ope.Trajectory, n)
 	for i := range out {
 		s.env.Reset(rng, s.obs)
@@ -50,22 +79,121 @@ func (s *swim) episodes(n int, pr float64, rng *rand.Rand) []ope.Trajectory {
 	return out
 }
 
-// bound is the public bound on an episode's product of ratios: the larger
-// per-step ratio to the power of the horizon.
+// bound: the larger per-step ratio to the power of the horizon.
 func (s *swim) bound() float64 {
 	return math.Pow(max(s.pt/s.pl, (1-s.pt)/(1-s.pl)), sims.RiverSwimHorizon)
 }
 
-// setupRiverSwim prepares the episode study: the target's value by Monte
+func (s *swim) top() float64     { return sims.RiverSwimHorizon }
+func (s *swim) stepTop() float64 { return 1 }
+
+func (s *swim) describe() (string, string) {
+	return fmt.Sprintf("epsilon-greedy (%g) around swimming right (right with probability %g)", s.cfg.LoggerEps, s.pl),
+		fmt.Sprintf("epsilon-greedy (%g) around swimming right (right with probability %g)", s.cfg.TargetEps, s.pt)
+}
+
+// recsys is the recommendation simulator's sessions cut to their first
+// Horizon steps (the audited value is the watch time of a session's first
+// Horizon slates), under a logger and a target that are epsilon-greedy
+// around the same public rule: the topic with the highest observed
+// (smoothed) click rate, ties to the topic of higher mean quality (the
+// higher index). The target explores less than the logger: "what would a
+// greedier recommender earn?"
+type recsys struct {
+	env     *sims.RecSys
+	cfg     *Config
+	obs     []float64
+	pl, pt  []float64 // the logger's and the target's action distributions
+	topics  int
+	horizon int
+}
+
+func newRecSys(c *Config) (episodic, error) {
+	env, err := sims.NewRecSys(sims.DefaultRecSysConfig())
+	if err != nil {
+		return nil, err
+	}
+	T := env.ActionSpace().N
+	return &recsys{env: env, cfg: c, obs: make([]float64, env.ObservationSpace().Dim()),
+		pl: make([]float64, T), pt: make([]float64, T), topics: T, horizon: c.Horizon}, nil
+}
+
+// base is the rule both policies explore around.
+func (s *recsys) base() int {
+	best := 0
+	for c := 1; c < s.topics; c++ {
+		if s.obs[c] >= s.obs[best] {
+			best = c
+		}
+	}
+	return best
+}
+
+func (s *recsys) episodes(n int, logger bool, rng *rand.Rand) []ope.Trajectory {
+	out := make([]ope.Trajectory, n)
+	for i := range out {
+		s.env.Reset(rng, s.obs)
+		tr := make(ope.Trajectory, 0, s.horizon)
+		for range s.horizon {
+			b := s.base()
+			greedyProbs(s.pl, b, s.cfg.LoggerEps)
+			greedyProbs(s.pt, b, s.cfg.TargetEps)
+			dist := s.pt
+			if logger {
+				dist = s.pl
+			}
+			a := pick(dist, rng.Float64())
+			r, term, trunc := s.env.Step(sims.Action{Index: a}, s.obs)
+			tr = append(tr, ope.Step{Reward: r, Prob: s.pl[a], Target: s.pt[a]})
+			if term || trunc {
+				break
+			}
+		}
+		out[i] = tr
+	}
+	return out
+}
+
+// pick draws an action from dist with the uniform u.
+func pick(dist []float64, u float64) int {
+	for a, p := range dist {
+		if u < p {
+			return a
+		}
+		u -= p
+	}
+	return len(dist) - 1
+}
+
+// bound: the larger per-step ratio (on the rule's topic, or off it) to the
+// power of the horizon.
+func (s *recsys) bound() float64 {
+	T := float64(s.topics)
+	on := (1 - s.cfg.TargetEps + s.cfg.TargetEps/T) / (1 - s.cfg.LoggerEps + s.cfg.LoggerEps/T)
+	off := s.cfg.TargetEps / s.cfg.LoggerEps
+	return math.Pow(max(on, off), float64(s.horizon))
+}
+
+// top: a click's watch time is at most the video length.
+func (s *recsys) top() float64     { return s.stepTop() * float64(s.horizon) }
+func (s *recsys) stepTop() float64 { return sims.DefaultRecSysConfig().VideoLength }
+
+func (s *recsys) describe() (string, string) {
+	const rule = "around the topic of highest observed click rate"
+	return fmt.Sprintf("epsilon-greedy (%g) %s", s.cfg.LoggerEps, rule),
+		fmt.Sprintf("epsilon-greedy (%g) %s; the value is the watch time of a session's first %d slates", s.cfg.TargetEps, rule, s.horizon)
+}
+
+// setupEpisodes prepares an episode study: the target's value by Monte
 // Carlo over HeldOut episodes (its standard error is printed in the
 // result's Target), the weight bound, and each worker's drawer.
-func setupRiverSwim(c *Config) (*Result, func(map[float64]float64, float64) (drawer, error), error) {
-	s, err := newSwim(c)
+func setupEpisodes(c *Config, newEnv func(*Config) (episodic, error)) (*Result, func(map[float64]float64, float64) (drawer, error), error) {
+	s, err := newEnv(c)
 	if err != nil {
 		return nil, nil, err
 	}
 	var sum, sum2 float64
-	for _, tr := range s.episodes(c.HeldOut, s.pt, rand.New(rand.NewPCG(c.Seed, 0x5717))) {
+	for _, tr := range s.episodes(c.HeldOut, false, rand.New(rand.NewPCG(c.Seed, 0x5717))) {
 		g := 0.0
 		for _, st := range tr {
 			g += st.Reward
@@ -76,28 +204,28 @@ func setupRiverSwim(c *Config) (*Result, func(map[float64]float64, float64) (dra
 	n := float64(c.HeldOut)
 	truth := sum / n
 	se := math.Sqrt(max(0, sum2/n-truth*truth) / n)
-	res := &Result{Simulation: SimulationOnly, Env: "riverswim", Per: "episode", Truth: truth, WeightBound: s.bound(),
-		Logger: fmt.Sprintf("epsilon-greedy (%g) around swimming right (right with probability %g)", c.LoggerEps, s.pl),
-		Target: fmt.Sprintf("epsilon-greedy (%g) around swimming right (right with probability %g); true value by Monte Carlo over %d episodes, standard error %.4f", c.TargetEps, s.pt, c.HeldOut, se),
+	logger, target := s.describe()
+	res := &Result{Simulation: SimulationOnly, Env: c.Env, Per: "episode", Truth: truth, OutcomeMax: s.top(), WeightBound: s.bound(),
+		Logger: logger,
+		Target: fmt.Sprintf("%s; true value by Monte Carlo over %d episodes, standard error %.4f", target, c.HeldOut, se),
 		Reps:   c.Reps, Level: 0.95}
 	return res, func(zs map[float64]float64, truth float64) (drawer, error) {
-		w, err := newSwim(c)
+		w, err := newEnv(c)
 		if err != nil {
 			return nil, err
 		}
-		return func(n, rep int) (outcome, error) { return w.one(n, rep, zs, truth) }, nil
+		return func(n, rep int) (outcome, error) { return oneEpisodes(w, c, n, rep, zs) }, nil
 	}, nil
 }
 
-// one draws log rep of n episodes and scores its intervals: EL-episode,
-// PDIS and PDWIS non-private, the private audit of whole episodes at each
-// epsilon (the return range [0, 20]).
-func (s *swim) one(n, rep int, zs map[float64]float64, truth float64) (outcome, error) {
-	c := s.cfg
+// oneEpisodes draws log rep of n episodes and scores its intervals:
+// EL-episode, PDIS and PDWIS non-private, the private audit of whole
+// episodes at each epsilon (the return range [0, top]).
+func oneEpisodes(s episodic, c *Config, n, rep int, zs map[float64]float64) (outcome, error) {
 	rng := rand.New(rand.NewPCG(c.Seed^uint64(n)<<32, uint64(rep)))
-	eps := s.episodes(n, s.pl, rng)
+	eps := s.episodes(n, true, rng)
 	o := outcome{n: n, rep: rep}
-	opt := ope.Options{WeightBound: s.bound(), Bootstrap: c.Bootstrap, Rand: rng}
+	opt := ope.Options{WeightBound: s.bound(), Bootstrap: c.Bootstrap, Rand: rng, RewardMin: 0, RewardMax: s.top()}
 	w, g := make([]float64, n), make([]float64, n)
 	for i, tr := range eps {
 		w[i] = 1
@@ -108,16 +236,17 @@ func (s *swim) one(n, rep int, zs map[float64]float64, truth float64) (outcome, 
 	}
 	for _, e := range c.Epsilons {
 		if e > 0 {
-			ret := opt
-			ret.RewardMin, ret.RewardMax = 0, sims.RiverSwimHorizon
-			est, err := ope.PrivateAuditRecords(w, g, ret, zs[e], noise.NewGaussian(rng))
+			est, err := ope.PrivateAuditRecords(w, g, opt, zs[e], noise.NewGaussian(rng))
 			if err != nil {
 				return o, err
 			}
 			o.ests = append(o.ests, scored{e, est.Estimator, est.Value, est.Intervals})
 			continue
 		}
-		es, err := ope.TrajectoryEstimates(eps, 1, opt)
+		// TrajectoryEstimates takes the per-step reward range.
+		step := opt
+		step.RewardMax = s.stepTop()
+		es, err := ope.TrajectoryEstimates(eps, 1, step)
 		if err != nil {
 			return o, err
 		}

@@ -16,7 +16,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	pr("%s\n", r.Simulation)
 	pr("logger: %s; target: %s\n", r.Logger, r.Target)
 	how := "exact, held-out users"
-	if r.Env == "riverswim" {
+	if r.Per == "episode" {
 		how = "Monte Carlo"
 	}
 	pr("true value %.4f per %s (%s); public weight bound %.4g; %d logs per size; nominal %.2f\n", r.Truth, r.Per, how, r.WeightBound, r.Reps, r.Level)
