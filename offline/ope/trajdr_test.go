@@ -48,11 +48,12 @@ func riverswimQ(t testing.TB, pt float64) [][][]float64 {
 }
 
 // drStats are the spread over repeated logs of the four per-decision
-// estimators.
+// estimators, and (with a truth) their intervals' coverage and mean width
+// keyed "estimator method".
 type drStats struct {
-	reps                    int
-	mean, sd                map[string]float64
-	pdis, pdwis, dr, wdrVal []float64
+	reps         int
+	mean, sd     map[string]float64
+	cover, width map[string]float64
 }
 
 // riverswimDR runs reps logs of n RiverSwim episodes (logger right with
@@ -60,16 +61,23 @@ type drStats struct {
 // cross-fitted FQE) and returns each estimator's mean and standard
 // deviation over the logs.
 func riverswimDR(t testing.TB, n, reps int, q func([]Trajectory) qModel, seed uint64) drStats {
+	return riverswimDRIntervals(t, n, reps, q, seed, -1, 0)
+}
+
+// riverswimDRIntervals is riverswimDR with boot bootstrap resamples (-1:
+// none) and the intervals scored against truth.
+func riverswimDRIntervals(t testing.TB, n, reps int, q func([]Trajectory) qModel, seed uint64, boot int, truth float64) drStats {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, seed))
 	vals := map[string][]float64{}
+	st := drStats{reps: reps, mean: map[string]float64{}, sd: map[string]float64{}, cover: map[string]float64{}, width: map[string]float64{}}
 	for range reps {
 		ts := riverswimSteps(t, n, 0.6, 0.75, true, rng)
 		var m qModel
 		if q != nil {
 			m = q(ts)
 		}
-		r, err := trajectories(ts, 1, Options{Bootstrap: -1, Rand: rng}, m)
+		r, err := trajectories(ts, 1, Options{Bootstrap: boot, Rand: rng}, m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,9 +86,15 @@ func riverswimDR(t testing.TB, n, reps int, q func([]Trajectory) qModel, seed ui
 		}
 		for _, e := range r.Estimates[1:] {
 			vals[e.Estimator] = append(vals[e.Estimator], e.Value)
+			for _, iv := range e.Intervals {
+				k := e.Estimator + " " + iv.Method
+				if iv.Lo <= truth && truth <= iv.Hi {
+					st.cover[k] += 1 / float64(reps)
+				}
+				st.width[k] += iv.Width() / float64(reps)
+			}
 		}
 	}
-	st := drStats{reps: reps, mean: map[string]float64{}, sd: map[string]float64{}}
 	for k, v := range vals {
 		m, s2 := meanVar(v)
 		st.mean[k], st.sd[k] = m, math.Sqrt(s2)
@@ -141,10 +155,14 @@ func TestTrajectoryDRStudy(t *testing.T) {
 	}
 	truth := riverswimTruth(t)
 	for _, n := range []int{500, 2000} {
-		st := riverswimDR(t, n, reps, nil, uint64(n))
+		st := riverswimDRIntervals(t, n, reps, nil, uint64(n), 200, truth)
 		for _, e := range []string{EstPDIS, EstPDWIS, EstTrajDR, EstTrajWDR} {
 			se := st.sd[e] / math.Sqrt(float64(reps))
 			t.Logf("n %d: %-11s bias %+.4f (se %.4f), sd %.4f", n, e, st.mean[e]-truth, se, st.sd[e])
+			for _, m := range []string{MethodWald, MethodBootstrap} {
+				k := e + " " + m
+				t.Logf("n %d: %-32s coverage %.3f, mean width %.4f", n, k, st.cover[k], st.width[k])
+			}
 		}
 		r, rw := st.sd[EstTrajDR]/st.sd[EstPDIS], st.sd[EstTrajWDR]/st.sd[EstPDWIS]
 		t.Logf("n %d, %d logs: variance ratio DR/PDIS %.3f, WDR/PDWIS %.3f", n, reps, r*r, rw*rw)
