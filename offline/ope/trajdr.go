@@ -81,7 +81,7 @@ func (d *drTerms) perTrajectory() []float64 {
 
 // drMean is the per-decision doubly robust estimate over the trajectories idx
 // (Jiang & Li 2016, "Doubly Robust Off-policy Value Evaluation for
-// Reinforcement Learning", Section 4, the DR estimator defined by the
+// Reinforcement Learning", the DR estimator defined by the
 // recursion V_DR^{H+1-t} = Vhat(s_t) + rho_t (r_t + gamma V_DR^{H-t} -
 // Qhat(s_t, a_t)), V_DR^0 = 0, averaged over the trajectories), in its
 // unrolled form (the same sum as Thomas & Brunskill 2016's DR):
@@ -99,7 +99,7 @@ func drMean(per []float64, idx []int) float64 {
 
 // wdr is the weighted doubly robust estimate over the trajectories idx
 // (Thomas & Brunskill 2016, "Data-Efficient Off-Policy Policy Evaluation
-// for Reinforcement Learning", Section 4, the WDR estimator): DR with the
+// for Reinforcement Learning", the WDR estimator): DR with the
 // per-decision weights rho_{i,t} / n replaced by the self-normalised
 // w_{i,t} = rho_{i,t} / sum_j rho_{j,t} (w_{i,-1} = 1/n),
 //
@@ -227,7 +227,7 @@ func (f *fqeFit) predict(i, t int, dst []float64) {
 
 // fitFQE is fitted-Q evaluation of the target on the trajectories with
 // use(i) (Le, Voloshin & Yue 2019, "Batch Policy Learning under
-// Constraints", Algorithm 3, FQE): starting from Qhat_0 = 0, iteration k
+// Constraints", FQE): starting from Qhat_0 = 0, iteration k
 // regresses, for each action a, the targets
 //
 //	y_{i,t} = r_{i,t} + gamma sum_a' pi(a' | s_{i,t+1}) Qhat_{k-1}(s_{i,t+1}, a')   (0 after the episode's last step)
