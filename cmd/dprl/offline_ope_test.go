@@ -121,7 +121,9 @@ func jsonNumber(t *testing.T, doc, field string) string {
 }
 
 // TestOfflineOPEEpisodes audits whole episodes (--horizon): the
-// non-private section holds EL-episode, PDIS and PDWIS, the private run is
+// non-private section holds EL-episode, PDIS, PDWIS, DR-episode and
+// WDR-episode (the target's distribution and the observations come from
+// the log and the target policy), the private run is
 // per episode over the return range, and an episode longer than the
 // horizon is refused with its line.
 func TestOfflineOPEEpisodes(t *testing.T) {
@@ -140,8 +142,15 @@ func TestOfflineOPEEpisodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	np := r.NonPrivate
-	if r.Per != "episode" || np == nil || np.Report != nil || len(np.Episodes) != 3 || np.Episodes[0].Estimator != ope.EstTrajEL {
+	if r.Per != "episode" || np == nil || np.Report != nil || len(np.Episodes) != 5 || np.Episodes[0].Estimator != ope.EstTrajEL ||
+		np.Episodes[3].Estimator != ope.EstTrajDR || np.Episodes[4].Estimator != ope.EstTrajWDR || len(np.EpisodeNotes) != 0 {
 		t.Fatalf("result %s", out)
+	}
+	t.Logf("on-policy: PDIS %.4f, DR %.4f, WDR %.4f", np.Episodes[1].Value, np.Episodes[3].Value, np.Episodes[4].Value)
+	for _, e := range np.Episodes[3:] {
+		if len(e.Intervals) != 2 || math.Abs(e.Value-np.Episodes[1].Value) > 0.1 {
+			t.Errorf("%s %v with %d intervals, want near PDIS's %v (on-policy) with Wald and bootstrap", e.Estimator, e.Value, len(e.Intervals), np.Episodes[1].Value)
+		}
 	}
 	// On-policy (uniform logger and target): every weight is 1 and the
 	// three estimates are the mean return.

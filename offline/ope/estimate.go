@@ -45,10 +45,11 @@ type Options struct {
 	// 1000; negative skips the bootstrap.
 	Bootstrap int
 	// Folds is the number K of cross-fitting folds of the reward model
-	// (>= 2). Default 5.
+	// (and, on trajectories, of the fitted-Q action-value model; folds of
+	// whole trajectories) (>= 2). Default 5.
 	Folds int
-	// Ridge is the ridge penalty of the per-action reward model (>= 0).
-	// Default 1.
+	// Ridge is the ridge penalty of the per-action reward model and of the
+	// trajectories' per-action fitted-Q regressions (>= 0). Default 1.
 	Ridge float64
 	// DRosLambda is DRos's shrinkage lambda (> 0); 0 tunes it on the data
 	// (docs/ope.md).

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"dprl/internal/fielderr"
 	"dprl/internal/rng"
@@ -159,8 +160,11 @@ type NonPrivateSection struct {
 	Warning string  `json:"warning"`
 	Report  *Report `json:"report,omitempty"`
 	// Episodes are the whole-episode estimates (Horizon above 1):
-	// EL-episode, PDIS and PDWIS (TrajectoryEstimates).
+	// EL-episode, PDIS, PDWIS, DR-episode and WDR-episode (Trajectories;
+	// the doubly robust pair's model is fitted on the steps' observations).
 	Episodes []Estimate `json:"episodes,omitempty"`
+	// EpisodeNotes say which episode estimators were left out and why.
+	EpisodeNotes []string `json:"episode_notes,omitempty"`
 }
 
 // WriteText prints the result: the private estimate's lower end first
@@ -187,16 +191,19 @@ func (r *Result) WriteText(w io.Writer) error {
 			ests = rep.Estimates
 		}
 		for _, e := range ests {
-			pr("%-10s %.4f", e.Estimator, e.Value)
+			pr("%-11s %.4f", e.Estimator, e.Value)
 			for _, iv := range e.Intervals {
 				pr("  %s [%.4f, %.4f]", iv.Method, iv.Lo, iv.Hi)
 			}
 			pr("\n")
 			for _, iv := range e.Intervals {
 				if iv.Note != "" {
-					pr("           %s: %s\n", iv.Method, iv.Note)
+					pr("            %s: %s\n", iv.Method, iv.Note)
 				}
 			}
+		}
+		for _, n := range np.EpisodeNotes {
+			pr("(%s)\n", n)
 		}
 		if rep := np.Report; rep != nil {
 			pr("decisions %d, effective sample size %.0f, mean weight %.4f, max weight %.4g\n", rep.N, rep.ESS, rep.MeanWeight, rep.MaxWeight)
@@ -368,7 +375,8 @@ func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budge
 			for t := range s.Steps {
 				st := &s.Steps[t]
 				_ = m.target.Probs(m.probs, st.Obs) // checked by decision
-				tr[t] = Step{Reward: st.Reward, Prob: math.Exp(st.LogP), Target: m.probs[st.Action.Index]}
+				tr[t] = Step{Reward: st.Reward, Prob: math.Exp(st.LogP), Target: m.probs[st.Action.Index],
+					Action: st.Action.Index, Obs: st.Obs, Targets: slices.Clone(m.probs)}
 			}
 			eps = append(eps, tr)
 		}
@@ -408,11 +416,11 @@ func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budge
 		}
 		m.out.NonPrivate = &NonPrivateSection{Warning: NotCovered, Report: rep}
 	case m.c.NonPrivate:
-		es, err := TrajectoryEstimates(eps, m.c.Gamma, o)
+		tr, err := Trajectories(eps, m.c.Gamma, o)
 		if err != nil {
 			return nil, err
 		}
-		m.out.NonPrivate = &NonPrivateSection{Warning: NotCovered, Episodes: es}
+		m.out.NonPrivate = &NonPrivateSection{Warning: NotCovered, Episodes: tr.Estimates, EpisodeNotes: tr.Notes}
 	}
 	return m.out, nil
 }

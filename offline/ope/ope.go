@@ -20,6 +20,14 @@
 //     above a weight threshold (Wang, Agarwal & Dudik 2017, "Optimal and
 //     Adaptive Off-policy Evaluation in Contextual Bandits").
 //
+// On logged trajectories (TrajectoryEstimates, Trajectories): EL-episode,
+// PDIS and PDWIS, and, when every step gives the target's distribution,
+// the doubly robust DR-episode (Jiang & Li 2016, "Doubly Robust Off-policy
+// Value Evaluation for Reinforcement Learning") and WDR-episode (Thomas &
+// Brunskill 2016, "Data-Efficient Off-Policy Policy Evaluation for
+// Reinforcement Learning") with a fitted-Q model cross-fitted over K folds
+// of trajectories.
+//
 // The recommended interval is EL's: the empirical-likelihood interval of
 // Karampatziakis, Mineiro & Ramdas 2020, "Empirical Likelihood for
 // Contextual Bandits" (Cressie-Read power -2 form, closed form; it matches

@@ -17,10 +17,26 @@ const (
 
 // Step is one logged step of a trajectory: its reward, the logging
 // probability of the action taken and the target's probability of it.
+// Action, Obs and Targets are optional (their zero values mean "not
+// given"); the doubly robust estimators (DR and WDR) need Targets at every
+// step, and fit their model of the target's action values on Obs.
 type Step struct {
 	Reward float64
 	Prob   float64 // in (0, 1]
-	Target float64 // in [0, 1]
+	// Target is the target's probability of the action taken, in [0, 1].
+	// With Targets given it must equal Targets[Action] (within 1e-9), or
+	// be 0, which takes Targets[Action].
+	Target float64
+	// Action is the index of the action taken, in [0, len(Targets)) when
+	// Targets is given.
+	Action int
+	// Obs are the state's public features, finite, of the same length at
+	// every step of every trajectory (nil: none).
+	Obs []float64
+	// Targets is the target's probability of every action at this state
+	// (entries in [0, 1], summing to 1 within 1e-9; the same number of
+	// actions at every step). nil: not given.
+	Targets []float64
 }
 
 // Trajectory is one logged episode, in order.
@@ -34,9 +50,15 @@ type Trajectory []Step
 type trajTerms struct {
 	n, T  int
 	gamma float64
-	rr    [][]float64 // gamma^t rho r
-	rho   [][]float64 // rho
-	ret   []float64   // each episode's discounted return sum_t gamma^t r
+	ts    []Trajectory
+	// obsDim and actions are the steps' common len(Obs) and len(Targets);
+	// drSkip says why DR and WDR cannot be computed ("" when they can:
+	// every step carries Targets).
+	obsDim, actions int
+	drSkip          string
+	rr              [][]float64 // gamma^t rho r
+	rho             [][]float64 // rho
+	ret             []float64   // each episode's discounted return sum_t gamma^t r
 }
 
 // prepareTrajectories validates the trajectories and computes the terms.
@@ -47,9 +69,12 @@ func prepareTrajectories(ts []Trajectory, gamma float64, o Options) (*trajTerms,
 	if !(gamma >= 0 && gamma <= 1) {
 		return nil, fmt.Errorf("%w: discount %v, want in [0, 1]", ErrInput, gamma)
 	}
-	tt := &trajTerms{n: len(ts), gamma: gamma, rr: make([][]float64, len(ts)), rho: make([][]float64, len(ts)), ret: make([]float64, len(ts))}
+	tt := &trajTerms{n: len(ts), gamma: gamma, ts: ts, rr: make([][]float64, len(ts)), rho: make([][]float64, len(ts)), ret: make([]float64, len(ts)), obsDim: -1}
 	for _, tr := range ts {
 		tt.T = max(tt.T, len(tr))
+	}
+	if err := tt.checkStates(); err != nil {
+		return nil, err
 	}
 	for i, tr := range ts {
 		if len(tr) == 0 {
@@ -58,6 +83,9 @@ func prepareTrajectories(ts []Trajectory, gamma float64, o Options) (*trajTerms,
 		rho, disc := 1.0, 1.0
 		tt.rr[i], tt.rho[i] = make([]float64, tt.T), make([]float64, tt.T)
 		for t, s := range tr {
+			if s.Target == 0 && len(s.Targets) > 0 {
+				s.Target = s.Targets[s.Action] // checked by checkStates
+			}
 			switch {
 			case !(s.Prob > 0 && s.Prob <= 1):
 				return nil, fmt.Errorf("%w: trajectory %d step %d: logging probability %v, want in (0, 1]", ErrInput, i, t, s.Prob)
@@ -77,6 +105,62 @@ func prepareTrajectories(ts []Trajectory, gamma float64, o Options) (*trajTerms,
 		}
 	}
 	return tt, nil
+}
+
+// checkStates validates the optional Action, Obs and Targets of every
+// step and sets obsDim, actions and drSkip.
+func (tt *trajTerms) checkStates() error {
+	for i, tr := range tt.ts {
+		for t, s := range tr {
+			at := func(format string, args ...any) error {
+				return fmt.Errorf("%w: trajectory %d step %d: %s", ErrInput, i, t, fmt.Sprintf(format, args...))
+			}
+			if tt.obsDim < 0 {
+				tt.obsDim = len(s.Obs)
+			}
+			if len(s.Obs) != tt.obsDim {
+				return at("%d observation features, want %d as in the first step", len(s.Obs), tt.obsDim)
+			}
+			for j, v := range s.Obs {
+				if !finite(v) {
+					return at("observation feature %d is %v, want finite", j, v)
+				}
+			}
+			if s.Action < 0 {
+				return at("action %d, want >= 0", s.Action)
+			}
+			if len(s.Targets) == 0 {
+				if tt.drSkip == "" {
+					tt.drSkip = fmt.Sprintf("DR and WDR not computed: trajectory %d step %d does not give the target's probability of every action (Step.Targets)", i, t)
+				}
+				continue
+			}
+			if tt.actions == 0 {
+				tt.actions = len(s.Targets)
+			}
+			if len(s.Targets) != tt.actions {
+				return at("target probabilities of %d actions, want %d as in the first step giving them", len(s.Targets), tt.actions)
+			}
+			sum := 0.0
+			for a, p := range s.Targets {
+				if !(p >= 0 && p <= 1) {
+					return at("target probability %v of action %d, want in [0, 1]", p, a)
+				}
+				sum += p
+			}
+			if math.Abs(sum-1) > 1e-9 {
+				return at("target probabilities sum to %v, want 1 (within 1e-9)", sum)
+			}
+			if s.Action >= len(s.Targets) {
+				return at("action %d outside the %d actions of Targets", s.Action, len(s.Targets))
+			}
+			if s.Target != 0 && math.Abs(s.Target-s.Targets[s.Action]) > 1e-9 {
+				return at("target probability %v of the action taken, but Targets[%d] = %v", s.Target, s.Action, s.Targets[s.Action])
+			}
+		}
+	}
+	tt.obsDim = max(tt.obsDim, 0)
+	return nil
 }
 
 // pdis is per-decision importance sampling over the trajectories idx (with
@@ -139,13 +223,47 @@ func (tt *trajTerms) pdwisInfluence() []float64 {
 	return psi
 }
 
-// TrajectoryEstimates estimates the target's discounted return per episode
-// from logged trajectories: PDIS and PDWIS, each with its Wald interval (PDIS
-// on its per-trajectory terms, PDWIS on its delta-method influence terms)
-// and, unless Options.Bootstrap is negative, the percentile bootstrap over
-// trajectories. Rewards must lie in the declared range. Non-private, like
-// Evaluate.
+// TrajectoryResult is the trajectory estimates and what was left out.
+type TrajectoryResult struct {
+	Estimates []Estimate `json:"estimates"`
+	// Notes say which estimators were not computed and why.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// TrajectoryEstimates estimates the target's discounted return per
+// episode from logged trajectories: EL-episode, PDIS, PDWIS and, when
+// every step gives Targets, DR-episode and WDR-episode (see
+// Trajectories, which also says when they were left out).
 func TrajectoryEstimates(ts []Trajectory, gamma float64, opt Options) ([]Estimate, error) {
+	r, err := Trajectories(ts, gamma, opt)
+	if err != nil {
+		return nil, err
+	}
+	return r.Estimates, nil
+}
+
+// Trajectories estimates the target's discounted return per episode from
+// logged trajectories, in this order: EL-episode (episodeEL), PDIS and
+// PDWIS, each with its Wald interval (PDIS on its per-trajectory terms,
+// PDWIS on its delta-method influence terms) and, unless
+// Options.Bootstrap is negative, the percentile bootstrap over
+// trajectories; then, when every step gives the target's probability of
+// every action (Step.Targets), the doubly robust DR-episode (Jiang & Li
+// 2016) and WDR-episode (Thomas & Brunskill 2016), with their action-value
+// model fitted by fitted-Q evaluation on the steps' Obs and cross-fitted
+// over Options.Folds folds of trajectories, their Wald intervals (DR on
+// its per-trajectory terms, WDR on its delta-method influence terms) and
+// the percentile bootstrap over trajectories with the cross-fitted model
+// held fixed (noted). Without Targets at every step DR and WDR are left
+// out and a note says so. Rewards must lie in the declared range.
+// Non-private, like Evaluate.
+func Trajectories(ts []Trajectory, gamma float64, opt Options) (*TrajectoryResult, error) {
+	return trajectories(ts, gamma, opt, nil)
+}
+
+// trajectories is Trajectories with, for tests, the action-value model q
+// in place of the cross-fitted one (nil: cross-fitted).
+func trajectories(ts []Trajectory, gamma float64, opt Options, q qModel) (*TrajectoryResult, error) {
 	o, err := opt.withDefaults()
 	if err != nil {
 		return nil, err
@@ -175,29 +293,66 @@ func TrajectoryEstimates(ts []Trajectory, gamma float64, opt Options) ([]Estimat
 	pdis.Intervals = append(pdis.Intervals, waldOf(pdis.Value, per))
 	pdwis := Estimate{Estimator: EstPDWIS, Value: tt.pdwis(all, num, den)}
 	pdwis.Intervals = append(pdwis.Intervals, waldOf(pdwis.Value, tt.pdwisInfluence()))
+	res := &TrajectoryResult{}
+	type boot struct {
+		est  *Estimate
+		vals []float64
+		note string
+	}
+	var boots []boot
+	ests := []*Estimate{&pdis, &pdwis}
+	var d *drTerms
+	var drPer []float64
+	var nx, dx, ny, dy []float64
+	var dr, wdr Estimate
+	if tt.drSkip == "" {
+		if q == nil {
+			q = tt.crossFitQ(o)
+		}
+		d = tt.drTerms(q)
+		drPer = d.perTrajectory()
+		nx, dx, ny, dy = make([]float64, tt.T), make([]float64, tt.T), make([]float64, tt.T), make([]float64, tt.T)
+		dr = Estimate{Estimator: EstTrajDR, Value: drMean(drPer, all)}
+		dr.Intervals = append(dr.Intervals, waldOf(dr.Value, drPer))
+		wdr = Estimate{Estimator: EstTrajWDR, Value: d.wdr(all, nx, dx, ny, dy)}
+		wdr.Intervals = append(wdr.Intervals, waldOf(wdr.Value, d.wdrInfluence()))
+		ests = append(ests, &dr, &wdr)
+	} else {
+		res.Notes = append(res.Notes, tt.drSkip)
+	}
 	if o.Bootstrap > 0 {
-		a, b := make([]float64, o.Bootstrap), make([]float64, o.Bootstrap)
+		for k, e := range ests {
+			note := ""
+			if k >= 2 {
+				note = TrajDRNote
+			}
+			boots = append(boots, boot{e, make([]float64, o.Bootstrap), note})
+		}
 		idx := make([]int, tt.n)
-		for k := range a {
+		for k := range o.Bootstrap {
 			for i := range idx {
 				idx[i] = o.Rand.IntN(tt.n)
 			}
-			a[k], b[k] = tt.pdis(idx), tt.pdwis(idx, num, den)
+			boots[0].vals[k], boots[1].vals[k] = tt.pdis(idx), tt.pdwis(idx, num, den)
+			if d != nil {
+				boots[2].vals[k], boots[3].vals[k] = drMean(drPer, idx), d.wdr(idx, nx, dx, ny, dy)
+			}
 		}
 		alpha := 1 - o.Level
-		for _, e := range []struct {
-			est  *Estimate
-			vals []float64
-		}{{&pdis, a}, {&pdwis, b}} {
-			slices.Sort(e.vals)
-			e.est.Intervals = append(e.est.Intervals, Interval{Method: MethodBootstrap, Level: o.Level, Lo: quantile(e.vals, alpha/2), Hi: quantile(e.vals, 1-alpha/2)})
+		for _, b := range boots {
+			slices.Sort(b.vals)
+			b.est.Intervals = append(b.est.Intervals, Interval{Method: MethodBootstrap, Level: o.Level, Lo: quantile(b.vals, alpha/2), Hi: quantile(b.vals, 1-alpha/2), Note: b.note})
 		}
 	}
 	el, err := tt.episodeEL(o)
 	if err != nil {
 		return nil, err
 	}
-	return []Estimate{el, pdis, pdwis}, nil
+	res.Estimates = []Estimate{el, pdis, pdwis}
+	if d != nil {
+		res.Estimates = append(res.Estimates, dr, wdr)
+	}
+	return res, nil
 }
 
 // episodeEL is the empirical-likelihood interval (elInterval) applied to

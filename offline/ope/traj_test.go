@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,13 @@ import (
 // [0, 1]) under a logger that swims right with probability pl, recording
 // the target's probability pt of each action taken.
 func riverswimLog(t testing.TB, n int, pl, pt float64, rng *rand.Rand) []Trajectory {
+	t.Helper()
+	return riverswimSteps(t, n, pl, pt, false, rng)
+}
+
+// riverswimSteps is riverswimLog, with, when full, each step's action,
+// one-hot state (Obs) and the target's distribution (Targets).
+func riverswimSteps(t testing.TB, n int, pl, pt float64, full bool, rng *rand.Rand) []Trajectory {
 	t.Helper()
 	env, err := sims.NewRiverSwim(0.6)
 	if err != nil {
@@ -28,8 +36,13 @@ func riverswimLog(t testing.TB, n int, pl, pt float64, rng *rand.Rand) []Traject
 			if rng.Float64() < pl {
 				a, p, q = 1, pl, pt
 			}
+			st := Step{Prob: p, Target: q}
+			if full {
+				st.Action, st.Obs, st.Targets = a, slices.Clone(obs), []float64{1 - pt, pt}
+			}
 			r, term, trunc := env.Step(sims.Action{Index: a}, obs)
-			out[i] = append(out[i], Step{Reward: r, Prob: p, Target: q})
+			st.Reward = r
+			out[i] = append(out[i], st)
 			if term || trunc {
 				break
 			}
