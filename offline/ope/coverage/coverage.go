@@ -578,7 +578,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 
 // order lists the estimators: the recommended first.
 func order(e string) int {
-	return slices.Index([]string{ope.EstPrivateEL, ope.EstEL, ope.EstTrajEL, ope.EstIPS, ope.EstSNIPS, ope.EstDR, ope.EstDRos, ope.EstSwitchDR, ope.EstPDIS, ope.EstPDWIS}, e)
+	return slices.Index([]string{ope.EstPrivateEL, ope.EstEL, ope.EstTrajEL, ope.EstIPS, ope.EstSNIPS, ope.EstDR, ope.EstDRos, ope.EstSwitchDR, ope.EstPDIS, ope.EstPDWIS, ope.EstTrajDR, ope.EstTrajWDR}, e)
 }
 
 // one draws log rep of size n and scores every interval on it.

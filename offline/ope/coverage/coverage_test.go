@@ -82,7 +82,7 @@ func TestStudyRiverSwim(t *testing.T) {
 	for _, row := range r.Rows {
 		rows[row.Estimator+" "+row.Method] = row
 	}
-	for _, k := range []string{"EL-episode empirical-likelihood", "PDIS wald", "PDIS percentile-bootstrap", "PDWIS wald", "PDWIS percentile-bootstrap", "DP-EL dp-empirical-likelihood"} {
+	for _, k := range []string{"EL-episode empirical-likelihood", "PDIS wald", "PDIS percentile-bootstrap", "PDWIS wald", "PDWIS percentile-bootstrap", "DR-episode wald", "WDR-episode wald", "DP-EL dp-empirical-likelihood"} {
 		if _, ok := rows[k]; !ok {
 			t.Errorf("no row %q", k)
 		}
@@ -117,8 +117,8 @@ func TestStudyRecSys(t *testing.T) {
 			t.Errorf("row %+v: want coverage >= 0.8 and a width inside the return range", row)
 		}
 	}
-	if len(r.Rows) != 6 {
-		t.Errorf("%d rows, want 6 (EL-episode, PDIS x 2, PDWIS x 2, DP-EL)", len(r.Rows))
+	if len(r.Rows) != 10 {
+		t.Errorf("%d rows, want 10 (EL-episode, PDIS, PDWIS, DR-episode and WDR-episode x 2, DP-EL)", len(r.Rows))
 	}
 	for _, h := range []int{-1, 401} {
 		if _, err := Run(context.Background(), Config{Env: "recsys", Horizon: h}); err == nil {

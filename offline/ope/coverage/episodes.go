@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"dprl/noise"
 	"dprl/offline/ope"
@@ -15,8 +16,9 @@ import (
 // the truth), recording for every step the logger's and the target's
 // probability of the action taken.
 type episodic interface {
-	// episodes runs n episodes under the logger (logger true) or the
-	// target.
+	// episodes runs n episodes under the logger (logger true: every
+	// step carries the state's features and the target's distribution,
+	// for the doubly robust estimators) or the target.
 	episodes(n int, logger bool, rng *rand.Rand) []ope.Trajectory
 	// bound is the public bound on an episode's product of ratios.
 	bound() float64
@@ -69,8 +71,15 @@ func (s *swim) episodes(n int, logger bool, rng *rand.Rand) []ope.Trajectory {
 			if rng.Float64() < pr {
 				a, p, q = 1, pr, s.pt
 			}
+			// The state's features and the target's distribution, for the
+			// doubly robust estimators' model.
+			st := ope.Step{Action: a}
+			if logger {
+				st.Obs, st.Targets = slices.Clone(s.obs), []float64{1 - s.pt, s.pt}
+			}
 			r, term, trunc := s.env.Step(sims.Action{Index: a}, s.obs)
-			out[i] = append(out[i], ope.Step{Reward: r, Prob: p, Target: q})
+			st.Reward, st.Prob, st.Target = r, p, q
+			out[i] = append(out[i], st)
 			if term || trunc {
 				break
 			}
@@ -143,8 +152,13 @@ func (s *recsys) episodes(n int, logger bool, rng *rand.Rand) []ope.Trajectory {
 				dist = s.pl
 			}
 			a := pick(dist, rng.Float64())
+			st := ope.Step{Action: a, Prob: s.pl[a], Target: s.pt[a]}
+			if logger { // the truth's rollouts need no features
+				st.Obs, st.Targets = slices.Clone(s.obs), slices.Clone(s.pt)
+			}
 			r, term, trunc := s.env.Step(sims.Action{Index: a}, s.obs)
-			tr = append(tr, ope.Step{Reward: r, Prob: s.pl[a], Target: s.pt[a]})
+			st.Reward = r
+			tr = append(tr, st)
 			if term || trunc {
 				break
 			}
@@ -219,8 +233,9 @@ func setupEpisodes(c *Config, newEnv func(*Config) (episodic, error)) (*Result, 
 }
 
 // oneEpisodes draws log rep of n episodes and scores its intervals:
-// EL-episode, PDIS and PDWIS non-private, the private audit of whole
-// episodes at each epsilon (the return range [0, top]).
+// EL-episode, PDIS, PDWIS, DR-episode and WDR-episode non-private, the
+// private audit of whole episodes at each epsilon (the return range [0,
+// top]).
 func oneEpisodes(s episodic, c *Config, n, rep int, zs map[float64]float64) (outcome, error) {
 	rng := rand.New(rand.NewPCG(c.Seed^uint64(n)<<32, uint64(rep)))
 	eps := s.episodes(n, true, rng)

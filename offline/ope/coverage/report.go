@@ -48,7 +48,7 @@ func (r *Result) WriteText(w io.Writer) error {
 func plotted(r Row) bool {
 	switch r.Estimator + " " + r.Method {
 	case "EL empirical-likelihood", "IPS wald", "IPS percentile-bootstrap", "SNIPS wald", "DR wald",
-		"EL-episode empirical-likelihood", "PDIS wald", "PDIS percentile-bootstrap", "PDWIS wald":
+		"EL-episode empirical-likelihood", "PDIS wald", "PDIS percentile-bootstrap", "PDWIS wald", "DR-episode wald", "WDR-episode wald":
 		return true
 	}
 	return r.Epsilon > 0
