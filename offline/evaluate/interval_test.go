@@ -213,6 +213,9 @@ func TestGPOPEIntervalCoverage(t *testing.T) {
 				}
 			}
 		}
+		if spec := os.Getenv("DPRL_GPOPE_CI_SETTINGS"); spec != "" {
+			settings = parseCISettings(t, spec)
+		}
 		reps := 200
 		if v, err := strconv.Atoi(os.Getenv("DPRL_GPOPE_CI_REPS")); err == nil && v > 0 {
 			reps = v
@@ -220,13 +223,13 @@ func TestGPOPEIntervalCoverage(t *testing.T) {
 		logRows(t, chainIntervalStudy(t, settings, reps, 1))
 		return
 	}
-	reps := 60
+	reps := 40
 	if raceEnabled || testing.Short() {
 		reps = 20
 	}
 	settings := []ciSetting{
-		{N: 400, Splits: 5, Epsilon: 1, Iters: 100, Step: 4, Clip: 0.05, Batch: 20},
-		{N: 400, Splits: 5, Epsilon: 5, Iters: 100, Step: 4, Clip: 0.05, Batch: 20},
+		{N: 400, Splits: 5, Epsilon: 1, Iters: 100, Step: 4, Clip: 0.05, Batch: 10},
+		{N: 400, Splits: 5, Epsilon: 5, Iters: 100, Step: 4, Clip: 0.05, Batch: 10},
 	}
 	rows := chainIntervalStudy(t, settings, reps, 7)
 	logRows(t, rows)
@@ -238,4 +241,19 @@ func TestGPOPEIntervalCoverage(t *testing.T) {
 	if !(rows[0].Width > rows[1].Width) {
 		t.Errorf("mean width %.4g at epsilon 1, %.4g at epsilon 5: want wider at 1", rows[0].Width, rows[1].Width)
 	}
+}
+
+// parseCISettings parses "n,B,eps,T,alpha,clip,batch" settings separated
+// by semicolons (DPRL_GPOPE_CI_SETTINGS).
+func parseCISettings(t *testing.T, spec string) []ciSetting {
+	t.Helper()
+	var out []ciSetting
+	for _, f := range strings.Split(spec, ";") {
+		var s ciSetting
+		if _, err := fmt.Sscanf(f, "%d,%d,%g,%d,%g,%g,%g", &s.N, &s.Splits, &s.Epsilon, &s.Iters, &s.Step, &s.Clip, &s.Batch); err != nil {
+			t.Fatalf("DPRL_GPOPE_CI_SETTINGS %q: %v", f, err)
+		}
+		out = append(out, s)
+	}
+	return out
 }
