@@ -119,6 +119,9 @@ func chainIntervalStudy(t *testing.T, settings []ciSetting, reps int, seed uint6
 	}
 	beh := r.target // the uniform behaviour is the uniform target: on-policy
 	for rep := range reps {
+		if rep > 0 && rep%20 == 0 {
+			t.Logf("%d of %d logs", rep, reps)
+		}
 		drng := rand.New(rand.NewPCG(seed, uint64(rep)))
 		sessions := make([]sessionlog.Session, maxN)
 		for i := range sessions {
