@@ -87,7 +87,7 @@ type Config struct {
 	PublicNGiven bool
 	// IntervalSplits is the number B of disjoint random parts of gpope's
 	// subsample-and-aggregate interval for the start value (0: no
-	// interval); IntervalLevel its level.
+	// interval); IntervalLevel its level (0: 0.95).
 	IntervalSplits int     `flag:"interval-splits" usage:"gpope with --env: split the log at random into B >= 2 disjoint parts, run gpope on each (noise for a part's public n/B trajectories; one part's cost by parallel composition) and release the parts' start values with their mean's Student-t interval (0: no interval)"`
 	IntervalLevel  float64 `flag:"interval-level" default:"0.95" usage:"gpope: the level of the --interval-splits interval"`
 	// Actions is the public number of discrete actions (0: from Env, or
@@ -522,7 +522,7 @@ func (c *Config) Validate() error {
 		case c.IntervalSplits >= 2 && c.Curve:
 			add("{Curve} draws one run's iterations; with {IntervalSplits} %d there are %d runs", c.IntervalSplits, c.IntervalSplits)
 		}
-		if !(c.IntervalLevel > 0 && c.IntervalLevel < 1) {
+		if c.IntervalLevel != 0 && !(c.IntervalLevel > 0 && c.IntervalLevel < 1) {
 			add("{IntervalLevel} %v: want 0 < level < 1", c.IntervalLevel)
 		}
 	} else {
@@ -635,7 +635,11 @@ func fillGuarantee(c *Config, e ledger.Entry, out *Result) error {
 		out.NoiseMultiplier, out.Iters, out.Clip, out.Batch, out.rate = ev.Z, ev.Steps, c.Clip, c.Batch, ev.Q
 		out.NTrajectories = e.Participants
 		if b := c.IntervalSplits; b >= 2 {
-			out.Interval = &Interval{Method: IntervalMethod, Level: c.IntervalLevel, Splits: b, PartN: e.Participants / b, Covers: IntervalCovers}
+			level := c.IntervalLevel
+			if level == 0 {
+				level = 0.95
+			}
+			out.Interval = &Interval{Method: IntervalMethod, Level: level, Splits: b, PartN: e.Participants / b, Covers: IntervalCovers}
 		}
 		if c.PublicN > 0 {
 			out.NSource = "--n (public)"

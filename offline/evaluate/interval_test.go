@@ -226,18 +226,19 @@ func TestGPOPEIntervalCoverage(t *testing.T) {
 		logRows(t, chainIntervalStudy(t, settings, reps, 1))
 		return
 	}
-	reps := 40
+	// Every draw is seeded: the outcome is the same at every run.
+	reps, minCover := 40, 0.8
 	if raceEnabled || testing.Short() {
-		reps = 20
+		reps, minCover = 8, 0.75
 	}
 	settings := []ciSetting{
-		{N: 400, Splits: 5, Epsilon: 1, Iters: 100, Step: 4, Clip: 0.05, Batch: 10},
-		{N: 400, Splits: 5, Epsilon: 5, Iters: 100, Step: 4, Clip: 0.05, Batch: 10},
+		{N: 300, Splits: 5, Epsilon: 1, Iters: 60, Step: 4, Clip: 0.05, Batch: 6},
+		{N: 300, Splits: 5, Epsilon: 5, Iters: 60, Step: 4, Clip: 0.05, Batch: 6},
 	}
 	rows := chainIntervalStudy(t, settings, reps, 7)
 	logRows(t, rows)
 	for _, r := range rows {
-		if r.CoverEV < 0.8 {
+		if r.CoverEV < minCover {
 			t.Errorf("%v: the 95%% interval covers E[v_b] = %.4f in %.2f of %d logs", r.Setting, r.EV, r.CoverEV, r.Reps)
 		}
 	}
