@@ -28,7 +28,8 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineFlags[evaluate.Config]
 	ec.EpsilonGiven, ec.DeltaGiven, ec.PublicNGiven, ec.ActionsGiven = fl.Changed("epsilon"), fl.Changed("delta"), fl.Changed("n"), fl.Changed("actions")
 	prog := a.task("gpope")
 	defer prog.Finish()
-	ec.Progress = func(t int) { prog.Update(progress.Report{Done: int64(t), Total: int64(ec.Iters), Unit: "steps"}) }
+	total := int64(ec.Iters) * int64(max(1, ec.IntervalSplits)) // every part's steps
+	ec.Progress = func(t int) { prog.Update(progress.Report{Done: int64(t), Total: total, Unit: "steps"}) }
 	m, opt, err := evaluate.New(ec)
 	if err != nil {
 		return fieldUsage("", f.fl, err)

@@ -232,6 +232,72 @@ func TestOfflineGTD2Runs(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "empirical (eval data)") {
 		t.Errorf("mountaincar dp-lsw: %d %s %s", code, out, stderr)
 	}
+
+	// gpope's interval: B = 5 parts of the 300 trajectories, each run at
+	// the rate batch / (300/5); one ledger entry, recording that one part's
+	// event, which ledger verify recomputes.
+	ledCI := filepath.Join(fx.dir, "ledger-ci")
+	ci := []string{"offline", "gtd2", "--data", fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular",
+		"--epsilon", "1", "--delta", "1e-5", "--iters", "100", "--step-size", "4", "--clip", "0.05", "--batch", "10",
+		"--interval-splits", "5", "--seed", "4", "--ledger", ledCI}
+	code, out, stderr = runCLI(t, append(ci, "--json")...)
+	var cr struct {
+		Value    float64   `json:"value"`
+		Weights  []float64 `json:"weights"`
+		N        int       `json:"n_trajectories"`
+		Interval struct {
+			Method     string    `json:"method"`
+			Level      float64   `json:"level"`
+			Splits     int       `json:"splits"`
+			PartN      int       `json:"n_per_part"`
+			Mean       float64   `json:"mean"`
+			Low        float64   `json:"low"`
+			High       float64   `json:"high"`
+			PartValues []float64 `json:"part_values"`
+			Covers     string    `json:"covers"`
+		} `json:"interval"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &cr) != nil {
+		t.Fatalf("interval run: %d %s %s", code, out, stderr)
+	}
+	iv := cr.Interval
+	var sum float64
+	for _, v := range iv.PartValues {
+		sum += v
+	}
+	if iv.Method != "subsample-and-aggregate t" || iv.Level != 0.95 || iv.Splits != 5 || iv.PartN != 60 || cr.N != 300 || len(iv.PartValues) != 5 ||
+		math.Abs(sum/5-iv.Mean) > 1e-12 || cr.Value != iv.Mean || !(iv.Low < iv.Mean && iv.Mean < iv.High) || !strings.Contains(iv.Covers, "bias") {
+		t.Errorf("interval run: %s", out)
+	}
+	var shown struct {
+		Entries []struct {
+			Participants int `json:"participants"`
+			Events       []struct {
+				Q     float64 `json:"q"`
+				Steps int     `json:"steps"`
+			} `json:"events"`
+		} `json:"entries"`
+	}
+	code, out, stderr = runCLI(t, "ledger", "show", "--data", ledCI, "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil {
+		t.Fatalf("ledger show: %d %s %s", code, out, stderr)
+	}
+	if len(shown.Entries) != 1 || len(shown.Entries[0].Events) != 1 || shown.Entries[0].Events[0].Q != 10.0/60 || shown.Entries[0].Events[0].Steps != 100 ||
+		shown.Entries[0].Participants != 300 {
+		t.Errorf("ledger of the interval run: %s", out)
+	}
+	if code, out, stderr := runCLI(t, "ledger", "verify", "--data", ledCI); code != 0 || !strings.Contains(out, "ledger OK: 1 entries") {
+		t.Errorf("ledger verify: %d %q %q", code, out, stderr)
+	}
+	// The text output names the interval's method and what it covers.
+	code, out, stderr = runCLI(t, ci...)
+	if code != 0 || !strings.Contains(out, "interval:    [") || !strings.Contains(out, "95%, subsample-and-aggregate t over 5 disjoint random parts of n/B = 60 trajectories") ||
+		!strings.Contains(out, "parts:       [") || !strings.Contains(out, "in each of 5 parts: z = ") {
+		t.Errorf("interval text: %d %s %s", code, out, stderr)
+	}
+	if code, out, stderr := runCLI(t, "ledger", "verify", "--data", ledCI); code != 0 || !strings.Contains(out, "ledger OK: 2 entries") {
+		t.Errorf("ledger verify after two interval runs: %d %q %q", code, out, stderr)
+	}
 }
 
 func TestOfflineGTD2Refusals(t *testing.T) {
@@ -262,6 +328,16 @@ func TestOfflineGTD2Refusals(t *testing.T) {
 		{"env mismatch", base(fx.mc, "--env", "chain", "--target", "uniform", "--features", "raw"), 1, "obs"},
 		{"budget exceeded", base(fx.chain, "--target", "uniform", "--features", "tabular", "--dataset-epsilon", "0.5"), 1, "budget exceeded"},
 		{"dp-lsw epsilon", base(fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular", "--method", "dp-lsw", "--epsilon", "2"), 2, "epsilon <= 1"},
+		// gpope's interval (the chain log has 300 records).
+		{"interval one part", base(fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular", "--interval-splits", "1"), 2, "--interval-splits 1: an interval needs at least 2 parts"},
+		{"interval negative", base(fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular", "--interval-splits", "-3"), 2, "--interval-splits -3: want 0 (no interval) or a number of parts >= 2"},
+		{"interval over n/2", base(fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular", "--interval-splits", "151"), 2, "--interval-splits 151: more than n/2 parts of the n = 300 trajectories"},
+		{"interval over public n/2", base(fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular", "--interval-splits", "6", "--n", "10"), 2, "--interval-splits 6: more than n/2 parts of the n = 10 trajectories"},
+		{"interval parts below the batch", base(fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular", "--interval-splits", "40", "--batch", "10"), 2, "--batch 10 exceeds a part's n/B = 7 trajectories (--interval-splits 40 of n = 300)"},
+		{"interval without env", base(fx.chain, "--target", "uniform", "--features", "tabular", "--interval-splits", "5"), 2, "--interval-splits needs --env"},
+		{"interval with dp-lsw", base(fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular", "--method", "dp-lsw", "--interval-splits", "5"), 2, "--interval-splits is gpope's interval; --method dp-lsw has none"},
+		{"interval with plot", base(fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular", "--interval-splits", "5", "--plot", filepath.Join(fx.dir, "x.png")), 2, "--plot draws one run's iterations"},
+		{"interval level", base(fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular", "--interval-splits", "5", "--interval-level", "1"), 2, "--interval-level 1: want 0 < level < 1"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -445,12 +521,16 @@ func dataLeaks(a1, a2, b1, b2 map[string]string, noised func(key string) bool) [
 // noisedJSON accepts the noised outputs of the JSON result: the weights and
 // what is post-processing of them (value, MSPBE).
 func noisedJSON(k string) bool {
-	return k == "value" || k == "mspbe" || (strings.HasPrefix(k, "weights[") && k != "weights.len")
+	switch k {
+	case "value", "mspbe", "interval.mean", "interval.low", "interval.high":
+		return true
+	}
+	return strings.HasPrefix(k, "weights[") || strings.HasPrefix(k, "interval.part_values[")
 }
 
 // noisedText accepts the tokens of the text lines of the noised outputs.
 func noisedText(k string) bool {
-	for _, l := range []string{`"value:"`, `"MSPBE:"`, `"weights:"`} {
+	for _, l := range []string{`"value:"`, `"MSPBE:"`, `"weights:"`, `"interval:"`, `"parts:"`} {
 		if strings.Contains(k, " "+l+" ") {
 			return true
 		}
@@ -474,6 +554,7 @@ func TestOfflineGTD2NeighboursIndistinguishable(t *testing.T) {
 	}{
 		{"gpope, one trajectory added (logp -800), public --n", nl.x, nl.added, append(append([]string(nil), gp...), "--n", n)},
 		{"gpope, one trajectory replaced (logp -700, reward 1e300), n = the log's size", nl.x, nl.replaced, gp},
+		{"gpope's interval, one trajectory added (logp -800), public --n", nl.x, nl.added, append(append([]string(nil), gp...), "--n", n, "--interval-splits", "3")},
 		{"dp-lsw, one trajectory added (reward 1e300)", nl.x, nl.huge, []string{"--env", "chain", "--target", "uniform", "--features", "tabular", "--method", "dp-lsw", "--epsilon", "1", "--delta", "1e-6"}},
 	}
 	run := 0

@@ -85,6 +85,11 @@ type Config struct {
 	// count, vouched public); PublicNGiven says it was given.
 	PublicN      int `flag:"n" usage:"gpope: the public number of trajectories the sampling rate batch/n is computed from (default: the log's record count, which you then vouch is public)"`
 	PublicNGiven bool
+	// IntervalSplits is the number B of disjoint random parts of gpope's
+	// subsample-and-aggregate interval for the start value (0: no
+	// interval); IntervalLevel its level (0: 0.95).
+	IntervalSplits int     `flag:"interval-splits" usage:"gpope with --env: split the log at random into B >= 2 disjoint parts, run gpope on each (noise for a part's public n/B trajectories; one part's cost by parallel composition) and release the parts' start values with their mean's Student-t interval (0: no interval)"`
+	IntervalLevel  float64 `flag:"interval-level" default:"0.95" usage:"gpope: the level of the --interval-splits interval"`
 	// Actions is the public number of discrete actions (0: from Env, or
 	// learned from the log by a non-private run); ActionsGiven says it was
 	// given.
@@ -128,7 +133,7 @@ type ConfigError = fielderr.Error
 
 // fieldNames are the Config fields a ConfigError may name.
 var fieldNames = fielderr.Fields{"Data", "EvalData", "Target", "Behavior", "Features", "Method", "Epsilon", "Delta", "Iters", "StepSize",
-	"Clip", "Batch", "PublicN", "Actions", "Gamma", "Ridge", "Env", "NonPrivate", "Low", "High", "Grid", "RewardLow", "RewardHigh", "Curve"}
+	"Clip", "Batch", "PublicN", "IntervalSplits", "IntervalLevel", "Actions", "Gamma", "Ridge", "Env", "NonPrivate", "Low", "High", "Grid", "RewardLow", "RewardHigh", "Curve"}
 
 // configErrorf returns a ConfigError; {Field} in format names a field.
 func configErrorf(format string, args ...any) error { return fieldNames.Errorf(format, args...) }
@@ -174,6 +179,10 @@ type Result struct {
 	Batch           float64 `json:"batch,omitempty"`
 	NTrajectories   int     `json:"n_trajectories,omitempty"`
 	NSource         string  `json:"n_source,omitempty"`
+	// Interval is gpope's subsample-and-aggregate interval for Value
+	// (--interval-splits; Value is then its mean and Weights the mean of the
+	// parts' weights).
+	Interval *Interval `json:"interval,omitempty"`
 	// rate is the sampling rate batch/n charged (printed as batch and n).
 	rate float64
 	// dp-lsw: the public reward bounds and return range W.
@@ -503,12 +512,28 @@ func (c *Config) Validate() error {
 		if c.PublicNGiven && c.PublicN < 1 {
 			add("{PublicN} %d: want the public number of trajectories, >= 1", c.PublicN)
 		}
+		switch {
+		case c.IntervalSplits < 0:
+			add("{IntervalSplits} %d: want 0 (no interval) or a number of parts >= 2", c.IntervalSplits)
+		case c.IntervalSplits == 1:
+			add("{IntervalSplits} 1: an interval needs at least 2 parts (0 turns it off)")
+		case c.IntervalSplits >= 2 && c.Env == "":
+			add("{IntervalSplits} needs {Env}: the interval is for the value at the environment's public start distribution")
+		case c.IntervalSplits >= 2 && c.Curve:
+			add("{Curve} draws one run's iterations; with {IntervalSplits} %d there are %d runs", c.IntervalSplits, c.IntervalSplits)
+		}
+		if c.IntervalLevel != 0 && !(c.IntervalLevel > 0 && c.IntervalLevel < 1) {
+			add("{IntervalLevel} %v: want 0 < level < 1", c.IntervalLevel)
+		}
 	} else {
 		if c.Curve {
 			add("{Curve} draws the gpope iterations; {Method} %s has none", c.Method)
 		}
 		if c.PublicNGiven {
 			add("{PublicN} is gpope's public number of trajectories; {Method} %s does not use it", c.Method)
+		}
+		if c.IntervalSplits != 0 {
+			add("{IntervalSplits} is gpope's interval; {Method} %s has none", c.Method)
 		}
 	}
 	if c.Method == DPLSW && c.Epsilon > 1 {
@@ -536,6 +561,18 @@ func entry(c *Config, counted int, ds budget.Dataset) (ledger.Entry, error) {
 		if q > 1 {
 			return e, configErrorf("{Batch} %v exceeds the n = %d trajectories", c.Batch, n)
 		}
+		if b := c.IntervalSplits; b >= 2 {
+			// Each part runs with the sampling rate batch/n_b of its public
+			// size n_b = floor(n/B); the parts are disjoint, so the run
+			// costs one part's (parallel composition).
+			if 2*b > n {
+				return e, configErrorf("{IntervalSplits} %d: more than n/2 parts of the n = %d trajectories (each part needs at least 2)", b, n)
+			}
+			nb := n / b
+			if q = c.Batch / float64(nb); q > 1 {
+				return e, configErrorf("{Batch} %v exceeds a part's n/B = %d trajectories ({IntervalSplits} %d of n = %d): give fewer parts or a smaller batch", c.Batch, nb, b, n)
+			}
+		}
 		e.Method = accountant.MethodPLD
 		acc := accountant.PLD{}
 		z, err := accountant.Calibrate(acc, c.Epsilon, c.Delta, q, c.Iters)
@@ -552,6 +589,10 @@ func entry(c *Config, counted int, ds budget.Dataset) (ledger.Entry, error) {
 			return e, err
 		}
 		e.Mechanism = fmt.Sprintf("gpope: %d steps of clipped (C=%g) primal-dual GTD2 gradients of a Poisson sample (q=%.4g = batch %g / public n %d) + Gaussian noise", c.Iters, c.Clip, q, c.Batch, n)
+		if b := c.IntervalSplits; b >= 2 {
+			e.Mechanism = fmt.Sprintf("gpope, subsample and aggregate over %d disjoint random parts (parallel composition: one part's cost), each: %d steps of clipped (C=%g) primal-dual GTD2 gradients of a Poisson sample (q=%.4g = batch %g / public n_b %d = n %d / %d) + Gaussian noise",
+				b, c.Iters, c.Clip, q, c.Batch, n/b, n, b)
+		}
 		e.Events = []accountant.Event{ev}
 		e.Epsilon, e.Delta = g.Epsilon, c.Delta
 	case DPLSW:
@@ -593,6 +634,13 @@ func fillGuarantee(c *Config, e ledger.Entry, out *Result) error {
 		}
 		out.NoiseMultiplier, out.Iters, out.Clip, out.Batch, out.rate = ev.Z, ev.Steps, c.Clip, c.Batch, ev.Q
 		out.NTrajectories = e.Participants
+		if b := c.IntervalSplits; b >= 2 {
+			level := c.IntervalLevel
+			if level == 0 {
+				level = 0.95
+			}
+			out.Interval = &Interval{Method: IntervalMethod, Level: level, Splits: b, PartN: e.Participants / b, Covers: IntervalCovers}
+		}
 		if c.PublicN > 0 {
 			out.NSource = "--n (public)"
 		} else {
@@ -924,6 +972,56 @@ func chainTable(p policies.Policy, n int) ([][]float64, error) {
 	return out, nil
 }
 
+// gpopeInterval runs GPOPE on out.Interval.Splits random parts of src
+// (cfg's rate is a part's, from the ledger entry) and fills the interval
+// from the parts' start values, and out.Weights with the mean of the
+// parts' weights.
+func (r *run) gpopeInterval(src gtd2.Trajectories, cfg gtd2.Config, out *Result, rng *mrand.Rand) error {
+	iv := out.Interval
+	var parts []gtd2.Result
+	var err error
+	if np := out.NonPrivate; np != nil {
+		var diag gtd2.Diagnostics
+		parts, diag, err = gtd2.GPOPEPartsWithDiagnostics(src, cfg, iv.Splits, rng)
+		np.GPOPE = &diag
+	} else {
+		parts, err = gtd2.GPOPEParts(src, cfg, iv.Splits, rng)
+	}
+	if err != nil {
+		return fmt.Errorf("dataset: %w", err)
+	}
+	values, mean, err := r.partValues(parts)
+	if err != nil {
+		return err
+	}
+	iv.PartValues = values
+	if iv.Mean, iv.Low, iv.High, err = TInterval(values, iv.Level); err != nil {
+		return err
+	}
+	out.Weights = mean
+	return nil
+}
+
+// partValues returns the parts' start values and their mean weights.
+func (r *run) partValues(parts []gtd2.Result) (values, mean []float64, err error) {
+	mean = make([]float64, len(parts[0].Theta))
+	values = make([]float64, len(parts))
+	for b, p := range parts {
+		v, _, err := r.startValue(p.Theta)
+		if err != nil {
+			return nil, nil, err
+		}
+		if v == nil {
+			return nil, nil, errors.New("the interval needs the environment's start distribution")
+		}
+		values[b] = *v
+		for k, x := range p.Theta {
+			mean[k] += x / float64(len(parts))
+		}
+	}
+	return values, mean, nil
+}
+
 // startValue returns theta . mean phi over the environment's public start
 // distribution (chain: uniform over the non-terminal states; otherwise 1000
 // resets drawn with a fixed public seed), and for chain the true value.
@@ -1049,9 +1147,11 @@ func (r *run) compute(out *Result) error {
 		cfg := gtd2.Config{Iters: out.Iters, StepSize: c.StepSize, Diminishing: c.Diminishing, Clip: out.Clip, Z: out.NoiseMultiplier,
 			Q: out.rate, Batch: out.Batch}
 		every := max(1, c.Iters/200)
+		done := 0 // steps over all parts
 		cfg.Observe = func(t int, theta []float64) {
+			done++
 			if c.Progress != nil {
-				c.Progress(t)
+				c.Progress(done)
 			}
 			if c.Curve && (t%every == 0 || t == c.Iters) {
 				if e, err := gtd2.MSPBE(*plotMom, theta); err == nil {
@@ -1067,6 +1167,12 @@ func (r *run) compute(out *Result) error {
 		src, err := gtd2.NewOnDemand(rr, r.feats, r.tp, c.Gamma)
 		if err != nil {
 			return r.failed(err)
+		}
+		if out.Interval != nil {
+			if err := r.gpopeInterval(src, cfg, out, rng); err != nil {
+				return r.failed(err)
+			}
+			break
 		}
 		var res gtd2.Result
 		if np != nil {
@@ -1117,6 +1223,11 @@ func (r *run) compute(out *Result) error {
 	}
 	if out.Value, out.TrueValue, err = r.startValue(out.Weights); err != nil {
 		return err
+	}
+	if iv := out.Interval; iv != nil {
+		// The value of the mean weights is the mean of the parts' values
+		// (StartValue is linear in theta); print the aggregate's own mean.
+		out.Value = &iv.Mean
 	}
 	if c.Curve {
 		out.CurveKind = plotKind

@@ -25,6 +25,11 @@ func (o *Result) WriteText(w io.Writer) error {
 	} else {
 		fmt.Fprintln(&b, "value:       - (give --env for a public start distribution)")
 	}
+	if iv := o.Interval; iv != nil {
+		fmt.Fprintf(&b, "interval:    [%.6g, %.6g] %g%%, %s over %d disjoint random parts of n/B = %d trajectories; covers %s\n",
+			iv.Low, iv.High, 100*iv.Level, iv.Method, iv.Splits, iv.PartN, iv.Covers)
+		fmt.Fprintf(&b, "parts:       %s (each part's value)\n", fmtVec(iv.PartValues))
+	}
 	if o.MSPBE != nil {
 		fmt.Fprintf(&b, "MSPBE:       %.6g, %s\n", *o.MSPBE, o.MSPBEKind)
 	} else {
@@ -36,7 +41,12 @@ func (o *Result) WriteText(w io.Writer) error {
 	} else {
 		fmt.Fprintf(&b, "privacy:     (%s, %g)-DP per trajectory (added or removed), %s\n", accountant.FormatEpsilon(o.Epsilon), o.Delta, o.Accountant)
 		if o.Method == string(GPOPE) {
-			fmt.Fprintf(&b, "noise:       z = %.4g on clip %g, %d steps, Poisson sampling of expected batch %g of n = %d trajectories\n", o.NoiseMultiplier, o.Clip, o.Iters, o.Batch, o.NTrajectories)
+			if iv := o.Interval; iv != nil {
+				fmt.Fprintf(&b, "noise:       in each of %d parts: z = %.4g on clip %g, %d steps, Poisson sampling of expected batch %g of n/B = %d of the n = %d trajectories; the parts are disjoint, so the run costs one part's (parallel composition)\n",
+					iv.Splits, o.NoiseMultiplier, o.Clip, o.Iters, o.Batch, iv.PartN, o.NTrajectories)
+			} else {
+				fmt.Fprintf(&b, "noise:       z = %.4g on clip %g, %d steps, Poisson sampling of expected batch %g of n = %d trajectories\n", o.NoiseMultiplier, o.Clip, o.Iters, o.Batch, o.NTrajectories)
+			}
 			fmt.Fprintf(&b, "public n:    %s\n", o.NSource)
 		} else {
 			fmt.Fprintf(&b, "noise:       Gaussian on a smooth sensitivity bound, from public reward bounds [%g, %g] (return range %.4g); its scale depends on the data and is not released\n", o.RewardBounds[0], o.RewardBounds[1], o.ReturnRange)
