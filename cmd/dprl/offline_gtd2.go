@@ -26,6 +26,9 @@ func runOfflineGTD2(a *app, cmd *cobra.Command, f *offlineFlags[evaluate.Config]
 	fl, ec := cmd.Flags(), f.cfg
 	ec.Curve, ec.Seeded = f.plot != "", fl.Changed("seed")
 	ec.EpsilonGiven, ec.DeltaGiven, ec.PublicNGiven, ec.ActionsGiven = fl.Changed("epsilon"), fl.Changed("delta"), fl.Changed("n"), fl.Changed("actions")
+	if fl.Changed("interval-level") && ec.IntervalSplits == 0 {
+		return usagef("--interval-level is the level of the --interval-splits interval: give --interval-splits B (B >= 2) too")
+	}
 	prog := a.task("gpope")
 	defer prog.Finish()
 	total := int64(ec.Iters) * int64(max(1, ec.IntervalSplits)) // every part's steps

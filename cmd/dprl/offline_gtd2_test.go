@@ -330,6 +330,7 @@ func TestOfflineGTD2Refusals(t *testing.T) {
 		{"dp-lsw epsilon", base(fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular", "--method", "dp-lsw", "--epsilon", "2"), 2, "epsilon <= 1"},
 		// gpope's interval (the chain log has 300 records).
 		{"interval one part", base(fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular", "--interval-splits", "1"), 2, "--interval-splits 1: an interval needs at least 2 parts"},
+		{"interval level alone", base(fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular", "--interval-level", "0.9"), 2, "--interval-level is the level of the --interval-splits interval"},
 		{"interval negative", base(fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular", "--interval-splits", "-3"), 2, "--interval-splits -3: want 0 (no interval) or a number of parts >= 2"},
 		{"interval over n/2", base(fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular", "--interval-splits", "151"), 2, "--interval-splits 151: more than n/2 parts of the n = 300 trajectories"},
 		{"interval over public n/2", base(fx.chain, "--env", "chain", "--target", "uniform", "--features", "tabular", "--interval-splits", "6", "--n", "10"), 2, "--interval-splits 6: more than n/2 parts of the n = 10 trajectories"},
