@@ -38,6 +38,7 @@ const clampBits = 62
 type Gaussian struct {
 	rng *rand.Rand
 	n   normal
+	ref bool // Karney's sampler (NewGaussianReference)
 	// scratch of the exact slow path (probability about 2^-33 per
 	// coordinate)
 	bx, bp, bq, bt, bu big.Int
@@ -49,7 +50,19 @@ func NewGaussian(rng *rand.Rand) *Gaussian {
 	if rng == nil {
 		panic("noise: nil generator")
 	}
-	return &Gaussian{rng: rng}
+	g := &Gaussian{rng: rng}
+	g.n.s.rng, g.n.b.rng = rng, rng
+	return g
+}
+
+// NewGaussianReference returns a sampler whose output has the same law as
+// NewGaussian's, with N drawn by Karney's algorithm (package
+// documentation): the reference the table sampler is tested against, about
+// ten times slower.
+func NewGaussianReference(rng *rand.Rand) *Gaussian {
+	g := NewGaussian(rng)
+	g.ref = true
+	return g
 }
 
 // params returns sigma' = sigma (1 + Margin) rounded up, the exponent G of

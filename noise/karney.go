@@ -112,10 +112,15 @@ func (b *bitSource) uintN(n uint64) uint64 {
 // deviate u0 (its undrawn digits uniform).
 type normal struct {
 	b      bitSource
+	s      bitStream // the table sampler's bits (table.go)
 	x      urand
 	z      [3]urand // scratch deviates of Algorithm B
+	ub     urand    // the table sampler's U when a comparison needs digits
 	k      uint64
 	negate bool
+	// Test hooks of the table sampler: forceRefine decides every bin
+	// comparison by refine, forceExact every acceptance by acceptExact.
+	forceRefine, forceExact bool
 }
 
 // sample draws one standard normal variable into n.k, n.x, n.negate.
