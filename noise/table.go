@@ -57,6 +57,9 @@ const (
 	// guideBits: the guide table maps the first guideBits bits of U to the
 	// range of bins U can fall in.
 	guideBits = 12
+	// subBits: the squeeze bounds the acceptance probability over each of
+	// 2^subBits sub-bins of a bin.
+	subBits = 2
 	// tableBits is the precision at which normtable.go was computed.
 	tableBits = 192
 )

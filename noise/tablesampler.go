@@ -15,13 +15,13 @@ type bitStream struct {
 
 // take returns w uniform bits, 1 <= w <= 64.
 func (s *bitStream) take(w uint) uint64 {
-	if s.n >= w {
-		v := s.buf >> (64 - w)
-		s.buf <<= w // a shift by 64 gives 0
-		s.n -= w
-		return v
+	if s.n < w {
+		return s.refill(w)
 	}
-	return s.refill(w)
+	v := s.buf >> (64 - w)
+	s.buf <<= w // a shift by 64 gives 0
+	s.n -= w
+	return v
 }
 
 func (s *bitStream) refill(w uint) uint64 {
@@ -36,34 +36,83 @@ func (s *bitStream) refill(w uint) uint64 {
 
 // sampleTable draws one standard normal variable into n.k, n.x, n.negate
 // with the table sampler. n.s.rng and n.b.rng must be set.
-func (n *normal) sampleTable() {
-	if j := n.pickBin(); j == nBins {
-		n.sampleTail()
-	} else {
-		n.sampleBin(j)
+//
+// One 64-bit word r gives U's first uBits bits, the first 8 bits c of the
+// first U', the sign and the first yBits bits of y, in that order from the
+// top; the rest of x's digit 0 (its last yPart bits) is drawn only if
+// something needs it (urand.part).
+func (n *normal) sampleTable() { n.sampleTableFrom(n.s.rng.Uint64()) }
+
+const (
+	// uBits is the number of bits of U in the first word.
+	uBits = 20
+	// yBits is the number of bits of y in the first word, yPart the
+	// number of bits of x's digit 0 left undrawn.
+	yBits = 64 - uBits - 8 - 1
+	yPart = 64 - binBits - yBits
+)
+
+// sampleTableFrom is sampleTable with the first word r given.
+func (n *normal) sampleTableFrom(r uint64) {
+	P := r >> (64 - uBits)
+	c := r >> (yBits + 1) & 0xff
+	n.negate = r>>yBits&1 == 1
+	e := guide[P>>(uBits-guideBits)]
+	j := uint(e & 0xffff)
+	if j != uint(e>>16) || n.forceRefine {
+		j = n.searchBin(P, uBits, e)
 	}
-	n.negate = n.s.take(1) == 1
+	if j == nBins {
+		n.sampleTail()
+		return
+	}
+	n.k = uint64(j >> binBits)
+	n.x.n, n.x.part = 1, yPart
+	n.x.w[0] = uint64(j&(1<<binBits-1))<<(64-binBits) | (r&(1<<yBits-1))<<yPart
+	if len(n.x.more) > 0 {
+		n.x.more = n.x.more[:0]
+	}
+	// U' in [c, c+1) 2^-8 is below exp(-t) for every y in the sub-bin if
+	// (c+1) 2^-8 <= squeeze[js] 2^-64, that is c < squeeze[js] >> 56.
+	if c >= uint64(squeeze8[subBin(j, n.x.w[0])]) || n.forceExact {
+		n.sampleBinSlow(j, c)
+	}
 }
+
+// subBin returns the index j 2^subBits + s of the squeeze for bin j and x's
+// digit 0 d0 (whose top binBits bits are frac(j h) and whose next subBits
+// bits are y's first bits s: y is in [s, s+1) h 2^-subBits).
+func subBin(j uint, d0 uint64) uint {
+	return j>>binBits<<(binBits+subBits) | uint(d0>>(64-binBits-subBits))
+}
+
+// squeeze8[i] = squeeze[i] >> 56 (computed once, never written after).
+var squeeze8 = func() (t [nBins << subBits]uint8) {
+	for i, s := range squeeze {
+		t[i] = uint8(s >> 56)
+	}
+	return t
+}()
 
 // pickBin returns the bin of a fresh U (nBins for the tail).
 func (n *normal) pickBin() uint {
-	i := n.s.take(guideBits)
-	e := guide[i]
-	j, hi := uint(e&0xffff), uint(e>>16)
-	if n.forceRefine {
-		j, hi = 0, nBins
-	}
-	if j != hi {
-		j = n.searchBin(i, j, hi)
+	P := n.s.take(uBits)
+	e := guide[P>>(uBits-guideBits)]
+	j := uint(e & 0xffff)
+	if j != uint(e>>16) || n.forceRefine {
+		j = n.searchBin(P, uBits, e)
 	}
 	return j
 }
 
-// searchBin returns the bin of U, known to lie in [lo, hi], by binary
-// search; the first guideBits bits of U are i.
-func (n *normal) searchBin(i uint64, lo, hi uint) uint {
-	P, nb := i, uint(guideBits) // U's first nb bits are P
-	slow := false               // U's digits are in n.ub
+// searchBin returns the bin of U by binary search in the range of guide
+// entry e; the first nb bits of U are P.
+func (n *normal) searchBin(P uint64, nb uint, e uint32) uint {
+	lo, hi := uint(e&0xffff), uint(e>>16)
+	if n.forceRefine {
+		lo, hi = 0, nBins
+	}
+	slow := false // U's digits are in n.ub
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
 		var ge bool // U >= C_mid
@@ -161,38 +210,43 @@ func (u *urand) prefix(L int, rng *rand.Rand) (v, v1 *big.Float) {
 	return v, v1
 }
 
-// sampleBin draws |N| given that it lies in bin j < nBins: x's digit 0 is
-// frac(j h) in its top binBits bits and y's first 64-binBits bits below;
-// y is accepted with probability exp(-(2 a y + y^2)/2), a = j h.
+// sampleBin draws |N| given that it lies in bin j < nBins.
 func (n *normal) sampleBin(j uint) {
-	pre := uint64(j&(1<<binBits-1)) << (64 - binBits)
-	sq := squeeze[j]
-	for {
-		n.x.n, n.x.w[0] = 1, pre|n.s.take(64-binBits)
-		n.x.more = n.x.more[:0]
-		// U' in [c, c+1) 2^-8 is below exp(-t) for every y in the bin if
-		// (c+1) 2^-8 <= sq 2^-64, that is c < sq >> 56.
-		c := n.s.take(8)
-		if c < sq>>56 && !n.forceExact {
-			break
-		}
-		if n.acceptSlow(j, c) {
-			break
+	n.k = uint64(j >> binBits)
+	n.x.reset()
+	n.x.n, n.x.w[0] = 1, uint64(j&(1<<binBits-1))<<(64-binBits)|n.s.take(64-binBits)
+	c := n.s.take(8)
+	if c >= uint64(squeeze8[subBin(j, n.x.w[0])]) || n.forceExact {
+		n.sampleBinSlow(j, c)
+	}
+}
+
+// sampleBinSlow finishes sampleBin when the first 8 bits c of U' did not
+// accept y (x's digit 0 holds frac(j h) in its top binBits bits and y's
+// first bits below): it decides U' < exp(-(2 a y + y^2)/2), a = j h, and on
+// rejection draws y and U' again in the same bin.
+func (n *normal) sampleBinSlow(j uint, c uint64) {
+	for !n.acceptSlow(j, c) {
+		n.x.reset()
+		n.x.n, n.x.w[0] = 1, uint64(j&(1<<binBits-1))<<(64-binBits)|n.s.take(64-binBits)
+		c = n.s.take(8)
+		if c < uint64(squeeze8[subBin(j, n.x.w[0])]) && !n.forceExact {
+			return
 		}
 	}
-	n.k = uint64(j >> binBits)
 }
 
 // acceptMargin bounds the error of acceptFloat's comparison (see there).
 const acceptMargin = 0x1p-40
 
-// acceptSlow decides U' < exp(-t(y)) when U”s first 8 bits c did not: with
-// 64 bits of U' against the squeeze, then in float64 with a margin, then
-// exactly.
+// acceptSlow decides U' < exp(-t(y)) when the first 8 bits c of U' did
+// not: with 64 bits of U' against the squeeze, then in float64 with a
+// margin, then exactly.
 func (n *normal) acceptSlow(j uint, c uint64) bool {
 	u := c<<56 | n.s.take(56) // U' in [u, u+1) 2^-64
+	n.x.digit(0, n.s.rng)     // all of x's digit 0
 	if !n.forceExact {
-		if u < squeeze[j] {
+		if u < squeeze[subBin(j, n.x.w[0])] {
 			return true
 		}
 		if r := acceptFloat(j, n.x.w[0], u); r != 0 {
