@@ -13,11 +13,13 @@ package noise
 //     (C_0 = 0, C_{nBins+1} = 1), so bin j has probability P(j h <= |N| <
 //     (j+1) h) and the tail P(|N| >= tailK). The thresholds are stored as
 //     certified 128-bit intervals [L_j, H_j] 2^-128 that contain C_j
-//     (normtable.go; certified.go computes them). U's bits are drawn only
-//     as a comparison needs them, and a comparison is decided only when the
-//     drawn bits of U put it on one side of the whole interval; when they
-//     do not (U within 2^-128 of a threshold), C_j is recomputed at higher
-//     precision and more digits of U are drawn until they do (refine).
+//     (normtable.go; certified.go computes them; a guide table indexed by
+//     U's first guideBits bits names the bins U can fall in). U's bits are
+//     drawn only as a comparison needs them, and a comparison is decided
+//     only when the drawn bits of U put it on one side of the whole
+//     interval; when they do not (U within 2^-128 of a threshold), C_j is
+//     recomputed at higher precision and more digits of U are drawn until
+//     they do (refine).
 //  2. Within bin j, with a = j h: y uniform in [0, h) and U' uniform in
 //     [0, 1); y is accepted if U' < exp(-(2 a y + y^2)/2), else both are
 //     drawn again in the same bin. Conditional on the bin, this is rejection
@@ -26,10 +28,10 @@ package noise
 //     the accepted a + y has the law of |N| given the bin; the bin's own
 //     probability is not changed by the rejections, which stay within it.
 //     The comparison is decided by a certified lower bound of the
-//     acceptance probability over the bin (squeeze), else by float64 with a
-//     proven error margin, else exactly in big.Float with more digits of
+//     acceptance probability over a sub-bin (squeeze), else by float64 with
+//     a proven error margin, else exactly in big.Float with more digits of
 //     both y and U'.
-//  3. The tail: tailNormal, Karney's construction conditioned on |N| >=
+//  3. The tail: sampleTail, Karney's construction conditioned on |N| >=
 //     tailK.
 //  4. k = floor(a + y) = j >> binBits (h divides 1, so a bin never straddles
 //     an integer) and x = frac(a) + y: digit 0 of x has frac(a) 2^binBits in
