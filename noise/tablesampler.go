@@ -94,17 +94,6 @@ var squeeze8 = func() (t [nBins << subBits]uint8) {
 	return t
 }()
 
-// pickBin returns the bin of a fresh U (nBins for the tail).
-func (n *normal) pickBin() uint {
-	P := n.s.take(uBits)
-	e := guide[P>>(uBits-guideBits)]
-	j := uint(e & 0xffff)
-	if j != uint(e>>16) || n.forceRefine {
-		j = n.searchBin(P, uBits, e)
-	}
-	return j
-}
-
 // searchBin returns the bin of U by binary search in the range of guide
 // entry e; the first nb bits of U are P.
 func (n *normal) searchBin(P uint64, nb uint, e uint32) uint {
@@ -210,19 +199,8 @@ func (u *urand) prefix(L int, rng *rand.Rand) (v, v1 *big.Float) {
 	return v, v1
 }
 
-// sampleBin draws |N| given that it lies in bin j < nBins.
-func (n *normal) sampleBin(j uint) {
-	n.k = uint64(j >> binBits)
-	n.x.reset()
-	n.x.n, n.x.w[0] = 1, uint64(j&(1<<binBits-1))<<(64-binBits)|n.s.take(64-binBits)
-	c := n.s.take(8)
-	if c >= uint64(squeeze8[subBin(j, n.x.w[0])]) || n.forceExact {
-		n.sampleBinSlow(j, c)
-	}
-}
-
-// sampleBinSlow finishes sampleBin when the first 8 bits c of U' did not
-// accept y (x's digit 0 holds frac(j h) in its top binBits bits and y's
+// sampleBinSlow finishes sampleTableFrom when the first 8 bits c of U' did
+// not accept y (x's digit 0 holds frac(j h) in its top binBits bits and y's
 // first bits below): it decides U' < exp(-(2 a y + y^2)/2), a = j h, and on
 // rejection draws y and U' again in the same bin.
 func (n *normal) sampleBinSlow(j uint, c uint64) {

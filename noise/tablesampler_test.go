@@ -19,6 +19,30 @@ func newTableNormal(rng *rand.Rand) *normal {
 	return n
 }
 
+// pickBin returns the bin of a fresh U (nBins for the tail), as
+// sampleTableFrom does.
+func (n *normal) pickBin() uint {
+	P := n.s.take(uBits)
+	e := guide[P>>(uBits-guideBits)]
+	j := uint(e & 0xffff)
+	if j != uint(e>>16) || n.forceRefine {
+		j = n.searchBin(P, uBits, e)
+	}
+	return j
+}
+
+// sampleBin draws |N| given that it lies in bin j < nBins, as
+// sampleTableFrom does (with all of x's digit 0).
+func (n *normal) sampleBin(j uint) {
+	n.k = uint64(j >> binBits)
+	n.x.reset()
+	n.x.n, n.x.w[0] = 1, uint64(j&(1<<binBits-1))<<(64-binBits)|n.s.take(64-binBits)
+	c := n.s.take(8)
+	if c >= uint64(squeeze8[subBin(j, n.x.w[0])]) || n.forceExact {
+		n.sampleBinSlow(j, c)
+	}
+}
+
 // absValue returns |N| of the sample in n to 64 fractional bits (the
 // midpoint of its first digit).
 func (n *normal) absValue(rng *rand.Rand) float64 {
