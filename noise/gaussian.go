@@ -38,6 +38,10 @@ const clampBits = 62
 type Gaussian struct {
 	rng *rand.Rand
 	n   normal
+	ref bool // Karney's sampler (NewGaussianReference)
+	// slowOnly (a test hook) sends every coordinate through
+	// sampleTableFrom and round, past Add's inline common case.
+	slowOnly bool
 	// scratch of the exact slow path (probability about 2^-33 per
 	// coordinate)
 	bx, bp, bq, bt, bu big.Int
@@ -49,7 +53,19 @@ func NewGaussian(rng *rand.Rand) *Gaussian {
 	if rng == nil {
 		panic("noise: nil generator")
 	}
-	return &Gaussian{rng: rng}
+	g := &Gaussian{rng: rng}
+	g.n.s.rng, g.n.b.rng = rng, rng
+	return g
+}
+
+// NewGaussianReference returns a sampler whose output has the same law as
+// NewGaussian's, with N drawn by Karney's algorithm (package
+// documentation): the reference the table sampler is tested against, about
+// ten times slower.
+func NewGaussianReference(rng *rand.Rand) *Gaussian {
+	g := NewGaussian(rng)
+	g.ref = true
+	return g
 }
 
 // params returns sigma' = sigma (1 + Margin) rounded up, the exponent G of
@@ -91,22 +107,99 @@ func Std(sigma float64) float64 {
 // allocates nothing in steady state.
 func (g *Gaussian) Add(v []float64, sigma float64) {
 	_, G, M := params(sigma)
-	const lim = 1 << clampBits
-	for i, x := range v {
-		a := math.Ldexp(x, -G) // exact unless it underflows, below the input grid anyway
-		if a != a {
-			a = 0
+	// x 2^-G is exact unless it underflows (far below the input grid, where
+	// it rounds to 0 all the same) or overflows (then clamped); 2^-G is a
+	// normal float64 (|G| <= 921).
+	scale, gamma := math.Ldexp(1, -G), math.Ldexp(1, G)
+	if g.ref {
+		for i, x := range v {
+			ai, f := onGrid(x * scale)
+			g.n.sample(g.rng)
+			// |ai + r| < 2^63; the product is exact (a power of two, the
+			// result within [2^-921, 2^944]), as Ldexp(float64(ai+r), G).
+			v[i] = float64(ai+g.round(M, f)) * gamma
 		}
-		a = max(-lim, min(lim, a))
-		ai := math.Floor(a)
-		f := uint64(math.Round((a - ai) * (1 << inputBits)))
-		if f == 1<<inputBits {
-			ai, f = ai+1, 0
-		}
-		g.n.sample(g.rng)
-		r := g.round(M, f)
-		v[i] = math.Ldexp(float64(int64(ai)+r), G) // |ai + r| < 2^63
+		return
 	}
+	// The table sampler, with the common case of sampleTableFrom and round
+	// written out here: the first uBits bits of the word r name the bin
+	// (the guide names one bin, or two with their threshold decided by
+	// those bits), the first 8 bits of U' are below the squeeze, and the
+	// sample is ±(k + x) with x's digit 0 drawn but for its last yPart
+	// bits; round's 128-bit arithmetic (see there) then decides the output
+	// for every value of those bits unless the interval it leaves (width
+	// s 2^-41 <= 2^-20) holds a rounding boundary. Every other case goes
+	// through sampleTableFrom and round with the same r, so the output is
+	// theirs exactly.
+	const w = scaleBits + 64
+	width := u128{0, M}.shl(yPart) // the interval of s x, in units 2^-w
+	hooks := g.n.forceRefine || g.n.forceExact || g.slowOnly
+	for i, x := range v {
+		ai, f := onGrid(x * scale)
+		r := g.rng.Uint64()
+		P := r >> (64 - uBits)
+		e := guide[P>>(uBits-guideBits)]
+		j := uint(e & 0xffff)
+		ok := !hooks
+		if hi := uint(e >> 16); hi != j {
+			ok = ok && hi == j+1
+			if ok { // as in searchBin
+				t := &thresholds[hi]
+				switch {
+				case P > t.hiHi>>(64-uBits):
+					j = hi
+				case P < t.loHi>>(64-uBits):
+				default:
+					ok = false
+				}
+			}
+		}
+		if ok && j < nBins {
+			X := uint64(j&(1<<binBits-1))<<(64-binBits) | (r&(1<<yBits-1))<<yPart
+			if r>>(yBits+1)&0xff < uint64(squeeze8[subBin(j, X)]) {
+				k := uint64(j >> binBits)
+				m := -(r >> yBits & 1) // all ones for a negative sample
+				p := u128{0, f}.shl(w - inputBits).add(u128{1 << (w - 1 - 64), 0})
+				q := u128{M * k, 0}.add(mul(M, X))
+				t := u128{1 << 62, 0}.add(p).add(u128{q.hi ^ m, q.lo ^ m}).add(u128{0, m & 1})
+				a := t.sub(u128{width.hi & m, width.lo & m})
+				if lo, hi := a.shr(w), a.add(width).shr(w); lo == hi {
+					v[i] = float64(ai+int64(lo)-1<<(126-w)) * gamma
+					continue
+				}
+			}
+		}
+		g.n.sampleTableFrom(r)
+		v[i] = float64(ai+g.round(M, f)) * gamma
+	}
+}
+
+// clamp returns a clamped to |a| <= 2^clampBits, 0 for NaN.
+func clamp(a float64) float64 {
+	if a != a {
+		return 0
+	}
+	return max(-(1 << clampBits), min(1<<clampBits, a))
+}
+
+// onGrid returns a = x 2^-G clamped to |a| <= 2^clampBits (0 for NaN) and
+// rounded to the grid 2^-inputBits, as ai + f 2^-inputBits with an integer
+// ai and 0 <= f < 2^inputBits.
+func onGrid(a float64) (ai int64, f uint64) {
+	if !(a >= -(1<<clampBits) && a <= 1<<clampBits) { // NaN or beyond the clamp
+		a = clamp(a)
+	}
+	fa := math.Floor(a)
+	// f = round((a - fa) 2^40) in [0, 2^40], halves away from zero (up:
+	// d >= 0), as math.Round; d - fl is exact. f = 2^40 carries into ai.
+	d := (a - fa) * (1 << inputBits)
+	fl := math.Floor(d)
+	var up uint64
+	if d-fl >= 0.5 {
+		up = 1
+	}
+	f = uint64(int64(fl)) + up // fl < 2^40
+	return int64(fa) + int64(f>>inputBits), f & (1<<inputBits - 1)
 }
 
 // round returns floor(f 2^-40 + 1/2 ± s (k + x)) for the sample ±(k + x) in
@@ -119,22 +212,37 @@ func (g *Gaussian) round(M, f uint64) int64 {
 	const w = scaleBits + 64 // the unit exponent for L = 64
 	k := g.n.k
 	if k < 64 { // M k < 2^59: 128-bit arithmetic with L = 64
-		X := g.n.x.digit(0, g.rng)
+		x := &g.n.x
+		if x.n == 0 {
+			x.digit(0, g.rng)
+		}
 		p := u128{0, f}.shl(w - inputBits).add(u128{1 << (w - 1 - 64), 0}) // < 2^(w+1)
-		q := u128{M * k, 0}.add(mul(M, X))                                 // < 2^124
-		if !g.n.negate {
-			t := p.add(q) // value in [t, t+M)
-			if lo, hi := t.shr(w), t.add(u128{0, M}).shr(w); lo == hi {
-				return int64(lo)
+		// m is all ones for a negative sample: the sign is applied without
+		// a branch (it is a coin flip, which a branch would mispredict
+		// half of the time).
+		var m uint64
+		if g.n.negate {
+			m = ^uint64(0)
+		}
+		for {
+			// x in [X, X + 2^part) 2^-64: the table sampler may leave the
+			// last part bits of digit 0 undrawn (0 in X).
+			X, width := x.w[0], u128{0, M}.shl(x.part) // width < 2^68
+			q := u128{M * k, 0}.add(mul(M, X))         // < 2^124
+			// t = 2^126 + p ± q (|p ± q| < 2^125: t stays positive);
+			// -q = ^q + 1 in two's complement. The value lies in [t, t +
+			// width) for a positive sample and in (t - width, t] for a
+			// negative one: in [a, a + width] for a = t - (width if
+			// negative). Subtract 2^(126-w) after the shift.
+			t := u128{1 << 62, 0}.add(p).add(u128{q.hi ^ m, q.lo ^ m}).add(u128{0, m & 1})
+			a := t.sub(u128{width.hi & m, width.lo & m})
+			if lo, hi := a.shr(w), a.add(width).shr(w); lo == hi {
+				return int64(lo) - 1<<(126-w)
 			}
-		} else {
-			// value in (t-M, t] for t = p - q; add 2^126 to keep it
-			// positive (|p - q| < 2^124), subtract 2^(126-w) after the
-			// shift.
-			t := u128{1 << 62, 0}.add(p).sub(q)
-			if lo, hi := t.sub(u128{0, M}).shr(w), t.shr(w); lo == hi {
-				return int64(hi) - 1<<(126-w)
+			if x.part == 0 {
+				break
 			}
+			x.digit(0, g.rng) // draw the rest of digit 0 and try again
 		}
 	}
 	return g.roundSlow(M, f)

@@ -8,16 +8,24 @@ import (
 // urand is a uniform deviate in [0, 1) whose base-2^64 digits are drawn only
 // when a comparison needs them (Karney 2016, Sec. 2: a "u-rand"). Digits past
 // the drawn ones are uniform and independent of everything seen so far.
+//
+// The table sampler may draw digit 0 in part: then its last part bits are
+// not drawn yet (and are 0 in w[0]); digit draws them before anything else.
 type urand struct {
 	w    [4]uint64
 	n    int
+	part uint
 	more []uint64 // digits 4, 5, ... (probability 2^-192 of being needed)
 }
 
-func (u *urand) reset() { u.n = 0; u.more = u.more[:0] }
+func (u *urand) reset() { u.n = 0; u.part = 0; u.more = u.more[:0] }
 
 // digit returns digit i, drawing the digits up to i as needed.
 func (u *urand) digit(i int, rng *rand.Rand) uint64 {
+	if u.part != 0 {
+		u.w[0] |= rng.Uint64() >> (64 - u.part)
+		u.part = 0
+	}
 	for u.n <= i {
 		d := rng.Uint64()
 		if u.n < len(u.w) {
@@ -112,10 +120,15 @@ func (b *bitSource) uintN(n uint64) uint64 {
 // deviate u0 (its undrawn digits uniform).
 type normal struct {
 	b      bitSource
+	s      bitStream // the table sampler's bits (table.go)
 	x      urand
 	z      [3]urand // scratch deviates of Algorithm B
+	ub     urand    // the table sampler's U when a comparison needs digits
 	k      uint64
 	negate bool
+	// Test hooks of the table sampler: forceRefine decides every bin
+	// comparison by refine, forceExact every acceptance by acceptExact.
+	forceRefine, forceExact bool
 }
 
 // sample draws one standard normal variable into n.k, n.x, n.negate.

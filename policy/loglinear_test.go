@@ -76,12 +76,13 @@ func TestLogLinearLearnsRiverSwim(t *testing.T) {
 			}
 			// With K = 1 and eta = 1 the first few episodes decide
 			// between the optimum and "always left" (which has value
-			// 0.1): with this setting seeds 1-20 reach the optimum once
-			// (seed 12) since the exact noise sampler, three times with
-			// the earlier floating-point one. This is an end-to-end check
-			// of one run that does; reliability needs K > 1
-			// (policy/REPRODUCE.md).
-			rng := rand.New(rand.NewPCG(12, 4))
+			// 0.1): with this setting seeds 1-20 reach the optimum five
+			// times (4, 6, 7, 11, 19) with the table sampler, once (12)
+			// with Karney's (seeds 1-400: 111 and 99 times, the same
+			// law), three times with the earlier floating-point one.
+			// This is an end-to-end check of one run that does;
+			// reliability needs K > 1 (policy/REPRODUCE.md).
+			rng := rand.New(rand.NewPCG(4, 4))
 			opt := OptimalTabular(m)
 			var ep Episode
 			var regretFirst, regretLast float64
