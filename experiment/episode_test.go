@@ -7,12 +7,12 @@ import (
 	"dprl/profile"
 )
 
-// TestEpisodeAccount: CartPole's default run (episodes of at most 500 steps
-// in segments of 64, K = 8, sqrt noise) splits an episode over 8 users in 8
+// TestEpisodeAccount: CartPole's former default run (episodes of at most
+// 500 steps in segments of 64, K = 8, sqrt noise) splits an episode over 8 users in 8
 // releases with sensitivity 6.968 segments'; a run of fewer releases caps
 // it, and fresh episodes make every user one episode.
 func TestEpisodeAccount(t *testing.T) {
-	cfg, err := profile.TrainConfig("cartpole", true, 10000, profile.TrainOverrides{})
+	cfg, err := profile.TrainConfig("cartpole", true, 10000, sqrtCartPole())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestEpisodeAccount(t *testing.T) {
 	if z, err := a.Calibrate(ep.Epsilon, 1e-5); err != nil || math.Abs(z-1) > 1e-6 {
 		t.Errorf("calibrated z %v for the epsilon of z = 1 (%v)", z, err)
 	}
-	cfg24, _ := profile.TrainConfig("cartpole", true, 24, profile.TrainOverrides{}) // 3 releases of K = 8, one horizon
+	cfg24, _ := profile.TrainConfig("cartpole", true, 24, sqrtCartPole()) // 3 releases of K = 8, one horizon
 	short, err := NewEpisodeAccount(cfg24, 24, false, 500)
 	if err != nil || short.EpisodeReleases != 3 || short.Structure() != "an episode of at most 500 steps is up to 8 segments (users) of at most 64 steps in 3 consecutive releases (the run has only 3), sensitivity 2.206 segments'" {
 		t.Errorf("24 users: %+v %q %v", short, short.Structure(), err)

@@ -16,11 +16,18 @@ import (
 	"dprl/profile"
 )
 
-// smallTrain is a cartpole run of 24 users, K = 8: 3 releases of the
-// default square-root noise.
+// sqrtCartPole are the overrides of CartPole's former default: K = 8,
+// square-root correlated noise, server step 0.5, 64-step segments of
+// continuing episodes (an episode spans up to 8 users in 8 releases).
+func sqrtCartPole() profile.TrainOverrides {
+	k, lr, T, n := 8, 0.5, 64, policy.NoiseSqrt
+	return profile.TrainOverrides{K: &k, ServerLR: &lr, StepsPerUser: &T, Noise: &n}
+}
+
+// smallTrain is a cartpole run of 24 users, K = 8: 3 releases of
+// square-root noise.
 func smallTrain() Train {
-	k := 8
-	return Train{Env: "cartpole", Method: MethodDPPG, Overrides: profile.TrainOverrides{K: &k}, Delta: 1e-5, Users: 24, EvalEpisodes: 2}
+	return Train{Env: "cartpole", Method: MethodDPPG, Overrides: sqrtCartPole(), Delta: 1e-5, Users: 24, EvalEpisodes: 2}
 }
 
 // fieldsOf returns the field each joined error of err names first (its
@@ -103,7 +110,8 @@ func TestTrainPlanEpsilon(t *testing.T) {
 		episode, segment, sens     float64
 		segments, releases, within float64
 	}{
-		{"cartpole", Train{Env: "cartpole", Method: MethodDPPG, Delta: 1e-5, Users: 10000, EvalEpisodes: 1}, 53.21, 4.377, 6.968, 8, 8, 0.01},
+		{"cartpole sqrt K 8", Train{Env: "cartpole", Method: MethodDPPG, Delta: 1e-5, Users: 10000, EvalEpisodes: 1, Overrides: sqrtCartPole()}, 53.21, 4.377, 6.968, 8, 8, 0.01},
+		{"cartpole default: one user, one episode", Train{Env: "cartpole", Method: MethodDPPG, Delta: 1e-5, Users: 10000, EvalEpisodes: 1}, 4.377, 4.377, 1, 1, 1, 0.001},
 		{"cartpole fresh", fresh, 4.377, 4.377, 1, 1, 1, 0.001},
 		{"acrobot", Train{Env: "acrobot", Method: MethodDPPG, Delta: 1e-5, Users: 10000, EvalEpisodes: 1}, 15.46, 4.377, math.Sqrt(8), 8, 8, 0.01},
 	} {
@@ -123,7 +131,7 @@ func TestTrainPlanEpsilon(t *testing.T) {
 	}
 	// A target epsilon per episode sets z: the smallest whose epsilon is at
 	// most the target.
-	tr := Train{Env: "cartpole", Method: MethodDPPG, Delta: 1e-5, Users: 10000, EvalEpisodes: 1, Epsilon: f(5)}
+	tr := Train{Env: "cartpole", Method: MethodDPPG, Delta: 1e-5, Users: 10000, EvalEpisodes: 1, Epsilon: f(5), Overrides: sqrtCartPole()}
 	p, err := tr.Plan()
 	if err != nil || p.Epsilon > 5 || p.Epsilon < 5*(1-1e-4) || !(p.Config.DP.NoiseMultiplier > 6) {
 		t.Errorf("epsilon 5: %v per episode at z = %v (%v)", p.Epsilon, p.Config.DP.NoiseMultiplier, err)
@@ -137,8 +145,8 @@ func TestTrainPlanEpsilon(t *testing.T) {
 		t.Errorf("non-private: %+v, %v", p, err)
 	}
 	// A combination the learner rejects is a *ConfigError.
-	k := 1
-	big := Train{Env: "cartpole", Method: MethodDPPG, Delta: 1e-5, Users: 1 << 30, EvalEpisodes: 1, FreshEpisodes: true, Overrides: profile.TrainOverrides{K: &k}}
+	k, sq := 1, policy.NoiseSqrt
+	big := Train{Env: "cartpole", Method: MethodDPPG, Delta: 1e-5, Users: 1 << 30, EvalEpisodes: 1, FreshEpisodes: true, Overrides: profile.TrainOverrides{K: &k, Noise: &sq}}
 	var cerr *ConfigError
 	if _, err := big.Plan(); !errors.As(err, &cerr) {
 		t.Errorf("a horizon of 2^30 releases: %v, want a *ConfigError", err)
@@ -308,7 +316,7 @@ func TestTrainErrorsRender(t *testing.T) {
 	}{
 		{func(c *Train) { c.Overrides.Z = f(0) }, "--z 0: the noise multiplier must be finite and > 0 (use --algo ppo for the non-private baseline)"},
 		{func(c *Train) { c.Overrides.Z, c.Epsilon = f(1), f(2) }, "--epsilon and --z both set: give the target epsilon or the noise multiplier, not both"},
-		{func(c *Train) { c.Method, c.Overrides.Clip = MethodPPO, f(1) }, "--clip: --algo ppo neither clips nor adds noise; drop --clip or use --algo dppg"},
+		{func(c *Train) { c.Method, c.Overrides.Clip, c.Overrides.Noise = MethodPPO, f(1), nil }, "--clip: --algo ppo neither clips nor adds noise; drop --clip or use --algo dppg"},
 		{func(c *Train) { c.Overrides.Noise, c.Overrides.Horizon = &indep, &h }, "--horizon: independent noise has no horizon; add --noise tree or sqrt"},
 	} {
 		tr := smallTrain()

@@ -19,7 +19,7 @@ func TestTrainDefaultsHelp(t *testing.T) {
 			t.Errorf("line of %d characters: %q", len(l), l)
 		}
 	}
-	for _, want := range []string{"\n  cartpole: --K 8 --noise sqrt --server-lr 0.5", "\n  dosing-0, dosing-1: --z 0.1 --K 8", "--adv-norm --moment-reset paper"} {
+	for _, want := range []string{"\n  cartpole: --steps-per-user 500 --gae-lambda 0.98", "\n  dosing-0, dosing-1: --z 0.1 --K 8", "--adv-norm --moment-reset paper"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("lacks %q:\n%s", want, text)
 		}

@@ -127,14 +127,13 @@ func TestGet(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cp.Learner.PPO.ValueScale != 10 || len(cp.Learner.PPO.ObsScale) != 4 || cp.Learner.PPO.Lambda != 0.98 ||
-		cp.Learner.DP.UsersPerUpdate != 32 || cp.Correlated == nil || cp.Correlated.K != 8 || cp.DemoTargetReturn != 475 {
+		cp.Learner.DP.UsersPerUpdate != 32 || cp.Correlated != nil || !cp.TrainWholeEpisodes || cp.MaxSteps != 500 || cp.DemoTargetReturn != 475 {
 		t.Errorf("cartpole profile %+v", cp)
 	}
 	cp.Learner.PPO.ObsScale[2] = -1
 	cp.Learner.PPO.Hidden[0] = -1
-	cp.Correlated.K = -1
 	again, _ := Get("cartpole")
-	if again.Learner.PPO.ObsScale[2] != 10 || again.Learner.PPO.Hidden[0] != 16 || again.Correlated.K != 8 {
+	if again.Learner.PPO.ObsScale[2] != 10 || again.Learner.PPO.Hidden[0] != 16 {
 		t.Error("Get shares state between calls")
 	}
 	d, _ := Get("dosing-1")

@@ -44,7 +44,7 @@ func TestTrainDefaults(t *testing.T) {
 // overrides over them.
 func TestTrainConfig(t *testing.T) {
 	f := func(x float64) *float64 { return &x }
-	k4, h5, tree, indep, zero := 4, 5, policy.NoiseTree, policy.NoiseIndependent, policy.ResetZero
+	k4, h5, tree, indep, sqrt, zero := 4, 5, policy.NoiseTree, policy.NoiseIndependent, policy.NoiseSqrt, policy.ResetZero
 	for _, c := range []struct {
 		name       string
 		env        string
@@ -59,13 +59,16 @@ func TestTrainConfig(t *testing.T) {
 		mode       policy.Mode
 		checkOther func(policy.Config) bool
 	}{
-		{"cartpole", "cartpole", true, 100, TrainOverrides{}, 1, 8, policy.NoiseSqrt, 13, 0.5, policy.ModeDP, nil},
-		{"cartpole K 4", "cartpole", true, 100, TrainOverrides{K: &k4}, 1, 4, policy.NoiseSqrt, 25, 0.5, policy.ModeDP, nil},
-		{"cartpole tree horizon 5", "cartpole", true, 100, TrainOverrides{Noise: &tree, Horizon: &h5}, 1, 8, policy.NoiseTree, 5, 0.5, policy.ModeDP, nil},
-		{"cartpole independent", "cartpole", true, 100, TrainOverrides{Noise: &indep}, 1, 8, policy.NoiseIndependent, 0, 0.5, policy.ModeDP, nil},
+		{"cartpole: one user, one whole episode", "cartpole", true, 100, TrainOverrides{}, 1, 32, policy.NoiseIndependent, 0, 1, policy.ModeDP,
+			func(c policy.Config) bool { return c.PPO.StepsPerUser == 500 }},
+		{"cartpole K 4 sqrt", "cartpole", true, 100, TrainOverrides{K: &k4, Noise: &sqrt}, 1, 4, policy.NoiseSqrt, 25, 1, policy.ModeDP, nil},
+		{"cartpole tree horizon 5", "cartpole", true, 100, TrainOverrides{Noise: &tree, Horizon: &h5}, 1, 32, policy.NoiseTree, 5, 1, policy.ModeDP, nil},
+		{"cartpole independent", "cartpole", true, 100, TrainOverrides{Noise: &indep}, 1, 32, policy.NoiseIndependent, 0, 1, policy.ModeDP, nil},
+		{"cartpole segments", "cartpole", true, 100, TrainOverrides{StepsPerUser: &k4}, 1, 32, policy.NoiseIndependent, 0, 1, policy.ModeDP,
+			func(c policy.Config) bool { return c.PPO.StepsPerUser == 4 }},
 		{"acrobot", "acrobot", true, 100, TrainOverrides{}, 1, 32, policy.NoiseIndependent, 0, 1, policy.ModeDP, nil},
 		{"dosing", "dosing-0", true, 100, TrainOverrides{Z: f(0.5)}, 0.5, 8, policy.NoiseIndependent, 0, 1, policy.ModeDP, nil},
-		{"ppo ignores DP settings", "cartpole", false, 100, TrainOverrides{Z: f(3), Clip: f(1), Noise: &tree}, 0, 8, policy.NoiseIndependent, 0, 0.5, policy.ModePPO,
+		{"ppo ignores DP settings", "cartpole", false, 100, TrainOverrides{Z: f(3), Clip: f(1), Noise: &tree}, 0, 32, policy.NoiseIndependent, 0, 1, policy.ModePPO,
 			func(c policy.Config) bool { return c.DP.ClipNorm == 0 }},
 		{"learner overrides", "acrobot", true, 10, TrainOverrides{LR: f(1e-3), EntropyCoef: f(0), Hidden: []int{8}, Lambda: f(0.5), MomentReset: &zero, ObsScale: &[]float64{}, StepsPerUser: &k4, Gamma: f(0.9)}, 1, 32, policy.NoiseIndependent, 0, 1, policy.ModeDP,
 			func(c policy.Config) bool {
@@ -92,7 +95,7 @@ func TestTrainConfig(t *testing.T) {
 	if _, err := TrainConfig("pong", true, 1, TrainOverrides{}); !errors.Is(err, sims.ErrUnknownEnv) {
 		t.Errorf("unknown environment: %v", err)
 	}
-	if TrainNoise("cartpole") != policy.NoiseSqrt || TrainNoise("acrobot") != policy.NoiseIndependent || TrainNoise("pong") != policy.NoiseIndependent {
+	if TrainNoise("cartpole") != policy.NoiseIndependent || TrainNoise("acrobot") != policy.NoiseIndependent || TrainNoise("pong") != policy.NoiseIndependent {
 		t.Error("TrainNoise")
 	}
 }

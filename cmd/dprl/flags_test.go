@@ -190,14 +190,14 @@ func parseDefaultsHelp(t *testing.T, text string) map[string]map[string]string {
 }
 
 // TestTrainHelpDefaults: dprl train --help lists the defaults that depend
-// on --env from the profiles (CartPole: K 8 with sqrt noise), its flags
+// on --env from the profiles (CartPole: whole episodes per user), its flags
 // print no generic default, and the values listed are those a run uses:
 // giving them all explicitly yields the same learner configuration as
 // giving none, for every environment.
 func TestTrainHelpDefaults(t *testing.T) {
 	code, help, _ := runCLI(t, "train", "--help")
 	text := profile.TrainDefaultsHelp(80)
-	if code != 0 || !strings.Contains(help, text) || !strings.Contains(text, "cartpole: --K 8 --noise sqrt --server-lr 0.5") {
+	if code != 0 || !strings.Contains(help, text) || !strings.Contains(text, "cartpole: --steps-per-user 500") {
 		t.Fatalf("train --help lacks the defaults by environment:\n%s", help)
 	}
 	for _, name := range profile.TrainFlagNames() {

@@ -22,7 +22,7 @@ import (
 )
 
 func TestTrainJSON(t *testing.T) {
-	code, out, stderr := runCLI(t, "train", "--env", "cartpole", "--users", "24", "--K", "8", "--seed", "3", "--eval-episodes", "2", "--json", "--log-level", "disabled")
+	code, out, stderr := runCLI(t, "train", "--env", "cartpole", "--users", "24", "--K", "8", "--noise", "sqrt", "--steps-per-user", "64", "--seed", "3", "--eval-episodes", "2", "--json", "--log-level", "disabled")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -54,7 +54,7 @@ func TestTrainJSON(t *testing.T) {
 			seg, r["privacy_unit"], r["segments_per_episode"], r["episode_releases"], r["max_episode_steps"], r["segment_steps"])
 	}
 	// Same seed, same result.
-	_, out2, _ := runCLI(t, "train", "--env", "cartpole", "--users", "24", "--K", "8", "--seed", "3", "--eval-episodes", "2", "--json", "--log-level", "disabled")
+	_, out2, _ := runCLI(t, "train", "--env", "cartpole", "--users", "24", "--K", "8", "--noise", "sqrt", "--steps-per-user", "64", "--seed", "3", "--eval-episodes", "2", "--json", "--log-level", "disabled")
 	var r2 map[string]any
 	if err := json.Unmarshal([]byte(out2), &r2); err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestTrainEpsilonFlag(t *testing.T) {
 // TestTrainSeeds: --seeds N runs seeds --seed ... --seed+N-1, each exactly
 // the single run with that --seed, and summarises them.
 func TestTrainSeeds(t *testing.T) {
-	common := []string{"train", "--env", "cartpole", "--users", "48", "--K", "8", "--eval-episodes", "3", "--json", "--log-level", "disabled"}
+	common := []string{"train", "--env", "cartpole", "--users", "48", "--K", "8", "--noise", "sqrt", "--steps-per-user", "64", "--eval-episodes", "3", "--json", "--log-level", "disabled"}
 	plot := filepath.Join(t.TempDir(), "seeds.png")
 	code, out, stderr := runCLI(t, append(common, "--seed", "5", "--seeds", "3", "--plot", plot)...)
 	if code != 0 {
@@ -211,7 +211,7 @@ func TestTrainSeeds(t *testing.T) {
 // TestTrainSweepZ: --sweep-z trains at each z (sorted, duplicates dropped)
 // over the same seeds, each point the --seeds result at that --z.
 func TestTrainSweepZ(t *testing.T) {
-	common := []string{"train", "--env", "cartpole", "--users", "32", "--K", "8", "--eval-episodes", "2", "--seed", "4", "--seeds", "2", "--json", "--log-level", "disabled"}
+	common := []string{"train", "--env", "cartpole", "--users", "32", "--K", "8", "--noise", "sqrt", "--steps-per-user", "64", "--eval-episodes", "2", "--seed", "4", "--seeds", "2", "--json", "--log-level", "disabled"}
 	plot := filepath.Join(t.TempDir(), "sweep.png")
 	code, out, stderr := runCLI(t, append(common, "--sweep-z", "3,1,3", "--plot", plot)...)
 	if code != 0 {
@@ -436,8 +436,8 @@ func TestTrainEnvDefaults(t *testing.T) {
 		k    int
 		clip float64
 	}{
-		{[]string{"--env", "cartpole"}, 1, 8, 0.2},
-		{[]string{"--env", "cartpole", "--K", "32"}, 1, 32, 0.2},
+		{[]string{"--env", "cartpole"}, 1, 32, 0.2},
+		{[]string{"--env", "cartpole", "--K", "8"}, 1, 8, 0.2},
 		{[]string{"--env", "acrobot"}, 1, 32, 0.2},
 		{[]string{"--env", "dosing-0"}, 0.1, 8, 0.08},
 		{[]string{"--env", "dosing-0", "--z", "0.5", "--K", "4"}, 0.5, 4, 0.08},
@@ -801,8 +801,8 @@ func TestTrainLogLinearInitRight(t *testing.T) {
 }
 
 // TestTrainServerLRFlag: --server-lr reaches the server step (the run
-// differs from cartpole's default eta = 0.5 after the first update, and
-// --server-lr 0.5 is the default exactly); bad values are usage errors.
+// differs from cartpole's default eta = 1 after the first update, and
+// --server-lr 1 is the default exactly); bad values are usage errors.
 func TestTrainServerLRFlag(t *testing.T) {
 	curve := func(extra ...string) string {
 		t.Helper()
@@ -820,12 +820,12 @@ func TestTrainServerLRFlag(t *testing.T) {
 		}
 		return fmt.Sprint(string(r.Curve), r.EvalMean)
 	}
-	def := curve() // cartpole: eta 0.5 by default
-	if half := curve("--server-lr", "0.5"); half != def {
-		t.Error("--server-lr 0.5 differs from the cartpole default")
+	def := curve() // cartpole: eta 1 by default
+	if one := curve("--server-lr", "1"); one != def {
+		t.Error("--server-lr 1 differs from the cartpole default")
 	}
-	if one := curve("--server-lr", "1"); one == def {
-		t.Error("--server-lr 1 gives the same run as eta = 0.5")
+	if half := curve("--server-lr", "0.5"); half == def {
+		t.Error("--server-lr 0.5 gives the same run as eta = 1")
 	}
 	for _, v := range []string{"0", "-1", "NaN", "+Inf"} {
 		if code, _, stderr := runCLI(t, "train", "--env", "cartpole", "--server-lr", v); code != exitUsage || !strings.Contains(stderr, "--server-lr") {
@@ -869,11 +869,12 @@ func TestTrainAverageFlag(t *testing.T) {
 // TestTrainNoiseFlag: --noise changes the noise and the epsilon per episode
 // but not per segment (z fixes it), records the shape and horizon in the
 // output, and rejects bad values and non-dppg algorithms. CartPole's
-// default is --noise sqrt with K = 8.
+// default is independent noise; the runs here take K = 8 and 64-step
+// segments of continuing episodes, so that an episode spans 8 releases.
 func TestTrainNoiseFlag(t *testing.T) {
 	run := func(extra ...string) map[string]any {
 		t.Helper()
-		args := append([]string{"train", "--env", "cartpole", "--users", "64", "--seed", "5", "--eval-episodes", "3", "--json", "--log-level", "disabled"}, extra...)
+		args := append([]string{"train", "--env", "cartpole", "--users", "64", "--K", "8", "--steps-per-user", "64", "--seed", "5", "--eval-episodes", "3", "--json", "--log-level", "disabled"}, extra...)
 		code, out, stderr := runCLI(t, args...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", extra, code, stderr)
@@ -897,8 +898,8 @@ func TestTrainNoiseFlag(t *testing.T) {
 			tree["noise"], tree["horizon"], four["horizon"], sq["noise"], sq["horizon"])
 	}
 	for _, k := range []string{"curve", "eval_mean", "noise", "horizon"} {
-		if fmt.Sprint(def[k]) != fmt.Sprint(sq[k]) {
-			t.Errorf("%s: the cartpole default %v, --noise sqrt %v", k, def[k], sq[k])
+		if fmt.Sprint(def[k]) != fmt.Sprint(plain[k]) {
+			t.Errorf("%s: the cartpole default %v, --noise independent %v", k, def[k], plain[k])
 		}
 	}
 	// 64 users, K = 8: 8 releases, all of which a CartPole episode (8
@@ -941,7 +942,7 @@ func TestTrainNoiseFlag(t *testing.T) {
 			t.Errorf("%v noise gives the same run as independent noise", r["noise"])
 		}
 	}
-	if acro := run("--env", "acrobot"); acro["k"] != 32.0 || acro["noise"] != nil {
+	if acro := run("--env", "acrobot", "--K", "32"); acro["k"] != 32.0 || acro["noise"] != nil {
 		t.Errorf("acrobot: K %v, noise %v, want 32 and independent", acro["k"], acro["noise"])
 	}
 	for _, c := range [][]string{{"--noise", "gaussian"}, {"--noise", "tree", "--horizon", "0"}, {"--noise", "sqrt", "--horizon", "x"},
@@ -954,11 +955,13 @@ func TestTrainNoiseFlag(t *testing.T) {
 
 // TestTrainEpisodeEpsilonDefaults: the epsilon dprl train prints for the
 // defaults of each environment, computed from the configuration that runs
-// (no training). CartPole (10,000 users, K = 8, episodes of at most 500 steps
-// in segments of 64): an episode enters up to 8 consecutive releases, so at
-// z = 1, delta 1e-5 it gets epsilon 53.2 with the default sqrt noise, 55.7
-// with the tree and 15.5 with independent noise, against 4.377 per segment;
-// with --fresh-episodes the two are equal. --epsilon targets the episode.
+// (no training). CartPole's default: one user plays one whole episode, so
+// the episode's epsilon is one user's, 4.377 at z = 1, delta 1e-5. With
+// --K 8 --steps-per-user 64 (10,000 users, episodes of at most 500 steps in
+// segments of 64) an episode enters up to 8 consecutive releases: epsilon
+// 53.2 with sqrt noise, 55.7 with the tree and 15.5 with independent noise,
+// against 4.377 per segment; with --fresh-episodes the two are equal.
+// --epsilon targets the episode.
 func TestTrainEpisodeEpsilonDefaults(t *testing.T) {
 	account := func(args ...string) (*trainFlags, policy.Config, *experiment.EpisodeAccount, float64, float64) {
 		t.Helper()
@@ -979,12 +982,13 @@ func TestTrainEpisodeEpsilonDefaults(t *testing.T) {
 		segments, releases  int
 		sensitivity, within float64
 	}{
-		{[]string{"--env", "cartpole"}, 53.21, 4.377, 8, 8, 6.968, 0.01},
-		{[]string{"--env", "cartpole", "--noise", "tree"}, 55.68, 4.377, 8, 8, 7.186, 0.01},
-		{[]string{"--env", "cartpole", "--noise", "independent"}, 15.46, 4.377, 8, 8, math.Sqrt(8), 0.01},
-		{[]string{"--env", "cartpole", "--fresh-episodes"}, 4.377, 4.377, 1, 1, 1, 0.001},
+		{[]string{"--env", "cartpole"}, 4.377, 4.377, 1, 1, 1, 0.001},
+		{[]string{"--env", "cartpole", "--K", "8", "--steps-per-user", "64", "--noise", "sqrt"}, 53.21, 4.377, 8, 8, 6.968, 0.01},
+		{[]string{"--env", "cartpole", "--K", "8", "--steps-per-user", "64", "--noise", "tree"}, 55.68, 4.377, 8, 8, 7.186, 0.01},
+		{[]string{"--env", "cartpole", "--K", "8", "--steps-per-user", "64"}, 15.46, 4.377, 8, 8, math.Sqrt(8), 0.01},
+		{[]string{"--env", "cartpole", "--K", "8", "--steps-per-user", "64", "--fresh-episodes"}, 4.377, 4.377, 1, 1, 1, 0.001},
 		{[]string{"--env", "acrobot"}, 15.46, 4.377, 8, 8, math.Sqrt(8), 0.01},    // K = 32, independent, 500 steps
-		{[]string{"--env", "cartpole", "--z", "3"}, 0, 1.271, 8, 8, 6.968, 0.001}, // episode: checked below
+		{[]string{"--env", "cartpole", "--K", "8", "--steps-per-user", "64", "--noise", "sqrt", "--z", "3"}, 0, 1.271, 8, 8, 6.968, 0.001}, // episode: checked below
 		// recsys: a user is a whole session (T = 400, the step limit), so
 		// an episode is one user in one release.
 		{[]string{"--env", "recsys"}, 4.377, 4.377, 1, 1, 1, 0.001},
@@ -1023,10 +1027,10 @@ func TestTrainEpisodeEpsilonDefaults(t *testing.T) {
 	if g, _ := (accountant.Analytic{}).Epsilon(1e-5, accountant.Event{Q: 1, Z: 0.1, Steps: 3}); acct.Segments != 3 || math.Abs(eps-g.Epsilon) > 1e-9*eps {
 		t.Errorf("dosing-0: %d segments, epsilon %v per episode, want 3 and %v", acct.Segments, eps, g.Epsilon)
 	}
-	// --epsilon targets the episode: at the defaults the smallest z whose
-	// per-episode epsilon is at most the target.
+	// --epsilon targets the episode: the smallest z whose per-episode
+	// epsilon is at most the target (sqrt noise over 64-step segments).
 	for _, target := range []float64{5, 53.21} {
-		_, cfg, _, eps, _ := account("--env", "cartpole", "--epsilon", strconv.FormatFloat(target, 'g', -1, 64))
+		_, cfg, _, eps, _ := account("--env", "cartpole", "--K", "8", "--steps-per-user", "64", "--noise", "sqrt", "--epsilon", strconv.FormatFloat(target, 'g', -1, 64))
 		if eps > target || eps < target*(1-1e-4) {
 			t.Errorf("--epsilon %v: %v per episode at z = %v", target, eps, cfg.DP.NoiseMultiplier)
 		}
@@ -1034,7 +1038,10 @@ func TestTrainEpisodeEpsilonDefaults(t *testing.T) {
 			t.Errorf("--epsilon 5: z = %v, want about 7 (z / 6.97 per episode)", cfg.DP.NoiseMultiplier)
 		}
 	}
-	for _, args := range [][]string{{"--env", "cartpole", "--noise", "independent", "--epsilon", "15.456"}, {"--env", "cartpole", "--noise", "tree", "--epsilon", "3"}} {
+	if _, cfg, _, eps, _ := account("--env", "cartpole", "--epsilon", "5"); eps > 5 || eps < 5*(1-1e-4) || !(cfg.DP.NoiseMultiplier < 1) {
+		t.Errorf("cartpole's default, --epsilon 5: %v per episode at z = %v, want below 1 (one user, one release)", eps, cfg.DP.NoiseMultiplier)
+	}
+	for _, args := range [][]string{{"--env", "cartpole", "--K", "8", "--steps-per-user", "64", "--noise", "independent", "--epsilon", "15.456"}, {"--env", "cartpole", "--K", "8", "--steps-per-user", "64", "--noise", "tree", "--epsilon", "3"}} {
 		_, _, _, eps, _ := account(args...)
 		target, _ := strconv.ParseFloat(args[len(args)-1], 64)
 		if eps > target || eps < target*(1-1e-4) {
