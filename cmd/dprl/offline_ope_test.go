@@ -157,7 +157,7 @@ func TestOfflineOPEEpisodes(t *testing.T) {
 	if e := np.Episodes; math.Abs(e[0].Value-e[1].Value) > 1e-9 || math.Abs(e[1].Value-e[2].Value) > 1e-9 {
 		t.Errorf("estimates %v, %v, %v", e[0].Value, e[1].Value, e[2].Value)
 	}
-	if p := r.Private; p == nil || p.Estimate.Intervals[0].Note == "" || !strings.HasSuffix(p.Unit, "(one episode)") || p.RewardHigh != 20 || !strings.Contains(p.Mechanism, "horizon 20") {
+	if p := r.Private; p == nil || !(p.Estimate.Intervals[0].Lo >= 0 && p.Estimate.Intervals[0].Lo <= p.Estimate.Intervals[0].Hi && p.Estimate.Intervals[0].Hi <= 20) || !strings.HasSuffix(p.Unit, "(one episode)") || p.RewardHigh != 20 || !strings.Contains(p.Mechanism, "horizon 20") {
 		t.Errorf("private %+v", r.Private)
 	}
 	if code, _, stderr := runCLI(t, append(base, "--horizon", "5", "--non-private")...); code != 1 || !strings.Contains(stderr, "rs.jsonl:1: 20 steps, more than the public horizon 5") {
