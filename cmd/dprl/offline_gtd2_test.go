@@ -242,20 +242,10 @@ func TestOfflineGTD2Runs(t *testing.T) {
 		"--interval-splits", "5", "--seed", "4", "--ledger", ledCI}
 	code, out, stderr = runCLI(t, append(ci, "--json")...)
 	var cr struct {
-		Value    float64   `json:"value"`
-		Weights  []float64 `json:"weights"`
-		N        int       `json:"n_trajectories"`
-		Interval struct {
-			Method     string    `json:"method"`
-			Level      float64   `json:"level"`
-			Splits     int       `json:"splits"`
-			PartN      int       `json:"n_per_part"`
-			Mean       float64   `json:"mean"`
-			Low        float64   `json:"low"`
-			High       float64   `json:"high"`
-			PartValues []float64 `json:"part_values"`
-			Covers     string    `json:"covers"`
-		} `json:"interval"`
+		Value    float64           `json:"value"`
+		Weights  []float64         `json:"weights"`
+		N        int               `json:"n_trajectories"`
+		Interval evaluate.Interval `json:"interval"`
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &cr) != nil {
 		t.Fatalf("interval run: %d %s %s", code, out, stderr)
