@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"dprl/noise"
 )
 
 // peerShape is one of the DP-SGD shapes measured against Opacus (docs/performance.md,
@@ -25,6 +27,10 @@ var dpsgdPeerShapes = []peerShape{
 // peerStep is Opacus's DP-SGD step on prebuilt batches: forward, the loss
 // gradient, the per-sample clipped sum (ghost clipping), Gaussian noise of
 // standard deviation z C, division by the batch size and a plain SGD step.
+// The noise is either floating-point normals from a seeded PCG, as Opacus
+// draws them from torch's generator (exact == nil), or dprl's exact sampler
+// on the path its learners use (addNoiseAndScale with a noise.Gaussian
+// drawing from a ChaCha8 stream, as the production paths key one).
 type peerStep struct {
 	s       peerShape
 	m       *MLP
@@ -33,16 +39,22 @@ type peerStep struct {
 	y, dOut []float64
 	xs, ts  [][]float64 // 64 prebuilt batches: inputs and targets (class indices for CE)
 	rng     *rand.Rand
+	exact   *noise.Gaussian
 	i       int
 }
 
-func newPeerStep(tb testing.TB, s peerShape) *peerStep {
+// newPeerStep builds the step for shape s, with dprl's exact noise when
+// exact is set and floating-point normals otherwise.
+func newPeerStep(tb testing.TB, s peerShape, exact bool) *peerStep {
 	rng := rand.New(rand.NewPCG(1, 2))
 	m, err := NewMLPActivation(s.act, s.sizes...)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	ps := &peerStep{s: s, m: m, g: NewGhostClipper(m), rng: rng}
+	if exact {
+		ps.exact = noise.NewGaussian(rand.New(rand.NewChaCha8([32]byte{1, 2})))
+	}
 	ps.p = make([]float64, m.NumParams())
 	m.Init(ps.p, rng, 1)
 	ps.grad = make([]float64, m.NumParams())
@@ -96,26 +108,43 @@ func (ps *peerStep) step() {
 	}
 	ps.g.ClippedSum(ps.grad, ps.p, ps.dOut, nil, clip)
 	inv := 1 / float64(n)
+	if ps.exact != nil {
+		addNoiseAndScale(ps.grad, z*clip, inv, ps.exact)
+		for i, g := range ps.grad {
+			ps.p[i] -= lr * g
+		}
+		return
+	}
 	for i, g := range ps.grad {
 		ps.p[i] -= lr * (g + z*clip*ps.rng.NormFloat64()) * inv
 	}
 }
 
+// peerNoises are the two noises of the Opacus comparison: Opacus's own
+// (floating-point normals) and the exact sampler dprl ships.
+var peerNoises = []struct {
+	name  string
+	exact bool
+}{{"float", false}, {"exact", true}}
+
 // BenchmarkDPSGDPeer measures DP-SGD steps/s on the three shapes of the
-// Opacus comparison (scripts/perf/dpsgd_vs_opacus.py runs the peer side).
-// Run with -cpu 1.
+// Opacus comparison (scripts/perf/peers.py dpsgd runs both sides), with
+// floating-point noise as Opacus adds (noise=float) and with the exact
+// sampler dprl's learners use (noise=exact). Run with -cpu 1.
 func BenchmarkDPSGDPeer(b *testing.B) {
 	for _, s := range dpsgdPeerShapes {
-		b.Run(s.name, func(b *testing.B) {
-			ps := newPeerStep(b, s)
-			ps.step()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
+		for _, nz := range peerNoises {
+			b.Run(s.name+"/noise="+nz.name, func(b *testing.B) {
+				ps := newPeerStep(b, s, nz.exact)
 				ps.step()
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
-		})
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					ps.step()
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+			})
+		}
 	}
 }
 
@@ -123,16 +152,18 @@ func BenchmarkDPSGDPeer(b *testing.B) {
 // the parameters finite.
 func TestDPSGDPeerStepAllocs(t *testing.T) {
 	for _, s := range dpsgdPeerShapes {
-		ps := newPeerStep(t, s)
-		ps.step()
-		if !raceEnabled {
-			if a := testing.AllocsPerRun(5, ps.step); a != 0 {
-				t.Errorf("%s: %v allocations per step, want 0", s.name, a)
+		for _, nz := range peerNoises {
+			ps := newPeerStep(t, s, nz.exact)
+			ps.step()
+			if !raceEnabled {
+				if a := testing.AllocsPerRun(5, ps.step); a != 0 {
+					t.Errorf("%s, %s noise: %v allocations per step, want 0", s.name, nz.name, a)
+				}
 			}
-		}
-		for _, v := range ps.p {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				t.Fatalf("%s: parameters not finite", s.name)
+			for _, v := range ps.p {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					t.Fatalf("%s, %s noise: parameters not finite", s.name, nz.name)
+				}
 			}
 		}
 	}

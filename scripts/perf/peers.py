@@ -6,7 +6,10 @@
     python3 scripts/perf/peers.py dpsgd [--rounds 3]   # dprl DP-SGD vs Opacus 1.4 (glibc defaults and tuned)
     python3 scripts/perf/peers.py sac   [--rounds 3]   # dprl SAC updates/s vs the same update in PyTorch
     python3 scripts/perf/peers.py cql   [--rounds 3]   # dprl DP-SGD CQL step vs Opacus 1.4 (default and tuned)
-    add --json for machine-readable output, --peers DIR for the exported peer sources
+    add --json for machine-readable output, --peers DIR for the exported peer sources,
+    --noise float|exact|both (dpsgd: dprl's noise; Opacus always adds float noise),
+    --dtype float64|float32|both (ppo, sac and cql's plain step: the peer's dtype;
+    dprl computes in float64)
 
 The two sides run alternately (A B A B ...), each round after waiting for the
 machine to be idle (/proc/stat); the result is the median of each side, the
@@ -129,6 +132,16 @@ def gemm(args, tmp):
             "peer": info, "rounds": rounds}
 
 
+def dtypes(args):
+    """The peer's dtypes to measure, float64 first."""
+    return ["float64", "float32"] if args.dtype == "both" else [args.dtype]
+
+
+def dtype_label(dt):
+    """The suffix of a row measured with the peer in dt ("" for float64, the rows' old names)."""
+    return "" if dt == "float64" else " (peer float32)"
+
+
 def ppo(args, tmp):
     binary = build("policy", tmp)
     script = os.path.join(args.peers, "cleanrl", "ppo.py")
@@ -138,16 +151,21 @@ def ppo(args, tmp):
     for r in range(args.rounds):
         wait_idle()
         g = go_bench(binary, "TrainPPO/", "env-steps/s", "3x")
-        out = subprocess.run([PY, runner, script, "--env-id", "CartPole-v1", "--total-timesteps", str(args.timesteps),
-                              "--cuda", "false"], env=env, check=True, capture_output=True, text=True).stdout
-        sps = [int(x) for x in re.findall(r"SPS: (\d+)", out)]
-        peer = float(sps[-1])
-        rounds.append({"64x64-E4": (g["TrainPPO/64x64-E4"], peer), "16x16-E3 (dprl default) vs 64x64-E4": (g["TrainPPO/16x16-E3"], peer)})
+        row = {}
+        for dt in dtypes(args):
+            out = subprocess.run([PY, runner, "--dtype", dt, script, "--env-id", "CartPole-v1", "--total-timesteps",
+                                  str(args.timesteps), "--cuda", "false"], env=env, check=True, capture_output=True,
+                                 text=True).stdout
+            sps = [int(x) for x in re.findall(r"SPS: (\d+)", out)]
+            peer = float(sps[-1])
+            row["64x64-E4" + dtype_label(dt)] = (g["TrainPPO/64x64-E4"], peer)
+            row["16x16-E3 (dprl default) vs 64x64-E4" + dtype_label(dt)] = (g["TrainPPO/16x16-E3"], peer)
+        rounds.append(row)
         log("round %d: %s" % (r + 1, rounds[-1]))
     return {"what": "PPO on CartPole, environment steps/s end to end",
             "dprl": "policy BenchmarkTrainPPO (800 users of 64 steps, K = 8, one worker)",
             "peer": "CleanRL ppo.py (unmodified; 4 envs x 128 steps, 4 epochs, 4 minibatches, 64x64 tanh), "
-                    "float64, %d timesteps, its final SPS" % args.timesteps, "rounds": rounds}
+                    "%s, %d timesteps, its final SPS" % (" and ".join(dtypes(args)), args.timesteps), "rounds": rounds}
 
 
 def dpsgd(args, tmp):
@@ -164,13 +182,18 @@ def dpsgd(args, tmp):
             peers[label] = {l.split()[0]: float(l.split()[1]) for l in out.splitlines()}
         row = {}
         for name, v in g.items():
-            shape = name.split("/", 1)[1]
+            # DPSGDPeer/<shape>/noise=<float|exact>
+            _, shape, nz = name.split("/")
+            nz = nz.split("=", 1)[1]
+            if args.noise not in ("both", nz):
+                continue
             best = max(peers["default"][shape], peers["tuned"][shape])
-            row[shape] = (v, best)
+            row[shape + (", float noise" if nz == "float" else ", dprl exact noise vs Opacus float")] = (v, best)
         rounds.append(row)
         log("round %d: %s (Opacus default allocator: %s)" % (r + 1, row, peers["default"]))
     return {"what": "DP-SGD steps/s (forward, backward, per-sample clip, noise, SGD)",
-            "dprl": "policy BenchmarkDPSGDPeer (ghost clipping)",
+            "dprl": "policy BenchmarkDPSGDPeer (ghost clipping; noise=float: floating-point normals from a PCG, as "
+                    "Opacus adds; noise=exact: the exact discrete Gaussian sampler dprl's learners use, from ChaCha8)",
             "peer": "Opacus 1.4.0 on torch %s, float64, the faster of glibc's default allocator and the tuned one (%s)"
                     % (torch_version(args.peers), TUNED), "rounds": rounds}
 
@@ -182,16 +205,19 @@ def sac_peer(args, tmp):
     for r in range(args.rounds):
         wait_idle()
         g = go_bench(binary, "Update/", "updates/s", "3s")
-        out = subprocess.run([PY, script, "--seconds", "5"], env=peer_env(args.peers), check=True, capture_output=True,
-                             text=True).stdout
-        peer = {l.split()[0]: float(l.split()[1]) for l in out.splitlines()}
-        rounds.append({k: (g["Update/" + k], peer[k]) for k in peer})
+        row = {}
+        for dt in dtypes(args):
+            out = subprocess.run([PY, script, "--seconds", "5", "--dtype", dt], env=peer_env(args.peers), check=True,
+                                 capture_output=True, text=True).stdout
+            peer = {l.split()[0]: float(l.split()[1]) for l in out.splitlines()}
+            row.update({k + dtype_label(dt): (g["Update/" + k], peer[k]) for k in peer})
+        rounds.append(row)
         log("round %d: %s" % (r + 1, rounds[-1]))
     return {"what": "SAC updates/s (minibatch of 256 from a replay buffer, twin critics, actor, temperature, Polyak), "
                     "Pendulum's dimensions",
             "dprl": "policy/sac BenchmarkUpdate",
-            "peer": "scripts/perf/peers/torch_sac.py (CleanRL's SAC update written out) on torch %s, float64"
-                    % torch_version(args.peers), "rounds": rounds}
+            "peer": "scripts/perf/peers/torch_sac.py (CleanRL's SAC update written out) on torch %s, %s"
+                    % (torch_version(args.peers), " and ".join(dtypes(args))), "rounds": rounds}
 
 
 def cql(args, tmp):
@@ -215,18 +241,30 @@ def cql(args, tmp):
                     skipped.add(l[1:].strip())
                 else:
                     peers[label][l.split()[0]] = float(l.split()[1])
+            if "float32" in dtypes(args):
+                out = subprocess.run([PY, script, "--seconds", "5", "--variants", "plain", "--dtype", "float32"],
+                                     env=env, check=True, capture_output=True, text=True).stdout
+                for l in out.splitlines():
+                    if l.startswith("plain "):
+                        peers[label]["plain-float32"] = float(l.split()[1])
         params = int(peers["default"].pop("params"))
         peers["tuned"].pop("params")
         best = {k: max(peers["default"][k], peers["tuned"][k]) for k in peers["default"]}
         # The exact sampler's cost per coordinate in the same round, and what
         # it comes to on the Q-network's parameters.
-        nz = go_bench(noise_bin, "^BenchmarkNoise$", "ns/op")
-        exact, flt = nz["Noise/exact"] / 1024, nz["Noise/float"] / 1024
+        # (BenchmarkNoise's sigmas 0.5 and 1.5 bracket this step's sigma 1;
+        # the larger cost of each is taken.)
+        nz = go_bench(noise_bin, "^BenchmarkNoise$/^(exact|float)$/^sigma=(0.5|1.5)$", "ns/op")
+        exact = max(v for k, v in nz.items() if k.startswith("Noise/exact/")) / 1024
+        flt = max(v for k, v in nz.items() if k.startswith("Noise/float/")) / 1024
         row = {"DP step: dprl (exact noise) vs Opacus": (dprl["DPStepCQL"], best["dp"])}
         if "dp-secure" in best:
             row["DP step: dprl vs Opacus secure_mode"] = (dprl["DPStepCQL"], best["dp-secure"])
         row["DP step: dprl vs Opacus, secure_mode's 4 normals, no CSPRNG"] = (dprl["DPStepCQL"], best["dp-4normal"])
-        row["plain step: dprl vs PyTorch"] = (dprl["StepCQL"], best["plain"])
+        if "float64" in dtypes(args):
+            row["plain step: dprl vs PyTorch"] = (dprl["StepCQL"], best["plain"])
+        if "plain-float32" in best:
+            row["plain step: dprl vs PyTorch" + dtype_label("float32")] = (dprl["StepCQL"], best["plain-float32"])
         rounds.append(row)
         detail.append({"busy_before": round(busy, 3), "dprl_steps_per_s": dprl, "opacus_default_allocator": peers["default"],
                        "opacus_tuned_allocator": peers["tuned"], "params": params,
@@ -238,8 +276,9 @@ def cql(args, tmp):
             "dprl": "offline/qlearn BenchmarkDPStepCQL (Poisson sampling of 3,000 units at q = 128/3000, ghost "
                     "clipping to 1, exact discrete Gaussian noise sigma 1, / 128) and BenchmarkStepCQL (no DP)",
             "peer": "scripts/perf/peers/opacus_cql.py: Opacus 1.4.0 GradSampleModule + DPOptimizer (noise 1.0, clip "
-                    "1.0, expected batch 128, Adam) on torch %s, float64, fixed batches of 128, the faster of glibc's "
-                    "default allocator and the tuned one (%s)" % (torch_version(args.peers), TUNED),
+                    "1.0, expected batch 128, Adam) on torch %s, float64 (the plain step also in %s), fixed batches of "
+                    "128, the faster of glibc's default allocator and the tuned one (%s)"
+                    % (torch_version(args.peers), " and ".join(dtypes(args)), TUNED),
             "skipped": sorted(skipped), "rounds": rounds, "detail": detail}
 
 
@@ -270,6 +309,12 @@ def main():
     ap.add_argument("--peers", default=os.environ.get("DPRL_PEERS", "/work/peers"),
                     help="folder holding the exported cleanrl/, gymnasium/, opacus/ and opt_einsum/ (env DPRL_PEERS)")
     ap.add_argument("--timesteps", type=int, default=50000, help="CleanRL's --total-timesteps (ppo)")
+    ap.add_argument("--noise", choices=["float", "exact", "both"], default="both",
+                    help="dpsgd: dprl's noise, floating-point normals as Opacus adds or the exact sampler dprl ships "
+                         "(Opacus always adds float noise)")
+    ap.add_argument("--dtype", choices=["float64", "float32", "both"], default="float64",
+                    help="ppo, sac and cql's plain step: the peer's dtype (float32 is PyTorch's default; dprl and the "
+                         "DP rows stay float64)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if args.rounds <= 0:

@@ -17,7 +17,8 @@ PrivacyEngine.make_private builds, with expected_batch_size 128) on fixed
 batches (dprl samples its batch by Poisson sampling of 3,000 units and
 gathers it, which is timed there and not here), 64 prebuilt batches of 128 random transitions
 (4-dim observations, actions in {0, 1}, rewards 1, one in seven terminal)
-cycled. float64, one thread. PYTHONPATH must hold the exported opacus/ and
+cycled. float64 (or PyTorch's own default, float32, with --dtype float32),
+one thread. PYTHONPATH must hold the exported opacus/ and
 opt_einsum/ folders (docs/performance.md, "Performance against peers").
 
 Variants (one line each, "name steps/s"):
@@ -31,7 +32,7 @@ Variants (one line each, "name steps/s"):
   plain        the same step without DP (mean loss, backward, Adam, Polyak)
 and "params N", the Q-network's parameter count.
 
-    opacus_cql.py [--seconds 5] [--variants dp,dp-secure,dp-4normal,plain]
+    opacus_cql.py [--seconds 5] [--variants dp,dp-secure,dp-4normal,plain] [--dtype float64|float32]
 """
 import argparse
 import copy
@@ -133,7 +134,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--variants", default="dp,dp-secure,dp-4normal,plain")
+    ap.add_argument("--dtype", choices=["float64", "float32"], default="float64")
     args = ap.parse_args()
+    torch.set_default_dtype(getattr(torch, args.dtype))
     params = None
     for v in args.variants.split(","):
         step, info = build(v)

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Runs CleanRL's cleanrl/ppo.py, unmodified, on one thread in float64.
+"""Runs CleanRL's cleanrl/ppo.py, unmodified, on one thread in float64 (or in
+PyTorch's own default, float32, with --dtype float32 before the script's path).
 
 CleanRL imports tyro and torch.utils.tensorboard, which Debian's packages lack:
 this wrapper puts a small stand-in for tyro.cli (dataclass fields from
 --field-name value flags) and a no-op SummaryWriter in sys.modules, limits
-torch to one thread, makes float64 the default dtype, and runs the script with
+torch to one thread, makes float64 (or float32) the default dtype, and runs the script with
 runpy. PYTHONPATH must hold the exported cleanrl/ and gymnasium/ folders
 (docs/performance.md, "Performance against peers").
 
-    run_cleanrl_ppo.py PATH/TO/cleanrl/ppo.py --env-id CartPole-v1 --total-timesteps 100000 ...
+    run_cleanrl_ppo.py [--dtype float64|float32] PATH/TO/cleanrl/ppo.py --env-id CartPole-v1 --total-timesteps 100000 ...
 """
 import dataclasses
 import runpy
@@ -18,7 +19,13 @@ import types
 import torch
 
 torch.set_num_threads(1)
-torch.set_default_dtype(torch.float64)
+dtype = "float64"
+if len(sys.argv) > 2 and sys.argv[1] == "--dtype":
+    dtype = sys.argv[2]
+    del sys.argv[1:3]
+if dtype not in ("float64", "float32"):
+    raise SystemExit("--dtype must be float64 or float32, not %s" % dtype)
+torch.set_default_dtype(getattr(torch, dtype))
 
 
 def _cli(cls):

@@ -6,10 +6,11 @@ tanh-squashed Gaussian actor with log-std squashed to [-5, 2], twin critics
 with Polyak targets, automatic temperature, Adam 3e-4), with one actor and
 one temperature step per critic step, as dprl's: sample a minibatch of 256
 from a replay buffer of 10,000 random transitions of Pendulum's dimensions
-(3 observations, 1 action in [-2, 2]), then the update. float64, one thread.
+(3 observations, 1 action in [-2, 2]), then the update. float64 (or
+PyTorch's own default, float32, with --dtype float32), one thread.
 Prints one line per network size: name updates/s.
 
-    torch_sac.py [--seconds 5] [--hidden 256,256 64,64]
+    torch_sac.py [--seconds 5] [--hidden 256,256 64,64] [--dtype float64|float32]
 """
 import argparse
 import time
@@ -109,7 +110,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--hidden", nargs="*", default=["256,256", "64,64"])
+    ap.add_argument("--dtype", choices=["float64", "float32"], default="float64")
     args = ap.parse_args()
+    torch.set_default_dtype(getattr(torch, args.dtype))
     for h in args.hidden:
         run([int(x) for x in h.split(",")], args.seconds)
 
