@@ -5,8 +5,8 @@ import "dprl/policy"
 // AgentDefaults returns the policy spec of simulator name and the learner
 // configuration measured for it, as the DP agent takes them (dprl agent
 // --env, dprl demo, dprl bench serve): Profile.Spec and
-// Profile.Learner, without dprl train's correlated-noise defaults, which the
-// agent cannot use (see Profile.Correlated). The error is Get's.
+// Profile.Learner, without dprl train's whole-episode segments (an agent's
+// session is one episode anyway). The error is Get's.
 func AgentDefaults(name string) (policy.Spec, policy.Config, error) {
 	p, err := Get(name)
 	if err != nil {

@@ -27,18 +27,6 @@ import (
 // profile (a programming error the package tests catch).
 var ErrNoProfile = errors.New("profile: simulator has no profile")
 
-// Correlated are the dprl train defaults of an environment whose training
-// replaces Algorithm 2's independent noise by correlated noise over the run,
-// with the users per update K and server step that go with it.
-type Correlated struct {
-	// K is the users per update.
-	K int
-	// ServerLR is the server step.
-	ServerLR float64
-	// Noise is the correlated noise (NoiseTree or NoiseSqrt).
-	Noise policy.Noise
-}
-
 // Profile is what dprl knows about one simulator. Get returns a fresh value:
 // the caller may modify it, its slices included.
 type Profile struct {
@@ -48,8 +36,8 @@ type Profile struct {
 	// spaces.
 	Spec policy.Spec
 	// Learner is the learner configuration measured for the simulator: the
-	// default of dprl train --algo dppg before its correlated-noise defaults
-	// (Correlated), and of dprl agent and dprl demo --env. Its
+	// default of dprl train --algo dppg (TrainLearner), and of dprl agent
+	// and dprl demo --env. Its
 	// PPO.ObsScale and PPO.ValueScale are the public observation and value
 	// scales.
 	Learner policy.Config
@@ -57,10 +45,6 @@ type Profile struct {
 	// simulator's specification (never from data): the agent clips each
 	// reward to it.
 	RewardLow, RewardHigh float64
-	// Correlated, if not nil, are dprl train's correlated-noise defaults.
-	// The agent cannot correlate noise (its users return, and the noise
-	// state is not persisted), so it keeps Learner (Algorithm 2).
-	Correlated *Correlated
 	// TrainWholeEpisodes makes one simulated user of dprl train play one
 	// whole episode (its segment length T is MaxSteps, the environment's
 	// public step limit), so that the privacy unit, the episode, is one
@@ -78,13 +62,10 @@ type Profile struct {
 }
 
 // TrainLearner returns dprl train's default learner configuration and noise
-// before flags: Learner with the Correlated defaults applied, if any, and
-// with TrainWholeEpisodes a segment length of MaxSteps.
+// before flags: Learner (Algorithm 2: independent noise; --noise tree|sqrt
+// correlates it), with TrainWholeEpisodes a segment length of MaxSteps.
 func (p Profile) TrainLearner() (policy.Config, policy.Noise) {
 	cfg, noise := p.Learner, policy.NoiseIndependent
-	if c := p.Correlated; c != nil {
-		cfg.DP.UsersPerUpdate, cfg.PPO.ServerLR, noise = c.K, c.ServerLR, c.Noise
-	}
 	if p.TrainWholeEpisodes {
 		cfg.PPO.StepsPerUser = p.MaxSteps
 	}
@@ -103,7 +84,6 @@ func NonPrivate(cfg policy.Config) policy.Config {
 type entry struct {
 	low, high  float64
 	learner    func() policy.Config
-	correlated *Correlated
 	trainWhole bool
 	demoTarget float64
 	riverSwimP float64
@@ -177,10 +157,6 @@ func Get(name string) (Profile, error) {
 	}
 	p := Profile{Name: name, Spec: spec, Learner: e.learner(), RewardLow: e.low, RewardHigh: e.high,
 		DemoTargetReturn: e.demoTarget, RiverSwimP: e.riverSwimP, TrainWholeEpisodes: e.trainWhole, MaxSteps: env.MaxSteps()}
-	if e.correlated != nil {
-		c := *e.correlated
-		p.Correlated = &c
-	}
 	return p, nil
 }
 

@@ -98,11 +98,7 @@ func TestProfiles(t *testing.T) {
 				t.Errorf("learner is not Algorithm 2: mode %v noise %v", p.Learner.DP.Mode, p.Learner.DP.Noise)
 			}
 			cfg, noise := p.TrainLearner()
-			if c := p.Correlated; c != nil {
-				if cfg.DP.UsersPerUpdate != c.K || cfg.PPO.ServerLR != c.ServerLR || noise != c.Noise || noise == policy.NoiseIndependent {
-					t.Errorf("train learner K %d server lr %v noise %v, want %+v", cfg.DP.UsersPerUpdate, cfg.PPO.ServerLR, noise, *c)
-				}
-			} else if noise != policy.NoiseIndependent || cfg.DP.UsersPerUpdate != p.Learner.DP.UsersPerUpdate {
+			if noise != policy.NoiseIndependent || cfg.DP.UsersPerUpdate != p.Learner.DP.UsersPerUpdate {
 				t.Errorf("train learner differs without correlated defaults: K %d noise %v", cfg.DP.UsersPerUpdate, noise)
 			}
 			np := NonPrivate(p.Learner)
@@ -127,7 +123,7 @@ func TestGet(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cp.Learner.PPO.ValueScale != 10 || len(cp.Learner.PPO.ObsScale) != 4 || cp.Learner.PPO.Lambda != 0.98 ||
-		cp.Learner.DP.UsersPerUpdate != 32 || cp.Correlated != nil || !cp.TrainWholeEpisodes || cp.MaxSteps != 500 || cp.DemoTargetReturn != 475 {
+		cp.Learner.DP.UsersPerUpdate != 32 || !cp.TrainWholeEpisodes || cp.MaxSteps != 500 || cp.DemoTargetReturn != 475 {
 		t.Errorf("cartpole profile %+v", cp)
 	}
 	cp.Learner.PPO.ObsScale[2] = -1
@@ -137,7 +133,7 @@ func TestGet(t *testing.T) {
 		t.Error("Get shares state between calls")
 	}
 	d, _ := Get("dosing-1")
-	if d.Learner.PPO.MomentReset != policy.ResetPaper || d.Learner.DP.NoiseMultiplier != 0.1 || d.Correlated != nil {
+	if d.Learner.PPO.MomentReset != policy.ResetPaper || d.Learner.DP.NoiseMultiplier != 0.1 || d.TrainWholeEpisodes {
 		t.Errorf("dosing profile %+v", d)
 	}
 	for _, c := range []struct {

@@ -42,8 +42,7 @@ type TrainOverrides struct {
 	Z, Clip, PolicyShare *float64
 	// K sets DP.UsersPerUpdate.
 	K *int
-	// Noise replaces the environment's default noise (independent, or
-	// Profile.Correlated's).
+	// Noise replaces the default, independent noise.
 	Noise *policy.Noise
 	// Horizon, for correlated noise, restarts the correlation every
 	// *Horizon releases; 0 (and nil, the default) correlates it over the
@@ -66,8 +65,9 @@ type TrainOverrides struct {
 
 // TrainConfig returns the learner configuration of a training run of users
 // simulated users on the environment name: the profile's TrainLearner (its
-// Learner with the Correlated defaults), made non-private (NonPrivate: no
-// clipping, no noise) if private is false, with o applied over it. Correlated noise gets its
+// Learner with a whole episode per user where TrainWholeEpisodes), made
+// non-private (NonPrivate: no clipping, no noise) if private is false, with
+// o applied over it. Correlated noise (o.Noise tree or sqrt) gets its
 // horizon: o.Horizon, or the run's ceil(users / K) releases. The error wraps
 // sims.ErrUnknownEnv or ErrNoProfile for a name without a profile.
 func TrainConfig(name string, private bool, users int, o TrainOverrides) (policy.Config, error) {
@@ -113,7 +113,7 @@ func TrainConfig(name string, private bool, users int, o TrainOverrides) (policy
 }
 
 // TrainNoise returns the noise dprl train uses by default on the
-// environment name: its Correlated noise, or independent noise.
+// environment name (TrainLearner's).
 func TrainNoise(name string) policy.Noise {
 	p, err := Get(name)
 	if err != nil {
