@@ -27,7 +27,7 @@ var layers = []struct {
 	{"vocabulary and samplers", []string{"space", "noise"}},
 	{"accounting maths, simulators, session log, wire protocol", []string{"ledger/accountant/...", "sims", "sessionlog", "sessionlog/dsjson", "stream", "stream/updateq"}},
 	{"policies and the ledger", []string{"policy", "policy/bandmf", "ledger", "ledger/record"}},
-	{"policy formats and what builds on policies and the ledger", []string{"policy/qnet", "policy/sac", "profile", "agent/statuspage",
+	{"policy formats and what builds on policies and the ledger", []string{"policy/qnet", "policy/sac", "policy/lincb", "profile", "agent/statuspage",
 		"offline/budget", "offline/gtd2", "offline/lsw", "offline/ope", "offline/policies"}},
 	{"rollout", []string{"rollout"}},
 	{"the agent, the offline modes, the load generator", []string{"agent", "offline", "offline/evaluate", "offline/ope/coverage", "offline/primorl", "offline/qlearn", "offline/svt",

@@ -26,14 +26,14 @@ func TestSimsBandit(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := res.Baselines
-	if !(b.Uniform < b.BestFixed && b.BestFixed < b.Oracle) || len(res.Methods) != 2 || res.Methods[1].UserEpsilon == nil || *res.Methods[1].UserEpsilon != 1 || res.Scope != bandit.Scope {
+	if !(b.Uniform < b.BestFixed && b.BestFixed < b.Oracle) || len(res.Methods) != 4 || res.Methods[2].UserEpsilon == nil || *res.Methods[2].UserEpsilon != 1 || res.Methods[3].Name != "lincb" || res.Scope != bandit.Scope {
 		t.Errorf("result %+v", res)
 	}
 	if fi, err := os.Stat(png); err != nil || fi.Size() == 0 {
 		t.Errorf("plot: %v", err)
 	}
 	code, out, _ = runCLI(t, args...)
-	if code != 0 || !strings.Contains(out, "simulation only") || !strings.Contains(out, "DPPG in process, user ε = 1") {
+	if code != 0 || !strings.Contains(out, "simulation only") || !strings.Contains(out, "DPPG in process, user ε = 1") || !strings.Contains(out, "DP linear SquareCB in process, user ε = 1") {
 		t.Errorf("text: %d %q", code, out)
 	}
 	for _, bad := range [][]string{{"--seeds", "0"}, {"--user-epsilon", "0"}, {"--users", "0"}} {

@@ -154,11 +154,13 @@ type Result struct {
 
 // Method is one learner over the seeds.
 type Method struct {
-	// Name is "ppo" (non-private), "dppg" (in process) or "agent" (the DP
-	// agent over NATS, dprl demo).
+	// Name is "ppo" (non-private), "dppg" (in process), "lincb" (the
+	// linear contextual bandit of package lincb, in process, private or
+	// not) or "agent" (the DP agent over NATS, dprl demo).
 	Name string `json:"name"`
 	// UserEpsilon is the user-level epsilon at Result.Delta (nil:
-	// non-private), Z the noise multiplier and K the users per update.
+	// non-private), Z the noise multiplier and K the users per update
+	// (lincb: of its first block; the blocks grow).
 	UserEpsilon *float64 `json:"user_epsilon"`
 	Z           float64  `json:"z"`
 	K           int      `json:"k"`
@@ -181,6 +183,10 @@ type Method struct {
 // Label names the method for tables and legends.
 func (m Method) Label() string {
 	switch {
+	case m.Name == "lincb" && m.UserEpsilon == nil:
+		return "linear SquareCB (non-private)"
+	case m.Name == "lincb":
+		return fmt.Sprintf("DP linear SquareCB in process, user ε = %g", *m.UserEpsilon)
 	case m.UserEpsilon == nil:
 		return "PPO (non-private)"
 	case m.Name == "agent":
@@ -225,9 +231,9 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		name string
 		eps  *float64
 	}
-	specs := []spec{{name: "ppo"}}
+	specs := []spec{{name: "ppo"}, {name: "lincb"}}
 	for _, e := range c.UserEpsilons {
-		specs = append(specs, spec{"dppg", &e})
+		specs = append(specs, spec{"dppg", &e}, spec{"lincb", &e})
 		if c.Demo {
 			specs = append(specs, spec{"agent", &e})
 		}
@@ -237,9 +243,12 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		var runs []run
 		for _, seed := range c.Seeds {
 			var r run
-			if s.name == "agent" {
+			switch s.name {
+			case "agent":
 				r, m.Z, m.K, err = runDemo(ctx, prof, *s.eps, c, seed, ev, actor)
-			} else {
+			case "lincb":
+				r, m.Z, m.K, err = runLinCB(ctx, env, s.eps, delta, c.Users, seed, ev)
+			default:
 				r, m.Z, m.K, err = runInProcess(ctx, s.eps, c, seed, ev, actor)
 			}
 			if err != nil {
