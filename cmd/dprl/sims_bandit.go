@@ -44,7 +44,7 @@ func newSimsBanditCmd(a *app) *cobra.Command {
 	c := bandit.Config{UserEpsilons: []float64{1}}
 	cmd := &cobra.Command{
 		Use:   "bandit [--users N] [--seed S --seeds N] [--user-epsilon 1,5] [--plot F.png] [--json]",
-		Short: "Measure the contextual-bandit task: baselines, PPO, DPPG and the DP agent over NATS, with regret curves",
+		Short: "Measure the contextual-bandit task: baselines, PPO, DPPG, the linear contextual bandit and the DP agent over NATS, with regret curves",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := r.apply(cmd, &c); err != nil {
 				return err

@@ -1,7 +1,8 @@
 // Package bandit measures the contextual-bandit personalization task
 // (sims.Bandit) end to end: the exact baselines (a uniformly random item,
 // the best fixed item, the per-user oracle), non-private PPO and DPPG at a
-// user-level epsilon trained in process, and the DP agent serving the task
+// user-level epsilon trained in process, the linear contextual bandit of
+// package lincb (private and not) in process, and the DP agent serving the task
 // over NATS (dprl demo), each scored exactly and with its cumulative
 // regret against the per-user oracle. It is dprl sims bandit.
 //
@@ -96,8 +97,11 @@ type Config struct {
 	// Seeds are the seeds of the runs (one run per seed and method).
 	Seeds []uint64
 	// UserEpsilons are the user-level epsilons of the DP runs, each > 0,
-	// at the agent's delta (agent.DefaultConfig: 1e-5).
-	UserEpsilons []float64 `flag:"user-epsilon" usage:"user-level epsilons of the private learners at delta 1e-5 (comma-separated)"`
+	// at Delta.
+	UserEpsilons []float64 `flag:"user-epsilon" usage:"user-level epsilons of the private learners at --delta (comma-separated)"`
+	// Delta is the delta of every user-level epsilon, in (0, 1); 0 means
+	// the agent's (agent.DefaultConfig: 1e-5).
+	Delta float64 `flag:"delta" usage:"delta of every user-level epsilon, in (0, 1) (default the agent's, 1e-5)"`
 	// HeldOut is the number of held-out users of the exact evaluation
 	// and BaselineUsers that of the baselines, each >= 1.
 	HeldOut       int `flag:"held-out" usage:"held-out users of the exact evaluation of every policy version" default:"20000"`
@@ -125,6 +129,9 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("bandit: user epsilon %v, want finite and > 0", e))
 		}
 	}
+	if c.Delta != 0 && !(c.Delta > 0 && c.Delta < 1) {
+		errs = append(errs, fmt.Errorf("bandit: delta %v, want in (0, 1)", c.Delta))
+	}
 	if c.HeldOut < 1 || c.BaselineUsers < 1 {
 		errs = append(errs, fmt.Errorf("bandit: held-out users %d and baseline users %d, want >= 1", c.HeldOut, c.BaselineUsers))
 	}
@@ -147,8 +154,9 @@ type Result struct {
 	// HeldOutOracle is the oracle on the held-out users, against which
 	// the methods' regret is measured.
 	HeldOutOracle float64 `json:"held_out_oracle"`
-	// Methods are the learners: non-private PPO first, then DPPG in
-	// process and the agent over NATS at each epsilon.
+	// Methods are the learners: non-private PPO first, the non-private
+	// linear contextual bandit, then at each epsilon DPPG and the linear
+	// bandit in process and the agent over NATS.
 	Methods []Method `json:"methods"`
 }
 
@@ -215,7 +223,11 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	delta := agent.DefaultConfig(prof.Spec, prof.Learner).Delta
+	delta := c.Delta
+	if delta == 0 {
+		delta = agent.DefaultConfig(prof.Spec, prof.Learner).Delta
+	}
+	c.Delta = delta
 	res := Result{Scope: Scope, Env: EnvName, Users: c.Users, Delta: delta, Seeds: c.Seeds,
 		Baselines: ReferenceBaselines(env, c.BaselineUsers)}
 	ev, err := HeldOutEvaluator(env, c.HeldOut)
@@ -297,11 +309,7 @@ func runInProcess(ctx context.Context, eps *float64, c Config, seed uint64, ev *
 	if eps != nil {
 		t.Method = experiment.MethodDPPG
 	}
-	prof, err := profile.Get(EnvName)
-	if err != nil {
-		return run{}, 0, 0, err
-	}
-	t.Delta = agent.DefaultConfig(prof.Spec, prof.Learner).Delta
+	t.Delta = c.Delta
 	plan, err := t.Plan()
 	if err != nil {
 		return run{}, 0, 0, err
@@ -338,7 +346,7 @@ func runDemo(ctx context.Context, prof profile.Profile, eps float64, c Config, s
 	}
 	defer os.RemoveAll(dir)
 	dc := demo.Config{Env: EnvName, Users: c.Users, Concurrency: 16, Seed: seed, Pace: demo.PaceLockstep,
-		EvalEvery: math.MaxInt32, EvalEpisodes: 1, UserEpsilon: eps, MaxUpdatesPerUser: 1}
+		EvalEvery: math.MaxInt32, EvalEpisodes: 1, UserEpsilon: eps, MaxUpdatesPerUser: 1, Delta: c.Delta}
 	ac, err := dc.AgentConfig(prof)
 	if err != nil {
 		return run{}, 0, 0, err

@@ -55,10 +55,10 @@ func (r Result) Plot(path string) error {
 		Width: 8, Height: 5,
 	}
 	c.Series = append(c.Series,
-		chart.Series{Label: "uniform random item", X: []float64{0, n}, Y: []float64{0, n * (b.Oracle - b.Uniform)}, Dashed: true},
-		chart.Series{Label: fmt.Sprintf("best fixed item (%d)", b.BestArm), X: []float64{0, n}, Y: []float64{0, n * (b.Oracle - b.BestFixed)}, Dashed: true})
-	for _, m := range r.Methods {
-		s := chart.Series{Label: m.Label(), Y: m.Regret}
+		chart.Series{Label: "uniform random item", X: []float64{0, n}, Y: []float64{0, n * (b.Oracle - b.Uniform)}, Dashed: true, Color: chart.Grey},
+		chart.Series{Label: fmt.Sprintf("best fixed item (%d)", b.BestArm), X: []float64{0, n}, Y: []float64{0, n * (b.Oracle - b.BestFixed)}, Dashed: true, Color: chart.Olive})
+	for i, m := range r.Methods {
+		s := chart.Series{Label: m.Label(), Y: m.Regret, Color: chart.Distinct(i)}
 		for _, u := range m.RegretUsers {
 			s.X = append(s.X, float64(u))
 		}

@@ -73,6 +73,9 @@ type Config struct {
 	// max(MaxUpdatesPerUser, 1) updates reaches it (as dprl agent does).
 	UserEpsilon       float64 `flag:"user-epsilon" usage:"per-user epsilon at delta 1e-5, the primary privacy setting as in dprl agent: z is derived so that a user in --max-updates-per-user updates reaches it, and it caps every user"`
 	MaxUpdatesPerUser int     `flag:"max-updates-per-user" usage:"cap on the updates a user takes part in (0: none; returning users beyond it are served, not learned from)"`
+	// Delta is the agent's delta (0: agent.DefaultConfig's, 1e-5), at
+	// which UserEpsilon is met.
+	Delta float64
 	// Noise is the agent's noise, "" or "independent", or "bandmf" with
 	// Band bands (service.Settings' Noise and Band): a user's updates then
 	// at least Band apart, at most MaxUpdatesPerUser (>= 1) of them.
@@ -178,9 +181,13 @@ func validZ(z float64) error {
 // released after 2 s. The demo is private: Z must be > 0.
 func (c Config) AgentConfig(p profile.Profile) (agent.Config, error) {
 	z := c.Z
+	delta := c.Delta
+	if delta == 0 {
+		delta = agent.DefaultConfig(p.Spec, p.Learner).Delta
+	}
 	if c.UserEpsilon > 0 && z == 0 {
 		var err error
-		if z, err = accountant.Calibrate(accountant.Analytic{}, c.UserEpsilon, agent.DefaultConfig(p.Spec, p.Learner).Delta, 1, max(c.MaxUpdatesPerUser, 1)); err != nil {
+		if z, err = accountant.Calibrate(accountant.Analytic{}, c.UserEpsilon, delta, 1, max(c.MaxUpdatesPerUser, 1)); err != nil {
 			return agent.Config{}, Fields.Errorf("{UserEpsilon} %v: %w", c.UserEpsilon, err)
 		}
 	}
@@ -206,6 +213,7 @@ func (c Config) AgentConfig(p profile.Profile) (agent.Config, error) {
 		return agent.Config{}, fmt.Errorf("demo: %w", err)
 	}
 	ac := agent.DefaultConfig(p.Spec, pc)
+	ac.Delta = delta
 	ac.RewardLow, ac.RewardHigh = p.RewardLow, p.RewardHigh
 	ac.UserEpsilon, ac.MaxUpdatesPerUser = c.UserEpsilon, c.MaxUpdatesPerUser
 	ac.Seed = c.Seed

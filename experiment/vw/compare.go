@@ -170,6 +170,9 @@ func (r Result) WriteText(w io.Writer) error {
 		row(l.Label()+" (non-private)", "∞", l.OnlineMean, l.OnlineStd, l.HeldOutMean, l.HeldOutStd, l.RegretMean, l.RegretStd)
 	}
 	fmt.Fprintf(w, "per-user oracle: %.4f on the references' users, %.4f on the held-out users\n", b.Oracle, d.HeldOutOracle)
+	if len(d.Methods) > 0 {
+		fmt.Fprintf(w, "user ε at δ = %g: one session per user, each in one release (DPPG's update, the linear bandit's block)\n", d.Delta)
+	}
 	for _, l := range r.VW {
 		fmt.Fprintf(w, "%s: held-out click of its most probable item %.4f ± %.4f; %.0f users/s served and learned\n", l.Label(), l.GreedyMean, l.GreedyStd, meanRate(l.Runs))
 	}
@@ -205,11 +208,11 @@ func (r Result) Plot(path string) error {
 		XLabel: "users (one session each, in arrival order)", YLabel: "cumulative expected regret (clicks)",
 		Width: 8, Height: 5,
 	}
-	// The references grey and olive, dprl's learners in the palette's
-	// order, VW's in colours of their own: no two lines share one.
+	// The references grey and olive, then every learner, dprl's and VW's,
+	// in its own colour.
 	c.Series = append(c.Series,
-		chart.Series{Label: "uniform random item", X: []float64{0, n}, Y: []float64{0, n * (b.Oracle - b.Uniform)}, Dashed: true, Color: chart.Color{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}},
-		chart.Series{Label: fmt.Sprintf("best fixed item (%d)", b.BestArm), X: []float64{0, n}, Y: []float64{0, n * (b.Oracle - b.BestFixed)}, Dashed: true, Color: chart.Color{R: 0xbc, G: 0xbd, B: 0x22, A: 0xff}})
+		chart.Series{Label: "uniform random item", X: []float64{0, n}, Y: []float64{0, n * (b.Oracle - b.Uniform)}, Dashed: true, Color: chart.Grey},
+		chart.Series{Label: fmt.Sprintf("best fixed item (%d)", b.BestArm), X: []float64{0, n}, Y: []float64{0, n * (b.Oracle - b.BestFixed)}, Dashed: true, Color: chart.Olive})
 	curve := func(label string, users []int, regret []float64, col chart.Color) {
 		s := chart.Series{Label: label, Y: regret, Color: col}
 		for _, u := range users {
@@ -218,11 +221,10 @@ func (r Result) Plot(path string) error {
 		c.Series = append(c.Series, s)
 	}
 	for i, m := range d.Methods {
-		curve(m.Label(), m.RegretUsers, m.Regret, chart.Palette(i))
+		curve(m.Label(), m.RegretUsers, m.Regret, chart.Distinct(i))
 	}
-	vwColors := []chart.Color{{R: 0x17, G: 0x17, B: 0x17, A: 0xff}, {R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, {R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}}
 	for i, l := range r.VW {
-		curve(l.Label()+" (non-private)", l.RegretUsers, l.Regret, vwColors[i%len(vwColors)])
+		curve(l.Label()+" (non-private)", l.RegretUsers, l.Regret, chart.Distinct(len(d.Methods)+i))
 	}
 	return c.Save(path)
 }

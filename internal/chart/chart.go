@@ -43,6 +43,22 @@ var palette = [...]Color{{0x1f, 0x77, 0xb4, 0xff}, {0xff, 0x7f, 0x0e, 0xff}, {0x
 // Palette returns the i-th default series colour (cycling).
 func Palette(i int) Color { return palette[((i%len(palette))+len(palette))%len(palette)] }
 
+// distinct is ten colours that differ from each other and from the grey
+// and olive that reference lines use: tab10 without its grey and olive,
+// then black and a dark gold.
+var distinct = [...]Color{{0x1f, 0x77, 0xb4, 0xff}, {0xff, 0x7f, 0x0e, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0xd6, 0x27, 0x28, 0xff},
+	{0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff}, {0xe3, 0x77, 0xc2, 0xff}, {0x17, 0xbe, 0xcf, 0xff}, {0x17, 0x17, 0x17, 0xff}, {0xb8, 0x86, 0x0b, 0xff}}
+
+// Distinct returns the i-th of ten distinct series colours (cycling), for
+// figures with more lines than Palette's six.
+func Distinct(i int) Color { return distinct[((i%len(distinct))+len(distinct))%len(distinct)] }
+
+// Grey and Olive are the colours of reference lines beside Distinct's.
+var (
+	Grey  = Color{0x7f, 0x7f, 0x7f, 0xff}
+	Olive = Color{0xbc, 0xbd, 0x22, 0xff}
+)
+
 // bandAlpha is the opacity of a series' band.
 const bandAlpha = 0x40
 
