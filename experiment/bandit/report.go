@@ -15,9 +15,9 @@ func (r Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "%s: %d users per run, %d seeds; %s\n", r.Env, r.Users, len(r.Seeds), Scope)
 	fmt.Fprintf(w, "reference policies (%d users): uniform %.4f, best fixed item (%d) %.4f, per-user oracle %.4f\n",
 		b.Users, b.Uniform, b.BestArm, b.BestFixed, b.Oracle)
-	fmt.Fprintf(w, "%-40s %8s %7s %6s %18s %9s %12s\n", "method", "user ε", "z", "K", "expected click", "% gain", "regret")
+	fmt.Fprintf(w, "%-44s %8s %7s %6s %18s %9s %12s\n", "method", "user ε", "z", "K", "expected click", "% gain", "regret")
 	row := func(name, eps, z, k string, mean, std, gain, regret float64) {
-		fmt.Fprintf(w, "%-40s %8s %7s %6s %9.4f ± %6.4f %8.1f%% %12.1f\n", name, eps, z, k, mean, std, gain, regret)
+		fmt.Fprintf(w, "%-44s %8s %7s %6s %9.4f ± %6.4f %8.1f%% %12.1f\n", name, eps, z, k, mean, std, gain, regret)
 	}
 	ppo := 0.0
 	if len(r.Methods) > 0 {
