@@ -75,30 +75,34 @@ import (
 // Config is the learner's public configuration.
 type Config struct {
 	// Actions is the number of actions A (>= 2) and Dim the feature
-	// dimension d (>= 1).
-	Actions, Dim int
+	// dimension d (1 to 1024).
+	Actions int `json:"actions"`
+	Dim     int `json:"dim"`
 	// FeatureClip is the L2 bound C on the features (> 0): x is scaled to
 	// norm at most C, then divided by C.
-	FeatureClip float64
+	FeatureClip float64 `json:"feature_clip"`
 	// RewardLow and RewardHigh are the public reward range (finite, low <
 	// high); rewards are clamped to it.
-	RewardLow, RewardHigh float64
+	RewardLow  float64 `json:"reward_low"`
+	RewardHigh float64 `json:"reward_high"`
 	// GramWeight is the weight g of the Gram part of a contribution (> 0):
 	// how the noise is shared between the Gram and the reward vector.
-	GramWeight float64
+	GramWeight float64 `json:"gram_weight"`
 	// FirstBlock is the first block's users (>= 1), Growth the factor of
 	// each next block's (>= 1) and MaxBlock the largest block (0: none).
-	FirstBlock int
-	Growth     float64
-	MaxBlock   int
+	FirstBlock int     `json:"first_block"`
+	Growth     float64 `json:"growth"`
+	MaxBlock   int     `json:"max_block"`
 	// Gamma and GammaExponent set inverse-gap weighting's gamma = Gamma
 	// N^GammaExponent after N released users (Gamma > 0, exponent >= 0).
-	Gamma, GammaExponent float64
+	Gamma         float64 `json:"gamma"`
+	GammaExponent float64 `json:"gamma_exponent"`
 	// Ridge scales the eigenvalue floor (>= 0) and MinFloor is its least
 	// value (> 0).
-	Ridge, MinFloor float64
+	Ridge    float64 `json:"ridge"`
+	MinFloor float64 `json:"min_floor"`
 	// NoiseMultiplier is z (>= 0; 0: non-private, no noise).
-	NoiseMultiplier float64
+	NoiseMultiplier float64 `json:"noise_multiplier"`
 }
 
 // DefaultConfig returns the settings chosen on the contextual bandit
@@ -374,25 +378,45 @@ func (l *Learner) Release(g *noise.Gaussian) (int, error) {
 // Floor is the eigenvalue floor after the released blocks: Ridge 2 sqrt(d)
 // sqrt(blocks) Sigma / g (the expected spectral norm of the summed Gram
 // noise, in Gram units), at least MinFloor.
-func (l *Learner) Floor() float64 {
-	s := math.Sqrt(float64(l.blocks)) * l.cfg.Sigma() / l.cfg.GramWeight
-	return max(l.cfg.Ridge*2*math.Sqrt(float64(l.cfg.Dim))*s, l.cfg.MinFloor)
+func (l *Learner) Floor() float64 { return floor(l.cfg, l.blocks) }
+
+func floor(c Config, blocks int) float64 {
+	s := math.Sqrt(float64(blocks)) * c.Sigma() / c.GramWeight
+	return max(c.Ridge*2*math.Sqrt(float64(c.Dim))*s, c.MinFloor)
 }
 
 // fit computes the model from the released statistics.
-func (l *Learner) fit() (*Model, error) {
-	c := l.cfg
+func (l *Learner) fit() (*Model, error) { return Fit(l.cfg, l.released, l.blocks, l.users) }
+
+// Fit computes the model from released statistics: stats, the sum of
+// blocks released blocks (len Actions x Stride) holding users users.
+// It is post-processing of the releases.
+func Fit(c Config, stats []float64, blocks, users int) (*Model, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
 	d, st := c.Dim, c.stride()
+	if len(stats) != c.Actions*st || blocks < 0 || users < 0 {
+		return nil, fmt.Errorf("lincb: %d statistics, %d blocks, %d users; want %d values and counts >= 0", len(stats), blocks, users, c.Actions*st)
+	}
+	if blocks == 0 {
+		return &Model{cfg: c}, nil
+	}
 	m := &Model{cfg: c, theta: make([]float64, c.Actions*d), fitted: true,
-		gamma: c.Gamma * math.Pow(float64(l.users), c.GammaExponent)}
-	f := l.Floor()
+		gamma: c.Gamma * math.Pow(float64(users), c.GammaExponent)}
+	f := floor(c, blocks)
 	G := mat.NewSymDense(d, nil)
 	var es mat.EigenSym
 	var V mat.Dense
 	vb := mat.NewVecDense(d, nil)
 	th := mat.NewVecDense(d, nil)
 	for a := range c.Actions {
-		s := l.released[a*st : (a+1)*st]
+		s := stats[a*st : (a+1)*st]
+		for _, v := range s {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("lincb: action %d: a non-finite statistic", a)
+			}
+		}
 		k := 0
 		for i := range d {
 			for j := i; j < d; j++ {

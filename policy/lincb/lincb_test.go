@@ -1,6 +1,7 @@
 package lincb
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -305,4 +306,83 @@ func BenchmarkObserve(b *testing.B) {
 	for b.Loop() {
 		l.Observe(x, 3, 1)
 	}
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	c := DefaultConfig(3, 4, 2)
+	c.NoiseMultiplier = 1.5
+	l, _ := New(c)
+	r := rand.New(rand.NewPCG(9, 9))
+	g := noise.NewGaussian(rand.New(rand.NewPCG(10, 10)))
+	x := make([]float64, 4)
+	for range 2 {
+		for range c.FirstBlock {
+			for j := range x {
+				x[j] = r.NormFloat64()
+			}
+			l.Observe(x, r.IntN(3), float64(r.IntN(2)))
+		}
+		if _, err := l.Release(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := MarshalSnapshot(Snapshot{Version: 7, Config: c, Blocks: l.Blocks(), Users: l.Users(), Stats: l.released})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !IsSnapshot(b) {
+		t.Fatalf("IsSnapshot(%.60s) false", b)
+	}
+	s, err := UnmarshalSnapshot(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, p2 := make([]float64, 3), make([]float64, 3)
+	for range 100 {
+		for j := range x {
+			x[j] = r.NormFloat64()
+		}
+		m.Probs(p1, x)
+		l.Model().Probs(p2, x)
+		for a := range p1 {
+			if p1[a] != p2[a] {
+				t.Fatalf("decoded model serves %v, the learner's %v", p1, p2)
+			}
+		}
+	}
+	for _, bad := range []struct{ name, from, to string }{
+		{"format", SnapshotFormat, "dprl.lincb.v0"},
+		{"unknown field", `"blocks":`, `"extra":1,"blocks":`},
+		{"blocks above version", `"version":7`, `"version":1`},
+		{"config", `"actions":3`, `"actions":1`},
+		{"stats length", `"stats":[`, `"stats":[1,`},
+	} {
+		nb := bytes.Replace(b, []byte(bad.from), []byte(bad.to), 1)
+		if _, err := UnmarshalSnapshot(nb); !errors.Is(err, ErrSnapshot) {
+			t.Errorf("%s: %v, want ErrSnapshot", bad.name, err)
+		}
+	}
+}
+
+func FuzzUnmarshalSnapshot(f *testing.F) {
+	c := DefaultConfig(2, 1, 1)
+	b, _ := MarshalSnapshot(Snapshot{Version: 1, Config: c, Blocks: 1, Users: 5, Stats: make([]float64, 4)})
+	f.Add(b)
+	f.Add([]byte(`{"format":"dprl.lincb.v1"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := UnmarshalSnapshot(b)
+		if err != nil {
+			return
+		}
+		if _, err := s.Model(); err != nil {
+			t.Fatalf("a valid snapshot's model: %v", err)
+		}
+		if _, err := MarshalSnapshot(s); err != nil {
+			t.Fatalf("a decoded snapshot does not encode: %v", err)
+		}
+	})
 }
