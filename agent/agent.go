@@ -20,6 +20,7 @@ import (
 	"dprl/ledger"
 	"dprl/ledger/accountant"
 	"dprl/policy"
+	"dprl/policy/lincb"
 	"dprl/policy/qnet"
 	"dprl/policy/sac"
 	"dprl/sessionlog"
@@ -49,9 +50,12 @@ var (
 )
 
 // version is one released policy; theta is never modified after release.
+// With the linear contextual bandit, theta holds its released statistics
+// and lin the model fitted from them.
 type version struct {
 	num   uint64
 	theta []float64
+	lin   *lincb.Model
 }
 
 // Release describes a policy release, for announcements.
@@ -156,6 +160,7 @@ type servingCtx struct {
 	q     *qnet.Policy
 	rng   *rand.Rand
 	act   []float64
+	pmf   []float64 // the linear contextual bandit's action probabilities
 }
 
 // finished is a closed session waiting for an update.
@@ -174,6 +179,9 @@ type finished struct {
 func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.LinCB != nil && (opt.Learner != nil || opt.Replica != nil) {
+		return nil, agentError("the linear contextual bandit runs in one process, not as a cluster role")
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
@@ -196,10 +204,17 @@ func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
 	K := cfg.Policy.DP.UsersPerUpdate
 	a.queue.init(4*K+1024, cfg.MaxQueuedPerUser, K, a.m.LearnerQueue)
 	a.seedBase, a.seeded = cfg.Seed, cfg.Seed != 0
+	// The linear contextual bandit's ledger says so in its spec: a ledger
+	// of one learner is never resumed by the other.
+	learner := ""
+	if cfg.LinCB != nil {
+		learner = "lincb"
+	}
 	specJSON, err := json.Marshal(struct {
-		Spec   policy.Spec `json:"spec"`
-		Hidden []int       `json:"hidden"`
-	}{cfg.Spec, cfg.Policy.PPO.Hidden})
+		Spec    policy.Spec `json:"spec"`
+		Hidden  []int       `json:"hidden"`
+		Learner string      `json:"learner,omitempty"`
+	}{cfg.Spec, cfg.Policy.PPO.Hidden, learner})
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +243,9 @@ func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
 		}
 		if cfg.Fixed != nil {
 			return &servingCtx{fixed: cfg.Fixed.Actor.Clone(), rng: a.newRand("serve"), act: make([]float64, cfg.Spec.ActionDim)}
+		}
+		if cfg.LinCB != nil {
+			return &servingCtx{rng: a.newRand("serve"), pmf: make([]float64, cfg.Spec.NumActions)}
 		}
 		act, err := policy.NewActorFor(cfg.Spec, cfg.Policy.PPO)
 		if err != nil {
@@ -306,12 +324,20 @@ func (a *Agent) loadPolicy() error {
 	}
 	b, err := a.store.Snapshot(h.Version)
 	if errors.Is(err, ledger.ErrNotFound) && h.Version == 0 {
-		l, err := policy.NewLearner(a.cfg.Spec, a.cfg.Policy)
-		if err != nil {
-			return err
+		var theta []float64
+		if a.cfg.LinCB != nil {
+			// Nothing released: every statistic zero, every action
+			// served with probability 1/A.
+			c := a.cfg.LinCBConfig()
+			theta = make([]float64, c.Actions*c.Stride())
+		} else {
+			l, err := policy.NewLearner(a.cfg.Spec, a.cfg.Policy)
+			if err != nil {
+				return err
+			}
+			theta = make([]float64, l.NumParams())
+			l.Init(theta, a.newRand("init"))
 		}
-		theta := make([]float64, l.NumParams())
-		l.Init(theta, a.newRand("init"))
 		snap, err := encodeSnapshot(a.cfg, 0, theta)
 		if err != nil {
 			return err
@@ -319,7 +345,11 @@ func (a *Agent) loadPolicy() error {
 		if err := a.store.SetInitial(snap); err != nil {
 			return err
 		}
-		a.storeVersion(&version{num: 0, theta: theta})
+		lin, err := linModel(a.cfg, 0, theta)
+		if err != nil {
+			return err
+		}
+		a.storeVersion(&version{num: 0, theta: theta, lin: lin})
 		a.log.Info().Msg("initialised policy version 0")
 		return nil
 	}
@@ -333,7 +363,11 @@ func (a *Agent) loadPolicy() error {
 	if v != h.Version {
 		return fmt.Errorf("%w: snapshot says version %d, head %d", ledger.ErrCorrupt, v, h.Version)
 	}
-	a.storeVersion(&version{num: v, theta: theta})
+	lin, err := linModel(a.cfg, v, theta)
+	if err != nil {
+		return fmt.Errorf("%w: snapshot of version %d: %v", ledger.ErrCorrupt, h.Version, err)
+	}
+	a.storeVersion(&version{num: v, theta: theta, lin: lin})
 	a.log.Info().Uint64("version", v).Msg("resumed from the ledger")
 	return nil
 }
@@ -543,9 +577,16 @@ func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float6
 	if a.cfg.Spec.Kind == policy.ActionDiscrete {
 		var act int
 		var logp float64 // a greedy fixed policy takes its action with probability 1
-		if srv.q != nil {
+		switch {
+		case srv.q != nil:
 			act = srv.q.Act(obs)
-		} else {
+		case s.ver.lin != nil:
+			// Inverse-gap weighting over the released model: post-processing
+			// of the release and of this user's own observation.
+			s.ver.lin.Probs(srv.pmf, obs)
+			act = lincb.Sample(srv.pmf, gen.Float64())
+			logp = math.Log(srv.pmf[act])
+		default:
 			act, logp = srv.actor.ActDiscrete(gen, s.ver.theta, obs)
 		}
 		s.actions = append(s.actions, act)

@@ -8,6 +8,7 @@ import (
 
 	"dprl/internal/fielderr"
 	"dprl/policy"
+	"dprl/policy/lincb"
 )
 
 // Config is the agent's configuration. DefaultConfig fills the operational
@@ -100,6 +101,34 @@ type Config struct {
 	// the per-user caps, MaxQueuedPerUser, FlushTimeout, MaxStaleness)
 	// do not apply.
 	Fixed *FixedPolicy
+	// LinCB, when set, makes the agent learn a private linear contextual
+	// bandit (package lincb) instead of DPPG: each update's K sessions
+	// contribute the sufficient statistics of their first decision (its
+	// observation, action and reward), released as one block with
+	// Gaussian noise of multiplier Policy.DP.NoiseMultiplier, and every
+	// version is served by inverse-gap weighting over the released model.
+	// The agent sets its Actions and Dim (Spec's: discrete actions), its
+	// reward range (RewardLow, RewardHigh), its noise multiplier and its
+	// blocks (K sessions each: FirstBlock K, Growth 1, no MaxBlock); its
+	// other fields are the learner's public settings. Policy's PPO
+	// settings do not apply; z, K, Delta, the per-user caps and the
+	// independent noise do. Not for a cluster role.
+	LinCB *lincb.Config
+}
+
+// LinCBConfig returns the linear contextual bandit's effective
+// configuration (Config.LinCB with the fields the agent sets), or the zero
+// Config without LinCB.
+func (c Config) LinCBConfig() lincb.Config {
+	if c.LinCB == nil {
+		return lincb.Config{}
+	}
+	l := *c.LinCB
+	l.Actions, l.Dim = c.Spec.NumActions, c.Spec.ObsDim
+	l.RewardLow, l.RewardHigh = c.RewardLow, c.RewardHigh
+	l.NoiseMultiplier = c.Policy.DP.NoiseMultiplier
+	l.FirstBlock, l.Growth, l.MaxBlock = max(c.Policy.DP.UsersPerUpdate, 1), 1, 0
+	return l
 }
 
 // DefaultConfig returns the operational defaults around a policy config.
@@ -180,7 +209,7 @@ var ConfigFields = fielderr.Fields{"K", "Delta", "UserEpsilon", "MaxUpdatesPerUs
 // workers.
 func (c Config) Validate() error {
 	var errs []error
-	for _, v := range []func() []error{c.validateLearner, c.validateFixed, c.validatePrivacy, c.validateLimits, c.validateReward} {
+	for _, v := range []func() []error{c.validateLearner, c.validateLinCB, c.validateFixed, c.validatePrivacy, c.validateLimits, c.validateReward} {
 		errs = append(errs, v()...)
 	}
 	if c.Workers < 0 {
@@ -218,6 +247,31 @@ func (c Config) validateLearner() []error {
 		// enforces: at most MaxUpdatesPerUser updates per user, any two at
 		// least Separation apart.
 		errs = append(errs, ConfigFields.Errorf("{MaxUpdatesPerUser} %d: %v noise needs a cap on the updates a user takes part in (its sensitivity is that of at most k participations, any two at least %d releases apart)", c.MaxUpdatesPerUser, dp.Noise, m.Separation(dp)))
+	}
+	return errs
+}
+
+// validateLinCB checks the linear contextual bandit, if any: discrete
+// actions, independent noise, no fixed policy, and a valid effective
+// configuration.
+func (c Config) validateLinCB() []error {
+	if c.LinCB == nil {
+		return nil
+	}
+	var errs []error
+	if c.Spec.Kind != policy.ActionDiscrete {
+		errs = append(errs, agentError("the linear contextual bandit needs discrete actions, not %v", c.Spec.Kind))
+	}
+	if c.Fixed != nil {
+		errs = append(errs, agentError("a fixed policy and the linear contextual bandit: serve one or learn the other"))
+	}
+	if c.Policy.DP.Noise != policy.NoiseIndependent {
+		errs = append(errs, agentError("the linear contextual bandit takes independent noise, not %v", c.Policy.DP.Noise))
+	}
+	if c.Spec.Kind == policy.ActionDiscrete && c.Spec.Validate() == nil && c.Policy.DP.NoiseMultiplier > 0 {
+		if err := c.LinCBConfig().Validate(); err != nil {
+			errs = append(errs, agentError("linear contextual bandit: %w", err))
+		}
 	}
 	return errs
 }

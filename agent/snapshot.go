@@ -1,6 +1,11 @@
 package agent
 
-import "dprl/policy"
+import (
+	"fmt"
+
+	"dprl/policy"
+	"dprl/policy/lincb"
+)
 
 // encodeSnapshot encodes a released policy in policy's versioned,
 // checksummed snapshot format. Its DP fields hold the per-release
@@ -8,7 +13,12 @@ import "dprl/policy"
 // bandmf noise across releases, which format 1 cannot hold, is recorded by
 // each release's ledger entry (Entry.Correlation) and in the snapshot's
 // configuration hash (policy.ConfigHash covers the noise and its bands).
+// The linear contextual bandit's (Config.LinCB) is lincb's snapshot:
+// theta holds its released statistics, one block per version.
 func encodeSnapshot(cfg Config, ver uint64, theta []float64) ([]byte, error) {
+	if cfg.LinCB != nil {
+		return lincb.MarshalSnapshot(linSnapshot(cfg, ver, theta))
+	}
 	s, err := policy.NewSnapshot(cfg.Spec, cfg.Policy, ver, theta)
 	if err != nil {
 		return nil, err
@@ -17,9 +27,30 @@ func encodeSnapshot(cfg Config, ver uint64, theta []float64) ([]byte, error) {
 	return policy.MarshalSnapshot(s)
 }
 
+// linSnapshot is version ver of the linear contextual bandit: ver blocks
+// of K sessions each (the public schedule; a block flushed early is still
+// counted as K).
+func linSnapshot(cfg Config, ver uint64, stats []float64) lincb.Snapshot {
+	return lincb.Snapshot{Version: ver, Config: cfg.LinCBConfig(), Blocks: int(ver), Users: int(ver) * cfg.Policy.DP.UsersPerUpdate, Stats: stats}
+}
+
 // decodeSnapshot reads a stored policy and checks that it fits the
-// configured spec and network shape.
+// configured spec and network shape (or, for the linear contextual
+// bandit, its effective configuration).
 func decodeSnapshot(cfg Config, b []byte) (uint64, []float64, error) {
+	if cfg.LinCB != nil {
+		s, err := lincb.UnmarshalSnapshot(b)
+		if err != nil {
+			return 0, nil, err
+		}
+		if want := cfg.LinCBConfig(); s.Config != want {
+			return 0, nil, fmt.Errorf("%w: linear contextual bandit %+v in store != %+v in config", policy.ErrIncompatible, s.Config, want)
+		}
+		if s.Blocks != int(s.Version) || s.Users != s.Blocks*cfg.Policy.DP.UsersPerUpdate {
+			return 0, nil, fmt.Errorf("%w: %d blocks and %d users at version %d, want one block of K = %d per version", policy.ErrIncompatible, s.Blocks, s.Users, s.Version, cfg.Policy.DP.UsersPerUpdate)
+		}
+		return s.Version, s.Stats, nil
+	}
 	s, err := policy.UnmarshalSnapshot(b)
 	if err != nil {
 		return 0, nil, err
@@ -28,4 +59,13 @@ func decodeSnapshot(cfg Config, b []byte) (uint64, []float64, error) {
 		return 0, nil, err
 	}
 	return s.Version, s.Theta, nil
+}
+
+// linModel fits version ver's model from its released statistics (nil
+// without the linear contextual bandit).
+func linModel(cfg Config, ver uint64, stats []float64) (*lincb.Model, error) {
+	if cfg.LinCB == nil {
+		return nil, nil
+	}
+	return linSnapshot(cfg, ver, stats).Model()
 }

@@ -12,7 +12,9 @@ import (
 	"dprl/ledger"
 	"dprl/ledger/accountant"
 	"dprl/ledger/record"
+	"dprl/noise"
 	"dprl/policy"
+	"dprl/policy/lincb"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -20,6 +22,7 @@ import (
 // updater owns the learning state; it runs on Run's goroutine only.
 type updater struct {
 	a     *Agent
+	lin   *linUpdater // the linear contextual bandit's state (Config.LinCB); nil for DPPG
 	rngs  []*randWrap // worker w's local-update generator
 	round *policy.Round
 	mech  policy.Mechanism // the noise kind: each release's ledger entry
@@ -41,6 +44,12 @@ type updater struct {
 func newUpdater(a *Agent, workers int) (*updater, error) {
 	cfg := a.cfg
 	u := &updater{a: a}
+	if cfg.LinCB != nil {
+		c := cfg.LinCBConfig()
+		u.lin = &linUpdater{cfg: c, noise: noise.NewGaussian(a.newRand("noise")),
+			block: make([]float64, c.Actions*c.Stride()), u: make([]float64, c.Stride()), phi: make([]float64, c.Dim)}
+		return u, nil
+	}
 	var learners []*policy.Learner
 	for i := 0; i < workers; i++ {
 		l, err := policy.NewLearner(cfg.Spec, cfg.Policy)
@@ -432,38 +441,55 @@ func (u *updater) update(cur *version) error {
 		}
 	}
 	participants := n
-	u.cur = cur
-	gTilde, err := u.round.Run(n, u.local)
-	u.cur = nil
-	if err != nil {
-		return fmt.Errorf("agent: aggregate: %w", err)
-	}
-	theta := append([]float64(nil), cur.theta...)
-	policy.ApplyUpdate(theta, gTilde, a.cfg.Policy.PPO.ServerLR)
 	newVer := cur.num + 1
+	var (
+		theta, gTilde []float64
+		entry         ledger.Entry
+		st            policy.CarriedNoise
+		start         uint64
+		lin           *lincb.Model
+		err           error
+	)
+	if u.lin != nil {
+		theta, entry, lin, err = u.lin.release(u.a, cur, u.batch)
+		if err != nil {
+			return err
+		}
+	} else {
+		u.cur = cur
+		gTilde, err = u.round.Run(n, u.local)
+		u.cur = nil
+		if err != nil {
+			return fmt.Errorf("agent: aggregate: %w", err)
+		}
+		theta = append([]float64(nil), cur.theta...)
+		policy.ApplyUpdate(theta, gTilde, a.cfg.Policy.PPO.ServerLR)
+		dp := a.cfg.Policy.DP
+		// The stream of a carried noise state starts at its first release.
+		start = u.streamStart
+		st = u.round.CarriedNoise()
+		if st != nil && start == 0 {
+			start = newVer
+		}
+		en, err := u.mech.Entry(dp, a.cfg.MaxUpdatesPerUser, start)
+		if err != nil {
+			return fmt.Errorf("agent: %v noise: %w", dp.Noise, err)
+		}
+		entry = ledger.Entry{
+			Unit:      ledger.UnitSession,
+			Mechanism: "dppg: mean of K clipped local PPO updates (policy and value) + " + en.Text,
+			Events:    []accountant.Event{accountant.Gaussian(dp.NoiseMultiplier)},
+			Method:    accountant.MethodAnalytic, Epsilon: a.epsilon, Delta: a.cfg.Delta,
+			Z: dp.NoiseMultiplier, S: dp.ClipNorm, K: dp.UsersPerUpdate, Participants: participants, Seeded: a.seeded,
+			Correlation: en.Correlation,
+		}
+	}
+	entry.Participants = participants
 	snap, err := encodeSnapshot(a.cfg, newVer, theta)
 	if err != nil {
 		return err
 	}
 	dp := a.cfg.Policy.DP
-	// The stream of a carried noise state starts at its first release.
-	start := u.streamStart
-	st := u.round.CarriedNoise()
-	if st != nil && start == 0 {
-		start = newVer
-	}
-	en, err := u.mech.Entry(dp, a.cfg.MaxUpdatesPerUser, start)
-	if err != nil {
-		return fmt.Errorf("agent: %v noise: %w", dp.Noise, err)
-	}
-	entry := ledger.Entry{
-		Unit:      ledger.UnitSession,
-		Mechanism: "dppg: mean of K clipped local PPO updates (policy and value) + " + en.Text,
-		Events:    []accountant.Event{accountant.Gaussian(dp.NoiseMultiplier)},
-		Method:    accountant.MethodAnalytic, Epsilon: a.epsilon, Delta: a.cfg.Delta,
-		Z: dp.NoiseMultiplier, S: dp.ClipNorm, K: dp.UsersPerUpdate, Participants: participants, Seeded: a.seeded,
-		Correlation: en.Correlation,
-	}
 	rel := ledger.Release{Version: newVer, Snapshot: snap, Entry: entry, Users: users}
 	for _, f := range u.batch {
 		if f.q != nil {
@@ -517,7 +543,9 @@ func (u *updater) update(cur *version) error {
 			return nil
 		}
 	}
-	u.round.Commit() // published: the next round's local updates start from g~, the noise stream moves on
+	if u.lin == nil {
+		u.round.Commit() // published: the next round's local updates start from g~, the noise stream moves on
+	}
 	if a.opt.Learner != nil {
 		u.ackBatch()
 		a.m.Cluster.LogReleases.Inc()
@@ -526,7 +554,7 @@ func (u *updater) update(cur *version) error {
 	if rel.Noise != nil {
 		u.streamStart = start
 	}
-	a.storeVersion(&version{num: newVer, theta: theta})
+	a.storeVersion(&version{num: newVer, theta: theta, lin: lin})
 	a.updates.Add(1)
 	a.m.Releases.Inc()
 	a.m.PolicyVersion.Set(float64(newVer))
@@ -538,4 +566,60 @@ func (u *updater) update(cur *version) error {
 		a.opt.OnRelease(Release{Version: newVer, Epsilon: a.epsilon, Delta: a.cfg.Delta, Participants: participants})
 	}
 	return nil
+}
+
+// linUpdater is the linear contextual bandit's update (Config.LinCB): the
+// batch's block of sufficient statistics, noised and added to the released
+// ones (docs/privacy.md, section 16).
+type linUpdater struct {
+	cfg    lincb.Config
+	noise  *noise.Gaussian
+	block  []float64 // the batch's sum, Actions x Stride
+	u, phi []float64 // one contribution, its features
+}
+
+// release computes the next version's statistics from the batch: each
+// session contributes its first decision (observation, action, reward),
+// a session without one or with an invalid one the zero vector in its
+// place (it still takes part); the block's sum gets N(0, (z Delta)^2) per
+// coordinate from the exact sampler. It returns the new statistics, the
+// ledger entry (participants set by the caller) and the model fitted from
+// them.
+func (l *linUpdater) release(a *Agent, cur *version, batch []finished) ([]float64, ledger.Entry, *lincb.Model, error) {
+	c := l.cfg
+	clear(l.block)
+	st := c.Stride()
+	for i := range batch {
+		tr := &batch[i].tr
+		if tr.Len() == 0 || len(tr.Actions) == 0 || len(tr.Obs) < c.Dim {
+			continue
+		}
+		act := tr.Actions[0]
+		if !c.Contribution(l.u, tr.Obs[:c.Dim], act, tr.Rewards[0], l.phi) {
+			continue
+		}
+		for j, v := range l.u {
+			l.block[act*st+j] += v
+		}
+	}
+	l.noise.Add(l.block, c.Sigma())
+	theta := append([]float64(nil), cur.theta...)
+	for i, v := range l.block {
+		theta[i] += v
+	}
+	lin, err := linModel(a.cfg, cur.num+1, theta)
+	if err != nil {
+		return nil, ledger.Entry{}, nil, fmt.Errorf("agent: the linear contextual bandit's model: %w", err)
+	}
+	dp := a.cfg.Policy.DP
+	entry := ledger.Entry{
+		Unit: ledger.UnitSession,
+		Mechanism: fmt.Sprintf("lincb: sum of K sessions' sufficient statistics of their first decision "+
+			"[vech(g phi phi^T), r phi] (g = %g, phi the observation clipped to L2 norm %g and scaled by 1/%g, r the reward centred and scaled to [-1, 1]; L2 norm <= S) "+
+			"+ N(0, (z S)^2) per coordinate (exact); the model is post-processing", c.GramWeight, c.FeatureClip, c.FeatureClip),
+		Events: []accountant.Event{accountant.Gaussian(dp.NoiseMultiplier)},
+		Method: accountant.MethodAnalytic, Epsilon: a.epsilon, Delta: a.cfg.Delta,
+		Z: dp.NoiseMultiplier, S: c.Sensitivity(), K: dp.UsersPerUpdate, Seeded: a.seeded,
+	}
+	return theta, entry, lin, nil
 }

@@ -59,6 +59,11 @@ type Profile struct {
 	// model, whose exact values dprl train --algo dppg-loglinear computes;
 	// 0: not a RiverSwim.
 	RiverSwimP float64
+	// FeatureClip is the public L2 bound on an observation of the linear
+	// contextual bandit (dprl agent --learner lincb, package lincb): larger
+	// observations are scaled down to it. 0: the learner is not offered for
+	// the simulator (it learns one decision per session).
+	FeatureClip float64
 }
 
 // TrainLearner returns dprl train's default learner configuration and noise
@@ -87,6 +92,7 @@ type entry struct {
 	trainWhole bool
 	demoTarget float64
 	riverSwimP float64
+	clip       float64
 }
 
 // pendulumRewardLow is Pendulum-v1's lowest reward: -(angle^2 + 0.1 speed^2
@@ -132,8 +138,12 @@ func table() map[string]entry {
 		"recsys": {low: 0, high: sims.DefaultRecSysConfig().VideoLength, learner: recsysLearner},
 		// 1 on reaching the absorbing end, else 0.
 		"chain": {low: 0, high: 1, learner: controlLearner},
-		// A click (1) or not (0).
-		"bandit": {low: 0, high: 1, learner: banditLearner},
+		// A click (1) or not (0). The features: a one-hot segment and
+		// device (norm sqrt 2) and three continuous ones in [-1, 1];
+		// the linear bandit clips them at norm sqrt 3 (the continuous
+		// part's norm above 1, about 1 user in 4, is scaled down; chosen
+		// on seeds 1001-1040, docs/agent.md).
+		"bandit": {low: 0, high: 1, learner: banditLearner, clip: math.Sqrt(3)},
 	}
 }
 
@@ -156,7 +166,8 @@ func Get(name string) (Profile, error) {
 		spec.Kind, spec.ActionDim = policy.ActionContinuous, as.Dim()
 	}
 	p := Profile{Name: name, Spec: spec, Learner: e.learner(), RewardLow: e.low, RewardHigh: e.high,
-		DemoTargetReturn: e.demoTarget, RiverSwimP: e.riverSwimP, TrainWholeEpisodes: e.trainWhole, MaxSteps: env.MaxSteps()}
+		DemoTargetReturn: e.demoTarget, RiverSwimP: e.riverSwimP, TrainWholeEpisodes: e.trainWhole, MaxSteps: env.MaxSteps(),
+		FeatureClip: e.clip}
 	return p, nil
 }
 

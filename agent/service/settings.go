@@ -51,6 +51,14 @@ type Settings struct {
 	Z    float64 `flag:"z" usage:"noise multiplier z (default: the profile's)"`
 	Clip float64 `flag:"clip" usage:"clipping norm S of a user's local update (default: the profile's)"`
 	K    int     `flag:"K" usage:"sessions per update K (default: the profile's), 1 to 2^15 (the exact sampler's floating-point precondition); an update holds its K sessions until it is released, so K sessions of the smallest size must fit --session-memory-mib"`
+	// Learner (learner) is what the agent learns: "dppg" (the default, DP
+	// policy gradient) or "lincb", the private linear contextual bandit
+	// (agent.Config.LinCB: one decision per session, discrete actions,
+	// independent noise, one process) whose observations are clipped to
+	// FeatureClip (feature-clip; 0: the EnvSpec profile's), finite and >
+	// 0, given with lincb only.
+	Learner     string  `flag:"learner" default:"dppg" usage:"what the agent learns: dppg (DP policy gradient), or lincb (a private linear contextual bandit: each session's first decision enters the sufficient statistics of a linear reward model per action, released with the same Gaussian noise per update; served by inverse-gap weighting; discrete actions, independent noise, one process)"`
+	FeatureClip float64 `flag:"feature-clip" usage:"with --learner lincb: the public L2 bound of an observation (larger ones are scaled down to it); default: the --env simulator's"`
 	// Noise (noise) is the noise of the releases: "" or "independent"
 	// (fresh noise each release), or "bandmf", the banded square-root
 	// correlated noise with Band (band) bands, 1 to bandsens.MaxBand (given
@@ -172,7 +180,7 @@ const DefaultMaxUpdatesPerUser = 1
 // NATSSecurityFiles' fields (Config's limits have the same names; they
 // are agent.ConfigFields, a subset), and ServerTLS and Caps for
 // NATSSecurityFiles' TLS files and its two caps as groups.
-var SettingsFields = fielderr.Fields{"DataDir", "Init", "UserEpsilon", "MaxUpdatesPerUser", "ExpectHead", "EnvSpec", "ObsDim", "Actions", "Z", "Clip", "K", "SessionEpsilon", "Delta", "Noise", "Band",
+var SettingsFields = fielderr.Fields{"DataDir", "Init", "UserEpsilon", "MaxUpdatesPerUser", "ExpectHead", "EnvSpec", "ObsDim", "Actions", "Z", "Clip", "K", "SessionEpsilon", "Delta", "Noise", "Band", "Learner", "FeatureClip",
 	"ActWorkers", "SessionMemoryMiB", "NATS", "TLSCA", "TLSCert", "TLSKey", "Creds", "NKey", "Identity",
 	"Clients", "ServerTLS", "ServerCert", "ServerKey", "ClientCA", "Caps", "Insecure", "NATSListen", "HTTPAddr",
 	"MaxOpenSessions", "MaxStepsPerSession", "MaxSessionsPerUser", "MaxSessionsPerConnection", "MaxQueuedPerUser",

@@ -10,6 +10,7 @@ import (
 	"dprl/ledger"
 	"dprl/ledger/accountant"
 	"dprl/policy"
+	"dprl/policy/lincb"
 	"dprl/profile"
 	"dprl/stream"
 )
@@ -170,6 +171,9 @@ func (s Settings) resolveAgent(spec policy.Spec, pc policy.Config, fixed *agent.
 		}
 		ac.Fixed = fixed
 	}
+	if ac.LinCB, err = s.linCB(); err != nil {
+		return agent.Config{}, err
+	}
 	if err := ac.Validate(); err != nil {
 		return agent.Config{}, err
 	}
@@ -298,4 +302,35 @@ func (s Settings) shutdownGrace() time.Duration {
 		return -1 // none: ServiceConfig's 0 is its default
 	}
 	return s.ShutdownGrace
+}
+
+// linCB returns the linear contextual bandit's settings (nil for dppg):
+// the feature clip FeatureClip, or EnvSpec's profile's.
+func (s Settings) linCB() (*lincb.Config, error) {
+	switch s.Learner {
+	case "", "dppg":
+		if s.given("FeatureClip", s.FeatureClip != 0) {
+			return nil, SettingsFields.Errorf("{FeatureClip} applies with {Learner} lincb only")
+		}
+		return nil, nil
+	case "lincb":
+	default:
+		return nil, SettingsFields.Errorf("{Learner} %q: want dppg or lincb", s.Learner)
+	}
+	clip := s.FeatureClip
+	if clip == 0 && s.EnvSpec != "" {
+		p, err := profile.Get(s.EnvSpec)
+		if err != nil {
+			return nil, err
+		}
+		clip = p.FeatureClip
+	}
+	if clip == 0 {
+		return nil, SettingsFields.Errorf("{Learner} lincb needs {FeatureClip}, the public L2 bound of an observation (the simulator of {EnvSpec} states none)")
+	}
+	if !(clip > 0) || math.IsInf(clip, 0) {
+		return nil, SettingsFields.Errorf("{FeatureClip} %v: want finite and > 0", clip)
+	}
+	c := lincb.DefaultConfig(0, 0, clip)
+	return &c, nil
 }

@@ -100,7 +100,7 @@ func TestSettingsSessionEpsilon(t *testing.T) {
 // flagNames are dprl agent's names of the fields (as cmd/dprl renders
 // them).
 var flagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-head", "EnvSpec": "--env", "ObsDim": "--obs-dim",
-	"Actions": "--actions", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta",
+	"Actions": "--actions", "Learner": "--learner", "FeatureClip": "--feature-clip", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta",
 	"UserEpsilon": "--user-epsilon", "MaxUpdatesPerUser": "--max-updates-per-user", "Noise": "--noise", "Band": "--band", "Init": "--init",
 	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert",
 	"TLSKey": "--tls-key", "Creds": "--creds", "NKey": "--nkey", "Identity": "--nats-identity", "Clients": "--nats-clients", "ServerTLS": "--nats-tls-*",
@@ -245,6 +245,46 @@ func TestConfigFieldsAreSettings(t *testing.T) {
 	for _, f := range agent.ConfigFields {
 		if !slices.Contains(service.SettingsFields, f) {
 			t.Errorf("agent.ConfigFields has %s, service.SettingsFields does not", f)
+		}
+	}
+}
+
+// TestSettingsLinCB: --learner lincb takes the simulator's feature clip or
+// --feature-clip, and is refused where it cannot run.
+func TestSettingsLinCB(t *testing.T) {
+	s := baseSettings(t)
+	s.EnvSpec, s.Learner = "bandit", "lincb"
+	sc, err := s.ServiceConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := sc.Agent.LinCB; l == nil || l.FeatureClip != math.Sqrt(3) || sc.Agent.LinCBConfig().Actions != 10 {
+		t.Fatalf("lincb %+v", l)
+	}
+	s.FeatureClip = 2
+	if sc, err = s.ServiceConfig(); err != nil || sc.Agent.LinCB.FeatureClip != 2 {
+		t.Fatalf("--feature-clip 2: %v %+v", err, sc.Agent.LinCB)
+	}
+	for _, c := range []struct {
+		mod  func(*service.Settings)
+		want string
+	}{
+		{func(s *service.Settings) { s.EnvSpec = "cartpole" }, "--learner lincb needs --feature-clip"},
+		{func(s *service.Settings) { s.Learner, s.FeatureClip = "dppg", 2 }, "--feature-clip applies with --learner lincb only"},
+		{func(s *service.Settings) { s.Learner = "x" }, `--learner "x": want dppg or lincb`},
+		{func(s *service.Settings) { s.FeatureClip = math.Inf(1) }, "--feature-clip +Inf"},
+		{func(s *service.Settings) { s.EnvSpec = "pendulum"; s.FeatureClip = 1 }, "needs discrete actions"},
+	} {
+		b := baseSettings(t)
+		b.EnvSpec, b.Learner = "bandit", "lincb"
+		c.mod(&b)
+		_, err := b.ServiceConfig()
+		if err == nil {
+			t.Errorf("%s: accepted", c.want)
+			continue
+		}
+		if got := fielderr.Rename(err, func(f string) string { return flagNames[f] }).Error(); !strings.Contains(got, c.want) {
+			t.Errorf("got %q, want %q", got, c.want)
 		}
 	}
 }

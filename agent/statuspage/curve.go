@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"dprl/policy"
+	"dprl/policy/lincb"
 	"dprl/sims"
 )
 
@@ -197,6 +198,9 @@ func EvaluateVersion(env string, spec policy.Spec, ppo policy.PPOConfig, snapsho
 	if err != nil {
 		return 0, err
 	}
+	if lincb.IsSnapshot(b) {
+		return evaluateLinCB(env, spec, b, v)
+	}
 	snap, err := policy.UnmarshalSnapshot(b)
 	if err != nil {
 		return 0, err
@@ -214,4 +218,26 @@ func EvaluateVersion(env string, spec policy.Spec, ppo policy.PPOConfig, snapsho
 	}
 	mean, _ := policy.Evaluate(e, actor, snap.Theta, CurveEpisodes, rand.New(rand.NewPCG(curveSeed, v)))
 	return mean, nil
+}
+
+// evaluateLinCB is EvaluateVersion for a released linear contextual
+// bandit (package lincb): its model serves CurveEpisodes episodes, each
+// action drawn from the model's probabilities.
+func evaluateLinCB(env string, spec policy.Spec, b []byte, v uint64) (float64, error) {
+	s, err := lincb.UnmarshalSnapshot(b)
+	if err != nil {
+		return 0, err
+	}
+	if spec.Kind != policy.ActionDiscrete || s.Config.Actions != spec.NumActions || s.Config.Dim != spec.ObsDim {
+		return 0, fmt.Errorf("statuspage: version %d: a linear contextual bandit of %d actions on %d features, not %+v", v, s.Config.Actions, s.Config.Dim, spec)
+	}
+	m, err := s.Model()
+	if err != nil {
+		return 0, err
+	}
+	e, err := sims.New(env)
+	if err != nil {
+		return 0, err
+	}
+	return lincb.Evaluate(e, m, CurveEpisodes, rand.New(rand.NewPCG(curveSeed, v))), nil
 }

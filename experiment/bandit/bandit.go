@@ -29,6 +29,7 @@ import (
 	"dprl/experiment/demo"
 	"dprl/ledger"
 	"dprl/policy"
+	"dprl/policy/lincb"
 	"dprl/profile"
 	"dprl/sims"
 )
@@ -156,7 +157,7 @@ type Result struct {
 	HeldOutOracle float64 `json:"held_out_oracle"`
 	// Methods are the learners: non-private PPO first, the non-private
 	// linear contextual bandit, then at each epsilon DPPG and the linear
-	// bandit in process and the agent over NATS.
+	// bandit in process and the agent over NATS learning each.
 	Methods []Method `json:"methods"`
 }
 
@@ -164,7 +165,8 @@ type Result struct {
 type Method struct {
 	// Name is "ppo" (non-private), "dppg" (in process), "lincb" (the
 	// linear contextual bandit of package lincb, in process, private or
-	// not) or "agent" (the DP agent over NATS, dprl demo).
+	// not), "agent" (the DP agent over NATS, dprl demo) or "agent-lincb"
+	// (the agent learning the linear contextual bandit).
 	Name string `json:"name"`
 	// UserEpsilon is the user-level epsilon at Result.Delta (nil:
 	// non-private), Z the noise multiplier and K the users per update
@@ -199,6 +201,8 @@ func (m Method) Label() string {
 		return "PPO (non-private)"
 	case m.Name == "agent":
 		return fmt.Sprintf("DP agent over NATS, user ε = %g", *m.UserEpsilon)
+	case m.Name == "agent-lincb":
+		return fmt.Sprintf("DP agent over NATS, linear SquareCB, user ε = %g", *m.UserEpsilon)
 	}
 	return fmt.Sprintf("DPPG in process, user ε = %g", *m.UserEpsilon)
 }
@@ -247,7 +251,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	for _, e := range c.UserEpsilons {
 		specs = append(specs, spec{"dppg", &e}, spec{"lincb", &e})
 		if c.Demo {
-			specs = append(specs, spec{"agent", &e})
+			specs = append(specs, spec{"agent", &e}, spec{"agent-lincb", &e})
 		}
 	}
 	for _, s := range specs {
@@ -256,8 +260,8 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		for _, seed := range c.Seeds {
 			var r run
 			switch s.name {
-			case "agent":
-				r, m.Z, m.K, err = runDemo(ctx, prof, *s.eps, c, seed, ev, actor)
+			case "agent", "agent-lincb":
+				r, m.Z, m.K, err = runDemo(ctx, prof, *s.eps, s.name == "agent-lincb", c, seed, ev, actor)
 			case "lincb":
 				r, m.Z, m.K, err = runLinCB(ctx, env, s.eps, delta, c.Users, seed, ev)
 			default:
@@ -339,7 +343,7 @@ func runInProcess(ctx context.Context, eps *float64, c Config, seed uint64, ev *
 // at most one update per user, z derived from the user-level epsilon eps)
 // and scores every released version from the ledger: in lockstep the users
 // of update b are served by version b.
-func runDemo(ctx context.Context, prof profile.Profile, eps float64, c Config, seed uint64, ev *Evaluator, actor *policy.Actor) (run, float64, int, error) {
+func runDemo(ctx context.Context, prof profile.Profile, eps float64, linear bool, c Config, seed uint64, ev *Evaluator, actor *policy.Actor) (run, float64, int, error) {
 	dir, err := os.MkdirTemp("", "dprl-bandit-demo-")
 	if err != nil {
 		return run{}, 0, 0, err
@@ -347,6 +351,9 @@ func runDemo(ctx context.Context, prof profile.Profile, eps float64, c Config, s
 	defer os.RemoveAll(dir)
 	dc := demo.Config{Env: EnvName, Users: c.Users, Concurrency: 16, Seed: seed, Pace: demo.PaceLockstep,
 		EvalEvery: math.MaxInt32, EvalEpisodes: 1, UserEpsilon: eps, MaxUpdatesPerUser: 1, Delta: c.Delta}
+	if linear {
+		dc.Learner = "lincb"
+	}
 	ac, err := dc.AgentConfig(prof)
 	if err != nil {
 		return run{}, 0, 0, err
@@ -381,14 +388,26 @@ func scoreLedger(dir string, ac agent.Config, users, K int, ev *Evaluator, actor
 		if err != nil {
 			return run{}, err
 		}
-		snap, err := policy.UnmarshalSnapshot(b)
-		if err != nil {
-			return run{}, err
+		if lincb.IsSnapshot(b) {
+			s, err := lincb.UnmarshalSnapshot(b)
+			if err != nil {
+				return run{}, err
+			}
+			m, err := s.Model()
+			if err != nil {
+				return run{}, err
+			}
+			tr.final = ev.ValueOf(m.Probs)
+		} else {
+			snap, err := policy.UnmarshalSnapshot(b)
+			if err != nil {
+				return run{}, err
+			}
+			if err := snap.CheckCompatible(ac.Spec, ac.Policy.PPO.Hidden); err != nil {
+				return run{}, err
+			}
+			tr.final = ev.Value(actor, snap.Theta)
 		}
-		if err := snap.CheckCompatible(ac.Spec, ac.Policy.PPO.Hidden); err != nil {
-			return run{}, err
-		}
-		tr.final = ev.Value(actor, snap.Theta)
 		if start := int(v) * K; start < users {
 			tr.served(min(start+K, users), tr.final)
 		}

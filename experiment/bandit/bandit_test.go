@@ -149,8 +149,8 @@ func TestRunSmall(t *testing.T) {
 	for _, m := range res.Methods {
 		names = append(names, m.Name)
 	}
-	if got := strings.Join(names, " "); got != "ppo lincb dppg lincb agent" || res.Methods[1].UserEpsilon != nil {
-		t.Fatalf("methods %s, want ppo, lincb (non-private), then dppg, lincb and agent at epsilon 1", got)
+	if got := strings.Join(names, " "); got != "ppo lincb dppg lincb agent agent-lincb" || res.Methods[1].UserEpsilon != nil {
+		t.Fatalf("methods %s, want ppo, lincb (non-private), then dppg, lincb, agent and agent-lincb at epsilon 1", got)
 	}
 	for _, m := range res.Methods {
 		if len(m.Regret) != 3 || m.Regret[0] != 0 || m.RegretUsers[2] != 2000 || len(m.Final) != 1 {

@@ -2,28 +2,24 @@ package bandit
 
 import (
 	"context"
-	"math"
 
 	"dprl/internal/rng"
 	"dprl/noise"
 	"dprl/policy/lincb"
+	"dprl/profile"
 	"dprl/sims"
 )
 
-// FeatureClip is the L2 bound on the bandit's features for the linear
-// learner: a one-hot segment and device (norm sqrt 2) and three
-// continuous features whose own norm is at most sqrt 3; users beyond
-// sqrt 3 (the continuous part of norm above 1, about 1 in 4 users) are
-// scaled down to it. Chosen with the learner's other settings on seeds
-// 1001-1040.
-var FeatureClip = math.Sqrt(3)
-
 // LinCBConfig returns the linear learner's config on env at noise
-// multiplier z (0: non-private).
-func LinCBConfig(env *sims.Bandit, z float64) lincb.Config {
-	c := lincb.DefaultConfig(env.Config().Items, env.Config().Dim(), FeatureClip)
+// multiplier z (0: non-private), with the profile's feature clip.
+func LinCBConfig(env *sims.Bandit, z float64) (lincb.Config, error) {
+	p, err := profile.Get(EnvName)
+	if err != nil {
+		return lincb.Config{}, err
+	}
+	c := lincb.DefaultConfig(env.Config().Items, env.Config().Dim(), p.FeatureClip)
 	c.NoiseMultiplier = z
-	return c
+	return c, nil
 }
 
 // runLinCB runs the private linear contextual bandit (package lincb) on
@@ -38,7 +34,11 @@ func runLinCB(ctx context.Context, env *sims.Bandit, eps *float64, delta float64
 			return run{}, 0, 0, err
 		}
 	}
-	l, err := lincb.New(LinCBConfig(env, z))
+	lc, err := LinCBConfig(env, z)
+	if err != nil {
+		return run{}, 0, 0, err
+	}
+	l, err := lincb.New(lc)
 	if err != nil {
 		return run{}, 0, 0, err
 	}
@@ -59,7 +59,7 @@ func runLinCB(ctx context.Context, env *sims.Bandit, eps *float64, delta float64
 		env.DrawUser(users0, x)
 		env.ClickProbsFor(cp, x)
 		l.Model().Probs(pmf, x)
-		a := sample(pmf, users0.Float64())
+		a := lincb.Sample(pmf, users0.Float64())
 		y := 0.0
 		if users0.Float64() < cp[a] {
 			y = 1
@@ -75,16 +75,4 @@ func runLinCB(ctx context.Context, env *sims.Bandit, eps *float64, delta float64
 	}
 	tr.final = cur
 	return tr.run, z, first, nil
-}
-
-// sample returns the action of the PMF p for a uniform u in [0, 1) (the
-// last action absorbs rounding).
-func sample(p []float64, u float64) int {
-	for a, q := range p[:len(p)-1] {
-		if u < q {
-			return a
-		}
-		u -= q
-	}
-	return len(p) - 1
 }

@@ -32,6 +32,7 @@ import (
 	"dprl/internal/progress"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
+	"dprl/policy/lincb"
 	"dprl/profile"
 	"dprl/sims"
 	"dprl/stream"
@@ -81,6 +82,11 @@ type Config struct {
 	// at least Band apart, at most MaxUpdatesPerUser (>= 1) of them.
 	Noise string `flag:"noise" default:"independent" usage:"noise of the releases, as dprl agent: independent, or bandmf (banded square-root correlated noise; a user's updates at least --band apart)"`
 	Band  int    `flag:"band" usage:"bands of --noise bandmf, 1 to 4096"`
+	// Learner is what the agent learns: "" or "dppg" (DP policy
+	// gradient), or "lincb", the private linear contextual bandit
+	// (agent.Config.LinCB with the profile's feature clip; Clip and LR
+	// do not apply).
+	Learner string `flag:"learner" default:"dppg" usage:"what the agent learns, as dprl agent --learner: dppg, or lincb (the private linear contextual bandit, for an --env of one decision per session that states a feature clip: bandit)"`
 	// MaxDuration, if > 0, ends the run after this long (Run's context
 	// times out: the users stop, the summary covers what was played).
 	MaxDuration time.Duration `flag:"max-duration" default:"10m" usage:"stop the demo after this long (0: no limit)"`
@@ -113,7 +119,7 @@ const (
 
 // Fields are the fields the errors of Config and ReplayConfig may name
 // (fielderr).
-var Fields = fielderr.Fields{"Users", "Concurrency", "EvalEvery", "EvalEpisodes", "Pace", "Returning", "Clip", "LR", "MaxDuration", "Z", "K", "Rate", "Replicas"}
+var Fields = fielderr.Fields{"Users", "Concurrency", "EvalEvery", "EvalEpisodes", "Pace", "Returning", "Clip", "LR", "MaxDuration", "Z", "K", "Rate", "Replicas", "Learner"}
 
 // Validate reports the first problem of the run, in the order dprl demo
 // has always checked them: the counts, the pace, the returning
@@ -214,6 +220,20 @@ func (c Config) AgentConfig(p profile.Profile) (agent.Config, error) {
 	}
 	ac := agent.DefaultConfig(p.Spec, pc)
 	ac.Delta = delta
+	switch c.Learner {
+	case "", "dppg":
+	case "lincb":
+		if p.FeatureClip == 0 {
+			return agent.Config{}, Fields.Errorf("{Learner} lincb: --env %s states no feature clip (a one-decision task does: bandit)", p.Name)
+		}
+		if c.Replicas > 0 {
+			return agent.Config{}, Fields.Errorf("{Learner} lincb runs in one process, not with {Replicas}")
+		}
+		lc := lincb.DefaultConfig(0, 0, p.FeatureClip)
+		ac.LinCB = &lc
+	default:
+		return agent.Config{}, Fields.Errorf("{Learner} %q: want dppg or lincb", c.Learner)
+	}
 	ac.RewardLow, ac.RewardHigh = p.RewardLow, p.RewardHigh
 	ac.UserEpsilon, ac.MaxUpdatesPerUser = c.UserEpsilon, c.MaxUpdatesPerUser
 	ac.Seed = c.Seed

@@ -159,7 +159,7 @@ func TestProgressTimeLeft(t *testing.T) {
 
 // flags are dprl demo's and dprl replay's names of the fields.
 var flags = map[string]string{"Users": "--users", "Concurrency": "--concurrency", "EvalEvery": "--eval-every", "EvalEpisodes": "--eval-episodes",
-	"Pace": "--pace", "Returning": "--returning", "Clip": "--clip", "LR": "--server-lr", "MaxDuration": "--max-duration", "Z": "--z", "K": "--K", "Rate": "--rate", "Replicas": "--replicas"}
+	"Pace": "--pace", "Returning": "--returning", "Clip": "--clip", "LR": "--server-lr", "MaxDuration": "--max-duration", "Z": "--z", "K": "--K", "Rate": "--rate", "Replicas": "--replicas", "Learner": "--learner"}
 
 // asFlags renders err as the commands print it.
 func asFlags(err error) string {
@@ -502,5 +502,49 @@ func TestRunCluster(t *testing.T) {
 	}
 	if res.Updates < 6 || !res.LedgerOK {
 		t.Fatalf("%d users, %d updates, ledger ok %v; want >= 6 updates from 64 users at K = 8", res.Users, res.Updates, res.LedgerOK)
+	}
+}
+
+// TestDemoLinCB: dprl demo --learner lincb on the bandit learns over NATS
+// (scored exactly on held-out users) and refuses an environment without a
+// feature clip, a cluster and an unknown learner.
+func TestDemoLinCB(t *testing.T) {
+	prof, err := profile.Get("bandit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Config{Env: "bandit", Users: 3000, Concurrency: 8, Seed: 3, Pace: PaceLockstep, EvalEvery: 1000, EvalEpisodes: 1,
+		UserEpsilon: 1, MaxUpdatesPerUser: 1, Learner: "lincb", K: 500}
+	ac, err := c.AgentConfig(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ac.LinCB == nil || ac.LinCB.FeatureClip != prof.FeatureClip {
+		t.Fatalf("agent config %+v", ac.LinCB)
+	}
+	res, err := Run(context.Background(), service.ServiceConfig{Agent: ac, DataDir: t.TempDir(), NATS: "embedded", NATSListen: "127.0.0.1:0"}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SimExact == nil || res.Updates != 6 || !res.LedgerOK {
+		t.Fatalf("result %+v", res)
+	}
+	t.Logf("expected click %.4f after %d updates", res.SimFinalEval.MeanReturn, res.Updates)
+	if res.SimFinalEval.MeanReturn < 0.55 {
+		t.Errorf("expected click %.4f after 3,000 users, want above the best fixed item's 0.46 by far", res.SimFinalEval.MeanReturn)
+	}
+	cp, _ := profile.Get("cartpole")
+	for _, bad := range []struct {
+		c    Config
+		p    profile.Profile
+		want string
+	}{
+		{Config{Env: "cartpole", Z: 1, Learner: "lincb"}, cp, "feature clip"},
+		{Config{Env: "bandit", Z: 1, Learner: "lincb", Replicas: 2}, prof, "Replicas"},
+		{Config{Env: "bandit", Z: 1, Learner: "q"}, prof, `Learner "q"`},
+	} {
+		if _, err := bad.c.AgentConfig(bad.p); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%+v: %v, want an error naming %q", bad.c, err, bad.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"dprl/ledger"
 	"dprl/policy"
+	"dprl/policy/lincb"
 	"dprl/sims"
 )
 
@@ -157,6 +158,17 @@ func EvaluateRelease(store *ledger.Store, spec policy.Spec, cfg policy.Config, e
 // drawn from a generator that depends on master and the snapshot's version
 // only. Post-processing of a DP release, and simulation-only.
 func EvaluateSnapshot(b []byte, spec policy.Spec, cfg policy.Config, envName string, episodes int, master uint64) (float64, error) {
+	if lincb.IsSnapshot(b) {
+		m, v, err := linModelFor(b, spec)
+		if err != nil {
+			return 0, err
+		}
+		env, err := sims.New(envName)
+		if err != nil {
+			return 0, err
+		}
+		return lincb.Evaluate(env, m, episodes, evalRand(master, v)), nil
+	}
 	actor, snap, err := actorFor(b, spec, cfg)
 	if err != nil {
 		return 0, err
@@ -178,11 +190,35 @@ func ExactRelease(store *ledger.Store, spec policy.Spec, cfg policy.Config, u *s
 	if err != nil {
 		return 0, fmt.Errorf("demo: evaluate version %d: %w", v, err)
 	}
+	if lincb.IsSnapshot(b) {
+		m, _, err := linModelFor(b, spec)
+		if err != nil {
+			return 0, err
+		}
+		return u.Value(m.Probs), nil
+	}
 	actor, snap, err := actorFor(b, spec, cfg)
 	if err != nil {
 		return 0, err
 	}
 	return u.Value(func(dst, x []float64) { actor.Probs(dst, snap.Theta, x) }), nil
+}
+
+// linModelFor decodes a released linear contextual bandit (package lincb)
+// and returns its model and version, checking it fits spec.
+func linModelFor(b []byte, spec policy.Spec) (*lincb.Model, uint64, error) {
+	s, err := lincb.UnmarshalSnapshot(b)
+	if err != nil {
+		return nil, 0, fmt.Errorf("demo: evaluate a snapshot: %w", err)
+	}
+	if spec.Kind != policy.ActionDiscrete || s.Config.Actions != spec.NumActions || s.Config.Dim != spec.ObsDim {
+		return nil, 0, fmt.Errorf("demo: evaluate version %d: a linear contextual bandit of %d actions on %d features, not %+v", s.Version, s.Config.Actions, s.Config.Dim, spec)
+	}
+	m, err := s.Model()
+	if err != nil {
+		return nil, 0, fmt.Errorf("demo: evaluate version %d: %w", s.Version, err)
+	}
+	return m, s.Version, nil
 }
 
 // actorFor decodes released snapshot b and returns an actor for it.

@@ -65,11 +65,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
 
 	"dprl/ledger/accountant"
 	"dprl/noise"
+	"dprl/sims"
 )
 
 // Config is the learner's public configuration.
@@ -516,4 +518,44 @@ func (m *Model) Probs(dst, x []float64) {
 		sum += p
 	}
 	dst[best] = max(1-sum, 0)
+}
+
+// Sample returns the action the probabilities p (Probs's) give a uniform u
+// in [0, 1): the first whose cumulative probability passes u, skipping
+// zero probabilities (the last positive one absorbs rounding).
+func Sample(p []float64, u float64) int {
+	last := 0
+	for i, q := range p {
+		if q <= 0 {
+			continue
+		}
+		if u < q {
+			return i
+		}
+		u -= q
+		last = i
+	}
+	return last
+}
+
+// Evaluate returns the mean undiscounted return of the model over
+// episodes fresh episodes of env (discrete actions, observations of the
+// model's dimension), each action drawn from its probabilities with rng.
+// Simulation only: it reads the public simulator and a released model.
+func Evaluate(env sims.Env, m *Model, episodes int, rng *rand.Rand) float64 {
+	obs := make([]float64, m.cfg.Dim)
+	p := make([]float64, m.cfg.Actions)
+	sum := 0.0
+	for range episodes {
+		env.Reset(rng, obs)
+		for {
+			m.Probs(p, obs)
+			r, term, trunc := env.Step(sims.Action{Index: Sample(p, rng.Float64())}, obs)
+			sum += r
+			if term || trunc {
+				break
+			}
+		}
+	}
+	return sum / float64(max(episodes, 1))
 }
