@@ -11,6 +11,7 @@ import (
 	"dprl/ledger"
 	"dprl/offline/budget"
 	"dprl/policy"
+	"dprl/policy/lincb"
 
 	"github.com/spf13/cobra"
 )
@@ -206,7 +207,7 @@ func newLedgerSnapshotCmd(a *app) *cobra.Command {
 		}
 		return nil
 	}, func(s *ledger.Store) (ledger.SnapshotExport, error) {
-		return s.ExportSnapshot(version, out, policy.SnapshotParams)
+		return s.ExportSnapshot(version, out, snapshotParams)
 	})
 	c.Flags().StringVar(&out, "out", "", "snapshot file to write (required)")
 	c.Flags().Int64Var(&version, "version", -1, "released policy version (0 is the initial policy); -1: the serving one")
@@ -246,4 +247,15 @@ func newLedgerEndStreamCmd(a *app) *cobra.Command {
 		v, err := s.EndNoiseStream()
 		return ledger.EndStreamResult{Dir: dir, EndedAt: v}, err
 	})
+}
+
+// snapshotParams checks a released snapshot, DPPG's or the linear
+// contextual bandit's, and returns its number of parameters (the bandit's:
+// its released statistics).
+func snapshotParams(b []byte) (int, error) {
+	if lincb.IsSnapshot(b) {
+		s, err := lincb.UnmarshalSnapshot(b)
+		return len(s.Stats), err
+	}
+	return policy.SnapshotParams(b)
 }
