@@ -112,6 +112,7 @@ type Options struct {
 // and serve with Act and End.
 type Agent struct {
 	cfg     Config
+	lin     lincb.Config // cfg.LinCBConfig(), the linear contextual bandit's schedule
 	store   *ledger.Store
 	log     zerolog.Logger
 	noisy   zerolog.Logger // for lines a client can cause: rate-limited
@@ -183,6 +184,10 @@ func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
 	if cfg.LinCB != nil && (opt.Learner != nil || opt.Replica != nil) {
 		return nil, agentError("the linear contextual bandit runs in one process, not as a cluster role")
 	}
+	if cfg.LinCB != nil {
+		l := *cfg.LinCB // the agent's own copy
+		cfg.LinCB = &l
+	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -196,12 +201,12 @@ func New(cfg Config, store *ledger.Store, opt Options) (*Agent, error) {
 	if cfg.Fixed != nil {
 		eps = 0 // a fixed policy is served, never learned: no update, no epsilon
 	}
-	a := &Agent{cfg: cfg, store: store, log: opt.Logger.With().Str("component", "agent").Logger(), opt: opt, now: opt.Now,
+	a := &Agent{cfg: cfg, lin: cfg.LinCBConfig(), store: store, log: opt.Logger.With().Str("component", "agent").Logger(), opt: opt, now: opt.Now,
 		m: opt.Metrics, epsilon: eps,
 		lim: limits{open: cfg.MaxOpenSessions, perUser: cfg.MaxSessionsPerUser, perConn: cfg.MaxSessionsPerConnection}}
 	a.noisy = a.log.Sample(&zerolog.BurstSampler{Burst: logBurst, Period: logPeriod})
 	a.table.init()
-	K := cfg.Policy.DP.UsersPerUpdate
+	K := cfg.maxBatch()
 	a.queue.init(4*K+1024, cfg.MaxQueuedPerUser, K, a.m.LearnerQueue)
 	a.seedBase, a.seeded = cfg.Seed, cfg.Seed != 0
 	// The linear contextual bandit's ledger says so in its spec: a ledger
@@ -1097,7 +1102,13 @@ type randWrap struct {
 }
 
 // K is the number of sessions per update.
-func (a *Agent) K() int { return a.cfg.Policy.DP.UsersPerUpdate }
+func (a *Agent) K() int {
+	if a.cfg.LinCB != nil {
+		// The linear contextual bandit's next block: its public size.
+		return a.lin.BlockSize(int(a.current.Load().num))
+	}
+	return a.cfg.Policy.DP.UsersPerUpdate
+}
 
 // storeVersion serves v and wakes AwaitVersion's waiters.
 func (a *Agent) storeVersion(v *version) {

@@ -109,8 +109,10 @@ type Config struct {
 	// version is served by inverse-gap weighting over the released model.
 	// The agent sets its Actions and Dim (Spec's: discrete actions), its
 	// reward range (RewardLow, RewardHigh), its noise multiplier and its
-	// blocks (K sessions each: FirstBlock K, Growth 1, no MaxBlock); its
-	// other fields are the learner's public settings. Policy's PPO
+	// first block (FirstBlock: K sessions); its blocks then grow by
+	// Growth up to MaxBlock (0: 16 K, at most MaxUsersPerUpdate): update
+	// v takes the v-th block's public size of sessions. Its other fields
+	// are the learner's public settings. Policy's PPO
 	// settings do not apply; z, K, Delta, the per-user caps and the
 	// independent noise do. Not for a cluster role.
 	LinCB *lincb.Config
@@ -127,8 +129,20 @@ func (c Config) LinCBConfig() lincb.Config {
 	l.Actions, l.Dim = c.Spec.NumActions, c.Spec.ObsDim
 	l.RewardLow, l.RewardHigh = c.RewardLow, c.RewardHigh
 	l.NoiseMultiplier = c.Policy.DP.NoiseMultiplier
-	l.FirstBlock, l.Growth, l.MaxBlock = max(c.Policy.DP.UsersPerUpdate, 1), 1, 0
+	l.FirstBlock = max(c.Policy.DP.UsersPerUpdate, 1)
+	if l.MaxBlock == 0 {
+		l.MaxBlock = min(16*l.FirstBlock, MaxUsersPerUpdate)
+	}
 	return l
+}
+
+// maxBatch is the most sessions one update takes: K, or the linear
+// contextual bandit's largest block.
+func (c Config) maxBatch() int {
+	if c.LinCB != nil {
+		return max(c.LinCBConfig().MaxBlock, c.Policy.DP.UsersPerUpdate)
+	}
+	return c.Policy.DP.UsersPerUpdate
 }
 
 // DefaultConfig returns the operational defaults around a policy config.
@@ -269,8 +283,12 @@ func (c Config) validateLinCB() []error {
 		errs = append(errs, agentError("the linear contextual bandit takes independent noise, not %v", c.Policy.DP.Noise))
 	}
 	if c.Spec.Kind == policy.ActionDiscrete && c.Spec.Validate() == nil && c.Policy.DP.NoiseMultiplier > 0 {
-		if err := c.LinCBConfig().Validate(); err != nil {
+		l := c.LinCBConfig()
+		if err := l.Validate(); err != nil {
 			errs = append(errs, agentError("linear contextual bandit: %w", err))
+		}
+		if l.MaxBlock > MaxUsersPerUpdate || l.MaxBlock < l.FirstBlock {
+			errs = append(errs, agentError("linear contextual bandit: largest block %d, want K (%d) to %d", l.MaxBlock, l.FirstBlock, MaxUsersPerUpdate))
 		}
 	}
 	return errs
@@ -302,7 +320,8 @@ func (c Config) validatePrivacy() []error {
 	k := c.Policy.DP.UsersPerUpdate
 	if k > MaxUsersPerUpdate {
 		errs = append(errs, ConfigFields.Errorf("{K} %d: want 1 to %d", k, MaxUsersPerUpdate))
-	} else if b := c.MinSessionBytes(); c.Fixed == nil && k > 0 && c.SessionMemoryBytes >= minSessionMemory && int64(k) > c.SessionMemoryBytes/b {
+	} else if b := c.MinSessionBytes(); c.Fixed == nil && k > 0 && c.SessionMemoryBytes >= minSessionMemory && int64(c.maxBatch()) > c.SessionMemoryBytes/b {
+		k = c.maxBatch()
 		errs = append(errs, ConfigFields.Errorf("{K} %d: an update holds its K sessions until it is released, and %d sessions of at least %d bytes do not fit the session memory budget {SessionMemoryMiB} of %d MiB (at most %d sessions)",
 			k, k, b, c.SessionMemoryBytes>>20, c.SessionMemoryBytes/b))
 	}

@@ -38,8 +38,8 @@ func linConfig(t *testing.T, K int) Config {
 }
 
 // playBandit serves n simulated bandit users through the agent, one
-// session each, K at a time, waiting for each release (lockstep).
-func playBandit(t *testing.T, a *Agent, env *sims.Bandit, rng *rand.Rand, from, n, K int) {
+// session each, a block at a time, waiting for each release (lockstep).
+func playBandit(t *testing.T, a *Agent, env *sims.Bandit, rng *rand.Rand, from, n int) {
 	t.Helper()
 	obs := make([]float64, 8)
 	for i := from; i < from+n; i++ {
@@ -52,8 +52,8 @@ func playBandit(t *testing.T, a *Agent, env *sims.Bandit, rng *rand.Rand, from, 
 		if _, err := a.End(fmt.Sprintf("s%d", i), fmt.Sprintf("u%d", i), r, true); err != nil {
 			t.Fatal(err)
 		}
-		if (i+1)%K == 0 {
-			want := uint64((i + 1) / K)
+		if c := a.cfg.LinCBConfig(); c.BlockOf(i+1) > c.BlockOf(i) {
+			want := uint64(c.BlockOf(i + 1))
 			testutil.EventuallyTrue(t, 20*time.Second, fmt.Sprintf("version %d", want), func() bool { return a.Version() >= want })
 		}
 	}
@@ -64,9 +64,10 @@ func playBandit(t *testing.T, a *Agent, env *sims.Bandit, rng *rand.Rand, from, 
 // the same model after a restart, and refuses a ledger of the other
 // learner.
 func TestLinCBAgent(t *testing.T) {
-	const K, users = 500, 10000
+	const K, versions = 500, 8
 	dir := t.TempDir()
 	cfg := linConfig(t, K)
+	users := cfg.LinCBConfig().UsersBefore(versions) // 11,920: blocks of 500, 650, 845, ...
 	a, store, stop := startAgent(t, cfg, dir)
 	env, err := sims.NewBandit(sims.DefaultBanditConfig())
 	if err != nil {
@@ -83,14 +84,14 @@ func TestLinCBAgent(t *testing.T) {
 	if v := value(a); math.Abs(v-bl.Uniform) > 1e-9 {
 		t.Errorf("version 0 serves %v, want the uniform %v", v, bl.Uniform)
 	}
-	playBandit(t, a, env, rand.New(rand.NewPCG(1, 2)), 0, users, K)
+	playBandit(t, a, env, rand.New(rand.NewPCG(1, 2)), 0, users)
 	v := value(a)
 	t.Logf("version %d: expected click %.4f (uniform %.4f, best fixed %.4f, oracle %.4f)", a.Version(), v, bl.Uniform, bl.BestFixed, bl.Oracle)
-	if a.Version() != users/K || v < bl.BestFixed+0.15 {
-		t.Errorf("version %d serves %.4f; want version %d above the best fixed item %.4f by 0.15", a.Version(), v, users/K, bl.BestFixed)
+	if a.Version() != versions || v < bl.BestFixed+0.15 {
+		t.Errorf("version %d serves %.4f; want version %d above the best fixed item %.4f by 0.15", a.Version(), v, versions, bl.BestFixed)
 	}
 	r, err := store.Verify()
-	if err != nil || !r.OK() || r.Releases != users/K || r.Users != users {
+	if err != nil || !r.OK() || r.Releases != versions || r.Users != users {
 		t.Fatalf("verify %+v %v", r, err)
 	}
 	var e ledger.Entry
@@ -102,7 +103,7 @@ func TestLinCBAgent(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if e.S != math.Sqrt2 || e.K != K || e.Participants != K || !strings.HasPrefix(e.Mechanism, "lincb:") || e.Epsilon > 1 {
+	if e.S != math.Sqrt2 || e.K != 845 || e.Participants != 845 || !strings.HasPrefix(e.Mechanism, "lincb:") || e.Epsilon > 1 {
 		t.Errorf("entry %+v", e)
 	}
 	p1 := make([]float64, 10)
@@ -113,8 +114,8 @@ func TestLinCBAgent(t *testing.T) {
 	a2, store2, stop2 := startAgent(t, cfg, dir)
 	p2 := make([]float64, 10)
 	a2.current.Load().lin.Probs(p2, x)
-	if a2.Version() != users/K || fmt.Sprint(p1) != fmt.Sprint(p2) {
-		t.Errorf("resumed version %d serves %v, want %d serving %v", a2.Version(), p2, users/K, p1)
+	if a2.Version() != versions || fmt.Sprint(p1) != fmt.Sprint(p2) {
+		t.Errorf("resumed version %d serves %v, want %d serving %v", a2.Version(), p2, versions, p1)
 	}
 	stop2()
 	_ = store2

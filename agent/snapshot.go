@@ -28,10 +28,11 @@ func encodeSnapshot(cfg Config, ver uint64, theta []float64) ([]byte, error) {
 }
 
 // linSnapshot is version ver of the linear contextual bandit: ver blocks
-// of K sessions each (the public schedule; a block flushed early is still
-// counted as K).
+// of the public schedule's sizes (a block flushed early is still counted
+// at its size).
 func linSnapshot(cfg Config, ver uint64, stats []float64) lincb.Snapshot {
-	return lincb.Snapshot{Version: ver, Config: cfg.LinCBConfig(), Blocks: int(ver), Users: int(ver) * cfg.Policy.DP.UsersPerUpdate, Stats: stats}
+	c := cfg.LinCBConfig()
+	return lincb.Snapshot{Version: ver, Config: c, Blocks: int(ver), Users: c.UsersBefore(int(ver)), Stats: stats}
 }
 
 // decodeSnapshot reads a stored policy and checks that it fits the
@@ -46,8 +47,8 @@ func decodeSnapshot(cfg Config, b []byte) (uint64, []float64, error) {
 		if want := cfg.LinCBConfig(); s.Config != want {
 			return 0, nil, fmt.Errorf("%w: linear contextual bandit %+v in store != %+v in config", policy.ErrIncompatible, s.Config, want)
 		}
-		if s.Blocks != int(s.Version) || s.Users != s.Blocks*cfg.Policy.DP.UsersPerUpdate {
-			return 0, nil, fmt.Errorf("%w: %d blocks and %d users at version %d, want one block of K = %d per version", policy.ErrIncompatible, s.Blocks, s.Users, s.Version, cfg.Policy.DP.UsersPerUpdate)
+		if s.Blocks != int(s.Version) || s.Users != s.Config.UsersBefore(s.Blocks) {
+			return 0, nil, fmt.Errorf("%w: %d blocks and %d users at version %d, want one block of the schedule per version", policy.ErrIncompatible, s.Blocks, s.Users, s.Version)
 		}
 		return s.Version, s.Stats, nil
 	}

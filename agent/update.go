@@ -614,12 +614,12 @@ func (l *linUpdater) release(a *Agent, cur *version, batch []finished) ([]float6
 	dp := a.cfg.Policy.DP
 	entry := ledger.Entry{
 		Unit: ledger.UnitSession,
-		Mechanism: fmt.Sprintf("lincb: sum of K sessions' sufficient statistics of their first decision "+
+		Mechanism: fmt.Sprintf("lincb: sum of a block of K sessions' sufficient statistics of their first decision "+
 			"[vech(g phi phi^T), r phi] (g = %g, phi the observation clipped to L2 norm %g and scaled by 1/%g, r the reward centred and scaled to [-1, 1]; L2 norm <= S) "+
 			"+ N(0, (z S)^2) per coordinate (exact); the model is post-processing", c.GramWeight, c.FeatureClip, c.FeatureClip),
 		Events: []accountant.Event{accountant.Gaussian(dp.NoiseMultiplier)},
 		Method: accountant.MethodAnalytic, Epsilon: a.epsilon, Delta: a.cfg.Delta,
-		Z: dp.NoiseMultiplier, S: c.Sensitivity(), K: dp.UsersPerUpdate, Seeded: a.seeded,
+		Z: dp.NoiseMultiplier, S: c.Sensitivity(), K: c.BlockSize(int(cur.num)), Seeded: a.seeded,
 	}
 	return theta, entry, lin, nil
 }

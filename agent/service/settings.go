@@ -57,7 +57,7 @@ type Settings struct {
 	// independent noise, one process) whose observations are clipped to
 	// FeatureClip (feature-clip; 0: the EnvSpec profile's), finite and >
 	// 0, given with lincb only.
-	Learner     string  `flag:"learner" default:"dppg" usage:"what the agent learns: dppg (DP policy gradient), or lincb (a private linear contextual bandit: each session's first decision enters the sufficient statistics of a linear reward model per action, released with the same Gaussian noise per update; served by inverse-gap weighting; discrete actions, independent noise, one process)"`
+	Learner     string  `flag:"learner" default:"dppg" usage:"what the agent learns: dppg (DP policy gradient), or lincb (a private linear contextual bandit: each session's first decision enters the sufficient statistics of a linear reward model per action, released with the same Gaussian noise per update; updates take K sessions, then 1.3 times the last, up to 16 K; served by inverse-gap weighting; discrete actions, independent noise, one process)"`
 	FeatureClip float64 `flag:"feature-clip" usage:"with --learner lincb: the public L2 bound of an observation (larger ones are scaled down to it); default: the --env simulator's"`
 	// Noise (noise) is the noise of the releases: "" or "independent"
 	// (fresh noise each release), or "bandmf", the banded square-root

@@ -534,7 +534,14 @@ func drive(ctx context.Context, svc *service.Service, served func(context.Contex
 		master = rand.Uint64()
 	}
 	ag := svc.Agent()
+	// blockOf is the update session i enters in lockstep: i / K, or the
+	// linear contextual bandit's growing blocks.
 	K := ag.K()
+	blockOf := func(i int64) uint64 { return uint64(i / int64(K)) }
+	if ac.LinCB != nil {
+		lc := ac.LinCBConfig()
+		blockOf = func(i int64) uint64 { return uint64(lc.BlockOf(int(i))) }
+	}
 	if served == nil {
 		served = func(ctx context.Context, b uint64) error {
 			return rel.wait(ctx, func() bool { return ag.Version() >= b })
@@ -561,7 +568,7 @@ func drive(ctx context.Context, svc *service.Service, served func(context.Contex
 			if cfg.Pace == PaceLockstep {
 				// Admit session i once the policy it will train has been
 				// released: the sessions of update b all start on version b.
-				b := uint64(i / K)
+				b := blockOf(int64(i))
 				if err := served(ctx, b); err != nil {
 					return false, nil // ctx is done: Run returns its cause
 				}
@@ -596,7 +603,7 @@ func drive(ctx context.Context, svc *service.Service, served func(context.Contex
 	// Let the updater take the last full batch (a partial one is flushed
 	// after the flush timeout, or left): wait for its release, at most 3 s.
 	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
-	_ = rel.wait(wctx, func() bool { return ag.Stats().Updates >= admitted.Load()/int64(K) })
+	_ = rel.wait(wctx, func() bool { return uint64(ag.Stats().Updates) >= blockOf(admitted.Load()) })
 	wcancel()
 	stopProgress()
 	if runErr != nil && !errors.Is(runErr, context.DeadlineExceeded) {

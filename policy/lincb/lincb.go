@@ -295,6 +295,65 @@ func (c Config) reward(y float64) (float64, bool) {
 	return min(max(r, -1), 1), true
 }
 
+// BlockSize returns the public size of block k (0-based): FirstBlock, then
+// each floor(Growth x the last), at most MaxBlock (if > 0).
+func (c Config) BlockSize(k int) int {
+	n := c.FirstBlock
+	for range k {
+		next := c.next(n)
+		if next == n {
+			break // the schedule is constant from here
+		}
+		n = next
+	}
+	return n
+}
+
+// maxBlockSize bounds a block's size whatever the schedule (2^40 users), so
+// that a growing schedule never overflows.
+const maxBlockSize = 1 << 40
+
+// next is the size of the block after one of n users.
+func (c Config) next(n int) int {
+	f := float64(n) * c.Growth
+	if c.MaxBlock > 0 {
+		f = min(f, float64(c.MaxBlock))
+	}
+	return max(int(min(f, maxBlockSize)), 1)
+}
+
+// UsersBefore returns the users in blocks 0 to k-1 (their public sizes).
+func (c Config) UsersBefore(k int) int {
+	total, n := 0, c.FirstBlock
+	for i := range k {
+		total += n
+		next := c.next(n)
+		if next == n {
+			return total + (k-1-i)*n
+		}
+		n = next
+	}
+	return total
+}
+
+// BlockOf returns the block of the user-th user (0-based) under the
+// public schedule.
+func (c Config) BlockOf(user int) int {
+	k, total, n := 0, 0, c.FirstBlock
+	for {
+		if user < total+n {
+			return k
+		}
+		total += n
+		k++
+		next := c.next(n)
+		if next == n {
+			return k + (user-total)/n
+		}
+		n = next
+	}
+}
+
 // Stride is the length of one action's slot of the statistics.
 func (c Config) Stride() int { return c.stride() }
 
@@ -364,11 +423,7 @@ func (l *Learner) Release(g *noise.Gaussian) (int, error) {
 	l.blocks++
 	l.users += n
 	l.in = 0
-	next := int(float64(l.size) * l.cfg.Growth)
-	if l.cfg.MaxBlock > 0 {
-		next = min(next, l.cfg.MaxBlock)
-	}
-	l.size = max(next, 1)
+	l.size = l.cfg.BlockSize(l.blocks)
 	m, err := l.fit()
 	if err != nil {
 		return 0, err

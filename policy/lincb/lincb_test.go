@@ -386,3 +386,28 @@ func FuzzUnmarshalSnapshot(f *testing.F) {
 		}
 	})
 }
+
+// BlockSize, UsersBefore and BlockOf agree with the schedule the learner
+// follows.
+func TestScheduleFunctions(t *testing.T) {
+	for _, c := range []Config{
+		{FirstBlock: 1000, Growth: 1.3},
+		{FirstBlock: 10, Growth: 1.5, MaxBlock: 30},
+		{FirstBlock: 7, Growth: 1},
+		{FirstBlock: 1, Growth: 1.2, MaxBlock: 5},
+	} {
+		users := 0
+		for k := range 40 {
+			if got := c.UsersBefore(k); got != users {
+				t.Fatalf("%+v: UsersBefore(%d) = %d, want %d", c, k, got, users)
+			}
+			n := c.BlockSize(k)
+			for _, u := range []int{users, users + n/2, users + n - 1} {
+				if got := c.BlockOf(u); got != k {
+					t.Fatalf("%+v: BlockOf(%d) = %d, want %d", c, u, got, k)
+				}
+			}
+			users += n
+		}
+	}
+}
