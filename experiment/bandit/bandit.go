@@ -371,9 +371,13 @@ func runDemo(ctx context.Context, prof profile.Profile, eps float64, linear bool
 }
 
 // scoreLedger scores every policy version in the ledger at dir (versions 0
-// to the last): in lockstep, version b served users b K to min((b+1) K,
-// users) - 1.
+// to the last): in lockstep, version b served update b's users, b K to
+// min((b+1) K, users) - 1 (the linear contextual bandit: its block b).
 func scoreLedger(dir string, ac agent.Config, users, K int, ev *Evaluator, actor *policy.Actor) (run, error) {
+	before := func(b int) int { return b * K }
+	if ac.LinCB != nil {
+		before = ac.LinCBConfig().UsersBefore
+	}
 	s, err := ledger.Open(dir, ledger.Options{ReadOnly: true, MustExist: true})
 	if err != nil {
 		return run{}, err
@@ -408,8 +412,8 @@ func scoreLedger(dir string, ac agent.Config, users, K int, ev *Evaluator, actor
 			}
 			tr.final = ev.Value(actor, snap.Theta)
 		}
-		if start := int(v) * K; start < users {
-			tr.served(min(start+K, users), tr.final)
+		if start := before(int(v)); start < users {
+			tr.served(min(before(int(v)+1), users), tr.final)
 		}
 	}
 	return tr.run, nil
