@@ -13,6 +13,7 @@ import (
 	"dprl/internal/testutil"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
+	"dprl/noise"
 	"dprl/policy"
 	"dprl/policy/lincb"
 	"dprl/sims"
@@ -103,7 +104,7 @@ func TestLinCBAgent(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if e.S != math.Sqrt2 || e.K != 845 || e.Participants != 845 || !strings.HasPrefix(e.Mechanism, "lincb:") || e.Epsilon > 1 {
+	if e.S != math.Sqrt2 || e.K != 845 || e.Participants != 845 || !strings.HasPrefix(e.Mechanism, "lincb:") || e.Epsilon > 1 || e.Sampler != noise.SamplerGaussianTable {
 		t.Errorf("entry %+v", e)
 	}
 	p1 := make([]float64, 10)

@@ -481,7 +481,7 @@ func (u *updater) update(cur *version) error {
 			Events:    []accountant.Event{accountant.Gaussian(dp.NoiseMultiplier)},
 			Method:    accountant.MethodAnalytic, Epsilon: a.epsilon, Delta: a.cfg.Delta,
 			Z: dp.NoiseMultiplier, S: dp.ClipNorm, K: dp.UsersPerUpdate, Participants: participants, Seeded: a.seeded,
-			Correlation: en.Correlation,
+			Correlation: en.Correlation, Sampler: noise.SamplerGaussianTable,
 		}
 	}
 	entry.Participants = participants
@@ -619,7 +619,7 @@ func (l *linUpdater) release(a *Agent, cur *version, batch []finished) ([]float6
 			"+ N(0, (z S)^2) per coordinate (exact); the model is post-processing", c.GramWeight, c.FeatureClip, c.FeatureClip),
 		Events: []accountant.Event{accountant.Gaussian(dp.NoiseMultiplier)},
 		Method: accountant.MethodAnalytic, Epsilon: a.epsilon, Delta: a.cfg.Delta,
-		Z: dp.NoiseMultiplier, S: c.Sensitivity(), K: c.BlockSize(int(cur.num)), Seeded: a.seeded,
+		Z: dp.NoiseMultiplier, S: c.Sensitivity(), K: c.BlockSize(int(cur.num)), Seeded: a.seeded, Sampler: l.noise.Sampler(),
 	}
 	return theta, entry, lin, nil
 }

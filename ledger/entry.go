@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"dprl/ledger/accountant"
+	"dprl/noise"
 )
 
 // Kind says what an entry paid for.
@@ -141,6 +142,12 @@ type Entry struct {
 	// an entry written before links existed keeps its JSON and hash.
 	LinkedRecords       int    `json:"linked_records,omitempty"`
 	LinkedRecordsDigest string `json:"linked_records_digest,omitempty"`
+	// Sampler names the exact sampler that drew the entry's noise
+	// (noise.SamplerGaussianTable, ...): Verify refuses a name that is not
+	// an exact sampler, since the recomputed epsilon assumes the exact law.
+	// Omitted when empty, as in entries written before it was recorded,
+	// which keep their JSON and hash.
+	Sampler string `json:"sampler,omitempty"`
 	// PrevHash and Hash chain the entries.
 	PrevHash string `json:"prev_hash"`
 	Hash     string `json:"hash"`
@@ -149,6 +156,9 @@ type Entry struct {
 func (e *Entry) validate() error {
 	if e.Unit == "" || e.Mechanism == "" {
 		return fmt.Errorf("%w: entry without unit or mechanism", ErrInvalid)
+	}
+	if e.Sampler != "" && !noise.ExactSampler(e.Sampler) {
+		return fmt.Errorf("%w: sampler %q is not an exact sampler (the recorded epsilon assumes exact noise)", ErrInvalid, e.Sampler)
 	}
 	if len(e.Events) == 0 && len(e.Fixed) == 0 {
 		return fmt.Errorf("%w: entry with no events and no fixed costs", ErrInvalid)

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"dprl/ledger/accountant"
+	"dprl/noise"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -349,5 +351,34 @@ func TestProvenance(t *testing.T) {
 		if err := p.Validate(); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
+	}
+}
+
+// TestSamplerRecorded: an entry names the exact sampler of its noise; one
+// naming a sampler that is not exact is refused, and an entry without the
+// field (written before it was recorded) keeps its hash.
+func TestSamplerRecorded(t *testing.T) {
+	s, _ := openTemp(t)
+	e := releaseEntry(t, 1, 1, true)
+	e.Sampler = noise.SamplerGaussianTable
+	got, err := s.Release(Release{Version: 1, Snapshot: []byte("p1"), Entry: e, Users: []UserKey{s.User("a")}})
+	if err != nil || got.Sampler != noise.SamplerGaussianTable {
+		t.Fatalf("release: %v, sampler %q", err, got.Sampler)
+	}
+	bad := releaseEntry(t, 1, 1, true)
+	bad.Sampler = "float64-normal"
+	if _, err := s.Release(Release{Version: 2, Snapshot: []byte("p2"), Entry: bad, Users: []UserKey{s.User("b")}}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "not an exact sampler") {
+		t.Errorf("an inexact sampler: %v", err)
+	}
+	r, err := s.Verify()
+	if err != nil || !r.OK() {
+		t.Fatalf("verify %+v %v", r, err)
+	}
+	// The field is omitted when empty: an older entry's JSON, and hash,
+	// are unchanged.
+	old := releaseEntry(t, 1, 1, true)
+	b, err := json.Marshal(old)
+	if err != nil || strings.Contains(string(b), "sampler") {
+		t.Errorf("an entry without a sampler encodes %s (%v)", b, err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"dprl/noise"
 )
 
 // Report is the result of Verify.
@@ -187,6 +189,9 @@ func checkChained(e, prev Entry, problem func(string, ...any)) {
 	}
 	if e.Released && e.Kind != KindDerived {
 		problem("entry %d: a %s marked released (only a derived file is a release's output)", e.Seq, e.Kind)
+	}
+	if e.Sampler != "" && !noise.ExactSampler(e.Sampler) {
+		problem("entry %d: sampler %q is not an exact sampler: the recomputed epsilon assumes the exact law", e.Seq, e.Sampler)
 	}
 }
 

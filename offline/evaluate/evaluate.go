@@ -549,7 +549,7 @@ func (c *Config) Validate() error {
 // than RDP for the Poisson-subsampled Gaussian; fillGuarantee prints the
 // RDP figure beside it as a cross-check).
 func entry(c *Config, counted int, ds budget.Dataset) (ledger.Entry, error) {
-	e := ledger.Entry{Unit: ledger.UnitTrajectory, Method: accountant.MethodRDP, Participants: counted}
+	e := ledger.Entry{Unit: ledger.UnitTrajectory, Method: accountant.MethodRDP, Participants: counted, Sampler: noise.SamplerGaussianTable}
 	switch c.Method {
 	case GPOPE:
 		n := counted

@@ -320,7 +320,8 @@ func (m *Mechanism) Entry(ix *sessionlog.Index, _ budget.Dataset) (ledger.Entry,
 		return ledger.Entry{}, err
 	}
 	return ledger.Entry{Unit: ledger.UnitTrajectory, Method: accountant.MethodAnalytic, Participants: ix.Len(),
-		Mechanism: m.mechanismText(), Events: []accountant.Event{ev}, Epsilon: g.Epsilon, Delta: m.c.Delta, Seeded: m.c.Seeded}, nil
+		Mechanism: m.mechanismText(), Events: []accountant.Event{ev}, Epsilon: g.Epsilon, Delta: m.c.Delta, Seeded: m.c.Seeded,
+		Sampler: noise.SamplerGaussianTable}, nil
 }
 
 func (m *Mechanism) mechanismText() string {

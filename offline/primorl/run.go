@@ -423,7 +423,7 @@ func (m *Mechanism) Entry(ix *sessionlog.Index, ds budget.Dataset) (ledger.Entry
 		m.rdp = r.Epsilon
 	}
 	return ledger.Entry{Unit: ledger.UnitTrajectory, Method: accountant.MethodPLD, Participants: m.n, Events: []accountant.Event{ev},
-		Epsilon: g.Epsilon, Delta: c.Delta, Seeded: c.Seeded,
+		Epsilon: g.Epsilon, Delta: c.Delta, Seeded: c.Seeded, Sampler: noise.SamplerGaussianTable,
 		Mechanism: fmt.Sprintf("primorl: %d rounds of TDP model ensemble training (Poisson q=%.4g = batch %g / n %d, EnsembleClip %s C=%g, noise z=%.4g C/(q n))",
 			c.Rounds, m.q, c.Batch, m.n, c.ClipMode, c.Clip, z)}, nil
 }

@@ -394,7 +394,7 @@ func (m *Learn) Entry(ix *sessionlog.Index, ds budget.Dataset) (ledger.Entry, er
 		mode = fmt.Sprintf("selective DP-SGD after an SVT release (Algorithm 3): %d DP steps of %d drawn with p=%g before the charge", k, c.Steps, c.P)
 	}
 	return ledger.Entry{Unit: c.Unit, Method: accountant.MethodPLD, Participants: m.m, Events: []accountant.Event{ev},
-		Epsilon: g.Epsilon, Delta: c.Delta, Seeded: c.Seeded,
+		Epsilon: g.Epsilon, Delta: c.Delta, Seeded: c.Seeded, Sampler: noise.SamplerGaussianTable,
 		Mechanism: fmt.Sprintf("offline learn %s: %s; Poisson q=%.4g = batch %d / m %d, one transition per sampled unit, clip C=%g, noise z=%.4g C, divided by batch",
 			c.Algo, mode, m.q, c.Batch, m.m, c.Clip, m.sigma)}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"dprl/internal/rng"
 	"dprl/ledger"
 	"dprl/ledger/accountant"
+	"dprl/noise"
 	"dprl/offline/budget"
 	"dprl/sessionlog"
 )
@@ -180,7 +181,7 @@ func (m *Release) Entry(*sessionlog.Index, budget.Dataset) (ledger.Entry, error)
 	c := m.c
 	return ledger.Entry{Unit: ledger.UnitExpert,
 		Mechanism: fmt.Sprintf("svt: DataRelease (Sharma et al., Algorithm 2), T = %d queries, L = %d, p_min = %v, discrete Laplace noise", c.Queries, c.MaxLen, c.PMin),
-		Method:    accountant.MethodRDP, Epsilon: c.Epsilon, Delta: c.Delta, Seeded: c.Seeded,
+		Method:    accountant.MethodRDP, Epsilon: c.Epsilon, Delta: c.Delta, Seeded: c.Seeded, Sampler: noise.SamplerLaplace,
 		Fixed: []ledger.FixedCost{{Epsilon: c.Epsilon, Delta: c.Delta, Source: releaseSource}}}, nil
 }
 
