@@ -602,8 +602,15 @@ func drive(ctx context.Context, svc *service.Service, served func(context.Contex
 	runErr := pop.Run(ctx, timedAgent{Agent: client, lat: &lat}, func(r sims.SessionResult) { rets.add(r.Return) })
 	// Let the updater take the last full batch (a partial one is flushed
 	// after the flush timeout, or left): wait for its release, at most 3 s.
+	// The linear contextual bandit's last block, partial, is waited for
+	// too (the demo's flush timeout is 2 s): its users are learned from,
+	// as a production agent's would be.
+	last := blockOf(admitted.Load())
+	if ac.LinCB != nil && admitted.Load() > 0 {
+		last = blockOf(admitted.Load()-1) + 1
+	}
 	wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
-	_ = rel.wait(wctx, func() bool { return uint64(ag.Stats().Updates) >= blockOf(admitted.Load()) })
+	_ = rel.wait(wctx, func() bool { return uint64(ag.Stats().Updates) >= last })
 	wcancel()
 	stopProgress()
 	if runErr != nil && !errors.Is(runErr, context.DeadlineExceeded) {
