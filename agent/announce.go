@@ -16,6 +16,11 @@ func (c Config) Describe() string {
 			c.Spec.Describe(), c.Fixed.Source, c.Fixed.ID(), c.Fixed.Label(), c.Fixed.ServingNote(), c.RewardLow, c.RewardHigh)
 	}
 	eps, _ := c.SessionEpsilon()
+	if c.LinCB != nil {
+		l := c.LinCBConfig()
+		return fmt.Sprintf("%s, linear contextual bandit: blocks of K = %d sessions growing %gx up to %d, z = %.6g, S = %.6g (observations clipped to L2 norm %.6g, Gram weight %g), %s, per-session epsilon %s at delta %g; rewards clipped to [%g, %g]",
+			c.Spec.Describe(), l.FirstBlock, l.Growth, l.MaxBlock, l.NoiseMultiplier, l.Sensitivity(), l.FeatureClip, l.GramWeight, userBound(c), accountant.FormatEpsilon(eps), c.Delta, c.RewardLow, c.RewardHigh)
+	}
 	return fmt.Sprintf("%s, K = %d, z = %.6g, S = %g, %s, per-session epsilon %s at delta %g%s; rewards clipped to [%g, %g]",
 		c.Spec.Describe(), c.Policy.DP.UsersPerUpdate, c.Policy.DP.NoiseMultiplier, c.Policy.DP.ClipNorm, userBound(c), accountant.FormatEpsilon(eps), c.Delta, c.NoiseNote(), c.RewardLow, c.RewardHigh)
 }

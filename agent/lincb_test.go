@@ -135,6 +135,17 @@ func TestLinCBAgent(t *testing.T) {
 	}
 }
 
+// TestLinCBDescribe: the configuration line names the linear bandit's
+// blocks and its sensitivity, not DPPG's clipping norm.
+func TestLinCBDescribe(t *testing.T) {
+	d := linConfig(t, 1000).Describe()
+	for _, want := range []string{"linear contextual bandit: blocks of K = 1000 sessions growing 1.3x up to 16000", "S = 1.41421", "clipped to L2 norm 1.73205", "per-session epsilon 1 at delta 1e-05"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("%q does not say %q", d, want)
+		}
+	}
+}
+
 // TestLinCBConfigRefusals: continuous actions, correlated noise, a fixed
 // policy and a cluster role are refused with the linear bandit.
 func TestLinCBConfigRefusals(t *testing.T) {
