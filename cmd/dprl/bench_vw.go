@@ -22,7 +22,7 @@ func newBenchVWCmd(a *app) *cobra.Command {
 	c := vw.Config{Bandit: bandit.Config{UserEpsilons: []float64{1, 5}}}
 	cmd := &cobra.Command{
 		Use:   "vw --vw PATH [--users N] [--seed S --seeds N] [--user-epsilon 1,5] [--learner ARGS]... [--serve D] [--plot F.png] [--json]",
-		Short: "Vowpal Wabbit's contextual-bandit learners and daemon beside the DP agent and PPO on the bandit, same seeds and users",
+		Short: "Vowpal Wabbit's contextual-bandit learners and daemon beside dprl's (PPO, DPPG, the linear contextual bandit, the DP agent) on the bandit, same seeds and users",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := r.apply(cmd, &c.Bandit); err != nil {
 				return err
