@@ -55,7 +55,20 @@ var (
 type version struct {
 	num   uint64
 	theta []float64
-	lin   *lincb.Model
+	// avg is the served moving average of the iterates (Config.AverageDecay),
+	// nil when the agent does not average or has released nothing since it
+	// started to.
+	avg []float64
+	lin *lincb.Model
+}
+
+// served returns the parameters the policy serves: the average when there
+// is one, else the iterate.
+func (v *version) served() []float64 {
+	if v.avg != nil {
+		return v.avg
+	}
+	return v.theta
 }
 
 // Release describes a policy release, for announcements.
@@ -343,7 +356,7 @@ func (a *Agent) loadPolicy() error {
 			theta = make([]float64, l.NumParams())
 			l.Init(theta, a.newRand("init"))
 		}
-		snap, err := encodeSnapshot(a.cfg, 0, theta)
+		snap, err := encodeSnapshot(a.cfg, 0, theta, nil)
 		if err != nil {
 			return err
 		}
@@ -361,7 +374,7 @@ func (a *Agent) loadPolicy() error {
 	if err != nil {
 		return err
 	}
-	v, theta, err := decodeSnapshot(a.cfg, b)
+	v, theta, avg, err := decodeSnapshot(a.cfg, b)
 	if err != nil {
 		return fmt.Errorf("%w: snapshot of version %d: %v", ledger.ErrCorrupt, h.Version, err)
 	}
@@ -372,7 +385,7 @@ func (a *Agent) loadPolicy() error {
 	if err != nil {
 		return fmt.Errorf("%w: snapshot of version %d: %v", ledger.ErrCorrupt, h.Version, err)
 	}
-	a.storeVersion(&version{num: v, theta: theta, lin: lin})
+	a.storeVersion(&version{num: v, theta: theta, avg: avg, lin: lin})
 	a.log.Info().Uint64("version", v).Msg("resumed from the ledger")
 	return nil
 }
@@ -592,7 +605,7 @@ func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float6
 			act = lincb.Sample(srv.pmf, gen.Float64())
 			logp = math.Log(srv.pmf[act])
 		default:
-			act, logp = srv.actor.ActDiscrete(gen, s.ver.theta, obs)
+			act, logp = srv.actor.ActDiscrete(gen, s.ver.served(), obs)
 		}
 		s.actions = append(s.actions, act)
 		s.logp = append(s.logp, logp)
@@ -602,7 +615,7 @@ func (a *Agent) act(origin, sessionID, user string, obs []float64, reward float6
 		if srv.fixed != nil {
 			logp = srv.fixed.Act(srv.act, gen, obs)
 		} else {
-			logp = srv.actor.ActContinuous(srv.act, gen, s.ver.theta, obs)
+			logp = srv.actor.ActContinuous(srv.act, gen, s.ver.served(), obs)
 		}
 		n := len(s.cont)
 		s.cont = append(s.cont, srv.act[:a.cfg.Spec.ActionDim]...)

@@ -178,7 +178,7 @@ func (a *Agent) awaitLease(ctx context.Context) (uint64, error) {
 				return 0, err
 			}
 			cur := a.current.Load()
-			snap, err := encodeSnapshot(a.cfg, cur.num, cur.theta)
+			snap, err := encodeSnapshot(a.cfg, cur.num, cur.theta, cur.avg)
 			if err != nil {
 				return 0, err
 			}
@@ -325,7 +325,7 @@ func (a *Agent) adoptFirstPolicy(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: learner: the first writer's policy: %w", err)
 	}
-	v, theta, err := decodeSnapshot(a.cfg, r.Snapshot)
+	v, theta, _, err := decodeSnapshot(a.cfg, r.Snapshot)
 	if err != nil || v != 0 {
 		return fmt.Errorf("agent: learner: the first writer's policy (version %d): %v", v, err)
 	}

@@ -311,7 +311,7 @@ func TestClusterServesAndLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, theta, err := decodeSnapshot(cfg, snap)
+	_, theta, _, err := decodeSnapshot(cfg, snap)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,7 +131,7 @@ func TestLearnerFencedMetrics(t *testing.T) {
 	if _, err := record.Sync(ctx, log, other, nil); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := encodeSnapshot(cfg, 0, a.agent.current.Load().theta)
+	snap, err := encodeSnapshot(cfg, 0, a.agent.current.Load().theta, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

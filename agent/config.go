@@ -116,6 +116,15 @@ type Config struct {
 	// settings do not apply; z, K, Delta, the per-user caps and the
 	// independent noise do. Not for a cluster role.
 	LinCB *lincb.Config
+	// AverageDecay, if in (0, 1), makes the agent serve the exponential
+	// moving average of its released iterates instead of the last one:
+	// avg_v = d avg_{v-1} + (1 - d) theta_v, avg_1 = theta_1 (Polyak
+	// averaging, as policy.TrainOptions.AverageDecay). Updates still start
+	// from the last iterate. Both are stored in each version's snapshot,
+	// and the average is a function of the noised releases only
+	// (post-processing: the same epsilon). 0 serves the last iterate. Not
+	// with LinCB or Fixed.
+	AverageDecay float64
 }
 
 // LinCBConfig returns the linear contextual bandit's effective
@@ -225,6 +234,11 @@ func (c Config) Validate() error {
 	var errs []error
 	for _, v := range []func() []error{c.validateLearner, c.validateLinCB, c.validateFixed, c.validatePrivacy, c.validateLimits, c.validateReward} {
 		errs = append(errs, v()...)
+	}
+	if d := c.AverageDecay; !(d >= 0 && d < 1) {
+		errs = append(errs, agentError("average decay %v, must be in [0, 1) (0: serve the last iterate)", d))
+	} else if d > 0 && (c.LinCB != nil || c.Fixed != nil) {
+		errs = append(errs, agentError("average decay %v: only DPPG's iterates are averaged, not a fixed policy or the linear contextual bandit", d))
 	}
 	if c.Workers < 0 {
 		errs = append(errs, agentError("workers = %d, want >= 0", c.Workers))

@@ -113,7 +113,7 @@ func (p *publisher) apply(r record.Release) {
 	if len(r.Snapshot) == 0 {
 		return
 	}
-	v, theta, err := decodeSnapshot(a.cfg, r.Snapshot)
+	v, theta, avg, err := decodeSnapshot(a.cfg, r.Snapshot)
 	if err != nil {
 		a.log.Error().Err(err).Uint64("seq", r.Entry.Seq).Msg("replica: a snapshot of the log does not decode")
 		return
@@ -124,7 +124,7 @@ func (p *publisher) apply(r record.Release) {
 	p.started = true
 	a.cl.following.Store(true)
 	if v >= a.current.Load().num {
-		a.storeVersion(&version{num: v, theta: theta})
+		a.storeVersion(&version{num: v, theta: theta, avg: avg})
 		a.m.PolicyVersion.Set(float64(v))
 	}
 }

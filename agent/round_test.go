@@ -76,7 +76,7 @@ func TestUpdaterReleasesTheRound(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, stored, err := decodeSnapshot(cfg, b)
+			_, stored, _, err := decodeSnapshot(cfg, b)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -485,7 +485,8 @@ func (u *updater) update(cur *version) error {
 		}
 	}
 	entry.Participants = participants
-	snap, err := encodeSnapshot(a.cfg, newVer, theta)
+	avg := nextAverage(a.cfg.AverageDecay, cur.avg, theta)
+	snap, err := encodeSnapshot(a.cfg, newVer, theta, avg)
 	if err != nil {
 		return err
 	}
@@ -554,7 +555,7 @@ func (u *updater) update(cur *version) error {
 	if rel.Noise != nil {
 		u.streamStart = start
 	}
-	a.storeVersion(&version{num: newVer, theta: theta, lin: lin})
+	a.storeVersion(&version{num: newVer, theta: theta, avg: avg, lin: lin})
 	a.updates.Add(1)
 	a.m.Releases.Inc()
 	a.m.PolicyVersion.Set(float64(newVer))

@@ -45,14 +45,14 @@ type TrainArgs struct {
 	MomentReset    string    `flag:"moment-reset" usage:"local Adam state at each iteration: paper (m = -g~, v = g~^2), second (m = 0, v = g~^2) or zero (fresh, bias-corrected){byenv}"`
 	ValueScale     float64   `flag:"value-scale" usage:"public return scale c: the critic predicts V/c{byenv}"`
 	ObsScale       string    `flag:"obs-scale" usage:"public per-component observation scale seen by both networks, comma-separated, or none{byenv}"`
-	Users          int       `flag:"users" default:"10000" usage:"number of simulated users, >= 1"`
+	Users          int       `flag:"users" usage:"number of simulated users, >= 1{byenv}"`
 	Steps          int       `flag:"steps" usage:"sac: environment steps per run, >= 1"`
 	LearningStarts int       `flag:"learning-starts" usage:"sac: first steps with uniformly random actions, before the first update"`
 	Batch          int       `flag:"batch" usage:"sac: minibatch size >= 1"`
 	EpisodeLog     string    `flag:"log-episodes" usage:"sac: write every training episode of every seed to this new file as a dprl.sessions.v1 log (with the behaviour's log-density of each action): a dataset mixing random, improving and expert episodes for the offline modes"`
 	Replays        int       `flag:"log-replays" usage:"sac, with --log-episodes: also log this many extra episodes of the current policy (sampled actions, no learning) after each training episode once learning has started: a large dataset of every stage of training at little extra time"`
 	Delta          float64   `flag:"delta" default:"1e-5" usage:"delta of the reported (epsilon, delta), in (0, 1)"`
-	Average        float64   `flag:"average" usage:"release the exponential moving average of the parameters with this decay in [0, 1) instead of the last iterate (post-processing; 0: off)"`
+	Average        float64   `flag:"average" usage:"release the exponential moving average of the parameters with this decay in [0, 1) instead of the last iterate (post-processing; 0: off){byenv:--algo ppo: 0}"`
 	EvalEpisodes   int       `flag:"eval-episodes" default:"20" usage:"evaluation episodes of the final policy, >= 1"`
 	Workers        int       `flag:"workers" usage:"goroutines for the local updates (dppg-loglinear: for the seeds and configurations; default GOMAXPROCS; the result does not depend on it)"`
 	Zs             []float64 `flag:"sweep-z" usage:"dppg: train at each of these noise multipliers (comma-separated; --seeds runs each) and report eval return against epsilon; --plot draws it (the paper's Fig. 2)"`
@@ -133,6 +133,31 @@ func (a TrainArgs) seed(set func(string) bool) uint64 {
 	return rng.SecureSeed()
 }
 
+// users returns Users if given, else the environment profile's
+// (profile.Profile.Users; profile.DefaultTrainUsers for an unknown one).
+func (a TrainArgs) users(set func(string) bool) int {
+	if set("Users") {
+		return a.Users
+	}
+	if p, err := profile.Get(a.Env); err == nil {
+		return p.Users
+	}
+	return profile.DefaultTrainUsers
+}
+
+// average returns Average if given, else for dppg the environment
+// profile's (profile.Profile.Average), else 0: the non-private baseline
+// releases its last iterate unless told otherwise.
+func (a TrainArgs) average(set func(string) bool) float64 {
+	if set("Average") || a.Algo != MethodDPPG {
+		return a.Average
+	}
+	if p, err := profile.Get(a.Env); err == nil {
+		return p.Average
+	}
+	return 0
+}
+
 // ifSet returns v if the field was given, else nil.
 func ifSet[T any](set func(string) bool, field string, v *T) *T {
 	if set(field) {
@@ -150,8 +175,8 @@ func (a TrainArgs) Train(set func(string) bool) (t Train, err error) {
 		errs = append(errs, err)
 		return err == nil
 	}
-	t = Train{Env: a.Env, Method: a.Algo, Delta: a.Delta, Users: a.Users, Workers: a.Workers, EvalEpisodes: a.EvalEpisodes,
-		FreshEpisodes: a.FreshEpisodes, AnnealServerLR: a.AnnealServerLR, Average: a.Average, Diagnostics: a.Diag != "", Seeded: set("Seed")}
+	t = Train{Env: a.Env, Method: a.Algo, Delta: a.Delta, Users: a.users(set), Workers: a.Workers, EvalEpisodes: a.EvalEpisodes,
+		FreshEpisodes: a.FreshEpisodes, AnnealServerLR: a.AnnealServerLR, Average: a.average(set), Diagnostics: a.Diag != "", Seeded: set("Seed")}
 	o := &t.Overrides
 	if a.Algo != MethodDPPG && a.Algo != MethodPPO {
 		errs = append(errs, fields.Errorf("{Method} %w", CheckMethod(a.Algo)))
@@ -253,10 +278,11 @@ func (a TrainArgs) SweepErrors(set func(string) bool) error {
 // first seed (TrainPlan.Sweep), reporting the progress over all of them
 // to hooks.Task.
 func (a TrainArgs) Sweep(ctx context.Context, plan *TrainPlan, n int, set func(string) bool, hooks TrainArgsHooks) (TrainSweepResult, error) {
-	total := len(slices.Compact(slices.Sorted(slices.Values(a.Zs)))) * n * a.Users
+	users := a.users(set)
+	total := len(slices.Compact(slices.Sorted(slices.Values(a.Zs)))) * n * users
 	return plan.Sweep(ctx, a.Zs, SeedRange(a.seed(set), n), SweepHooks{
 		Progress: func(point, run int, eps float64) func(policy.Progress) {
-			return TrainProgress(hooks.Task, (point*n+run)*a.Users, total, eps)
+			return TrainProgress(hooks.Task, (point*n+run)*users, total, eps)
 		},
 		Point: hooks.Point,
 	})

@@ -19,9 +19,11 @@ var ErrCorruptSnapshot = errors.New("policy: corrupt snapshot")
 // different from the configured one.
 var ErrIncompatible = errors.New("policy: incompatible snapshot")
 
-// SnapshotFormatVersion is the snapshot format version this build writes; it
-// reads versions 1 to SnapshotFormatVersion.
-const SnapshotFormatVersion = 1
+// SnapshotFormatVersion is the newest snapshot format version this build
+// writes; it reads versions 1 to SnapshotFormatVersion. A snapshot without a
+// served average (Snapshot.Average) is written in format 1, byte for byte as
+// before format 2 existed; format 2 adds the average.
+const SnapshotFormatVersion = 2
 
 // snapshotMagic opens every snapshot.
 var snapshotMagic = [8]byte{'D', 'P', 'R', 'L', 'P', 'O', 'L', 0}
@@ -45,6 +47,23 @@ type Snapshot struct {
 	DP      DPConfig  // the privacy settings of the updates that produced Theta
 	Config  [32]byte  // ConfigHash of the full Config
 	Theta   []float64 // joint parameters, NumSnapshotParams(Spec, Hidden) values
+
+	// Average, when not nil, is what is served: the exponential moving
+	// average of the released iterates, avg_v = d avg_{v-1} + (1 - d) theta_v
+	// with d = AverageDecay in (0, 1) and avg_1 = theta_1 (Polyak averaging,
+	// as TrainOptions.AverageDecay). Theta stays the iterate the next update
+	// starts from. Both are functions of the noised releases only.
+	Average      []float64
+	AverageDecay float64
+}
+
+// Served returns the parameters to serve: Average when the snapshot holds
+// one, else Theta.
+func (s *Snapshot) Served() []float64 {
+	if s.Average != nil {
+		return s.Average
+	}
+	return s.Theta
 }
 
 // NumSnapshotParams returns the length of the joint vector of a Learner
@@ -195,14 +214,16 @@ func (s *Snapshot) CheckCompatible(spec Spec, hidden []int) error {
 //	  dp       mode u8, z f64, S f64, K u32, policy clip share f64
 //	  config   32-byte SHA-256 (ConfigHash)
 //	  theta    f64 each (IEEE 754 bits)
+//	  average  format 2 only: decay f64, then f64 each (as many as theta)
 //	crc      uint32 CRC-32C (Castagnoli) of every preceding byte
 const snapshotFields = 6
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// MarshalBinary encodes the snapshot (format SnapshotFormatVersion). It
-// fails if the snapshot is inconsistent (invalid Spec or Hidden, wrong theta
-// length, non-finite theta).
+// MarshalBinary encodes the snapshot: format 1 without an Average, format 2
+// with one. It fails if the snapshot is inconsistent (invalid Spec or
+// Hidden, wrong theta or average length, non-finite values, a decay outside
+// (0, 1)).
 func (s *Snapshot) MarshalBinary() ([]byte, error) {
 	n, err := NumSnapshotParams(s.Spec, s.Hidden)
 	if err != nil {
@@ -225,9 +246,18 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 			return nil, fmt.Errorf("policy: snapshot: theta[%d] = %v", i, x)
 		}
 	}
-	b := make([]byte, 0, 8+2+snapshotFields*4+13+4*len(s.Hidden)+8+29+32+8*n+4)
+	format := uint16(1)
+	if s.Average != nil {
+		format = 2
+		if err := checkAverage(s.AverageDecay, s.Average, n); err != nil {
+			return nil, fmt.Errorf("policy: snapshot: %w", err)
+		}
+	} else if s.AverageDecay != 0 {
+		return nil, fmt.Errorf("policy: snapshot: average decay %v without an average", s.AverageDecay)
+	}
+	b := make([]byte, 0, 8+2+(snapshotFields+1)*4+13+4*len(s.Hidden)+8+29+32+8*n+8+8*len(s.Average)+4)
 	b = append(b, snapshotMagic[:]...)
-	b = binary.LittleEndian.AppendUint16(b, SnapshotFormatVersion)
+	b = binary.LittleEndian.AppendUint16(b, format)
 	field := func(size int, fill func([]byte) []byte) {
 		b = binary.LittleEndian.AppendUint32(b, uint32(size))
 		b = fill(b)
@@ -260,7 +290,32 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 		}
 		return b
 	})
+	if format == 2 {
+		field(8+8*n, func(b []byte) []byte {
+			b = le.AppendUint64(b, math.Float64bits(s.AverageDecay))
+			for _, x := range s.Average {
+				b = le.AppendUint64(b, math.Float64bits(x))
+			}
+			return b
+		})
+	}
 	return le.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
+}
+
+// checkAverage validates a served average of n parameters.
+func checkAverage(decay float64, avg []float64, n int) error {
+	if !(decay > 0 && decay < 1) {
+		return fmt.Errorf("average decay %v, must be in (0, 1)", decay)
+	}
+	if len(avg) != n {
+		return fmt.Errorf("average has %d values, want %d", len(avg), n)
+	}
+	for i, x := range avg {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("average[%d] = %v", i, x)
+		}
+	}
+	return nil
 }
 
 // UnmarshalBinary decodes a snapshot written by MarshalBinary. It returns an
@@ -285,16 +340,21 @@ func (s *Snapshot) UnmarshalBinary(data []byte) error {
 	if got := crc32.Checksum(body, castagnoli); got != sum {
 		return corrupt("checksum %08x, stored %08x (truncated or damaged)", got, sum)
 	}
-	if v := le.Uint16(body[8:10]); v != SnapshotFormatVersion {
-		if v > SnapshotFormatVersion {
-			return fmt.Errorf("%w: snapshot format version %d is newer than this build reads (%d)", ErrIncompatible, v, SnapshotFormatVersion)
-		}
-		return corrupt("format version %d", v)
+	format := le.Uint16(body[8:10])
+	if format > SnapshotFormatVersion {
+		return fmt.Errorf("%w: snapshot format version %d is newer than this build reads (%d)", ErrIncompatible, format, SnapshotFormatVersion)
+	}
+	if format == 0 {
+		return corrupt("format version %d", format)
 	}
 	rest := body[10:]
-	var fields [snapshotFields][]byte
-	names := [snapshotFields]string{"spec", "hidden", "version", "dp", "config", "theta"}
-	for i := range fields {
+	var fields [snapshotFields + 1][]byte
+	names := [snapshotFields + 1]string{"spec", "hidden", "version", "dp", "config", "theta", "average"}
+	nf := snapshotFields
+	if format == 2 {
+		nf++
+	}
+	for i := range fields[:nf] {
 		if len(rest) < 4 {
 			return corrupt("field %s: missing length", names[i])
 		}
@@ -365,6 +425,19 @@ func (s *Snapshot) UnmarshalBinary(data []byte) error {
 			return corrupt("theta[%d] = %v", i, x)
 		}
 		out.Theta[i] = x
+	}
+	if format == 2 {
+		if err := size(6, 8+8*n); err != nil {
+			return err
+		}
+		out.AverageDecay = f64(fields[6])
+		out.Average = make([]float64, n)
+		for i := range out.Average {
+			out.Average[i] = f64(fields[6][8+8*i:])
+		}
+		if err := checkAverage(out.AverageDecay, out.Average, n); err != nil {
+			return corrupt("%v", err)
+		}
 	}
 	*s = out
 	return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -111,7 +112,8 @@ func TestSnapshotCorruption(t *testing.T) {
 		{"bit flip in spec", func() []byte { b := clone(); b[14] ^= 1; return b }(), ErrCorruptSnapshot, "checksum"},
 		{"bit flip in checksum", func() []byte { b := clone(); b[len(b)-1] ^= 0x80; return b }(), ErrCorruptSnapshot, "checksum"},
 		{"trailing byte", reseal(append(clone(), 0, 0, 0, 0, 0)), ErrCorruptSnapshot, "trailing"},
-		{"future version", func() []byte { b := clone(); b[8] = 2; return reseal(b) }(), ErrIncompatible, "newer"},
+		{"future version", func() []byte { b := clone(); b[8] = 3; return reseal(b) }(), ErrIncompatible, "newer"},
+		{"format 2 without its average", func() []byte { b := clone(); b[8] = 2; return reseal(b) }(), ErrCorruptSnapshot, "field average: missing length"},
 		{"version zero", func() []byte { b := clone(); b[8] = 0; return reseal(b) }(), ErrCorruptSnapshot, "format version 0"},
 		{"bad action kind", func() []byte { b := clone(); b[14+4] = 9; return reseal(b) }(), ErrCorruptSnapshot, "action kind"},
 		{"theta length", func() []byte { b := clone(); b[14] = 5; return reseal(b) }(), ErrCorruptSnapshot, "theta"},
@@ -134,6 +136,84 @@ func TestSnapshotCorruption(t *testing.T) {
 		b[i] ^= 1 << (i % 8)
 		if _, err := UnmarshalSnapshot(b); err == nil {
 			t.Fatalf("bit flip at byte %d accepted", i)
+		}
+	}
+}
+
+// averaged returns s with a served average (format 2).
+func averaged(s *Snapshot, decay float64) *Snapshot {
+	s.AverageDecay = decay
+	s.Average = make([]float64, len(s.Theta))
+	for i, x := range s.Theta {
+		s.Average[i] = x/2 + 0.25
+	}
+	return s
+}
+
+// TestSnapshotAverage: a snapshot with a served average round-trips in
+// format 2 and serves the average; one without stays format 1, byte for
+// byte; a damaged average is refused.
+func TestSnapshotAverage(t *testing.T) {
+	spec := Spec{ObsDim: 4, Kind: ActionDiscrete, NumActions: 2}
+	plain := testSnapshot(t, spec, []int{8})
+	p, err := plain.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint16(p[8:]); v != 1 || &plain.Served()[0] != &plain.Theta[0] {
+		t.Fatalf("without an average: format %d, or Served is not Theta", v)
+	}
+	s := averaged(testSnapshot(t, spec, []int{8}), 0.9)
+	b, err := s.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint16(b[8:]); v != 2 || len(b) != len(p)+4+8+8*len(s.Theta) {
+		t.Fatalf("format %d, %d bytes (format 1: %d)", v, len(b), len(p))
+	}
+	got, err := UnmarshalSnapshot(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.AverageDecay != 0.9 || len(got.Average) != len(s.Theta) {
+		t.Fatalf("decay %v, %d averaged values", got.AverageDecay, len(got.Average))
+	}
+	for i := range s.Theta {
+		if got.Theta[i] != s.Theta[i] || got.Served()[i] != s.Average[i] {
+			t.Fatalf("param %d: theta %v average %v, want %v and %v", i, got.Theta[i], got.Served()[i], s.Theta[i], s.Average[i])
+		}
+	}
+	if b2, err := got.MarshalBinary(); err != nil || !bytes.Equal(b, b2) {
+		t.Fatalf("re-marshal differs (err %v)", err)
+	}
+	decayAt := len(b) - 4 - 8 - 8*len(s.Theta)
+	for _, c := range []struct {
+		name string
+		edit func([]byte)
+		text string
+	}{
+		{"decay 1", func(b []byte) { binary.LittleEndian.PutUint64(b[decayAt:], math.Float64bits(1)) }, "decay 1"},
+		{"decay 0", func(b []byte) { binary.LittleEndian.PutUint64(b[decayAt:], 0) }, "decay 0"},
+		{"NaN average", func(b []byte) { binary.LittleEndian.PutUint64(b[decayAt+8:], math.Float64bits(math.NaN())) }, "average[0] = NaN"},
+		{"format 1 with an average", func(b []byte) { b[8] = 1 }, "trailing"},
+	} {
+		d := bytes.Clone(b)
+		c.edit(d)
+		if _, err := UnmarshalSnapshot(reseal(d)); !errors.Is(err, ErrCorruptSnapshot) || !strings.Contains(err.Error(), c.text) {
+			t.Errorf("%s: err %v, want corrupt with %q", c.name, err, c.text)
+		}
+	}
+	for _, bad := range []*Snapshot{
+		func() *Snapshot {
+			x := averaged(testSnapshot(t, spec, []int{8}), 0.9)
+			x.Average = x.Average[1:]
+			return x
+		}(),
+		averaged(testSnapshot(t, spec, []int{8}), 1),
+		func() *Snapshot { x := testSnapshot(t, spec, []int{8}); x.AverageDecay = 0.5; return x }(),
+	} {
+		if _, err := bad.MarshalBinary(); err == nil {
+			t.Errorf("inconsistent average (decay %v, %d values) marshalled", bad.AverageDecay, len(bad.Average))
 		}
 	}
 }
@@ -203,6 +283,11 @@ func FuzzSnapshot(f *testing.F) {
 		}
 		f.Add(b)
 		f.Add(b[:len(b)/2])
+		a, err := averaged(testSnapshot(f, spec, []int{2}), 0.9).MarshalBinary()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(a)
 	}
 	f.Add([]byte("DPRLPOL\x00\x01\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {

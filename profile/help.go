@@ -15,34 +15,38 @@ import (
 // name and its value in a training configuration.
 type trainFlag struct {
 	name  string
-	value func(cfg policy.Config, noise policy.Noise) string
+	value func(p Profile, cfg policy.Config, noise policy.Noise) string
 }
 
 // trainFlags are dprl train's flags whose defaults come from the profile
 // (TrainLearner), in the order the help lists them.
 var trainFlags = []trainFlag{
-	{"z", func(c policy.Config, _ policy.Noise) string { return num(c.DP.NoiseMultiplier) }},
-	{"K", func(c policy.Config, _ policy.Noise) string { return strconv.Itoa(c.DP.UsersPerUpdate) }},
-	{"clip", func(c policy.Config, _ policy.Noise) string { return num(c.DP.ClipNorm) }},
-	{"policy-share", func(c policy.Config, _ policy.Noise) string { return num(c.DP.PolicyClipShare) }},
-	{"noise", func(_ policy.Config, n policy.Noise) string { return n.String() }},
-	{"server-lr", func(c policy.Config, _ policy.Noise) string { return num(c.PPO.ServerLR) }},
-	{"lr", func(c policy.Config, _ policy.Noise) string { return num(c.PPO.Adam.LR) }},
-	{"epochs", func(c policy.Config, _ policy.Noise) string { return strconv.Itoa(c.PPO.Epochs) }},
-	{"steps-per-user", func(c policy.Config, _ policy.Noise) string { return strconv.Itoa(c.PPO.StepsPerUser) }},
-	{"hidden", func(c policy.Config, _ policy.Noise) string { return joinNums(c.PPO.Hidden) }},
-	{"ent-coef", func(c policy.Config, _ policy.Noise) string { return num(c.PPO.EntropyCoef) }},
-	{"gamma", func(c policy.Config, _ policy.Noise) string { return num(c.PPO.Gamma) }},
-	{"gae-lambda", func(c policy.Config, _ policy.Noise) string { return num(c.PPO.Lambda) }},
-	{"adv-norm", func(c policy.Config, _ policy.Noise) string { return strconv.FormatBool(c.PPO.NormalizeAdvantages) }},
-	{"moment-reset", func(c policy.Config, _ policy.Noise) string { return momentResetName(c.PPO.MomentReset) }},
-	{"value-scale", func(c policy.Config, _ policy.Noise) string { return num(max(c.PPO.ValueScale, 1)) }},
-	{"obs-scale", func(c policy.Config, _ policy.Noise) string {
+	{"z", func(_ Profile, c policy.Config, _ policy.Noise) string { return num(c.DP.NoiseMultiplier) }},
+	{"K", func(_ Profile, c policy.Config, _ policy.Noise) string { return strconv.Itoa(c.DP.UsersPerUpdate) }},
+	{"clip", func(_ Profile, c policy.Config, _ policy.Noise) string { return num(c.DP.ClipNorm) }},
+	{"policy-share", func(_ Profile, c policy.Config, _ policy.Noise) string { return num(c.DP.PolicyClipShare) }},
+	{"noise", func(_ Profile, _ policy.Config, n policy.Noise) string { return n.String() }},
+	{"server-lr", func(_ Profile, c policy.Config, _ policy.Noise) string { return num(c.PPO.ServerLR) }},
+	{"lr", func(_ Profile, c policy.Config, _ policy.Noise) string { return num(c.PPO.Adam.LR) }},
+	{"epochs", func(_ Profile, c policy.Config, _ policy.Noise) string { return strconv.Itoa(c.PPO.Epochs) }},
+	{"steps-per-user", func(_ Profile, c policy.Config, _ policy.Noise) string { return strconv.Itoa(c.PPO.StepsPerUser) }},
+	{"hidden", func(_ Profile, c policy.Config, _ policy.Noise) string { return joinNums(c.PPO.Hidden) }},
+	{"ent-coef", func(_ Profile, c policy.Config, _ policy.Noise) string { return num(c.PPO.EntropyCoef) }},
+	{"gamma", func(_ Profile, c policy.Config, _ policy.Noise) string { return num(c.PPO.Gamma) }},
+	{"gae-lambda", func(_ Profile, c policy.Config, _ policy.Noise) string { return num(c.PPO.Lambda) }},
+	{"adv-norm", func(_ Profile, c policy.Config, _ policy.Noise) string {
+		return strconv.FormatBool(c.PPO.NormalizeAdvantages)
+	}},
+	{"moment-reset", func(_ Profile, c policy.Config, _ policy.Noise) string { return momentResetName(c.PPO.MomentReset) }},
+	{"value-scale", func(_ Profile, c policy.Config, _ policy.Noise) string { return num(max(c.PPO.ValueScale, 1)) }},
+	{"obs-scale", func(_ Profile, c policy.Config, _ policy.Noise) string {
 		if len(c.PPO.ObsScale) == 0 {
 			return "none"
 		}
 		return joinNums(c.PPO.ObsScale)
 	}},
+	{"users", func(p Profile, _ policy.Config, _ policy.Noise) string { return strconv.Itoa(p.Users) }},
+	{"average", func(p Profile, _ policy.Config, _ policy.Noise) string { return num(p.Average) }},
 }
 
 // TrainFlagNames returns the names (without dashes) of dprl train's flags
@@ -92,7 +96,7 @@ func TrainDefaultsHelp(width int) string {
 		}
 		cfg, noise := p.TrainLearner()
 		for _, f := range trainFlags {
-			values[i] = append(values[i], f.value(cfg, noise))
+			values[i] = append(values[i], f.value(p, cfg, noise))
 		}
 	}
 	common := make([]string, len(trainFlags))
@@ -125,6 +129,28 @@ func TrainDefaultsHelp(width int) string {
 	}
 	for k := range groups {
 		wrap(&b, groups[k]+":", diffs[k], width)
+	}
+	// The non-private baseline, where its learner differs from the
+	// private one's (in the flags above; --average is dppg's only).
+	for _, name := range names {
+		p, err := Get(name)
+		if err != nil {
+			continue
+		}
+		cfg, noise := p.TrainLearner()
+		base := p.TrainBaseline()
+		var d []string
+		for _, f := range trainFlags {
+			if f.name == "z" || f.name == "clip" || f.name == "policy-share" || f.name == "noise" || f.name == "average" {
+				continue // not read by --algo ppo
+			}
+			if v := f.value(p, base, noise); v != f.value(p, cfg, noise) {
+				d = append(d, "--"+f.name+" "+v)
+			}
+		}
+		if len(d) > 0 {
+			wrap(&b, name+" with --algo ppo:", strings.Join(d, " "), width)
+		}
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

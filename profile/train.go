@@ -81,7 +81,7 @@ func TrainConfig(name string, private bool, users int, o TrainOverrides) (policy
 		set(&cfg.DP.ClipNorm, o.Clip)
 		set(&cfg.DP.PolicyClipShare, o.PolicyShare)
 	} else {
-		cfg = NonPrivate(cfg)
+		cfg = p.TrainBaseline()
 	}
 	set(&cfg.DP.UsersPerUpdate, o.K)
 	set(&noise, o.Noise)

@@ -59,6 +59,9 @@ type Settings struct {
 	// 0, given with lincb only.
 	Learner     string  `flag:"learner" default:"dppg" usage:"what the agent learns: dppg (DP policy gradient), or lincb (a private linear contextual bandit: each session's first decision enters the sufficient statistics of a linear reward model per action, released with the same Gaussian noise per update; updates take K sessions, then 1.3 times the last, up to 16 K; served by inverse-gap weighting; discrete actions, independent noise, one process)"`
 	FeatureClip float64 `flag:"feature-clip" usage:"with --learner lincb: the public L2 bound of an observation (larger ones are scaled down to it); default: the --env simulator's"`
+	// Average (average) is agent.Config.AverageDecay, in [0, 1); when not
+	// given, the EnvSpec profile's (profile.Profile.Average), else 0.
+	Average float64 `flag:"average" usage:"with --learner dppg: serve the exponential moving average of the released policies with this decay in [0, 1) instead of the last one (post-processing: the same epsilon; updates still start from the last; 0: off; default: the --env simulator's, 0.9 for recsys)"`
 	// Noise (noise) is the noise of the releases: "" or "independent"
 	// (fresh noise each release), or "bandmf", the banded square-root
 	// correlated noise with Band (band) bands, 1 to bandsens.MaxBand (given
@@ -180,7 +183,7 @@ const DefaultMaxUpdatesPerUser = 1
 // NATSSecurityFiles' fields (Config's limits have the same names; they
 // are agent.ConfigFields, a subset), and ServerTLS and Caps for
 // NATSSecurityFiles' TLS files and its two caps as groups.
-var SettingsFields = fielderr.Fields{"DataDir", "Init", "UserEpsilon", "MaxUpdatesPerUser", "ExpectHead", "EnvSpec", "ObsDim", "Actions", "Z", "Clip", "K", "SessionEpsilon", "Delta", "Noise", "Band", "Learner", "FeatureClip",
+var SettingsFields = fielderr.Fields{"DataDir", "Init", "UserEpsilon", "MaxUpdatesPerUser", "ExpectHead", "EnvSpec", "ObsDim", "Actions", "Z", "Clip", "K", "SessionEpsilon", "Delta", "Noise", "Band", "Learner", "FeatureClip", "Average",
 	"ActWorkers", "SessionMemoryMiB", "NATS", "TLSCA", "TLSCert", "TLSKey", "Creds", "NKey", "Identity",
 	"Clients", "ServerTLS", "ServerCert", "ServerKey", "ClientCA", "Caps", "Insecure", "NATSListen", "HTTPAddr",
 	"MaxOpenSessions", "MaxStepsPerSession", "MaxSessionsPerUser", "MaxSessionsPerConnection", "MaxQueuedPerUser",

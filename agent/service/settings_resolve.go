@@ -174,6 +174,9 @@ func (s Settings) resolveAgent(spec policy.Spec, pc policy.Config, fixed *agent.
 	if ac.LinCB, err = s.linCB(); err != nil {
 		return agent.Config{}, err
 	}
+	if ac.AverageDecay, err = s.average(ac); err != nil {
+		return agent.Config{}, err
+	}
 	if err := ac.Validate(); err != nil {
 		return agent.Config{}, err
 	}
@@ -302,6 +305,28 @@ func (s Settings) shutdownGrace() time.Duration {
 		return -1 // none: ServiceConfig's 0 is its default
 	}
 	return s.ShutdownGrace
+}
+
+// average returns the decay of the served average: Average if given, else
+// the EnvSpec profile's for a learning DPPG agent, else 0.
+func (s Settings) average(ac agent.Config) (float64, error) {
+	if s.given("Average", s.Average != 0) {
+		if !(s.Average >= 0 && s.Average < 1) {
+			return 0, SettingsFields.Errorf("{Average} %v: want a decay in [0, 1) (0: serve the last release)", s.Average)
+		}
+		if s.Average > 0 && (ac.LinCB != nil || ac.Fixed != nil) {
+			return 0, SettingsFields.Errorf("{Average} applies to a learning DPPG agent, not with {Learner} lincb or {ServePolicy}")
+		}
+		return s.Average, nil
+	}
+	if s.EnvSpec == "" || ac.LinCB != nil || ac.Fixed != nil {
+		return 0, nil
+	}
+	p, err := profile.Get(s.EnvSpec)
+	if err != nil {
+		return 0, err
+	}
+	return p.Average, nil
 }
 
 // linCB returns the linear contextual bandit's settings (nil for dppg):

@@ -100,7 +100,7 @@ func TestSettingsSessionEpsilon(t *testing.T) {
 // flagNames are dprl agent's names of the fields (as cmd/dprl renders
 // them).
 var flagNames = map[string]string{"DataDir": "--data", "ExpectHead": "--expect-head", "EnvSpec": "--env", "ObsDim": "--obs-dim",
-	"Actions": "--actions", "Learner": "--learner", "FeatureClip": "--feature-clip", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta",
+	"Actions": "--actions", "Learner": "--learner", "FeatureClip": "--feature-clip", "Average": "--average", "Z": "--z", "Clip": "--clip", "K": "--K", "SessionEpsilon": "--session-epsilon", "Delta": "--delta",
 	"UserEpsilon": "--user-epsilon", "MaxUpdatesPerUser": "--max-updates-per-user", "Noise": "--noise", "Band": "--band", "Init": "--init",
 	"ActWorkers": "--act-workers", "SessionMemoryMiB": "--session-memory-mib", "NATS": "--nats", "TLSCA": "--tls-ca", "TLSCert": "--tls-cert",
 	"TLSKey": "--tls-key", "Creds": "--creds", "NKey": "--nkey", "Identity": "--nats-identity", "Clients": "--nats-clients", "ServerTLS": "--nats-tls-*",
@@ -285,6 +285,49 @@ func TestSettingsLinCB(t *testing.T) {
 		}
 		if got := fielderr.Rename(err, func(f string) string { return flagNames[f] }).Error(); !strings.Contains(got, c.want) {
 			t.Errorf("got %q, want %q", got, c.want)
+		}
+	}
+}
+
+// TestSettingsAverage: the served average's decay is the --env profile's
+// unless --average is given (0 included); it is refused outside [0, 1) and
+// with the linear contextual bandit.
+func TestSettingsAverage(t *testing.T) {
+	decay := func(mod func(*service.Settings)) (float64, error) {
+		s := baseSettings(t)
+		mod(&s)
+		sc, err := s.ServiceConfig()
+		return sc.Agent.AverageDecay, err
+	}
+	for _, c := range []struct {
+		name string
+		mod  func(*service.Settings)
+		want float64
+	}{
+		{"recsys", func(s *service.Settings) { s.EnvSpec = "recsys" }, 0.9},
+		{"recsys --average 0", func(s *service.Settings) {
+			s.EnvSpec = "recsys"
+			s.Explicit = func(f string) bool { return f == "Average" }
+		}, 0},
+		{"recsys --average 0.5", func(s *service.Settings) { s.EnvSpec, s.Average = "recsys", 0.5 }, 0.5},
+		{"cartpole", func(s *service.Settings) { s.EnvSpec = "cartpole" }, 0},
+		{"bandit lincb", func(s *service.Settings) { s.EnvSpec, s.Learner = "bandit", "lincb" }, 0},
+	} {
+		if got, err := decay(c.mod); err != nil || got != c.want {
+			t.Errorf("%s: decay %v (err %v), want %v", c.name, got, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		mod  func(*service.Settings)
+		want string
+	}{
+		{func(s *service.Settings) { s.EnvSpec, s.Average = "recsys", 1 }, "--average 1: want a decay in [0, 1)"},
+		{func(s *service.Settings) { s.EnvSpec, s.Average = "recsys", -0.5 }, "--average -0.5"},
+		{func(s *service.Settings) { s.EnvSpec, s.Learner, s.Average = "bandit", "lincb", 0.9 }, "--average applies to a learning DPPG agent"},
+	} {
+		_, err := decay(c.mod)
+		if err == nil || !strings.Contains(asFlags(err), c.want) {
+			t.Errorf("got %v, want %q", err, c.want)
 		}
 	}
 }

@@ -216,7 +216,7 @@ func EvaluateVersion(env string, spec policy.Spec, ppo policy.PPOConfig, snapsho
 	if err != nil {
 		return 0, err
 	}
-	mean, _ := policy.Evaluate(e, actor, snap.Theta, CurveEpisodes, rand.New(rand.NewPCG(curveSeed, v)))
+	mean, _ := policy.Evaluate(e, actor, snap.Served(), CurveEpisodes, rand.New(rand.NewPCG(curveSeed, v)))
 	return mean, nil
 }
 

@@ -410,7 +410,7 @@ func scoreLedger(dir string, ac agent.Config, users, K int, ev *Evaluator, actor
 			if err := snap.CheckCompatible(ac.Spec, ac.Policy.PPO.Hidden); err != nil {
 				return run{}, err
 			}
-			tr.final = ev.Value(actor, snap.Theta)
+			tr.final = ev.Value(actor, snap.Served())
 		}
 		if start := before(int(v)); start < users {
 			tr.served(min(before(int(v)+1), users), tr.final)

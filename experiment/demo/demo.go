@@ -87,6 +87,10 @@ type Config struct {
 	// (agent.Config.LinCB with the profile's feature clip; Clip and LR
 	// do not apply).
 	Learner string `flag:"learner" default:"dppg" usage:"what the agent learns, as dprl agent --learner: dppg, or lincb (the private linear contextual bandit, for an --env of one decision per session that states a feature clip: bandit)"`
+	// Average is the agent's AverageDecay (dppg only): the decay of the
+	// served moving average of the releases; Prepare sets the profile's
+	// when it is not given.
+	Average float64 `flag:"average" usage:"with --learner dppg: serve (and evaluate) the exponential moving average of the released policies with this decay in [0, 1), as dprl agent --average (0: the last release; default: the environment profile's, 0.9 for recsys)"`
 	// MaxDuration, if > 0, ends the run after this long (Run's context
 	// times out: the users stop, the summary covers what was played).
 	MaxDuration time.Duration `flag:"max-duration" default:"10m" usage:"stop the demo after this long (0: no limit)"`
@@ -119,7 +123,7 @@ const (
 
 // Fields are the fields the errors of Config and ReplayConfig may name
 // (fielderr).
-var Fields = fielderr.Fields{"Users", "Concurrency", "EvalEvery", "EvalEpisodes", "Pace", "Returning", "Clip", "LR", "MaxDuration", "Z", "K", "Rate", "Replicas", "Learner"}
+var Fields = fielderr.Fields{"Users", "Concurrency", "EvalEvery", "EvalEpisodes", "Pace", "Returning", "Clip", "LR", "MaxDuration", "Z", "K", "Rate", "Replicas", "Learner", "Average"}
 
 // Validate reports the first problem of the run, in the order dprl demo
 // has always checked them: the counts, the pace, the returning
@@ -234,6 +238,13 @@ func (c Config) AgentConfig(p profile.Profile) (agent.Config, error) {
 	default:
 		return agent.Config{}, Fields.Errorf("{Learner} %q: want dppg or lincb", c.Learner)
 	}
+	if !(c.Average >= 0 && c.Average < 1) {
+		return agent.Config{}, Fields.Errorf("{Average} %v: want a decay in [0, 1) (0: the last release)", c.Average)
+	}
+	if c.Average > 0 && ac.LinCB != nil {
+		return agent.Config{}, Fields.Errorf("{Average} applies to {Learner} dppg, not lincb")
+	}
+	ac.AverageDecay = c.Average
 	ac.RewardLow, ac.RewardHigh = p.RewardLow, p.RewardHigh
 	ac.UserEpsilon, ac.MaxUpdatesPerUser = c.UserEpsilon, c.MaxUpdatesPerUser
 	ac.Seed = c.Seed
@@ -266,6 +277,9 @@ func (c Config) Prepare(set func(field string) bool) (Config, agent.Config, floa
 	prof, err := profile.Get(c.Env)
 	if err != nil {
 		return c, agent.Config{}, 0, err
+	}
+	if !set("Average") && (c.Learner == "" || c.Learner == "dppg") {
+		c.Average = prof.Average
 	}
 	ac, err := c.AgentConfig(prof)
 	if err != nil {
@@ -332,6 +346,9 @@ type Result struct {
 	NATSURL      string   `json:"nats_url"`
 	ActsPerSec   float64  `json:"acts_per_second"`
 	ReturningPct float64  `json:"returning"`
+	// Average is the agent's AverageDecay: the versions serve (and are
+	// evaluated as) the moving average of the releases; 0: each its own.
+	Average float64 `json:"average,omitempty"`
 }
 
 // WriteText writes the summary for people: the run, both privacy
@@ -370,8 +387,12 @@ func (r Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "simulation only (the simulator's users, not private data; exact click probabilities, no click sampled): released policy version %d's expected click per session %.4f on %d fixed held-out users; on the same users a uniformly random item %.4f, the best fixed item (item %d) %.4f, the per-user oracle %.4f\n",
 			x.Version, x.Policy, x.Users, x.Uniform, x.BestItem, x.BestFixed, x.Oracle)
 	} else {
-		fmt.Fprintf(w, "simulation only: released policy version %d returns %.1f on average over %d fresh simulator episodes (post-processing of the release)\n",
-			r.SimFinalEval.Version, r.SimFinalEval.MeanReturn, r.EvalEpisodes)
+		served := ""
+		if r.Average > 0 {
+			served = fmt.Sprintf(", serving the moving average of the releases (decay %g)", r.Average)
+		}
+		fmt.Fprintf(w, "simulation only: released policy version %d%s returns %.1f on average over %d fresh simulator episodes (post-processing of the release)\n",
+			r.SimFinalEval.Version, served, r.SimFinalEval.MeanReturn, r.EvalEpisodes)
 	}
 	fmt.Fprintf(w, "simulation only: the simulated users' own mean return over their last %d sessions %.1f (measured by the users, not served by the agent)\n",
 		r.SimUsersSessions, r.SimUsersMeanReturn)
@@ -490,6 +511,7 @@ func Run(ctx context.Context, sc service.ServiceConfig, cfg Config) (Result, err
 		return Result{}, err
 	}
 	res.Epsilon, res.Delta, res.NextEpsilon = g.Epsilon, g.Delta, g.Next
+	res.Average = sc.Agent.AverageDecay
 	if g.UserBounded {
 		ub := g.UserBound
 		res.UserBound, res.UserCaps = &ub, sc.Agent.UserCaps()

@@ -177,7 +177,7 @@ func EvaluateSnapshot(b []byte, spec policy.Spec, cfg policy.Config, envName str
 	if err != nil {
 		return 0, err
 	}
-	mean, _ := policy.Evaluate(env, actor, snap.Theta, episodes, evalRand(master, snap.Version))
+	mean, _ := policy.Evaluate(env, actor, snap.Served(), episodes, evalRand(master, snap.Version))
 	return mean, nil
 }
 
@@ -201,7 +201,7 @@ func ExactRelease(store *ledger.Store, spec policy.Spec, cfg policy.Config, u *s
 	if err != nil {
 		return 0, err
 	}
-	return u.Value(func(dst, x []float64) { actor.Probs(dst, snap.Theta, x) }), nil
+	return u.Value(func(dst, x []float64) { actor.Probs(dst, snap.Served(), x) }), nil
 }
 
 // linModelFor decodes a released linear contextual bandit (package lincb)

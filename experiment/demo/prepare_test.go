@@ -26,3 +26,28 @@ func TestPrepare(t *testing.T) {
 		t.Errorf("given: z %v (agent %v), target %v, %v", c.Z, ac.Policy.DP.NoiseMultiplier, c.Target, err)
 	}
 }
+
+// TestPrepareAverage: the served average's decay is the profile's unless
+// Average was given; the linear contextual bandit takes none.
+func TestPrepareAverage(t *testing.T) {
+	none := func(string) bool { return false }
+	base := Config{Env: "recsys", Users: 10, Concurrency: 1, EvalEvery: 1, EvalEpisodes: 1, Pace: PaceLockstep, Z: 1}
+	if _, ac, _, err := base.Prepare(none); err != nil || ac.AverageDecay != 0.9 {
+		t.Errorf("recsys: decay %v, %v; want the profile's 0.9", ac.AverageDecay, err)
+	}
+	if _, ac, _, err := base.Prepare(func(f string) bool { return f == "Average" }); err != nil || ac.AverageDecay != 0 {
+		t.Errorf("recsys --average 0: decay %v, %v", ac.AverageDecay, err)
+	}
+	base.Env = "cartpole"
+	if _, ac, _, err := base.Prepare(none); err != nil || ac.AverageDecay != 0 {
+		t.Errorf("cartpole: decay %v, %v", ac.AverageDecay, err)
+	}
+	lin := Config{Env: "bandit", Users: 10, Concurrency: 1, EvalEvery: 1, EvalEpisodes: 1, Pace: PaceLockstep, Z: 1, Learner: "lincb"}
+	if _, ac, _, err := lin.Prepare(none); err != nil || ac.AverageDecay != 0 {
+		t.Errorf("lincb: decay %v, %v", ac.AverageDecay, err)
+	}
+	lin.Average = 0.9
+	if _, _, _, err := lin.Prepare(func(f string) bool { return f == "Average" }); err == nil {
+		t.Error("lincb with an average accepted")
+	}
+}
