@@ -134,15 +134,20 @@ func (a TrainArgs) seed(set func(string) bool) uint64 {
 }
 
 // users returns Users if given, else the environment profile's
-// (profile.Profile.Users; profile.DefaultTrainUsers for an unknown one).
+// (profile.Profile.Users, BaselineUsers for --algo ppo;
+// profile.DefaultTrainUsers for an unknown environment).
 func (a TrainArgs) users(set func(string) bool) int {
 	if set("Users") {
 		return a.Users
 	}
-	if p, err := profile.Get(a.Env); err == nil {
-		return p.Users
+	p, err := profile.Get(a.Env)
+	switch {
+	case err != nil:
+		return profile.DefaultTrainUsers
+	case a.Algo == MethodPPO:
+		return p.BaselineUsers
 	}
-	return profile.DefaultTrainUsers
+	return p.Users
 }
 
 // average returns Average if given, else for dppg the environment

@@ -138,13 +138,14 @@ func TrainDefaultsHelp(width int) string {
 			continue
 		}
 		cfg, noise := p.TrainLearner()
-		base := p.TrainBaseline()
+		base, bp := p.TrainBaseline(), p
+		bp.Users = p.BaselineUsers
 		var d []string
 		for _, f := range trainFlags {
 			if f.name == "z" || f.name == "clip" || f.name == "policy-share" || f.name == "noise" || f.name == "average" {
 				continue // not read by --algo ppo
 			}
-			if v := f.value(p, base, noise); v != f.value(p, cfg, noise) {
+			if v := f.value(bp, base, noise); v != f.value(p, cfg, noise) {
 				d = append(d, "--"+f.name+" "+v)
 			}
 		}

@@ -70,8 +70,9 @@ type Profile struct {
 	// 256 users per update and server step 4, PPO learns with K = 32 and
 	// step 1).
 	Baseline policy.Config
-	// Users is dprl train's default number of simulated users (--users).
-	Users int
+	// Users is dprl train's default number of simulated users (--users),
+	// BaselineUsers that of --algo ppo.
+	Users, BaselineUsers int
 	// Average is the decay of the exponential moving average of the
 	// released iterates that dprl train --algo dppg releases and dprl agent
 	// and dprl demo serve by default (policy.TrainOptions.AverageDecay,
@@ -125,8 +126,9 @@ type entry struct {
 	average    float64
 	// baseline, when not nil, is the non-private baseline's learner
 	// (before NonPrivate); users, when not 0, dprl train's default users.
-	baseline func() policy.Config
-	users    int
+	baseline      func() policy.Config
+	users         int
+	baselineUsers int
 }
 
 // pendulumRewardLow is Pendulum-v1's lowest reward: -(angle^2 + 0.1 speed^2
@@ -172,10 +174,11 @@ func table() map[string]entry {
 		// The private learner's defaults are what puts every held-out
 		// seed above the best constant policy at per-user epsilon 5
 		// (docs/train.md): 80,000 users, K = 256, S = 1, server step 4,
-		// the moving average of the releases served (decay 0.9). The
-		// non-private baseline keeps K = 32 and step 1.
+		// the moving average of the releases served (decay 0.99). The
+		// non-private baseline keeps K = 32, step 1 and 40,000 users,
+		// with which it was measured.
 		"recsys": {low: 0, high: sims.DefaultRecSysConfig().VideoLength, learner: recsysLearner, baseline: recsysBaseline,
-			users: 80000, average: 0.9},
+			users: 80000, baselineUsers: 40000, average: 0.99},
 		// 1 on reaching the absorbing end, else 0.
 		"chain": {low: 0, high: 1, learner: controlLearner},
 		// A click (1) or not (0). The features: a one-hot segment and
@@ -214,6 +217,10 @@ func Get(name string) (Profile, error) {
 	}
 	if e.users != 0 {
 		p.Users = e.users
+	}
+	p.BaselineUsers = p.Users
+	if e.baselineUsers != 0 {
+		p.BaselineUsers = e.baselineUsers
 	}
 	return p, nil
 }

@@ -26,6 +26,24 @@ func TestTrainDefaults(t *testing.T) {
 	if cfg, limit := TrainDefaults("recsys"), sims.DefaultRecSysConfig().MaxSteps; cfg.PPO.StepsPerUser != limit || limit != 400 || cfg.PPO.Gamma != 1 || cfg.PPO.Lambda != 0.9 || !cfg.PPO.NormalizeAdvantages || cfg.PPO.ValueScale != 30 || cfg.PPO.EntropyCoef != 0.01 {
 		t.Errorf("recsys: T %d (step limit %d), gamma %v, lambda %v, value scale %v, entropy %v", cfg.PPO.StepsPerUser, limit, cfg.PPO.Gamma, cfg.PPO.Lambda, cfg.PPO.ValueScale, cfg.PPO.EntropyCoef)
 	}
+	// recsys: the private learner's K, S, server step, users and served
+	// average; the non-private baseline keeps K = 32, step 1 and 40,000
+	// users.
+	p, err := Get("recsys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp, err := TrainConfig("recsys", true, p.Users, TrainOverrides{})
+	if err != nil || dp.DP.UsersPerUpdate != 256 || dp.DP.ClipNorm != 1 || dp.PPO.ServerLR != 4 || p.Users != 80000 || p.Average != 0.99 {
+		t.Errorf("recsys dppg: K %d, S %v, step %v, users %d, average %v (%v)", dp.DP.UsersPerUpdate, dp.DP.ClipNorm, dp.PPO.ServerLR, p.Users, p.Average, err)
+	}
+	ppo, err := TrainConfig("recsys", false, p.BaselineUsers, TrainOverrides{})
+	if err != nil || ppo.DP.UsersPerUpdate != 32 || ppo.PPO.ServerLR != 1 || ppo.DP.Mode != policy.ModePPO || p.BaselineUsers != 40000 || ppo.PPO.StepsPerUser != 400 {
+		t.Errorf("recsys ppo: K %d, step %v, mode %v, users %d (%v)", ppo.DP.UsersPerUpdate, ppo.PPO.ServerLR, ppo.DP.Mode, p.BaselineUsers, err)
+	}
+	if c, _ := Get("cartpole"); c.Users != DefaultTrainUsers || c.BaselineUsers != DefaultTrainUsers || c.Average != 0 || !reflect.DeepEqual(c.Baseline, NonPrivate(c.Learner)) {
+		t.Errorf("cartpole: users %d/%d, average %v, baseline differs from the learner", c.Users, c.BaselineUsers, c.Average)
+	}
 	if cfg := TrainDefaults("pong"); !reflect.DeepEqual(cfg, policy.DefaultControlConfig()) {
 		t.Errorf("unknown environment: %+v, want Table 3's control column", cfg)
 	}

@@ -197,7 +197,8 @@ type SnapshotScorer struct {
 	obs   []float64
 }
 
-// NewSnapshotScorer returns the scorer of a discrete-action snapshot.
+// NewSnapshotScorer returns the scorer of a discrete-action snapshot: of
+// the policy it serves (policy.Snapshot.Served).
 func NewSnapshotScorer(s *policy.Snapshot) (*SnapshotScorer, error) {
 	if s.Spec.Kind != policy.ActionDiscrete {
 		return nil, fmt.Errorf("%w: snapshot has %v actions, want discrete", ErrSpec, s.Spec.Kind)
@@ -206,10 +207,11 @@ func NewSnapshotScorer(s *policy.Snapshot) (*SnapshotScorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: snapshot network: %v", ErrSpec, err)
 	}
-	if len(s.Theta) < net.NumParams() {
-		return nil, fmt.Errorf("%w: snapshot theta has %d values, the actor needs %d", ErrSpec, len(s.Theta), net.NumParams())
+	theta := s.Served() // the served average, when the snapshot holds one
+	if len(theta) < net.NumParams() {
+		return nil, fmt.Errorf("%w: snapshot theta has %d values, the actor needs %d", ErrSpec, len(theta), net.NumParams())
 	}
-	return &SnapshotScorer{spec: s.Spec, net: net, theta: s.Theta[:net.NumParams()]}, nil
+	return &SnapshotScorer{spec: s.Spec, net: net, theta: theta[:net.NumParams()]}, nil
 }
 
 // LoadSnapshot reads and decodes a snapshot file (policy.MarshalSnapshot

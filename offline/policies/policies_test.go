@@ -137,3 +137,36 @@ func TestSample(t *testing.T) {
 		t.Error("zero-probability action sampled")
 	}
 }
+
+// TestSnapshotScorerServesAverage: a snapshot that holds a served average
+// (format 2) is scored by the average, not by its last iterate.
+func TestSnapshotScorerServesAverage(t *testing.T) {
+	b, err := os.ReadFile(writeSnapshot(t, 2, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := policy.UnmarshalSnapshot(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := NewSnapshotScorer(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.AverageDecay, s.Average = 0.9, make([]float64, len(s.Theta)) // all zero: uniform logits
+	avg, err := NewSnapshotScorer(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := []float64{0.5, -1}
+	lp, la := make([]float64, 3), make([]float64, 3)
+	if err := plain.Scores(lp, obs); err != nil {
+		t.Fatal(err)
+	}
+	if err := avg.Scores(la, obs); err != nil {
+		t.Fatal(err)
+	}
+	if la[0] != 0 || la[1] != 0 || la[2] != 0 || lp[0] == 0 {
+		t.Errorf("scores %v with the zero average, %v without", la, lp)
+	}
+}
