@@ -139,7 +139,7 @@ func (r TrainSeedsResult) WriteText(w io.Writer) error {
 		return err
 	}
 	for _, run := range r.Runs {
-		if _, err := fmt.Fprintf(w, "  seed %d: %.2f ± %.2f\n", run.Seed, run.EvalMean, run.EvalStd); err != nil {
+		if _, err := fmt.Fprintf(w, "  seed %d: %.2f ± %.2f (standard error %.2f)\n", run.Seed, run.EvalMean, run.EvalStd, stdErr(run.EvalStd, r.EvalEpisodes)); err != nil {
 			return err
 		}
 	}

@@ -281,9 +281,14 @@ func (r TrainResult) WriteText(w io.Writer) error {
 	if !math.IsInf(r.Epsilon, 1) {
 		privacy = privacyText(r.Epsilon, r.Delta, r.Z, r.Clip, r.K, r.Noise, r.Horizon, r.Accountant, r.EpisodeAccount)
 	}
-	_, err := fmt.Fprintf(w, "%s %s: eval return %.2f ± %.2f over %d episodes\n%s\n%d users, %d updates, %d steps in %.1fs (%.0f steps/s), seed %d\n",
-		r.Env, r.Method, r.EvalMean, r.EvalStd, r.EvalEpisodes, privacy, r.Users, r.Updates, r.Steps, r.Seconds, r.StepsPerSecond, r.Seed)
+	_, err := fmt.Fprintf(w, "%s %s: eval return %.2f ± %.2f over %d episodes (standard error %.2f)\n%s\n%d users, %d updates, %d steps in %.1fs (%.0f steps/s), seed %d\n",
+		r.Env, r.Method, r.EvalMean, r.EvalStd, r.EvalEpisodes, stdErr(r.EvalStd, r.EvalEpisodes), privacy, r.Users, r.Updates, r.Steps, r.Seconds, r.StepsPerSecond, r.Seed)
 	return err
+}
+
+// stdErr is the standard error of a mean over n episodes of std std.
+func stdErr(std float64, n int) float64 {
+	return std / math.Sqrt(float64(max(n, 1)))
 }
 
 // privacyText is the privacy line of a text result: the per-episode epsilon

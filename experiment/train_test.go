@@ -220,17 +220,17 @@ func TestTrainResultText(t *testing.T) {
 		want string
 	}{
 		{"run", func(b *bytes.Buffer) error { return r.WriteText(b) },
-			"cartpole dppg: eval return 29.50 ± 4.50 over 2 episodes\n" + privacy + "24 users, 3 updates, 498 steps in 0.5s (996 steps/s), seed 3\n"},
+			"cartpole dppg: eval return 29.50 ± 4.50 over 2 episodes (standard error 3.18)\n" + privacy + "24 users, 3 updates, 498 steps in 0.5s (996 steps/s), seed 3\n"},
 		{"non-private", func(b *bytes.Buffer) error {
 			np := TrainResult{Env: "acrobot", Method: "ppo", EvalMean: -500, EvalEpisodes: 1, Epsilon: math.Inf(1), Users: 8, Updates: 1, Steps: 512, Seconds: 1.25, StepsPerSecond: 409.6, Seed: 1}
 			return np.WriteText(b)
-		}, "acrobot ppo: eval return -500.00 ± 0.00 over 1 episodes\nnon-private (ppo)\n8 users, 1 updates, 512 steps in 1.2s (410 steps/s), seed 1\n"},
+		}, "acrobot ppo: eval return -500.00 ± 0.00 over 1 episodes (standard error 0.00)\nnon-private (ppo)\n8 users, 1 updates, 512 steps in 1.2s (410 steps/s), seed 1\n"},
 		{"seeds", func(b *bytes.Buffer) error {
 			r2 := r
 			r2.Seed, r2.EvalMean, r2.EvalStd = 4, 43, 18
 			return SummarizeSeeds([]TrainResult{r, r2}).WriteText(b)
 		}, "cartpole dppg over 2 seeds (3-4): eval return 36.25 ± 6.75 (mean ± std over seeds of each run's 2-episode mean; min 29.50, max 43.00)\n" + privacy +
-			"24 users per run, 1.0s in all\n  seed 3: 29.50 ± 4.50\n  seed 4: 43.00 ± 18.00\n"},
+			"24 users per run, 1.0s in all\n  seed 3: 29.50 ± 4.50 (standard error 3.18)\n  seed 4: 43.00 ± 18.00 (standard error 12.73)\n"},
 		{"sweep", func(b *bytes.Buffer) error {
 			acct := *p.Account
 			acct.EpsilonPerSegment = 0
