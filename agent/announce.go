@@ -21,8 +21,12 @@ func (c Config) Describe() string {
 		return fmt.Sprintf("%s, linear contextual bandit: blocks of K = %d sessions growing %gx up to %d, z = %.6g, S = %.6g (observations clipped to L2 norm %.6g, Gram weight %g), %s, per-session epsilon %s at delta %g; rewards clipped to [%g, %g]",
 			c.Spec.Describe(), l.FirstBlock, l.Growth, l.MaxBlock, l.NoiseMultiplier, l.Sensitivity(), l.FeatureClip, l.GramWeight, userBound(c), accountant.FormatEpsilon(eps), c.Delta, c.RewardLow, c.RewardHigh)
 	}
-	return fmt.Sprintf("%s, K = %d, z = %.6g, S = %g, %s, per-session epsilon %s at delta %g%s; rewards clipped to [%g, %g]",
-		c.Spec.Describe(), c.Policy.DP.UsersPerUpdate, c.Policy.DP.NoiseMultiplier, c.Policy.DP.ClipNorm, userBound(c), accountant.FormatEpsilon(eps), c.Delta, c.NoiseNote(), c.RewardLow, c.RewardHigh)
+	served := ""
+	if c.AverageDecay > 0 {
+		served = fmt.Sprintf("; serving the moving average of the releases (decay %g, post-processing)", c.AverageDecay)
+	}
+	return fmt.Sprintf("%s, K = %d, z = %.6g, S = %g, %s, per-session epsilon %s at delta %g%s%s; rewards clipped to [%g, %g]",
+		c.Spec.Describe(), c.Policy.DP.UsersPerUpdate, c.Policy.DP.NoiseMultiplier, c.Policy.DP.ClipNorm, userBound(c), accountant.FormatEpsilon(eps), c.Delta, c.NoiseNote(), served, c.RewardLow, c.RewardHigh)
 }
 
 // userBound describes the per-user guarantee (the headline: the user is

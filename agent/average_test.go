@@ -96,6 +96,11 @@ func TestAverageRefused(t *testing.T) {
 			t.Errorf("decay %v: %v", d, err)
 		}
 	}
+	cfg := cartpoleConfig(4)
+	cfg.AverageDecay = 0.99
+	if d := cfg.Describe(); !strings.Contains(d, "serving the moving average of the releases (decay 0.99, post-processing)") {
+		t.Errorf("configuration line %q does not name the served average", d)
+	}
 	lin := linConfig(t, 100)
 	lin.AverageDecay = 0.9
 	if err := lin.Validate(); err == nil || !strings.Contains(err.Error(), "linear contextual bandit") {
