@@ -60,6 +60,10 @@ type ModelEnv struct {
 	horizon int
 
 	starts     []float64 // rows of start observations; nil: the reset distribution
+	branch     float64   // probability of a rollout from a visited state (SetBranch)
+	pool       []float64 // rows of states earlier rollouts reached (a reservoir)
+	poolCap    int       // rows the pool holds at most
+	visited    int       // states offered to the pool
 	rng        *rand.Rand
 	steps      int
 	x          []float64 // the scaled input
@@ -114,12 +118,37 @@ func (m *ModelEnv) SetStartStates(states []float64) error {
 	return nil
 }
 
+// SetBranch makes Reset start a rollout, with probability p in [0, 1],
+// from a state an earlier rollout of this environment reached: a uniform
+// draw from a reservoir of up to capacity (>= 1) of them (Vitter's
+// algorithm R, with the rollouts' own generator). Those states come from
+// the released ensemble, the public start states and the policy's actions
+// only, so this is post-processing too. It lets rollouts of h steps carry
+// on where earlier ones stopped: states many steps from any start state
+// (a pendulum's swing after the first pumps) are then visited and learned,
+// as MOPO's rollouts from logged states visit them, without reading a
+// logged state. p = 0 turns it off.
+func (m *ModelEnv) SetBranch(p float64, capacity int) error {
+	if !(p >= 0 && p <= 1) || capacity < 1 {
+		return fmt.Errorf("primorl: branch probability %v (want [0, 1]) and capacity %d (want >= 1)", p, capacity)
+	}
+	m.branch, m.poolCap = p, capacity
+	if m.pool == nil && p > 0 {
+		m.pool = make([]float64, 0, min(capacity, 1<<12)*m.obsD)
+	}
+	return nil
+}
+
 // Reset draws a start state with rng, which the model keeps for its
-// transitions: from the real environment's reset distribution, or from the
-// start states if set.
+// transitions: from a state an earlier rollout reached (SetBranch), from
+// the real environment's reset distribution, or from the start states if
+// set.
 func (m *ModelEnv) Reset(rng *rand.Rand, obs []float64) {
 	m.rng, m.steps = rng, 0
-	if m.starts != nil {
+	if n := len(m.pool) / m.obsD; n > 0 && m.branch > 0 && rng.Float64() < m.branch {
+		i := rng.IntN(n)
+		copy(obs, m.pool[i*m.obsD:(i+1)*m.obsD])
+	} else if m.starts != nil {
 		i := rng.IntN(len(m.starts) / m.obsD)
 		copy(obs, m.starts[i*m.obsD:(i+1)*m.obsD])
 	} else {
@@ -154,7 +183,23 @@ func (m *ModelEnv) Step(a sims.Action, obs []float64) (float64, bool, bool) {
 	m.scales.project(obs)
 	copy(m.obs, obs)
 	m.steps++
+	if m.branch > 0 {
+		m.remember(obs)
+	}
 	return r - m.lambda*u, false, m.steps >= m.horizon
+}
+
+// remember offers a visited state to the pool (reservoir sampling: every
+// state offered so far is in it with the same probability).
+func (m *ModelEnv) remember(obs []float64) {
+	m.visited++
+	if n := len(m.pool) / m.obsD; n < m.poolCap {
+		m.pool = append(m.pool, obs...)
+		return
+	}
+	if i := m.rng.IntN(m.visited); i < m.poolCap {
+		copy(m.pool[i*m.obsD:(i+1)*m.obsD], obs)
+	}
 }
 
 // uncertainty computes u from the N models' predictions in m.mean, m.lv.

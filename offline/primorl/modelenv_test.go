@@ -119,3 +119,65 @@ func TestModelEnvCircle(t *testing.T) {
 		t.Fatal("a circle pair outside the observation was accepted")
 	}
 }
+
+// TestModelEnvBranch: with SetBranch a rollout can start where an earlier
+// one went (a state it visited, beyond any start state's reach in h steps),
+// the pool keeps at most its capacity, p = 0 leaves the rollouts as
+// before, and bad settings are refused.
+func TestModelEnvBranch(t *testing.T) {
+	// Both models move the speed (scaled by 8) by +0.05 a step: a rollout
+	// of h = 3 adds at most 3 x 0.4 to the start's speed.
+	means := [2][4]float64{{0, 0, 0.05, 0}, {0, 0, 0.05, 0}}
+	e, p := constEnsemble(t, means)
+	sc := Scales{In: []float64{1, 1, 8, 2}, Out: []float64{1, 1, 8, 16}}
+	run := func(branch float64, capacity, rollouts int) (*ModelEnv, []float64) {
+		t.Helper()
+		m, err := NewModelEnv(sims.NewPendulum(), e, p, sc, MPD, 0, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.SetBranch(branch, capacity); err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(3, 4))
+		obs := make([]float64, 3)
+		var starts []float64
+		for range rollouts {
+			m.Reset(rng, obs)
+			starts = append(starts, obs[2])
+			for range 3 {
+				m.Step(sims.Action{Vec: []float64{0}}, obs)
+			}
+		}
+		return m, starts
+	}
+	// Pendulum's start speeds are in [-1, 1]; chained rollouts go further.
+	m, starts := run(1, 50, 200)
+	if len(m.pool) != 50*3 || m.visited != 600 {
+		t.Errorf("pool of %d values after %d states, want 50 rows of 3", len(m.pool), m.visited)
+	}
+	fast := 0
+	for _, v := range starts {
+		if v > 1.5 {
+			fast++
+		}
+	}
+	if fast < 100 {
+		t.Errorf("%d of 200 rollouts start beyond the start states' speed, want most", fast)
+	}
+	_, plain := run(0, 50, 50)
+	for _, v := range plain {
+		if v < -1 || v > 1 {
+			t.Fatalf("without branching a rollout starts at speed %v, outside the reset distribution", v)
+		}
+	}
+	m2, _ := NewModelEnv(sims.NewPendulum(), e, p, sc, MPD, 0, 3)
+	for _, c := range []struct {
+		p   float64
+		cap int
+	}{{-0.1, 10}, {1.5, 10}, {math.NaN(), 10}, {0.5, 0}} {
+		if err := m2.SetBranch(c.p, c.cap); err == nil {
+			t.Errorf("SetBranch(%v, %d) accepted", c.p, c.cap)
+		}
+	}
+}

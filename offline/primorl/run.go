@@ -27,7 +27,7 @@ import (
 // fieldNames are Config's fields that errors name (fielderr renders them as
 // flags in the command).
 var fieldNames = fielderr.Fields{"Out", "Data", "Env", "Epsilon", "Delta", "NonPrivate", "PublicData", "CheckEvery", "Patience", "MOPO", "Plain", "MOPOFraction", "PublicN", "Batch", "Rounds", "Clip", "LocalEpochs",
-	"MiniBatch", "LR", "Ensemble", "Hidden", "Lambda", "Horizon", "SACSteps", "SACHidden", "EvalEpisodes", "ClipMode", "Uncertainty"}
+	"MiniBatch", "LR", "Ensemble", "Hidden", "Lambda", "Horizon", "Branch", "SACSteps", "SACHidden", "EvalEpisodes", "ClipMode", "Uncertainty"}
 
 // ConfigError is an invalid configuration, naming its fields.
 type ConfigError = fielderr.Error
@@ -116,6 +116,11 @@ type Config struct {
 	Uncertainty Uncertainty
 	Lambda      float64 `flag:"lambda" usage:"penalty coefficient of the pessimistic reward r - lambda u"`
 	Horizon     int     `flag:"horizon" usage:"model rollout length h"`
+	// Branch is the probability that a rollout starts from a state an
+	// earlier rollout reached instead of a public start state
+	// (ModelEnv.SetBranch; post-processing); 0: every rollout from a start
+	// state, as the paper.
+	Branch float64 `flag:"branch" usage:"probability that a model rollout starts where earlier rollouts went (a reservoir of the states they reached) instead of at a public start state; post-processing of the release, no privacy cost (0: the paper's rollouts from start states only)"`
 	// SACSteps and SACHidden configure the policy's training in the model.
 	SACSteps  int   `flag:"sac-steps" usage:"SAC steps in the model"`
 	SACHidden []int `flag:"sac-hidden" usage:"SAC's hidden widths"`
@@ -218,6 +223,7 @@ func (c Config) Validate() error {
 	}
 	bad(!(c.Lambda >= 0) || math.IsInf(c.Lambda, 0), "{Lambda} %v: must be finite and >= 0", c.Lambda)
 	bad(c.Horizon < 1, "{Horizon} %d: must be >= 1", c.Horizon)
+	bad(!(c.Branch >= 0 && c.Branch <= 1), "{Branch} %v: must be in [0, 1]", c.Branch)
 	bad(c.SACSteps < 2, "{SACSteps} %d: must be >= 2", c.SACSteps)
 	bad(len(c.SACHidden) == 0 || slices.ContainsFunc(c.SACHidden, func(h int) bool { return h < 1 }), "{SACHidden} %v: want widths >= 1", c.SACHidden)
 	bad(c.EvalEpisodes < 1, "{EvalEpisodes} %d: must be >= 1", c.EvalEpisodes)
@@ -642,6 +648,11 @@ func (m *Mechanism) trainPlain(ctx context.Context, data []Trajectory) (*Ensembl
 	return e, params, err
 }
 
+// branchPool is the number of visited states a model environment keeps
+// for branched rollouts (Config.Branch): more than SAC's default 30,000
+// steps visit, so a run of that length keeps them all.
+const branchPool = 1 << 17
+
 // trainPolicy trains SAC in the pessimistic MDP of the released ensemble
 // (post-processing: no record enters it), or, for MOPO (logged not nil),
 // with rollouts from the logged states and logged transitions mixed into
@@ -653,6 +664,9 @@ func (m *Mechanism) trainPolicy(ctx context.Context, e *Ensemble, params []float
 		me, err := NewModelEnv(info.New(), e, params, m.scales, c.Uncertainty, c.Lambda, c.Horizon)
 		if err == nil && logged != nil {
 			err = me.SetStartStates(logged.buf.States())
+		}
+		if err == nil && c.Branch > 0 {
+			err = me.SetBranch(c.Branch, branchPool)
 		}
 		if err != nil {
 			panic(err) // validated by New: the same arguments
