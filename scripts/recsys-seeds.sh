@@ -5,9 +5,10 @@
 #          policy (the moving average of the releases) on 500 episodes each;
 #   ppo:   the non-private baseline at its defaults, the same seeds;
 #   agent: the DP agent over NATS (dprl demo --user-epsilon 5, 80,000 users,
-#          10% returning users served but not learned from), its last
-#          version exported from the ledger and run on 500 fresh episodes
-#          (dprl sims generate --behavior policy:FILE, evaluation seed 1000+S).
+#          each a new user as in process, --flush-timeout 1m so that every
+#          release holds K whole sessions), its last version exported from
+#          the ledger and run on 500 fresh episodes (dprl sims generate
+#          --behavior policy:FILE, evaluation seed 1000+S).
 # Each prints one line per seed: mean return, its standard error and, for the
 # agent, the per-user epsilon its ledger reports.
 #
@@ -67,7 +68,7 @@ agent)
 	for seed in "${SEEDS[@]}"; do
 		data="$OUT/agent-$seed"
 		rm -rf "$data"
-		"$OUT/dprl" demo --env recsys --user-epsilon 5 --users "${USERS:-80000}" --seed "$seed" --data "$data" --max-duration 0 --json >"$data.json" 2>"$data.log"
+		"$OUT/dprl" demo --env recsys --user-epsilon 5 --users "${USERS:-80000}" --seed "$seed" --data "$data" --returning 0 --flush-timeout 1m --max-duration 0 --json >"$data.json" 2>"$data.log"
 		"$OUT/dprl" ledger snapshot --data "$data" --out "$data.snap" --force >/dev/null
 		"$OUT/dprl" sims generate --env recsys --behavior "policy:$data.snap" --episodes 500 --seed $((1000 + seed)) \
 			--out "$data-eval.jsonl" --json >"$data-eval.json"

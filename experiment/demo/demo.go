@@ -94,6 +94,10 @@ type Config struct {
 	// MaxDuration, if > 0, ends the run after this long (Run's context
 	// times out: the users stop, the summary covers what was played).
 	MaxDuration time.Duration `flag:"max-duration" default:"10m" usage:"stop the demo after this long (0: no limit)"`
+	// FlushTimeout is the agent's (agent.Config.FlushTimeout): a partial
+	// batch is released, still divided by K, once its oldest session has
+	// waited this long; 0: 2 s.
+	FlushTimeout time.Duration `flag:"flush-timeout" default:"2s" usage:"the agent's flush timeout: a partial batch is released (still divided by K) once its oldest session has waited this long; long sessions need more than the 2 s default for K of them to finish at --concurrency, else most releases are partial"`
 	// Replicas, when > 0, runs the agent as a cluster on this machine
 	// instead of one process (three embedded JetStream servers, a learner
 	// and Replicas serving replicas sharing the session partitions; see
@@ -123,7 +127,7 @@ const (
 
 // Fields are the fields the errors of Config and ReplayConfig may name
 // (fielderr).
-var Fields = fielderr.Fields{"Users", "Concurrency", "EvalEvery", "EvalEpisodes", "Pace", "Returning", "Clip", "LR", "MaxDuration", "Z", "K", "Rate", "Replicas", "Learner", "Average"}
+var Fields = fielderr.Fields{"Users", "Concurrency", "EvalEvery", "EvalEpisodes", "Pace", "Returning", "Clip", "LR", "MaxDuration", "Z", "K", "Rate", "Replicas", "Learner", "Average", "FlushTimeout"}
 
 // Validate reports the first problem of the run, in the order dprl demo
 // has always checked them: the counts, the pace, the returning
@@ -249,6 +253,9 @@ func (c Config) AgentConfig(p profile.Profile) (agent.Config, error) {
 	ac.UserEpsilon, ac.MaxUpdatesPerUser = c.UserEpsilon, c.MaxUpdatesPerUser
 	ac.Seed = c.Seed
 	ac.FlushTimeout = 2 * time.Second
+	if c.FlushTimeout != 0 {
+		ac.FlushTimeout = c.FlushTimeout
+	}
 	return ac, ac.Validate()
 }
 

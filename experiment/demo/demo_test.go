@@ -159,7 +159,7 @@ func TestProgressTimeLeft(t *testing.T) {
 
 // flags are dprl demo's and dprl replay's names of the fields.
 var flags = map[string]string{"Users": "--users", "Concurrency": "--concurrency", "EvalEvery": "--eval-every", "EvalEpisodes": "--eval-episodes",
-	"Pace": "--pace", "Returning": "--returning", "Clip": "--clip", "LR": "--server-lr", "MaxDuration": "--max-duration", "Z": "--z", "K": "--K", "Rate": "--rate", "Replicas": "--replicas", "Learner": "--learner", "Average": "--average"}
+	"Pace": "--pace", "Returning": "--returning", "Clip": "--clip", "LR": "--server-lr", "MaxDuration": "--max-duration", "Z": "--z", "K": "--K", "Rate": "--rate", "Replicas": "--replicas", "Learner": "--learner", "Average": "--average", "FlushTimeout": "--flush-timeout"}
 
 // asFlags renders err as the commands print it.
 func asFlags(err error) string {
