@@ -61,7 +61,7 @@ type Settings struct {
 	FeatureClip float64 `flag:"feature-clip" usage:"with --learner lincb: the public L2 bound of an observation (larger ones are scaled down to it); default: the --env simulator's"`
 	// Average (average) is agent.Config.AverageDecay, in [0, 1); when not
 	// given, the EnvSpec profile's (profile.Profile.Average), else 0.
-	Average float64 `flag:"average" usage:"with --learner dppg: serve the exponential moving average of the released policies with this decay in [0, 1) instead of the last one (post-processing: the same epsilon; updates still start from the last; 0: off; default: the --env simulator's, 0.99 for recsys)"`
+	Average float64 `flag:"average" usage:"with --learner dppg: serve the exponential moving average of the released policies with this decay in [0, 1) instead of the last one (post-processing: the same epsilon; updates still start from the last; 0: off; default: the --env simulator's, 0.9 for recsys)"`
 	// Noise (noise) is the noise of the releases: "" or "independent"
 	// (fresh noise each release), or "bandmf", the banded square-root
 	// correlated noise with Band (band) bands, 1 to bandsens.MaxBand (given

@@ -304,7 +304,7 @@ func TestSettingsAverage(t *testing.T) {
 		mod  func(*service.Settings)
 		want float64
 	}{
-		{"recsys", func(s *service.Settings) { s.EnvSpec = "recsys" }, 0.99},
+		{"recsys", func(s *service.Settings) { s.EnvSpec = "recsys" }, 0.9},
 		{"recsys --average 0", func(s *service.Settings) {
 			s.EnvSpec = "recsys"
 			s.Explicit = func(f string) bool { return f == "Average" }

@@ -90,7 +90,7 @@ type Config struct {
 	// Average is the agent's AverageDecay (dppg only): the decay of the
 	// served moving average of the releases; Prepare sets the profile's
 	// when it is not given.
-	Average float64 `flag:"average" usage:"with --learner dppg: serve (and evaluate) the exponential moving average of the released policies with this decay in [0, 1), as dprl agent --average (0: the last release; default: the environment profile's, 0.99 for recsys)"`
+	Average float64 `flag:"average" usage:"with --learner dppg: serve (and evaluate) the exponential moving average of the released policies with this decay in [0, 1), as dprl agent --average (0: the last release; default: the environment profile's, 0.9 for recsys)"`
 	// MaxDuration, if > 0, ends the run after this long (Run's context
 	// times out: the users stop, the summary covers what was played).
 	MaxDuration time.Duration `flag:"max-duration" default:"10m" usage:"stop the demo after this long (0: no limit)"`

@@ -32,8 +32,8 @@ func TestPrepare(t *testing.T) {
 func TestPrepareAverage(t *testing.T) {
 	none := func(string) bool { return false }
 	base := Config{Env: "recsys", Users: 10, Concurrency: 1, EvalEvery: 1, EvalEpisodes: 1, Pace: PaceLockstep, Z: 1}
-	if _, ac, _, err := base.Prepare(none); err != nil || ac.AverageDecay != 0.99 {
-		t.Errorf("recsys: decay %v, %v; want the profile's 0.99", ac.AverageDecay, err)
+	if _, ac, _, err := base.Prepare(none); err != nil || ac.AverageDecay != 0.9 {
+		t.Errorf("recsys: decay %v, %v; want the profile's 0.9", ac.AverageDecay, err)
 	}
 	if _, ac, _, err := base.Prepare(func(f string) bool { return f == "Average" }); err != nil || ac.AverageDecay != 0 {
 		t.Errorf("recsys --average 0: decay %v, %v", ac.AverageDecay, err)
