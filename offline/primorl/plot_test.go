@@ -81,15 +81,15 @@ func TestPlotScores(t *testing.T) {
 func TestForEnv(t *testing.T) {
 	d := DefaultConfig()
 	p := d.ForEnv("pendulum", nil)
-	if p.Model.Ensemble != 3 || p.ClipMode != ClipPerLayer || p.Horizon != 30 || p.Uncertainty != MPD {
+	if p.Model.Ensemble != 3 || p.ClipMode != ClipPerLayer || p.Horizon != 30 || p.Uncertainty != MPD || p.Branch != 0.5 {
 		t.Fatalf("pendulum: %+v", p)
 	}
 	b := d.ForEnv("cartpole-balance", nil)
-	if b.Env != "cartpole-balance" || b.Model.Ensemble != 5 || b.Model.Hidden[0] != 128 || b.ClipMode != ClipFlat || b.Horizon != 20 || b.Uncertainty != MPD {
+	if b.Env != "cartpole-balance" || b.Model.Ensemble != 5 || b.Model.Hidden[0] != 128 || b.ClipMode != ClipFlat || b.Horizon != 20 || b.Uncertainty != MPD || b.Branch != 0 {
 		t.Fatalf("balance: %+v", b)
 	}
-	s := d.ForEnv("cartpole-swingup", func(f string) bool { return f == "Horizon" })
-	if s.Uncertainty != MA || s.Horizon != 30 {
+	s := d.ForEnv("cartpole-swingup", func(f string) bool { return f == "Horizon" || f == "Branch" })
+	if s.Uncertainty != MA || s.Horizon != 30 || s.Branch != 0.5 {
 		t.Fatalf("swing-up keeping the horizon: %+v", s)
 	}
 }

@@ -24,6 +24,20 @@ func TestResolve(t *testing.T) {
 	if want := c.ForEnv(c.Env, nil); r.Rounds != want.Rounds || r.Lambda != want.Lambda {
 		t.Errorf("per-task settings: rounds %d lambda %v, want %d %v", r.Rounds, r.Lambda, want.Rounds, want.Lambda)
 	}
+	// Pendulum branches half its rollouts; MOPO keeps its published
+	// rollouts unless --branch is given.
+	pend, pmopo := DefaultConfig(), DefaultConfig()
+	pmopo.MOPO = true
+	if r, err := pend.Resolve(ok, given()); err != nil || r.Branch != 0.5 {
+		t.Errorf("pendulum: branch %v, %v", r.Branch, err)
+	}
+	if r, err := pmopo.Resolve(ok, given()); err != nil || r.Branch != 0 {
+		t.Errorf("mopo: branch %v, %v", r.Branch, err)
+	}
+	pmopo.Branch = 0.3
+	if r, err := pmopo.Resolve(ok, given("Branch")); err != nil || r.Branch != 0.3 {
+		t.Errorf("mopo --branch 0.3: branch %v, %v", r.Branch, err)
+	}
 	np, mopo := c, c
 	np.NonPrivate, mopo.MOPO = true, true
 	cases := []struct {
