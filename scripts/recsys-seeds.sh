@@ -14,7 +14,9 @@
 #
 #   scripts/recsys-seeds.sh OUTDIR train|ppo|agent [SEEDS...]
 #
-# SEEDS default to 201-210; USERS (default 80000) sets the agent's users. On 2 cores: train about 2.5 minutes per seed,
+# SEEDS default to 201-210; USERS (default 80000) sets the agent's users; ARGS
+# adds flags to every dprl train or dprl demo line (ARGS="--clip 1" repeats the
+# runs made at the clipping norm before 2026-11-30). On 2 cores: train about 2.5 minutes per seed,
 # ppo about 1.5, agent about 25.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,7 +60,8 @@ train | ppo)
 	fi
 	for seed in "${SEEDS[@]}"; do
 		f="$OUT/$MODE-$seed.json"
-		"$OUT/dprl" train --env recsys --algo $algo "${args[@]}" --seed "$seed" --eval-episodes 500 --json >"$f" 2>"$OUT/$MODE-$seed.log"
+		# shellcheck disable=SC2086 # ARGS is split into flags
+		"$OUT/dprl" train --env recsys --algo $algo "${args[@]}" ${ARGS:-} --seed "$seed" --eval-episodes 500 --json >"$f" 2>"$OUT/$MODE-$seed.log"
 		summary "$f"
 		files+=("$f")
 	done
@@ -68,7 +71,8 @@ agent)
 	for seed in "${SEEDS[@]}"; do
 		data="$OUT/agent-$seed"
 		rm -rf "$data"
-		"$OUT/dprl" demo --env recsys --user-epsilon 5 --users "${USERS:-80000}" --seed "$seed" --data "$data" --returning 0 --flush-timeout 1m --max-duration 0 --json >"$data.json" 2>"$data.log"
+		# shellcheck disable=SC2086 # ARGS is split into flags
+		"$OUT/dprl" demo --env recsys --user-epsilon 5 --users "${USERS:-80000}" ${ARGS:-} --seed "$seed" --data "$data" --returning 0 --flush-timeout 1m --max-duration 0 --json >"$data.json" 2>"$data.log"
 		"$OUT/dprl" ledger snapshot --data "$data" --out "$data.snap" --force >/dev/null
 		"$OUT/dprl" sims generate --env recsys --behavior "policy:$data.snap" --episodes 500 --seed $((1000 + seed)) \
 			--out "$data-eval.jsonl" --json >"$data-eval.json"
