@@ -360,7 +360,7 @@ func TestAgentExpectHead(t *testing.T) {
 	}
 	n, _ := strconv.Atoi(seq)
 	later := fmt.Sprintf("%d:%s", n+5, hash) // as if the directory had since been rolled back
-	code, _, stderr := runCLI(t, "agent", "--data", dir, "--env", "cartpole", "--K", "8", "--expect-head", later)
+	code, _, stderr := runCLI(t, "agent", "--data", dir, "--env", "cartpole", "--K", "8", "--nats-listen", "127.0.0.1:0", "--expect-head", later)
 	if code != 1 || !strings.Contains(stderr, "rolled back") {
 		t.Errorf("agent --expect-head %s: exit %d, %q; want 1 and 'rolled back'", later, code, stderr)
 	}
