@@ -14,11 +14,22 @@
 // pads the edges with zeros, so the kernel always computes whole tiles (edge
 // tiles are computed into a scratch tile and copied).
 //
-// On amd64 with AVX2 and FMA (detected at run time with golang.org/x/sys/cpu)
-// the micro-kernel is Go assembly: a 6 x 8 tile held in twelve YMM
-// accumulators, two loads of B and six broadcasts of A per step of k. On other
-// CPUs and architectures it is a pure-Go kernel over the same packed panels;
-// no cgo is involved.
+// The micro-kernel is chosen once, from the CPU's features (detected at run
+// time with golang.org/x/sys/cpu; Kernel names it):
+//
+//   - with AVX-512F, Go assembly on an 8 x 16 tile held in sixteen ZMM
+//     accumulators (two loads of B and eight broadcasts of A per step of k),
+//     which also reads a small A in place, a row at a time with its stride,
+//     and packs B^T (and A) with an 8 x 8 in-register transpose;
+//   - with AVX2 and FMA, Go assembly on a 6 x 8 tile in twelve YMM
+//     accumulators;
+//   - elsewhere a pure-Go kernel over the same packed panels.
+//
+// No cgo is involved. The two assembly kernels give every element of C the
+// same bits: each sums over k in the same order with one fused multiply-add
+// per step, in the same blocks of k, and finishes with the same fused
+// epilogue (edge tiles included), so a seeded run is the same with and
+// without AVX-512.
 //
 // Implementation satisfies gonum's blas.Float64 with this Dgemm and
 // gonum's pure-Go routines for everything else, so blas64.Use(gemm.Implementation{})

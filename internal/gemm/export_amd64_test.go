@@ -1,3 +1,3 @@
 package gemm
 
-func setAsm(on bool) { useAsm = on }
+func setPackAsm(on bool) { pack8Asm = on && pack8Avail }

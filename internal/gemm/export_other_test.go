@@ -2,4 +2,4 @@
 
 package gemm
 
-func setAsm(bool) {}
+func setPackAsm(bool) {}

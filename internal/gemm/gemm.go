@@ -1,27 +1,65 @@
 package gemm
 
 import (
+	"math"
 	"sync"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/floats"
 )
 
-// Register tile of the micro-kernel (rows of A by columns of B) and cache
-// blocking. kc x nr of B (16 KiB) stays in L1 while a panel of A streams past
-// it; mc x kc of A (192 KiB) stays in L2; kc x nc of B (2 MiB) in L3.
+// Cache blocking. A kc-row panel of B (16 KiB at 8 columns, 32 KiB at 16)
+// stays in L1 while a panel of A streams past it; mc x kc of A (192 KiB)
+// stays in L2; kc x nc of B (2 MiB) in L3. The blocking of k is the same for
+// every micro-kernel, so that every kernel sums each element of C in the
+// same order (see microKernel).
 const (
-	mr = 6
-	nr = 8
 	kc = 256
-	mc = 96 // a multiple of mr
+	mc = 96 // a multiple of every kernel's mr
 	nc = 1024
 )
+
+// microKernel is a register-blocked kernel and its tile: with ap holding, at
+// p sa + i rs, row i's value of column p of an A panel and bp, at p sb, the
+// nr values of row p of a B panel (sa = mr, rs = 1 and sb = nr when packed),
+// run sets the mr x nr tile at c (leading dimension ldc) to alpha ap bp +
+// beta c, not reading c when beta is zero. A kernel without rowStride
+// takes only rs = 1.
+//
+// The assembly kernels accumulate each element of the tile in one lane, one
+// fused multiply-add per step of k in the order of k, and finish with
+// fma(beta, c, alpha acc) (fused is true): whatever their tile, they give
+// every element of C the same bits, so a seeded run does not depend on
+// which of them the CPU selects.
+type microKernel struct {
+	name      string
+	mr, nr    int
+	fused     bool
+	rowStride bool
+	run       func(kb int, ap []float64, sa, rs int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64)
+}
+
+// mrMax and nrMax bound every kernel's tile (the scratch tile's size).
+const mrMax, nrMax = 8, 16
+
+// goKernel is the portable kernel (kernelGo).
+var goKernel = &microKernel{name: "go 6x8", mr: 6, nr: 8, run: kernelGo}
+
+// active is the kernel Dgemm uses, chosen once from the CPU's features
+// (kernel_amd64.go); tests switch it to compare kernels on one machine.
+var active = bestKernel()
+
+// Kernel names the micro-kernel in use: "avx512 8x16", "avx2-fma 6x8" or
+// "go 6x8".
+func Kernel() string { return active.name }
 
 // workspace holds the packed panels of one call.
 type workspace struct {
 	a []float64 // mc x kc, mr-row panels
 	b []float64 // kc x nc, nr-column panels
+	// tile takes an edge tile (here, not on the stack: the kernel is
+	// called through a func value, so a stack tile would escape).
+	tile [mrMax * nrMax]float64
 }
 
 var pool = sync.Pool{New: func() any { return new(workspace) }}
@@ -54,7 +92,7 @@ func Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda i
 		return
 	}
 	ws := pool.Get().(*workspace)
-	gemm(ws, tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	gemm(ws, active, tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	pool.Put(ws)
 }
 
@@ -123,19 +161,25 @@ func scale(m, n int, beta float64, c []float64, ldc int) {
 
 // directMax bounds the elements (rows times leading dimension) of an
 // operand read in place instead of packed: A^T and B already hold the
-// kernel's panels as rows (6 or 8 consecutive values per step of k), and
+// kernel's panels as rows (mr or nr consecutive values per step of k), A
+// holds them as mr rows the AVX-512 kernel reads with a stride, and
 // for operands this small, which stay in L1 and L2, the copy costs more than
 // the strided reads it saves (measured by BenchmarkDgemmShapes).
 var directMax = 1 << 14
 
-func gemm(ws *workspace, transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+func gemm(ws *workspace, kern *microKernel, transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
 	// A is read in place when stored transposed (k x m: row p holds column p
 	// of op(A)); B when not transposed (row p of B is row p of op(B)).
 	directA := transA && k*lda <= directMax
+	// A not transposed is read in place, a row at a time, by a kernel that
+	// takes a row stride.
+	rowsA := !transA && kern.rowStride && m*lda <= directMax
+	directA = directA || rowsA
 	directB := !transB && k*ldb <= directMax
+	mr, nr, run := kern.mr, kern.nr, kern.run
 	ws.a = grow(ws.a, min(mc, roundUp(m, mr))*min(kc, k))
 	ws.b = grow(ws.b, min(kc, k)*min(nc, roundUp(n, nr)))
-	var tile [mr * nr]float64
+	tile := &ws.tile
 	for j0 := 0; j0 < n; j0 += nc {
 		nb := min(nc, n-j0)
 		for p0 := 0; p0 < k; p0 += kc {
@@ -145,10 +189,10 @@ func gemm(ws *workspace, transA, transB bool, m, n, k int, alpha float64, a []fl
 			if p0 > 0 {
 				bet = 1
 			}
-			packB(ws.b, transB, directB, b, ldb, p0, kb, j0, nb)
+			packB(ws.b, nr, transB, directB, b, ldb, p0, kb, j0, nb)
 			for i0 := 0; i0 < m; i0 += mc {
 				mb := min(mc, m-i0)
-				packA(ws.a, transA, directA, a, lda, i0, mb, p0, kb)
+				packA(ws.a, mr, transA, directA, a, lda, i0, mb, p0, kb)
 				for jr := 0; jr < nb; jr += nr {
 					nrr := min(nr, nb-jr)
 					bp, sb := ws.b[jr*kb:jr*kb+nr*kb], nr
@@ -157,24 +201,32 @@ func gemm(ws *workspace, transA, transB bool, m, n, k int, alpha float64, a []fl
 					}
 					for ir := 0; ir < mb; ir += mr {
 						mrr := min(mr, mb-ir)
-						ap, sa := ws.a[ir*kb:ir*kb+mr*kb], mr
-						if directA && mrr == mr {
+						ap, sa, rs := ws.a[ir*kb:ir*kb+mr*kb], mr, 1
+						switch {
+						case rowsA && mrr == mr:
+							ap, sa, rs = a[(i0+ir)*lda+p0:], 1, lda
+						case directA && mrr == mr:
 							ap, sa = a[p0*lda+i0+ir:], lda
 						}
 						off := (i0+ir)*ldc + j0 + jr
 						if mrr == mr && nrr == nr {
-							kernel(kb, ap, sa, bp, sb, c[off:], ldc, alpha, bet)
+							run(kb, ap, sa, rs, bp, sb, c[off:], ldc, alpha, bet)
 							continue
 						}
-						kernel(kb, ap, sa, bp, sb, tile[:], nr, 1, 0)
+						run(kb, ap, sa, rs, bp, sb, tile[:], nr, 1, 0)
 						for i := 0; i < mrr; i++ {
 							row := c[off+i*ldc : off+i*ldc+nrr]
 							t := tile[i*nr : i*nr+nrr]
-							if bet == 0 {
+							switch {
+							case bet == 0:
 								for j := range row {
 									row[j] = alpha * t[j]
 								}
-							} else {
+							case kern.fused: // as the kernel's own epilogue
+								for j := range row {
+									row[j] = math.FMA(bet, row[j], alpha*t[j])
+								}
+							default:
 								for j := range row {
 									row[j] = alpha*t[j] + bet*row[j]
 								}
@@ -193,7 +245,7 @@ func roundUp(x, r int) int { return (x + r - 1) / r * r }
 // of mr rows: panel q holds, for each p, the mr values op(A)[i0+q mr+i][p0+p]
 // (zero past row mb). With direct (A^T read in place) only a partial last
 // panel is packed.
-func packA(dst []float64, trans, direct bool, a []float64, lda, i0, mb, p0, kb int) {
+func packA(dst []float64, mr int, trans, direct bool, a []float64, lda, i0, mb, p0, kb int) {
 	for q := 0; q < mb; q += mr {
 		rows := min(mr, mb-q)
 		if direct && rows == mr {
@@ -201,7 +253,7 @@ func packA(dst []float64, trans, direct bool, a []float64, lda, i0, mb, p0, kb i
 		}
 		d := dst[q*kb : q*kb+mr*kb]
 		if !trans {
-			if rows == mr {
+			if rows == 6 && mr == 6 {
 				r0 := a[(i0+q)*lda+p0:]
 				r1 := a[(i0+q+1)*lda+p0:]
 				r2 := a[(i0+q+2)*lda+p0:]
@@ -210,8 +262,21 @@ func packA(dst []float64, trans, direct bool, a []float64, lda, i0, mb, p0, kb i
 				r5 := a[(i0+q+5)*lda+p0:]
 				r0, r1, r2, r3, r4, r5 = r0[:kb], r1[:kb], r2[:kb], r3[:kb], r4[:kb], r5[:kb]
 				for p := range kb {
-					e := (*[mr]float64)(d[p*mr:])
+					e := (*[6]float64)(d[p*6:])
 					e[0], e[1], e[2], e[3], e[4], e[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
+				}
+				continue
+			}
+			if rows == 8 && mr == 8 {
+				packB8(d, 8, a[(i0+q)*lda+p0:], lda, kb)
+				continue
+			}
+			if rows == mr {
+				for i := range mr {
+					r := a[(i0+q+i)*lda+p0:]
+					for p, v := range r[:kb] {
+						d[p*mr+i] = v
+					}
 				}
 				continue
 			}
@@ -227,7 +292,7 @@ func packA(dst []float64, trans, direct bool, a []float64, lda, i0, mb, p0, kb i
 		// op(A) = A^T: A is k x m, row p0+p of A holds op(A)'s column.
 		if rows == mr {
 			for p := range kb {
-				*(*[mr]float64)(d[p*mr:]) = *(*[mr]float64)(a[(p0+p)*lda+i0+q:])
+				copy(d[p*mr:p*mr+mr], a[(p0+p)*lda+i0+q:])
 			}
 			continue
 		}
@@ -244,7 +309,7 @@ func packA(dst []float64, trans, direct bool, a []float64, lda, i0, mb, p0, kb i
 // of nr columns: panel q holds, for each p, the nr values op(B)[p0+p][j0+q nr+j]
 // (zero past column nb). With direct (B read in place) only a partial last
 // panel is packed.
-func packB(dst []float64, trans, direct bool, b []float64, ldb, p0, kb, j0, nb int) {
+func packB(dst []float64, nr int, trans, direct bool, b []float64, ldb, p0, kb, j0, nb int) {
 	for q := 0; q < nb; q += nr {
 		cols := min(nr, nb-q)
 		if direct && cols == nr {
@@ -254,7 +319,7 @@ func packB(dst []float64, trans, direct bool, b []float64, ldb, p0, kb, j0, nb i
 		if !trans {
 			if cols == nr {
 				for p := range kb {
-					*(*[nr]float64)(d[p*nr:]) = *(*[nr]float64)(b[(p0+p)*ldb+j0+q:])
+					copy(d[p*nr:p*nr+nr], b[(p0+p)*ldb+j0+q:])
 				}
 				continue
 			}
@@ -267,19 +332,10 @@ func packB(dst []float64, trans, direct bool, b []float64, ldb, p0, kb, j0, nb i
 			continue
 		}
 		// op(B) = B^T: B is n x k, row j0+q+j of B holds op(B)'s column.
-		if cols == nr {
-			r0 := b[(j0+q)*ldb+p0:]
-			r1 := b[(j0+q+1)*ldb+p0:]
-			r2 := b[(j0+q+2)*ldb+p0:]
-			r3 := b[(j0+q+3)*ldb+p0:]
-			r4 := b[(j0+q+4)*ldb+p0:]
-			r5 := b[(j0+q+5)*ldb+p0:]
-			r6 := b[(j0+q+6)*ldb+p0:]
-			r7 := b[(j0+q+7)*ldb+p0:]
-			r0, r1, r2, r3, r4, r5, r6, r7 = r0[:kb], r1[:kb], r2[:kb], r3[:kb], r4[:kb], r5[:kb], r6[:kb], r7[:kb]
-			for p := range kb {
-				e := (*[nr]float64)(d[p*nr:])
-				e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p], r6[p], r7[p]
+		if cols == nr && nr%8 == 0 {
+			// Eight columns at a time: eight rows of B read in step.
+			for h := 0; h < nr; h += 8 {
+				packB8(d[h:], nr, b[(j0+q+h)*ldb+p0:], ldb, kb)
 			}
 			continue
 		}
@@ -296,12 +352,31 @@ func packB(dst []float64, trans, direct bool, b []float64, ldb, p0, kb, j0, nb i
 	}
 }
 
-// kernelGo is the portable micro-kernel: with ap holding, at p sa, the mr
-// values of column p of an A panel and bp, at p sb, the nr values of row p
-// of a B panel (sa = mr and sb = nr when packed as above), it sets the
-// mr x nr tile at c (leading dimension ldc) to alpha ap bp + beta c, not
-// reading c when beta is zero.
-func kernelGo(kb int, ap []float64, sa int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64) {
+// packB8 transposes eight rows of kb values (row r at src[r ld:]) into
+// dst: for each p, the eight values src[r ld + p] at dst[p stride:], the
+// layout of a packed panel of B^T (or of A) eight lanes at a time.
+func packB8(dst []float64, stride int, src []float64, ld, kb int) {
+	p0 := pack8(dst, stride, src, ld, kb)
+	if p0 == kb {
+		return
+	}
+	r0 := src[:kb]
+	r1 := src[ld : ld+kb]
+	r2 := src[2*ld : 2*ld+kb]
+	r3 := src[3*ld : 3*ld+kb]
+	r4 := src[4*ld : 4*ld+kb]
+	r5 := src[5*ld : 5*ld+kb]
+	r6 := src[6*ld : 6*ld+kb]
+	r7 := src[7*ld : 7*ld+kb]
+	for p := p0; p < kb; p++ {
+		e := (*[8]float64)(dst[p*stride:])
+		e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p], r6[p], r7[p]
+	}
+}
+
+// kernelGo is the portable 6 x 8 micro-kernel (microKernel.run).
+func kernelGo(kb int, ap []float64, sa, _ int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64) {
+	const mr, nr = 6, 8
 	var acc [mr * nr]float64
 	for p := range kb {
 		bv := bp[p*sb : p*sb+nr : p*sb+nr]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -44,23 +45,18 @@ func randSlice(rng *rand.Rand, n int) []float64 {
 	return s
 }
 
-// kernels runs f once per micro-kernel this machine can run, each with
+// eachKernel runs f once per micro-kernel this machine can run, each with
 // operands read in place where allowed and with everything packed.
-func kernels(t *testing.T, f func(t *testing.T)) {
+func eachKernel(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
-	saved, savedMax := useAsm, directMax
-	t.Cleanup(func() { setAsm(saved); directMax = savedMax })
-	for _, asm := range []bool{false, true} {
-		if asm && !saved {
-			continue
-		}
+	saved, savedMax := active, directMax
+	t.Cleanup(func() { active, directMax = saved, savedMax; setPackAsm(true) })
+	for _, k := range kernels() {
 		for _, dm := range []int{savedMax, 0} {
-			setAsm(asm)
-			directMax = dm
-			name := "go"
-			if asm {
-				name = "asm"
-			}
+			// The portable kernel runs with the portable packing too.
+			active, directMax = k, dm
+			setPackAsm(k != goKernel)
+			name := strings.ReplaceAll(k.name, " ", "-")
 			if dm == 0 {
 				name += "/packed"
 			}
@@ -73,7 +69,7 @@ func kernels(t *testing.T, f func(t *testing.T)) {
 // blocked sizes (across mc, kc and nc), padded leading dimensions and the
 // alpha/beta special cases with the triple loop and with gonum.
 func TestDgemmAgainstReference(t *testing.T) {
-	kernels(t, func(t *testing.T) {
+	eachKernel(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		sizes := [][3]int{
 			{1, 1, 1}, {6, 8, 1}, {6, 8, 4}, {5, 7, 3}, {7, 9, 5}, {13, 17, 11},
@@ -228,8 +224,8 @@ func TestDgemmAllocs(t *testing.T) {
 // TestKernelName logs the micro-kernel in use (the performance script reads it).
 func TestKernelName(t *testing.T) {
 	k := Kernel()
-	if k != "avx2-fma 6x8" && k != "go 6x8" {
-		t.Fatalf("Kernel() = %q", k)
+	if k != kernels()[0].name {
+		t.Fatalf("Kernel() = %q, want the first of %d available", k, len(kernels()))
 	}
 	t.Logf("kernel: %s", k)
 }
@@ -237,7 +233,7 @@ func TestKernelName(t *testing.T) {
 // TestDgemmRowsIndependent: with A not transposed, a row of C does not
 // depend on how many rows the product has.
 func TestDgemmRowsIndependent(t *testing.T) {
-	kernels(t, func(t *testing.T) {
+	eachKernel(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(5, 6))
 		for _, nk := range [][2]int{{2, 64}, {64, 4}, {32, 4}, {16, 16}, {64, 64}, {9, 300}, {300, 9}} {
 			n, k := nk[0], nk[1]
@@ -264,4 +260,55 @@ func TestDgemmRowsIndependent(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestKernelsSameBits: the assembly kernels give every element of C the
+// same bits whatever their tile (each sums in the order of k with fused
+// multiply-adds and ends with the same fused epilogue, and partial tiles
+// finish the same way), so a seeded run is the same on CPUs with and without
+// AVX-512. Shapes cover whole and partial tiles of both kernels, several
+// blocks of k, every transpose, alpha and beta special and general.
+func TestKernelsSameBits(t *testing.T) {
+	var asm []*microKernel
+	for _, k := range kernels() {
+		if k.fused {
+			asm = append(asm, k)
+		}
+	}
+	if len(asm) < 2 {
+		t.Skipf("this CPU runs %d assembly kernel(s): nothing to compare (AVX-512 needed)", len(asm))
+	}
+	saved := active
+	t.Cleanup(func() { active = saved })
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, s := range [][3]int{{8, 16, 5}, {6, 8, 3}, {13, 17, 9}, {64, 64, 64}, {96, 48, 300}, {33, 130, 257}, {128, 256, 256}, {1, 40, 70}, {100, 3, 50}} {
+		m, n, k := s[0], s[1], s[2]
+		for _, ab := range [][2]float64{{1, 0}, {1, 1}, {-0.7, 0.3}, {2.5, -1.25}} {
+			for _, tr := range [][2]blas.Transpose{{blas.NoTrans, blas.NoTrans}, {blas.Trans, blas.NoTrans}, {blas.NoTrans, blas.Trans}, {blas.Trans, blas.Trans}} {
+				a, b, c0 := randSlice(rng, m*k), randSlice(rng, k*n), randSlice(rng, m*n)
+				lda, ldb := k, n
+				if tr[0] == blas.Trans {
+					lda = m
+				}
+				if tr[1] == blas.Trans {
+					ldb = k
+				}
+				var ref []float64
+				for i, kern := range asm {
+					active = kern
+					c := append([]float64(nil), c0...)
+					Dgemm(tr[0], tr[1], m, n, k, ab[0], a, lda, b, ldb, ab[1], c, n)
+					if i == 0 {
+						ref = c
+						continue
+					}
+					for e := range c {
+						if math.Float64bits(c[e]) != math.Float64bits(ref[e]) {
+							t.Fatalf("%dx%dx%d %c%c alpha %v beta %v: C[%d] = %v with %s, %v with %s", m, n, k, tr[0], tr[1], ab[0], ab[1], e, c[e], kern.name, ref[e], asm[0].name)
+						}
+					}
+				}
+			}
+		}
+	}
 }

@@ -119,3 +119,222 @@ storezero:
 	ROWZERO(Y10, Y11)
 	VZEROUPPER
 	RET
+
+// func kernel8x16(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64)
+//
+// kernel6x8's computation on an 8 x 16 tile with AVX-512F, reading row i
+// of the A panel at a + i rs + p sa (rs = 1 for a packed panel or A^T read in
+// place, rs = lda and sa = 1 for A read in place): row i of the tile
+// accumulates in Z(2i) (columns 0-7) and Z(2i+1) (columns 8-15); Z16, Z17
+// hold a row of B, Z18, Z19 broadcasts of A. Each element gets one FMA per
+// step of k in the order of k and the same epilogue as kernel6x8, so the two
+// kernels give C the same bits.
+TEXT ·kernel8x16(SB), NOSPLIT, $0-80
+	MOVQ kb+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ sa+16(FP), R10
+	SHLQ $3, R10
+	MOVQ rs+24(FP), R12
+	SHLQ $3, R12
+	LEAQ (R12)(R12*2), R13 // 3 rs
+	LEAQ (AX)(R12*4), R14  // row 4
+	MOVQ b+32(FP), BX
+	MOVQ sb+40(FP), R11
+	SHLQ $3, R11
+	MOVQ c+48(FP), DX
+	MOVQ ldc+56(FP), R8
+	SHLQ $3, R8
+
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z9, Z9, Z9
+	VPXORQ Z10, Z10, Z10
+	VPXORQ Z11, Z11, Z11
+	VPXORQ Z12, Z12, Z12
+	VPXORQ Z13, Z13, Z13
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z15, Z15, Z15
+
+	MOVQ CX, R9
+	SHRQ $2, R9 // steps of 4
+	ANDQ $3, CX // the rest
+	TESTQ R9, R9
+	JZ   tail16
+
+#define STEP16 \
+	VMOVUPD (BX), Z16 \
+	VMOVUPD 64(BX), Z17 \
+	VBROADCASTSD (AX), Z18 \
+	VFMADD231PD Z16, Z18, Z0 \
+	VFMADD231PD Z17, Z18, Z1 \
+	VBROADCASTSD (AX)(R12*1), Z19 \
+	VFMADD231PD Z16, Z19, Z2 \
+	VFMADD231PD Z17, Z19, Z3 \
+	VBROADCASTSD (AX)(R12*2), Z18 \
+	VFMADD231PD Z16, Z18, Z4 \
+	VFMADD231PD Z17, Z18, Z5 \
+	VBROADCASTSD (AX)(R13*1), Z19 \
+	VFMADD231PD Z16, Z19, Z6 \
+	VFMADD231PD Z17, Z19, Z7 \
+	VBROADCASTSD (R14), Z18 \
+	VFMADD231PD Z16, Z18, Z8 \
+	VFMADD231PD Z17, Z18, Z9 \
+	VBROADCASTSD (R14)(R12*1), Z19 \
+	VFMADD231PD Z16, Z19, Z10 \
+	VFMADD231PD Z17, Z19, Z11 \
+	VBROADCASTSD (R14)(R12*2), Z18 \
+	VFMADD231PD Z16, Z18, Z12 \
+	VFMADD231PD Z17, Z18, Z13 \
+	VBROADCASTSD (R14)(R13*1), Z19 \
+	VFMADD231PD Z16, Z19, Z14 \
+	VFMADD231PD Z17, Z19, Z15 \
+	ADDQ R10, AX \
+	ADDQ R10, R14 \
+	ADDQ R11, BX
+
+loop16x4:
+	STEP16
+	STEP16
+	STEP16
+	STEP16
+	DECQ R9
+	JNZ  loop16x4
+
+tail16:
+	TESTQ CX, CX
+	JZ    store16
+
+loop16x1:
+	STEP16
+	DECQ CX
+	JNZ  loop16x1
+
+store16:
+	VBROADCASTSD alpha+64(FP), Z18
+	MOVQ beta+72(FP), R10
+	SHLQ $1, R10 // drop the sign: +-0 both mean "do not read C"
+	JZ   storezero16
+	VBROADCASTSD beta+72(FP), Z19
+#define ROWBETA16(r0, r1) \
+	VMULPD Z18, r0, r0 \
+	VMULPD Z18, r1, r1 \
+	VFMADD231PD (DX), Z19, r0 \
+	VFMADD231PD 64(DX), Z19, r1 \
+	VMOVUPD r0, (DX) \
+	VMOVUPD r1, 64(DX) \
+	ADDQ R8, DX
+
+	ROWBETA16(Z0, Z1)
+	ROWBETA16(Z2, Z3)
+	ROWBETA16(Z4, Z5)
+	ROWBETA16(Z6, Z7)
+	ROWBETA16(Z8, Z9)
+	ROWBETA16(Z10, Z11)
+	ROWBETA16(Z12, Z13)
+	ROWBETA16(Z14, Z15)
+	VZEROUPPER
+	RET
+
+#define ROWZERO16(r0, r1) \
+	VMULPD Z18, r0, r0 \
+	VMULPD Z18, r1, r1 \
+	VMOVUPD r0, (DX) \
+	VMOVUPD r1, 64(DX) \
+	ADDQ R8, DX
+
+storezero16:
+	ROWZERO16(Z0, Z1)
+	ROWZERO16(Z2, Z3)
+	ROWZERO16(Z4, Z5)
+	ROWZERO16(Z6, Z7)
+	ROWZERO16(Z8, Z9)
+	ROWZERO16(Z10, Z11)
+	ROWZERO16(Z12, Z13)
+	ROWZERO16(Z14, Z15)
+	VZEROUPPER
+	RET
+
+// func pack8AVX512(dst *float64, stride int, src *float64, ld, n int)
+//
+// packB8's transpose for n a multiple of 8: for p < n, the values
+// src[r ld + p] (r < 8) go to dst[p stride + r], an 8 x 8 block at a time
+// (eight row loads, an in-register transpose by VUNPCK*PD and VSHUFF64X2,
+// eight stores). It only moves values.
+TEXT ·pack8AVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DX
+	MOVQ stride+8(FP), R8
+	SHLQ $3, R8
+	LEAQ (R8)(R8*2), R9 // 3 stride
+	LEAQ (DX)(R8*4), DI // dst row 4
+	MOVQ src+16(FP), AX
+	MOVQ ld+24(FP), R12
+	SHLQ $3, R12
+	LEAQ (R12)(R12*2), R13 // 3 ld
+	LEAQ (AX)(R12*4), R14  // src row 4
+	MOVQ n+32(FP), CX
+	SHRQ $3, CX
+	JZ   packdone
+	MOVQ R8, SI
+	SHLQ $3, SI // 8 strides: the next block of dst
+
+packloop:
+	VMOVUPD (AX), Z0
+	VMOVUPD (AX)(R12*1), Z1
+	VMOVUPD (AX)(R12*2), Z2
+	VMOVUPD (AX)(R13*1), Z3
+	VMOVUPD (R14), Z4
+	VMOVUPD (R14)(R12*1), Z5
+	VMOVUPD (R14)(R12*2), Z6
+	VMOVUPD (R14)(R13*1), Z7
+	// Pairs: Z8 = r0_0 r1_0 r0_2 r1_2 ..., Z9 = r0_1 r1_1 r0_3 r1_3 ...
+	VUNPCKLPD Z1, Z0, Z8
+	VUNPCKHPD Z1, Z0, Z9
+	VUNPCKLPD Z3, Z2, Z10
+	VUNPCKHPD Z3, Z2, Z11
+	VUNPCKLPD Z5, Z4, Z12
+	VUNPCKHPD Z5, Z4, Z13
+	VUNPCKLPD Z7, Z6, Z14
+	VUNPCKHPD Z7, Z6, Z15
+	// 128-bit lanes: even lanes (0, 2) then odd ones (1, 3).
+	VSHUFF64X2 $0x88, Z10, Z8, Z16
+	VSHUFF64X2 $0xDD, Z10, Z8, Z17
+	VSHUFF64X2 $0x88, Z14, Z12, Z18
+	VSHUFF64X2 $0xDD, Z14, Z12, Z19
+	VSHUFF64X2 $0x88, Z11, Z9, Z20
+	VSHUFF64X2 $0xDD, Z11, Z9, Z21
+	VSHUFF64X2 $0x88, Z15, Z13, Z22
+	VSHUFF64X2 $0xDD, Z15, Z13, Z23
+	// Columns 0, 4 / 2, 6 from the even pairs; 1, 5 / 3, 7 from the odd.
+	VSHUFF64X2 $0x88, Z18, Z16, Z0
+	VSHUFF64X2 $0xDD, Z18, Z16, Z4
+	VSHUFF64X2 $0x88, Z19, Z17, Z2
+	VSHUFF64X2 $0xDD, Z19, Z17, Z6
+	VSHUFF64X2 $0x88, Z22, Z20, Z1
+	VSHUFF64X2 $0xDD, Z22, Z20, Z5
+	VSHUFF64X2 $0x88, Z23, Z21, Z3
+	VSHUFF64X2 $0xDD, Z23, Z21, Z7
+	VMOVUPD Z0, (DX)
+	VMOVUPD Z1, (DX)(R8*1)
+	VMOVUPD Z2, (DX)(R8*2)
+	VMOVUPD Z3, (DX)(R9*1)
+	VMOVUPD Z4, (DI)
+	VMOVUPD Z5, (DI)(R8*1)
+	VMOVUPD Z6, (DI)(R8*2)
+	VMOVUPD Z7, (DI)(R9*1)
+	ADDQ $64, AX
+	ADDQ $64, R14
+	ADDQ SI, DX
+	ADDQ SI, DI
+	DECQ CX
+	JNZ  packloop
+	VZEROUPPER
+
+packdone:
+	RET

@@ -2,11 +2,10 @@
 
 package gemm
 
-const useAsm = false
+// kernels lists the micro-kernels this CPU can run: the portable one.
+func kernels() []*microKernel { return []*microKernel{goKernel} }
 
-func kernel(kb int, ap []float64, sa int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64) {
-	kernelGo(kb, ap, sa, bp, sb, c, ldc, alpha, beta)
-}
+func bestKernel() *microKernel { return goKernel }
 
-// Kernel names the micro-kernel in use: "avx2-fma 6x8" or "go 6x8".
-func Kernel() string { return "go 6x8" }
+// pack8 is packB8's assembly on amd64; here nothing is done in assembly.
+func pack8([]float64, int, []float64, int, int) int { return 0 }
