@@ -3,3 +3,5 @@
 package vecmath
 
 func setAsm(bool) {}
+
+func setAVX512(bool) {}

@@ -3,11 +3,22 @@ package vecmath
 import "math"
 
 // Tanh sets x[i] = tanh(x[i]) for every i, within 2 ulp of math.Tanh
-// (NaN stays NaN, +-Inf gives +-1, -0 stays -0).
+// (NaN stays NaN, +-Inf gives +-1, -0 stays -0). With AVX-512 the leading
+// multiple of 8 goes through the 8-lane kernel, which gives the AVX2
+// kernel's bits.
 func Tanh(x []float64) {
 	n := len(x) &^ 3
 	if useAsm && n > 0 {
-		tanhAVX2(&x[0], n)
+		n8 := 0
+		if useAVX512 {
+			n8 = len(x) &^ 7
+			if n8 > 0 {
+				tanhAVX512(&x[0], n8)
+			}
+		}
+		if n > n8 {
+			tanhAVX2(&x[n8], n-n8)
+		}
 	} else {
 		n = 0
 	}
@@ -40,7 +51,9 @@ type AdamParams struct {
 //	m[i] = b1 m[i] + (1-b1) g[i],  v[i] = b2 v[i] + (1-b2) g[i]^2,
 //	p[i] -= step m[i] / (sqrt(v[i]) InvSqrtC2 + eps).
 //
-// All four slices must have the same length.
+// All four slices must have the same length. Where the CPU has AVX-512 the
+// leading multiple of 8 goes through the 8-lane kernel, which gives the
+// AVX2 kernel's bits.
 func Adam(p, g, m, v []float64, c AdamParams) {
 	n := len(p)
 	if len(g) != n || len(m) != n || len(v) != n {
@@ -51,7 +64,16 @@ func Adam(p, g, m, v []float64, c AdamParams) {
 		k = n &^ 3
 		if k > 0 {
 			cs := [7]float64{c.Beta1, 1 - c.Beta1, c.Beta2, 1 - c.Beta2, c.Step, c.InvSqrtC2, c.Eps}
-			adamAVX2(k, &p[0], &g[0], &m[0], &v[0], &cs)
+			k8 := 0
+			if useAVX512 {
+				k8 = n &^ 7
+				if k8 > 0 {
+					adamAVX512(k8, &p[0], &g[0], &m[0], &v[0], &cs)
+				}
+			}
+			if k > k8 {
+				adamAVX2(k-k8, &p[k8], &g[k8], &m[k8], &v[k8], &cs)
+			}
 		}
 	}
 	b1, b2 := c.Beta1, c.Beta2
@@ -65,13 +87,20 @@ func Adam(p, g, m, v []float64, c AdamParams) {
 }
 
 // ReLU sets x[i] = max(x[i], 0) for every i (NaN stays NaN; -0 may stay
-// -0).
+// -0). The AVX-512 and AVX2 kernels give the same bits.
 func ReLU(x []float64) {
 	n := 0
 	if useAsm {
 		n = len(x) &^ 3
-		if n > 0 {
-			reluAVX2(&x[0], n)
+		n8 := 0
+		if useAVX512 {
+			n8 = len(x) &^ 7
+			if n8 > 0 {
+				reluAVX512(&x[0], n8)
+			}
+		}
+		if n > n8 {
+			reluAVX2(&x[n8], n-n8)
 		}
 	}
 	for i := n; i < len(x); i++ {
@@ -83,14 +112,22 @@ func ReLU(x []float64) {
 
 // ReLUGrad sets d[i] = 0 wherever y[i] is not > 0 (y the ReLU's outputs,
 // d the gradient with respect to them: the derivative is 1 where the unit
-// is active, 0 elsewhere, at 0 included). len(y) must be >= len(d).
+// is active, 0 elsewhere, at 0 included). len(y) must be >= len(d). The
+// AVX-512 and AVX2 kernels give the same bits.
 func ReLUGrad(d, y []float64) {
 	y = y[:len(d)]
 	n := 0
 	if useAsm {
 		n = len(d) &^ 3
-		if n > 0 {
-			reluGradAVX2(&d[0], &y[0], n)
+		n8 := 0
+		if useAVX512 {
+			n8 = len(d) &^ 7
+			if n8 > 0 {
+				reluGradAVX512(&d[0], &y[0], n8)
+			}
+		}
+		if n > n8 {
+			reluGradAVX2(&d[n8], &y[n8], n-n8)
 		}
 	}
 	for i := n; i < len(d); i++ {

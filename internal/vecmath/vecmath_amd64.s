@@ -1,6 +1,7 @@
 #include "textflag.h"
 
-// Constants, each replicated four times (one YMM register's worth).
+// Constants, each replicated four times (one YMM register's worth; the
+// AVX-512 kernels broadcast the first copy).
 DATA tanhc<>+0(SB)/8, $0x7fffffffffffffff // absmask
 DATA tanhc<>+8(SB)/8, $0x7fffffffffffffff // absmask
 DATA tanhc<>+16(SB)/8, $0x7fffffffffffffff // absmask
@@ -282,4 +283,181 @@ gloop:
 	VZEROUPPER
 
 gdone:
+	RET
+
+// The AVX-512 kernels below port the AVX2 ones above lane for lane: eight
+// lanes per iteration (n a multiple of 8), each lane doing the same
+// floating-point operations in the same order, on the same operands in the
+// same positions (so even a NaN's payload is picked the same way), with the
+// same constants (each read from the tables above and broadcast). Where the
+// AVX2 code selects with a compare and a blend or an and-mask, these compare
+// into a mask register and blend or zero with it, which selects the same
+// values. So their results are bit-identical to the AVX2 kernels'. They use
+// AVX512F and, for VCVTPD2QQ, AVX512DQ.
+
+// func tanhAVX512(x *float64, n int)
+//
+// As tanhAVX2, eight lanes at a time; n a multiple of 8.
+TEXT ·tanhAVX512(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+	SHRQ $3, CX
+	JZ   zdone
+	VBROADCASTSD tanhc<>+64(SB), Z15 // one
+	VBROADCASTSD tanhc<>+96(SB), Z14 // two
+
+zloop:
+	VMOVUPD (DI), Z0
+	VPANDQ.BCST tanhc<>+0(SB), Z0, Z1 // |x|
+	VPANDQ.BCST tanhc<>+32(SB), Z0, Z2 // sign bit
+	// exp(2 min(|x|, 22))
+	VMINPD.BCST tanhc<>+160(SB), Z1, Z3 // 22 when |x| is NaN, as VMINPD's second operand
+	VADDPD  Z3, Z3, Z3 // w
+	VMULPD.BCST tanhc<>+192(SB), Z3, Z4
+	VRNDSCALEPD $0, Z4, Z4 // k, to nearest (scale 0: VROUNDPD $0)
+	VMOVAPD Z3, Z5
+	VFNMADD231PD.BCST tanhc<>+224(SB), Z4, Z5 // r = w - k ln2hi
+	VFNMADD231PD.BCST tanhc<>+256(SB), Z4, Z5 // r -= k ln2lo
+	VBROADCASTSD tanhc<>+288(SB), Z6
+	VFMADD213PD.BCST tanhc<>+320(SB), Z5, Z6 // p = p r + 1/12!
+	VFMADD213PD.BCST tanhc<>+352(SB), Z5, Z6 // p = p r + 1/11!
+	VFMADD213PD.BCST tanhc<>+384(SB), Z5, Z6 // p = p r + 1/10!
+	VFMADD213PD.BCST tanhc<>+416(SB), Z5, Z6 // p = p r + 1/9!
+	VFMADD213PD.BCST tanhc<>+448(SB), Z5, Z6 // p = p r + 1/8!
+	VFMADD213PD.BCST tanhc<>+480(SB), Z5, Z6 // p = p r + 1/7!
+	VFMADD213PD.BCST tanhc<>+512(SB), Z5, Z6 // p = p r + 1/6!
+	VFMADD213PD.BCST tanhc<>+544(SB), Z5, Z6 // p = p r + 1/5!
+	VFMADD213PD.BCST tanhc<>+576(SB), Z5, Z6 // p = p r + 1/4!
+	VFMADD213PD.BCST tanhc<>+608(SB), Z5, Z6 // p = p r + 1/3!
+	VFMADD213PD.BCST tanhc<>+640(SB), Z5, Z6 // p = p r + 1/2!
+	VFMADD213PD Z15, Z5, Z6 // p = p r + 1
+	VFMADD213PD Z15, Z5, Z6 // p = p r + 1: exp(r)
+	// k is a whole number in [0, 64] (w in [0, 44]), so converting it
+	// straight to 64 bits gives what VCVTPD2DQ and VPMOVSXDQ give.
+	VCVTPD2QQ Z4, Z7
+	VPSLLQ  $52, Z7, Z7
+	VPADDQ  Z7, Z6, Z6 // e = exp(r) 2^k
+	VADDPD  Z15, Z6, Z8 // e + 1
+	// the rational branch
+	VMULPD  Z0, Z0, Z9 // s
+	VMULPD.BCST tanhc<>+672(SB), Z9, Z10
+	VADDPD.BCST tanhc<>+704(SB), Z10, Z10
+	VFMADD213PD.BCST tanhc<>+736(SB), Z9, Z10 // P(s)
+	VADDPD.BCST tanhc<>+768(SB), Z9, Z11
+	VFMADD213PD.BCST tanhc<>+800(SB), Z9, Z11
+	VFMADD213PD.BCST tanhc<>+832(SB), Z9, Z11 // Q(s)
+	VMULPD  Z9, Z10, Z10
+	VMULPD  Z0, Z10, Z10 // x s P(s)
+	VCMPPD.BCST $0x1d, tanhc<>+128(SB), Z1, K1 // |x| >= 0.625 (GE_OQ: false for NaN)
+	VBLENDMPD Z14, Z10, K1, Z13 // numerator: 2 or x s P(s)
+	VBLENDMPD Z8, Z11, K1, Z11 // denominator: e + 1 or Q(s)
+	VDIVPD  Z11, Z13, Z13 // q
+	VADDPD  Z0, Z13, Z10 // x + q
+	VSUBPD  Z13, Z15, Z11 // 1 - q
+	VBLENDMPD Z11, Z10, K1, Z0
+	VPANDQ.BCST tanhc<>+0(SB), Z0, Z0
+	VPORQ   Z2, Z0, Z0 // |result| with the sign of x (tanh(-0) = -0)
+	VMOVUPD Z0, (DI)
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     zloop
+	VZEROUPPER
+
+zdone:
+	RET
+
+// func adamAVX512(n int, p, grad, m, v *float64, c *[7]float64)
+//
+// As adamAVX2, eight lanes at a time; n a multiple of 8.
+TEXT ·adamAVX512(SB), NOSPLIT, $0-48
+	MOVQ n+0(FP), CX
+	MOVQ p+8(FP), DI
+	MOVQ grad+16(FP), SI
+	MOVQ m+24(FP), R8
+	MOVQ v+32(FP), R9
+	MOVQ c+40(FP), AX
+	SHRQ $3, CX
+	JZ   zadone
+	VBROADCASTSD 0(AX), Z8  // b1
+	VBROADCASTSD 8(AX), Z9  // 1-b1
+	VBROADCASTSD 16(AX), Z10 // b2
+	VBROADCASTSD 24(AX), Z11 // 1-b2
+	VBROADCASTSD 32(AX), Z12 // step
+	VBROADCASTSD 40(AX), Z13 // isc2
+	VBROADCASTSD 48(AX), Z14 // eps
+
+zaloop:
+	VMOVUPD (SI), Z0 // g
+	VMULPD  (R8), Z8, Z1
+	VFMADD231PD Z9, Z0, Z1 // m
+	VMULPD  Z0, Z0, Z2
+	VMULPD  (R9), Z10, Z3
+	VFMADD231PD Z11, Z2, Z3 // v
+	VMOVUPD Z1, (R8)
+	VMOVUPD Z3, (R9)
+	VSQRTPD Z3, Z4
+	VFMADD213PD Z14, Z13, Z4 // sqrt(v) isc2 + eps
+	VMULPD  Z12, Z1, Z5
+	VDIVPD  Z4, Z5, Z5
+	VMOVUPD (DI), Z6
+	VSUBPD  Z5, Z6, Z6
+	VMOVUPD Z6, (DI)
+	ADDQ    $64, SI
+	ADDQ    $64, R8
+	ADDQ    $64, R9
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     zaloop
+	VZEROUPPER
+
+zadone:
+	RET
+
+// func reluAVX512(x *float64, n int)
+//
+// As reluAVX2, eight lanes at a time; n a multiple of 8.
+TEXT ·reluAVX512(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+	SHRQ $3, CX
+	JZ   zrdone
+	VPXORQ Z1, Z1, Z1
+
+zrloop:
+	VMOVUPD (DI), Z0
+	VMAXPD  Z0, Z1, Z0 // (0 > x) ? 0 : x, which is x when x is NaN
+	VMOVUPD Z0, (DI)
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     zrloop
+	VZEROUPPER
+
+zrdone:
+	RET
+
+// func reluGradAVX512(d, y *float64, n int)
+//
+// As reluGradAVX2, eight lanes at a time; n a multiple of 8. The compare
+// goes to a mask register and a zeroing load replaces the and-mask: both
+// keep d where y > 0 and give +0 elsewhere.
+TEXT ·reluGradAVX512(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ y+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   zgdone
+	VPXORQ Z1, Z1, Z1
+
+zgloop:
+	VMOVUPD (SI), Z0
+	VCMPPD  $0x1e, Z1, Z0, K1 // y > 0 (GT_OQ: false for NaN)
+	VMOVUPD.Z (DI), K1, Z3
+	VMOVUPD Z3, (DI)
+	ADDQ    $64, DI
+	ADDQ    $64, SI
+	DECQ    CX
+	JNZ     zgloop
+	VZEROUPPER
+
+zgdone:
 	RET

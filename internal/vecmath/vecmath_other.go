@@ -2,7 +2,10 @@
 
 package vecmath
 
-const useAsm = false
+const (
+	useAsm    = false
+	useAVX512 = false
+)
 
 func tanhAVX2(*float64, int) { panic("vecmath: no vector kernel") }
 
@@ -13,3 +16,13 @@ func adamAVX2(int, *float64, *float64, *float64, *float64, *[7]float64) {
 func reluAVX2(*float64, int) { panic("vecmath: no vector kernel") }
 
 func reluGradAVX2(*float64, *float64, int) { panic("vecmath: no vector kernel") }
+
+func tanhAVX512(*float64, int) { panic("vecmath: no vector kernel") }
+
+func adamAVX512(int, *float64, *float64, *float64, *float64, *[7]float64) {
+	panic("vecmath: no vector kernel")
+}
+
+func reluAVX512(*float64, int) { panic("vecmath: no vector kernel") }
+
+func reluGradAVX512(*float64, *float64, int) { panic("vecmath: no vector kernel") }
