@@ -9,7 +9,9 @@
     add --json for machine-readable output, --peers DIR for the exported peer sources,
     --noise float|exact|both (dpsgd: dprl's noise; Opacus always adds float noise),
     --dtype float64|float32|both (ppo, sac and cql's plain step: the peer's dtype;
-    dprl computes in float64)
+    dprl computes in float64), --openblas-coretype NAME (the peers' OpenBLAS kernel,
+    e.g. Cooperlake or SkylakeX where OpenBLAS does not know the CPU and falls back
+    to Prescott; default: OpenBLAS's own choice)
 
 The two sides run alternately (A B A B ...), each round after waiting for the
 machine to be idle (/proc/stat); the result is the median of each side, the
@@ -57,12 +59,17 @@ def wait_idle(limit=0.1, patience=30):
     return b
 
 
+CORETYPE = None  # --openblas-coretype
+
+
 def peer_env(peers):
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
                PYTHONPATH=peers)
     # Older OpenBLAS builds need these on some CPUs; they slow a current one.
     env.pop("OPENBLAS_CORETYPE", None)
     env.pop("OPENBLAS_L2_SIZE", None)
+    if CORETYPE:
+        env["OPENBLAS_CORETYPE"] = CORETYPE
     return env
 
 
@@ -315,13 +322,18 @@ def main():
     ap.add_argument("--dtype", choices=["float64", "float32", "both"], default="float64",
                     help="ppo, sac and cql's plain step: the peer's dtype (float32 is PyTorch's default; dprl and the "
                          "DP rows stay float64)")
+    ap.add_argument("--openblas-coretype", default=None,
+                    help="OPENBLAS_CORETYPE for the peers (default: unset, OpenBLAS's own choice)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    global CORETYPE
+    CORETYPE = args.openblas_coretype
     if args.rounds <= 0:
         args.rounds = 5 if args.what == "gemm" else 3
     with tempfile.TemporaryDirectory() as tmp:
         res = summarise({"gemm": gemm, "ppo": ppo, "dpsgd": dpsgd, "sac": sac_peer, "cql": cql}[args.what](args, tmp))
     res["cpu"] = cpu_model()
+    res["openblas_coretype"] = CORETYPE or "OpenBLAS's own choice"
     if args.json:
         print(json.dumps(res, indent=1))
         return
