@@ -49,7 +49,7 @@ func BenchmarkDgemm(b *testing.B) {
 // minibatch of 32 (forward A W^T, weight gradient D^T A, input gradient D W)
 // and of a 256-wide layer on 128 rows, with operands read in place where the
 // layout allows and, in the same run, with everything packed: the
-// measurement behind directMax.
+// measurement behind directMax and directRowsMax.
 func BenchmarkDgemmShapes(b *testing.B) {
 	type shape struct {
 		name    string
@@ -64,8 +64,8 @@ func BenchmarkDgemmShapes(b *testing.B) {
 			shape{fmt.Sprintf("dW-%dx%d", rows, w), blas.Trans, blas.NoTrans, w, w, rows},
 			shape{fmt.Sprintf("dIn-%dx%d", rows, w), blas.NoTrans, blas.NoTrans, rows, w, w})
 	}
-	saved := directMax
-	defer func() { directMax = saved }()
+	saved, savedRows := directMax, directRowsMax
+	defer func() { directMax, directRowsMax = saved, savedRows }()
 	for _, s := range shapes {
 		rng := rand.New(rand.NewPCG(1, 1))
 		x, y, z := randSlice(rng, s.m*s.k), randSlice(rng, s.k*s.n), make([]float64, s.m*s.n)
@@ -82,7 +82,10 @@ func BenchmarkDgemmShapes(b *testing.B) {
 				name = "packed"
 			}
 			b.Run(s.name+"/"+name, func(b *testing.B) {
-				directMax = dm
+				directMax, directRowsMax = dm, savedRows
+				if dm == 0 {
+					directRowsMax = 0
+				}
 				b.ReportAllocs()
 				for b.Loop() {
 					Dgemm(s.tA, s.tB, s.m, s.n, s.k, 1, x, lda, y, ldb, 0, z, s.n)

@@ -49,12 +49,15 @@ func randSlice(rng *rand.Rand, n int) []float64 {
 // operands read in place where allowed and with everything packed.
 func eachKernel(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
-	saved, savedMax := active, directMax
-	t.Cleanup(func() { active, directMax = saved, savedMax; setPackAsm(true) })
+	saved, savedMax, savedRows := active, directMax, directRowsMax
+	t.Cleanup(func() { active, directMax, directRowsMax = saved, savedMax, savedRows; setPackAsm(true) })
 	for _, k := range kernels() {
 		for _, dm := range []int{savedMax, 0} {
 			// The portable kernel runs with the portable packing too.
-			active, directMax = k, dm
+			active, directMax, directRowsMax = k, dm, savedRows
+			if dm == 0 {
+				directRowsMax = 0
+			}
 			setPackAsm(k != goKernel)
 			name := strings.ReplaceAll(k.name, " ", "-")
 			if dm == 0 {

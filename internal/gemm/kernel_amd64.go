@@ -33,6 +33,22 @@ func pack8(dst []float64, stride int, src []float64, ld, kb int) int {
 	return n
 }
 
+//go:noescape
+func copyRowsAVX512(dst *float64, dstStride int, src *float64, srcStride, rows, vecs int)
+
+// copyRows copies rows rows of w values (w = 8 or 16) from src (stride
+// srcStride) to dst (stride w) in assembly where it can, and reports
+// whether it did.
+func copyRows(dst []float64, src []float64, srcStride, rows, w int) bool {
+	if !pack8Asm || rows == 0 || w%8 != 0 || w > 16 {
+		return false
+	}
+	_ = dst[(rows-1)*w+w-1]
+	_ = src[(rows-1)*srcStride+w-1]
+	copyRowsAVX512(&dst[0], w, &src[0], srcStride, rows, w/8)
+	return true
+}
+
 var (
 	// avx2Kernel holds a 6 x 8 tile in twelve YMM accumulators.
 	avx2Kernel = &microKernel{name: "avx2-fma 6x8", mr: 6, nr: 8, fused: true, run: func(kb int, ap []float64, sa, _ int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64) {

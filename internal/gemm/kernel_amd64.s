@@ -338,3 +338,45 @@ packloop:
 
 packdone:
 	RET
+
+// func copyRowsAVX512(dst *float64, dstStride int, src *float64, srcStride, rows, vecs int)
+//
+// For r < rows, copies vecs (1 or 2) vectors of 8 values from src + r
+// srcStride to dst + r dstStride: the packing of panels whose rows are
+// already the kernel's (B not transposed, A^T).
+TEXT ·copyRowsAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DX
+	MOVQ dstStride+8(FP), R8
+	SHLQ $3, R8
+	MOVQ src+16(FP), AX
+	MOVQ srcStride+24(FP), R9
+	SHLQ $3, R9
+	MOVQ rows+32(FP), CX
+	TESTQ CX, CX
+	JZ   copydone
+	CMPQ vecs+40(FP), $2
+	JEQ  copy2
+
+copy1:
+	VMOVUPD (AX), Z0
+	VMOVUPD Z0, (DX)
+	ADDQ R9, AX
+	ADDQ R8, DX
+	DECQ CX
+	JNZ  copy1
+	VZEROUPPER
+	RET
+
+copy2:
+	VMOVUPD (AX), Z0
+	VMOVUPD 64(AX), Z1
+	VMOVUPD Z0, (DX)
+	VMOVUPD Z1, 64(DX)
+	ADDQ R9, AX
+	ADDQ R8, DX
+	DECQ CX
+	JNZ  copy2
+	VZEROUPPER
+
+copydone:
+	RET
