@@ -136,3 +136,30 @@ func ReLUGrad(d, y []float64) {
 		}
 	}
 }
+
+// Polyak sets t[i] = t[i] + tau (s[i] - t[i]) for every i (a target
+// network's Polyak averaging toward s). Each element takes three rounded
+// operations (a subtraction, a product, a sum; never a fused multiply-add)
+// on every path, so the bits do not depend on the CPU. len(s) must be >=
+// len(t).
+func Polyak(t, s []float64, tau float64) {
+	s = s[:len(t)]
+	n := 0
+	if useAsm {
+		n = len(t) &^ 3
+		n8 := 0
+		if useAVX512 {
+			n8 = len(t) &^ 7
+			if n8 > 0 {
+				polyakAVX512(&t[0], &s[0], n8, tau)
+			}
+		}
+		if n > n8 {
+			polyakAVX2(&t[n8], &s[n8], n-n8, tau)
+		}
+	}
+	for i := n; i < len(t); i++ {
+		d := float64(tau * (s[i] - t[i])) // the conversion forbids fusing
+		t[i] += d
+	}
+}

@@ -35,3 +35,9 @@ func reluAVX512(x *float64, n int)
 
 //go:noescape
 func reluGradAVX512(d, y *float64, n int)
+
+//go:noescape
+func polyakAVX2(t, s *float64, n int, tau float64)
+
+//go:noescape
+func polyakAVX512(t, s *float64, n int, tau float64)

@@ -461,3 +461,59 @@ zgloop:
 
 zgdone:
 	RET
+
+// func polyakAVX2(t, s *float64, n int, tau float64)
+//
+// t[i] = t[i] + tau (s[i] - t[i]) for i < n (a multiple of 4), as a
+// subtraction, a product and a sum, each rounded (Polyak's Go loop).
+TEXT ·polyakAVX2(SB), NOSPLIT, $0-32
+	MOVQ t+0(FP), DI
+	MOVQ s+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $2, CX
+	JZ   pdone
+	VBROADCASTSD tau+24(FP), Y2
+
+ploop:
+	VMOVUPD (DI), Y0
+	VMOVUPD (SI), Y1
+	VSUBPD  Y0, Y1, Y1 // s - t
+	VMULPD  Y2, Y1, Y1 // tau (s - t)
+	VADDPD  Y1, Y0, Y0 // t + tau (s - t)
+	VMOVUPD Y0, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	DECQ    CX
+	JNZ     ploop
+	VZEROUPPER
+
+pdone:
+	RET
+
+// func polyakAVX512(t, s *float64, n int, tau float64)
+//
+// polyakAVX2 eight lanes at a time (n a multiple of 8), the same three
+// rounded operations per element.
+TEXT ·polyakAVX512(SB), NOSPLIT, $0-32
+	MOVQ t+0(FP), DI
+	MOVQ s+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   p5done
+	VBROADCASTSD tau+24(FP), Z2
+
+p5loop:
+	VMOVUPD (DI), Z0
+	VMOVUPD (SI), Z1
+	VSUBPD  Z0, Z1, Z1
+	VMULPD  Z2, Z1, Z1
+	VADDPD  Z1, Z0, Z0
+	VMOVUPD Z0, (DI)
+	ADDQ    $64, DI
+	ADDQ    $64, SI
+	DECQ    CX
+	JNZ     p5loop
+	VZEROUPPER
+
+p5done:
+	RET

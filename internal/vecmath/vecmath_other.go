@@ -26,3 +26,7 @@ func adamAVX512(int, *float64, *float64, *float64, *float64, *[7]float64) {
 func reluAVX512(*float64, int) { panic("vecmath: no vector kernel") }
 
 func reluGradAVX512(*float64, *float64, int) { panic("vecmath: no vector kernel") }
+
+func polyakAVX2(*float64, *float64, int, float64) { panic("vecmath: no vector kernel") }
+
+func polyakAVX512(*float64, *float64, int, float64) { panic("vecmath: no vector kernel") }

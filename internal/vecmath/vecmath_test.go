@@ -446,3 +446,51 @@ func BenchmarkReLUGrad(b *testing.B) {
 		}
 	})
 }
+
+// TestPolyak: every path gives each element the bits of the scalar
+// formula's three rounded operations, at every length and position,
+// special values included.
+func TestPolyak(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(7, 8))
+		special := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), 5e-324, -1e308, 1e308}
+		for n := 0; n <= 67; n++ {
+			for _, tau := range []float64{0.005, 0.5, 1, 0} {
+				tv, sv := make([]float64, n), make([]float64, n)
+				for i := range tv {
+					tv[i], sv[i] = rng.NormFloat64()*math.Exp(4*rng.NormFloat64()), rng.NormFloat64()
+					if rng.IntN(8) == 0 {
+						tv[i] = special[rng.IntN(len(special))]
+					}
+					if rng.IntN(8) == 0 {
+						sv[i] = special[rng.IntN(len(special))]
+					}
+				}
+				want := append([]float64(nil), tv...)
+				for i := range want {
+					d := float64(tau * (sv[i] - want[i]))
+					want[i] += d
+				}
+				Polyak(tv, sv, tau)
+				for i := range tv {
+					if math.Float64bits(tv[i]) != math.Float64bits(want[i]) && !(math.IsNaN(tv[i]) && math.IsNaN(want[i])) {
+						t.Fatalf("n %d tau %v: t[%d] = %v, want %v", n, tau, i, tv[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}
+
+func BenchmarkPolyak(b *testing.B) {
+	paths(b, func(b *testing.B, n int) {
+		rng := rand.New(rand.NewPCG(4, 4))
+		t, s := make([]float64, n), make([]float64, n)
+		for i := range t {
+			t[i], s[i] = rng.NormFloat64(), rng.NormFloat64()
+		}
+		for b.Loop() {
+			Polyak(t, s, 0.005)
+		}
+	})
+}

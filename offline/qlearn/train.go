@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 
+	"dprl/internal/vecmath"
 	"dprl/noise"
 	"dprl/policy"
 	"dprl/policy/qnet"
@@ -386,10 +387,7 @@ func (l *Learner) checkData(d *Data) {
 
 // polyak moves the target towards the online Q-network.
 func (l *Learner) polyak() {
-	t := l.cfg.Tau
-	for i, v := range l.theta {
-		l.target[i] += t * (v - l.target[i])
-	}
+	vecmath.Polyak(l.target, l.theta, l.cfg.Tau)
 }
 
 // Act returns the learner's greedy action at obs: argmax_a Q(obs, a) for

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"dprl/internal/vecmath"
 	"dprl/policy"
 )
 
@@ -281,9 +282,7 @@ func (a *Agent) Update(batch Batch, rng *rand.Rand) {
 	// Targets: theta' <- tau theta + (1 - tau) theta'.
 	tau := a.cfg.Tau
 	for i := range a.qT {
-		for k, v := range a.qP[i] {
-			a.qT[i][k] += tau * (v - a.qT[i][k])
-		}
+		vecmath.Polyak(a.qT[i], a.qP[i], tau)
 	}
 	a.stats = UpdateStats{QLoss: qLoss, ActorLoss: actorLoss, Alpha: alpha, Entropy: -meanLogp, QMean: qMean}
 }
