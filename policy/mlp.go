@@ -309,6 +309,38 @@ func (m *MLP) ForwardBatch(dst, params, x []float64, n int) {
 	copy(dst, m.acts[L][:n*m.Out()])
 }
 
+// KeepRows restricts the cache of the last ForwardBatch to the given rows
+// (indices into that batch, increasing), renumbered 0, 1, ... in that order,
+// so that a following Backward or BackwardInput runs on those rows alone,
+// with dOut and dx of len(rows) rows. Each row's gradients are computed as in
+// the whole batch, to the bit: a row's products do not depend on the other
+// rows. It allocates nothing; ForwardBatch starts a new cache.
+func (m *MLP) KeepRows(rows []int) {
+	prev := -1
+	for _, r := range rows {
+		if r <= prev || r >= m.batchN {
+			panic(fmt.Sprintf("policy: mlp keep rows: row %d after %d of %d", r, prev, m.batchN))
+		}
+		prev = r
+	}
+	for l, w := range m.sizes {
+		compactRows(m.acts[l], rows, w)
+		if m.pre != nil && m.pre[l] != nil {
+			compactRows(m.pre[l], rows, w)
+		}
+	}
+	m.batchN = len(rows)
+}
+
+// compactRows moves rows (increasing) of width w to the front of x, in order.
+func compactRows(x []float64, rows []int, w int) {
+	for i, r := range rows {
+		if i != r {
+			copy(x[i*w:(i+1)*w], x[r*w:(r+1)*w])
+		}
+	}
+}
+
 // Backward writes into grad (len NumParams()) the gradient of a scalar loss
 // with respect to params, given dOut (n*Out(), row-major), the gradient of the
 // loss with respect to the outputs of the last ForwardBatch (which must have
