@@ -3,3 +3,7 @@
 package gemm
 
 func setPackAsm(bool) {}
+
+func setPackLevel(int) func() { return func() {} }
+
+func packLevelOf(*microKernel) int { return 0 }

@@ -53,17 +53,20 @@ func eachKernel(t *testing.T, f func(t *testing.T)) {
 	t.Cleanup(func() { active, directMax, directRowsMax = saved, savedMax, savedRows; setPackAsm(true) })
 	for _, k := range kernels() {
 		for _, dm := range []int{savedMax, 0} {
-			// The portable kernel runs with the portable packing too.
+			// Each kernel runs with the packing of its own instruction
+			// set, the portable kernel with the portable packing.
 			active, directMax, directRowsMax = k, dm, savedRows
 			if dm == 0 {
 				directRowsMax = 0
 			}
 			setPackAsm(k != goKernel)
+			restore := setPackLevel(packLevelOf(k))
 			name := strings.ReplaceAll(k.name, " ", "-")
 			if dm == 0 {
 				name += "/packed"
 			}
 			t.Run(name, f)
+			restore()
 		}
 	}
 }

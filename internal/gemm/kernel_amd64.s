@@ -1,21 +1,27 @@
 #include "textflag.h"
 
-// func kernel6x8(kb int, a *float64, sa int, b *float64, sb int, c *float64, ldc int, alpha, beta float64)
+// func kernel6x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64)
 //
-// C[0:6][0:8] = alpha * sum_p a[p sa : p sa+6]^T b[p sb : p sb+8] + beta * C,
-// C not read when beta is +-0 (strides in elements: 6 and 8 for packed
-// panels, the leading dimension when A^T or B is read in place). Row i of the tile accumulates in Y(2i) (columns 0-3) and
-// Y(2i+1) (columns 4-7); Y12, Y13 hold a row of B, Y14, Y15 broadcasts of A.
-TEXT ·kernel6x8(SB), NOSPLIT, $0-72
+// C[0:6][0:8] = alpha * sum_p A_p^T b[p sb : p sb+8] + beta * C, where
+// row i of A_p is at a + i rs + p sa (rs = 1 and sa = 6 for a packed panel,
+// sa = lda for A^T read in place, rs = lda and sa = 1 for A read in place),
+// C not read when beta is +-0 (strides in elements). Row i of the tile
+// accumulates in Y(2i) (columns 0-3) and Y(2i+1) (columns 4-7); Y12, Y13
+// hold a row of B, Y14, Y15 broadcasts of A.
+TEXT ·kernel6x8(SB), NOSPLIT, $0-80
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ sa+16(FP), R10
 	SHLQ $3, R10
-	MOVQ b+24(FP), BX
-	MOVQ sb+32(FP), R11
+	MOVQ rs+24(FP), R12
+	SHLQ $3, R12
+	LEAQ (R12)(R12*2), R13 // 3 rs
+	LEAQ (AX)(R12*4), R14  // row 4
+	MOVQ b+32(FP), BX
+	MOVQ sb+40(FP), R11
 	SHLQ $3, R11
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R8
+	MOVQ c+48(FP), DX
+	MOVQ ldc+56(FP), R8
 	SHLQ $3, R8
 
 	VXORPD Y0, Y0, Y0
@@ -43,22 +49,23 @@ TEXT ·kernel6x8(SB), NOSPLIT, $0-72
 	VBROADCASTSD (AX), Y14 \
 	VFMADD231PD Y12, Y14, Y0 \
 	VFMADD231PD Y13, Y14, Y1 \
-	VBROADCASTSD 8(AX), Y15 \
+	VBROADCASTSD (AX)(R12*1), Y15 \
 	VFMADD231PD Y12, Y15, Y2 \
 	VFMADD231PD Y13, Y15, Y3 \
-	VBROADCASTSD 16(AX), Y14 \
+	VBROADCASTSD (AX)(R12*2), Y14 \
 	VFMADD231PD Y12, Y14, Y4 \
 	VFMADD231PD Y13, Y14, Y5 \
-	VBROADCASTSD 24(AX), Y15 \
+	VBROADCASTSD (AX)(R13*1), Y15 \
 	VFMADD231PD Y12, Y15, Y6 \
 	VFMADD231PD Y13, Y15, Y7 \
-	VBROADCASTSD 32(AX), Y14 \
+	VBROADCASTSD (R14), Y14 \
 	VFMADD231PD Y12, Y14, Y8 \
 	VFMADD231PD Y13, Y14, Y9 \
-	VBROADCASTSD 40(AX), Y15 \
+	VBROADCASTSD (R14)(R12*1), Y15 \
 	VFMADD231PD Y12, Y15, Y10 \
 	VFMADD231PD Y13, Y15, Y11 \
 	ADDQ R10, AX \
+	ADDQ R10, R14 \
 	ADDQ R11, BX
 
 loop4:
@@ -79,11 +86,11 @@ loop1:
 	JNZ  loop1
 
 store:
-	VBROADCASTSD alpha+56(FP), Y14
-	MOVQ beta+64(FP), R10
+	VBROADCASTSD alpha+64(FP), Y14
+	MOVQ beta+72(FP), R10
 	SHLQ $1, R10 // drop the sign: +-0 both mean "do not read C"
 	JZ   storezero
-	VBROADCASTSD beta+64(FP), Y15
+	VBROADCASTSD beta+72(FP), Y15
 
 #define ROWBETA(r0, r1) \
 	VMULPD Y14, r0, r0 \
@@ -379,4 +386,109 @@ copy2:
 	VZEROUPPER
 
 copydone:
+	RET
+
+// func pack8AVX2(dst *float64, stride int, src *float64, ld, n int)
+//
+// pack8AVX512 with AVX2 (n a multiple of 4): four steps of p at a time,
+// rows 0-3 and rows 4-7 each as a 4 x 4 transpose (VUNPCK*PD, VPERM2F128).
+TEXT ·pack8AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DX
+	MOVQ stride+8(FP), R8
+	SHLQ $3, R8
+	LEAQ (R8)(R8*2), R9 // 3 stride
+	MOVQ src+16(FP), AX
+	MOVQ ld+24(FP), R12
+	SHLQ $3, R12
+	LEAQ (R12)(R12*2), R13 // 3 ld
+	LEAQ (AX)(R12*4), R14  // src row 4
+	MOVQ n+32(FP), CX
+	SHRQ $2, CX
+	JZ   pack2done
+	MOVQ R8, SI
+	SHLQ $2, SI // 4 strides: the next block of dst
+
+pack2loop:
+	VMOVUPD (AX), Y0
+	VMOVUPD (AX)(R12*1), Y1
+	VMOVUPD (AX)(R12*2), Y2
+	VMOVUPD (AX)(R13*1), Y3
+	VUNPCKLPD Y1, Y0, Y4
+	VUNPCKHPD Y1, Y0, Y5
+	VUNPCKLPD Y3, Y2, Y6
+	VUNPCKHPD Y3, Y2, Y7
+	VPERM2F128 $0x20, Y6, Y4, Y0
+	VPERM2F128 $0x20, Y7, Y5, Y1
+	VPERM2F128 $0x31, Y6, Y4, Y2
+	VPERM2F128 $0x31, Y7, Y5, Y3
+	VMOVUPD Y0, (DX)
+	VMOVUPD Y1, (DX)(R8*1)
+	VMOVUPD Y2, (DX)(R8*2)
+	VMOVUPD Y3, (DX)(R9*1)
+	VMOVUPD (R14), Y0
+	VMOVUPD (R14)(R12*1), Y1
+	VMOVUPD (R14)(R12*2), Y2
+	VMOVUPD (R14)(R13*1), Y3
+	VUNPCKLPD Y1, Y0, Y4
+	VUNPCKHPD Y1, Y0, Y5
+	VUNPCKLPD Y3, Y2, Y6
+	VUNPCKHPD Y3, Y2, Y7
+	VPERM2F128 $0x20, Y6, Y4, Y0
+	VPERM2F128 $0x20, Y7, Y5, Y1
+	VPERM2F128 $0x31, Y6, Y4, Y2
+	VPERM2F128 $0x31, Y7, Y5, Y3
+	VMOVUPD Y0, 32(DX)
+	VMOVUPD Y1, 32(DX)(R8*1)
+	VMOVUPD Y2, 32(DX)(R8*2)
+	VMOVUPD Y3, 32(DX)(R9*1)
+	ADDQ $32, AX
+	ADDQ $32, R14
+	ADDQ SI, DX
+	DECQ CX
+	JNZ  pack2loop
+	VZEROUPPER
+
+pack2done:
+	RET
+
+// func copyRowsAVX2(dst *float64, dstStride int, src *float64, srcStride, rows, w int)
+//
+// copyRowsAVX512 with AVX2 for rows of w = 6 or 8 values.
+TEXT ·copyRowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DX
+	MOVQ dstStride+8(FP), R8
+	SHLQ $3, R8
+	MOVQ src+16(FP), AX
+	MOVQ srcStride+24(FP), R9
+	SHLQ $3, R9
+	MOVQ rows+32(FP), CX
+	TESTQ CX, CX
+	JZ   copy2done
+	CMPQ w+40(FP), $8
+	JEQ  copy8
+
+copy6:
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), X1
+	VMOVUPD Y0, (DX)
+	VMOVUPD X1, 32(DX)
+	ADDQ R9, AX
+	ADDQ R8, DX
+	DECQ CX
+	JNZ  copy6
+	VZEROUPPER
+	RET
+
+copy8:
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), Y1
+	VMOVUPD Y0, (DX)
+	VMOVUPD Y1, 32(DX)
+	ADDQ R9, AX
+	ADDQ R8, DX
+	DECQ CX
+	JNZ  copy8
+	VZEROUPPER
+
+copy2done:
 	RET
