@@ -18,12 +18,15 @@
 // time with golang.org/x/sys/cpu; Kernel names it):
 //
 //   - with AVX-512F, Go assembly on an 8 x 16 tile held in sixteen ZMM
-//     accumulators (two loads of B and eight broadcasts of A per step of k),
-//     which also reads a small A in place, a row at a time with its stride,
-//     and packs B^T (and A) with an 8 x 8 in-register transpose;
+//     accumulators (two loads of B and eight broadcasts of A per step of k);
 //   - with AVX2 and FMA, Go assembly on a 6 x 8 tile in twelve YMM
 //     accumulators;
 //   - elsewhere a pure-Go kernel over the same packed panels.
+//
+// Both assembly kernels also read an A of up to 2 MiB in place, a row at a
+// time with its stride, and packing transposes B^T (and A) eight rows at a
+// time in registers and copies rows with vector moves, in AVX-512 or AVX2
+// as the CPU allows.
 //
 // No cgo is involved. The two assembly kernels give every element of C the
 // same bits: each sums over k in the same order with one fused multiply-add
