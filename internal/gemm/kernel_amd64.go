@@ -2,9 +2,10 @@ package gemm
 
 import "golang.org/x/sys/cpu"
 
-// The assembly kernels (kernel_amd64.s). Each reads mr values at a + p sa
-// and nr at b + p sb for p < kb, and the mr x nr tile at c with row stride
-// ldc (elements), which must all be in bounds.
+// The assembly kernels (kernel_amd64.s). Each reads, for p < kb, row i's
+// value of A at a + i rs + p sa (i < mr) and nr values of B at b + p sb, and
+// the mr x nr tile at c with row stride ldc (all in elements), which must
+// all be in bounds.
 
 //go:noescape
 func kernel6x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64)
