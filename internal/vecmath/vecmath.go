@@ -2,25 +2,32 @@ package vecmath
 
 import "math"
 
+// spans splits n elements among the kernels: [0, n8) goes to the AVX-512
+// one, [n8, n4) to the AVX2 one and [n4, n) to the tail. With AVX-512 the
+// vector kernels take the same elements as with AVX2 alone (the leading
+// multiple of 4), so the results do not depend on which the CPU has; both
+// bounds are 0 without AVX2.
+func spans(n int) (n8, n4 int) {
+	if !useAsm {
+		return 0, 0
+	}
+	if useAVX512 {
+		n8 = n &^ 7
+	}
+	return n8, n &^ 3
+}
+
 // Tanh sets x[i] = tanh(x[i]) for every i, within 2 ulp of math.Tanh
 // (NaN stays NaN, +-Inf gives +-1, -0 stays -0). With AVX-512 the leading
 // multiple of 8 goes through the 8-lane kernel, which gives the AVX2
 // kernel's bits.
 func Tanh(x []float64) {
-	n := len(x) &^ 3
-	if useAsm && n > 0 {
-		n8 := 0
-		if useAVX512 {
-			n8 = len(x) &^ 7
-			if n8 > 0 {
-				tanhAVX512(&x[0], n8)
-			}
-		}
-		if n > n8 {
-			tanhAVX2(&x[n8], n-n8)
-		}
-	} else {
-		n = 0
+	n8, n := spans(len(x))
+	if n8 > 0 {
+		tanhAVX512(&x[0], n8)
+	}
+	if n > n8 {
+		tanhAVX2(&x[n8], n-n8)
 	}
 	if n == len(x) {
 		return
@@ -59,22 +66,13 @@ func Adam(p, g, m, v []float64, c AdamParams) {
 	if len(g) != n || len(m) != n || len(v) != n {
 		panic("vecmath: adam slices of different lengths")
 	}
-	k := 0
-	if useAsm {
-		k = n &^ 3
-		if k > 0 {
-			cs := [7]float64{c.Beta1, 1 - c.Beta1, c.Beta2, 1 - c.Beta2, c.Step, c.InvSqrtC2, c.Eps}
-			k8 := 0
-			if useAVX512 {
-				k8 = n &^ 7
-				if k8 > 0 {
-					adamAVX512(k8, &p[0], &g[0], &m[0], &v[0], &cs)
-				}
-			}
-			if k > k8 {
-				adamAVX2(k-k8, &p[k8], &g[k8], &m[k8], &v[k8], &cs)
-			}
-		}
+	k8, k := spans(n)
+	cs := [7]float64{c.Beta1, 1 - c.Beta1, c.Beta2, 1 - c.Beta2, c.Step, c.InvSqrtC2, c.Eps}
+	if k8 > 0 {
+		adamAVX512(k8, &p[0], &g[0], &m[0], &v[0], &cs)
+	}
+	if k > k8 {
+		adamAVX2(k-k8, &p[k8], &g[k8], &m[k8], &v[k8], &cs)
 	}
 	b1, b2 := c.Beta1, c.Beta2
 	for i := k; i < n; i++ {
@@ -89,19 +87,12 @@ func Adam(p, g, m, v []float64, c AdamParams) {
 // ReLU sets x[i] = max(x[i], 0) for every i (NaN stays NaN; -0 may stay
 // -0). The AVX-512 and AVX2 kernels give the same bits.
 func ReLU(x []float64) {
-	n := 0
-	if useAsm {
-		n = len(x) &^ 3
-		n8 := 0
-		if useAVX512 {
-			n8 = len(x) &^ 7
-			if n8 > 0 {
-				reluAVX512(&x[0], n8)
-			}
-		}
-		if n > n8 {
-			reluAVX2(&x[n8], n-n8)
-		}
+	n8, n := spans(len(x))
+	if n8 > 0 {
+		reluAVX512(&x[0], n8)
+	}
+	if n > n8 {
+		reluAVX2(&x[n8], n-n8)
 	}
 	for i := n; i < len(x); i++ {
 		if v := x[i]; v < 0 {
@@ -116,19 +107,12 @@ func ReLU(x []float64) {
 // AVX-512 and AVX2 kernels give the same bits.
 func ReLUGrad(d, y []float64) {
 	y = y[:len(d)]
-	n := 0
-	if useAsm {
-		n = len(d) &^ 3
-		n8 := 0
-		if useAVX512 {
-			n8 = len(d) &^ 7
-			if n8 > 0 {
-				reluGradAVX512(&d[0], &y[0], n8)
-			}
-		}
-		if n > n8 {
-			reluGradAVX2(&d[n8], &y[n8], n-n8)
-		}
+	n8, n := spans(len(d))
+	if n8 > 0 {
+		reluGradAVX512(&d[0], &y[0], n8)
+	}
+	if n > n8 {
+		reluGradAVX2(&d[n8], &y[n8], n-n8)
 	}
 	for i := n; i < len(d); i++ {
 		if !(y[i] > 0) {
@@ -144,19 +128,12 @@ func ReLUGrad(d, y []float64) {
 // len(t).
 func Polyak(t, s []float64, tau float64) {
 	s = s[:len(t)]
-	n := 0
-	if useAsm {
-		n = len(t) &^ 3
-		n8 := 0
-		if useAVX512 {
-			n8 = len(t) &^ 7
-			if n8 > 0 {
-				polyakAVX512(&t[0], &s[0], n8, tau)
-			}
-		}
-		if n > n8 {
-			polyakAVX2(&t[n8], &s[n8], n-n8, tau)
-		}
+	n8, n := spans(len(t))
+	if n8 > 0 {
+		polyakAVX512(&t[0], &s[0], n8, tau)
+	}
+	if n > n8 {
+		polyakAVX2(&t[n8], &s[n8], n-n8, tau)
 	}
 	for i := n; i < len(t); i++ {
 		d := float64(tau * (s[i] - t[i])) // the conversion forbids fusing
