@@ -162,13 +162,13 @@ func scale(m, n int, beta float64, c []float64, ldc int) {
 // directMax bounds the elements (rows times leading dimension) of an
 // operand read in place instead of packed: A^T and B already hold the
 // kernel's panels as rows (mr or nr consecutive values per step of k), A
-// holds them as mr rows the AVX-512 kernel reads with a stride, and
+// holds them as mr rows the assembly kernels read with a stride, and
 // for operands this small, which stay in L1 and L2, the copy costs more than
 // the strided reads it saves (measured by BenchmarkDgemmShapes).
 var directMax = 1 << 14
 
-// directRowsMax is directMax for A read in place by rows (the AVX-512
-// kernel): its eight rows' cache lines each serve eight steps of k, and
+// directRowsMax is directMax for A read in place by rows (the assembly
+// kernels): its rows' cache lines each serve eight steps of k, and
 // reading A in place pays up to 2 MiB (SAC's 256 x 256 layers on 256 rows:
 // 92-98 -> 98-100 updates/s, DP-SGD (b) 12% faster; BenchmarkDgemm n = 512
 // unchanged).
