@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +188,66 @@ func TestClusterStatusAndPage(t *testing.T) {
 	}
 	if err := replica.partitionsServed(); err == nil {
 		t.Error("a replica serving no partition is ready")
+	}
+}
+
+// TestReplicasReadyAreSettled starts two serving replicas at once beside a
+// learner (16 partitions, the default) and waits until both answer
+// /readyz. From then on no partition may move: together they serve each
+// of the 16 once, and the sets stay the same over two lease TTLs. (Before,
+// a replica that counted the members before the other had joined took
+// more than its share, said it was ready, and gave the extra partitions
+// up at its next tick, so sessions already running there got "no
+// responders": the cluster example in docs/agent.md failed this way.)
+func TestReplicasReadyAreSettled(t *testing.T) {
+	for round := range 3 {
+		ns, err := stream.StartEmbedded(stream.EmbeddedOptions{Port: -1, Partitions: DefaultPartitions, JetStream: &stream.JetStreamOptions{StoreDir: t.TempDir()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := func(role, holder string) *Service {
+			svc, err := StartService(context.Background(), ServiceConfig{Agent: cartpoleConfig(2), DataDir: t.TempDir(), NATS: ns.ClientURL(), HTTPAddr: "127.0.0.1:0",
+				Cluster: &Cluster{Role: role, Name: "t", Replicas: 1, Holder: holder, LeaseTTL: time.Second, UserKey: []byte(strings.Repeat("ab", 16)), Partitions: DefaultPartitions}})
+			if err != nil {
+				t.Error(err)
+			}
+			return svc
+		}
+		learner := start(RoleLearn, "learner")
+		var replicas [2]*Service
+		done := make(chan struct{})
+		for i := range replicas {
+			go func() { replicas[i] = start(RoleServe, fmt.Sprintf("replica-%d", i)); done <- struct{}{} }()
+		}
+		<-done
+		<-done
+		if t.Failed() {
+			t.FailNow()
+		}
+		testutil.EventuallyTrue(t, 20*time.Second, "both replicas ready", func() bool {
+			return replicas[0].partitionsServed() == nil && replicas[1].partitionsServed() == nil
+		})
+		served := func() [2][]int {
+			var s [2][]int
+			for i, r := range replicas {
+				s[i] = r.policies[0].srv.ServedPartitions()
+				slices.Sort(s[i])
+			}
+			return s
+		}
+		first := served()
+		all := slices.Concat(first[0], first[1])
+		slices.Sort(all)
+		if len(all) != DefaultPartitions || len(slices.Compact(all)) != DefaultPartitions {
+			t.Errorf("round %d: once both are ready the replicas serve %v and %v, not each of %d partitions once", round, first[0], first[1], DefaultPartitions)
+		}
+		time.Sleep(2 * time.Second)
+		if now := served(); !slices.Equal(now[0], first[0]) || !slices.Equal(now[1], first[1]) {
+			t.Errorf("round %d: partitions moved after both replicas were ready: %v and %v, then %v and %v", round, first[0], first[1], now[0], now[1])
+		}
+		for _, s := range []*Service{replicas[0], replicas[1], learner} {
+			s.Close()
+		}
+		ns.Shutdown()
 	}
 }

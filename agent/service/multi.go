@@ -270,8 +270,6 @@ func (s *Service) subscriptions(prefix string, actWorkers int) (string, int) {
 	return prefix + ".*", len(s.policies)*(actWorkers+1) - 1
 }
 
-// updatersRunning reports an updater that stopped, or whose releases are
-// paused on a full disk (readiness).
 // partitionsServed reports a serving replica of a partitioned cluster that
 // serves no session partition yet (before it follows the log's first
 // version, or while every partition is held by others): /readyz is then
@@ -289,6 +287,8 @@ func (s *Service) partitionsServed() error {
 	return errors.New("serving no session partition yet, or about to give some up to another replica")
 }
 
+// updatersRunning reports an updater that stopped, or whose releases are
+// paused on a full disk (readiness).
 func (s *Service) updatersRunning() error {
 	for _, p := range s.policies {
 		select {

@@ -172,8 +172,16 @@ func (p *partitioner) tick(ctx context.Context) bool {
 	// replica that took only some of the partitions another just gave up
 	// (their releases raced its acquisitions) is not settled until the
 	// rest are taken, since their sessions meanwhile get no responders.
+	// The share is counted again at the end: a replica that joined during
+	// this tick lowers it, and a replica that took partitions on the
+	// earlier count gives the extra ones up at its next tick, so it is
+	// not settled meanwhile.
 	defer func() {
 		ok := len(p.held) > 0 && len(p.held) <= fair
+		if ok {
+			m, err := p.member.Count(ctx, "m")
+			ok = err == nil && len(p.held) <= (p.n+max(m, 1)-1)/max(m, 1)
+		}
 		if ok {
 			all, err := p.member.Count(ctx, "p")
 			ok = err == nil && all >= p.n
