@@ -46,7 +46,7 @@ func (a *Agent) runReplica(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p := &publisher{a: a, learner: l, gu: make([]float64, l.NumParams())}
+	p := &publisher{a: a, learner: l, gu: make([]float64, l.NumParams()), every: follow}
 	if err := p.resume(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -69,7 +69,9 @@ func (a *Agent) runReplica(ctx context.Context) error {
 				return err
 			}
 		case <-a.queue.wake:
-			p.publishAll(ctx)
+			if err := p.publishAll(ctx); err != nil {
+				return err
+			}
 		case <-sweep.C:
 			a.sweep()
 		}
@@ -86,6 +88,10 @@ type publisher struct {
 	started bool // the log holds a writer entry: versions are the writer's
 	batch   []finished
 	rng     randWrap
+	// every is how often the log is read (Replica.Follow), also between
+	// the publications of a long batch; followed is when it last was.
+	every    time.Duration
+	followed time.Time
 }
 
 // resume restores what a restarted replica's ledger holds of the log: the
@@ -133,6 +139,7 @@ func (p *publisher) apply(r record.Release) {
 // the last version they hold.
 func (p *publisher) follow(ctx context.Context) error {
 	a := p.a
+	p.followed = time.Now()
 	// A read of the log retries through leader elections: bound it, so
 	// that the replica goes on publishing and sweeping meanwhile.
 	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -150,12 +157,25 @@ func (p *publisher) follow(ctx context.Context) error {
 }
 
 // publishAll computes and publishes the local update of every finished
-// session waiting, at the version being served.
-func (p *publisher) publishAll(ctx context.Context) {
+// session waiting, at the version being served. Each publication waits
+// for the queue's acknowledgement, so a long batch takes a while: the log
+// is read between publications as often as between batches, so that the
+// replica keeps serving the learner's latest version and its updates are
+// not set aside as stale. (Before, a replica whose sessions ended faster
+// than it could publish read the log only between batches, fell behind
+// the learner, and everything it published was stale: the learner
+// stalled.) It returns only follow's errors.
+func (p *publisher) publishAll(ctx context.Context) error {
 	a := p.a
 	p.batch = a.queue.popAll(p.batch[:0])
+	defer clear(p.batch)
 	for i := range p.batch {
 		f := &p.batch[i]
+		if time.Since(p.followed) >= p.every {
+			if err := p.follow(ctx); err != nil {
+				return err
+			}
+		}
 		cur := a.current.Load()
 		switch {
 		case !p.started, cur.num-f.ver > a.cfg.MaxStaleness:
@@ -180,5 +200,5 @@ func (p *publisher) publishAll(ctx context.Context) {
 		a.uncharge(f.bytes)
 		f.bytes = 0
 	}
-	clear(p.batch)
+	return nil
 }
