@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -64,4 +66,70 @@ func (p Provenance) String() string {
 		return "NOT private"
 	}
 	return fmt.Sprintf("(epsilon %s, delta %g)-DP per %s (ledger entry %d)", accountant.FormatEpsilon(p.Epsilon), p.Delta, p.Unit, p.LedgerSeq)
+}
+
+// ProvenanceBytes is the size of a provenance's binary encoding
+// (Provenance.AppendBinary).
+const ProvenanceBytes = 1 + 8 + 8 + provenanceUnitBytes + 8
+
+// provenanceUnitBytes is the encoding's unit field: the unit's name,
+// padded with zero bytes.
+const provenanceUnitBytes = 16
+
+// AppendBinary appends p's binary encoding to b, after validating it: a
+// private flag byte, epsilon and delta as float64, the unit's name in 16
+// bytes padded with zeros, and the ledger entry's sequence number as
+// uint64, little-endian (ProvenanceBytes in all). Released files (an actor
+// snapshot, a PriMORL model) carry it; ReadProvenance reads it back.
+func (p Provenance) AppendBinary(b []byte) ([]byte, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if len(p.Unit) > provenanceUnitBytes {
+		return nil, fmt.Errorf("%w: provenance unit %q longer than %d bytes", ErrInvalid, p.Unit, provenanceUnitBytes)
+	}
+	var private byte
+	if p.Private {
+		private = 1
+	}
+	b = append(b, private)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.Epsilon))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.Delta))
+	var unit [provenanceUnitBytes]byte
+	copy(unit[:], p.Unit)
+	b = append(b, unit[:]...)
+	return binary.LittleEndian.AppendUint64(b, p.LedgerSeq), nil
+}
+
+// ReadProvenance decodes the provenance at the start of b
+// (Provenance.AppendBinary) and returns it with the rest of b. A short
+// block, a flag other than 0 or 1, a unit name not padded with zeros, or
+// a provenance that does not validate is an error.
+func ReadProvenance(b []byte) (Provenance, []byte, error) {
+	if len(b) < ProvenanceBytes {
+		return Provenance{}, nil, fmt.Errorf("%w: %d bytes, too short for a provenance", ErrInvalid, len(b))
+	}
+	flag := b[0]
+	eps := math.Float64frombits(binary.LittleEndian.Uint64(b[1:]))
+	delta := math.Float64frombits(binary.LittleEndian.Uint64(b[9:]))
+	unit := b[17 : 17+provenanceUnitBytes]
+	n := bytes.IndexByte(unit, 0)
+	if n < 0 {
+		n = provenanceUnitBytes
+	}
+	for _, c := range unit[n:] {
+		if c != 0 {
+			n = -1
+			break
+		}
+	}
+	if flag > 1 || n < 0 {
+		return Provenance{}, nil, fmt.Errorf("%w: provenance flag %d, unit %q", ErrInvalid, flag, unit)
+	}
+	p := Provenance{Private: flag == 1, Epsilon: eps, Delta: delta, Unit: Unit(unit[:n]),
+		LedgerSeq: binary.LittleEndian.Uint64(b[17+provenanceUnitBytes:])}
+	if err := p.Validate(); err != nil {
+		return Provenance{}, nil, err
+	}
+	return p, b[ProvenanceBytes:], nil
 }

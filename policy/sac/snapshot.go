@@ -1,7 +1,6 @@
 package sac
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,43 +24,22 @@ const (
 	snapshotVersion = 2
 	snapshotV1      = 1
 	maxDim          = 1 << 16
-	// unitBytes is the provenance's unit field: the unit's name, padded
-	// with zero bytes.
-	unitBytes = 16
-	// provenanceBytes is the size of version 2's provenance block.
-	provenanceBytes = 1 + 8 + 8 + unitBytes + 8
 )
 
 // MarshalActor returns the agent's actor as a self-contained snapshot
 // with its provenance p (validated: ledger.Provenance.Validate): magic,
-// version, the provenance (private flag byte, epsilon and delta as
-// float64, the unit's name in 16 bytes padded with zeros, the ledger
-// entry's sequence number as uint64), the observation and action
+// version, the provenance (ledger.Provenance.AppendBinary), the
+// observation and action
 // dimensions, the hidden widths, the action box's scale and bias, the
 // parameters (float64; everything little-endian), and a CRC-32C of
 // everything before it. LoadActor reads it back.
 func (a *Agent) MarshalActor(p ledger.Provenance) ([]byte, error) {
-	if err := p.Validate(); err != nil {
+	b, err := p.AppendBinary(append([]byte(snapshotMagic), snapshotVersion))
+	if err != nil {
 		return nil, fmt.Errorf("sac: actor snapshot: %w", err)
 	}
-	if len(p.Unit) > unitBytes {
-		return nil, fmt.Errorf("sac: actor snapshot: unit %q longer than %d bytes", p.Unit, unitBytes)
-	}
-	b := []byte(snapshotMagic)
-	b = append(b, snapshotVersion)
 	u32 := func(v int) { b = binary.LittleEndian.AppendUint32(b, uint32(v)) }
 	f64 := func(v float64) { b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v)) }
-	var private byte
-	if p.Private {
-		private = 1
-	}
-	b = append(b, private)
-	f64(p.Epsilon)
-	f64(p.Delta)
-	var unit [unitBytes]byte
-	copy(unit[:], p.Unit)
-	b = append(b, unit[:]...)
-	b = binary.LittleEndian.AppendUint64(b, p.LedgerSeq)
 	u32(a.obsDim)
 	u32(a.actDim)
 	u32(len(a.cfg.Hidden))
@@ -136,29 +114,11 @@ func LoadActor(data []byte) (*Actor, error) {
 	}
 	a := &Actor{}
 	if v == snapshotVersion {
-		if len(p) < provenanceBytes {
-			return bad("%d bytes, too short for the provenance", len(data))
-		}
-		flag := p[0]
-		p = p[1:]
-		eps, _ := f64()
-		delta, _ := f64()
-		unit := p[:unitBytes]
-		p = p[unitBytes:]
-		n := bytes.IndexByte(unit, 0)
-		if n < 0 {
-			n = unitBytes
-		}
-		if flag > 1 || !allZero(unit[n:]) {
-			return bad("provenance flag %d, unit %q", flag, unit)
-		}
-		seq := binary.LittleEndian.Uint64(p)
-		p = p[8:]
-		a.prov = ledger.Provenance{Private: flag == 1, Epsilon: eps, Delta: delta, Unit: ledger.Unit(unit[:n]), LedgerSeq: seq}
-		if err := a.prov.Validate(); err != nil {
+		prov, rest, err := ledger.ReadProvenance(p)
+		if err != nil {
 			return bad("%v", err)
 		}
-		a.provKnown = true
+		a.prov, a.provKnown, p = prov, true, rest
 	}
 	od, ok1 := u32()
 	ad, ok2 := u32()
@@ -229,16 +189,6 @@ func (a *Actor) checkFinite() error {
 		}
 	}
 	return nil
-}
-
-// allZero reports whether every byte of b is 0.
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // ObsDim and ActDim return the actor's dimensions.

@@ -35,7 +35,7 @@ func resum(b []byte) []byte {
 // provenance block.
 func legacyV1(b []byte) []byte {
 	h := len(snapshotMagic) + 1
-	v1 := append(append([]byte(nil), b[:h]...), b[h+provenanceBytes:]...)
+	v1 := append(append([]byte(nil), b[:h]...), b[h+ledger.ProvenanceBytes:]...)
 	v1[len(snapshotMagic)] = snapshotV1
 	return resum(v1)
 }
@@ -73,7 +73,7 @@ func TestActorProvenance(t *testing.T) {
 		"unit not padded": func(p *ledger.Provenance, b []byte) { b[h+17+len(p.Unit)+1] = 'x' },
 	} {
 		p := testProvenance
-		edit(&p, make([]byte, h+provenanceBytes))
+		edit(&p, make([]byte, h+ledger.ProvenanceBytes))
 		if _, err := a.MarshalActor(p); err == nil && p != testProvenance {
 			t.Errorf("%s: MarshalActor wrote provenance %+v", name, p)
 		}
@@ -82,9 +82,9 @@ func TestActorProvenance(t *testing.T) {
 		b := marshal(t, a, testProvenance)
 		binary.LittleEndian.PutUint64(b[h+1:], math.Float64bits(p.Epsilon))
 		binary.LittleEndian.PutUint64(b[h+9:], math.Float64bits(p.Delta))
-		copy(b[h+17:h+17+unitBytes], make([]byte, unitBytes))
+		copy(b[h+17:h+17+16], make([]byte, 16))
 		copy(b[h+17:], p.Unit)
-		binary.LittleEndian.PutUint64(b[h+17+unitBytes:], p.LedgerSeq)
+		binary.LittleEndian.PutUint64(b[h+17+16:], p.LedgerSeq)
 		if !p.Private {
 			b[h] = 0
 		}
