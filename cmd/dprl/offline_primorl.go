@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"dprl/internal/chart"
@@ -44,6 +46,20 @@ func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
 	c.Progress = prog.Update
 	if _, err := chart.FormatOf(f.plot); f.plot != "" && err != nil {
 		return usagef("offline primorl: --plot: %v", err)
+	}
+	if c.ModelFile != "" {
+		// Post-processing of a released model: no log, no ledger.
+		res, err := primorl.TrainInModel(cmd.Context(), c)
+		prog.Finish()
+		if err != nil {
+			return fieldUsage("offline primorl", fl, err)
+		}
+		if f.plot != "" {
+			if err := res.PlotCurve(f.plot); err != nil {
+				return fmt.Errorf("offline primorl: --plot: %w", err)
+			}
+		}
+		return emit(a, res, nil)
 	}
 	m, opt, err := primorl.New(c)
 	if err != nil {

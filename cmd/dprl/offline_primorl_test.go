@@ -317,3 +317,78 @@ func TestOfflinePriMORLPublicCopies(t *testing.T) {
 	}
 	refused("after a run", 1)
 }
+
+// TestOfflinePriMORLSavedModel: --save-model writes the released model
+// with the run's provenance; --model trains the policy in it again without
+// reading a log or charging anything, and with the same seed and policy
+// settings gives the very same policy (its return to the bit) under the
+// model's guarantee. The model's settings and a log do not combine with
+// --model, another environment's model and a damaged file are refused.
+func TestOfflinePriMORLSavedModel(t *testing.T) {
+	dir := t.TempDir()
+	data := pendulumLog(t, dir, 40)
+	led := filepath.Join(dir, "ledger")
+	model := filepath.Join(dir, "model.bin")
+	policyArgs := []string{"--sac-steps", "300", "--sac-hidden", "8", "--eval-episodes", "1", "--seed", "7", "--json", "--log-level", "disabled"}
+	code, out, stderr := runCLI(t, append([]string{"offline", "primorl", "--data", data, "--epsilon", "4", "--ledger", led, "--save-model", model,
+		"--batch", "8", "--rounds", "20", "--model-hidden", "8,8"}, policyArgs...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var first primorl.Result
+	if err := json.Unmarshal([]byte(out), &first); err != nil {
+		t.Fatal(err)
+	}
+	if first.SavedModel != model || first.LedgerSeq != 1 {
+		t.Fatalf("first run %+v", first)
+	}
+	snap := filepath.Join(dir, "again.snap")
+	code, out, stderr = runCLI(t, append([]string{"offline", "primorl", "--model", model, "--out", snap}, policyArgs...)...)
+	if code != 0 {
+		t.Fatalf("--model: exit %d: %s", code, stderr)
+	}
+	var again primorl.Result
+	if err := json.Unmarshal([]byte(out), &again); err != nil {
+		t.Fatal(err)
+	}
+	if again.Return != first.Return || again.ModelError != first.ModelError || !again.Private || again.Epsilon != first.Epsilon ||
+		again.Delta != first.Delta || again.LedgerSeq != first.LedgerSeq || again.Model != model || again.Warning != "" {
+		t.Fatalf("in the saved model: %+v\nfirst run: %+v", again, first)
+	}
+	if n := ledgerEntries(t, led); n != 1 {
+		t.Errorf("%d ledger entries after training in the saved model, want the first run's 1", n)
+	}
+	b, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := sac.LoadActor(b); err != nil {
+		t.Fatal(err)
+	} else if p, ok := a.Provenance(); !ok || p != (ledger.Provenance{Private: true, Epsilon: first.Epsilon, Delta: first.Delta, Unit: ledger.UnitTrajectory, LedgerSeq: 1}) {
+		t.Fatalf("the policy's provenance %+v, want the model's", p)
+	}
+	code, out, _ = runCLI(t, "offline", "primorl", "--model", model, "--sac-steps", "300", "--sac-hidden", "8", "--eval-episodes", "1", "--log-level", "disabled")
+	if code != 0 || !strings.Contains(out, "a policy trained in the released model") || !strings.Contains(out, "nothing charged") {
+		t.Errorf("text output: exit %d, %q", code, out)
+	}
+	bad := filepath.Join(dir, "bad.bin")
+	mb, _ := os.ReadFile(model)
+	mb[len(mb)/2] ^= 1
+	if err := os.WriteFile(bad, mb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--model", model, "--data", data},
+		{"--model", model, "--epsilon", "3"},
+		{"--model", model, "--rounds", "5"},
+		{"--model", model, "--model-hidden", "4"},
+		{"--model", model, "--env", "cartpole-balance"},
+		{"--model", bad},
+		{"--model", filepath.Join(dir, "missing.bin")},
+	} {
+		code, _, stderr := runCLI(t, append([]string{"offline", "primorl", "--log-level", "disabled"}, args...)...)
+		if code != 2 || !strings.Contains(stderr, "--model") {
+			t.Errorf("%v: exit %d (%s), want 2 naming --model", args, code, stderr)
+		}
+	}
+}

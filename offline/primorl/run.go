@@ -26,7 +26,7 @@ import (
 
 // fieldNames are Config's fields that errors name (fielderr renders them as
 // flags in the command).
-var fieldNames = fielderr.Fields{"Out", "Data", "Env", "Epsilon", "Delta", "NonPrivate", "PublicData", "CheckEvery", "Patience", "MOPO", "Plain", "MOPOFraction", "PublicN", "Batch", "Rounds", "Clip", "LocalEpochs",
+var fieldNames = fielderr.Fields{"Out", "SaveModel", "ModelFile", "Data", "Env", "Epsilon", "Delta", "NonPrivate", "PublicData", "CheckEvery", "Patience", "MOPO", "Plain", "MOPOFraction", "PublicN", "Batch", "Rounds", "Clip", "LocalEpochs",
 	"MiniBatch", "LR", "Ensemble", "Hidden", "Lambda", "Horizon", "Branch", "SACSteps", "SACHidden", "EvalEpisodes", "ClipMode", "Uncertainty"}
 
 // ConfigError is an invalid configuration, naming its fields.
@@ -135,6 +135,15 @@ type Config struct {
 	// Out, if set, is a new file the released policy is written to (a
 	// policy/sac actor snapshot, atomically, after the run).
 	Out string `flag:"out" usage:"write the released policy to this new file (a SAC actor snapshot: versioned, CRC-32C checked)"`
+	// SaveModel, if set, is a new file the released ensemble is written
+	// to (MarshalModel, atomically, once it is trained), with the run's
+	// provenance.
+	SaveModel string `flag:"save-model" usage:"write the released model (the ensemble, with the run's guarantee) to this new file, to train policies in later with --model at no privacy cost"`
+	// ModelFile, if set, is a model file (SaveModel) to train the policy in
+	// instead of training a model: no log is read and nothing is charged
+	// (post-processing of that release), and the policy carries the
+	// file's provenance. Data, PublicData and MOPO do not apply.
+	ModelFile string `flag:"model" usage:"train the policy in this released model file (--save-model) instead of a log: reads no data, charges nothing, and the policy carries the model's guarantee"`
 	// Progress, if set, receives each phase's progress.
 	Progress func(phase string, done, total int)
 }
@@ -199,7 +208,11 @@ func (c Config) Validate() error {
 			errs = append(errs, fieldNames.Errorf(f, a...))
 		}
 	}
-	bad(c.Data == "", "{Data} missing: the session log to learn from")
+	if c.ModelFile != "" {
+		bad(c.Data != "" || c.PublicData != "" || c.MOPO || c.SaveModel != "", "{ModelFile}: the policy is trained in a released model: {Data}, {PublicData}, {MOPO} and {SaveModel} do not apply")
+	} else {
+		bad(c.Data == "", "{Data} missing: the session log to learn from (or {ModelFile}, a released model)")
+	}
 	_, scErr := PublicScales(c.Env)
 	bad(scErr != nil, "{Env} %q: %v", c.Env, scErr)
 	if c.MOPO {
@@ -235,10 +248,13 @@ func (c Config) Validate() error {
 	bad(c.SACSteps < 2, "{SACSteps} %d: must be >= 2", c.SACSteps)
 	bad(len(c.SACHidden) == 0 || slices.ContainsFunc(c.SACHidden, func(h int) bool { return h < 1 }), "{SACHidden} %v: want widths >= 1", c.SACHidden)
 	bad(c.EvalEpisodes < 1, "{EvalEpisodes} %d: must be >= 1", c.EvalEpisodes)
-	if c.Out != "" {
-		_, err := os.Stat(c.Out)
-		bad(err == nil, "{Out} %q exists: choose a new file", c.Out)
+	for _, f := range []struct{ path, name string }{{c.Out, "{Out}"}, {c.SaveModel, "{SaveModel}"}} {
+		if f.path != "" {
+			_, err := os.Stat(f.path)
+			bad(err == nil, "%s %q exists: choose a new file", f.name, f.path)
+		}
 	}
+	bad(c.Out != "" && c.Out == c.SaveModel, "{Out} and {SaveModel} are one file %q", c.Out)
 	return errors.Join(errs...)
 }
 
@@ -296,6 +312,12 @@ type Result struct {
 	Curve []sac.CurvePoint `json:"policy_curve,omitempty"`
 	// Out is the released policy's snapshot file, if written.
 	Out string `json:"out,omitempty"`
+	// SavedModel is the released model's file, if written (SaveModel).
+	SavedModel string `json:"saved_model,omitempty"`
+	// Model is the model file the policy was trained in (Config.ModelFile):
+	// the guarantee above is that file's provenance, and this run charged
+	// nothing.
+	Model string `json:"model,omitempty"`
 }
 
 // TimingNote labels Timing wherever it is shown.
@@ -315,7 +337,19 @@ type Timing struct {
 
 // WriteText writes the result as the command prints it.
 func (r *Result) WriteText(w io.Writer) error {
-	if r.Private {
+	if r.Model != "" {
+		// The guarantee is the model file's: nothing was charged.
+		if r.Private {
+			fmt.Fprintf(w, "primorl on %s: a policy trained in the released model %s, (epsilon %s, delta %g)-DP per trajectory (ledger entry %d; post-processing, nothing charged)",
+				r.Env, r.Model, accountant.FormatEpsilon(r.Epsilon), r.Delta, r.LedgerSeq)
+			if r.Seeded {
+				fmt.Fprint(w, " (seeded: a simulation, not a production release)")
+			}
+			fmt.Fprintln(w)
+		} else {
+			fmt.Fprintf(w, "primorl on %s: a policy trained in the model %s: %s\n", r.Env, r.Model, r.Warning)
+		}
+	} else if r.Private {
 		fmt.Fprintf(w, "primorl on %s: epsilon %s at delta %g per trajectory (%s; rdp cross-check %s), z = %.4g, q = %.4g, T = %d, n = %d",
 			r.Env, accountant.FormatEpsilon(r.Epsilon), r.Delta, r.Accountant, accountant.FormatEpsilon(r.RDPEpsilon), r.Z, r.Q, r.Rounds, r.N)
 		if r.Seeded {
@@ -338,6 +372,9 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "model error %.4g (scaled mse on simulator transitions); policy return on the simulator %.1f ± %.1f%s\ntiming (%s): model %.1f s, policy %.1f s\n",
 		r.ModelError, r.Return, r.ReturnStd, score, TimingNote, r.Timing.ModelSeconds, r.Timing.SACSeconds)
+	if err == nil && r.SavedModel != "" {
+		_, err = fmt.Fprintf(w, "model written to %s\n", r.SavedModel)
+	}
 	if err == nil && r.Out != "" {
 		_, err = fmt.Fprintf(w, "policy written to %s\n", r.Out)
 	}
@@ -497,16 +534,42 @@ func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budge
 	}
 	res.Timing.Note, res.Timing.ModelSeconds = TimingNote, time.Since(t0).Seconds()
 	res.PublicData = c.PublicData
+	// The files record their provenance: the run's charge, or that it is
+	// not private (--non-private, --mopo: no charge).
+	prov := ledger.Provenance{}
+	if ch.Charged() {
+		prov = ledger.ProvenanceOf(ch.Entry)
+	}
+	if c.SaveModel != "" {
+		b, err := MarshalModel(c.Env, e, params, prov)
+		if err == nil {
+			err = atomicfile.WriteFile(c.SaveModel, b, 0o644)
+		}
+		if err != nil {
+			return nil, err
+		}
+		res.SavedModel = c.SaveModel
+	}
+	if err := m.policyPhase(ctx, e, params, logged, prov, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// policyPhase is the post-processing of a released ensemble: SAC in its
+// pessimistic MDP (with logged transitions for MOPO), the policy's
+// evaluation on the simulator, and the policy's file (Config.Out) with
+// provenance prov.
+func (m *Mechanism) policyPhase(ctx context.Context, e *Ensemble, params []float64, logged *loggedTransitions, prov ledger.Provenance, res *Result) error {
+	c := m.c
 	res.ModelError = m.modelError(e, params)
-	res.Branch = m.c.Branch
-	// Post-processing: SAC in the pessimistic model, evaluated on the
-	// simulator.
+	res.Branch = c.Branch
 	t1 := time.Now()
 	agent, curve, err := m.trainPolicy(ctx, e, params, logged)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	res.Timing.SACSeconds = time.Since(t1).Seconds()
+	res.Timing.Note, res.Timing.SACSeconds = TimingNote, time.Since(t1).Seconds()
 	res.Agent, res.Curve = agent, curve
 	info, _ := sims.Lookup(c.Env)
 	res.Return, res.ReturnStd = sac.Evaluate(info.New(), agent, c.EvalEpisodes, m.gen("eval"))
@@ -515,23 +578,61 @@ func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budge
 		res.Score = 1000 * (res.Return + 1500) / 1500
 	}
 	if c.Out != "" {
-		// The file records its provenance: the run's charge, or that it
-		// is not private (--non-private, --mopo: no charge).
-		prov := ledger.Provenance{}
-		if ch.Charged() {
-			prov = ledger.ProvenanceOf(ch.Entry)
-		}
 		b, err := agent.MarshalActor(prov)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := atomicfile.WriteFile(c.Out, b, 0o644); err != nil {
-			return nil, err
+			return err
 		}
 		res.Out = c.Out
 	}
+	return nil
+}
+
+// TrainInModel trains and evaluates a policy in the released model of
+// c.ModelFile (MarshalModel) with c's policy settings: post-processing of
+// that release, so it reads no log and charges nothing, and the result
+// and the policy's file carry the model's provenance. The model must be
+// of c.Env.
+func TrainInModel(ctx context.Context, c Config) (*Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if c.ModelFile == "" {
+		return nil, fieldNames.Errorf("{ModelFile} missing")
+	}
+	b, err := os.ReadFile(c.ModelFile)
+	if err != nil {
+		return nil, fieldNames.Errorf("{ModelFile}: %w", err)
+	}
+	model, err := LoadModel(b)
+	if err != nil {
+		return nil, fieldNames.Errorf("{ModelFile} %s: %w", c.ModelFile, err)
+	}
+	if model.Env != c.Env {
+		return nil, fieldNames.Errorf("{ModelFile} %s models %s, not {Env} %s", c.ModelFile, model.Env, c.Env)
+	}
+	m, _, err := New(c)
+	if err != nil {
+		return nil, err
+	}
+	p := model.Provenance
+	res := &Result{Env: c.Env, Method: "primorl", Private: p.Private, Seeded: c.Seeded, Model: c.ModelFile}
+	if p.Private {
+		res.Epsilon, res.Delta, res.LedgerSeq = p.Epsilon, p.Delta, p.LedgerSeq
+	} else {
+		res.Warning = NotPrivateModel
+	}
+	if err := m.policyPhase(ctx, model.Ensemble, model.Params, nil, p, res); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
+
+// NotPrivateModel labels a policy trained in a model file that records no
+// guarantee (one a --non-private or --mopo run saved).
+const NotPrivateModel = "NOT differentially private: trained in a model file that a non-private run released"
 
 // trajectories reads the log's transitions, scaled by the public scales,
 // one Trajectory per record with at least one transition.
@@ -789,6 +890,15 @@ func (c Config) Resolve(a Args, set func(field string) bool) (Config, error) {
 	}
 	if !c.MOPO && (set("Plain") || set("MOPOFraction")) {
 		return c, fieldNames.Errorf("{Plain} and {MOPOFraction} apply only with {MOPO}")
+	}
+	if set("ModelFile") {
+		// The model and its guarantee are the file's.
+		for _, f := range []string{"Epsilon", "Delta", "NonPrivate", "Batch", "PublicN", "Rounds", "Clip", "ClipMode", "LocalEpochs", "MiniBatch", "LR",
+			"Ensemble", "Hidden", "CheckEvery", "Patience"} {
+			if set(f) {
+				return c, fieldNames.Errorf("{ModelFile} holds a trained model and its guarantee: {%s} does not apply", f)
+			}
+		}
 	}
 	return c, nil
 }
