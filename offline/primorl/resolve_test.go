@@ -34,6 +34,19 @@ func TestResolve(t *testing.T) {
 	if r, err := pmopo.Resolve(ok, given()); err != nil || r.Branch != 0 {
 		t.Errorf("mopo: branch %v, %v", r.Branch, err)
 	}
+	// Pendulum trains SAC 60,000 steps in the model, the cart-poles 30,000
+	// unless --sac-steps is given.
+	if r, err := pend.Resolve(ok, given()); err != nil || r.SACSteps != 60000 {
+		t.Errorf("pendulum: %d SAC steps, %v", r.SACSteps, err)
+	}
+	if r.SACSteps != 30000 {
+		t.Errorf("cartpole-balance: %d SAC steps", r.SACSteps)
+	}
+	cp := c
+	cp.SACSteps = 100000
+	if r, err := cp.Resolve(ok, given("SACSteps")); err != nil || r.SACSteps != 100000 {
+		t.Errorf("cartpole-balance --sac-steps 100000: %d, %v", r.SACSteps, err)
+	}
 	pmopo.Branch = 0.3
 	if r, err := pmopo.Resolve(ok, given("Branch")); err != nil || r.Branch != 0.3 {
 		t.Errorf("mopo --branch 0.3: branch %v, %v", r.Branch, err)
@@ -52,6 +65,8 @@ func TestResolve(t *testing.T) {
 		{"non-private epsilon", np, ok, []string{"Epsilon"}, "{NonPrivate} and {MOPO} train without noise: {Epsilon} and {Delta} do not apply"},
 		{"mopo delta", mopo, ok, []string{"Delta"}, "{NonPrivate} and {MOPO}"},
 		{"mopo settings", c, ok, []string{"MOPOFraction"}, "{Plain} and {MOPOFraction} apply only with {MOPO}"},
+		{"model file epsilon", c, ok, []string{"ModelFile", "Epsilon"}, "{ModelFile} holds a trained model and its guarantee: {Epsilon} does not apply"},
+		{"model file rounds", c, ok, []string{"ModelFile", "Rounds"}, "{ModelFile} holds a trained model and its guarantee: {Rounds} does not apply"},
 	}
 	for _, tc := range cases {
 		_, err := tc.c.Resolve(tc.a, given(tc.set...))
