@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"math"
 
+	"dprl/internal/lebytes"
 	"dprl/ledger"
 	"dprl/sims"
 )
@@ -100,27 +101,17 @@ func LoadModel(data []byte) (*Model, error) {
 	if err != nil {
 		return bad("%v", err)
 	}
-	u32 := func() (int, bool) {
-		if len(p) < 4 {
-			return 0, false
-		}
-		v := binary.LittleEndian.Uint32(p)
-		p = p[4:]
-		return int(v), true
+	r := lebytes.NewReader(p)
+	u32, f64 := r.U32, r.F64
+	ln, ok := r.Bytes(1)
+	var name []byte
+	if ok {
+		name, ok = r.Bytes(int(ln[0]))
 	}
-	f64 := func() (float64, bool) {
-		if len(p) < 8 {
-			return 0, false
-		}
-		v := math.Float64frombits(binary.LittleEndian.Uint64(p))
-		p = p[8:]
-		return v, true
-	}
-	if len(p) < 1 || int(p[0]) > len(p)-1 {
+	if !ok {
 		return bad("truncated environment name")
 	}
-	env := string(p[1 : 1+int(p[0])])
-	p = p[1+int(p[0]):]
+	env := string(name)
 	info, ok := sims.Lookup(env)
 	if _, err := PublicScales(env); !ok || err != nil {
 		return bad("environment %q: PriMORL models pendulum, cartpole-balance and cartpole-swingup", env)
@@ -153,8 +144,8 @@ func LoadModel(data []byte) (*Model, error) {
 		return bad("%v", err)
 	}
 	np, ok := u32()
-	if !ok || np != e.NumParams() || len(p) != 8*np {
-		return bad("%d parameters in %d bytes, the ensemble has %d", np, len(p), e.NumParams())
+	if !ok || np != e.NumParams() || r.Len() != 8*np {
+		return bad("%d parameters in %d bytes, the ensemble has %d", np, r.Len(), e.NumParams())
 	}
 	params := make([]float64, np)
 	for i := range params {

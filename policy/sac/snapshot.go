@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"dprl/internal/lebytes"
 	"dprl/ledger"
 	"dprl/policy"
 )
@@ -96,22 +97,6 @@ func LoadActor(data []byte) (*Actor, error) {
 		return bad("checksum %08x, stored %08x", got, sum)
 	}
 	p := body[len(snapshotMagic)+1:]
-	u32 := func() (int, bool) {
-		if len(p) < 4 {
-			return 0, false
-		}
-		v := binary.LittleEndian.Uint32(p)
-		p = p[4:]
-		return int(v), true
-	}
-	f64 := func() (float64, bool) {
-		if len(p) < 8 {
-			return 0, false
-		}
-		v := math.Float64frombits(binary.LittleEndian.Uint64(p))
-		p = p[8:]
-		return v, true
-	}
 	a := &Actor{}
 	if v == snapshotVersion {
 		prov, rest, err := ledger.ReadProvenance(p)
@@ -120,6 +105,8 @@ func LoadActor(data []byte) (*Actor, error) {
 		}
 		a.prov, a.provKnown, p = prov, true, rest
 	}
+	r := lebytes.NewReader(p)
+	u32, f64 := r.U32, r.F64
 	od, ok1 := u32()
 	ad, ok2 := u32()
 	nh, ok3 := u32()
@@ -147,8 +134,8 @@ func LoadActor(data []byte) (*Actor, error) {
 		return bad("%v", err)
 	}
 	n, ok := u32()
-	if !ok || n != net.NumParams() || len(p) != 8*n {
-		return bad("%d parameters in %d bytes, the network has %d", n, len(p), net.NumParams())
+	if !ok || n != net.NumParams() || r.Len() != 8*n {
+		return bad("%d parameters in %d bytes, the network has %d", n, r.Len(), net.NumParams())
 	}
 	a.params = make([]float64, n)
 	for i := range a.params {
