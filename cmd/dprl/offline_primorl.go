@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -32,6 +33,15 @@ func newOfflinePriMORLCmd(a *app) *cobra.Command {
 
 func runOfflinePriMORL(a *app, cmd *cobra.Command, f *primorlFlags) error {
 	fl := f.fl
+	if f.cfg.ModelFile != "" && !fl.FieldChanged("Env") {
+		// The model file's environment, and its per-task settings below;
+		// a file that does not load is reported by TrainInModel.
+		if b, err := os.ReadFile(f.cfg.ModelFile); err == nil {
+			if m, err := primorl.LoadModel(b); err == nil {
+				f.cfg.Env = m.Env
+			}
+		}
+	}
 	// The paper's per-task settings, where the user did not set them.
 	c, err := f.cfg.Resolve(f.args, fl.FieldChanged)
 	if err != nil {

@@ -371,6 +371,26 @@ func TestOfflinePriMORLSavedModel(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "a policy trained in the released model") || !strings.Contains(out, "nothing charged") {
 		t.Errorf("text output: exit %d, %q", code, out)
 	}
+	// Without --env, the file's environment and its per-task settings: a
+	// Balance model trains with the cart-poles' 30,000-step default unless
+	// --sac-steps says otherwise.
+	e, err := primorl.NewEnsemble(primorl.DefaultModelConfig(), 6, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := primorl.MarshalModel("cartpole-balance", e, make([]float64, e.NumParams()), ledger.Provenance{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpModel := filepath.Join(dir, "balance.bin")
+	if err := os.WriteFile(cpModel, cb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr = runCLI(t, "offline", "primorl", "--model", cpModel, "--sac-steps", "50", "--sac-hidden", "8", "--eval-episodes", "1", "--json")
+	var cp primorl.Result
+	if code != 0 || json.Unmarshal([]byte(out), &cp) != nil || cp.Env != "cartpole-balance" || cp.Private || cp.Warning != primorl.NotPrivateModel {
+		t.Errorf("a Balance model without --env: exit %d (%s), %+v", code, stderr, cp)
+	}
 	bad := filepath.Join(dir, "bad.bin")
 	mb, _ := os.ReadFile(model)
 	mb[len(mb)/2] ^= 1
