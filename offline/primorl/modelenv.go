@@ -60,6 +60,9 @@ type ModelEnv struct {
 	horizon int
 
 	starts     []float64 // rows of start observations; nil: the reset distribution
+	mirror     bool      // average each prediction with its mirror image (SetMirror)
+	mx         []float64 // the mirrored scaled input
+	mmean, mlv []float64 // N x Out predictions at mx
 	branch     float64   // probability of a rollout from a visited state (SetBranch)
 	pool       []float64 // rows of states earlier rollouts reached (a reservoir)
 	poolCap    int       // rows the pool holds at most
@@ -118,6 +121,58 @@ func (m *ModelEnv) SetStartStates(states []float64) error {
 	return nil
 }
 
+// SetMirror makes every model's prediction the average of its prediction
+// at (s, a) and the mirror image of its prediction at the mirrored (s, a)
+// (Scales.Mirror: the environment's public symmetry; the log-variances
+// are averaged too). The real system is exactly symmetric, so this keeps
+// what the model learned of it and cancels what breaks the symmetry: the
+// private training's noise gives each model a random drift (on Pendulum,
+// a constant push on the speed worth up to a quarter of the motor's torque),
+// which a policy trained in the model learns to lean on and which fails it
+// on the real system. It uses only the release and public knowledge, so
+// it is post-processing. It fails if the scales have no mirror.
+func (m *ModelEnv) SetMirror(on bool) error {
+	if on && m.scales.Mirror == nil {
+		return errors.New("primorl: the environment's scales declare no mirror symmetry")
+	}
+	m.mirror = on
+	if on && m.mx == nil {
+		m.mx, m.mmean, m.mlv = make([]float64, len(m.x)), make([]float64, len(m.mean)), make([]float64, len(m.lv))
+	}
+	return nil
+}
+
+// symmetrize replaces the n rows of predictions mean, lv (n x Out, Out =
+// obsD + 1) with their averages with the mirror images of the predictions
+// at the mirrored inputs, mmean and mlv: a change of observation component
+// j mirrors with sign mirror[j], the reward and the log-variances not at
+// all.
+func symmetrize(mean, lv, mmean, mlv []float64, n int, mirror []float64) {
+	O := len(mean) / n
+	for r := range n {
+		for j := range O {
+			k := r*O + j
+			sgn := 1.0
+			if j < O-1 {
+				sgn = mirror[j]
+			}
+			mean[k] = 0.5 * (mean[k] + sgn*mmean[k])
+			lv[k] = 0.5 * (lv[k] + mlv[k])
+		}
+	}
+}
+
+// mirrorInputs writes the mirror image of the n scaled input rows of x
+// into dst.
+func mirrorInputs(dst, x []float64, n int, mirror []float64) {
+	in := len(mirror)
+	for r := range n {
+		for k, sgn := range mirror {
+			dst[r*in+k] = sgn * x[r*in+k]
+		}
+	}
+}
+
 // SetBranch makes Reset start a rollout, with probability p in [0, 1],
 // from a state an earlier rollout of this environment reached: a uniform
 // draw from a reservoir of up to capacity (>= 1) of them (Vitter's
@@ -170,6 +225,13 @@ func (m *ModelEnv) Step(a sims.Action, obs []float64) (float64, bool, bool) {
 	}
 	for i := range N {
 		m.e.Predict(m.params, i, m.x, 1, m.mean[i*O:(i+1)*O], m.lv[i*O:(i+1)*O])
+	}
+	if m.mirror {
+		mirrorInputs(m.mx, m.x, 1, m.scales.Mirror)
+		for i := range N {
+			m.e.Predict(m.params, i, m.mx, 1, m.mmean[i*O:(i+1)*O], m.mlv[i*O:(i+1)*O])
+		}
+		symmetrize(m.mean, m.lv, m.mmean, m.mlv, N, m.scales.Mirror)
 	}
 	u := m.uncertainty()
 	k := m.rng.IntN(N)

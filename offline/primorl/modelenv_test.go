@@ -181,3 +181,115 @@ func TestModelEnvBranch(t *testing.T) {
 		}
 	}
 }
+
+// TestPublicMirror checks each environment's declared mirror symmetry
+// against its simulator: stepping from the mirrored state under the
+// mirrored action reaches the mirrored observation with the same reward.
+func TestPublicMirror(t *testing.T) {
+	type setter interface {
+		sims.Env
+		SetState(state, obs []float64) error
+	}
+	cases := []struct {
+		env   string
+		new   func() setter
+		state func(r *rand.Rand) []float64
+	}{
+		{"pendulum", func() setter { return sims.NewPendulum() }, func(r *rand.Rand) []float64 {
+			return []float64{(2*r.Float64() - 1) * math.Pi, (2*r.Float64() - 1) * 8}
+		}},
+		{"cartpole-balance", func() setter { return sims.NewDMCCartPole(false) }, func(r *rand.Rand) []float64 {
+			return []float64{(2*r.Float64() - 1) * 1.8, (2*r.Float64() - 1) * math.Pi, 3 * r.NormFloat64(), 5 * r.NormFloat64()}
+		}},
+		{"cartpole-swingup", func() setter { return sims.NewDMCCartPole(true) }, func(r *rand.Rand) []float64 {
+			return []float64{1.79 * (2*r.Float64() - 1), math.Pi + r.NormFloat64(), 3 * r.NormFloat64(), 5 * r.NormFloat64()}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.env, func(t *testing.T) {
+			sc, err := PublicScales(tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := tc.new(), tc.new()
+			od, ad := a.ObservationSpace().Dim(), a.ActionSpace().Dim()
+			if err := sc.Validate(od, ad); err != nil || sc.Mirror == nil {
+				t.Fatalf("scales %+v: %v", sc, err)
+			}
+			r := rand.New(rand.NewPCG(5, 6))
+			obsA, obsB := make([]float64, od), make([]float64, od)
+			act, mact := sims.Action{Vec: make([]float64, ad)}, sims.Action{Vec: make([]float64, ad)}
+			for range 2000 {
+				st := tc.state(r)
+				mst := make([]float64, len(st))
+				for i, v := range st {
+					mst[i] = -v // every coordinate of both simulators' states is odd under the mirror
+				}
+				if err := a.SetState(st, obsA); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.SetState(mst, obsB); err != nil {
+					t.Fatal(err)
+				}
+				for i := range od {
+					if math.Abs(obsB[i]-sc.Mirror[i]*obsA[i]) > 1e-12 {
+						t.Fatalf("state %v: mirrored observation %v, want the mirror of %v", st, obsB, obsA)
+					}
+				}
+				for j := range ad {
+					act.Vec[j] = 2.2 * (2*r.Float64() - 1)
+					mact.Vec[j] = sc.Mirror[od+j] * act.Vec[j]
+				}
+				ra, _, _ := a.Step(act, obsA)
+				rb, _, _ := b.Step(mact, obsB)
+				if math.Abs(ra-rb) > 1e-12*(1+math.Abs(ra)) {
+					t.Fatalf("state %v action %v: reward %v, mirrored %v", st, act.Vec, ra, rb)
+				}
+				for i := range od {
+					if math.Abs(obsB[i]-sc.Mirror[i]*obsA[i]) > 1e-9*(1+math.Abs(obsA[i])) {
+						t.Fatalf("state %v action %v: next %v, mirrored step reached %v", st, act.Vec, obsA, obsB)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestModelEnvMirror shows the mirror cancelling a constant drift of the
+// speed that both models share, keeping the rest of their prediction.
+func TestModelEnvMirror(t *testing.T) {
+	means := [2][4]float64{{0.1, 0, 0.05, -0.5}, {0.1, 0, 0.05, -0.5}}
+	e, p := constEnsemble(t, means)
+	sc := Scales{In: []float64{1, 1, 8, 2}, Out: []float64{1, 1, 8, 16}}
+	m, err := NewModelEnv(sims.NewPendulum(), e, p, sc, MPD, 2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetMirror(true); err == nil {
+		t.Fatal("SetMirror without Scales.Mirror: no error")
+	}
+	sc.Mirror = []float64{1, -1, -1, -1}
+	if m, err = NewModelEnv(sims.NewPendulum(), e, p, sc, MPD, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	sd := math.Exp(-5) // the minimum log-variance's standard deviation
+	for _, on := range []bool{false, true} {
+		if err := m.SetMirror(on); err != nil {
+			t.Fatal(err)
+		}
+		obs := make([]float64, 3)
+		m.Reset(rand.New(rand.NewPCG(1, 2)), obs)
+		prev := append([]float64(nil), obs...)
+		r, _, _ := m.Step(sims.Action{Vec: []float64{0.5}}, obs)
+		drift := 0.05 * 8
+		if on {
+			drift = 0 // the constant push on the speed is odd under the mirror: it cancels
+		}
+		if got := obs[2] - prev[2]; math.Abs(got-drift) > 5*sd*8 {
+			t.Fatalf("mirror %v: the speed changed by %v, want %v", on, got, drift)
+		}
+		if math.Abs(r-(-0.5*16)) > 5*sd*16 {
+			t.Fatalf("mirror %v: reward %v, want the models' %v", on, r, -0.5*16)
+		}
+	}
+}

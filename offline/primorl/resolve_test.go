@@ -47,6 +47,17 @@ func TestResolve(t *testing.T) {
 	if r, err := cp.Resolve(ok, given("SACSteps")); err != nil || r.SACSteps != 100000 {
 		t.Errorf("cartpole-balance --sac-steps 100000: %d, %v", r.SACSteps, err)
 	}
+	// The model's predictions are mirrored by default, MOPO's not unless
+	// --mirror is given.
+	if r, err := pend.Resolve(ok, given()); err != nil || !r.Mirror {
+		t.Errorf("pendulum: mirror %v, %v", r.Mirror, err)
+	}
+	if r, err := pmopo.Resolve(ok, given()); err != nil || r.Mirror {
+		t.Errorf("mopo: mirror %v, %v", r.Mirror, err)
+	}
+	if r, err := pmopo.Resolve(ok, given("Mirror")); err != nil || !r.Mirror {
+		t.Errorf("mopo --mirror: mirror %v, %v", r.Mirror, err)
+	}
 	pmopo.Branch = 0.3
 	if r, err := pmopo.Resolve(ok, given("Branch")); err != nil || r.Branch != 0.3 {
 		t.Errorf("mopo --branch 0.3: branch %v, %v", r.Branch, err)

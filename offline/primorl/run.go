@@ -27,7 +27,7 @@ import (
 // fieldNames are Config's fields that errors name (fielderr renders them as
 // flags in the command).
 var fieldNames = fielderr.Fields{"Out", "SaveModel", "ModelFile", "Data", "Env", "Epsilon", "Delta", "NonPrivate", "PublicData", "CheckEvery", "Patience", "MOPO", "Plain", "MOPOFraction", "PublicN", "Batch", "Rounds", "Clip", "LocalEpochs",
-	"MiniBatch", "LR", "Ensemble", "Hidden", "Lambda", "Horizon", "Branch", "SACSteps", "SACHidden", "EvalEpisodes", "ClipMode", "Uncertainty"}
+	"MiniBatch", "LR", "Ensemble", "Hidden", "Lambda", "Horizon", "Branch", "Mirror", "SACSteps", "SACHidden", "EvalEpisodes", "ClipMode", "Uncertainty"}
 
 // ConfigError is an invalid configuration, naming its fields.
 type ConfigError = fielderr.Error
@@ -47,7 +47,11 @@ func PublicScales(env string) (Scales, error) {
 		// matters: with the speed's change scaled by 8 instead, a
 		// 1,000-episode log gave a model in which the online SAC policy
 		// scored -765 instead of its real -154.
-		return Scales{In: []float64{1, 1, 8, 2}, Out: []float64{0.4, 0.4, 1.05, 16.3}, Circle: [][2]int{{0, 1}}}, nil
+		// Mirror: the equations of motion are odd in (theta, theta_dot,
+		// torque) and the cost even, so (cos, -sin, -speed) under -torque
+		// is the mirror image of a step.
+		return Scales{In: []float64{1, 1, 8, 2}, Out: []float64{0.4, 0.4, 1.05, 16.3}, Circle: [][2]int{{0, 1}},
+			Mirror: []float64{1, -1, -1, -1}}, nil
 	case "cartpole-balance", "cartpole-swingup":
 		// x on the rail [-1.8, 1.8], cos and sin, speeds of a few m/s and
 		// rad/s, the control in [-1, 1]. One 0.01 s step moves x by at most
@@ -56,7 +60,11 @@ func PublicScales(env string) (Scales, error) {
 		// hits a rail stop, rarely), the pole's by at most 0.25; the reward
 		// is in [0, 1]. Measured on the simulator (public) with random,
 		// bang-bang and energy-pumping controls.
-		return Scales{In: []float64{1.8, 1, 1, 5, 10, 1}, Out: []float64{0.05, 0.12, 0.12, 0.5, 0.25, 1}, Circle: [][2]int{{1, 2}}}, nil
+		// Mirror: the cart-pole reflected about the rail's centre (x,
+		// theta and both speeds negated, the force too) obeys the same
+		// equations, the rail is symmetric and the reward even in each.
+		return Scales{In: []float64{1.8, 1, 1, 5, 10, 1}, Out: []float64{0.05, 0.12, 0.12, 0.5, 0.25, 1}, Circle: [][2]int{{1, 2}},
+			Mirror: []float64{-1, 1, -1, -1, -1, -1}}, nil
 	}
 	return Scales{}, fmt.Errorf("primorl: no public scales for %q (pendulum, cartpole-balance, cartpole-swingup)", env)
 }
@@ -122,6 +130,11 @@ type Config struct {
 	// state, as the paper. Pendulum's default is 0.5, the cart-poles' and
 	// MOPO's 0.
 	Branch float64 `flag:"branch" usage:"probability that a model rollout starts where earlier rollouts went (a reservoir of the states they reached) instead of at a public start state; post-processing of the release, no privacy cost (0: the paper's rollouts from start states only; default 0.5 for pendulum, 0 for the cart-poles and --mopo)"`
+	// Mirror averages every model prediction with its mirror image
+	// (ModelEnv.SetMirror; Scales.Mirror, the environment's public
+	// symmetry): post-processing of the release, no privacy cost. Default
+	// on; MOPO's default off (the baseline as published).
+	Mirror bool `flag:"mirror" usage:"average each model prediction with its mirror image under the environment's public symmetry (cancels the drift the training noise puts into the model); post-processing, no privacy cost (default on, off for --mopo; --mirror=false: the paper's model as released)"`
 	// SACSteps and SACHidden configure the policy's training in the model.
 	SACSteps  int   `flag:"sac-steps" usage:"SAC steps in the model (60,000 for pendulum, 30,000 for the cart-poles)"`
 	SACHidden []int `flag:"sac-hidden" usage:"SAC's hidden widths"`
@@ -162,9 +175,12 @@ type Config struct {
 // and a run ending on a bad one failed from some start states (one seed
 // of 5 below 750 at epsilon 5; docs/offline.md). The cart-poles keep
 // 30,000 (ForEnv), where longer training exploited the model's errors.
+// And every model prediction is averaged with its mirror image (Mirror):
+// the drift the noise put into the private model made one policy in five
+// fail on the simulator (docs/offline.md).
 func DefaultConfig() Config {
 	return Config{Env: "pendulum", Epsilon: 5, Delta: 1e-5, Batch: 30, Rounds: 1000, Clip: 1, ClipMode: ClipPerLayer, LocalEpochs: 1,
-		MiniBatch: 16, LR: 1e-2, Model: DefaultModelConfig(), Uncertainty: MPD, Lambda: 2, Horizon: 30, Branch: 0.5, SACSteps: 60000,
+		MiniBatch: 16, LR: 1e-2, Model: DefaultModelConfig(), Uncertainty: MPD, Lambda: 2, Horizon: 30, Branch: 0.5, Mirror: true, SACSteps: 60000,
 		SACHidden: []int{64, 64}, EvalEpisodes: 10, CheckEvery: 10, Patience: 10, Plain: DefaultPlainConfig(), MOPOFraction: 0.05}
 }
 
@@ -221,8 +237,9 @@ func (c Config) Validate() error {
 	} else {
 		bad(c.Data == "", "{Data} missing: the session log to learn from (or {ModelFile}, a released model)")
 	}
-	_, scErr := PublicScales(c.Env)
+	sc, scErr := PublicScales(c.Env)
 	bad(scErr != nil, "{Env} %q: %v", c.Env, scErr)
+	bad(scErr == nil && c.Mirror && sc.Mirror == nil, "{Mirror}: %s has no public mirror symmetry", c.Env)
 	if c.MOPO {
 		if err := c.Plain.Validate(); err != nil {
 			errs = append(errs, fieldNames.Errorf("{Plain}: %v", err))
@@ -296,10 +313,15 @@ type Result struct {
 	LedgerSeq  uint64  `json:"ledger_seq,omitempty"`
 	// ModelError is the released ensemble's mean squared error of the
 	// scaled (s' - s, r) on 20 simulator episodes of uniformly random
-	// actions (public data).
+	// actions (public data), with its predictions mirrored as the
+	// policy's training used them (Mirror).
 	ModelError float64 `json:"model_error"`
 	// Branch is the rollouts' branching probability (Config.Branch).
 	Branch float64 `json:"branch"`
+	// Mirror reports whether the model's predictions were averaged with
+	// their mirror images (Config.Mirror), in the policy's training and
+	// in ModelError.
+	Mirror bool `json:"mirror"`
 	// Return is the policy's mean return on EvalEpisodes simulator
 	// episodes, with its standard deviation; Score normalises Pendulum's
 	// as 1000 (R + 1500) / 1500 (the paper's), and is the return for the
@@ -571,7 +593,7 @@ func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budge
 func (m *Mechanism) policyPhase(ctx context.Context, e *Ensemble, params []float64, logged *loggedTransitions, prov ledger.Provenance, res *Result) error {
 	c := m.c
 	res.ModelError = m.modelError(e, params)
-	res.Branch = c.Branch
+	res.Branch, res.Mirror = c.Branch, c.Mirror
 	t1 := time.Now()
 	agent, curve, err := m.trainPolicy(ctx, e, params, logged)
 	if err != nil {
@@ -788,6 +810,9 @@ func (m *Mechanism) trainPolicy(ctx context.Context, e *Ensemble, params []float
 		if err == nil && c.Branch > 0 {
 			err = me.SetBranch(c.Branch, branchPool)
 		}
+		if err == nil && c.Mirror {
+			err = me.SetMirror(true)
+		}
 		if err != nil {
 			panic(err) // validated by New: the same arguments
 		}
@@ -858,9 +883,18 @@ func (m *Mechanism) modelError(e *Ensemble, params []float64) float64 {
 	}
 	O := m.od + 1
 	mean, lv := make([]float64, n*O), make([]float64, n*O)
+	var mx, mmean, mlv []float64
+	if m.c.Mirror {
+		mx, mmean, mlv = make([]float64, len(x)), make([]float64, n*O), make([]float64, n*O)
+		mirrorInputs(mx, x, n, m.scales.Mirror)
+	}
 	var se float64
 	for i := range e.Models() {
 		e.Predict(params, i, x, n, mean, lv)
+		if mx != nil {
+			e.Predict(params, i, mx, n, mmean, mlv)
+			symmetrize(mean, lv, mmean, mlv, n, m.scales.Mirror)
+		}
 		for k, v := range y {
 			se += (v - mean[k]) * (v - mean[k])
 		}
@@ -892,6 +926,9 @@ func (c Config) Resolve(a Args, set func(field string) bool) (Config, error) {
 	c = c.ForEnv(c.Env, set)
 	if c.MOPO && !set("Branch") {
 		c.Branch = 0 // MOPO as published: rollouts from logged states only
+	}
+	if c.MOPO && !set("Mirror") {
+		c.Mirror = false // MOPO as published: the model's own predictions
 	}
 	if (c.NonPrivate || c.MOPO) && (set("Epsilon") || set("Delta")) {
 		return c, fieldNames.Errorf("{NonPrivate} and {MOPO} train without noise: {Epsilon} and {Delta} do not apply")

@@ -17,6 +17,15 @@ type Scales struct {
 	// environment puts each predicted pair back on the unit circle, which
 	// keeps its rollouts among observations the real system can produce.
 	Circle [][2]int
+	// Mirror, if set, is the environment's mirror symmetry (public
+	// knowledge of its equations of motion and reward): the sign each
+	// component of (s, a) takes under the reflection M (len ObsDim +
+	// ActDim, each +1 or -1), such that stepping from M(s, a) reaches M s'
+	// with the same reward. The model environment can average each model's
+	// prediction with its mirror image (ModelEnv.SetMirror), which cancels
+	// any part of the released model that breaks the symmetry, such as a
+	// constant drift the training noise put into a speed's change.
+	Mirror []float64
 }
 
 // Validate checks every scale is finite and > 0 and the lengths match obs
@@ -28,6 +37,16 @@ func (s Scales) Validate(obsDim, actDim int) error {
 	for _, v := range append(append([]float64(nil), s.In...), s.Out...) {
 		if !(v > 0) || math.IsInf(v, 0) {
 			return fmt.Errorf("primorl: scale %v, want finite and > 0", v)
+		}
+	}
+	if s.Mirror != nil {
+		if len(s.Mirror) != obsDim+actDim {
+			return fmt.Errorf("primorl: mirror of %d signs, want %d", len(s.Mirror), obsDim+actDim)
+		}
+		for _, v := range s.Mirror {
+			if v != 1 && v != -1 {
+				return fmt.Errorf("primorl: mirror sign %v, want +1 or -1", v)
+			}
 		}
 	}
 	for _, p := range s.Circle {
