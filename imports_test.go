@@ -34,7 +34,7 @@ var layers = []struct {
 		"stream/loadgen"}},
 	{"the agent's operator shell and its tests' fixtures", []string{"agent/service", "agent/internal/..."}},
 	{"drivers", []string{"audit", "experiment/...", "report"}},
-	{"the command", []string{"cmd/..."}},
+	{"the command and the scripts' tools", []string{"cmd/...", "scripts/..."}},
 }
 
 // layerOf returns the layer of pkg (a path relative to the module), or -1.
