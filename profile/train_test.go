@@ -34,7 +34,7 @@ func TestTrainDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	dp, err := TrainConfig("recsys", true, p.Users, TrainOverrides{})
-	if err != nil || dp.DP.UsersPerUpdate != 256 || dp.DP.ClipNorm != 0.25 || dp.PPO.ServerLR != 4 || p.Users != 80000 || p.Average != 0.9 {
+	if err != nil || dp.DP.UsersPerUpdate != 256 || dp.DP.ClipNorm != 0.25 || dp.PPO.ServerLR != 4 || p.Users != 120000 || p.Average != 0.9 {
 		t.Errorf("recsys dppg: K %d, S %v, step %v, users %d, average %v (%v)", dp.DP.UsersPerUpdate, dp.DP.ClipNorm, dp.PPO.ServerLR, p.Users, p.Average, err)
 	}
 	ppo, err := TrainConfig("recsys", false, p.BaselineUsers, TrainOverrides{})
