@@ -77,8 +77,7 @@ func (e *Pendulum) Step(a Action, obs []float64) (reward float64, terminated, tr
 	g, m, l, dt := e.g, e.m, e.l, e.dt
 
 	u := bound(a.Vec[0], -e.maxTorque, e.maxTorque)
-	an := angleNormalize(th)
-	costs := an*an + 0.1*(thDot*thDot) + 0.001*(u*u)
+	costs := -PendulumReward(th, thDot, u)
 
 	newThDot := thDot + (3*g/(2*l)*math.Sin(th)+3.0/(m*(l*l))*u)*dt
 	newThDot = bound(newThDot, -e.maxSpeed, e.maxSpeed)
@@ -88,6 +87,14 @@ func (e *Pendulum) Step(a Action, obs []float64) (reward float64, terminated, tr
 	e.steps++
 	e.observe(obs)
 	return -costs, false, e.steps >= e.MaxSteps()
+}
+
+// PendulumReward is the reward of a step from angle th (0 upright) and
+// speed thDot under the (already clipped) torque u (pendulum.py):
+// -(normalize(th)^2 + 0.1 thDot^2 + 0.001 u^2).
+func PendulumReward(th, thDot, u float64) float64 {
+	an := angleNormalize(th)
+	return -(an*an + 0.1*(thDot*thDot) + 0.001*(u*u))
 }
 
 // angleNormalize is pendulum.py's angle_normalize: ((x + pi) mod 2pi) - pi

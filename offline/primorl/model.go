@@ -95,6 +95,16 @@ func NewEnsemble(cfg ModelConfig, in, out int) (*Ensemble, error) {
 	return e, nil
 }
 
+// workspace returns an ensemble of e's shape with its own scratch, to
+// predict with e's parameters concurrently with e.
+func (e *Ensemble) workspace() *Ensemble {
+	w, err := NewEnsemble(e.cfg, e.in, e.out)
+	if err != nil {
+		panic(err) // e's own configuration
+	}
+	return w
+}
+
 // NumParams returns the length of the ensemble's parameter vector.
 func (e *Ensemble) NumParams() int { return e.cfg.Ensemble * e.per }
 

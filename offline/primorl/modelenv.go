@@ -61,6 +61,10 @@ type ModelEnv struct {
 
 	starts     []float64 // rows of start observations; nil: the reset distribution
 	mirror     bool      // average each prediction with its mirror image (SetMirror)
+	pubReward  bool      // reward from Scales.Reward, not the ensemble (SetPublicReward)
+	perRollout bool      // one model per rollout, not per step (SetModelPerRollout)
+	meanStep   bool      // step to the ensemble's mean prediction, no draw (SetMeanStep)
+	member     int       // the rollout's model (perRollout)
 	mx         []float64 // the mirrored scaled input
 	mmean, mlv []float64 // N x Out predictions at mx
 	branch     float64   // probability of a rollout from a visited state (SetBranch)
@@ -142,6 +146,45 @@ func (m *ModelEnv) SetMirror(on bool) error {
 	return nil
 }
 
+// SetPublicReward makes Step's reward the environment's public reward
+// function (Scales.Reward) at the observation, the action and the model's
+// next observation, instead of the reward the ensemble predicts; the
+// penalty still applies. The ensemble's reward head is trained on private
+// data with noise, and far from the logged states it can predict rewards
+// the task never gives (outside its public range), which a policy learns
+// to chase; the task's own reward function is public knowledge, so using
+// it is post-processing. The ensemble's predicted reward still counts in
+// the penalty's disagreement. It fails if the scales have no reward
+// function.
+func (m *ModelEnv) SetPublicReward(on bool) error {
+	if on && m.scales.Reward == nil {
+		return errors.New("primorl: the environment's scales declare no public reward function")
+	}
+	m.pubReward = on
+	return nil
+}
+
+// SetModelPerRollout makes each rollout follow one model of the ensemble,
+// drawn uniformly at Reset, instead of a model drawn afresh at every step
+// (trajectory sampling, as in PETS: Chua et al., "Deep reinforcement
+// learning in a handful of trials using probabilistic dynamics models",
+// 2018). Drawn per step, the models' differences average out along a
+// rollout and the policy learns the ensemble's mean dynamics; drawn per
+// rollout, it must act well in each model's, which is what a policy needs
+// on the real system when each model errs in its own way (the private
+// training's noise differs by model). The penalty still uses every model.
+func (m *ModelEnv) SetModelPerRollout(on bool) { m.perRollout = on }
+
+// SetMeanStep makes every step go to the ensemble's mean prediction (the
+// average of the models' means, mirrored if SetMirror), without drawing a
+// model or a Gaussian sample: the model's best guess of the real
+// system's deterministic dynamics. PriMORL rates its policy's checkpoints
+// on whole episodes of it (Config.Select): the draws of a stochastic
+// rollout compound over a thousand steps, and they rate a policy that
+// balances a cart-pole on the real system no better than one that drops
+// it, while the mean dynamics tell them apart.
+func (m *ModelEnv) SetMeanStep(on bool) { m.meanStep = on }
+
 // symmetrize replaces the n rows of predictions mean, lv (n x Out, Out =
 // obsD + 1) with their averages with the mirror images of the predictions
 // at the mirrored inputs, mmean and mlv: a change of observation component
@@ -210,6 +253,9 @@ func (m *ModelEnv) Reset(rng *rand.Rand, obs []float64) {
 		m.real.Reset(rng, obs)
 	}
 	copy(m.obs, obs)
+	if m.perRollout {
+		m.member = rng.IntN(m.e.Models())
+	}
 }
 
 // Step samples the model's transition from the current observation under
@@ -234,15 +280,30 @@ func (m *ModelEnv) Step(a sims.Action, obs []float64) (float64, bool, bool) {
 		symmetrize(m.mean, m.lv, m.mmean, m.mlv, N, m.scales.Mirror)
 	}
 	u := m.uncertainty()
-	k := m.rng.IntN(N)
-	for j := range O {
-		m.pred[j] = m.mean[k*O+j] + math.Exp(0.5*m.lv[k*O+j])*m.rng.NormFloat64()
+	if m.meanStep {
+		clear(m.pred)
+		for i := range N {
+			for j := range O {
+				m.pred[j] += m.mean[i*O+j] / float64(N)
+			}
+		}
+	} else {
+		k := m.member
+		if !m.perRollout {
+			k = m.rng.IntN(N)
+		}
+		for j := range O {
+			m.pred[j] = m.mean[k*O+j] + math.Exp(0.5*m.lv[k*O+j])*m.rng.NormFloat64()
+		}
 	}
 	r := m.scales.Decode(obs, m.obs, m.pred)
 	for i := range obs {
 		obs[i] = min(max(obs[i], m.low[i]), m.high[i])
 	}
 	m.scales.project(obs)
+	if m.pubReward {
+		r = m.scales.Reward(m.obs, a.Vec[:m.actD], obs)
+	}
 	copy(m.obs, obs)
 	m.steps++
 	if m.branch > 0 {

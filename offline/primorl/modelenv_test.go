@@ -3,6 +3,7 @@ package primorl
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"dprl/sims"
@@ -291,5 +292,145 @@ func TestModelEnvMirror(t *testing.T) {
 		if math.Abs(r-(-0.5*16)) > 5*sd*16 {
 			t.Fatalf("mirror %v: reward %v, want the models' %v", on, r, -0.5*16)
 		}
+	}
+}
+
+// TestPublicReward checks each environment's public reward function
+// against its simulator's reward on random states and actions (actions past
+// the bounds too, which both clip).
+func TestPublicReward(t *testing.T) {
+	type setter interface {
+		sims.Env
+		SetState(state, obs []float64) error
+	}
+	cases := []struct {
+		env   string
+		new   func() setter
+		state func(r *rand.Rand) []float64
+	}{
+		{"pendulum", func() setter { return sims.NewPendulum() }, func(r *rand.Rand) []float64 {
+			return []float64{(2*r.Float64() - 1) * 3 * math.Pi, (2*r.Float64() - 1) * 8}
+		}},
+		{"cartpole-balance", func() setter { return sims.NewDMCCartPole(false) }, func(r *rand.Rand) []float64 {
+			return []float64{(2*r.Float64() - 1) * 1.8, (2*r.Float64() - 1) * 3 * math.Pi, 3 * r.NormFloat64(), 5 * r.NormFloat64()}
+		}},
+		{"cartpole-swingup", func() setter { return sims.NewDMCCartPole(true) }, func(r *rand.Rand) []float64 {
+			return []float64{1.79 * (2*r.Float64() - 1), math.Pi + r.NormFloat64(), 3 * r.NormFloat64(), 5 * r.NormFloat64()}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.env, func(t *testing.T) {
+			sc, err := PublicScales(tc.env)
+			if err != nil || sc.Reward == nil {
+				t.Fatalf("scales %+v: %v", sc, err)
+			}
+			env := tc.new()
+			od, ad := env.ObservationSpace().Dim(), env.ActionSpace().Dim()
+			r := rand.New(rand.NewPCG(7, 8))
+			obs, next := make([]float64, od), make([]float64, od)
+			act := sims.Action{Vec: make([]float64, ad)}
+			for range 2000 {
+				if err := env.SetState(tc.state(r), obs); err != nil {
+					t.Fatal(err)
+				}
+				for j := range act.Vec {
+					act.Vec[j] = 2.5 * env.ActionSpace().High[j] * (2*r.Float64() - 1)
+				}
+				copy(next, obs)
+				want, _, _ := env.Step(act, next)
+				if got := sc.Reward(obs, act.Vec, next); math.Abs(got-want) > 1e-9*(1+math.Abs(want)) {
+					t.Fatalf("obs %v action %v next %v: public reward %v, simulator %v", obs, act.Vec, next, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestModelEnvPublicReward checks that SetPublicReward replaces the
+// ensemble's reward by the public function of the model's transition, the
+// penalty still subtracted, and that it needs the function.
+func TestModelEnvPublicReward(t *testing.T) {
+	means := [2][4]float64{{0.1, 0, 0.05, -0.5}, {0.1, 0, 0.05, -0.3}}
+	e, p := constEnsemble(t, means)
+	sc := Scales{In: []float64{1, 1, 8, 2}, Out: []float64{1, 1, 8, 16}}
+	m, err := NewModelEnv(sims.NewPendulum(), e, p, sc, MPD, 2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetPublicReward(true); err == nil {
+		t.Fatal("SetPublicReward without Scales.Reward: no error")
+	}
+	var seen [3][]float64
+	sc.Reward = func(obs, act, next []float64) float64 {
+		seen = [3][]float64{append([]float64(nil), obs...), append([]float64(nil), act...), append([]float64(nil), next...)}
+		return 0.25
+	}
+	if m, err = NewModelEnv(sims.NewPendulum(), e, p, sc, MPD, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetPublicReward(true); err != nil {
+		t.Fatal(err)
+	}
+	obs := make([]float64, 3)
+	m.Reset(rand.New(rand.NewPCG(1, 2)), obs)
+	prev := append([]float64(nil), obs...)
+	got, _, _ := m.Step(sims.Action{Vec: []float64{0.5}}, obs)
+	u := 0.2 // the two models disagree on the scaled reward only, by 0.2
+	if want := 0.25 - 2*u; math.Abs(got-want) > 1e-9 {
+		t.Fatalf("reward %v, want the public 0.25 minus the penalty 2 x %v", got, u)
+	}
+	if !slices.Equal(seen[0], prev) || !slices.Equal(seen[1], []float64{0.5}) || !slices.Equal(seen[2], obs) {
+		t.Fatalf("the reward function saw %v, want the step's observation %v, action [0.5] and next observation %v", seen, prev, obs)
+	}
+}
+
+// TestModelEnvMeanStep: with SetMeanStep every step goes exactly to the
+// models' average prediction; with SetModelPerRollout each rollout follows
+// one model throughout, and both models lead rollouts.
+func TestModelEnvMeanStep(t *testing.T) {
+	means := [2][4]float64{{0, 0, 0.05, -0.5}, {0, 0, -0.15, -0.3}}
+	e, p := constEnsemble(t, means)
+	sc := Scales{In: []float64{1, 1, 8, 2}, Out: []float64{1, 1, 8, 16}}
+	m, err := NewModelEnv(sims.NewPendulum(), e, p, sc, MPD, 0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := make([]float64, 3)
+	rng := rand.New(rand.NewPCG(3, 4))
+	m.SetMeanStep(true)
+	m.Reset(rng, obs)
+	for range 3 {
+		prev := obs[2]
+		r, _, _ := m.Step(sims.Action{Vec: []float64{0.5}}, obs)
+		if d := obs[2] - prev; math.Abs(d-(-0.05*8)) > 1e-12 || math.Abs(r-(-0.4*16)) > 1e-12 {
+			t.Fatalf("mean step: speed change %v and reward %v, want the average %v and %v exactly", d, r, -0.05*8, -0.4*16)
+		}
+	}
+	m.SetMeanStep(false)
+	m.SetModelPerRollout(true)
+	sd := math.Exp(-5) * 8
+	var led [2]int
+	for range 40 {
+		m.Reset(rng, obs)
+		first := -1
+		for range 3 {
+			prev := obs[2]
+			m.Step(sims.Action{Vec: []float64{0.5}}, obs)
+			d := obs[2] - prev
+			k := 0
+			if math.Abs(d-(-0.15*8)) < 5*sd {
+				k = 1
+			} else if math.Abs(d-0.05*8) > 5*sd {
+				t.Fatalf("speed change %v: neither model's", d)
+			}
+			if first >= 0 && k != first {
+				t.Fatalf("a rollout switched from model %d to %d", first, k)
+			}
+			first = k
+		}
+		led[first]++
+	}
+	if led[0] == 0 || led[1] == 0 {
+		t.Fatalf("rollouts led by each model: %v, want both", led)
 	}
 }

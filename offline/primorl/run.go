@@ -8,7 +8,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"dprl/internal/atomicfile"
@@ -27,7 +29,7 @@ import (
 // fieldNames are Config's fields that errors name (fielderr renders them as
 // flags in the command).
 var fieldNames = fielderr.Fields{"Out", "SaveModel", "ModelFile", "Data", "Env", "Epsilon", "Delta", "NonPrivate", "PublicData", "CheckEvery", "Patience", "MOPO", "Plain", "MOPOFraction", "PublicN", "Batch", "Rounds", "Clip", "LocalEpochs",
-	"MiniBatch", "LR", "Ensemble", "Hidden", "Lambda", "Horizon", "Branch", "Mirror", "SACSteps", "SACHidden", "EvalEpisodes", "ClipMode", "Uncertainty"}
+	"MiniBatch", "LR", "Ensemble", "Hidden", "Lambda", "Horizon", "Branch", "Mirror", "PublicReward", "PerRollout", "Select", "Policies", "SACSteps", "SACHidden", "TargetEntropy", "EvalEpisodes", "ClipMode", "Uncertainty"}
 
 // ConfigError is an invalid configuration, naming its fields.
 type ConfigError = fielderr.Error
@@ -50,8 +52,13 @@ func PublicScales(env string) (Scales, error) {
 		// Mirror: the equations of motion are odd in (theta, theta_dot,
 		// torque) and the cost even, so (cos, -sin, -speed) under -torque
 		// is the mirror image of a step.
+		// Reward: the cost of the pre-step state and the clipped torque
+		// (sims.PendulumReward).
 		return Scales{In: []float64{1, 1, 8, 2}, Out: []float64{0.4, 0.4, 1.05, 16.3}, Circle: [][2]int{{0, 1}},
-			Mirror: []float64{1, -1, -1, -1}}, nil
+			Mirror: []float64{1, -1, -1, -1},
+			Reward: func(obs, act, _ []float64) float64 {
+				return sims.PendulumReward(math.Atan2(obs[1], obs[0]), obs[2], min(max(act[0], -2), 2))
+			}}, nil
 	case "cartpole-balance", "cartpole-swingup":
 		// x on the rail [-1.8, 1.8], cos and sin, speeds of a few m/s and
 		// rad/s, the control in [-1, 1]. One 0.01 s step moves x by at most
@@ -63,8 +70,13 @@ func PublicScales(env string) (Scales, error) {
 		// Mirror: the cart-pole reflected about the rail's centre (x,
 		// theta and both speeds negated, the force too) obeys the same
 		// equations, the rail is symmetric and the reward even in each.
+		// Reward: the suite's smooth reward of the new state and the
+		// clipped control (sims.DMCCartPoleReward).
 		return Scales{In: []float64{1.8, 1, 1, 5, 10, 1}, Out: []float64{0.05, 0.12, 0.12, 0.5, 0.25, 1}, Circle: [][2]int{{1, 2}},
-			Mirror: []float64{-1, 1, -1, -1, -1, -1}}, nil
+			Mirror: []float64{-1, 1, -1, -1, -1, -1},
+			Reward: func(_, act, next []float64) float64 {
+				return sims.DMCCartPoleReward(next[0], math.Atan2(next[2], next[1]), next[4], min(max(act[0], -1), 1))
+			}}, nil
 	}
 	return Scales{}, fmt.Errorf("primorl: no public scales for %q (pendulum, cartpole-balance, cartpole-swingup)", env)
 }
@@ -135,9 +147,32 @@ type Config struct {
 	// symmetry): post-processing of the release, no privacy cost. Default
 	// on; MOPO's default off (the baseline as published).
 	Mirror bool `flag:"mirror" usage:"average each model prediction with its mirror image under the environment's public symmetry (cancels the drift the training noise puts into the model); post-processing, no privacy cost (default on, off for --mopo; --mirror=false: the paper's model as released)"`
+	// PublicReward makes the policy's training use the environment's
+	// public reward function (Scales.Reward; ModelEnv.SetPublicReward)
+	// instead of the ensemble's predicted reward: post-processing, no
+	// privacy cost.
+	PublicReward bool `flag:"public-reward" usage:"train the policy on the task's own reward function of the model's states (public: the task's definition) instead of the reward the model predicts; post-processing, no privacy cost"`
+	// PerRollout makes each model rollout follow one model of the
+	// ensemble, drawn at its start, instead of one drawn at every step
+	// (ModelEnv.SetModelPerRollout): post-processing, no privacy cost.
+	PerRollout bool `flag:"model-per-rollout" usage:"follow one model of the ensemble for a whole rollout (drawn at its start) instead of drawing one at every step, so that the policy must do well in each model's dynamics; post-processing, no privacy cost"`
+	// Select, if > 0, rates the policy at each point of its curve over
+	// Select whole episodes (the real task's length) of the pessimistic
+	// model from the public start states, and releases the best rated
+	// point's policy instead of the last (sac.TrainOptions.KeepBest):
+	// post-processing, no privacy cost. 0: the last policy, as the paper.
+	Select int `flag:"select" usage:"rate the policy at each of its checkpoints over this many whole episodes in the pessimistic model and release the best rated one instead of the last (post-processing, no privacy cost; 0: the last, as the paper)"`
+	// Policies is the number of SAC policies trained in the model, each
+	// from its own generator; with more than one, Select must be set, and
+	// the one with the best rated point is released: post-processing, no
+	// privacy cost. 1: one policy, as the paper.
+	Policies int `flag:"policies" usage:"train this many SAC policies in the model, each from its own seed, and release the one whose best checkpoint is rated highest in the model (needs --select; post-processing, no privacy cost; runs up to one per core at once)"`
 	// SACSteps and SACHidden configure the policy's training in the model.
 	SACSteps  int   `flag:"sac-steps" usage:"SAC steps in the model (60,000 for pendulum, 30,000 for the cart-poles)"`
 	SACHidden []int `flag:"sac-hidden" usage:"SAC's hidden widths"`
+	// TargetEntropy is SAC's entropy target; NaN (the default): minus the
+	// action dimension, SAC's usual choice (the paper's Table 5 sets -3).
+	TargetEntropy float64 `flag:"target-entropy" usage:"SAC's entropy target (default: minus the action dimension; the paper uses -3)"`
 	// EvalEpisodes is the number of simulator episodes of the evaluation.
 	EvalEpisodes int `flag:"eval-episodes" usage:"simulator episodes of the policy's evaluation"`
 	// Seed keys every generator when Seeded (a repeatable simulation, so
@@ -180,8 +215,8 @@ type Config struct {
 // fail on the simulator (docs/offline.md).
 func DefaultConfig() Config {
 	return Config{Env: "pendulum", Epsilon: 5, Delta: 1e-5, Batch: 30, Rounds: 1000, Clip: 1, ClipMode: ClipPerLayer, LocalEpochs: 1,
-		MiniBatch: 16, LR: 1e-2, Model: DefaultModelConfig(), Uncertainty: MPD, Lambda: 2, Horizon: 30, Branch: 0.5, Mirror: true, SACSteps: 60000,
-		SACHidden: []int{64, 64}, EvalEpisodes: 10, CheckEvery: 10, Patience: 10, Plain: DefaultPlainConfig(), MOPOFraction: 0.05}
+		MiniBatch: 16, LR: 1e-2, Model: DefaultModelConfig(), Uncertainty: MPD, Lambda: 2, Horizon: 30, Branch: 0.5, Mirror: true, Policies: 1, SACSteps: 60000,
+		SACHidden: []int{64, 64}, TargetEntropy: math.NaN(), EvalEpisodes: 10, CheckEvery: 10, Patience: 10, Plain: DefaultPlainConfig(), MOPOFraction: 0.05}
 }
 
 // ForEnv returns c with the paper's settings for env where they differ from
@@ -240,6 +275,11 @@ func (c Config) Validate() error {
 	sc, scErr := PublicScales(c.Env)
 	bad(scErr != nil, "{Env} %q: %v", c.Env, scErr)
 	bad(scErr == nil && c.Mirror && sc.Mirror == nil, "{Mirror}: %s has no public mirror symmetry", c.Env)
+	bad(c.Select < 0, "{Select} %d: must be >= 0", c.Select)
+	bad(math.IsInf(c.TargetEntropy, 0), "{TargetEntropy} %v: want finite (NaN: minus the action dimension)", c.TargetEntropy)
+	bad(c.Policies < 0 || c.Policies > 64, "{Policies} %d: must be in [1, 64] (0: 1)", c.Policies)
+	bad(c.Policies > 1 && c.Select == 0, "{Policies} %d: choosing among policies needs {Select} > 0 (their rating in the model)", c.Policies)
+	bad(scErr == nil && c.PublicReward && sc.Reward == nil, "{PublicReward}: %s has no public reward function", c.Env)
 	if c.MOPO {
 		if err := c.Plain.Validate(); err != nil {
 			errs = append(errs, fieldNames.Errorf("{Plain}: %v", err))
@@ -322,6 +362,16 @@ type Result struct {
 	// their mirror images (Config.Mirror), in the policy's training and
 	// in ModelError.
 	Mirror bool `json:"mirror"`
+	// PublicReward reports whether the policy was trained on the task's
+	// public reward function rather than the model's (Config.PublicReward).
+	PublicReward bool `json:"public_reward,omitempty"`
+	// SelectedSteps is the SAC step count of the released policy when it
+	// was chosen by its rating in the model (Config.Select; 0: the last).
+	SelectedSteps int `json:"selected_steps,omitempty"`
+	// PolicyRatings are the best ratings in the model of each of the
+	// Config.Policies candidates (the released one is the highest): a
+	// function of the release alone.
+	PolicyRatings []float64 `json:"policy_ratings,omitempty"`
 	// Return is the policy's mean return on EvalEpisodes simulator
 	// episodes, with its standard deviation; Score normalises Pendulum's
 	// as 1000 (R + 1500) / 1500 (the paper's), and is the return for the
@@ -593,14 +643,16 @@ func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budge
 func (m *Mechanism) policyPhase(ctx context.Context, e *Ensemble, params []float64, logged *loggedTransitions, prov ledger.Provenance, res *Result) error {
 	c := m.c
 	res.ModelError = m.modelError(e, params)
-	res.Branch, res.Mirror = c.Branch, c.Mirror
+	res.Branch, res.Mirror, res.PublicReward = c.Branch, c.Mirror, c.PublicReward
 	t1 := time.Now()
-	agent, curve, err := m.trainPolicy(ctx, e, params, logged)
+	tp, err := m.trainPolicy(ctx, e, params, logged)
 	if err != nil {
 		return err
 	}
+	res.SelectedSteps, res.PolicyRatings = tp.steps, tp.ratings
 	res.Timing.Note, res.Timing.SACSeconds = TimingNote, time.Since(t1).Seconds()
-	res.Agent, res.Curve = agent, curve
+	agent := tp.agent
+	res.Agent, res.Curve = agent, tp.curve
 	info, _ := sims.Lookup(c.Env)
 	res.Return, res.ReturnStd = sac.Evaluate(info.New(), agent, c.EvalEpisodes, m.gen("eval"))
 	res.Score = res.Return
@@ -795,45 +847,137 @@ func (m *Mechanism) trainPlain(ctx context.Context, data []Trajectory) (*Ensembl
 // steps visit, so a run of that length keeps them all.
 const branchPool = 1 << 17
 
+// trainedPolicy is what trainPolicy returns: the released policy, its
+// curve, the step of its chosen point (0: the last) and, with Policies > 1,
+// each candidate's best rating in the model.
+type trainedPolicy struct {
+	agent   *sac.Agent
+	curve   []sac.CurvePoint
+	steps   int
+	ratings []float64
+}
+
 // trainPolicy trains SAC in the pessimistic MDP of the released ensemble
 // (post-processing: no record enters it), or, for MOPO (logged not nil),
 // with rollouts from the logged states and logged transitions mixed into
-// its batches.
-func (m *Mechanism) trainPolicy(ctx context.Context, e *Ensemble, params []float64, logged *loggedTransitions) (*sac.Agent, []sac.CurvePoint, error) {
+// its batches. With Policies > 1 it trains that many, each from its own
+// generator, at most GOMAXPROCS at once, and returns the one rated best in
+// the model (Select).
+func (m *Mechanism) trainPolicy(ctx context.Context, e *Ensemble, params []float64, logged *loggedTransitions) (trainedPolicy, error) {
 	c := m.c
 	info, _ := sims.Lookup(c.Env)
-	newModel := func() sims.Env {
-		me, err := NewModelEnv(info.New(), e, params, m.scales, c.Uncertainty, c.Lambda, c.Horizon)
-		if err == nil && logged != nil {
-			err = me.SetStartStates(logged.buf.States())
+	n := max(1, c.Policies)
+	outs, errs := make([]sac.Result, n), make([]error, n)
+	var mu sync.Mutex
+	done := make([]int, n)
+	sem := make(chan struct{}, max(1, min(n, runtime.GOMAXPROCS(0))))
+	var wg sync.WaitGroup
+	for i := range n {
+		ens := e
+		if i > 0 {
+			ens = e.workspace() // the ensemble's scratch is not safe for concurrent use
 		}
-		if err == nil && c.Branch > 0 {
-			err = me.SetBranch(c.Branch, branchPool)
+		// A generator per candidate; the first is the single policy's, so
+		// Policies = 1 repeats earlier runs.
+		gen := m.gen("sac")
+		if i > 0 {
+			gen = m.gen(fmt.Sprintf("sac %d", i))
 		}
-		if err == nil && c.Mirror {
-			err = me.SetMirror(true)
-		}
-		if err != nil {
-			panic(err) // validated by New: the same arguments
-		}
-		return me
-	}
-	scfg := sac.DefaultConfig()
-	scfg.Hidden = c.SACHidden
-	opts := sac.TrainOptions{Steps: c.SACSteps, LearningStarts: min(5000, c.SACSteps/2), EvalEpisodes: 3,
-		NewEvalEnv: info.New, Progress: func(p sac.Progress) {
-			if c.Progress != nil {
-				c.Progress("policy", p.Steps, c.SACSteps)
+		opts := m.policyOptions(info, ens, params, logged, func(p sac.Progress) {
+			if c.Progress == nil {
+				return
 			}
-		}}
+			mu.Lock()
+			defer mu.Unlock()
+			done[i] = p.Steps
+			var sum int
+			for _, d := range done {
+				sum += d
+			}
+			c.Progress("policy", sum, n*c.SACSteps)
+		})
+		scfg := sac.DefaultConfig()
+		scfg.Hidden, scfg.TargetEntropy = c.SACHidden, c.TargetEntropy
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			outs[i], errs[i] = sac.Train(ctx, func() sims.Env { return m.modelEnv(info, ens, params, logged, c.Horizon, true) }, scfg, opts, gen)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return trainedPolicy{}, err
+	}
+	best := 0
+	var ratings []float64
+	if n > 1 {
+		ratings = make([]float64, n)
+		for i, o := range outs {
+			ratings[i] = math.Inf(-1)
+			for _, p := range o.Curve {
+				if p.Select != nil && *p.Select > ratings[i] {
+					ratings[i] = *p.Select
+				}
+			}
+			if ratings[i] > ratings[best] {
+				best = i
+			}
+		}
+	}
+	o := outs[best]
+	return trainedPolicy{agent: o.Agent, curve: o.Curve, steps: o.BestSteps, ratings: ratings}, nil
+}
+
+// policyOptions are SAC's options for a policy trained in the model
+// (ens, params): evaluations on the simulator, MOPO's logged transitions,
+// and with Select its rating on whole episodes of the model's mean
+// dynamics.
+func (m *Mechanism) policyOptions(info sims.Info, ens *Ensemble, params []float64, logged *loggedTransitions, progress func(sac.Progress)) sac.TrainOptions {
+	c := m.c
+	opts := sac.TrainOptions{Steps: c.SACSteps, LearningStarts: min(5000, c.SACSteps/2), EvalEpisodes: 3,
+		NewEvalEnv: info.New, Progress: progress}
 	if logged != nil {
 		opts.Fixed, opts.FixedFraction = logged.buf, c.MOPOFraction
 	}
-	out, err := sac.Train(ctx, newModel, scfg, opts, m.gen("sac"))
-	if err != nil {
-		return nil, nil, err
+	if c.Select > 0 {
+		// Whole episodes of the task from its public start states.
+		opts.Select = func() sims.Env { return m.modelEnv(info, ens, params, logged, max(1, info.New().MaxSteps()), false) }
+		opts.SelectEpisodes, opts.KeepBest = c.Select, true
 	}
-	return out.Agent, out.Curve, nil
+	return opts
+}
+
+// modelEnv returns the pessimistic MDP of the release for the policy's
+// rollouts of horizon steps (rollouts), or, for its rating (not rollouts),
+// the model's mean dynamics without the penalty, from the public start
+// states only.
+func (m *Mechanism) modelEnv(info sims.Info, e *Ensemble, params []float64, logged *loggedTransitions, horizon int, rollouts bool) sims.Env {
+	c := m.c
+	lambda := c.Lambda
+	if !rollouts {
+		lambda = 0
+	}
+	me, err := NewModelEnv(info.New(), e, params, m.scales, c.Uncertainty, lambda, horizon)
+	if err == nil && logged != nil && rollouts {
+		err = me.SetStartStates(logged.buf.States())
+	}
+	if err == nil && c.Branch > 0 && rollouts {
+		err = me.SetBranch(c.Branch, branchPool)
+	}
+	if err == nil && c.Mirror {
+		err = me.SetMirror(true)
+	}
+	if err == nil && c.PublicReward {
+		err = me.SetPublicReward(true)
+	}
+	if err != nil {
+		panic(err) // validated by New: the same arguments
+	}
+	me.SetModelPerRollout(c.PerRollout && rollouts)
+	me.SetMeanStep(!rollouts)
+	return me
 }
 
 // PlotCurve draws the policy's return on the simulator against its SAC

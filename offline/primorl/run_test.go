@@ -1,9 +1,13 @@
 package primorl
 
 import (
+	"context"
 	"encoding/json"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -100,5 +104,51 @@ func TestSummariesDefineScore(t *testing.T) {
 		"no privacy       1 run: score 900.0"
 	if !strings.HasPrefix(b.String(), want) {
 		t.Errorf("summary %q, want it to start %q", b.String(), want)
+	}
+}
+
+// TestTrainPolicies: with Policies > 1 the candidates train concurrently
+// (each on its own ensemble scratch: run it with -race), the one with the
+// best rated point is released, and the run repeats exactly from its seed.
+func TestTrainPolicies(t *testing.T) {
+	c := DefaultConfig()
+	c.ModelFile, c.Seed, c.Seeded = "m.model", 3, true
+	c.SACSteps, c.SACHidden, c.Select, c.Policies = 600, []int{8}, 1, 3
+	c.Model.Hidden = []int{8}
+	m, _, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEnsemble(c.Model, 4, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]float64, e.NumParams())
+	e.Init(p, rand.New(rand.NewPCG(1, 2)))
+	run := func() trainedPolicy {
+		tp, err := m.trainPolicy(context.Background(), e, p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tp
+	}
+	a, b := run(), run()
+	if len(a.ratings) != 3 {
+		t.Fatalf("ratings %v, want 3", a.ratings)
+	}
+	best := math.Inf(-1)
+	for _, pt := range a.curve {
+		best = max(best, *pt.Select)
+	}
+	if best != slices.Max(a.ratings) {
+		t.Fatalf("the released policy's best rating %v, want the candidates' best %v", best, slices.Max(a.ratings))
+	}
+	if !slices.Equal(a.agent.ActorParams(), b.agent.ActorParams()) || !slices.Equal(a.ratings, b.ratings) {
+		t.Fatal("two runs from one seed released different policies")
+	}
+	c.Policies = 2
+	c.Select = 0
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "Select > 0") {
+		t.Fatalf("policies without select: %v", err)
 	}
 }

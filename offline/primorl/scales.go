@@ -26,6 +26,12 @@ type Scales struct {
 	// any part of the released model that breaks the symmetry, such as a
 	// constant drift the training noise put into a speed's change.
 	Mirror []float64
+	// Reward, if set, is the environment's reward function (public: the
+	// task's definition, not the data) at the observation obs, the action
+	// act and the next observation next. The model environment can use it
+	// instead of the reward the ensemble predicts (ModelEnv.SetPublicReward),
+	// which a policy cannot exploit far from the logged states.
+	Reward func(obs, act, next []float64) float64
 }
 
 // Validate checks every scale is finite and > 0 and the lengths match obs

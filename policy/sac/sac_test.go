@@ -318,3 +318,51 @@ func TestTrainFixed(t *testing.T) {
 		t.Fatal("rows is not a view of the batch's last row")
 	}
 }
+
+// antiTarget is a rating against target's training: the observation fixed
+// at s = 0.6, the return -(a + 0.3)^2 of the deterministic action a, where
+// training drives a to +0.3. The untrained policies rate best.
+type antiTarget struct{ target }
+
+func (e *antiTarget) Reset(_ *rand.Rand, obs []float64) { e.s, obs[0] = 0.6, 0.6 }
+func (e *antiTarget) Step(a sims.Action, obs []float64) (float64, bool, bool) {
+	d := a.Vec[0] + 0.3
+	return -d * d, true, false
+}
+
+// TestTrainKeepBest: with Select and KeepBest, every curve point carries
+// its rating, and the actor returned is the best rated point's (its rating
+// recomputed on the returned actor is the curve's maximum, at BestSteps).
+func TestTrainKeepBest(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Hidden = []int{8}
+	cfg.Batch = 16
+	if _, err := Train(context.Background(), func() sims.Env { return &target{} }, cfg,
+		TrainOptions{Steps: 10, KeepBest: true}, rand.New(rand.NewPCG(1, 1))); err == nil {
+		t.Fatal("KeepBest without Select: no error")
+	}
+	res, err := Train(context.Background(), func() sims.Env { return &target{} }, cfg,
+		TrainOptions{Steps: 1200, LearningStarts: 100, EvalEvery: 50, EvalEpisodes: 1,
+			Select: func() sims.Env { return &antiTarget{} }, SelectEpisodes: 2, KeepBest: true}, rand.New(rand.NewPCG(3, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, at, last := math.Inf(-1), 0, 0.0
+	for _, p := range res.Curve {
+		if p.Select == nil {
+			t.Fatalf("point at %d steps has no rating", p.Steps)
+		}
+		if *p.Select >= best {
+			best, at = *p.Select, p.Steps
+		}
+		last = *p.Select
+	}
+	got, _ := Evaluate(&antiTarget{}, res.Agent, 1, rand.New(rand.NewPCG(0, 0)))
+	if got != best || res.BestSteps != at {
+		t.Fatalf("returned actor rated %v at %d steps, want the curve's best %v at %d", got, res.BestSteps, best, at)
+	}
+	if !(best > last) || at == 1200 {
+		t.Fatalf("best rating %v at %d steps, last %v: want an earlier point rated above the trained one", best, at, last)
+	}
+	t.Logf("best rating %.5f at %d of %d steps (last %.5f)", best, at, 1200, last)
+}

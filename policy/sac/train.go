@@ -47,6 +47,16 @@ type TrainOptions struct {
 	// into model rollouts (5%).
 	Fixed         *Buffer
 	FixedFraction float64
+	// Select, if set, makes the environments of a second evaluation at
+	// each point of the curve: SelectEpisodes episodes (0: EvalEpisodes)
+	// of the deterministic policy, whose mean return is the point's
+	// Select. With KeepBest, the actor returned is the one of the point
+	// with the highest Select (the last such point on ties), not the last
+	// one. PriMORL rates its policy in the released model, over whole
+	// episodes, to choose among its checkpoints without the real system.
+	Select         func() sims.Env
+	SelectEpisodes int
+	KeepBest       bool
 }
 
 // Episode is one training episode: T steps, Obs (T+1) x ObsDim, Actions
@@ -75,6 +85,9 @@ type CurvePoint struct {
 	Steps int     `json:"steps"`
 	Mean  float64 `json:"mean"`
 	Std   float64 `json:"std"`
+	// Select is the mean return of the second evaluation
+	// (TrainOptions.Select), if any.
+	Select *float64 `json:"select,omitempty"`
 }
 
 // Result is what Train returns.
@@ -86,6 +99,9 @@ type Result struct {
 	// UpdateTime is the time spent in Agent.Update.
 	UpdateTime time.Duration
 	Elapsed    time.Duration
+	// BestSteps is the step count of the point whose actor was returned
+	// (TrainOptions.KeepBest; 0 otherwise).
+	BestSteps int
 }
 
 // Train runs SAC online for opts.Steps steps of environments from newEnv
@@ -98,10 +114,10 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 	if newEnv == nil || rng == nil {
 		return Result{}, errors.New("sac: train: nil environment factory or rng")
 	}
-	if opts.Steps < 1 || opts.LearningStarts < 0 || opts.BufferSize < 0 || opts.EvalEvery < 0 || opts.EvalEpisodes < 0 || opts.Replays < 0 ||
+	if opts.Steps < 1 || opts.LearningStarts < 0 || opts.BufferSize < 0 || opts.EvalEvery < 0 || opts.EvalEpisodes < 0 || opts.Replays < 0 || opts.SelectEpisodes < 0 || (opts.KeepBest && opts.Select == nil) ||
 		!(opts.FixedFraction >= 0 && opts.FixedFraction < 1) || (opts.Fixed != nil && opts.Fixed.Len() == 0) {
-		return Result{}, fmt.Errorf("sac: train: steps %d, learning starts %d, buffer %d, eval every %d, eval episodes %d, replays %d: want steps >= 1 and the rest >= 0; fixed fraction %v: want [0, 1) and a non-empty fixed buffer",
-			opts.Steps, opts.LearningStarts, opts.BufferSize, opts.EvalEvery, opts.EvalEpisodes, opts.Replays, opts.FixedFraction)
+		return Result{}, fmt.Errorf("sac: train: steps %d, learning starts %d, buffer %d, eval every %d, eval episodes %d, replays %d, select episodes %d: want steps >= 1 and the rest >= 0; fixed fraction %v: want [0, 1) and a non-empty fixed buffer; keep best %v: needs a select environment",
+			opts.Steps, opts.LearningStarts, opts.BufferSize, opts.EvalEvery, opts.EvalEpisodes, opts.Replays, opts.SelectEpisodes, opts.FixedFraction, opts.KeepBest)
 	}
 	env, evalEnv := newEnv(), newEnv()
 	if opts.NewEvalEnv != nil {
@@ -133,6 +149,17 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 		evalEpisodes = 10
 	}
 	evalSeed := rng.Uint64()
+	var selectEnv sims.Env
+	var best []float64
+	bestScore := math.Inf(-1)
+	selectEpisodes := opts.SelectEpisodes
+	if selectEpisodes == 0 {
+		selectEpisodes = evalEpisodes
+	}
+	var selectSeed uint64
+	if opts.Select != nil {
+		selectEnv, selectSeed = opts.Select(), rng.Uint64() // drawn only then: runs without selection repeat earlier ones
+	}
 	batch := NewBatch(cfg.Batch, od, ad)
 	// The rows drawn from the fixed buffer come last.
 	own, fixed := batch, Batch{}
@@ -162,7 +189,16 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 	res := Result{Agent: agent}
 	evaluate := func(steps int) {
 		m, s := Evaluate(evalEnv, agent, evalEpisodes, rand.New(rand.NewPCG(evalSeed, uint64(steps))))
-		res.Curve = append(res.Curve, CurvePoint{Steps: steps, Mean: m, Std: s})
+		pt := CurvePoint{Steps: steps, Mean: m, Std: s}
+		if selectEnv != nil {
+			sm, _ := Evaluate(selectEnv, agent, selectEpisodes, rand.New(rand.NewPCG(selectSeed, uint64(steps))))
+			pt.Select = &sm
+			if opts.KeepBest && sm >= bestScore {
+				bestScore, res.BestSteps = sm, steps
+				best = append(best[:0], agent.actorP...)
+			}
+		}
+		res.Curve = append(res.Curve, pt)
 		if opts.Progress != nil {
 			opts.Progress(Progress{Steps: steps, Updates: res.Updates, EvalReturn: m, Elapsed: time.Since(start)})
 		}
@@ -225,6 +261,9 @@ func Train(ctx context.Context, newEnv func() sims.Env, cfg Config, opts TrainOp
 		if (step+1)%evalEvery == 0 || step+1 == opts.Steps {
 			evaluate(step + 1)
 		}
+	}
+	if best != nil {
+		copy(agent.actorP, best)
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
