@@ -372,8 +372,9 @@ func TestOfflinePriMORLSavedModel(t *testing.T) {
 		t.Errorf("text output: exit %d, %q", code, out)
 	}
 	// Without --env, the file's environment and its per-task settings: a
-	// Balance model trains with the cart-poles' 30,000-step default unless
-	// --sac-steps says otherwise.
+	// Balance model trains with Balance's defaults unless given (--select
+	// 0 keeps the test fast and, without a rating to choose by, makes one
+	// policy, not Balance's two).
 	e, err := primorl.NewEnsemble(primorl.DefaultModelConfig(), 6, 6)
 	if err != nil {
 		t.Fatal(err)
@@ -386,9 +387,10 @@ func TestOfflinePriMORLSavedModel(t *testing.T) {
 	if err := os.WriteFile(cpModel, cb, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, out, stderr = runCLI(t, "offline", "primorl", "--model", cpModel, "--sac-steps", "50", "--sac-hidden", "8", "--eval-episodes", "1", "--json")
+	code, out, stderr = runCLI(t, "offline", "primorl", "--model", cpModel, "--sac-steps", "50", "--sac-hidden", "8", "--eval-episodes", "1", "--select", "0", "--json")
 	var cp primorl.Result
-	if code != 0 || json.Unmarshal([]byte(out), &cp) != nil || cp.Env != "cartpole-balance" || cp.Private || cp.Warning != primorl.NotPrivateModel {
+	if code != 0 || json.Unmarshal([]byte(out), &cp) != nil || cp.Env != "cartpole-balance" || cp.Private || cp.Warning != primorl.NotPrivateModel ||
+		cp.Branch != 0.5 || !cp.PublicReward || cp.SelectedSteps != 0 || cp.PolicyRatings != nil {
 		t.Errorf("a Balance model without --env: exit %d (%s), %+v", code, stderr, cp)
 	}
 	bad := filepath.Join(dir, "bad.bin")

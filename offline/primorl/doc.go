@@ -46,4 +46,19 @@
 // from the generator the caller passes: the secure one in production.
 // With z = 0 the training is the paper's "no privacy" ablation (clipped,
 // unnoised), which has no epsilon.
+//
+// # Policy (Algorithm 4): post-processing
+//
+// SAC trains only in ModelEnv, the pessimistic MDP of the released
+// ensemble. Everything it reads is the release or public knowledge of the
+// environment, so whatever it does costs nothing: the paper's rollouts of
+// h steps from the public start states, and this package's additions, each
+// measured in docs/offline.md: rollouts that branch from states earlier
+// rollouts reached (SetBranch), predictions averaged with their mirror
+// images under the environment's symmetry (SetMirror), the task's own
+// reward function instead of the predicted reward (SetPublicReward), one
+// model per rollout (SetModelPerRollout), and the choice of the released
+// checkpoint, among one or more SAC runs, by its return on whole episodes
+// of the ensemble's mean dynamics (SetMeanStep; Config.Select and
+// Config.Policies).
 package primorl

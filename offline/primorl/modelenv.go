@@ -176,7 +176,8 @@ func (m *ModelEnv) SetPublicReward(on bool) error {
 func (m *ModelEnv) SetModelPerRollout(on bool) { m.perRollout = on }
 
 // SetMeanStep makes every step go to the ensemble's mean prediction (the
-// average of the models' means, mirrored if SetMirror), without drawing a
+// average of the models' means, mirrored if SetMirror; with
+// SetModelPerRollout, the rollout's model's mean), without drawing a
 // model or a Gaussian sample: the model's best guess of the real
 // system's deterministic dynamics. PriMORL rates its policy's checkpoints
 // on whole episodes of it (Config.Select): the draws of a stochastic
@@ -280,7 +281,9 @@ func (m *ModelEnv) Step(a sims.Action, obs []float64) (float64, bool, bool) {
 		symmetrize(m.mean, m.lv, m.mmean, m.mlv, N, m.scales.Mirror)
 	}
 	u := m.uncertainty()
-	if m.meanStep {
+	if m.meanStep && m.perRollout {
+		copy(m.pred, m.mean[m.member*O:(m.member+1)*O])
+	} else if m.meanStep {
 		clear(m.pred)
 		for i := range N {
 			for j := range O {

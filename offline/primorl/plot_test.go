@@ -76,8 +76,9 @@ func TestPlotScores(t *testing.T) {
 	}
 }
 
-// TestForEnv: the cart-poles take the paper's settings unless kept;
-// Pendulum's are the defaults.
+// TestForEnv: the cart-poles take the paper's settings unless kept (and
+// Balance its measured policy phase, which TestResolve checks); Pendulum's
+// are the defaults.
 func TestForEnv(t *testing.T) {
 	d := DefaultConfig()
 	p := d.ForEnv("pendulum", nil)
@@ -85,7 +86,7 @@ func TestForEnv(t *testing.T) {
 		t.Fatalf("pendulum: %+v", p)
 	}
 	b := d.ForEnv("cartpole-balance", nil)
-	if b.Env != "cartpole-balance" || b.Model.Ensemble != 5 || b.Model.Hidden[0] != 128 || b.ClipMode != ClipFlat || b.Horizon != 20 || b.Uncertainty != MPD || b.Branch != 0 {
+	if b.Env != "cartpole-balance" || b.Model.Ensemble != 5 || b.Model.Hidden[0] != 128 || b.ClipMode != ClipFlat || b.Horizon != 20 || b.Uncertainty != MPD || b.Branch != 0.5 {
 		t.Fatalf("balance: %+v", b)
 	}
 	s := d.ForEnv("cartpole-swingup", func(f string) bool { return f == "Horizon" || f == "Branch" })

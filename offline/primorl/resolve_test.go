@@ -1,6 +1,7 @@
 package primorl
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -34,18 +35,41 @@ func TestResolve(t *testing.T) {
 	if r, err := pmopo.Resolve(ok, given()); err != nil || r.Branch != 0 {
 		t.Errorf("mopo: branch %v, %v", r.Branch, err)
 	}
-	// Pendulum trains SAC 60,000 steps in the model, the cart-poles 30,000
-	// unless --sac-steps is given.
+	// Pendulum and Balance train SAC 60,000 steps in the model, Swing-up
+	// 30,000 unless --sac-steps is given.
 	if r, err := pend.Resolve(ok, given()); err != nil || r.SACSteps != 60000 {
 		t.Errorf("pendulum: %d SAC steps, %v", r.SACSteps, err)
 	}
-	if r.SACSteps != 30000 {
-		t.Errorf("cartpole-balance: %d SAC steps", r.SACSteps)
+	if r.SACSteps != 60000 || r.Branch != 0.5 {
+		t.Errorf("cartpole-balance: %d SAC steps, branch %v", r.SACSteps, r.Branch)
+	}
+	sw := DefaultConfig()
+	sw.Env = "cartpole-swingup"
+	if r, err := sw.Resolve(ok, given()); err != nil || r.SACSteps != 30000 || r.Branch != 0 || r.PublicReward || r.Select != 0 || !math.IsNaN(r.TargetEntropy) {
+		t.Errorf("cartpole-swingup: %+v, %v", r, err)
 	}
 	cp := c
 	cp.SACSteps = 100000
 	if r, err := cp.Resolve(ok, given("SACSteps")); err != nil || r.SACSteps != 100000 {
 		t.Errorf("cartpole-balance --sac-steps 100000: %d, %v", r.SACSteps, err)
+	}
+	// Balance's policy phase: the public reward, the paper's entropy
+	// target and the best rated checkpoint, unless given; Pendulum and
+	// MOPO keep the last policy, SAC's usual target and the model's reward.
+	if r.Select != 10 || !r.PublicReward || r.TargetEntropy != -3 || r.Policies != 2 {
+		t.Errorf("cartpole-balance: select %d, public reward %v, target entropy %v, policies %d", r.Select, r.PublicReward, r.TargetEntropy, r.Policies)
+	}
+	cp = c
+	cp.Select, cp.PublicReward, cp.TargetEntropy = 0, false, -1
+	if r, err := cp.Resolve(ok, given("Select", "PublicReward", "TargetEntropy")); err != nil || r.Select != 0 || r.PublicReward || r.TargetEntropy != -1 || r.Policies != 1 {
+		t.Errorf("cartpole-balance --select 0 --public-reward=false --target-entropy -1: %+v, %v", r, err)
+	}
+	bm := c
+	bm.MOPO = true
+	for _, x := range []Config{pend, bm} {
+		if r, err := x.Resolve(ok, given()); err != nil || r.Select != 0 || r.PublicReward || !math.IsNaN(r.TargetEntropy) || r.Policies != 1 {
+			t.Errorf("%s mopo %v: select %d, public reward %v, target entropy %v, %v", x.Env, x.MOPO, r.Select, r.PublicReward, r.TargetEntropy, err)
+		}
 	}
 	// The model's predictions are mirrored by default, MOPO's not unless
 	// --mirror is given.

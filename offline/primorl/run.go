@@ -139,9 +139,9 @@ type Config struct {
 	// Branch is the probability that a rollout starts from a state an
 	// earlier rollout reached instead of a public start state
 	// (ModelEnv.SetBranch; post-processing); 0: every rollout from a start
-	// state, as the paper. Pendulum's default is 0.5, the cart-poles' and
-	// MOPO's 0.
-	Branch float64 `flag:"branch" usage:"probability that a model rollout starts where earlier rollouts went (a reservoir of the states they reached) instead of at a public start state; post-processing of the release, no privacy cost (0: the paper's rollouts from start states only; default 0.5 for pendulum, 0 for the cart-poles and --mopo)"`
+	// state, as the paper. The default is 0.5 for Pendulum and Balance, 0
+	// for Swing-up and MOPO.
+	Branch float64 `flag:"branch" usage:"probability that a model rollout starts where earlier rollouts went (a reservoir of the states they reached) instead of at a public start state; post-processing of the release, no privacy cost (0: the paper's rollouts from start states only; default 0.5 for pendulum and cartpole-balance, 0 for cartpole-swingup and --mopo)"`
 	// Mirror averages every model prediction with its mirror image
 	// (ModelEnv.SetMirror; Scales.Mirror, the environment's public
 	// symmetry): post-processing of the release, no privacy cost. Default
@@ -150,29 +150,33 @@ type Config struct {
 	// PublicReward makes the policy's training use the environment's
 	// public reward function (Scales.Reward; ModelEnv.SetPublicReward)
 	// instead of the ensemble's predicted reward: post-processing, no
-	// privacy cost.
-	PublicReward bool `flag:"public-reward" usage:"train the policy on the task's own reward function of the model's states (public: the task's definition) instead of the reward the model predicts; post-processing, no privacy cost"`
+	// privacy cost. Default on for Balance, off otherwise.
+	PublicReward bool `flag:"public-reward" usage:"train the policy on the task's own reward function of the model's states (public: the task's definition) instead of the reward the model predicts; post-processing, no privacy cost (default on for cartpole-balance, off otherwise and for --mopo)"`
 	// PerRollout makes each model rollout follow one model of the
 	// ensemble, drawn at its start, instead of one drawn at every step
 	// (ModelEnv.SetModelPerRollout): post-processing, no privacy cost.
 	PerRollout bool `flag:"model-per-rollout" usage:"follow one model of the ensemble for a whole rollout (drawn at its start) instead of drawing one at every step, so that the policy must do well in each model's dynamics; post-processing, no privacy cost"`
-	// Select, if > 0, rates the policy at each point of its curve over
-	// Select whole episodes (the real task's length) of the pessimistic
-	// model from the public start states, and releases the best rated
-	// point's policy instead of the last (sac.TrainOptions.KeepBest):
-	// post-processing, no privacy cost. 0: the last policy, as the paper.
-	Select int `flag:"select" usage:"rate the policy at each of its checkpoints over this many whole episodes in the pessimistic model and release the best rated one instead of the last (post-processing, no privacy cost; 0: the last, as the paper)"`
+	// Select, if > 0, rates the policy at each point of its curve by its
+	// mean return over Select whole episodes (the real task's length) of
+	// the model's mean dynamics (ModelEnv.SetMeanStep, no penalty) from
+	// the public start states, and releases the best rated point's policy
+	// instead of the last (sac.TrainOptions.KeepBest): post-processing, no
+	// privacy cost. 0: the last policy, as the paper. Default 10 for
+	// Balance, 0 otherwise.
+	Select int `flag:"select" usage:"rate the policy at each of its 20 checkpoints by its return over this many whole episodes of the model's mean dynamics, and release the best rated one instead of the last (post-processing, no privacy cost; 0: the last, as the paper; default 10 for cartpole-balance, 0 otherwise)"`
 	// Policies is the number of SAC policies trained in the model, each
 	// from its own generator; with more than one, Select must be set, and
 	// the one with the best rated point is released: post-processing, no
-	// privacy cost. 1: one policy, as the paper.
-	Policies int `flag:"policies" usage:"train this many SAC policies in the model, each from its own seed, and release the one whose best checkpoint is rated highest in the model (needs --select; post-processing, no privacy cost; runs up to one per core at once)"`
+	// privacy cost. 1: one policy, as the paper; the default except on
+	// Balance (2).
+	Policies int `flag:"policies" usage:"train this many SAC policies in the model, each from its own seed, and release the one whose best checkpoint is rated highest in the model (needs --select; post-processing, no privacy cost; runs up to one per core at once; default 2 for cartpole-balance, 1 otherwise and for --mopo)"`
 	// SACSteps and SACHidden configure the policy's training in the model.
-	SACSteps  int   `flag:"sac-steps" usage:"SAC steps in the model (60,000 for pendulum, 30,000 for the cart-poles)"`
+	SACSteps  int   `flag:"sac-steps" usage:"SAC steps in the model (60,000 for pendulum and cartpole-balance, 30,000 for cartpole-swingup)"`
 	SACHidden []int `flag:"sac-hidden" usage:"SAC's hidden widths"`
-	// TargetEntropy is SAC's entropy target; NaN (the default): minus the
-	// action dimension, SAC's usual choice (the paper's Table 5 sets -3).
-	TargetEntropy float64 `flag:"target-entropy" usage:"SAC's entropy target (default: minus the action dimension; the paper uses -3)"`
+	// TargetEntropy is SAC's entropy target; NaN: minus the action
+	// dimension, SAC's usual choice, the default for Pendulum, Swing-up
+	// and MOPO; -3 (the paper's Table 5) for Balance.
+	TargetEntropy float64 `flag:"target-entropy" usage:"SAC's entropy target (default -3, the paper's, for cartpole-balance; minus the action dimension otherwise and for --mopo; NaN: minus the action dimension)"`
 	// EvalEpisodes is the number of simulator episodes of the evaluation.
 	EvalEpisodes int `flag:"eval-episodes" usage:"simulator episodes of the policy's evaluation"`
 	// Seed keys every generator when Seeded (a repeatable simulation, so
@@ -222,11 +226,18 @@ func DefaultConfig() Config {
 // ForEnv returns c with the paper's settings for env where they differ from
 // Pendulum's (Tables 4-5 and Section 5): the DMC cart-poles take 5 models of
 // 2 x 128, flat clipping and rollouts of 20 steps, Swing-up the u_MA
-// penalty, and both the paper's rollouts from start states only (Branch 0:
-// branching is measured on Pendulum only) and 30,000 SAC steps. keep
-// reports the fields to leave as they are (set by the user; nil: none)
-// among "Ensemble", "Hidden", "ClipMode", "Horizon", "Branch", "SACSteps"
-// and "Uncertainty".
+// penalty. Swing-up keeps the paper's rollouts from start states only
+// (Branch 0) and 30,000 SAC steps. Balance's policy phase is the one
+// measured to balance on every seed (docs/offline.md): half the rollouts
+// branched (Branch 0.5), the task's public reward function
+// (PublicReward), the paper's entropy target -3, 60,000 SAC steps, two
+// SAC runs (Policies 2) and the checkpoint rated best on 10 whole
+// episodes of the model released (Select 10); from start states only
+// with 30,000 steps and SAC's usual target, one SAC seed in four balanced
+// on the private model. keep reports the fields to leave as they are (set
+// by the user; nil: none) among "Ensemble", "Hidden", "ClipMode",
+// "Horizon", "Branch", "SACSteps", "Uncertainty", "PublicReward",
+// "TargetEntropy", "Select" and "Policies".
 func (c Config) ForEnv(env string, keep func(field string) bool) Config {
 	c.Env = env
 	if env != "cartpole-balance" && env != "cartpole-swingup" {
@@ -247,14 +258,38 @@ func (c Config) ForEnv(env string, keep func(field string) bool) Config {
 	if !keep("Horizon") {
 		c.Horizon = 20
 	}
+	if env == "cartpole-swingup" {
+		if !keep("Branch") {
+			c.Branch = 0
+		}
+		if !keep("SACSteps") {
+			c.SACSteps = 30000
+		}
+		if !keep("Uncertainty") {
+			c.Uncertainty = MA
+		}
+		return c
+	}
 	if !keep("Branch") {
-		c.Branch = 0
+		c.Branch = 0.5
 	}
 	if !keep("SACSteps") {
-		c.SACSteps = 30000
+		c.SACSteps = 60000
 	}
-	if !keep("Uncertainty") && env == "cartpole-swingup" {
-		c.Uncertainty = MA
+	if !keep("PublicReward") {
+		c.PublicReward = true
+	}
+	if !keep("TargetEntropy") {
+		c.TargetEntropy = -3
+	}
+	if !keep("Select") {
+		c.Select = 10
+	}
+	if !keep("Policies") {
+		c.Policies = 2
+		if c.Select == 0 {
+			c.Policies = 1 // --select 0: nothing to choose by
+		}
 	}
 	return c
 }
@@ -452,6 +487,10 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "model error %.4g (scaled mse on simulator transitions); policy return on the simulator %.1f ± %.1f%s\ntiming (%s): model %.1f s, policy %.1f s\n",
 		r.ModelError, r.Return, r.ReturnStd, score, TimingNote, r.Timing.ModelSeconds, r.Timing.SACSeconds)
+	if err == nil && r.SelectedSteps > 0 {
+		// The ratings are computed in the released model only: post-processing.
+		_, err = fmt.Fprintf(w, "released the checkpoint after %d SAC steps, the best rated on whole episodes of the model's mean dynamics\n", r.SelectedSteps)
+	}
 	if err == nil && r.SavedModel != "" {
 		_, err = fmt.Fprintf(w, "model written to %s\n", r.SavedModel)
 	}
@@ -1073,6 +1112,18 @@ func (c Config) Resolve(a Args, set func(field string) bool) (Config, error) {
 	}
 	if c.MOPO && !set("Mirror") {
 		c.Mirror = false // MOPO as published: the model's own predictions
+	}
+	if c.MOPO && !set("PublicReward") {
+		c.PublicReward = false // the model's reward
+	}
+	if c.MOPO && !set("Select") {
+		c.Select = 0 // the last policy
+	}
+	if c.MOPO && !set("Policies") {
+		c.Policies = 1
+	}
+	if c.MOPO && !set("TargetEntropy") {
+		c.TargetEntropy = math.NaN() // SAC's usual target
 	}
 	if (c.NonPrivate || c.MOPO) && (set("Epsilon") || set("Delta")) {
 		return c, fieldNames.Errorf("{NonPrivate} and {MOPO} train without noise: {Epsilon} and {Delta} do not apply")
