@@ -183,30 +183,39 @@ func TestModelEnvBranch(t *testing.T) {
 	}
 }
 
+// stateSetter is a simulator whose state can be set.
+type stateSetter interface {
+	sims.Env
+	SetState(state, obs []float64) error
+}
+
+// simCase is a simulator PriMORL has public scales for, with a draw of its
+// states (angles over several turns, the cart anywhere on the rail).
+type simCase struct {
+	env   string
+	new   func() stateSetter
+	state func(r *rand.Rand) []float64
+}
+
+func simCases() []simCase {
+	return []simCase{
+		{"pendulum", func() stateSetter { return sims.NewPendulum() }, func(r *rand.Rand) []float64 {
+			return []float64{(2*r.Float64() - 1) * 3 * math.Pi, (2*r.Float64() - 1) * 8}
+		}},
+		{"cartpole-balance", func() stateSetter { return sims.NewDMCCartPole(false) }, func(r *rand.Rand) []float64 {
+			return []float64{(2*r.Float64() - 1) * 1.8, (2*r.Float64() - 1) * 3 * math.Pi, 3 * r.NormFloat64(), 5 * r.NormFloat64()}
+		}},
+		{"cartpole-swingup", func() stateSetter { return sims.NewDMCCartPole(true) }, func(r *rand.Rand) []float64 {
+			return []float64{1.79 * (2*r.Float64() - 1), math.Pi + r.NormFloat64(), 3 * r.NormFloat64(), 5 * r.NormFloat64()}
+		}},
+	}
+}
+
 // TestPublicMirror checks each environment's declared mirror symmetry
 // against its simulator: stepping from the mirrored state under the
 // mirrored action reaches the mirrored observation with the same reward.
 func TestPublicMirror(t *testing.T) {
-	type setter interface {
-		sims.Env
-		SetState(state, obs []float64) error
-	}
-	cases := []struct {
-		env   string
-		new   func() setter
-		state func(r *rand.Rand) []float64
-	}{
-		{"pendulum", func() setter { return sims.NewPendulum() }, func(r *rand.Rand) []float64 {
-			return []float64{(2*r.Float64() - 1) * math.Pi, (2*r.Float64() - 1) * 8}
-		}},
-		{"cartpole-balance", func() setter { return sims.NewDMCCartPole(false) }, func(r *rand.Rand) []float64 {
-			return []float64{(2*r.Float64() - 1) * 1.8, (2*r.Float64() - 1) * math.Pi, 3 * r.NormFloat64(), 5 * r.NormFloat64()}
-		}},
-		{"cartpole-swingup", func() setter { return sims.NewDMCCartPole(true) }, func(r *rand.Rand) []float64 {
-			return []float64{1.79 * (2*r.Float64() - 1), math.Pi + r.NormFloat64(), 3 * r.NormFloat64(), 5 * r.NormFloat64()}
-		}},
-	}
-	for _, tc := range cases {
+	for _, tc := range simCases() {
 		t.Run(tc.env, func(t *testing.T) {
 			sc, err := PublicScales(tc.env)
 			if err != nil {
@@ -299,26 +308,7 @@ func TestModelEnvMirror(t *testing.T) {
 // against its simulator's reward on random states and actions (actions past
 // the bounds too, which both clip).
 func TestPublicReward(t *testing.T) {
-	type setter interface {
-		sims.Env
-		SetState(state, obs []float64) error
-	}
-	cases := []struct {
-		env   string
-		new   func() setter
-		state func(r *rand.Rand) []float64
-	}{
-		{"pendulum", func() setter { return sims.NewPendulum() }, func(r *rand.Rand) []float64 {
-			return []float64{(2*r.Float64() - 1) * 3 * math.Pi, (2*r.Float64() - 1) * 8}
-		}},
-		{"cartpole-balance", func() setter { return sims.NewDMCCartPole(false) }, func(r *rand.Rand) []float64 {
-			return []float64{(2*r.Float64() - 1) * 1.8, (2*r.Float64() - 1) * 3 * math.Pi, 3 * r.NormFloat64(), 5 * r.NormFloat64()}
-		}},
-		{"cartpole-swingup", func() setter { return sims.NewDMCCartPole(true) }, func(r *rand.Rand) []float64 {
-			return []float64{1.79 * (2*r.Float64() - 1), math.Pi + r.NormFloat64(), 3 * r.NormFloat64(), 5 * r.NormFloat64()}
-		}},
-	}
-	for _, tc := range cases {
+	for _, tc := range simCases() {
 		t.Run(tc.env, func(t *testing.T) {
 			sc, err := PublicScales(tc.env)
 			if err != nil || sc.Reward == nil {
