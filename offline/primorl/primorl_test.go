@@ -167,6 +167,70 @@ func TestNoiseStd(t *testing.T) {
 	}
 }
 
+// TestServerOptimizer: the server step size and momentum apply the rounds'
+// noised averages g~ exactly as v <- beta v + g~, theta <- theta + eta v.
+// With q so small that no trajectory is sampled, g~ is the noise alone, the
+// same draws whatever the parameters, so a run with eta and beta can be
+// checked against the averages of the paper's update (eta 1, beta 0).
+func TestServerOptimizer(t *testing.T) {
+	e := smallEnsemble(t, 2)
+	data := randomData(rand.New(rand.NewPCG(7, 8)), 20, 3)
+	const rounds = 4
+	run := func(eta, beta float64) [][]float64 {
+		cfg := TDPConfig{Q: 1e-9, Z: 1.1, C: 0.5, Rounds: rounds, LocalEpochs: 1, Batch: 4, LR: 1e-3, Clip: ClipFlat,
+			ServerLR: eta, ServerMomentum: beta}
+		tr, err := NewTrainer(e, cfg, rand.New(rand.NewPCG(5, 6)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := make([]float64, e.NumParams())
+		sample := rand.New(rand.NewPCG(9, 10))
+		var after [][]float64
+		for range rounds {
+			if st := tr.Round(p, data, sample); st.Sampled != 0 {
+				t.Fatalf("sampled %d trajectories at q = 1e-9", st.Sampled)
+			}
+			after = append(after, append([]float64(nil), p...))
+		}
+		return after
+	}
+	paper, zero := run(1, 0), run(0, 0) // ServerLR 0 means 1
+	g := make([][]float64, rounds)      // the rounds' noised averages
+	for r := range rounds {
+		g[r] = make([]float64, len(paper[r]))
+		for i, v := range paper[r] {
+			prev := 0.0
+			if r > 0 {
+				prev = paper[r-1][i]
+			}
+			g[r][i] = v - prev
+			if zero[r][i] != v {
+				t.Fatalf("round %d: ServerLR 0 gives %v at %d, 1 gives %v", r, zero[r][i], i, v)
+			}
+		}
+	}
+	for _, c := range []struct{ eta, beta float64 }{{2.5, 0}, {1, 0.9}, {0.5, 0.5}} {
+		got := run(c.eta, c.beta)
+		want := make([]float64, len(g[0]))
+		vel := make([]float64, len(g[0]))
+		for r := range rounds {
+			for i := range want {
+				vel[i] = c.beta*vel[i] + g[r][i]
+				want[i] += c.eta * vel[i]
+				if d := math.Abs(got[r][i] - want[i]); d > 1e-9*(1+math.Abs(want[i])) {
+					t.Fatalf("eta %v beta %v, round %d, coordinate %d: %v, want %v", c.eta, c.beta, r, i, got[r][i], want[i])
+				}
+			}
+		}
+	}
+	for _, bad := range []TDPConfig{{ServerLR: -1}, {ServerLR: math.Inf(1)}, {ServerMomentum: 1}, {ServerMomentum: -0.1}, {ServerMomentum: math.NaN()}} {
+		bad.Q, bad.Z, bad.C, bad.Rounds, bad.LocalEpochs, bad.Batch, bad.LR = 0.1, 1, 1, 1, 1, 1, 1e-3
+		if bad.Validate() == nil {
+			t.Fatalf("server lr %v momentum %v accepted", bad.ServerLR, bad.ServerMomentum)
+		}
+	}
+}
+
 // TestPoissonSampling: the number of trajectories a round samples follows
 // Binomial(K, q): a chi-square goodness-of-fit test over many rounds.
 func TestPoissonSampling(t *testing.T) {

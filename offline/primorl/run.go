@@ -29,7 +29,7 @@ import (
 // fieldNames are Config's fields that errors name (fielderr renders them as
 // flags in the command).
 var fieldNames = fielderr.Fields{"Out", "SaveModel", "ModelFile", "Data", "Env", "Epsilon", "Delta", "NonPrivate", "PublicData", "CheckEvery", "Patience", "MOPO", "Plain", "MOPOFraction", "PublicN", "Batch", "Rounds", "Clip", "LocalEpochs",
-	"MiniBatch", "LR", "Ensemble", "Hidden", "Lambda", "Horizon", "Branch", "Mirror", "PublicReward", "PerRollout", "Select", "Policies", "SACSteps", "SACHidden", "TargetEntropy", "EvalEpisodes", "ClipMode", "Uncertainty"}
+	"MiniBatch", "LR", "ServerLR", "ServerMomentum", "Ensemble", "Hidden", "Lambda", "Horizon", "Branch", "Mirror", "PublicReward", "PerRollout", "Select", "Policies", "SACSteps", "SACHidden", "TargetEntropy", "EvalEpisodes", "ClipMode", "Uncertainty"}
 
 // ConfigError is an invalid configuration, naming its fields.
 type ConfigError = fielderr.Error
@@ -130,6 +130,10 @@ type Config struct {
 	LocalEpochs int     `flag:"local-epochs" usage:"local epochs E per sampled trajectory"`
 	MiniBatch   int     `flag:"minibatch" usage:"local minibatch size B"`
 	LR          float64 `flag:"model-lr" usage:"the models' local gradient-descent step size"`
+	// ServerLR and ServerMomentum apply each round's noised average as a
+	// server optimizer (TDPConfig): post-processing, no privacy cost.
+	ServerLR       float64 `flag:"server-lr" usage:"server step size eta of theta <- theta + eta v, v <- beta v + the round's noised average (post-processing, no privacy cost; 1: the paper's)"`
+	ServerMomentum float64 `flag:"server-momentum" usage:"server momentum beta in [0, 1) of v <- beta v + the round's noised average (post-processing, no privacy cost; 0: the paper's)"`
 	// Model is the ensemble.
 	Model ModelConfig
 	// Uncertainty, Lambda and Horizon define the pessimistic MDP.
@@ -219,7 +223,7 @@ type Config struct {
 // fail on the simulator (docs/offline.md).
 func DefaultConfig() Config {
 	return Config{Env: "pendulum", Epsilon: 5, Delta: 1e-5, Batch: 30, Rounds: 1000, Clip: 1, ClipMode: ClipPerLayer, LocalEpochs: 1,
-		MiniBatch: 16, LR: 1e-2, Model: DefaultModelConfig(), Uncertainty: MPD, Lambda: 2, Horizon: 30, Branch: 0.5, Mirror: true, Policies: 1, SACSteps: 60000,
+		MiniBatch: 16, LR: 1e-2, ServerLR: 1, Model: DefaultModelConfig(), Uncertainty: MPD, Lambda: 2, Horizon: 30, Branch: 0.5, Mirror: true, Policies: 1, SACSteps: 60000,
 		SACHidden: []int{64, 64}, TargetEntropy: math.NaN(), EvalEpisodes: 10, CheckEvery: 10, Patience: 10, Plain: DefaultPlainConfig(), MOPOFraction: 0.05}
 }
 
@@ -338,6 +342,8 @@ func (c Config) Validate() error {
 	}
 	bad(!(c.Clip > 0) || math.IsInf(c.Clip, 0), "{Clip} %v: must be finite and > 0", c.Clip)
 	bad(c.LocalEpochs < 1 || c.MiniBatch < 1, "{LocalEpochs} %d and {MiniBatch} %d: must be >= 1", c.LocalEpochs, c.MiniBatch)
+	bad(!(c.ServerLR > 0) || math.IsInf(c.ServerLR, 0), "{ServerLR} %v: must be finite and > 0", c.ServerLR)
+	bad(!(c.ServerMomentum >= 0 && c.ServerMomentum < 1), "{ServerMomentum} %v: must be in [0, 1)", c.ServerMomentum)
 	bad(!(c.LR > 0) || math.IsInf(c.LR, 0), "{LR} %v: must be finite and > 0", c.LR)
 	if err := c.Model.Validate(); err != nil {
 		errs = append(errs, fieldNames.Errorf("{Ensemble}/{Hidden}: %v", err))
@@ -386,6 +392,11 @@ type Result struct {
 	N          int     `json:"n"`
 	Seeded     bool    `json:"seeded"`
 	LedgerSeq  uint64  `json:"ledger_seq,omitempty"`
+	// ServerLR and ServerMomentum are the model training's server
+	// optimizer (Config.ServerLR, ServerMomentum; absent for --model and
+	// --mopo, which run none).
+	ServerLR       float64 `json:"server_lr,omitempty"`
+	ServerMomentum float64 `json:"server_momentum,omitempty"`
 	// ModelError is the released ensemble's mean squared error of the
 	// scaled (s' - s, r) on 20 simulator episodes of uniformly random
 	// actions (public data), with its predictions mirrored as the
@@ -646,6 +657,7 @@ func (m *Mechanism) Compute(ctx context.Context, ix *sessionlog.Index, ch *budge
 	if c.MOPO {
 		e, params, err = m.trainPlain(ctx, data)
 	} else {
+		res.ServerLR, res.ServerMomentum = c.ServerLR, c.ServerMomentum
 		e, params, res.RoundsRun, err = m.trainModel(ctx, data, res)
 	}
 	if err != nil {
@@ -807,7 +819,7 @@ func (m *Mechanism) trainModel(ctx context.Context, data []Trajectory, res *Resu
 	// The denominator is q n = Batch with the public n, whatever the log's
 	// length.
 	tdp := TDPConfig{Q: res.Q, Z: res.Z, C: c.Clip, Rounds: c.Rounds, LocalEpochs: c.LocalEpochs, Batch: c.MiniBatch, LR: c.LR, Clip: c.ClipMode,
-		Denominator: res.Q * float64(m.n)}
+		Denominator: res.Q * float64(m.n), ServerLR: c.ServerLR, ServerMomentum: c.ServerMomentum}
 	tr, err := NewTrainer(e, tdp, m.gen("noise"))
 	if err != nil {
 		return nil, nil, 0, err
@@ -1134,7 +1146,7 @@ func (c Config) Resolve(a Args, set func(field string) bool) (Config, error) {
 	if set("ModelFile") {
 		// The model and its guarantee are the file's.
 		for _, f := range []string{"Epsilon", "Delta", "NonPrivate", "Batch", "PublicN", "Rounds", "Clip", "ClipMode", "LocalEpochs", "MiniBatch", "LR",
-			"Ensemble", "Hidden", "CheckEvery", "Patience"} {
+			"ServerLR", "ServerMomentum", "Ensemble", "Hidden", "CheckEvery", "Patience"} {
 			if set(f) {
 				return c, fieldNames.Errorf("{ModelFile} holds a trained model and its guarantee: {%s} does not apply", f)
 			}

@@ -37,6 +37,14 @@ type TDPConfig struct {
 	// Denominator is the fixed denominator of the averaged delta, q n with
 	// a public n; 0 means q K with K the number of training trajectories.
 	Denominator float64
+	// ServerLR eta and ServerMomentum beta apply the noised average g~ of
+	// each round as a server optimizer does: v <- beta v + g~, theta <-
+	// theta + eta v (server momentum, as in Reddi et al., "Adaptive
+	// Federated Optimization", ICLR 2021, Algorithm 2 with SGD with
+	// momentum as the server optimizer). They read only the released g~:
+	// post-processing, no privacy cost. ServerLR 0 means 1 and
+	// ServerMomentum 0 none: the paper's theta <- theta + g~.
+	ServerLR, ServerMomentum float64
 }
 
 // Validate reports every invalid field.
@@ -66,6 +74,12 @@ func (c TDPConfig) Validate() error {
 	}
 	if !(c.Denominator >= 0) || math.IsInf(c.Denominator, 0) {
 		bad("denominator %v, must be finite and >= 0", c.Denominator)
+	}
+	if !(c.ServerLR >= 0) || math.IsInf(c.ServerLR, 0) {
+		bad("server step size %v, must be finite and > 0 (0: 1)", c.ServerLR)
+	}
+	if !(c.ServerMomentum >= 0 && c.ServerMomentum < 1) {
+		bad("server momentum %v, must be in [0, 1)", c.ServerMomentum)
 	}
 	return errors.Join(errs...)
 }
@@ -116,8 +130,10 @@ type Trainer struct {
 	gauss *noise.Gaussian
 	// workspaces
 	sum, local, cur, grad []float64
-	order                 []int
-	bx, by                []float64
+	// vel is the server momentum's v (nil without momentum).
+	vel    []float64
+	order  []int
+	bx, by []float64
 }
 
 // NewTrainer returns a trainer of e with cfg, drawing the noise from
@@ -130,8 +146,12 @@ func NewTrainer(e *Ensemble, cfg TDPConfig, noiseRNG *rand.Rand) (*Trainer, erro
 		return nil, errors.New("primorl: nil noise generator")
 	}
 	n := e.NumParams()
-	return &Trainer{e: e, cfg: cfg, gauss: noise.NewGaussian(noiseRNG), sum: make([]float64, n), local: make([]float64, n), cur: make([]float64, n),
-		grad: make([]float64, e.per), bx: make([]float64, cfg.Batch*e.in), by: make([]float64, cfg.Batch*e.out)}, nil
+	t := &Trainer{e: e, cfg: cfg, gauss: noise.NewGaussian(noiseRNG), sum: make([]float64, n), local: make([]float64, n), cur: make([]float64, n),
+		grad: make([]float64, e.per), bx: make([]float64, cfg.Batch*e.in), by: make([]float64, cfg.Batch*e.out)}
+	if cfg.ServerMomentum > 0 {
+		t.vel = make([]float64, n)
+	}
+	return t, nil
 }
 
 // Train runs cfg.Rounds rounds on data (K = len(data) trajectories, each
@@ -166,7 +186,8 @@ func (t *Trainer) Train(ctx context.Context, params []float64, data []Trajectory
 
 // Round runs one round of Algorithm 2 on params: Poisson sampling, the
 // clipped local training of each sampled trajectory, and the noised
-// average with the fixed denominator q K.
+// average with the fixed denominator q K, applied with the server step
+// size and momentum (TDPConfig.ServerLR, ServerMomentum).
 func (t *Trainer) Round(params []float64, data []Trajectory, sample *rand.Rand) RoundStats {
 	clear(t.sum)
 	var st RoundStats
@@ -190,8 +211,21 @@ func (t *Trainer) Round(params []float64, data []Trajectory, sample *rand.Rand) 
 	if t.cfg.Z > 0 {
 		t.gauss.Add(t.sum, t.cfg.NoiseStd(len(data)))
 	}
-	for i, v := range t.sum {
-		params[i] += v
+	// Post-processing of the release t.sum.
+	eta := t.cfg.ServerLR
+	if eta == 0 {
+		eta = 1
+	}
+	step := t.sum
+	if t.vel != nil {
+		beta := t.cfg.ServerMomentum
+		for i, v := range t.sum {
+			t.vel[i] = beta*t.vel[i] + v
+		}
+		step = t.vel
+	}
+	for i, v := range step {
+		params[i] += eta * v // eta 1: exactly the paper's sum
 	}
 	return st
 }
