@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -228,6 +229,41 @@ func TestServerOptimizer(t *testing.T) {
 		if bad.Validate() == nil {
 			t.Fatalf("server lr %v momentum %v accepted", bad.ServerLR, bad.ServerMomentum)
 		}
+	}
+}
+
+// TestTrainWorkers: the local trainings run on any number of workers give
+// the serial algorithm's result to the bit (parameters and round
+// statistics), with several local epochs (each epoch's order shuffles the
+// previous one's), server momentum and noise.
+func TestTrainWorkers(t *testing.T) {
+	e := smallEnsemble(t, 3)
+	data := randomData(rand.New(rand.NewPCG(7, 8)), 20, 7)
+	data[3] = Trajectory{N: 1, X: data[3].X[:4], Y: data[3].Y[:4]} // a one-transition trajectory
+	run := func(workers int) ([]float64, []RoundStats) {
+		cfg := TDPConfig{Q: 0.4, Z: 0.7, C: 0.5, Rounds: 5, LocalEpochs: 2, Batch: 3, LR: 1e-2, Clip: ClipFlat, ServerLR: 1.5,
+			ServerMomentum: 0.5, Workers: workers}
+		tr, err := NewTrainer(e, cfg, rand.New(rand.NewPCG(5, 6)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := make([]float64, e.NumParams())
+		e.Init(p, rand.New(rand.NewPCG(1, 2)))
+		var sts []RoundStats
+		if err := tr.Train(context.Background(), p, data, rand.New(rand.NewPCG(9, 10)), func(s RoundStats) { sts = append(sts, s) }); err != nil {
+			t.Fatal(err)
+		}
+		return p, sts
+	}
+	p1, s1 := run(1)
+	for _, w := range []int{2, 5, 0} {
+		p, s := run(w)
+		if !slices.Equal(p, p1) || !slices.Equal(s, s1) {
+			t.Fatalf("%d workers: parameters or round statistics differ from one worker's (%v against %v)", w, s, s1)
+		}
+	}
+	if s1[0].Sampled == 0 {
+		t.Fatal("no trajectory sampled: the test checks nothing")
 	}
 }
 

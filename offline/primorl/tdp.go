@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
 
 	"dprl/ledger/accountant"
 	"dprl/noise"
@@ -45,6 +48,11 @@ type TDPConfig struct {
 	// post-processing, no privacy cost. ServerLR 0 means 1 and
 	// ServerMomentum 0 none: the paper's theta <- theta + g~.
 	ServerLR, ServerMomentum float64
+	// Workers is how many sampled trajectories are trained at once (0:
+	// GOMAXPROCS). The result does not depend on it: every draw is made
+	// in the serial algorithm's order before the local training, and the
+	// clipped deltas are summed in the order of the trajectories.
+	Workers int
 }
 
 // Validate reports every invalid field.
@@ -80,6 +88,9 @@ func (c TDPConfig) Validate() error {
 	}
 	if !(c.ServerMomentum >= 0 && c.ServerMomentum < 1) {
 		bad("server momentum %v, must be in [0, 1)", c.ServerMomentum)
+	}
+	if c.Workers < 0 {
+		bad("workers %d, must be >= 0 (0: GOMAXPROCS)", c.Workers)
 	}
 	return errors.Join(errs...)
 }
@@ -128,12 +139,29 @@ type Trainer struct {
 	e     *Ensemble
 	cfg   TDPConfig
 	gauss *noise.Gaussian
-	// workspaces
-	sum, local, cur, grad []float64
+	sum   []float64
 	// vel is the server momentum's v (nil without momentum).
-	vel    []float64
-	order  []int
-	bx, by []float64
+	vel []float64
+	// workers train sampled trajectories at once, each with its own
+	// ensemble scratch; jobs are a round's sampled trajectories.
+	workers []*localWorker
+	jobs    []localJob
+}
+
+// localJob is one sampled trajectory of a round: its index and the
+// minibatch orders of its local epochs, drawn before any training (epoch
+// i's order is order[i N : (i+1) N]).
+type localJob struct {
+	k     int
+	order []int
+}
+
+// localWorker holds one local training's workspaces: the clipped delta
+// (local), theta (cur), a model's gradient and a minibatch.
+type localWorker struct {
+	e                        *Ensemble
+	local, cur, grad, bx, by []float64
+	loss                     float64
 }
 
 // NewTrainer returns a trainer of e with cfg, drawing the noise from
@@ -146,10 +174,21 @@ func NewTrainer(e *Ensemble, cfg TDPConfig, noiseRNG *rand.Rand) (*Trainer, erro
 		return nil, errors.New("primorl: nil noise generator")
 	}
 	n := e.NumParams()
-	t := &Trainer{e: e, cfg: cfg, gauss: noise.NewGaussian(noiseRNG), sum: make([]float64, n), local: make([]float64, n), cur: make([]float64, n),
-		grad: make([]float64, e.per), bx: make([]float64, cfg.Batch*e.in), by: make([]float64, cfg.Batch*e.out)}
+	t := &Trainer{e: e, cfg: cfg, gauss: noise.NewGaussian(noiseRNG), sum: make([]float64, n)}
 	if cfg.ServerMomentum > 0 {
 		t.vel = make([]float64, n)
+	}
+	workers := cfg.Workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	for i := range workers {
+		we := e
+		if i > 0 {
+			we = e.workspace()
+		}
+		t.workers = append(t.workers, &localWorker{e: we, local: make([]float64, n), cur: make([]float64, n), grad: make([]float64, e.per),
+			bx: make([]float64, cfg.Batch*e.in), by: make([]float64, cfg.Batch*e.out)})
 	}
 	return t, nil
 }
@@ -191,14 +230,50 @@ func (t *Trainer) Train(ctx context.Context, params []float64, data []Trajectory
 func (t *Trainer) Round(params []float64, data []Trajectory, sample *rand.Rand) RoundStats {
 	clear(t.sum)
 	var st RoundStats
+	// The draws first, in the serial algorithm's order: each
+	// trajectory's inclusion, then, if included, its epochs' shuffles.
+	E := t.cfg.LocalEpochs
+	n := 0
 	for k := range data {
 		if !noise.Bernoulli(sample, t.cfg.Q) {
 			continue
 		}
-		st.Sampled++
-		st.MeanLoss += t.localTrain(params, data[k], sample)
-		for i, v := range t.local {
-			t.sum[i] += v
+		if n == len(t.jobs) {
+			t.jobs = append(t.jobs, localJob{})
+		}
+		j := &t.jobs[n]
+		n++
+		N := data[k].N
+		j.k, j.order = k, slices.Grow(j.order[:0], E*N)[:E*N]
+		for i := range N {
+			j.order[i] = i
+		}
+		for ep := range E {
+			o := j.order[ep*N : (ep+1)*N]
+			if ep > 0 {
+				copy(o, j.order[(ep-1)*N:ep*N])
+			}
+			sample.Shuffle(N, func(a, b int) { o[a], o[b] = o[b], o[a] })
+		}
+	}
+	// The local trainings, len(t.workers) at a time; the deltas summed
+	// in the trajectories' order.
+	W := len(t.workers)
+	for c := 0; c < n; c += W {
+		chunk := t.jobs[c:min(c+W, n)]
+		var wg sync.WaitGroup
+		for i := 1; i < len(chunk); i++ {
+			wg.Go(func() { t.workers[i].train(params, data[chunk[i].k], chunk[i].order, t.cfg) })
+		}
+		t.workers[0].train(params, data[chunk[0].k], chunk[0].order, t.cfg)
+		wg.Wait()
+		for i := range chunk {
+			w := t.workers[i]
+			st.Sampled++
+			st.MeanLoss += w.loss
+			for x, v := range w.local {
+				t.sum[x] += v
+			}
 		}
 	}
 	if st.Sampled > 0 {
@@ -230,45 +305,39 @@ func (t *Trainer) Round(params []float64, data []Trajectory, sample *rand.Rand) 
 	return st
 }
 
-// localTrain runs EnsClipGD on one trajectory from params: E epochs of
-// minibatch gradient descent on every model, the whole delta projected by
-// EnsembleClip after each step. The clipped delta is left in t.local; it
-// returns the mean minibatch loss over models and steps.
-func (t *Trainer) localTrain(params []float64, d Trajectory, rng *rand.Rand) float64 {
-	e, cfg := t.e, t.cfg
-	clear(t.local) // the delta theta - theta_start
-	if cap(t.order) < d.N {
-		t.order = make([]int, d.N)
-	}
-	order := t.order[:d.N]
-	for i := range order {
-		order[i] = i
-	}
-	cur := t.cur // theta = params + local, rebuilt before each step
+// train runs EnsClipGD on one trajectory from params: E epochs of
+// minibatch gradient descent on every model, in the minibatch orders of
+// order (one permutation of d's rows per epoch), the whole delta
+// projected by EnsembleClip after each step. The clipped delta is left in
+// w.local and the mean minibatch loss over models and steps in w.loss.
+func (w *localWorker) train(params []float64, d Trajectory, order []int, cfg TDPConfig) {
+	e := w.e
+	clear(w.local) // the delta theta - theta_start
+	cur := w.cur   // theta = params + local, rebuilt before each step
 	var loss float64
 	steps := 0
-	for range cfg.LocalEpochs {
-		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	for ep := range cfg.LocalEpochs {
+		order := order[ep*d.N : (ep+1)*d.N]
 		for b0 := 0; b0 < d.N; b0 += cfg.Batch {
 			n := min(cfg.Batch, d.N-b0)
 			for r := range n {
 				row := order[b0+r]
-				copy(t.bx[r*e.in:(r+1)*e.in], d.X[row*e.in:(row+1)*e.in])
-				copy(t.by[r*e.out:(r+1)*e.out], d.Y[row*e.out:(row+1)*e.out])
+				copy(w.bx[r*e.in:(r+1)*e.in], d.X[row*e.in:(row+1)*e.in])
+				copy(w.by[r*e.out:(r+1)*e.out], d.Y[row*e.out:(row+1)*e.out])
 			}
 			for i, v := range params {
-				cur[i] = v + t.local[i]
+				cur[i] = v + w.local[i]
 			}
 			for m := range e.Models() {
-				loss += e.LossGrad(cur, m, t.bx[:n*e.in], t.by[:n*e.out], n, t.grad)
-				lm := e.Model(t.local, m)
-				for i, g := range t.grad {
+				loss += e.LossGrad(cur, m, w.bx[:n*e.in], w.by[:n*e.out], n, w.grad)
+				lm := e.Model(w.local, m)
+				for i, g := range w.grad {
 					lm[i] -= cfg.LR * g
 				}
 			}
-			e.Clip(t.local, cfg.C, cfg.Clip)
+			e.Clip(w.local, cfg.C, cfg.Clip)
 			steps++
 		}
 	}
-	return loss / float64(steps*e.Models())
+	w.loss = loss / float64(steps*e.Models())
 }
