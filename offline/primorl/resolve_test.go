@@ -43,6 +43,20 @@ func TestResolve(t *testing.T) {
 	if r.SACSteps != 60000 || r.Branch != 0.5 {
 		t.Errorf("cartpole-balance: %d SAC steps, branch %v", r.SACSteps, r.Branch)
 	}
+	// Balance's model: 100 trajectories a round for 500 rounds, server
+	// step 2; Pendulum the paper's 30, 1,000 and 1, and a given value is
+	// kept.
+	if r.Batch != 100 || r.Rounds != 500 || r.ServerLR != 2 {
+		t.Errorf("cartpole-balance: batch %v, rounds %d, server lr %v", r.Batch, r.Rounds, r.ServerLR)
+	}
+	if r, err := pend.Resolve(ok, given()); err != nil || r.Batch != 30 || r.Rounds != 1000 || r.ServerLR != 1 {
+		t.Errorf("pendulum: batch %v, rounds %d, server lr %v, %v", r.Batch, r.Rounds, r.ServerLR, err)
+	}
+	cm := c
+	cm.Batch, cm.Rounds, cm.ServerLR = 30, 1000, 1
+	if r, err := cm.Resolve(ok, given("Batch", "Rounds", "ServerLR")); err != nil || r.Batch != 30 || r.Rounds != 1000 || r.ServerLR != 1 {
+		t.Errorf("cartpole-balance --batch 30 --rounds 1000 --server-lr 1: %+v, %v", r, err)
+	}
 	sw := DefaultConfig()
 	sw.Env = "cartpole-swingup"
 	if r, err := sw.Resolve(ok, given()); err != nil || r.SACSteps != 30000 || r.Branch != 0 || r.PublicReward || r.Select != 0 || !math.IsNaN(r.TargetEntropy) {
