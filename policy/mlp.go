@@ -7,8 +7,10 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
+	"dprl/internal/gemm"
 	"dprl/internal/vecmath"
 )
 
@@ -292,14 +294,12 @@ func (m *MLP) ForwardBatch(dst, params, x []float64, n int) {
 		a := m.acts[l][:n*in]
 		y := m.acts[l+1][:n*out]
 		b := params[m.bOff[l] : m.bOff[l]+out]
-		for i := 0; i < n; i++ {
-			copy(y[i*out:(i+1)*out], b)
-		}
-		gemmSerial(blas.NoTrans, blas.Trans, 1,
-			blas64.General{Rows: n, Cols: in, Stride: in, Data: a},
-			m.weights(params, l), 1,
-			blas64.General{Rows: n, Cols: out, Stride: out, Data: y})
-		if l < L-1 {
+		// y = a W^T + b in one pass, the ReLU of hidden layers in the
+		// products' epilogue: the bits of copying b into every row,
+		// multiplying with beta 1 and a separate ReLU pass.
+		relu := l < L-1 && m.act == ReLU
+		gemm.DgemmBias(blas.NoTrans, blas.Trans, n, out, in, 1, a, in, m.weights(params, l).Data, in, b, relu, y, out)
+		if l < L-1 && !relu {
 			if m.act == Swish {
 				copy(m.pre[l+1][:n*out], y)
 			}
@@ -388,13 +388,12 @@ func (m *MLP) backward(grad, dx, params, dOut []float64) {
 			gemmSerial(blas.Trans, blas.NoTrans, 1, dG,
 				blas64.General{Rows: n, Cols: in, Stride: in, Data: m.acts[l][:n*in]}, 0,
 				blas64.General{Rows: out, Cols: in, Stride: in, Data: grad[m.wOff[l] : m.wOff[l]+out*in]})
+			// db = sum of the rows of d, in row order (floats.Add adds
+			// 1 x d exactly: the bits of the plain loop, in vector lanes).
 			db := grad[m.bOff[l] : m.bOff[l]+out]
 			clear(db)
 			for i := 0; i < n; i++ {
-				row := d[i*out : (i+1)*out]
-				for o, v := range row {
-					db[o] += v
-				}
+				floats.Add(db, d[i*out:(i+1)*out])
 			}
 		}
 		if l > 0 || dx != nil {

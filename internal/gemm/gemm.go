@@ -23,8 +23,11 @@ const (
 // p sa + i rs, row i's value of column p of an A panel and bp, at p sb, the
 // nr values of row p of a B panel (sa = mr, rs = 1 and sb = nr when packed),
 // run sets the mr x nr tile at c (leading dimension ldc) to alpha ap bp +
-// beta c, not reading c when beta is zero. A kernel without rowStride
-// takes only rs = 1.
+// beta s, s the tile at src with leading dimension lds (C itself, or a bias
+// row repeated with lds 0), not reading src when beta is zero, and then to
+// its ReLU when relu is set. A kernel without rowStride takes only rs = 1.
+// tails are kernels of fewer rows (increasing) for the last tile of a
+// matrix whose rows are not a multiple of mr.
 //
 // The assembly kernels accumulate each element of the tile in one lane, one
 // fused multiply-add per step of k in the order of k, and finish with
@@ -36,7 +39,31 @@ type microKernel struct {
 	mr, nr    int
 	fused     bool
 	rowStride bool
-	run       func(kb int, ap []float64, sa, rs int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64)
+	run       kernelFunc
+	tails     []*microKernel
+}
+
+// kernelFunc is a micro-kernel's computation (microKernel).
+type kernelFunc func(kb int, ap []float64, sa, rs int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64, src []float64, lds int, relu bool)
+
+// tailFor returns the kernel for a last tile of rows rows: the smallest of
+// kern's tails that holds them, or kern itself.
+func (kern *microKernel) tailFor(rows int) *microKernel {
+	for _, t := range kern.tails {
+		if t.mr >= rows {
+			return t
+		}
+	}
+	return kern
+}
+
+// epilogue says what a product adds to alpha op(A) op(B): beta times the
+// matrix at src with leading dimension lds (C itself for Dgemm, a bias row
+// with lds 0 for DgemmBias), then the ReLU when relu is set.
+type epilogue struct {
+	src  []float64
+	lds  int
+	relu bool
 }
 
 // mrMax and nrMax bound every kernel's tile (the scratch tile's size).
@@ -92,8 +119,53 @@ func Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda i
 		return
 	}
 	ws := pool.Get().(*workspace)
-	gemm(ws, active, tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	gemm(ws, active, tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, epilogue{src: c, lds: ldc})
 	pool.Put(ws)
+}
+
+// DgemmBias computes a dense layer's forward pass: C = f(alpha op(A) op(B) +
+// 1 bias), bias (len n) added to every row, f the ReLU (x < 0 becomes 0;
+// NaN and -0 stay, as internal/vecmath's ReLU) when relu is set and the
+// identity otherwise. It gives the bits of copying bias into every row of C,
+// calling Dgemm with beta 1 and applying the ReLU, without the copy and the
+// second pass: the kernels add the bias and take the maximum in their
+// epilogue, on the tile while it is in registers. Arguments as Dgemm's; C
+// is not read.
+func DgemmBias(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, bias []float64, relu bool, c []float64, ldc int) {
+	checkArgs(tA, tB, m, n, k, a, lda, b, ldb, c, ldc)
+	if len(bias) != n {
+		panic(badBias)
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if alpha == 0 || k == 0 || small(n, k) {
+		for i := range m {
+			copy(c[i*ldc:i*ldc+n], bias)
+		}
+		if alpha != 0 && k != 0 {
+			direct(tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, 1, c, ldc)
+		}
+		if relu {
+			for i := range m {
+				reluRow(c[i*ldc : i*ldc+n])
+			}
+		}
+		return
+	}
+	ws := pool.Get().(*workspace)
+	gemm(ws, active, tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, 1, c, ldc, epilogue{src: bias, relu: relu})
+	pool.Put(ws)
+}
+
+// reluRow sets x[j] = 0 where x[j] < 0 (NaN and -0 stay): the kernels'
+// VMAXPD (0 > x ? 0 : x).
+func reluRow(x []float64) {
+	for j, v := range x {
+		if v < 0 {
+			x[j] = 0
+		}
+	}
 }
 
 // small reports whether a product is too thin for packing to pay: an inner
@@ -174,7 +246,7 @@ var directMax = 1 << 14
 // unchanged).
 var directRowsMax = 1 << 18
 
-func gemm(ws *workspace, kern *microKernel, transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+func gemm(ws *workspace, kern *microKernel, transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int, ep epilogue) {
 	// A is read in place when stored transposed (k x m: row p holds column p
 	// of op(A)); B when not transposed (row p of B is row p of op(B)).
 	directA := transA && k*lda <= directMax
@@ -191,11 +263,14 @@ func gemm(ws *workspace, kern *microKernel, transA, transB bool, m, n, k int, al
 		nb := min(nc, n-j0)
 		for p0 := 0; p0 < k; p0 += kc {
 			kb := min(kc, k-p0)
-			// The first block of k applies the caller's beta; later ones add.
-			bet := beta
+			// The first block of k applies the caller's beta to the
+			// epilogue's source; later ones add to C; the last applies
+			// the ReLU.
+			bet, src, lds := beta, ep.src, ep.lds
 			if p0 > 0 {
-				bet = 1
+				bet, src, lds = 1, c, ldc
 			}
+			relu := ep.relu && p0+kb == k
 			packB(ws.b, nr, transB, directB, b, ldb, p0, kb, j0, nb)
 			for i0 := 0; i0 < m; i0 += mc {
 				mb := min(mc, m-i0)
@@ -216,13 +291,26 @@ func gemm(ws *workspace, kern *microKernel, transA, transB bool, m, n, k int, al
 							ap, sa = a[p0*lda+i0+ir:], lda
 						}
 						off := (i0+ir)*ldc + j0 + jr
+						soff := (i0+ir)*lds + j0 + jr
 						if mrr == mr && nrr == nr {
-							run(kb, ap, sa, rs, bp, sb, c[off:], ldc, alpha, bet)
+							run(kb, ap, sa, rs, bp, sb, c[off:], ldc, alpha, bet, src[soff:], lds, relu)
 							continue
 						}
-						run(kb, ap, sa, rs, bp, sb, tile[:], nr, 1, 0)
+						tk := kern
+						if mrr < mr {
+							// A last tile of fewer rows: a kernel of
+							// fewer rows on the packed panel.
+							tk = kern.tailFor(mrr)
+							ap, sa, rs = ws.a[ir*kb:ir*kb+mr*kb], mr, 1
+						}
+						if mrr == tk.mr && nrr == nr {
+							tk.run(kb, ap, sa, rs, bp, sb, c[off:], ldc, alpha, bet, src[soff:], lds, relu)
+							continue
+						}
+						tk.run(kb, ap, sa, rs, bp, sb, tile[:], nr, 1, 0, tile[:], nr, false)
 						for i := 0; i < mrr; i++ {
 							row := c[off+i*ldc : off+i*ldc+nrr]
+							srow := src[soff+i*lds : soff+i*lds+nrr]
 							t := tile[i*nr : i*nr+nrr]
 							switch {
 							case bet == 0:
@@ -231,12 +319,15 @@ func gemm(ws *workspace, kern *microKernel, transA, transB bool, m, n, k int, al
 								}
 							case kern.fused: // as the kernel's own epilogue
 								for j := range row {
-									row[j] = math.FMA(bet, row[j], alpha*t[j])
+									row[j] = math.FMA(bet, srow[j], alpha*t[j])
 								}
 							default:
 								for j := range row {
-									row[j] = alpha*t[j] + bet*row[j]
+									row[j] = alpha*t[j] + bet*srow[j]
 								}
+							}
+							if relu {
+								reluRow(row)
 							}
 						}
 					}
@@ -388,7 +479,7 @@ func packB8(dst []float64, stride int, src []float64, ld, kb int) {
 }
 
 // kernelGo is the portable 6 x 8 micro-kernel (microKernel.run).
-func kernelGo(kb int, ap []float64, sa, _ int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64) {
+func kernelGo(kb int, ap []float64, sa, _ int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64, src []float64, lds int, relu bool) {
 	const mr, nr = 6, 8
 	var acc [mr * nr]float64
 	for p := range kb {
@@ -414,9 +505,13 @@ func kernelGo(kb int, ap []float64, sa, _ int, bp []float64, sb int, c []float64
 				row[j] = alpha * t[j]
 			}
 		} else {
+			s := src[i*lds : i*lds+nr]
 			for j := range row {
-				row[j] = alpha*t[j] + beta*row[j]
+				row[j] = alpha*t[j] + beta*s[j]
 			}
+		}
+		if relu {
+			reluRow(row)
 		}
 	}
 }
@@ -495,4 +590,5 @@ const (
 	shortA       = "blas: insufficient length of a"
 	shortB       = "blas: insufficient length of b"
 	shortC       = "blas: insufficient length of c"
+	badBias      = "gemm: bias length is not n"
 )

@@ -318,3 +318,91 @@ func TestKernelsSameBits(t *testing.T) {
 		}
 	}
 }
+
+// TestDgemmBias: the fused forward pass gives, with every kernel, packed and
+// read in place, the bits of copying the bias into every row, Dgemm with
+// beta 1 and a separate ReLU pass, over whole and partial tiles (rows that
+// leave 1-5 of a 6-row tile, 1-7 of an 8-row one), several blocks of k
+// (the ReLU only after the last), thin products (the unpacked path) and
+// alpha 0. NaN, -0 and negative sums keep the ReLU's semantics: (0 > x) ? 0 : x.
+func TestDgemmBias(t *testing.T) {
+	eachKernel(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(21, 22))
+		sizes := [][3]int{
+			{1, 8, 5}, {2, 16, 4}, {3, 9, 7}, {4, 8, 256}, {5, 24, 33}, {7, 17, 3}, {13, 40, 11},
+			{100, 64, 64}, {128, 256, 4}, {128, 2, 256}, {33, 130, 300}, {20, 3, 600}, {6, 1, 9},
+		}
+		for _, sz := range sizes {
+			m, n, k := sz[0], sz[1], sz[2]
+			for _, tA := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+				for _, tB := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+					for _, alpha := range []float64{1, -0.75, 0} {
+						for _, relu := range []bool{false, true} {
+							lda, ldb, ldc := k+rng.IntN(2), n+rng.IntN(2), n+rng.IntN(3)
+							if tA == blas.Trans {
+								lda = m + rng.IntN(2)
+							}
+							if tB == blas.Trans {
+								ldb = k + rng.IntN(2)
+							}
+							ar, br := m, k
+							if tA == blas.Trans {
+								ar = k
+							}
+							if tB == blas.Trans {
+								br = n
+							}
+							a, b := randSlice(rng, ar*lda), randSlice(rng, br*ldb)
+							bias := randSlice(rng, n)
+							// Exact zeros of both signs and a NaN reach the
+							// epilogue: a row of A and a column of B of zeros.
+							bias[0] = math.Copysign(0, -1)
+							if n > 1 {
+								bias[1] = math.NaN()
+							}
+							for p := range k {
+								if tA == blas.Trans {
+									a[p*lda] = 0
+								} else {
+									a[p] = 0
+								}
+							}
+							want := randSlice(rng, (m-1)*ldc+n)
+							got := append([]float64(nil), want...)
+							for i := range got {
+								if i%ldc < n {
+									got[i] = math.Inf(1) // C is not read
+								}
+							}
+							for i := range m {
+								copy(want[i*ldc:i*ldc+n], bias)
+							}
+							Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, 1, want, ldc)
+							if relu {
+								for i := range m {
+									for j, v := range want[i*ldc : i*ldc+n] {
+										if 0 > v {
+											want[i*ldc+j] = 0
+										}
+									}
+								}
+							}
+							DgemmBias(tA, tB, m, n, k, alpha, a, lda, b, ldb, bias, relu, got, ldc)
+							for i := range got {
+								if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+									t.Fatalf("%dx%dx%d %c%c alpha %v relu %v: C[%d] = %v, want %v", m, n, k, tA, tB, alpha, relu, i, got[i], want[i])
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+	defer func() {
+		if r := recover(); r != badBias {
+			t.Errorf("a short bias: panic %v, want %q", r, badBias)
+		}
+	}()
+	DgemmBias(blas.NoTrans, blas.NoTrans, 2, 3, 2, 1, make([]float64, 4), 2, make([]float64, 6), 3, make([]float64, 2), false, make([]float64, 6), 3)
+}

@@ -7,11 +7,20 @@ import "golang.org/x/sys/cpu"
 // the mr x nr tile at c with row stride ldc (all in elements), which must
 // all be in bounds.
 
-//go:noescape
-func kernel6x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64)
+// The beta term reads the tile at src with row stride lds (C itself, or a
+// bias row with stride 0), and relu sets the ReLU after it.
 
 //go:noescape
-func kernel8x16(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64)
+func kernel6x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)
+
+//go:noescape
+func kernel4x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)
+
+//go:noescape
+func kernel2x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)
+
+//go:noescape
+func kernel8x16(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)
 
 //go:noescape
 func pack8AVX512(dst *float64, stride int, src *float64, ld, n int)
@@ -88,23 +97,32 @@ func copyRows(dst []float64, src []float64, srcStride, rows, w int) bool {
 	return true
 }
 
+// asmKernel wraps an assembly kernel of an mr x nr tile, checking the bounds
+// of everything it reads and writes.
+func asmKernel(mr, nr int, k func(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)) kernelFunc {
+	return func(kb int, ap []float64, sa, rs int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64, src []float64, lds int, relu bool) {
+		_ = ap[(kb-1)*sa+(mr-1)*rs]
+		_ = bp[(kb-1)*sb+nr-1]
+		_ = c[(mr-1)*ldc+nr-1]
+		if beta != 0 {
+			_ = src[(mr-1)*lds+nr-1]
+		}
+		k(kb, &ap[0], sa, rs, &bp[0], sb, &c[0], ldc, alpha, beta, &src[0], lds, relu)
+	}
+}
+
 var (
 	// avx2Kernel holds a 6 x 8 tile in twelve YMM accumulators and reads A
-	// in place with any row stride.
-	avx2Kernel = &microKernel{name: "avx2-fma 6x8", mr: 6, nr: 8, fused: true, rowStride: true, run: func(kb int, ap []float64, sa, rs int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64) {
-		_ = ap[(kb-1)*sa+(6-1)*rs]
-		_ = bp[(kb-1)*sb+8-1]
-		_ = c[(6-1)*ldc+8-1]
-		kernel6x8(kb, &ap[0], sa, rs, &bp[0], sb, &c[0], ldc, alpha, beta)
-	}}
+	// in place with any row stride; the last tile of a matrix whose rows
+	// leave one to four runs on a 2 x 8 or 4 x 8 tile.
+	avx2Kernel = &microKernel{name: "avx2-fma 6x8", mr: 6, nr: 8, fused: true, rowStride: true, run: asmKernel(6, 8, kernel6x8),
+		tails: []*microKernel{
+			{name: "avx2-fma 2x8", mr: 2, nr: 8, fused: true, rowStride: true, run: asmKernel(2, 8, kernel2x8)},
+			{name: "avx2-fma 4x8", mr: 4, nr: 8, fused: true, rowStride: true, run: asmKernel(4, 8, kernel4x8)},
+		}}
 	// avx512Kernel holds an 8 x 16 tile in sixteen ZMM accumulators and
 	// reads A in place with any row stride.
-	avx512Kernel = &microKernel{name: "avx512 8x16", mr: 8, nr: 16, fused: true, rowStride: true, run: func(kb int, ap []float64, sa, rs int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64) {
-		_ = ap[(kb-1)*sa+(8-1)*rs]
-		_ = bp[(kb-1)*sb+16-1]
-		_ = c[(8-1)*ldc+16-1]
-		kernel8x16(kb, &ap[0], sa, rs, &bp[0], sb, &c[0], ldc, alpha, beta)
-	}}
+	avx512Kernel = &microKernel{name: "avx512 8x16", mr: 8, nr: 16, fused: true, rowStride: true, run: asmKernel(8, 16, kernel8x16)}
 )
 
 // kernels lists the micro-kernels this CPU can run, the fastest first.

@@ -1,14 +1,21 @@
 #include "textflag.h"
 
-// func kernel6x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64)
+// The kernels' common epilogue: row r of the tile (registers r0, r1) is set
+// to alpha acc, then fma(beta, src row, alpha acc) unless beta is +-0 (src
+// is C itself for a product, a bias row with stride 0 for a layer's
+// forward), then max with zero when the relu flag is set ((0 > x) ? 0 : x,
+// as internal/vecmath's ReLU: NaN and -0 stay), then stored.
+
+// func kernel6x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)
 //
-// C[0:6][0:8] = alpha * sum_p A_p^T b[p sb : p sb+8] + beta * C, where
+// C[0:6][0:8] = alpha * sum_p A_p^T b[p sb : p sb+8] + beta * S, where
 // row i of A_p is at a + i rs + p sa (rs = 1 and sa = 6 for a packed panel,
 // sa = lda for A^T read in place, rs = lda and sa = 1 for A read in place),
-// C not read when beta is +-0 (strides in elements). Row i of the tile
+// S is the 6 x 8 tile at src with row stride lds (not read when beta is +-0;
+// strides in elements), then the ReLU when relu is set. Row i of the tile
 // accumulates in Y(2i) (columns 0-3) and Y(2i+1) (columns 4-7); Y12, Y13
 // hold a row of B, Y14, Y15 broadcasts of A.
-TEXT ·kernel6x8(SB), NOSPLIT, $0-80
+TEXT ·kernel6x8(SB), NOSPLIT, $0-97
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ sa+16(FP), R10
@@ -20,9 +27,6 @@ TEXT ·kernel6x8(SB), NOSPLIT, $0-80
 	MOVQ b+32(FP), BX
 	MOVQ sb+40(FP), R11
 	SHLQ $3, R11
-	MOVQ c+48(FP), DX
-	MOVQ ldc+56(FP), R8
-	SHLQ $3, R8
 
 	VXORPD Y0, Y0, Y0
 	VXORPD Y1, Y1, Y1
@@ -86,48 +90,212 @@ loop1:
 	JNZ  loop1
 
 store:
-	VBROADCASTSD alpha+64(FP), Y14
-	MOVQ beta+72(FP), R10
-	SHLQ $1, R10 // drop the sign: +-0 both mean "do not read C"
-	JZ   storezero
-	VBROADCASTSD beta+72(FP), Y15
+// EPILOGUE8 loads the epilogue's operands: alpha in Y14, beta in Y15, zero
+// in Y12; C at DX (row stride R8), S at SI (R13); R9 the relu flag; R10
+// zero when beta is +-0.
+#define EPILOGUE8 \
+	MOVQ c+48(FP), DX \
+	MOVQ ldc+56(FP), R8 \
+	SHLQ $3, R8 \
+	MOVQ src+80(FP), SI \
+	MOVQ lds+88(FP), R13 \
+	SHLQ $3, R13 \
+	MOVBQZX relu+96(FP), R9 \
+	VBROADCASTSD alpha+64(FP), Y14 \
+	VBROADCASTSD beta+72(FP), Y15 \
+	VXORPD Y12, Y12, Y12 \
+	MOVQ beta+72(FP), R10 \
+	SHLQ $1, R10 // drop the sign: +-0 both mean "do not read S"
 
-#define ROWBETA(r0, r1) \
+#define MUL8(r0, r1) \
 	VMULPD Y14, r0, r0 \
-	VMULPD Y14, r1, r1 \
-	VFMADD231PD (DX), Y15, r0 \
-	VFMADD231PD 32(DX), Y15, r1 \
+	VMULPD Y14, r1, r1
+
+#define BETA8(r0, r1) \
+	VFMADD231PD (SI), Y15, r0 \
+	VFMADD231PD 32(SI), Y15, r1 \
+	ADDQ R13, SI
+
+#define RELU8(r0, r1) \
+	VMAXPD r0, Y12, r0 \
+	VMAXPD r1, Y12, r1
+
+#define STORE8(r0, r1) \
 	VMOVUPD r0, (DX) \
 	VMOVUPD r1, 32(DX) \
 	ADDQ R8, DX
 
-	ROWBETA(Y0, Y1)
-	ROWBETA(Y2, Y3)
-	ROWBETA(Y4, Y5)
-	ROWBETA(Y6, Y7)
-	ROWBETA(Y8, Y9)
-	ROWBETA(Y10, Y11)
+	EPILOGUE8
+	MUL8(Y0, Y1)
+	MUL8(Y2, Y3)
+	MUL8(Y4, Y5)
+	MUL8(Y6, Y7)
+	MUL8(Y8, Y9)
+	MUL8(Y10, Y11)
+	TESTQ R10, R10
+	JZ    relu6
+	BETA8(Y0, Y1)
+	BETA8(Y2, Y3)
+	BETA8(Y4, Y5)
+	BETA8(Y6, Y7)
+	BETA8(Y8, Y9)
+	BETA8(Y10, Y11)
+
+relu6:
+	TESTQ R9, R9
+	JZ    store6
+	RELU8(Y0, Y1)
+	RELU8(Y2, Y3)
+	RELU8(Y4, Y5)
+	RELU8(Y6, Y7)
+	RELU8(Y8, Y9)
+	RELU8(Y10, Y11)
+
+store6:
+	STORE8(Y0, Y1)
+	STORE8(Y2, Y3)
+	STORE8(Y4, Y5)
+	STORE8(Y6, Y7)
+	STORE8(Y8, Y9)
+	STORE8(Y10, Y11)
 	VZEROUPPER
 	RET
 
-#define ROWZERO(r0, r1) \
-	VMULPD Y14, r0, r0 \
-	VMULPD Y14, r1, r1 \
-	VMOVUPD r0, (DX) \
-	VMOVUPD r1, 32(DX) \
-	ADDQ R8, DX
+// func kernel4x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)
+//
+// kernel6x8 on a 4 x 8 tile (rows 0-3 of the panel): the last tile of a
+// matrix whose rows leave three or four, at two thirds of the work of a
+// whole tile. Same order of operations, same bits.
+TEXT ·kernel4x8(SB), NOSPLIT, $0-97
+	MOVQ kb+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ sa+16(FP), R10
+	SHLQ $3, R10
+	MOVQ rs+24(FP), R12
+	SHLQ $3, R12
+	LEAQ (R12)(R12*2), R13 // 3 rs
+	MOVQ b+32(FP), BX
+	MOVQ sb+40(FP), R11
+	SHLQ $3, R11
 
-storezero:
-	ROWZERO(Y0, Y1)
-	ROWZERO(Y2, Y3)
-	ROWZERO(Y4, Y5)
-	ROWZERO(Y6, Y7)
-	ROWZERO(Y8, Y9)
-	ROWZERO(Y10, Y11)
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+
+#define STEP4 \
+	VMOVUPD (BX), Y12 \
+	VMOVUPD 32(BX), Y13 \
+	VBROADCASTSD (AX), Y14 \
+	VFMADD231PD Y12, Y14, Y0 \
+	VFMADD231PD Y13, Y14, Y1 \
+	VBROADCASTSD (AX)(R12*1), Y15 \
+	VFMADD231PD Y12, Y15, Y2 \
+	VFMADD231PD Y13, Y15, Y3 \
+	VBROADCASTSD (AX)(R12*2), Y14 \
+	VFMADD231PD Y12, Y14, Y4 \
+	VFMADD231PD Y13, Y14, Y5 \
+	VBROADCASTSD (AX)(R13*1), Y15 \
+	VFMADD231PD Y12, Y15, Y6 \
+	VFMADD231PD Y13, Y15, Y7 \
+	ADDQ R10, AX \
+	ADDQ R11, BX
+
+loop4r:
+	STEP4
+	DECQ CX
+	JNZ  loop4r
+
+	EPILOGUE8
+	MUL8(Y0, Y1)
+	MUL8(Y2, Y3)
+	MUL8(Y4, Y5)
+	MUL8(Y6, Y7)
+	TESTQ R10, R10
+	JZ    relu4
+	BETA8(Y0, Y1)
+	BETA8(Y2, Y3)
+	BETA8(Y4, Y5)
+	BETA8(Y6, Y7)
+
+relu4:
+	TESTQ R9, R9
+	JZ    store4
+	RELU8(Y0, Y1)
+	RELU8(Y2, Y3)
+	RELU8(Y4, Y5)
+	RELU8(Y6, Y7)
+
+store4:
+	STORE8(Y0, Y1)
+	STORE8(Y2, Y3)
+	STORE8(Y4, Y5)
+	STORE8(Y6, Y7)
 	VZEROUPPER
 	RET
 
-// func kernel8x16(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64)
+// func kernel2x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)
+//
+// kernel6x8 on a 2 x 8 tile (rows 0-1 of the panel), for a last tile of one
+// or two rows. Same order of operations, same bits.
+TEXT ·kernel2x8(SB), NOSPLIT, $0-97
+	MOVQ kb+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ sa+16(FP), R10
+	SHLQ $3, R10
+	MOVQ rs+24(FP), R12
+	SHLQ $3, R12
+	MOVQ b+32(FP), BX
+	MOVQ sb+40(FP), R11
+	SHLQ $3, R11
+
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+
+#define STEP2 \
+	VMOVUPD (BX), Y12 \
+	VMOVUPD 32(BX), Y13 \
+	VBROADCASTSD (AX), Y14 \
+	VFMADD231PD Y12, Y14, Y0 \
+	VFMADD231PD Y13, Y14, Y1 \
+	VBROADCASTSD (AX)(R12*1), Y15 \
+	VFMADD231PD Y12, Y15, Y2 \
+	VFMADD231PD Y13, Y15, Y3 \
+	ADDQ R10, AX \
+	ADDQ R11, BX
+
+loop2r:
+	STEP2
+	DECQ CX
+	JNZ  loop2r
+
+	EPILOGUE8
+	MUL8(Y0, Y1)
+	MUL8(Y2, Y3)
+	TESTQ R10, R10
+	JZ    relu2
+	BETA8(Y0, Y1)
+	BETA8(Y2, Y3)
+
+relu2:
+	TESTQ R9, R9
+	JZ    store2
+	RELU8(Y0, Y1)
+	RELU8(Y2, Y3)
+
+store2:
+	STORE8(Y0, Y1)
+	STORE8(Y2, Y3)
+	VZEROUPPER
+	RET
+
+// func kernel8x16(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)
 //
 // kernel6x8's computation on an 8 x 16 tile with AVX-512F, reading row i
 // of the A panel at a + i rs + p sa (rs = 1 for a packed panel or A^T read in
@@ -136,7 +304,7 @@ storezero:
 // hold a row of B, Z18, Z19 broadcasts of A. Each element gets one FMA per
 // step of k in the order of k and the same epilogue as kernel6x8, so the two
 // kernels give C the same bits.
-TEXT ·kernel8x16(SB), NOSPLIT, $0-80
+TEXT ·kernel8x16(SB), NOSPLIT, $0-97
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ sa+16(FP), R10
@@ -148,9 +316,6 @@ TEXT ·kernel8x16(SB), NOSPLIT, $0-80
 	MOVQ b+32(FP), BX
 	MOVQ sb+40(FP), R11
 	SHLQ $3, R11
-	MOVQ c+48(FP), DX
-	MOVQ ldc+56(FP), R8
-	SHLQ $3, R8
 
 	VPXORQ Z0, Z0, Z0
 	VPXORQ Z1, Z1, Z1
@@ -224,47 +389,77 @@ loop16x1:
 	JNZ  loop16x1
 
 store16:
+	MOVQ c+48(FP), DX
+	MOVQ ldc+56(FP), R8
+	SHLQ $3, R8
+	MOVQ src+80(FP), SI
+	MOVQ lds+88(FP), R13
+	SHLQ $3, R13
+	MOVBQZX relu+96(FP), R9
 	VBROADCASTSD alpha+64(FP), Z18
-	MOVQ beta+72(FP), R10
-	SHLQ $1, R10 // drop the sign: +-0 both mean "do not read C"
-	JZ   storezero16
 	VBROADCASTSD beta+72(FP), Z19
-#define ROWBETA16(r0, r1) \
+	VPXORQ Z16, Z16, Z16
+	MOVQ beta+72(FP), R10
+	SHLQ $1, R10 // drop the sign: +-0 both mean "do not read S"
+
+#define MUL16(r0, r1) \
 	VMULPD Z18, r0, r0 \
-	VMULPD Z18, r1, r1 \
-	VFMADD231PD (DX), Z19, r0 \
-	VFMADD231PD 64(DX), Z19, r1 \
+	VMULPD Z18, r1, r1
+
+#define BETA16(r0, r1) \
+	VFMADD231PD (SI), Z19, r0 \
+	VFMADD231PD 64(SI), Z19, r1 \
+	ADDQ R13, SI
+
+#define RELU16(r0, r1) \
+	VMAXPD r0, Z16, r0 \
+	VMAXPD r1, Z16, r1
+
+#define STORE16(r0, r1) \
 	VMOVUPD r0, (DX) \
 	VMOVUPD r1, 64(DX) \
 	ADDQ R8, DX
 
-	ROWBETA16(Z0, Z1)
-	ROWBETA16(Z2, Z3)
-	ROWBETA16(Z4, Z5)
-	ROWBETA16(Z6, Z7)
-	ROWBETA16(Z8, Z9)
-	ROWBETA16(Z10, Z11)
-	ROWBETA16(Z12, Z13)
-	ROWBETA16(Z14, Z15)
-	VZEROUPPER
-	RET
+	MUL16(Z0, Z1)
+	MUL16(Z2, Z3)
+	MUL16(Z4, Z5)
+	MUL16(Z6, Z7)
+	MUL16(Z8, Z9)
+	MUL16(Z10, Z11)
+	MUL16(Z12, Z13)
+	MUL16(Z14, Z15)
+	TESTQ R10, R10
+	JZ    relu16
+	BETA16(Z0, Z1)
+	BETA16(Z2, Z3)
+	BETA16(Z4, Z5)
+	BETA16(Z6, Z7)
+	BETA16(Z8, Z9)
+	BETA16(Z10, Z11)
+	BETA16(Z12, Z13)
+	BETA16(Z14, Z15)
 
-#define ROWZERO16(r0, r1) \
-	VMULPD Z18, r0, r0 \
-	VMULPD Z18, r1, r1 \
-	VMOVUPD r0, (DX) \
-	VMOVUPD r1, 64(DX) \
-	ADDQ R8, DX
+relu16:
+	TESTQ R9, R9
+	JZ    out16
+	RELU16(Z0, Z1)
+	RELU16(Z2, Z3)
+	RELU16(Z4, Z5)
+	RELU16(Z6, Z7)
+	RELU16(Z8, Z9)
+	RELU16(Z10, Z11)
+	RELU16(Z12, Z13)
+	RELU16(Z14, Z15)
 
-storezero16:
-	ROWZERO16(Z0, Z1)
-	ROWZERO16(Z2, Z3)
-	ROWZERO16(Z4, Z5)
-	ROWZERO16(Z6, Z7)
-	ROWZERO16(Z8, Z9)
-	ROWZERO16(Z10, Z11)
-	ROWZERO16(Z12, Z13)
-	ROWZERO16(Z14, Z15)
+out16:
+	STORE16(Z0, Z1)
+	STORE16(Z2, Z3)
+	STORE16(Z4, Z5)
+	STORE16(Z6, Z7)
+	STORE16(Z8, Z9)
+	STORE16(Z10, Z11)
+	STORE16(Z12, Z13)
+	STORE16(Z14, Z15)
 	VZEROUPPER
 	RET
 
