@@ -25,7 +25,9 @@ const (
 // run sets the mr x nr tile at c (leading dimension ldc) to alpha ap bp +
 // beta s, s the tile at src with leading dimension lds (C itself, or a bias
 // row repeated with lds 0), not reading src when beta is zero, and then to
-// its ReLU when relu is set. A kernel without rowStride takes only rs = 1.
+// its ReLU when relu is set; it does so for tiles tiles down a column of C,
+// tile t's A at ap[t astep:] and its C and source rows t mr further down. A
+// kernel without rowStride takes only rs = 1.
 // tails are kernels of fewer rows (increasing) for the last tile of a
 // matrix whose rows are not a multiple of mr.
 //
@@ -44,7 +46,7 @@ type microKernel struct {
 }
 
 // kernelFunc is a micro-kernel's computation (microKernel).
-type kernelFunc func(kb int, ap []float64, sa, rs int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64, src []float64, lds int, relu bool)
+type kernelFunc func(kb int, ap []float64, sa, rs int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64, src []float64, lds int, relu bool, tiles, astep int)
 
 // tailFor returns the kernel for a last tile of rows rows: the smallest of
 // kern's tails that holds them, or kern itself.
@@ -281,7 +283,21 @@ func gemm(ws *workspace, kern *microKernel, transA, transB bool, m, n, k int, al
 					if directB && nrr == nr {
 						bp, sb = b[p0*ldb+j0+jr:], ldb
 					}
-					for ir := 0; ir < mb; ir += mr {
+					// The whole tiles of this column of the block in one call.
+					ir0 := 0
+					if full := mb / mr; nrr == nr && full > 0 {
+						ap, sa, rs, astep := ws.a, mr, 1, mr*kb
+						switch {
+						case rowsA:
+							ap, sa, rs, astep = a[i0*lda+p0:], 1, lda, mr*lda
+						case directA:
+							ap, sa, astep = a[p0*lda+i0:], lda, mr
+						}
+						off, soff := i0*ldc+j0+jr, i0*lds+j0+jr
+						run(kb, ap, sa, rs, bp, sb, c[off:], ldc, alpha, bet, src[soff:], lds, relu, full, astep)
+						ir0 = full * mr
+					}
+					for ir := ir0; ir < mb; ir += mr {
 						mrr := min(mr, mb-ir)
 						ap, sa, rs := ws.a[ir*kb:ir*kb+mr*kb], mr, 1
 						switch {
@@ -293,7 +309,7 @@ func gemm(ws *workspace, kern *microKernel, transA, transB bool, m, n, k int, al
 						off := (i0+ir)*ldc + j0 + jr
 						soff := (i0+ir)*lds + j0 + jr
 						if mrr == mr && nrr == nr {
-							run(kb, ap, sa, rs, bp, sb, c[off:], ldc, alpha, bet, src[soff:], lds, relu)
+							run(kb, ap, sa, rs, bp, sb, c[off:], ldc, alpha, bet, src[soff:], lds, relu, 1, 0)
 							continue
 						}
 						tk := kern
@@ -304,10 +320,10 @@ func gemm(ws *workspace, kern *microKernel, transA, transB bool, m, n, k int, al
 							ap, sa, rs = ws.a[ir*kb:ir*kb+mr*kb], mr, 1
 						}
 						if mrr == tk.mr && nrr == nr {
-							tk.run(kb, ap, sa, rs, bp, sb, c[off:], ldc, alpha, bet, src[soff:], lds, relu)
+							tk.run(kb, ap, sa, rs, bp, sb, c[off:], ldc, alpha, bet, src[soff:], lds, relu, 1, 0)
 							continue
 						}
-						tk.run(kb, ap, sa, rs, bp, sb, tile[:], nr, 1, 0, tile[:], nr, false)
+						tk.run(kb, ap, sa, rs, bp, sb, tile[:], nr, 1, 0, tile[:], nr, false, 1, 0)
 						for i := 0; i < mrr; i++ {
 							row := c[off+i*ldc : off+i*ldc+nrr]
 							srow := src[soff+i*lds : soff+i*lds+nrr]
@@ -479,7 +495,15 @@ func packB8(dst []float64, stride int, src []float64, ld, kb int) {
 }
 
 // kernelGo is the portable 6 x 8 micro-kernel (microKernel.run).
-func kernelGo(kb int, ap []float64, sa, _ int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64, src []float64, lds int, relu bool) {
+func kernelGo(kb int, ap []float64, sa, rs int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64, src []float64, lds int, relu bool, tiles, astep int) {
+	const mr = 6
+	for t := range tiles {
+		tileGo(kb, ap[t*astep:], sa, rs, bp, sb, c[t*mr*ldc:], ldc, alpha, beta, src[t*mr*lds:], lds, relu)
+	}
+}
+
+// tileGo is kernelGo on one tile.
+func tileGo(kb int, ap []float64, sa, _ int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64, src []float64, lds int, relu bool) {
 	const mr, nr = 6, 8
 	var acc [mr * nr]float64
 	for p := range kb {

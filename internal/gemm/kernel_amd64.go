@@ -11,16 +11,16 @@ import "golang.org/x/sys/cpu"
 // bias row with stride 0), and relu sets the ReLU after it.
 
 //go:noescape
-func kernel6x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)
+func kernel6x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool, tiles, astep int)
 
 //go:noescape
-func kernel4x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)
+func kernel4x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool, tiles, astep int)
 
 //go:noescape
-func kernel2x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)
+func kernel2x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool, tiles, astep int)
 
 //go:noescape
-func kernel8x16(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)
+func kernel8x16(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool, tiles, astep int)
 
 //go:noescape
 func pack8AVX512(dst *float64, stride int, src *float64, ld, n int)
@@ -99,15 +99,19 @@ func copyRows(dst []float64, src []float64, srcStride, rows, w int) bool {
 
 // asmKernel wraps an assembly kernel of an mr x nr tile, checking the bounds
 // of everything it reads and writes.
-func asmKernel(mr, nr int, k func(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)) kernelFunc {
-	return func(kb int, ap []float64, sa, rs int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64, src []float64, lds int, relu bool) {
-		_ = ap[(kb-1)*sa+(mr-1)*rs]
-		_ = bp[(kb-1)*sb+nr-1]
-		_ = c[(mr-1)*ldc+nr-1]
-		if beta != 0 {
-			_ = src[(mr-1)*lds+nr-1]
+func asmKernel(mr, nr int, k func(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool, tiles, astep int)) kernelFunc {
+	return func(kb int, ap []float64, sa, rs int, bp []float64, sb int, c []float64, ldc int, alpha, beta float64, src []float64, lds int, relu bool, tiles, astep int) {
+		if tiles < 1 || kb < 1 || astep < 0 {
+			panic("gemm: bad kernel call")
 		}
-		k(kb, &ap[0], sa, rs, &bp[0], sb, &c[0], ldc, alpha, beta, &src[0], lds, relu)
+		last := (tiles - 1) * mr // the last tile's first row
+		_ = ap[(tiles-1)*astep+(kb-1)*sa+(mr-1)*rs]
+		_ = bp[(kb-1)*sb+nr-1]
+		_ = c[(last+mr-1)*ldc+nr-1]
+		if beta != 0 {
+			_ = src[(last+mr-1)*lds+nr-1]
+		}
+		k(kb, &ap[0], sa, rs, &bp[0], sb, &c[0], ldc, alpha, beta, &src[0], lds, relu, tiles, astep)
 	}
 }
 

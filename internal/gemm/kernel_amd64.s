@@ -6,7 +6,20 @@
 // forward), then max with zero when the relu flag is set ((0 > x) ? 0 : x,
 // as internal/vecmath's ReLU: NaN and -0 stay), then stored.
 
-// func kernel6x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)
+// A call runs tiles tiles down a column of C: after each, NEXTTILE moves A
+// by astep elements and C and the beta term's source by the tile's rows
+// (bytes = rows x 8), in the argument slots the next tile reads; C's row
+// pointer DX has already passed the tile's rows.
+#define NEXTTILE(bytes) \
+	MOVQ   astep+112(FP), R10 \
+	SHLQ   $3, R10 \
+	ADDQ   R10, a+8(FP) \
+	MOVQ   DX, c+48(FP) \
+	MOVQ   lds+88(FP), R13 \
+	IMUL3Q $bytes, R13, R13 \
+	ADDQ   R13, src+80(FP)
+
+// func kernel6x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool, tiles, astep int)
 //
 // C[0:6][0:8] = alpha * sum_p A_p^T b[p sb : p sb+8] + beta * S, where
 // row i of A_p is at a + i rs + p sa (rs = 1 and sa = 6 for a packed panel,
@@ -14,8 +27,11 @@
 // S is the 6 x 8 tile at src with row stride lds (not read when beta is +-0;
 // strides in elements), then the ReLU when relu is set. Row i of the tile
 // accumulates in Y(2i) (columns 0-3) and Y(2i+1) (columns 4-7); Y12, Y13
-// hold a row of B, Y14, Y15 broadcasts of A.
-TEXT ·kernel6x8(SB), NOSPLIT, $0-97
+// hold a row of B, Y14, Y15 broadcasts of A. It repeats for tiles tiles
+// down the column (NEXTTILE): one call per column of a block of C.
+TEXT ·kernel6x8(SB), NOSPLIT, $0-120
+
+top6:
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ sa+16(FP), R10
@@ -158,15 +174,23 @@ store6:
 	STORE8(Y6, Y7)
 	STORE8(Y8, Y9)
 	STORE8(Y10, Y11)
+	DECQ tiles+104(FP)
+	JZ   done6
+	NEXTTILE(48)
+	JMP  top6
+
+done6:
 	VZEROUPPER
 	RET
 
-// func kernel4x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)
+// func kernel4x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool, tiles, astep int)
 //
 // kernel6x8 on a 4 x 8 tile (rows 0-3 of the panel): the last tile of a
 // matrix whose rows leave three or four, at two thirds of the work of a
 // whole tile. Same order of operations, same bits.
-TEXT ·kernel4x8(SB), NOSPLIT, $0-97
+TEXT ·kernel4x8(SB), NOSPLIT, $0-120
+
+top4:
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ sa+16(FP), R10
@@ -235,14 +259,22 @@ store4:
 	STORE8(Y2, Y3)
 	STORE8(Y4, Y5)
 	STORE8(Y6, Y7)
+	DECQ tiles+104(FP)
+	JZ   done4
+	NEXTTILE(32)
+	JMP  top4
+
+done4:
 	VZEROUPPER
 	RET
 
-// func kernel2x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)
+// func kernel2x8(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool, tiles, astep int)
 //
 // kernel6x8 on a 2 x 8 tile (rows 0-1 of the panel), for a last tile of one
 // or two rows. Same order of operations, same bits.
-TEXT ·kernel2x8(SB), NOSPLIT, $0-97
+TEXT ·kernel2x8(SB), NOSPLIT, $0-120
+
+top2:
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ sa+16(FP), R10
@@ -292,10 +324,16 @@ relu2:
 store2:
 	STORE8(Y0, Y1)
 	STORE8(Y2, Y3)
+	DECQ tiles+104(FP)
+	JZ   done2
+	NEXTTILE(16)
+	JMP  top2
+
+done2:
 	VZEROUPPER
 	RET
 
-// func kernel8x16(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool)
+// func kernel8x16(kb int, a *float64, sa, rs int, b *float64, sb int, c *float64, ldc int, alpha, beta float64, src *float64, lds int, relu bool, tiles, astep int)
 //
 // kernel6x8's computation on an 8 x 16 tile with AVX-512F, reading row i
 // of the A panel at a + i rs + p sa (rs = 1 for a packed panel or A^T read in
@@ -304,7 +342,9 @@ store2:
 // hold a row of B, Z18, Z19 broadcasts of A. Each element gets one FMA per
 // step of k in the order of k and the same epilogue as kernel6x8, so the two
 // kernels give C the same bits.
-TEXT ·kernel8x16(SB), NOSPLIT, $0-97
+TEXT ·kernel8x16(SB), NOSPLIT, $0-120
+
+top16:
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ sa+16(FP), R10
@@ -460,6 +500,12 @@ out16:
 	STORE16(Z10, Z11)
 	STORE16(Z12, Z13)
 	STORE16(Z14, Z15)
+	DECQ tiles+104(FP)
+	JZ   done16
+	NEXTTILE(64)
+	JMP  top16
+
+done16:
 	VZEROUPPER
 	RET
 
