@@ -334,6 +334,11 @@ def main():
         res = summarise({"gemm": gemm, "ppo": ppo, "dpsgd": dpsgd, "sac": sac_peer, "cql": cql}[args.what](args, tmp))
     res["cpu"] = cpu_model()
     res["openblas_coretype"] = CORETYPE or "OpenBLAS's own choice"
+    # What picks dprl's kernels (GODEBUG=cpu.avx512f=off runs the AVX2 ones
+    # on an AVX-512 CPU) and the code measured.
+    res["godebug"] = os.environ.get("GODEBUG", "")
+    res["dprl_commit"] = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                                        capture_output=True, text=True).stdout.strip()
     if args.json:
         print(json.dumps(res, indent=1))
         return
