@@ -457,8 +457,6 @@ func (m *MLP) activationGrad(d []float64, l, n int) {
 			d[i] *= s * (1 + v*(1-s))
 		}
 	default:
-		for i, v := range y {
-			d[i] *= 1 - v*v
-		}
+		vecmath.TanhGrad(d, y)
 	}
 }

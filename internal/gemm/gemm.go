@@ -276,7 +276,12 @@ func gemm(ws *workspace, kern *microKernel, transA, transB bool, m, n, k int, al
 			packB(ws.b, nr, transB, directB, b, ldb, p0, kb, j0, nb)
 			for i0 := 0; i0 < m; i0 += mc {
 				mb := min(mc, m-i0)
-				packA(ws.a, mr, transA, directA, a, lda, i0, mb, p0, kb)
+				// With A read by rows, a last tile of exactly a tail
+				// kernel's rows is read in place too (its panel would be a
+				// strided gather).
+				rest := mb % mr
+				restInPlace := rowsA && rest > 0 && kern.tailFor(rest).mr == rest
+				packA(ws.a, mr, transA, directA, restInPlace, a, lda, i0, mb, p0, kb)
 				for jr := 0; jr < nb; jr += nr {
 					nrr := min(nr, nb-jr)
 					bp, sb := ws.b[jr*kb:jr*kb+nr*kb], nr
@@ -315,9 +320,14 @@ func gemm(ws *workspace, kern *microKernel, transA, transB bool, m, n, k int, al
 						tk := kern
 						if mrr < mr {
 							// A last tile of fewer rows: a kernel of
-							// fewer rows on the packed panel.
+							// fewer rows, on A in place or the packed
+							// panel.
 							tk = kern.tailFor(mrr)
-							ap, sa, rs = ws.a[ir*kb:ir*kb+mr*kb], mr, 1
+							if restInPlace {
+								ap, sa, rs = a[(i0+ir)*lda+p0:], 1, lda
+							} else {
+								ap, sa, rs = ws.a[ir*kb:ir*kb+mr*kb], mr, 1
+							}
 						}
 						if mrr == tk.mr && nrr == nr {
 							tk.run(kb, ap, sa, rs, bp, sb, c[off:], ldc, alpha, bet, src[soff:], lds, relu, 1, 0)
@@ -357,12 +367,12 @@ func roundUp(x, r int) int { return (x + r - 1) / r * r }
 
 // packA copies rows i0:i0+mb, columns p0:p0+kb of op(A) into dst as panels
 // of mr rows: panel q holds, for each p, the mr values op(A)[i0+q mr+i][p0+p]
-// (zero past row mb). With direct (A^T read in place) only a partial last
-// panel is packed.
-func packA(dst []float64, mr int, trans, direct bool, a []float64, lda, i0, mb, p0, kb int) {
+// (zero past row mb). With direct (A^T, or A by rows, read in place) only a
+// partial last panel is packed, and not that one with restInPlace.
+func packA(dst []float64, mr int, trans, direct, restInPlace bool, a []float64, lda, i0, mb, p0, kb int) {
 	for q := 0; q < mb; q += mr {
 		rows := min(mr, mb-q)
-		if direct && rows == mr {
+		if direct && (rows == mr || restInPlace) {
 			continue
 		}
 		d := dst[q*kb : q*kb+mr*kb]

@@ -121,6 +121,25 @@ func ReLUGrad(d, y []float64) {
 	}
 }
 
+// TanhGrad sets d[i] = d[i] (1 - y[i]^2) for every i (y the tanh's
+// outputs, d the gradient with respect to them): a product, a difference
+// and a product, each rounded (never a fused multiply-add), on every path,
+// so the bits do not depend on the CPU. len(y) must be >= len(d).
+func TanhGrad(d, y []float64) {
+	y = y[:len(d)]
+	n8, n := spans(len(d))
+	if n8 > 0 {
+		tanhGradAVX512(&d[0], &y[0], n8)
+	}
+	if n > n8 {
+		tanhGradAVX2(&d[n8], &y[n8], n-n8)
+	}
+	for i := n; i < len(d); i++ {
+		v := y[i]
+		d[i] *= 1 - float64(v*v) // the conversion forbids fusing
+	}
+}
+
 // Polyak sets t[i] = t[i] + tau (s[i] - t[i]) for every i (a target
 // network's Polyak averaging toward s). Each element takes three rounded
 // operations (a subtraction, a product, a sum; never a fused multiply-add)

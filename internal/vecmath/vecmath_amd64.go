@@ -41,3 +41,9 @@ func polyakAVX2(t, s *float64, n int, tau float64)
 
 //go:noescape
 func polyakAVX512(t, s *float64, n int, tau float64)
+
+//go:noescape
+func tanhGradAVX2(d, y *float64, n int)
+
+//go:noescape
+func tanhGradAVX512(d, y *float64, n int)

@@ -517,3 +517,61 @@ p5loop:
 
 p5done:
 	RET
+
+// func tanhGradAVX2(d, y *float64, n int)
+//
+// d[i] = d[i] (1 - y[i] y[i]) for i < n (a multiple of 4), as a product, a
+// difference and a product, each rounded (TanhGrad's Go loop).
+TEXT ·tanhGradAVX2(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ y+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $2, CX
+	JZ   tgdone
+	MOVQ $0x3FF0000000000000, AX // 1.0
+	MOVQ AX, X3
+	VBROADCASTSD X3, Y3
+
+tgloop:
+	VMOVUPD (SI), Y1
+	VMULPD  Y1, Y1, Y1 // y y
+	VSUBPD  Y1, Y3, Y1 // 1 - y y
+	VMULPD  (DI), Y1, Y1
+	VMOVUPD Y1, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	DECQ    CX
+	JNZ     tgloop
+	VZEROUPPER
+
+tgdone:
+	RET
+
+// func tanhGradAVX512(d, y *float64, n int)
+//
+// tanhGradAVX2 eight lanes at a time (n a multiple of 8), the same three
+// rounded operations per element.
+TEXT ·tanhGradAVX512(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ y+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   tg5done
+	MOVQ $0x3FF0000000000000, AX // 1.0
+	MOVQ AX, X3
+	VBROADCASTSD X3, Z3
+
+tg5loop:
+	VMOVUPD (SI), Z1
+	VMULPD  Z1, Z1, Z1
+	VSUBPD  Z1, Z3, Z1
+	VMULPD  (DI), Z1, Z1
+	VMOVUPD Z1, (DI)
+	ADDQ    $64, DI
+	ADDQ    $64, SI
+	DECQ    CX
+	JNZ     tg5loop
+	VZEROUPPER
+
+tg5done:
+	RET

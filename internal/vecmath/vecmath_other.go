@@ -30,3 +30,7 @@ func reluGradAVX512(*float64, *float64, int) { panic("vecmath: no vector kernel"
 func polyakAVX2(*float64, *float64, int, float64) { panic("vecmath: no vector kernel") }
 
 func polyakAVX512(*float64, *float64, int, float64) { panic("vecmath: no vector kernel") }
+
+func tanhGradAVX2(*float64, *float64, int) { panic("vecmath: no vector kernel") }
+
+func tanhGradAVX512(*float64, *float64, int) { panic("vecmath: no vector kernel") }

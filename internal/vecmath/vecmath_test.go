@@ -494,3 +494,52 @@ func BenchmarkPolyak(b *testing.B) {
 		}
 	})
 }
+
+// TestTanhGrad: every path gives each element the bits of the scalar
+// formula's three rounded operations, at every length and position,
+// special values included.
+func TestTanhGrad(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(9, 10))
+		special := []float64{0, math.Copysign(0, -1), 1, -1, math.Inf(1), math.NaN(), 5e-324, 1e308}
+		for n := 0; n <= 67; n++ {
+			d, y := make([]float64, n), make([]float64, n+3)
+			for i := range d {
+				d[i] = rng.NormFloat64() * math.Exp(4*rng.NormFloat64())
+				if rng.IntN(8) == 0 {
+					d[i] = special[rng.IntN(len(special))]
+				}
+			}
+			for i := range y {
+				y[i] = math.Tanh(2 * rng.NormFloat64())
+				if rng.IntN(8) == 0 {
+					y[i] = special[rng.IntN(len(special))]
+				}
+			}
+			want := append([]float64(nil), d...)
+			for i := range want {
+				v := y[i]
+				want[i] *= 1 - float64(v*v)
+			}
+			TanhGrad(d, y)
+			for i := range d {
+				if math.Float64bits(d[i]) != math.Float64bits(want[i]) && !(math.IsNaN(d[i]) && math.IsNaN(want[i])) {
+					t.Fatalf("n %d: d[%d] = %v, want %v", n, i, d[i], want[i])
+				}
+			}
+		}
+	})
+}
+
+func BenchmarkTanhGrad(b *testing.B) {
+	paths(b, func(b *testing.B, n int) {
+		rng := rand.New(rand.NewPCG(4, 5))
+		d, y := make([]float64, n), make([]float64, n)
+		for i := range d {
+			d[i], y[i] = rng.NormFloat64(), math.Tanh(rng.NormFloat64())
+		}
+		for b.Loop() {
+			TanhGrad(d, y)
+		}
+	})
+}
