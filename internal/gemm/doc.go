@@ -12,7 +12,8 @@
 // tile of C. Packing reads op(A) and op(B) through their transposes and
 // strides, so every combination of transposes runs the same kernel, and it
 // pads the edges with zeros, so the kernel always computes whole tiles (edge
-// tiles are computed into a scratch tile and copied).
+// tiles are computed into a scratch tile and copied, except a last tile of
+// rows that a smaller kernel fits exactly).
 //
 // The micro-kernel is chosen once, from the CPU's features (detected at run
 // time with golang.org/x/sys/cpu; Kernel names it):
@@ -26,7 +27,14 @@
 // Both assembly kernels also read an A of up to 2 MiB in place, a row at a
 // time with its stride, and packing transposes B^T (and A) eight rows at a
 // time in registers and copies rows with vector moves, in AVX-512 or AVX2
-// as the CPU allows.
+// as the CPU allows. A kernel call runs every whole tile down a column of a
+// block of C; the last tile of rows that leave one to four of the AVX2
+// tile's six runs on a 2 x 8 or 4 x 8 kernel.
+//
+// DgemmBias is a dense layer's forward pass in one call: the kernels add
+// the bias row (their beta term read from a separate source with row stride
+// 0) and take the ReLU on the tile while it is in registers, with the bits
+// of the copy, the product and the separate pass they replace.
 //
 // No cgo is involved. The two assembly kernels give every element of C the
 // same bits: each sums over k in the same order with one fused multiply-add
