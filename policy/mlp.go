@@ -7,7 +7,6 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
-	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"dprl/internal/gemm"
@@ -388,13 +387,8 @@ func (m *MLP) backward(grad, dx, params, dOut []float64) {
 			gemmSerial(blas.Trans, blas.NoTrans, 1, dG,
 				blas64.General{Rows: n, Cols: in, Stride: in, Data: m.acts[l][:n*in]}, 0,
 				blas64.General{Rows: out, Cols: in, Stride: in, Data: grad[m.wOff[l] : m.wOff[l]+out*in]})
-			// db = sum of the rows of d, in row order (floats.Add adds
-			// 1 x d exactly: the bits of the plain loop, in vector lanes).
-			db := grad[m.bOff[l] : m.bOff[l]+out]
-			clear(db)
-			for i := 0; i < n; i++ {
-				floats.Add(db, d[i*out:(i+1)*out])
-			}
+			// db = sum of the rows of d, in row order.
+			vecmath.SumRows(grad[m.bOff[l]:m.bOff[l]+out], d, n)
 		}
 		if l > 0 || dx != nil {
 			// d_in = d W

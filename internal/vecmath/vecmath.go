@@ -140,6 +140,30 @@ func TanhGrad(d, y []float64) {
 	}
 }
 
+// SumRows sets dst[j] to the sum of column j of x, n rows of len(dst)
+// values (row-major): a dense layer's bias gradient. Each column is summed
+// from +0 in the order of the rows, on every path (eight columns'
+// accumulators at a time in registers with AVX2), so the bits are those of
+// clearing dst and adding the rows to it one by one.
+func SumRows(dst, x []float64, n int) {
+	w := len(dst)
+	x = x[:n*w]
+	k := 0
+	if useAsm && n > 0 {
+		k = w &^ 3
+		if k > 0 {
+			sumRowsAVX2(&dst[0], &x[0], n, w, k)
+		}
+	}
+	for j := k; j < w; j++ {
+		s := 0.0
+		for i := range n {
+			s += x[i*w+j]
+		}
+		dst[j] = s
+	}
+}
+
 // Polyak sets t[i] = t[i] + tau (s[i] - t[i]) for every i (a target
 // network's Polyak averaging toward s). Each element takes three rounded
 // operations (a subtraction, a product, a sum; never a fused multiply-add)

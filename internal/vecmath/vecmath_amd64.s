@@ -575,3 +575,77 @@ tg5loop:
 
 tg5done:
 	RET
+
+// func sumRowsAVX2(dst, x *float64, rows, w, cols int)
+//
+// dst[j] = +0 + x[j] + x[w + j] + ... (rows >= 1 rows of stride w, added in
+// order) for j < cols (a multiple of 4): 32 columns at a time in eight
+// accumulators (independent chains), then 4 at a time.
+TEXT ·sumRowsAVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ rows+16(FP), R8
+	MOVQ w+24(FP), R9
+	SHLQ $3, R9
+	MOVQ cols+32(FP), CX
+
+sr32:
+	CMPQ CX, $32
+	JLT  sr4
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	MOVQ SI, AX
+	MOVQ R8, DX
+
+sr32row:
+	VADDPD (AX), Y0, Y0
+	VADDPD 32(AX), Y1, Y1
+	VADDPD 64(AX), Y2, Y2
+	VADDPD 96(AX), Y3, Y3
+	VADDPD 128(AX), Y4, Y4
+	VADDPD 160(AX), Y5, Y5
+	VADDPD 192(AX), Y6, Y6
+	VADDPD 224(AX), Y7, Y7
+	ADDQ R9, AX
+	DECQ DX
+	JNZ  sr32row
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VMOVUPD Y4, 128(DI)
+	VMOVUPD Y5, 160(DI)
+	VMOVUPD Y6, 192(DI)
+	VMOVUPD Y7, 224(DI)
+	ADDQ $256, DI
+	ADDQ $256, SI
+	SUBQ $32, CX
+	JMP  sr32
+
+sr4:
+	CMPQ CX, $4
+	JLT  srdone
+	VXORPD Y0, Y0, Y0
+	MOVQ SI, AX
+	MOVQ R8, DX
+
+sr4row:
+	VADDPD (AX), Y0, Y0
+	ADDQ R9, AX
+	DECQ DX
+	JNZ  sr4row
+	VMOVUPD Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $4, CX
+	JMP  sr4
+
+srdone:
+	VZEROUPPER
+	RET

@@ -543,3 +543,60 @@ func BenchmarkTanhGrad(b *testing.B) {
 		}
 	})
 }
+
+// TestSumRows: every path gives each column the bits of clearing it and
+// adding the rows in order, at every width and several row counts, special
+// values included.
+func TestSumRows(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(11, 12))
+		special := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), 5e-324, 1e308, -1e308}
+		for w := 0; w <= 70; w++ {
+			for _, n := range []int{0, 1, 2, 3, 7, 130} {
+				x := make([]float64, n*w+5)
+				for i := range x {
+					x[i] = rng.NormFloat64() * math.Exp(3*rng.NormFloat64())
+					if rng.IntN(10) == 0 {
+						x[i] = special[rng.IntN(len(special))]
+					}
+				}
+				if w > 1 && n > 1 { // a column of -0s sums to +0
+					for i := range n {
+						x[i*w+1] = math.Copysign(0, -1)
+					}
+				}
+				want := make([]float64, w)
+				for i := range n {
+					for j := range want {
+						want[j] += x[i*w+j]
+					}
+				}
+				got := make([]float64, w)
+				for j := range got {
+					got[j] = math.NaN() // overwritten, not read
+				}
+				SumRows(got, x, n)
+				for j := range got {
+					if math.Float64bits(got[j]) != math.Float64bits(want[j]) && !(math.IsNaN(got[j]) && math.IsNaN(want[j])) {
+						t.Fatalf("w %d n %d: dst[%d] = %v, want %v", w, n, j, got[j], want[j])
+					}
+				}
+			}
+		}
+	})
+}
+
+func BenchmarkSumRows(b *testing.B) {
+	paths(b, func(b *testing.B, n int) {
+		rng := rand.New(rand.NewPCG(4, 6))
+		const rows = 128
+		x, dst := make([]float64, rows*n), make([]float64, n)
+		for i := range x {
+			x[i] = rng.NormFloat64()
+		}
+		for b.Loop() {
+			SumRows(dst, x, rows)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n*rows), "ns/add")
+	})
+}
