@@ -1,7 +1,8 @@
 // Package vecmath holds dprl's vectorised element-wise kernels: the tanh of
 // a slice (the hidden activations of every MLP), the Adam update (run
 // after every minibatch of every local update), the Polyak update of target
-// networks, ReLU and its derivative, and the tanh's derivative. On amd64 with AVX2 and FMA (detected at run time with
+// networks, ReLU and its derivative, the tanh's derivative, and a layer's
+// bias gradient (column sums). On amd64 with AVX2 and FMA (detected at run time with
 // golang.org/x/sys/cpu) they run four lanes at a time in Go assembly;
 // elsewhere, and for slices too short for a vector, they run the same
 // formulas in Go. None of them allocates.
