@@ -311,12 +311,10 @@ func gemm(ws *workspace, kern *microKernel, transA, transB bool, m, n, k int, al
 						case directA && mrr == mr:
 							ap, sa = a[p0*lda+i0+ir:], lda
 						}
+						// Only edge tiles are left: fewer rows, or a
+						// column panel of fewer columns.
 						off := (i0+ir)*ldc + j0 + jr
 						soff := (i0+ir)*lds + j0 + jr
-						if mrr == mr && nrr == nr {
-							run(kb, ap, sa, rs, bp, sb, c[off:], ldc, alpha, bet, src[soff:], lds, relu, 1, 0)
-							continue
-						}
 						tk := kern
 						if mrr < mr {
 							// A last tile of fewer rows: a kernel of
