@@ -124,15 +124,17 @@ func ReLUGrad(d, y []float64) {
 // TanhGrad sets d[i] = d[i] (1 - y[i]^2) for every i (y the tanh's
 // outputs, d the gradient with respect to them): a product, a difference
 // and a product, each rounded (never a fused multiply-add), on every path,
-// so the bits do not depend on the CPU. len(y) must be >= len(d).
+// so the bits do not depend on the CPU (AVX2 lanes where the CPU has them:
+// an element-wise pass bound by memory, which AVX-512 would not speed up).
+// len(y) must be >= len(d).
 func TanhGrad(d, y []float64) {
 	y = y[:len(d)]
-	n8, n := spans(len(d))
-	if n8 > 0 {
-		tanhGradAVX512(&d[0], &y[0], n8)
-	}
-	if n > n8 {
-		tanhGradAVX2(&d[n8], &y[n8], n-n8)
+	n := 0
+	if useAsm {
+		n = len(d) &^ 3
+		if n > 0 {
+			tanhGradAVX2(&d[0], &y[0], n)
+		}
 	}
 	for i := n; i < len(d); i++ {
 		v := y[i]

@@ -46,7 +46,4 @@ func polyakAVX512(t, s *float64, n int, tau float64)
 func tanhGradAVX2(d, y *float64, n int)
 
 //go:noescape
-func tanhGradAVX512(d, y *float64, n int)
-
-//go:noescape
 func sumRowsAVX2(dst, x *float64, rows, w, cols int)

@@ -547,35 +547,6 @@ tgloop:
 tgdone:
 	RET
 
-// func tanhGradAVX512(d, y *float64, n int)
-//
-// tanhGradAVX2 eight lanes at a time (n a multiple of 8), the same three
-// rounded operations per element.
-TEXT ·tanhGradAVX512(SB), NOSPLIT, $0-24
-	MOVQ d+0(FP), DI
-	MOVQ y+8(FP), SI
-	MOVQ n+16(FP), CX
-	SHRQ $3, CX
-	JZ   tg5done
-	MOVQ $0x3FF0000000000000, AX // 1.0
-	MOVQ AX, X3
-	VBROADCASTSD X3, Z3
-
-tg5loop:
-	VMOVUPD (SI), Z1
-	VMULPD  Z1, Z1, Z1
-	VSUBPD  Z1, Z3, Z1
-	VMULPD  (DI), Z1, Z1
-	VMOVUPD Z1, (DI)
-	ADDQ    $64, DI
-	ADDQ    $64, SI
-	DECQ    CX
-	JNZ     tg5loop
-	VZEROUPPER
-
-tg5done:
-	RET
-
 // func sumRowsAVX2(dst, x *float64, rows, w, cols int)
 //
 // dst[j] = +0 + x[j] + x[w + j] + ... (rows >= 1 rows of stride w, added in

@@ -33,6 +33,4 @@ func polyakAVX512(*float64, *float64, int, float64) { panic("vecmath: no vector 
 
 func tanhGradAVX2(*float64, *float64, int) { panic("vecmath: no vector kernel") }
 
-func tanhGradAVX512(*float64, *float64, int) { panic("vecmath: no vector kernel") }
-
 func sumRowsAVX2(*float64, *float64, int, int, int) { panic("vecmath: no vector kernel") }
